@@ -1,0 +1,77 @@
+# WebCodex: the two commands a new user needs are `make run` and `make test`.
+SHELL := /bin/bash
+NODE_BIN := node_modules/.bin
+PROJECT ?= examples/sample-project
+PORT ?= 8080
+STAMP := node_modules/.webcodex-install-stamp
+
+.PHONY: setup install generate codegen-check build lint run dev up test test-unit test-integration test-e2e bench chart images clean help
+
+help:
+	@echo "make run [PROJECT=dir] [PORT=8080]  start WebCodex embedded on a directory"
+	@echo "make test                           lint, codegen check, unit, chart, integration and e2e tests"
+	@echo "make bench                          benchmarks (ratios against same-run baselines)"
+	@echo "make up PROJECT=dir                 distributed mode on localhost (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)"
+
+$(STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+generate: install
+	$(NODE_BIN)/buf generate
+	node tools/scripts/gen-proto-index.mjs
+
+# Fails when the committed generated code differs from what buf generates now.
+codegen-check: install
+	@tmp=$$(mktemp -d); \
+	$(NODE_BIN)/buf generate -o $$tmp && \
+	cp libs/proto/src/index.ts $$tmp/index.ts.committed && \
+	if ! diff -r libs/proto/src/gen $$tmp/libs/proto/src/gen >/dev/null; then \
+	  echo "codegen-check: libs/proto/src/gen is stale; run 'make generate' and commit"; diff -r libs/proto/src/gen $$tmp/libs/proto/src/gen | head -20; rm -rf $$tmp; exit 1; fi; \
+	rm -rf $$tmp; \
+	node tools/scripts/gen-proto-index.mjs && git diff --quiet -- libs/proto/src/index.ts || { echo "codegen-check: libs/proto/src/index.ts is stale; run 'make generate' and commit"; exit 1; }; \
+	$(NODE_BIN)/buf lint proto && echo "codegen-check: generated code is current, buf lint clean"
+
+build: install
+	$(NODE_BIN)/tsc -b
+
+setup: build
+
+lint: build
+	$(NODE_BIN)/eslint .
+
+run: build
+	node tools/cli/bin/webcodex.js dev --project $(PROJECT) --port $(PORT)
+
+dev: run
+
+up: build
+	node tools/cli/bin/webcodex.js up --project $(PROJECT)
+
+test: build
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory codegen-check
+	@bash tools/scripts/ensure-services.sh
+	node tools/scripts/run-tests.mjs
+
+test-unit: build
+	node tools/scripts/run-tests.mjs unit
+
+test-integration: build
+	@bash tools/scripts/ensure-services.sh
+	node tools/scripts/run-tests.mjs integration e2e
+
+bench: build
+	@bash tools/scripts/ensure-services.sh
+	node tools/bench/dist/main.js
+
+chart: install
+	node --test tools/chart/
+
+images:
+	bash tools/chart/images.sh
+
+clean:
+	rm -rf node_modules */*/dist */*/*.tsbuildinfo test/dist $(STAMP)

@@ -1,0 +1,67 @@
+/**
+ * Runner wire capabilities: one declaration table. Each row owns the typed id, the wire
+ * name, its default (false: a Runner advertises a capability only because its binary
+ * implements it) and whether it belongs to the frozen V2 baseline every generation-2 Runner
+ * has. Catalog or baseline membership is never permission to advertise support.
+ */
+export const RUNNER_PROTOCOL_GENERATION = 2;
+
+const rows = [
+  { id: "readFiles", wire: "read_files_v1", baselineV2: true },
+  { id: "searchTexts", wire: "search_texts_v1", baselineV2: true },
+  { id: "applyTextEdit", wire: "apply_text_edit_v1", baselineV2: true },
+  { id: "applyTextEditExpectedMatchCount", wire: "apply_text_edit_expected_match_count", baselineV2: false },
+  { id: "gitReview", wire: "git_review_v1", baselineV2: false },
+  { id: "processExecution", wire: "process_execution_v1", baselineV2: false },
+  { id: "shellExecution", wire: "shell_execution_v1", baselineV2: false },
+  { id: "bashLogin", wire: "bash_login_v1", baselineV2: false },
+  { id: "pythonScript", wire: "python_script_v1", baselineV2: false },
+  { id: "detachedJobs", wire: "detached_jobs_v1", baselineV2: false },
+  { id: "hostFileImport", wire: "host_file_import_v1", baselineV2: false },
+] as const;
+
+export type RunnerCapabilityId = (typeof rows)[number]["id"];
+export type RunnerCapabilityWire = (typeof rows)[number]["wire"];
+
+export interface RunnerCapabilityRow {
+  readonly id: RunnerCapabilityId;
+  readonly wire: RunnerCapabilityWire;
+  readonly baselineV2: boolean;
+}
+
+/** The declaration table, in wire order. */
+export const runnerCapabilityCatalog: readonly RunnerCapabilityRow[] = rows;
+
+const byWire = new Map<string, RunnerCapabilityRow>(rows.map((r) => [r.wire, r]));
+const byId = new Map<string, RunnerCapabilityRow>(rows.map((r) => [r.id, r]));
+
+export function runnerCapabilityWire(id: RunnerCapabilityId): RunnerCapabilityWire {
+  return (byId.get(id) as RunnerCapabilityRow).wire;
+}
+
+/** A typed set of what one Runner advertised. Unknown wire names are ignored (newer Runner). */
+export class RunnerCapabilities {
+  private readonly set: ReadonlySet<RunnerCapabilityId>;
+  constructor(ids: Iterable<RunnerCapabilityId>) {
+    this.set = new Set(ids);
+  }
+  static fromWire(names: readonly string[]): RunnerCapabilities {
+    const ids: RunnerCapabilityId[] = [];
+    for (const n of names) {
+      const row = byWire.get(n);
+      if (row) ids.push(row.id);
+    }
+    return new RunnerCapabilities(ids);
+  }
+  has(id: RunnerCapabilityId): boolean {
+    return this.set.has(id);
+  }
+  /** Wire names in declaration order (the serialization order). */
+  toWire(): RunnerCapabilityWire[] {
+    return rows.filter((r) => this.set.has(r.id)).map((r) => r.wire);
+  }
+  /** Baseline rows a generation-2 Runner failed to advertise (a protocol fault, not a feature gap). */
+  missingBaseline(): RunnerCapabilityId[] {
+    return rows.filter((r) => r.baselineV2 && !this.set.has(r.id)).map((r) => r.id);
+  }
+}

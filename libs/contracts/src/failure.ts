@@ -1,0 +1,127 @@
+/**
+ * Structured failures. A failure is a business fact the model must decide on, so it carries
+ * stable codes rather than prose: reason_code (what), failure_stage (where in the pipeline),
+ * detail_code (a bounded refinement), state_changed and outcome_unknown (what it may retry).
+ */
+import type { FollowUp } from "./follow-up.js";
+
+/** Stable reason codes. Add here; never spell one inline elsewhere. */
+export const ReasonCode = {
+  // input contract
+  unknownTool: "unknown_tool",
+  unknownField: "unknown_field",
+  invalidValue: "invalid_value",
+  missingField: "missing_field",
+  conflictingAlias: "conflicting_alias",
+  toolNotAdmitted: "tool_not_admitted",
+  presentationToolNotCallable: "presentation_tool_not_callable",
+  // identity and authority
+  projectNotFound: "project_not_found",
+  staleRef: "stale_ref",
+  unauthenticated: "unauthenticated",
+  insufficientScope: "insufficient_scope",
+  rateLimited: "rate_limited",
+  // paths
+  pathOutsideProject: "path_outside_project",
+  sensitivePath: "sensitive_path",
+  pathNotFound: "path_not_found",
+  pathExists: "path_exists",
+  notAFile: "not_a_file",
+  binaryFile: "binary_file",
+  // edits
+  staleReadRevision: "stale_read_revision",
+  expectedMatchCountMismatch: "expected_match_count_mismatch",
+  matchNotFound: "match_not_found",
+  matchNotUnique: "match_not_unique",
+  occurrenceOutOfRange: "occurrence_out_of_range",
+  overlappingEdits: "overlapping_edits",
+  applyFailed: "apply_failed",
+  // runners and dispatch
+  runnerUnavailable: "runner_unavailable",
+  runnerLost: "runner_lost",
+  capabilityMissing: "capability_missing",
+  fenceRejected: "fence_rejected",
+  // execution
+  executionFailed: "execution_failed",
+  jobNotFound: "job_not_found",
+  // git
+  notAGitRepository: "not_a_git_repository",
+  gitFailed: "git_failed",
+  // platform
+  dependencyUnavailable: "dependency_unavailable",
+  internal: "internal",
+} as const;
+export type ReasonCode = (typeof ReasonCode)[keyof typeof ReasonCode];
+
+/** Where in the call pipeline a failure was decided. */
+export const FailureStage = {
+  admission: "admission",
+  normalization: "normalization",
+  resolution: "resolution",
+  authorization: "authorization",
+  dispatch: "dispatch",
+  preflight: "preflight",
+  apply: "apply",
+  execution: "execution",
+  observation: "observation",
+} as const;
+export type FailureStage = (typeof FailureStage)[keyof typeof FailureStage];
+
+export interface ToolFailure {
+  reason_code: ReasonCode;
+  failure_stage: FailureStage;
+  detail_code?: string;
+  /** True when the workspace or a durable record was changed before the failure. */
+  state_changed: boolean;
+  /** True when the effect cannot be known (transport lost mid-call): never blindly retry. */
+  outcome_unknown: boolean;
+  /** Bounded, caller-safe evidence that makes the next call direct. */
+  evidence?: Record<string, unknown>;
+  /** One short sentence for humans; never the only machine-actionable fact. */
+  message?: string;
+  follow_up?: FollowUp;
+}
+
+export interface FailureOptions {
+  detail_code?: string;
+  state_changed?: boolean;
+  outcome_unknown?: boolean;
+  evidence?: Record<string, unknown>;
+  message?: string;
+  follow_up?: FollowUp;
+}
+
+export function toolFailure(reason: ReasonCode, stage: FailureStage, options: FailureOptions = {}): ToolFailure {
+  const failure: ToolFailure = {
+    reason_code: reason,
+    failure_stage: stage,
+    state_changed: options.state_changed ?? false,
+    outcome_unknown: options.outcome_unknown ?? false,
+  };
+  if (options.detail_code !== undefined) failure.detail_code = options.detail_code;
+  if (options.evidence !== undefined) failure.evidence = options.evidence;
+  if (options.message !== undefined) failure.message = options.message;
+  if (options.follow_up !== undefined) failure.follow_up = options.follow_up;
+  return failure;
+}
+
+/**
+ * Thrown by domain code deep in a call; the service boundary turns it into a DomainFailure.
+ * Anything else thrown is an internal error and never reaches the model verbatim.
+ */
+export class ToolFailureError extends Error {
+  readonly failure: ToolFailure;
+  constructor(failure: ToolFailure) {
+    super(failure.message ?? failure.reason_code);
+    this.name = "ToolFailureError";
+    this.failure = failure;
+  }
+}
+
+export function fail(reason: ReasonCode, stage: FailureStage, options: FailureOptions = {}): never {
+  throw new ToolFailureError(toolFailure(reason, stage, options));
+}
+
+export function isToolFailureError(error: unknown): error is ToolFailureError {
+  return error instanceof ToolFailureError;
+}

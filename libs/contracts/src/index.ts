@@ -1,0 +1,20 @@
+// Public surface of @webcodex/contracts: pure TypeScript, no I/O.
+// For services and the gateway:
+export { toolDefinitions, toolDefinition } from "./catalog.js";
+export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
+export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
+export { admittedTools, listedTools, toolRoute, groupToolNamesByCategory, callableThroughGateway, isAdmitted } from "./admission.js";
+export type { AdmissionContext, AdmissionProfile, HostProfile, Route } from "./admission.js";
+export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
+export type { NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
+export { projectSuccess, compactBatch, compactEdit, compactShell } from "./projection.js";
+export { buildFollowUp, waitForJobFollowUp, rereadFollowUp } from "./follow-up.js";
+export type { FollowUp, FollowUpKind } from "./follow-up.js";
+export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFailureError } from "./failure.js";
+export type { ToolFailure, FailureOptions } from "./failure.js";
+export { validateToolArguments } from "./schema-validator.js";
+export type { SchemaViolation } from "./schema-validator.js";
+export { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog, runnerCapabilityWire, RunnerCapabilities } from "./capabilities.js";
+export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } from "./capabilities.js";
+// For contract tests and docs generation:
+export type { JsonSchema } from "./json-schema.js";

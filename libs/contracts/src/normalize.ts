@@ -1,0 +1,187 @@
+/**
+ * Input normalization before business parsing: strict on semantics and authority, tolerant
+ * on ergonomics. Only proven-lossless repairs happen here, each with a stable code; anything
+ * else fails closed with a structured rejection and nothing runs.
+ */
+import { toolDefinition } from "./catalog.js";
+import { FailureStage, ReasonCode, toolFailure } from "./failure.js";
+import type { ToolFailure } from "./failure.js";
+import { validateToolArguments } from "./schema-validator.js";
+import type { ClampRule, ToolDefinition } from "./tool-definition.js";
+
+/** The four wire spellings, in result precedence order (first wins when several apply). */
+export const ToolInputNormalizationCode = {
+  processBashLoginToRunShell: "process_bash_login_to_run_shell",
+  processShellToRunShell: "process_shell_to_run_shell",
+  argvToArgs: "argv_to_args",
+  clampedToCeiling: "clamped_to_ceiling",
+} as const;
+export type ToolInputNormalizationCode = (typeof ToolInputNormalizationCode)[keyof typeof ToolInputNormalizationCode];
+
+const precedence: readonly ToolInputNormalizationCode[] = Object.values(ToolInputNormalizationCode);
+
+/** Model hints, one per code: short, and never a replay of the raw payload. */
+export const normalizationHints: Readonly<Record<ToolInputNormalizationCode, string>> = {
+  process_bash_login_to_run_shell: "Ran as run_shell with shell=bash, login=true; call run_shell directly for shell commands.",
+  process_shell_to_run_shell: "Ran as run_shell; call run_shell directly for shell commands.",
+  argv_to_args: "argv is accepted as args; the canonical field is args.",
+  clamped_to_ceiling: "A budget above its ceiling was clamped; effective values are reported.",
+};
+
+export function isToolInputNormalizationCode(value: unknown): value is ToolInputNormalizationCode {
+  return typeof value === "string" && (precedence as readonly string[]).includes(value);
+}
+
+export interface InputNormalization {
+  code: ToolInputNormalizationCode;
+  hint: string;
+  /** Effective values of clamped fields (dotted path → value). */
+  effective?: Record<string, number>;
+}
+
+export type NormalizeResult =
+  | { ok: true; tool: string; arguments: Record<string, unknown>; normalization?: InputNormalization }
+  | { ok: false; failure: ToolFailure };
+
+export interface NormalizeContext {
+  /** Whether a canonical tool is admitted for this caller (rewrites must stay admitted). */
+  isAdmitted(tool: string): boolean;
+}
+
+const reject = (reason: ToolFailure["reason_code"], detail: string, evidence?: Record<string, unknown>): NormalizeResult => ({
+  ok: false,
+  failure: toolFailure(reason, FailureStage.normalization, { detail_code: detail, ...(evidence ? { evidence } : {}) }),
+});
+
+/**
+ * Canonicalizes one call. Never fuzzy-corrects unknown fields or tool names and never
+ * guesses authority, target, effect, retry, fence or idempotency fields.
+ */
+export function normalizeToolCall(tool: string, rawArguments: unknown, context: NormalizeContext): NormalizeResult {
+  const def = toolDefinition(tool);
+  if (!def) return reject(ReasonCode.unknownTool, "unknown_tool", { tool });
+  if (!context.isAdmitted(tool)) return reject(ReasonCode.toolNotAdmitted, "not_admitted", { tool });
+  if (rawArguments === undefined) rawArguments = {};
+  if (typeof rawArguments !== "object" || rawArguments === null || Array.isArray(rawArguments)) return reject(ReasonCode.invalidValue, "arguments_not_object");
+
+  const codes = new Set<ToolInputNormalizationCode>();
+  let args = dropOptionalNulls(def, rawArguments as Record<string, unknown>);
+
+  // argv → args (run_process, run_detached_process): alias-only canonicalizes, identical
+  // values canonicalize, different values fail closed.
+  if ("argv" in args && (tool === "run_process" || tool === "run_detached_process")) {
+    const { argv, ...rest } = args;
+    if ("args" in rest && JSON.stringify(rest["args"]) !== JSON.stringify(argv)) return reject(ReasonCode.conflictingAlias, "argv_args_differ", { field: "/argv" });
+    args = { ...rest, args: argv };
+    codes.add(ToolInputNormalizationCode.argvToArgs);
+  }
+
+  const violation = validateToolArguments(tool, args);
+  if (violation) return reject(violation.reason_code, violation.detail_code, { field: violation.field });
+  if ((tool === "run_process" || tool === "run_detached_process") && !("args" in args)) return reject(ReasonCode.missingField, "required", { field: "/args" });
+  const crossField = checkCrossField(tool, args);
+  if (crossField) return crossField;
+
+  const effective = applyClamps(def.clamps ?? [], args);
+  if (effective) codes.add(ToolInputNormalizationCode.clampedToCeiling);
+
+  let canonicalTool = tool;
+  if (tool === "run_process") {
+    const shell = shellCanonicalForm(args);
+    if (shell && context.isAdmitted("run_shell")) {
+      canonicalTool = "run_shell";
+      args = shell.arguments;
+      codes.add(shell.code);
+    }
+  }
+
+  const code = precedence.find((c) => codes.has(c));
+  const result: NormalizeResult = { ok: true, tool: canonicalTool, arguments: args };
+  if (code) result.normalization = { code, hint: normalizationHints[code], ...(effective && code === "clamped_to_ceiling" ? { effective } : {}) };
+  if (code && effective && code !== "clamped_to_ceiling" && result.normalization) result.normalization.effective = effective;
+  return result;
+}
+
+/** `null` on an optional field means the same as omitting it: a harmless default spelling. */
+function dropOptionalNulls(def: ToolDefinition, args: Record<string, unknown>): Record<string, unknown> {
+  const required = new Set(def.inputSchema.required ?? []);
+  let out: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(args)) {
+    if (v === null && !required.has(k) && def.inputSchema.properties?.[k] !== undefined) {
+      out ??= { ...args };
+      delete out[k];
+    }
+  }
+  return out ?? args;
+}
+
+function checkCrossField(tool: string, args: Record<string, unknown>): NormalizeResult | undefined {
+  if (tool === "edit_project_files") {
+    const changes = args["changes"] as Array<Record<string, unknown>>;
+    for (const [ci, change] of changes.entries()) {
+      const edits = (change["edits"] as Array<Record<string, unknown>> | undefined) ?? [];
+      for (const [ei, edit] of edits.entries()) {
+        if (edit["occurrence"] !== undefined && edit["expected_match_count"] !== undefined)
+          return reject(ReasonCode.invalidValue, "occurrence_with_expected_match_count", { field: `/changes/${ci}/edits/${ei}/occurrence` });
+        const scope = edit["line_scope"] as { start_line: number; end_line: number } | undefined;
+        if (scope && scope.end_line < scope.start_line) return reject(ReasonCode.invalidValue, "line_scope_reversed", { field: `/changes/${ci}/edits/${ei}/line_scope` });
+      }
+    }
+  }
+  if (tool === "read_files") {
+    for (const [i, f] of (args["files"] as Array<Record<string, number | undefined>>).entries()) {
+      if (f["start_line"] !== undefined && f["end_line"] !== undefined && f["end_line"] < f["start_line"]) return reject(ReasonCode.invalidValue, "range_reversed", { field: `/files/${i}/end_line` });
+    }
+  }
+  if (tool === "run_shell" && args["login"] === true && args["shell"] !== "bash") return reject(ReasonCode.invalidValue, "login_requires_bash", { field: "/login" });
+  if (tool === "import_host_files") {
+    for (const [i, f] of (args["files"] as Array<Record<string, unknown>>).entries()) {
+      if (("content" in f) === ("content_base64" in f)) return reject(ReasonCode.invalidValue, "content_xor_content_base64", { field: `/files/${i}` });
+    }
+  }
+  return undefined;
+}
+
+/** Clamps every over-ceiling knob in place; returns the effective values it changed. */
+function applyClamps(rules: readonly ClampRule[], args: Record<string, unknown>): Record<string, number> | undefined {
+  let effective: Record<string, number> | undefined;
+  for (const rule of rules) {
+    visit(args, rule.path.split("."), "", (holder, key, at) => {
+      const value = holder[key];
+      if (typeof value === "number" && value > rule.ceiling) {
+        holder[key] = rule.ceiling;
+        (effective ??= {})[at] = rule.ceiling;
+      }
+    });
+  }
+  return effective;
+}
+
+function visit(node: unknown, parts: string[], at: string, fn: (holder: Record<string, unknown>, key: string, at: string) => void): void {
+  const [head, ...rest] = parts;
+  if (head === undefined || node === null || typeof node !== "object") return;
+  if (head === "*") {
+    if (Array.isArray(node)) node.forEach((child, i) => visit(child, rest, `${at}.${i}`, fn));
+    return;
+  }
+  const holder = node as Record<string, unknown>;
+  const path = at ? `${at}.${head}` : head;
+  if (rest.length === 0) {
+    if (head in holder) fn(holder, head, path);
+  } else visit(holder[head], rest, path, fn);
+}
+
+/**
+ * run_process with exactly ["sh"|"bash", "-c", CMD] or ["bash", "-lc", CMD] is run_shell,
+ * but only when the rewrite is lossless (no stdin, which run_shell has no field for).
+ */
+function shellCanonicalForm(args: Record<string, unknown>): { arguments: Record<string, unknown>; code: ToolInputNormalizationCode } | undefined {
+  const argv = args["args"] as string[];
+  if (argv.length !== 3 || "stdin" in args) return undefined;
+  const [exe, flag, command] = argv as [string, string, string];
+  if (command.length === 0) return undefined;
+  const { args: _argv, ...rest } = args;
+  if ((exe === "sh" || exe === "bash") && flag === "-c") return { arguments: { ...rest, command, shell: exe }, code: ToolInputNormalizationCode.processShellToRunShell };
+  if (exe === "bash" && flag === "-lc") return { arguments: { ...rest, command, shell: "bash", login: true }, code: ToolInputNormalizationCode.processBashLoginToRunShell };
+  return undefined;
+}

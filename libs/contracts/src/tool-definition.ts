@@ -1,0 +1,82 @@
+/**
+ * ToolDefinition: the one owner of every static fact about a tool. Everything else
+ * (tools/list, read_tool_manifest, list_tools, admission, audit effect class, docs) is
+ * derived from `toolDefinitions()`; no second name/risk table exists anywhere.
+ */
+import type { JsonSchema } from "./json-schema.js";
+import type { RunnerCapabilityId } from "./capabilities.js";
+
+/** Complete, non-overlapping domain taxonomy: each tool has exactly one. */
+export const ToolCategory = {
+  discovery: "discovery",
+  files: "files",
+  execution: "execution",
+  jobs: "jobs",
+  git: "git",
+  sessions: "sessions",
+  agents: "agents",
+  presentation: "presentation",
+  status: "status",
+} as const;
+export type ToolCategory = (typeof ToolCategory)[keyof typeof ToolCategory];
+
+/** What a successful call can change. Drives admission (read-only tenants) and audit durability. */
+export const EffectClass = {
+  readOnly: "read_only",
+  workspaceWrite: "workspace_write",
+  processExecution: "process_execution",
+  durableState: "durable_state",
+  presentation: "presentation",
+} as const;
+export type EffectClass = (typeof EffectClass)[keyof typeof EffectClass];
+
+export type Risk = "low" | "medium" | "high";
+
+/** Whose authority a call needs after its selector resolves. */
+export type Authority = "principal" | "project_read" | "project_write" | "project_execute" | "session";
+
+/** Which component executes the business operation. */
+export type ExecutionForm = "gateway" | "ref_resolver" | "broker" | "runner";
+
+/** Why a tool has a dedicated Direct descriptor. Absence means Gateway exposure. */
+export type DirectReason = "CoreWorkflow" | "HostIntegration" | "Presentation" | "Continuation";
+
+export interface DirectPolicy {
+  readonly rank: number;
+  readonly reason: DirectReason;
+}
+
+/**
+ * A resource ceiling the runtime clamps instead of rejecting. `path` is a dotted path into
+ * the arguments; `*` walks every array element.
+ */
+export interface ClampRule {
+  readonly path: string;
+  readonly ceiling: number;
+  readonly minimum?: number;
+}
+
+export interface ToolDefinition {
+  readonly name: string;
+  readonly category: ToolCategory;
+  /** Selection prose: limits and recovery, never routing. Hard ceiling 1536 characters. */
+  readonly description: string;
+  readonly inputSchema: JsonSchema;
+  readonly effect: EffectClass;
+  readonly risk: Risk;
+  readonly authority: Authority;
+  readonly execution: ExecutionForm;
+  /** Present only for Direct tools. */
+  readonly direct?: DirectPolicy;
+  /** The two discovery entry points listed beside Direct tools (read_tool_manifest, call_runtime_tool). */
+  readonly gatewayEntry?: boolean;
+  /** False until the behaviour is built: such a tool is not admitted, never stubbed. */
+  readonly implemented: boolean;
+  readonly clamps?: readonly ClampRule[];
+  /** Runner capabilities the given canonical arguments need; checked before dispatch. */
+  /** Late model projection of a canonical success (sparse success); identity when absent. */
+  readonly projectSuccess?: (canonical: Record<string, unknown>) => Record<string, unknown>;
+  readonly requiredCapabilities?: (args: Record<string, unknown>) => readonly RunnerCapabilityId[];
+}
+
+export const DESCRIPTION_MAX_CHARS = 1536;

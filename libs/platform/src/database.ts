@@ -1,0 +1,104 @@
+/**
+ * One small query interface over `pg` (distributed) and PGlite (embedded), so service
+ * stores are written once. Each service owns one Postgres schema and its migrations.
+ */
+import pg from "pg";
+
+export interface QueryResult<R> {
+  rows: R[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<R>>;
+}
+
+export interface Database extends Queryable {
+  /** Runs `fn` in one transaction; rolls back if it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Cheap liveness query for readiness checks. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface PostgresOptions {
+  url: string;
+  max?: number;
+  /** Milliseconds a query may take before the pool gives up (keeps calls from hanging when Postgres stops). */
+  statementTimeoutMs?: number;
+  connectionTimeoutMs?: number;
+}
+
+/** A Database over a `pg` pool. Pool errors (server gone) surface on the next query, never crash. */
+export function createPostgresDatabase(options: PostgresOptions): Database {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 3_000,
+    statement_timeout: options.statementTimeoutMs ?? 10_000,
+    idleTimeoutMillis: 30_000,
+  });
+  pool.on("error", () => {
+    // An idle client lost its server; the pool drops it and the next query reports the outage.
+  });
+  const query = async <R,>(sql: string, params?: unknown[]) => {
+    const result = await pool.query(sql, params as unknown[]);
+    return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+  };
+  return {
+    query,
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query("BEGIN");
+        const tx: Queryable = {
+          query: async <R,>(sql: string, params?: unknown[]) => {
+            const r = await client.query(sql, params as unknown[]);
+            return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
+          },
+        };
+        const value = await fn(tx);
+        await client.query("COMMIT");
+        return value;
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    async ping() {
+      await pool.query("SELECT 1");
+    },
+    close: () => pool.end(),
+  };
+}
+
+export interface Migration {
+  /** Monotonic, never renamed once shipped, e.g. "0001_projects". */
+  id: string;
+  sql: string;
+}
+
+/**
+ * Applies `migrations` in order inside `schema`, each once, recorded in
+ * `<schema>.schema_migrations`. Safe to run concurrently from several replicas: an
+ * advisory lock serializes them.
+ */
+export async function runMigrations(db: Database, schema: string, migrations: readonly Migration[]): Promise<string[]> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
+  return db.transaction(async (tx) => {
+    await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`webcodex.migrate.${schema}`]);
+    await tx.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await tx.query(`CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await tx.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).rows.map((r) => r.id));
+    const applied: string[] = [];
+    for (const m of migrations) {
+      if (done.has(m.id)) continue;
+      await tx.query(m.sql.replaceAll("{{schema}}", schema));
+      await tx.query(`INSERT INTO ${schema}.schema_migrations (id) VALUES ($1)`, [m.id]);
+      applied.push(m.id);
+    }
+    return applied;
+  });
+}

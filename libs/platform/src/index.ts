@@ -1,0 +1,21 @@
+// Public surface of @webcodex/platform: plumbing shared by every service.
+export { readConfig, ConfigError } from "./config.js";
+export type { Env, ConfigSpec, ConfigOf } from "./config.js";
+export { createLogger } from "./logger.js";
+export type { Logger, LogLevel, LoggerOptions } from "./logger.js";
+export { createMetrics } from "./metrics.js";
+export type { Metrics, Counter, Histogram } from "./metrics.js";
+export { principalHeaders, principalFromHeaders } from "./principal.js";
+export type { Principal } from "./principal.js";
+export { startServiceServer, sendJson, onShutdown, readinessFrom } from "./server.js";
+export type { ServiceServer, ServiceServerOptions, ReadinessReport, HttpHandler, NodeRequest, NodeResponse } from "./server.js";
+export { createPostgresDatabase, runMigrations } from "./database.js";
+export type { Database, Queryable, QueryResult, Migration, PostgresOptions } from "./database.js";
+export { createPgliteDatabase } from "./pglite.js";
+export { createRedis } from "./redis.js";
+export type { Redis } from "./redis.js";
+export { startTelemetry } from "./telemetry.js";
+export type { Telemetry } from "./telemetry.js";
+export { failureToWire, failureFromWire } from "./domain-failure.js";
+export type { DomainFailureInit } from "./domain-failure.js";
+export { createInProcessClient } from "./in-process-client.js";

@@ -1,0 +1,146 @@
+/**
+ * One listening port per service that speaks both HTTP/2 cleartext (prior knowledge, what
+ * Connect clients use between services) and HTTP/1.1 (MCP Hosts, Kubernetes probes,
+ * Prometheus). The first bytes of each connection choose the protocol.
+ */
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Logger } from "./logger.js";
+import type { Metrics } from "./metrics.js";
+
+export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
+export type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
+export type HttpHandler = (req: NodeRequest, res: NodeResponse) => void | Promise<void>;
+
+export interface ReadinessReport {
+  ready: boolean;
+  checks: Record<string, { ok: boolean; detail?: string }>;
+}
+
+export interface ServiceServerOptions {
+  name: string;
+  port: number;
+  host?: string;
+  routes?: (router: ConnectRouter) => void;
+  /** Extra HTTP routes by exact path (e.g. `/mcp`), tried before Connect. */
+  httpRoutes?: Record<string, HttpHandler>;
+  readiness?: () => Promise<ReadinessReport>;
+  metrics?: Metrics;
+  logger: Logger;
+}
+
+export interface ServiceServer {
+  readonly port: number;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+const h2Preface = Buffer.from("PRI * HTTP/2.0");
+
+export async function startServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
+  const connect = options.routes ? connectNodeAdapter({ routes: options.routes }) : undefined;
+  const handle = (req: NodeRequest, res: NodeResponse) => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });
+    if (path === "/readyz") {
+      const check = options.readiness ?? (async () => ({ ready: true, checks: {} }));
+      return void check().then(
+        (report) => sendJson(res, report.ready ? 200 : 503, report),
+        (error: unknown) => sendJson(res, 503, { ready: false, checks: { readiness: { ok: false, detail: String(error) } } }),
+      );
+    }
+    if (path === "/metrics" && options.metrics) {
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+      return void res.end(options.metrics.render());
+    }
+    const route = options.httpRoutes?.[path];
+    if (route) {
+      return void Promise.resolve(route(req, res)).catch((error: unknown) => {
+        options.logger.error("http handler failed", { path, error });
+        if (!res.headersSent) sendJson(res, 500, { error: "internal_error" });
+        else res.end();
+      });
+    }
+    if (connect) return connect(req as http.IncomingMessage, res as http.ServerResponse);
+    sendJson(res, 404, { error: "not_found" });
+  };
+
+  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handle);
+  const h2 = http2.createServer({}, handle);
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.Http2Session>();
+  h2.on("session", (s) => { sessions.add(s); s.once("close", () => sessions.delete(s)); });
+  const tcp = net.createServer({ noDelay: true, keepAlive: true }, (socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.once("data", (chunk: Buffer) => {
+      socket.pause();
+      socket.unshift(chunk);
+      const isH2 = chunk.length >= h2Preface.length ? chunk.subarray(0, h2Preface.length).equals(h2Preface) : h2Preface.subarray(0, chunk.length).equals(chunk);
+      (isH2 ? h2 : h1).emit("connection", socket);
+      socket.resume();
+    });
+  });
+  tcp.on("error", (error) => options.logger.error("server error", { error }));
+  await new Promise<void>((resolve, reject) => {
+    tcp.once("error", reject);
+    tcp.listen(options.port, options.host ?? "127.0.0.1", () => { tcp.off("error", reject); resolve(); });
+  });
+  const address = tcp.address() as net.AddressInfo;
+  const host = options.host && options.host !== "0.0.0.0" && options.host !== "::" ? options.host : "127.0.0.1";
+  return {
+    port: address.port,
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`,
+    async close() {
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      for (const s of sessions) s.close();
+      h1.closeIdleConnections();
+      const deadline = setTimeout(() => { for (const s of sockets) s.destroy(); }, 2_000);
+      deadline.unref();
+      await closed;
+      clearTimeout(deadline);
+    },
+  };
+}
+
+export function sendJson(res: NodeResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  (res as http.ServerResponse).writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+}
+
+/**
+ * Runs `stop` once on SIGINT/SIGTERM so in-flight work drains; a second signal exits at once.
+ */
+export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info("shutting down", { signal });
+    stop().then(() => process.exit(0), (error: unknown) => { logger.error("shutdown failed", { error }); process.exit(1); });
+  };
+  process.once("SIGINT", handler);
+  process.once("SIGTERM", handler);
+}
+
+/** A readiness function from named dependency probes; each probe throws when not ready. */
+export function readinessFrom(probes: Record<string, () => Promise<void>>): () => Promise<ReadinessReport> {
+  return async () => {
+    const entries = await Promise.all(
+      Object.entries(probes).map(async ([name, probe]) => {
+        try {
+          await probe();
+          return [name, { ok: true }] as const;
+        } catch (error) {
+          return [name, { ok: false, detail: error instanceof Error ? error.message : String(error) }] as const;
+        }
+      }),
+    );
+    const checks = Object.fromEntries(entries);
+    return { ready: entries.every(([, c]) => c.ok), checks };
+  };
+}

@@ -1,0 +1,20 @@
+import { createLogger, createMetrics, createPostgresDatabase, onShutdown, readinessFrom, startServiceServer, startTelemetry } from "@webcodex/platform";
+import type { Env, LogLevel } from "@webcodex/platform";
+import { loadConfig } from "./config.js";
+import { routes } from "./routes.js";
+import { migrateAudit } from "./audit.js";
+
+/** Distributed entry point: config → Postgres → server → shutdown. */
+export async function main(env: Env = process.env): Promise<void> {
+  const config = loadConfig(env);
+  const logger = createLogger({ service: "audit", level: config.logLevel as LogLevel });
+  const telemetry = await startTelemetry("webcodex-audit", env, logger);
+  const db = createPostgresDatabase({ url: config.postgresUrl });
+  if (config.migrateOnStart) await migrateAudit(db);
+  const server = await startServiceServer({
+    name: "audit", port: config.port, host: config.host, routes: routes({ db }), metrics: createMetrics(), logger,
+    readiness: readinessFrom({ postgres: () => db.ping() }),
+  });
+  logger.info("listening", { url: server.url });
+  onShutdown(logger, async () => { await server.close(); await db.close(); await telemetry.shutdown(); });
+}

@@ -1,0 +1,66 @@
+import { readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
+import { createLogger, createMetrics, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
+import type { Env, Logger, LogLevel } from "@webcodex/platform";
+import type { HostProfile } from "@webcodex/contracts";
+import { loadConfig } from "./config.js";
+import type { GatewayConfig } from "./config.js";
+import { createGateway } from "./gateway.js";
+import { createStaticTokenAuthenticator, parseDevTokensFile } from "./auth.js";
+import type { StaticTokenEntry } from "./auth.js";
+
+const h2 = (baseUrl: string) => createConnectTransport({ baseUrl, httpVersion: "2" });
+
+/** Probes a peer's /readyz over HTTP/1.1 with a short deadline. */
+export function httpReadinessProbe(baseUrl: string): () => Promise<void> {
+  return async () => {
+    const res = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(2_000) });
+    if (!res.ok) throw new Error(`${baseUrl}/readyz answered ${res.status}`);
+  };
+}
+
+/** Dev tokens: a file mapping tokens to principals, or one token (given or random, printed once). */
+export function devTokenEntries(config: GatewayConfig, logger: Logger): StaticTokenEntry[] {
+  if (config.devTokensFile) return parseDevTokensFile(readFileSync(config.devTokensFile, "utf8"));
+  const token = config.devToken ?? randomBytes(24).toString("base64url");
+  if (!config.devToken) logger.info("generated dev token (set WEBCODEX_DEV_TOKEN to fix it)", { token });
+  return [{ token, clientId: config.devClientId, subject: "dev" }];
+}
+
+/** Distributed entry point: config → peer clients → gateway → server → shutdown. */
+export async function main(env: Env = process.env): Promise<void> {
+  const config = loadConfig(env);
+  const logger = createLogger({ service: "gateway", level: config.logLevel as LogLevel });
+  const telemetry = await startTelemetry("webcodex-gateway", env, logger);
+  const metrics = createMetrics();
+  const publicUrl = config.publicUrl ?? `http://127.0.0.1:${config.port}`;
+  const gateway = await createGateway({
+    clients: {
+      toolRegistry: createClient(ToolRegistryService, h2(config.toolRegistryUrl)),
+      refResolver: createClient(RefResolverService, h2(config.refResolverUrl)),
+      broker: createClient(RunnerBrokerService, h2(config.runnerBrokerUrl)),
+      audit: createClient(AuditService, h2(config.auditUrl)),
+    },
+    authenticator: createStaticTokenAuthenticator(devTokenEntries(config, logger)),
+    dependencyProbes: {
+      "tool-registry": httpReadinessProbe(config.toolRegistryUrl),
+      "ref-resolver": httpReadinessProbe(config.refResolverUrl),
+      audit: httpReadinessProbe(config.auditUrl),
+      "runner-broker": httpReadinessProbe(config.runnerBrokerUrl),
+    },
+    publicUrl,
+    allowedHosts: config.allowedHosts.split(",").map((h) => h.trim().toLowerCase()).filter(Boolean),
+    hostProfile: config.hostProfile as HostProfile,
+    ...(config.oauthIssuer ? { oauthIssuer: config.oauthIssuer } : {}),
+    mode: "distributed",
+    version: "0.1.0",
+    logger,
+    metrics,
+  });
+  const server = await startServiceServer({ name: "gateway", port: config.port, host: config.host, httpRoutes: gateway.httpRoutes, readiness: gateway.readiness, metrics, logger });
+  logger.info("listening", { url: server.url, mcp: `${publicUrl}/mcp` });
+  onShutdown(logger, async () => { await server.close(); await gateway.close(); await telemetry.shutdown(); });
+}

@@ -1,0 +1,12 @@
+import { readConfig } from "@webcodex/platform";
+import type { Env } from "@webcodex/platform";
+
+export const refResolverConfigSpec = {
+  port: { kind: "int", env: "WEBCODEX_PORT", default: 8082, min: 0, max: 65535 },
+  host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
+  postgresUrl: { kind: "string", env: "WEBCODEX_POSTGRES_URL", required: true },
+  migrateOnStart: { kind: "bool", env: "WEBCODEX_MIGRATE_ON_START", default: true },
+  logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
+} as const;
+
+export const loadConfig = (env: Env) => readConfig(refResolverConfigSpec, env);

@@ -1,0 +1,16 @@
+import { readConfig } from "@webcodex/platform";
+import type { Env } from "@webcodex/platform";
+
+export const runnerConfigSpec = {
+  port: { kind: "int", env: "WEBCODEX_PORT", default: 8085, min: 0, max: 65535 },
+  host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
+  root: { kind: "string", env: "WEBCODEX_RUNNER_ROOT", required: true },
+  brokerUrl: { kind: "string", env: "WEBCODEX_RUNNER_BROKER_URL", required: true },
+  clientId: { kind: "string", env: "WEBCODEX_RUNNER_CLIENT_ID", required: true },
+  projectId: { kind: "string", env: "WEBCODEX_RUNNER_PROJECT_ID", required: true },
+  runnerId: { kind: "string", env: "WEBCODEX_RUNNER_ID" },
+  advertiseUrl: { kind: "string", env: "WEBCODEX_RUNNER_ADVERTISE_URL" },
+  logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
+} as const;
+
+export const loadConfig = (env: Env) => readConfig(runnerConfigSpec, env);

@@ -1,0 +1,45 @@
+/** Shared helpers for the exec tests: temp workspaces and process-liveness checks. */
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { isToolFailureError } from "@webcodex/contracts";
+
+/** A fresh temp directory and its removal. */
+export async function tempRoot(): Promise<{ root: string; cleanup: () => Promise<void> }> {
+  const root = await mkdtemp(path.join(os.tmpdir(), "wc-exec-"));
+  return { root, cleanup: () => rm(root, { recursive: true, force: true }) };
+}
+
+/** True when the pid no longer runs (gone, or a zombie nobody has reaped yet). */
+export function pidGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
+
+/** Polls `predicate` until it holds or `timeoutMs` passes; returns its last value. */
+export async function eventually(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return true;
+}
+
+/** An assert.rejects validator for a ToolFailureError with the given reason_code. */
+export function failsWith(reasonCode: string, detailCode?: string): (error: unknown) => boolean {
+  return (error) =>
+    isToolFailureError(error) &&
+    error.failure.reason_code === reasonCode &&
+    (detailCode === undefined || error.failure.detail_code === detailCode);
+}

@@ -1,0 +1,63 @@
+import { fail, FailureStage, ReasonCode } from "@webcodex/contracts";
+import type { EffectiveLimits, ExecLimits } from "./types.js";
+
+/**
+ * Default bounds. Ceilings are enforced here even though the Gateway clamps upstream: the
+ * Runner must stay safe when called with uncanonical input.
+ */
+export const DEFAULT_EXEC_LIMITS: Readonly<ExecLimits> = Object.freeze({
+  timeoutMsDefault: 120_000,
+  timeoutMsCeiling: 600_000,
+  waitMsDefault: 10_000,
+  waitMsCeiling: 30_000,
+  outputHeadBytes: 16_384,
+  outputTailBytes: 16_384,
+  observeTailBytes: 4_096,
+  maxJobs: 64,
+  killGraceMs: 2_000,
+  jobRetentionMs: 15 * 60_000,
+  maxRetainedJobs: 1_024,
+  maxStdinBytes: 4 * 1024 * 1024,
+});
+
+/** Merges overrides onto the defaults, rejecting nonsense so a misconfiguration fails early. */
+export function resolveLimits(overrides: Partial<ExecLimits> = {}): ExecLimits {
+  const limits: ExecLimits = { ...DEFAULT_EXEC_LIMITS };
+  for (const key of Object.keys(overrides) as (keyof ExecLimits)[]) {
+    const value = overrides[key];
+    if (value === undefined) continue;
+    if (!Number.isFinite(value) || value < 0) {
+      throw new RangeError(`exec limit ${key} must be a non-negative finite number`);
+    }
+    limits[key] = Math.floor(value);
+  }
+  if (limits.timeoutMsDefault > limits.timeoutMsCeiling) limits.timeoutMsDefault = limits.timeoutMsCeiling;
+  if (limits.waitMsDefault > limits.waitMsCeiling) limits.waitMsDefault = limits.waitMsCeiling;
+  return limits;
+}
+
+function requestNumber(field: string, value: number, min: number): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < min) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+      detail_code: `${field}_out_of_range`,
+      evidence: { field, minimum: min },
+      message: `${field} must be a number >= ${min}.`,
+    });
+  }
+  return Math.floor(value);
+}
+
+/** Applies defaults and ceilings to a request's timeout_ms / wait_ms. */
+export function effectiveLimits(
+  limits: ExecLimits,
+  request: { timeout_ms?: number | undefined; wait_ms?: number | undefined },
+): EffectiveLimits {
+  const timeout = request.timeout_ms === undefined ? limits.timeoutMsDefault : requestNumber("timeout_ms", request.timeout_ms, 1);
+  return { timeout_ms: Math.min(timeout, limits.timeoutMsCeiling), wait_ms: effectiveWaitMs(limits, request.wait_ms) };
+}
+
+/** Applies the default and ceiling to a wait_ms. */
+export function effectiveWaitMs(limits: ExecLimits, waitMs: number | undefined): number {
+  const wait = waitMs === undefined ? limits.waitMsDefault : requestNumber("wait_ms", waitMs, 0);
+  return Math.min(wait, limits.waitMsCeiling);
+}

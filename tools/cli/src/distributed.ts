@@ -1,0 +1,115 @@
+/**
+ * Distributed mode on one machine (`webcodex up`): every service its own process on its own
+ * port, HTTP/2 between them, Postgres and Redis by URL, plus one Runner process for a
+ * project directory. The processes are the same entry points Kubernetes runs.
+ */
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { realpathSync } from "node:fs";
+import { resolve } from "node:path";
+import { projectIdFor } from "./embedded.js";
+
+export const SERVICES = ["tool-registry", "ref-resolver", "audit", "runner-broker", "gateway", "runner"] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+export interface DistributedOptions {
+  basePort: number;
+  postgresUrl: string;
+  redisUrl: string;
+  projectDir: string;
+  clientId: string;
+  /** Passed to the gateway as is (WEBCODEX_DEV_TOKEN / WEBCODEX_DEV_TOKENS_FILE). */
+  gatewayEnv: Record<string, string>;
+  extraEnv?: Record<string, string>;
+  heartbeatIntervalMs?: number;
+  /** Where child output goes; default: inherit. */
+  stdio?: "inherit" | "pipe" | "ignore";
+}
+
+export interface DistributedStack {
+  readonly ports: Record<ServiceName, number>;
+  readonly mcpUrl: string;
+  readonly processes: Map<ServiceName, ChildProcess>;
+  /** Starts one service again (after a kill); resolves once it answers /readyz. */
+  restart(name: ServiceName): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const cliPath = fileURLToPath(new URL("../bin/webcodex.js", import.meta.url));
+
+export async function waitForReady(url: string, timeoutMs: number, path = "/readyz"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(1_000) });
+      if (res.ok) return;
+      last = `${res.status} ${await res.text()}`;
+    } catch (error) {
+      last = String(error);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url}${path} not ready after ${timeoutMs} ms: ${last}`);
+}
+
+export async function startDistributed(o: DistributedOptions): Promise<DistributedStack> {
+  const ports = Object.fromEntries(SERVICES.map((s, i) => [s, o.basePort + i])) as Record<ServiceName, number>;
+  const url = (s: ServiceName) => `http://127.0.0.1:${ports[s]}`;
+  const projectDir = realpathSync(resolve(o.projectDir));
+  const common = {
+    PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+    HOME: process.env["HOME"] ?? "/tmp",
+    WEBCODEX_HOST: "127.0.0.1",
+    WEBCODEX_LOG_LEVEL: process.env["WEBCODEX_LOG_LEVEL"] ?? "warn",
+    ...o.extraEnv,
+  };
+  const envFor = (s: ServiceName): Record<string, string> => {
+    const base = { ...common, WEBCODEX_PORT: String(ports[s]) };
+    switch (s) {
+      case "tool-registry":
+        return base;
+      case "ref-resolver":
+      case "audit":
+        return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl };
+      case "runner-broker":
+        return { ...base, WEBCODEX_REDIS_URL: o.redisUrl, WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"), WEBCODEX_HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs ?? 5_000) };
+      case "gateway":
+        return {
+          ...base, ...o.gatewayEnv,
+          WEBCODEX_TOOL_REGISTRY_URL: url("tool-registry"), WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"),
+          WEBCODEX_AUDIT_URL: url("audit"), WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"), WEBCODEX_DEV_CLIENT_ID: o.clientId,
+        };
+      case "runner":
+        return {
+          ...base, WEBCODEX_RUNNER_ROOT: projectDir, WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"),
+          WEBCODEX_RUNNER_CLIENT_ID: o.clientId, WEBCODEX_RUNNER_PROJECT_ID: projectIdFor(projectDir),
+        };
+    }
+  };
+  const processes = new Map<ServiceName, ChildProcess>();
+  const start = async (s: ServiceName) => {
+    const child = spawn(process.execPath, [cliPath, s === "runner" ? "runner" : "serve", ...(s === "runner" ? [] : [s])], { env: envFor(s), stdio: o.stdio ?? "inherit" });
+    processes.set(s, child);
+    await Promise.race([
+      waitForReady(url(s), 30_000, s === "runner" ? "/healthz" : "/readyz"),
+      new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`${s} exited with ${code} during start`)))),
+    ]);
+  };
+  const stop = async () => {
+    await Promise.all([...processes.values()].map((p) => new Promise<void>((r) => {
+      if (p.exitCode !== null || p.signalCode !== null) return r();
+      p.once("exit", () => r());
+      p.kill("SIGTERM");
+      setTimeout(() => p.kill("SIGKILL"), 5_000).unref();
+    })));
+  };
+  try {
+    for (const s of SERVICES) await start(s);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { ports, mcpUrl: `${url("gateway")}/mcp`, processes, restart: start, stop };
+}

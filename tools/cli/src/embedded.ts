@@ -1,0 +1,134 @@
+/**
+ * Embedded mode (`webcodex dev`): all six services in one process, each called through an
+ * in-process Connect client (no serialization; see docs/decisions/0002-embedded-transport.md), PGlite with its data dir on disk, the in-process runner
+ * registry, and a local Runner on one directory. The services are the same code as in
+ * distributed mode; only the transports differ.
+ */
+import { basename, join, resolve } from "node:path";
+import { homedir } from "node:os";
+import { realpathSync, statSync } from "node:fs";
+import { createClient } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { AuditService, RefResolverService, RunnerBrokerService, RunnerService, ToolRegistryService } from "@webcodex/proto";
+import { createInProcessClient, createMetrics, createPgliteDatabase, startServiceServer } from "@webcodex/platform";
+import type { HttpHandler, Logger, ServiceServer } from "@webcodex/platform";
+import { createToolRegistry } from "@webcodex/tool-registry";
+import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
+import { createAudit, migrateAudit } from "@webcodex/audit";
+import { createMemoryRunnerRegistry, createRunnerBroker } from "@webcodex/runner-broker";
+import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
+import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
+import type { Gateway, StaticTokenEntry } from "@webcodex/gateway";
+
+export interface EmbeddedOptions {
+  projectDir: string;
+  port: number;
+  host?: string;
+  dataDir?: string;
+  tokens: StaticTokenEntry[];
+  /** Client id the local Project is registered under (the dev tokens' tenant). */
+  clientId: string;
+  projectId?: string;
+  heartbeatIntervalMs?: number;
+  logger: Logger;
+}
+
+export interface Embedded {
+  readonly url: string;
+  readonly mcpUrl: string;
+  readonly server: ServiceServer;
+  close(): Promise<void>;
+}
+
+export const defaultDataDir = () => join(homedir(), ".webcodex", "data");
+
+/** A project id from a directory name: the characters a canonical id allows. */
+export function projectIdFor(dir: string): string {
+  return basename(dir).replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 128) || "project";
+}
+
+export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded> {
+  const projectDir = realpathSync(resolve(options.projectDir));
+  if (!statSync(projectDir).isDirectory()) throw new Error(`${projectDir} is not a directory`);
+  const logger = options.logger;
+  const db = await createPgliteDatabase(join(options.dataDir ?? defaultDataDir(), "postgres"));
+  await migrateRefResolver(db);
+  await migrateAudit(db);
+
+  const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5_000;
+  const runner = createRunner({ root: projectDir, logger: logger.child({ component: "runner" }) });
+  const localRunners = new Map<string, Client<typeof RunnerService>>([["local:runner", createInProcessClient(RunnerService, runner.service)]]);
+  const refResolver = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }));
+  const broker = createInProcessClient(
+    RunnerBrokerService,
+    createRunnerBroker({
+      registry: createMemoryRunnerRegistry({ lostAfterMs: heartbeatIntervalMs * 2 }),
+      refResolver,
+      runnerClient: (url) => localRunners.get(url) ?? createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" })),
+      heartbeatIntervalMs,
+      logger: logger.child({ component: "runner-broker" }),
+    }),
+  );
+  const registration = startRegistration({
+    broker,
+    runnerId: runner.runnerId,
+    clientId: options.clientId,
+    projectId: options.projectId ?? projectIdFor(projectDir),
+    rootIdentity: await runner.rootIdentity(),
+    build: RUNNER_BUILD,
+    capabilities: runner.handlers.capabilities,
+    endpointUrl: "local:runner",
+    logger: logger.child({ component: "runner" }),
+  });
+  await registration.registered;
+
+  const metrics = createMetrics();
+  const host = options.host ?? "127.0.0.1";
+  const publicHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  // The port is only known after listen when 0 is asked for: routes are filled in once the
+  // gateway (which needs its public URL) exists; until then /mcp is 404 and /readyz not ready.
+  const httpRoutes: Record<string, HttpHandler> = {};
+  let gateway: Gateway | undefined;
+  const server = await startServiceServer({
+    name: "webcodex-dev",
+    port: options.port,
+    host,
+    logger,
+    metrics,
+    httpRoutes,
+    readiness: () => (gateway ? gateway.readiness() : Promise.resolve({ ready: false, checks: { gateway: { ok: false, detail: "starting" } } })),
+  });
+  const url = `http://${publicHost}:${server.port}`;
+  gateway = await createGateway({
+    clients: {
+      toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry()),
+      refResolver,
+      broker,
+      audit: createInProcessClient(AuditService, createAudit({ db })),
+    },
+    authenticator: createStaticTokenAuthenticator(options.tokens),
+    dependencyProbes: { postgres: () => db.ping() },
+    publicUrl: url,
+    allowedHosts: ["localhost", "127.0.0.1", "[::1]", publicHost],
+    mode: "embedded",
+    // PGlite blocks the event loop for each statement: fewer, larger audit batches.
+    auditFlushMs: 250,
+    version: "0.1.0",
+    logger,
+    metrics,
+  });
+  Object.assign(httpRoutes, gateway.httpRoutes);
+  return {
+    url,
+    mcpUrl: `${url}/mcp`,
+    server,
+    async close() {
+      registration.stop();
+      await server.close();
+      await gateway?.close();
+      await runner.close();
+      await db.close();
+    },
+  };
+}

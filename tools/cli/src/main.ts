@@ -1,0 +1,98 @@
+/**
+ * The `webcodex` command: dev (embedded), up (distributed on localhost), serve <service>,
+ * runner, migrate.
+ */
+import { parseArgs } from "node:util";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createLogger, createPostgresDatabase } from "@webcodex/platform";
+import type { LogLevel } from "@webcodex/platform";
+import { parseDevTokensFile } from "@webcodex/gateway";
+import type { StaticTokenEntry } from "@webcodex/gateway";
+import { defaultDataDir, startEmbedded } from "./embedded.js";
+import { startDistributed, SERVICES } from "./distributed.js";
+
+const usage = `usage:
+  webcodex dev --project DIR [--port N] [--data-dir D]   all services in one process (embedded)
+  webcodex up --project DIR [--port N]                   each service its own process (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)
+  webcodex serve <service>                                one service, configured from WEBCODEX_* env
+  webcodex runner                                         one Runner, configured from WEBCODEX_RUNNER_* env
+  webcodex migrate                                        apply migrations to WEBCODEX_POSTGRES_URL
+services: ${SERVICES.filter((s) => s !== "runner").join(", ")}`;
+
+function devTokens(env: NodeJS.ProcessEnv): { tokens: StaticTokenEntry[]; shown?: string; clientId: string } {
+  if (env["WEBCODEX_DEV_TOKENS_FILE"]) {
+    const tokens = parseDevTokensFile(readFileSync(env["WEBCODEX_DEV_TOKENS_FILE"], "utf8"));
+    return { tokens, clientId: tokens[0]?.clientId ?? "local" };
+  }
+  const clientId = env["WEBCODEX_DEV_CLIENT_ID"] ?? "local";
+  const token = env["WEBCODEX_DEV_TOKEN"] ?? randomBytes(24).toString("base64url");
+  return { tokens: [{ token, clientId, subject: "dev" }], shown: token, clientId };
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  const env = process.env;
+  switch (command) {
+    case "dev": {
+      const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, port: { type: "string", default: "8080" }, "data-dir": { type: "string" }, host: { type: "string", default: "127.0.0.1" } } });
+      if (!values.project) throw new Error(`--project DIR is required\n${usage}`);
+      const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
+      const { tokens, shown, clientId } = devTokens(env);
+      const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? defaultDataDir();
+      const embedded = await startEmbedded({ projectDir: values.project, port: Number(values.port), host: values.host, dataDir, tokens, clientId, logger });
+      process.stdout.write(`WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`);
+      const stop = () => void embedded.close().then(() => process.exit(0), () => process.exit(1));
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+      return;
+    }
+    case "up": {
+      const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, port: { type: "string", default: "8180" } } });
+      if (!values.project) throw new Error(`--project DIR is required\n${usage}`);
+      const postgresUrl = env["WEBCODEX_POSTGRES_URL"], redisUrl = env["WEBCODEX_REDIS_URL"];
+      if (!postgresUrl || !redisUrl) throw new Error("webcodex up needs WEBCODEX_POSTGRES_URL and WEBCODEX_REDIS_URL");
+      const { shown, clientId } = devTokens(env);
+      const gatewayEnv: Record<string, string> = env["WEBCODEX_DEV_TOKENS_FILE"] ? { WEBCODEX_DEV_TOKENS_FILE: env["WEBCODEX_DEV_TOKENS_FILE"] } : { WEBCODEX_DEV_TOKEN: shown ?? "" };
+      const stack = await startDistributed({ basePort: Number(values.port), postgresUrl, redisUrl, projectDir: values.project, clientId, gatewayEnv });
+      process.stdout.write(`WebCodex is running (distributed, ${SERVICES.length} processes).\n  MCP URL: ${stack.mcpUrl}\n${shown ? `  Token:   ${shown}\n` : ""}`);
+      const stop = () => void stack.stop().then(() => process.exit(0));
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+      return;
+    }
+    case "serve": {
+      const service = rest[0];
+      const mains: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
+        gateway: () => import("@webcodex/gateway"),
+        "tool-registry": () => import("@webcodex/tool-registry"),
+        "ref-resolver": () => import("@webcodex/ref-resolver"),
+        audit: () => import("@webcodex/audit"),
+        "runner-broker": () => import("@webcodex/runner-broker"),
+      };
+      const load = service ? mains[service] : undefined;
+      if (!load) throw new Error(`unknown service ${String(service)}\n${usage}`);
+      await (await load()).main();
+      return;
+    }
+    case "runner":
+      await (await import("@webcodex/runner")).main();
+      return;
+    case "migrate": {
+      const url = env["WEBCODEX_POSTGRES_URL"];
+      if (!url) throw new Error("webcodex migrate needs WEBCODEX_POSTGRES_URL");
+      const db = createPostgresDatabase({ url });
+      try {
+        const refs = await (await import("@webcodex/ref-resolver")).migrateRefResolver(db);
+        const audit = await (await import("@webcodex/audit")).migrateAudit(db);
+        process.stdout.write(`migrations applied: refs ${refs.length}, audit ${audit.length}\n`);
+      } finally {
+        await db.close();
+      }
+      return;
+    }
+    default:
+      process.stdout.write(`${usage}\n`);
+      if (command !== undefined && command !== "help" && command !== "--help") throw new Error(`unknown command ${command}`);
+  }
+}
