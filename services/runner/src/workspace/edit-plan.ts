@@ -1,0 +1,180 @@
+/**
+ * Pure planning of replace_exact edits on one file's bytes. Every edit is matched against the
+ * same original snapshot (edits never see each other's output), the selected ranges of all
+ * edits are checked for overlap, and the output is assembled from slices in one pass. Matching
+ * is byte-exact (`Buffer.indexOf`), so `$&`, `$1`, CRLF and invalid UTF-8 need no special care.
+ */
+import { FailureStage, ReasonCode, fail } from "@webcodex/contracts";
+import { charStart, LineIndex } from "./text-bytes.js";
+import type { MatchRange, ReplaceExactEdit } from "./types.js";
+
+export const MAX_EXPECTED_MATCH_COUNT = 1024;
+/** Line numbers and ranges listed in evidence or dry-run reports are bounded to this many. */
+export const MAX_LISTED_MATCHES = 50;
+
+export interface PlannedRange {
+  start: number;
+  end: number;
+  replacement: Buffer;
+  editIndex: number;
+}
+
+export interface PlannedEdit {
+  editIndex: number;
+  /** Matches observed (inside line_scope when given). */
+  matchCount: number;
+  /** Ranges this edit replaces, in file order. */
+  ranges: PlannedRange[];
+  /** new_text differs from old_text. */
+  effective: boolean;
+}
+
+export interface FilePlan {
+  edits: PlannedEdit[];
+  output: Buffer;
+  changed: boolean;
+  /** Replacements that alter bytes (edits whose new_text equals old_text count zero). */
+  replacements: number;
+  lines: LineIndex;
+}
+
+/** Plans all edits of one file or throws the preflight failure that explains why it cannot. */
+export function planFileEdits(path: string, original: Buffer, edits: readonly ReplaceExactEdit[]): FilePlan {
+  if (edits.length === 0) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "no_edits", evidence: { path } });
+  }
+  const lines = new LineIndex(original);
+  const planned = edits.map((edit, editIndex) => planEdit(path, original, lines, edit, editIndex));
+
+  const ranges = planned.flatMap((edit) => edit.ranges);
+  if (planned.length > 1) ranges.sort((a, b) => a.start - b.start);
+  for (let i = 1; i < ranges.length; i++) {
+    const previous = ranges[i - 1] as PlannedRange;
+    const current = ranges[i] as PlannedRange;
+    if (current.start < previous.end) {
+      fail(ReasonCode.overlappingEdits, FailureStage.preflight, {
+        evidence: {
+          path,
+          edit_indexes: [previous.editIndex, current.editIndex].sort((a, b) => a - b),
+          line: lines.lineOf(current.start),
+        },
+        message: "Two edits select overlapping text of the original file.",
+      });
+    }
+  }
+
+  const effectiveRanges = ranges.filter((range) => planned[range.editIndex]?.effective === true);
+  if (effectiveRanges.length === 0) {
+    return { edits: planned, output: original, changed: false, replacements: 0, lines };
+  }
+  const pieces: Buffer[] = [];
+  let position = 0;
+  for (const range of effectiveRanges) {
+    pieces.push(original.subarray(position, range.start), range.replacement);
+    position = range.end;
+  }
+  pieces.push(original.subarray(position));
+  return { edits: planned, output: Buffer.concat(pieces), changed: true, replacements: effectiveRanges.length, lines };
+}
+
+function planEdit(path: string, original: Buffer, lines: LineIndex, edit: ReplaceExactEdit, editIndex: number): PlannedEdit {
+  const where = { path, edit_index: editIndex };
+  const { old_text: oldText, new_text: newText } = edit.replace_exact ?? ({} as Partial<ReplaceExactEdit["replace_exact"]>);
+  if (typeof oldText !== "string" || typeof newText !== "string") {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "replace_exact_missing_text", evidence: where });
+  }
+  if (oldText === "") {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "empty_old_text", evidence: where });
+  }
+  const { expected_match_count: expected, occurrence } = edit;
+  if (expected !== undefined && occurrence !== undefined) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "occurrence_with_expected_match_count", evidence: where });
+  }
+  if (expected !== undefined && (!Number.isInteger(expected) || expected < 1 || expected > MAX_EXPECTED_MATCH_COUNT)) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "expected_match_count_out_of_range", evidence: { ...where, expected } });
+  }
+  if (occurrence !== undefined && (!Number.isInteger(occurrence) || occurrence < 1)) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "occurrence_not_positive", evidence: { ...where, occurrence } });
+  }
+
+  // The byte window that counted matches must lie in.
+  let low = 0;
+  let high = original.length;
+  if (edit.line_scope !== undefined) {
+    const { start_line: first, end_line: last } = edit.line_scope;
+    if (!Number.isInteger(first) || !Number.isInteger(last) || first < 1 || last < first) {
+      fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "invalid_line_scope", evidence: { ...where, line_scope: edit.line_scope } });
+    }
+    low = lines.startOf(first);
+    high = Math.max(low, lines.endOf(last));
+  }
+
+  const needle = Buffer.from(oldText, "utf8");
+  const keep = Math.max(MAX_EXPECTED_MATCH_COUNT + 1, occurrence ?? 0);
+  const offsets: number[] = [];
+  let count = 0;
+  for (let at = original.indexOf(needle, low); at !== -1 && at + needle.length <= high; at = original.indexOf(needle, at + needle.length)) {
+    count++;
+    if (offsets.length < keep) offsets.push(at);
+  }
+  const matchLines = (): { match_lines: number[]; match_lines_truncated?: true } => {
+    const listed = offsets.slice(0, MAX_LISTED_MATCHES).map((at) => lines.lineOf(at));
+    return count > MAX_LISTED_MATCHES ? { match_lines: listed, match_lines_truncated: true } : { match_lines: listed };
+  };
+
+  let selected: number[];
+  if (occurrence !== undefined) {
+    if (occurrence > count) {
+      fail(ReasonCode.occurrenceOutOfRange, FailureStage.preflight, { evidence: { ...where, occurrence, match_count: count, ...matchLines() } });
+    }
+    selected = [offsets[occurrence - 1] as number];
+  } else if (expected !== undefined) {
+    if (count !== expected) {
+      fail(ReasonCode.expectedMatchCountMismatch, FailureStage.preflight, {
+        detail_code: `observed_${count}`,
+        evidence: { ...where, expected, match_count: count, ...matchLines() },
+      });
+    }
+    selected = offsets;
+  } else {
+    if (count === 0) {
+      fail(ReasonCode.matchNotFound, FailureStage.preflight, notFoundDetails(original, oldText, where));
+    }
+    if (count > 1) {
+      fail(ReasonCode.matchNotUnique, FailureStage.preflight, {
+        evidence: { ...where, match_count: count, ...matchLines() },
+        message: "old_text matches more than once; pick one with occurrence or replace all with expected_match_count.",
+      });
+    }
+    selected = offsets;
+  }
+
+  const replacement = Buffer.from(newText, "utf8");
+  return {
+    editIndex,
+    matchCount: count,
+    ranges: selected.map((start) => ({ start, end: start + needle.length, replacement, editIndex })),
+    effective: oldText !== newText,
+  };
+}
+
+/** A LF-only old_text that would match a CRLF file is a common, explainable miss. */
+function notFoundDetails(original: Buffer, oldText: string, where: { path: string; edit_index: number }) {
+  if (oldText.includes("\n") && !oldText.includes("\r\n")) {
+    const crlf = Buffer.from(oldText.replace(/\n/g, "\r\n"), "utf8");
+    if (original.includes(crlf)) {
+      return { detail_code: "line_ending_mismatch", evidence: { ...where, file_line_ending: "crlf" } };
+    }
+  }
+  return { evidence: where };
+}
+
+/** Bounded line/column ranges of planned replacements, for dry-run reports. */
+export function describeRanges(original: Buffer, lines: LineIndex, ranges: readonly PlannedRange[]): { match_ranges: MatchRange[]; ranges_truncated?: true } {
+  const match_ranges = ranges.slice(0, MAX_LISTED_MATCHES).map((range) => {
+    const start = lines.positionOf(range.start);
+    const end = lines.positionOf(charStart(original, range.end - 1));
+    return { start_line: start.line, start_column: start.column, end_line: end.line, end_column: end.column };
+  });
+  return ranges.length > MAX_LISTED_MATCHES ? { match_ranges, ranges_truncated: true } : { match_ranges };
+}

@@ -1,0 +1,523 @@
+/**
+ * edit_project_files as a transaction: every change passes preflight (paths, policy,
+ * revisions, matches, overlaps) before anything is written; then each file is replaced
+ * atomically (temp file in the same directory + rename, mode preserved), and if any step
+ * fails, everything already applied is rolled back. Only a failed rollback reports
+ * state_changed/outcome_unknown.
+ */
+import { randomBytes } from "node:crypto";
+import { link, lstat, mkdir, open, readFile, rename, rm, rmdir, stat } from "node:fs/promises";
+import path from "node:path";
+import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { describeRanges, planFileEdits, type FilePlan } from "./edit-plan.js";
+import { errnoCode, type PathResolver, type ResolvedPath } from "./path-policy.js";
+import { isBinary, readRevision } from "./text-bytes.js";
+import type {
+  AppliedFileReport,
+  ChangeSummary,
+  DryRunFileReport,
+  EditAppliedResult,
+  EditDryRunResult,
+  EditProjectFilesRequest,
+  EditProjectFilesResult,
+  FileChange,
+  WorkspaceHooks,
+} from "./types.js";
+
+/** Identity of a file at preflight time; a different one at apply time means a concurrent writer. */
+interface Fingerprint {
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
+interface PreparedBase {
+  index: number;
+  path: string;
+}
+
+interface PreparedEdit extends PreparedBase {
+  kind: "edit";
+  target: string;
+  original: Buffer;
+  mode: number;
+  fingerprint: Fingerprint;
+  revision: string;
+  plan: FilePlan;
+}
+
+interface PreparedCreate extends PreparedBase {
+  kind: "create";
+  target: string;
+  bytes: Buffer;
+}
+
+interface PreparedDelete extends PreparedBase {
+  kind: "delete";
+  target: string;
+  fingerprint: Fingerprint;
+}
+
+interface PreparedMove extends PreparedBase {
+  kind: "move";
+  destination: string;
+  source: string;
+  target: string;
+  fingerprint: Fingerprint;
+  revision: string;
+}
+
+type Prepared = PreparedEdit | PreparedCreate | PreparedDelete | PreparedMove;
+
+export interface EditContext {
+  resolver: PathResolver;
+  hooks: WorkspaceHooks | undefined;
+}
+
+export async function editProjectFiles(context: EditContext, request: EditProjectFilesRequest): Promise<EditProjectFilesResult> {
+  const prepared = await preflight(context.resolver, request.changes);
+  if (request.dry_run === true) return dryRunReport(prepared);
+  await apply(context, prepared);
+  return appliedReport(prepared);
+}
+
+// ---------------------------------------------------------------- preflight
+
+async function preflight(resolver: PathResolver, changes: readonly FileChange[]): Promise<Prepared[]> {
+  if (!Array.isArray(changes) || changes.length === 0) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "no_changes" });
+  }
+  // Resolve and police every path first: the cheapest refusals come before any file is read.
+  const resolved: ResolvedChange[] = [];
+  for (const [index, change] of changes.entries()) {
+    resolved.push(await resolveChange(resolver, change, index));
+  }
+  assertDistinctTargets(resolved);
+  const prepared: Prepared[] = [];
+  for (const [index, change] of changes.entries()) {
+    const paths = resolved[index] as ResolvedChange;
+    prepared.push(await withChangeIndex(index, () => prepareChange(resolver, change, index, paths)));
+  }
+  return prepared;
+}
+
+interface ResolvedChange {
+  index: number;
+  source: ResolvedPath;
+  destination?: ResolvedPath;
+}
+
+async function resolveChange(resolver: PathResolver, change: FileChange, index: number): Promise<ResolvedChange> {
+  return withChangeIndex(index, async () => {
+    const kind = (change as { kind?: unknown }).kind;
+    if (kind !== "edit" && kind !== "create" && kind !== "delete" && kind !== "move") {
+      fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "unknown_change_kind" });
+    }
+    const source = await resolver.resolve(change.path);
+    resolver.assertWritable(source);
+    if (change.kind !== "move") return { index, source };
+    const destination = await resolver.resolve(change.destination);
+    resolver.assertWritable(destination);
+    return { index, source, destination };
+  });
+}
+
+/** Two changes touching one file would make the outcome depend on their order: refuse. */
+function assertDistinctTargets(changes: readonly ResolvedChange[]): void {
+  const seen = new Map<string, number>();
+  for (const change of changes) {
+    const touched = [change.source, ...(change.destination ? [change.destination] : [])];
+    for (const resolved of touched) {
+      for (const key of new Set([resolved.entry, resolved.real])) {
+        const previous = seen.get(key);
+        if (previous !== undefined) {
+          fail(ReasonCode.invalidValue, FailureStage.preflight, {
+            detail_code: "duplicate_path",
+            evidence: { path: resolved.rel, change_indexes: [previous, change.index] },
+            message: "Each file may be touched by one change per call.",
+          });
+        }
+        seen.set(key, change.index);
+      }
+    }
+  }
+}
+
+async function prepareChange(resolver: PathResolver, change: FileChange, index: number, paths: ResolvedChange): Promise<Prepared> {
+  const { source } = paths;
+  switch (change.kind) {
+    case "create": {
+      if (typeof change.content !== "string") {
+        fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "content_not_string", evidence: { path: source.rel } });
+      }
+      await assertAbsent(source);
+      await assertParentCreatable(resolver, source);
+      return { kind: "create", index, path: source.rel, target: source.entry, bytes: Buffer.from(change.content, "utf8") };
+    }
+    case "edit": {
+      const file = await loadGuardedFile(source, change.expected_read_revision);
+      if (isBinary(file.bytes)) {
+        fail(ReasonCode.binaryFile, FailureStage.preflight, { evidence: { path: source.rel } });
+      }
+      const plan = planFileEdits(source.rel, file.bytes, change.edits ?? []);
+      return { kind: "edit", index, path: source.rel, target: source.real, original: file.bytes, mode: file.mode, fingerprint: file.fingerprint, revision: file.revision, plan };
+    }
+    case "delete": {
+      const file = await loadGuardedFile(source, change.expected_read_revision);
+      return { kind: "delete", index, path: source.rel, target: source.entry, fingerprint: (await entryFingerprint(source)) ?? file.fingerprint };
+    }
+    case "move": {
+      const destination = paths.destination as ResolvedPath;
+      const file = await loadGuardedFile(source, change.expected_read_revision);
+      await assertAbsent(destination);
+      await assertParentCreatable(resolver, destination);
+      return {
+        kind: "move",
+        index,
+        path: source.rel,
+        destination: destination.rel,
+        source: source.entry,
+        target: destination.entry,
+        fingerprint: (await entryFingerprint(source)) ?? file.fingerprint,
+        revision: file.revision,
+      };
+    }
+  }
+}
+
+interface GuardedFile {
+  bytes: Buffer;
+  mode: number;
+  fingerprint: Fingerprint;
+  revision: string;
+}
+
+/** Reads an existing regular file and checks the caller's read revision against its bytes. */
+async function loadGuardedFile(resolved: ResolvedPath, expected: string | undefined): Promise<GuardedFile> {
+  if (typeof expected !== "string" || expected === "") {
+    fail(ReasonCode.missingField, FailureStage.preflight, { detail_code: "expected_read_revision", evidence: { path: resolved.rel } });
+  }
+  let bytes: Buffer;
+  let info;
+  try {
+    info = await stat(resolved.real);
+    if (!info.isFile()) fail(ReasonCode.notAFile, FailureStage.preflight, { evidence: { path: resolved.rel } });
+    bytes = await readFile(resolved.real);
+  } catch (error) {
+    if (error instanceof ToolFailureError) throw error;
+    const code = errnoCode(error);
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      return fail(ReasonCode.pathNotFound, FailureStage.preflight, { evidence: { path: resolved.rel } });
+    }
+    throw error;
+  }
+  const revision = readRevision(bytes);
+  if (revision !== expected) {
+    fail(ReasonCode.staleReadRevision, FailureStage.preflight, {
+      evidence: { path: resolved.rel, current_read_revision: revision },
+      message: "The file changed since it was read; re-read it or retry with the current revision.",
+    });
+  }
+  return { bytes, mode: info.mode, fingerprint: fingerprintOf(info), revision };
+}
+
+async function assertAbsent(resolved: ResolvedPath): Promise<void> {
+  if (await entryExists(resolved.entry)) {
+    fail(ReasonCode.pathExists, FailureStage.preflight, { evidence: { path: resolved.rel } });
+  }
+}
+
+/** The nearest existing ancestor of a new file must be a directory, or mkdir would fail mid-apply. */
+async function assertParentCreatable(resolver: PathResolver, resolved: ResolvedPath): Promise<void> {
+  for (let dir = path.dirname(resolved.entry); ; dir = path.dirname(dir)) {
+    try {
+      const info = await stat(dir);
+      if (info.isDirectory()) return;
+      fail(ReasonCode.pathExists, FailureStage.preflight, {
+        detail_code: "parent_not_directory",
+        evidence: { path: resolved.rel, blocking_path: path.relative(resolver.rootReal, dir) },
+      });
+    } catch (error) {
+      if (error instanceof ToolFailureError) throw error;
+      if (dir === resolver.rootReal || path.dirname(dir) === dir) throw error;
+    }
+  }
+}
+
+async function withChangeIndex<T>(index: number, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof ToolFailureError)) throw error;
+    const { failure } = error;
+    throw new ToolFailureError({ ...failure, evidence: { ...failure.evidence, change_index: index } });
+  }
+}
+
+// ---------------------------------------------------------------- apply
+
+interface UndoStep {
+  path: string;
+  run: () => Promise<void>;
+}
+
+async function apply(context: EditContext, prepared: readonly Prepared[]): Promise<void> {
+  const undo: UndoStep[] = [];
+  const onCommit: Array<() => Promise<void>> = [];
+  for (const change of prepared) {
+    if (!isChanging(change)) continue;
+    try {
+      await applyOne(change, undo, onCommit);
+      await context.hooks?.afterFileApplied?.(change.path, change.index);
+    } catch (error) {
+      await rollbackAndFail(change, undo, error);
+    }
+  }
+  for (const commit of onCommit) await commit().catch(() => undefined);
+}
+
+async function applyOne(change: Prepared, undo: UndoStep[], onCommit: Array<() => Promise<void>>): Promise<void> {
+  switch (change.kind) {
+    case "edit": {
+      await writeFileAtomic(change.target, change.plan.output, change.mode, () => assertUnchanged(change.target, change.fingerprint, false, change.path));
+      undo.push({ path: change.path, run: () => writeFileAtomic(change.target, change.original, change.mode) });
+      return;
+    }
+    case "create": {
+      const createdDirs = await makeParents(path.dirname(change.target));
+      undo.push({ path: change.path, run: () => removeDirs(createdDirs) });
+      await createExclusive(change.target, change.bytes);
+      undo.push({ path: change.path, run: () => rm(change.target, { force: true }) });
+      return;
+    }
+    case "delete": {
+      await assertUnchanged(change.target, change.fingerprint, true, change.path);
+      const backup = siblingTempName(change.target, "del");
+      await rename(change.target, backup);
+      undo.push({ path: change.path, run: () => rename(backup, change.target) });
+      onCommit.push(() => rm(backup, { force: true }));
+      return;
+    }
+    case "move": {
+      const createdDirs = await makeParents(path.dirname(change.target));
+      undo.push({ path: change.destination, run: () => removeDirs(createdDirs) });
+      if (await entryExists(change.target)) throw concurrentModification(change.destination);
+      await assertUnchanged(change.source, change.fingerprint, true, change.path);
+      await rename(change.source, change.target);
+      undo.push({ path: change.path, run: () => rename(change.target, change.source) });
+      return;
+    }
+  }
+}
+
+async function rollbackAndFail(change: Prepared, undo: UndoStep[], cause: unknown): Promise<never> {
+  const rollbackFailed: string[] = [];
+  for (const step of undo.reverse()) {
+    try {
+      await step.run();
+    } catch {
+      rollbackFailed.push(step.path);
+    }
+  }
+  const unknown = rollbackFailed.length > 0;
+  const causeDetail = cause instanceof ToolFailureError ? cause.failure.detail_code : undefined;
+  const evidence: Record<string, unknown> = { path: change.path, change_index: change.index };
+  const errno = errnoCode(cause);
+  if (errno !== undefined) evidence.errno = errno;
+  if (unknown) evidence.rollback_failed_paths = [...new Set(rollbackFailed)];
+  return fail(ReasonCode.applyFailed, FailureStage.apply, {
+    detail_code: unknown ? "rollback_failed" : (causeDetail ?? "write_failed"),
+    state_changed: unknown,
+    outcome_unknown: unknown,
+    evidence,
+    message: unknown
+      ? "Applying failed and the rollback did not complete; inspect the workspace before retrying."
+      : "Applying failed; every change was rolled back.",
+  });
+}
+
+function concurrentModification(relPath: string): ToolFailureError {
+  return new ToolFailureError(
+    toolFailure(ReasonCode.applyFailed, FailureStage.apply, { detail_code: "concurrent_modification", evidence: { path: relPath } }),
+  );
+}
+
+/** Fails if the file was replaced or modified since preflight (cheap stat comparison, no re-read). */
+async function assertUnchanged(target: string, expected: Fingerprint, entryItself: boolean, relPath: string): Promise<void> {
+  const info = entryItself ? await lstat(target) : await stat(target);
+  const now = fingerprintOf(info);
+  if (now.ino !== expected.ino || now.size !== expected.size || now.mtimeMs !== expected.mtimeMs) {
+    throw concurrentModification(relPath);
+  }
+}
+
+/**
+ * Replaces `target` with `data` atomically: write a temp file in the same directory, give it
+ * the original mode, then rename over. Readers see the old or the new bytes, never a mix.
+ */
+async function writeFileAtomic(target: string, data: Uint8Array, mode: number, beforeRename?: () => Promise<void>): Promise<void> {
+  const temp = siblingTempName(target, "tmp");
+  try {
+    const handle = await open(temp, "wx", 0o600);
+    try {
+      await handle.writeFile(data);
+      await handle.chmod(mode & 0o7777);
+    } finally {
+      await handle.close();
+    }
+    await beforeRename?.();
+    await rename(temp, target);
+  } catch (error) {
+    await rm(temp, { force: true }).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Creates `target` without ever replacing an existing entry: hard-link a complete temp file into place. */
+async function createExclusive(target: string, data: Uint8Array): Promise<void> {
+  const temp = siblingTempName(target, "new");
+  const handle = await open(temp, "wx", 0o666);
+  try {
+    try {
+      await handle.writeFile(data);
+    } finally {
+      await handle.close();
+    }
+    try {
+      await link(temp, target);
+    } catch (error) {
+      if (errnoCode(error) === "EEXIST") throw error;
+      // Filesystems without hard links: check-then-rename (tiny race, still never silent).
+      if (await entryExists(target)) throw error;
+      await rename(temp, target);
+    }
+  } finally {
+    await rm(temp, { force: true }).catch(() => undefined);
+  }
+}
+
+/** Creates the missing directories above a new file; returns them in creation order. */
+async function makeParents(dir: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (let current = dir; !(await entryExists(current)); current = path.dirname(current)) {
+    missing.unshift(current);
+  }
+  const created: string[] = [];
+  for (const directory of missing) {
+    try {
+      await mkdir(directory);
+      created.push(directory);
+    } catch (error) {
+      if (errnoCode(error) !== "EEXIST") throw error;
+    }
+  }
+  return created;
+}
+
+async function removeDirs(created: readonly string[]): Promise<void> {
+  for (const directory of [...created].reverse()) {
+    await rmdir(directory).catch((error: unknown) => {
+      // Something else now lives there: leave it rather than fail the rollback.
+      if (errnoCode(error) !== "ENOTEMPTY" && errnoCode(error) !== "ENOENT") throw error;
+    });
+  }
+}
+
+function siblingTempName(target: string, purpose: string): string {
+  return path.join(path.dirname(target), `.wc-${purpose}-${randomBytes(6).toString("hex")}`);
+}
+
+async function entryExists(target: string): Promise<boolean> {
+  try {
+    await lstat(target);
+    return true;
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "ENOENT" || code === "ENOTDIR") return false;
+    throw error;
+  }
+}
+
+async function entryFingerprint(resolved: ResolvedPath): Promise<Fingerprint | undefined> {
+  try {
+    return fingerprintOf(await lstat(resolved.entry));
+  } catch {
+    return undefined;
+  }
+}
+
+function fingerprintOf(info: { ino: number; size: number; mtimeMs: number }): Fingerprint {
+  return { ino: info.ino, size: info.size, mtimeMs: info.mtimeMs };
+}
+
+// ---------------------------------------------------------------- reports
+
+function isChanging(change: Prepared): boolean {
+  return change.kind !== "edit" || change.plan.changed;
+}
+
+function summarize(prepared: readonly Prepared[]): { changed: boolean; paths: string[]; change_summary: ChangeSummary } {
+  const summary: ChangeSummary = { files_changed: 0, edits_applied: 0, replacements: 0, created: 0, deleted: 0, moved: 0 };
+  const paths = new Set<string>();
+  for (const change of prepared) {
+    paths.add(change.path);
+    if (change.kind === "move") paths.add(change.destination);
+    if (!isChanging(change)) continue;
+    summary.files_changed++;
+    if (change.kind === "edit") {
+      summary.edits_applied += change.plan.edits.filter((edit) => edit.effective).length;
+      summary.replacements += change.plan.replacements;
+    } else if (change.kind === "create") summary.created++;
+    else if (change.kind === "delete") summary.deleted++;
+    else summary.moved++;
+  }
+  return { changed: summary.files_changed > 0, paths: [...paths], change_summary: summary };
+}
+
+function dryRunReport(prepared: readonly Prepared[]): EditDryRunResult {
+  const files = prepared.map((change): DryRunFileReport => {
+    const report: DryRunFileReport = { path: change.path, kind: change.kind, changed: isChanging(change), replacements: 0 };
+    if (change.kind === "move") report.destination = change.destination;
+    if (change.kind === "edit") {
+      const { plan } = change;
+      report.replacements = plan.replacements;
+      report.edits = plan.edits.map((edit) => ({
+        edit_index: edit.editIndex,
+        match_count: edit.matchCount,
+        ...describeRanges(change.original, plan.lines, edit.ranges),
+      }));
+    }
+    return report;
+  });
+  return { dry_run: true, ...summarize(prepared), files };
+}
+
+function appliedReport(prepared: readonly Prepared[]): EditAppliedResult {
+  const files = prepared.map((change): AppliedFileReport => {
+    const report: AppliedFileReport = { path: change.path, kind: change.kind, changed: isChanging(change), replacements: 0 };
+    switch (change.kind) {
+      case "edit":
+        report.read_revision = change.plan.changed ? readRevision(change.plan.output) : change.revision;
+        report.replacements = change.plan.replacements;
+        break;
+      case "create":
+        report.read_revision = readRevision(change.bytes);
+        break;
+      case "move":
+        report.destination = change.destination;
+        report.read_revision = change.revision;
+        break;
+      case "delete":
+        break;
+    }
+    return report;
+  });
+  const summary = summarize(prepared);
+  return {
+    dry_run: false,
+    execution_state: "completed",
+    ...summary,
+    applied_count: prepared.filter(isChanging).length,
+    files,
+  };
+}

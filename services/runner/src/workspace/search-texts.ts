@@ -1,0 +1,142 @@
+/**
+ * search_project_texts: independent queries run concurrently, one rg process each, output
+ * stream-parsed (`--null` framing, no JSON). Every matching line is counted so `total` is exact
+ * unless the counting ceiling was hit, which is then stated as `total_is_lower_bound`. The kept
+ * matches are the first max_results by (path, line), independent of rg's thread order.
+ */
+import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { BoundedSmallest } from "./bounded-smallest.js";
+import type { PathResolver } from "./path-policy.js";
+import { fileSetArgs, forEachLine, resolveSearchTarget, runRg } from "./ripgrep.js";
+import type { SearchMatch, SearchProjectTextsRequest, SearchProjectTextsResult, SearchQuery, SearchQueryResult, SearchQuerySuccess } from "./types.js";
+
+export const DEFAULT_MAX_SEARCH_RESULTS = 100;
+/** Match lines counted per query before rg is stopped and the total becomes a lower bound. */
+export const SEARCH_COUNT_CEILING = 100_000;
+/** Returned match text is cut to this many characters. */
+export const MAX_MATCH_TEXT_CHARS = 500;
+/** Bytes kept per candidate line: enough for MAX_MATCH_TEXT_CHARS of any UTF-8 text. */
+const KEPT_TEXT_BYTES = MAX_MATCH_TEXT_CHARS * 4;
+const COLON = 0x3a;
+const REGEX_ERROR = /regex parse error|error parsing regex|not allowed in a regex|regex could not be compiled|size limit/i;
+
+interface Candidate {
+  path: string;
+  line: number;
+  text: Buffer;
+  long: boolean;
+}
+
+const byPathThenLine = (a: Candidate, b: Candidate): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.line - b.line);
+
+export async function searchProjectTexts(resolver: PathResolver, rgPath: string, request: SearchProjectTextsRequest): Promise<SearchProjectTextsResult> {
+  const results = await Promise.all(request.queries.map((query) => runQuery(resolver, rgPath, query)));
+  return { results };
+}
+
+async function runQuery(resolver: PathResolver, rgPath: string, query: SearchQuery): Promise<SearchQueryResult> {
+  try {
+    return await runQueryChecked(resolver, rgPath, query);
+  } catch (error) {
+    if (error instanceof ToolFailureError) return { success: false, error: error.failure };
+    throw error;
+  }
+}
+
+async function runQueryChecked(resolver: PathResolver, rgPath: string, query: SearchQuery): Promise<SearchQueryResult> {
+  const maxResults = query.max_results ?? DEFAULT_MAX_SEARCH_RESULTS;
+  if (typeof query.pattern !== "string" || query.pattern === "") {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "empty_pattern" });
+  }
+  if (query.pattern.includes("\n")) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "pattern_contains_newline" });
+  }
+  if (!Number.isInteger(maxResults) || maxResults < 1) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "max_results_not_positive", evidence: { max_results: maxResults } });
+  }
+  const target = await resolveSearchTarget(resolver, query.path);
+
+  const args = [
+    ...fileSetArgs(query.glob),
+    "--no-heading",
+    "--with-filename",
+    "--line-number",
+    "--null",
+    query.case_sensitive === false ? "--ignore-case" : "--case-sensitive",
+  ];
+  if (query.regex !== true) args.push("--fixed-strings");
+  args.push("--regexp", query.pattern, "--", target.arg);
+
+  const kept = new BoundedSmallest<Candidate>(maxResults, byPathThenLine);
+  let total = 0;
+  let pathBytes: Buffer | null = null;
+  let currentPath = "";
+  let skipCurrentFile = false;
+
+  const onLine = (line: Buffer): boolean => {
+    const nul = line.indexOf(0);
+    if (nul <= 0) return true; // e.g. "binary file matches" notices: not a match line.
+    total++;
+    if (pathBytes === null || pathBytes.length !== nul || pathBytes.compare(line, 0, nul) !== 0) {
+      pathBytes = Buffer.from(line.subarray(0, nul));
+      const raw = pathBytes.toString("utf8");
+      currentPath = target.stripPrefix !== "" && raw.startsWith(target.stripPrefix) ? raw.slice(target.stripPrefix.length) : raw;
+      const threshold = kept.threshold;
+      skipCurrentFile = threshold !== undefined && currentPath > threshold.path;
+    }
+    if (!skipCurrentFile) {
+      let lineNumber = 0;
+      let pos = nul + 1;
+      for (; pos < line.length && line[pos] !== COLON; pos++) lineNumber = lineNumber * 10 + ((line[pos] as number) - 48);
+      const text = line.subarray(pos + 1);
+      kept.add({
+        path: currentPath,
+        line: lineNumber,
+        text: Buffer.from(text.subarray(0, KEPT_TEXT_BYTES)),
+        long: text.length > KEPT_TEXT_BYTES,
+      });
+    }
+    return total < SEARCH_COUNT_CEILING;
+  };
+  const outcome = await runRg(rgPath, args, resolver.rootReal, (block) => forEachLine(block, onLine));
+
+  // rg exits 0 with matches, 1 without, 2 on errors (possibly after partial output).
+  if (!outcome.stopped && outcome.code !== 0 && outcome.code !== 1) {
+    if (total === 0 && outcome.code === 2 && REGEX_ERROR.test(outcome.stderr)) {
+      fail(ReasonCode.invalidValue, FailureStage.preflight, {
+        detail_code: "invalid_regex",
+        evidence: { pattern: query.pattern.slice(0, 200), error: outcome.stderr.trim().slice(0, 500) },
+      });
+    }
+    if (total === 0) {
+      throw new ToolFailureError(
+        toolFailure(ReasonCode.executionFailed, FailureStage.execution, { detail_code: "rg_failed", evidence: { stderr_tail: outcome.stderr.slice(-500) } }),
+      );
+    }
+  }
+
+  const matches = kept.sorted().map(toMatch);
+  const result: SearchQuerySuccess = { success: true, error: null, matches, total, truncated: total > matches.length };
+  if (outcome.stopped) result.total_is_lower_bound = true;
+  if (!outcome.stopped && outcome.code === 2) {
+    result.search_errors = true;
+    result.total_is_lower_bound = true;
+  }
+  return result;
+}
+
+function toMatch(candidate: Candidate): SearchMatch {
+  let bytes = candidate.text;
+  if (!candidate.long && bytes.length > 0 && bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, -1);
+  let text = bytes.toString("utf8");
+  const match: SearchMatch = { path: candidate.path, line: candidate.line, text };
+  if (candidate.long || text.length > MAX_MATCH_TEXT_CHARS) {
+    let cut = MAX_MATCH_TEXT_CHARS;
+    const code = text.charCodeAt(cut - 1);
+    if (code >= 0xd800 && code <= 0xdbff) cut--; // do not split a surrogate pair
+    text = text.slice(0, cut);
+    match.text = text;
+    match.text_truncated = true;
+  }
+  return match;
+}

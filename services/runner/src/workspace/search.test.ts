@@ -1,0 +1,143 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ReasonCode } from "@webcodex/contracts";
+import { expectFailure, git, tempWorkspace } from "./fixtures.js";
+import type { SearchQuerySuccess, Workspace, SearchQuery } from "./types.js";
+
+const TREE = {
+  ".gitignore": "ignored/\n*.log\n",
+  "src/a.ts": "export const Foo = 1;\nconst foo = Foo + 1;\n",
+  "src/b.ts": "// a.b literal, not a regex\nfoo(bar)\n",
+  "docs/readme.md": "Foo docs\n",
+  ".hidden/config": "foo hidden\n",
+  "ignored/skip.ts": "foo ignored\n",
+  "debug.log": "foo log\n",
+};
+
+async function search(ws: Workspace, query: SearchQuery): Promise<SearchQuerySuccess> {
+  const [result] = (await ws.searchProjectTexts({ queries: [query] })).results;
+  assert.ok(result?.success === true, JSON.stringify(result));
+  return result;
+}
+
+describe("list_project_files", () => {
+  it("lists sorted paths, includes hidden files, respects .gitignore and skips .git", async () => {
+    const { root, ws } = await tempWorkspace(TREE);
+    git(root, "init", "-q");
+    const result = await ws.listProjectFiles({});
+    assert.deepEqual(result.paths, [".gitignore", ".hidden/config", "docs/readme.md", "src/a.ts", "src/b.ts"]);
+    assert.deepEqual([result.total, result.truncated], [5, false]);
+  });
+
+  it("respects .gitignore even when the workspace is not a git repository", async () => {
+    const { ws } = await tempWorkspace(TREE);
+    const result = await ws.listProjectFiles({});
+    assert.equal(result.paths.includes("ignored/skip.ts"), false);
+    assert.equal(result.paths.includes("debug.log"), false);
+  });
+
+  it("filters by path and glob and bounds the listing with an exact total", async () => {
+    const { ws } = await tempWorkspace(TREE);
+    assert.deepEqual((await ws.listProjectFiles({ path: "src" })).paths, ["src/a.ts", "src/b.ts"]);
+    assert.deepEqual((await ws.listProjectFiles({ glob: "*.md" })).paths, ["docs/readme.md"]);
+    const bounded = await ws.listProjectFiles({ max_results: 2 });
+    assert.deepEqual(bounded, { paths: [".gitignore", ".hidden/config"], total: 5, truncated: true });
+  });
+
+  it("a missing list path is path_not_found", async () => {
+    const { ws } = await tempWorkspace(TREE);
+    await expectFailure(ws.listProjectFiles({ path: "nope" }), ReasonCode.pathNotFound);
+  });
+});
+
+describe("search_project_texts", () => {
+  it("searches literally by default: regex metacharacters match themselves", async () => {
+    const { ws } = await tempWorkspace(TREE);
+    const literal = await search(ws, { pattern: "foo(bar)" });
+    assert.deepEqual(literal.matches, [{ path: "src/b.ts", line: 2, text: "foo(bar)" }]);
+    assert.equal((await search(ws, { pattern: "a.b" })).total, 1);
+  });
+
+  it("searches by regex on request", async () => {
+    const { ws } = await tempWorkspace(TREE);
+    const result = await search(ws, { pattern: "^(export )?const \\w+", regex: true });
+    assert.deepEqual(
+      result.matches.map((m) => `${m.path}:${m.line}`),
+      ["src/a.ts:1", "src/a.ts:2"],
+    );
+  });
+
+  it("is case sensitive by default and insensitive on request", async () => {
+    const { ws } = await tempWorkspace(TREE);
+    assert.deepEqual((await search(ws, { pattern: "Foo" })).matches.map((m) => `${m.path}:${m.line}`), ["docs/readme.md:1", "src/a.ts:1", "src/a.ts:2"]);
+    const insensitive = await search(ws, { pattern: "foo", case_sensitive: false });
+    assert.deepEqual(
+      insensitive.matches.map((m) => `${m.path}:${m.line}`),
+      [".hidden/config:1", "docs/readme.md:1", "src/a.ts:1", "src/a.ts:2", "src/b.ts:2"],
+    );
+  });
+
+  it("respects .gitignore and never searches .git", async () => {
+    const { root, ws } = await tempWorkspace(TREE);
+    git(root, "init", "-q");
+    const result = await search(ws, { pattern: "foo" });
+    const paths = result.matches.map((m) => m.path);
+    assert.equal(paths.includes("ignored/skip.ts"), false);
+    assert.equal(paths.includes("debug.log"), false);
+    assert.equal(paths.some((p) => p.startsWith(".git/")), false);
+  });
+
+  it("filters by path and glob", async () => {
+    const { ws } = await tempWorkspace(TREE);
+    assert.deepEqual((await search(ws, { pattern: "foo", path: "src" })).matches.map((m) => m.path), ["src/a.ts", "src/b.ts"]);
+    assert.deepEqual((await search(ws, { pattern: "oo", glob: "*.md" })).matches.map((m) => m.path), ["docs/readme.md"]);
+    assert.deepEqual((await search(ws, { pattern: "Foo", path: "src/a.ts" })).matches.length, 2);
+  });
+
+  it("bounds matches by max_results while reporting the exact total", async () => {
+    const { ws } = await tempWorkspace({ "many.txt": "hit\n".repeat(30), "more.txt": "hit\n".repeat(5) });
+    const result = await search(ws, { pattern: "hit", max_results: 10 });
+    assert.equal(result.matches.length, 10);
+    assert.equal(result.total, 35);
+    assert.equal(result.truncated, true);
+    assert.equal(result.total_is_lower_bound, undefined);
+    assert.deepEqual(result.matches.map((m) => m.line), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert.equal(result.matches[0]?.path, "many.txt");
+  });
+
+  it("cuts long match lines to 500 characters and strips CR", async () => {
+    const { ws } = await tempWorkspace({ "long.txt": "x".repeat(3000) + "needle\n", "crlf.txt": "needle here\r\n" });
+    const result = await search(ws, { pattern: "needle" });
+    const long = result.matches.find((m) => m.path === "long.txt");
+    assert.equal(long?.text.length, 500);
+    assert.equal(long?.text_truncated, true);
+    assert.equal(result.matches.find((m) => m.path === "crlf.txt")?.text, "needle here");
+  });
+
+  it("reports a missing search path as path_not_found per query, not a process failure", async () => {
+    const { ws } = await tempWorkspace(TREE);
+    const { results } = await ws.searchProjectTexts({ queries: [{ pattern: "foo", path: "no/such/dir" }, { pattern: "Foo", path: "docs" }] });
+    assert.ok(results[0]?.success === false);
+    assert.equal(results[0].error.reason_code, "path_not_found");
+    assert.equal(results[0].error.failure_stage, "resolution");
+    assert.ok(results[1]?.success === true);
+    assert.equal(results[1].total, 1);
+  });
+
+  it("reports an invalid regex as invalid_value with detail invalid_regex", async () => {
+    const { ws } = await tempWorkspace(TREE);
+    const [result] = (await ws.searchProjectTexts({ queries: [{ pattern: "foo(", regex: true }] })).results;
+    assert.ok(result?.success === false);
+    assert.equal(result.error.reason_code, "invalid_value");
+    assert.equal(result.error.detail_code, "invalid_regex");
+  });
+
+  it("returns independent queries in request order", async () => {
+    const { ws } = await tempWorkspace(TREE);
+    const { results } = await ws.searchProjectTexts({ queries: [{ pattern: "docs" }, { pattern: "zzz-nothing" }, { pattern: "../x", path: "../x" }] });
+    assert.deepEqual(
+      results.map((r) => (r.success ? r.total : r.error.reason_code)),
+      [1, 0, "path_outside_project"],
+    );
+  });
+});

@@ -1,0 +1,340 @@
+/**
+ * Canonical request and result types of the Runner workspace engine. Requests arrive already
+ * canonical (the `project` selector removed, ceilings clamped by the caller); results are the
+ * full canonical truth, which the model projection later thins out.
+ */
+import type { ToolFailure } from "@webcodex/contracts";
+
+// ---------------------------------------------------------------- options
+
+export interface WorkspaceHooks {
+  /** Called after each file change reached the disk; a throw here is treated as an apply failure (test seam). */
+  afterFileApplied?: (path: string, index: number) => void | Promise<void>;
+}
+
+export interface WorkspaceOptions {
+  /** Absolute path of the workspace root. */
+  root: string;
+  /** Globs (project-relative) refused for writes; replaces the defaults when given. `.git/` is always refused. */
+  sensitiveWriteGlobs?: string[];
+  /** ripgrep binary; defaults to the one shipped by `@vscode/ripgrep`. */
+  rgPath?: string;
+  hooks?: WorkspaceHooks;
+}
+
+// ---------------------------------------------------------------- read_files
+
+export interface ReadFileSpec {
+  path: string;
+  start_line?: number;
+  end_line?: number;
+}
+
+export interface ReadFilesRequest {
+  files: ReadFileSpec[];
+  max_bytes_per_file?: number;
+}
+
+export type LineEnding = "lf" | "crlf" | "mixed" | "none";
+
+export interface ReadTextItem {
+  success: true;
+  error: null;
+  path: string;
+  content: string;
+  /** Opaque token of the whole file's bytes, independent of the range read. */
+  read_revision: string;
+  /** Effective 1-based range; an empty range has end_line = start_line - 1. */
+  start_line: number;
+  end_line: number;
+  total_lines: number;
+  truncated: boolean;
+  /** Present when truncated and more lines of the requested range remain. */
+  next_start_line?: number;
+  /** The single line returned was itself cut at max_bytes_per_file. */
+  line_truncated?: true;
+  /** Line-ending style of the whole file. */
+  line_ending: LineEnding;
+}
+
+export interface ReadBinaryItem {
+  success: true;
+  error: null;
+  path: string;
+  binary: true;
+  size_bytes: number;
+  read_revision: string;
+}
+
+export interface ReadFailedItem {
+  success: false;
+  path: string;
+  error: ToolFailure;
+}
+
+export type ReadItem = ReadTextItem | ReadBinaryItem | ReadFailedItem;
+
+export interface ReadFilesResult {
+  items: ReadItem[];
+}
+
+// ---------------------------------------------------------------- list / search
+
+export interface ListProjectFilesRequest {
+  path?: string;
+  glob?: string;
+  max_results?: number;
+}
+
+export interface ListProjectFilesResult {
+  /** Sorted; the first max_results of the full sorted listing. */
+  paths: string[];
+  total: number;
+  truncated: boolean;
+  /** rg reported errors (e.g. unreadable directories): total counts only what was listed. */
+  total_is_lower_bound?: true;
+}
+
+export interface SearchQuery {
+  pattern: string;
+  regex?: boolean;
+  path?: string;
+  glob?: string;
+  case_sensitive?: boolean;
+  max_results?: number;
+}
+
+export interface SearchProjectTextsRequest {
+  queries: SearchQuery[];
+}
+
+export interface SearchMatch {
+  path: string;
+  line: number;
+  text: string;
+  text_truncated?: true;
+}
+
+export interface SearchQuerySuccess {
+  success: true;
+  error: null;
+  /** Sorted by path then line; the first max_results of all matches seen. */
+  matches: SearchMatch[];
+  /** Number of matching lines; exact unless total_is_lower_bound. */
+  total: number;
+  truncated: boolean;
+  total_is_lower_bound?: true;
+  /** rg reported errors for some files (e.g. unreadable); results cover the rest. */
+  search_errors?: true;
+}
+
+export interface SearchQueryFailure {
+  success: false;
+  error: ToolFailure;
+}
+
+export type SearchQueryResult = SearchQuerySuccess | SearchQueryFailure;
+
+export interface SearchProjectTextsResult {
+  results: SearchQueryResult[];
+}
+
+// ---------------------------------------------------------------- edit_project_files
+
+export interface LineScope {
+  start_line: number;
+  end_line: number;
+}
+
+export interface ReplaceExactEdit {
+  replace_exact: { old_text: string; new_text: string };
+  expected_match_count?: number;
+  occurrence?: number;
+  line_scope?: LineScope;
+}
+
+export interface EditChange {
+  kind: "edit";
+  path: string;
+  expected_read_revision: string;
+  edits: ReplaceExactEdit[];
+}
+
+export interface CreateChange {
+  kind: "create";
+  path: string;
+  content: string;
+}
+
+export interface DeleteChange {
+  kind: "delete";
+  path: string;
+  expected_read_revision: string;
+}
+
+export interface MoveChange {
+  kind: "move";
+  path: string;
+  destination: string;
+  expected_read_revision: string;
+}
+
+export type FileChange = EditChange | CreateChange | DeleteChange | MoveChange;
+export type FileChangeKind = FileChange["kind"];
+
+export interface EditProjectFilesRequest {
+  changes: FileChange[];
+  dry_run?: boolean;
+}
+
+/** 1-based; the end is the last character of the match (inclusive); columns count code points. */
+export interface MatchRange {
+  start_line: number;
+  start_column: number;
+  end_line: number;
+  end_column: number;
+}
+
+export interface ChangeSummary {
+  files_changed: number;
+  edits_applied: number;
+  replacements: number;
+  created: number;
+  deleted: number;
+  moved: number;
+}
+
+export interface DryRunEditReport {
+  edit_index: number;
+  /** Matches observed (inside line_scope when given). */
+  match_count: number;
+  /** Ranges that would be replaced, bounded. */
+  match_ranges: MatchRange[];
+  ranges_truncated?: true;
+}
+
+export interface DryRunFileReport {
+  path: string;
+  kind: FileChangeKind;
+  destination?: string;
+  changed: boolean;
+  replacements: number;
+  edits?: DryRunEditReport[];
+}
+
+export interface EditDryRunResult {
+  dry_run: true;
+  changed: boolean;
+  paths: string[];
+  change_summary: ChangeSummary;
+  files: DryRunFileReport[];
+}
+
+export interface AppliedFileReport {
+  path: string;
+  kind: FileChangeKind;
+  destination?: string;
+  changed: boolean;
+  /** Revision of the file after the change; absent for delete. */
+  read_revision?: string;
+  replacements: number;
+}
+
+export interface EditAppliedResult {
+  dry_run: false;
+  execution_state: "completed";
+  changed: boolean;
+  paths: string[];
+  /** Number of changes that altered the disk (no-op edits excluded). */
+  applied_count: number;
+  change_summary: ChangeSummary;
+  files: AppliedFileReport[];
+}
+
+export type EditProjectFilesResult = EditDryRunResult | EditAppliedResult;
+
+// ---------------------------------------------------------------- git review
+
+export type ChangeStatus = "modified" | "added" | "deleted" | "renamed" | "untracked";
+
+export interface FileChangeStat {
+  path: string;
+  status: ChangeStatus;
+  /** Source path of a rename. */
+  previous_path?: string;
+  /** Absent when unknown (binary, or untracked file not counted). */
+  added_lines?: number;
+  removed_lines?: number;
+  binary?: true;
+}
+
+/** read_workspace_changes takes no arguments besides the (removed) project selector. */
+export type ReadWorkspaceChangesRequest = Record<string, never>;
+
+export interface WorkspaceChangesResult {
+  changes: FileChangeStat[];
+  total_changes: number;
+  truncated: boolean;
+  branch?: string;
+  head?: string;
+}
+
+export interface GitDiffHunksRequest {
+  paths?: string[];
+  max_hunks?: number;
+  context_lines?: number;
+}
+
+export interface TextHunk {
+  path: string;
+  old_start: number;
+  old_lines: number;
+  new_start: number;
+  new_lines: number;
+  /** The `@@ ... @@` line. */
+  header: string;
+  lines: string[];
+  /** True when lines were omitted or cut: never treat such a hunk as complete. */
+  truncated: boolean;
+  omitted_lines?: number;
+}
+
+export interface BinaryDiff {
+  path: string;
+  binary: true;
+}
+
+export type DiffHunk = TextHunk | BinaryDiff;
+
+export interface GitDiffHunksResult {
+  hunks: DiffHunk[];
+  total_hunks: number;
+  truncated: boolean;
+}
+
+export interface GitReviewSummaryRequest {
+  base?: string;
+}
+
+export interface GitReviewSummaryResult {
+  base: string;
+  /** Resolved commit; absent when the base is an unborn HEAD (compared with the empty tree). */
+  base_commit?: string;
+  files: FileChangeStat[];
+  truncated: boolean;
+  totals: { files: number; added_lines: number; removed_lines: number };
+}
+
+// ---------------------------------------------------------------- the engine
+
+export interface Workspace {
+  readFiles(request: ReadFilesRequest): Promise<ReadFilesResult>;
+  listProjectFiles(request: ListProjectFilesRequest): Promise<ListProjectFilesResult>;
+  searchProjectTexts(request: SearchProjectTextsRequest): Promise<SearchProjectTextsResult>;
+  editProjectFiles(request: EditProjectFilesRequest): Promise<EditProjectFilesResult>;
+  readWorkspaceChanges(request: ReadWorkspaceChangesRequest): Promise<WorkspaceChangesResult>;
+  readGitDiffHunks(request: GitDiffHunksRequest): Promise<GitDiffHunksResult>;
+  readGitReviewSummary(request: GitReviewSummaryRequest): Promise<GitReviewSummaryResult>;
+  /** Stable identity of the root directory (real path + device/inode), to detect a swapped directory. */
+  rootIdentity(): Promise<string>;
+}
