@@ -115,7 +115,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "List project files (.gitignore-aware) under an optional path and glob, bounded by max_results (default 1000, clamped to 10000); reports total and truncated.",
     inputSchema: object({ project, path, glob: str("Glob such as src/**/*.ts."), max_results: int(undefined, { minimum: 1 }), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
-    implemented: false,
+    implemented: true,
     clamps: [{ path: "max_results", ceiling: 10_000, minimum: 1 }],
   },
   {
@@ -137,7 +137,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     direct: { rank: 2, reason: "CoreWorkflow" },
     projectSuccess: (r) => compactBatch(r, "results"),
-    implemented: false,
+    implemented: true,
     clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }],
   },
   {
@@ -148,7 +148,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 3, reason: "CoreWorkflow" },
     projectSuccess: compactEdit,
-    implemented: false,
+    implemented: true,
     requiredCapabilities: (args) => {
       const changes = Array.isArray(args["changes"]) ? (args["changes"] as Array<Record<string, unknown>>) : [];
       const bulk = changes.some((c) => Array.isArray(c["edits"]) && (c["edits"] as Array<Record<string, unknown>>).some((e) => e["expected_match_count"] !== undefined));
@@ -175,7 +175,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Run one executable with literal args (no shell). Returns exit_code and output if done within wait_ms, else execution_state pending with a job_id and a wait_for_job_terminal follow-up.",
     inputSchema: object({ ...execCommon, args: array(str(), "argv: executable then arguments.", { minItems: 1 }), argv: array(str(), "Alias of args."), stdin: str() }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
-    implemented: false,
+    implemented: true,
     clamps: execClamps,
     requiredCapabilities: () => ["processExecution"],
   },
@@ -187,7 +187,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     direct: { rank: 4, reason: "CoreWorkflow" },
     projectSuccess: compactShell,
-    implemented: false,
+    implemented: true,
     clamps: execClamps,
     requiredCapabilities: (args) => (args["login"] === true ? ["shellExecution", "bashLogin"] : ["shellExecution"]),
   },
@@ -197,7 +197,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Run a Python program passed as data (language: python). Same result and pending contract as run_process.",
     inputSchema: object({ ...execCommon, language: str(undefined, { enum: ["python"] }), code: str(undefined, { minLength: 1 }), args: array(str()) }, ["project", "language", "code"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
-    implemented: false,
+    implemented: true,
     clamps: execClamps,
     requiredCapabilities: () => ["pythonScript"],
   },
@@ -207,7 +207,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Start a long-running process (server, watcher) as a Job and return its job_id at once. Observe with observe_jobs.",
     inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env, session_id: sessionId }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
-    implemented: false,
+    implemented: true,
     requiredCapabilities: () => ["detachedJobs"],
   },
   // ── jobs ──
@@ -217,7 +217,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Current state and output tails of several Jobs in one call. An unknown job_id is reported per item, not as a Job failure.",
     inputSchema: object({ project, job_ids: array(jobId, undefined, { minItems: 1, maxItems: 64 }) }, ["project", "job_ids"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
-    implemented: false,
+    implemented: true,
   },
   {
     name: "wait_for_job_terminal",
@@ -225,7 +225,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Wait up to wait_ms (clamped to 30000) for a Job to finish; returns its terminal result, or pending again with the same follow-up. Repeating after terminal returns the same result.",
     inputSchema: object({ project, job_id: jobId, wait_ms: waitMs }, ["project", "job_id"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
-    implemented: false,
+    implemented: true,
     clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
   },
   // ── git ──
@@ -235,7 +235,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Changed paths in the working tree with status and line counts.",
     inputSchema: object({ project }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
-    implemented: false,
+    implemented: true,
     requiredCapabilities: () => ["gitReview"],
   },
   {
@@ -244,7 +244,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Bounded diff hunks of the working tree (max_hunks default 50, clamped to 500). A hunk cut by the producer says truncated.",
     inputSchema: object({ project, paths: array(path), max_hunks: int(undefined, { minimum: 1 }), context_lines: int(undefined, { minimum: 0 }) }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
-    implemented: false,
+    implemented: true,
     clamps: [{ path: "max_hunks", ceiling: 500, minimum: 1 }, { path: "context_lines", ceiling: 20, minimum: 0 }],
     requiredCapabilities: () => ["gitReview"],
   },
@@ -254,7 +254,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Per-file review summary (status, added/removed lines) against base (default HEAD), with totals.",
     inputSchema: object({ project, base: str("Commit-ish to compare against.") }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
-    implemented: false,
+    implemented: true,
     requiredCapabilities: () => ["gitReview"],
   },
   // ── sessions ──

@@ -18,3 +18,4 @@ export { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog, runnerCapabilityWi
 export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } from "./capabilities.js";
 // For contract tests and docs generation:
 export type { JsonSchema } from "./json-schema.js";
+export { sampleToolArgs } from "./sample-args.js";

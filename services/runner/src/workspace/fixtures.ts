@@ -60,7 +60,7 @@ export async function readItem(ws: Workspace, relPath: string, range: { start_li
 }
 
 export function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", ["-c", "user.email=test@example.com", "-c", "user.name=Test", "-c", "init.defaultBranch=main", ...args], {
+  return execFileSync("git", ["-c", "user.email=test@example.com", "-c", "user.name=Test", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", ...args], {
     cwd,
     encoding: "utf8",
   });

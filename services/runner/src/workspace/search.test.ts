@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
 import { expectFailure, git, tempWorkspace } from "./fixtures.js";
+import { SEARCH_COUNT_CEILING } from "./search-texts.js";
 import type { SearchQuerySuccess, Workspace, SearchQuery } from "./types.js";
 
 const TREE = {
@@ -42,6 +43,16 @@ describe("list_project_files", () => {
     assert.deepEqual((await ws.listProjectFiles({ glob: "*.md" })).paths, ["docs/readme.md"]);
     const bounded = await ws.listProjectFiles({ max_results: 2 });
     assert.deepEqual(bounded, { paths: [".gitignore", ".hidden/config"], total: 5, truncated: true });
+  });
+
+  it("returns the first max_results of the fully sorted listing", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) files[`d${i % 7}/f${String(i).padStart(2, "0")}.txt`] = "x";
+    const { ws } = await tempWorkspace(files);
+    const all = Object.keys(files).sort();
+    const result = await ws.listProjectFiles({ max_results: 10 });
+    assert.deepEqual(result.paths, all.slice(0, 10));
+    assert.deepEqual([result.total, result.truncated], [60, true]);
   });
 
   it("a missing list path is path_not_found", async () => {
@@ -130,6 +141,15 @@ describe("search_project_texts", () => {
     assert.ok(result?.success === false);
     assert.equal(result.error.reason_code, "invalid_value");
     assert.equal(result.error.detail_code, "invalid_regex");
+  });
+
+  it("stops counting at the ceiling and says the total is a lower bound", async () => {
+    const { ws } = await tempWorkspace({ "huge.txt": "hit\n".repeat(SEARCH_COUNT_CEILING + 10) });
+    const result = await search(ws, { pattern: "hit", max_results: 3 });
+    assert.equal(result.total_is_lower_bound, true);
+    assert.equal(result.truncated, true);
+    assert.ok(result.total >= 3 && result.total <= SEARCH_COUNT_CEILING);
+    assert.deepEqual(result.matches.map((m) => m.line), [1, 2, 3]);
   });
 
   it("returns independent queries in request order", async () => {

@@ -8,7 +8,10 @@ import type { ToolFailure } from "@webcodex/contracts";
 // ---------------------------------------------------------------- options
 
 export interface WorkspaceHooks {
-  /** Called after each file change reached the disk; a throw here is treated as an apply failure (test seam). */
+  /**
+   * Called after each change reached the disk with its project-relative path and its index in
+   * `changes`. A throw here is an apply failure and triggers the rollback (a test seam).
+   */
   afterFileApplied?: (path: string, index: number) => void | Promise<void>;
 }
 
@@ -327,13 +330,24 @@ export interface GitReviewSummaryResult {
 
 // ---------------------------------------------------------------- the engine
 
+/**
+ * One workspace's tools. Arguments are canonical (no project selector, ceilings clamped).
+ * Whole-call failures reject with ToolFailureError; batch items carry their own `error`.
+ */
 export interface Workspace {
+  /** Batched reads in request order; each item succeeds or fails on its own. */
   readFiles(request: ReadFilesRequest): Promise<ReadFilesResult>;
+  /** One `rg --files` run; missing path → `path_not_found`. */
   listProjectFiles(request: ListProjectFilesRequest): Promise<ListProjectFilesResult>;
+  /** Independent queries, run concurrently, results in query order; failures per query. */
   searchProjectTexts(request: SearchProjectTextsRequest): Promise<SearchProjectTextsResult>;
+  /** All-or-nothing transaction: full preflight, then atomic per-file apply with rollback. */
   editProjectFiles(request: EditProjectFilesRequest): Promise<EditProjectFilesResult>;
+  /** Work tree vs HEAD (staged + unstaged) plus untracked files. */
   readWorkspaceChanges(request: ReadWorkspaceChangesRequest): Promise<WorkspaceChangesResult>;
+  /** Bounded hunks of tracked changes vs HEAD; untracked files have no hunks. */
   readGitDiffHunks(request: GitDiffHunksRequest): Promise<GitDiffHunksResult>;
+  /** Per-file status and line counts of the work tree against `base` (default HEAD), with totals. */
   readGitReviewSummary(request: GitReviewSummaryRequest): Promise<GitReviewSummaryResult>;
   /** Stable identity of the root directory (real path + device/inode), to detect a swapped directory. */
   rootIdentity(): Promise<string>;

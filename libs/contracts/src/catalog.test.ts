@@ -1,0 +1,101 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { toolDefinitions } from "./catalog.js";
+import { admittedTools, groupToolNamesByCategory, listedTools, toolRoute } from "./admission.js";
+import { DESCRIPTION_MAX_CHARS, ToolCategory } from "./tool-definition.js";
+import type { JsonSchema } from "./json-schema.js";
+import { validateToolArguments } from "./schema-validator.js";
+import { normalizeToolCall } from "./normalize.js";
+import { sampleToolArgs } from "./sample-args.js";
+import { rereadFollowUp, waitForJobFollowUp, buildFollowUp } from "./follow-up.js";
+
+const defs = toolDefinitions();
+const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "assign", "complete", "stop", "start", "rotate", "run", "search", "edit", "import", "call"];
+
+test("tool names are unique", () => {
+  assert.equal(new Set(defs.map((d) => d.name)).size, defs.length);
+});
+
+test("names are verb_object with no routing prefix, and *_tool only for the runtime gateway", () => {
+  for (const d of defs) {
+    assert.match(d.name, /^[a-z]+(_[a-z]+)+$/, d.name);
+    assert.ok(verbs.some((v) => d.name.startsWith(`${v}_`)), `${d.name} starts with a known verb`);
+    assert.ok(!/^(direct|gateway|hidden|host|adaptive)_/.test(d.name), `${d.name} has no routing prefix`);
+    if (d.name.endsWith("_tool")) assert.equal(d.name, "call_runtime_tool");
+  }
+});
+
+test("every tool has exactly one known category and a description within the ceiling", () => {
+  const categories = new Set<string>(Object.values(ToolCategory));
+  for (const d of defs) {
+    assert.ok(categories.has(d.category), `${d.name} category ${d.category}`);
+    assert.ok(d.description.length > 20 && d.description.length <= DESCRIPTION_MAX_CHARS, `${d.name} description length ${d.description.length}`);
+  }
+});
+
+function assertClosed(schema: JsonSchema, where: string): void {
+  if ((schema.type === "object" || schema.properties !== undefined) && schema.oneOf === undefined) {
+    const isMap = typeof schema.additionalProperties === "object";
+    const isOpaqueArguments = schema.properties === undefined && schema.additionalProperties === undefined && where.endsWith("/arguments");
+    assert.ok(schema.additionalProperties === false || isMap || isOpaqueArguments, `${where} is closed`);
+    for (const [k, v] of Object.entries(schema.properties ?? {})) assertClosed(v, `${where}/${k}`);
+  }
+  if (schema.items) assertClosed(schema.items, `${where}/items`);
+  // A discriminated union is closed when every branch is.
+  for (const [i, branch] of (schema.oneOf ?? []).entries()) assertClosed(branch, `${where}/oneOf/${i}`);
+}
+
+test("every input schema is closed (maps are declared maps; call_runtime_tool.arguments is the target tool's)", () => {
+  for (const d of defs) assertClosed(d.inputSchema, d.name);
+});
+
+test("sample args from each schema validate unchanged and normalize without a rewrite", () => {
+  for (const d of defs) {
+    const args = sampleToolArgs(d.name);
+    assert.equal(validateToolArguments(d.name, args), undefined, `${d.name} sample validates`);
+    const normalized = normalizeToolCall(d.name, structuredClone(args), { isAdmitted: () => true });
+    assert.ok(normalized.ok, `${d.name} sample normalizes: ${JSON.stringify(normalized)}`);
+  }
+});
+
+test("Direct ranks are unique and presentation tools are not reachable through the gateway", () => {
+  const ranks = defs.filter((d) => d.direct).map((d) => d.direct?.rank);
+  assert.equal(new Set(ranks).size, ranks.length);
+  for (const d of defs.filter((x) => x.category === "presentation")) {
+    assert.ok(d.direct?.reason === "Presentation" || d.direct?.reason === "Continuation", d.name);
+    assert.equal(toolRoute(d).fallback, null);
+  }
+});
+
+test("tools not built yet are not admitted; a read_only tenant sees no mutating tool", () => {
+  const full = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
+  assert.ok(full.every((d) => d.implemented));
+  const readOnly = admittedTools({ admissionProfile: "read_only", hostProfile: "generic" });
+  assert.ok(readOnly.length > 0 && readOnly.every((d) => d.effect === "read_only"));
+  assert.ok(!readOnly.some((d) => d.name === "edit_project_files" || d.name === "run_shell"));
+});
+
+test("category views are sorted, non-overlapping and cover the admitted selection", () => {
+  const admitted = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
+  const groups = groupToolNamesByCategory(admitted);
+  const all = Object.values(groups).flat();
+  assert.equal(all.length, admitted.length);
+  assert.equal(new Set(all).size, all.length);
+  for (const names of Object.values(groups)) assert.deepEqual(names, [...names].sort());
+});
+
+test("tools/list of the Direct surface stays within the 16 KiB budget", () => {
+  const admitted = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
+  const listed = listedTools(admitted).map((d) => ({ name: d.name, description: d.description, inputSchema: d.inputSchema, ...(d.effect === "read_only" ? { annotations: { readOnlyHint: true } } : {}) }));
+  const bytes = Buffer.byteLength(JSON.stringify({ tools: listed }));
+  assert.ok(bytes <= 16 * 1024, `tools/list is ${bytes} bytes`);
+  // Direct tools by rank, then the two entry points.
+  assert.deepEqual(listed.slice(-2).map((t) => t.name), ["read_tool_manifest", "call_runtime_tool"]);
+});
+
+test("every follow-up the code builds validates against its target schema", () => {
+  for (const f of [waitForJobFollowUp("~p1", "job_1"), rereadFollowUp("~p1", "src/a.ts"), buildFollowUp("fallback_recovery", "list_projects", {})]) {
+    assert.equal(validateToolArguments(f.tool, f.arguments), undefined, f.tool);
+  }
+  assert.throws(() => buildFollowUp("mechanically_followable", "wait_for_job_terminal", { job_id: "x" }), /does not validate/);
+});

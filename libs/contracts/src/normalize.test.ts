@@ -1,0 +1,102 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { normalizeToolCall } from "./normalize.js";
+import type { NormalizeResult } from "./normalize.js";
+
+const all = { isAdmitted: () => true };
+const ok = (r: NormalizeResult) => {
+  assert.ok(r.ok, JSON.stringify(r));
+  return r;
+};
+const rejected = (r: NormalizeResult, reason: string, detail?: string) => {
+  assert.ok(!r.ok, "rejected");
+  assert.equal(r.failure.reason_code, reason);
+  if (detail) assert.equal(r.failure.detail_code, detail);
+  assert.equal(r.failure.state_changed, false);
+  assert.equal(r.failure.failure_stage, "normalization");
+};
+
+test("argv alone canonicalizes to args and reports argv_to_args", () => {
+  const r = ok(normalizeToolCall("run_process", { project: "~p1", argv: ["ls", "-la"] }, all));
+  assert.deepEqual(r.arguments, { project: "~p1", args: ["ls", "-la"] });
+  assert.equal(r.normalization?.code, "argv_to_args");
+});
+
+test("argv and args with identical values canonicalize; different values fail closed", () => {
+  ok(normalizeToolCall("run_process", { project: "~p1", argv: ["ls"], args: ["ls"] }, all));
+  rejected(normalizeToolCall("run_process", { project: "~p1", argv: ["ls"], args: ["pwd"] }, all), "conflicting_alias");
+});
+
+test("exact sh -c and bash -c become run_shell; bash -lc becomes a login shell", () => {
+  const sh = ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "echo hi"] }, all));
+  assert.equal(sh.tool, "run_shell");
+  assert.deepEqual(sh.arguments, { project: "~p1", command: "echo hi", shell: "sh" });
+  assert.equal(sh.normalization?.code, "process_shell_to_run_shell");
+  const login = ok(normalizeToolCall("run_process", { project: "~p1", args: ["bash", "-lc", "make"] }, all));
+  assert.deepEqual(login.arguments, { project: "~p1", command: "make", shell: "bash", login: true });
+  assert.equal(login.normalization?.code, "process_bash_login_to_run_shell");
+});
+
+test("a shell rewrite that would lose stdin, or is not admitted, stays run_process", () => {
+  assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "cat"], stdin: "x" }, all)).tool, "run_process");
+  assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls"] }, { isAdmitted: (t) => t !== "run_shell" })).tool, "run_process");
+  assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls", "extra"] }, all)).tool, "run_process");
+});
+
+test("a timeout above its ceiling is clamped and the effective value reported", () => {
+  const r = ok(normalizeToolCall("run_shell", { project: "~p1", command: "true", timeout_ms: 9_999_999, wait_ms: 100 }, all));
+  assert.equal(r.arguments["timeout_ms"], 600_000);
+  assert.equal(r.arguments["wait_ms"], 100);
+  assert.deepEqual(r.normalization, { code: "clamped_to_ceiling", hint: r.normalization?.hint, effective: { timeout_ms: 600_000 } });
+});
+
+test("nested limits clamp per item", () => {
+  const r = ok(normalizeToolCall("search_project_texts", { project: "~p1", queries: [{ pattern: "a", max_results: 5 }, { pattern: "b", max_results: 50_000 }] }, all));
+  assert.equal((r.arguments["queries"] as Array<Record<string, unknown>>)[1]?.["max_results"], 2_000);
+  assert.deepEqual(r.normalization?.effective, { "queries.1.max_results": 2_000 });
+});
+
+test("only one code is reported, by precedence", () => {
+  const r = ok(normalizeToolCall("run_process", { project: "~p1", argv: ["sh", "-c", "ls"], timeout_ms: 10_000_000 }, all));
+  assert.equal(r.normalization?.code, "process_shell_to_run_shell");
+  assert.deepEqual(r.normalization?.effective, { timeout_ms: 600_000 });
+});
+
+test("timeout, workdir, command_args and command on run_script fail closed as unknown fields", () => {
+  rejected(normalizeToolCall("run_shell", { project: "~p1", command: "ls", timeout: 5 }, all), "unknown_field");
+  rejected(normalizeToolCall("run_shell", { project: "~p1", command: "ls", workdir: "src" }, all), "unknown_field");
+  rejected(normalizeToolCall("run_process", { project: "~p1", args: ["ls"], command_args: ["-l"] }, all), "unknown_field");
+  rejected(normalizeToolCall("run_script", { project: "~p1", language: "python", code: "1", command: "python" }, all), "unknown_field");
+});
+
+test('language "python3" is not an alias of "python"', () => {
+  rejected(normalizeToolCall("run_script", { project: "~p1", language: "python3", code: "print(1)" }, all), "invalid_value", "enum");
+});
+
+test("unknown tools and tools not admitted are rejected without fuzzy matching", () => {
+  rejected(normalizeToolCall("read_file", { project: "~p1" }, all), "unknown_tool");
+  rejected(normalizeToolCall("run_shell", { project: "~p1", command: "ls" }, { isAdmitted: () => false }), "tool_not_admitted");
+});
+
+test("occurrence with expected_match_count is rejected; reversed ranges too", () => {
+  const edit = { replace_exact: { old_text: "a", new_text: "b" }, occurrence: 1, expected_match_count: 2 };
+  rejected(normalizeToolCall("edit_project_files", { project: "~p1", changes: [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [edit] }] }, all), "invalid_value", "occurrence_with_expected_match_count");
+  rejected(normalizeToolCall("read_files", { project: "~p1", files: [{ path: "a", start_line: 5, end_line: 2 }] }, all), "invalid_value", "range_reversed");
+});
+
+test("null on an optional field means omitted; on a required field it is rejected", () => {
+  const r = ok(normalizeToolCall("run_shell", { project: "~p1", command: "ls", cwd: null }, all));
+  assert.ok(!("cwd" in r.arguments));
+  assert.equal(r.normalization, undefined);
+  rejected(normalizeToolCall("run_shell", { project: "~p1", command: null }, all), "invalid_value");
+});
+
+test("an explicit default (dry_run false) is accepted as is", () => {
+  const r = ok(normalizeToolCall("edit_project_files", { project: "~p1", dry_run: false, changes: [{ kind: "create", path: "a.txt", content: "x" }] }, all));
+  assert.equal(r.normalization, undefined);
+});
+
+test("edits past the 1024 cardinality bound are rejected, not clamped", () => {
+  const edit = { replace_exact: { old_text: "a", new_text: "b" }, expected_match_count: 1025 };
+  rejected(normalizeToolCall("edit_project_files", { project: "~p1", changes: [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [edit] }] }, all), "invalid_value", "maximum");
+});

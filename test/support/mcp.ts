@@ -1,0 +1,20 @@
+/** Test helpers: a real MCP SDK client over Streamable HTTP, and tool-call shorthands. */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+export async function connectMcp(url: string, token: string): Promise<Client> {
+  const client = new Client({ name: "webcodex-tests", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return client;
+}
+
+export interface ToolOutcome {
+  isError: boolean;
+  result: Record<string, unknown>;
+}
+
+/** Calls a tool and returns its structured content (the model projection). */
+export async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<ToolOutcome> {
+  const res = await client.callTool({ name, arguments: args });
+  return { isError: res.isError === true, result: (res.structuredContent ?? {}) as Record<string, unknown> };
+}
