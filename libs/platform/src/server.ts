@@ -80,8 +80,13 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
       socket.pause();
       socket.unshift(chunk);
       const isH2 = chunk.length >= h2Preface.length ? chunk.subarray(0, h2Preface.length).equals(h2Preface) : h2Preface.subarray(0, chunk.length).equals(chunk);
-      (isH2 ? h2 : h1).emit("connection", socket);
-      socket.resume();
+      if (isH2) {
+        // The HTTP/2 session takes over the socket and drains the unshifted preface itself.
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
     });
   });
   tcp.on("error", (error) => options.logger.error("server error", { error }));

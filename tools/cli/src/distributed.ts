@@ -97,13 +97,19 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
       new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`${s} exited with ${code} during start`)))),
     ]);
   };
-  const stop = async () => {
-    await Promise.all([...processes.values()].map((p) => new Promise<void>((r) => {
+  const stopOne = (p: ChildProcess) => new Promise<void>((r) => {
       if (p.exitCode !== null || p.signalCode !== null) return r();
       p.once("exit", () => r());
       p.kill("SIGTERM");
       setTimeout(() => p.kill("SIGKILL"), 5_000).unref();
-    })));
+    });
+  // The gateway first (it flushes audit records), then the Runner, then the rest together.
+  const stop = async () => {
+    for (const first of ["gateway", "runner"] as const) {
+      const p = processes.get(first);
+      if (p) await stopOne(p);
+    }
+    await Promise.all([...processes.values()].map(stopOne));
   };
   try {
     for (const s of SERVICES) await start(s);

@@ -1,0 +1,44 @@
+/**
+ * Durable refs across restarts of `webcodex dev` on one data dir.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { callTool, connectMcp, createProjectDir, startDevServer, tempDir } from "../support/index.js";
+
+async function projectsOf(projectDir: string, dataDir: string): Promise<{ projects: Array<Record<string, string>>; readStale?: Record<string, unknown> }> {
+  const server = await startDevServer({ projectDir, dataDir });
+  try {
+    const client = await connectMcp(server.mcpUrl, server.token);
+    const { result } = await callTool(client, "list_projects", {});
+    const readOld = await callTool(client, "read_files", { project: "~p1", files: [{ path: "README.md" }] });
+    await client.close();
+    return { projects: result["projects"] as Array<Record<string, string>>, ...(readOld.isError ? { readStale: readOld.result } : {}) };
+  } finally {
+    await server.stop();
+  }
+}
+
+describe("project refs are durable across restarts", () => {
+  it("the same directory keeps its ref and canonical id; a different directory gets a new ref, never a reused one", async () => {
+    const dataDir = tempDir("wcx-data-");
+    const a = createProjectDir({ "README.md": "a\n" }, { name: "alpha" });
+    const first = await projectsOf(a, dataDir);
+    assert.deepEqual(first.projects, [{ project_ref: "~p1", project_id: "agent:local:alpha", name: "alpha" }]);
+    const again = await projectsOf(a, dataDir);
+    assert.deepEqual(again.projects, first.projects);
+
+    const b = createProjectDir({ "README.md": "b\n" }, { name: "beta" });
+    const withB = await projectsOf(b, dataDir);
+    const refs = Object.fromEntries(withB.projects.map((p) => [p["project_id"], p["project_ref"]]));
+    assert.equal(refs["agent:local:alpha"], "~p1");
+    assert.equal(refs["agent:local:beta"], "~p2");
+
+    // Another root at the same address is a new incarnation: the old ref fails closed.
+    const alphaElsewhere = createProjectDir({ "README.md": "other\n" }, { name: "alpha" });
+    const moved = await projectsOf(alphaElsewhere, dataDir);
+    const alpha = moved.projects.find((p) => p["project_id"] === "agent:local:alpha");
+    assert.equal(alpha?.["project_ref"], "~p3");
+    assert.equal(moved.readStale?.["reason_code"], "stale_ref");
+    assert.equal((moved.readStale?.["follow_up"] as Record<string, unknown>)["tool"], "list_projects");
+  });
+});

@@ -1,0 +1,276 @@
+/**
+ * End to end against `webcodex dev` (embedded mode) as a real child process, with the
+ * official MCP SDK client over Streamable HTTP.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, statSync, chmodSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { callTool, connectMcp, createProjectDir, startDevServer, tempDir } from "../support/index.js";
+import type { DevServer } from "../support/index.js";
+
+const FILES = {
+  "README.md": "# demo\n",
+  "src/config.ts": "export const a = 1;\nexport const b = 1;\nexport const c = 1;\n",
+  "src/windows.txt": "one\r\ntwo\r\nthree\r\n",
+  "scripts/run.sh": "#!/bin/sh\necho run\n",
+  "src/money.ts": "const price = 1;\n",
+};
+
+describe("embedded mode (webcodex dev) through a real MCP client", () => {
+  let projectDir: string;
+  let dataDir: string;
+  let server: DevServer;
+  let client: Client;
+  let project: string;
+
+  before(async () => {
+    projectDir = createProjectDir(FILES, { name: "demo" });
+    chmodSync(join(projectDir, "scripts/run.sh"), 0o755);
+    dataDir = tempDir("wcx-data-");
+    server = await startDevServer({ projectDir, dataDir });
+    client = await connectMcp(server.mcpUrl, server.token);
+    const listed = await callTool(client, "list_projects", {});
+    const projects = listed.result["projects"] as Array<Record<string, string>>;
+    assert.equal(projects.length, 1);
+    project = projects[0]?.["project_ref"] ?? "";
+  });
+  after(async () => {
+    await client?.close();
+    await server?.stop();
+  });
+
+  it("lists Direct tools by rank plus the two gateway entry points", async () => {
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    assert.deepEqual(names.slice(0, 5), ["read_files", "search_project_texts", "edit_project_files", "run_shell", "list_projects"]);
+    assert.deepEqual(names.slice(-2), ["read_tool_manifest", "call_runtime_tool"]);
+    assert.ok(!names.includes("run_process"), "Gateway tools are not listed directly");
+  });
+
+  it("issues a durable project_ref and the canonical id", async () => {
+    const { result } = await callTool(client, "list_projects", {});
+    assert.deepEqual(result, { projects: [{ project_ref: "~p1", project_id: "agent:local:demo", name: "demo" }] });
+  });
+
+  it("reads a file range with a read_revision, omitting per-item success on a complete batch", async () => {
+    const { isError, result } = await callTool(client, "read_files", { project, files: [{ path: "src/config.ts", start_line: 2, end_line: 2 }, { path: "README.md" }] });
+    assert.equal(isError, false);
+    const items = result["items"] as Array<Record<string, unknown>>;
+    assert.equal(items[0]?.["content"], "export const b = 1;\n");
+    assert.match(String(items[0]?.["read_revision"]), /^r_[0-9a-f]{16}$/);
+    assert.ok(!("success" in (items[0] ?? {})) && !("error" in (items[0] ?? {})));
+  });
+
+  it("the canonical id works as project selector; an unknown ref fails closed", async () => {
+    assert.equal((await callTool(client, "read_files", { project: "agent:local:demo", files: [{ path: "README.md" }] })).isError, false);
+    const unknown = await callTool(client, "read_files", { project: "~p99", files: [{ path: "README.md" }] });
+    assert.equal(unknown.isError, true);
+    assert.equal(unknown.result["reason_code"], "project_not_found");
+  });
+
+  it("refuses path escapes by .., absolute path and symlink, per item", async () => {
+    const { result } = await callTool(client, "read_files", { project, files: [{ path: "../etc/passwd" }, { path: "/etc/passwd" }, { path: "README.md" }] });
+    const items = result["items"] as Array<Record<string, Record<string, unknown>>>;
+    assert.equal(items[0]?.["error"]?.["reason_code"], "path_outside_project");
+    assert.equal(items[1]?.["error"]?.["reason_code"], "path_outside_project");
+    assert.equal((items[2] as unknown as Record<string, unknown>)["success"], true, "a partial batch keeps full envelopes");
+  });
+
+  describe("normalization through the pipeline", () => {
+    it("argv becomes args and reports argv_to_args", async () => {
+      const { isError, result } = await callTool(client, "call_runtime_tool", { tool: "run_process", arguments: { project, argv: ["echo", "hi"] } });
+      assert.equal(isError, false, JSON.stringify(result));
+      assert.equal(result["stdout"], "hi\n");
+      assert.equal((result["input_normalization"] as Record<string, string>)["code"], "argv_to_args");
+    });
+
+    it("run_process with sh -c runs as run_shell in one call", async () => {
+      const { result } = await callTool(client, "call_runtime_tool", { tool: "run_process", arguments: { project, args: ["sh", "-c", "echo $((1+2))"] } });
+      assert.equal(result["output"], "3\n");
+      assert.equal(result["shell"], "sh");
+      assert.equal((result["input_normalization"] as Record<string, string>)["code"], "process_shell_to_run_shell");
+    });
+
+    it("a timeout above the ceiling is clamped and the effective value reported", async () => {
+      const { isError, result } = await callTool(client, "run_shell", { project, command: "echo ok", timeout_ms: 9_999_999 });
+      assert.equal(isError, false);
+      assert.equal(result["output"], "ok\n");
+      assert.deepEqual((result["input_normalization"] as Record<string, unknown>)["effective"], { timeout_ms: 600_000 });
+    });
+
+    for (const [label, tool, args, reason] of [
+      ["timeout", "run_shell", { command: "touch ran-timeout", timeout: 5 }, "unknown_field"],
+      ["workdir", "run_shell", { command: "touch ran-workdir", workdir: "src" }, "unknown_field"],
+      ["command_args", "run_process", { args: ["touch", "ran-command-args"], command_args: ["x"] }, "unknown_field"],
+      ["command on run_script", "run_script", { language: "python", code: "open('ran-script','w')", command: "python" }, "unknown_field"],
+      ['language "python3"', "run_script", { language: "python3", code: "open('ran-python3','w')" }, "invalid_value"],
+    ] as const) {
+      it(`${label} fails closed with a reason_code and runs nothing`, async () => {
+        const call = tool === "run_shell" ? callTool(client, tool, { project, ...args }) : callTool(client, "call_runtime_tool", { tool, arguments: { project, ...args } });
+        const { isError, result } = await call;
+        assert.equal(isError, true);
+        assert.equal(result["reason_code"], reason);
+        assert.equal(result["state_changed"], false);
+        const listing = await callTool(client, "call_runtime_tool", { tool: "list_project_files", arguments: { project } });
+        assert.ok(!(listing.result["paths"] as string[]).some((p) => p.startsWith("ran-")), "nothing ran");
+      });
+    }
+  });
+
+  describe("discovery", () => {
+    it("read_tool_manifest and call_runtime_tool work for every admitted Gateway tool", async () => {
+      const { result } = await callTool(client, "call_runtime_tool", { tool: "list_tools", arguments: {} });
+      const categories = result["categories"] as Record<string, string[]>;
+      const all = Object.values(categories).flat();
+      const { tools } = await client.listTools();
+      const direct = new Set(tools.map((t) => t.name));
+      const gatewayTools = all.filter((n) => !direct.has(n));
+      assert.ok(gatewayTools.includes("run_process") && gatewayTools.includes("observe_jobs"));
+      for (const tool of gatewayTools) {
+        const manifest = await callTool(client, "read_tool_manifest", { tool });
+        assert.equal(manifest.isError, false, tool);
+        assert.deepEqual(manifest.result["route"], { primary: "call_runtime_tool", fallback: null }, tool);
+        assert.equal((manifest.result["input_schema"] as Record<string, unknown>)["additionalProperties"], false, tool);
+      }
+      const status = await callTool(client, "call_runtime_tool", { tool: "get_runtime_status", arguments: {} });
+      assert.equal(status.isError, false);
+      assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0 });
+    });
+
+    it("call_runtime_tool refuses Direct-only presentation tools and unknown names", async () => {
+      const unknown = await callTool(client, "call_runtime_tool", { tool: "read_filez", arguments: {} });
+      assert.equal(unknown.isError, true);
+      assert.equal(unknown.result["reason_code"], "unknown_tool");
+      const presentation = await callTool(client, "call_runtime_tool", { tool: "present_work_result", arguments: { project, title: "x" } });
+      assert.equal(presentation.result["reason_code"], "presentation_tool_not_callable");
+    });
+  });
+
+  describe("execution", () => {
+    it("echo through run_process, run_shell and run_script", async () => {
+      const p = await callTool(client, "call_runtime_tool", { tool: "run_process", arguments: { project, args: ["echo", "a"] } });
+      assert.equal(p.result["stdout"], "a\n");
+      const s = await callTool(client, "run_shell", { project, command: "echo b" });
+      assert.deepEqual(s.result, { command_summary: "echo b", cwd: ".", shell: "sh", output: "b\n" }, "synchronous exit-zero shell success is compact");
+      const py = await callTool(client, "call_runtime_tool", { tool: "run_script", arguments: { project, language: "python", code: "print('c')" } });
+      assert.equal(py.result["stdout"], "c\n");
+    });
+
+    it("a failing command stays rich", async () => {
+      const { isError, result } = await callTool(client, "run_shell", { project, command: "echo out; echo err >&2; exit 3" });
+      assert.equal(isError, false, "a completed process is an observation, not a tool failure");
+      assert.equal(result["exit_code"], 3);
+      assert.equal(result["timed_out"], false);
+      assert.equal(result["execution_state"], "completed");
+    });
+
+    it("sleep past wait_ms returns pending with a follow-up that, executed unchanged, yields the output", async () => {
+      const first = await callTool(client, "run_shell", { project, command: "sleep 3; echo done", wait_ms: 200 });
+      assert.equal(first.result["execution_state"], "pending");
+      const followUp = first.result["follow_up"] as { follow_up_kind: string; tool: string; arguments: Record<string, unknown> };
+      assert.equal(followUp.follow_up_kind, "mechanically_followable");
+      assert.equal(followUp.tool, "wait_for_job_terminal");
+      let next = await callTool(client, "call_runtime_tool", { tool: followUp.tool, arguments: followUp.arguments });
+      while (next.result["execution_state"] === "pending") next = await callTool(client, "call_runtime_tool", { tool: followUp.tool, arguments: followUp.arguments });
+      assert.equal(next.result["output"], "done\n");
+      const replay = await callTool(client, "call_runtime_tool", { tool: followUp.tool, arguments: followUp.arguments });
+      assert.deepEqual(replay.result, next.result, "keyed replay returns the same terminal result");
+    });
+
+    it("20 concurrent jobs in one project all reach a correct terminal state", async () => {
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => callTool(client, "run_shell", { project, command: `sleep 0.$((${i} % 5)); echo job-${i}` })));
+      results.forEach((r, i) => assert.equal(r.result["output"], `job-${i}\n`));
+    });
+  });
+
+  describe("guarded edits", () => {
+    const revisionOf = async (path: string) => {
+      const { result } = await callTool(client, "read_files", { project, files: [{ path }] });
+      return String((result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    };
+    const edit = (path: string, revision: string, edits: unknown[], dry_run = false) =>
+      callTool(client, "edit_project_files", { project, dry_run, changes: [{ kind: "edit", path, expected_read_revision: revision, edits }] });
+
+    it("a count mismatch writes nothing and reports the observed count and match lines", async () => {
+      const before = readFileSync(join(projectDir, "src/config.ts"), "utf8");
+      const { isError, result } = await edit("src/config.ts", await revisionOf("src/config.ts"), [{ replace_exact: { old_text: "= 1;", new_text: "= 2;" }, expected_match_count: 2 }]);
+      assert.equal(isError, true);
+      assert.equal(result["reason_code"], "expected_match_count_mismatch");
+      assert.equal(result["detail_code"], "observed_3");
+      assert.deepEqual((result["evidence"] as Record<string, unknown>)["match_lines"], [1, 2, 3]);
+      assert.equal((result["follow_up"] as Record<string, unknown>)["tool"], "read_files");
+      assert.equal(readFileSync(join(projectDir, "src/config.ts"), "utf8"), before);
+    });
+
+    it("the exact count replaces every match, with compact success", async () => {
+      const { isError, result } = await edit("src/config.ts", await revisionOf("src/config.ts"), [{ replace_exact: { old_text: "= 1;", new_text: "= 2;" }, expected_match_count: 3 }]);
+      assert.equal(isError, false, JSON.stringify(result));
+      assert.equal(result["changed"], true);
+      assert.ok(!("dry_run" in result) && !("execution_state" in result));
+      assert.equal(readFileSync(join(projectDir, "src/config.ts"), "utf8"), "export const a = 2;\nexport const b = 2;\nexport const c = 2;\n");
+    });
+
+    it("a stale revision is refused with the current revision as evidence", async () => {
+      const { result } = await edit("src/config.ts", "r_0000000000000000", [{ replace_exact: { old_text: "a = 2", new_text: "a = 3" } }]);
+      assert.equal(result["reason_code"], "stale_read_revision");
+      assert.equal((result["evidence"] as Record<string, unknown>)["current_read_revision"], await revisionOf("src/config.ts"));
+    });
+
+    it("dry run reports match ranges and writes nothing; $& and $$ are literal", async () => {
+      const rev = await revisionOf("src/money.ts");
+      const dry = await edit("src/money.ts", rev, [{ replace_exact: { old_text: "1", new_text: "$&$$" } }], true);
+      assert.equal(dry.isError, false);
+      assert.equal(readFileSync(join(projectDir, "src/money.ts"), "utf8"), "const price = 1;\n");
+      const real = await edit("src/money.ts", rev, [{ replace_exact: { old_text: "1", new_text: "$&$$" } }]);
+      assert.equal(real.isError, false);
+      assert.equal(readFileSync(join(projectDir, "src/money.ts"), "utf8"), "const price = $&$$;\n");
+    });
+
+    it("CRLF and file mode are preserved", async () => {
+      await edit("src/windows.txt", await revisionOf("src/windows.txt"), [{ replace_exact: { old_text: "two", new_text: "TWO" } }]);
+      assert.equal(readFileSync(join(projectDir, "src/windows.txt"), "utf8"), "one\r\nTWO\r\nthree\r\n");
+      await edit("scripts/run.sh", await revisionOf("scripts/run.sh"), [{ replace_exact: { old_text: "echo run", new_text: "echo ran" } }]);
+      assert.equal(statSync(join(projectDir, "scripts/run.sh")).mode & 0o777, 0o755);
+    });
+
+    it("a three-file change whose third file fails preflight leaves all three unchanged", async () => {
+      writeFileSync(join(projectDir, "f1.txt"), "x\n");
+      writeFileSync(join(projectDir, "f2.txt"), "x\n");
+      const [r1, r2] = [await revisionOf("f1.txt"), await revisionOf("f2.txt")];
+      const { isError, result } = await callTool(client, "edit_project_files", {
+        project,
+        changes: [
+          { kind: "edit", path: "f1.txt", expected_read_revision: r1, edits: [{ replace_exact: { old_text: "x", new_text: "y" } }] },
+          { kind: "edit", path: "f2.txt", expected_read_revision: r2, edits: [{ replace_exact: { old_text: "x", new_text: "y" } }] },
+          { kind: "create", path: "README.md", content: "exists already" },
+        ],
+      });
+      assert.equal(isError, true);
+      assert.equal(result["reason_code"], "path_exists");
+      assert.equal(readFileSync(join(projectDir, "f1.txt"), "utf8"), "x\n");
+      assert.equal(readFileSync(join(projectDir, "f2.txt"), "utf8"), "x\n");
+      assert.equal(readFileSync(join(projectDir, "README.md"), "utf8"), "# demo\n");
+    });
+
+    it("git review sees the edits", async () => {
+      const { isError, result } = await callTool(client, "call_runtime_tool", { tool: "read_workspace_changes", arguments: { project } });
+      assert.equal(isError, false);
+      const paths = (result["changes"] as Array<Record<string, unknown>>).map((c) => c["path"]);
+      assert.ok(paths.includes("src/config.ts"));
+      const hunks = await callTool(client, "call_runtime_tool", { tool: "read_git_diff_hunks", arguments: { project, paths: ["src/config.ts"] } });
+      assert.equal((hunks.result["hunks"] as unknown[]).length, 1);
+    });
+  });
+
+  describe("search", () => {
+    it("runs several queries in one call; a missing path is path_not_found", async () => {
+      const { result } = await callTool(client, "search_project_texts", { project, queries: [{ pattern: "export const" }, { pattern: "c\\s*=", regex: true }, { pattern: "x", path: "nope" }] });
+      const results = result["results"] as Array<Record<string, unknown>>;
+      assert.equal(results[0]?.["total"], 3);
+      assert.equal(results[1]?.["total"], 1);
+      assert.equal((results[2]?.["error"] as Record<string, unknown>)["reason_code"], "path_not_found");
+    });
+  });
+});

@@ -1,0 +1,79 @@
+/** Test helpers that run WebCodex as real processes, the way users and Kubernetes do. */
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, dirname } from "node:path";
+import { tmpdir } from "node:os";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { randomBytes } from "node:crypto";
+
+export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
+export const cliPath = join(repoRoot, "tools/cli/bin/webcodex.js");
+
+/** A temp project directory with the given files, committed to a fresh git repository. */
+export function createProjectDir(files: Record<string, string>, options: { git?: boolean; name?: string } = {}): string {
+  const root = join(mkdtempSync(join(tmpdir(), "wcx-project-")), options.name ?? "demo");
+  mkdirSync(root, { recursive: true });
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), content);
+  }
+  if (options.git !== false) {
+    const git = (...args: string[]) => execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd: root, stdio: "ignore" });
+    git("init", "-q", "-b", "main");
+    git("add", "-A");
+    git("commit", "-qm", "initial");
+  }
+  return root;
+}
+
+export interface DevServer {
+  readonly mcpUrl: string;
+  readonly baseUrl: string;
+  readonly token: string;
+  readonly child: ChildProcess;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<void>;
+}
+
+/** Starts `webcodex dev` as a child process and waits until it prints its MCP URL. */
+export async function startDevServer(options: { projectDir: string; dataDir: string; token?: string; tokensFile?: string; env?: Record<string, string> }): Promise<DevServer> {
+  const token = options.token ?? `t-${randomBytes(16).toString("hex")}`;
+  const env: Record<string, string> = {
+    PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+    HOME: process.env["HOME"] ?? "/tmp",
+    WEBCODEX_LOG_LEVEL: "warn",
+    ...(options.tokensFile ? { WEBCODEX_DEV_TOKENS_FILE: options.tokensFile } : { WEBCODEX_DEV_TOKEN: token }),
+    ...options.env,
+  };
+  const child = spawn(process.execPath, [cliPath, "dev", "--project", options.projectDir, "--port", "0", "--data-dir", options.dataDir], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stderr?.on("data", (d: Buffer) => { err += d.toString(); });
+  const mcpUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`webcodex dev did not start in 60 s\n${out}\n${err}`)), 60_000);
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /MCP URL: (\S+)/.exec(out);
+      if (m?.[1]) { clearTimeout(timer); resolve(m[1]); }
+    });
+    child.once("exit", (code) => { clearTimeout(timer); reject(new Error(`webcodex dev exited with ${code}\n${out}\n${err}`)); });
+  });
+  return {
+    mcpUrl,
+    baseUrl: mcpUrl.replace(/\/mcp$/, ""),
+    token,
+    child,
+    stop: () => new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill("SIGTERM");
+      setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
+    }),
+  };
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
