@@ -5,7 +5,10 @@ PROJECT ?= examples/sample-project
 PORT ?= 8080
 STAMP := node_modules/.webcodex-install-stamp
 
-.PHONY: setup install generate codegen-check build lint run dev up test test-unit test-integration test-e2e bench chart images clean help
+docs: build
+	node tools/scripts/gen-tools-doc.mjs
+
+.PHONY: docs setup install generate codegen-check build lint run dev up test test-unit test-integration test-e2e bench chart images clean help
 
 help:
 	@echo "make run [PROJECT=dir] [PORT=8080]  start WebCodex embedded on a directory"

@@ -19,3 +19,4 @@ export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } fr
 // For contract tests and docs generation:
 export type { JsonSchema } from "./json-schema.js";
 export { sampleToolArgs } from "./sample-args.js";
+export { renderToolsDoc } from "./tools-doc.js";

@@ -5,3 +5,5 @@ export type { RunnerHandlers, ToolHandler, RunnerServiceDeps } from "./runner-se
 export { startRegistration } from "./registration.js";
 export type { RegistrationLoop, RegistrationOptions } from "./registration.js";
 export { main } from "./main.js";
+export { createWorkspace } from "./workspace/index.js";
+export type { Workspace } from "./workspace/index.js";

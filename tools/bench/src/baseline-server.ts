@@ -1,0 +1,38 @@
+/**
+ * The baseline of the tool-call benchmark: a bare MCP SDK Streamable HTTP server that reads
+ * the file itself, built the SDK's stateless way (no session id generator; a new server and transport per
+ * request).
+ * Usage: node baseline-server.js <root> <port>
+ */
+import http from "node:http";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
+
+const [root = ".", port = "0"] = process.argv.slice(2);
+
+const server = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on("data", (c: Buffer) => chunks.push(c));
+  req.on("end", () => {
+    void (async () => {
+      const mcp = new McpServer({ name: "bare", version: "1.0.0" });
+      mcp.registerTool("read_file", { description: "Read a file", inputSchema: { path: z.string() } }, async ({ path }) => ({
+        content: [{ type: "text", text: await readFile(join(root, path), "utf8") }],
+      }));
+      const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true });
+      res.on("close", () => {
+        void transport.close();
+        void mcp.close();
+      });
+      await mcp.connect(transport);
+      await transport.handleRequest(req, res, chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined);
+    })();
+  });
+});
+server.listen(Number(port), "127.0.0.1", () => {
+  const address = server.address() as { port: number };
+  process.stdout.write(`LISTENING ${address.port}\n`);
+});

@@ -1,0 +1,146 @@
+/**
+ * `make bench`: every figure is a ratio against a baseline measured in the same run.
+ * Results are printed as a table and written to bench-results/latest.json.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { startDistributed } from "@webcodex/cli";
+import { cliPathForBench, createBenchProject } from "./project.js";
+import { baselineServerPath, connect, latency, throughput } from "./tool-call.js";
+import { benchBulkEdit, benchSearch } from "./workspace-benches.js";
+import { benchAuditIngest } from "./audit-ingest.js";
+import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
+import type { BenchResult } from "./stats.js";
+
+const only = new Set(process.argv.slice(2));
+const want = (name: string) => only.size === 0 || only.has(name);
+const postgresAdminUrl = process.env["WEBCODEX_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
+const redisUrl = process.env["WEBCODEX_TEST_REDIS_URL"] ?? "redis://127.0.0.1:6379";
+const CALLS = Number(process.env["WEBCODEX_BENCH_CALLS"] ?? 600);
+
+async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
+  const name = `wcx_bench_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: postgresAdminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(postgresAdminUrl);
+  url.pathname = `/${name}`;
+  try {
+    return await fn(url.toString());
+  } finally {
+    const c = new pg.Client({ connectionString: postgresAdminUrl });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.end();
+  }
+}
+
+async function spawnLatency(runs: number): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < runs + 20; i++) {
+    const t = performance.now();
+    await new Promise<void>((resolve, reject) => {
+      const c = spawn("true", [], { stdio: "ignore" });
+      c.on("error", reject);
+      c.on("close", () => resolve());
+    });
+    if (i >= 20) samples.push(performance.now() - t);
+  }
+  return median(samples);
+}
+
+async function benchToolCalls(results: BenchResult[]): Promise<void> {
+  const projectDir = createBenchProject();
+  const token = `bench-${randomBytes(12).toString("hex")}`;
+  const file = "src/module.ts";
+
+  const baseline = await startChild(process.execPath, [baselineServerPath, projectDir, "0"], /LISTENING (\d+)/);
+  const baselineUrl = `http://127.0.0.1:${baseline.match[1]}/mcp`;
+  const dev = await startChild(process.execPath, [cliPathForBench, "dev", "--project", projectDir, "--port", "0", "--data-dir", mkdtempSync(join(tmpdir(), "wcx-bench-data-"))], /MCP URL: (\S+)/, { WEBCODEX_DEV_TOKEN: token, WEBCODEX_LOG_LEVEL: "warn" });
+  const devUrl = dev.match[1] as string;
+  try {
+    const bare = await connect(baselineUrl);
+    const ours = await connect(devUrl, token);
+    const args = { project: "~p1", files: [{ path: file }] };
+    // Interleave the two servers so machine noise hits both alike.
+    const b1 = await latency(bare, "read_file", { path: file }, CALLS / 2);
+    const e1 = await latency(ours, "read_files", args, CALLS / 2);
+    const b2 = await latency(bare, "read_file", { path: file }, CALLS / 2);
+    const e2 = await latency(ours, "read_files", args, CALLS / 2);
+    const baseP50 = (b1.p50 + b2.p50) / 2;
+    const embP50 = (e1.p50 + e2.p50) / 2;
+    results.push({
+      name: "tool_call_embedded",
+      metrics: { baseline_p50_ms: round(baseP50), baseline_p99_ms: Math.max(b1.p99, b2.p99), embedded_p50_ms: round(embP50), embedded_p99_ms: Math.max(e1.p99, e2.p99), ratio_p50: round(embP50 / baseP50, 2) },
+      notes: "same SDK client and file; baseline = bare SDK Streamable HTTP server rebuilt per request reading the file itself (target ratio <= 1)",
+    });
+
+    const list = await ours.listTools();
+    results.push({ name: "tools_list_direct", metrics: { bytes: Buffer.byteLength(JSON.stringify(list)), tools: list.tools.length }, notes: "serialized MCP tools/list result (target <= 8192 bytes)" });
+
+    const spawnP50 = await spawnLatency(100);
+    const shell = await latency(ours, "run_shell", { project: "~p1", command: "true" }, 200);
+    results.push({ name: "run_shell_true", metrics: { spawn_true_direct_p50_ms: round(spawnP50), run_shell_p50_ms: shell.p50, ratio_p50: round(shell.p50 / spawnP50, 2) }, notes: "run_shell through the whole embedded stack vs spawning `true` in Node" });
+    await bare.close();
+    await ours.close();
+
+    const tput = await throughput(devUrl, token, "read_files", args, 16, 4_000);
+    const baseTput = await throughput(baselineUrl, "none", "read_file", { path: file }, 16, 4_000);
+    results.push({ name: "throughput_16_callers", metrics: { embedded_calls_per_s: tput.callsPerSecond, embedded_errors: tput.errors, baseline_calls_per_s: baseTput.callsPerSecond, ratio: round(tput.callsPerSecond / baseTput.callsPerSecond, 2) }, notes: "raw JSON-RPC over keep-alive HTTP, 16 concurrent callers, 4 s (target >= 1000 calls/s)" });
+    results.push({ name: "webcodex_dev_memory", metrics: { peak_rss_mib: round(peakRssMiB(dev.child.pid as number), 1) }, notes: "VmHWM of the embedded process after the benchmarks above" });
+  } finally {
+    await stopChild(dev.child);
+    await stopChild(baseline.child);
+  }
+
+  if (!want("tool_call_distributed") && only.size > 0) return;
+  await withDatabase(async (postgresUrl) => {
+    const stack = await startDistributed({
+      basePort: 21_000 + Math.floor(Math.random() * 15_000), postgresUrl, redisUrl, projectDir, clientId: "local",
+      gatewayEnv: { WEBCODEX_DEV_TOKEN: token }, extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-bench:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" }, stdio: "ignore",
+    });
+    const again = await startChild(process.execPath, [baselineServerPath, projectDir, "0"], /LISTENING (\d+)/);
+    try {
+      const bare = await connect(`http://127.0.0.1:${again.match[1]}/mcp`);
+      const ours = await connect(stack.mcpUrl, token);
+      const b = await latency(bare, "read_file", { path: file }, CALLS / 2);
+      const d = await latency(ours, "read_files", { project: "~p1", files: [{ path: file }] }, CALLS / 2);
+      results.push({ name: "tool_call_distributed", metrics: { baseline_p50_ms: b.p50, distributed_p50_ms: d.p50, distributed_p99_ms: d.p99, ratio_p50: round(d.p50 / b.p50, 2) }, notes: "six processes over HTTP/2 with Postgres and Redis (target ratio <= 2)" });
+      await bare.close();
+      await ours.close();
+    } finally {
+      await stopChild(again.child);
+      await stack.stop();
+    }
+  });
+}
+
+async function main(): Promise<void> {
+  const results: BenchResult[] = [];
+  const step = async (name: string, fn: () => Promise<void>) => {
+    if (!want(name)) return;
+    const t = performance.now();
+    process.stdout.write(`bench ${name} ...\n`);
+    await fn();
+    process.stdout.write(`bench ${name} done in ${round((performance.now() - t) / 1000, 1)} s\n`);
+  };
+  await step("tool_calls", () => benchToolCalls(results));
+  await step("edit", async () => { results.push(await benchBulkEdit()); });
+  await step("search", async () => { results.push(await benchSearch()); });
+  await step("audit", () => withDatabase(async (url) => { results.push(await benchAuditIngest(url)); }));
+
+  process.stdout.write("\n| benchmark | metrics |\n|---|---|\n");
+  for (const r of results) process.stdout.write(`| ${r.name} | ${Object.entries(r.metrics).map(([k, v]) => `${k}=${v}`).join(", ")} |\n`);
+  mkdirSync("bench-results", { recursive: true });
+  writeFileSync(join("bench-results", "latest.json"), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
+}
+
+main().then(() => process.exit(0), (error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

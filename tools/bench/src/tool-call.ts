@@ -1,0 +1,67 @@
+/**
+ * Tool-call latency and throughput: the same MCP SDK client calls read_files on WebCodex
+ * (embedded and distributed) and read_file on a bare SDK server that reads the file itself,
+ * in the same run, on the same file.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { fileURLToPath } from "node:url";
+import { Agent, request } from "node:http";
+import { median, percentile, round } from "./stats.js";
+
+export const baselineServerPath = fileURLToPath(new URL("./baseline-server.js", import.meta.url));
+
+export async function connect(url: string, token?: string): Promise<Client> {
+  const client = new Client({ name: "webcodex-bench", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {}));
+  return client;
+}
+
+/** Sequential latency of one tool call, in ms, after warm-up. */
+export async function latency(client: Client, name: string, args: Record<string, unknown>, calls: number): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 50; i++) await client.callTool({ name, arguments: args });
+  const samples: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const t = performance.now();
+    const res = await client.callTool({ name, arguments: args });
+    samples.push(performance.now() - t);
+    if (res.isError) throw new Error(`${name} failed during the benchmark: ${JSON.stringify(res.structuredContent ?? res.content)}`);
+  }
+  return { p50: round(median(samples)), p99: round(percentile(samples, 99)) };
+}
+
+/**
+ * Throughput with `concurrency` callers for `durationMs`, sending raw JSON-RPC tools/call
+ * over keep-alive HTTP/1.1 (a lighter client than the SDK, so the server is what is measured).
+ */
+export async function throughput(url: string, token: string, name: string, args: Record<string, unknown>, concurrency: number, durationMs: number): Promise<{ callsPerSecond: number; errors: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const target = new URL(url);
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } });
+  const headers = { authorization: `Bearer ${token}`, accept: "application/json, text/event-stream", "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) };
+  const once = () =>
+    new Promise<boolean>((resolve) => {
+      const req = request({ agent, host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => { text += d; });
+        res.on("end", () => resolve(res.statusCode === 200 && !text.includes('"isError":true')));
+      });
+      req.on("error", () => resolve(false));
+      req.end(body);
+    });
+  let done = 0;
+  let errors = 0;
+  const deadline = performance.now() + durationMs;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        if (await once()) done += 1;
+        else errors += 1;
+      }
+    }),
+  );
+  agent.destroy();
+  return { callsPerSecond: round(done / ((performance.now() - start) / 1000), 0), errors };
+}
