@@ -6,8 +6,7 @@ import type { JsonSchema } from "./json-schema.js";
 import type { ToolDefinition } from "./tool-definition.js";
 import { compactBatch, compactEdit, compactShell } from "./projection.js";
 
-const project = str("Project: a project_ref like ~p1 (from list_projects) or the canonical agent:<client_id>:<project_id>.");
-const sessionId = str("Optional Workflow Session: a session_ref like ~s1 or wc_sess_*.");
+const project = str("project_ref (~p1, from list_projects) or agent:<client_id>:<project_id>.");
 const path = str("Project-relative POSIX path.");
 const revision = str("read_revision from read_files; the change fails if the file changed since.");
 const timeoutMs = int("Kill after this many ms (default 120000, clamped to 600000).", { minimum: 1 });
@@ -38,7 +37,7 @@ const fileChange: JsonSchema = {
   ],
 };
 
-const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId };
+const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs };
 const execClamps = [
   { path: "timeout_ms", ceiling: 600_000, minimum: 1 },
   { path: "wait_ms", ceiling: 30_000, minimum: 0 },
@@ -99,7 +98,6 @@ const definitions: readonly ToolDefinition[] = [
         project,
         files: array(object({ path, start_line: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["path"]), "Up to 64 files or ranges.", { minItems: 1, maxItems: 64 }),
         max_bytes_per_file: int("Per-file byte budget (default 65536, clamped to 1048576).", { minimum: 1 }),
-        session_id: sessionId,
       },
       ["project", "files"],
     ),
@@ -113,7 +111,7 @@ const definitions: readonly ToolDefinition[] = [
     name: "list_project_files",
     category: "files",
     description: "List project files (.gitignore-aware) under an optional path and glob, bounded by max_results (default 1000, clamped to 10000); reports total and truncated.",
-    inputSchema: object({ project, path, glob: str("Glob such as src/**/*.ts."), max_results: int(undefined, { minimum: 1 }), session_id: sessionId }, ["project"]),
+    inputSchema: object({ project, path, glob: str("Glob such as src/**/*.ts."), max_results: int(undefined, { minimum: 1 }) }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
     clamps: [{ path: "max_results", ceiling: 10_000, minimum: 1 }],
@@ -130,7 +128,6 @@ const definitions: readonly ToolDefinition[] = [
           "Up to 16 independent queries.",
           { minItems: 1, maxItems: 16 },
         ),
-        session_id: sessionId,
       },
       ["project", "queries"],
     ),
@@ -144,7 +141,7 @@ const definitions: readonly ToolDefinition[] = [
     name: "edit_project_files",
     category: "files",
     description: "Apply a guarded, all-or-nothing change to one or more files. kind edit needs expected_read_revision and replace_exact edits: old_text must match once, or use occurrence:n, or expected_match_count:N to replace all N (writes nothing if the count differs). line_scope narrows matches. Also create, delete, move. Every file passes preflight before any write. dry_run:true returns match_count and match_ranges and grants nothing. Failures carry the evidence for the next call (match lines, current read_revision).",
-    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }), session_id: sessionId }, ["project", "changes"]),
+    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }) }, ["project", "changes"]),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 3, reason: "CoreWorkflow" },
     projectSuccess: compactEdit,
@@ -160,7 +157,7 @@ const definitions: readonly ToolDefinition[] = [
     category: "files",
     description: "Write files the Host holds (uploads, attachments) into the project. Each file: path plus content (UTF-8) or content_base64. Fails if a path exists.",
     inputSchema: object(
-      { project, files: array(object({ path, content: str(), content_base64: str() }, ["path"]), undefined, { minItems: 1 }), session_id: sessionId },
+      { project, files: array(object({ path, content: str(), content_base64: str() }, ["path"]), undefined, { minItems: 1 }) },
       ["project", "files"],
     ),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
@@ -205,7 +202,7 @@ const definitions: readonly ToolDefinition[] = [
     name: "run_detached_process",
     category: "execution",
     description: "Start a long-running process (server, watcher) as a Job and return its job_id at once. Observe with observe_jobs.",
-    inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env, session_id: sessionId }, ["project"]),
+    inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     implemented: true,
     requiredCapabilities: () => ["detachedJobs"],

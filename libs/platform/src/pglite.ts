@@ -1,44 +1,88 @@
 /**
- * The embedded Postgres (PGlite, Postgres in WASM) behind the same Database interface.
- * Its data dir lives on disk: a cold in-memory start costs seconds and ~1 GB, reopening a
- * data dir is fast, and the embedded default must be durable anyway.
+ * The embedded Postgres (PGlite, Postgres in WASM) behind the same Database interface, run
+ * in a worker thread (see pglite-worker.ts). Its data dir lives on disk: a cold in-memory
+ * start costs seconds and ~1 GB, reopening a data dir is fast, and the embedded default must
+ * be durable anyway.
  */
 import { mkdirSync } from "node:fs";
-import type { Database, Queryable } from "./database.js";
+import { Worker } from "node:worker_threads";
+import type { Database, QueryResult, Queryable } from "./database.js";
+
+interface Reply {
+  id: number;
+  ok: boolean;
+  rows?: unknown[];
+  rowCount?: number;
+  error?: { message: string; code?: string };
+}
 
 export async function createPgliteDatabase(dataDir: string): Promise<Database> {
   mkdirSync(dataDir, { recursive: true });
-  const { PGlite } = await import("@electric-sql/pglite");
-  const db = await PGlite.create({ dataDir });
-  // PGlite runs one statement at a time; queue explicitly so a transaction never interleaves.
+  const worker = new Worker(new URL("./pglite-worker.js", import.meta.url), { workerData: { dataDir } });
+  worker.unref();
+  let nextId = 1;
+  const pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
+  let fatal: Error | undefined;
+  const started = new Promise<void>((resolve, reject) => {
+    pending.set(0, { resolve: (r) => (r.ok ? resolve() : reject(new Error(`PGlite failed to start: ${r.error?.message}`))), reject });
+  });
+  worker.on("message", (reply: Reply) => {
+    const p = pending.get(reply.id);
+    if (!p) return;
+    pending.delete(reply.id);
+    p.resolve(reply);
+  });
+  worker.on("error", (error) => {
+    fatal = error;
+    for (const p of pending.values()) p.reject(error);
+    pending.clear();
+  });
+  await started;
+
+  const send = (op: "query" | "exec" | "close", sql?: string, params?: unknown[]): Promise<Reply> => {
+    if (fatal) return Promise.reject(fatal);
+    const id = nextId++;
+    return new Promise<Reply>((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ id, op, sql, params });
+    });
+  };
+  const run = async <R,>(sql: string, params?: unknown[]): Promise<QueryResult<R>> => {
+    // exec runs several statements (migrations) but takes no parameters.
+    const multi = (params === undefined || params.length === 0) && sql.includes(";");
+    const reply = await send(multi ? "exec" : "query", sql, multi ? undefined : (params ?? []));
+    if (!reply.ok) throw Object.assign(new Error(reply.error?.message ?? "PGlite query failed"), { code: reply.error?.code });
+    return { rows: (reply.rows ?? []) as R[], rowCount: reply.rowCount ?? 0 };
+  };
+
+  // PGlite has one session: statements are queued so a transaction never interleaves with others.
   let tail: Promise<unknown> = Promise.resolve();
   const serial = <T,>(fn: () => Promise<T>): Promise<T> => {
-    const run = tail.then(fn, fn);
-    tail = run.catch(() => undefined);
-    return run;
-  };
-  const exec = async <R,>(target: Pick<typeof db, "query" | "exec">, sql: string, params?: unknown[]) => {
-    if (params === undefined || params.length === 0) {
-      // exec allows several statements (migrations); query allows parameters.
-      if (sql.includes(";")) {
-        const results = await target.exec(sql);
-        const last = results[results.length - 1];
-        return { rows: (last?.rows ?? []) as R[], rowCount: last?.affectedRows ?? last?.rows.length ?? 0 };
-      }
-    }
-    const r = await target.query<R>(sql, params);
-    return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+    const result = tail.then(fn, fn);
+    tail = result.catch(() => undefined);
+    return result;
   };
   return {
-    query: (sql, params) => serial(() => exec(db, sql, params)),
+    query: (sql, params) => serial(() => run(sql, params)),
     transaction: (fn) =>
-      serial(() =>
-        db.transaction(async (tx) => {
-          const q: Queryable = { query: (sql, params) => exec(tx, sql, params) };
-          return fn(q);
-        }),
-      ),
-    ping: async () => { await serial(() => db.query("SELECT 1")); },
-    close: () => db.close(),
+      serial(async () => {
+        await run("BEGIN");
+        try {
+          const tx: Queryable = { query: (sql, params) => run(sql, params) };
+          const value = await fn(tx);
+          await run("COMMIT");
+          return value;
+        } catch (error) {
+          await run("ROLLBACK").catch(() => undefined);
+          throw error;
+        }
+      }),
+    ping: async () => {
+      await serial(() => run("SELECT 1"));
+    },
+    close: async () => {
+      await serial(() => send("close"));
+      await worker.terminate();
+    },
   };
 }

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { startDistributed } from "@webcodex/cli";
 import { cliPathForBench, createBenchProject } from "./project.js";
-import { baselineServerPath, connect, latency, throughput } from "./tool-call.js";
+import { baselineServerPath, connect, latency, projectRefOf, throughput } from "./tool-call.js";
 import { benchBulkEdit, benchSearch } from "./workspace-benches.js";
 import { benchAuditIngest } from "./audit-ingest.js";
 import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
@@ -66,7 +66,8 @@ async function benchToolCalls(results: BenchResult[]): Promise<void> {
   try {
     const bare = await connect(baselineUrl);
     const ours = await connect(devUrl, token);
-    const args = { project: "~p1", files: [{ path: file }] };
+    const project = await projectRefOf(ours);
+    const args = { project, files: [{ path: file }] };
     // Interleave the two servers so machine noise hits both alike.
     const b1 = await latency(bare, "read_file", { path: file }, CALLS / 2);
     const e1 = await latency(ours, "read_files", args, CALLS / 2);
@@ -84,7 +85,7 @@ async function benchToolCalls(results: BenchResult[]): Promise<void> {
     results.push({ name: "tools_list_direct", metrics: { bytes: Buffer.byteLength(JSON.stringify(list)), tools: list.tools.length }, notes: "serialized MCP tools/list result (target <= 8192 bytes)" });
 
     const spawnP50 = await spawnLatency(100);
-    const shell = await latency(ours, "run_shell", { project: "~p1", command: "true" }, 200);
+    const shell = await latency(ours, "run_shell", { project, command: "true" }, 200);
     results.push({ name: "run_shell_true", metrics: { spawn_true_direct_p50_ms: round(spawnP50), run_shell_p50_ms: shell.p50, ratio_p50: round(shell.p50 / spawnP50, 2) }, notes: "run_shell through the whole embedded stack vs spawning `true` in Node" });
     await bare.close();
     await ours.close();
@@ -109,7 +110,7 @@ async function benchToolCalls(results: BenchResult[]): Promise<void> {
       const bare = await connect(`http://127.0.0.1:${again.match[1]}/mcp`);
       const ours = await connect(stack.mcpUrl, token);
       const b = await latency(bare, "read_file", { path: file }, CALLS / 2);
-      const d = await latency(ours, "read_files", { project: "~p1", files: [{ path: file }] }, CALLS / 2);
+      const d = await latency(ours, "read_files", { project: await projectRefOf(ours), files: [{ path: file }] }, CALLS / 2);
       results.push({ name: "tool_call_distributed", metrics: { baseline_p50_ms: b.p50, distributed_p50_ms: d.p50, distributed_p99_ms: d.p99, ratio_p50: round(d.p50 / b.p50, 2) }, notes: "six processes over HTTP/2 with Postgres and Redis (target ratio <= 2)" });
       await bare.close();
       await ours.close();

@@ -65,3 +65,12 @@ export async function throughput(url: string, token: string, name: string, args:
   agent.destroy();
   return { callsPerSecond: round(done / ((performance.now() - start) / 1000), 0), errors };
 }
+
+/** The project_ref a fresh caller gets from list_projects (refs are issued on discovery). */
+export async function projectRefOf(client: Client): Promise<string> {
+  const res = await client.callTool({ name: "list_projects", arguments: {} });
+  const projects = (res.structuredContent as { projects?: Array<{ project_ref: string }> } | undefined)?.projects;
+  const ref = projects?.[0]?.project_ref;
+  if (!ref) throw new Error(`list_projects returned no project: ${JSON.stringify(res.structuredContent)}`);
+  return ref;
+}

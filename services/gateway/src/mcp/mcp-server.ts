@@ -17,6 +17,8 @@ export const SERVER_INSTRUCTIONS =
   "using the read_revision you read. Tools not listed directly are reached through read_tool_manifest and call_runtime_tool. " +
   "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged.";
 
+const PROGRESS_INTERVAL_MS = 1_000;
+
 function callerOf(extra: { authInfo?: { extra?: Record<string, unknown> } }): Caller {
   const caller = extra.authInfo?.extra?.["caller"] as Caller | undefined;
   if (!caller) throw new McpError(ErrorCode.InvalidRequest, "unauthenticated");
@@ -32,7 +34,23 @@ export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: Cata
   });
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const caller = callerOf(extra);
-    const result = await deps.pipeline.call(caller, req.params.name, req.params.arguments ?? {}, extra.signal);
+    const progressToken = req.params._meta?.progressToken;
+    // While a Host waits with a progressToken, report elapsed time every second; the total is
+    // unknown, so none is claimed.
+    const started = Date.now();
+    const heartbeat =
+      progressToken === undefined
+        ? undefined
+        : setInterval(() => {
+            const elapsed = Math.round((Date.now() - started) / 1000);
+            void extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress: elapsed, message: `running for ${elapsed} s` } }).catch(() => undefined);
+          }, PROGRESS_INTERVAL_MS);
+    let result;
+    try {
+      result = await deps.pipeline.call(caller, req.params.name, req.params.arguments ?? {}, extra.signal);
+    } finally {
+      if (heartbeat) clearInterval(heartbeat);
+    }
     return {
       content: [{ type: "text" as const, text: JSON.stringify(result.structuredContent) }],
       structuredContent: result.structuredContent,

@@ -116,7 +116,7 @@ class JobExecutor implements Executor {
     this.#baseEnv = scrubbedBaseEnv(options.baseEnv);
   }
 
-  async runProcess(request: RunProcessRequest): Promise<RunResult> {
+  async runProcess(request: RunProcessRequest, signal?: AbortSignal): Promise<RunResult> {
     this.#assertOpen();
     const args = checkArgs("args", request.args, true);
     const stdin = request.stdin === undefined ? undefined : checkText("stdin", request.stdin, this.#limits.maxStdinBytes, true);
@@ -134,10 +134,10 @@ class JobExecutor implements Executor {
       timeoutMs: effective.timeout_ms,
       effective,
     });
-    return this.#awaitWithin(job, effective);
+    return this.#awaitWithin(job, effective, signal);
   }
 
-  async runShell(request: RunShellRequest): Promise<RunResult> {
+  async runShell(request: RunShellRequest, signal?: AbortSignal): Promise<RunResult> {
     this.#assertOpen();
     const command = checkText("command", request.command, this.#limits.maxStdinBytes, false);
     if (command.trim() === "") invalid("command_empty", { field: "command" });
@@ -160,10 +160,10 @@ class JobExecutor implements Executor {
       shellFacts: { command_summary: commandSummary(command), cwd: cwd.relative, shell },
       combineOutput: true,
     });
-    return this.#awaitWithin(job, effective);
+    return this.#awaitWithin(job, effective, signal);
   }
 
-  async runScript(request: RunScriptRequest): Promise<RunResult> {
+  async runScript(request: RunScriptRequest, signal?: AbortSignal): Promise<RunResult> {
     this.#assertOpen();
     if (request.language !== "python") {
       invalid("language_unsupported", { field: "language", allowed: ["python"] });
@@ -185,7 +185,7 @@ class JobExecutor implements Executor {
       timeoutMs: effective.timeout_ms,
       effective,
     });
-    return this.#awaitWithin(job, effective);
+    return this.#awaitWithin(job, effective, signal);
   }
 
   async runDetachedProcess(request: RunDetachedProcessRequest): Promise<DetachedResult> {
@@ -287,8 +287,19 @@ class JobExecutor implements Executor {
     return job.result === undefined ? undefined : copy(job.result);
   }
 
-  async #awaitWithin(job: Job, effective: EffectiveLimits): Promise<RunResult> {
-    const result = await this.#settle(job, effective.wait_ms);
+  /**
+   * Waits up to wait_ms for the terminal result. When the caller abandons the call (MCP
+   * cancellation) before it returned, the job is cancelled: its process group is stopped and
+   * the cancelled terminal result is returned. A call that already returned pending is not
+   * affected by later cancellation; its Job stays observable.
+   */
+  async #awaitWithin(job: Job, effective: EffectiveLimits, signal?: AbortSignal): Promise<RunResult> {
+    const result = await this.#settle(job, effective.wait_ms, signal);
+    if (result === undefined && signal?.aborted === true && job.isRunning) {
+      job.cancel();
+      await job.terminal;
+      if (job.result !== undefined) return copy(job.result);
+    }
     return result ?? { execution_state: "pending", job_id: job.id, effective: { ...effective } };
   }
 

@@ -240,11 +240,11 @@ export type JobEventListener = (event: JobEvent) => void;
 /** The execution engine of one workspace. Create with {@link createExecutor}. */
 export interface Executor {
   /** Literal argv, no shell. Terminal result within wait_ms, else pending. */
-  runProcess(request: RunProcessRequest): Promise<RunResult>;
+  runProcess(request: RunProcessRequest, signal?: AbortSignal): Promise<RunResult>;
   /** `bash -c` (default), `sh -c` or `bash -lc`; results carry command_summary, cwd, shell, output. */
-  runShell(request: RunShellRequest): Promise<RunResult>;
+  runShell(request: RunShellRequest, signal?: AbortSignal): Promise<RunResult>;
   /** `python3 -` with the code on stdin: data, never shell text. */
-  runScript(request: RunScriptRequest): Promise<RunResult>;
+  runScript(request: RunScriptRequest, signal?: AbortSignal): Promise<RunResult>;
   /** Starts a job without timeout and returns once the spawn succeeded or failed. */
   runDetachedProcess(request: RunDetachedProcessRequest): Promise<DetachedResult>;
   /** Snapshot per id, in request order; unknown ids are job_not_found observations. */

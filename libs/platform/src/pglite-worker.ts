@@ -1,0 +1,48 @@
+/**
+ * Worker thread that owns the embedded PGlite instance. PGlite runs Postgres in WASM on the
+ * thread that calls it and syncs its data dir after every statement, which would block the
+ * event loop of the embedded server for milliseconds per query; here it runs beside it.
+ * Protocol: {id, op: "query"|"exec"|"close", sql?, params?} → {id, ok, rows?, rowCount?, error?}.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import { PGlite } from "@electric-sql/pglite";
+
+interface Request {
+  id: number;
+  op: "query" | "exec" | "close";
+  sql?: string;
+  params?: unknown[];
+}
+
+const port = parentPort;
+if (!port) throw new Error("pglite-worker must run in a worker thread");
+
+const ready = PGlite.create({ dataDir: (workerData as { dataDir: string }).dataDir });
+ready.then(
+  () => port.postMessage({ id: 0, ok: true }),
+  (error: unknown) => port.postMessage({ id: 0, ok: false, error: { message: String(error) } }),
+);
+
+port.on("message", (req: Request) => {
+  void (async () => {
+    const db = await ready;
+    try {
+      if (req.op === "close") {
+        await db.close();
+        port.postMessage({ id: req.id, ok: true });
+        return;
+      }
+      if (req.op === "exec") {
+        const results = await db.exec(req.sql ?? "");
+        const last = results[results.length - 1];
+        port.postMessage({ id: req.id, ok: true, rows: last?.rows ?? [], rowCount: last?.affectedRows ?? last?.rows.length ?? 0 });
+        return;
+      }
+      const r = await db.query(req.sql ?? "", req.params ?? []);
+      port.postMessage({ id: req.id, ok: true, rows: r.rows, rowCount: r.affectedRows ?? r.rows.length });
+    } catch (error) {
+      const e = error as { message?: string; code?: string };
+      port.postMessage({ id: req.id, ok: false, error: { message: e.message ?? String(error), code: e.code } });
+    }
+  })();
+});
