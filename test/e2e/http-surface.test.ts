@@ -1,0 +1,71 @@
+/**
+ * The HTTP surface of `webcodex dev`: bearer auth, DNS-rebinding protection, stateless
+ * Streamable HTTP rules, health endpoints.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { request } from "node:http";
+import { createProjectDir, startDevServer, tempDir } from "../support/index.js";
+import type { DevServer } from "../support/index.js";
+
+function post(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  const u = new URL(url);
+  const data = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "content-length": String(Buffer.byteLength(data)), ...headers } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+    });
+    req.on("error", reject);
+    req.end(data);
+  });
+}
+
+describe("HTTP surface of the MCP endpoint", () => {
+  let server: DevServer;
+  const list = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+  before(async () => {
+    server = await startDevServer({ projectDir: createProjectDir({ "README.md": "x\n" }), dataDir: tempDir("wcx-data-") });
+  });
+  after(async () => server?.stop());
+
+  it("a missing or wrong token gets 401 with WWW-Authenticate: Bearer and resource metadata", async () => {
+    for (const headers of [{}, { authorization: "Bearer wrong-token-000000000000" }]) {
+      const res = await post(server.mcpUrl, headers, list);
+      assert.equal(res.status, 401);
+      assert.match(String(res.headers["www-authenticate"]), /^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"/);
+    }
+    const meta = await fetch(`${server.baseUrl}/.well-known/oauth-protected-resource/mcp`);
+    assert.equal(((await meta.json()) as Record<string, unknown>)["resource"], server.mcpUrl);
+  });
+
+  it("a foreign Host header or Origin is refused (DNS rebinding)", async () => {
+    const auth = { authorization: `Bearer ${server.token}` };
+    assert.equal((await post(server.mcpUrl, { ...auth, host: "evil.example:80" }, list)).status, 403);
+    assert.equal((await post(server.mcpUrl, { ...auth, origin: "http://evil.example" }, list)).status, 403);
+    assert.equal((await post(server.mcpUrl, auth, list)).status, 200);
+  });
+
+  it("is stateless: GET is 405, notifications get 202, a bad Accept gets 406, bad JSON a parse error", async () => {
+    const auth = { authorization: `Bearer ${server.token}` };
+    const get = await fetch(server.mcpUrl, { headers: { ...auth, accept: "text/event-stream" } });
+    assert.equal(get.status, 405);
+    assert.equal((await post(server.mcpUrl, auth, { jsonrpc: "2.0", method: "notifications/initialized" })).status, 202);
+    assert.equal((await post(server.mcpUrl, { ...auth, accept: "application/json" }, list)).status, 406);
+    const bad = await new Promise<number>((resolve) => {
+      const u = new URL(server.mcpUrl);
+      const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: "POST", headers: { ...auth, "content-type": "application/json", accept: "application/json, text/event-stream" } }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+      req.end("{not json");
+    });
+    assert.equal(bad, 400);
+  });
+
+  it("answers health, readiness and metrics without a token", async () => {
+    assert.equal((await fetch(`${server.baseUrl}/healthz`)).status, 200);
+    const ready = await fetch(`${server.baseUrl}/readyz`);
+    assert.equal(ready.status, 200);
+    assert.match(await (await fetch(`${server.baseUrl}/metrics`)).text(), /process_resident_memory_bytes/);
+  });
+});
