@@ -4,7 +4,7 @@
  * `path_outside_project`; writes to `.git/` internals or configured credential globs are
  * `sensitive_path`. Both are decided at failure_stage "resolution".
  */
-import { lstat, realpath, stat } from "node:fs/promises";
+import { lstat, realpath } from "node:fs/promises";
 import path from "node:path";
 import { fail, FailureStage, ReasonCode } from "@webcodex/contracts";
 
@@ -31,6 +31,11 @@ export interface ResolvedPath {
 export interface ResolveOptions {
   /** Whether "" / "." (the root itself) is acceptable. */
   allowRoot?: boolean;
+  /**
+   * Reads only need the fully followed real path; writes also need the entry itself (its
+   * parent resolved, the last component not followed). Skips one realpath per read.
+   */
+  realOnly?: boolean;
 }
 
 /** Resolves paths against one snapshot of the root's real path; create one per call. */
@@ -76,9 +81,8 @@ export function createPathPolicy(root: string, sensitiveWriteGlobs: readonly str
 /** Real path of the workspace root; a missing root is a resolution failure, not an internal error. */
 export async function realRoot(root: string): Promise<string> {
   try {
-    const real = await realpath(root);
-    if (!(await stat(real)).isDirectory()) throw new Error("root is not a directory");
-    return real;
+    // realpath proves the root exists; a root that is not a directory fails every later read or write.
+    return await realpath(root);
   } catch {
     return fail(ReasonCode.pathNotFound, FailureStage.resolution, {
       detail_code: "project_root_missing",
@@ -123,7 +127,7 @@ async function resolveIn(rootReal: string, input: string, options: ResolveOption
   }
   const lexical = path.join(rootReal, rel);
   const real = await realOrAncestor(lexical, rootReal, input);
-  const parentReal = await realOrAncestor(path.dirname(lexical), rootReal, input);
+  const parentReal = options.realOnly === true ? path.dirname(real) : await realOrAncestor(path.dirname(lexical), rootReal, input);
   for (const candidate of [real, parentReal]) {
     if (!isInside(rootReal, candidate)) {
       fail(ReasonCode.pathOutsideProject, FailureStage.resolution, {

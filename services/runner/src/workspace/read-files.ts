@@ -3,7 +3,8 @@
  * the batch; a whole file is always read so that read_revision covers its exact bytes and can
  * guard a later edit, whatever range was shown.
  */
-import { readFile, stat } from "node:fs/promises";
+import { open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { errnoCode, type PathResolver } from "./path-policy.js";
 import { charStart, detectLineEnding, isBinary, LineIndex, readRevision } from "./text-bytes.js";
@@ -41,7 +42,7 @@ async function readChecked(resolver: PathResolver, spec: ReadFileSpec, maxBytes:
     fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "end_line_before_start_line", evidence: { path: spec.path } });
   }
 
-  const resolved = await resolver.resolve(spec.path, { allowRoot: true });
+  const resolved = await resolver.resolve(spec.path, { allowRoot: true, realOnly: true });
   const path = resolved.rel;
   const bytes = await readRegularFile(resolved.real, path);
   const read_revision = readRevision(bytes);
@@ -98,12 +99,14 @@ async function readChecked(resolver: PathResolver, spec: ReadFileSpec, maxBytes:
 
 /** Whole bytes of a regular file; a missing path or a non-file is a typed failure. */
 export async function readRegularFile(real: string, path: string): Promise<Buffer> {
+  let handle: FileHandle | undefined;
   try {
-    const info = await stat(real);
-    if (!info.isFile()) {
+    // One open, fstat, read and close: the stat is of the file actually read.
+    handle = await open(real, "r");
+    if (!(await handle.stat()).isFile()) {
       return fail(ReasonCode.notAFile, FailureStage.resolution, { evidence: { path } });
     }
-    return await readFile(real);
+    return await handle.readFile();
   } catch (error) {
     if (error instanceof ToolFailureError) throw error;
     const code = errnoCode(error);
@@ -114,5 +117,7 @@ export async function readRegularFile(real: string, path: string): Promise<Buffe
       throw new ToolFailureError(toolFailure(ReasonCode.notAFile, FailureStage.resolution, { evidence: { path } }));
     }
     throw error;
+  } finally {
+    await handle?.close();
   }
 }
