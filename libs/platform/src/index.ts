@@ -19,3 +19,11 @@ export type { Telemetry } from "./telemetry.js";
 export { failureToWire, failureFromWire } from "./domain-failure.js";
 export type { DomainFailureInit } from "./domain-failure.js";
 export { createInProcessClient } from "./in-process-client.js";
+export { argumentShape, measureResult } from "./telemetry.js";
+export type { ArgumentShapeSketch, ShapeSchema, ResultSizes } from "./telemetry.js";
+export { createCallMetrics, createWorkMetrics } from "./metrics.js";
+export type { Gauge, CallMetrics, CallObservation, WorkMetrics } from "./metrics.js";
+export {
+  createTracingClientInterceptor, createTracingServerInterceptor, runServerSpan, withSpan, withLinkedSpan, activeSpanContext, extractTraceContext,
+} from "./tracing.js";
+export type { TracingOptions } from "./tracing.js";

@@ -1,33 +1,84 @@
-/** A small Prometheus text-format registry for each service's `/metrics`. */
+/**
+ * A small Prometheus text-format registry for each service's `/metrics`. Every instrument
+ * also records into the global OpenTelemetry meter, so the same numbers leave by OTLP when
+ * telemetry is on (startTelemetry) and cost one no-op call when it is off.
+ */
+import { metrics as otelMetrics } from "@opentelemetry/api";
+import type { Attributes, Meter, MeterProvider } from "@opentelemetry/api";
+
 export interface Counter {
   inc(labels?: Record<string, string>, value?: number): void;
 }
 export interface Histogram {
   observe(value: number, labels?: Record<string, string>): void;
 }
+export interface Gauge {
+  set(value: number, labels?: Record<string, string>): void;
+}
 export interface Metrics {
+  /** Registering a name twice returns the same instrument. */
   counter(name: string, help: string): Counter;
   histogram(name: string, help: string, buckets?: number[]): Histogram;
+  gauge(name: string, help: string): Gauge;
   render(): string;
 }
 
 const labelKey = (labels: Record<string, string> | undefined) =>
   labels ? Object.keys(labels).sort().map((k) => `${k}="${String(labels[k]).replace(/["\\\n]/g, "_")}"`).join(",") : "";
 
+const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * An OTel instrument made on first use and remade when the global MeterProvider changes
+ * (the SDK registers it after instruments may already exist). Never throws.
+ */
+function mirrored<T>(make: (meter: Meter) => T): () => T | undefined {
+  let provider: MeterProvider | undefined;
+  let instrument: T | undefined;
+  return () => {
+    try {
+      const current = otelMetrics.getMeterProvider();
+      if (current !== provider) {
+        provider = current;
+        instrument = make(current.getMeter("webcodex"));
+      }
+      return instrument;
+    } catch {
+      return undefined;
+    }
+  };
+}
+
 export function createMetrics(): Metrics {
   const renderers: Array<() => string> = [];
+  const registered = new Map<string, Counter | Histogram | Gauge>();
+  const once = <T extends Counter | Histogram | Gauge>(name: string, make: () => T): T => {
+    const existing = registered.get(name);
+    if (existing) return existing as T;
+    const made = make();
+    registered.set(name, made);
+    return made;
+  };
   return {
-    counter(name, help) {
+    counter: (name, help) => once(name, () => {
       const values = new Map<string, number>();
+      const otel = mirrored((m) => m.createCounter(name, { description: help }));
       renderers.push(() => {
         let out = `# HELP ${name} ${help}\n# TYPE ${name} counter\n`;
         for (const [k, v] of values) out += `${name}${k ? `{${k}}` : ""} ${v}\n`;
         return out;
       });
-      return { inc: (labels, value = 1) => { const k = labelKey(labels); values.set(k, (values.get(k) ?? 0) + value); } };
-    },
-    histogram(name, help, buckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]) {
+      return {
+        inc: (labels, value = 1) => {
+          const k = labelKey(labels);
+          values.set(k, (values.get(k) ?? 0) + value);
+          try { otel()?.add(value, labels as Attributes | undefined); } catch { /* telemetry never breaks the app */ }
+        },
+      };
+    }),
+    histogram: (name, help, buckets = DEFAULT_BUCKETS) => once(name, () => {
       const series = new Map<string, { counts: number[]; sum: number; count: number }>();
+      const otel = mirrored((m) => m.createHistogram(name, { description: help, unit: "s", advice: { explicitBucketBoundaries: buckets } }));
       renderers.push(() => {
         let out = `# HELP ${name} ${help}\n# TYPE ${name} histogram\n`;
         for (const [k, s] of series) {
@@ -45,9 +96,29 @@ export function createMetrics(): Metrics {
           buckets.forEach((b, i) => { if (value <= b) s.counts[i] = (s.counts[i] ?? 0) + 1; });
           s.sum += value;
           s.count += 1;
+          try { otel()?.record(value, labels as Attributes | undefined); } catch { /* telemetry never breaks the app */ }
         },
       };
-    },
+    }),
+    gauge: (name, help) => once(name, () => {
+      const values = new Map<string, { value: number; labels: Record<string, string> | undefined }>();
+      const otel = mirrored((m) => {
+        const g = m.createObservableGauge(name, { description: help });
+        g.addCallback((result) => { for (const v of values.values()) result.observe(v.value, v.labels as Attributes | undefined); });
+        return g;
+      });
+      renderers.push(() => {
+        let out = `# HELP ${name} ${help}\n# TYPE ${name} gauge\n`;
+        for (const [k, v] of values) out += `${name}${k ? `{${k}}` : ""} ${v.value}\n`;
+        return out;
+      });
+      return {
+        set(value, labels) {
+          values.set(labelKey(labels), { value, labels });
+          otel();
+        },
+      };
+    }),
     render() {
       const mem = process.memoryUsage();
       let out = `# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ${mem.rss}\n`;
@@ -55,5 +126,61 @@ export function createMetrics(): Metrics {
       for (const r of renderers) out += r();
       return out;
     },
+  };
+}
+
+// ── The platform's standard instruments (one name per fact) ────────────────────────────
+
+export interface CallObservation {
+  tool: string;
+  outcome: "success" | "failure";
+  /** The failure's reason_code. */
+  reasonCode?: string;
+  durationSeconds: number;
+  /** Stage name → microseconds (the ActionAudit stage_durations_us). */
+  stagesUs?: Readonly<Record<string, number>>;
+}
+
+export interface CallMetrics {
+  observeCall(call: CallObservation): void;
+}
+
+/**
+ * Tool-call metrics for the gateway: calls by tool and outcome, failures by reason_code,
+ * latency per tool and per pipeline stage.
+ */
+export function createCallMetrics(metrics: Metrics): CallMetrics {
+  const calls = metrics.counter("webcodex_tool_calls_total", "Tool calls by tool and outcome");
+  const failures = metrics.counter("webcodex_tool_call_failures_total", "Failed tool calls by tool and reason_code");
+  const latency = metrics.histogram("webcodex_tool_call_seconds", "Tool call latency");
+  const stages = metrics.histogram("webcodex_tool_call_stage_seconds", "Tool call latency per pipeline stage");
+  return {
+    observeCall(call) {
+      calls.inc({ tool: call.tool, outcome: call.outcome });
+      if (call.outcome === "failure") failures.inc({ tool: call.tool, reason_code: call.reasonCode || "unknown" });
+      latency.observe(call.durationSeconds, { tool: call.tool });
+      for (const [stage, us] of Object.entries(call.stagesUs ?? {})) stages.observe(us / 1e6, { stage });
+    },
+  };
+}
+
+export interface WorkMetrics {
+  /** Current Job count per state (running, pending, completed, failed, lost…). */
+  setJobs(counts: Readonly<Record<string, number>>): void;
+  /** Current lease count per state (held, expired…). */
+  setLeases(counts: Readonly<Record<string, number>>): void;
+  /** One lease operation (acquire, renew, release, fence_rejected) and how it ended. */
+  leaseOperation(op: string, result: "ok" | "rejected" | "error"): void;
+}
+
+/** Job and lease metrics for the runner-broker and Runners. */
+export function createWorkMetrics(metrics: Metrics): WorkMetrics {
+  const jobs = metrics.gauge("webcodex_jobs", "Jobs by state");
+  const leases = metrics.gauge("webcodex_leases", "Leases by state");
+  const leaseOps = metrics.counter("webcodex_lease_operations_total", "Lease operations by operation and result");
+  return {
+    setJobs: (counts) => { for (const [state, n] of Object.entries(counts)) jobs.set(n, { state }); },
+    setLeases: (counts) => { for (const [state, n] of Object.entries(counts)) leases.set(n, { state }); },
+    leaseOperation: (op, result) => leaseOps.inc({ op, result }),
   };
 }

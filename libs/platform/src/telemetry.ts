@@ -1,31 +1,185 @@
 /**
- * OpenTelemetry bootstrap. Off unless OTEL_EXPORTER_OTLP_ENDPOINT (or
- * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set; a bad setting warns and falls back to off.
- * Telemetry must never break the app.
+ * OpenTelemetry bootstrap, and the bounded call facts telemetry and ActionAudit capture.
+ *
+ * Off unless OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set;
+ * then traces and metrics go out by OTLP, configured by the standard OTEL_* variables
+ * (protocol, headers, intervals). A bad setting warns and falls back to off; an exporter
+ * failure is logged, never thrown. Telemetry must never break the app.
  */
+import { createHash } from "node:crypto";
 import type { Logger } from "./logger.js";
 import type { Env } from "./config.js";
 
 export interface Telemetry {
   readonly enabled: boolean;
+  /** Exports what is buffered (tests, shutdown). */
+  flush(): Promise<void>;
   shutdown(): Promise<void>;
 }
 
+const off: Telemetry = { enabled: false, flush: async () => undefined, shutdown: async () => undefined };
+
 export async function startTelemetry(serviceName: string, env: Env, logger: Logger): Promise<Telemetry> {
   const endpoint = env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] ?? env["OTEL_EXPORTER_OTLP_ENDPOINT"];
-  if (!endpoint || env["OTEL_SDK_DISABLED"] === "true") return { enabled: false, shutdown: async () => undefined };
+  if (!endpoint || env["OTEL_SDK_DISABLED"] === "true") return off;
   try {
     new URL(endpoint);
-    const [{ NodeSDK }, { OTLPTraceExporter }] = await Promise.all([
-      import("@opentelemetry/sdk-node"),
-      import("@opentelemetry/exporter-trace-otlp-http"),
-    ]);
-    const sdk = new NodeSDK({ serviceName: env["OTEL_SERVICE_NAME"] ?? serviceName, traceExporter: new OTLPTraceExporter() });
+    const [{ NodeSDK }, api] = await Promise.all([import("@opentelemetry/sdk-node"), import("@opentelemetry/api")]);
+    // The SDK's own complaints (bad OTEL_* values, exporter failures) become our warnings.
+    const warn = (message: string, ...args: unknown[]) => logger.warn("opentelemetry", { message, detail: args.map((a) => (a instanceof Error ? a.message : String(a))).join(" ") });
+    api.diag.setLogger({ error: warn, warn, info: () => undefined, debug: () => undefined, verbose: () => undefined }, { logLevel: api.DiagLogLevel.WARN, suppressOverrideMessage: true });
+    const sdk = new NodeSDK({ serviceName: env["OTEL_SERVICE_NAME"] ?? serviceName });
     sdk.start();
     logger.info("telemetry enabled", { endpoint });
-    return { enabled: true, shutdown: () => sdk.shutdown().catch(() => undefined) };
+    const providers = () => [api.trace.getTracerProvider(), api.metrics.getMeterProvider()] as unknown as Array<{ forceFlush?: () => Promise<void>; getDelegate?: () => { forceFlush?: () => Promise<void> } }>;
+    return {
+      enabled: true,
+      async flush() {
+        for (const p of providers()) {
+          const target = p.getDelegate ? p.getDelegate() : p;
+          await target.forceFlush?.().catch(() => undefined);
+        }
+      },
+      shutdown: () => sdk.shutdown().catch(() => undefined),
+    };
   } catch (error) {
     logger.warn("telemetry disabled: invalid OpenTelemetry configuration", { error });
-    return { enabled: false, shutdown: async () => undefined };
+    return off;
+  }
+}
+
+// ── Bounded call facts ─────────────────────────────────────────────────────────────────
+
+/** A non-reversible sketch of an argument object's shape (see argumentShape). */
+export interface ArgumentShapeSketch {
+  /** 16 hex: equal shapes, equal fingerprints. */
+  fingerprint: string;
+  /** Sorted, deduplicated 12-hex leaf hashes, at most 64, so two shapes can be diffed. */
+  leaves: string[];
+}
+
+/** The slice of a JSON Schema argumentShape reads: which objects are free-form maps. */
+export interface ShapeSchema {
+  properties?: Readonly<Record<string, ShapeSchema>>;
+  additionalProperties?: boolean | ShapeSchema;
+  items?: ShapeSchema;
+  oneOf?: readonly ShapeSchema[];
+  anyOf?: readonly ShapeSchema[];
+}
+
+const MAX_DEPTH = 8;
+const MAX_LEAVES = 64;
+const hex = (text: string, n: number) => createHash("sha256").update(text).digest("hex").slice(0, n);
+const pointer = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1");
+
+function merged(schema: ShapeSchema | undefined): ShapeSchema | undefined {
+  const branches = schema?.oneOf ?? schema?.anyOf;
+  if (!schema || !branches) return schema;
+  const properties: Record<string, ShapeSchema> = { ...schema.properties };
+  for (const b of branches) Object.assign(properties, b.properties);
+  return { ...schema, properties };
+}
+
+function jsonType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
+  return typeof value;
+}
+
+function walk(value: unknown, path: string, schema: ShapeSchema | undefined, depth: number, out: Set<string>): void {
+  const type = jsonType(value);
+  if (depth >= MAX_DEPTH) return void out.add(`${path}:deep`);
+  if (type === "array") {
+    const items = value as unknown[];
+    if (items.length === 0) return void out.add(`${path}:array`);
+    for (const item of items) walk(item, `${path}/[]`, schema?.items, depth + 1, out);
+    return;
+  }
+  if (type === "object") {
+    // JSON semantics: a key whose value is undefined is absent.
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    if (entries.length === 0) return void out.add(`${path}:object`);
+    const s = merged(schema);
+    // Keys of a free-form map (e.g. env) are data, not shape: they collapse to `*`.
+    const isMap = typeof s?.additionalProperties === "object" && s.additionalProperties !== null;
+    for (const [key, child] of entries) {
+      const declared = s?.properties?.[key];
+      const mapKey = isMap && !declared;
+      walk(child, `${path}/${mapKey ? "*" : pointer(key)}`, declared ?? (mapKey ? (s?.additionalProperties as ShapeSchema) : undefined), depth + 1, out);
+    }
+    return;
+  }
+  out.add(`${path}:${type}`);
+}
+
+/**
+ * The shape of a tool call's arguments: every leaf as (JSON-pointer key path with array
+ * indices collapsed to `[]` and map keys to `*`, JSON type), each hashed. Values never enter
+ * it, so it can be stored in ActionAudit; two calls that differ by one renamed field, one
+ * retyped value, one dropped or one added field differ by at most one leaf each way. Pass
+ * the arguments as received (before normalization) and the tool's input schema when known.
+ * Never throws; undefined when the input is not an object.
+ */
+export function argumentShape(args: unknown, schema?: ShapeSchema): ArgumentShapeSketch | undefined {
+  try {
+    if (jsonType(args) !== "object") return undefined;
+    const leaves = new Set<string>();
+    walk(args, "", schema, 0, leaves);
+    const hashed = [...new Set([...leaves].map((l) => hex(`wcx.shape.v1\u0000${l}`, 12)))].sort();
+    return { fingerprint: hex(`wcx.shape.v1\u0000${hashed.join(",")}`, 16), leaves: hashed.slice(0, MAX_LEAVES) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Byte sizes of a successful result before and after the model projection. */
+export interface ResultSizes {
+  canonicalBytes: number;
+  projectedBytes: number;
+  /**
+   * Bytes of projected `"key":scalar` members that repeat a member seen earlier in the
+   * projection (per-item success/error flags, echoed kinds) or echo a member of the
+   * arguments (project, path, dry_run): metadata the model already has.
+   */
+  projectedMetadataBytes: number;
+}
+
+const MAX_SCALAR = 256;
+
+function scalarMembers(value: unknown, visit: (member: string) => void, depth = 0): void {
+  if (depth > 32 || value === null || typeof value !== "object") return;
+  if (Array.isArray(value)) {
+    for (const item of value) scalarMembers(item, visit, depth + 1);
+    return;
+  }
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    if (v === null || typeof v === "boolean" || typeof v === "number" || (typeof v === "string" && v.length <= MAX_SCALAR)) visit(`${JSON.stringify(k)}:${JSON.stringify(v)}`);
+    else scalarMembers(v, visit, depth + 1);
+  }
+}
+
+/**
+ * Measures a result for ActionAudit (sizes only; nothing of the content is kept). Call it
+ * with the canonical result, the model projection of it and the canonical arguments.
+ * Never throws; undefined when a value cannot be serialized.
+ */
+export function measureResult(canonical: unknown, projected: unknown, args?: unknown): ResultSizes | undefined {
+  try {
+    const echoes = new Set<string>();
+    scalarMembers(args, (m) => echoes.add(m));
+    const seen = new Set<string>();
+    let metadata = 0;
+    scalarMembers(projected, (m) => {
+      if (echoes.has(m) || seen.has(m)) metadata += Buffer.byteLength(m) + 1;
+      else seen.add(m);
+    });
+    return {
+      canonicalBytes: Buffer.byteLength(JSON.stringify(canonical) ?? ""),
+      projectedBytes: Buffer.byteLength(JSON.stringify(projected) ?? ""),
+      projectedMetadataBytes: metadata,
+    };
+  } catch {
+    return undefined;
   }
 }

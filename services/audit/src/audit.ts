@@ -1,56 +1,175 @@
 /**
  * The audit service: ActionAudit, one append-only row per tool call. Records carry codes,
- * identities and timings only; the schema has no column that could hold arguments, paths,
- * commands, file contents, parser errors or tokens.
+ * identities, timings, sizes and a hashed argument shape only; the schema has no column that
+ * could hold arguments, paths, commands, file contents, parser errors or tokens, and its
+ * CHECKs refuse free text in the code and hash columns.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { AuditService } from "@webcodex/proto";
-import type { ActionRecord } from "@webcodex/proto";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { AuditService, ActionRecord, ActionRecordSchema } from "@webcodex/proto";
+import { isToolInputNormalizationCode } from "@webcodex/contracts";
+import type { ToolInputNormalizationCode } from "@webcodex/contracts";
 import { principalFromHeaders, runMigrations } from "@webcodex/platform";
 import type { Database } from "@webcodex/platform";
 import { auditMigrations } from "./migrations.js";
+import { dayOf, ensurePartitions, listPartitionDays, retentionCutoffDay } from "./partitions.js";
 
 export const AUDIT_SCHEMA = "audit";
+
+/** ModelErgonomics summary version this service writes. */
+export const MODEL_ERGONOMICS_VERSION = 13;
+
+/** `summary.model_ergonomics`: the code only for a canonical success with a known code. */
+export interface ModelErgonomicsSummary {
+  version: number;
+  input_normalization_code?: ToolInputNormalizationCode;
+}
+
+export interface ActionSummary {
+  model_ergonomics: ModelErgonomicsSummary;
+}
 
 export async function migrateAudit(db: Database): Promise<string[]> {
   return runMigrations(db, AUDIT_SCHEMA, auditMigrations);
 }
 
-const COLUMNS = 15;
+/**
+ * The summary of one record. Failures and unknown codes report no code; at most one code,
+ * chosen by the normalizer's precedence, arrives per call.
+ */
+export function actionSummary(outcome: string, inputNormalizationCode: string): ActionSummary {
+  const model_ergonomics: ModelErgonomicsSummary = { version: MODEL_ERGONOMICS_VERSION };
+  if (outcome === "success" && isToolInputNormalizationCode(inputNormalizationCode)) model_ergonomics.input_normalization_code = inputNormalizationCode;
+  return { model_ergonomics };
+}
 
-/** Appends records idempotently by call_id in one statement; returns how many were new. */
-export async function appendActions(db: Database, records: readonly ActionRecord[]): Promise<number> {
-  if (records.length === 0) return 0;
-  const values: unknown[] = [];
-  const rows: string[] = [];
-  records.forEach((r, i) => {
-    const b = i * COLUMNS;
-    rows.push(`(${Array.from({ length: COLUMNS }, (_, k) => `$${b + k + 1}`).join(",")})`);
-    values.push(
-      r.callId, r.clientId, r.subject, r.tool, r.projectCanonicalId || null, r.sessionId || null, r.effect, r.outcome,
-      r.reasonCode || null, r.stateChanged, r.outcomeUnknown, r.inputNormalizationCode || null,
-      new Date(Number(r.startedAtUnixMs)).toISOString(), r.durationUs, JSON.stringify(r.stageDurationsUs),
-    );
-  });
-  const result = await db.query(
-    `INSERT INTO ${AUDIT_SCHEMA}.action_audit (call_id, client_id, subject, tool, project_canonical_id, session_id, effect, outcome,
-       reason_code, state_changed, outcome_unknown, input_normalization_code, started_at, duration_us, stage_durations_us)
-     VALUES ${rows.join(",")} ON CONFLICT (call_id) DO NOTHING`,
-    values,
-  );
-  return result.rowCount;
+const HEX16 = /^[0-9a-f]{16}$/;
+const HEX12 = /^[0-9a-f]{12}$/;
+const CODE = /^[a-z][a-z0-9_]{0,63}$/;
+const orNull = (s: string) => (s === "" ? null : s);
+/** Codes are snake_case words; anything else (prose, paths) is never stored. */
+const codeOrNull = (s: string) => (CODE.test(s) ? s : null);
+const clampInt = (n: number) => Math.max(0, Math.min(2_147_483_647, Math.round(n)));
+
+const COLUMNS = [
+  "call_id", "started_at", "client_id", "subject", "tool", "project_canonical_id", "session_id", "effect", "outcome", "reason_code",
+  "failure_stage", "state_changed", "outcome_unknown", "duration_us", "stage_durations_us", "args_shape_fingerprint", "args_shape_leaves",
+  "result_canonical_bytes", "result_projected_bytes", "result_metadata_bytes", "summary",
+] as const;
+
+function rowValues(r: ActionRecord): unknown[] {
+  const ok = r.outcome === "success";
+  const shape = r.argumentShape && HEX16.test(r.argumentShape.fingerprint) ? r.argumentShape : undefined;
+  const size = ok ? r.resultSize : undefined;
+  const stages: Record<string, number> = {};
+  for (const [k, v] of Object.entries(r.stageDurationsUs)) if (CODE.test(k)) stages[k] = clampInt(v);
+  return [
+    r.callId, new Date(Number(r.startedAtUnixMs)).toISOString(), r.clientId, r.subject, codeOrNull(r.tool) ?? "unknown_tool",
+    orNull(r.projectCanonicalId), orNull(r.sessionId), codeOrNull(r.effect) ?? "unknown", ok ? "success" : "failure",
+    ok ? null : codeOrNull(r.reasonCode), ok ? null : codeOrNull(r.failureStage), r.stateChanged, r.outcomeUnknown,
+    clampInt(r.durationUs), JSON.stringify(stages),
+    shape?.fingerprint ?? null, shape ? [...new Set(shape.leaves.filter((l) => HEX12.test(l)))].sort().slice(0, 64) : null,
+    size ? clampInt(size.canonicalBytes) : null, size ? clampInt(size.projectedBytes) : null, size ? clampInt(size.projectedMetadataBytes) : null,
+    JSON.stringify(actionSummary(r.outcome, r.inputNormalizationCode)),
+  ];
+}
+
+const MAX_ROWS_PER_STATEMENT = 1_000;
+
+/** Partition days known to exist, per database (a partition is never dropped while it is current). */
+const knownDays = new WeakMap<Database, Set<number>>();
+
+async function ensureDays(db: Database, days: Set<number>, refresh: boolean): Promise<void> {
+  let known = knownDays.get(db);
+  if (!known || refresh) {
+    known = new Set(await listPartitionDays(db, AUDIT_SCHEMA));
+    knownDays.set(db, known);
+  }
+  const missing = [...days].filter((d) => !known.has(d));
+  if (missing.length === 0) return;
+  await ensurePartitions(db, AUDIT_SCHEMA, missing);
+  for (const d of missing) known.add(d);
+}
+
+export interface AppendOptions {
+  /** Records older than this many days are past retention: acknowledged, never stored. */
+  retentionDays?: number;
+  now?: number;
+}
+
+/**
+ * Appends records idempotently by (call_id, started_at) in one statement, creating any
+ * partition a record needs; returns how many were new. A replayed record is a no-op.
+ */
+export async function appendActions(db: Database, records: readonly ActionRecord[], options: AppendOptions = {}): Promise<number> {
+  const cutoff = options.retentionDays !== undefined ? retentionCutoffDay(options.now ?? Date.now(), options.retentionDays) : -Infinity;
+  const unique = new Map<string, ActionRecord>();
+  for (const r of records) {
+    if (!r.callId || Number(r.startedAtUnixMs) < cutoff) continue;
+    unique.set(`${r.callId}\u0000${r.startedAtUnixMs}`, r);
+  }
+  if (unique.size === 0) return 0;
+  const all = [...unique.values()];
+  await ensureDays(db, new Set(all.map((r) => dayOf(Number(r.startedAtUnixMs)))), false);
+  let stored = 0;
+  // Postgres takes at most 65,535 parameters per statement.
+  for (let at = 0; at < all.length; at += MAX_ROWS_PER_STATEMENT) {
+    const batch = all.slice(at, at + MAX_ROWS_PER_STATEMENT);
+    const values: unknown[] = [];
+    const rows = batch.map((r, i) => {
+      values.push(...rowValues(r));
+      return `(${COLUMNS.map((_, k) => `$${i * COLUMNS.length + k + 1}`).join(",")})`;
+    });
+    const sql = `INSERT INTO ${AUDIT_SCHEMA}.action_audit (${COLUMNS.join(",")}) VALUES ${rows.join(",")} ON CONFLICT (call_id, started_at) DO NOTHING`;
+    try {
+      stored += (await db.query(sql, values)).rowCount;
+    } catch (error) {
+      // 23514: no partition for a row (e.g. dropped by another replica's retention): refresh once.
+      if ((error as { code?: string }).code !== "23514") throw error;
+      await ensureDays(db, new Set(batch.map((r) => dayOf(Number(r.startedAtUnixMs)))), true);
+      stored += (await db.query(sql, values)).rowCount;
+    }
+  }
+  return stored;
 }
 
 interface AuditRow {
   call_id: string; client_id: string; subject: string; tool: string; project_canonical_id: string | null; session_id: string | null;
-  effect: string; outcome: string; reason_code: string | null; state_changed: boolean; outcome_unknown: boolean;
-  input_normalization_code: string | null; started_at: Date | string; duration_us: number; stage_durations_us: Record<string, number> | string;
+  effect: string; outcome: string; reason_code: string | null; failure_stage: string | null; state_changed: boolean; outcome_unknown: boolean;
+  started_at: Date | string; duration_us: number; stage_durations_us: Record<string, number> | string;
+  args_shape_fingerprint: string | null; args_shape_leaves: string[] | null;
+  result_canonical_bytes: number | null; result_projected_bytes: number | null; result_metadata_bytes: number | null;
+  summary: ActionSummary | string;
 }
 
-export function createAudit(deps: { db: Database }): ServiceImpl<typeof AuditService> {
+const json = <T,>(v: T | string): T => (typeof v === "string" ? (JSON.parse(v) as T) : v);
+
+export function recordFromRow(row: AuditRow): MessageInitShape<typeof ActionRecordSchema> {
+  const summary = json<ActionSummary>(row.summary);
+  return {
+    callId: row.call_id, clientId: row.client_id, subject: row.subject, tool: row.tool,
+    projectCanonicalId: row.project_canonical_id ?? "", sessionId: row.session_id ?? "", effect: row.effect, outcome: row.outcome,
+    reasonCode: row.reason_code ?? "", failureStage: row.failure_stage ?? "", stateChanged: row.state_changed, outcomeUnknown: row.outcome_unknown,
+    inputNormalizationCode: summary.model_ergonomics?.input_normalization_code ?? "",
+    startedAtUnixMs: BigInt(new Date(row.started_at).getTime()), durationUs: row.duration_us,
+    stageDurationsUs: json<Record<string, number>>(row.stage_durations_us),
+    ...(row.args_shape_fingerprint ? { argumentShape: { fingerprint: row.args_shape_fingerprint, leaves: row.args_shape_leaves ?? [] } } : {}),
+    ...(row.result_canonical_bytes !== null
+      ? { resultSize: { canonicalBytes: row.result_canonical_bytes, projectedBytes: row.result_projected_bytes ?? 0, projectedMetadataBytes: row.result_metadata_bytes ?? 0 } }
+      : {}),
+  };
+}
+
+export interface AuditDeps {
+  db: Database;
+  /** Records older than this are past retention and not stored (see partitions.ts). */
+  retentionDays?: number;
+}
+
+export function createAudit(deps: AuditDeps): ServiceImpl<typeof AuditService> {
   return {
     async recordActions(req) {
-      return { accepted: await appendActions(deps.db, req.records) };
+      return { accepted: await appendActions(deps.db, req.records, deps.retentionDays !== undefined ? { retentionDays: deps.retentionDays } : {}) };
     },
     async listActions(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
@@ -59,16 +178,7 @@ export function createAudit(deps: { db: Database }): ServiceImpl<typeof AuditSer
         `SELECT * FROM ${AUDIT_SCHEMA}.action_audit WHERE client_id=$1 ORDER BY started_at DESC, call_id LIMIT $2`,
         [principal.clientId, limit],
       );
-      return {
-        records: r.rows.map((row) => ({
-          callId: row.call_id, clientId: row.client_id, subject: row.subject, tool: row.tool,
-          projectCanonicalId: row.project_canonical_id ?? "", sessionId: row.session_id ?? "", effect: row.effect, outcome: row.outcome,
-          reasonCode: row.reason_code ?? "", stateChanged: row.state_changed, outcomeUnknown: row.outcome_unknown,
-          inputNormalizationCode: row.input_normalization_code ?? "", startedAtUnixMs: BigInt(new Date(row.started_at).getTime()),
-          durationUs: row.duration_us,
-          stageDurationsUs: typeof row.stage_durations_us === "string" ? JSON.parse(row.stage_durations_us) : row.stage_durations_us,
-        })),
-      };
+      return { records: r.rows.map(recordFromRow) };
     },
   };
 }

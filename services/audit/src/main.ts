@@ -2,19 +2,23 @@ import { createLogger, createMetrics, createPostgresDatabase, onShutdown, readin
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
-import { migrateAudit } from "./audit.js";
+import { AUDIT_SCHEMA, migrateAudit } from "./audit.js";
+import { startPartitionMaintenance } from "./partitions.js";
 
-/** Distributed entry point: config → Postgres → server → shutdown. */
+/** Distributed entry point: config → Postgres → partitions → server → shutdown. */
 export async function main(env: Env = process.env): Promise<void> {
   const config = loadConfig(env);
   const logger = createLogger({ service: "audit", level: config.logLevel as LogLevel });
   const telemetry = await startTelemetry("webcodex-audit", env, logger);
   const db = createPostgresDatabase({ url: config.postgresUrl });
   if (config.migrateOnStart) await migrateAudit(db);
+  const policy = { retentionDays: config.retentionDays, aheadDays: config.partitionsAheadDays };
+  const maintenance = startPartitionMaintenance(db, AUDIT_SCHEMA, policy, logger, config.maintenanceIntervalMs);
+  await maintenance.runOnce();
   const server = await startServiceServer({
-    name: "audit", port: config.port, host: config.host, routes: routes({ db }), metrics: createMetrics(), logger,
+    name: "audit", port: config.port, host: config.host, routes: routes({ db, retentionDays: config.retentionDays }), metrics: createMetrics(), logger,
     readiness: readinessFrom({ postgres: () => db.ping() }),
   });
   logger.info("listening", { url: server.url });
-  onShutdown(logger, async () => { await server.close(); await db.close(); await telemetry.shutdown(); });
+  onShutdown(logger, async () => { maintenance.stop(); await server.close(); await db.close(); await telemetry.shutdown(); });
 }

@@ -1,89 +1,466 @@
 /**
- * Delivers ActionAudit records to the audit service. Effectful calls wait until their record
- * is durable; read-only calls are batched. A failed delivery stays queued and is retried, so
- * a restart of the audit service loses nothing the gateway still holds.
+ * Delivers ActionAudit records to the audit service.
+ *
+ * - An effectful call's record is acknowledged only once it is durable: stored by the audit
+ *   service, or appended and fsync'd to the gateway's spool (when a spool directory is
+ *   configured). If neither is possible, `record` rejects with AuditNotDurableError and the
+ *   pipeline must not report the call as a plain success.
+ * - Read-only records are batched in memory; a batch that cannot be delivered goes to the
+ *   spool too (or stays queued in memory without one).
+ * - The spool is replayed on start, whenever a delivery succeeds again (reconnect), and on a
+ *   backoff timer while it is not empty. Replays are idempotent: records are deduplicated by
+ *   call_id within a segment and the audit service ignores a (call_id, started_at) it has.
+ *
+ * Spool layout (one gateway process per directory, enforced by `spool.lock`):
+ *   segment-<seq>.jsonl   one JSON ActionRecord per line, appended with group commit + fdatasync;
+ *                         a torn last line (crash mid-write) is skipped on replay.
+ * A replay seals the open segment (new appends start the next one), delivers sealed segments
+ * in order and deletes each once every record in it is acknowledged.
  */
+import { closeSync, fsyncSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { mkdir, open, readdir, readFile, realpath, stat, unlink } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import { create, fromJson, toJson } from "@bufbuild/protobuf";
+import type { JsonValue, MessageInitShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import type { AuditService } from "@webcodex/proto";
-import type { ActionRecord } from "@webcodex/proto";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { ActionRecordSchema } from "@webcodex/proto";
+import { ActionRecordSchema } from "@webcodex/proto";
+import type { ActionRecord, AuditService } from "@webcodex/proto";
+import { activeSpanContext, withLinkedSpan } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 
 export type ActionRecordInit = MessageInitShape<typeof ActionRecordSchema>;
 
 export interface AuditRecorder {
-  /** Resolves when the record is durable (durable=true) or queued (durable=false). */
+  /**
+   * durable=true: resolves once the record is stored or durably spooled; rejects with
+   * AuditNotDurableError when neither is possible. durable=false: resolves once queued.
+   */
   record(record: ActionRecordInit, durable: boolean): Promise<void>;
+  /** Delivers the in-memory queue now (undeliverable records go to the spool). */
   flush(): Promise<void>;
-  /** Records queued but not yet acknowledged by the audit service. */
+  /** Delivers the spool now; resolves with the number of records the audit service acknowledged. */
+  replay(): Promise<number>;
+  /** Records not yet acknowledged by the audit service (memory queue + spool). */
   backlog(): number;
   close(): Promise<void>;
 }
 
-export function createAuditRecorder(audit: Client<typeof AuditService>, logger: Logger, options: { flushMs?: number; maxBatch?: number } = {}): AuditRecorder {
+export interface AuditRecorderOptions {
+  /** How long read-only records may wait to be batched (ms). */
+  flushMs?: number;
+  maxBatch?: number;
+  /**
+   * Directory of the durable spool. Without one, undeliverable records wait in memory only
+   * and a gateway restart during an audit outage loses them.
+   */
+  spoolDir?: string;
+  /** Per-attempt deadline of a synchronous delivery before the record is spooled (ms). */
+  deliveryTimeoutMs?: number;
+  /** Longest wait between replay attempts while the spool is not empty (ms). */
+  retryMaxMs?: number;
+  /** Spool size at which appends fail (effectful calls are then not acknowledged). */
+  maxSpoolBytes?: number;
+}
+
+/** Neither the audit service nor the spool could make an effectful call's record durable. */
+export class AuditNotDurableError extends Error {
+  constructor(cause: unknown) {
+    super("the audit record of an effectful call could not be made durable", { cause });
+    this.name = "AuditNotDurableError";
+  }
+}
+
+// ── Spool ──────────────────────────────────────────────────────────────────────────────
+
+interface Segment {
+  seq: number;
+  path: string;
+  records: number;
+}
+
+const SEGMENT = /^segment-(\d{12})\.jsonl$/;
+const segmentName = (seq: number) => `segment-${String(seq).padStart(12, "0")}.jsonl`;
+
+async function fsyncDir(dir: string): Promise<void> {
+  const fh = await open(dir, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Spool directories locked by this process. */
+const lockedHere = new Set<string>();
+
+/**
+ * Takes `spool.lock` for this process. A lock left by a dead process, or by our own pid when
+ * this process does not hold it (a previous container that also ran as pid 1), is stale.
+ */
+function lockDir(dir: string): () => void {
+  const path = join(dir, "spool.lock");
+  if (lockedHere.has(path)) throw new Error(`audit spool ${dir} is in use by this process`);
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const fd = openSync(path, "wx");
+      writeSync(fd, String(process.pid));
+      fsyncSync(fd);
+      closeSync(fd);
+      lockedHere.add(path);
+      return () => {
+        lockedHere.delete(path);
+        try {
+          if (readFileSync(path, "utf8") === String(process.pid)) unlinkSync(path);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      let holder = Number.NaN;
+      try {
+        holder = Number(readFileSync(path, "utf8").trim());
+      } catch {
+        // removed meanwhile
+      }
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && pidAlive(holder)) throw new Error(`audit spool ${dir} is in use by process ${holder}`);
+      try {
+        unlinkSync(path);
+      } catch {
+        // raced with another stale-lock cleanup
+      }
+    }
+  }
+  throw new Error(`could not lock audit spool ${dir}`);
+}
+
+interface Pending {
+  lines: string;
+  count: number;
+  bytes: number;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+class Spool {
+  private sealed: Segment[] = [];
+  private current: (Segment & { fh: FileHandle }) | undefined;
+  private nextSeq = 1;
+  private bytes = 0;
+  private queue: Pending[] = [];
+  private writing: Promise<void> | undefined;
+
+  private constructor(readonly dir: string, private readonly maxBytes: number, private readonly unlock: () => void) {}
+
+  static async open(dir: string, maxBytes: number): Promise<Spool> {
+    await mkdir(dir, { recursive: true });
+    const unlock = lockDir(await realpath(dir));
+    const spool = new Spool(dir, maxBytes, unlock);
+    for (const name of (await readdir(dir)).sort()) {
+      const m = SEGMENT.exec(name);
+      if (!m) continue;
+      const path = join(dir, name);
+      const text = await readFile(path, "utf8");
+      const records = text.split("\n").filter((l) => l.trim() !== "").length;
+      if (records === 0) await unlink(path);
+      else {
+        spool.sealed.push({ seq: Number(m[1]), path, records });
+        spool.bytes += Buffer.byteLength(text);
+      }
+      spool.nextSeq = Math.max(spool.nextSeq, Number(m[1]) + 1);
+    }
+    return spool;
+  }
+
+  get pending(): number {
+    return this.sealed.reduce((n, s) => n + s.records, 0) + (this.current?.records ?? 0) + this.queue.reduce((n, p) => n + p.count, 0);
+  }
+
+  /** Appends records durably (write + fdatasync, group-committed with concurrent appends). */
+  append(records: readonly ActionRecordInit[]): Promise<void> {
+    const lines = records.map((r) => `${JSON.stringify(toJson(ActionRecordSchema, create(ActionRecordSchema, r)))}\n`).join("");
+    const bytes = Buffer.byteLength(lines);
+    if (this.bytes + bytes > this.maxBytes) return Promise.reject(new Error(`audit spool full (${this.bytes} bytes)`));
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ lines, count: records.length, bytes, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /** One writer at a time; appends that arrive while it finishes start the next round. */
+  private kick(): void {
+    if (this.writing) return;
+    this.writing = this.drain().finally(() => {
+      this.writing = undefined;
+      if (this.queue.length > 0) this.kick();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const group = this.queue;
+      this.queue = [];
+      try {
+        if (!this.current) {
+          const seq = this.nextSeq++;
+          const path = join(this.dir, segmentName(seq));
+          const fh = await open(path, "a");
+          await fsyncDir(this.dir);
+          this.current = { seq, path, records: 0, fh };
+        }
+        const text = group.map((p) => p.lines).join("");
+        await this.current.fh.write(text);
+        await this.current.fh.datasync();
+        this.current.records += group.reduce((n, p) => n + p.count, 0);
+        this.bytes += group.reduce((n, p) => n + p.bytes, 0);
+        for (const p of group) p.resolve();
+      } catch (error) {
+        for (const p of group) p.reject(error);
+      }
+    }
+  }
+
+  /** Closes the open segment so a replay can deliver it; later appends start a new one. */
+  async seal(): Promise<void> {
+    while (this.writing) await this.writing;
+    const c = this.current;
+    if (!c) return;
+    this.current = undefined;
+    await c.fh.close();
+    if (c.records > 0) this.sealed.push({ seq: c.seq, path: c.path, records: c.records });
+    else await unlink(c.path).catch(() => undefined);
+  }
+
+  segments(): readonly Segment[] {
+    return this.sealed;
+  }
+
+  /** The records of a sealed segment, deduplicated by call_id; a torn line is skipped. */
+  async read(segment: Segment): Promise<{ records: ActionRecord[]; torn: number }> {
+    const byCallId = new Map<string, ActionRecord>();
+    let torn = 0;
+    for (const line of (await readFile(segment.path, "utf8")).split("\n")) {
+      if (line.trim() === "") continue;
+      try {
+        const r = fromJson(ActionRecordSchema, JSON.parse(line) as JsonValue);
+        if (!byCallId.has(r.callId)) byCallId.set(r.callId, r);
+      } catch {
+        torn += 1;
+      }
+    }
+    return { records: [...byCallId.values()], torn };
+  }
+
+  async remove(segment: Segment): Promise<void> {
+    const size = await stat(segment.path).then((s) => s.size, () => 0);
+    await unlink(segment.path).catch(() => undefined);
+    await fsyncDir(this.dir).catch(() => undefined);
+    this.bytes = Math.max(0, this.bytes - size);
+    this.sealed = this.sealed.filter((s) => s !== segment);
+  }
+
+  async close(): Promise<void> {
+    await this.seal();
+    this.unlock();
+  }
+}
+
+// ── Recorder ───────────────────────────────────────────────────────────────────────────
+
+interface Queued {
+  record: ActionRecordInit;
+  link: ReturnType<typeof activeSpanContext>;
+}
+
+export function createAuditRecorder(audit: Client<typeof AuditService>, logger: Logger, options: AuditRecorderOptions = {}): AuditRecorder {
   const flushMs = options.flushMs ?? 25;
   const maxBatch = options.maxBatch ?? 500;
-  let queue: ActionRecordInit[] = [];
-  let timer: NodeJS.Timeout | undefined;
+  const deliveryTimeoutMs = options.deliveryTimeoutMs ?? 2_000;
+  const retryMaxMs = options.retryMaxMs ?? 5_000;
+  let queue: Queued[] = [];
+  let flushTimer: NodeJS.Timeout | undefined;
+  let replayTimer: NodeJS.Timeout | undefined;
   let inflight: Promise<void> | undefined;
+  let replaying: Promise<number> | undefined;
   let failures = 0;
+  /** True from a failed delivery until a replay succeeds: effectful records go straight to the spool. */
+  let degraded = false;
+  let closed = false;
 
-  const schedule = (delay: number) => {
-    if (timer) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      void flush();
-    }, delay);
-    timer.unref();
+  const spoolReady: Promise<Spool | undefined> = options.spoolDir
+    ? Spool.open(options.spoolDir, options.maxSpoolBytes ?? 1024 ** 3).catch((error: unknown) => {
+        logger.error("audit spool unavailable; effectful calls cannot be acknowledged while the audit service is down", { error });
+        return undefined;
+      })
+    : Promise.resolve(undefined);
+  let spool: Spool | undefined;
+  void spoolReady.then((s) => {
+    spool = s;
+    if (s && s.segments().length > 0) {
+      logger.info("audit spool found records from an earlier run; replaying", { records: s.pending });
+      void replay();
+    }
+  });
+
+  const deliver = (records: ActionRecordInit[]) => audit.recordActions({ records: records as ActionRecord[] }, { timeoutMs: deliveryTimeoutMs });
+
+  const noteFailure = (error: unknown, what: string) => {
+    failures += 1;
+    degraded = true;
+    if (failures === 1 || failures % 50 === 0) logger.warn(`audit delivery failed; ${what}`, { backlog: backlog(), error });
+  };
+  const noteSuccess = () => {
+    const recovering = failures > 0 || degraded;
+    failures = 0;
+    if (recovering && (spool?.pending ?? 0) > 0) void replay();
+  };
+
+  const scheduleFlush = (delay: number) => {
+    if (flushTimer || closed) return;
+    flushTimer = setTimeout(() => { flushTimer = undefined; void flush(); }, delay);
+    flushTimer.unref();
+  };
+  const scheduleReplay = () => {
+    if (replayTimer || closed) return;
+    const delay = Math.min(100 * 2 ** Math.min(failures, 8), retryMaxMs);
+    replayTimer = setTimeout(() => { replayTimer = undefined; void replay(); }, delay);
+    replayTimer.unref();
   };
 
   async function flush(): Promise<void> {
-    if (inflight) await inflight;
+    while (inflight) await inflight;
     if (queue.length === 0) return;
     const batch = queue.slice(0, maxBatch);
     queue = queue.slice(batch.length);
-    inflight = audit
-      .recordActions({ records: batch as ActionRecord[] })
-      .then(() => {
+    const links = batch.map((q) => q.link).filter((l): l is NonNullable<typeof l> => l !== undefined);
+    inflight = withLinkedSpan("audit.deliver_batch", links, () => deliver(batch.map((q) => q.record)))
+      .then(noteSuccess)
+      .catch(async (error: unknown) => {
+        const s = await spoolReady;
+        if (s) {
+          try {
+            await s.append(batch.map((q) => q.record));
+            noteFailure(error, "batch spooled");
+            scheduleReplay();
+            return;
+          } catch (spoolError) {
+            logger.error("audit spool append failed; batch kept in memory", { error: spoolError });
+          }
+        }
+        queue = [...batch, ...queue];
+        noteFailure(error, "records kept in memory for retry");
+        scheduleFlush(Math.min(100 * 2 ** Math.min(failures, 6), retryMaxMs));
+      })
+      .finally(() => { inflight = undefined; });
+    await inflight;
+    if (queue.length > 0 && failures === 0) scheduleFlush(0);
+  }
+
+  async function replayOnce(): Promise<number> {
+    const s = await spoolReady;
+    if (!s) return 0;
+    await s.seal();
+    let delivered = 0;
+    for (const segment of [...s.segments()]) {
+      const { records, torn } = await s.read(segment);
+      if (torn > 0) logger.warn("audit spool segment had unreadable lines (torn write); skipped", { segment: segment.path, torn });
+      for (let i = 0; i < records.length; i += maxBatch) {
+        await deliver(records.slice(i, i + maxBatch));
+      }
+      await s.remove(segment);
+      delivered += records.length;
+    }
+    return delivered;
+  }
+
+  function replay(): Promise<number> {
+    replaying ??= replayOnce()
+      .then((n) => {
         failures = 0;
+        degraded = false;
+        if (n > 0) logger.info("audit spool replayed", { records: n });
+        if ((spool?.pending ?? 0) > 0) scheduleReplay();
+        return n;
       })
       .catch((error: unknown) => {
-        failures += 1;
-        queue = [...batch, ...queue];
-        if (failures === 1 || failures % 50 === 0) logger.warn("audit delivery failed; records kept for retry", { queued: queue.length, error });
-        schedule(Math.min(100 * 2 ** Math.min(failures, 6), 5_000));
+        noteFailure(error, "spool kept for replay");
+        scheduleReplay();
+        return 0;
       })
-      .finally(() => {
-        inflight = undefined;
-      });
-    await inflight;
-    if (queue.length > 0 && failures === 0) schedule(0);
+      .finally(() => { replaying = undefined; });
+    return replaying;
+  }
+
+  function backlog(): number {
+    return queue.length + (spool?.pending ?? 0);
   }
 
   return {
     async record(record, durable) {
       if (!durable) {
-        queue.push(record);
+        queue.push({ record, link: activeSpanContext() });
         if (queue.length >= maxBatch) void flush();
-        else schedule(flushMs);
+        else scheduleFlush(flushMs);
+        return;
+      }
+      const s = await spoolReady;
+      if (!(degraded && s)) {
+        try {
+          await deliver([record]);
+          noteSuccess();
+          return;
+        } catch (error) {
+          noteFailure(error, s ? "record spooled" : "record kept in memory (no spool configured)");
+        }
+      }
+      if (!s) {
+        queue.push({ record, link: activeSpanContext() });
+        scheduleFlush(flushMs);
+        // A configured spool that could not be opened: the record is not durable anywhere.
+        if (options.spoolDir) throw new AuditNotDurableError(new Error(`audit spool ${options.spoolDir} is unavailable`));
+        // Memory only (no spool configured): a gateway restart during the outage would lose it.
         return;
       }
       try {
-        await audit.recordActions({ records: [record as ActionRecord] });
+        await s.append([record]);
+        scheduleReplay();
       } catch (error) {
-        // Spooled for retry; the Host still gets its answer rather than a false failure of the effect.
-        queue.push(record);
-        schedule(flushMs);
-        logger.warn("audit record for an effectful call spooled for retry", { error });
+        queue.push({ record, link: activeSpanContext() });
+        scheduleFlush(flushMs);
+        throw new AuditNotDurableError(error);
       }
     },
     flush,
-    backlog: () => queue.length,
+    replay,
+    backlog,
     async close() {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
+      closed = true;
+      if (flushTimer) clearTimeout(flushTimer);
+      if (replayTimer) clearTimeout(replayTimer);
+      flushTimer = replayTimer = undefined;
       await flush();
+      const s = await spoolReady;
+      if (s && s.pending > 0) await replay();
+      while (replaying) await replaying;
+      // What is still queued in memory goes to disk, so the next start replays it.
+      if (s && queue.length > 0) {
+        const rest = queue.map((q) => q.record);
+        queue = [];
+        await s.append(rest).catch((error: unknown) => logger.error("audit records lost at shutdown", { records: rest.length, error }));
+      } else if (queue.length > 0) {
+        logger.error("audit records lost at shutdown (no spool configured)", { records: queue.length });
+      }
+      await s?.close();
     },
   };
 }

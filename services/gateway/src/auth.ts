@@ -1,6 +1,7 @@
 /**
- * Bearer-token authentication. Dev mode maps static tokens to principals; every request
- * needs one. Tokens are compared in constant time and never logged or forwarded.
+ * Bearer-token authentication. Every request needs a token: a JWT access token from the
+ * configured authorization server (auth/jwt.ts), or a static dev token from a file mapping
+ * tokens to principals. Tokens are compared in constant time and never logged or forwarded.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Principal } from "@webcodex/platform";
@@ -13,9 +14,25 @@ export interface Caller {
 }
 
 export interface Authenticator {
-  /** The caller for a bearer token, or undefined when the token is missing or not valid. */
+  /**
+   * The caller for a bearer token, or undefined when the token is missing or not valid.
+   * Throws AuthUnavailableError when validity could not be decided (e.g. the authorization
+   * server's keys cannot be fetched): the HTTP layer answers 503, not 401, so Hosts keep
+   * their tokens.
+   */
   authenticate(token: string | undefined): Promise<Caller | undefined>;
 }
+
+/** The token could not be checked now; it may be valid. Never carries the token. */
+export class AuthUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "AuthUnavailableError";
+  }
+}
+
+/** Dev tokens get both scopes unless the file narrows them. */
+const DEFAULT_STATIC_SCOPES: readonly string[] = ["webcodex:read", "webcodex:write"];
 
 export interface StaticTokenEntry {
   token: string;
@@ -28,7 +45,7 @@ export interface StaticTokenEntry {
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
 export function createStaticTokenAuthenticator(entries: readonly StaticTokenEntry[]): Authenticator {
-  const table = entries.map((e) => ({ hash: digest(e.token), caller: { principal: { clientId: e.clientId, subject: e.subject }, admissionProfile: e.admissionProfile ?? "full", scopes: e.scopes ?? ["webcodex"] } satisfies Caller }));
+  const table = entries.map((e) => ({ hash: digest(e.token), caller: { principal: { clientId: e.clientId, subject: e.subject }, admissionProfile: e.admissionProfile ?? "full", scopes: [...(e.scopes ?? DEFAULT_STATIC_SCOPES)] } satisfies Caller }));
   return {
     async authenticate(token) {
       if (!token) return undefined;
@@ -39,16 +56,46 @@ export function createStaticTokenAuthenticator(entries: readonly StaticTokenEntr
   };
 }
 
-/** Parses a dev tokens file: `{"tokens": [{"token", "client_id", "subject", "admission_profile"?}]}`. */
+/**
+ * Tries each authenticator in order; the first that knows the token wins. If none does and
+ * one could not decide (AuthUnavailableError), that error is thrown.
+ */
+export function createChainAuthenticator(authenticators: readonly Authenticator[]): Authenticator {
+  return {
+    async authenticate(token) {
+      if (!token) return undefined;
+      let unavailable: unknown;
+      for (const a of authenticators) {
+        try {
+          const caller = await a.authenticate(token);
+          if (caller) return caller;
+        } catch (error) {
+          if (!(error instanceof AuthUnavailableError)) throw error;
+          unavailable = error;
+        }
+      }
+      if (unavailable !== undefined) throw unavailable;
+      return undefined;
+    },
+  };
+}
+
+/**
+ * Parses a dev tokens file:
+ * `{"tokens": [{"token", "client_id", "subject", "admission_profile"?, "scopes"?}]}`.
+ * Client ids must be usable in canonical project ids (`[A-Za-z0-9._-]`, at most 128).
+ */
 export function parseDevTokensFile(text: string): StaticTokenEntry[] {
   const parsed = JSON.parse(text) as { tokens?: Array<Record<string, unknown>> };
   if (!Array.isArray(parsed.tokens)) throw new Error("dev tokens file needs a tokens array");
   return parsed.tokens.map((t, i) => {
-    const token = t["token"], clientId = t["client_id"], subject = t["subject"], profile = t["admission_profile"];
+    const token = t["token"], clientId = t["client_id"], subject = t["subject"], profile = t["admission_profile"], scopes = t["scopes"];
     if (typeof token !== "string" || token.length < 16) throw new Error(`tokens[${i}].token must be a string of at least 16 characters`);
     if (typeof clientId !== "string" || typeof subject !== "string") throw new Error(`tokens[${i}] needs client_id and subject`);
+    if (!/^[A-Za-z0-9._-]{1,128}$/.test(clientId)) throw new Error(`tokens[${i}].client_id must match [A-Za-z0-9._-]{1,128}`);
     if (profile !== undefined && profile !== "full" && profile !== "read_only") throw new Error(`tokens[${i}].admission_profile must be full or read_only`);
-    return { token, clientId, subject, ...(profile ? { admissionProfile: profile } : {}) };
+    if (scopes !== undefined && (!Array.isArray(scopes) || scopes.some((x) => typeof x !== "string"))) throw new Error(`tokens[${i}].scopes must be an array of strings`);
+    return { token, clientId, subject, ...(profile ? { admissionProfile: profile } : {}), ...(scopes ? { scopes: scopes as string[] } : {}) };
   });
 }
 

@@ -13,7 +13,18 @@ export const gatewayConfigSpec = {
   devToken: { kind: "string", env: "WEBCODEX_DEV_TOKEN" },
   devTokensFile: { kind: "string", env: "WEBCODEX_DEV_TOKENS_FILE" },
   devClientId: { kind: "string", env: "WEBCODEX_DEV_CLIENT_ID", default: "local" },
-  oauthIssuer: { kind: "string", env: "WEBCODEX_OAUTH_ISSUER" },
+  // OAuth 2.1 resource server: JWT access tokens are accepted when an issuer is set.
+  oauthIssuer: { kind: "string", env: "WEBCODEX_OAUTH_ISSUER", doc: "Authorization server issuer; enables JWT bearer tokens" },
+  oauthAudience: { kind: "string", env: "WEBCODEX_OAUTH_AUDIENCE", doc: "Expected token audience; default <public URL>/mcp" },
+  oauthJwksUrl: { kind: "string", env: "WEBCODEX_OAUTH_JWKS_URL", doc: "JWKS URL; default discovered from the issuer metadata" },
+  oauthClientIdClaim: { kind: "string", env: "WEBCODEX_OAUTH_CLIENT_ID_CLAIM", doc: "Claim naming the tenant; default client_id, then azp" },
+  oauthAdmissionClaim: { kind: "string", env: "WEBCODEX_OAUTH_ADMISSION_CLAIM", doc: "Claim whose value read_only admits a caller read-only" },
+  oauthClockToleranceS: { kind: "int", env: "WEBCODEX_OAUTH_CLOCK_TOLERANCE_S", default: 30, min: 0, max: 300 },
+  readOnlyClients: { kind: "string", env: "WEBCODEX_READ_ONLY_CLIENTS", default: "", doc: "Comma-separated tenants admitted read-only" },
+  // Per-tenant rate limit on tools/call (token bucket per client id).
+  rateLimitPerMinute: { kind: "int", env: "WEBCODEX_RATE_LIMIT_PER_MINUTE", default: 600, min: 0 },
+  rateLimitBurst: { kind: "int", env: "WEBCODEX_RATE_LIMIT_BURST", default: 0, min: 0, doc: "Bucket size; 0 = the per-minute rate" },
+  rateLimits: { kind: "string", env: "WEBCODEX_RATE_LIMITS", default: "", doc: "Per-tenant overrides: client=per_minute,..." },
   hostProfile: { kind: "enum", env: "WEBCODEX_HOST_PROFILE", values: ["generic", "app"], default: "generic" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;

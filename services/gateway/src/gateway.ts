@@ -2,17 +2,26 @@
  * createGateway wires the MCP endpoint, the pipeline and the operator routes from service
  * clients. The same code runs embedded (in-memory transports) and distributed (HTTP/2).
  */
+import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import type { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
+import { toolDefinition } from "@webcodex/contracts";
 import type { HostProfile } from "@webcodex/contracts";
 import type { HttpHandler, Logger, Metrics, ReadinessReport } from "@webcodex/platform";
-import { readinessFrom, sendJson } from "@webcodex/platform";
+import { readinessFrom } from "@webcodex/platform";
 import type { Authenticator } from "./auth.js";
+import { createChainAuthenticator } from "./auth.js";
+import { createJwtAuthenticator } from "./auth/jwt.js";
+import { createResourceMetadataHandler } from "./auth/resource-metadata.js";
+import { SUPPORTED_SCOPES } from "./auth/scopes.js";
+import { createRateLimiter, parseRateLimitOverrides } from "./rate-limit.js";
+import type { RateLimiter } from "./rate-limit.js";
 import { createAuditRecorder } from "./audit-recorder.js";
 import { createCatalogCache } from "./catalog-cache.js";
 import { createPipeline } from "./pipeline.js";
 import { createMcpServer } from "./mcp/mcp-server.js";
 import { createStreamableHttpHandler } from "./mcp/streamable-http.js";
+import type { DeniedToolCall } from "./mcp/streamable-http.js";
 
 export interface GatewayDeps {
   clients: {
@@ -21,13 +30,29 @@ export interface GatewayDeps {
     broker: Client<typeof RunnerBrokerService>;
     audit: Client<typeof AuditService>;
   };
+  /** Static (dev) token authenticator; JWTs are accepted as well when `oauth` is set. */
   authenticator: Authenticator;
+  /** OAuth 2.1 resource server settings: JWT access tokens from this issuer. */
+  oauth?: {
+    issuer: string;
+    /** Expected token audience (this MCP resource); default `${publicUrl}/mcp`. */
+    audience?: string;
+    jwksUrl?: string;
+    clientIdClaim?: string;
+    admissionProfileClaim?: string;
+    clockToleranceSec?: number;
+  };
+  /** Tenants admitted read-only whatever their token says (JWT callers). */
+  readOnlyClients?: readonly string[];
+  /** Per-tenant tools/call limit; absent or perMinute 0 without overrides: no limit. */
+  rateLimit?: { perMinute: number; burst?: number; perClient?: string | Readonly<Record<string, number>> };
   /** Named probes of the services the gateway needs; /readyz fails when one fails. */
   dependencyProbes: Record<string, () => Promise<void>>;
   /** The public base URL Hosts use, e.g. http://127.0.0.1:8080. */
   publicUrl: string;
   allowedHosts: readonly string[];
   allowedOrigins?: readonly string[];
+  /** Authorization server advertised in the resource metadata when `oauth` is not set. */
   oauthIssuer?: string;
   hostProfile?: HostProfile;
   mode: "embedded" | "distributed";
@@ -41,6 +66,8 @@ export interface GatewayDeps {
 
 export interface Gateway {
   httpRoutes: Record<string, HttpHandler>;
+  /** The per-tenant limiter the HTTP layer enforces (for a pipeline hook), if any. */
+  rateLimiter?: RateLimiter;
   readiness: () => Promise<ReadinessReport>;
   close(): Promise<void>;
 }
@@ -54,29 +81,63 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     serverInfo: { name: "webcodex", version: deps.version, mode: deps.mode }, logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
   const transport = await createMcpServer({ pipeline, catalogs, hostProfile, version: deps.version });
+  const resource = deps.oauth?.audience ?? `${deps.publicUrl}/mcp`;
   const resourceMetadataUrl = `${deps.publicUrl}/.well-known/oauth-protected-resource/mcp`;
+  const issuer = deps.oauth?.issuer ?? deps.oauthIssuer;
+  const authenticator = deps.oauth
+    ? createChainAuthenticator([
+        deps.authenticator,
+        createJwtAuthenticator({
+          issuer: deps.oauth.issuer,
+          audience: resource,
+          ...(deps.oauth.jwksUrl ? { jwksUrl: deps.oauth.jwksUrl } : {}),
+          ...(deps.oauth.clientIdClaim ? { clientIdClaim: deps.oauth.clientIdClaim } : {}),
+          ...(deps.oauth.admissionProfileClaim ? { admissionProfileClaim: deps.oauth.admissionProfileClaim } : {}),
+          ...(deps.oauth.clockToleranceSec !== undefined ? { clockToleranceSec: deps.oauth.clockToleranceSec } : {}),
+          readOnlyClients: deps.readOnlyClients ?? [],
+          logger: deps.logger.child({ component: "oauth" }),
+        }),
+      ])
+    : deps.authenticator;
+  const perClient = typeof deps.rateLimit?.perClient === "string" ? parseRateLimitOverrides(deps.rateLimit.perClient) : deps.rateLimit?.perClient;
+  const rateLimiter = deps.rateLimit && (deps.rateLimit.perMinute > 0 || Object.keys(perClient ?? {}).length > 0)
+    ? createRateLimiter({ perMinute: deps.rateLimit.perMinute, ...(deps.rateLimit.burst ? { burst: deps.rateLimit.burst } : {}), ...(perClient ? { perClient } : {}) })
+    : undefined;
+  // Calls refused before the pipeline (scope, rate limit) are audited like any failed call.
+  const recordDenied = (d: DeniedToolCall) => {
+    const inner = d.tool === "call_runtime_tool" && typeof (d.args as { tool?: unknown } | undefined)?.tool === "string" ? (d.args as { tool: string }).tool : d.tool;
+    const def = toolDefinition(inner);
+    audit.record({
+      callId: randomUUID(), clientId: d.caller.principal.clientId, subject: d.caller.principal.subject, tool: def?.name ?? "unknown_tool",
+      projectCanonicalId: "", sessionId: "", effect: def?.effect ?? "read_only", outcome: "failure", reasonCode: d.failure.reason_code,
+      stateChanged: false, outcomeUnknown: false, inputNormalizationCode: "", startedAtUnixMs: BigInt(Date.now()), durationUs: 0, stageDurationsUs: {},
+    }, false).catch((error: unknown) => deps.logger.warn("audit of a denied call failed", { error }));
+  };
   const mcp = createStreamableHttpHandler({
     transport,
-    authenticator: deps.authenticator,
+    authenticator,
     allowedHosts: deps.allowedHosts,
     allowedOrigins: deps.allowedOrigins ?? [],
     resourceMetadataUrl,
+    challengeScopes: SUPPORTED_SCOPES,
+    ...(rateLimiter ? { rateLimiter } : {}),
+    onDenied: recordDenied,
     maxBodyBytes: deps.maxBodyBytes ?? 8 * 1024 * 1024,
     logger: deps.logger,
   });
-  const resourceMetadata: HttpHandler = (_req, res) =>
-    sendJson(res, 200, {
-      resource: `${deps.publicUrl}/mcp`,
-      ...(deps.oauthIssuer ? { authorization_servers: [deps.oauthIssuer] } : {}),
-      bearer_methods_supported: ["header"],
-      scopes_supported: ["webcodex"],
-    });
+  const resourceMetadata = createResourceMetadataHandler({
+    resource,
+    authorizationServers: issuer ? [issuer] : [],
+    scopesSupported: SUPPORTED_SCOPES,
+    resourceName: "WebCodex",
+  });
   return {
     httpRoutes: {
       "/mcp": mcp,
       "/.well-known/oauth-protected-resource": resourceMetadata,
       "/.well-known/oauth-protected-resource/mcp": resourceMetadata,
     },
+    ...(rateLimiter ? { rateLimiter } : {}),
     readiness: readinessFrom(deps.dependencyProbes),
     close: () => audit.close(),
   };

@@ -9,6 +9,7 @@ import type { HostProfile } from "@webcodex/contracts";
 import { loadConfig } from "./config.js";
 import type { GatewayConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
+import type { GatewayDeps } from "./gateway.js";
 import { createStaticTokenAuthenticator, parseDevTokensFile } from "./auth.js";
 import type { StaticTokenEntry } from "./auth.js";
 
@@ -22,12 +23,29 @@ export function httpReadinessProbe(baseUrl: string): () => Promise<void> {
   };
 }
 
-/** Dev tokens: a file mapping tokens to principals, or one token (given or random, printed once). */
+/**
+ * Dev tokens: a file mapping tokens to principals, or one token (given or random, printed
+ * once). With OAuth configured, no random token is made: only tokens asked for exist.
+ */
 export function devTokenEntries(config: GatewayConfig, logger: Logger): StaticTokenEntry[] {
   if (config.devTokensFile) return parseDevTokensFile(readFileSync(config.devTokensFile, "utf8"));
+  if (config.oauthIssuer && !config.devToken) return [];
   const token = config.devToken ?? randomBytes(24).toString("base64url");
   if (!config.devToken) logger.info("generated dev token (set WEBCODEX_DEV_TOKEN to fix it)", { token });
   return [{ token, clientId: config.devClientId, subject: "dev" }];
+}
+
+const splitList = (text: string) => text.split(",").map((s) => s.trim()).filter(Boolean);
+
+function oauthOptions(config: GatewayConfig): NonNullable<GatewayDeps["oauth"]> {
+  return {
+    issuer: config.oauthIssuer ?? "",
+    ...(config.oauthAudience ? { audience: config.oauthAudience } : {}),
+    ...(config.oauthJwksUrl ? { jwksUrl: config.oauthJwksUrl } : {}),
+    ...(config.oauthClientIdClaim ? { clientIdClaim: config.oauthClientIdClaim } : {}),
+    ...(config.oauthAdmissionClaim ? { admissionProfileClaim: config.oauthAdmissionClaim } : {}),
+    clockToleranceSec: config.oauthClockToleranceS,
+  };
 }
 
 /** Distributed entry point: config → peer clients → gateway → server → shutdown. */
@@ -36,7 +54,8 @@ export async function main(env: Env = process.env): Promise<void> {
   const logger = createLogger({ service: "gateway", level: config.logLevel as LogLevel });
   const telemetry = await startTelemetry("webcodex-gateway", env, logger);
   const metrics = createMetrics();
-  const publicUrl = config.publicUrl ?? `http://127.0.0.1:${config.port}`;
+  // The base URL; the MCP URL (…/mcp) is accepted too, as the Helm chart passes that.
+  const publicUrl = (config.publicUrl ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, "").replace(/\/mcp$/, "");
   const gateway = await createGateway({
     clients: {
       toolRegistry: createClient(ToolRegistryService, h2(config.toolRegistryUrl)),
@@ -52,9 +71,12 @@ export async function main(env: Env = process.env): Promise<void> {
       "runner-broker": httpReadinessProbe(config.runnerBrokerUrl),
     },
     publicUrl,
-    allowedHosts: config.allowedHosts.split(",").map((h) => h.trim().toLowerCase()).filter(Boolean),
+    // The public URL's host is always accepted: behind an ingress that is the Host header.
+    allowedHosts: [...new Set([...splitList(config.allowedHosts), new URL(publicUrl).hostname].map((h) => h.toLowerCase()))],
     hostProfile: config.hostProfile as HostProfile,
-    ...(config.oauthIssuer ? { oauthIssuer: config.oauthIssuer } : {}),
+    ...(config.oauthIssuer ? { oauth: oauthOptions(config) } : {}),
+    readOnlyClients: splitList(config.readOnlyClients),
+    rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, perClient: config.rateLimits },
     mode: "distributed",
     version: "0.1.0",
     logger,

@@ -1,5 +1,11 @@
 export { createRefResolver, migrateRefResolver, REF_RESOLVER_SCHEMA } from "./ref-resolver.js";
-export { createProjectStore, canonicalProjectId } from "./projects/project-store.js";
-export type { ProjectStore, ProjectRecord, Resolution } from "./projects/project-store.js";
+export type { RefResolverDeps } from "./ref-resolver.js";
+export { createProjectStore, canonicalProjectId, ProjectOwnershipError } from "./projects/project-store.js";
+export type { ProjectStore, ProjectStoreOptions, ProjectRecord, Resolution } from "./projects/project-store.js";
+export { createSessionStore } from "./sessions/session-store.js";
+export type { SessionStore, SessionRecord } from "./sessions/session-store.js";
+export { createAgentStore } from "./agents/agent-store.js";
+export type { AgentStore, AgentContinuation, AgentTaskAttempt } from "./agents/agent-store.js";
+export { formatRef, parseRef, RefKind } from "./refs/ref-codes.js";
 export { routes } from "./routes.js";
 export { main } from "./main.js";

@@ -1,5 +1,376 @@
 import type { Migration } from "@webcodex/platform";
 
+/**
+ * 0002: the other three ref kinds, Workflow Sessions, agent Endpoints and Attempts, per-subject
+ * Project visibility, and the guards that make recycling impossible rather than unlikely:
+ * every ref row is immutable (PK on principal + code), counters only advance and are never
+ * deleted, pinned identities are never deleted, identity tables refuse TRUNCATE, and each
+ * generation / fence only moves forward.
+ */
+const MIGRATION_0002 = `
+-- ── guards shared by every identity table ──
+CREATE FUNCTION {{schema}}.append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'rows of %.% are never rewritten or deleted', TG_TABLE_SCHEMA, TG_TABLE_NAME;
+END $$;
+CREATE FUNCTION {{schema}}.refuse_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '%.% is never truncated', TG_TABLE_SCHEMA, TG_TABLE_NAME;
+END $$;
+
+-- ── counters: known kinds only; they only advance and are never deleted ──
+ALTER TABLE {{schema}}.ref_counters
+  ADD CONSTRAINT ref_counters_kind_known CHECK (kind IN ('project', 'session', 'agent_continuation', 'attempt')),
+  ADD CONSTRAINT ref_counters_nonnegative CHECK (last_code >= 0);
+CREATE FUNCTION {{schema}}.ref_counters_only_advance() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    RAISE EXCEPTION 'ref counters are never deleted';
+  END IF;
+  IF (NEW.client_id, NEW.subject, NEW.kind) IS DISTINCT FROM (OLD.client_id, OLD.subject, OLD.kind) THEN
+    RAISE EXCEPTION 'ref counters are never re-keyed';
+  END IF;
+  IF NEW.last_code < OLD.last_code THEN
+    RAISE EXCEPTION 'ref counters never go backwards';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER ref_counters_only_advance BEFORE UPDATE OR DELETE ON {{schema}}.ref_counters
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.ref_counters_only_advance();
+CREATE TRIGGER ref_counters_no_truncate BEFORE TRUNCATE ON {{schema}}.ref_counters
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+CREATE TRIGGER project_refs_no_truncate BEFORE TRUNCATE ON {{schema}}.project_refs
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+
+-- Locks the (principal, kind) counter row, creating it at 0 on first use, and returns the
+-- last issued code. Every issuer takes this lock before it looks for an existing ref and
+-- before it inserts, so codes are consecutive per principal and kind and never reissued.
+CREATE FUNCTION {{schema}}.lock_ref_counter(p_client text, p_subject text, p_kind text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  v_last bigint;
+BEGIN
+  SELECT c.last_code INTO v_last FROM {{schema}}.ref_counters c
+    WHERE c.client_id = p_client AND c.subject = p_subject AND c.kind = p_kind FOR UPDATE;
+  IF FOUND THEN
+    RETURN v_last;
+  END IF;
+  INSERT INTO {{schema}}.ref_counters (client_id, subject, kind, last_code) VALUES (p_client, p_subject, p_kind, 0)
+    ON CONFLICT (client_id, subject, kind) DO NOTHING;
+  SELECT c.last_code INTO STRICT v_last FROM {{schema}}.ref_counters c
+    WHERE c.client_id = p_client AND c.subject = p_subject AND c.kind = p_kind FOR UPDATE;
+  RETURN v_last;
+END $$;
+
+-- ── projects: never deleted; identity immutable; retirement is final ──
+CREATE FUNCTION {{schema}}.projects_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    RAISE EXCEPTION 'projects are retired, never deleted';
+  END IF;
+  IF (NEW.canonical_id, NEW.incarnation, NEW.client_id, NEW.project_id, NEW.root_identity)
+     IS DISTINCT FROM (OLD.canonical_id, OLD.incarnation, OLD.client_id, OLD.project_id, OLD.root_identity) THEN
+    RAISE EXCEPTION 'a project incarnation never changes identity';
+  END IF;
+  IF OLD.retired_at IS NOT NULL AND NEW.retired_at IS DISTINCT FROM OLD.retired_at THEN
+    RAISE EXCEPTION 'a retired project incarnation stays retired';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER projects_guard BEFORE UPDATE OR DELETE ON {{schema}}.projects
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.projects_guard();
+CREATE TRIGGER projects_no_truncate BEFORE TRUNCATE ON {{schema}}.projects
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+
+-- A Project hidden from one subject of its client: not listed, refs and selectors fail closed.
+CREATE TABLE {{schema}}.hidden_projects (
+  canonical_id text NOT NULL,
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  hidden_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (canonical_id, client_id, subject)
+);
+
+-- The hot resolution reads, as functions so Postgres caches their plans per connection
+-- (planning the join costs more than running it). Each probes full unique keys only.
+-- resolve_project_ref: the pin of (principal, code), the live incarnation of its address
+-- (if any) and whether that address is hidden from the principal; no row = never issued.
+CREATE FUNCTION {{schema}}.resolve_project_ref(p_client text, p_subject text, p_code bigint)
+RETURNS TABLE (pin_canonical_id text, pin_incarnation bigint, live_incarnation bigint, live_client_id text, live_project_id text,
+               live_root_identity text, live_name text, hidden boolean)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
+    SELECT r.canonical_id, r.incarnation, p.incarnation, p.client_id, p.project_id, p.root_identity, p.name,
+           EXISTS (SELECT 1 FROM {{schema}}.hidden_projects h
+                   WHERE h.canonical_id = r.canonical_id AND h.client_id = r.client_id AND h.subject = r.subject)
+    FROM {{schema}}.project_refs r
+    LEFT JOIN {{schema}}.projects p ON p.canonical_id = r.canonical_id AND p.retired_at IS NULL
+    WHERE r.client_id = p_client AND r.subject = p_subject AND r.code = p_code;
+END $$;
+-- resolve_live_project: the live incarnation of a canonical address and whether it is hidden
+-- from the principal; no row = no live incarnation.
+CREATE FUNCTION {{schema}}.resolve_live_project(p_canonical text, p_client text, p_subject text)
+RETURNS TABLE (live_incarnation bigint, live_client_id text, live_project_id text, live_root_identity text, live_name text, hidden boolean)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
+    SELECT p.incarnation, p.client_id, p.project_id, p.root_identity, p.name,
+           EXISTS (SELECT 1 FROM {{schema}}.hidden_projects h
+                   WHERE h.canonical_id = p.canonical_id AND h.client_id = p_client AND h.subject = p_subject)
+    FROM {{schema}}.projects p
+    WHERE p.canonical_id = p_canonical AND p.retired_at IS NULL;
+END $$;
+
+-- Issues (or returns) the project_refs of the given incarnations for one principal in one
+-- call: already-issued refs are returned without taking the counter lock; missing ones get
+-- consecutive codes under it. Each lookup is a scalar subquery on the full unique key, so
+-- its plan is one index probe per target whatever the table statistics say.
+CREATE FUNCTION {{schema}}.issue_project_refs(p_client text, p_subject text, p_canonical text[], p_incarnation bigint[])
+RETURNS TABLE (out_canonical_id text, out_incarnation bigint, out_code bigint) LANGUAGE plpgsql AS $$
+DECLARE
+  v_last bigint;
+  v_added bigint;
+BEGIN
+  IF EXISTS (
+    SELECT 1 FROM unnest(p_canonical, p_incarnation) AS t(c, i)
+    WHERE (SELECT r.code FROM {{schema}}.project_refs r
+           WHERE r.client_id = p_client AND r.subject = p_subject AND r.canonical_id = t.c AND r.incarnation = t.i) IS NULL
+  ) THEN
+    v_last := {{schema}}.lock_ref_counter(p_client, p_subject, 'project');
+    INSERT INTO {{schema}}.project_refs (client_id, subject, code, canonical_id, incarnation)
+      SELECT p_client, p_subject, v_last + row_number() OVER (ORDER BY m.ord), m.c, m.i
+      FROM (
+        SELECT DISTINCT ON (t.c, t.i) t.c, t.i, t.ord
+        FROM unnest(p_canonical, p_incarnation) WITH ORDINALITY AS t(c, i, ord)
+        WHERE (SELECT r.code FROM {{schema}}.project_refs r
+               WHERE r.client_id = p_client AND r.subject = p_subject AND r.canonical_id = t.c AND r.incarnation = t.i) IS NULL
+        ORDER BY t.c, t.i, t.ord
+      ) AS m;
+    GET DIAGNOSTICS v_added = ROW_COUNT;
+    IF v_added > 0 THEN
+      UPDATE {{schema}}.ref_counters SET last_code = v_last + v_added
+        WHERE client_id = p_client AND subject = p_subject AND kind = 'project';
+    END IF;
+  END IF;
+  RETURN QUERY
+    SELECT w.c, w.i,
+           (SELECT r.code FROM {{schema}}.project_refs r
+            WHERE r.client_id = p_client AND r.subject = p_subject AND r.canonical_id = w.c AND r.incarnation = w.i)
+    FROM (SELECT DISTINCT t.c, t.i FROM unnest(p_canonical, p_incarnation) AS t(c, i)) AS w;
+END $$;
+
+-- ── Workflow Sessions ──
+CREATE TABLE {{schema}}.sessions (
+  session_id text PRIMARY KEY CHECK (session_id ~ '^wc_sess_[0-9a-f]{32}$'),
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  project_canonical_id text NOT NULL,
+  project_incarnation bigint NOT NULL,
+  title text NOT NULL DEFAULT '' CHECK (char_length(title) <= 200),
+  state text NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'closed')),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  last_activity_at timestamptz NOT NULL DEFAULT now(),
+  closed_at timestamptz,
+  calls_recorded bigint NOT NULL DEFAULT 0 CHECK (calls_recorded >= 0),
+  calls_dropped bigint NOT NULL DEFAULT 0 CHECK (calls_dropped >= 0),
+  CHECK ((state = 'closed') = (closed_at IS NOT NULL)),
+  UNIQUE (session_id, client_id, subject),
+  FOREIGN KEY (project_canonical_id, project_incarnation) REFERENCES {{schema}}.projects (canonical_id, incarnation)
+);
+CREATE FUNCTION {{schema}}.sessions_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    RAISE EXCEPTION 'sessions are closed, never deleted';
+  END IF;
+  IF (NEW.session_id, NEW.client_id, NEW.subject, NEW.project_canonical_id, NEW.project_incarnation, NEW.created_at)
+     IS DISTINCT FROM (OLD.session_id, OLD.client_id, OLD.subject, OLD.project_canonical_id, OLD.project_incarnation, OLD.created_at) THEN
+    RAISE EXCEPTION 'a session never changes identity, owner or project';
+  END IF;
+  IF OLD.state = 'closed' AND NEW.state <> 'closed' THEN
+    RAISE EXCEPTION 'a closed session stays closed';
+  END IF;
+  IF NEW.calls_recorded < OLD.calls_recorded OR NEW.calls_dropped < OLD.calls_dropped THEN
+    RAISE EXCEPTION 'session call counters never go backwards';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER sessions_guard BEFORE UPDATE OR DELETE ON {{schema}}.sessions
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.sessions_guard();
+CREATE TRIGGER sessions_no_truncate BEFORE TRUNCATE ON {{schema}}.sessions
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+
+-- A session_ref names one Session for its owner only (the FK includes the owner).
+CREATE TABLE {{schema}}.session_refs (
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  code bigint NOT NULL CHECK (code > 0),
+  session_id text NOT NULL,
+  issued_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (client_id, subject, code),
+  UNIQUE (client_id, subject, session_id),
+  FOREIGN KEY (session_id, client_id, subject) REFERENCES {{schema}}.sessions (session_id, client_id, subject)
+);
+CREATE TRIGGER session_refs_immutable BEFORE UPDATE OR DELETE ON {{schema}}.session_refs
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.append_only();
+CREATE TRIGGER session_refs_no_truncate BEFORE TRUNCATE ON {{schema}}.session_refs
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+
+-- The bounded, append-only record of calls made with session_id: facts, never arguments,
+-- commands, paths or content.
+CREATE TABLE {{schema}}.session_calls (
+  session_id text NOT NULL REFERENCES {{schema}}.sessions (session_id),
+  seq bigint NOT NULL CHECK (seq > 0),
+  call_id text NOT NULL CHECK (char_length(call_id) BETWEEN 1 AND 128),
+  tool text NOT NULL CHECK (tool ~ '^[a-z][a-z0-9_]{0,63}$'),
+  effect text NOT NULL CHECK (effect IN ('read_only', 'workspace_write', 'process_execution', 'durable_state', 'presentation')),
+  outcome text NOT NULL CHECK (outcome IN ('ok', 'failed', 'pending', 'unknown')),
+  reason_code text CHECK (reason_code ~ '^[a-z][a-z0-9_]{0,63}$'),
+  detail_code text CHECK (detail_code ~ '^[a-z0-9][a-z0-9_.:-]{0,63}$'),
+  paths_count integer NOT NULL DEFAULT 0 CHECK (paths_count >= 0),
+  changed_paths_count integer NOT NULL DEFAULT 0 CHECK (changed_paths_count >= 0),
+  job_id text CHECK (char_length(job_id) BETWEEN 1 AND 128),
+  job_state text CHECK (job_state IN ('pending', 'terminal')),
+  duration_ms integer NOT NULL DEFAULT 0 CHECK (duration_ms >= 0),
+  recorded_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (session_id, seq),
+  UNIQUE (session_id, call_id),
+  CHECK ((job_id IS NULL) = (job_state IS NULL))
+);
+CREATE INDEX session_calls_jobs ON {{schema}}.session_calls (session_id, job_id, seq) WHERE job_id IS NOT NULL;
+CREATE TRIGGER session_calls_append_only BEFORE UPDATE OR DELETE ON {{schema}}.session_calls
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.append_only();
+
+-- ── agent continuation Endpoints and their refs ──
+CREATE TABLE {{schema}}.agent_endpoints (
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  agent_id text NOT NULL,
+  endpoint_id text NOT NULL,
+  controller_generation bigint NOT NULL CHECK (controller_generation > 0),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  rotated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (client_id, subject, agent_id, endpoint_id)
+);
+CREATE FUNCTION {{schema}}.generation_only_advances() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    RAISE EXCEPTION 'rows of %.% are never deleted', TG_TABLE_SCHEMA, TG_TABLE_NAME;
+  END IF;
+  IF NEW.controller_generation <= OLD.controller_generation THEN
+    RAISE EXCEPTION 'a controller generation only advances';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE FUNCTION {{schema}}.agent_endpoints_identity() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF (NEW.client_id, NEW.subject, NEW.agent_id, NEW.endpoint_id) IS DISTINCT FROM (OLD.client_id, OLD.subject, OLD.agent_id, OLD.endpoint_id) THEN
+    RAISE EXCEPTION 'an endpoint never changes identity';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER agent_endpoints_generation BEFORE UPDATE OR DELETE ON {{schema}}.agent_endpoints
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.generation_only_advances();
+CREATE TRIGGER agent_endpoints_identity BEFORE UPDATE ON {{schema}}.agent_endpoints
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.agent_endpoints_identity();
+CREATE TRIGGER agent_endpoints_no_truncate BEFORE TRUNCATE ON {{schema}}.agent_endpoints
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+
+CREATE TABLE {{schema}}.agent_continuation_refs (
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  code bigint NOT NULL CHECK (code > 0),
+  agent_id text NOT NULL,
+  endpoint_id text NOT NULL,
+  controller_generation bigint NOT NULL CHECK (controller_generation > 0),
+  issued_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (client_id, subject, code),
+  UNIQUE (client_id, subject, agent_id, endpoint_id, controller_generation),
+  FOREIGN KEY (client_id, subject, agent_id, endpoint_id) REFERENCES {{schema}}.agent_endpoints (client_id, subject, agent_id, endpoint_id)
+);
+CREATE TRIGGER agent_continuation_refs_immutable BEFORE UPDATE OR DELETE ON {{schema}}.agent_continuation_refs
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.append_only();
+CREATE TRIGGER agent_continuation_refs_no_truncate BEFORE TRUNCATE ON {{schema}}.agent_continuation_refs
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+
+-- ── agent Tasks, fenced Attempts and their refs ──
+CREATE TABLE {{schema}}.agent_tasks (
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  task_id text NOT NULL,
+  current_fence bigint NOT NULL CHECK (current_fence > 0),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (client_id, subject, task_id)
+);
+CREATE FUNCTION {{schema}}.agent_tasks_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    RAISE EXCEPTION 'agent tasks are never deleted';
+  END IF;
+  IF (NEW.client_id, NEW.subject, NEW.task_id) IS DISTINCT FROM (OLD.client_id, OLD.subject, OLD.task_id) THEN
+    RAISE EXCEPTION 'a task never changes identity';
+  END IF;
+  IF NEW.current_fence <= OLD.current_fence THEN
+    RAISE EXCEPTION 'an attempt fence only advances';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER agent_tasks_guard BEFORE UPDATE OR DELETE ON {{schema}}.agent_tasks
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.agent_tasks_guard();
+CREATE TRIGGER agent_tasks_no_truncate BEFORE TRUNCATE ON {{schema}}.agent_tasks
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+
+CREATE TABLE {{schema}}.agent_task_attempts (
+  attempt_id text PRIMARY KEY CHECK (attempt_id ~ '^wc_att_[0-9a-f]{32}$'),
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  task_id text NOT NULL,
+  assignee_agent_id text NOT NULL,
+  attempt_fence bigint NOT NULL CHECK (attempt_fence > 0),
+  controller_generation bigint NOT NULL CHECK (controller_generation > 0),
+  idempotency_key text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (client_id, subject, task_id, attempt_fence),
+  UNIQUE (client_id, subject, task_id, idempotency_key),
+  UNIQUE (attempt_id, client_id, subject, task_id, assignee_agent_id, attempt_fence),
+  FOREIGN KEY (client_id, subject, task_id) REFERENCES {{schema}}.agent_tasks (client_id, subject, task_id)
+);
+CREATE FUNCTION {{schema}}.agent_task_attempts_identity() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF (NEW.attempt_id, NEW.client_id, NEW.subject, NEW.task_id, NEW.assignee_agent_id, NEW.attempt_fence, NEW.idempotency_key, NEW.created_at)
+     IS DISTINCT FROM (OLD.attempt_id, OLD.client_id, OLD.subject, OLD.task_id, OLD.assignee_agent_id, OLD.attempt_fence, OLD.idempotency_key, OLD.created_at) THEN
+    RAISE EXCEPTION 'an attempt never changes identity or fence';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER agent_task_attempts_generation BEFORE UPDATE OR DELETE ON {{schema}}.agent_task_attempts
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.generation_only_advances();
+CREATE TRIGGER agent_task_attempts_identity BEFORE UPDATE ON {{schema}}.agent_task_attempts
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.agent_task_attempts_identity();
+CREATE TRIGGER agent_task_attempts_no_truncate BEFORE TRUNCATE ON {{schema}}.agent_task_attempts
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+
+-- The stored tuple must be the Attempt's own immutable identity (composite FK), for its owner.
+CREATE TABLE {{schema}}.attempt_refs (
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  code bigint NOT NULL CHECK (code > 0),
+  task_id text NOT NULL,
+  attempt_id text NOT NULL,
+  assignee_agent_id text NOT NULL,
+  attempt_fence bigint NOT NULL CHECK (attempt_fence > 0),
+  controller_generation bigint NOT NULL CHECK (controller_generation > 0),
+  issued_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (client_id, subject, code),
+  UNIQUE (client_id, subject, attempt_id, controller_generation),
+  FOREIGN KEY (attempt_id, client_id, subject, task_id, assignee_agent_id, attempt_fence)
+    REFERENCES {{schema}}.agent_task_attempts (attempt_id, client_id, subject, task_id, assignee_agent_id, attempt_fence)
+);
+CREATE TRIGGER attempt_refs_immutable BEFORE UPDATE OR DELETE ON {{schema}}.attempt_refs
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.append_only();
+CREATE TRIGGER attempt_refs_no_truncate BEFORE TRUNCATE ON {{schema}}.attempt_refs
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+`;
+
 /** The ref-resolver owns schema `refs`. Never edit a shipped migration; add a new one. */
 export const refResolverMigrations: readonly Migration[] = [
   {
@@ -48,5 +419,9 @@ END $$;
 CREATE TRIGGER project_refs_immutable BEFORE UPDATE OR DELETE ON {{schema}}.project_refs
   FOR EACH ROW EXECUTE FUNCTION {{schema}}.refs_are_immutable();
 `,
+  },
+  {
+    id: "0002_refs_sessions_agents",
+    sql: MIGRATION_0002,
   },
 ];

@@ -1,19 +1,36 @@
 /**
  * The ref-resolver service: durable identities and principal-scoped refs. The caller comes
  * from request headers (set by the gateway or a service), never from the request body.
+ * Domain failures travel inside responses as DomainFailure; malformed service-to-service
+ * requests are Connect errors.
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService } from "@webcodex/proto";
 import { failureToWire, principalFromHeaders, runMigrations } from "@webcodex/platform";
 import type { Database } from "@webcodex/platform";
-import { createProjectStore } from "./projects/project-store.js";
-import type { ProjectRecord } from "./projects/project-store.js";
+import type { ToolFailure } from "@webcodex/contracts";
+import { createAgentStore } from "./agents/agent-store.js";
+import type { AgentContinuation, AgentTaskAttempt } from "./agents/agent-store.js";
 import { refResolverMigrations } from "./migrations.js";
+import { createProjectStore, ProjectOwnershipError } from "./projects/project-store.js";
+import type { ProjectRecord } from "./projects/project-store.js";
+import { createSessionStore, SessionCallRecordError } from "./sessions/session-store.js";
+import type { SessionRecord } from "./sessions/session-store.js";
+import type { HandoffRecap } from "./sessions/session-model.js";
 
 export const REF_RESOLVER_SCHEMA = "refs";
 
 export async function migrateRefResolver(db: Database): Promise<string[]> {
   return runMigrations(db, REF_RESOLVER_SCHEMA, refResolverMigrations);
+}
+
+export interface RefResolverDeps {
+  db: Database;
+  /** Live-Project / visibility cache TTL (see ProjectStoreOptions); Infinity in embedded mode. */
+  liveCacheTtlMs?: number;
+  /** Calls recorded per Workflow Session before further calls only count as dropped. */
+  maxCallsPerSession?: number;
 }
 
 const toProto = (p: ProjectRecord) => ({
@@ -25,12 +42,83 @@ const toProto = (p: ProjectRecord) => ({
   name: p.name,
 });
 
-export function createRefResolver(deps: { db: Database; liveCacheTtlMs?: number }): ServiceImpl<typeof RefResolverService> {
+const sessionToProto = (s: SessionRecord) => ({
+  sessionId: s.sessionId,
+  projectCanonicalId: s.projectCanonicalId,
+  projectIncarnation: BigInt(s.projectIncarnation),
+  title: s.title,
+  state: s.state,
+  createdUnixMs: BigInt(s.createdMs),
+  lastActivityUnixMs: BigInt(s.lastActivityMs),
+  closedUnixMs: BigInt(s.closedMs),
+  callsRecorded: BigInt(s.callsRecorded),
+});
+
+const recapToProto = (r: HandoffRecap) => ({
+  callsTotal: BigInt(r.callsTotal),
+  callsFailed: BigInt(r.callsFailed),
+  callsOutcomeUnknown: BigInt(r.callsOutcomeUnknown),
+  callsByTool: r.callsByTool.map((t) => ({ tool: t.tool, calls: BigInt(t.calls), failed: BigInt(t.failed), lastUnixMs: BigInt(t.lastMs) })),
+  read: { calls: BigInt(r.read.calls), paths: BigInt(r.read.paths), failed: BigInt(r.read.failed) },
+  changed: { calls: BigInt(r.changed.calls), paths: BigInt(r.changed.paths), failed: BigInt(r.changed.failed) },
+  run: { calls: BigInt(r.run.calls), paths: BigInt(r.run.paths), failed: BigInt(r.run.failed) },
+  pendingJobs: r.pendingJobs.map((j) => ({ jobId: j.jobId, tool: j.tool, sinceUnixMs: BigInt(j.sinceMs) })),
+  pendingJobsTotal: BigInt(r.pendingJobsTotal),
+  recentCalls: r.recentCalls.map((c) => ({ seq: BigInt(c.seq), tool: c.tool, outcome: c.outcome, reasonCode: c.reasonCode, atUnixMs: BigInt(c.atMs) })),
+  truncated: r.truncated,
+});
+
+const continuationToProto = (c: AgentContinuation) => ({ agentId: c.agentId, endpointId: c.endpointId, controllerGeneration: BigInt(c.controllerGeneration) });
+
+const attemptToProto = (a: AgentTaskAttempt) => ({
+  taskId: a.taskId,
+  attemptId: a.attemptId,
+  assigneeAgentId: a.assigneeAgentId,
+  attemptFence: BigInt(a.attemptFence),
+  attemptControllerGeneration: BigInt(a.attemptControllerGeneration),
+});
+
+const failed = (failure: ToolFailure) => ({ failure: failureToWire(failure) });
+
+/** Wire int64 → JS number; anything beyond exact range is treated as a (never valid) huge value. */
+const int = (v: bigint): number => (v > BigInt(Number.MAX_SAFE_INTEGER) || v < 0n ? Number.MAX_SAFE_INTEGER + 1 : Number(v));
+
+/** Maps local caller errors to Connect codes; the message sent out stays generic. */
+async function guarded<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof ConnectError) throw error;
+    if (error instanceof ProjectOwnershipError) throw new ConnectError("project not owned by the caller's client id", Code.PermissionDenied, undefined, undefined, error);
+    if (error instanceof SessionCallRecordError) throw new ConnectError(`invalid session call record: ${error.message}`, Code.InvalidArgument, undefined, undefined, error);
+    if (error instanceof RangeError) throw new ConnectError("invalid argument", Code.InvalidArgument, undefined, undefined, error);
+    throw error;
+  }
+}
+
+export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof RefResolverService> {
   const projects = createProjectStore(deps.db, deps.liveCacheTtlMs !== undefined ? { liveCacheTtlMs: deps.liveCacheTtlMs } : {});
+  const sessions = createSessionStore(deps.db, projects, deps.maxCallsPerSession !== undefined ? { maxCallsPerSession: deps.maxCallsPerSession } : {});
+  const agents = createAgentStore(deps.db);
+  const validAddress = (clientId: string, projectId: string) => {
+    if (!/^[A-Za-z0-9._-]{1,128}$/.test(clientId) || !/^[A-Za-z0-9._-]{1,128}$/.test(projectId)) throw new ConnectError("invalid client_id or project_id", Code.InvalidArgument);
+  };
   return {
+    // ── projects ──
     async registerProject(req) {
       const { project, newIncarnation } = await projects.register({ clientId: req.clientId, projectId: req.projectId, rootIdentity: req.rootIdentity, name: req.name || req.projectId });
       return { project: toProto(project), newIncarnation };
+    },
+    async retireProject(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      validAddress(req.clientId, req.projectId);
+      const outcome = await guarded(() => projects.retire(principal, { clientId: req.clientId, projectId: req.projectId }));
+      return outcome.project ? { retired: outcome.retired, project: toProto(outcome.project) } : { retired: outcome.retired };
+    },
+    async setProjectVisibility(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      validAddress(req.clientId, req.projectId);
+      return guarded(() => projects.setVisibility(principal, { clientId: req.clientId, projectId: req.projectId, subject: req.subject, visible: req.visible }));
     },
     async listProjects(_req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
@@ -40,7 +128,96 @@ export function createRefResolver(deps: { db: Database; liveCacheTtlMs?: number 
     async resolveProject(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
       const resolution = await projects.resolve(principal, req.selector);
-      return resolution.ok ? { project: toProto(resolution.project) } : { failure: failureToWire(resolution.failure) };
+      return resolution.ok ? { project: toProto(resolution.project) } : failed(resolution.failure);
+    },
+    async issueProjectRef(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const issued = await projects.issueRef(principal, req.selector);
+      return issued.ok ? { project: toProto(issued.project), projectRef: issued.ref } : failed(issued.failure);
+    },
+
+    // ── Workflow Sessions ──
+    async createSession(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const created = await sessions.create(principal, { projectSelector: req.projectSelector, title: req.title });
+      return created.ok ? { session: sessionToProto(created.session), sessionRef: created.sessionRef } : failed(created.failure);
+    },
+    async resolveSession(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const resolved = await sessions.resolve(principal, { selector: req.selector, projectCanonicalId: req.projectCanonicalId, requireOpen: req.requireOpen });
+      return resolved.ok ? { session: sessionToProto(resolved.session), sessionRef: resolved.sessionRef } : failed(resolved.failure);
+    },
+    async closeSession(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const closed = await sessions.close(principal, req.selector);
+      return closed.ok ? { session: sessionToProto(closed.session), closedNow: closed.closedNow } : failed(closed.failure);
+    },
+    async recordSessionCall(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const call = req.call;
+      if (!call) throw new ConnectError("call is required", Code.InvalidArgument);
+      if (!req.projectCanonicalId) throw new ConnectError("project_canonical_id is required", Code.InvalidArgument);
+      const recorded = await guarded(() =>
+        sessions.record(principal, {
+          selector: req.sessionSelector,
+          projectCanonicalId: req.projectCanonicalId,
+          call: {
+            callId: call.callId, tool: call.tool, effect: call.effect, outcome: call.outcome, reasonCode: call.reasonCode, detailCode: call.detailCode,
+            pathsCount: call.pathsCount, changedPathsCount: call.changedPathsCount, jobId: call.jobId, jobState: call.jobState, durationMs: call.durationMs,
+          },
+        }),
+      );
+      return recorded.ok ? { recorded: recorded.recorded, seq: BigInt(recorded.seq), duplicate: recorded.duplicate, dropped: recorded.dropped } : failed(recorded.failure);
+    },
+    async readSessionHandoff(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const handoff = await sessions.handoff(principal, { selector: req.selector, maxRecentCalls: req.maxRecentCalls });
+      if (!handoff.ok) return failed(handoff.failure);
+      return {
+        handoff: {
+          session: sessionToProto(handoff.session),
+          sessionRef: handoff.sessionRef,
+          callsDropped: BigInt(handoff.session.callsDropped),
+          ...recapToProto(handoff.recap),
+        },
+      };
+    },
+
+    // ── agent continuations ──
+    async rotateAgentEndpoint(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const r = await agents.rotateEndpoint(principal, { agentId: req.agentId, endpointId: req.endpointId, expectedGeneration: int(req.expectedControllerGeneration) });
+      return r.ok ? { continuation: continuationToProto(r.continuation), agentContinuationRef: r.ref } : failed(r.failure);
+    },
+    async issueAgentContinuationRef(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const r = await agents.issueContinuationRef(principal, { agentId: req.agentId, endpointId: req.endpointId, expectedGeneration: int(req.expectedControllerGeneration) });
+      return r.ok ? { continuation: continuationToProto(r.continuation), agentContinuationRef: r.ref } : failed(r.failure);
+    },
+    async resolveAgentContinuation(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const r = await agents.resolveContinuation(principal, { ref: req.agentContinuationRef, agentId: req.agentId, endpointId: req.endpointId, expectedGeneration: int(req.expectedControllerGeneration) });
+      return r.ok ? { continuation: continuationToProto(r.continuation) } : failed(r.failure);
+    },
+
+    // ── agent task attempts ──
+    async startAgentTaskAttempt(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const r = await agents.startAttempt(principal, { taskId: req.taskId, assigneeAgentId: req.assigneeAgentId, idempotencyKey: req.idempotencyKey });
+      return r.ok ? { attempt: attemptToProto(r.attempt), attemptRef: r.ref, replayed: r.replayed } : failed(r.failure);
+    },
+    async advanceAttemptControllerGeneration(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const r = await agents.advanceAttemptGeneration(principal, { attemptId: req.attemptId, attemptFence: int(req.attemptFence), expectedGeneration: int(req.expectedControllerGeneration) });
+      return r.ok ? { attempt: attemptToProto(r.attempt), attemptRef: r.ref } : failed(r.failure);
+    },
+    async resolveAgentTaskAttempt(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const r = await agents.resolveAttempt(principal, {
+        ref: req.attemptRef, taskId: req.taskId, attemptId: req.attemptId, assigneeAgentId: req.assigneeAgentId,
+        attemptFence: int(req.attemptFence), attemptControllerGeneration: int(req.attemptControllerGeneration),
+      });
+      return r.ok ? { attempt: attemptToProto(r.attempt) } : failed(r.failure);
     },
   };
 }

@@ -1,16 +1,29 @@
 /**
- * The runner-broker service: Runner registration, routing a call to the Runner of its
- * Project, and capability admission before dispatch (a missing capability is a structured
- * rejection, never a half-run).
+ * The runner-broker service: Runner registration (protocol generation, build, capabilities,
+ * Runner credentials), the Project lease each Runner holds (fenced, renewed by heartbeats),
+ * routing a call to the lease holder with the lease's fence, admission before dispatch
+ * (capability prerequisites, per-Project concurrency: a refusal is structured and nothing
+ * runs), fleet status from one counting path, and provisioning Runners on demand.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Client, ServiceImpl } from "@connectrpc/connect";
+import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { FailureStage, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
-import { failureToWire, principalHeaders } from "@webcodex/platform";
+import { failureToWire, principalFromHeaders, principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
-import type { RunnerRegistry } from "./runner-registry.js";
+import type { RunnerRegistry, RunnerState } from "./runner-registry.js";
+import { createLeaseStore, createMemoryLeaseBackend, FenceUnavailableError } from "./leases/lease-store.js";
+import type { LeaseStore } from "./leases/lease-store.js";
+import { createMemoryFenceHighWaterMark } from "./leases/fence-hwm.js";
+import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
+import type { ConcurrencyLimiter } from "./admission/concurrency.js";
+import type { JobStore } from "./jobs/job-store.js";
+import type { Provisioner, ProjectWorkspace } from "./provisioning/provisioner.js";
+import { fleetRows, observeFleet, summarizeFleet } from "./fleet/fleet-status.js";
+import { runnerTokenCheck, runnerTokenHeaders } from "./runner-auth.js";
+
+export const DEFAULT_PROJECT_CONCURRENCY = 16;
 
 export interface RunnerBrokerDeps {
   registry: RunnerRegistry;
@@ -21,9 +34,30 @@ export interface RunnerBrokerDeps {
   logger: Logger;
   /** Deadline for one Runner call. */
   dispatchTimeoutMs?: number;
+  /** Project leases and fences. Default: an in-process store (embedded mode). */
+  leases?: LeaseStore;
+  /** Lease TTL; default two heartbeat intervals (a Runner is lost after the same time). */
+  leaseTtlMs?: number;
+  /** Per-Project concurrency admission. Default: in-process, DEFAULT_PROJECT_CONCURRENCY. */
+  concurrency?: ConcurrencyLimiter;
+  /** Job records, for Job counts in fleet status. */
+  jobs?: JobStore;
+  /** Starts Runners where none runs (on dispatch, and EnsureProjectRunner). */
+  provisioner?: Provisioner;
+  /** Runner credential (WEBCODEX_RUNNER_TOKEN): required on RegisterRunner/Heartbeat, sent to Runners. */
+  runnerToken?: string;
 }
 
 const failure = (f: ToolFailure) => ({ failure: failureToWire(f) });
+
+/** `agent:<client_id>:<project_id>`; project ids never contain ':'. */
+export function parseCanonicalId(canonicalId: string): ProjectWorkspace | undefined {
+  if (!canonicalId.startsWith("agent:")) return undefined;
+  const rest = canonicalId.slice("agent:".length);
+  const i = rest.lastIndexOf(":");
+  if (i <= 0 || i === rest.length - 1) return undefined;
+  return { clientId: rest.slice(0, i), projectId: rest.slice(i + 1) };
+}
 
 export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof RunnerBrokerService> {
   const clients = new Map<string, Client<typeof RunnerService>>();
@@ -35,20 +69,78 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     }
     return c;
   };
+  const leases = deps.leases ?? createLeaseStore(createMemoryLeaseBackend(), createMemoryFenceHighWaterMark());
+  const limiter = deps.concurrency ?? createMemoryConcurrencyLimiter({ limit: DEFAULT_PROJECT_CONCURRENCY });
+  const leaseTtlMs = deps.leaseTtlMs ?? deps.heartbeatIntervalMs * 2;
+  const dispatchTimeoutMs = deps.dispatchTimeoutMs ?? 660_000;
+  const authorizeRunner = runnerTokenCheck(deps.runnerToken);
+  const toRunner = runnerTokenHeaders(deps.runnerToken);
+
+  /** Grants or keeps the Project lease for a Runner; a fence store outage leaves it unleased. */
+  const claimLease = async (scope: string, runnerId: string, strict: boolean) => {
+    try {
+      const a = await leases.acquire(scope, runnerId, leaseTtlMs);
+      if (a.held && a.fresh) deps.logger.info("project lease granted", { runner_id: runnerId, project: scope, fence: a.lease.fence });
+      return a.held ? { held: true, fence: a.lease.fence } : { held: false, fence: 0 };
+    } catch (error) {
+      if (!(error instanceof FenceUnavailableError)) throw error;
+      deps.logger.warn("project lease not granted: fence store unavailable", { runner_id: runnerId, project: scope, error });
+      if (strict) throw new ConnectError("fence store unavailable", Code.Unavailable, undefined, undefined, error);
+      return { held: false, fence: 0 };
+    }
+  };
+
+  const projectFence = async (scope: string, held: number) => Math.max(held, await leases.highestFence(scope));
+
+  const unavailable = async (canonicalId: string, holder: RunnerState | undefined): Promise<ToolFailure> => {
+    const last = holder ?? (await deps.registry.lastForProject(canonicalId));
+    if (last && last.connectionState === "lost") {
+      return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+        detail_code: "runner_lost",
+        evidence: { last_heartbeat_ms_ago: Math.max(0, Date.now() - last.lastHeartbeatMs) },
+        message: "The project's Runner stopped heartbeating and is lost; nothing was run.",
+      });
+    }
+    const workspace = parseCanonicalId(canonicalId);
+    if (deps.provisioner && workspace) {
+      try {
+        const r = await deps.provisioner.ensureRunner(workspace);
+        return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+          detail_code: "runner_starting",
+          evidence: { provisioning: r.action },
+          message: "A Runner for this project is starting; nothing was run. Retry shortly.",
+        });
+      } catch (error) {
+        deps.logger.warn("runner provisioning failed", { project: canonicalId, error });
+      }
+    }
+    return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+      detail_code: "no_live_runner",
+      message: "No Runner is serving this project right now; nothing was run.",
+    });
+  };
+
+  const ownWorkspace = (ctx: HandlerContext, w: ProjectWorkspace) => {
+    const principal = principalFromHeaders(ctx.requestHeader);
+    if (principal.clientId !== w.clientId) throw new ConnectError("project not visible to this client", Code.PermissionDenied);
+    if (!w.projectId) throw new ConnectError("project_id is required", Code.InvalidArgument);
+  };
 
   return {
-    async registerRunner(req) {
+    async registerRunner(req, ctx) {
+      authorizeRunner(ctx.requestHeader);
       if (!req.runnerId || !req.clientId || !req.projectId || !req.rootIdentity) throw new ConnectError("runner_id, client_id, project_id and root_identity are required", Code.InvalidArgument);
       // The Runner's Project becomes known under its client id; a new root opens a new incarnation.
       const registered = await deps.refResolver.registerProject(
         { clientId: req.clientId, projectId: req.projectId, rootIdentity: req.rootIdentity, name: req.projectId },
         { headers: principalHeaders({ clientId: req.clientId, subject: `runner:${req.runnerId}` }) },
       );
+      const canonicalId = registered.project?.canonicalId ?? `agent:${req.clientId}:${req.projectId}`;
       await deps.registry.register({
         runnerId: req.runnerId,
         clientId: req.clientId,
         projectId: req.projectId,
-        canonicalId: registered.project?.canonicalId ?? `agent:${req.clientId}:${req.projectId}`,
+        canonicalId,
         rootIdentity: req.rootIdentity,
         protocolGeneration: req.protocolGeneration,
         build: req.build,
@@ -56,24 +148,53 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         endpointUrl: req.endpointUrl,
         registeredAtMs: Date.now(),
       });
-      deps.logger.info("runner registered", { runner_id: req.runnerId, project: registered.project?.canonicalId, capabilities: req.capabilities.length });
-      return { heartbeatIntervalMs: deps.heartbeatIntervalMs };
+      const lease = await claimLease(canonicalId, req.runnerId, true);
+      const missingBaseline = RunnerCapabilities.fromWire(req.capabilities).missingBaseline();
+      deps.logger.info("runner registered", {
+        runner_id: req.runnerId, project: canonicalId, protocol_generation: req.protocolGeneration, build: req.build,
+        capabilities: req.capabilities.length, lease_held: lease.held, fence: lease.fence,
+        ...(missingBaseline.length > 0 ? { missing_baseline: missingBaseline.map(runnerCapabilityWire) } : {}),
+      });
+      return {
+        heartbeatIntervalMs: deps.heartbeatIntervalMs,
+        leaseHeld: lease.held,
+        fence: BigInt(lease.fence),
+        projectFence: BigInt(await projectFence(canonicalId, lease.fence)),
+        leaseTtlMs: leaseTtlMs,
+        projectCanonicalId: canonicalId,
+      };
     },
 
-    async heartbeat(req) {
-      return { known: await deps.registry.heartbeat(req.runnerId) };
+    async heartbeat(req, ctx) {
+      authorizeRunner(ctx.requestHeader);
+      if (!(await deps.registry.heartbeat(req.runnerId))) return { known: false };
+      const runner = await deps.registry.get(req.runnerId);
+      if (!runner) return { known: false };
+      const scope = runner.canonicalId;
+      const claimed = Number(req.fence);
+      // Renew by compare-and-set on (runner, fence); otherwise try to take the lease (a
+      // standby whose holder was lost, or a holder whose lease lapsed or was wiped).
+      const lease = claimed > 0 && (await leases.renew(scope, req.runnerId, claimed, leaseTtlMs))
+        ? { held: true, fence: claimed }
+        : await claimLease(scope, req.runnerId, false);
+      return { known: true, leaseHeld: lease.held, fence: BigInt(lease.fence), projectFence: BigInt(await projectFence(scope, lease.fence)) };
     },
 
     async dispatch(req) {
-      const runner = await deps.registry.forProject(req.projectCanonicalId);
-      if (!runner || runner.rootIdentity !== req.rootIdentity) {
+      const def = toolDefinition(req.tool);
+      if (!def) throw new ConnectError("unknown tool", Code.InvalidArgument);
+      const lease = await leases.current(req.projectCanonicalId);
+      const holder = lease ? await deps.registry.get(lease.owner) : undefined;
+      if (!lease || !holder || holder.connectionState !== "connected" || holder.canonicalId !== req.projectCanonicalId) {
+        return failure(await unavailable(req.projectCanonicalId, holder));
+      }
+      const runner = holder;
+      if (runner.rootIdentity !== req.rootIdentity) {
         return failure(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
-          detail_code: runner ? "runner_serves_other_incarnation" : "no_live_runner",
+          detail_code: "runner_serves_other_incarnation",
           message: "No Runner is serving this project right now; nothing was run.",
         }));
       }
-      const def = toolDefinition(req.tool);
-      if (!def) throw new ConnectError("unknown tool", Code.InvalidArgument);
       const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
       const have = RunnerCapabilities.fromWire(runner.capabilities);
       const missing = (def.requiredCapabilities?.(args) ?? []).filter((c) => !have.has(c));
@@ -84,10 +205,18 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
           message: "The project's Runner does not implement this request; nothing was run.",
         }));
       }
+      const slot = await limiter.tryAcquire(req.projectCanonicalId, req.callId, dispatchTimeoutMs + 5_000);
+      if (!slot.admitted) {
+        return failure(toolFailure(ReasonCode.rateLimited, FailureStage.dispatch, {
+          detail_code: "project_concurrency_limit",
+          evidence: { limit: limiter.limit, in_flight: slot.inFlight },
+          message: "Too many calls are running on this project; nothing was run. Retry after one finishes.",
+        }));
+      }
       try {
         const res = await runnerClient(runner.endpointUrl).execute(
-          { callId: req.callId, tool: req.tool, argumentsJson: req.argumentsJson, rootIdentity: req.rootIdentity },
-          { timeoutMs: deps.dispatchTimeoutMs ?? 660_000 },
+          { callId: req.callId, tool: req.tool, argumentsJson: req.argumentsJson, rootIdentity: req.rootIdentity, fence: BigInt(lease.fence) },
+          { timeoutMs: dispatchTimeoutMs, headers: toRunner },
         );
         return { resultJson: res.resultJson, ...(res.failure ? { failure: res.failure } : {}) };
       } catch (error) {
@@ -101,18 +230,47 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
           outcome_unknown: !notStarted && mayHaveEffect,
           message: notStarted ? "The project's Runner is not reachable; nothing was run." : "The connection to the Runner broke during the call.",
         }));
+      } finally {
+        await limiter.release(req.projectCanonicalId, req.callId).catch((error: unknown) => deps.logger.warn("concurrency slot release failed", { error }));
       }
     },
 
     async getFleetStatus(req) {
-      const all = await deps.registry.list();
-      const runners = all.filter((r) => !req.clientId || r.clientId === req.clientId);
+      const observation = await observeFleet({ registry: deps.registry, leases, limiter, ...(deps.jobs ? { jobs: deps.jobs } : {}), ...(req.clientId ? { clientId: req.clientId } : {}) });
+      const s = summarizeFleet(observation);
+      const summary = {
+        runnersTotal: s.runnersTotal, runnersConnected: s.runnersConnected, runnersLost: s.runnersLost, runnersStandby: s.runnersStandby,
+        projectsTotal: s.projectsTotal, projectsRoutable: s.projectsRoutable,
+        jobs: { active: s.jobs.active, running: s.jobs.running, queued: s.jobs.queued, recovering: s.jobs.recovering, lostAfterReconcile: s.jobs.lostAfterReconcile },
+        serverProtocolGeneration: s.serverProtocolGeneration, protocolGenerations: s.protocolGenerations, builds: s.builds,
+        protocolAligned: s.protocolAligned, buildAligned: s.buildAligned, baselineFaults: s.baselineFaults,
+        connectionStates: s.connectionStates, projectConcurrencyLimit: s.projectConcurrencyLimit, inFlight: s.inFlight,
+      };
+      // Sparse status branches here, before any row is built.
+      if (req.summaryOnly) return { summary };
       return {
-        runners: runners.map((r) => ({
+        summary,
+        runners: fleetRows(observation).map((r) => ({
           runnerId: r.runnerId, clientId: r.clientId, projectId: r.projectId, connectionState: r.connectionState,
           protocolGeneration: r.protocolGeneration, build: r.build, capabilities: r.capabilities, lastHeartbeatUnixMs: BigInt(r.lastHeartbeatMs),
+          projectCanonicalId: r.canonicalId, leaseHeld: r.leaseHeld, fence: BigInt(r.fence), baselineComplete: r.baselineComplete, inFlight: r.inFlight,
         })),
       };
+    },
+
+    async ensureProjectRunner(req, ctx) {
+      const w = { clientId: req.clientId, projectId: req.projectId };
+      ownWorkspace(ctx, w);
+      if (!deps.provisioner) throw new ConnectError("no Runner provisioner is configured", Code.FailedPrecondition);
+      const r = await deps.provisioner.ensureRunner(w);
+      return { action: r.action, runnerName: r.name };
+    },
+
+    async removeProjectRunner(req, ctx) {
+      const w = { clientId: req.clientId, projectId: req.projectId };
+      ownWorkspace(ctx, w);
+      if (!deps.provisioner) throw new ConnectError("no Runner provisioner is configured", Code.FailedPrecondition);
+      return { removed: await deps.provisioner.removeRunner(w, { keepWorkspace: req.keepWorkspace }) };
     },
   };
 }

@@ -1,4 +1,4 @@
-import { readConfig } from "@webcodex/platform";
+import { ConfigError, readConfig } from "@webcodex/platform";
 import type { Env } from "@webcodex/platform";
 
 export const runnerBrokerConfigSpec = {
@@ -6,9 +6,33 @@ export const runnerBrokerConfigSpec = {
   host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
   redisUrl: { kind: "string", env: "WEBCODEX_REDIS_URL", required: true },
   redisKeyPrefix: { kind: "string", env: "WEBCODEX_REDIS_KEY_PREFIX", default: "webcodex:broker:" },
+  /** Schema `broker`: fence high-water marks (the floor under Redis fence counters) and Job records. */
+  postgresUrl: { kind: "string", env: "WEBCODEX_POSTGRES_URL", required: true },
+  migrateOnStart: { kind: "bool", env: "WEBCODEX_MIGRATE_ON_START", default: true },
   refResolverUrl: { kind: "string", env: "WEBCODEX_REF_RESOLVER_URL", required: true },
   heartbeatIntervalMs: { kind: "int", env: "WEBCODEX_HEARTBEAT_INTERVAL_MS", default: 5000, min: 100 },
+  /** Runner credential, separate from Host credentials; when set, Runners must present it. */
+  runnerToken: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN" },
+  projectConcurrency: { kind: "int", env: "WEBCODEX_PROJECT_CONCURRENCY", default: 16, min: 1, max: 1024 },
+  dispatchTimeoutMs: { kind: "int", env: "WEBCODEX_DISPATCH_TIMEOUT_MS", default: 660_000, min: 1_000 },
+  jobReconcileIntervalMs: { kind: "int", env: "WEBCODEX_JOB_RECONCILE_INTERVAL_MS", default: 30_000, min: 0 },
+  provisioner: { kind: "enum", env: "WEBCODEX_PROVISIONER", values: ["none", "local-process", "kubernetes"], default: "none" },
+  runnerNamespace: { kind: "string", env: "WEBCODEX_RUNNER_NAMESPACE" },
+  runnerPodTemplate: { kind: "string", env: "WEBCODEX_RUNNER_POD_TEMPLATE" },
+  /** local-process: Runner workspaces live in <dir>/<tenant hash>/<project id>. */
+  runnerWorkspacesDir: { kind: "string", env: "WEBCODEX_RUNNER_WORKSPACES_DIR" },
+  /** local-process: the webcodex CLI the Runners are started with. */
+  runnerCliPath: { kind: "string", env: "WEBCODEX_RUNNER_CLI" },
+  /** local-process: the broker URL local Runners register with (default: this server's URL). */
+  brokerAdvertiseUrl: { kind: "string", env: "WEBCODEX_BROKER_ADVERTISE_URL" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;
 
-export const loadConfig = (env: Env) => readConfig(runnerBrokerConfigSpec, env);
+export function loadConfig(env: Env) {
+  const config = readConfig(runnerBrokerConfigSpec, env);
+  const problems: string[] = [];
+  if (config.provisioner === "kubernetes" && !config.runnerPodTemplate) problems.push("WEBCODEX_RUNNER_POD_TEMPLATE is required with WEBCODEX_PROVISIONER=kubernetes");
+  if (config.provisioner === "local-process" && !config.runnerWorkspacesDir) problems.push("WEBCODEX_RUNNER_WORKSPACES_DIR is required with WEBCODEX_PROVISIONER=local-process");
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

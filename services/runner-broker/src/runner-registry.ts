@@ -1,8 +1,10 @@
 /**
- * Which Runner serves which Project, and whether it is still alive. A Runner that misses
- * heartbeats for `lostAfterMs` is lost: its Project is unroutable until a Runner registers
- * again. Two implementations behind one interface: Redis (distributed, shared by broker
- * replicas) and in-process (embedded).
+ * Which Runners exist, what they are, and whether they are still alive. A Runner that misses
+ * heartbeats for `lostAfterMs` (two heartbeat intervals) is lost. Who *serves* a Project is
+ * decided by the Project lease (leases/), not here; this registry only remembers
+ * registrations, liveness and the last Runner registered for each Project (for diagnostics).
+ * Two implementations behind one interface: Redis (shared by broker replicas) and
+ * in-process (embedded).
  */
 import type { Redis } from "@webcodex/platform";
 
@@ -29,85 +31,126 @@ export interface RunnerRegistry {
   register(registration: RunnerRegistration): Promise<void>;
   /** False when the Runner is unknown (it must register again). */
   heartbeat(runnerId: string): Promise<boolean>;
-  /** The live Runner serving a Project, if any. */
+  /** A Runner's registration and liveness, connected or lost. */
+  get(runnerId: string): Promise<RunnerState | undefined>;
+  /** The last Runner registered for a Project, connected or lost (diagnostics, not routing). */
+  lastForProject(canonicalId: string): Promise<RunnerState | undefined>;
+  /** The live Runner last registered for a Project, if any. */
   forProject(canonicalId: string): Promise<RunnerState | undefined>;
   list(): Promise<RunnerState[]>;
 }
 
-export function createMemoryRunnerRegistry(options: { lostAfterMs: number; now?: () => number }): RunnerRegistry {
+export interface RegistryOptions {
+  lostAfterMs: number;
+  /** How long a lost Runner stays listed (default 1 h). */
+  retainLostMs?: number;
+}
+
+export function createMemoryRunnerRegistry(options: RegistryOptions & { now?: () => number }): RunnerRegistry {
   const now = options.now ?? Date.now;
+  const retain = options.retainLostMs ?? 3_600_000;
   const runners = new Map<string, { reg: RunnerRegistration; last: number }>();
   const byProject = new Map<string, string>();
   const state = (e: { reg: RunnerRegistration; last: number }): RunnerState => ({
     ...e.reg,
     lastHeartbeatMs: e.last,
-    connectionState: now() - e.last <= options.lostAfterMs ? "connected" : "lost",
+    connectionState: now() - e.last < options.lostAfterMs ? "connected" : "lost",
   });
-  return {
+  const entry = (runnerId: string) => {
+    const e = runners.get(runnerId);
+    if (e && now() - e.last > retain) {
+      runners.delete(runnerId);
+      return undefined;
+    }
+    return e;
+  };
+  const registry: RunnerRegistry = {
     async register(reg) {
       runners.set(reg.runnerId, { reg, last: now() });
       byProject.set(reg.canonicalId, reg.runnerId);
     },
     async heartbeat(runnerId) {
-      const e = runners.get(runnerId);
+      const e = entry(runnerId);
       if (!e) return false;
       e.last = now();
       return true;
     },
-    async forProject(canonicalId) {
+    async get(runnerId) {
+      const e = entry(runnerId);
+      return e ? state(e) : undefined;
+    },
+    async lastForProject(canonicalId) {
       const id = byProject.get(canonicalId);
-      const e = id ? runners.get(id) : undefined;
-      if (!e) return undefined;
-      const s = state(e);
-      return s.connectionState === "connected" ? s : undefined;
+      const e = id ? entry(id) : undefined;
+      return e ? state(e) : undefined;
+    },
+    async forProject(canonicalId) {
+      const s = await registry.lastForProject(canonicalId);
+      return s?.connectionState === "connected" ? s : undefined;
     },
     async list() {
-      return [...runners.values()].map(state);
+      return [...runners.keys()].map(entry).filter((e) => e !== undefined).map(state);
     },
   };
+  return registry;
 }
 
 /**
- * Redis layout (all under `prefix`): `runner:<id>` JSON registration, `alive:<id>` with a
- * TTL of lostAfterMs refreshed by heartbeats, `project:<canonical>` → runner id, and the
- * set `runners`.
+ * Redis layout (all under `prefix`): `runner:<id>` JSON registration (kept `retainLostMs`
+ * after the last heartbeat), `alive:<id>` with a TTL of lostAfterMs refreshed by heartbeats,
+ * `project:<canonical>` → last registered runner id, and the set `runners` (pruned lazily).
  */
-export function createRedisRunnerRegistry(redis: Redis, options: { lostAfterMs: number; prefix?: string }): RunnerRegistry {
+export function createRedisRunnerRegistry(redis: Redis, options: RegistryOptions & { prefix?: string }): RunnerRegistry {
   const p = options.prefix ?? "webcodex:broker:";
   const ttl = options.lostAfterMs;
+  const retain = Math.max(options.retainLostMs ?? 3_600_000, ttl);
   const load = async (runnerId: string): Promise<RunnerState | undefined> => {
     const [json, alive] = await redis.mget(`${p}runner:${runnerId}`, `${p}alive:${runnerId}`);
     if (!json) return undefined;
     const reg = JSON.parse(json) as RunnerRegistration & { lastHeartbeatMs?: number };
-    return { ...reg, lastHeartbeatMs: alive ? Number(alive) : reg.lastHeartbeatMs ?? reg.registeredAtMs, connectionState: alive ? "connected" : "lost" };
+    const { lastHeartbeatMs, ...registration } = reg;
+    return { ...registration, lastHeartbeatMs: alive ? Number(alive) : lastHeartbeatMs ?? reg.registeredAtMs, connectionState: alive ? "connected" : "lost" };
   };
-  return {
+  const registry: RunnerRegistry = {
     async register(reg) {
       const now = Date.now();
       await redis
         .multi()
-        .set(`${p}runner:${reg.runnerId}`, JSON.stringify(reg))
+        .set(`${p}runner:${reg.runnerId}`, JSON.stringify({ ...reg, lastHeartbeatMs: now }), "PX", retain)
         .set(`${p}alive:${reg.runnerId}`, String(now), "PX", ttl)
-        .set(`${p}project:${reg.canonicalId}`, reg.runnerId)
+        .set(`${p}project:${reg.canonicalId}`, reg.runnerId, "PX", retain)
         .sadd(`${p}runners`, reg.runnerId)
         .exec();
     },
     async heartbeat(runnerId) {
-      const exists = await redis.exists(`${p}runner:${runnerId}`);
-      if (!exists) return false;
-      await redis.set(`${p}alive:${runnerId}`, String(Date.now()), "PX", ttl);
+      const json = await redis.get(`${p}runner:${runnerId}`);
+      if (!json) return false;
+      const now = Date.now();
+      const reg = JSON.parse(json) as RunnerRegistration;
+      await redis
+        .multi()
+        .set(`${p}runner:${runnerId}`, JSON.stringify({ ...reg, lastHeartbeatMs: now }), "PX", retain)
+        .set(`${p}alive:${runnerId}`, String(now), "PX", ttl)
+        .pexpire(`${p}project:${reg.canonicalId}`, retain)
+        .exec();
       return true;
     },
-    async forProject(canonicalId) {
+    get: load,
+    async lastForProject(canonicalId) {
       const id = await redis.get(`${p}project:${canonicalId}`);
-      if (!id) return undefined;
-      const s = await load(id);
+      return id ? load(id) : undefined;
+    },
+    async forProject(canonicalId) {
+      const s = await registry.lastForProject(canonicalId);
       return s?.connectionState === "connected" ? s : undefined;
     },
     async list() {
       const ids = await redis.smembers(`${p}runners`);
       const states = await Promise.all(ids.map(load));
+      const gone = ids.filter((_, i) => states[i] === undefined);
+      if (gone.length > 0) await redis.srem(`${p}runners`, ...gone);
       return states.filter((s): s is RunnerState => s !== undefined);
     },
   };
+  return registry;
 }

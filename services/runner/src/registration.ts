@@ -1,12 +1,17 @@
 /**
  * Keeps this Runner registered with the broker: register, heartbeat every interval the broker
  * asks for, register again when the broker no longer knows it, back off while it is down.
+ * Each answer carries the Project lease state: the fence this Runner holds (renewed by
+ * compare-and-set on every heartbeat) and the Project's highest fence, which raises the
+ * shared FenceGuard so a Runner that lost its lease refuses stale mutating calls.
  */
 import type { Client } from "@connectrpc/connect";
 import type { RunnerBrokerService } from "@webcodex/proto";
 import { RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
+import { RUNNER_TOKEN_HEADER } from "./runner-service.js";
+import type { FenceGuard } from "./runner-service.js";
 
 export interface RegistrationOptions {
   broker: Client<typeof RunnerBrokerService>;
@@ -18,11 +23,23 @@ export interface RegistrationOptions {
   capabilities: readonly RunnerCapabilityId[];
   endpointUrl: string;
   logger: Logger;
+  /** Shared with the RunnerService: raised from every lease answer. */
+  fence?: FenceGuard;
+  /** Runner credential for the broker (WEBCODEX_RUNNER_TOKEN); separate from Host credentials. */
+  runnerToken?: string;
+}
+
+export interface LeaseView {
+  held: boolean;
+  /** The held lease's fence; 0 when not held. */
+  fence: number;
 }
 
 export interface RegistrationLoop {
   /** Resolves after the first successful registration. */
   readonly registered: Promise<void>;
+  /** This Runner's view of its Project lease after the last broker answer. */
+  lease(): LeaseView;
   stop(): void;
 }
 
@@ -34,28 +51,49 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
   let interval = 1_000;
   let known = false;
   let failures = 0;
+  let lease: LeaseView = { held: false, fence: 0 };
+  const callOptions = o.runnerToken ? { headers: { [RUNNER_TOKEN_HEADER]: o.runnerToken } } : {};
+
+  const onLease = (held: boolean, fence: bigint, projectFence: bigint) => {
+    o.fence?.observe(Number(projectFence));
+    if (held) o.fence?.observe(Number(fence));
+    const next = { held, fence: held ? Number(fence) : 0 };
+    if (next.held !== lease.held || next.fence !== lease.fence) {
+      o.logger.info(next.held ? "project lease held" : "project lease not held", { runner_id: o.runnerId, fence: next.fence, project_fence: Number(projectFence) });
+    }
+    lease = next;
+  };
 
   const register = async () => {
     const res = await o.broker.registerRunner({
       runnerId: o.runnerId, clientId: o.clientId, projectId: o.projectId, rootIdentity: o.rootIdentity,
       protocolGeneration: RUNNER_PROTOCOL_GENERATION, build: o.build, capabilities: new RunnerCapabilities(o.capabilities).toWire(), endpointUrl: o.endpointUrl,
-    });
+    }, callOptions);
     interval = res.heartbeatIntervalMs || interval;
     known = true;
+    onLease(res.leaseHeld, res.fence, res.projectFence);
     markRegistered();
-    o.logger.info("registered with broker", { runner_id: o.runnerId, heartbeat_interval_ms: interval });
+    o.logger.info("registered with broker", { runner_id: o.runnerId, heartbeat_interval_ms: interval, lease_held: res.leaseHeld });
+  };
+
+  const heartbeat = async () => {
+    const res = await o.broker.heartbeat({ runnerId: o.runnerId, fence: BigInt(lease.fence) }, callOptions);
+    known = res.known;
+    if (known) onLease(res.leaseHeld, res.fence, res.projectFence);
   };
 
   const tick = async () => {
     if (stopped) return;
     try {
       if (!known) await register();
-      else known = (await o.broker.heartbeat({ runnerId: o.runnerId })).known;
+      else await heartbeat();
       if (!known) await register();
       failures = 0;
     } catch (error) {
       failures += 1;
       known = false;
+      // Unreachable broker: the lease will lapse on its TTL, so stop claiming it.
+      lease = { held: false, fence: 0 };
       if (failures === 1 || failures % 20 === 0) o.logger.warn("broker unreachable; retrying", { error });
     }
     if (!stopped) {
@@ -66,6 +104,7 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
   void tick();
   return {
     registered,
+    lease: () => ({ ...lease }),
     stop() {
       stopped = true;
       if (timer) clearTimeout(timer);

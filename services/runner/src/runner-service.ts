@@ -1,10 +1,14 @@
 /**
  * The RunnerService: executes canonical tool calls in one workspace. Each handler names the
  * wire capabilities it implements; the Runner advertises exactly those and nothing else.
+ * Mutating calls are fenced: a call carrying a fence lower than the highest this Runner has
+ * seen (from a dispatch or from the broker's lease grants) is rejected before it runs.
  */
+import { timingSafeEqual, createHash } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "@webcodex/proto";
-import { FailureStage, isToolFailureError, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, toolFailure } from "@webcodex/contracts";
+import { FailureStage, isToolFailureError, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { failureToWire } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
@@ -18,24 +22,87 @@ export interface RunnerHandlers {
   capabilities: readonly RunnerCapabilityId[];
 }
 
+/**
+ * The highest fencing token this Runner has seen for its Project. Shared by the
+ * RunnerService (fences carried by dispatches) and the registration loop (fences the broker
+ * granted or reports for the Project), so a Runner that lost its lease while paused learns
+ * the newer fence on its next heartbeat and refuses stale mutating calls from then on.
+ */
+export interface FenceGuard {
+  /** 0 until a fence is seen. */
+  readonly highest: number;
+  /** Raises the floor (never lowers it). */
+  observe(fence: number): void;
+  /** Admits a mutating call's fence (raising the floor) unless it is below the floor. */
+  admit(fence: number): boolean;
+}
+
+export function createFenceGuard(): FenceGuard {
+  let highest = 0;
+  return {
+    get highest() {
+      return highest;
+    },
+    observe(fence) {
+      if (Number.isFinite(fence) && fence > highest) highest = fence;
+    },
+    admit(fence) {
+      if (fence < highest) return false;
+      highest = fence;
+      return true;
+    },
+  };
+}
+
+/** Header carrying the Runner token between the broker and its Runners (never a Host credential). */
+export const RUNNER_TOKEN_HEADER = "x-webcodex-runner-token";
+
 export interface RunnerServiceDeps {
   runnerId: string;
   build: string;
   rootIdentity: () => Promise<string>;
   handlers: RunnerHandlers;
   logger: Logger;
+  /** Shared with the registration loop; a private guard is used when absent. */
+  fence?: FenceGuard;
+  /** When set, Execute and Describe require it in RUNNER_TOKEN_HEADER. */
+  runnerToken?: string;
 }
+
+const digest = (s: string) => createHash("sha256").update(s).digest();
 
 export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof RunnerService> {
   const capabilities = new RunnerCapabilities(deps.handlers.capabilities).toWire();
+  const fence = deps.fence ?? createFenceGuard();
+  const expected = deps.runnerToken ? digest(deps.runnerToken) : undefined;
+  const authorize = (headers: Headers) => {
+    if (!expected) return;
+    const got = headers.get(RUNNER_TOKEN_HEADER);
+    if (!got || !timingSafeEqual(digest(got), expected)) throw new ConnectError("runner token required", Code.Unauthenticated);
+  };
   return {
     async execute(req, ctx) {
+      authorize(ctx.requestHeader);
       const handler = deps.handlers.tools[req.tool];
       if (!handler) return { resultJson: "", failure: failureToWire(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, { detail_code: "tool_not_implemented" })) };
       // The broker routes by Project; a call for another root is refused before anything runs.
       if (req.rootIdentity && req.rootIdentity !== (await deps.rootIdentity())) {
         return { resultJson: "", failure: failureToWire(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, { detail_code: "root_identity_mismatch" })) };
       }
+      const callFence = Number(req.fence);
+      const mutating = toolDefinition(req.tool)?.effect !== "read_only";
+      if (mutating && !fence.admit(callFence)) {
+        deps.logger.warn("stale fence rejected", { tool: req.tool, call_id: req.callId, fence: callFence, highest: fence.highest });
+        return {
+          resultJson: "",
+          failure: failureToWire(toolFailure(ReasonCode.fenceRejected, FailureStage.dispatch, {
+            detail_code: "stale_fence",
+            evidence: { fence: callFence, highest_seen: fence.highest },
+            message: "The call carried a stale lease fence; nothing was run.",
+          })),
+        };
+      }
+      if (!mutating) fence.observe(callFence);
       try {
         const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
         const result = await handler(args, ctx.signal);
@@ -46,7 +113,8 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         return { resultJson: "", failure: failureToWire(toolFailure(ReasonCode.internal, FailureStage.execution, { detail_code: "runner_internal_error", outcome_unknown: true })) };
       }
     },
-    async describe() {
+    async describe(_req, ctx) {
+      authorize(ctx.requestHeader);
       return { runnerId: deps.runnerId, rootIdentity: await deps.rootIdentity(), protocolGeneration: RUNNER_PROTOCOL_GENERATION, build: deps.build, capabilities };
     },
   };

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { ActionRecordSchema } from "@webcodex/proto";
 import { appendActions, migrateAudit } from "@webcodex/audit";
-import { createPostgresDatabase } from "@webcodex/platform";
+import { argumentShape, createPostgresDatabase } from "@webcodex/platform";
 import { round } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
@@ -11,10 +11,13 @@ export async function benchAuditIngest(postgresUrl: string, rows = 20_000, batch
   const db = createPostgresDatabase({ url: postgresUrl, max: 4 });
   try {
     await migrateAudit(db);
+    const shape = argumentShape({ project: "~p1", files: [{ path: "README.md", start_line: 1 }] });
     const make = () =>
       create(ActionRecordSchema, {
         callId: randomUUID(), clientId: "bench", subject: "bench", tool: "read_files", projectCanonicalId: "agent:bench:p", effect: "read_only",
-        outcome: "success", startedAtUnixMs: BigInt(Date.now()), durationUs: 1200, stageDurationsUs: { normalize: 20, resolve: 100, dispatch: 900 },
+        outcome: "success", startedAtUnixMs: BigInt(Date.now()), durationUs: 1200, stageDurationsUs: { normalize: 20, resolve: 100, dispatch: 900, record: 50 },
+        // A full production row: hashed argument shape and result sizes (see docs/audit.md).
+        argumentShape: shape, resultSize: { canonicalBytes: 2400, projectedBytes: 1900, projectedMetadataBytes: 120 },
       });
     const t = performance.now();
     // Two concurrent writers, as two gateway replicas would be.

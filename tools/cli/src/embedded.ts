@@ -19,7 +19,7 @@ import { createAudit, migrateAudit } from "@webcodex/audit";
 import { createMemoryRunnerRegistry, createRunnerBroker } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
-import type { Gateway, StaticTokenEntry } from "@webcodex/gateway";
+import type { Gateway, GatewayDeps, StaticTokenEntry } from "@webcodex/gateway";
 
 export interface EmbeddedOptions {
   projectDir: string;
@@ -31,6 +31,11 @@ export interface EmbeddedOptions {
   clientId: string;
   projectId?: string;
   heartbeatIntervalMs?: number;
+  /** JWT bearer tokens from an OAuth authorization server, besides the dev tokens. */
+  oauth?: GatewayDeps["oauth"];
+  readOnlyClients?: readonly string[];
+  /** Per-tenant tools/call limit (off when absent). */
+  rateLimit?: GatewayDeps["rateLimit"];
   logger: Logger;
 }
 
@@ -108,6 +113,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
       audit: createInProcessClient(AuditService, createAudit({ db })),
     },
     authenticator: createStaticTokenAuthenticator(options.tokens),
+    ...(options.oauth ? { oauth: options.oauth } : {}),
+    ...(options.readOnlyClients ? { readOnlyClients: options.readOnlyClients } : {}),
+    ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
     dependencyProbes: { postgres: () => db.ping() },
     publicUrl: url,
     allowedHosts: ["localhost", "127.0.0.1", "[::1]", publicHost],

@@ -10,6 +10,7 @@ import type { LogLevel } from "@webcodex/platform";
 import { parseDevTokensFile } from "@webcodex/gateway";
 import type { StaticTokenEntry } from "@webcodex/gateway";
 import { defaultDataDir, startEmbedded } from "./embedded.js";
+import type { EmbeddedOptions } from "./embedded.js";
 import { startDistributed, SERVICES } from "./distributed.js";
 
 const usage = `usage:
@@ -18,6 +19,7 @@ const usage = `usage:
   webcodex serve <service>                                one service, configured from WEBCODEX_* env
   webcodex runner                                         one Runner, configured from WEBCODEX_RUNNER_* env
   webcodex migrate                                        apply migrations to WEBCODEX_POSTGRES_URL
+  webcodex friction-report [--postgres-url URL | --data-dir D] [--format table|json]   friction patterns per tenant and tool
 services: ${SERVICES.filter((s) => s !== "runner").join(", ")}`;
 
 function devTokens(env: NodeJS.ProcessEnv): { tokens: StaticTokenEntry[]; shown?: string; clientId: string } {
@@ -30,6 +32,44 @@ function devTokens(env: NodeJS.ProcessEnv): { tokens: StaticTokenEntry[]; shown?
   return { tokens: [{ token, clientId, subject: "dev" }], shown: token, clientId };
 }
 
+/**
+ * OAuth and rate-limit settings for `webcodex dev`, from the same WEBCODEX_* variables the
+ * distributed gateway reads. The dev rate limit is off unless WEBCODEX_RATE_LIMIT_PER_MINUTE
+ * or WEBCODEX_RATE_LIMITS is set.
+ */
+function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" | "readOnlyClients" | "rateLimit"> {
+  const int = (name: string): number | undefined => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
+    return n;
+  };
+  const issuer = env["WEBCODEX_OAUTH_ISSUER"];
+  const tolerance = int("WEBCODEX_OAUTH_CLOCK_TOLERANCE_S");
+  const perMinute = int("WEBCODEX_RATE_LIMIT_PER_MINUTE") ?? 0;
+  const burst = int("WEBCODEX_RATE_LIMIT_BURST");
+  const overrides = env["WEBCODEX_RATE_LIMITS"];
+  const readOnly = (env["WEBCODEX_READ_ONLY_CLIENTS"] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const opt = (key: string, name: string) => (env[name] ? { [key]: env[name] } : {});
+  return {
+    ...(issuer
+      ? {
+          oauth: {
+            issuer,
+            ...opt("audience", "WEBCODEX_OAUTH_AUDIENCE"),
+            ...opt("jwksUrl", "WEBCODEX_OAUTH_JWKS_URL"),
+            ...opt("clientIdClaim", "WEBCODEX_OAUTH_CLIENT_ID_CLAIM"),
+            ...opt("admissionProfileClaim", "WEBCODEX_OAUTH_ADMISSION_CLAIM"),
+            ...(tolerance !== undefined ? { clockToleranceSec: tolerance } : {}),
+          },
+        }
+      : {}),
+    ...(readOnly.length > 0 ? { readOnlyClients: readOnly } : {}),
+    ...(perMinute > 0 || overrides ? { rateLimit: { perMinute, ...(burst ? { burst } : {}), ...(overrides ? { perClient: overrides } : {}) } } : {}),
+  };
+}
+
 export async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   const env = process.env;
@@ -40,7 +80,7 @@ export async function run(argv: string[]): Promise<void> {
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
       const { tokens, shown, clientId } = devTokens(env);
       const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? defaultDataDir();
-      const embedded = await startEmbedded({ projectDir: values.project, port: Number(values.port), host: values.host, dataDir, tokens, clientId, logger });
+      const embedded = await startEmbedded({ projectDir: values.project, port: Number(values.port), host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env) });
       process.stdout.write(`WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`);
       const stop = () => void embedded.close().then(() => process.exit(0), () => process.exit(1));
       process.once("SIGINT", stop);
@@ -54,6 +94,10 @@ export async function run(argv: string[]): Promise<void> {
       if (!postgresUrl || !redisUrl) throw new Error("webcodex up needs WEBCODEX_POSTGRES_URL and WEBCODEX_REDIS_URL");
       const { shown, clientId } = devTokens(env);
       const gatewayEnv: Record<string, string> = env["WEBCODEX_DEV_TOKENS_FILE"] ? { WEBCODEX_DEV_TOKENS_FILE: env["WEBCODEX_DEV_TOKENS_FILE"] } : { WEBCODEX_DEV_TOKEN: shown ?? "" };
+      // OAuth and rate-limit settings reach the gateway process unchanged.
+      for (const [name, value] of Object.entries(env)) {
+        if (value !== undefined && /^WEBCODEX_(OAUTH_|RATE_LIMIT|READ_ONLY_CLIENTS$)/.test(name)) gatewayEnv[name] = value;
+      }
       const stack = await startDistributed({ basePort: Number(values.port), postgresUrl, redisUrl, projectDir: values.project, clientId, gatewayEnv });
       process.stdout.write(`WebCodex is running (distributed, ${SERVICES.length} processes).\n  MCP URL: ${stack.mcpUrl}\n${shown ? `  Token:   ${shown}\n` : ""}`);
       const stop = () => void stack.stop().then(() => process.exit(0));
@@ -89,6 +133,15 @@ export async function run(argv: string[]): Promise<void> {
       } finally {
         await db.close();
       }
+      return;
+    }
+    case "friction-report": {
+      const { runFrictionReport, frictionReportUsage } = await import("@webcodex/audit");
+      if (rest.includes("--help")) {
+        process.stdout.write(`${frictionReportUsage}\n`);
+        return;
+      }
+      await runFrictionReport(rest, { env, write: (text) => process.stdout.write(text) });
       return;
     }
     default:

@@ -2,25 +2,55 @@
  * The MCP Streamable HTTP endpoint (stateless): POST carries JSON-RPC; a request is answered
  * with application/json, or with an SSE stream when the client asked for progress. GET and
  * DELETE are not offered (405). Host/Origin checks guard against DNS rebinding.
+ *
+ * It is also the OAuth resource server's front door: 401 with a Bearer challenge pointing at
+ * the RFC 9728 metadata for a missing or invalid token, 403 `insufficient_scope` for a
+ * tools/call whose tool needs a scope the token lacks, and the per-tenant rate limit for
+ * tools/call (a structured `rate_limited` result plus `Retry-After`), all before the MCP
+ * server sees the message.
+ *
+ * Sessions: the answer to `initialize` carries an `Mcp-Session-Id`, so clients that expect
+ * one get one, but it is advisory. The server keeps no session state, any replica serves
+ * any request, and every request is authenticated and authorized on its own.
  */
+import { randomUUID } from "node:crypto";
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolFailure } from "@webcodex/contracts";
 import type { HttpHandler, NodeRequest, NodeResponse, Logger } from "@webcodex/platform";
 import { sendJson } from "@webcodex/platform";
 import type { Authenticator, Caller } from "../auth.js";
-import { bearerToken } from "../auth.js";
+import { AuthUnavailableError, bearerToken } from "../auth.js";
+import { bearerChallenge } from "../auth/resource-metadata.js";
+import { checkToolScope, requiredScope, stepUpScopes } from "../auth/scopes.js";
+import type { RateLimiter } from "../rate-limit.js";
+import { rateLimitedFailure, retryAfterSeconds } from "../rate-limit.js";
 import type { MultiplexTransport, ExchangeSink } from "./multiplex-transport.js";
+
+/** A tools/call the HTTP layer refused before dispatch (for audit). */
+export interface DeniedToolCall {
+  caller: Caller;
+  tool: string;
+  args: unknown;
+  failure: ToolFailure;
+}
 
 export interface StreamableHttpOptions {
   transport: MultiplexTransport;
   authenticator: Authenticator;
   /** Host header values accepted (DNS-rebinding protection); ports are ignored. */
   allowedHosts: readonly string[];
-  /** Origins accepted when a browser sends one. */
+  /** Origins accepted when a browser sends one, besides origins on an allowed host. */
   allowedOrigins: readonly string[];
   /** URL of the protected resource metadata, for WWW-Authenticate. */
   resourceMetadataUrl: string;
+  /** Scopes named in the 401 challenge: what a token for this resource should carry. */
+  challengeScopes?: readonly string[];
+  /** Per-tenant limit on tools/call. */
+  rateLimiter?: RateLimiter;
+  /** Told about each tools/call refused here (insufficient scope, rate limited). */
+  onDenied?: (denied: DeniedToolCall) => void;
   maxBodyBytes: number;
   logger: Logger;
 }
@@ -31,6 +61,17 @@ function hostAllowed(hostHeader: string | undefined, allowed: readonly string[])
   if (!hostHeader) return false;
   const host = hostHeader.startsWith("[") ? hostHeader.slice(0, hostHeader.indexOf("]") + 1) : hostHeader.split(":")[0] ?? "";
   return allowed.includes(host.toLowerCase());
+}
+
+/** A browser Origin is accepted when listed, or when it is on one of the allowed hosts. */
+function originAllowed(origin: string, options: StreamableHttpOptions): boolean {
+  if (options.allowedOrigins.includes(origin)) return true;
+  try {
+    const url = new URL(origin);
+    return (url.protocol === "http:" || url.protocol === "https:") && options.allowedHosts.includes(url.hostname.toLowerCase());
+  } catch {
+    return false;
+  }
 }
 
 async function readBody(req: NodeRequest, limit: number): Promise<Buffer | "too_large"> {
@@ -44,19 +85,34 @@ async function readBody(req: NodeRequest, limit: number): Promise<Buffer | "too_
   return Buffer.concat(chunks);
 }
 
+type Message = Record<string, unknown>;
+
+const toolCallParams = (m: Message) => (m["params"] ?? {}) as { name?: unknown; arguments?: unknown };
+
 export function createStreamableHttpHandler(options: StreamableHttpOptions): HttpHandler {
   const { transport } = options;
+  const challengeScopes = options.challengeScopes ?? [];
   return async (req: NodeRequest, res: NodeResponse) => {
     const headers = req.headers;
     if (!hostAllowed(headers.host ?? (headers[":authority"] as string | undefined), options.allowedHosts)) return sendJson(res, 403, jsonRpcError(-32000, "host not allowed"));
     const origin = headers.origin;
-    if (origin !== undefined && !options.allowedOrigins.includes(origin)) return sendJson(res, 403, jsonRpcError(-32000, "origin not allowed"));
+    if (origin !== undefined && !originAllowed(origin, options)) return sendJson(res, 403, jsonRpcError(-32000, "origin not allowed"));
 
-    const caller: Caller | undefined = await options.authenticator.authenticate(bearerToken(headers.authorization));
+    const token = bearerToken(headers.authorization);
+    let caller: Caller | undefined;
+    try {
+      caller = await options.authenticator.authenticate(token);
+    } catch (error) {
+      if (!(error instanceof AuthUnavailableError)) throw error;
+      return sendJson(res, 503, jsonRpcError(-32000, "authorization temporarily unavailable; retry"), { "retry-after": "5" });
+    }
     if (!caller) {
-      return sendJson(res, 401, jsonRpcError(-32001, "unauthorized"), {
-        "www-authenticate": `Bearer resource_metadata="${options.resourceMetadataUrl}"`,
+      const challenge = bearerChallenge({
+        resourceMetadataUrl: options.resourceMetadataUrl,
+        scope: challengeScopes,
+        ...(token !== undefined ? { error: "invalid_token" as const, errorDescription: "The access token is invalid, expired, or not for this resource." } : {}),
       });
+      return sendJson(res, 401, jsonRpcError(-32001, token !== undefined ? "invalid token" : "unauthorized"), { "www-authenticate": challenge });
     }
     if (req.method !== "POST") return sendJson(res, 405, jsonRpcError(-32000, "method not allowed: this server is stateless and offers no SSE stream"), { allow: "POST" });
 
@@ -75,12 +131,43 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       return sendJson(res, 400, jsonRpcError(-32700, "parse error"));
     }
     const batch = Array.isArray(parsed);
-    const messages = (batch ? parsed : [parsed]) as Array<Record<string, unknown>>;
+    const messages = (batch ? parsed : [parsed]) as Message[];
     if (messages.length === 0 || messages.some((m) => typeof m !== "object" || m === null || m["jsonrpc"] !== "2.0")) return sendJson(res, 400, jsonRpcError(-32600, "invalid request"));
+
+    const requests = messages.filter((m) => typeof m["method"] === "string" && m["id"] !== undefined && m["id"] !== null);
+    const toolCalls = requests.filter((m) => m["method"] === "tools/call");
+
+    // Scope: one tools/call needing a scope the token lacks refuses the whole HTTP request.
+    for (const m of toolCalls) {
+      const { name, arguments: args } = toolCallParams(m);
+      const tool = typeof name === "string" ? name : "";
+      const failure = checkToolScope(caller, tool, args);
+      if (!failure) continue;
+      const required = requiredScope(tool, args);
+      const description = `tools/call ${tool} needs the ${required} scope`;
+      options.onDenied?.({ caller, tool, args, failure });
+      return sendJson(res, 403, jsonRpcError(-32003, `insufficient_scope: ${description}`, batch ? null : m["id"]), {
+        "www-authenticate": bearerChallenge({ resourceMetadataUrl: options.resourceMetadataUrl, error: "insufficient_scope", errorDescription: description, scope: stepUpScopes(caller.scopes, required) }),
+      });
+    }
+
+    // Rate limit: a denied tools/call is answered here as a structured tool failure.
+    const local = new Map<Message, JSONRPCMessage>();
+    let retryAfterMs = 0;
+    if (options.rateLimiter) {
+      for (const m of toolCalls) {
+        const decision = options.rateLimiter.take(caller.principal.clientId);
+        if (decision.ok) continue;
+        const failure = rateLimitedFailure(decision);
+        retryAfterMs = Math.max(retryAfterMs, decision.retryAfterMs);
+        const { name, arguments: args } = toolCallParams(m);
+        options.onDenied?.({ caller, tool: typeof name === "string" ? name : "", args, failure });
+        local.set(m, { jsonrpc: "2.0", id: m["id"] as string | number, result: { content: [{ type: "text", text: JSON.stringify(failure) }], structuredContent: failure, isError: true } } as JSONRPCMessage);
+      }
+    }
 
     const authInfo: AuthInfo = { token: "", clientId: caller.principal.clientId, scopes: caller.scopes, extra: { caller } };
     const callerKey = `${caller.principal.clientId}\u0000${caller.principal.subject}`;
-    const requests = messages.filter((m) => typeof m["method"] === "string" && m["id"] !== undefined && m["id"] !== null);
     for (const m of messages) {
       if (typeof m["method"] === "string" && (m["id"] === undefined || m["id"] === null)) transport.dispatchNotification(m as JSONRPCMessage & { method: string; params?: Record<string, unknown> }, callerKey, authInfo);
     }
@@ -89,32 +176,40 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       return void res.end();
     }
 
+    const extraHeaders: Record<string, string> = {};
+    if (retryAfterMs > 0) extraHeaders["retry-after"] = retryAfterSeconds(retryAfterMs);
+    if (requests.some((m) => m["method"] === "initialize")) extraHeaders["mcp-session-id"] = randomUUID();
+
     const stream = requests.some((m) => (m["params"] as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken !== undefined);
     const responses: JSONRPCMessage[] = [];
     const internals: number[] = [];
     let finished = false;
+    let answered = 0;
     let resolveDone: () => void = () => undefined;
     const done = new Promise<void>((r) => (resolveDone = r));
-    if (stream) res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", connection: "keep-alive" });
+    if (stream) res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", connection: "keep-alive", ...extraHeaders });
     const writeEvent = (m: JSONRPCMessage) => (res as { write(chunk: string): boolean }).write(`event: message\ndata: ${JSON.stringify(m)}\n\n`);
     const sink: ExchangeSink = {
       response(message) {
         if (stream) writeEvent(message);
         else responses.push(message);
-        if ((stream ? ++answered : responses.length) === requests.length) resolveDone();
+        if (++answered === requests.length) resolveDone();
       },
       notification(message) {
         if (stream && !finished) writeEvent(message);
       },
     };
-    let answered = 0;
     res.once("close", () => {
       if (!finished) for (const id of internals) transport.abandon(id);
     });
-    for (const m of requests) internals.push(transport.dispatchRequest(m as JSONRPCMessage & { id: string | number }, sink, callerKey, authInfo));
+    for (const m of requests) {
+      const answer = local.get(m);
+      if (answer) sink.response(answer);
+      else internals.push(transport.dispatchRequest(m as JSONRPCMessage & { id: string | number }, sink, callerKey, authInfo));
+    }
     await done;
     finished = true;
     if (stream) return void res.end();
-    sendJson(res, 200, batch ? responses : responses[0]);
+    sendJson(res, 200, batch ? responses : responses[0], extraHeaders);
   };
 }

@@ -1,12 +1,18 @@
 /**
  * Projects and project_refs in Postgres. A ref is a selector scoped to one principal and
  * pinned to one exact incarnation: resolution looks up the pin, then re-runs the ordinary
- * visibility check; a retired, re-rooted or invisible Project makes the old ref fail closed.
+ * visibility check; a retired, re-rooted or hidden Project makes the old ref fail closed.
+ *
+ * Resolution costs at most one round trip: a cold ref resolution reads the pin, the live
+ * incarnation and the caller's visibility in one query. Pins never change and are cached
+ * without expiry; live incarnations and visibility are cached for `liveCacheTtlMs`.
  */
-import type { Database } from "@webcodex/platform";
-import type { Principal } from "@webcodex/platform";
+import type { Database, Principal } from "@webcodex/platform";
 import { buildFollowUp, FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
+import { createBoundedCache } from "../refs/bounded-cache.js";
+import { createCoalescer } from "../refs/coalescer.js";
+import { formatRef, parseRef, RefKind } from "../refs/ref-codes.js";
 
 export interface ProjectRecord {
   canonicalId: string;
@@ -18,7 +24,6 @@ export interface ProjectRecord {
 }
 
 const CANONICAL = /^agent:([A-Za-z0-9._-]{1,128}):([A-Za-z0-9._-]{1,128})$/;
-const PROJECT_REF = /^~p([1-9][0-9]{0,15})$/;
 
 export function canonicalProjectId(clientId: string, projectId: string): string {
   const id = `agent:${clientId}:${projectId}`;
@@ -51,104 +56,186 @@ const notFound = (): Resolution => ({
   failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }),
 });
 
+/**
+ * The caller's own ref no longer names a project it can use. `project_incarnation_changed`
+ * only when the caller can see the successor anyway (list_projects shows it); otherwise
+ * `project_unavailable`, which does not say whether the project was retired or hidden.
+ */
+const staleRef = (detail: "project_incarnation_changed" | "project_unavailable"): Resolution => ({
+  ok: false,
+  failure: toolFailure(ReasonCode.staleRef, FailureStage.resolution, {
+    detail_code: detail,
+    message: "This project_ref no longer names a live project; call list_projects for current refs.",
+    follow_up: buildFollowUp("fallback_recovery", "list_projects", {}),
+  }),
+});
+
 export interface ProjectStoreOptions {
   /**
-   * How long a live-Project lookup may be served from memory. Writes through this store
-   * invalidate at once; the TTL bounds staleness from writes made by other replicas.
-   * Embedded mode (the only writer) can use Infinity.
+   * How long a live-Project lookup (and a subject's visibility) may be served from memory.
+   * Writes through this store invalidate at once; the TTL bounds staleness from writes made
+   * by other replicas. Embedded mode (the only writer) can use Infinity; 0 disables it.
    */
   liveCacheTtlMs?: number;
-  /** Pinned refs never change, so they are cached without expiry, up to this many. */
+  /** Pinned refs never change, so they are cached without expiry, up to this many (0 disables). */
   maxCachedPins?: number;
 }
+
+/** At most this many projects per issue_project_refs call. */
+const ISSUE_BATCH = 1_000;
 
 export function createProjectStore(db: Database, options: ProjectStoreOptions = {}) {
   const schema = "refs";
   const liveTtl = options.liveCacheTtlMs ?? 1_000;
   const maxPins = options.maxCachedPins ?? 100_000;
-  const pins = new Map<string, { canonicalId: string; incarnation: number }>();
-  const live = new Map<string, { at: number; project: ProjectRecord | undefined }>();
+  const pins = createBoundedCache<{ canonicalId: string; incarnation: number }>({ maxEntries: maxPins });
+  const issued = createBoundedCache<string>({ maxEntries: maxPins });
+  const live = createBoundedCache<{ project: ProjectRecord | undefined }>({ maxEntries: maxPins, ttlMs: liveTtl });
+  const hidden = createBoundedCache<boolean>({ maxEntries: maxPins, ttlMs: liveTtl });
 
-  const issued = new Map<string, string>();
-  async function issueProjectRef(principal: Principal, project: ProjectRecord): Promise<string> {
-    const key = `${principal.clientId}\u0000${principal.subject}\u0000${project.canonicalId}\u0000${project.incarnation}`;
-    const hit = issued.get(key);
-    if (hit) return hit;
-    const ref = await issueProjectRefUncached(principal, project);
-    if (issued.size >= maxPins) issued.delete(issued.keys().next().value as string);
-    issued.set(key, ref);
-    return ref;
+  const principalKey = (p: Principal) => `${p.clientId}\u0000${p.subject}`;
+  const hiddenKey = (canonicalId: string, clientId: string, subject: string) => `${canonicalId}\u0000${clientId}\u0000${subject}`;
+
+  /** Ordinary visibility: a principal sees the live Projects of its own client id that are not hidden from its subject. */
+  const visible = (principal: Principal, project: ProjectRecord | undefined, isHidden: boolean): project is ProjectRecord =>
+    project !== undefined && project.clientId === principal.clientId && !isHidden;
+
+  interface LiveRow {
+    live_incarnation: string | number | null;
+    live_client_id: string | null;
+    live_project_id: string | null;
+    live_root_identity: string | null;
+    live_name: string | null;
+    hidden: boolean;
   }
 
-  async function issueProjectRefUncached(principal: Principal, project: ProjectRecord): Promise<string> {
-    return db.transaction(async (tx) => {
-      const existing = await tx.query<{ code: string }>(
-        `SELECT code FROM ${schema}.project_refs WHERE client_id=$1 AND subject=$2 AND canonical_id=$3 AND incarnation=$4`,
-        [principal.clientId, principal.subject, project.canonicalId, project.incarnation],
-      );
-      if (existing.rows[0]) return `~p${existing.rows[0].code}`;
-      const counter = await tx.query<{ last_code: string }>(
-        `INSERT INTO ${schema}.ref_counters (client_id, subject, kind, last_code) VALUES ($1,$2,'project',1)
-         ON CONFLICT (client_id, subject, kind) DO UPDATE SET last_code = ${schema}.ref_counters.last_code + 1
-         RETURNING last_code`,
-        [principal.clientId, principal.subject],
-      );
-      const code = Number(counter.rows[0]?.last_code);
-      const inserted = await tx.query<{ code: string }>(
-        `INSERT INTO ${schema}.project_refs (client_id, subject, code, canonical_id, incarnation) VALUES ($1,$2,$3,$4,$5)
-         ON CONFLICT (client_id, subject, canonical_id, incarnation) DO NOTHING RETURNING code`,
-        [principal.clientId, principal.subject, code, project.canonicalId, project.incarnation],
-      );
-      if (inserted.rows[0]) return `~p${code}`;
-      // A concurrent issuer won; the counter value is burned (never reused) and theirs stands.
-      const winner = await tx.query<{ code: string }>(
-        `SELECT code FROM ${schema}.project_refs WHERE client_id=$1 AND subject=$2 AND canonical_id=$3 AND incarnation=$4`,
-        [principal.clientId, principal.subject, project.canonicalId, project.incarnation],
-      );
-      return `~p${winner.rows[0]?.code}`;
-    });
-  }
-
-  async function liveProject(canonicalId: string): Promise<ProjectRecord | undefined> {
-    const hit = live.get(canonicalId);
-    if (hit && Date.now() - hit.at < liveTtl) return hit.project;
-    const r = await db.query<Row>(`SELECT * FROM ${schema}.projects WHERE canonical_id=$1 AND retired_at IS NULL`, [canonicalId]);
-    const project = r.rows[0] ? toRecord(r.rows[0]) : undefined;
-    live.set(canonicalId, { at: Date.now(), project });
+  /** Caches what one resolution read: the live incarnation of `canonicalId` (or none) and the caller's visibility. */
+  function rememberLive(canonicalId: string, row: LiveRow | undefined, principal: Principal): ProjectRecord | undefined {
+    const project = row && row.live_incarnation !== null
+      ? {
+          canonicalId,
+          incarnation: Number(row.live_incarnation),
+          clientId: row.live_client_id ?? "",
+          projectId: row.live_project_id ?? "",
+          rootIdentity: row.live_root_identity ?? "",
+          name: row.live_name ?? "",
+        }
+      : undefined;
+    live.set(canonicalId, { project });
+    if (project) hidden.set(hiddenKey(canonicalId, principal.clientId, principal.subject), row?.hidden === true);
     return project;
   }
 
-  async function pinnedRef(principal: Principal, code: number): Promise<{ canonicalId: string; incarnation: number } | undefined> {
-    const key = `${principal.clientId}\u0000${principal.subject}\u0000${code}`;
-    const hit = pins.get(key);
-    if (hit) return hit;
-    const pin = await db.query<{ canonical_id: string; incarnation: string }>(
-      `SELECT canonical_id, incarnation FROM ${schema}.project_refs WHERE client_id=$1 AND subject=$2 AND code=$3`,
-      [principal.clientId, principal.subject, code],
-    );
-    const row = pin.rows[0];
-    if (!row) return undefined;
-    const value = { canonicalId: row.canonical_id, incarnation: Number(row.incarnation) };
-    if (pins.size >= maxPins) pins.delete(pins.keys().next().value as string);
-    pins.set(key, value);
-    return value;
+  /** The live incarnation of `canonicalId` when `principal` may see it, from cache or one query. */
+  async function visibleLive(principal: Principal, canonicalId: string): Promise<ProjectRecord | undefined> {
+    const cached = live.get(canonicalId);
+    if (cached && cached.project === undefined) return undefined;
+    const cachedHidden = hidden.get(hiddenKey(canonicalId, principal.clientId, principal.subject));
+    if (cached && cachedHidden !== undefined) return visible(principal, cached.project, cachedHidden) ? cached.project : undefined;
+    const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project($1, $2, $3)`, [canonicalId, principal.clientId, principal.subject]);
+    const row = r.rows[0];
+    const project = rememberLive(canonicalId, row, principal);
+    return visible(principal, project, row?.hidden === true) ? project : undefined;
   }
 
-  /** Ordinary visibility: a principal sees the live Projects of its own client id. */
-  const visible = (principal: Principal, project: ProjectRecord) => project.clientId === principal.clientId;
+  function judgePin(pin: { canonicalId: string; incarnation: number }, current: ProjectRecord | undefined): Resolution {
+    if (!current) return staleRef("project_unavailable");
+    if (current.incarnation !== pin.incarnation) return staleRef("project_incarnation_changed");
+    return { ok: true, project: current };
+  }
+
+  async function resolveRef(principal: Principal, code: string): Promise<Resolution> {
+    const key = `${principalKey(principal)}\u0000${code}`;
+    const pin = pins.get(key);
+    if (pin) return judgePin(pin, await visibleLive(principal, pin.canonicalId));
+    // Cold: the pin, the live incarnation and the caller's visibility in one round trip.
+    const r = await db.query<{ pin_canonical_id: string; pin_incarnation: string | number } & LiveRow>(
+      `SELECT * FROM ${schema}.resolve_project_ref($1, $2, $3)`,
+      [principal.clientId, principal.subject, code],
+    );
+    const row = r.rows[0];
+    if (!row) return notFound();
+    const pinned = { canonicalId: row.pin_canonical_id, incarnation: Number(row.pin_incarnation) };
+    pins.set(key, pinned);
+    const project = rememberLive(pinned.canonicalId, row, principal);
+    return judgePin(pinned, visible(principal, project, row.hidden) ? project : undefined);
+  }
+
+  /** One call of issue_project_refs per chunk; returns "canonical\0incarnation" → ref. */
+  async function issueBatch(principal: Principal, targets: ProjectRecord[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const unique = [...new Map(targets.map((p) => [`${p.canonicalId}\u0000${p.incarnation}`, p])).values()];
+    for (let i = 0; i < unique.length; i += ISSUE_BATCH) {
+      const chunk = unique.slice(i, i + ISSUE_BATCH);
+      const r = await db.query<{ out_canonical_id: string; out_incarnation: string; out_code: string }>(
+        `SELECT out_canonical_id, out_incarnation, out_code FROM ${schema}.issue_project_refs($1, $2, $3::text[], $4::bigint[])`,
+        [principal.clientId, principal.subject, chunk.map((p) => p.canonicalId), chunk.map((p) => p.incarnation)],
+      );
+      for (const row of r.rows) out.set(`${row.out_canonical_id}\u0000${Number(row.out_incarnation)}`, formatRef(RefKind.project, String(row.out_code)));
+    }
+    return out;
+  }
+
+  // Concurrent issuances for one principal share one transaction (see coalescer.ts).
+  const issuer = createCoalescer<{ principal: Principal; project: ProjectRecord }, Map<string, string>>(
+    async (_key, items) => {
+      const first = items[0];
+      return first ? issueBatch(first.principal, items.map((i) => i.project)) : new Map();
+    },
+    { maxBatch: ISSUE_BATCH },
+  );
+
+  /** project_refs for `projects` (live incarnations the caller sees), issued on first sight. */
+  async function issueRefs(principal: Principal, projects: readonly ProjectRecord[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const keyOf = (p: { canonicalId: string; incarnation: number }) => `${principalKey(principal)}\u0000${p.canonicalId}\u0000${p.incarnation}`;
+    const missing = projects.filter((p) => {
+      const hit = issued.get(keyOf(p));
+      if (hit) out.set(p.canonicalId, hit);
+      return !hit;
+    });
+    if (missing.length === 0) return out;
+    // Large lists go straight to the database in chunks; single issuances coalesce.
+    const fresh = missing.length >= ISSUE_BATCH
+      ? await issueBatch(principal, missing)
+      : await issuer.submit(principalKey(principal), missing.map((project) => ({ principal, project })));
+    for (const p of missing) {
+      const ref = fresh.get(`${p.canonicalId}\u0000${p.incarnation}`);
+      if (!ref) throw new Error("project_ref issuance returned no ref");
+      issued.set(keyOf(p), ref);
+      out.set(p.canonicalId, ref);
+    }
+    return out;
+  }
+
+  async function resolve(principal: Principal, selector: string): Promise<Resolution> {
+    const code = parseRef(RefKind.project, selector);
+    if (code !== undefined) return resolveRef(principal, code);
+    if (!CANONICAL.test(selector)) {
+      return { ok: false, failure: toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "invalid_project_selector", message: "project must be a project_ref like ~p1 or agent:<client_id>:<project_id>." }) };
+    }
+    const current = await visibleLive(principal, selector);
+    return current ? { ok: true, project: current } : notFound();
+  }
+
+  /** The live incarnation of a caller-owned address, for the tenant-scoped management calls. */
+  function ownedAddress(principal: Principal, clientId: string, projectId: string): string {
+    if (clientId !== principal.clientId) throw new ProjectOwnershipError();
+    return canonicalProjectId(clientId, projectId);
+  }
 
   return {
     /**
      * Registers a Project root at `agent:<client_id>:<project_id>`. The same root re-confirms
-     * the live incarnation; a different root retires it and opens the next incarnation, so
+     * the live incarnation; a different root (or none live) opens the next incarnation, so
      * every earlier ref to the address goes stale.
      */
     async register(input: { clientId: string; projectId: string; rootIdentity: string; name: string }): Promise<{ project: ProjectRecord; newIncarnation: boolean }> {
       const canonicalId = canonicalProjectId(input.clientId, input.projectId);
       const outcome = await db.transaction(async (tx) => {
         await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [canonicalId]);
-        const live = await tx.query<Row>(`SELECT * FROM ${schema}.projects WHERE canonical_id=$1 AND retired_at IS NULL`, [canonicalId]);
-        const current = live.rows[0] ? toRecord(live.rows[0]) : undefined;
+        const liveRow = await tx.query<Row>(`SELECT * FROM ${schema}.projects WHERE canonical_id=$1 AND retired_at IS NULL`, [canonicalId]);
+        const current = liveRow.rows[0] ? toRecord(liveRow.rows[0]) : undefined;
         if (current && current.rootIdentity === input.rootIdentity) {
           if (current.name !== input.name) await tx.query(`UPDATE ${schema}.projects SET name=$3 WHERE canonical_id=$1 AND incarnation=$2`, [canonicalId, current.incarnation, input.name]);
           return { project: { ...current, name: input.name }, newIncarnation: false };
@@ -167,44 +254,80 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
       return outcome;
     },
 
-    /** Live Projects visible to `principal`, each with its project_ref (issued on first sight). */
+    /**
+     * The Project disappears: its live incarnation is retired (final), so every ref to it
+     * fails closed and a later registration opens a new incarnation. The caller's client id
+     * must own the address (else ProjectOwnershipError).
+     */
+    async retire(principal: Principal, input: { clientId: string; projectId: string }): Promise<{ retired: boolean; project?: ProjectRecord }> {
+      const canonicalId = ownedAddress(principal, input.clientId, input.projectId);
+      const outcome = await db.transaction(async (tx) => {
+        await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [canonicalId]);
+        const r = await tx.query<Row>(`UPDATE ${schema}.projects SET retired_at=now() WHERE canonical_id=$1 AND retired_at IS NULL RETURNING *`, [canonicalId]);
+        return r.rows[0] ? { retired: true, project: toRecord(r.rows[0]) } : { retired: false };
+      });
+      live.delete(canonicalId);
+      return outcome;
+    },
+
+    /** Hides the Project from one subject of its client, or shows it again. */
+    async setVisibility(principal: Principal, input: { clientId: string; projectId: string; subject: string; visible: boolean }): Promise<{ changed: boolean }> {
+      const canonicalId = ownedAddress(principal, input.clientId, input.projectId);
+      if (!input.subject) throw new RangeError("subject is required");
+      const r = input.visible
+        ? await db.query(`DELETE FROM ${schema}.hidden_projects WHERE canonical_id=$1 AND client_id=$2 AND subject=$3`, [canonicalId, input.clientId, input.subject])
+        : await db.query(`INSERT INTO ${schema}.hidden_projects (canonical_id, client_id, subject) VALUES ($1,$2,$3) ON CONFLICT DO NOTHING`, [canonicalId, input.clientId, input.subject]);
+      hidden.delete(hiddenKey(canonicalId, input.clientId, input.subject));
+      return { changed: r.rowCount > 0 };
+    },
+
+    /** Live Projects visible to `principal`, each with its project_ref (issued on first sight, in one batch). */
     async list(principal: Principal): Promise<Array<{ project: ProjectRecord; ref: string }>> {
-      const r = await db.query<Row>(`SELECT * FROM ${schema}.projects WHERE client_id=$1 AND retired_at IS NULL ORDER BY canonical_id`, [principal.clientId]);
-      const out: Array<{ project: ProjectRecord; ref: string }> = [];
-      for (const row of r.rows) {
-        const project = toRecord(row);
-        out.push({ project, ref: await issueProjectRef(principal, project) });
-      }
-      return out;
+      const r = await db.query<Row>(
+        `SELECT p.* FROM ${schema}.projects p
+         WHERE p.client_id=$1 AND p.retired_at IS NULL
+           AND NOT EXISTS (SELECT 1 FROM ${schema}.hidden_projects h WHERE h.canonical_id=p.canonical_id AND h.client_id=$1 AND h.subject=$2)
+         ORDER BY p.canonical_id`,
+        [principal.clientId, principal.subject],
+      );
+      const projects = r.rows.map(toRecord);
+      const refs = await issueRefs(principal, projects);
+      return projects.flatMap((project) => {
+        const ref = refs.get(project.canonicalId);
+        return ref ? [{ project, ref }] : [];
+      });
     },
 
     /** Resolves a ref or canonical id for `principal`, re-running visibility every time. */
-    async resolve(principal: Principal, selector: string): Promise<Resolution> {
-      const refMatch = PROJECT_REF.exec(selector);
-      if (refMatch) {
-        const pinned = await pinnedRef(principal, Number(refMatch[1]));
-        if (!pinned) return notFound();
-        const current = await liveProject(pinned.canonicalId);
-        if (!current || current.incarnation !== pinned.incarnation || !visible(principal, current)) {
-          return {
-            ok: false,
-            failure: toolFailure(ReasonCode.staleRef, FailureStage.resolution, {
-              detail_code: "project_incarnation_changed",
-              message: "This project_ref no longer names a live project; call list_projects for current refs.",
-              follow_up: buildFollowUp("fallback_recovery", "list_projects", {}),
-            }),
-          };
-        }
-        return { ok: true, project: current };
-      }
-      if (!CANONICAL.test(selector)) {
-        return { ok: false, failure: toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "invalid_project_selector", message: "project must be a project_ref like ~p1 or agent:<client_id>:<project_id>." }) };
-      }
-      const current = await liveProject(selector);
-      if (!current || !visible(principal, current)) return notFound();
-      return { ok: true, project: current };
+    resolve,
+
+    /** Resolves `selector`, then returns the project_ref of the current incarnation (issued on first sight). */
+    async issueRef(principal: Principal, selector: string): Promise<{ ok: true; project: ProjectRecord; ref: string } | { ok: false; failure: ToolFailure }> {
+      const resolution = await resolve(principal, selector);
+      if (!resolution.ok) return resolution;
+      const refs = await issueRefs(principal, [resolution.project]);
+      const ref = refs.get(resolution.project.canonicalId);
+      if (!ref) throw new Error("project_ref issuance returned no ref");
+      return { ok: true, project: resolution.project, ref };
+    },
+
+    /**
+     * Whether the exact incarnation a Session (or other record) is pinned to is still the
+     * live one and visible to `principal`: the ordinary Project check, re-run for a pin.
+     */
+    async pinnedVisible(principal: Principal, canonicalId: string, incarnation: number): Promise<ProjectRecord | undefined> {
+      const current = await visibleLive(principal, canonicalId);
+      return current && current.incarnation === incarnation ? current : undefined;
     },
   };
+}
+
+/** A management call named a Project of another client id. */
+export class ProjectOwnershipError extends Error {
+  constructor() {
+    super("the caller's client id does not own this project");
+    this.name = "ProjectOwnershipError";
+  }
 }
 
 export type ProjectStore = ReturnType<typeof createProjectStore>;

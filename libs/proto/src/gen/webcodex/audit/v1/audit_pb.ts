@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/audit/v1/audit.proto.
  */
 export const file_webcodex_audit_v1_audit: GenFile = /*@__PURE__*/
-  fileDesc("Ch13ZWJjb2RleC9hdWRpdC92MS9hdWRpdC5wcm90bxIRd2ViY29kZXguYXVkaXQudjEiyAMKDEFjdGlvblJlY29yZBIPCgdjYWxsX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBHRvb2wYBCABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYBSABKAkSEgoKc2Vzc2lvbl9pZBgGIAEoCRIOCgZlZmZlY3QYByABKAkSDwoHb3V0Y29tZRgIIAEoCRITCgtyZWFzb25fY29kZRgJIAEoCRIVCg1zdGF0ZV9jaGFuZ2VkGAogASgIEhcKD291dGNvbWVfdW5rbm93bhgLIAEoCBIgChhpbnB1dF9ub3JtYWxpemF0aW9uX2NvZGUYDCABKAkSGgoSc3RhcnRlZF9hdF91bml4X21zGA0gASgDEhMKC2R1cmF0aW9uX3VzGA4gASgFElEKEnN0YWdlX2R1cmF0aW9uc191cxgPIAMoCzI1LndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZC5TdGFnZUR1cmF0aW9uc1VzRW50cnkaNwoVU3RhZ2VEdXJhdGlvbnNVc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBToCOAEiSAoUUmVjb3JkQWN0aW9uc1JlcXVlc3QSMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZCIpChVSZWNvcmRBY3Rpb25zUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUiIwoSTGlzdEFjdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFIkcKE0xpc3RBY3Rpb25zUmVzcG9uc2USMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZDLQAQoMQXVkaXRTZXJ2aWNlEmIKDVJlY29yZEFjdGlvbnMSJy53ZWJjb2RleC5hdWRpdC52MS5SZWNvcmRBY3Rpb25zUmVxdWVzdBooLndlYmNvZGV4LmF1ZGl0LnYxLlJlY29yZEFjdGlvbnNSZXNwb25zZRJcCgtMaXN0QWN0aW9ucxIlLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVxdWVzdBomLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Ch13ZWJjb2RleC9hdWRpdC92MS9hdWRpdC5wcm90bxIRd2ViY29kZXguYXVkaXQudjEizQQKDEFjdGlvblJlY29yZBIPCgdjYWxsX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBHRvb2wYBCABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYBSABKAkSEgoKc2Vzc2lvbl9pZBgGIAEoCRIOCgZlZmZlY3QYByABKAkSDwoHb3V0Y29tZRgIIAEoCRITCgtyZWFzb25fY29kZRgJIAEoCRIVCg1zdGF0ZV9jaGFuZ2VkGAogASgIEhcKD291dGNvbWVfdW5rbm93bhgLIAEoCBIgChhpbnB1dF9ub3JtYWxpemF0aW9uX2NvZGUYDCABKAkSGgoSc3RhcnRlZF9hdF91bml4X21zGA0gASgDEhMKC2R1cmF0aW9uX3VzGA4gASgFElEKEnN0YWdlX2R1cmF0aW9uc191cxgPIAMoCzI1LndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZC5TdGFnZUR1cmF0aW9uc1VzRW50cnkSFQoNZmFpbHVyZV9zdGFnZRgQIAEoCRI4Cg5hcmd1bWVudF9zaGFwZRgRIAEoCzIgLndlYmNvZGV4LmF1ZGl0LnYxLkFyZ3VtZW50U2hhcGUSMgoLcmVzdWx0X3NpemUYEiABKAsyHS53ZWJjb2RleC5hdWRpdC52MS5SZXN1bHRTaXplGjcKFVN0YWdlRHVyYXRpb25zVXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAU6AjgBIjQKDUFyZ3VtZW50U2hhcGUSEwoLZmluZ2VycHJpbnQYASABKAkSDgoGbGVhdmVzGAIgAygJImAKClJlc3VsdFNpemUSFwoPY2Fub25pY2FsX2J5dGVzGAEgASgFEhcKD3Byb2plY3RlZF9ieXRlcxgCIAEoBRIgChhwcm9qZWN0ZWRfbWV0YWRhdGFfYnl0ZXMYAyABKAUiSAoUUmVjb3JkQWN0aW9uc1JlcXVlc3QSMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZCIpChVSZWNvcmRBY3Rpb25zUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUiIwoSTGlzdEFjdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFIkcKE0xpc3RBY3Rpb25zUmVzcG9uc2USMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZDLQAQoMQXVkaXRTZXJ2aWNlEmIKDVJlY29yZEFjdGlvbnMSJy53ZWJjb2RleC5hdWRpdC52MS5SZWNvcmRBY3Rpb25zUmVxdWVzdBooLndlYmNvZGV4LmF1ZGl0LnYxLlJlY29yZEFjdGlvbnNSZXNwb25zZRJcCgtMaXN0QWN0aW9ucxIlLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVxdWVzdBomLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message webcodex.audit.v1.ActionRecord
@@ -74,11 +74,16 @@ export type ActionRecord = Message<"webcodex.audit.v1.ActionRecord"> & {
   outcomeUnknown: boolean;
 
   /**
+   * ModelErgonomics v13: the one input_normalization code of a canonical success; empty on
+   * failures. Stored as summary.model_ergonomics; a failure's or an unknown code is dropped.
+   *
    * @generated from field: string input_normalization_code = 12;
    */
   inputNormalizationCode: string;
 
   /**
+   * Fixed by the gateway once per call; with call_id it is the idempotency key.
+   *
    * @generated from field: int64 started_at_unix_ms = 13;
    */
   startedAtUnixMs: bigint;
@@ -94,6 +99,27 @@ export type ActionRecord = Message<"webcodex.audit.v1.ActionRecord"> & {
    * @generated from field: map<string, int32> stage_durations_us = 15;
    */
   stageDurationsUs: { [key: string]: number };
+
+  /**
+   * The pipeline stage that decided a failure (FailureStage); empty on success.
+   *
+   * @generated from field: string failure_stage = 16;
+   */
+  failureStage: string;
+
+  /**
+   * Shape of the arguments as received (key paths and JSON types, never values).
+   *
+   * @generated from field: webcodex.audit.v1.ArgumentShape argument_shape = 17;
+   */
+  argumentShape?: ArgumentShape | undefined;
+
+  /**
+   * Sizes of a successful result; absent on failures.
+   *
+   * @generated from field: webcodex.audit.v1.ResultSize result_size = 18;
+   */
+  resultSize?: ResultSize | undefined;
 };
 
 /**
@@ -102,6 +128,67 @@ export type ActionRecord = Message<"webcodex.audit.v1.ActionRecord"> & {
  */
 export const ActionRecordSchema: GenMessage<ActionRecord> = /*@__PURE__*/
   messageDesc(file_webcodex_audit_v1_audit, 0);
+
+/**
+ * A non-reversible sketch of an argument object's shape: each leaf (key path with array
+ * indices collapsed, JSON type) hashed; never a value. Compares calls without storing them.
+ *
+ * @generated from message webcodex.audit.v1.ArgumentShape
+ */
+export type ArgumentShape = Message<"webcodex.audit.v1.ArgumentShape"> & {
+  /**
+   * Hash of the sorted leaf hashes: equal shapes have equal fingerprints.
+   *
+   * @generated from field: string fingerprint = 1;
+   */
+  fingerprint: string;
+
+  /**
+   * Sorted, deduplicated leaf hashes (bounded), so two shapes can be diffed.
+   *
+   * @generated from field: repeated string leaves = 2;
+   */
+  leaves: string[];
+};
+
+/**
+ * Describes the message webcodex.audit.v1.ArgumentShape.
+ * Use `create(ArgumentShapeSchema)` to create a new message.
+ */
+export const ArgumentShapeSchema: GenMessage<ArgumentShape> = /*@__PURE__*/
+  messageDesc(file_webcodex_audit_v1_audit, 1);
+
+/**
+ * Byte sizes (UTF-8 JSON) of a successful result before and after the model projection.
+ *
+ * @generated from message webcodex.audit.v1.ResultSize
+ */
+export type ResultSize = Message<"webcodex.audit.v1.ResultSize"> & {
+  /**
+   * @generated from field: int32 canonical_bytes = 1;
+   */
+  canonicalBytes: number;
+
+  /**
+   * @generated from field: int32 projected_bytes = 2;
+   */
+  projectedBytes: number;
+
+  /**
+   * Bytes of projected members that repeat a member already present in the result or echo
+   * a member of the arguments.
+   *
+   * @generated from field: int32 projected_metadata_bytes = 3;
+   */
+  projectedMetadataBytes: number;
+};
+
+/**
+ * Describes the message webcodex.audit.v1.ResultSize.
+ * Use `create(ResultSizeSchema)` to create a new message.
+ */
+export const ResultSizeSchema: GenMessage<ResultSize> = /*@__PURE__*/
+  messageDesc(file_webcodex_audit_v1_audit, 2);
 
 /**
  * @generated from message webcodex.audit.v1.RecordActionsRequest
@@ -118,13 +205,15 @@ export type RecordActionsRequest = Message<"webcodex.audit.v1.RecordActionsReque
  * Use `create(RecordActionsRequestSchema)` to create a new message.
  */
 export const RecordActionsRequestSchema: GenMessage<RecordActionsRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 1);
+  messageDesc(file_webcodex_audit_v1_audit, 3);
 
 /**
  * @generated from message webcodex.audit.v1.RecordActionsResponse
  */
 export type RecordActionsResponse = Message<"webcodex.audit.v1.RecordActionsResponse"> & {
   /**
+   * Records newly stored (a replayed record already stored is not counted).
+   *
    * @generated from field: int32 accepted = 1;
    */
   accepted: number;
@@ -135,7 +224,7 @@ export type RecordActionsResponse = Message<"webcodex.audit.v1.RecordActionsResp
  * Use `create(RecordActionsResponseSchema)` to create a new message.
  */
 export const RecordActionsResponseSchema: GenMessage<RecordActionsResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 2);
+  messageDesc(file_webcodex_audit_v1_audit, 4);
 
 /**
  * @generated from message webcodex.audit.v1.ListActionsRequest
@@ -152,7 +241,7 @@ export type ListActionsRequest = Message<"webcodex.audit.v1.ListActionsRequest">
  * Use `create(ListActionsRequestSchema)` to create a new message.
  */
 export const ListActionsRequestSchema: GenMessage<ListActionsRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 3);
+  messageDesc(file_webcodex_audit_v1_audit, 5);
 
 /**
  * @generated from message webcodex.audit.v1.ListActionsResponse
@@ -169,7 +258,7 @@ export type ListActionsResponse = Message<"webcodex.audit.v1.ListActionsResponse
  * Use `create(ListActionsResponseSchema)` to create a new message.
  */
 export const ListActionsResponseSchema: GenMessage<ListActionsResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 4);
+  messageDesc(file_webcodex_audit_v1_audit, 6);
 
 /**
  * AuditService stores ActionAudit: one append-only record per tool call. It never
@@ -179,7 +268,8 @@ export const ListActionsResponseSchema: GenMessage<ListActionsResponse> = /*@__P
  */
 export const AuditService: GenService<{
   /**
-   * RecordActions appends records idempotently (by call_id); it returns once they are durable.
+   * RecordActions appends records idempotently (by call_id and started_at, both fixed by the
+   * gateway per call); it returns once they are durable.
    *
    * @generated from rpc webcodex.audit.v1.AuditService.RecordActions
    */

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/refresolver/v1/ref_resolver.proto.
  */
 export const file_webcodex_refresolver_v1_ref_resolver: GenFile = /*@__PURE__*/
-  fileDesc("Cip3ZWJjb2RleC9yZWZyZXNvbHZlci92MS9yZWZfcmVzb2x2ZXIucHJvdG8SF3dlYmNvZGV4LnJlZnJlc29sdmVyLnYxIoABCgdQcm9qZWN0EhQKDGNhbm9uaWNhbF9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhMKC2luY2FybmF0aW9uGAUgASgDEgwKBG5hbWUYBiABKAkiZAoWUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBG5hbWUYBCABKAkiZQoXUmVnaXN0ZXJQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSFwoPbmV3X2luY2FybmF0aW9uGAIgASgIIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QiVgoMUHJvamVjdEVudHJ5EjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EhMKC3Byb2plY3RfcmVmGAIgASgJIk8KFExpc3RQcm9qZWN0c1Jlc3BvbnNlEjcKCHByb2plY3RzGAEgAygLMiUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdEVudHJ5IikKFVJlc29sdmVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCSJ/ChZSZXNvbHZlUHJvamVjdFJlc3BvbnNlEjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZTLqAgoSUmVmUmVzb2x2ZXJTZXJ2aWNlEnQKD1JlZ2lzdGVyUHJvamVjdBIvLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlZ2lzdGVyUHJvamVjdFJlcXVlc3QaMC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWdpc3RlclByb2plY3RSZXNwb25zZRJrCgxMaXN0UHJvamVjdHMSLC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5MaXN0UHJvamVjdHNSZXF1ZXN0Gi0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuTGlzdFByb2plY3RzUmVzcG9uc2UScQoOUmVzb2x2ZVByb2plY3QSLi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlUHJvamVjdFJlcXVlc3QaLy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlUHJvamVjdFJlc3BvbnNlYgZwcm90bzM", [file_webcodex_common_v1_common]);
+  fileDesc("Cip3ZWJjb2RleC9yZWZyZXNvbHZlci92MS9yZWZfcmVzb2x2ZXIucHJvdG8SF3dlYmNvZGV4LnJlZnJlc29sdmVyLnYxIoABCgdQcm9qZWN0EhQKDGNhbm9uaWNhbF9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhMKC2luY2FybmF0aW9uGAUgASgDEgwKBG5hbWUYBiABKAkiZAoWUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBG5hbWUYBCABKAkiZQoXUmVnaXN0ZXJQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSFwoPbmV3X2luY2FybmF0aW9uGAIgASgIIj0KFFJldGlyZVByb2plY3RSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIlsKFVJldGlyZVByb2plY3RSZXNwb25zZRIPCgdyZXRpcmVkGAEgASgIEjEKB3Byb2plY3QYAiABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0ImYKG1NldFByb2plY3RWaXNpYmlsaXR5UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEg8KB3Zpc2libGUYBCABKAgiLwocU2V0UHJvamVjdFZpc2liaWxpdHlSZXNwb25zZRIPCgdjaGFuZ2VkGAEgASgIIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QiVgoMUHJvamVjdEVudHJ5EjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EhMKC3Byb2plY3RfcmVmGAIgASgJIk8KFExpc3RQcm9qZWN0c1Jlc3BvbnNlEjcKCHByb2plY3RzGAEgAygLMiUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdEVudHJ5IikKFVJlc29sdmVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCSJ/ChZSZXNvbHZlUHJvamVjdFJlc3BvbnNlEjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIqChZJc3N1ZVByb2plY3RSZWZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpUBChdJc3N1ZVByb2plY3RSZWZSZXNwb25zZRIxCgdwcm9qZWN0GAEgASgLMiAud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdBITCgtwcm9qZWN0X3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUi5gEKD1dvcmtmbG93U2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhsKE3Byb2plY3RfaW5jYXJuYXRpb24YAyABKAMSDQoFdGl0bGUYBCABKAkSDQoFc3RhdGUYBSABKAkSFwoPY3JlYXRlZF91bml4X21zGAYgASgDEh0KFWxhc3RfYWN0aXZpdHlfdW5peF9tcxgHIAEoAxIWCg5jbG9zZWRfdW5peF9tcxgIIAEoAxIWCg5jYWxsc19yZWNvcmRlZBgJIAEoAyI/ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIYChBwcm9qZWN0X3NlbGVjdG9yGAEgASgJEg0KBXRpdGxlGAIgASgJIpsBChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USOQoHc2Vzc2lvbhgBIAEoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLldvcmtmbG93U2Vzc2lvbhITCgtzZXNzaW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiXQoVUmVzb2x2ZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhQKDHJlcXVpcmVfb3BlbhgDIAEoCCKcAQoWUmVzb2x2ZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSInChNDbG9zZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpkBChRDbG9zZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhIKCmNsb3NlZF9ub3cYAiABKAgSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIuEBCgtTZXNzaW9uQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSDgoGZWZmZWN0GAMgASgJEg8KB291dGNvbWUYBCABKAkSEwoLcmVhc29uX2NvZGUYBSABKAkSEwoLZGV0YWlsX2NvZGUYBiABKAkSEwoLcGF0aHNfY291bnQYByABKA0SGwoTY2hhbmdlZF9wYXRoc19jb3VudBgIIAEoDRIOCgZqb2JfaWQYCSABKAkSEQoJam9iX3N0YXRlGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNIoYBChhSZWNvcmRTZXNzaW9uQ2FsbFJlcXVlc3QSGAoQc2Vzc2lvbl9zZWxlY3RvchgBIAEoCRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgCIAEoCRIyCgRjYWxsGAMgASgLMiQud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvbkNhbGwikgEKGVJlY29yZFNlc3Npb25DYWxsUmVzcG9uc2USEAoIcmVjb3JkZWQYASABKAgSCwoDc2VxGAIgASgDEhEKCWR1cGxpY2F0ZRgDIAEoCBIPCgdkcm9wcGVkGAQgASgIEjIKB2ZhaWx1cmUYBSABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJHChlSZWFkU2Vzc2lvbkhhbmRvZmZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhgKEG1heF9yZWNlbnRfY2FsbHMYAiABKA0iUgoNVG9vbENhbGxDb3VudBIMCgR0b29sGAEgASgJEg0KBWNhbGxzGAIgASgDEg4KBmZhaWxlZBgDIAEoAxIUCgxsYXN0X3VuaXhfbXMYBCABKAMiPQoNQWN0aXZpdHlDb3VudBINCgVjYWxscxgBIAEoAxINCgVwYXRocxgCIAEoAxIOCgZmYWlsZWQYAyABKAMiQQoKUGVuZGluZ0pvYhIOCgZqb2JfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIVCg1zaW5jZV91bml4X21zGAMgASgDImEKClJlY2VudENhbGwSCwoDc2VxGAEgASgDEgwKBHRvb2wYAiABKAkSDwoHb3V0Y29tZRgDIAEoCRITCgtyZWFzb25fY29kZRgEIAEoCRISCgphdF91bml4X21zGAUgASgDIskECg5TZXNzaW9uSGFuZG9mZhI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEhMKC2NhbGxzX3RvdGFsGAMgASgDEhQKDGNhbGxzX2ZhaWxlZBgEIAEoAxI9Cg1jYWxsc19ieV90b29sGAUgAygLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuVG9vbENhbGxDb3VudBI0CgRyZWFkGAYgASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBI3CgdjaGFuZ2VkGAcgASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBIzCgNydW4YCCABKAsyJi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BY3Rpdml0eUNvdW50EjkKDHBlbmRpbmdfam9icxgJIAMoCzIjLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlBlbmRpbmdKb2ISGgoScGVuZGluZ19qb2JzX3RvdGFsGAogASgDEjkKDHJlY2VudF9jYWxscxgLIAMoCzIjLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlY2VudENhbGwSFQoNY2FsbHNfZHJvcHBlZBgMIAEoAxIRCgl0cnVuY2F0ZWQYDSABKAgSHQoVY2FsbHNfb3V0Y29tZV91bmtub3duGA4gASgDIooBChpSZWFkU2Vzc2lvbkhhbmRvZmZSZXNwb25zZRI4CgdoYW5kb2ZmGAEgASgLMicud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvbkhhbmRvZmYSMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIlkKEUFnZW50Q29udGludWF0aW9uEhAKCGFnZW50X2lkGAEgASgJEhMKC2VuZHBvaW50X2lkGAIgASgJEh0KFWNvbnRyb2xsZXJfZ2VuZXJhdGlvbhgDIAEoAyJrChpSb3RhdGVBZ2VudEVuZHBvaW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiswEKG1JvdGF0ZUFnZW50RW5kcG9pbnRSZXNwb25zZRJACgxjb250aW51YXRpb24YASABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudENvbnRpbnVhdGlvbhIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJxCiBJc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiuQEKIUlzc3VlQWdlbnRDb250aW51YXRpb25SZWZSZXNwb25zZRJACgxjb250aW51YXRpb24YASABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudENvbnRpbnVhdGlvbhIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSKQAQofUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVxdWVzdBIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhMKC2VuZHBvaW50X2lkGAMgASgJEiYKHmV4cGVjdGVkX2NvbnRyb2xsZXJfZ2VuZXJhdGlvbhgEIAEoAyKYAQogUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVzcG9uc2USQAoMY29udGludWF0aW9uGAEgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRDb250aW51YXRpb24SMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIpABChBBZ2VudFRhc2tBdHRlbXB0Eg8KB3Rhc2tfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIZChFhc3NpZ25lZV9hZ2VudF9pZBgDIAEoCRIVCg1hdHRlbXB0X2ZlbmNlGAQgASgDEiUKHWF0dGVtcHRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAUgASgDImMKHFN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIZChFhc3NpZ25lZV9hZ2VudF9pZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkitgEKHVN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlc3BvbnNlEjoKB2F0dGVtcHQYASABKAsyKS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudFRhc2tBdHRlbXB0EhMKC2F0dGVtcHRfcmVmGAIgASgJEhAKCHJlcGxheWVkGAMgASgIEjIKB2ZhaWx1cmUYBCABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJ+CilBZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVxdWVzdBISCgphdHRlbXB0X2lkGAEgASgJEhUKDWF0dGVtcHRfZmVuY2UYAiABKAMSJgoeZXhwZWN0ZWRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAMgASgDIrEBCipBZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVzcG9uc2USOgoHYXR0ZW1wdBgBIAEoCzIpLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50VGFza0F0dGVtcHQSEwoLYXR0ZW1wdF9yZWYYAiABKAkSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIrMBCh5SZXNvbHZlQWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QSEwoLYXR0ZW1wdF9yZWYYASABKAkSDwoHdGFza19pZBgCIAEoCRISCgphdHRlbXB0X2lkGAMgASgJEhkKEWFzc2lnbmVlX2FnZW50X2lkGAQgASgJEhUKDWF0dGVtcHRfZmVuY2UYBSABKAMSJQodYXR0ZW1wdF9jb250cm9sbGVyX2dlbmVyYXRpb24YBiABKAMikQEKH1Jlc29sdmVBZ2VudFRhc2tBdHRlbXB0UmVzcG9uc2USOgoHYXR0ZW1wdBgBIAEoCzIpLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50VGFza0F0dGVtcHQSMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlMpMRChJSZWZSZXNvbHZlclNlcnZpY2USdAoPUmVnaXN0ZXJQcm9qZWN0Ei8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBowLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlZ2lzdGVyUHJvamVjdFJlc3BvbnNlEm4KDVJldGlyZVByb2plY3QSLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXRpcmVQcm9qZWN0UmVxdWVzdBouLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJldGlyZVByb2plY3RSZXNwb25zZRKDAQoUU2V0UHJvamVjdFZpc2liaWxpdHkSNC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlcXVlc3QaNS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlc3BvbnNlEmsKDExpc3RQcm9qZWN0cxIsLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkxpc3RQcm9qZWN0c1JlcXVlc3QaLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5MaXN0UHJvamVjdHNSZXNwb25zZRJxCg5SZXNvbHZlUHJvamVjdBIuLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVQcm9qZWN0UmVxdWVzdBovLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVQcm9qZWN0UmVzcG9uc2USdAoPSXNzdWVQcm9qZWN0UmVmEi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVQcm9qZWN0UmVmUmVxdWVzdBowLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLklzc3VlUHJvamVjdFJlZlJlc3BvbnNlEm4KDUNyZWF0ZVNlc3Npb24SLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBouLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZRJxCg5SZXNvbHZlU2Vzc2lvbhIuLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVTZXNzaW9uUmVxdWVzdBovLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVTZXNzaW9uUmVzcG9uc2USawoMQ2xvc2VTZXNzaW9uEiwud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBotLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlEnoKEVJlY29yZFNlc3Npb25DYWxsEjEud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVjb3JkU2Vzc2lvbkNhbGxSZXF1ZXN0GjIud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVjb3JkU2Vzc2lvbkNhbGxSZXNwb25zZRJ9ChJSZWFkU2Vzc2lvbkhhbmRvZmYSMi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWFkU2Vzc2lvbkhhbmRvZmZSZXF1ZXN0GjMud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVhZFNlc3Npb25IYW5kb2ZmUmVzcG9uc2USgAEKE1JvdGF0ZUFnZW50RW5kcG9pbnQSMy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Sb3RhdGVBZ2VudEVuZHBvaW50UmVxdWVzdBo0LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJvdGF0ZUFnZW50RW5kcG9pbnRSZXNwb25zZRKSAQoZSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZhI5LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLklzc3VlQWdlbnRDb250aW51YXRpb25SZWZSZXF1ZXN0Gjoud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZlJlc3BvbnNlEo8BChhSZXNvbHZlQWdlbnRDb250aW51YXRpb24SOC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlQWdlbnRDb250aW51YXRpb25SZXF1ZXN0Gjkud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVzcG9uc2UShgEKFVN0YXJ0QWdlbnRUYXNrQXR0ZW1wdBI1LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QaNi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TdGFydEFnZW50VGFza0F0dGVtcHRSZXNwb25zZRKtAQoiQWR2YW5jZUF0dGVtcHRDb250cm9sbGVyR2VuZXJhdGlvbhJCLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFkdmFuY2VBdHRlbXB0Q29udHJvbGxlckdlbmVyYXRpb25SZXF1ZXN0GkMud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWR2YW5jZUF0dGVtcHRDb250cm9sbGVyR2VuZXJhdGlvblJlc3BvbnNlEowBChdSZXNvbHZlQWdlbnRUYXNrQXR0ZW1wdBI3LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVBZ2VudFRhc2tBdHRlbXB0UmVxdWVzdBo4LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVBZ2VudFRhc2tBdHRlbXB0UmVzcG9uc2ViBnByb3RvMw", [file_webcodex_common_v1_common]);
 
 /**
  * @generated from message webcodex.refresolver.v1.Project
@@ -113,6 +113,107 @@ export const RegisterProjectResponseSchema: GenMessage<RegisterProjectResponse> 
   messageDesc(file_webcodex_refresolver_v1_ref_resolver, 2);
 
 /**
+ * @generated from message webcodex.refresolver.v1.RetireProjectRequest
+ */
+export type RetireProjectRequest = Message<"webcodex.refresolver.v1.RetireProjectRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.RetireProjectRequest.
+ * Use `create(RetireProjectRequestSchema)` to create a new message.
+ */
+export const RetireProjectRequestSchema: GenMessage<RetireProjectRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 3);
+
+/**
+ * @generated from message webcodex.refresolver.v1.RetireProjectResponse
+ */
+export type RetireProjectResponse = Message<"webcodex.refresolver.v1.RetireProjectResponse"> & {
+  /**
+   * False when no incarnation was live.
+   *
+   * @generated from field: bool retired = 1;
+   */
+  retired: boolean;
+
+  /**
+   * The incarnation that was retired, when retired.
+   *
+   * @generated from field: webcodex.refresolver.v1.Project project = 2;
+   */
+  project?: Project | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.RetireProjectResponse.
+ * Use `create(RetireProjectResponseSchema)` to create a new message.
+ */
+export const RetireProjectResponseSchema: GenMessage<RetireProjectResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 4);
+
+/**
+ * @generated from message webcodex.refresolver.v1.SetProjectVisibilityRequest
+ */
+export type SetProjectVisibilityRequest = Message<"webcodex.refresolver.v1.SetProjectVisibilityRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * The subject (inside client_id) the Project is hidden from or shown to again.
+   *
+   * @generated from field: string subject = 3;
+   */
+  subject: string;
+
+  /**
+   * @generated from field: bool visible = 4;
+   */
+  visible: boolean;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.SetProjectVisibilityRequest.
+ * Use `create(SetProjectVisibilityRequestSchema)` to create a new message.
+ */
+export const SetProjectVisibilityRequestSchema: GenMessage<SetProjectVisibilityRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 5);
+
+/**
+ * @generated from message webcodex.refresolver.v1.SetProjectVisibilityResponse
+ */
+export type SetProjectVisibilityResponse = Message<"webcodex.refresolver.v1.SetProjectVisibilityResponse"> & {
+  /**
+   * False when the Project was already in the requested state for that subject.
+   *
+   * @generated from field: bool changed = 1;
+   */
+  changed: boolean;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.SetProjectVisibilityResponse.
+ * Use `create(SetProjectVisibilityResponseSchema)` to create a new message.
+ */
+export const SetProjectVisibilityResponseSchema: GenMessage<SetProjectVisibilityResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 6);
+
+/**
  * @generated from message webcodex.refresolver.v1.ListProjectsRequest
  */
 export type ListProjectsRequest = Message<"webcodex.refresolver.v1.ListProjectsRequest"> & {
@@ -123,7 +224,7 @@ export type ListProjectsRequest = Message<"webcodex.refresolver.v1.ListProjectsR
  * Use `create(ListProjectsRequestSchema)` to create a new message.
  */
 export const ListProjectsRequestSchema: GenMessage<ListProjectsRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 3);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 7);
 
 /**
  * @generated from message webcodex.refresolver.v1.ProjectEntry
@@ -145,7 +246,7 @@ export type ProjectEntry = Message<"webcodex.refresolver.v1.ProjectEntry"> & {
  * Use `create(ProjectEntrySchema)` to create a new message.
  */
 export const ProjectEntrySchema: GenMessage<ProjectEntry> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 4);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 8);
 
 /**
  * @generated from message webcodex.refresolver.v1.ListProjectsResponse
@@ -162,7 +263,7 @@ export type ListProjectsResponse = Message<"webcodex.refresolver.v1.ListProjects
  * Use `create(ListProjectsResponseSchema)` to create a new message.
  */
 export const ListProjectsResponseSchema: GenMessage<ListProjectsResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 5);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 9);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveProjectRequest
@@ -179,7 +280,7 @@ export type ResolveProjectRequest = Message<"webcodex.refresolver.v1.ResolveProj
  * Use `create(ResolveProjectRequestSchema)` to create a new message.
  */
 export const ResolveProjectRequestSchema: GenMessage<ResolveProjectRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 6);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 10);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveProjectResponse
@@ -201,12 +302,1122 @@ export type ResolveProjectResponse = Message<"webcodex.refresolver.v1.ResolvePro
  * Use `create(ResolveProjectResponseSchema)` to create a new message.
  */
 export const ResolveProjectResponseSchema: GenMessage<ResolveProjectResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 7);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 11);
 
 /**
- * RefResolverService owns durable identities: Projects with their incarnations and the
- * principal-scoped short refs. Every resolution re-runs authorization for the caller
- * named in the request headers.
+ * @generated from message webcodex.refresolver.v1.IssueProjectRefRequest
+ */
+export type IssueProjectRefRequest = Message<"webcodex.refresolver.v1.IssueProjectRefRequest"> & {
+  /**
+   * A project_ref (~p1) or canonical agent:<client_id>:<project_id>.
+   *
+   * @generated from field: string selector = 1;
+   */
+  selector: string;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.IssueProjectRefRequest.
+ * Use `create(IssueProjectRefRequestSchema)` to create a new message.
+ */
+export const IssueProjectRefRequestSchema: GenMessage<IssueProjectRefRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 12);
+
+/**
+ * @generated from message webcodex.refresolver.v1.IssueProjectRefResponse
+ */
+export type IssueProjectRefResponse = Message<"webcodex.refresolver.v1.IssueProjectRefResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.Project project = 1;
+   */
+  project?: Project | undefined;
+
+  /**
+   * @generated from field: string project_ref = 2;
+   */
+  projectRef: string;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 3;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.IssueProjectRefResponse.
+ * Use `create(IssueProjectRefResponseSchema)` to create a new message.
+ */
+export const IssueProjectRefResponseSchema: GenMessage<IssueProjectRefResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 13);
+
+/**
+ * WorkflowSession is one Session incarnation. Canonical session_id (wc_sess_*) is
+ * authoritative for persistence, audit and joins.
+ *
+ * @generated from message webcodex.refresolver.v1.WorkflowSession
+ */
+export type WorkflowSession = Message<"webcodex.refresolver.v1.WorkflowSession"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string project_canonical_id = 2;
+   */
+  projectCanonicalId: string;
+
+  /**
+   * @generated from field: int64 project_incarnation = 3;
+   */
+  projectIncarnation: bigint;
+
+  /**
+   * @generated from field: string title = 4;
+   */
+  title: string;
+
+  /**
+   * "open" or "closed".
+   *
+   * @generated from field: string state = 5;
+   */
+  state: string;
+
+  /**
+   * @generated from field: int64 created_unix_ms = 6;
+   */
+  createdUnixMs: bigint;
+
+  /**
+   * @generated from field: int64 last_activity_unix_ms = 7;
+   */
+  lastActivityUnixMs: bigint;
+
+  /**
+   * 0 while open.
+   *
+   * @generated from field: int64 closed_unix_ms = 8;
+   */
+  closedUnixMs: bigint;
+
+  /**
+   * @generated from field: int64 calls_recorded = 9;
+   */
+  callsRecorded: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.WorkflowSession.
+ * Use `create(WorkflowSessionSchema)` to create a new message.
+ */
+export const WorkflowSessionSchema: GenMessage<WorkflowSession> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 14);
+
+/**
+ * @generated from message webcodex.refresolver.v1.CreateSessionRequest
+ */
+export type CreateSessionRequest = Message<"webcodex.refresolver.v1.CreateSessionRequest"> & {
+  /**
+   * A project_ref or canonical Project id; resolved and authorized for the caller.
+   *
+   * @generated from field: string project_selector = 1;
+   */
+  projectSelector: string;
+
+  /**
+   * Optional, at most 200 characters.
+   *
+   * @generated from field: string title = 2;
+   */
+  title: string;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.CreateSessionRequest.
+ * Use `create(CreateSessionRequestSchema)` to create a new message.
+ */
+export const CreateSessionRequestSchema: GenMessage<CreateSessionRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 15);
+
+/**
+ * @generated from message webcodex.refresolver.v1.CreateSessionResponse
+ */
+export type CreateSessionResponse = Message<"webcodex.refresolver.v1.CreateSessionResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.WorkflowSession session = 1;
+   */
+  session?: WorkflowSession | undefined;
+
+  /**
+   * @generated from field: string session_ref = 2;
+   */
+  sessionRef: string;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 3;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.CreateSessionResponse.
+ * Use `create(CreateSessionResponseSchema)` to create a new message.
+ */
+export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 16);
+
+/**
+ * @generated from message webcodex.refresolver.v1.ResolveSessionRequest
+ */
+export type ResolveSessionRequest = Message<"webcodex.refresolver.v1.ResolveSessionRequest"> & {
+  /**
+   * A session_ref (~s1) or canonical wc_sess_*.
+   *
+   * @generated from field: string selector = 1;
+   */
+  selector: string;
+
+  /**
+   * When set, the Session must belong to this (already resolved) Project.
+   *
+   * @generated from field: string project_canonical_id = 2;
+   */
+  projectCanonicalId: string;
+
+  /**
+   * When true, a closed Session fails closed (business targeting / recording).
+   *
+   * @generated from field: bool require_open = 3;
+   */
+  requireOpen: boolean;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ResolveSessionRequest.
+ * Use `create(ResolveSessionRequestSchema)` to create a new message.
+ */
+export const ResolveSessionRequestSchema: GenMessage<ResolveSessionRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 17);
+
+/**
+ * @generated from message webcodex.refresolver.v1.ResolveSessionResponse
+ */
+export type ResolveSessionResponse = Message<"webcodex.refresolver.v1.ResolveSessionResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.WorkflowSession session = 1;
+   */
+  session?: WorkflowSession | undefined;
+
+  /**
+   * @generated from field: string session_ref = 2;
+   */
+  sessionRef: string;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 3;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ResolveSessionResponse.
+ * Use `create(ResolveSessionResponseSchema)` to create a new message.
+ */
+export const ResolveSessionResponseSchema: GenMessage<ResolveSessionResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 18);
+
+/**
+ * @generated from message webcodex.refresolver.v1.CloseSessionRequest
+ */
+export type CloseSessionRequest = Message<"webcodex.refresolver.v1.CloseSessionRequest"> & {
+  /**
+   * @generated from field: string selector = 1;
+   */
+  selector: string;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.CloseSessionRequest.
+ * Use `create(CloseSessionRequestSchema)` to create a new message.
+ */
+export const CloseSessionRequestSchema: GenMessage<CloseSessionRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 19);
+
+/**
+ * @generated from message webcodex.refresolver.v1.CloseSessionResponse
+ */
+export type CloseSessionResponse = Message<"webcodex.refresolver.v1.CloseSessionResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.WorkflowSession session = 1;
+   */
+  session?: WorkflowSession | undefined;
+
+  /**
+   * False when it was already closed.
+   *
+   * @generated from field: bool closed_now = 2;
+   */
+  closedNow: boolean;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 3;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.CloseSessionResponse.
+ * Use `create(CloseSessionResponseSchema)` to create a new message.
+ */
+export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 20);
+
+/**
+ * SessionCall is the bounded record of one call made with session_id: facts only, never
+ * arguments, commands, paths or content.
+ *
+ * @generated from message webcodex.refresolver.v1.SessionCall
+ */
+export type SessionCall = Message<"webcodex.refresolver.v1.SessionCall"> & {
+  /**
+   * The gateway's call id; a repeat is recorded once.
+   *
+   * @generated from field: string call_id = 1;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * The tool's effect class: read_only, workspace_write, process_execution,
+   * durable_state or presentation.
+   *
+   * @generated from field: string effect = 3;
+   */
+  effect: string;
+
+  /**
+   * ok, failed, pending or unknown.
+   *
+   * @generated from field: string outcome = 4;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: string reason_code = 5;
+   */
+  reasonCode: string;
+
+  /**
+   * @generated from field: string detail_code = 6;
+   */
+  detailCode: string;
+
+  /**
+   * How many paths the call read or touched.
+   *
+   * @generated from field: uint32 paths_count = 7;
+   */
+  pathsCount: number;
+
+  /**
+   * How many paths the call changed.
+   *
+   * @generated from field: uint32 changed_paths_count = 8;
+   */
+  changedPathsCount: number;
+
+  /**
+   * The Job the call started or observed, if any.
+   *
+   * @generated from field: string job_id = 9;
+   */
+  jobId: string;
+
+  /**
+   * "pending" or "terminal" when job_id is set.
+   *
+   * @generated from field: string job_state = 10;
+   */
+  jobState: string;
+
+  /**
+   * @generated from field: uint32 duration_ms = 11;
+   */
+  durationMs: number;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.SessionCall.
+ * Use `create(SessionCallSchema)` to create a new message.
+ */
+export const SessionCallSchema: GenMessage<SessionCall> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 21);
+
+/**
+ * @generated from message webcodex.refresolver.v1.RecordSessionCallRequest
+ */
+export type RecordSessionCallRequest = Message<"webcodex.refresolver.v1.RecordSessionCallRequest"> & {
+  /**
+   * A session_ref or wc_sess_*.
+   *
+   * @generated from field: string session_selector = 1;
+   */
+  sessionSelector: string;
+
+  /**
+   * The canonical Project the call was made on; must be the Session's Project.
+   *
+   * @generated from field: string project_canonical_id = 2;
+   */
+  projectCanonicalId: string;
+
+  /**
+   * @generated from field: webcodex.refresolver.v1.SessionCall call = 3;
+   */
+  call?: SessionCall | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.RecordSessionCallRequest.
+ * Use `create(RecordSessionCallRequestSchema)` to create a new message.
+ */
+export const RecordSessionCallRequestSchema: GenMessage<RecordSessionCallRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 22);
+
+/**
+ * @generated from message webcodex.refresolver.v1.RecordSessionCallResponse
+ */
+export type RecordSessionCallResponse = Message<"webcodex.refresolver.v1.RecordSessionCallResponse"> & {
+  /**
+   * @generated from field: bool recorded = 1;
+   */
+  recorded: boolean;
+
+  /**
+   * Position of the record in the Session (1-based).
+   *
+   * @generated from field: int64 seq = 2;
+   */
+  seq: bigint;
+
+  /**
+   * The call_id had already been recorded; nothing changed.
+   *
+   * @generated from field: bool duplicate = 3;
+   */
+  duplicate: boolean;
+
+  /**
+   * The Session reached its record cap; the call was counted as dropped.
+   *
+   * @generated from field: bool dropped = 4;
+   */
+  dropped: boolean;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 5;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.RecordSessionCallResponse.
+ * Use `create(RecordSessionCallResponseSchema)` to create a new message.
+ */
+export const RecordSessionCallResponseSchema: GenMessage<RecordSessionCallResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 23);
+
+/**
+ * @generated from message webcodex.refresolver.v1.ReadSessionHandoffRequest
+ */
+export type ReadSessionHandoffRequest = Message<"webcodex.refresolver.v1.ReadSessionHandoffRequest"> & {
+  /**
+   * @generated from field: string selector = 1;
+   */
+  selector: string;
+
+  /**
+   * How many recent calls to include (default 10, at most 50).
+   *
+   * @generated from field: uint32 max_recent_calls = 2;
+   */
+  maxRecentCalls: number;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ReadSessionHandoffRequest.
+ * Use `create(ReadSessionHandoffRequestSchema)` to create a new message.
+ */
+export const ReadSessionHandoffRequestSchema: GenMessage<ReadSessionHandoffRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 24);
+
+/**
+ * @generated from message webcodex.refresolver.v1.ToolCallCount
+ */
+export type ToolCallCount = Message<"webcodex.refresolver.v1.ToolCallCount"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: int64 calls = 2;
+   */
+  calls: bigint;
+
+  /**
+   * @generated from field: int64 failed = 3;
+   */
+  failed: bigint;
+
+  /**
+   * @generated from field: int64 last_unix_ms = 4;
+   */
+  lastUnixMs: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ToolCallCount.
+ * Use `create(ToolCallCountSchema)` to create a new message.
+ */
+export const ToolCallCountSchema: GenMessage<ToolCallCount> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 25);
+
+/**
+ * @generated from message webcodex.refresolver.v1.ActivityCount
+ */
+export type ActivityCount = Message<"webcodex.refresolver.v1.ActivityCount"> & {
+  /**
+   * @generated from field: int64 calls = 1;
+   */
+  calls: bigint;
+
+  /**
+   * @generated from field: int64 paths = 2;
+   */
+  paths: bigint;
+
+  /**
+   * @generated from field: int64 failed = 3;
+   */
+  failed: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ActivityCount.
+ * Use `create(ActivityCountSchema)` to create a new message.
+ */
+export const ActivityCountSchema: GenMessage<ActivityCount> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 26);
+
+/**
+ * @generated from message webcodex.refresolver.v1.PendingJob
+ */
+export type PendingJob = Message<"webcodex.refresolver.v1.PendingJob"> & {
+  /**
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: int64 since_unix_ms = 3;
+   */
+  sinceUnixMs: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.PendingJob.
+ * Use `create(PendingJobSchema)` to create a new message.
+ */
+export const PendingJobSchema: GenMessage<PendingJob> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 27);
+
+/**
+ * @generated from message webcodex.refresolver.v1.RecentCall
+ */
+export type RecentCall = Message<"webcodex.refresolver.v1.RecentCall"> & {
+  /**
+   * @generated from field: int64 seq = 1;
+   */
+  seq: bigint;
+
+  /**
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: string outcome = 3;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: string reason_code = 4;
+   */
+  reasonCode: string;
+
+  /**
+   * @generated from field: int64 at_unix_ms = 5;
+   */
+  atUnixMs: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.RecentCall.
+ * Use `create(RecentCallSchema)` to create a new message.
+ */
+export const RecentCallSchema: GenMessage<RecentCall> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 28);
+
+/**
+ * @generated from message webcodex.refresolver.v1.SessionHandoff
+ */
+export type SessionHandoff = Message<"webcodex.refresolver.v1.SessionHandoff"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.WorkflowSession session = 1;
+   */
+  session?: WorkflowSession | undefined;
+
+  /**
+   * @generated from field: string session_ref = 2;
+   */
+  sessionRef: string;
+
+  /**
+   * @generated from field: int64 calls_total = 3;
+   */
+  callsTotal: bigint;
+
+  /**
+   * @generated from field: int64 calls_failed = 4;
+   */
+  callsFailed: bigint;
+
+  /**
+   * @generated from field: repeated webcodex.refresolver.v1.ToolCallCount calls_by_tool = 5;
+   */
+  callsByTool: ToolCallCount[];
+
+  /**
+   * read_only calls and the paths they read.
+   *
+   * @generated from field: webcodex.refresolver.v1.ActivityCount read = 6;
+   */
+  read?: ActivityCount | undefined;
+
+  /**
+   * workspace_write calls and the paths they changed.
+   *
+   * @generated from field: webcodex.refresolver.v1.ActivityCount changed = 7;
+   */
+  changed?: ActivityCount | undefined;
+
+  /**
+   * process_execution calls.
+   *
+   * @generated from field: webcodex.refresolver.v1.ActivityCount run = 8;
+   */
+  run?: ActivityCount | undefined;
+
+  /**
+   * @generated from field: repeated webcodex.refresolver.v1.PendingJob pending_jobs = 9;
+   */
+  pendingJobs: PendingJob[];
+
+  /**
+   * @generated from field: int64 pending_jobs_total = 10;
+   */
+  pendingJobsTotal: bigint;
+
+  /**
+   * @generated from field: repeated webcodex.refresolver.v1.RecentCall recent_calls = 11;
+   */
+  recentCalls: RecentCall[];
+
+  /**
+   * Calls not recorded because the Session reached its record cap.
+   *
+   * @generated from field: int64 calls_dropped = 12;
+   */
+  callsDropped: bigint;
+
+  /**
+   * A list above was cut to its bound.
+   *
+   * @generated from field: bool truncated = 13;
+   */
+  truncated: boolean;
+
+  /**
+   * Calls whose outcome is unknown (not counted as failed).
+   *
+   * @generated from field: int64 calls_outcome_unknown = 14;
+   */
+  callsOutcomeUnknown: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.SessionHandoff.
+ * Use `create(SessionHandoffSchema)` to create a new message.
+ */
+export const SessionHandoffSchema: GenMessage<SessionHandoff> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 29);
+
+/**
+ * @generated from message webcodex.refresolver.v1.ReadSessionHandoffResponse
+ */
+export type ReadSessionHandoffResponse = Message<"webcodex.refresolver.v1.ReadSessionHandoffResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.SessionHandoff handoff = 1;
+   */
+  handoff?: SessionHandoff | undefined;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ReadSessionHandoffResponse.
+ * Use `create(ReadSessionHandoffResponseSchema)` to create a new message.
+ */
+export const ReadSessionHandoffResponseSchema: GenMessage<ReadSessionHandoffResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 30);
+
+/**
+ * AgentContinuation is the exact Endpoint generation a continuation is pinned to.
+ *
+ * @generated from message webcodex.refresolver.v1.AgentContinuation
+ */
+export type AgentContinuation = Message<"webcodex.refresolver.v1.AgentContinuation"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string endpoint_id = 2;
+   */
+  endpointId: string;
+
+  /**
+   * @generated from field: int64 controller_generation = 3;
+   */
+  controllerGeneration: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.AgentContinuation.
+ * Use `create(AgentContinuationSchema)` to create a new message.
+ */
+export const AgentContinuationSchema: GenMessage<AgentContinuation> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 31);
+
+/**
+ * @generated from message webcodex.refresolver.v1.RotateAgentEndpointRequest
+ */
+export type RotateAgentEndpointRequest = Message<"webcodex.refresolver.v1.RotateAgentEndpointRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string endpoint_id = 2;
+   */
+  endpointId: string;
+
+  /**
+   * The generation the caller believes is current; 0 when the Endpoint does not exist yet.
+   *
+   * @generated from field: int64 expected_controller_generation = 3;
+   */
+  expectedControllerGeneration: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.RotateAgentEndpointRequest.
+ * Use `create(RotateAgentEndpointRequestSchema)` to create a new message.
+ */
+export const RotateAgentEndpointRequestSchema: GenMessage<RotateAgentEndpointRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 32);
+
+/**
+ * @generated from message webcodex.refresolver.v1.RotateAgentEndpointResponse
+ */
+export type RotateAgentEndpointResponse = Message<"webcodex.refresolver.v1.RotateAgentEndpointResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.AgentContinuation continuation = 1;
+   */
+  continuation?: AgentContinuation | undefined;
+
+  /**
+   * @generated from field: string agent_continuation_ref = 2;
+   */
+  agentContinuationRef: string;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 3;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.RotateAgentEndpointResponse.
+ * Use `create(RotateAgentEndpointResponseSchema)` to create a new message.
+ */
+export const RotateAgentEndpointResponseSchema: GenMessage<RotateAgentEndpointResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 33);
+
+/**
+ * @generated from message webcodex.refresolver.v1.IssueAgentContinuationRefRequest
+ */
+export type IssueAgentContinuationRefRequest = Message<"webcodex.refresolver.v1.IssueAgentContinuationRefRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string endpoint_id = 2;
+   */
+  endpointId: string;
+
+  /**
+   * @generated from field: int64 expected_controller_generation = 3;
+   */
+  expectedControllerGeneration: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.IssueAgentContinuationRefRequest.
+ * Use `create(IssueAgentContinuationRefRequestSchema)` to create a new message.
+ */
+export const IssueAgentContinuationRefRequestSchema: GenMessage<IssueAgentContinuationRefRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 34);
+
+/**
+ * @generated from message webcodex.refresolver.v1.IssueAgentContinuationRefResponse
+ */
+export type IssueAgentContinuationRefResponse = Message<"webcodex.refresolver.v1.IssueAgentContinuationRefResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.AgentContinuation continuation = 1;
+   */
+  continuation?: AgentContinuation | undefined;
+
+  /**
+   * @generated from field: string agent_continuation_ref = 2;
+   */
+  agentContinuationRef: string;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 3;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.IssueAgentContinuationRefResponse.
+ * Use `create(IssueAgentContinuationRefResponseSchema)` to create a new message.
+ */
+export const IssueAgentContinuationRefResponseSchema: GenMessage<IssueAgentContinuationRefResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 35);
+
+/**
+ * @generated from message webcodex.refresolver.v1.ResolveAgentContinuationRequest
+ */
+export type ResolveAgentContinuationRequest = Message<"webcodex.refresolver.v1.ResolveAgentContinuationRequest"> & {
+  /**
+   * Either the ref, or the explicit tuple below; not both.
+   *
+   * @generated from field: string agent_continuation_ref = 1;
+   */
+  agentContinuationRef: string;
+
+  /**
+   * @generated from field: string agent_id = 2;
+   */
+  agentId: string;
+
+  /**
+   * @generated from field: string endpoint_id = 3;
+   */
+  endpointId: string;
+
+  /**
+   * @generated from field: int64 expected_controller_generation = 4;
+   */
+  expectedControllerGeneration: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ResolveAgentContinuationRequest.
+ * Use `create(ResolveAgentContinuationRequestSchema)` to create a new message.
+ */
+export const ResolveAgentContinuationRequestSchema: GenMessage<ResolveAgentContinuationRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 36);
+
+/**
+ * @generated from message webcodex.refresolver.v1.ResolveAgentContinuationResponse
+ */
+export type ResolveAgentContinuationResponse = Message<"webcodex.refresolver.v1.ResolveAgentContinuationResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.AgentContinuation continuation = 1;
+   */
+  continuation?: AgentContinuation | undefined;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ResolveAgentContinuationResponse.
+ * Use `create(ResolveAgentContinuationResponseSchema)` to create a new message.
+ */
+export const ResolveAgentContinuationResponseSchema: GenMessage<ResolveAgentContinuationResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 37);
+
+/**
+ * AgentTaskAttempt is the exact fenced Attempt an attempt_ref is pinned to.
+ *
+ * @generated from message webcodex.refresolver.v1.AgentTaskAttempt
+ */
+export type AgentTaskAttempt = Message<"webcodex.refresolver.v1.AgentTaskAttempt"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string attempt_id = 2;
+   */
+  attemptId: string;
+
+  /**
+   * @generated from field: string assignee_agent_id = 3;
+   */
+  assigneeAgentId: string;
+
+  /**
+   * @generated from field: int64 attempt_fence = 4;
+   */
+  attemptFence: bigint;
+
+  /**
+   * @generated from field: int64 attempt_controller_generation = 5;
+   */
+  attemptControllerGeneration: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.AgentTaskAttempt.
+ * Use `create(AgentTaskAttemptSchema)` to create a new message.
+ */
+export const AgentTaskAttemptSchema: GenMessage<AgentTaskAttempt> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 38);
+
+/**
+ * @generated from message webcodex.refresolver.v1.StartAgentTaskAttemptRequest
+ */
+export type StartAgentTaskAttemptRequest = Message<"webcodex.refresolver.v1.StartAgentTaskAttemptRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string assignee_agent_id = 2;
+   */
+  assigneeAgentId: string;
+
+  /**
+   * @generated from field: string idempotency_key = 3;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.StartAgentTaskAttemptRequest.
+ * Use `create(StartAgentTaskAttemptRequestSchema)` to create a new message.
+ */
+export const StartAgentTaskAttemptRequestSchema: GenMessage<StartAgentTaskAttemptRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 39);
+
+/**
+ * @generated from message webcodex.refresolver.v1.StartAgentTaskAttemptResponse
+ */
+export type StartAgentTaskAttemptResponse = Message<"webcodex.refresolver.v1.StartAgentTaskAttemptResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.AgentTaskAttempt attempt = 1;
+   */
+  attempt?: AgentTaskAttempt | undefined;
+
+  /**
+   * @generated from field: string attempt_ref = 2;
+   */
+  attemptRef: string;
+
+  /**
+   * The idempotency key had been used for this Task: the original Attempt and ref.
+   *
+   * @generated from field: bool replayed = 3;
+   */
+  replayed: boolean;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 4;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.StartAgentTaskAttemptResponse.
+ * Use `create(StartAgentTaskAttemptResponseSchema)` to create a new message.
+ */
+export const StartAgentTaskAttemptResponseSchema: GenMessage<StartAgentTaskAttemptResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 40);
+
+/**
+ * @generated from message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationRequest
+ */
+export type AdvanceAttemptControllerGenerationRequest = Message<"webcodex.refresolver.v1.AdvanceAttemptControllerGenerationRequest"> & {
+  /**
+   * @generated from field: string attempt_id = 1;
+   */
+  attemptId: string;
+
+  /**
+   * @generated from field: int64 attempt_fence = 2;
+   */
+  attemptFence: bigint;
+
+  /**
+   * @generated from field: int64 expected_controller_generation = 3;
+   */
+  expectedControllerGeneration: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationRequest.
+ * Use `create(AdvanceAttemptControllerGenerationRequestSchema)` to create a new message.
+ */
+export const AdvanceAttemptControllerGenerationRequestSchema: GenMessage<AdvanceAttemptControllerGenerationRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 41);
+
+/**
+ * @generated from message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationResponse
+ */
+export type AdvanceAttemptControllerGenerationResponse = Message<"webcodex.refresolver.v1.AdvanceAttemptControllerGenerationResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.AgentTaskAttempt attempt = 1;
+   */
+  attempt?: AgentTaskAttempt | undefined;
+
+  /**
+   * @generated from field: string attempt_ref = 2;
+   */
+  attemptRef: string;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 3;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationResponse.
+ * Use `create(AdvanceAttemptControllerGenerationResponseSchema)` to create a new message.
+ */
+export const AdvanceAttemptControllerGenerationResponseSchema: GenMessage<AdvanceAttemptControllerGenerationResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 42);
+
+/**
+ * @generated from message webcodex.refresolver.v1.ResolveAgentTaskAttemptRequest
+ */
+export type ResolveAgentTaskAttemptRequest = Message<"webcodex.refresolver.v1.ResolveAgentTaskAttemptRequest"> & {
+  /**
+   * Either the ref, or the explicit tuple below; not both.
+   *
+   * @generated from field: string attempt_ref = 1;
+   */
+  attemptRef: string;
+
+  /**
+   * @generated from field: string task_id = 2;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string attempt_id = 3;
+   */
+  attemptId: string;
+
+  /**
+   * @generated from field: string assignee_agent_id = 4;
+   */
+  assigneeAgentId: string;
+
+  /**
+   * @generated from field: int64 attempt_fence = 5;
+   */
+  attemptFence: bigint;
+
+  /**
+   * @generated from field: int64 attempt_controller_generation = 6;
+   */
+  attemptControllerGeneration: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ResolveAgentTaskAttemptRequest.
+ * Use `create(ResolveAgentTaskAttemptRequestSchema)` to create a new message.
+ */
+export const ResolveAgentTaskAttemptRequestSchema: GenMessage<ResolveAgentTaskAttemptRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 43);
+
+/**
+ * @generated from message webcodex.refresolver.v1.ResolveAgentTaskAttemptResponse
+ */
+export type ResolveAgentTaskAttemptResponse = Message<"webcodex.refresolver.v1.ResolveAgentTaskAttemptResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.AgentTaskAttempt attempt = 1;
+   */
+  attempt?: AgentTaskAttempt | undefined;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ResolveAgentTaskAttemptResponse.
+ * Use `create(ResolveAgentTaskAttemptResponseSchema)` to create a new message.
+ */
+export const ResolveAgentTaskAttemptResponseSchema: GenMessage<ResolveAgentTaskAttemptResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 44);
+
+/**
+ * RefResolverService owns durable identities: Projects with their incarnations, Workflow
+ * Sessions, agent continuation Endpoints and task Attempts, and the four principal-scoped
+ * short-ref tables (project_ref ~p<n>, session_ref ~s<n>, agent_continuation_ref ~c<n>,
+ * attempt_ref ~a<n>). The caller is read from the request headers, never from the body.
+ * Every resolution looks up the pinned identity and then re-runs the ordinary checks; a
+ * stale, foreign or unknown ref fails closed with a DomainFailure, and a foreign ref fails
+ * exactly like one that was never issued.
  *
  * @generated from service webcodex.refresolver.v1.RefResolverService
  */
@@ -221,6 +1432,29 @@ export const RefResolverService: GenService<{
     methodKind: "unary";
     input: typeof RegisterProjectRequestSchema;
     output: typeof RegisterProjectResponseSchema;
+  },
+  /**
+   * RetireProject makes the live incarnation of a Project disappear: every ref to it goes
+   * stale, and a later registration (any root) opens a new incarnation. The caller's client
+   * id must own the Project. Retiring twice is a no-op.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.RetireProject
+   */
+  retireProject: {
+    methodKind: "unary";
+    input: typeof RetireProjectRequestSchema;
+    output: typeof RetireProjectResponseSchema;
+  },
+  /**
+   * SetProjectVisibility hides a Project from one subject of its client (or shows it
+   * again). While hidden, the subject's refs to it fail closed and it is not listed.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.SetProjectVisibility
+   */
+  setProjectVisibility: {
+    methodKind: "unary";
+    input: typeof SetProjectVisibilityRequestSchema;
+    output: typeof SetProjectVisibilityResponseSchema;
   },
   /**
    * ListProjects lists the Projects visible to the caller, issuing project_refs as needed.
@@ -242,6 +1476,140 @@ export const RefResolverService: GenService<{
     methodKind: "unary";
     input: typeof ResolveProjectRequestSchema;
     output: typeof ResolveProjectResponseSchema;
+  },
+  /**
+   * IssueProjectRef resolves a project selector for the caller and returns its project_ref
+   * for the current incarnation (issued on first sight, the same ref afterwards).
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.IssueProjectRef
+   */
+  issueProjectRef: {
+    methodKind: "unary";
+    input: typeof IssueProjectRefRequestSchema;
+    output: typeof IssueProjectRefResponseSchema;
+  },
+  /**
+   * CreateSession opens a Workflow Session on the Project a selector resolves to, pinned to
+   * its current incarnation, and issues its session_ref.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.CreateSession
+   */
+  createSession: {
+    methodKind: "unary";
+    input: typeof CreateSessionRequestSchema;
+    output: typeof CreateSessionResponseSchema;
+  },
+  /**
+   * ResolveSession canonicalizes a session selector (session_ref or wc_sess_*) after
+   * re-running Session authority, Project visibility and, when asked, lifecycle and the
+   * Project match. The gateway calls it before dispatching a call that carries session_id.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.ResolveSession
+   */
+  resolveSession: {
+    methodKind: "unary";
+    input: typeof ResolveSessionRequestSchema;
+    output: typeof ResolveSessionResponseSchema;
+  },
+  /**
+   * CloseSession ends a Session's lifecycle; closing twice is a no-op. A closed Session
+   * still has a handoff but records no further calls.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.CloseSession
+   */
+  closeSession: {
+    methodKind: "unary";
+    input: typeof CloseSessionRequestSchema;
+    output: typeof CloseSessionResponseSchema;
+  },
+  /**
+   * RecordSessionCall appends one bounded record of a call made with session_id. It never
+   * stores arguments, paths or content. A repeated call_id is recorded once.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.RecordSessionCall
+   */
+  recordSessionCall: {
+    methodKind: "unary";
+    input: typeof RecordSessionCallRequestSchema;
+    output: typeof RecordSessionCallResponseSchema;
+  },
+  /**
+   * ReadSessionHandoff returns a bounded recap of what a Session did.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.ReadSessionHandoff
+   */
+  readSessionHandoff: {
+    methodKind: "unary";
+    input: typeof ReadSessionHandoffRequestSchema;
+    output: typeof ReadSessionHandoffResponseSchema;
+  },
+  /**
+   * RotateAgentEndpoint moves an agent continuation Endpoint to its next controller
+   * generation (expected 0 creates it at generation 1) and issues the
+   * agent_continuation_ref of the new generation. Refs of earlier generations go stale.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.RotateAgentEndpoint
+   */
+  rotateAgentEndpoint: {
+    methodKind: "unary";
+    input: typeof RotateAgentEndpointRequestSchema;
+    output: typeof RotateAgentEndpointResponseSchema;
+  },
+  /**
+   * IssueAgentContinuationRef returns the ref pinned to the Endpoint's current generation,
+   * which must equal expected_controller_generation.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.IssueAgentContinuationRef
+   */
+  issueAgentContinuationRef: {
+    methodKind: "unary";
+    input: typeof IssueAgentContinuationRefRequestSchema;
+    output: typeof IssueAgentContinuationRefResponseSchema;
+  },
+  /**
+   * ResolveAgentContinuation expands an agent_continuation_ref (or checks the explicit
+   * tuple) and runs the ordinary owner and generation checks.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.ResolveAgentContinuation
+   */
+  resolveAgentContinuation: {
+    methodKind: "unary";
+    input: typeof ResolveAgentContinuationRequestSchema;
+    output: typeof ResolveAgentContinuationResponseSchema;
+  },
+  /**
+   * StartAgentTaskAttempt starts an Attempt on a Task with the next fence (a takeover of
+   * any earlier Attempt) and returns its attempt_ref. Keyed replay returns the same Attempt
+   * and the same ref.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.StartAgentTaskAttempt
+   */
+  startAgentTaskAttempt: {
+    methodKind: "unary";
+    input: typeof StartAgentTaskAttemptRequestSchema;
+    output: typeof StartAgentTaskAttemptResponseSchema;
+  },
+  /**
+   * AdvanceAttemptControllerGeneration moves an Attempt to its next controller generation
+   * and issues the ref of the new generation; earlier attempt_refs go stale.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.AdvanceAttemptControllerGeneration
+   */
+  advanceAttemptControllerGeneration: {
+    methodKind: "unary";
+    input: typeof AdvanceAttemptControllerGenerationRequestSchema;
+    output: typeof AdvanceAttemptControllerGenerationResponseSchema;
+  },
+  /**
+   * ResolveAgentTaskAttempt expands an attempt_ref (or checks the explicit tuple) and runs
+   * the ordinary owner, fence and generation checks.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.ResolveAgentTaskAttempt
+   */
+  resolveAgentTaskAttempt: {
+    methodKind: "unary";
+    input: typeof ResolveAgentTaskAttemptRequestSchema;
+    output: typeof ResolveAgentTaskAttemptResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webcodex_refresolver_v1_ref_resolver, 0);

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/runner/v1/runner.proto.
  */
 export const file_webcodex_runner_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJjb2RleC9ydW5uZXIvdjEvcnVubmVyLnByb3RvEhJ3ZWJjb2RleC5ydW5uZXIudjEiXgoORXhlY3V0ZVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIMCgR0b29sGAIgASgJEhYKDmFyZ3VtZW50c19qc29uGAMgASgJEhUKDXJvb3RfaWRlbnRpdHkYBCABKAkiWgoPRXhlY3V0ZVJlc3BvbnNlEhMKC3Jlc3VsdF9qc29uGAEgASgJEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIRCg9EZXNjcmliZVJlcXVlc3QifgoQRGVzY3JpYmVSZXNwb25zZRIRCglydW5uZXJfaWQYASABKAkSFQoNcm9vdF9pZGVudGl0eRgCIAEoCRIbChNwcm90b2NvbF9nZW5lcmF0aW9uGAMgASgFEg0KBWJ1aWxkGAQgASgJEhQKDGNhcGFiaWxpdGllcxgFIAMoCTK6AQoNUnVubmVyU2VydmljZRJSCgdFeGVjdXRlEiIud2ViY29kZXgucnVubmVyLnYxLkV4ZWN1dGVSZXF1ZXN0GiMud2ViY29kZXgucnVubmVyLnYxLkV4ZWN1dGVSZXNwb25zZRJVCghEZXNjcmliZRIjLndlYmNvZGV4LnJ1bm5lci52MS5EZXNjcmliZVJlcXVlc3QaJC53ZWJjb2RleC5ydW5uZXIudjEuRGVzY3JpYmVSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
+  fileDesc("Ch93ZWJjb2RleC9ydW5uZXIvdjEvcnVubmVyLnByb3RvEhJ3ZWJjb2RleC5ydW5uZXIudjEibQoORXhlY3V0ZVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIMCgR0b29sGAIgASgJEhYKDmFyZ3VtZW50c19qc29uGAMgASgJEhUKDXJvb3RfaWRlbnRpdHkYBCABKAkSDQoFZmVuY2UYBSABKAMiWgoPRXhlY3V0ZVJlc3BvbnNlEhMKC3Jlc3VsdF9qc29uGAEgASgJEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIRCg9EZXNjcmliZVJlcXVlc3QifgoQRGVzY3JpYmVSZXNwb25zZRIRCglydW5uZXJfaWQYASABKAkSFQoNcm9vdF9pZGVudGl0eRgCIAEoCRIbChNwcm90b2NvbF9nZW5lcmF0aW9uGAMgASgFEg0KBWJ1aWxkGAQgASgJEhQKDGNhcGFiaWxpdGllcxgFIAMoCTK6AQoNUnVubmVyU2VydmljZRJSCgdFeGVjdXRlEiIud2ViY29kZXgucnVubmVyLnYxLkV4ZWN1dGVSZXF1ZXN0GiMud2ViY29kZXgucnVubmVyLnYxLkV4ZWN1dGVSZXNwb25zZRJVCghEZXNjcmliZRIjLndlYmNvZGV4LnJ1bm5lci52MS5EZXNjcmliZVJlcXVlc3QaJC53ZWJjb2RleC5ydW5uZXIudjEuRGVzY3JpYmVSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
 
 /**
  * @generated from message webcodex.runner.v1.ExecuteRequest
@@ -37,6 +37,14 @@ export type ExecuteRequest = Message<"webcodex.runner.v1.ExecuteRequest"> & {
    * @generated from field: string root_identity = 4;
    */
   rootIdentity: string;
+
+  /**
+   * Fencing token of the Project lease the broker dispatched under (0: none). The Runner
+   * rejects a mutating call whose fence is lower than the highest it has seen.
+   *
+   * @generated from field: int64 fence = 5;
+   */
+  fence: bigint;
 };
 
 /**

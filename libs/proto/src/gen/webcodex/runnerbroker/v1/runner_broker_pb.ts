@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/runnerbroker/v1/runner_broker.proto.
  */
 export const file_webcodex_runnerbroker_v1_runner_broker: GenFile = /*@__PURE__*/
-  fileDesc("Cix3ZWJjb2RleC9ydW5uZXJicm9rZXIvdjEvcnVubmVyX2Jyb2tlci5wcm90bxIYd2ViY29kZXgucnVubmVyYnJva2VyLnYxIsABChVSZWdpc3RlclJ1bm5lclJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRISCgpwcm9qZWN0X2lkGAMgASgJEhUKDXJvb3RfaWRlbnRpdHkYBCABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgFIAEoBRINCgVidWlsZBgGIAEoCRIUCgxjYXBhYmlsaXRpZXMYByADKAkSFAoMZW5kcG9pbnRfdXJsGAggASgJIjcKFlJlZ2lzdGVyUnVubmVyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgFIiUKEEhlYXJ0YmVhdFJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJIiIKEUhlYXJ0YmVhdFJlc3BvbnNlEg0KBWtub3duGAEgASgIIn0KD0Rpc3BhdGNoUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhUKDXJvb3RfaWRlbnRpdHkYAyABKAkSDAoEdG9vbBgEIAEoCRIWCg5hcmd1bWVudHNfanNvbhgFIAEoCSJbChBEaXNwYXRjaFJlc3BvbnNlEhMKC3Jlc3VsdF9qc29uGAEgASgJEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIqChVHZXRGbGVldFN0YXR1c1JlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIsQBCgxSdW5uZXJTdGF0dXMSEQoJcnVubmVyX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRISCgpwcm9qZWN0X2lkGAMgASgJEhgKEGNvbm5lY3Rpb25fc3RhdGUYBCABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgFIAEoBRINCgVidWlsZBgGIAEoCRIUCgxjYXBhYmlsaXRpZXMYByADKAkSHgoWbGFzdF9oZWFydGJlYXRfdW5peF9tcxgIIAEoAyJRChZHZXRGbGVldFN0YXR1c1Jlc3BvbnNlEjcKB3J1bm5lcnMYASADKAsyJi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUnVubmVyU3RhdHVzMsgDChNSdW5uZXJCcm9rZXJTZXJ2aWNlEnMKDlJlZ2lzdGVyUnVubmVyEi8ud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlZ2lzdGVyUnVubmVyUmVxdWVzdBowLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWdpc3RlclJ1bm5lclJlc3BvbnNlEmQKCUhlYXJ0YmVhdBIqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5IZWFydGJlYXRSZXF1ZXN0Gisud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkhlYXJ0YmVhdFJlc3BvbnNlEmEKCERpc3BhdGNoEikud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkRpc3BhdGNoUmVxdWVzdBoqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaFJlc3BvbnNlEnMKDkdldEZsZWV0U3RhdHVzEi8ud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldEZsZWV0U3RhdHVzUmVxdWVzdBowLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRGbGVldFN0YXR1c1Jlc3BvbnNlYgZwcm90bzM", [file_webcodex_common_v1_common]);
+  fileDesc("Cix3ZWJjb2RleC9ydW5uZXJicm9rZXIvdjEvcnVubmVyX2Jyb2tlci5wcm90bxIYd2ViY29kZXgucnVubmVyYnJva2VyLnYxIsABChVSZWdpc3RlclJ1bm5lclJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRISCgpwcm9qZWN0X2lkGAMgASgJEhUKDXJvb3RfaWRlbnRpdHkYBCABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgFIAEoBRINCgVidWlsZBgGIAEoCRIUCgxjYXBhYmlsaXRpZXMYByADKAkSFAoMZW5kcG9pbnRfdXJsGAggASgJIqUBChZSZWdpc3RlclJ1bm5lclJlc3BvbnNlEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgBIAEoBRISCgpsZWFzZV9oZWxkGAIgASgIEg0KBWZlbmNlGAMgASgDEhUKDXByb2plY3RfZmVuY2UYBCABKAMSFAoMbGVhc2VfdHRsX21zGAUgASgFEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAYgASgJIjQKEEhlYXJ0YmVhdFJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJEg0KBWZlbmNlGAIgASgDIlwKEUhlYXJ0YmVhdFJlc3BvbnNlEg0KBWtub3duGAEgASgIEhIKCmxlYXNlX2hlbGQYAiABKAgSDQoFZmVuY2UYAyABKAMSFQoNcHJvamVjdF9mZW5jZRgEIAEoAyJ9Cg9EaXNwYXRjaFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBHRvb2wYBCABKAkSFgoOYXJndW1lbnRzX2pzb24YBSABKAkiWwoQRGlzcGF0Y2hSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiQAoVR2V0RmxlZXRTdGF0dXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIUCgxzdW1tYXJ5X29ubHkYAiABKAgiswIKDFJ1bm5lclN0YXR1cxIRCglydW5uZXJfaWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhIKCnByb2plY3RfaWQYAyABKAkSGAoQY29ubmVjdGlvbl9zdGF0ZRgEIAEoCRIbChNwcm90b2NvbF9nZW5lcmF0aW9uGAUgASgFEg0KBWJ1aWxkGAYgASgJEhQKDGNhcGFiaWxpdGllcxgHIAMoCRIeChZsYXN0X2hlYXJ0YmVhdF91bml4X21zGAggASgDEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAkgASgJEhIKCmxlYXNlX2hlbGQYCiABKAgSDQoFZmVuY2UYCyABKAMSGQoRYmFzZWxpbmVfY29tcGxldGUYDCABKAgSEQoJaW5fZmxpZ2h0GA0gASgFIm4KCUpvYkNvdW50cxIOCgZhY3RpdmUYASABKAUSDwoHcnVubmluZxgCIAEoBRIOCgZxdWV1ZWQYAyABKAUSEgoKcmVjb3ZlcmluZxgEIAEoBRIcChRsb3N0X2FmdGVyX3JlY29uY2lsZRgFIAEoBSK5BAoMRmxlZXRTdW1tYXJ5EhUKDXJ1bm5lcnNfdG90YWwYASABKAUSGQoRcnVubmVyc19jb25uZWN0ZWQYAiABKAUSFAoMcnVubmVyc19sb3N0GAMgASgFEhcKD3J1bm5lcnNfc3RhbmRieRgEIAEoBRIWCg5wcm9qZWN0c190b3RhbBgFIAEoBRIZChFwcm9qZWN0c19yb3V0YWJsZRgGIAEoBRIxCgRqb2JzGAcgASgLMiMud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkpvYkNvdW50cxIiChpzZXJ2ZXJfcHJvdG9jb2xfZ2VuZXJhdGlvbhgIIAEoBRIcChRwcm90b2NvbF9nZW5lcmF0aW9ucxgJIAMoBRIOCgZidWlsZHMYCiADKAkSGAoQcHJvdG9jb2xfYWxpZ25lZBgLIAEoCBIVCg1idWlsZF9hbGlnbmVkGAwgASgIEhcKD2Jhc2VsaW5lX2ZhdWx0cxgNIAEoBRJXChFjb25uZWN0aW9uX3N0YXRlcxgOIAMoCzI8LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5GbGVldFN1bW1hcnkuQ29ubmVjdGlvblN0YXRlc0VudHJ5EiEKGXByb2plY3RfY29uY3VycmVuY3lfbGltaXQYDyABKAUSEQoJaW5fZmxpZ2h0GBAgASgFGjcKFUNvbm5lY3Rpb25TdGF0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAU6AjgBIooBChZHZXRGbGVldFN0YXR1c1Jlc3BvbnNlEjcKB3J1bm5lcnMYASADKAsyJi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUnVubmVyU3RhdHVzEjcKB3N1bW1hcnkYAiABKAsyJi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRmxlZXRTdW1tYXJ5IkMKGkVuc3VyZVByb2plY3RSdW5uZXJSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIkIKG0Vuc3VyZVByb2plY3RSdW5uZXJSZXNwb25zZRIOCgZhY3Rpb24YASABKAkSEwoLcnVubmVyX25hbWUYAiABKAkiWwoaUmVtb3ZlUHJvamVjdFJ1bm5lclJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFgoOa2VlcF93b3Jrc3BhY2UYAyABKAgiLgobUmVtb3ZlUHJvamVjdFJ1bm5lclJlc3BvbnNlEg8KB3JlbW92ZWQYASABKAgy0gUKE1J1bm5lckJyb2tlclNlcnZpY2UScwoOUmVnaXN0ZXJSdW5uZXISLy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVnaXN0ZXJSdW5uZXJSZXF1ZXN0GjAud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlZ2lzdGVyUnVubmVyUmVzcG9uc2USZAoJSGVhcnRiZWF0Eioud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkhlYXJ0YmVhdFJlcXVlc3QaKy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSGVhcnRiZWF0UmVzcG9uc2USYQoIRGlzcGF0Y2gSKS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRGlzcGF0Y2hSZXF1ZXN0Gioud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkRpc3BhdGNoUmVzcG9uc2UScwoOR2V0RmxlZXRTdGF0dXMSLy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0RmxlZXRTdGF0dXNSZXF1ZXN0GjAud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldEZsZWV0U3RhdHVzUmVzcG9uc2USggEKE0Vuc3VyZVByb2plY3RSdW5uZXISNC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlcXVlc3QaNS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlc3BvbnNlEoIBChNSZW1vdmVQcm9qZWN0UnVubmVyEjQud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXF1ZXN0GjUud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RegisterRunnerRequest
@@ -76,6 +76,40 @@ export type RegisterRunnerResponse = Message<"webcodex.runnerbroker.v1.RegisterR
    * @generated from field: int32 heartbeat_interval_ms = 1;
    */
   heartbeatIntervalMs: number;
+
+  /**
+   * True when this Runner now holds its Project's lease (and so receives its calls).
+   *
+   * @generated from field: bool lease_held = 2;
+   */
+  leaseHeld: boolean;
+
+  /**
+   * The lease's fencing token when lease_held; 0 otherwise.
+   *
+   * @generated from field: int64 fence = 3;
+   */
+  fence: bigint;
+
+  /**
+   * Highest fencing token granted for the Project so far. The Runner rejects mutating
+   * calls carrying a lower fence.
+   *
+   * @generated from field: int64 project_fence = 4;
+   */
+  projectFence: bigint;
+
+  /**
+   * Lease time to live: a Runner that does not renew within it loses the lease.
+   *
+   * @generated from field: int32 lease_ttl_ms = 5;
+   */
+  leaseTtlMs: number;
+
+  /**
+   * @generated from field: string project_canonical_id = 6;
+   */
+  projectCanonicalId: string;
 };
 
 /**
@@ -93,6 +127,14 @@ export type HeartbeatRequest = Message<"webcodex.runnerbroker.v1.HeartbeatReques
    * @generated from field: string runner_id = 1;
    */
   runnerId: string;
+
+  /**
+   * The fence of the lease the Runner believes it holds (0: none). Renewal is a
+   * compare-and-set on (runner_id, fence).
+   *
+   * @generated from field: int64 fence = 2;
+   */
+  fence: bigint;
 };
 
 /**
@@ -112,6 +154,25 @@ export type HeartbeatResponse = Message<"webcodex.runnerbroker.v1.HeartbeatRespo
    * @generated from field: bool known = 1;
    */
   known: boolean;
+
+  /**
+   * @generated from field: bool lease_held = 2;
+   */
+  leaseHeld: boolean;
+
+  /**
+   * The lease's fencing token when lease_held; 0 otherwise.
+   *
+   * @generated from field: int64 fence = 3;
+   */
+  fence: bigint;
+
+  /**
+   * Highest fencing token granted for the Runner's Project so far.
+   *
+   * @generated from field: int64 project_fence = 4;
+   */
+  projectFence: bigint;
 };
 
 /**
@@ -185,9 +246,18 @@ export const DispatchResponseSchema: GenMessage<DispatchResponse> = /*@__PURE__*
  */
 export type GetFleetStatusRequest = Message<"webcodex.runnerbroker.v1.GetFleetStatusRequest"> & {
   /**
+   * Limits every observation to this client's Runners and Projects (empty: whole fleet).
+   *
    * @generated from field: string client_id = 1;
    */
   clientId: string;
+
+  /**
+   * Sparse status only: the summary is computed and no per-Runner row is built.
+   *
+   * @generated from field: bool summary_only = 2;
+   */
+  summaryOnly: boolean;
 };
 
 /**
@@ -242,6 +312,37 @@ export type RunnerStatus = Message<"webcodex.runnerbroker.v1.RunnerStatus"> & {
    * @generated from field: int64 last_heartbeat_unix_ms = 8;
    */
   lastHeartbeatUnixMs: bigint;
+
+  /**
+   * @generated from field: string project_canonical_id = 9;
+   */
+  projectCanonicalId: string;
+
+  /**
+   * True when this Runner holds its Project's lease (routable); false for a standby.
+   *
+   * @generated from field: bool lease_held = 10;
+   */
+  leaseHeld: boolean;
+
+  /**
+   * @generated from field: int64 fence = 11;
+   */
+  fence: bigint;
+
+  /**
+   * False when a Runner of the current generation failed to advertise a baseline capability.
+   *
+   * @generated from field: bool baseline_complete = 12;
+   */
+  baselineComplete: boolean;
+
+  /**
+   * Calls in flight on this Runner's Project right now.
+   *
+   * @generated from field: int32 in_flight = 13;
+   */
+  inFlight: number;
 };
 
 /**
@@ -252,13 +353,179 @@ export const RunnerStatusSchema: GenMessage<RunnerStatus> = /*@__PURE__*/
   messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 7);
 
 /**
+ * JobCounts are the live and reconciled Job counts from the broker's one counting path.
+ *
+ * @generated from message webcodex.runnerbroker.v1.JobCounts
+ */
+export type JobCounts = Message<"webcodex.runnerbroker.v1.JobCounts"> & {
+  /**
+   * queued + running + recovering.
+   *
+   * @generated from field: int32 active = 1;
+   */
+  active: number;
+
+  /**
+   * @generated from field: int32 running = 2;
+   */
+  running: number;
+
+  /**
+   * @generated from field: int32 queued = 3;
+   */
+  queued: number;
+
+  /**
+   * @generated from field: int32 recovering = 4;
+   */
+  recovering: number;
+
+  /**
+   * Jobs whose live state was lost (Runner or Redis gone) and that reconciliation could
+   * prove neither finished nor failed: outcome unknown.
+   *
+   * @generated from field: int32 lost_after_reconcile = 5;
+   */
+  lostAfterReconcile: number;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.JobCounts.
+ * Use `create(JobCountsSchema)` to create a new message.
+ */
+export const JobCountsSchema: GenMessage<JobCounts> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 8);
+
+/**
+ * FleetSummary is the sparse fleet status: counts and alignment facts only, no rows,
+ * capabilities, authority or timestamps.
+ *
+ * @generated from message webcodex.runnerbroker.v1.FleetSummary
+ */
+export type FleetSummary = Message<"webcodex.runnerbroker.v1.FleetSummary"> & {
+  /**
+   * @generated from field: int32 runners_total = 1;
+   */
+  runnersTotal: number;
+
+  /**
+   * @generated from field: int32 runners_connected = 2;
+   */
+  runnersConnected: number;
+
+  /**
+   * @generated from field: int32 runners_lost = 3;
+   */
+  runnersLost: number;
+
+  /**
+   * Connected Runners without their Project's lease.
+   *
+   * @generated from field: int32 runners_standby = 4;
+   */
+  runnersStandby: number;
+
+  /**
+   * Distinct Projects with a registered Runner.
+   *
+   * @generated from field: int32 projects_total = 5;
+   */
+  projectsTotal: number;
+
+  /**
+   * Projects whose lease is held by a connected Runner.
+   *
+   * @generated from field: int32 projects_routable = 6;
+   */
+  projectsRoutable: number;
+
+  /**
+   * @generated from field: webcodex.runnerbroker.v1.JobCounts jobs = 7;
+   */
+  jobs?: JobCounts | undefined;
+
+  /**
+   * The Runner protocol generation this broker speaks.
+   *
+   * @generated from field: int32 server_protocol_generation = 8;
+   */
+  serverProtocolGeneration: number;
+
+  /**
+   * Distinct generations and builds among connected Runners, sorted.
+   *
+   * @generated from field: repeated int32 protocol_generations = 9;
+   */
+  protocolGenerations: number[];
+
+  /**
+   * @generated from field: repeated string builds = 10;
+   */
+  builds: string[];
+
+  /**
+   * Every connected Runner speaks server_protocol_generation.
+   *
+   * @generated from field: bool protocol_aligned = 11;
+   */
+  protocolAligned: boolean;
+
+  /**
+   * Every connected Runner runs the same build.
+   *
+   * @generated from field: bool build_aligned = 12;
+   */
+  buildAligned: boolean;
+
+  /**
+   * Connected Runners of the current generation missing a baseline capability.
+   *
+   * @generated from field: int32 baseline_faults = 13;
+   */
+  baselineFaults: number;
+
+  /**
+   * Connection state -> Runner count.
+   *
+   * @generated from field: map<string, int32> connection_states = 14;
+   */
+  connectionStates: { [key: string]: number };
+
+  /**
+   * Per-Project concurrency limit and the calls in flight in scope.
+   *
+   * @generated from field: int32 project_concurrency_limit = 15;
+   */
+  projectConcurrencyLimit: number;
+
+  /**
+   * @generated from field: int32 in_flight = 16;
+   */
+  inFlight: number;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.FleetSummary.
+ * Use `create(FleetSummarySchema)` to create a new message.
+ */
+export const FleetSummarySchema: GenMessage<FleetSummary> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 9);
+
+/**
  * @generated from message webcodex.runnerbroker.v1.GetFleetStatusResponse
  */
 export type GetFleetStatusResponse = Message<"webcodex.runnerbroker.v1.GetFleetStatusResponse"> & {
   /**
+   * Empty when summary_only.
+   *
    * @generated from field: repeated webcodex.runnerbroker.v1.RunnerStatus runners = 1;
    */
   runners: RunnerStatus[];
+
+  /**
+   * @generated from field: webcodex.runnerbroker.v1.FleetSummary summary = 2;
+   */
+  summary?: FleetSummary | undefined;
 };
 
 /**
@@ -266,18 +533,117 @@ export type GetFleetStatusResponse = Message<"webcodex.runnerbroker.v1.GetFleetS
  * Use `create(GetFleetStatusResponseSchema)` to create a new message.
  */
 export const GetFleetStatusResponseSchema: GenMessage<GetFleetStatusResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 8);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 10);
 
 /**
- * RunnerBrokerService knows which Runner serves which Project and what it can do, and
- * routes tool calls to it after capability admission.
+ * @generated from message webcodex.runnerbroker.v1.EnsureProjectRunnerRequest
+ */
+export type EnsureProjectRunnerRequest = Message<"webcodex.runnerbroker.v1.EnsureProjectRunnerRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.EnsureProjectRunnerRequest.
+ * Use `create(EnsureProjectRunnerRequestSchema)` to create a new message.
+ */
+export const EnsureProjectRunnerRequestSchema: GenMessage<EnsureProjectRunnerRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 11);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.EnsureProjectRunnerResponse
+ */
+export type EnsureProjectRunnerResponse = Message<"webcodex.runnerbroker.v1.EnsureProjectRunnerResponse"> & {
+  /**
+   * "created", "exists" or "recreated".
+   *
+   * @generated from field: string action = 1;
+   */
+  action: string;
+
+  /**
+   * Provisioner-specific handle (pod name, process id).
+   *
+   * @generated from field: string runner_name = 2;
+   */
+  runnerName: string;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.EnsureProjectRunnerResponse.
+ * Use `create(EnsureProjectRunnerResponseSchema)` to create a new message.
+ */
+export const EnsureProjectRunnerResponseSchema: GenMessage<EnsureProjectRunnerResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 12);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.RemoveProjectRunnerRequest
+ */
+export type RemoveProjectRunnerRequest = Message<"webcodex.runnerbroker.v1.RemoveProjectRunnerRequest"> & {
+  /**
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * Stop the Runner but keep the workspace volume.
+   *
+   * @generated from field: bool keep_workspace = 3;
+   */
+  keepWorkspace: boolean;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.RemoveProjectRunnerRequest.
+ * Use `create(RemoveProjectRunnerRequestSchema)` to create a new message.
+ */
+export const RemoveProjectRunnerRequestSchema: GenMessage<RemoveProjectRunnerRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 13);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.RemoveProjectRunnerResponse
+ */
+export type RemoveProjectRunnerResponse = Message<"webcodex.runnerbroker.v1.RemoveProjectRunnerResponse"> & {
+  /**
+   * Whether anything existed to remove.
+   *
+   * @generated from field: bool removed = 1;
+   */
+  removed: boolean;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.RemoveProjectRunnerResponse.
+ * Use `create(RemoveProjectRunnerResponseSchema)` to create a new message.
+ */
+export const RemoveProjectRunnerResponseSchema: GenMessage<RemoveProjectRunnerResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 14);
+
+/**
+ * RunnerBrokerService knows which Runner serves which Project and what it can do, who
+ * holds each Project's lease (and its fencing token), and routes tool calls to the lease
+ * holder after capability and concurrency admission.
  *
  * @generated from service webcodex.runnerbroker.v1.RunnerBrokerService
  */
 export const RunnerBrokerService: GenService<{
   /**
    * RegisterRunner announces a Runner for one Project workspace. Capabilities must be
-   * only those the Runner binary implements.
+   * only those the Runner binary implements. The broker tries to grant the Runner the
+   * Project's lease; a Runner that does not get it stays registered as a standby.
+   * Authenticated with the Runner token (never a Host credential) when one is configured.
    *
    * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.RegisterRunner
    */
@@ -287,7 +653,8 @@ export const RunnerBrokerService: GenService<{
     output: typeof RegisterRunnerResponseSchema;
   },
   /**
-   * Heartbeat keeps a registration alive; a Runner that stops heartbeating is lost.
+   * Heartbeat keeps a registration alive and renews (or acquires) the Project lease; a
+   * Runner that stops heartbeating is lost within two heartbeat intervals.
    *
    * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.Heartbeat
    */
@@ -297,7 +664,8 @@ export const RunnerBrokerService: GenService<{
     output: typeof HeartbeatResponseSchema;
   },
   /**
-   * Dispatch runs one canonical, authorized tool call on the Project's Runner.
+   * Dispatch runs one canonical, authorized tool call on the Project's lease holder,
+   * carrying the lease's fencing token.
    *
    * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.Dispatch
    */
@@ -307,7 +675,8 @@ export const RunnerBrokerService: GenService<{
     output: typeof DispatchResponseSchema;
   },
   /**
-   * GetFleetStatus reports Runner and Project counts and connection states.
+   * GetFleetStatus reports the sparse fleet summary (one canonical counting path) and,
+   * unless summary_only, the per-Runner diagnostic rows.
    *
    * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.GetFleetStatus
    */
@@ -315,6 +684,28 @@ export const RunnerBrokerService: GenService<{
     methodKind: "unary";
     input: typeof GetFleetStatusRequestSchema;
     output: typeof GetFleetStatusResponseSchema;
+  },
+  /**
+   * EnsureProjectRunner starts a Runner for a Project workspace where none runs
+   * (idempotent; needs a configured provisioner).
+   *
+   * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.EnsureProjectRunner
+   */
+  ensureProjectRunner: {
+    methodKind: "unary";
+    input: typeof EnsureProjectRunnerRequestSchema;
+    output: typeof EnsureProjectRunnerResponseSchema;
+  },
+  /**
+   * RemoveProjectRunner stops a Project's Runner and, unless keep_workspace, deletes its
+   * workspace volume (the Project was removed). Idempotent.
+   *
+   * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.RemoveProjectRunner
+   */
+  removeProjectRunner: {
+    methodKind: "unary";
+    input: typeof RemoveProjectRunnerRequestSchema;
+    output: typeof RemoveProjectRunnerResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webcodex_runnerbroker_v1_runner_broker, 0);

@@ -1,0 +1,200 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Client, ServiceImpl } from "@connectrpc/connect";
+import { RunnerBrokerService, RunnerService } from "@webcodex/proto";
+import type { RefResolverService } from "@webcodex/proto";
+import { RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
+import type { RunnerCapabilityId } from "@webcodex/contracts";
+import { createInProcessClient, createLogger, principalHeaders } from "@webcodex/platform";
+import { createRunnerBroker, parseCanonicalId } from "./broker.js";
+import type { RunnerBrokerDeps } from "./broker.js";
+import { createMemoryRunnerRegistry } from "./runner-registry.js";
+import { createLeaseStore, createMemoryLeaseBackend } from "./leases/lease-store.js";
+import { createMemoryFenceHighWaterMark } from "./leases/fence-hwm.js";
+import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
+import { RUNNER_TOKEN_HEADER } from "./runner-auth.js";
+import type { Provisioner } from "./provisioning/provisioner.js";
+
+const logger = createLogger({ service: "test", level: "silent" });
+const ALL: RunnerCapabilityId[] = ["readFiles", "searchTexts", "applyTextEdit", "applyTextEditExpectedMatchCount", "gitReview", "processExecution", "shellExecution"];
+
+const refResolver = {
+  registerProject: async (req: { clientId: string; projectId: string; rootIdentity: string }) => ({ project: { canonicalId: `agent:${req.clientId}:${req.projectId}`, rootIdentity: req.rootIdentity }, newIncarnation: false }),
+} as unknown as Client<typeof RefResolverService>;
+
+interface FakeRunner {
+  calls: Array<{ tool: string; fence: number }>;
+  impl: ServiceImpl<typeof RunnerService>;
+  gate?: Promise<void>;
+}
+
+function fakeRunner(): FakeRunner {
+  const r: FakeRunner = {
+    calls: [],
+    impl: {
+      async execute(req) {
+        r.calls.push({ tool: req.tool, fence: Number(req.fence) });
+        if (r.gate) await r.gate;
+        return { resultJson: JSON.stringify({ ok: true }) };
+      },
+      async describe() {
+        return {};
+      },
+    },
+  };
+  return r;
+}
+
+function setup(over: Partial<RunnerBrokerDeps> = {}) {
+  let t = 10_000;
+  const clock = { now: () => t, advance: (ms: number) => (t += ms) };
+  const runners = new Map<string, FakeRunner>();
+  const deps: RunnerBrokerDeps = {
+    registry: createMemoryRunnerRegistry({ lostAfterMs: 200, now: clock.now }),
+    leases: createLeaseStore(createMemoryLeaseBackend({ now: clock.now }), createMemoryFenceHighWaterMark()),
+    refResolver,
+    runnerClient: (url) => createInProcessClient(RunnerService, runners.get(url)!.impl),
+    heartbeatIntervalMs: 100,
+    logger,
+    ...over,
+  };
+  const broker = createInProcessClient(RunnerBrokerService, createRunnerBroker(deps));
+  const register = async (runnerId: string, caps: RunnerCapabilityId[] = ALL, headers: Record<string, string> = {}) => {
+    const fake = runners.get(runnerId) ?? fakeRunner();
+    runners.set(runnerId, fake);
+    const res = await broker.registerRunner({
+      runnerId, clientId: "c1", projectId: "p1", rootIdentity: "root-1", protocolGeneration: RUNNER_PROTOCOL_GENERATION, build: "b1",
+      capabilities: new RunnerCapabilities(caps).toWire(), endpointUrl: runnerId,
+    }, { headers });
+    return { res, fake };
+  };
+  const dispatch = (tool: string, args: Record<string, unknown>, callId = `call-${Math.random()}`) =>
+    broker.dispatch({ callId, projectCanonicalId: "agent:c1:p1", rootIdentity: "root-1", tool, argumentsJson: JSON.stringify(args) });
+  return { broker, clock, register, dispatch, runners };
+}
+
+const plainEdit = { changes: [{ kind: "edit", path: "a.txt", expected_read_revision: "r1", edits: [{ replace_exact: { old_text: "a", new_text: "b" } }] }] };
+const bulkEdit = { changes: [{ kind: "edit", path: "a.txt", expected_read_revision: "r1", edits: [{ replace_exact: { old_text: "a", new_text: "b" }, expected_match_count: 3 }] }] };
+
+describe("runner-broker", () => {
+  it("grants the project lease to the first Runner and keeps the second as a standby", async () => {
+    const s = setup();
+    const a = await s.register("ra");
+    const b = await s.register("rb");
+    assert.equal(a.res.leaseHeld, true);
+    assert.ok(a.res.fence > 0n);
+    assert.equal(b.res.leaseHeld, false);
+    assert.equal(b.res.projectFence, a.res.fence, "the standby learns the project's fence");
+    const res = await s.dispatch("edit_project_files", plainEdit);
+    assert.equal(res.failure, undefined);
+    assert.deepEqual(a.fake.calls, [{ tool: "edit_project_files", fence: Number(a.res.fence) }], "routed to the holder with its fence");
+    assert.equal(b.fake.calls.length, 0);
+  });
+
+  it("hands the lease to the standby with a higher fence once the holder stops heartbeating", async () => {
+    const s = setup();
+    const a = await s.register("ra");
+    const b = await s.register("rb");
+    s.clock.advance(150);
+    await s.broker.heartbeat({ runnerId: "rb", fence: 0n });
+    s.clock.advance(60); // ra's lease (TTL 200) lapsed; rb heartbeated 60 ms ago
+    const hb = await s.broker.heartbeat({ runnerId: "rb", fence: 0n });
+    assert.equal(hb.leaseHeld, true);
+    assert.ok(hb.fence > a.res.fence);
+    const stale = await s.broker.heartbeat({ runnerId: "ra", fence: a.res.fence });
+    assert.equal(stale.leaseHeld, false, "the old holder cannot renew");
+    assert.equal(stale.projectFence, hb.fence, "and learns the newer fence");
+    await s.dispatch("read_files", { files: [{ path: "a" }] });
+    assert.deepEqual(b.fake.calls.map((c) => c.fence), [Number(hb.fence)]);
+  });
+
+  it("rejects a bulk edit before dispatch when the Runner lacks apply_text_edit_expected_match_count, while a plain edit runs", async () => {
+    const s = setup();
+    const { fake } = await s.register("ra", ["readFiles", "searchTexts", "applyTextEdit"]);
+    const bulk = await s.dispatch("edit_project_files", bulkEdit);
+    assert.equal(bulk.failure?.reasonCode, "capability_missing");
+    assert.equal(bulk.failure?.detailCode, "apply_text_edit_expected_match_count");
+    assert.equal(bulk.failure?.stateChanged, false);
+    assert.equal(fake.calls.length, 0, "nothing reached the Runner");
+    const plain = await s.dispatch("edit_project_files", plainEdit);
+    assert.equal(plain.failure, undefined);
+    assert.equal(fake.calls.length, 1);
+  });
+
+  it("refuses calls over the per-project concurrency limit with a structured rate_limited failure", async () => {
+    const s = setup({ concurrency: createMemoryConcurrencyLimiter({ limit: 1 }) });
+    const { fake } = await s.register("ra");
+    let open!: () => void;
+    fake.gate = new Promise((r) => (open = r));
+    const first = s.dispatch("read_files", { files: [{ path: "a" }] });
+    while (fake.calls.length === 0) await new Promise((r) => setImmediate(r));
+    const second = await s.dispatch("read_files", { files: [{ path: "b" }] });
+    assert.equal(second.failure?.reasonCode, "rate_limited");
+    assert.equal(second.failure?.detailCode, "project_concurrency_limit");
+    assert.deepEqual((JSON.parse(second.failure?.evidenceJson ?? "{}") as { evidence: unknown }).evidence, { limit: 1, in_flight: 1 });
+    open();
+    assert.equal((await first).failure, undefined);
+    delete fake.gate;
+    assert.equal((await s.dispatch("read_files", { files: [{ path: "c" }] })).failure, undefined, "the slot is released");
+  });
+
+  it("requires the Runner token on RegisterRunner and Heartbeat when configured", async () => {
+    const s = setup({ runnerToken: "s3cret" });
+    await assert.rejects(s.register("ra"), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+    await assert.rejects(s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: "wrong" }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+    const ok = await s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: "s3cret" });
+    assert.equal(ok.res.leaseHeld, true);
+    await assert.rejects(s.broker.heartbeat({ runnerId: "ra", fence: ok.res.fence }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+  });
+
+  it("reports a lost Runner with a structured reason and runs nothing", async () => {
+    const s = setup();
+    const { fake } = await s.register("ra");
+    s.clock.advance(201);
+    const res = await s.dispatch("edit_project_files", plainEdit);
+    assert.equal(res.failure?.reasonCode, "runner_unavailable");
+    assert.equal(res.failure?.detailCode, "runner_lost");
+    assert.equal(res.failure?.outcomeUnknown, false);
+    assert.equal(fake.calls.length, 0);
+  });
+
+  it("serves sparse status without rows and full status with rows from the same counts", async () => {
+    const s = setup();
+    await s.register("ra");
+    await s.register("rb", ["readFiles"]);
+    const sparse = await s.broker.getFleetStatus({ clientId: "c1", summaryOnly: true });
+    assert.equal(sparse.runners.length, 0);
+    assert.equal(sparse.summary?.runnersConnected, 2);
+    assert.equal(sparse.summary?.runnersStandby, 1);
+    assert.equal(sparse.summary?.projectsRoutable, 1);
+    assert.equal(sparse.summary?.baselineFaults, 1);
+    const full = await s.broker.getFleetStatus({ clientId: "c1" });
+    assert.deepEqual(full.summary, sparse.summary);
+    assert.deepEqual(full.runners.map((r) => [r.runnerId, r.leaseHeld]), [["ra", true], ["rb", false]]);
+    assert.equal((await s.broker.getFleetStatus({ clientId: "other", summaryOnly: true })).summary?.runnersTotal, 0);
+  });
+
+  it("provisions a Runner where none runs, and only for the caller's own projects", async () => {
+    const calls: string[] = [];
+    const provisioner: Provisioner = {
+      kind: "kubernetes",
+      ensureRunner: async (w) => { calls.push(`ensure ${w.clientId}/${w.projectId}`); return { action: "created", name: "wcx-runner-x" }; },
+      removeRunner: async (w, o) => { calls.push(`remove ${w.clientId}/${w.projectId} keep=${o?.keepWorkspace === true}`); return true; },
+      close: async () => undefined,
+    };
+    const s = setup({ provisioner });
+    const res = await s.dispatch("read_files", { files: [{ path: "a" }] });
+    assert.equal(res.failure?.detailCode, "runner_starting");
+    const own = { headers: principalHeaders({ clientId: "c1", subject: "u" }) };
+    assert.equal((await s.broker.ensureProjectRunner({ clientId: "c1", projectId: "p1" }, own)).action, "created");
+    assert.equal((await s.broker.removeProjectRunner({ clientId: "c1", projectId: "p1", keepWorkspace: true }, own)).removed, true);
+    await assert.rejects(s.broker.removeProjectRunner({ clientId: "c2", projectId: "p1" }, own), (e: unknown) => e instanceof ConnectError && e.code === Code.PermissionDenied);
+    assert.deepEqual(calls, ["ensure c1/p1", "ensure c1/p1", "remove c1/p1 keep=true"]);
+  });
+
+  it("parses canonical project ids whose client id contains colons", () => {
+    assert.deepEqual(parseCanonicalId("agent:urn:x:c:proj-1"), { clientId: "urn:x:c", projectId: "proj-1" });
+    assert.equal(parseCanonicalId("project:x"), undefined);
+  });
+});

@@ -1,0 +1,59 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog } from "@webcodex/contracts";
+import { emptyJobCounts, fleetRows, summarizeFleet } from "./fleet-status.js";
+import type { FleetObservation } from "./fleet-status.js";
+import type { RunnerState } from "../runner-registry.js";
+
+const baseline = runnerCapabilityCatalog.filter((r) => r.baselineV2).map((r) => r.wire);
+const runner = (id: string, project: string, over: Partial<RunnerState> = {}): RunnerState => ({
+  runnerId: id, clientId: "c", projectId: project, canonicalId: `agent:c:${project}`, rootIdentity: "root", protocolGeneration: RUNNER_PROTOCOL_GENERATION,
+  build: "b1", capabilities: [...baseline], endpointUrl: "", registeredAtMs: 0, lastHeartbeatMs: 0, connectionState: "connected", ...over,
+});
+
+describe("fleet status counting", () => {
+  const observation: FleetObservation = {
+    runners: [
+      runner("r1", "p1"),
+      runner("r2", "p1"),
+      runner("r3", "p2", { build: "b2", capabilities: ["read_files_v1"] }),
+      runner("r4", "p3", { connectionState: "lost", protocolGeneration: 1 }),
+    ],
+    leases: new Map([
+      ["agent:c:p1", { scope: "agent:c:p1", owner: "r1", fence: 3, ttlMs: 10 }],
+      ["agent:c:p2", undefined],
+      ["agent:c:p3", { scope: "agent:c:p3", owner: "r4", fence: 9, ttlMs: 10 }],
+    ]),
+    inFlight: new Map([["agent:c:p1", 2], ["agent:c:p2", 0], ["agent:c:p3", 0]]),
+    jobs: { ...emptyJobCounts(), active: 3, running: 2, queued: 1, lostAfterReconcile: 1 },
+    concurrencyLimit: 16,
+  };
+
+  it("counts runners, projects, standbys, alignment and faults from one observation", () => {
+    const s = summarizeFleet(observation);
+    assert.equal(s.runnersTotal, 4);
+    assert.equal(s.runnersConnected, 3);
+    assert.equal(s.runnersLost, 1);
+    assert.equal(s.runnersStandby, 2, "r2 (lease held by r1) and r3 (no lease)");
+    assert.equal(s.projectsTotal, 3);
+    assert.equal(s.projectsRoutable, 1, "p3's holder is lost, p2 has no lease");
+    assert.deepEqual(s.protocolGenerations, [RUNNER_PROTOCOL_GENERATION], "only connected Runners count for alignment");
+    assert.equal(s.protocolAligned, true);
+    assert.deepEqual(s.builds, ["b1", "b2"]);
+    assert.equal(s.buildAligned, false);
+    assert.equal(s.baselineFaults, 1);
+    assert.deepEqual(s.connectionStates, { connected: 3, lost: 1 });
+    assert.equal(s.inFlight, 2);
+    assert.equal(s.jobs.lostAfterReconcile, 1);
+  });
+
+  it("builds full rows from the same observation", () => {
+    const rows = fleetRows(observation);
+    assert.deepEqual(rows.map((r) => [r.runnerId, r.leaseHeld, r.fence, r.baselineComplete, r.inFlight]), [
+      ["r1", true, 3, true, 2],
+      ["r2", false, 0, true, 2],
+      ["r3", false, 0, false, 0],
+      ["r4", true, 9, true, 0],
+    ]);
+  });
+});

@@ -1,0 +1,254 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { KubeConfig } from "@kubernetes/client-node";
+import { createLogger } from "@webcodex/platform";
+import { buildRunnerObjects, createKubernetesProvisioner, parseRunnerPodTemplate } from "./kubernetes.js";
+import { runnerNames } from "./provisioner.js";
+
+/** The chart's rendered Runner pod template (helm template charts/webcodex, release "wcx"). */
+const chartTemplate = {
+  annotations: {},
+  apiVersion: "webcodex.dev/v1alpha1",
+  args: ["node", "tools/cli/bin/webcodex.js", "serve", "runner"],
+  automountServiceAccountToken: false,
+  enableServiceLinks: false,
+  env: [
+    { name: "WEBCODEX_PORT", value: "8085" },
+    { name: "WEBCODEX_LOG_LEVEL", value: "info" },
+    { name: "HOME", value: "/tmp" },
+    { name: "WEBCODEX_RUNNER_ROOT", value: "/workspace" },
+    { name: "WEBCODEX_RUNNER_BROKER_URL", value: "http://wcx-webcodex-runner-broker.webcodex.svc:8084" },
+    { name: "WEBCODEX_POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+    { name: "WEBCODEX_RUNNER_ADVERTISE_URL", value: "http://$(WEBCODEX_POD_IP):8085" },
+    { name: "WEBCODEX_RUNNER_TOKEN", valueFrom: { secretKeyRef: { key: "token", name: "wcx-webcodex-runner-token" } } },
+  ],
+  image: "ghcr.io/webcodex/runner:0.1.0",
+  imagePullPolicy: "IfNotPresent",
+  imagePullSecrets: [],
+  kind: "RunnerPodTemplate",
+  labels: {
+    "app.kubernetes.io/component": "runner",
+    "app.kubernetes.io/instance": "wcx",
+    "app.kubernetes.io/managed-by": "webcodex-runner-broker",
+    "app.kubernetes.io/name": "webcodex",
+  },
+  livenessProbe: { failureThreshold: 3, httpGet: { path: "/healthz", port: 8085 }, periodSeconds: 10, timeoutSeconds: 3 },
+  namespace: "webcodex-runners",
+  nodeSelector: {},
+  podSecurityContext: { fsGroup: 10001, fsGroupChangePolicy: "OnRootMismatch", runAsGroup: 10001, runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: "RuntimeDefault" } },
+  port: 8085,
+  projectLabelKey: "webcodex.dev/project",
+  readinessProbe: { failureThreshold: 3, httpGet: { path: "/readyz", port: 8085 }, periodSeconds: 5, timeoutSeconds: 3 },
+  resources: { limits: { cpu: "2", "ephemeral-storage": "2Gi", memory: "2Gi" }, requests: { cpu: "250m", "ephemeral-storage": "256Mi", memory: "512Mi" } },
+  runtimeClassName: "gvisor",
+  securityContext: {
+    allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, privileged: false, readOnlyRootFilesystem: true,
+    runAsGroup: 10001, runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: "RuntimeDefault" },
+  },
+  serviceAccountName: "wcx-webcodex-runner",
+  startupProbe: { failureThreshold: 30, httpGet: { path: "/healthz", port: 8085 }, periodSeconds: 2, timeoutSeconds: 2 },
+  storageAccessModes: ["ReadWriteOnce"],
+  storageClass: null,
+  storageSize: "10Gi",
+  tenantLabelKey: "webcodex.dev/tenant",
+  terminationGracePeriodSeconds: 30,
+  tmpSizeLimit: "1Gi",
+  tolerations: [],
+  workingDir: "/app",
+  workspaceMountPath: "/workspace",
+};
+
+interface Recorded {
+  method: string;
+  path: string;
+  auth: string | undefined;
+  body: Record<string, unknown> | undefined;
+}
+
+type Obj = Record<string, unknown> & { metadata: { name: string; namespace?: string; uid?: string; labels?: Record<string, string> }; status?: { phase?: string } };
+
+/** A fake Kubernetes API server for pods and PVCs: records requests and answers like the real one. */
+function fakeApiServer() {
+  const requests: Recorded[] = [];
+  const store = new Map<string, Obj>();
+  const status = (code: number, reason: string) => ({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", reason, code });
+  const server = createServer((req, res) => {
+    let raw = "";
+    req.on("data", (c: Buffer) => (raw += c.toString()));
+    req.on("end", () => {
+      const path = (req.url ?? "").split("?")[0] ?? "";
+      const body = raw ? (JSON.parse(raw) as Obj) : undefined;
+      requests.push({ method: req.method ?? "", path, auth: req.headers.authorization, body });
+      const send = (code: number, obj: unknown) => {
+        res.writeHead(code, { "content-type": "application/json" });
+        res.end(JSON.stringify(obj));
+      };
+      const m = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|persistentvolumeclaims)(?:\/([^/]+))?$/.exec(path);
+      if (!m) return send(404, status(404, "NotFound"));
+      const [, ns, kind, name] = m;
+      if (req.method === "POST" && body && !name) {
+        const key = `${kind}/${ns}/${body.metadata.name}`;
+        if (store.has(key)) return send(409, status(409, "AlreadyExists"));
+        const created: Obj = { ...body, metadata: { ...body.metadata, namespace: ns ?? "", uid: `uid-${store.size}` }, status: { phase: "Pending" } };
+        store.set(key, created);
+        return send(201, created);
+      }
+      const key = `${kind}/${ns}/${name}`;
+      const existing = store.get(key);
+      if (!existing) return send(404, status(404, "NotFound"));
+      if (req.method === "GET") return send(200, existing);
+      if (req.method === "DELETE") {
+        store.delete(key);
+        return send(200, existing);
+      }
+      return send(405, status(405, "MethodNotAllowed"));
+    });
+  });
+  return { server, requests, store };
+}
+
+const labelValue = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+describe("kubernetes provisioner against a fake API server", () => {
+  const api = fakeApiServer();
+  let kubeConfig: KubeConfig;
+  const logger = createLogger({ service: "test", level: "silent" });
+  const template = parseRunnerPodTemplate(chartTemplate);
+  const workspace = { clientId: "Tenant@Example/Org", projectId: "web.app_1" };
+
+  before(async () => {
+    await new Promise<void>((r) => api.server.listen(0, "127.0.0.1", r));
+    const port = (api.server.address() as AddressInfo).port;
+    kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: "fake", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+      users: [{ name: "broker", token: "sa-token" }],
+      contexts: [{ name: "fake", cluster: "fake", user: "broker" }],
+      currentContext: "fake",
+    });
+  });
+  after(() => new Promise<void>((r) => api.server.close(() => r())));
+
+  it("creates one workspace PVC and one Runner pod, labelled, non-root, limited and tokenless", async () => {
+    api.requests.length = 0;
+    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    const r = await p.ensureRunner(workspace);
+    const names = runnerNames(workspace);
+    assert.deepEqual(r, { action: "created", name: names.name });
+    assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path}`), [
+      "POST /api/v1/namespaces/webcodex-runners/persistentvolumeclaims",
+      "POST /api/v1/namespaces/webcodex-runners/pods",
+    ]);
+    for (const q of api.requests) assert.equal(q.auth, "Bearer sa-token");
+
+    const pvc = api.requests[0]!.body as { metadata: { name: string; labels: Record<string, string> }; spec: Record<string, unknown> };
+    const pod = api.requests[1]!.body as {
+      metadata: { name: string; labels: Record<string, string> };
+      spec: {
+        automountServiceAccountToken: boolean; enableServiceLinks: boolean; runtimeClassName?: string; serviceAccountName: string;
+        securityContext: Record<string, unknown>; volumes: Array<Record<string, unknown>>;
+        containers: Array<{ name: string; image: string; securityContext: Record<string, unknown>; resources: { limits: Record<string, string> }; env: Array<{ name: string; value?: string }>; volumeMounts: unknown[]; ports: unknown[] }>;
+      };
+    };
+    // Labels: the template's, plus tenant and project as label-safe stable hashes.
+    for (const labels of [pod.metadata.labels, pvc.metadata.labels]) {
+      assert.equal(labels["app.kubernetes.io/component"], "runner");
+      assert.equal(labels["webcodex.dev/tenant"], names.tenantLabel);
+      assert.equal(labels["webcodex.dev/project"], names.projectLabel);
+      assert.match(labels["webcodex.dev/tenant"]!, labelValue);
+      assert.match(labels["webcodex.dev/project"]!, labelValue);
+    }
+    assert.notEqual(names.tenantLabel, workspace.clientId);
+    assert.equal(runnerNames({ ...workspace }).projectLabel, names.projectLabel, "stable");
+    assert.notEqual(runnerNames({ ...workspace, projectId: "other" }).projectLabel, names.projectLabel);
+    assert.match(pod.metadata.name, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+    assert.ok(pod.metadata.name.length <= 63);
+
+    // PVC.
+    assert.equal(pvc.metadata.name, `${pod.metadata.name}-workspace`);
+    assert.deepEqual(pvc.spec, { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "10Gi" } } });
+
+    // Pod security: no service-account token, non-root, sandbox runtime, locked-down container.
+    assert.equal(pod.spec.automountServiceAccountToken, false);
+    assert.equal(pod.spec.enableServiceLinks, false);
+    assert.equal(pod.spec.runtimeClassName, "gvisor");
+    assert.equal(pod.spec.serviceAccountName, "wcx-webcodex-runner");
+    assert.equal(pod.spec.securityContext["runAsNonRoot"], true);
+    assert.equal(pod.spec.securityContext["runAsUser"], 10001);
+    assert.deepEqual(pod.spec.securityContext["seccompProfile"], { type: "RuntimeDefault" });
+    assert.equal(pod.spec.containers.length, 1);
+    const c = pod.spec.containers[0]!;
+    assert.equal(c.name, "runner");
+    assert.equal(c.securityContext["runAsNonRoot"], true);
+    assert.equal(c.securityContext["readOnlyRootFilesystem"], true);
+    assert.equal(c.securityContext["allowPrivilegeEscalation"], false);
+    assert.deepEqual(c.securityContext["capabilities"], { drop: ["ALL"] });
+    assert.deepEqual(c.resources.limits, { cpu: "2", "ephemeral-storage": "2Gi", memory: "2Gi" });
+    assert.deepEqual(c.env.slice(-2), [{ name: "WEBCODEX_RUNNER_CLIENT_ID", value: workspace.clientId }, { name: "WEBCODEX_RUNNER_PROJECT_ID", value: workspace.projectId }]);
+    assert.ok(c.env.some((e) => e.name === "WEBCODEX_RUNNER_TOKEN" && e.value === undefined), "the token comes from its Secret, not a literal");
+    assert.deepEqual(pod.spec.volumes, [
+      { name: "workspace", persistentVolumeClaim: { claimName: pvc.metadata.name } },
+      { name: "tmp", emptyDir: { sizeLimit: "1Gi" } },
+    ]);
+
+    // The wire bodies are exactly the documented mapping (nothing dropped by serialization).
+    const expected = buildRunnerObjects(template, workspace);
+    assert.deepEqual(pod, JSON.parse(JSON.stringify(expected.pod)));
+    assert.deepEqual(pvc, JSON.parse(JSON.stringify(expected.pvc)));
+  });
+
+  it("is idempotent: a second ensure finds the running pod and creates nothing", async () => {
+    api.requests.length = 0;
+    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    const r = await p.ensureRunner(workspace);
+    assert.equal(r.action, "exists");
+    assert.equal(api.store.size, 2);
+    assert.deepEqual(api.requests.map((q) => q.method), ["POST", "POST", "GET"], "409 on create, then a read of the pod");
+  });
+
+  it("replaces a pod that has ended", async () => {
+    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    const podKey = `pods/webcodex-runners/${runnerNames(workspace).name}`;
+    api.store.get(podKey)!.status = { phase: "Failed" };
+    api.requests.length = 0;
+    const r = await p.ensureRunner(workspace);
+    assert.equal(r.action, "recreated");
+    assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path.split("/").slice(-1)[0]}`), [
+      "POST persistentvolumeclaims", "POST pods", `GET ${r.name}`, `DELETE ${r.name}`, "POST pods",
+    ]);
+    assert.equal(api.store.get(podKey)?.status?.phase, "Pending");
+  });
+
+  it("deletes the pod and the PVC when the project is removed, idempotently", async () => {
+    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    const name = runnerNames(workspace).name;
+    api.requests.length = 0;
+    assert.equal(await p.removeRunner(workspace), true);
+    assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path}`), [
+      `DELETE /api/v1/namespaces/webcodex-runners/pods/${name}`,
+      `DELETE /api/v1/namespaces/webcodex-runners/persistentvolumeclaims/${name}-workspace`,
+    ]);
+    assert.equal(api.store.size, 0);
+    assert.equal(await p.removeRunner(workspace), false, "404s mean already gone");
+  });
+
+  it("keeps the workspace PVC when asked, and uses the configured namespace", async () => {
+    const p = createKubernetesProvisioner({ template, kubeConfig, logger, namespace: "other-ns" });
+    await p.ensureRunner(workspace);
+    api.requests.length = 0;
+    assert.equal(await p.removeRunner(workspace, { keepWorkspace: true }), true);
+    assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path}`), [`DELETE /api/v1/namespaces/other-ns/pods/${runnerNames(workspace).name}`]);
+    assert.equal(api.store.size, 1, "the PVC stays");
+  });
+
+  it("refuses a template that would mount a token or run as root", () => {
+    assert.throws(
+      () => parseRunnerPodTemplate({ ...chartTemplate, automountServiceAccountToken: true, podSecurityContext: { runAsUser: 0 } }),
+      (e: unknown) => e instanceof Error && /automountServiceAccountToken/.test(e.message) && /runAsNonRoot/.test(e.message) && /runAsUser/.test(e.message),
+    );
+    assert.throws(() => parseRunnerPodTemplate({ ...chartTemplate, resources: {} }), /limits/);
+  });
+});

@@ -1,0 +1,222 @@
+/**
+ * Kubernetes provisioner: one Runner Pod + workspace PVC per Project workspace, built from
+ * the chart's Runner pod template (WEBCODEX_RUNNER_POD_TEMPLATE; mapping in
+ * docs/operators.md "The Runner pod template"). Pods and PVCs carry the template labels plus
+ * hashed tenant and project labels; the security settings (non-root, read-only root,
+ * dropped capabilities, no service-account token, resource limits) come from the template
+ * and are checked when it is loaded. Create is idempotent (409 means it exists; a pod in a
+ * terminal phase is replaced), delete is idempotent (404 means gone).
+ */
+import { readFile } from "node:fs/promises";
+import { ApiException, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import type { V1PersistentVolumeClaim, V1Pod } from "@kubernetes/client-node";
+import type { Logger } from "@webcodex/platform";
+import { runnerNames } from "./provisioner.js";
+import type { EnsureResult, ProjectWorkspace, Provisioner } from "./provisioner.js";
+
+type Json = Record<string, unknown>;
+
+/** The chart's Runner pod template (`webcodex.runnerPodTemplate`). */
+export interface RunnerPodTemplate {
+  namespace: string;
+  serviceAccountName: string;
+  image: string;
+  imagePullPolicy: string;
+  imagePullSecrets: Array<{ name: string }>;
+  port: number;
+  labels: Record<string, string>;
+  tenantLabelKey: string;
+  projectLabelKey: string;
+  annotations: Record<string, string>;
+  resources: { limits?: Record<string, string>; requests?: Record<string, string> };
+  storageClass: string | null;
+  storageSize: string;
+  storageAccessModes: string[];
+  runtimeClassName: string | null;
+  nodeSelector: Record<string, string>;
+  tolerations: Json[];
+  automountServiceAccountToken: boolean;
+  enableServiceLinks: boolean;
+  terminationGracePeriodSeconds: number;
+  podSecurityContext: Json;
+  securityContext: Json;
+  workingDir: string;
+  args: string[];
+  workspaceMountPath: string;
+  tmpSizeLimit: string;
+  env: Json[];
+  startupProbe: Json;
+  livenessProbe: Json;
+  readinessProbe: Json;
+}
+
+const REQUIRED: ReadonlyArray<keyof RunnerPodTemplate> = [
+  "namespace", "serviceAccountName", "image", "imagePullPolicy", "port", "labels", "tenantLabelKey", "projectLabelKey",
+  "resources", "storageSize", "storageAccessModes", "podSecurityContext", "securityContext", "args", "workspaceMountPath",
+  "tmpSizeLimit", "env",
+];
+
+/** Validates a parsed template: every problem in one error, and the security floor enforced. */
+export function parseRunnerPodTemplate(raw: unknown): RunnerPodTemplate {
+  if (typeof raw !== "object" || raw === null) throw new Error("runner pod template: not a JSON object");
+  const t = raw as Partial<RunnerPodTemplate> & Json;
+  const problems = REQUIRED.filter((k) => t[k] === undefined || t[k] === null).map((k) => `${k} is required`);
+  if (t.automountServiceAccountToken !== false) problems.push("automountServiceAccountToken must be false");
+  if ((t.podSecurityContext as Json | undefined)?.["runAsNonRoot"] !== true) problems.push("podSecurityContext.runAsNonRoot must be true");
+  const uid = (t.podSecurityContext as Json | undefined)?.["runAsUser"];
+  if (typeof uid !== "number" || uid < 1) problems.push("podSecurityContext.runAsUser must be a non-root numeric uid");
+  if (!t.resources?.limits?.["cpu"] || !t.resources.limits["memory"]) problems.push("resources.limits.cpu and .memory are required");
+  if (problems.length > 0) throw new Error(`runner pod template is invalid:\n  - ${problems.join("\n  - ")}`);
+  return {
+    annotations: {}, imagePullSecrets: [], nodeSelector: {}, tolerations: [], storageClass: null, runtimeClassName: null,
+    enableServiceLinks: false, terminationGracePeriodSeconds: 30, workingDir: "/app", startupProbe: {}, livenessProbe: {}, readinessProbe: {},
+    ...t,
+  } as RunnerPodTemplate;
+}
+
+export async function loadRunnerPodTemplate(path: string): Promise<RunnerPodTemplate> {
+  return parseRunnerPodTemplate(JSON.parse(await readFile(path, "utf8")));
+}
+
+/** The Pod and PVC for one workspace (pure; the docs/operators.md mapping). */
+export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, namespace = t.namespace): { pod: V1Pod; pvc: V1PersistentVolumeClaim } {
+  const n = runnerNames(w);
+  const labels = { ...t.labels, [t.tenantLabelKey]: n.tenantLabel, [t.projectLabelKey]: n.projectLabel };
+  const pvcName = `${n.name}-workspace`;
+  const pvc = {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: pvcName, namespace, labels },
+    spec: {
+      accessModes: t.storageAccessModes,
+      ...(t.storageClass ? { storageClassName: t.storageClass } : {}),
+      resources: { requests: { storage: t.storageSize } },
+    },
+  };
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: n.name, namespace, labels, annotations: t.annotations },
+    spec: {
+      serviceAccountName: t.serviceAccountName,
+      automountServiceAccountToken: t.automountServiceAccountToken,
+      enableServiceLinks: t.enableServiceLinks,
+      ...(t.runtimeClassName ? { runtimeClassName: t.runtimeClassName } : {}),
+      nodeSelector: t.nodeSelector,
+      tolerations: t.tolerations,
+      imagePullSecrets: t.imagePullSecrets,
+      securityContext: t.podSecurityContext,
+      terminationGracePeriodSeconds: t.terminationGracePeriodSeconds,
+      restartPolicy: "Always",
+      containers: [
+        {
+          name: "runner",
+          image: t.image,
+          imagePullPolicy: t.imagePullPolicy,
+          workingDir: t.workingDir,
+          args: t.args,
+          ports: [{ name: "http", containerPort: t.port, protocol: "TCP" }],
+          env: [...t.env, { name: "WEBCODEX_RUNNER_CLIENT_ID", value: w.clientId }, { name: "WEBCODEX_RUNNER_PROJECT_ID", value: w.projectId }],
+          resources: t.resources,
+          securityContext: t.securityContext,
+          startupProbe: t.startupProbe,
+          livenessProbe: t.livenessProbe,
+          readinessProbe: t.readinessProbe,
+          volumeMounts: [{ name: "workspace", mountPath: t.workspaceMountPath }, { name: "tmp", mountPath: "/tmp" }],
+        },
+      ],
+      volumes: [
+        { name: "workspace", persistentVolumeClaim: { claimName: pvcName } },
+        { name: "tmp", emptyDir: { sizeLimit: t.tmpSizeLimit } },
+      ],
+    },
+  };
+  return { pod: pod as unknown as V1Pod, pvc: pvc as unknown as V1PersistentVolumeClaim };
+}
+
+export interface KubernetesProvisionerOptions {
+  template: RunnerPodTemplate;
+  /** Defaults to the template's namespace. */
+  namespace?: string;
+  /** Defaults to in-cluster config when running in a pod, else ~/.kube/config. */
+  kubeConfig?: KubeConfig;
+  logger: Logger;
+}
+
+const status = (e: unknown) => (e instanceof ApiException ? e.code : undefined);
+
+export function defaultKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}
+
+export function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Provisioner {
+  const api = (o.kubeConfig ?? defaultKubeConfig()).makeApiClient(CoreV1Api);
+  const namespace = o.namespace ?? o.template.namespace;
+
+  const createPod = async (pod: V1Pod): Promise<"created" | "exists"> => {
+    try {
+      await api.createNamespacedPod({ namespace, body: pod });
+      return "created";
+    } catch (e) {
+      if (status(e) === 409) return "exists";
+      throw e;
+    }
+  };
+
+  return {
+    kind: "kubernetes",
+    async ensureRunner(w): Promise<EnsureResult> {
+      const { pod, pvc } = buildRunnerObjects(o.template, w, namespace);
+      const name = pod.metadata?.name ?? "";
+      try {
+        await api.createNamespacedPersistentVolumeClaim({ namespace, body: pvc });
+      } catch (e) {
+        if (status(e) !== 409) throw e;
+      }
+      if ((await createPod(pod)) === "created") {
+        o.logger.info("runner pod created", { pod: name, namespace });
+        return { action: "created", name };
+      }
+      // It exists: keep it unless it has ended (a Runner pod never completes on purpose).
+      let existing: V1Pod | undefined;
+      try {
+        existing = await api.readNamespacedPod({ name, namespace });
+      } catch (e) {
+        if (status(e) !== 404) throw e;
+      }
+      const phase = existing?.status?.phase;
+      if (existing && phase !== "Failed" && phase !== "Succeeded") return { action: "exists", name };
+      if (existing) {
+        try {
+          await api.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
+        } catch (e) {
+          if (status(e) !== 404) throw e;
+        }
+      }
+      const action = (await createPod(pod)) === "created" ? "recreated" : "exists";
+      o.logger.info("runner pod replaced", { pod: name, namespace, previous_phase: phase ?? "gone", action });
+      return { action, name };
+    },
+
+    async removeRunner(w, options = {}) {
+      const { name } = runnerNames(w);
+      let removed = false;
+      const del = async (fn: () => Promise<unknown>) => {
+        try {
+          await fn();
+          removed = true;
+        } catch (e) {
+          if (status(e) !== 404) throw e;
+        }
+      };
+      await del(() => api.deleteNamespacedPod({ name, namespace }));
+      if (!options.keepWorkspace) await del(() => api.deleteNamespacedPersistentVolumeClaim({ name: `${name}-workspace`, namespace }));
+      o.logger.info("runner removed", { pod: name, namespace, keep_workspace: options.keepWorkspace === true, removed });
+      return removed;
+    },
+
+    async close() {},
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Local-process provisioner (dev and tests): one `webcodex runner` child process per Project
+ * workspace, on a directory the caller maps the workspace to. The directory belongs to the
+ * user: removing the Runner stops the process and never deletes it.
+ */
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import type { Logger } from "@webcodex/platform";
+import { runnerNames } from "./provisioner.js";
+import type { EnsureResult, ProjectWorkspace, Provisioner } from "./provisioner.js";
+
+export interface LocalProcessProvisionerOptions {
+  /** Path of tools/cli/bin/webcodex.js. */
+  cliPath: string;
+  /** The broker URL the Runner registers with. */
+  brokerUrl: string;
+  /** The directory a workspace's Runner serves. */
+  directoryFor: (workspace: ProjectWorkspace) => string;
+  runnerToken?: string;
+  logLevel?: string;
+  /** Extra environment for the Runner (PATH and HOME are inherited unless given). */
+  env?: Record<string, string>;
+  /** Grace period between SIGTERM and SIGKILL on removal. */
+  stopGraceMs?: number;
+  logger: Logger;
+}
+
+export interface LocalRunnerProcess {
+  name: string;
+  pid: number | undefined;
+  running: boolean;
+  /** Last lines the Runner wrote to stderr (diagnostics). */
+  stderrTail: string[];
+}
+
+export interface LocalProcessProvisioner extends Provisioner {
+  describe(workspace: ProjectWorkspace): LocalRunnerProcess | undefined;
+}
+
+interface Child {
+  name: string;
+  proc: ChildProcess;
+  exited: Promise<void>;
+  stderr: string[];
+}
+
+const running = (c: Child) => c.proc.exitCode === null && c.proc.signalCode === null;
+
+export function createLocalProcessProvisioner(o: LocalProcessProvisionerOptions): LocalProcessProvisioner {
+  const children = new Map<string, Child>();
+
+  const stop = async (c: Child) => {
+    if (!running(c)) return;
+    c.proc.kill("SIGTERM");
+    const timer = setTimeout(() => c.proc.kill("SIGKILL"), o.stopGraceMs ?? 5_000);
+    await c.exited;
+    clearTimeout(timer);
+  };
+
+  return {
+    kind: "local-process",
+    async ensureRunner(w): Promise<EnsureResult> {
+      const { canonicalId, name } = runnerNames(w);
+      const existing = children.get(canonicalId);
+      if (existing && running(existing)) return { action: "exists", name };
+      const env: Record<string, string> = {
+        PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+        HOME: process.env["HOME"] ?? "/tmp",
+        ...o.env,
+        WEBCODEX_RUNNER_ROOT: o.directoryFor(w),
+        WEBCODEX_RUNNER_BROKER_URL: o.brokerUrl,
+        WEBCODEX_RUNNER_CLIENT_ID: w.clientId,
+        WEBCODEX_RUNNER_PROJECT_ID: w.projectId,
+        WEBCODEX_RUNNER_ID: name,
+        WEBCODEX_HOST: "127.0.0.1",
+        WEBCODEX_PORT: "0",
+        WEBCODEX_LOG_LEVEL: o.logLevel ?? "warn",
+        ...(o.runnerToken ? { WEBCODEX_RUNNER_TOKEN: o.runnerToken } : {}),
+      };
+      const proc = spawn(process.execPath, [o.cliPath, "runner"], { env, stdio: ["ignore", "ignore", "pipe"] });
+      const child: Child = { name, proc, stderr: [], exited: new Promise((r) => proc.once("exit", () => r())) };
+      proc.stderr?.setEncoding("utf8");
+      proc.stderr?.on("data", (chunk: string) => {
+        child.stderr.push(...chunk.split("\n").filter(Boolean));
+        if (child.stderr.length > 20) child.stderr.splice(0, child.stderr.length - 20);
+      });
+      proc.once("exit", (code, signal) => {
+        if (children.get(canonicalId) === child) o.logger.info("local runner exited", { runner: name, code, signal });
+      });
+      children.set(canonicalId, child);
+      o.logger.info("local runner started", { runner: name, pid: proc.pid });
+      return { action: existing ? "recreated" : "created", name };
+    },
+
+    async removeRunner(w) {
+      const { canonicalId } = runnerNames(w);
+      const c = children.get(canonicalId);
+      if (!c) return false;
+      children.delete(canonicalId);
+      const wasRunning = running(c);
+      await stop(c);
+      return wasRunning;
+    },
+
+    describe(w) {
+      const c = children.get(runnerNames(w).canonicalId);
+      return c ? { name: c.name, pid: c.proc.pid, running: running(c), stderrTail: [...c.stderr] } : undefined;
+    },
+
+    async close() {
+      const all = [...children.values()];
+      children.clear();
+      await Promise.all(all.map(stop));
+    },
+  };
+}

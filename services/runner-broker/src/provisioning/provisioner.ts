@@ -1,0 +1,51 @@
+/**
+ * Runner provisioning: start one Runner per Project workspace where none runs, and remove
+ * it when the Project is removed. Implementations are idempotent per workspace, so
+ * concurrent broker replicas (or a retry) never create a second Runner for one workspace.
+ */
+import { createHash } from "node:crypto";
+
+export interface ProjectWorkspace {
+  clientId: string;
+  projectId: string;
+}
+
+export type EnsureAction = "created" | "exists" | "recreated";
+
+export interface EnsureResult {
+  action: EnsureAction;
+  /** Provisioner-specific handle: pod name, or local runner id. */
+  name: string;
+}
+
+export interface Provisioner {
+  readonly kind: "local-process" | "kubernetes";
+  /** Starts the workspace's Runner unless one exists (recreating a dead one). */
+  ensureRunner(workspace: ProjectWorkspace): Promise<EnsureResult>;
+  /** Stops the Runner and, unless keepWorkspace, deletes its workspace storage. True if anything existed. */
+  removeRunner(workspace: ProjectWorkspace, options?: { keepWorkspace?: boolean }): Promise<boolean>;
+  /** Releases the provisioner's own resources (a local provisioner stops its Runners). */
+  close(): Promise<void>;
+}
+
+export interface RunnerNames {
+  canonicalId: string;
+  /** DNS-1123 name (≤ 63 chars) for the pod / local runner id. */
+  name: string;
+  /** Label-safe (≤ 63, [a-z0-9-]) stable short hashes. */
+  tenantLabel: string;
+  projectLabel: string;
+}
+
+const hex = (s: string) => createHash("sha256").update(s).digest("hex");
+
+/**
+ * Stable, label-safe names for a workspace. Raw client and project ids may hold characters
+ * Kubernetes refuses (and should not leak into object names), so names and labels are short
+ * hashes: tenant from the client id, project and name from the canonical project id.
+ */
+export function runnerNames(w: ProjectWorkspace): RunnerNames {
+  const canonicalId = `agent:${w.clientId}:${w.projectId}`;
+  const h = hex(canonicalId);
+  return { canonicalId, name: `wcx-runner-${h.slice(0, 20)}`, tenantLabel: `t-${hex(w.clientId).slice(0, 16)}`, projectLabel: `p-${h.slice(0, 16)}` };
+}
