@@ -88,7 +88,7 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
     await new Promise((r) => setTimeout(r, 1_200));
     const later = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
     assert.equal(later.result["reason_code"], "runner_unavailable");
-    assert.equal(later.result["detail_code"], "no_live_runner");
+    assert.equal(later.result["detail_code"], "runner_lost", "the broker knows the Runner it lost");
     await stack.restart("runner");
     let back = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
     for (let i = 0; i < 30 && back.isError; i++) {
