@@ -19,8 +19,8 @@ import {
   createRedisRunnerRegistry, createRunnerBroker, migrateRunnerBroker,
 } from "@webcodex/runner-broker";
 import type { LeaseStore } from "@webcodex/runner-broker";
-import { createRunnerService, startRegistration } from "@webcodex/runner";
-import type { RunnerServiceDeps } from "@webcodex/runner";
+import { createFenceGuard, createRunnerService, startRegistration } from "@webcodex/runner";
+import type { FenceGuard } from "@webcodex/runner";
 import { backingServices, createTestDatabase, redisKeyPrefix } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
@@ -35,17 +35,6 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(20);
   }
-}
-
-/** Same semantics as the Runner's FenceGuard (createFenceGuard is not yet on @webcodex/runner's public surface). */
-type FenceGuard = NonNullable<RunnerServiceDeps["fence"]>;
-function fenceGuard(): FenceGuard {
-  let highest = 0;
-  return {
-    get highest() { return highest; },
-    observe(f) { if (f > highest) highest = f; },
-    admit(f) { if (f < highest) return false; highest = f; return true; },
-  };
 }
 
 /** A broker client whose calls can be held, like a Runner process that is paused (SIGSTOP). */
@@ -152,8 +141,8 @@ describe("runner-broker leases and fences (real Redis + Postgres)", () => {
         },
       },
     }));
-    const fenceA = fenceGuard();
-    const fenceB = fenceGuard();
+    const fenceA = createFenceGuard();
+    const fenceB = createFenceGuard();
     const runnerA = runner("ra", fenceA);
     const runnerB = runner("rb", fenceB);
     const linkA = pausable(r.broker);

@@ -5,7 +5,7 @@ export { createLogger } from "./logger.js";
 export type { Logger, LogLevel, LoggerOptions } from "./logger.js";
 export { createMetrics } from "./metrics.js";
 export type { Metrics, Counter, Histogram } from "./metrics.js";
-export { principalHeaders, principalFromHeaders } from "./principal.js";
+export { principalHeaders, principalFromHeaders, RUNNER_TOKEN_HEADER } from "./principal.js";
 export type { Principal } from "./principal.js";
 export { startServiceServer, sendJson, onShutdown, readinessFrom } from "./server.js";
 export type { ServiceServer, ServiceServerOptions, ReadinessReport, HttpHandler, NodeRequest, NodeResponse } from "./server.js";

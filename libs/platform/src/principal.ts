@@ -26,3 +26,6 @@ export function principalFromHeaders(headers: Headers): Principal {
   if (!clientId || !subject) throw new ConnectError("missing principal", Code.Unauthenticated);
   return { clientId, subject };
 }
+
+/** Header carrying the Runner fleet token between broker and Runners; never a Host credential. */
+export const RUNNER_TOKEN_HEADER = "x-webcodex-runner-token";

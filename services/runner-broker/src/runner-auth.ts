@@ -6,8 +6,9 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 
-/** Same name as the Runner's RUNNER_TOKEN_HEADER (services/runner/src/runner-service.ts). */
-export const RUNNER_TOKEN_HEADER = "x-webcodex-runner-token";
+import { RUNNER_TOKEN_HEADER } from "@webcodex/platform";
+
+export { RUNNER_TOKEN_HEADER };
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
 

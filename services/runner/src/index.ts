@@ -1,7 +1,7 @@
 export { createRunner, RUNNER_BUILD } from "./runner.js";
 export type { Runner } from "./runner.js";
-export { createRunnerService } from "./runner-service.js";
-export type { RunnerHandlers, ToolHandler, RunnerServiceDeps } from "./runner-service.js";
+export { createRunnerService, createFenceGuard } from "./runner-service.js";
+export type { RunnerHandlers, ToolHandler, RunnerServiceDeps, FenceGuard } from "./runner-service.js";
 export { startRegistration } from "./registration.js";
 export type { RegistrationLoop, RegistrationOptions } from "./registration.js";
 export { main } from "./main.js";

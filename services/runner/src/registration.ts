@@ -10,7 +10,7 @@ import type { RunnerBrokerService } from "@webcodex/proto";
 import { RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
-import { RUNNER_TOKEN_HEADER } from "./runner-service.js";
+import { RUNNER_TOKEN_HEADER } from "@webcodex/platform";
 import type { FenceGuard } from "./runner-service.js";
 
 export interface RegistrationOptions {

@@ -10,7 +10,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "@webcodex/proto";
 import { FailureStage, isToolFailureError, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
-import { failureToWire } from "@webcodex/platform";
+import { failureToWire, RUNNER_TOKEN_HEADER } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 
 export type ToolHandler = (args: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>;
@@ -54,8 +54,6 @@ export function createFenceGuard(): FenceGuard {
   };
 }
 
-/** Header carrying the Runner token between the broker and its Runners (never a Host credential). */
-export const RUNNER_TOKEN_HEADER = "x-webcodex-runner-token";
 
 export interface RunnerServiceDeps {
   runnerId: string;
