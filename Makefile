@@ -22,6 +22,13 @@ $(STAMP): package.json package-lock.json
 
 install: $(STAMP)
 
+# Pinned third-party MCP clients that need Node >= 22 (a Node 22 binary from the npm registry);
+# a separate lockfile, used only by the e2e conformance tests.
+CONFORMANCE_STAMP := tools/conformance/node_modules/.webcodex-install-stamp
+$(CONFORMANCE_STAMP): tools/conformance/package.json tools/conformance/package-lock.json
+	npm ci --prefix tools/conformance --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $(CONFORMANCE_STAMP)
+
 generate: install
 	$(NODE_BIN)/buf generate
 	node tools/scripts/gen-proto-index.mjs
@@ -53,7 +60,7 @@ dev: run
 up: build
 	node tools/cli/bin/webcodex.js up --project $(PROJECT)
 
-test: build
+test: build $(CONFORMANCE_STAMP)
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory codegen-check
 	@bash tools/scripts/ensure-services.sh
@@ -62,7 +69,7 @@ test: build
 test-unit: build
 	node tools/scripts/run-tests.mjs unit
 
-test-integration: build
+test-integration: build $(CONFORMANCE_STAMP)
 	@bash tools/scripts/ensure-services.sh
 	node tools/scripts/run-tests.mjs integration e2e
 
@@ -77,4 +84,4 @@ images:
 	bash tools/chart/images.sh
 
 clean:
-	rm -rf node_modules */*/dist */*/*.tsbuildinfo test/dist $(STAMP)
+	rm -rf node_modules tools/conformance/node_modules */*/dist */*/*.tsbuildinfo test/dist $(STAMP)
