@@ -4,7 +4,7 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { validateObject, unknownFields } from "./k8s-validate.mjs";
 import { render as renderSchema, schemaPath } from "./gen-schema.mjs";
+import { CLI_BIN, cliCommands, loadBrokerProvisioning, runnerPodTemplateInterfaceKeys, serviceEnvSpec } from "./sources.mjs";
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -82,75 +83,20 @@ const byKind = (objs, kind) => objs.filter((o) => o.kind === kind);
 const component = (o) => o.metadata?.labels?.["app.kubernetes.io/component"];
 const find = (objs, kind, comp) => objs.find((o) => o.kind === kind && component(o) === comp);
 
-/** Builds a Runner pod and PVC from the pod-template ConfigMap, as the broker must (docs/operators.md). */
-export function buildRunner(t, { name, tenant, project, clientId, projectId }) {
-  const labels = { ...t.labels, [t.tenantLabelKey]: tenant, [t.projectLabelKey]: project };
-  const pvc = {
-    apiVersion: "v1",
-    kind: "PersistentVolumeClaim",
-    metadata: { name: `${name}-workspace`, namespace: t.namespace, labels },
-    spec: {
-      accessModes: t.storageAccessModes,
-      ...(t.storageClass ? { storageClassName: t.storageClass } : {}),
-      resources: { requests: { storage: t.storageSize } },
-    },
-  };
-  const pod = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name, namespace: t.namespace, labels, annotations: t.annotations },
-    spec: {
-      serviceAccountName: t.serviceAccountName,
-      automountServiceAccountToken: t.automountServiceAccountToken,
-      enableServiceLinks: t.enableServiceLinks,
-      ...(t.runtimeClassName ? { runtimeClassName: t.runtimeClassName } : {}),
-      nodeSelector: t.nodeSelector,
-      tolerations: t.tolerations,
-      imagePullSecrets: t.imagePullSecrets,
-      securityContext: t.podSecurityContext,
-      terminationGracePeriodSeconds: t.terminationGracePeriodSeconds,
-      restartPolicy: "Always",
-      containers: [
-        {
-          name: "runner",
-          image: t.image,
-          imagePullPolicy: t.imagePullPolicy,
-          workingDir: t.workingDir,
-          args: t.args,
-          ports: [{ name: "http", containerPort: t.port, protocol: "TCP" }],
-          env: [
-            ...t.env,
-            { name: "WEBCODEX_RUNNER_CLIENT_ID", value: clientId },
-            { name: "WEBCODEX_RUNNER_PROJECT_ID", value: projectId },
-          ],
-          resources: t.resources,
-          securityContext: t.securityContext,
-          startupProbe: t.startupProbe,
-          livenessProbe: t.livenessProbe,
-          readinessProbe: t.readinessProbe,
-          volumeMounts: [
-            { name: "workspace", mountPath: t.workspaceMountPath },
-            { name: "tmp", mountPath: "/tmp" },
-          ],
-        },
-      ],
-      volumes: [
-        { name: "workspace", persistentVolumeClaim: { claimName: pvc.metadata.name } },
-        { name: "tmp", emptyDir: { sizeLimit: t.tmpSizeLimit } },
-      ],
-    },
-  };
-  return { pod, pvc };
+/**
+ * The runner-broker's own provisioning code (transpiled from services/runner-broker), so the
+ * Runner pods checked here are the ones the broker would create from the chart's template.
+ * If it cannot be loaded, every test that needs it fails with the reason.
+ */
+const broker = await loadBrokerProvisioning().catch((error) => ({ error }));
+function brokerCode() {
+  if (broker.error) throw new Error(`the runner-broker provisioner could not be loaded from source: ${broker.error.stack ?? broker.error}`);
+  return broker;
 }
 
-const RUNNER_TEMPLATE_KEYS = [
-  "annotations", "apiVersion", "args", "automountServiceAccountToken", "enableServiceLinks", "env",
-  "image", "imagePullPolicy", "imagePullSecrets", "kind", "labels", "livenessProbe", "namespace",
-  "nodeSelector", "podSecurityContext", "port", "projectLabelKey", "readinessProbe", "resources",
-  "runtimeClassName", "securityContext", "serviceAccountName", "startupProbe", "storageAccessModes",
-  "storageClass", "storageSize", "tenantLabelKey", "terminationGracePeriodSeconds", "tmpSizeLimit",
-  "tolerations", "workingDir", "workspaceMountPath",
-];
+/** The template's keys: the broker's RunnerPodTemplate interface, plus apiVersion and kind. */
+const RUNNER_TEMPLATE_KEYS = ["apiVersion", "kind", ...runnerPodTemplateInterfaceKeys()];
+const WORKSPACE = { clientId: "client-1", projectId: "project-1" };
 
 function runnerTemplate(objs) {
   const cm = objs.find((o) => o.kind === "ConfigMap" && o.metadata.name.endsWith("-runner-pod-template"));
@@ -158,14 +104,10 @@ function runnerTemplate(objs) {
   return JSON.parse(cm.data["runner-pod-template.json"]);
 }
 
+/** The Pod and PVC the broker builds for one workspace, after its own template validation. */
 function runnerObjects(objs) {
-  return buildRunner(runnerTemplate(objs), {
-    name: "runner-7f3a9c",
-    tenant: "t-2b1e0c",
-    project: "p-91d4aa",
-    clientId: "client-1",
-    projectId: "project-1",
-  });
+  const { parseRunnerPodTemplate, buildRunnerObjects } = brokerCode();
+  return buildRunnerObjects(parseRunnerPodTemplate(runnerTemplate(objs)), WORKSPACE);
 }
 
 /** Every workload pod spec in a render: Deployments, Jobs, test Pods, and the Runner pod. */
@@ -424,6 +366,74 @@ for (const name of ["defaults", "production"]) {
   });
 }
 
+describe("commands match the webcodex CLI (tools/cli/src/main.ts)", () => {
+  const { commands, serveTargets } = cliCommands();
+
+  test("every service, the migration Job and the Runner pod run a command the CLI accepts", async () => {
+    assert.ok(existsSync(join(root, CLI_BIN)), `${CLI_BIN} exists`);
+    for (const name of ["defaults", "production", "variant"]) {
+      const objs = await rendered(name);
+      for (const d of byKind(objs, "Deployment")) {
+        const [c] = d.spec.template.spec.containers;
+        assert.equal(c.command, undefined, `${d.metadata.name}: the image entrypoint (tini) stays`);
+        const [node, bin, cmd, svc, ...extra] = c.args;
+        assert.deepEqual([node, bin, cmd], ["node", CLI_BIN, "serve"], d.metadata.name);
+        assert.ok(commands.includes("serve"));
+        assert.ok(serveTargets.includes(svc), `${d.metadata.name}: \`serve ${svc}\` is one of ${serveTargets.join(", ")}`);
+        assert.equal(svc, component(d));
+        assert.deepEqual(extra, []);
+      }
+      for (const job of byKind(objs, "Job")) {
+        const [c] = job.spec.template.spec.containers;
+        assert.deepEqual(c.args, ["node", CLI_BIN, "migrate"], job.metadata.name);
+        assert.ok(commands.includes("migrate"));
+      }
+      const { pod } = runnerObjects(objs);
+      const [c] = pod.spec.containers;
+      assert.equal(c.command, undefined);
+      assert.ok(commands.includes("runner"), `the CLI has a \`runner\` command (${commands.join(", ")})`);
+      assert.ok(!serveTargets.includes("runner"), "a Runner is not a `serve` target");
+      assert.deepEqual(c.args, ["node", CLI_BIN, "runner"], `${name}: Runner pod args`);
+    }
+  });
+
+  test("the images build exactly the serve targets and default to the same commands", () => {
+    const dockerfile = readFileSync(join(root, "images/Dockerfile"), "utf8");
+    const stage = (name) => {
+      const start = dockerfile.search(new RegExp(`^FROM \\S+ AS ${name}$`, "m"));
+      assert.ok(start >= 0, `stage ${name}`);
+      const rest = dockerfile.slice(start + 1);
+      const next = rest.search(/^FROM /m);
+      return next < 0 ? rest : rest.slice(0, next);
+    };
+    const allowed = stage("service").match(/case "\$\{SERVICE\}" in\s*\\\s*\n\s*([a-z|-]+)\)/);
+    assert.ok(allowed, "the service stage checks SERVICE");
+    assert.deepEqual(allowed[1].split("|").sort(), [...serveTargets].sort());
+    assert.match(stage("service"), new RegExp(`^CMD .*node ${CLI_BIN} serve \\\\?"\\$WEBCODEX_SERVICE`, "m"));
+    const runnerCmd = stage("runner").match(/^CMD (\[.*\])$/m);
+    assert.ok(runnerCmd, "the runner stage has an exec-form CMD");
+    assert.deepEqual(JSON.parse(runnerCmd[1]), ["node", CLI_BIN, "runner"]);
+    const images = readFileSync(join(here, "images.sh"), "utf8").match(/^SERVICES=\(([^)]*)\)/m);
+    assert.deepEqual(images[1].trim().split(/\s+/).sort(), [...serveTargets].sort());
+  });
+
+  test("the Runner image has git, ripgrep, python3 and a shell; nothing is fetched outside npm and Debian", () => {
+    const dockerfile = readFileSync(join(root, "images/Dockerfile"), "utf8");
+    const runnerStage = dockerfile.slice(dockerfile.search(/^FROM \S+ AS runner$/m));
+    const install = runnerStage.match(/apt-get install -y --no-install-recommends ([^\\&\n]+)/);
+    assert.ok(install, "the runner stage installs Debian packages");
+    const pkgs = install[1].trim().split(/\s+/);
+    for (const p of ["git", "ripgrep", "python3", "bash"]) assert.ok(pkgs.includes(p), `runner image installs ${p}`);
+    const lines = dockerfile.split("\n").filter((l) => !l.trimStart().startsWith("#"));
+    const text = lines.join("\n");
+    assert.doesNotMatch(text, /\b(curl|wget)\b/, "no curl/wget");
+    assert.doesNotMatch(text, /^ADD\s/m, "no ADD (it can fetch URLs)");
+    assert.doesNotMatch(text, /https?:\/\/(?!github\.com\/webcodex\/webcodex")/, "no URL other than the source label");
+    assert.match(text, /npm ci [^\n]*--ignore-scripts/, "no npm install scripts (they may download)");
+    for (const from of text.matchAll(/^FROM (\S+)/gm)) assert.match(from[1], /^(\$\{NODE_IMAGE\}|builder|runtime)$/);
+  });
+});
+
 describe("production specifics", () => {
   test("HPAs exist for the stateless services only, and their Deployments leave replicas to them", async () => {
     const objs = await rendered("production");
@@ -451,8 +461,9 @@ describe("production specifics", () => {
     const t = runnerTemplate(objs);
     const { pod, pvc } = runnerObjects(objs);
     assert.equal(pod.spec.runtimeClassName, "gvisor");
-    assert.equal(pod.metadata.labels["webcodex.dev/tenant"], "t-2b1e0c");
-    assert.equal(pod.metadata.labels["webcodex.dev/project"], "p-91d4aa");
+    const names = brokerCode().runnerNames(WORKSPACE);
+    assert.equal(pod.metadata.labels["webcodex.dev/tenant"], names.tenantLabel);
+    assert.equal(pod.metadata.labels["webcodex.dev/project"], names.projectLabel);
     assert.equal(pvc.spec.storageClassName, "fast-ssd");
     assert.equal(pvc.spec.resources.requests.storage, "20Gi");
     assert.equal(t.namespace, "webcodex-runners");
