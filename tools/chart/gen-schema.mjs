@@ -29,6 +29,7 @@ function obj(properties, required = Object.keys(properties), extra = {}) {
 
 const definitions = {
   port: int({ minimum: 1, maximum: 65535 }),
+  clientId: str({ pattern: "^[^,=\\s]+$", description: "An OAuth client id (tenant); no comma, '=' or space." }),
   replicas: int({ minimum: 0, description: "Replica count (>= 0)." }),
   stringMap: map(str()),
   imageOverride: str({
@@ -258,7 +259,7 @@ export const schema = {
       pullPolicy: { enum: ["Always", "IfNotPresent", "Never"] },
       pullSecrets: arr(str({ minLength: 1 })),
     }),
-    logLevel: { enum: ["trace", "debug", "info", "warn", "error", "fatal"] },
+    logLevel: { enum: ["debug", "info", "warn", "error", "silent"] },
     securityContext: obj({
       runAsUser: int({ minimum: 1, description: "Non-root uid (>= 1)." }),
       runAsGroup: int({ minimum: 1 }),
@@ -270,6 +271,9 @@ export const schema = {
       issuer: ref("url"),
       jwksUrl: ref("optionalUrl"),
       audience: str(),
+      clientIdClaim: str({ pattern: "^$|^\\S+$" }),
+      admissionClaim: str({ pattern: "^$|^\\S+$" }),
+      clockToleranceSeconds: int({ minimum: 0, maximum: 300 }),
     }),
     otel: obj({
       endpoint: ref("optionalUrl"),
@@ -279,7 +283,10 @@ export const schema = {
     gateway: serviceBlock({
       publicUrl: ref("url"),
       allowedHosts: arr(hostname),
+      readOnlyClients: arr(ref("clientId")),
       rateLimitPerMinute: int({ minimum: 0 }),
+      rateLimitBurst: int({ minimum: 0 }),
+      rateLimits: map(int({ minimum: 0 }), { propertyNames: ref("clientId") }),
       service: obj({
         type: { enum: ["ClusterIP", "NodePort", "LoadBalancer"] },
         annotations: ref("stringMap"),
@@ -296,8 +303,19 @@ export const schema = {
     }),
     toolRegistry: serviceBlock(),
     refResolver: serviceBlock(),
-    audit: serviceBlock(),
-    runnerBroker: serviceBlock({ provisioner: { enum: ["kubernetes"] } }, { hpa: false }),
+    audit: serviceBlock({
+      retentionDays: int({ minimum: 1, maximum: 3650 }),
+      partitionsAheadDays: int({ minimum: 0, maximum: 366 }),
+    }),
+    runnerBroker: serviceBlock(
+      {
+        provisioner: { enum: ["kubernetes"] },
+        projectConcurrency: int({ minimum: 1, maximum: 1024 }),
+        dispatchTimeoutMs: int({ minimum: 1000 }),
+        jobReconcileIntervalMs: int({ minimum: 0 }),
+      },
+      { hpa: false },
+    ),
     runner: obj({
       namespace: str({ maxLength: 63, pattern: "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" }),
       createNamespace: bool(),
