@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { validateObject, unknownFields } from "./k8s-validate.mjs";
 import { render as renderSchema, schemaPath } from "./gen-schema.mjs";
+import { render as renderValuesDoc, currentInputs as currentValuesDocInputs, docSection as valuesDocSection, SERVICE_BLOCKS } from "./gen-values-doc.mjs";
 import { CLI_BIN, SERVICE_DIRS, cliCommands, loadBrokerProvisioning, runnerPodTemplateInterfaceKeys, serviceEnvSpec } from "./sources.mjs";
 
 const run = promisify(execFile);
@@ -858,6 +859,38 @@ describe("values schema", () => {
     };
     walk(schema, "#", false);
     assert.deepEqual(problems, []);
+  });
+});
+
+describe("docs/operators.md", () => {
+  test("the values reference is generated from values.schema.json and values.yaml, every key described", () => {
+    const { text, undocumented } = renderValuesDoc(currentValuesDocInputs());
+    assert.deepEqual(undocumented, [], "keys without a `# --` comment in values.yaml or a schema description");
+    assert.equal(valuesDocSection(), text, "run: node tools/chart/gen-values-doc.mjs");
+  });
+
+  test("every values key appears in the reference", () => {
+    const section = valuesDocSection();
+    const shared = Object.keys(effectiveValues("defaults").toolRegistry);
+    const walk = (obj, prefix) => Object.entries(obj).flatMap(([k, v]) => {
+      const key = `${prefix}${k}`;
+      if (SERVICE_BLOCKS.includes(prefix.slice(0, -1)) && shared.includes(k)) return [`<service>.${k}`];
+      return v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length && !["resources", "affinity"].includes(k) && !/Annotations|Labels|nodeSelector|rateLimits|hard|commonLabels/.test(k) ? walk(v, `${key}.`) : [key];
+    });
+    for (const key of walk(effectiveValues("defaults"), "")) {
+      assert.ok(section.includes(`\`${key}\``) || section.includes(`\`${key}.`), `${key} is in the values reference`);
+    }
+  });
+
+  test("covers install, upgrade, values, scaling, security, Postgres backup and Redis loss", () => {
+    const doc = readFileSync(join(root, "docs/operators.md"), "utf8");
+    for (const h of ["## Install", "## Upgrade", "## Values reference", "## Scaling", "## Security model", "## Backup and restore (PostgreSQL)", "## What Redis loss means"]) {
+      assert.ok(doc.includes(`\n${h}\n`), h);
+    }
+    const redis = doc.slice(doc.indexOf("## What Redis loss means"), doc.indexOf("\n## ", doc.indexOf("## What Redis loss means") + 5));
+    assert.match(redis, /high-water mark/);
+    assert.match(redis, /lost_after_reconcile/);
+    assert.match(redis, /[Ll]eases/);
   });
 });
 

@@ -15,7 +15,7 @@ export const schemaPath = resolve(here, "../../charts/webcodex/values.schema.jso
 
 const ref = (name) => ({ $ref: `#/definitions/${name}` });
 const str = (extra = {}) => ({ type: "string", ...extra });
-const bool = () => ({ type: "boolean" });
+const bool = (extra = {}) => ({ type: "boolean", ...extra });
 const int = (extra = {}) => ({ type: "integer", ...extra });
 const arr = (items, extra = {}) => ({ type: "array", items, ...extra });
 const map = (values, extra = {}) => ({ type: "object", additionalProperties: values, ...extra });
@@ -193,20 +193,23 @@ const definitions = {
   egressRule: obj({ to: arr(ref("networkPolicyPeer")), ports: arr(ref("networkPolicyPort")) }, []),
   egressTarget: obj(
     {
-      ports: arr(ref("port"), { minItems: 1 }),
+      ports: arr(ref("port"), { minItems: 1, description: "TCP ports of this destination." }),
       to: arr(ref("networkPolicyPeer"), { description: "Empty: any destination on these ports." }),
     },
     ["ports", "to"],
   ),
   pdb: obj({
-    enabled: bool(),
-    maxUnavailable: { oneOf: [int({ minimum: 0 }), str({ pattern: "^[0-9]+%$" })] },
+    enabled: bool({ description: "Render a PodDisruptionBudget." }),
+    maxUnavailable: {
+      oneOf: [int({ minimum: 0 }), str({ pattern: "^[0-9]+%$" })],
+      description: "Pods a voluntary disruption may take down at once (count or percentage).",
+    },
   }),
   hpa: obj({
-    enabled: bool(),
-    minReplicas: int({ minimum: 1 }),
-    maxReplicas: int({ minimum: 1 }),
-    targetCPUUtilizationPercentage: int({ minimum: 1, maximum: 100 }),
+    enabled: bool({ description: "Render a CPU HorizontalPodAutoscaler; it then owns the replica count." }),
+    minReplicas: int({ minimum: 1, description: "Lower bound of the HPA (<= maxReplicas)." }),
+    maxReplicas: int({ minimum: 1, description: "Upper bound of the HPA." }),
+    targetCPUUtilizationPercentage: int({ minimum: 1, maximum: 100, description: "Average CPU utilization the HPA aims at." }),
   }),
 };
 
