@@ -433,6 +433,12 @@ describe("commands match the webcodex CLI (tools/cli/src/main.ts)", () => {
     assert.match(text, /npm ci [^\n]*--ignore-scripts/, "no npm install scripts (they may download)");
     for (const from of text.matchAll(/^FROM (\S+)/gm)) assert.match(from[1], /^(\$\{NODE_IMAGE\}|builder|runtime)$/);
   });
+
+  test("the build context excludes the same files whichever ignore file the builder reads", () => {
+    const patterns = (f) => readFileSync(join(root, f), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+    assert.deepEqual(patterns("images/Dockerfile.dockerignore"), patterns(".dockerignore"));
+    for (const p of ["**/node_modules", "**/dist", ".git", "**/.env"]) assert.ok(patterns(".dockerignore").includes(p), p);
+  });
 });
 
 /** values.yaml with a values file merged over it (maps merge, everything else replaces), as helm does. */
