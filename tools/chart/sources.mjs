@@ -2,7 +2,7 @@
 // tests): the CLI's command table, each service's env spec (src/config.ts), and the
 // runner-broker's Kubernetes provisioner, which builds Runner pods from the chart's template.
 // Build-independent: TypeScript sources are parsed or transpiled here, no `tsc -b` needed.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -98,8 +98,13 @@ export function loadBrokerProvisioning() {
       });
       writeFileSync(join(out, `${name}.js`), outputText);
     }
-    const k8s = await import(pathToFileURL(join(out, "kubernetes.js")).href);
-    const prov = await import(pathToFileURL(join(out, "provisioner.js")).href);
+    let k8s, prov;
+    try {
+      k8s = await import(pathToFileURL(join(out, "kubernetes.js")).href);
+      prov = await import(pathToFileURL(join(out, "provisioner.js")).href);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
     return { parseRunnerPodTemplate: k8s.parseRunnerPodTemplate, buildRunnerObjects: k8s.buildRunnerObjects, runnerNames: prov.runnerNames };
   })();
   return brokerPromise;
