@@ -12,7 +12,7 @@ import { runnerNames } from "./provisioner.js";
 const chartTemplate = {
   annotations: {},
   apiVersion: "webcodex.dev/v1alpha1",
-  args: ["node", "tools/cli/bin/webcodex.js", "serve", "runner"],
+  args: ["node", "tools/cli/bin/webcodex.js", "runner"],
   automountServiceAccountToken: false,
   enableServiceLinks: false,
   env: [
