@@ -178,15 +178,19 @@ export function createPipeline(deps: PipelineDeps) {
   async function recordSessionCall(def: ToolDefinition, outcome: Outcome, ctx: CallContext, callId: string, durationMs: number): Promise<void> {
     const t = now();
     const facts = sessionCallFacts(def, outcome);
+    // A ref'd timer (AbortSignal.timeout is unref'd): the budget holds even on an idle loop.
+    const budget = new AbortController();
+    const timer = setTimeout(() => budget.abort(), deps.sessionRecordBudgetMs ?? 1_000);
     try {
       const res = await deps.refResolver.recordSessionCall(
         { sessionSelector: ctx.sessionId, projectCanonicalId: ctx.projectCanonicalId, call: { callId, tool: def.name, effect: def.effect, durationMs, ...facts } },
-        { signal: AbortSignal.timeout(deps.sessionRecordBudgetMs ?? 1_000), headers: principalHeaders(ctx.caller.principal) },
+        { signal: budget.signal, headers: principalHeaders(ctx.caller.principal) },
       );
       if (res.failure) deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, reason_code: res.failure.reasonCode, detail_code: res.failure.detailCode });
     } catch (error) {
       deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, error: ConnectError.from(error).message });
     } finally {
+      clearTimeout(timer);
       ctx.stages["record_session"] = Math.round((now() - t) * 1000);
     }
   }
