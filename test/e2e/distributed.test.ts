@@ -6,7 +6,13 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import pg from "pg";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { RefResolverService } from "@webcodex/proto";
+import { principalHeaders } from "@webcodex/platform";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { startDistributed } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
@@ -21,6 +27,7 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
   let stack: DistributedStack;
   let client: Client;
   let project: string;
+  let projectDir: string;
 
   before(async () => {
     const services = await backingServices();
@@ -30,7 +37,7 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
     const proxied = new URL(db.url);
     proxied.hostname = "127.0.0.1";
     proxied.port = String(proxy.port);
-    const projectDir = createProjectDir({ "README.md": "# distributed\n", "src/a.ts": "export const x = 1;\n" }, { name: "dist" });
+    projectDir = createProjectDir({ "README.md": "# distributed\n", "src/a.ts": "export const x = 1;\n" }, { name: "dist" });
     stack = await startDistributed({
       basePort: 20_000 + Math.floor(Math.random() * 20_000),
       postgresUrl: proxied.toString(),
@@ -72,6 +79,58 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
     } finally {
       await sql.end();
     }
+  });
+
+  it("a Workflow Session across services: session_ref as session_id is recorded, audited and handed off; once closed it fails closed with no dispatch", async () => {
+    const runtime = (tool: string, args: Record<string, unknown>) => callTool(client, "call_runtime_tool", { tool, arguments: args });
+    const created = await runtime("create_session", { project, title: "distributed" });
+    assert.equal(created.isError, false, JSON.stringify(created.result));
+    const ref = String(created.result["session_ref"]);
+    const id = String(created.result["session_id"]);
+    const read = await callTool(client, "read_files", { project, session_id: ref, files: [{ path: "src/a.ts" }] });
+    assert.equal(read.isError, false, JSON.stringify(read.result));
+    const revision = String((read.result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    const edit = (sessionId: string, rev: string, to: string) =>
+      callTool(client, "edit_project_files", { project, session_id: sessionId, changes: [{ kind: "edit", path: "src/a.ts", expected_read_revision: rev, edits: [{ replace_exact: { old_text: "x = 1", new_text: to } }] }] });
+    const edited = await edit(ref, revision, "x = 2");
+    assert.equal(edited.isError, false, JSON.stringify(edited.result));
+    const ran = await callTool(client, "run_shell", { project, session_id: ref, command: "cat src/a.ts" });
+    assert.equal(ran.result["output"], "export const x = 2;\n");
+
+    const handoff = await runtime("read_session_handoff", { session_id: ref });
+    assert.equal(handoff.isError, false, JSON.stringify(handoff.result));
+    assert.deepEqual(
+      [handoff.result["session_id"], handoff.result["calls"], handoff.result["read"], handoff.result["changed"], handoff.result["run"]],
+      [id, { total: 3, failed: 0 }, { calls: 1, paths: 1, failed: 0 }, { calls: 1, paths: 1, failed: 0 }, { calls: 1, failed: 0 }],
+    );
+
+    // The audit record carries the canonical Session id.
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    try {
+      let rows: Array<Record<string, unknown>> = [];
+      for (let i = 0; i < 50 && rows.length < 3; i++) {
+        rows = (await sql.query("SELECT tool FROM audit.action_audit WHERE session_id = $1 AND tool IN ('read_files', 'edit_project_files', 'run_shell') ORDER BY started_at", [id])).rows;
+        if (rows.length < 3) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.deepEqual(rows.map((r) => r["tool"]), ["read_files", "edit_project_files", "run_shell"]);
+    } finally {
+      await sql.end();
+    }
+
+    // Close it at the ref-resolver (no model tool closes Sessions yet): it then fails closed.
+    const resolver = createClient(RefResolverService, createConnectTransport({ baseUrl: `http://127.0.0.1:${stack.ports["ref-resolver"]}`, httpVersion: "2" }));
+    const closed = await resolver.closeSession({ selector: id }, { headers: principalHeaders({ clientId: "local", subject: "dev" }) });
+    assert.equal(closed.closedNow, true, JSON.stringify(closed.failure));
+    const current = String((edited.result["files"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    for (const selector of [ref, id]) {
+      const refused = await edit(selector, current, "x = 3");
+      assert.equal(refused.isError, true, JSON.stringify(refused.result));
+      assert.deepEqual([refused.result["reason_code"], refused.result["detail_code"], refused.result["state_changed"]], ["invalid_value", "session_closed", false]);
+    }
+    assert.equal(readFileSync(join(projectDir, "src/a.ts"), "utf8"), "export const x = 2;\n", "nothing was dispatched");
+    const closedHandoff = await runtime("read_session_handoff", { session_id: ref });
+    assert.deepEqual([closedHandoff.result["state"], closedHandoff.result["calls"]], ["closed", { total: 3, failed: 0 }], "a closed Session keeps its handoff and records nothing more");
   });
 
   it("a killed Runner gives a structured failure, not a hang, and a restarted one serves again", async () => {

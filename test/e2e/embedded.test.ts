@@ -4,7 +4,7 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, statSync, chmodSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { callTool, connectMcp, createProjectDir, startDevServer, tempDir } from "../support/index.js";
@@ -271,6 +271,86 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(results[0]?.["total"], 3);
       assert.equal(results[1]?.["total"], 1);
       assert.equal((results[2]?.["error"] as Record<string, unknown>)["reason_code"], "path_not_found");
+    });
+  });
+  describe("workflow sessions", () => {
+    const runtime = (tool: string, args: Record<string, unknown>) => callTool(client, "call_runtime_tool", { tool, arguments: args });
+    const handoff = async (sessionId: string) => {
+      const { isError, result } = await runtime("read_session_handoff", { session_id: sessionId });
+      assert.equal(isError, false, JSON.stringify(result));
+      return result as Record<string, unknown> & { calls: { total: number; failed: number }; read: Record<string, number>; changed: Record<string, number>; run: Record<string, number>; pending_jobs: Array<Record<string, unknown>>; tools: Array<Record<string, unknown>>; recent_calls: Array<Record<string, unknown>> };
+    };
+
+    it("a session_ref works as session_id on read, edit and run, and the handoff lists what was read, changed, run and pending", async () => {
+      writeFileSync(join(projectDir, "notes.txt"), "draft\n");
+      const created = await runtime("create_session", { project, title: "session e2e" });
+      assert.equal(created.isError, false, JSON.stringify(created.result));
+      const ref = String(created.result["session_ref"]);
+      const id = String(created.result["session_id"]);
+      assert.match(ref, /^~s\d+$/);
+      assert.match(id, /^wc_sess_[0-9a-f]{32}$/);
+      assert.deepEqual(Object.keys(created.result).sort(), ["session_id", "session_ref"]);
+
+      const read = await callTool(client, "read_files", { project, session_id: ref, files: [{ path: "notes.txt" }, { path: "README.md" }] });
+      assert.equal(read.isError, false, JSON.stringify(read.result));
+      const revision = String((read.result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+      // The canonical wc_sess_* selects the same Session.
+      const edited = await callTool(client, "edit_project_files", { project, session_id: id, changes: [{ kind: "edit", path: "notes.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "draft", new_text: "final" } }] }] });
+      assert.equal(edited.isError, false, JSON.stringify(edited.result));
+      assert.equal(readFileSync(join(projectDir, "notes.txt"), "utf8"), "final\n");
+      const ran = await callTool(client, "run_shell", { project, session_id: ref, command: "echo ran" });
+      assert.equal(ran.result["output"], "ran\n");
+      const slow = await callTool(client, "run_shell", { project, session_id: ref, command: "sleep 2; echo slow", wait_ms: 100 });
+      assert.equal(slow.result["execution_state"], "pending", JSON.stringify(slow.result));
+      const followUp = slow.result["follow_up"] as { tool: string; arguments: Record<string, unknown> };
+      assert.equal(followUp.arguments["session_id"], ref, "the pending follow-up stays in the same Session");
+
+      const mid = await handoff(ref);
+      assert.deepEqual([mid.session_ref, mid.session_id, mid.project, mid.state, mid.title], [ref, id, "agent:local:demo", "open", "session e2e"]);
+      assert.deepEqual(mid.calls, { total: 4, failed: 0 });
+      assert.deepEqual(mid.read, { calls: 1, paths: 2, failed: 0 }, "what was read");
+      assert.deepEqual(mid.changed, { calls: 1, paths: 1, failed: 0 }, "what was changed");
+      assert.deepEqual(mid.run, { calls: 2, failed: 0 }, "what was run");
+      assert.deepEqual(mid.pending_jobs.map((j) => [j["job_id"], j["tool"]]), [[slow.result["job_id"], "run_shell"]], "what is pending");
+      assert.deepEqual(mid.recent_calls.map((c) => [c["tool"], c["outcome"]]), [["read_files", "ok"], ["edit_project_files", "ok"], ["run_shell", "ok"], ["run_shell", "pending"]], "the latest calls, oldest first");
+      assert.ok(!JSON.stringify(mid).includes("notes.txt") && !JSON.stringify(mid).includes("echo"), "the recap holds facts, never paths or commands");
+
+      // Executing the follow-up unchanged records the Job's terminal state in the Session.
+      let next = await runtime(followUp.tool, followUp.arguments);
+      while (next.result["execution_state"] === "pending") next = await runtime(followUp.tool, followUp.arguments);
+      assert.equal(next.result["output"], "slow\n");
+      const done = await handoff(id);
+      assert.deepEqual(done.pending_jobs, []);
+      assert.ok(done.calls.total >= 5);
+    });
+
+    it("only a call's own session_id selects a Session: calls without one in the same MCP session are not recorded", async () => {
+      const created = await runtime("create_session", { project });
+      const ref = String(created.result["session_ref"]);
+      await callTool(client, "read_files", { project, session_id: ref, files: [{ path: "README.md" }] });
+      await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+      await callTool(client, "run_shell", { project, command: "true" });
+      assert.equal((await handoff(ref)).calls.total, 1);
+    });
+
+    it("an unknown session_id fails closed before dispatch: nothing is written or run", async () => {
+      writeFileSync(join(projectDir, "guarded.txt"), "keep\n");
+      const { result: readResult } = await callTool(client, "read_files", { project, files: [{ path: "guarded.txt" }] });
+      const revision = String((readResult["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+      for (const sessionId of ["~s999", "wc_sess_00000000000000000000000000000000"]) {
+        const edit = await callTool(client, "edit_project_files", { project, session_id: sessionId, changes: [{ kind: "edit", path: "guarded.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "keep", new_text: "lost" } }] }] });
+        const run = await callTool(client, "run_shell", { project, session_id: sessionId, command: "touch ran-without-session" });
+        for (const outcome of [edit, run]) {
+          assert.equal(outcome.isError, true, JSON.stringify(outcome.result));
+          assert.deepEqual([outcome.result["reason_code"], outcome.result["detail_code"], outcome.result["state_changed"]], ["invalid_value", "session_not_found", false]);
+        }
+        const missing = await runtime("read_session_handoff", { session_id: sessionId });
+        assert.deepEqual([missing.isError, missing.result["detail_code"]], [true, "session_not_found"]);
+      }
+      assert.equal(readFileSync(join(projectDir, "guarded.txt"), "utf8"), "keep\n");
+      assert.equal(existsSync(join(projectDir, "ran-without-session")), false);
+      const malformed = await callTool(client, "read_files", { project, session_id: "s1", files: [{ path: "README.md" }] });
+      assert.deepEqual([malformed.isError, malformed.result["detail_code"]], [true, "invalid_session_selector"]);
     });
   });
 });

@@ -84,17 +84,17 @@ test("category views are sorted, non-overlapping and cover the admitted selectio
   for (const names of Object.values(groups)) assert.deepEqual(names, [...names].sort());
 });
 
-test("tools/list of the Direct surface stays within the 16 KiB budget", () => {
+test("tools/list of the Direct surface stays within the 8 KiB budget", () => {
   const admitted = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
   const listed = listedTools(admitted).map((d) => ({ name: d.name, description: d.description, inputSchema: d.inputSchema, ...(d.effect === "read_only" ? { annotations: { readOnlyHint: true } } : {}) }));
   const bytes = Buffer.byteLength(JSON.stringify({ tools: listed }));
-  assert.ok(bytes <= 16 * 1024, `tools/list is ${bytes} bytes`);
+  assert.ok(bytes <= 8 * 1024, `tools/list is ${bytes} bytes`);
   // Direct tools by rank, then the two entry points.
   assert.deepEqual(listed.slice(-2).map((t) => t.name), ["read_tool_manifest", "call_runtime_tool"]);
 });
 
 test("every follow-up the code builds validates against its target schema", () => {
-  for (const f of [waitForJobFollowUp("~p1", "job_1"), rereadFollowUp("~p1", "src/a.ts"), buildFollowUp("fallback_recovery", "list_projects", {})]) {
+  for (const f of [waitForJobFollowUp("~p1", "job_1"), waitForJobFollowUp("~p1", "job_1", "~s1"), rereadFollowUp("~p1", "src/a.ts"), buildFollowUp("fallback_recovery", "list_projects", {})]) {
     assert.equal(validateToolArguments(f.tool, f.arguments), undefined, f.tool);
   }
   assert.throws(() => buildFollowUp("mechanically_followable", "wait_for_job_terminal", { job_id: "x" }), /does not validate/);

@@ -14,6 +14,8 @@ const waitMs = int("Return a pending job_id after this many ms (default 10000, c
 const cwd = str("Working directory inside the project (default: root).");
 const env = stringMap("Environment additions; the base environment is scrubbed.");
 const jobId = str("job_id from a pending result.");
+/** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
+const sessionId = str("session_ref (~s1) or wc_sess_*; records the call there.");
 
 const replaceExact = object({ old_text: str(undefined, { minLength: 1 }), new_text: str() }, ["old_text", "new_text"]);
 const textEdit = object(
@@ -37,7 +39,7 @@ const fileChange: JsonSchema = {
   ],
 };
 
-const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs };
+const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId };
 const execClamps = [
   { path: "timeout_ms", ceiling: 600_000, minimum: 1 },
   { path: "wait_ms", ceiling: 30_000, minimum: 0 },
@@ -98,6 +100,7 @@ const definitions: readonly ToolDefinition[] = [
         project,
         files: array(object({ path, start_line: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["path"]), "Up to 64 files or ranges.", { minItems: 1, maxItems: 64 }),
         max_bytes_per_file: int("Per-file byte budget (default 65536, clamped to 1048576).", { minimum: 1 }),
+        session_id: sessionId,
       },
       ["project", "files"],
     ),
@@ -111,7 +114,7 @@ const definitions: readonly ToolDefinition[] = [
     name: "list_project_files",
     category: "files",
     description: "List project files (.gitignore-aware) under an optional path and glob, bounded by max_results (default 1000, clamped to 10000); reports total and truncated.",
-    inputSchema: object({ project, path, glob: str("Glob such as src/**/*.ts."), max_results: int(undefined, { minimum: 1 }) }, ["project"]),
+    inputSchema: object({ project, path, glob: str("Glob such as src/**/*.ts."), max_results: int(undefined, { minimum: 1 }), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
     clamps: [{ path: "max_results", ceiling: 10_000, minimum: 1 }],
@@ -128,6 +131,7 @@ const definitions: readonly ToolDefinition[] = [
           "Up to 16 independent queries.",
           { minItems: 1, maxItems: 16 },
         ),
+        session_id: sessionId,
       },
       ["project", "queries"],
     ),
@@ -141,7 +145,7 @@ const definitions: readonly ToolDefinition[] = [
     name: "edit_project_files",
     category: "files",
     description: "Apply a guarded, all-or-nothing change to one or more files. kind edit needs expected_read_revision and replace_exact edits: old_text must match once, or use occurrence:n, or expected_match_count:N to replace all N (writes nothing if the count differs). line_scope narrows matches. Also create, delete, move. Every file passes preflight before any write. dry_run:true returns match_count and match_ranges and grants nothing. Failures carry the evidence for the next call (match lines, current read_revision).",
-    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }) }, ["project", "changes"]),
+    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }), session_id: sessionId }, ["project", "changes"]),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 3, reason: "CoreWorkflow" },
     projectSuccess: compactEdit,
@@ -157,7 +161,7 @@ const definitions: readonly ToolDefinition[] = [
     category: "files",
     description: "Write files the Host holds (uploads, attachments) into the project. Each file: path plus content (UTF-8) or content_base64. Fails if a path exists.",
     inputSchema: object(
-      { project, files: array(object({ path, content: str(), content_base64: str() }, ["path"]), undefined, { minItems: 1 }) },
+      { project, files: array(object({ path, content: str(), content_base64: str() }, ["path"]), undefined, { minItems: 1 }), session_id: sessionId },
       ["project", "files"],
     ),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
@@ -202,7 +206,7 @@ const definitions: readonly ToolDefinition[] = [
     name: "run_detached_process",
     category: "execution",
     description: "Start a long-running process (server, watcher) as a Job and return its job_id at once. Observe with observe_jobs.",
-    inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env }, ["project"]),
+    inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env, session_id: sessionId }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     implemented: true,
     requiredCapabilities: () => ["detachedJobs"],
@@ -220,7 +224,7 @@ const definitions: readonly ToolDefinition[] = [
     name: "wait_for_job_terminal",
     category: "jobs",
     description: "Wait up to wait_ms (clamped to 30000) for a Job to finish; returns its terminal result, or pending again with the same follow-up. Repeating after terminal returns the same result.",
-    inputSchema: object({ project, job_id: jobId, wait_ms: waitMs }, ["project", "job_id"]),
+    inputSchema: object({ project, job_id: jobId, wait_ms: waitMs, session_id: sessionId }, ["project", "job_id"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
     clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
@@ -261,7 +265,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Start a Workflow Session for a Project; returns session_ref (~s1) and session_id. Pass either as session_id to record calls into it.",
     inputSchema: object({ project, title: str() }, ["project"]),
     effect: "durable_state", risk: "low", authority: "project_read", execution: "ref_resolver",
-    implemented: false,
+    implemented: true,
   },
   {
     name: "read_session_handoff",
@@ -269,7 +273,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Bounded recap of a Workflow Session: what was read, changed and run, and what is pending. Use it to recover missing task context.",
     inputSchema: object({ session_id: str("session_ref (~s1) or wc_sess_*.") }, ["session_id"]),
     effect: "read_only", risk: "low", authority: "session", execution: "ref_resolver",
-    implemented: false,
+    implemented: true,
   },
   // ── agents ──
   {

@@ -26,9 +26,12 @@ export function buildFollowUp(kind: FollowUpKind, tool: string, args: Record<str
   return { follow_up_kind: kind, tool, arguments: args };
 }
 
-/** The one follow-up of a pending execution: wait for the same Job. */
-export function waitForJobFollowUp(project: string, jobId: string): FollowUp {
-  return buildFollowUp("mechanically_followable", "wait_for_job_terminal", { project, job_id: jobId });
+/**
+ * The one follow-up of a pending execution: wait for the same Job. A call made with
+ * session_id carries it on, so the Job's terminal result is recorded in the same Session.
+ */
+export function waitForJobFollowUp(project: string, jobId: string, sessionId?: string): FollowUp {
+  return buildFollowUp("mechanically_followable", "wait_for_job_terminal", { project, job_id: jobId, ...(sessionId !== undefined ? { session_id: sessionId } : {}) });
 }
 
 /** Recovery after a stale guard or a count mismatch: re-read the file. */

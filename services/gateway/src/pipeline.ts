@@ -18,6 +18,7 @@ import type { Logger, Metrics } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import type { AuditRecorder } from "./audit-recorder.js";
 import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
+import { handoffView, sessionCallFacts } from "./session-facts.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -28,6 +29,8 @@ export interface PipelineDeps {
   serverInfo: { name: string; version: string; mode: "embedded" | "distributed" };
   logger: Logger;
   metrics?: Metrics;
+  /** Longest a call waits for its Workflow Session record before answering anyway (default 1000 ms). */
+  sessionRecordBudgetMs?: number;
 }
 
 export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
@@ -43,6 +46,8 @@ interface CallContext {
   signal: AbortSignal;
   stages: Record<string, number>;
   projectCanonicalId: string;
+  /** Canonical wc_sess_* the call is recorded into (or targets), once resolved and authorized; else "". */
+  sessionId: string;
 }
 
 const now = () => performance.now();
@@ -120,9 +125,15 @@ export function createPipeline(deps: PipelineDeps) {
     return { ok: true, result: status };
   }
 
+  /**
+   * A project tool call. With session_id, the Session is resolved against the resolved
+   * Project (authority, visibility, lifecycle) before anything is dispatched, and the outcome
+   * is recorded into it afterwards. Only the call's own session_id selects a Session.
+   */
   async function runOnRunner(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
+    const started = now();
     const selector = args["project"] as string;
-    let t = now();
+    const t = now();
     let resolved;
     try {
       resolved = await deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
@@ -134,8 +145,60 @@ export function createPipeline(deps: PipelineDeps) {
     if (resolved.failure || !resolved.project) return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
     const project = resolved.project;
     ctx.projectCanonicalId = project.canonicalId;
+    const sessionSelector = args["session_id"] as string | undefined;
+    if (sessionSelector !== undefined) {
+      const failure = await resolveSession(sessionSelector, project.canonicalId, ctx);
+      if (failure) return { ok: false, failure };
+    }
     const { project: _p, session_id: _s, ...runnerArgs } = args;
-    t = now();
+    const outcome = await dispatchToRunner(def, runnerArgs, selector, project, ctx, callId);
+    if (ctx.sessionId !== "") await recordSessionCall(def, outcome, ctx, callId, Math.round(now() - started));
+    return outcome;
+  }
+
+  /** Canonicalizes and authorizes a business session_id for `projectCanonicalId`; a failure means no dispatch. */
+  async function resolveSession(selector: string, projectCanonicalId: string, ctx: CallContext): Promise<ToolFailure | undefined> {
+    const t = now();
+    try {
+      const res = await deps.refResolver.resolveSession({ selector, projectCanonicalId, requireOpen: true }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+      if (res.failure || !res.session) return res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "session_not_found" });
+      ctx.sessionId = res.session.sessionId;
+      return undefined;
+    } catch (error) {
+      return dependencyFailure(error, FailureStage.resolution, false);
+    } finally {
+      ctx.stages["resolve_session"] = Math.round((now() - t) * 1000);
+    }
+  }
+
+  /**
+   * Secondary to the business result: bounded by sessionRecordBudgetMs, independent of the
+   * caller's cancellation, and a failure is logged, never returned.
+   */
+  async function recordSessionCall(def: ToolDefinition, outcome: Outcome, ctx: CallContext, callId: string, durationMs: number): Promise<void> {
+    const t = now();
+    const facts = sessionCallFacts(def, outcome);
+    // A ref'd timer (AbortSignal.timeout is unref'd): the budget holds even on an idle loop.
+    const budget = new AbortController();
+    const timer = setTimeout(() => budget.abort(), deps.sessionRecordBudgetMs ?? 1_000);
+    try {
+      const res = await deps.refResolver.recordSessionCall(
+        { sessionSelector: ctx.sessionId, projectCanonicalId: ctx.projectCanonicalId, call: { callId, tool: def.name, effect: def.effect, durationMs, ...facts } },
+        { signal: budget.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
+      if (res.failure) deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, reason_code: res.failure.reasonCode, detail_code: res.failure.detailCode });
+    } catch (error) {
+      deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, error: ConnectError.from(error).message });
+    } finally {
+      clearTimeout(timer);
+      ctx.stages["record_session"] = Math.round((now() - t) * 1000);
+    }
+  }
+
+  async function dispatchToRunner(
+    def: ToolDefinition, runnerArgs: Record<string, unknown>, selector: string, project: { canonicalId: string; rootIdentity: string }, ctx: CallContext, callId: string,
+  ): Promise<Outcome> {
+    const t = now();
     try {
       const res = await deps.broker.dispatch(
         { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs) },
@@ -150,18 +213,43 @@ export function createPipeline(deps: PipelineDeps) {
     }
   }
 
+  async function runOnRefResolver(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+    const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
+    switch (def.name) {
+      case "list_projects": {
+        const res = await deps.refResolver.listProjects({}, options);
+        return { ok: true, result: { projects: res.projects.map((p) => ({ project_ref: p.projectRef, project_id: p.project?.canonicalId ?? "", name: p.project?.name ?? "" })) } };
+      }
+      case "create_session": {
+        const res = await deps.refResolver.createSession({ projectSelector: args["project"] as string, title: (args["title"] as string | undefined) ?? "" }, options);
+        if (res.failure || !res.session) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }) };
+        ctx.projectCanonicalId = res.session.projectCanonicalId;
+        ctx.sessionId = res.session.sessionId;
+        return { ok: true, result: { session_ref: res.sessionRef, session_id: res.session.sessionId } };
+      }
+      case "read_session_handoff": {
+        const res = await deps.refResolver.readSessionHandoff({ selector: args["session_id"] as string }, options);
+        if (res.failure || !res.handoff) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handoff" }) };
+        ctx.projectCanonicalId = res.handoff.session?.projectCanonicalId ?? "";
+        ctx.sessionId = res.handoff.session?.sessionId ?? "";
+        return { ok: true, result: handoffView(res.handoff) };
+      }
+      default:
+        return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
+    }
+  }
+
   async function execute(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
     switch (def.execution) {
       case "gateway":
         return runGatewayTool(def, args, ctx);
       case "ref_resolver": {
-        if (def.name !== "list_projects") return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
         const t = now();
         try {
-          const res = await deps.refResolver.listProjects({}, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
-          return { ok: true, result: { projects: res.projects.map((p) => ({ project_ref: p.projectRef, project_id: p.project?.canonicalId ?? "", name: p.project?.name ?? "" })) } };
+          return await runOnRefResolver(def, args, ctx);
         } catch (error) {
-          return { ok: false, failure: dependencyFailure(error, FailureStage.resolution, false) };
+          // create_session writes: a lost answer leaves its effect unknown.
+          return { ok: false, failure: dependencyFailure(error, def.effect === "read_only" ? FailureStage.resolution : FailureStage.dispatch, def.effect !== "read_only") };
         } finally {
           ctx.stages["resolve"] = Math.round((now() - t) * 1000);
         }
@@ -178,7 +266,7 @@ export function createPipeline(deps: PipelineDeps) {
     if (!outcome.ok) return { structuredContent: outcome.failure as unknown as Record<string, unknown>, isError: true };
     const result = def ? projectSuccess(def, outcome.result, normalization) : outcome.result;
     if (outcome.result["execution_state"] === "pending" && typeof outcome.result["job_id"] === "string") {
-      result["follow_up"] = waitForJobFollowUp(args["project"] as string, outcome.result["job_id"]);
+      result["follow_up"] = waitForJobFollowUp(args["project"] as string, outcome.result["job_id"], args["session_id"] as string | undefined);
     }
     return { structuredContent: result, isError: false };
   }
@@ -215,7 +303,7 @@ export function createPipeline(deps: PipelineDeps) {
     const normalized = normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) });
     stages["normalize"] = Math.round((now() - t) * 1000);
     const def = normalized.ok ? toolDefinition(normalized.tool) : toolDefinition(tool);
-    const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "" };
+    const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "" };
     const outcome: Outcome = normalized.ok ? await execute(def as ToolDefinition, normalized.arguments, ctx, callId) : { ok: false, failure: normalized.failure };
 
     t = now();
@@ -229,7 +317,7 @@ export function createPipeline(deps: PipelineDeps) {
         subject: caller.principal.subject,
         tool: def?.name ?? "unknown_tool",
         projectCanonicalId: ctx.projectCanonicalId,
-        sessionId: "",
+        sessionId: ctx.sessionId,
         effect: def?.effect ?? "read_only",
         outcome: outcome.ok ? "success" : "failure",
         reasonCode: failure?.reason_code ?? "",

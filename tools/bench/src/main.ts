@@ -13,6 +13,7 @@ import { cliPathForBench, createBenchProject } from "./project.js";
 import { baselineServerPath, connect, latency, projectRefOf, throughput } from "./tool-call.js";
 import { benchBulkEdit, benchSearch } from "./workspace-benches.js";
 import { benchAuditIngest } from "./audit-ingest.js";
+import { benchRefResolution } from "./ref-resolution.js";
 import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
@@ -21,6 +22,8 @@ const want = (name: string) => only.size === 0 || only.has(name);
 const postgresAdminUrl = process.env["WEBCODEX_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
 const redisUrl = process.env["WEBCODEX_TEST_REDIS_URL"] ?? "redis://127.0.0.1:6379";
 const CALLS = Number(process.env["WEBCODEX_BENCH_CALLS"] ?? 600);
+/** Admin URL for the ref-resolution bench (it creates and drops its own database there). */
+const benchPostgresUrl = process.env["WEBCODEX_BENCH_POSTGRES_URL"] ?? postgresAdminUrl;
 
 async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
   const name = `wcx_bench_${randomBytes(4).toString("hex")}`;
@@ -134,6 +137,7 @@ async function main(): Promise<void> {
   await step("edit", async () => { results.push(await benchBulkEdit()); });
   await step("search", async () => { results.push(await benchSearch()); });
   await step("audit", () => withDatabase(async (url) => { results.push(await benchAuditIngest(url)); }));
+  await step("ref_resolution", async () => { results.push(await benchRefResolution({ postgresUrl: benchPostgresUrl })); });
 
   process.stdout.write("\n| benchmark | metrics |\n|---|---|\n");
   for (const r of results) process.stdout.write(`| ${r.name} | ${Object.entries(r.metrics).map(([k, v]) => `${k}=${v}`).join(", ")} |\n`);

@@ -1,0 +1,105 @@
+/**
+ * The pipeline's Workflow Session path, in process: the ref-resolver and broker are
+ * Connect router transports whose handlers the tests script.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
+import type { RecordSessionCallRequest } from "@webcodex/proto";
+import { admittedTools, listedTools, toolFailure } from "@webcodex/contracts";
+import { createLogger, failureToWire } from "@webcodex/platform";
+import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
+import { mcpToolDescriptor } from "./catalog-cache.js";
+import type { AdmittedCatalog } from "./catalog-cache.js";
+import { createPipeline } from "./pipeline.js";
+
+const SESSION = "wc_sess_0123456789abcdef0123456789abcdef";
+const PROJECT = "agent:acme:app";
+
+interface Script {
+  resolveSession?: () => Promise<Record<string, unknown>>;
+  recordSessionCall?: (req: RecordSessionCallRequest) => Promise<Record<string, unknown>>;
+}
+
+function harness(script: Script) {
+  const seen = { resolveSession: 0, dispatch: 0, records: [] as RecordSessionCallRequest[], audit: [] as ActionRecordInit[], warnings: [] as string[] };
+  const refResolver = createClient(RefResolverService, createRouterTransport(({ service }) => {
+    service(RefResolverService, {
+      resolveProject: () => ({ project: { canonicalId: PROJECT, rootIdentity: "/srv/app", incarnation: 1n, clientId: "acme", projectId: "app", name: "app" } }),
+      resolveSession: async () => {
+        seen.resolveSession++;
+        return script.resolveSession ? await script.resolveSession() : { session: { sessionId: SESSION, projectCanonicalId: PROJECT, state: "open" }, sessionRef: "~s1" };
+      },
+      recordSessionCall: async (req) => {
+        seen.records.push(req);
+        return script.recordSessionCall ? await script.recordSessionCall(req) : { recorded: true, seq: 1n };
+      },
+    });
+  }));
+  const broker = createClient(RunnerBrokerService, createRouterTransport(({ service }) => {
+    service(RunnerBrokerService, {
+      dispatch: () => {
+        seen.dispatch++;
+        return { resultJson: JSON.stringify({ items: [{ path: "a.ts", content: "x", success: true }, { path: "b.ts", content: "y", success: true }] }) };
+      },
+    });
+  }));
+  const admitted = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
+  const listed = listedTools(admitted);
+  const catalog: AdmittedCatalog = { version: "test", admitted: new Map(admitted.map((d) => [d.name, d])), listed, toolsListResult: { tools: listed.map(mcpToolDescriptor) } };
+  const audit: AuditRecorder = {
+    record: (r) => { seen.audit.push(r); return Promise.resolve(); },
+    flush: () => Promise.resolve(), replay: () => Promise.resolve(0), backlog: () => 0, close: () => Promise.resolve(),
+  };
+  const logger = createLogger({ service: "test", level: "warn", write: (line) => { seen.warnings.push(line); } });
+  const pipeline = createPipeline({
+    catalogs: { get: () => Promise.resolve(catalog) }, refResolver, broker, audit, hostProfile: "generic",
+    serverInfo: { name: "t", version: "0", mode: "embedded" }, logger, sessionRecordBudgetMs: 200,
+  });
+  const caller = { principal: { clientId: "acme", subject: "alice" }, admissionProfile: "full" as const, scopes: [] };
+  const read = (extra: Record<string, unknown>) => pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "a.ts" }, { path: "b.ts" }], ...extra }, new AbortController().signal);
+  return { seen, read };
+}
+
+test("a call with session_id is recorded into the canonical Session with counts, never paths, and audited with it", async () => {
+  const { seen, read } = harness({});
+  const result = await read({ session_id: "~s1" });
+  assert.equal(result.isError, false);
+  assert.equal(seen.dispatch, 1);
+  assert.equal(seen.records.length, 1);
+  const record = seen.records[0] as RecordSessionCallRequest;
+  assert.deepEqual([record.sessionSelector, record.projectCanonicalId, record.call?.tool, record.call?.effect, record.call?.outcome, record.call?.pathsCount], [SESSION, PROJECT, "read_files", "read_only", "ok", 2]);
+  assert.ok(!JSON.stringify(record.call, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)).includes("a.ts"));
+  assert.equal(seen.audit[0]?.sessionId, SESSION);
+});
+
+test("a Session the resolver refuses fails closed with its reason and nothing is dispatched or recorded", async () => {
+  const refused = toolFailure("invalid_value", "authorization", { detail_code: "session_closed" });
+  const { seen, read } = harness({ resolveSession: () => Promise.resolve({ failure: failureToWire(refused) }) });
+  const result = await read({ session_id: "~s1" });
+  assert.equal(result.isError, true);
+  assert.deepEqual([result.structuredContent["reason_code"], result.structuredContent["detail_code"]], ["invalid_value", "session_closed"]);
+  assert.deepEqual([seen.dispatch, seen.records.length, seen.audit[0]?.sessionId], [0, 0, ""]);
+});
+
+test("without session_id no Session is resolved or recorded", async () => {
+  const { seen, read } = harness({});
+  assert.equal((await read({})).isError, false);
+  assert.deepEqual([seen.resolveSession, seen.records.length, seen.audit[0]?.sessionId], [0, 0, ""]);
+});
+
+test("a hung or failing session record neither fails nor holds the business result beyond the budget", async () => {
+  const hung = harness({ recordSessionCall: () => new Promise(() => undefined) });
+  const started = performance.now();
+  const result = await hung.read({ session_id: "~s1" });
+  const elapsed = performance.now() - started;
+  assert.equal(result.isError, false);
+  assert.equal((result.structuredContent["items"] as unknown[]).length, 2);
+  assert.ok(elapsed < 1_500, `answered after ${Math.round(elapsed)} ms with a 200 ms budget`);
+  assert.ok(hung.seen.warnings.some((l) => l.includes("session call not recorded")));
+
+  const failing = harness({ recordSessionCall: () => Promise.reject(new Error("boom")) });
+  assert.equal((await failing.read({ session_id: "~s1" })).isError, false);
+  assert.ok(failing.seen.warnings.some((l) => l.includes("session call not recorded")));
+});

@@ -1,0 +1,66 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { create } from "@bufbuild/protobuf";
+import { SessionHandoffSchema } from "@webcodex/proto";
+import { toolDefinition, toolFailure } from "@webcodex/contracts";
+import type { ToolDefinition } from "@webcodex/contracts";
+import { handoffView, sessionCallFacts } from "./session-facts.js";
+
+const def = (name: string) => toolDefinition(name) as ToolDefinition;
+const ok = (result: Record<string, unknown>) => ({ ok: true as const, result });
+
+test("read_files counts the items it read and changes nothing", () => {
+  const facts = sessionCallFacts(def("read_files"), ok({ items: [{ path: "a", content: "x" }, { path: "b", content: "y" }] }));
+  assert.deepEqual(facts, { outcome: "ok", reasonCode: "", detailCode: "", pathsCount: 2, changedPathsCount: 0, jobId: "", jobState: "" });
+});
+
+test("search counts distinct matched paths, not matches", () => {
+  const result = { results: [{ matches: [{ path: "a", line: 1 }, { path: "a", line: 2 }] }, { matches: [{ path: "b", line: 1 }] }, { reason_code: "path_not_found" }] };
+  assert.equal(sessionCallFacts(def("search_project_texts"), ok(result)).pathsCount, 2);
+});
+
+test("an applied edit counts changed files; a dry run or a no-op changes none", () => {
+  const applied = { changed: true, paths: ["a", "b"], files: [{ path: "a", changed: true }, { path: "b", changed: false }] };
+  assert.deepEqual([sessionCallFacts(def("edit_project_files"), ok(applied)).pathsCount, sessionCallFacts(def("edit_project_files"), ok(applied)).changedPathsCount], [2, 1]);
+  assert.equal(sessionCallFacts(def("edit_project_files"), ok({ ...applied, dry_run: true })).changedPathsCount, 0);
+  assert.equal(sessionCallFacts(def("edit_project_files"), ok({ ...applied, changed: false })).changedPathsCount, 0);
+});
+
+test("execution: pending and running Jobs are pending, completed ones terminal, an unknown Job is unknown", () => {
+  const pending = sessionCallFacts(def("run_shell"), ok({ execution_state: "pending", job_id: "job_1" }));
+  assert.deepEqual([pending.outcome, pending.jobId, pending.jobState], ["pending", "job_1", "pending"]);
+  const detached = sessionCallFacts(def("run_detached_process"), ok({ execution_state: "running", job_id: "job_2" }));
+  assert.deepEqual([detached.outcome, detached.jobState], ["ok", "pending"]);
+  const done = sessionCallFacts(def("wait_for_job_terminal"), ok({ execution_state: "completed", job_id: "job_1", exit_code: 1 }));
+  assert.deepEqual([done.outcome, done.jobId, done.jobState], ["ok", "job_1", "terminal"]);
+  const gone = sessionCallFacts(def("wait_for_job_terminal"), ok({ execution_state: "unknown", job_id: "job_9", reason_code: "job_not_found" }));
+  assert.deepEqual([gone.outcome, gone.reasonCode, gone.jobId, gone.jobState], ["unknown", "job_not_found", "", ""]);
+});
+
+test("a failure records its reason, and an unknown effect stays unknown rather than failed", () => {
+  const stale = sessionCallFacts(def("edit_project_files"), { ok: false, failure: toolFailure("stale_read_revision", "preflight", { detail_code: "changed_since_read" }) });
+  assert.deepEqual([stale.outcome, stale.reasonCode, stale.detailCode, stale.changedPathsCount], ["failed", "stale_read_revision", "changed_since_read", 0]);
+  const lost = sessionCallFacts(def("run_shell"), { ok: false, failure: toolFailure("dependency_unavailable", "dispatch", { outcome_unknown: true }) });
+  assert.equal(lost.outcome, "unknown");
+});
+
+test("the handoff view converts int64s, keeps both identities and omits empty extras", () => {
+  const view = handoffView(create(SessionHandoffSchema, {
+    sessionRef: "~s1",
+    session: { sessionId: "wc_sess_x", projectCanonicalId: "agent:local:demo", state: "open", title: "", createdUnixMs: 0n, lastActivityUnixMs: 1000n, closedUnixMs: 0n, callsRecorded: 3n },
+    callsTotal: 3n, callsFailed: 1n,
+    callsByTool: [{ tool: "read_files", calls: 2n, failed: 0n, lastUnixMs: 1000n }, { tool: "run_shell", calls: 1n, failed: 1n, lastUnixMs: 900n }],
+    read: { calls: 2n, paths: 3n, failed: 0n }, run: { calls: 1n, paths: 0n, failed: 1n },
+    pendingJobs: [{ jobId: "job_1", tool: "run_shell", sinceUnixMs: 500n }], pendingJobsTotal: 1n,
+    recentCalls: [{ seq: 3n, tool: "run_shell", outcome: "failed", reasonCode: "dependency_unavailable", atUnixMs: 900n }],
+  }));
+  assert.deepEqual(view, {
+    session_ref: "~s1", session_id: "wc_sess_x", project: "agent:local:demo", state: "open",
+    created_at: "1970-01-01T00:00:00.000Z", last_activity_at: "1970-01-01T00:00:01.000Z",
+    calls: { total: 3, failed: 1 },
+    read: { calls: 2, paths: 3, failed: 0 }, changed: { calls: 0, paths: 0, failed: 0 }, run: { calls: 1, failed: 1 },
+    pending_jobs: [{ job_id: "job_1", tool: "run_shell", since: "1970-01-01T00:00:00.500Z" }],
+    tools: [{ tool: "read_files", calls: 2 }, { tool: "run_shell", calls: 1, failed: 1 }],
+    recent_calls: [{ seq: 3, tool: "run_shell", outcome: "failed", reason_code: "dependency_unavailable", at: "1970-01-01T00:00:00.900Z" }],
+  });
+});

@@ -1,0 +1,106 @@
+/**
+ * Workflow Session facts at the gateway: what a call made with session_id leaves in its
+ * Session (counts, Job state, outcome — never arguments, paths or contents), and the
+ * model-facing projection of a handoff. Both are pure.
+ */
+import type { SessionHandoff } from "@webcodex/proto";
+import type { ToolDefinition } from "@webcodex/contracts";
+import type { Outcome } from "./pipeline.js";
+
+/** The SessionCall fields the gateway derives from a canonical outcome. */
+export interface SessionCallFacts {
+  outcome: "ok" | "failed" | "pending" | "unknown";
+  reasonCode: string;
+  detailCode: string;
+  pathsCount: number;
+  changedPathsCount: number;
+  jobId: string;
+  jobState: "" | "pending" | "terminal";
+}
+
+const COUNT_MAX = 1_000_000;
+const count = (n: number) => Math.min(COUNT_MAX, Math.max(0, n));
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const record = (v: unknown): Record<string, unknown> => (v !== null && typeof v === "object" ? (v as Record<string, unknown>) : {});
+
+/** Paths a canonical result read or touched: read items, listed/changed paths, or distinct search hits. */
+function pathsOf(result: Record<string, unknown>): number {
+  if (Array.isArray(result["items"])) return result["items"].length;
+  if (Array.isArray(result["paths"])) return result["paths"].length;
+  if (Array.isArray(result["results"])) {
+    const hits = new Set<string>();
+    for (const query of result["results"]) for (const m of list(record(query)["matches"])) hits.add(String(record(m)["path"]));
+    return hits.size;
+  }
+  return 0;
+}
+
+/** Paths a workspace write actually changed; a dry run changes none. */
+function changedPathsOf(def: ToolDefinition, result: Record<string, unknown>): number {
+  if (def.effect !== "workspace_write" || result["dry_run"] === true || result["changed"] === false) return 0;
+  if (Array.isArray(result["files"])) return result["files"].filter((f) => record(f)["changed"] === true).length;
+  return list(result["paths"]).length;
+}
+
+const JOB_STATE: Record<string, SessionCallFacts["jobState"]> = { pending: "pending", running: "pending", completed: "terminal", failed_to_start: "terminal" };
+
+export function sessionCallFacts(def: ToolDefinition, outcome: Outcome): SessionCallFacts {
+  if (!outcome.ok) {
+    const f = outcome.failure;
+    return { outcome: f.outcome_unknown ? "unknown" : "failed", reasonCode: f.reason_code, detailCode: f.detail_code ?? "", pathsCount: 0, changedPathsCount: 0, jobId: "", jobState: "" };
+  }
+  const r = outcome.result;
+  const state = typeof r["execution_state"] === "string" ? r["execution_state"] : "";
+  const jobState = JOB_STATE[state] ?? "";
+  const jobId = jobState !== "" && typeof r["job_id"] === "string" ? r["job_id"] : "";
+  // A wait on a Job the Runner no longer knows: its fate is unknown, not failed.
+  const unknown = state === "unknown";
+  return {
+    outcome: unknown ? "unknown" : state === "pending" ? "pending" : "ok",
+    reasonCode: unknown && typeof r["reason_code"] === "string" ? r["reason_code"] : "",
+    detailCode: "",
+    pathsCount: count(pathsOf(r)),
+    changedPathsCount: count(changedPathsOf(def, r)),
+    jobId,
+    jobState: jobId === "" ? "" : jobState,
+  };
+}
+
+const iso = (ms: bigint) => new Date(Number(ms)).toISOString();
+
+/**
+ * The model-facing recap of a Session: what was read, changed and run, what is still
+ * pending, and the latest calls, each list already bounded by the resolver. Both Session
+ * identities appear here (bootstrap/handoff may show both); zero-valued extras are omitted.
+ */
+export function handoffView(h: SessionHandoff): Record<string, unknown> {
+  const s = h.session;
+  const n = Number;
+  const view: Record<string, unknown> = {
+    session_ref: h.sessionRef,
+    session_id: s?.sessionId ?? "",
+    project: s?.projectCanonicalId ?? "",
+    state: s?.state ?? "",
+  };
+  if (s?.title) view["title"] = s.title;
+  if (s) {
+    view["created_at"] = iso(s.createdUnixMs);
+    view["last_activity_at"] = iso(s.lastActivityUnixMs);
+    if (s.closedUnixMs > 0n) view["closed_at"] = iso(s.closedUnixMs);
+  }
+  view["calls"] = {
+    total: n(h.callsTotal),
+    failed: n(h.callsFailed),
+    ...(h.callsOutcomeUnknown > 0n ? { outcome_unknown: n(h.callsOutcomeUnknown) } : {}),
+    ...(h.callsDropped > 0n ? { dropped: n(h.callsDropped) } : {}),
+  };
+  view["read"] = { calls: n(h.read?.calls ?? 0n), paths: n(h.read?.paths ?? 0n), failed: n(h.read?.failed ?? 0n) };
+  view["changed"] = { calls: n(h.changed?.calls ?? 0n), paths: n(h.changed?.paths ?? 0n), failed: n(h.changed?.failed ?? 0n) };
+  view["run"] = { calls: n(h.run?.calls ?? 0n), failed: n(h.run?.failed ?? 0n) };
+  view["pending_jobs"] = h.pendingJobs.map((j) => ({ job_id: j.jobId, tool: j.tool, since: iso(j.sinceUnixMs) }));
+  if (h.pendingJobsTotal > BigInt(h.pendingJobs.length)) view["pending_jobs_total"] = n(h.pendingJobsTotal);
+  view["tools"] = h.callsByTool.map((t) => ({ tool: t.tool, calls: n(t.calls), ...(t.failed > 0n ? { failed: n(t.failed) } : {}) }));
+  view["recent_calls"] = h.recentCalls.map((c) => ({ seq: n(c.seq), tool: c.tool, outcome: c.outcome, ...(c.reasonCode ? { reason_code: c.reasonCode } : {}), at: iso(c.atUnixMs) }));
+  if (h.truncated) view["truncated"] = true;
+  return view;
+}
