@@ -123,14 +123,22 @@ describe("ActionAudit in an end-to-end run", () => {
     }
   });
 
-  it("a call_runtime_tool rejection is audited too", { todo: "pipeline.ts returns before recording for call_runtime_tool rejections and catalog failures (lead)" }, async () => {
+  it("a call_runtime_tool rejection is audited too", async () => {
     const before = (await rows()).length;
     await callTool(client, "call_runtime_tool", { tool: "present_work_result", arguments: {} });
-    await new Promise((r) => setTimeout(r, 500));
-    assert.equal((await rows()).length, before + 1);
+    let stored = await rows();
+    for (let i = 0; i < 50 && stored.length === before; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      stored = await rows();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    stored = await rows();
+    assert.equal(stored.length, before + 1);
+    const refused = stored.find((r) => r["tool"] === "present_work_result");
+    assert.deepEqual([refused?.["outcome"], refused?.["reason_code"], refused?.["failure_stage"]], ["failure", "presentation_tool_not_callable", "admission"]);
   });
 
-  it("rows carry the argument shape, result sizes and failure stage", { todo: "pipeline.ts must fill argumentShape, resultSize and failureStage (lead; see docs/audit.md)" }, async () => {
+  it("rows carry the argument shape, result sizes and failure stage", async () => {
     for (const r of await rows()) {
       assert.match(String(r["args_shape_fingerprint"]), /^[0-9a-f]{16}$/);
       if (r["outcome"] === "success") assert.ok(Number(r["result_projected_bytes"]) > 0);
