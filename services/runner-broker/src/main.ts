@@ -4,8 +4,10 @@ import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { RefResolverService, RunnerService } from "@webcodex/proto";
-import { createLogger, createMetrics, createPostgresDatabase, createRedis, onShutdown, readinessFrom, startServiceServer, startTelemetry } from "@webcodex/platform";
-import type { Env, LogLevel, Logger } from "@webcodex/platform";
+import {
+  createLogger, createMetrics, createPostgresDatabase, createRedis, createTracingClientInterceptor, onShutdown, readinessFrom, startServiceServer, startTelemetry,
+} from "@webcodex/platform";
+import type { Env, LogLevel, Logger, Metrics } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
 import { createRedisRunnerRegistry } from "./runner-registry.js";
@@ -21,7 +23,8 @@ import { createLocalProcessProvisioner } from "./provisioning/local-process.js";
 import { runnerNames } from "./provisioning/provisioner.js";
 import type { Provisioner } from "./provisioning/provisioner.js";
 
-const h2 = (baseUrl: string) => createConnectTransport({ baseUrl, httpVersion: "2" });
+/** An HTTP/2 transport to a peer whose calls carry the trace context (traceparent). */
+const h2 = (baseUrl: string, metrics: Metrics) => createConnectTransport({ baseUrl, httpVersion: "2", interceptors: [createTracingClientInterceptor({ metrics })] });
 
 /** tools/cli/bin/webcodex.js relative to this file (services/runner-broker/dist/main.js). */
 const defaultCliPath = () => resolve(dirname(fileURLToPath(import.meta.url)), "../../../tools/cli/bin/webcodex.js");
@@ -34,6 +37,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const config = loadConfig(env);
   const logger = createLogger({ service: "runner-broker", level: config.logLevel as LogLevel });
   const telemetry = await startTelemetry("webcodex-runner-broker", env, logger);
+  const metrics = createMetrics();
   const redis = createRedis(config.redisUrl);
   const db = createPostgresDatabase({ url: config.postgresUrl });
   if (config.migrateOnStart) await migrateRunnerBroker(db);
@@ -72,11 +76,11 @@ export async function main(env: Env = process.env): Promise<void> {
   }
 
   const server = await startServiceServer({
-    name: "runner-broker", port: config.port, host: config.host, metrics: createMetrics(), logger,
+    name: "runner-broker", port: config.port, host: config.host, metrics, logger,
     routes: routes({
       registry, leases, concurrency, jobs, ...(provisioner ? { provisioner } : {}),
-      refResolver: createClient(RefResolverService, h2(config.refResolverUrl)),
-      runnerClient: (url) => createClient(RunnerService, h2(url)),
+      refResolver: createClient(RefResolverService, h2(config.refResolverUrl, metrics)),
+      runnerClient: (url) => createClient(RunnerService, h2(url, metrics)),
       heartbeatIntervalMs: config.heartbeatIntervalMs,
       dispatchTimeoutMs: config.dispatchTimeoutMs,
       ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),

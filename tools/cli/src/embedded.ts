@@ -11,7 +11,7 @@ import { createClient } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AuditService, RefResolverService, RunnerBrokerService, RunnerService, ToolRegistryService } from "@webcodex/proto";
-import { createInProcessClient, createMetrics, createPgliteDatabase, startServiceServer } from "@webcodex/platform";
+import { createInProcessClient, createMetrics, createPgliteDatabase, createTracingClientInterceptor, startServiceServer } from "@webcodex/platform";
 import type { HttpHandler, Logger, ServiceServer } from "@webcodex/platform";
 import { createToolRegistry } from "@webcodex/tool-registry";
 import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
@@ -63,17 +63,20 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
 
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5_000;
   const runner = createRunner({ root: projectDir, logger: logger.child({ component: "runner" }) });
-  const localRunners = new Map<string, Client<typeof RunnerService>>([["local:runner", createInProcessClient(RunnerService, runner.service)]]);
-  const refResolver = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }));
+  // In-process hops run in SERVER spans named like the distributed services, so a trace shows
+  // the same services in both modes.
+  const localRunners = new Map<string, Client<typeof RunnerService>>([["local:runner", createInProcessClient(RunnerService, runner.service, { traceAs: "runner" })]]);
+  const refResolver = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }), { traceAs: "ref-resolver" });
   const broker = createInProcessClient(
     RunnerBrokerService,
     createRunnerBroker({
       registry: createMemoryRunnerRegistry({ lostAfterMs: heartbeatIntervalMs * 2 }),
       refResolver,
-      runnerClient: (url) => localRunners.get(url) ?? createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" })),
+      runnerClient: (url) => localRunners.get(url) ?? createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2", interceptors: [createTracingClientInterceptor()] })),
       heartbeatIntervalMs,
       logger: logger.child({ component: "runner-broker" }),
     }),
+    { traceAs: "runner-broker" },
   );
   const registration = startRegistration({
     broker,
@@ -107,10 +110,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
   const url = `http://${publicHost}:${server.port}`;
   gateway = await createGateway({
     clients: {
-      toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry()),
+      toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry(), { traceAs: "tool-registry" }),
       refResolver,
       broker,
-      audit: createInProcessClient(AuditService, createAudit({ db })),
+      audit: createInProcessClient(AuditService, createAudit({ db }), { traceAs: "audit" }),
     },
     authenticator: createStaticTokenAuthenticator(options.tokens),
     ...(options.oauth ? { oauth: options.oauth } : {}),
