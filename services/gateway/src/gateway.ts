@@ -62,6 +62,11 @@ export interface GatewayDeps {
   maxBodyBytes?: number;
   /** How long read-only audit records may wait to be batched. */
   auditFlushMs?: number;
+  /**
+   * Directory of the audit spool (one gateway process per directory): records the audit
+   * service cannot take now are fsync'd here and replayed. Without it they wait in memory.
+   */
+  auditSpoolDir?: string;
 }
 
 export interface Gateway {
@@ -75,7 +80,10 @@ export interface Gateway {
 export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
   const hostProfile = deps.hostProfile ?? "generic";
   const catalogs = createCatalogCache(deps.clients.toolRegistry, { ttlMs: 30_000 });
-  const audit = createAuditRecorder(deps.clients.audit, deps.logger, deps.auditFlushMs !== undefined ? { flushMs: deps.auditFlushMs } : {});
+  const audit = createAuditRecorder(deps.clients.audit, deps.logger, {
+    ...(deps.auditFlushMs !== undefined ? { flushMs: deps.auditFlushMs } : {}),
+    ...(deps.auditSpoolDir !== undefined ? { spoolDir: deps.auditSpoolDir } : {}),
+  });
   const pipeline = createPipeline({
     catalogs, refResolver: deps.clients.refResolver, broker: deps.clients.broker, audit, hostProfile,
     serverInfo: { name: "webcodex", version: deps.version, mode: deps.mode }, logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}),

@@ -75,6 +75,7 @@ export async function main(env: Env = process.env): Promise<void> {
     // The public URL's host is always accepted: behind an ingress that is the Host header.
     allowedHosts: [...new Set([...splitList(config.allowedHosts), new URL(publicUrl).hostname].map((h) => h.toLowerCase()))],
     hostProfile: config.hostProfile as HostProfile,
+    ...(config.auditSpoolDir ? { auditSpoolDir: config.auditSpoolDir } : {}),
     ...(config.oauthIssuer ? { oauth: oauthOptions(config) } : {}),
     readOnlyClients: splitList(config.readOnlyClients),
     rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, perClient: config.rateLimits },
