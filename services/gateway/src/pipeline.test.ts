@@ -19,7 +19,7 @@ import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
 import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
 import { createPipeline } from "./pipeline.js";
 
-const caller: Caller = { principal: { clientId: "acme", subject: "alice" }, admissionProfile: "full", scopes: [] };
+const caller: Caller = { principal: { clientId: "acme", subject: "alice" }, admissionProfile: "full", scopes: ["webcodex:read", "webcodex:write"] };
 const project = { canonicalId: "agent:acme:demo", rootIdentity: "root-1", name: "demo" };
 
 function catalogOf(defs: readonly ToolDefinition[]): AdmittedCatalog {
@@ -157,6 +157,29 @@ describe("pipeline audit", () => {
       ["audit_not_durable", true, false, { call_outcome: "failure", call_reason_code: "apply_failed" }],
       ["audit_not_durable", false, true, { call_outcome: "failure", call_reason_code: "runner_lost" }],
     ]);
+  });
+
+  it("a call needing a scope the caller lacks is refused at admission, recorded, and never dispatched", async () => {
+    const { audit, records } = recordingAudit();
+    let dispatched = 0;
+    const pipeline = pipelineWith({ audit, dispatch: () => { dispatched += 1; return { resultJson: JSON.stringify(editResult) }; } });
+    const reader: Caller = { ...caller, scopes: ["webcodex:read"] };
+    const edit = { project: "~p1", changes: [{ kind: "create", path: "n.txt", content: "x" }] };
+    const direct = await pipeline.call(reader, "edit_project_files", edit, signal);
+    const forwarded = await pipeline.call(reader, "call_runtime_tool", { tool: "edit_project_files", arguments: edit }, signal);
+    const read = await pipeline.call(reader, "read_files", { project: "~p1", files: [{ path: "README.md" }] }, signal);
+    for (const refused of [direct, forwarded]) {
+      assert.equal(refused.structuredContent["reason_code"], ReasonCode.insufficientScope);
+      assert.equal(refused.structuredContent["failure_stage"], FailureStage.admission);
+    }
+    assert.equal(read.isError, false, "read scope suffices for a read");
+    assert.equal(dispatched, 1, "only the read was dispatched");
+    assert.deepEqual(records.map((r) => [r.record.tool, r.record.reasonCode]), [
+      ["edit_project_files", "insufficient_scope"],
+      ["edit_project_files", "insufficient_scope"],
+      ["read_files", ""],
+    ]);
+    assert.equal(records[0]?.record.argumentShape?.fingerprint, records[1]?.record.argumentShape?.fingerprint, "the forwarded call is recorded with the inner arguments");
   });
 
   it("an unexpected error in a stage still produces one record and a structured failure", async () => {

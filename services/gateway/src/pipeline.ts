@@ -18,6 +18,7 @@ import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcode
 import type { Caller } from "./auth.js";
 import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
 import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
+import { checkToolScope } from "./auth/scopes.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -84,6 +85,13 @@ function auditNotDurableFailure(outcome: Outcome, stateChanged: boolean, outcome
 
 /** What the pipeline sets on a call's span: codes and identifiers only. */
 type CallSpan = { setAttribute(key: string, value: string): unknown } | undefined;
+
+/** The tool a call runs and its arguments, looking through call_runtime_tool before it is validated. */
+function forwardedCall(tool: string, rawArgs: unknown): { tool: string; args: unknown } {
+  if (tool !== "call_runtime_tool" || typeof rawArgs !== "object" || rawArgs === null) return { tool, args: rawArgs };
+  const outer = rawArgs as Record<string, unknown>;
+  return typeof outer["tool"] === "string" ? { tool: outer["tool"], args: outer["arguments"] } : { tool, args: rawArgs };
+}
 
 /** A call that passed admission: the catalog it was admitted against and the tool it names. */
 type Admission =
@@ -231,6 +239,9 @@ export function createPipeline(deps: PipelineDeps) {
    * inner one when call_runtime_tool forwarded a known tool).
    */
   async function admit(caller: Caller, tool: string, rawArgs: unknown): Promise<Admission> {
+    // Defence in depth: the HTTP layer answers these with 403 before the pipeline runs.
+    const missingScope = checkToolScope(caller, tool, rawArgs);
+    if (missingScope) return { ok: false, failure: missingScope, ...forwardedCall(tool, rawArgs) };
     let catalog: AdmittedCatalog;
     try {
       catalog = await deps.catalogs.get(caller.admissionProfile, deps.hostProfile);
