@@ -93,7 +93,10 @@ function forwardedCall(tool: string, rawArgs: unknown): { tool: string; args: un
   return typeof outer["tool"] === "string" ? { tool: outer["tool"], args: outer["arguments"] } : { tool, args: rawArgs };
 }
 
-/** A call that passed admission: the catalog it was admitted against and the tool it names. */
+/**
+ * The admission of a call: the catalog it was admitted against, or the failure that refused
+ * it; either way the tool and arguments it is audited under (call_runtime_tool unwrapped).
+ */
 type Admission =
   | { ok: true; catalog: AdmittedCatalog; tool: string; args: unknown }
   | { ok: false; failure: ToolFailure; tool: string; args: unknown };
@@ -352,7 +355,7 @@ export function createPipeline(deps: PipelineDeps) {
       await timedStage(stages, "record", () => deps.audit.record(record, durable));
     } catch (error) {
       if (!durable) {
-        deps.logger.warn("audit record of a read-only call was not queued", { tool: toolName, error });
+        deps.logger.warn("audit record not queued", { tool: toolName, error });
       } else {
         deps.logger.error("effectful call not acknowledged: its audit record is not durable", { tool: toolName, error });
         result = { structuredContent: auditNotDurableFailure(outcome, stateChanged, outcomeUnknown) as unknown as Record<string, unknown>, isError: true };
