@@ -126,5 +126,9 @@ describe("telemetry of the distributed stack", () => {
     assert.match(gateway, /webcodex_tool_calls_total\{outcome="success",tool="edit_project_files"\} 1/);
     for (const stage of ["normalize", "resolve", "dispatch", "project", "record"]) assert.match(gateway, new RegExp(`webcodex_tool_call_stage_seconds_count\\{stage="${stage}"\\} 1`));
     assert.match(gateway, /webcodex_rpc_client_seconds_count\{code="ok",method="RecordActions"/);
+    // The broker's work metrics: Jobs by state (none running here) and lease operations (the Runner's lease).
+    const broker = await (await fetch(`http://127.0.0.1:${stack.ports["runner-broker"]}/metrics`)).text();
+    assert.match(broker, /^webcodex_jobs\{state="running"\} 0$/m);
+    assert.match(broker, /^webcodex_lease_operations_total\{op="acquire",result="ok"\} [1-9]\d*$/m);
   });
 });

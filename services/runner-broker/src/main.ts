@@ -5,15 +5,17 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { RefResolverService, RunnerService } from "@webcodex/proto";
 import {
-  createLogger, createMetrics, createPostgresDatabase, createRedis, createTracingClientInterceptor, onShutdown, readinessFrom, startServiceServer, startTelemetry,
+  createLogger, createMetrics, createPostgresDatabase, createRedis, createTracingClientInterceptor, createWorkMetrics, onShutdown, readinessFrom, startServiceServer,
+  startTelemetry,
 } from "@webcodex/platform";
-import type { Env, LogLevel, Logger, Metrics } from "@webcodex/platform";
+import type { Env, LogLevel, Logger, Metrics, WorkMetrics } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
 import { createRedisRunnerRegistry } from "./runner-registry.js";
 import { createLeaseStore } from "./leases/lease-store.js";
 import { createRedisLeaseBackend } from "./leases/redis-lease-backend.js";
 import { createPostgresFenceHighWaterMark } from "./leases/fence-hwm.js";
+import { createMeteredLeaseStore } from "./leases/metered-lease-store.js";
 import { createRedisConcurrencyLimiter } from "./admission/concurrency.js";
 import { createJobStore } from "./jobs/job-store.js";
 import { createRedisLiveJobBackend } from "./jobs/live-job-backends.js";
@@ -44,7 +46,8 @@ export async function main(env: Env = process.env): Promise<void> {
   const prefix = config.redisKeyPrefix;
   const lostAfterMs = config.heartbeatIntervalMs * 2;
   const registry = createRedisRunnerRegistry(redis, { lostAfterMs, prefix });
-  const leases = createLeaseStore(createRedisLeaseBackend(redis, { prefix }), createPostgresFenceHighWaterMark(db));
+  const work = createWorkMetrics(metrics);
+  const leases = createMeteredLeaseStore(createLeaseStore(createRedisLeaseBackend(redis, { prefix }), createPostgresFenceHighWaterMark(db)), work);
   const concurrency = createRedisConcurrencyLimiter(redis, { limit: config.projectConcurrency, prefix });
   const jobs = createJobStore({ live: createRedisLiveJobBackend(redis, { prefix }), db });
 
@@ -90,15 +93,34 @@ export async function main(env: Env = process.env): Promise<void> {
   });
   brokerUrl ||= server.url;
   const reconciler = startReconciler(jobs, config.jobReconcileIntervalMs, logger);
+  const jobGauge = startJobGauge(jobs, work, JOB_GAUGE_INTERVAL_MS, logger);
   logger.info("listening", { url: server.url, provisioner: config.provisioner, runner_token: config.runnerToken ? "required" : "off" });
   onShutdown(logger, async () => {
     reconciler.stop();
+    jobGauge.stop();
     await server.close();
     await provisioner?.close();
     redis.disconnect();
     await db.close();
     await telemetry.shutdown();
   });
+}
+
+/** How often `webcodex_jobs{state}` is refreshed from the Job store (a typical scrape interval). */
+const JOB_GAUGE_INTERVAL_MS = 15_000;
+
+/** Samples the Job counts into `webcodex_jobs{state}` now and every `intervalMs`. */
+function startJobGauge(jobs: ReturnType<typeof createJobStore>, work: WorkMetrics, intervalMs: number, logger: Logger): { stop(): void } {
+  const sample = () => {
+    jobs.counts().then(
+      (c) => work.setJobs({ running: c.running, queued: c.queued, recovering: c.recovering, lost_after_reconcile: c.lostAfterReconcile }),
+      (error: unknown) => logger.warn("job counts for metrics failed", { error }),
+    );
+  };
+  sample();
+  const timer = setInterval(sample, intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }
 
 /** Periodically closes Jobs whose live state vanished as lost_after_reconcile. */
