@@ -18,14 +18,11 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { AuditService } from "@webcodex/proto";
 import { createLogger, createPostgresDatabase } from "@webcodex/platform";
 import type { Database } from "@webcodex/platform";
-// The recorder is not exported from @webcodex/gateway yet (asked of the lead); until then the
-// test loads the built module by URL and takes its types from the declaration file.
-import type * as RecorderModule from "../../services/gateway/dist/audit-recorder.js";
+import { AuditNotDurableError, createAuditRecorder } from "@webcodex/gateway";
+import type { ActionRecordInit } from "@webcodex/gateway";
 import { cliPath, createTestDatabase, tempDir } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
-const { createAuditRecorder, AuditNotDurableError } = (await import(new URL("../../../services/gateway/dist/audit-recorder.js", import.meta.url).href)) as typeof RecorderModule;
-type ActionRecordInit = RecorderModule.ActionRecordInit;
 
 const logger = createLogger({ service: "test", level: "silent" });
 

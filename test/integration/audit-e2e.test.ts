@@ -6,14 +6,18 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import pg from "pg";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { startDistributed } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, redisKeyPrefix } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, redisKeyPrefix, tempDir } from "../support/index.js";
 import type { TestDatabase, ToolOutcome } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
+/** A token of the same tenant with the read scope only: its edits are refused before the pipeline. */
+const readerToken = `r-${randomBytes(16).toString("hex")}`;
 const marker = (name: string) => `${name}-${randomBytes(4).toString("hex")}`;
 const M = {
   dir: marker("secretdir"),
@@ -44,6 +48,11 @@ describe("ActionAudit in an end-to-end run", () => {
     const services = await backingServices();
     database = await createTestDatabase();
     const path = `${M.dir}/${M.file}.txt`;
+    const tokensFile = join(tempDir("wcx-audit-tokens-"), "tokens.json");
+    writeFileSync(tokensFile, JSON.stringify({ tokens: [
+      { token, client_id: "local", subject: "dev" },
+      { token: readerToken, client_id: "local", subject: "reader", scopes: ["webcodex:read"] },
+    ] }));
     const projectDir = createProjectDir({ "README.md": "# audit e2e\n", [path]: `first line\n${M.content}\n` }, { name: "auditdemo" });
     stack = await startDistributed({
       basePort: 20_000 + Math.floor(Math.random() * 20_000),
@@ -51,7 +60,7 @@ describe("ActionAudit in an end-to-end run", () => {
       redisUrl: services.redisUrl,
       projectDir,
       clientId: "local",
-      gatewayEnv: { WEBCODEX_DEV_TOKEN: token },
+      gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile },
       // Every service that keeps state gets the test database (the broker now has a schema too).
       extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(), WEBCODEX_POSTGRES_URL: database.url },
       heartbeatIntervalMs: 500,
@@ -123,14 +132,40 @@ describe("ActionAudit in an end-to-end run", () => {
     }
   });
 
-  it("a call_runtime_tool rejection is audited too", { todo: "pipeline.ts returns before recording for call_runtime_tool rejections and catalog failures (lead)" }, async () => {
+  it("a call_runtime_tool rejection is audited too", async () => {
     const before = (await rows()).length;
     await callTool(client, "call_runtime_tool", { tool: "present_work_result", arguments: {} });
-    await new Promise((r) => setTimeout(r, 500));
-    assert.equal((await rows()).length, before + 1);
+    let stored = await rows();
+    for (let i = 0; i < 50 && stored.length === before; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      stored = await rows();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    stored = await rows();
+    assert.equal(stored.length, before + 1);
+    const refused = stored.find((r) => r["tool"] === "present_work_result");
+    assert.deepEqual([refused?.["outcome"], refused?.["reason_code"], refused?.["failure_stage"]], ["failure", "presentation_tool_not_callable", "admission"]);
   });
 
-  it("rows carry the argument shape, result sizes and failure stage", { todo: "pipeline.ts must fill argumentShape, resultSize and failureStage (lead; see docs/audit.md)" }, async () => {
+  it("a call refused for a missing scope (HTTP 403) is audited with its stage and argument shape", async () => {
+    const before = (await rows()).length;
+    const reader = await connectMcp(stack.mcpUrl, readerToken);
+    try {
+      await assert.rejects(callTool(reader, "edit_project_files", { project: "~p1", changes: [{ kind: "create", path: `${M.file}.txt`, content: M.content }] }), /403|insufficient_scope/);
+    } finally {
+      await reader.close();
+    }
+    let stored = await rows();
+    for (let i = 0; i < 50 && stored.length === before; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      stored = await rows();
+    }
+    const denied = stored.filter((r) => r["subject"] === "reader");
+    assert.deepEqual(denied.map((r) => [r["tool"], r["reason_code"], r["failure_stage"]]), [["edit_project_files", "insufficient_scope", "admission"]]);
+    assert.match(String(denied[0]?.["args_shape_fingerprint"]), /^[0-9a-f]{16}$/);
+  });
+
+  it("rows carry the argument shape, result sizes and failure stage", async () => {
     for (const r of await rows()) {
       assert.match(String(r["args_shape_fingerprint"]), /^[0-9a-f]{16}$/);
       if (r["outcome"] === "success") assert.ok(Number(r["result_projected_bytes"]) > 0);

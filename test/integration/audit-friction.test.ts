@@ -17,7 +17,8 @@ import { createAudit, migrateAudit } from "@webcodex/audit";
 import type { FrictionReport } from "@webcodex/audit";
 import { argumentShape, createInProcessClient, createPostgresDatabase, measureResult } from "@webcodex/platform";
 import type { Database, ShapeSchema } from "@webcodex/platform";
-import { cliPath, createTestDatabase } from "../support/index.js";
+import { join } from "node:path";
+import { cliPath, createTestDatabase, repoRoot } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 const run = promisify(execFile);
@@ -170,6 +171,14 @@ describe("friction report over a recorded scripted session", () => {
     const full = await run(process.execPath, [cliPath, "friction-report", "--postgres-url", database.url]);
     assert.match(full.stdout, /6 findings/);
     assert.match(full.stdout, /acme\s+run_shell\s+schema_rejection_corrected\s+1\s+2/);
+  });
+
+  it("the standalone webcodex-friction-report command (tools/friction-report) prints the same table", async () => {
+    const standalone = join(repoRoot, "tools/friction-report/bin/friction-report.js");
+    const args = ["--postgres-url", database.url, "--tenant", "acme", "--summary-only"];
+    const [own, cli] = await Promise.all([run(process.execPath, [standalone, ...args]), run(process.execPath, [cliPath, "friction-report", ...args])]);
+    assert.match(own.stdout, /acme\s+run_shell\s+schema_rejection_corrected\s+1\s+2/);
+    assert.equal(own.stdout, cli.stdout);
   });
 
   it("the store holds none of the argument values of the session", async () => {

@@ -8,7 +8,6 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import http from "node:http";
 import http2 from "node:http2";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
@@ -22,68 +21,8 @@ import {
   runServerSpan, startTelemetry, withSpan,
 } from "@webcodex/platform";
 import type { Database, Metrics, Telemetry } from "@webcodex/platform";
-import { createTestDatabase, repoRoot } from "../support/index.js";
-import type { TestDatabase } from "../support/index.js";
-
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes?: Array<{ key: string; value: { stringValue?: string; intValue?: string | number } }>;
-  service: string;
-}
-
-interface Collector {
-  url: string;
-  spans(): OtlpSpan[];
-  metricNames(): Set<string>;
-  close(): Promise<void>;
-}
-
-/** A minimal OTLP/HTTP JSON receiver. */
-async function startCollector(): Promise<Collector> {
-  const spans: OtlpSpan[] = [];
-  const metricNames = new Set<string>();
-  const server = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (d: Buffer) => { body += d.toString(); });
-    req.on("end", () => {
-      try {
-        const json = JSON.parse(body) as Record<string, unknown>;
-        if (req.url === "/v1/traces") {
-          for (const rs of (json["resourceSpans"] as Array<Record<string, unknown>>) ?? []) {
-            const attrs = ((rs["resource"] as Record<string, unknown>)?.["attributes"] as OtlpSpan["attributes"]) ?? [];
-            const service = attrs.find((a) => a.key === "service.name")?.value.stringValue ?? "";
-            for (const ss of (rs["scopeSpans"] as Array<{ spans: OtlpSpan[] }>) ?? []) for (const s of ss.spans ?? []) spans.push({ ...s, service });
-          }
-        } else if (req.url === "/v1/metrics") {
-          for (const rm of (json["resourceMetrics"] as Array<{ scopeMetrics?: Array<{ metrics?: Array<{ name: string }> }> }>) ?? []) {
-            for (const sm of rm.scopeMetrics ?? []) for (const m of sm.metrics ?? []) metricNames.add(m.name);
-          }
-        }
-      } catch {
-        // not JSON: ignored
-      }
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end("{}");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    spans: () => [...spans],
-    metricNames: () => new Set(metricNames),
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
-
-const attr = (s: OtlpSpan, key: string) => {
-  const v = s.attributes?.find((a) => a.key === key)?.value;
-  return v?.stringValue ?? (v?.intValue !== undefined ? String(v.intValue) : undefined);
-};
+import { createTestDatabase, repoRoot, spanAttribute, startOtlpCollector } from "../support/index.js";
+import type { OtlpCollector, OtlpSpan, TestDatabase } from "../support/index.js";
 
 /** The real audit service implementation in its own process, behind the tracing server interceptor. */
 const auditProcessScript = `
@@ -103,7 +42,7 @@ process.on("SIGTERM", async () => { await telemetry.shutdown(); await db.close()
 `;
 
 describe("tracing across services", () => {
-  let collector: Collector;
+  let collector: OtlpCollector;
   let telemetry: Telemetry;
   let database: TestDatabase;
   let db: Database;
@@ -114,7 +53,7 @@ describe("tracing across services", () => {
   let metrics: Metrics;
 
   before(async () => {
-    collector = await startCollector();
+    collector = await startOtlpCollector();
     database = await createTestDatabase();
     db = createPostgresDatabase({ url: database.url, max: 2 });
     const otelEnv = {
@@ -206,12 +145,12 @@ describe("tracing across services", () => {
     const byId = new Map(trace.map((s) => [s.spanId, s]));
     const parentOf = (s: OtlpSpan) => (s.parentSpanId ? byId.get(s.parentSpanId) : undefined);
 
-    const registry = trace.find((s) => attr(s, "webcodex.service") === "tool-registry");
+    const registry = trace.find((s) => spanAttribute(s, "webcodex.service") === "tool-registry");
     assert.equal(registry && parentOf(registry)?.spanId, root.spanId, "in-process hop is a child of the call");
 
-    const servers = trace.filter((s) => s.kind === 2 && attr(s, "rpc.service") === "webcodex.audit.v1.AuditService");
-    const relay = servers.find((s) => attr(s, "webcodex.service") === "relay");
-    const audit = servers.find((s) => attr(s, "webcodex.service") === "audit");
+    const servers = trace.filter((s) => s.kind === 2 && spanAttribute(s, "rpc.service") === "webcodex.audit.v1.AuditService");
+    const relay = servers.find((s) => spanAttribute(s, "webcodex.service") === "relay");
+    const audit = servers.find((s) => spanAttribute(s, "webcodex.service") === "audit");
     assert.ok(relay && audit, `relay and audit server spans: ${JSON.stringify(trace.map((s) => [s.name, s.kind, s.service]))}`);
     assert.equal(audit.service, "webcodex-audit", "exported by the audit process itself");
     assert.equal(relay.service, "webcodex-gateway");
@@ -222,8 +161,8 @@ describe("tracing across services", () => {
     const auditClientSpan = parentOf(audit);
     assert.equal(auditClientSpan?.kind, 3);
     assert.equal(parentOf(auditClientSpan as OtlpSpan)?.spanId, relay.spanId);
-    assert.equal(attr(audit, "rpc.method"), "RecordActions");
-    assert.deepEqual(new Set(trace.map((s) => attr(s, "webcodex.service")).filter(Boolean)), new Set(["tool-registry", "relay", "audit"]));
+    assert.equal(spanAttribute(audit, "rpc.method"), "RecordActions");
+    assert.deepEqual(new Set(trace.map((s) => spanAttribute(s, "webcodex.service")).filter(Boolean)), new Set(["tool-registry", "relay", "audit"]));
     // Nothing of the call leaked into another trace.
     assert.equal(collector.spans().filter((s) => s.service === "webcodex-audit" && s.traceId !== root.traceId).length, 0);
 

@@ -6,3 +6,5 @@ export { createProjectDir, startDevServer, tempDir, repoRoot, cliPath } from "./
 export type { DevServer } from "./processes.js";
 export { startTcpProxy } from "./tcp-proxy.js";
 export type { TcpProxy } from "./tcp-proxy.js";
+export { startOtlpCollector, spanAttribute } from "./otlp-collector.js";
+export type { OtlpCollector, OtlpSpan } from "./otlp-collector.js";

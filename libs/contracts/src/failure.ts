@@ -64,6 +64,8 @@ export const FailureStage = {
   apply: "apply",
   execution: "execution",
   observation: "observation",
+  /** The call ran, but its ActionAudit record could not be made durable (gateway). */
+  record: "record",
 } as const;
 export type FailureStage = (typeof FailureStage)[keyof typeof FailureStage];
 

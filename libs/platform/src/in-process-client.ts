@@ -11,8 +11,18 @@ import { create } from "@bufbuild/protobuf";
 import type { DescService } from "@bufbuild/protobuf";
 import { ConnectError, createHandlerContext } from "@connectrpc/connect";
 import type { CallOptions, Client, ServiceImpl } from "@connectrpc/connect";
+import { runServerSpan } from "./tracing.js";
 
-export function createInProcessClient<S extends DescService>(service: S, impl: ServiceImpl<S>): Client<S> {
+export interface InProcessClientOptions {
+  /**
+   * Logical service name (e.g. "audit"). When set, each call runs in a SERVER span, child of
+   * the caller's active span, as a network call through the tracing interceptors would.
+   */
+  traceAs?: string;
+}
+
+export function createInProcessClient<S extends DescService>(service: S, impl: ServiceImpl<S>, clientOptions: InProcessClientOptions = {}): Client<S> {
+  const traceAs = clientOptions.traceAs;
   const client: Record<string, (init: unknown, options?: CallOptions) => Promise<unknown>> = {};
   for (const method of service.methods) {
     if (method.methodKind !== "unary") throw new Error(`${service.typeName}.${method.name}: only unary methods run in-process`);
@@ -30,9 +40,9 @@ export function createInProcessClient<S extends DescService>(service: S, impl: S
         ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
         ...(options.contextValues !== undefined ? { contextValues: options.contextValues } : {}),
       });
+      const invoke = async () => create(method.output, (await handler.call(impl, create(method.input, init as never), ctx)) as never);
       try {
-        const res = await handler.call(impl, create(method.input, init as never), ctx);
-        return create(method.output, res as never);
+        return traceAs === undefined ? await invoke() : await runServerSpan(service.typeName, method.name, ctx.requestHeader, invoke, { service: traceAs });
       } catch (error) {
         throw ConnectError.from(error);
       } finally {

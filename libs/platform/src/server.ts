@@ -10,6 +10,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
+import { createTracingServerInterceptor } from "./tracing.js";
 
 export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
 export type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
@@ -41,7 +42,9 @@ export interface ServiceServer {
 const h2Preface = Buffer.from("PRI * HTTP/2.0");
 
 export async function startServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
-  const connect = options.routes ? connectNodeAdapter({ routes: options.routes }) : undefined;
+  // Every Connect handler runs in a SERVER span continuing the caller's trace (traceparent).
+  const tracing = createTracingServerInterceptor({ service: options.name, ...(options.metrics ? { metrics: options.metrics } : {}) });
+  const connect = options.routes ? connectNodeAdapter({ routes: options.routes, interceptors: [tracing] }) : undefined;
   const handle = (req: NodeRequest, res: NodeResponse) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });

@@ -1,15 +1,22 @@
 import { readConfig } from "@webcodex/platform";
 import type { Env } from "@webcodex/platform";
 
+/** Retention and partition settings: the audit service's, and embedded mode's (`webcodex dev`). */
+export const auditRetentionConfigSpec = {
+  retentionDays: { kind: "int", env: "WEBCODEX_AUDIT_RETENTION_DAYS", default: 90, min: 1, max: 3650, doc: "Days ActionAudit rows are kept; older daily partitions are dropped." },
+  partitionsAheadDays: { kind: "int", env: "WEBCODEX_AUDIT_PARTITIONS_AHEAD_DAYS", default: 7, min: 0, max: 366, doc: "Daily partitions created ahead of today." },
+  maintenanceIntervalMs: { kind: "int", env: "WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS", default: 3_600_000, min: 1_000 },
+} as const;
+
 export const auditConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8083, min: 0, max: 65535 },
   host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
   postgresUrl: { kind: "string", env: "WEBCODEX_POSTGRES_URL", required: true },
   migrateOnStart: { kind: "bool", env: "WEBCODEX_MIGRATE_ON_START", default: true },
-  retentionDays: { kind: "int", env: "WEBCODEX_AUDIT_RETENTION_DAYS", default: 90, min: 1, max: 3650, doc: "Days ActionAudit rows are kept; older daily partitions are dropped." },
-  partitionsAheadDays: { kind: "int", env: "WEBCODEX_AUDIT_PARTITIONS_AHEAD_DAYS", default: 7, min: 0, max: 366, doc: "Daily partitions created ahead of today." },
-  maintenanceIntervalMs: { kind: "int", env: "WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS", default: 3_600_000, min: 1_000 },
+  ...auditRetentionConfigSpec,
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;
 
 export const loadConfig = (env: Env) => readConfig(auditConfigSpec, env);
+export const loadRetentionConfig = (env: Env) => readConfig(auditRetentionConfigSpec, env);
+export type AuditRetentionConfig = ReturnType<typeof loadRetentionConfig>;

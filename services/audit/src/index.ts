@@ -5,6 +5,8 @@ export type { AuditDeps, AppendOptions, ActionSummary, ModelErgonomicsSummary } 
 export { auditMigrations } from "./migrations.js";
 export { routes } from "./routes.js";
 export { main } from "./main.js";
+export { loadRetentionConfig } from "./config.js";
+export type { AuditRetentionConfig } from "./config.js";
 // Partitions and retention (embedded mode runs maintenance itself):
 export {
   ensurePartitions, dropExpiredPartitions, maintainPartitions, startPartitionMaintenance, listPartitionDays, partitionName, dayOf, defaultPartitionPolicy,

@@ -26,6 +26,10 @@ export const gatewayConfigSpec = {
   rateLimitBurst: { kind: "int", env: "WEBCODEX_RATE_LIMIT_BURST", default: 0, min: 0, doc: "Bucket size; 0 = the per-minute rate" },
   rateLimits: { kind: "string", env: "WEBCODEX_RATE_LIMITS", default: "", doc: "Per-tenant overrides: client=per_minute,..." },
   hostProfile: { kind: "enum", env: "WEBCODEX_HOST_PROFILE", values: ["generic", "app"], default: "generic" },
+  auditSpoolDir: {
+    kind: "string", env: "WEBCODEX_AUDIT_SPOOL_DIR",
+    doc: "Durable spool for audit records the audit service cannot take now; without it an effectful call's record waits in memory only",
+  },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;
 

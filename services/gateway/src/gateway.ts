@@ -7,8 +7,8 @@ import type { Client } from "@connectrpc/connect";
 import type { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
 import { toolDefinition } from "@webcodex/contracts";
 import type { HostProfile } from "@webcodex/contracts";
-import type { HttpHandler, Logger, Metrics, ReadinessReport } from "@webcodex/platform";
-import { readinessFrom } from "@webcodex/platform";
+import type { HttpHandler, Logger, Metrics, ReadinessReport, ShapeSchema } from "@webcodex/platform";
+import { argumentShape, readinessFrom } from "@webcodex/platform";
 import type { Authenticator } from "./auth.js";
 import { createChainAuthenticator } from "./auth.js";
 import { createJwtAuthenticator } from "./auth/jwt.js";
@@ -62,6 +62,11 @@ export interface GatewayDeps {
   maxBodyBytes?: number;
   /** How long read-only audit records may wait to be batched. */
   auditFlushMs?: number;
+  /**
+   * Directory of the audit spool (one gateway process per directory): records the audit
+   * service cannot take now are fsync'd here and replayed. Without it they wait in memory.
+   */
+  auditSpoolDir?: string;
 }
 
 export interface Gateway {
@@ -75,7 +80,10 @@ export interface Gateway {
 export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
   const hostProfile = deps.hostProfile ?? "generic";
   const catalogs = createCatalogCache(deps.clients.toolRegistry, { ttlMs: 30_000 });
-  const audit = createAuditRecorder(deps.clients.audit, deps.logger, deps.auditFlushMs !== undefined ? { flushMs: deps.auditFlushMs } : {});
+  const audit = createAuditRecorder(deps.clients.audit, deps.logger, {
+    ...(deps.auditFlushMs !== undefined ? { flushMs: deps.auditFlushMs } : {}),
+    ...(deps.auditSpoolDir !== undefined ? { spoolDir: deps.auditSpoolDir } : {}),
+  });
   const pipeline = createPipeline({
     catalogs, refResolver: deps.clients.refResolver, broker: deps.clients.broker, audit, hostProfile,
     serverInfo: { name: "webcodex", version: deps.version, mode: deps.mode }, logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}),
@@ -105,11 +113,14 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     : undefined;
   // Calls refused before the pipeline (scope, rate limit) are audited like any failed call.
   const recordDenied = (d: DeniedToolCall) => {
-    const inner = d.tool === "call_runtime_tool" && typeof (d.args as { tool?: unknown } | undefined)?.tool === "string" ? (d.args as { tool: string }).tool : d.tool;
+    const forwarded = d.tool === "call_runtime_tool" && typeof (d.args as { tool?: unknown } | undefined)?.tool === "string";
+    const inner = forwarded ? (d.args as { tool: string }).tool : d.tool;
     const def = toolDefinition(inner);
+    const shape = argumentShape(forwarded ? (d.args as { arguments?: unknown }).arguments : d.args, def?.inputSchema as ShapeSchema | undefined);
     audit.record({
       callId: randomUUID(), clientId: d.caller.principal.clientId, subject: d.caller.principal.subject, tool: def?.name ?? "unknown_tool",
       projectCanonicalId: "", sessionId: "", effect: def?.effect ?? "read_only", outcome: "failure", reasonCode: d.failure.reason_code,
+      failureStage: d.failure.failure_stage, ...(shape ? { argumentShape: shape } : {}),
       stateChanged: false, outcomeUnknown: false, inputNormalizationCode: "", startedAtUnixMs: BigInt(Date.now()), durationUs: 0, stageDurationsUs: {},
     }, false).catch((error: unknown) => deps.logger.warn("audit of a denied call failed", { error }));
   };

@@ -3,8 +3,8 @@ import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
-import { createLogger, createMetrics, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
-import type { Env, Logger, LogLevel } from "@webcodex/platform";
+import { createLogger, createMetrics, createTracingClientInterceptor, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
+import type { Env, Logger, LogLevel, Metrics } from "@webcodex/platform";
 import type { HostProfile } from "@webcodex/contracts";
 import { loadConfig } from "./config.js";
 import type { GatewayConfig } from "./config.js";
@@ -13,7 +13,8 @@ import type { GatewayDeps } from "./gateway.js";
 import { createStaticTokenAuthenticator, parseDevTokensFile } from "./auth.js";
 import type { StaticTokenEntry } from "./auth.js";
 
-const h2 = (baseUrl: string) => createConnectTransport({ baseUrl, httpVersion: "2" });
+/** An HTTP/2 transport to a peer whose calls carry the trace context (traceparent). */
+const h2 = (baseUrl: string, metrics: Metrics) => createConnectTransport({ baseUrl, httpVersion: "2", interceptors: [createTracingClientInterceptor({ metrics })] });
 
 /** Probes a peer's /readyz over HTTP/1.1 with a short deadline. */
 export function httpReadinessProbe(baseUrl: string): () => Promise<void> {
@@ -58,10 +59,10 @@ export async function main(env: Env = process.env): Promise<void> {
   const publicUrl = (config.publicUrl ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, "").replace(/\/mcp$/, "");
   const gateway = await createGateway({
     clients: {
-      toolRegistry: createClient(ToolRegistryService, h2(config.toolRegistryUrl)),
-      refResolver: createClient(RefResolverService, h2(config.refResolverUrl)),
-      broker: createClient(RunnerBrokerService, h2(config.runnerBrokerUrl)),
-      audit: createClient(AuditService, h2(config.auditUrl)),
+      toolRegistry: createClient(ToolRegistryService, h2(config.toolRegistryUrl, metrics)),
+      refResolver: createClient(RefResolverService, h2(config.refResolverUrl, metrics)),
+      broker: createClient(RunnerBrokerService, h2(config.runnerBrokerUrl, metrics)),
+      audit: createClient(AuditService, h2(config.auditUrl, metrics)),
     },
     authenticator: createStaticTokenAuthenticator(devTokenEntries(config, logger)),
     dependencyProbes: {
@@ -74,6 +75,7 @@ export async function main(env: Env = process.env): Promise<void> {
     // The public URL's host is always accepted: behind an ingress that is the Host header.
     allowedHosts: [...new Set([...splitList(config.allowedHosts), new URL(publicUrl).hostname].map((h) => h.toLowerCase()))],
     hostProfile: config.hostProfile as HostProfile,
+    ...(config.auditSpoolDir ? { auditSpoolDir: config.auditSpoolDir } : {}),
     ...(config.oauthIssuer ? { oauth: oauthOptions(config) } : {}),
     readOnlyClients: splitList(config.readOnlyClients),
     rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, perClient: config.rateLimits },

@@ -57,7 +57,7 @@ function harness(script: Script) {
     catalogs: { get: () => Promise.resolve(catalog) }, refResolver, broker, audit, hostProfile: "generic",
     serverInfo: { name: "t", version: "0", mode: "embedded" }, logger, sessionRecordBudgetMs: 200,
   });
-  const caller = { principal: { clientId: "acme", subject: "alice" }, admissionProfile: "full" as const, scopes: [] };
+  const caller = { principal: { clientId: "acme", subject: "alice" }, admissionProfile: "full" as const, scopes: ["webcodex:read", "webcodex:write"] };
   const read = (extra: Record<string, unknown>) => pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "a.ts" }, { path: "b.ts" }], ...extra }, new AbortController().signal);
   return { seen, read };
 }

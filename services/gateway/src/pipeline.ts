@@ -13,12 +13,13 @@ import {
   rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
 } from "@webcodex/contracts";
 import type { FailureStage as Stage, HostProfile, InputNormalization, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { failureFromWire, principalHeaders } from "@webcodex/platform";
-import type { Logger, Metrics } from "@webcodex/platform";
+import { argumentShape, createCallMetrics, failureFromWire, measureResult, principalHeaders, withSpan } from "@webcodex/platform";
+import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
-import type { AuditRecorder } from "./audit-recorder.js";
+import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
 import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
 import { handoffView, sessionCallFacts } from "./session-facts.js";
+import { checkToolScope } from "./auth/scopes.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -51,6 +52,59 @@ interface CallContext {
 }
 
 const now = () => performance.now();
+const micros = (since: number) => Math.round((now() - since) * 1000);
+
+/** The pipeline stages, each a child span of the call's `tools/call` span. */
+type StageName = "normalize" | "resolve" | "dispatch" | "project" | "record";
+
+/** Runs `fn` as one pipeline stage: a child span of the active call span. */
+const stageSpan = <T>(name: StageName, fn: () => Promise<T>): Promise<T> => withSpan(name, { "webcodex.stage": name }, fn);
+
+/** Runs `fn` as one pipeline stage and stores its duration (µs) in `stages`. */
+async function timedStage<T>(stages: Record<string, number>, name: StageName, fn: () => T | Promise<T>): Promise<T> {
+  const t = now();
+  try {
+    return await stageSpan(name, async () => fn());
+  } finally {
+    stages[name] = micros(t);
+  }
+}
+
+/**
+ * The failure the Host gets when an effectful call ran but its audit record is neither stored
+ * nor spooled: the call is not acknowledged as a success, and what is known about the effect
+ * is stated as it is, so the model does not repeat a change that already happened.
+ */
+function auditNotDurableFailure(outcome: Outcome, stateChanged: boolean, outcomeUnknown: boolean): ToolFailure {
+  const effect = outcomeUnknown
+    ? "its effect is unknown: inspect the project before retrying"
+    : stateChanged ? "it did change the project: do not repeat it" : "it changed nothing";
+  return toolFailure(ReasonCode.dependencyUnavailable, FailureStage.record, {
+    detail_code: "audit_not_durable",
+    state_changed: stateChanged,
+    outcome_unknown: outcomeUnknown,
+    evidence: outcome.ok ? { call_outcome: "success" } : { call_outcome: "failure", call_reason_code: outcome.failure.reason_code },
+    message: `The call ran but its audit record could not be stored; ${effect}.`,
+  });
+}
+
+/** What the pipeline sets on a call's span: codes and identifiers only. */
+type CallSpan = { setAttribute(key: string, value: string): unknown } | undefined;
+
+/** The tool a call runs and its arguments, looking through call_runtime_tool before it is validated. */
+function forwardedCall(tool: string, rawArgs: unknown): { tool: string; args: unknown } {
+  if (tool !== "call_runtime_tool" || typeof rawArgs !== "object" || rawArgs === null) return { tool, args: rawArgs };
+  const outer = rawArgs as Record<string, unknown>;
+  return typeof outer["tool"] === "string" ? { tool: outer["tool"], args: outer["arguments"] } : { tool, args: rawArgs };
+}
+
+/**
+ * The admission of a call: the catalog it was admitted against, or the failure that refused
+ * it; either way the tool and arguments it is audited under (call_runtime_tool unwrapped).
+ */
+type Admission =
+  | { ok: true; catalog: AdmittedCatalog; tool: string; args: unknown }
+  | { ok: false; failure: ToolFailure; tool: string; args: unknown };
 
 /** Maps a transport/dependency error to a failure that says what is known about the effect. */
 function dependencyFailure(error: unknown, stage: Stage, effectful: boolean): ToolFailure {
@@ -74,8 +128,7 @@ function withRecovery(failure: ToolFailure, project: string): ToolFailure {
 }
 
 export function createPipeline(deps: PipelineDeps) {
-  const callsTotal = deps.metrics?.counter("webcodex_tool_calls_total", "Tool calls by tool and outcome");
-  const callSeconds = deps.metrics?.histogram("webcodex_tool_call_seconds", "Tool call latency");
+  const callMetrics = deps.metrics ? createCallMetrics(deps.metrics) : undefined;
 
   async function runGatewayTool(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     switch (def.name) {
@@ -136,7 +189,7 @@ export function createPipeline(deps: PipelineDeps) {
     const t = now();
     let resolved;
     try {
-      resolved = await deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+      resolved = await stageSpan("resolve", () => deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }));
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, FailureStage.resolution, false) };
     } finally {
@@ -200,10 +253,10 @@ export function createPipeline(deps: PipelineDeps) {
   ): Promise<Outcome> {
     const t = now();
     try {
-      const res = await deps.broker.dispatch(
+      const res = await stageSpan("dispatch", () => deps.broker.dispatch(
         { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs) },
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
-      );
+      ));
       if (res.failure) return { ok: false, failure: withRecovery(failureFromWire(res.failure), selector) };
       return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
     } catch (error) {
@@ -246,7 +299,7 @@ export function createPipeline(deps: PipelineDeps) {
       case "ref_resolver": {
         const t = now();
         try {
-          return await runOnRefResolver(def, args, ctx);
+          return await stageSpan("resolve", () => runOnRefResolver(def, args, ctx));
         } catch (error) {
           // create_session writes: a lost answer leaves its effect unknown.
           return { ok: false, failure: dependencyFailure(error, def.effect === "read_only" ? FailureStage.resolution : FailureStage.dispatch, def.effect !== "read_only") };
@@ -272,69 +325,138 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   /**
-   * Runs one tools/call. `via` is set when call_runtime_tool forwards a Gateway tool: the
-   * inner call goes through the very same steps and is the one audited.
+   * Admission: the caller's catalog, and the unwrapping of call_runtime_tool so the inner call
+   * is normalized, authorized and audited as itself. A refusal names the tool it refused (the
+   * inner one when call_runtime_tool forwarded a known tool).
    */
-  async function call(caller: Caller, tool: string, rawArgs: unknown, signal: AbortSignal): Promise<ModelResult> {
-    const started = Date.now();
-    const t0 = now();
-    const stages: Record<string, number> = {};
-    const callId = randomUUID();
+  async function admit(caller: Caller, tool: string, rawArgs: unknown): Promise<Admission> {
+    // Defence in depth: the HTTP layer answers these with 403 before the pipeline runs.
+    const missingScope = checkToolScope(caller, tool, rawArgs);
+    if (missingScope) return { ok: false, failure: missingScope, ...forwardedCall(tool, rawArgs) };
     let catalog: AdmittedCatalog;
     try {
       catalog = await deps.catalogs.get(caller.admissionProfile, deps.hostProfile);
     } catch (error) {
-      return project(undefined, { ok: false, failure: dependencyFailure(error, FailureStage.admission, false) }, undefined, {});
+      return { ok: false, failure: dependencyFailure(error, FailureStage.admission, false), tool, args: rawArgs };
     }
+    if (tool !== "call_runtime_tool" || !catalog.admitted.has(tool)) return { ok: true, catalog, tool, args: rawArgs };
+    const outer = normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) });
+    if (!outer.ok) return { ok: false, failure: outer.failure, tool, args: rawArgs };
+    const inner = outer.arguments["tool"] as string;
+    const innerArgs = outer.arguments["arguments"];
+    if (!callableThroughGateway(inner)) {
+      const failure = toolFailure(toolDefinition(inner) ? ReasonCode.presentationToolNotCallable : ReasonCode.unknownTool, FailureStage.admission, { detail_code: "not_gateway_callable", message: "Call this tool directly." });
+      return { ok: false, failure, tool: inner, args: innerArgs };
+    }
+    return { ok: true, catalog, tool: inner, args: innerArgs };
+  }
 
-    // call_runtime_tool unwraps here so the inner call is normalized, authorized and audited as itself.
-    if (tool === "call_runtime_tool" && catalog.admitted.has(tool)) {
-      const outer = normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) });
-      if (!outer.ok) return project(undefined, { ok: false, failure: outer.failure }, undefined, {});
-      const inner = outer.arguments["tool"] as string;
-      if (!callableThroughGateway(inner)) {
-        return project(undefined, { ok: false, failure: toolFailure(toolDefinition(inner) ? ReasonCode.presentationToolNotCallable : ReasonCode.unknownTool, FailureStage.admission, { detail_code: "not_gateway_callable", message: "Call this tool directly." }) }, undefined, {});
+  /** Runs a normalized call; an unexpected throw becomes a failure so the call is still audited. */
+  async function executeSafely(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
+    try {
+      return await execute(def, args, ctx, callId);
+    } catch (error) {
+      const effectful = def.effect !== "read_only";
+      if (error instanceof ConnectError) return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, effectful) };
+      deps.logger.error("tool call failed unexpectedly", { tool: def.name, error });
+      return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "unhandled_error", outcome_unknown: effectful }) };
+    }
+  }
+
+  /**
+   * Runs one tools/call in a `tools/call` span with a child span per stage. Every call, refused
+   * or not, produces exactly one ActionAudit record, captured from the canonical outcome before
+   * the Host sees anything; an effectful call is acknowledged only once its record is durable.
+   */
+  function call(caller: Caller, tool: string, rawArgs: unknown, signal: AbortSignal): Promise<ModelResult> {
+    return withSpan("tools/call", { "webcodex.client_id": caller.principal.clientId }, (span) => runCall(caller, tool, rawArgs, signal, span));
+  }
+
+  async function runCall(caller: Caller, requestedTool: string, requestedArgs: unknown, signal: AbortSignal, span: CallSpan): Promise<ModelResult> {
+    const started = Date.now();
+    const t0 = now();
+    const stages: Record<string, number> = {};
+    const callId = randomUUID();
+
+    const admission = await admit(caller, requestedTool, requestedArgs);
+    const { tool, args: rawArgs } = admission;
+    // The shape of the arguments as received (after unwrapping, before normalization).
+    const shape: ArgumentShapeSketch | undefined = argumentShape(rawArgs, toolDefinition(tool)?.inputSchema as ShapeSchema | undefined);
+
+    let def = toolDefinition(tool);
+    let outcome: Outcome;
+    let normalization: InputNormalization | undefined;
+    let args: Record<string, unknown> = {};
+    let projectCanonicalId = "";
+    let sessionId = "";
+    if (!admission.ok) {
+      outcome = { ok: false, failure: admission.failure };
+    } else {
+      const catalog = admission.catalog;
+      const normalized = await timedStage(stages, "normalize", () => normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) }));
+      if (!normalized.ok) {
+        outcome = { ok: false, failure: normalized.failure };
+      } else {
+        def = toolDefinition(normalized.tool) as ToolDefinition;
+        normalization = normalized.normalization;
+        args = normalized.arguments;
+        const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "" };
+        outcome = await executeSafely(def, args, ctx, callId);
+        projectCanonicalId = ctx.projectCanonicalId;
+        sessionId = ctx.sessionId;
       }
-      tool = inner;
-      rawArgs = outer.arguments["arguments"];
     }
 
-    let t = now();
-    const normalized = normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) });
-    stages["normalize"] = Math.round((now() - t) * 1000);
-    const def = normalized.ok ? toolDefinition(normalized.tool) : toolDefinition(tool);
-    const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "" };
-    const outcome: Outcome = normalized.ok ? await execute(def as ToolDefinition, normalized.arguments, ctx, callId) : { ok: false, failure: normalized.failure };
+    // The late, pure projection first, so the record can carry the sizes the model saw.
+    const projected = await timedStage(stages, "project", () => project(def, outcome, normalization, args));
+    const resultSize = outcome.ok ? measureResult(outcome.result, projected.structuredContent, args) : undefined;
 
-    t = now();
     const failure = outcome.ok ? undefined : outcome.failure;
     const effectful = def !== undefined && def.effect !== "read_only";
-    const durationUs = Math.round((now() - t0) * 1000);
-    await deps.audit.record(
-      {
-        callId,
-        clientId: caller.principal.clientId,
-        subject: caller.principal.subject,
-        tool: def?.name ?? "unknown_tool",
-        projectCanonicalId: ctx.projectCanonicalId,
-        sessionId: ctx.sessionId,
-        effect: def?.effect ?? "read_only",
-        outcome: outcome.ok ? "success" : "failure",
-        reasonCode: failure?.reason_code ?? "",
-        stateChanged: failure ? failure.state_changed : effectful && outcome.ok && outcome.result["changed"] !== false,
-        outcomeUnknown: failure?.outcome_unknown ?? false,
-        // model_ergonomics: only canonical success reports a normalization code.
-        inputNormalizationCode: outcome.ok && normalized.ok ? (normalized.normalization?.code ?? "") : "",
-        startedAtUnixMs: BigInt(started),
-        durationUs,
-        stageDurationsUs: stages,
-      },
-      effectful && outcome.ok,
-    );
-    stages["record"] = Math.round((now() - t) * 1000);
-    callsTotal?.inc({ tool: def?.name ?? "unknown_tool", outcome: outcome.ok ? "success" : failure?.reason_code ?? "failure" });
-    callSeconds?.observe((now() - t0) / 1000, { tool: def?.name ?? "unknown_tool" });
-    return project(def, outcome, normalized.ok ? normalized.normalization : undefined, normalized.ok ? normalized.arguments : {});
+    const stateChanged = failure ? failure.state_changed : effectful && outcome.ok && outcome.result["changed"] !== false;
+    const outcomeUnknown = failure?.outcome_unknown ?? false;
+    const durable = effectful && (outcome.ok || stateChanged || outcomeUnknown);
+    const toolName = def?.name ?? "unknown_tool";
+    const record: ActionRecordInit = {
+      callId,
+      clientId: caller.principal.clientId,
+      subject: caller.principal.subject,
+      tool: toolName,
+      projectCanonicalId,
+      sessionId,
+      effect: def?.effect ?? "read_only",
+      outcome: outcome.ok ? "success" : "failure",
+      reasonCode: failure?.reason_code ?? "",
+      failureStage: failure?.failure_stage ?? "",
+      stateChanged,
+      outcomeUnknown,
+      // model_ergonomics: only canonical success reports a normalization code.
+      inputNormalizationCode: outcome.ok ? (normalization?.code ?? "") : "",
+      startedAtUnixMs: BigInt(started),
+      durationUs: micros(t0),
+      // A copy: the record stage's own time is not part of the record (batched records are serialized later).
+      stageDurationsUs: { ...stages },
+      ...(shape ? { argumentShape: shape } : {}),
+      ...(resultSize ? { resultSize } : {}),
+    };
+
+    let result = projected;
+    try {
+      await timedStage(stages, "record", () => deps.audit.record(record, durable));
+    } catch (error) {
+      if (!durable) {
+        deps.logger.warn("audit record not queued", { tool: toolName, error });
+      } else {
+        deps.logger.error("effectful call not acknowledged: its audit record is not durable", { tool: toolName, error });
+        result = { structuredContent: auditNotDurableFailure(outcome, stateChanged, outcomeUnknown) as unknown as Record<string, unknown>, isError: true };
+      }
+    }
+
+    const reasonCode = result.isError ? String(result.structuredContent["reason_code"] ?? "") : "";
+    span?.setAttribute("webcodex.tool", toolName);
+    if (reasonCode) span?.setAttribute("webcodex.reason_code", reasonCode);
+    callMetrics?.observeCall({ tool: toolName, outcome: result.isError ? "failure" : "success", reasonCode, durationSeconds: (now() - t0) / 1000, stagesUs: stages });
+    return result;
   }
 
   return { call };

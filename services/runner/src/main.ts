@@ -1,7 +1,7 @@
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { RunnerBrokerService } from "@webcodex/proto";
-import { createLogger, createMetrics, onShutdown, startServiceServer } from "@webcodex/platform";
+import { createLogger, createMetrics, createTracingClientInterceptor, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createRunner, RUNNER_BUILD } from "./runner.js";
@@ -11,10 +11,12 @@ import { startRegistration } from "./registration.js";
 export async function main(env: Env = process.env): Promise<void> {
   const config = loadConfig(env);
   const logger = createLogger({ service: "runner", level: config.logLevel as LogLevel });
+  const telemetry = await startTelemetry("webcodex-runner", env, logger);
+  const metrics = createMetrics();
   const runner = createRunner({ root: config.root, logger, ...(config.runnerId ? { runnerId: config.runnerId } : {}) });
-  const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics: createMetrics(), logger });
+  const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics, logger });
   const registration = startRegistration({
-    broker: createClient(RunnerBrokerService, createConnectTransport({ baseUrl: config.brokerUrl, httpVersion: "2" })),
+    broker: createClient(RunnerBrokerService, createConnectTransport({ baseUrl: config.brokerUrl, httpVersion: "2", interceptors: [createTracingClientInterceptor({ metrics })] })),
     runnerId: runner.runnerId,
     clientId: config.clientId,
     projectId: config.projectId,
@@ -25,5 +27,5 @@ export async function main(env: Env = process.env): Promise<void> {
     logger,
   });
   logger.info("listening", { url: server.url, root: config.root });
-  onShutdown(logger, async () => { registration.stop(); await server.close(); await runner.close(); });
+  onShutdown(logger, async () => { registration.stop(); await server.close(); await runner.close(); await telemetry.shutdown(); });
 }

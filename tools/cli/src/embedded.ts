@@ -11,11 +11,12 @@ import { createClient } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AuditService, RefResolverService, RunnerBrokerService, RunnerService, ToolRegistryService } from "@webcodex/proto";
-import { createInProcessClient, createMetrics, createPgliteDatabase, startServiceServer } from "@webcodex/platform";
+import { createInProcessClient, createMetrics, createPgliteDatabase, createTracingClientInterceptor, startServiceServer } from "@webcodex/platform";
 import type { HttpHandler, Logger, ServiceServer } from "@webcodex/platform";
 import { createToolRegistry } from "@webcodex/tool-registry";
 import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
-import { createAudit, migrateAudit } from "@webcodex/audit";
+import { AUDIT_SCHEMA, createAudit, loadRetentionConfig, migrateAudit, startPartitionMaintenance } from "@webcodex/audit";
+import type { AuditRetentionConfig } from "@webcodex/audit";
 import { createMemoryRunnerRegistry, createRunnerBroker } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
@@ -36,6 +37,8 @@ export interface EmbeddedOptions {
   readOnlyClients?: readonly string[];
   /** Per-tenant tools/call limit (off when absent). */
   rateLimit?: GatewayDeps["rateLimit"];
+  /** ActionAudit retention and partition maintenance (default: 90 days, 7 ahead, hourly). */
+  auditRetention?: AuditRetentionConfig;
   logger: Logger;
 }
 
@@ -57,23 +60,32 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
   const projectDir = realpathSync(resolve(options.projectDir));
   if (!statSync(projectDir).isDirectory()) throw new Error(`${projectDir} is not a directory`);
   const logger = options.logger;
-  const db = await createPgliteDatabase(join(options.dataDir ?? defaultDataDir(), "postgres"));
+  const dataDir = options.dataDir ?? defaultDataDir();
+  const db = await createPgliteDatabase(join(dataDir, "postgres"));
   await migrateRefResolver(db);
   await migrateAudit(db);
+  const retention = options.auditRetention ?? loadRetentionConfig({});
+  const maintenance = startPartitionMaintenance(
+    db, AUDIT_SCHEMA, { retentionDays: retention.retentionDays, aheadDays: retention.partitionsAheadDays }, logger.child({ component: "audit" }), retention.maintenanceIntervalMs,
+  );
+  await maintenance.runOnce();
 
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5_000;
   const runner = createRunner({ root: projectDir, logger: logger.child({ component: "runner" }) });
-  const localRunners = new Map<string, Client<typeof RunnerService>>([["local:runner", createInProcessClient(RunnerService, runner.service)]]);
-  const refResolver = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }));
+  // In-process hops run in SERVER spans named like the distributed services, so a trace shows
+  // the same services in both modes.
+  const localRunners = new Map<string, Client<typeof RunnerService>>([["local:runner", createInProcessClient(RunnerService, runner.service, { traceAs: "runner" })]]);
+  const refResolver = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }), { traceAs: "ref-resolver" });
   const broker = createInProcessClient(
     RunnerBrokerService,
     createRunnerBroker({
       registry: createMemoryRunnerRegistry({ lostAfterMs: heartbeatIntervalMs * 2 }),
       refResolver,
-      runnerClient: (url) => localRunners.get(url) ?? createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" })),
+      runnerClient: (url) => localRunners.get(url) ?? createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2", interceptors: [createTracingClientInterceptor()] })),
       heartbeatIntervalMs,
       logger: logger.child({ component: "runner-broker" }),
     }),
+    { traceAs: "runner-broker" },
   );
   const registration = startRegistration({
     broker,
@@ -107,10 +119,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
   const url = `http://${publicHost}:${server.port}`;
   gateway = await createGateway({
     clients: {
-      toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry()),
+      toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry(), { traceAs: "tool-registry" }),
       refResolver,
       broker,
-      audit: createInProcessClient(AuditService, createAudit({ db })),
+      audit: createInProcessClient(AuditService, createAudit({ db, retentionDays: retention.retentionDays }), { traceAs: "audit" }),
     },
     authenticator: createStaticTokenAuthenticator(options.tokens),
     ...(options.oauth ? { oauth: options.oauth } : {}),
@@ -122,6 +134,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     mode: "embedded",
     // PGlite blocks the event loop for each statement: fewer, larger audit batches.
     auditFlushMs: 250,
+    // Records the in-process audit cannot take (PGlite busy or failing) survive a restart here.
+    auditSpoolDir: join(dataDir, "audit-spool"),
     version: "0.1.0",
     logger,
     metrics,
@@ -136,6 +150,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
       await server.close();
       await gateway?.close();
       await runner.close();
+      maintenance.stop();
       await db.close();
     },
   };

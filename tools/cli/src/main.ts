@@ -5,10 +5,11 @@
 import { parseArgs } from "node:util";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { createLogger, createPostgresDatabase } from "@webcodex/platform";
+import { createLogger, createPostgresDatabase, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
 import { parseDevTokensFile } from "@webcodex/gateway";
 import type { StaticTokenEntry } from "@webcodex/gateway";
+import { loadRetentionConfig } from "@webcodex/audit";
 import { defaultDataDir, startEmbedded } from "./embedded.js";
 import type { EmbeddedOptions } from "./embedded.js";
 import { startDistributed, SERVICES } from "./distributed.js";
@@ -80,9 +81,13 @@ export async function run(argv: string[]): Promise<void> {
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
       const { tokens, shown, clientId } = devTokens(env);
       const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? defaultDataDir();
-      const embedded = await startEmbedded({ projectDir: values.project, port: Number(values.port), host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env) });
+      const telemetry = await startTelemetry("webcodex-dev", env, logger);
+      const embedded = await startEmbedded({
+        projectDir: values.project, port: Number(values.port), host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env),
+        auditRetention: loadRetentionConfig(env),
+      });
       process.stdout.write(`WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`);
-      const stop = () => void embedded.close().then(() => process.exit(0), () => process.exit(1));
+      const stop = () => void embedded.close().then(() => telemetry.shutdown()).then(() => process.exit(0), () => process.exit(1));
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
       return;

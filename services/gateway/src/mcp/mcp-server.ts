@@ -1,10 +1,15 @@
 /**
  * The one MCP SDK Server of a gateway process, connected to the multiplexing transport.
  * tools/list serves the pre-serialized Direct catalog of the caller's admission; tools/call
- * runs the pipeline.
+ * runs the pipeline. The logging, resources and prompts capabilities are declared so Hosts
+ * and the conformance suite can probe them: WebCodex offers no resources or prompts and
+ * sends no log notifications, so the lists are empty and logging/setLevel is accepted as is.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema, ErrorCode, ListPromptsRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ListToolsRequestSchema, McpError,
+  SetLevelRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { HostProfile } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
 import type { CatalogCache } from "../catalog-cache.js";
@@ -26,7 +31,18 @@ function callerOf(extra: { authInfo?: { extra?: Record<string, unknown> } }): Ca
 }
 
 export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: CatalogCache; hostProfile: HostProfile; version: string }): Promise<MultiplexTransport> {
-  const server = new Server({ name: "webcodex", version: deps.version }, { capabilities: { tools: { listChanged: false } }, instructions: SERVER_INSTRUCTIONS });
+  const server = new Server(
+    { name: "webcodex", version: deps.version },
+    { capabilities: { tools: { listChanged: false }, logging: {}, resources: {}, prompts: {} }, instructions: SERVER_INSTRUCTIONS },
+  );
+  // Constant answers, built once: no per-request work on these paths.
+  const noResources = { resources: [] };
+  const noResourceTemplates = { resourceTemplates: [] };
+  const noPrompts = { prompts: [] };
+  server.setRequestHandler(SetLevelRequestSchema, async () => ({}));
+  server.setRequestHandler(ListResourcesRequestSchema, async () => noResources);
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => noResourceTemplates);
+  server.setRequestHandler(ListPromptsRequestSchema, async () => noPrompts);
   server.setRequestHandler(ListToolsRequestSchema, async (_req, extra) => {
     const caller = callerOf(extra);
     const catalog = await deps.catalogs.get(caller.admissionProfile, deps.hostProfile);

@@ -1,0 +1,194 @@
+/**
+ * The call pipeline's audit contract, with in-memory peers: every tools/call yields exactly
+ * one ActionAudit record (refusals included) carrying the argument shape, the failure stage
+ * and, for a success, the result sizes; an effectful call whose record cannot be made durable
+ * is not acknowledged as a success.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { ConnectError, Code } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
+import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
+import { listedTools, ReasonCode, FailureStage, toolDefinitions, toolFailure } from "@webcodex/contracts";
+import type { ToolDefinition } from "@webcodex/contracts";
+import { argumentShape, createLogger, createMetrics, failureToWire } from "@webcodex/platform";
+import type { Metrics } from "@webcodex/platform";
+import type { Caller } from "./auth.js";
+import { AuditNotDurableError } from "./audit-recorder.js";
+import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
+import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
+import { createPipeline } from "./pipeline.js";
+
+const caller: Caller = { principal: { clientId: "acme", subject: "alice" }, admissionProfile: "full", scopes: ["webcodex:read", "webcodex:write"] };
+const project = { canonicalId: "agent:acme:demo", rootIdentity: "root-1", name: "demo" };
+
+function catalogOf(defs: readonly ToolDefinition[]): AdmittedCatalog {
+  return { version: "test", admitted: new Map(defs.map((d) => [d.name, d])), listed: listedTools(defs), toolsListResult: { tools: [] } };
+}
+
+/** A recorder that keeps what the pipeline asked it to record, and may refuse durable records. */
+function recordingAudit(refuseDurable = false) {
+  const records: Array<{ record: ActionRecordInit; durable: boolean }> = [];
+  const audit: AuditRecorder = {
+    async record(record, durable) {
+      records.push({ record, durable });
+      if (durable && refuseDurable) throw new AuditNotDurableError(new Error("audit down, spool full"));
+    },
+    flush: async () => undefined,
+    replay: async () => 0,
+    backlog: () => 0,
+    close: async () => undefined,
+  };
+  return { audit, records };
+}
+
+type DispatchAnswer = { resultJson: string } | { failure: ReturnType<typeof failureToWire> };
+
+function pipelineWith(options: { audit: AuditRecorder; catalogs?: CatalogCache; dispatch?: () => DispatchAnswer; metrics?: Metrics }) {
+  const refResolver = {
+    resolveProject: async () => ({ project }),
+    listProjects: async () => ({ projects: [] }),
+  } as unknown as Client<typeof RefResolverService>;
+  const broker = {
+    dispatch: async () => (options.dispatch ?? (() => ({ resultJson: "{}" })))(),
+  } as unknown as Client<typeof RunnerBrokerService>;
+  return createPipeline({
+    catalogs: options.catalogs ?? { get: async () => catalogOf(toolDefinitions()) },
+    refResolver,
+    broker,
+    audit: options.audit,
+    hostProfile: "generic",
+    serverInfo: { name: "webcodex", version: "test", mode: "embedded" },
+    logger: createLogger({ service: "test", level: "silent" }),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+  });
+}
+
+const signal = new AbortController().signal;
+const readFilesResult = { items: [{ path: "README.md", content: "# demo\n", read_revision: "r1", success: true }] };
+const editResult = { changed: true, files: [{ path: "README.md", read_revision: "r2" }] };
+
+describe("pipeline audit", () => {
+  it("a read-only success is recorded once, batched, with shape, sizes and stage times but no values", async () => {
+    const { audit, records } = recordingAudit();
+    const pipeline = pipelineWith({ audit, dispatch: () => ({ resultJson: JSON.stringify(readFilesResult) }) });
+    const result = await pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "README.md" }] }, signal);
+    assert.equal(result.isError, false);
+    assert.equal(records.length, 1);
+    const [{ record, durable }] = records as [{ record: ActionRecordInit; durable: boolean }];
+    assert.equal(durable, false, "read-only records may be batched");
+    assert.equal(record.tool, "read_files");
+    assert.equal(record.outcome, "success");
+    assert.equal(record.failureStage, "");
+    assert.equal(record.projectCanonicalId, project.canonicalId);
+    assert.match(record.argumentShape?.fingerprint ?? "", /^[0-9a-f]{16}$/);
+    assert.ok((record.resultSize?.canonicalBytes ?? 0) > 0);
+    assert.equal(record.resultSize?.projectedBytes, Buffer.byteLength(JSON.stringify(result.structuredContent)), "sizes are of what the model saw");
+    assert.deepEqual(Object.keys(record.stageDurationsUs ?? {}).sort(), ["dispatch", "normalize", "project", "resolve"]);
+    assert.doesNotMatch(JSON.stringify(record, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)), /README|~p1/);
+  });
+
+  it("a catalog failure is recorded as an admission failure", async () => {
+    const { audit, records } = recordingAudit();
+    const catalogs: CatalogCache = { get: () => Promise.reject(new ConnectError("registry down", Code.Unavailable)) };
+    const result = await pipelineWith({ audit, catalogs }).call(caller, "read_files", { project: "~p1", files: [{ path: "a" }] }, signal);
+    assert.equal(result.isError, true);
+    assert.equal(result.structuredContent["reason_code"], ReasonCode.dependencyUnavailable);
+    assert.equal(records.length, 1);
+    assert.equal(records[0]?.record.tool, "read_files");
+    assert.equal(records[0]?.record.failureStage, FailureStage.admission);
+    assert.equal(records[0]?.record.resultSize, undefined, "failures carry no result size");
+    assert.match(records[0]?.record.argumentShape?.fingerprint ?? "", /^[0-9a-f]{16}$/);
+  });
+
+  it("call_runtime_tool rejections are recorded under the inner tool, with the inner arguments' shape", async () => {
+    const { audit, records } = recordingAudit();
+    const pipeline = pipelineWith({ audit });
+    const refused = await pipeline.call(caller, "call_runtime_tool", { tool: "present_work_result", arguments: { title: "x" } }, signal);
+    assert.equal(refused.structuredContent["reason_code"], ReasonCode.presentationToolNotCallable);
+    const malformed = await pipeline.call(caller, "call_runtime_tool", { tool: 42 }, signal);
+    assert.equal(malformed.isError, true);
+    assert.deepEqual(records.map((r) => [r.record.tool, r.record.outcome, r.record.failureStage]), [
+      ["present_work_result", "failure", FailureStage.admission],
+      ["call_runtime_tool", "failure", FailureStage.normalization],
+    ]);
+    const innerShape = argumentShape({ title: "x" }, toolDefinitions().find((d) => d.name === "present_work_result")?.inputSchema as never);
+    assert.equal(records[0]?.record.argumentShape?.fingerprint, innerShape?.fingerprint);
+  });
+
+  it("an effectful success whose record is not durable is reported as audit_not_durable, saying the change happened", async () => {
+    const { audit, records } = recordingAudit(true);
+    const metrics = createMetrics();
+    const pipeline = pipelineWith({ audit, metrics, dispatch: () => ({ resultJson: JSON.stringify(editResult) }) });
+    const args = { project: "~p1", changes: [{ kind: "create", path: "new.txt", content: "hello\n" }] };
+    const result = await pipeline.call(caller, "edit_project_files", args, signal);
+    assert.equal(records.length, 1);
+    assert.equal(records[0]?.durable, true);
+    assert.equal(records[0]?.record.outcome, "success", "the record keeps the canonical outcome");
+    assert.equal(result.isError, true);
+    assert.equal(result.structuredContent["reason_code"], ReasonCode.dependencyUnavailable);
+    assert.equal(result.structuredContent["detail_code"], "audit_not_durable");
+    assert.equal(result.structuredContent["failure_stage"], FailureStage.record);
+    assert.equal(result.structuredContent["state_changed"], true);
+    assert.equal(result.structuredContent["outcome_unknown"], false);
+    assert.deepEqual(result.structuredContent["evidence"], { call_outcome: "success" });
+    assert.match(metrics.render(), /webcodex_tool_call_failures_total\{reason_code="dependency_unavailable",tool="edit_project_files"\} 1/);
+  });
+
+  it("effectful failures need a durable record only when state changed or the outcome is unknown", async () => {
+    const failures = [
+      toolFailure(ReasonCode.staleReadRevision, FailureStage.preflight),
+      toolFailure(ReasonCode.applyFailed, FailureStage.apply, { state_changed: true }),
+      toolFailure(ReasonCode.runnerLost, FailureStage.execution, { outcome_unknown: true }),
+    ];
+    const { audit, records } = recordingAudit(true);
+    let next = 0;
+    const pipeline = pipelineWith({ audit, dispatch: () => ({ failure: failureToWire(failures[next++] as never) }) });
+    const args = { project: "~p1", changes: [{ kind: "create", path: "new.txt", content: "x" }] };
+    const results = [];
+    for (let i = 0; i < failures.length; i++) results.push(await pipeline.call(caller, "edit_project_files", args, signal));
+    assert.deepEqual(records.map((r) => [r.record.reasonCode, r.record.failureStage, r.durable]), [
+      ["stale_read_revision", "preflight", false],
+      ["apply_failed", "apply", true],
+      ["runner_lost", "execution", true],
+    ]);
+    assert.equal(results[0]?.structuredContent["reason_code"], "stale_read_revision", "a non-durable failure record does not change the answer");
+    assert.deepEqual(results.slice(1).map((r) => [r.structuredContent["detail_code"], r.structuredContent["state_changed"], r.structuredContent["outcome_unknown"], r.structuredContent["evidence"]]), [
+      ["audit_not_durable", true, false, { call_outcome: "failure", call_reason_code: "apply_failed" }],
+      ["audit_not_durable", false, true, { call_outcome: "failure", call_reason_code: "runner_lost" }],
+    ]);
+  });
+
+  it("a call needing a scope the caller lacks is refused at admission, recorded, and never dispatched", async () => {
+    const { audit, records } = recordingAudit();
+    let dispatched = 0;
+    const pipeline = pipelineWith({ audit, dispatch: () => { dispatched += 1; return { resultJson: JSON.stringify(editResult) }; } });
+    const reader: Caller = { ...caller, scopes: ["webcodex:read"] };
+    const edit = { project: "~p1", changes: [{ kind: "create", path: "n.txt", content: "x" }] };
+    const direct = await pipeline.call(reader, "edit_project_files", edit, signal);
+    const forwarded = await pipeline.call(reader, "call_runtime_tool", { tool: "edit_project_files", arguments: edit }, signal);
+    const read = await pipeline.call(reader, "read_files", { project: "~p1", files: [{ path: "README.md" }] }, signal);
+    for (const refused of [direct, forwarded]) {
+      assert.equal(refused.structuredContent["reason_code"], ReasonCode.insufficientScope);
+      assert.equal(refused.structuredContent["failure_stage"], FailureStage.admission);
+    }
+    assert.equal(read.isError, false, "read scope suffices for a read");
+    assert.equal(dispatched, 1, "only the read was dispatched");
+    assert.deepEqual(records.map((r) => [r.record.tool, r.record.reasonCode]), [
+      ["edit_project_files", "insufficient_scope"],
+      ["edit_project_files", "insufficient_scope"],
+      ["read_files", ""],
+    ]);
+    assert.equal(records[0]?.record.argumentShape?.fingerprint, records[1]?.record.argumentShape?.fingerprint, "the forwarded call is recorded with the inner arguments");
+  });
+
+  it("an unexpected error in a stage still produces one record and a structured failure", async () => {
+    const { audit, records } = recordingAudit();
+    // The fake broker has no getFleetStatus: get_runtime_status throws a TypeError mid-call.
+    const result = await pipelineWith({ audit }).call(caller, "get_runtime_status", {}, signal);
+    assert.equal(result.isError, true);
+    assert.equal(result.structuredContent["reason_code"], ReasonCode.internal);
+    assert.equal(result.structuredContent["outcome_unknown"], false, "a read-only call changed nothing");
+    assert.deepEqual(records.map((r) => [r.record.tool, r.record.reasonCode, r.record.failureStage, r.durable]), [["get_runtime_status", "internal", "dispatch", false]]);
+  });
+});
