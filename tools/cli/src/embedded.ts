@@ -16,7 +16,10 @@ import type { HttpHandler, Logger, ServiceServer } from "@webcodex/platform";
 import { createToolRegistry } from "@webcodex/tool-registry";
 import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
 import { createAudit, migrateAudit } from "@webcodex/audit";
-import { createMemoryRunnerRegistry, createRunnerBroker } from "@webcodex/runner-broker";
+import {
+  createJobStore, createLeaseStore, createMemoryLeaseBackend, createMemoryLiveJobBackend, createMemoryRunnerRegistry,
+  createPostgresFenceHighWaterMark, createRunnerBroker, migrateRunnerBroker,
+} from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
 import type { Gateway, GatewayDeps, StaticTokenEntry } from "@webcodex/gateway";
@@ -60,6 +63,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
   const db = await createPgliteDatabase(join(options.dataDir ?? defaultDataDir(), "postgres"));
   await migrateRefResolver(db);
   await migrateAudit(db);
+  await migrateRunnerBroker(db);
 
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5_000;
   const runner = createRunner({ root: projectDir, logger: logger.child({ component: "runner" }) });
@@ -72,6 +76,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
       refResolver,
       runnerClient: (url) => localRunners.get(url) ?? createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" })),
       heartbeatIntervalMs,
+      // Fences survive restarts through the PGlite high-water mark, as they survive a Redis
+      // wipe in distributed mode; Job records are kept the same way.
+      leases: createLeaseStore(createMemoryLeaseBackend(), createPostgresFenceHighWaterMark(db)),
+      jobs: createJobStore({ live: createMemoryLiveJobBackend(), db }),
       logger: logger.child({ component: "runner-broker" }),
     }),
   );
@@ -84,6 +92,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     build: RUNNER_BUILD,
     capabilities: runner.handlers.capabilities,
     endpointUrl: "local:runner",
+    fence: runner.fence,
     logger: logger.child({ component: "runner" }),
   });
   await registration.registered;
