@@ -136,7 +136,7 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       }
       const status = await callTool(client, "call_runtime_tool", { tool: "get_runtime_status", arguments: {} });
       assert.equal(status.isError, false);
-      assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0 });
+      assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0, standby: 0 });
     });
 
     it("call_runtime_tool refuses Direct-only presentation tools and unknown names", async () => {

@@ -155,6 +155,33 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     assert.ok(progress.length >= 1, "at least one progress notification while waiting");
   });
 
+  it("get_runtime_status is sparse by default (the broker's canonical counts, no rows, capabilities or timestamps); compact: false adds diagnostics", async () => {
+    const first = await callTool(client, "run_shell", { project, command: "sleep 2", wait_ms: 100 });
+    assert.equal(first.result["execution_state"], "pending");
+    const sparse = await callTool(client, "get_runtime_status", {});
+    assert.equal(sparse.isError, false, JSON.stringify(sparse.result));
+    assert.deepEqual(sparse.result["runners"], { total: 1, connected: 1, lost: 0, standby: 0 });
+    assert.deepEqual(sparse.result["projects"], { total: 1, routable: 1 });
+    const jobs = sparse.result["jobs"] as Record<string, number>;
+    assert.ok(jobs["active"]! >= 1 && jobs["running"]! >= 1, JSON.stringify(jobs));
+    assert.deepEqual(sparse.result["connection_states"], { connected: 1 });
+    assert.equal((sparse.result["protocol"] as Record<string, unknown>)["aligned"], true);
+    assert.equal((sparse.result["build"] as Record<string, unknown>)["aligned"], true);
+    const text = JSON.stringify(sparse.result);
+    for (const absent of ["runner_details", "capabilities", "last_heartbeat", "fence", "catalog_version"]) assert.equal(text.includes(absent), false, absent);
+    assert.deepEqual((await callTool(client, "get_runtime_status", { summary_only: true })).result, sparse.result, "summary_only is the same sparse status");
+
+    const full = await callTool(client, "get_runtime_status", { compact: false });
+    const rows = full.result["runner_details"] as Array<Record<string, unknown>>;
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]?.["lease_held"], true);
+    assert.ok(Number(rows[0]?.["fence"]) > 0);
+    const capabilities = rows[0]?.["capabilities"] as string[];
+    for (const c of ["apply_text_edit_expected_match_count", "fenced_execution_v1"]) assert.ok(capabilities.includes(c), JSON.stringify(capabilities));
+    assert.deepEqual(full.result["runners"], sparse.result["runners"], "both modes count the same way");
+    await follow(first);
+  });
+
   it("a Runner killed mid-Job and restarted: the Job is lost_after_reconcile with outcome_unknown, never re-run", async () => {
     const first = await callTool(client, "run_shell", { project, command: "echo $$ > lost.pid; echo run >> runs.log; sleep 30", wait_ms: 200 });
     assert.equal(first.result["execution_state"], "pending");
@@ -177,5 +204,7 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     const job = (observed.result["jobs"] as Array<Record<string, unknown>>)[0];
     assert.deepEqual([job?.["state"], job?.["outcome_unknown"]], ["lost_after_reconcile", true]);
     assert.equal(readFileSync(join(projectDir, "runs.log"), "utf8"), "run\n", "reconciliation never re-runs the Job");
+    const status = await callTool(client, "get_runtime_status", {});
+    assert.equal((status.result["jobs"] as Record<string, number>)["lost_after_reconcile"], 1, "counted once, by the broker's counting path");
   });
 });
