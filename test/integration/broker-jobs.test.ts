@@ -55,27 +55,31 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
   const loops: RegistrationLoop[] = [];
   const runners: Runner[] = [];
 
+  let redisUrl: string;
+  /** A broker over real Redis (its own key prefix) and Postgres, reaching Runners by endpoint. */
+  const newBroker = (prefix: string, concurrencyLimit: number) => createInProcessClient(RunnerBrokerService, createRunnerBroker({
+    registry: createRedisRunnerRegistry(redis, { lostAfterMs: HEARTBEAT_MS * 2, prefix }),
+    leases: createLeaseStore(createRedisLeaseBackend(redis, { prefix }), createPostgresFenceHighWaterMark(db)),
+    concurrency: createRedisConcurrencyLimiter(redis, { limit: concurrencyLimit, prefix }),
+    jobs: createJobStore({ live: createRedisLiveJobBackend(redis, { prefix }), db }),
+    refResolver: createInProcessClient(RefResolverService, createRefResolver({ db })),
+    runnerClient: (url) => {
+      // Resolved per call: a "restarted" Runner serves the same endpoint.
+      const service = new Proxy({}, { get: (_t, method: string) => (...a: unknown[]) => (endpoints.get(url)!.service as unknown as Record<string, (...x: unknown[]) => unknown>)[method]!(...a) });
+      return createInProcessClient(RunnerService, service as Runner["service"]);
+    },
+    heartbeatIntervalMs: HEARTBEAT_MS,
+    logger,
+  }));
+
   before(async () => {
     tdb = await createTestDatabase();
     db = createPostgresDatabase({ url: tdb.url });
     await migrateRunnerBroker(db);
     await migrateRefResolver(db);
-    redis = createRedis((await backingServices()).redisUrl);
-    const prefix = redisKeyPrefix();
-    broker = createInProcessClient(RunnerBrokerService, createRunnerBroker({
-      registry: createRedisRunnerRegistry(redis, { lostAfterMs: HEARTBEAT_MS * 2, prefix }),
-      leases: createLeaseStore(createRedisLeaseBackend(redis, { prefix }), createPostgresFenceHighWaterMark(db)),
-      concurrency: createRedisConcurrencyLimiter(redis, { limit: 32, prefix }),
-      jobs: createJobStore({ live: createRedisLiveJobBackend(redis, { prefix }), db }),
-      refResolver: createInProcessClient(RefResolverService, createRefResolver({ db })),
-      runnerClient: (url) => {
-        // Resolved per call: a "restarted" Runner serves the same endpoint.
-        const service = new Proxy({}, { get: (_t, method: string) => (...a: unknown[]) => (endpoints.get(url)!.service as unknown as Record<string, (...x: unknown[]) => unknown>)[method]!(...a) });
-        return createInProcessClient(RunnerService, service as Runner["service"]);
-      },
-      heartbeatIntervalMs: HEARTBEAT_MS,
-      logger,
-    }));
+    redisUrl = (await backingServices()).redisUrl;
+    redis = createRedis(redisUrl);
+    broker = newBroker(redisKeyPrefix(), 32);
   });
   after(async () => {
     for (const l of loops) l.stop();
@@ -86,12 +90,12 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
   });
 
   /** Starts a real Runner on a directory and keeps it registered (heartbeats) with the broker. */
-  const startRunner = async (o: { clientId: string; projectId: string; dir: string; runnerId: string; endpoint: string }) => {
+  const startRunner = async (o: { clientId: string; projectId: string; dir: string; runnerId: string; endpoint: string; via?: Client<typeof RunnerBrokerService> }) => {
     const runner = createRunner({ root: o.dir, logger, runnerId: o.runnerId });
     runners.push(runner);
     endpoints.set(o.endpoint, runner);
     const loop = startRegistration({
-      broker, runnerId: runner.runnerId, clientId: o.clientId, projectId: o.projectId, rootIdentity: await runner.rootIdentity(),
+      broker: o.via ?? broker, runnerId: runner.runnerId, clientId: o.clientId, projectId: o.projectId, rootIdentity: await runner.rootIdentity(),
       build: RUNNER_BUILD, capabilities: runner.handlers.capabilities, endpointUrl: o.endpoint, fence: runner.fence, logger,
     });
     loops.push(loop);
@@ -99,8 +103,8 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
     return { runner, loop, rootIdentity: await runner.rootIdentity() };
   };
 
-  const call = async (project: string, rootIdentity: string, tool: string, args: Record<string, unknown>) => {
-    const res = await broker.dispatch({ callId: `c-${Math.random()}`, projectCanonicalId: project, rootIdentity, tool, argumentsJson: JSON.stringify(args) });
+  const call = async (project: string, rootIdentity: string, tool: string, args: Record<string, unknown>, via = broker) => {
+    const res = await via.dispatch({ callId: `c-${Math.random()}`, projectCanonicalId: project, rootIdentity, tool, argumentsJson: JSON.stringify(args) });
     return { failure: res.failure, result: res.resultJson ? (JSON.parse(res.resultJson) as Record<string, unknown>) : {} };
   };
 
@@ -178,6 +182,23 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
     const status = await broker.getFleetStatus({ clientId: "tenant-j", summaryOnly: true });
     assert.ok((status.summary?.jobs?.lostAfterReconcile ?? 0) >= 1, "counted by the one counting path");
     await first.runner.close();
+  });
+
+  it("a Project saturated by waiting calls does not starve the Job sync: running Jobs keep their live lease", async () => {
+    const prefix = redisKeyPrefix();
+    const busy = newBroker(prefix, 2);
+    const dir = createProjectDir({ "a.txt": "a\n" }, { name: "jobs-busy" });
+    const r = await startRunner({ clientId: "tenant-j", projectId: "jobs-busy", dir, runnerId: "runner-busy", endpoint: "ep-busy", via: busy });
+    const project = "agent:tenant-j:jobs-busy";
+    const started = await call(project, r.rootIdentity, "run_shell", { command: "sleep 2.5; echo ok", wait_ms: 50 }, busy);
+    const key = { projectCanonicalId: project, jobId: String(started.result["job_id"]) };
+    // Both admission slots are held by waits for longer than the Job's live lease (600 ms).
+    const waits = [0, 1].map(() => call(project, r.rootIdentity, "wait_for_job_terminal", { job_id: key.jobId, wait_ms: 5_000 }, busy));
+    await sleep(300);
+    assert.equal((await call(project, r.rootIdentity, "observe_jobs", { job_ids: [key.jobId] }, busy)).failure?.reasonCode, "rate_limited", "the Project is saturated");
+    await sleep(1_200);
+    assert.ok(await createRedisLiveJobBackend(redis, { prefix }).get(key), "the sync renewed the live lease past its TTL");
+    for (const w of await Promise.all(waits)) assert.equal(w.result["output"], "ok\n");
   });
 
   it("another tenant's Job id gets exactly the answer of a nonexistent one", async () => {

@@ -136,9 +136,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
    * caller's abort (MCP notifications/cancelled through the gateway) reaches the Runner, which
    * stops the process group of a run that has not returned yet.
    */
-  const runOn = async (runner: RunnerState, fence: number, call: RunnerCall, signal: AbortSignal): Promise<{ answer: Answer; reached: boolean }> => {
+  const runOn = async (runner: RunnerState, fence: number, call: RunnerCall, signal: AbortSignal, unmetered = false): Promise<{ answer: Answer; reached: boolean }> => {
     const def = toolDefinition(call.tool);
-    const slot = await limiter.tryAcquire(call.projectCanonicalId, call.callId, dispatchTimeoutMs + 5_000);
+    const slot = unmetered ? { admitted: true as const } : await limiter.tryAcquire(call.projectCanonicalId, call.callId, dispatchTimeoutMs + 5_000);
     if (!slot.admitted) {
       return { reached: true, answer: failure(toolFailure(ReasonCode.rateLimited, FailureStage.dispatch, {
         detail_code: "project_concurrency_limit",
@@ -164,7 +164,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         message: notStarted ? "The project's Runner is not reachable; nothing was run." : "The connection to the Runner broke during the call.",
       })) };
     } finally {
-      await limiter.release(call.projectCanonicalId, call.callId).catch((error: unknown) => deps.logger.warn("concurrency slot release failed", { error }));
+      if (!unmetered) await limiter.release(call.projectCanonicalId, call.callId).catch((error: unknown) => deps.logger.warn("concurrency slot release failed", { error }));
     }
   };
 
@@ -175,8 +175,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         // One heartbeat of slack over the Project lease: a Job outlives one missed sync.
         jobLeaseTtlMs: leaseTtlMs + deps.heartbeatIntervalMs,
         logger: deps.logger,
-        call: (runner, tool, args, fence, signal) =>
-          runOn(runner, fence, { callId: randomUUID(), tool, argumentsJson: JSON.stringify(args), rootIdentity: runner.rootIdentity, projectCanonicalId: runner.canonicalId }, signal ?? new AbortController().signal),
+        call: (runner, tool, args, fence, signal, bookkeeping) =>
+          runOn(runner, fence, { callId: randomUUID(), tool, argumentsJson: JSON.stringify(args), rootIdentity: runner.rootIdentity, projectCanonicalId: runner.canonicalId }, signal ?? new AbortController().signal, bookkeeping),
       })
     : undefined;
 

@@ -39,8 +39,12 @@ export interface JobDeskDeps<F> {
   /** How long a live Job stays live without its owner confirming it (longer than a heartbeat). */
   jobLeaseTtlMs: number;
   logger: Logger;
-  /** One call on one Runner; `reached` is false when the Runner could not be reached. */
-  call(runner: RunnerState, tool: string, args: Record<string, unknown>, fence: number, signal?: AbortSignal): Promise<{ answer: RunnerAnswer<F>; reached: boolean }>;
+  /**
+   * One call on one Runner; `reached` is false when the Runner could not be reached.
+   * `bookkeeping` calls (the broker's own Job sync) bypass per-Project concurrency admission:
+   * a busy Project must not starve the sync and so lose Jobs that are still running.
+   */
+  call(runner: RunnerState, tool: string, args: Record<string, unknown>, fence: number, signal?: AbortSignal, bookkeeping?: boolean): Promise<{ answer: RunnerAnswer<F>; reached: boolean }>;
 }
 
 type Json = Record<string, unknown>;
@@ -139,7 +143,12 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
     if (rec.terminal || state === undefined) return;
     const key: JobKey = { projectCanonicalId: rec.projectCanonicalId, jobId: rec.jobId };
     if (state === "running") {
-      await d.jobs.update(key, rec.fence, {}, d.jobLeaseTtlMs);
+      const w = await d.jobs.update(key, rec.fence, {}, d.jobLeaseTtlMs);
+      // Live state gone (Redis lost it) while the owner still runs the Job: restore it, unless
+      // reconciliation already closed the record.
+      if (!w.ok && w.reason === "not_found") {
+        await d.jobs.start({ ...key, clientId: rec.clientId, runnerId: rec.runnerId, tool: rec.tool, fence: rec.fence, state: "running", ...(rec.callId ? { callId: rec.callId } : {}) }, d.jobLeaseTtlMs);
+      }
     } else if (state === "unknown") {
       const w = await d.jobs.lose(key, rec.fence);
       if (w.ok) d.logger.warn("job lost: its Runner no longer has it", { job_id: rec.jobId, runner_id: rec.runnerId, project: rec.projectCanonicalId });
@@ -185,7 +194,7 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
         const open = await d.jobs.openJobs({ clientId: runner.clientId, runnerId: runner.runnerId });
         for (let i = 0; i < open.length; i += OBSERVE_BATCH) {
           const batch = open.slice(i, i + OBSERVE_BATCH);
-          const { answer: a, reached } = await d.call(runner, "observe_jobs", { job_ids: batch.map((j) => j.jobId) }, 0, AbortSignal.timeout(d.jobLeaseTtlMs));
+          const { answer: a, reached } = await d.call(runner, "observe_jobs", { job_ids: batch.map((j) => j.jobId) }, 0, AbortSignal.timeout(d.jobLeaseTtlMs), true);
           if (!reached || a.failure) return;
           const seen = new Map(((parse(a.resultJson)?.["jobs"] ?? []) as Json[]).map((j) => [j["job_id"], j]));
           for (const rec of batch) {
@@ -246,7 +255,8 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
           unrecorded.push(ids[i]!);
           continue;
         }
-        const owner = rec.terminal ? undefined : await liveOwner(rec);
+        // Even for a closed record the live owner still has the full snapshot (output tails).
+        const owner = await liveOwner(rec);
         if (!owner) {
           orphaned.push(rec);
           continue;
@@ -257,7 +267,9 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
       }
       for (const { owner, recs: owned } of byOwner.values()) {
         const { answer: a, reached } = await d.call(owner, "observe_jobs", { job_ids: owned.map((r) => r.jobId) }, 0, signal);
-        const seen = reached && !a.failure ? new Map(((parse(a.resultJson)?.["jobs"] ?? []) as Json[]).map((j) => [j["job_id"], j])) : undefined;
+        // A refusal by a live owner (admission, validation) is the answer; only silence means gone.
+        if (reached && a.failure) return a;
+        const seen = reached ? new Map(((parse(a.resultJson)?.["jobs"] ?? []) as Json[]).map((j) => [j["job_id"], j])) : undefined;
         for (const rec of owned) {
           const obs = seen?.get(rec.jobId);
           const state = obs ? stateOf(obs) : undefined;
