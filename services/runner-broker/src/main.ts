@@ -5,7 +5,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { RefResolverService, RunnerService } from "@webcodex/proto";
 import { createLogger, createMetrics, createPostgresDatabase, createRedis, onShutdown, readinessFrom, startServiceServer, startTelemetry } from "@webcodex/platform";
-import type { Env, LogLevel, Logger } from "@webcodex/platform";
+import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
 import { createRedisRunnerRegistry } from "./runner-registry.js";
@@ -13,7 +13,7 @@ import { createLeaseStore } from "./leases/lease-store.js";
 import { createRedisLeaseBackend } from "./leases/redis-lease-backend.js";
 import { createPostgresFenceHighWaterMark } from "./leases/fence-hwm.js";
 import { createRedisConcurrencyLimiter } from "./admission/concurrency.js";
-import { createJobStore } from "./jobs/job-store.js";
+import { createJobStore, startJobReconciler } from "./jobs/job-store.js";
 import { createRedisLiveJobBackend } from "./jobs/live-job-backends.js";
 import { migrateRunnerBroker } from "./migrations.js";
 import { createKubernetesProvisioner, loadRunnerPodTemplate } from "./provisioning/kubernetes.js";
@@ -85,7 +85,7 @@ export async function main(env: Env = process.env): Promise<void> {
     readiness: readinessFrom({ redis: async () => { await redis.ping(); }, postgres: () => db.ping() }),
   });
   brokerUrl ||= server.url;
-  const reconciler = startReconciler(jobs, config.jobReconcileIntervalMs, logger);
+  const reconciler = startJobReconciler(jobs, config.jobReconcileIntervalMs, logger);
   logger.info("listening", { url: server.url, provisioner: config.provisioner, runner_token: config.runnerToken ? "required" : "off" });
   onShutdown(logger, async () => {
     reconciler.stop();
@@ -95,17 +95,4 @@ export async function main(env: Env = process.env): Promise<void> {
     await db.close();
     await telemetry.shutdown();
   });
-}
-
-/** Periodically closes Jobs whose live state vanished as lost_after_reconcile. */
-function startReconciler(jobs: ReturnType<typeof createJobStore>, intervalMs: number, logger: Logger): { stop(): void } {
-  if (intervalMs <= 0) return { stop: () => undefined };
-  const timer = setInterval(() => {
-    jobs.reconcile().then(
-      (lost) => { if (lost.length > 0) logger.warn("jobs lost after reconcile", { count: lost.length }); },
-      (error: unknown) => logger.warn("job reconciliation failed", { error }),
-    );
-  }, intervalMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
 }

@@ -18,7 +18,7 @@ import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
 import { createAudit, migrateAudit } from "@webcodex/audit";
 import {
   createJobStore, createLeaseStore, createMemoryLeaseBackend, createMemoryLiveJobBackend, createMemoryRunnerRegistry,
-  createPostgresFenceHighWaterMark, createRunnerBroker, migrateRunnerBroker,
+  createPostgresFenceHighWaterMark, createRunnerBroker, migrateRunnerBroker, startJobReconciler,
 } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
@@ -69,6 +69,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
   const runner = createRunner({ root: projectDir, logger: logger.child({ component: "runner" }) });
   const localRunners = new Map<string, Client<typeof RunnerService>>([["local:runner", createInProcessClient(RunnerService, runner.service)]]);
   const refResolver = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }));
+  const jobs = createJobStore({ live: createMemoryLiveJobBackend(), db });
+  // Records left open by an earlier run (its in-process live state died with it) are closed
+  // as lost_after_reconcile.
+  const reconciler = startJobReconciler(jobs, 30_000, logger.child({ component: "runner-broker" }));
   const broker = createInProcessClient(
     RunnerBrokerService,
     createRunnerBroker({
@@ -79,7 +83,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
       // Fences survive restarts through the PGlite high-water mark, as they survive a Redis
       // wipe in distributed mode; Job records are kept the same way.
       leases: createLeaseStore(createMemoryLeaseBackend(), createPostgresFenceHighWaterMark(db)),
-      jobs: createJobStore({ live: createMemoryLiveJobBackend(), db }),
+      jobs,
       logger: logger.child({ component: "runner-broker" }),
     }),
   );
@@ -141,6 +145,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     mcpUrl: `${url}/mcp`,
     server,
     async close() {
+      reconciler.stop();
       registration.stop();
       await server.close();
       await gateway?.close();

@@ -9,7 +9,7 @@
  * expired, or Redis lost its data) as `lost_after_reconcile` with outcome unknown: never
  * reported as success. `counts` is the one canonical Job counting path for fleet status.
  */
-import type { Queryable } from "@webcodex/platform";
+import type { Logger, Queryable } from "@webcodex/platform";
 
 export const LIVE_JOB_STATES = ["queued", "running", "recovering"] as const;
 export type LiveJobState = (typeof LIVE_JOB_STATES)[number];
@@ -321,4 +321,20 @@ export function createJobStore(o: JobStoreOptions): JobStore {
       return c;
     },
   };
+}
+
+/**
+ * Periodically closes Jobs whose live state vanished as lost_after_reconcile (both modes:
+ * after a restart the embedded broker's in-process live state is gone too). 0 disables it.
+ */
+export function startJobReconciler(jobs: JobStore, intervalMs: number, logger: Logger): { stop(): void } {
+  if (intervalMs <= 0) return { stop: () => undefined };
+  const timer = setInterval(() => {
+    jobs.reconcile().then(
+      (lost) => { if (lost.length > 0) logger.warn("jobs lost after reconcile", { count: lost.length }); },
+      (error: unknown) => logger.warn("job reconciliation failed", { error }),
+    );
+  }, intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }
