@@ -100,8 +100,12 @@ export interface JobStore {
    * record as lost_after_reconcile with outcome unknown and drops the live state. Fenced.
    */
   lose(key: JobKey, fence: number): Promise<FencedWrite>;
-  /** The one Job counting path (live states + recently reconciled lost Jobs). */
-  counts(scope?: { clientId?: string }): Promise<JobCounts>;
+  /**
+   * The one Job counting path (live states + recently reconciled lost Jobs). With
+   * `ownerConnected`, a live Job whose owning Runner is not connected counts as recovering:
+   * its live lease has not lapsed yet, but nobody is confirming it.
+   */
+  counts(scope?: { clientId?: string }, options?: { ownerConnected?: (runnerId: string) => boolean }): Promise<JobCounts>;
 }
 
 /** Atomic live-state primitives (Redis scripts or in-process maps). */
@@ -299,11 +303,12 @@ export function createJobStore(o: JobStoreOptions): JobStore {
       return { ok: true, adopted: false };
     },
 
-    async counts(scope = {}) {
+    async counts(scope = {}, options = {}) {
       const live = await o.live.list(scope);
       const c: JobCounts = { active: 0, running: 0, queued: 0, recovering: 0, lostAfterReconcile: 0 };
       for (const j of live) {
-        c[j.state] += 1;
+        const orphaned = options.ownerConnected !== undefined && !options.ownerConnected(j.runnerId);
+        c[orphaned ? "recovering" : j.state] += 1;
         c.active += 1;
       }
       const params: unknown[] = [lostWindowMs];
