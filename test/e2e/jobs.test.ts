@@ -8,32 +8,18 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { startDistributed } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, redisKeyPrefix } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, processGroupAlive, redisKeyPrefix } from "../support/index.js";
 import type { TestDatabase, ToolOutcome } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * True while a live (non-zombie) process of the group led by `pgid` exists. Read from /proc:
- * a killed process stays a zombie until its new parent reaps it, and kill(-pgid, 0) counts it.
- */
-const groupAlive = (pgid: number) =>
-  readdirSync("/proc").some((entry) => {
-    if (!/^\d+$/.test(entry)) return false;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return Number(pgrp) === pgid && state !== "Z" && state !== "X";
-    } catch {
-      return false;
-    }
-  });
+const groupAlive = processGroupAlive;
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, stepMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -6,3 +6,4 @@ export { createProjectDir, startDevServer, tempDir, repoRoot, cliPath } from "./
 export type { DevServer } from "./processes.js";
 export { startTcpProxy } from "./tcp-proxy.js";
 export type { TcpProxy } from "./tcp-proxy.js";
+export { processGroupAlive } from "./process-group.js";
