@@ -157,7 +157,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       // Refused before sending proves nothing ran; a break mid-call proves nothing either way.
       const notStarted = ce.code === Code.Unavailable && /ECONNREFUSED|connect/i.test(ce.rawMessage);
       const mayHaveEffect = def?.effect !== "read_only";
-      deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: Code[ce.code], tool: call.tool });
+      if (signal.aborted) deps.logger.info("runner call cancelled by the caller", { runner_id: runner.runnerId, tool: call.tool });
+      else deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: Code[ce.code], tool: call.tool });
       return { reached: false, answer: failure(toolFailure(notStarted ? ReasonCode.runnerUnavailable : ReasonCode.runnerLost, FailureStage.dispatch, {
         detail_code: notStarted ? "runner_unreachable" : "runner_connection_lost",
         outcome_unknown: !notStarted && mayHaveEffect,
