@@ -186,6 +186,10 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     assert.equal(lost.isError, false, JSON.stringify(lost.result));
     assert.equal(lost.result["execution_state"], "lost_after_reconcile", JSON.stringify(lost.result));
     assert.equal(lost.result["outcome_unknown"], true);
+    const inspect = lost.result["follow_up"] as { follow_up_kind: string; tool: string; arguments: Record<string, unknown> };
+    assert.deepEqual([inspect.follow_up_kind, inspect.tool], ["fallback_recovery", "read_workspace_changes"], "inspect, never re-run");
+    const changes = await callTool(client, "call_runtime_tool", { tool: inspect.tool, arguments: inspect.arguments });
+    assert.equal(changes.isError, false, JSON.stringify(changes.result));
     const observed = await callTool(client, "call_runtime_tool", { tool: "observe_jobs", arguments: { project, job_ids: [jobId] } });
     const job = (observed.result["jobs"] as Array<Record<string, unknown>>)[0];
     assert.deepEqual([job?.["state"], job?.["outcome_unknown"]], ["lost_after_reconcile", true]);

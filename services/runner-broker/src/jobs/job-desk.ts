@@ -12,6 +12,7 @@
  * Ids without a record (or of another tenant) take the ordinary path to the lease holder, so
  * another tenant's Job id fails exactly like a nonexistent one.
  */
+import { buildFollowUp } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "../runner-registry.js";
 import type { JobKey, JobRecord, JobStore, JobTerminal } from "./job-store.js";
@@ -107,10 +108,15 @@ function observationFromRecord(rec: JobRecord): Json {
   return { job_id: rec.jobId, state: "recovering", outcome_unknown: true };
 }
 
-/** What wait_for_job_terminal says about a terminal Job known only from its record. */
+/**
+ * What wait_for_job_terminal says about a terminal Job known only from its record. A lost
+ * Job's effect is uncertain: the one follow-up inspects the workspace (never a re-run).
+ */
 function waitResultFromRecord(rec: JobRecord): Json {
   const o = observationFromRecord(rec);
-  if (rec.state === "lost_after_reconcile") return { execution_state: "lost_after_reconcile", ...o };
+  if (rec.state === "lost_after_reconcile") {
+    return { execution_state: "lost_after_reconcile", ...o, follow_up: buildFollowUp("fallback_recovery", "read_workspace_changes", { project: rec.projectCanonicalId }) };
+  }
   return { execution_state: o["state"] === "failed_to_start" ? "failed_to_start" : "completed", ...o };
 }
 
