@@ -5,14 +5,16 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { callTool, connectMcp, createProjectDir, startDevServer, tempDir } from "../support/index.js";
 
-async function projectsOf(projectDir: string, dataDir: string): Promise<{ projects: Array<Record<string, string>>; readStale?: Record<string, unknown> }> {
+async function projectsOf(projectDir: string, dataDir: string): Promise<{ projects: Array<Record<string, string>>; fence: number; readStale?: Record<string, unknown> }> {
   const server = await startDevServer({ projectDir, dataDir });
   try {
     const client = await connectMcp(server.mcpUrl, server.token);
     const { result } = await callTool(client, "list_projects", {});
     const readOld = await callTool(client, "read_files", { project: "~p1", files: [{ path: "README.md" }] });
+    const status = await callTool(client, "call_runtime_tool", { tool: "get_runtime_status", arguments: { compact: false } });
+    const held = (status.result["runner_details"] as Array<Record<string, unknown>>).find((r) => r["lease_held"] === true);
     await client.close();
-    return { projects: result["projects"] as Array<Record<string, string>>, ...(readOld.isError ? { readStale: readOld.result } : {}) };
+    return { projects: result["projects"] as Array<Record<string, string>>, fence: Number(held?.["fence"] ?? 0), ...(readOld.isError ? { readStale: readOld.result } : {}) };
   } finally {
     await server.stop();
   }
@@ -26,6 +28,9 @@ describe("project refs are durable across restarts", () => {
     assert.deepEqual(first.projects, [{ project_ref: "~p1", project_id: "agent:local:alpha", name: "alpha" }]);
     const again = await projectsOf(a, dataDir);
     assert.deepEqual(again.projects, first.projects);
+    // The embedded broker's fences come from the PGlite high-water mark: never reissued after a restart.
+    assert.ok(first.fence > 0, "the local Runner holds a fenced lease");
+    assert.ok(again.fence > first.fence, `fence after restart ${again.fence} > ${first.fence}`);
 
     const b = createProjectDir({ "README.md": "b\n" }, { name: "beta" });
     const withB = await projectsOf(b, dataDir);

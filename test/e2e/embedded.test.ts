@@ -4,10 +4,10 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, statSync, chmodSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { callTool, connectMcp, createProjectDir, startDevServer, tempDir } from "../support/index.js";
+import { callTool, connectMcp, createProjectDir, processGroupAlive, startDevServer, tempDir } from "../support/index.js";
 import type { DevServer } from "../support/index.js";
 
 const FILES = {
@@ -136,7 +136,7 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       }
       const status = await callTool(client, "call_runtime_tool", { tool: "get_runtime_status", arguments: {} });
       assert.equal(status.isError, false);
-      assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0 });
+      assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0, standby: 0 });
     });
 
     it("call_runtime_tool refuses Direct-only presentation tools and unknown names", async () => {
@@ -177,6 +177,23 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(next.result["output"], "done\n");
       const replay = await callTool(client, "call_runtime_tool", { tool: followUp.tool, arguments: followUp.arguments });
       assert.deepEqual(replay.result, next.result, "keyed replay returns the same terminal result");
+    });
+
+    it("MCP cancellation of a running call stops its process group (in-process transports carry the abort too)", async () => {
+      const controller = new AbortController();
+      const call = client.callTool({ name: "run_shell", arguments: { project, command: "echo $$ > cancel.pid; sleep 30", wait_ms: 25_000 } }, undefined, { signal: controller.signal });
+      const pidFile = join(projectDir, "cancel.pid");
+      let pgid = 0;
+      for (let i = 0; i < 200 && !pgid; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        pgid = existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8").trim()) : 0;
+      }
+      assert.ok(pgid > 0 && processGroupAlive(pgid));
+      controller.abort();
+      await assert.rejects(call);
+      for (let i = 0; i < 100 && processGroupAlive(pgid); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(processGroupAlive(pgid), false, "no orphan");
+      rmSync(pidFile);
     });
 
     it("20 concurrent jobs in one project all reach a correct terminal state", async () => {

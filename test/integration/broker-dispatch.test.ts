@@ -6,10 +6,10 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
@@ -19,7 +19,7 @@ import type { Database, Redis } from "@webcodex/platform";
 import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
 import {
   createLeaseStore, createLocalProcessProvisioner, createPostgresFenceHighWaterMark, createRedisConcurrencyLimiter, createRedisLeaseBackend,
-  createRedisRunnerRegistry, createRunnerBroker, migrateRunnerBroker, routes,
+  createRedisRunnerRegistry, createRunnerBroker, migrateRunnerBroker, routes, RUNNER_TOKEN_HEADER,
 } from "@webcodex/runner-broker";
 import type { RunnerBrokerDeps } from "@webcodex/runner-broker";
 import { createRunnerService } from "@webcodex/runner";
@@ -213,6 +213,54 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
       // The provisioner brings a Runner back for the workspace; the Project is routable again.
       assert.equal((await provisioner.ensureRunner(workspace)).action, "recreated");
       await until("the new Runner serves the Project", async () => (await read()).failure === undefined, 20_000);
+    } finally {
+      await provisioner.close();
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a real `webcodex runner` process shares one fence guard between serving and registration, and requires the Runner token", async () => {
+    const interval = 150;
+    const prefix = redisKeyPrefix();
+    const runnerToken = `rt-${Math.random().toString(36).slice(2)}`;
+    const deps = await brokerDeps(prefix, { runnerToken, runnerClient: (url) => createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" })) }, interval);
+    const server = await startServiceServer({ name: "runner-broker", port: 0, host: "127.0.0.1", routes: routes(deps), logger });
+    const dir = mkdtempSync(join(tmpdir(), "wcx-fence-"));
+    const provisioner = createLocalProcessProvisioner({ cliPath, brokerUrl: server.url, directoryFor: () => dir, runnerToken, logger, stopGraceMs: 2_000 });
+    const broker = createClient(RunnerBrokerService, createConnectTransport({ baseUrl: server.url, httpVersion: "2" }));
+    const workspace = { clientId: "tenant-d", projectId: "fenced" };
+    try {
+      const started = await provisioner.ensureRunner(workspace);
+      const row = await until("the Runner registers with its token and holds the lease", async () => {
+        const s = await broker.getFleetStatus({ clientId: "tenant-d" });
+        return s.runners.find((r) => r.runnerId === started.name && r.leaseHeld);
+      }, 20_000).catch((e: unknown) => { throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`); });
+      const reg = (await deps.registry.get(row.runnerId))!;
+      const runner = createClient(RunnerService, createConnectTransport({ baseUrl: reg.endpointUrl, httpVersion: "2" }));
+      const fenceA = Number(row.fence);
+      const create = (path: string, fence: number, headers: Record<string, string> = { [RUNNER_TOKEN_HEADER]: runnerToken }) => runner.execute(
+        { callId: `c-${Math.random()}`, tool: "edit_project_files", rootIdentity: reg.rootIdentity, fence: BigInt(fence), argumentsJson: JSON.stringify({ changes: [{ kind: "create", path, content: "x\n" }] }) },
+        { headers },
+      );
+      await assert.rejects(create("no-token.txt", fenceA, {}), (e: unknown) => ConnectError.from(e).code === Code.Unauthenticated, "serving requires the Runner token");
+      assert.equal((await create("first.txt", fenceA)).failure, undefined, "a write under the held fence runs");
+
+      // The lease moves to another Runner with a higher fence. No call reaches this Runner with
+      // it: only its heartbeats learn the Project's new fence.
+      assert.ok(await deps.leases!.release(reg.canonicalId, reg.runnerId, fenceA));
+      const taken = await deps.leases!.acquire(reg.canonicalId, "other-runner", 60_000);
+      assert.ok(taken.held && taken.lease.fence > fenceA);
+      await until("the Runner's heartbeat reports it lost the lease", async () => {
+        const s = await broker.getFleetStatus({ clientId: "tenant-d" });
+        return s.runners.find((r) => r.runnerId === reg.runnerId && !r.leaseHeld);
+      });
+      await sleep(3 * interval);
+      const stale = await create("stale.txt", fenceA);
+      assert.equal(stale.failure?.reasonCode, "fence_rejected", "the registration loop raised the serving guard");
+      assert.equal(stale.failure?.detailCode, "stale_fence");
+      assert.equal(existsSync(join(dir, "stale.txt")), false, "nothing was written");
+      assert.equal(existsSync(join(dir, "first.txt")), true);
     } finally {
       await provisioner.close();
       await server.close();

@@ -8,3 +8,4 @@ export { startTcpProxy } from "./tcp-proxy.js";
 export type { TcpProxy } from "./tcp-proxy.js";
 export { startOtlpCollector, spanAttribute } from "./otlp-collector.js";
 export type { OtlpCollector, OtlpSpan } from "./otlp-collector.js";
+export { processGroupAlive } from "./process-group.js";

@@ -290,6 +290,7 @@ export const schema = {
       rateLimitPerMinute: int({ minimum: 0 }),
       rateLimitBurst: int({ minimum: 0 }),
       rateLimits: map(int({ minimum: 0 }), { propertyNames: ref("clientId") }),
+      auditSpool: obj({ sizeLimit: ref("quantity") }),
       service: obj({
         type: { enum: ["ClusterIP", "NodePort", "LoadBalancer"] },
         annotations: ref("stringMap"),

@@ -18,6 +18,8 @@ const rows = [
   { id: "pythonScript", wire: "python_script_v1", baselineV2: false },
   { id: "detachedJobs", wire: "detached_jobs_v1", baselineV2: false },
   { id: "hostFileImport", wire: "host_file_import_v1", baselineV2: false },
+  /** Mutating calls carry the Project lease fence; a fence below the highest seen is refused. */
+  { id: "fencedExecution", wire: "fenced_execution_v1", baselineV2: false },
 ] as const;
 
 export type RunnerCapabilityId = (typeof rows)[number]["id"];

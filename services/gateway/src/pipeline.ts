@@ -151,30 +151,48 @@ export function createPipeline(deps: PipelineDeps) {
     }
   }
 
+  /**
+   * get_runtime_status: projected from the broker's canonical fleet summary (one counting
+   * path for both modes). Compact asks the broker for the summary only, so no Runner row is
+   * built; compact: false adds the diagnostic rows, catalog version and audit backlog.
+   */
   async function runtimeStatus(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     const focus = args["client_id"] as string | undefined;
     if (focus !== undefined && focus !== ctx.caller.principal.clientId) {
       return { ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.authorization, { detail_code: "runner_not_visible" }) };
     }
-    const fleet = await deps.broker.getFleetStatus({ clientId: ctx.caller.principal.clientId }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
-    const connected = fleet.runners.filter((r) => r.connectionState === "connected");
-    const generations = [...new Set(fleet.runners.map((r) => r.protocolGeneration))];
     const compact = args["summary_only"] === true || args["compact"] !== false;
+    let fleet;
+    try {
+      fleet = await deps.broker.getFleetStatus({ clientId: ctx.caller.principal.clientId, summaryOnly: compact }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+    } catch (error) {
+      return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, false) };
+    }
+    const s = fleet.summary;
+    const jobs = s?.jobs;
     const status: Record<string, unknown> = {
       server: deps.serverInfo,
       host_profile: deps.hostProfile,
-      runners: { total: fleet.runners.length, connected: connected.length, lost: fleet.runners.length - connected.length },
-      projects: new Set(connected.map((r) => r.projectId)).size,
-      protocol: { generations, aligned: generations.length <= 1 },
-      audit_backlog: deps.audit.backlog(),
+      runners: { total: s?.runnersTotal ?? 0, connected: s?.runnersConnected ?? 0, lost: s?.runnersLost ?? 0, standby: s?.runnersStandby ?? 0 },
+      projects: { total: s?.projectsTotal ?? 0, routable: s?.projectsRoutable ?? 0 },
+      jobs: {
+        active: jobs?.active ?? 0, running: jobs?.running ?? 0, queued: jobs?.queued ?? 0,
+        recovering: jobs?.recovering ?? 0, lost_after_reconcile: jobs?.lostAfterReconcile ?? 0,
+      },
+      protocol: { server_generation: s?.serverProtocolGeneration ?? 0, generations: s?.protocolGenerations ?? [], aligned: s?.protocolAligned ?? true },
+      build: { builds: s?.builds ?? [], aligned: s?.buildAligned ?? true },
+      connection_states: { ...(s?.connectionStates ?? {}) },
+      concurrency: { project_limit: s?.projectConcurrencyLimit ?? 0, in_flight: s?.inFlight ?? 0 },
     };
-    if (!compact) {
-      status["runner_details"] = fleet.runners.map((r) => ({
-        runner_id: r.runnerId, project_id: r.projectId, connection_state: r.connectionState, protocol_generation: r.protocolGeneration,
-        build: r.build, capabilities: r.capabilities, last_heartbeat: new Date(Number(r.lastHeartbeatUnixMs)).toISOString(),
-      }));
-      status["catalog_version"] = ctx.catalog.version;
-    }
+    if ((s?.baselineFaults ?? 0) > 0) status["baseline_faults"] = s?.baselineFaults;
+    if (compact) return { ok: true, result: status };
+    status["runner_details"] = fleet.runners.map((r) => ({
+      runner_id: r.runnerId, project_id: r.projectId, project_canonical_id: r.projectCanonicalId, connection_state: r.connectionState,
+      protocol_generation: r.protocolGeneration, build: r.build, capabilities: r.capabilities, baseline_complete: r.baselineComplete,
+      lease_held: r.leaseHeld, fence: Number(r.fence), in_flight: r.inFlight, last_heartbeat: new Date(Number(r.lastHeartbeatUnixMs)).toISOString(),
+    }));
+    status["catalog_version"] = ctx.catalog.version;
+    status["audit_backlog"] = deps.audit.backlog();
     return { ok: true, result: status };
   }
 

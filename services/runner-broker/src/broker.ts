@@ -5,13 +5,14 @@
  * (capability prerequisites, per-Project concurrency: a refusal is structured and nothing
  * runs), fleet status from one counting path, and provisioning Runners on demand.
  */
+import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { FailureStage, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure } from "@webcodex/contracts";
-import type { ToolFailure } from "@webcodex/contracts";
+import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { failureToWire, principalFromHeaders, principalHeaders } from "@webcodex/platform";
-import type { Logger } from "@webcodex/platform";
+import type { DomainFailureInit, Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend, FenceUnavailableError } from "./leases/lease-store.js";
 import type { LeaseStore } from "./leases/lease-store.js";
@@ -19,6 +20,7 @@ import { createMemoryFenceHighWaterMark } from "./leases/fence-hwm.js";
 import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
 import type { ConcurrencyLimiter } from "./admission/concurrency.js";
 import type { JobStore } from "./jobs/job-store.js";
+import { createJobDesk, JOB_OBSERVE_TOOLS, JOB_START_TOOLS } from "./jobs/job-desk.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioning/provisioner.js";
 import { fleetRows, observeFleet, summarizeFleet } from "./fleet/fleet-status.js";
 import { runnerTokenCheck, runnerTokenHeaders } from "./runner-auth.js";
@@ -40,7 +42,7 @@ export interface RunnerBrokerDeps {
   leaseTtlMs?: number;
   /** Per-Project concurrency admission. Default: in-process, DEFAULT_PROJECT_CONCURRENCY. */
   concurrency?: ConcurrencyLimiter;
-  /** Job records, for Job counts in fleet status. */
+  /** Job records: opened for Jobs that outlive their wait, answered for when the owning Runner is gone, counted in fleet status. */
   jobs?: JobStore;
   /** Starts Runners where none runs (on dispatch, and EnsureProjectRunner). */
   provisioner?: Provisioner;
@@ -48,7 +50,7 @@ export interface RunnerBrokerDeps {
   runnerToken?: string;
 }
 
-const failure = (f: ToolFailure) => ({ failure: failureToWire(f) });
+const failure = (f: ToolFailure) => ({ resultJson: "", failure: failureToWire(f) });
 
 /** `agent:<client_id>:<project_id>`; project ids never contain ':'. */
 export function parseCanonicalId(canonicalId: string): ProjectWorkspace | undefined {
@@ -126,6 +128,90 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     if (!w.projectId) throw new ConnectError("project_id is required", Code.InvalidArgument);
   };
 
+  type Answer = { resultJson: string; failure?: DomainFailureInit };
+  interface RunnerCall { callId: string; tool: string; argumentsJson: string; rootIdentity: string; projectCanonicalId: string }
+
+  /**
+   * One call on one Runner under a fence, inside the Project's concurrency admission. The
+   * caller's abort (MCP notifications/cancelled through the gateway) reaches the Runner, which
+   * stops the process group of a run that has not returned yet.
+   */
+  const runOn = async (runner: RunnerState, fence: number, call: RunnerCall, signal: AbortSignal, unmetered = false): Promise<{ answer: Answer; reached: boolean }> => {
+    const def = toolDefinition(call.tool);
+    const slot = unmetered ? { admitted: true as const } : await limiter.tryAcquire(call.projectCanonicalId, call.callId, dispatchTimeoutMs + 5_000);
+    if (!slot.admitted) {
+      return { reached: true, answer: failure(toolFailure(ReasonCode.rateLimited, FailureStage.dispatch, {
+        detail_code: "project_concurrency_limit",
+        evidence: { limit: limiter.limit, in_flight: slot.inFlight },
+        message: "Too many calls are running on this project; nothing was run. Retry after one finishes.",
+      })) };
+    }
+    try {
+      const res = await runnerClient(runner.endpointUrl).execute(
+        { callId: call.callId, tool: call.tool, argumentsJson: call.argumentsJson, rootIdentity: call.rootIdentity, fence: BigInt(fence) },
+        { timeoutMs: dispatchTimeoutMs, headers: toRunner, signal },
+      );
+      return { reached: true, answer: { resultJson: res.resultJson, ...(res.failure ? { failure: res.failure } : {}) } };
+    } catch (error) {
+      const ce = ConnectError.from(error);
+      // Refused before sending proves nothing ran; a break mid-call proves nothing either way.
+      const notStarted = ce.code === Code.Unavailable && /ECONNREFUSED|connect/i.test(ce.rawMessage);
+      const mayHaveEffect = def?.effect !== "read_only";
+      if (signal.aborted) deps.logger.info("runner call cancelled by the caller", { runner_id: runner.runnerId, tool: call.tool });
+      else deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: Code[ce.code], tool: call.tool });
+      return { reached: false, answer: failure(toolFailure(notStarted ? ReasonCode.runnerUnavailable : ReasonCode.runnerLost, FailureStage.dispatch, {
+        detail_code: notStarted ? "runner_unreachable" : "runner_connection_lost",
+        outcome_unknown: !notStarted && mayHaveEffect,
+        message: notStarted ? "The project's Runner is not reachable; nothing was run." : "The connection to the Runner broke during the call.",
+      })) };
+    } finally {
+      if (!unmetered) await limiter.release(call.projectCanonicalId, call.callId).catch((error: unknown) => deps.logger.warn("concurrency slot release failed", { error }));
+    }
+  };
+
+  const desk = deps.jobs
+    ? createJobDesk<DomainFailureInit>({
+        jobs: deps.jobs,
+        registry: deps.registry,
+        // One heartbeat of slack over the Project lease: a Job outlives one missed sync.
+        jobLeaseTtlMs: leaseTtlMs + deps.heartbeatIntervalMs,
+        logger: deps.logger,
+        call: (runner, tool, args, fence, signal, bookkeeping) =>
+          runOn(runner, fence, { callId: randomUUID(), tool, argumentsJson: JSON.stringify(args), rootIdentity: runner.rootIdentity, projectCanonicalId: runner.canonicalId }, signal ?? new AbortController().signal, bookkeeping),
+      })
+    : undefined;
+
+  /** Routes a call to the Project's lease holder after capability admission. */
+  const dispatchToHolder = async (req: RunnerCall, def: ToolDefinition, signal: AbortSignal): Promise<Answer> => {
+    const lease = await leases.current(req.projectCanonicalId);
+    const holder = lease ? await deps.registry.get(lease.owner) : undefined;
+    if (!lease || !holder || holder.connectionState !== "connected" || holder.canonicalId !== req.projectCanonicalId) {
+      return failure(await unavailable(req.projectCanonicalId, holder));
+    }
+    const runner = holder;
+    if (runner.rootIdentity !== req.rootIdentity) {
+      return failure(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+        detail_code: "runner_serves_other_incarnation",
+        message: "No Runner is serving this project right now; nothing was run.",
+      }));
+    }
+    const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
+    const have = RunnerCapabilities.fromWire(runner.capabilities);
+    const missing = (def.requiredCapabilities?.(args) ?? []).filter((c) => !have.has(c));
+    if (missing.length > 0) {
+      return failure(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
+        detail_code: runnerCapabilityWire(missing[0]!),
+        evidence: { missing_capabilities: missing.map(runnerCapabilityWire), runner_build: runner.build },
+        message: "The project's Runner does not implement this request; nothing was run.",
+      }));
+    }
+    const { answer } = await runOn(runner, lease.fence, req, signal);
+    if (desk && !answer.failure && JOB_START_TOOLS.has(req.tool)) {
+      await desk.recordStarted({ projectCanonicalId: req.projectCanonicalId, runner, callId: req.callId, tool: req.tool, fence: lease.fence, resultJson: answer.resultJson });
+    }
+    return answer;
+  };
+
   return {
     async registerRunner(req, ctx) {
       authorizeRunner(ctx.requestHeader);
@@ -149,6 +235,12 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         registeredAtMs: Date.now(),
       });
       const lease = await claimLease(canonicalId, req.runnerId, true);
+      // A Runner registering again (restarted, or forgotten by the broker) is asked about the
+      // Jobs it owned: the ones it no longer has are lost_after_reconcile at once.
+      if (desk) {
+        const self = await deps.registry.get(req.runnerId);
+        if (self) void desk.sync(self);
+      }
       const missingBaseline = RunnerCapabilities.fromWire(req.capabilities).missingBaseline();
       deps.logger.info("runner registered", {
         runner_id: req.runnerId, project: canonicalId, protocol_generation: req.protocolGeneration, build: req.build,
@@ -177,62 +269,20 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const lease = claimed > 0 && (await leases.renew(scope, req.runnerId, claimed, leaseTtlMs))
         ? { held: true, fence: claimed }
         : await claimLease(scope, req.runnerId, false);
+      // Jobs keep their live lease only while this Runner confirms it still runs them.
+      if (desk) void desk.sync(runner);
       return { known: true, leaseHeld: lease.held, fence: BigInt(lease.fence), projectFence: BigInt(await projectFence(scope, lease.fence)) };
     },
 
-    async dispatch(req) {
+    async dispatch(req, ctx) {
       const def = toolDefinition(req.tool);
       if (!def) throw new ConnectError("unknown tool", Code.InvalidArgument);
-      const lease = await leases.current(req.projectCanonicalId);
-      const holder = lease ? await deps.registry.get(lease.owner) : undefined;
-      if (!lease || !holder || holder.connectionState !== "connected" || holder.canonicalId !== req.projectCanonicalId) {
-        return failure(await unavailable(req.projectCanonicalId, holder));
+      if (desk && JOB_OBSERVE_TOOLS.has(req.tool)) {
+        const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
+        if (req.tool === "wait_for_job_terminal") return desk.wait(req.projectCanonicalId, args, ctx.signal, () => dispatchToHolder(req, def, ctx.signal));
+        return desk.observe(req.projectCanonicalId, args, ctx.signal, (jobIds) => dispatchToHolder({ ...req, argumentsJson: JSON.stringify({ ...args, job_ids: jobIds }) }, def, ctx.signal));
       }
-      const runner = holder;
-      if (runner.rootIdentity !== req.rootIdentity) {
-        return failure(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
-          detail_code: "runner_serves_other_incarnation",
-          message: "No Runner is serving this project right now; nothing was run.",
-        }));
-      }
-      const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
-      const have = RunnerCapabilities.fromWire(runner.capabilities);
-      const missing = (def.requiredCapabilities?.(args) ?? []).filter((c) => !have.has(c));
-      if (missing.length > 0) {
-        return failure(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
-          detail_code: runnerCapabilityWire(missing[0]!),
-          evidence: { missing_capabilities: missing.map(runnerCapabilityWire), runner_build: runner.build },
-          message: "The project's Runner does not implement this request; nothing was run.",
-        }));
-      }
-      const slot = await limiter.tryAcquire(req.projectCanonicalId, req.callId, dispatchTimeoutMs + 5_000);
-      if (!slot.admitted) {
-        return failure(toolFailure(ReasonCode.rateLimited, FailureStage.dispatch, {
-          detail_code: "project_concurrency_limit",
-          evidence: { limit: limiter.limit, in_flight: slot.inFlight },
-          message: "Too many calls are running on this project; nothing was run. Retry after one finishes.",
-        }));
-      }
-      try {
-        const res = await runnerClient(runner.endpointUrl).execute(
-          { callId: req.callId, tool: req.tool, argumentsJson: req.argumentsJson, rootIdentity: req.rootIdentity, fence: BigInt(lease.fence) },
-          { timeoutMs: dispatchTimeoutMs, headers: toRunner },
-        );
-        return { resultJson: res.resultJson, ...(res.failure ? { failure: res.failure } : {}) };
-      } catch (error) {
-        const ce = ConnectError.from(error);
-        // Refused before sending proves nothing ran; a break mid-call proves nothing either way.
-        const notStarted = ce.code === Code.Unavailable && /ECONNREFUSED|connect/i.test(ce.rawMessage);
-        const mayHaveEffect = def.effect !== "read_only";
-        deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: Code[ce.code], tool: req.tool });
-        return failure(toolFailure(notStarted ? ReasonCode.runnerUnavailable : ReasonCode.runnerLost, FailureStage.dispatch, {
-          detail_code: notStarted ? "runner_unreachable" : "runner_connection_lost",
-          outcome_unknown: !notStarted && mayHaveEffect,
-          message: notStarted ? "The project's Runner is not reachable; nothing was run." : "The connection to the Runner broke during the call.",
-        }));
-      } finally {
-        await limiter.release(req.projectCanonicalId, req.callId).catch((error: unknown) => deps.logger.warn("concurrency slot release failed", { error }));
-      }
+      return dispatchToHolder(req, def, ctx.signal);
     },
 
     async getFleetStatus(req) {

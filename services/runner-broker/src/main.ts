@@ -17,7 +17,7 @@ import { createRedisLeaseBackend } from "./leases/redis-lease-backend.js";
 import { createPostgresFenceHighWaterMark } from "./leases/fence-hwm.js";
 import { createMeteredLeaseStore } from "./leases/metered-lease-store.js";
 import { createRedisConcurrencyLimiter } from "./admission/concurrency.js";
-import { createJobStore } from "./jobs/job-store.js";
+import { createJobStore, startJobReconciler } from "./jobs/job-store.js";
 import { createRedisLiveJobBackend } from "./jobs/live-job-backends.js";
 import { migrateRunnerBroker } from "./migrations.js";
 import { createKubernetesProvisioner, loadRunnerPodTemplate } from "./provisioning/kubernetes.js";
@@ -92,7 +92,7 @@ export async function main(env: Env = process.env): Promise<void> {
     readiness: readinessFrom({ redis: async () => { await redis.ping(); }, postgres: () => db.ping() }),
   });
   brokerUrl ||= server.url;
-  const reconciler = startReconciler(jobs, config.jobReconcileIntervalMs, logger);
+  const reconciler = startJobReconciler(jobs, config.jobReconcileIntervalMs, logger);
   const jobGauge = startJobGauge(jobs, work, JOB_GAUGE_INTERVAL_MS, logger);
   logger.info("listening", { url: server.url, provisioner: config.provisioner, runner_token: config.runnerToken ? "required" : "off" });
   onShutdown(logger, async () => {
@@ -123,15 +123,3 @@ function startJobGauge(jobs: ReturnType<typeof createJobStore>, work: WorkMetric
   return { stop: () => clearInterval(timer) };
 }
 
-/** Periodically closes Jobs whose live state vanished as lost_after_reconcile. */
-function startReconciler(jobs: ReturnType<typeof createJobStore>, intervalMs: number, logger: Logger): { stop(): void } {
-  if (intervalMs <= 0) return { stop: () => undefined };
-  const timer = setInterval(() => {
-    jobs.reconcile().then(
-      (lost) => { if (lost.length > 0) logger.warn("jobs lost after reconcile", { count: lost.length }); },
-      (error: unknown) => logger.warn("job reconciliation failed", { error }),
-    );
-  }, intervalMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
-}

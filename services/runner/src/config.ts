@@ -10,6 +10,8 @@ export const runnerConfigSpec = {
   projectId: { kind: "string", env: "WEBCODEX_RUNNER_PROJECT_ID", required: true },
   runnerId: { kind: "string", env: "WEBCODEX_RUNNER_ID" },
   advertiseUrl: { kind: "string", env: "WEBCODEX_RUNNER_ADVERTISE_URL" },
+  /** Runner credential (never a Host credential): sent on registration, required on Execute/Describe. */
+  runnerToken: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;
 

@@ -30,6 +30,8 @@ export function runnerHandlers(workspace: Workspace, executor: Executor): Runner
     capabilities: [
       "readFiles", "searchTexts", "applyTextEdit", "applyTextEditExpectedMatchCount", "gitReview",
       "processExecution", "shellExecution", "bashLogin", "pythonScript", "detachedJobs",
+      // Enforced by the RunnerService every handler runs behind (stale fences are refused).
+      "fencedExecution",
     ],
   };
 }

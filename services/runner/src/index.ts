@@ -1,5 +1,5 @@
 export { createRunner, RUNNER_BUILD } from "./runner.js";
-export type { Runner } from "./runner.js";
+export type { Runner, RunnerOptions } from "./runner.js";
 export { createRunnerService, createFenceGuard } from "./runner-service.js";
 export type { RunnerHandlers, ToolHandler, RunnerServiceDeps, FenceGuard } from "./runner-service.js";
 export { startRegistration } from "./registration.js";

@@ -5,15 +5,22 @@ import { createLogger, createMetrics, createTracingClientInterceptor, onShutdown
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createRunner, RUNNER_BUILD } from "./runner.js";
+import { createFenceGuard } from "./runner-service.js";
 import { startRegistration } from "./registration.js";
 
-/** Runner entry point: config → workspace → server → registration with the broker → shutdown. */
+/**
+ * Runner entry point: config → workspace → server → registration with the broker → shutdown.
+ * One fence guard is shared by the RunnerService and the registration loop, so fences the
+ * broker reports on heartbeats raise the floor that mutating calls are checked against.
+ */
 export async function main(env: Env = process.env): Promise<void> {
   const config = loadConfig(env);
   const logger = createLogger({ service: "runner", level: config.logLevel as LogLevel });
   const telemetry = await startTelemetry("webcodex-runner", env, logger);
   const metrics = createMetrics();
-  const runner = createRunner({ root: config.root, logger, ...(config.runnerId ? { runnerId: config.runnerId } : {}) });
+  const fence = createFenceGuard();
+  const token = config.runnerToken ? { runnerToken: config.runnerToken } : {};
+  const runner = createRunner({ root: config.root, logger, fence, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}) });
   const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics, logger });
   const registration = startRegistration({
     broker: createClient(RunnerBrokerService, createConnectTransport({ baseUrl: config.brokerUrl, httpVersion: "2", interceptors: [createTracingClientInterceptor({ metrics })] })),
@@ -24,6 +31,8 @@ export async function main(env: Env = process.env): Promise<void> {
     build: RUNNER_BUILD,
     capabilities: runner.handlers.capabilities,
     endpointUrl: config.advertiseUrl ?? server.url,
+    fence,
+    ...token,
     logger,
   });
   logger.info("listening", { url: server.url, root: config.root });

@@ -10,14 +10,16 @@ import type { Logger } from "@webcodex/platform";
 import { createWorkspace } from "./workspace/index.js";
 import { runnerHandlers } from "./handlers.js";
 import { createExecutor } from "./exec/index.js";
-import { createRunnerService } from "./runner-service.js";
-import type { RunnerHandlers } from "./runner-service.js";
+import { createFenceGuard, createRunnerService } from "./runner-service.js";
+import type { FenceGuard, RunnerHandlers } from "./runner-service.js";
 
 export const RUNNER_BUILD = "webcodex-runner/0.1.0";
 
 export interface Runner {
   readonly runnerId: string;
   readonly handlers: RunnerHandlers;
+  /** The fence floor shared by the RunnerService and the registration loop. */
+  readonly fence: FenceGuard;
   /** The RunnerService implementation (served by `routes`, or called in-process). */
   readonly service: ServiceImpl<typeof RunnerService>;
   rootIdentity(): Promise<string>;
@@ -25,17 +27,32 @@ export interface Runner {
   close(): Promise<void>;
 }
 
-export function createRunner(options: { root: string; logger: Logger; runnerId?: string }): Runner {
+export interface RunnerOptions {
+  root: string;
+  logger: Logger;
+  runnerId?: string;
+  /** Pass the same guard to startRegistration (default: a new one, exposed as `fence`). */
+  fence?: FenceGuard;
+  /** Runner credential required on Execute/Describe (WEBCODEX_RUNNER_TOKEN). */
+  runnerToken?: string;
+}
+
+export function createRunner(options: RunnerOptions): Runner {
   const workspace = createWorkspace({ root: options.root });
   const executor = createExecutor({ root: options.root });
   const handlers = runnerHandlers(workspace, executor);
   const runnerId = options.runnerId ?? `runner-${hostname()}-${randomBytes(4).toString("hex")}`;
   let identity: Promise<string> | undefined;
   const rootIdentity = () => (identity ??= workspace.rootIdentity());
-  const service = createRunnerService({ runnerId, build: RUNNER_BUILD, rootIdentity, handlers, logger: options.logger });
+  const fence = options.fence ?? createFenceGuard();
+  const service = createRunnerService({
+    runnerId, build: RUNNER_BUILD, rootIdentity, handlers, logger: options.logger, fence,
+    ...(options.runnerToken ? { runnerToken: options.runnerToken } : {}),
+  });
   return {
     runnerId,
     handlers,
+    fence,
     service,
     rootIdentity,
     routes: (router) => router.service(RunnerService, service),

@@ -17,7 +17,10 @@ import { createToolRegistry } from "@webcodex/tool-registry";
 import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
 import { AUDIT_SCHEMA, createAudit, loadRetentionConfig, migrateAudit, startPartitionMaintenance } from "@webcodex/audit";
 import type { AuditRetentionConfig } from "@webcodex/audit";
-import { createMemoryRunnerRegistry, createRunnerBroker } from "@webcodex/runner-broker";
+import {
+  createJobStore, createLeaseStore, createMemoryLeaseBackend, createMemoryLiveJobBackend, createMemoryRunnerRegistry,
+  createPostgresFenceHighWaterMark, createRunnerBroker, migrateRunnerBroker, startJobReconciler,
+} from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
 import type { Gateway, GatewayDeps, StaticTokenEntry } from "@webcodex/gateway";
@@ -70,12 +73,18 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
   );
   await maintenance.runOnce();
 
+  await migrateRunnerBroker(db);
+
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5_000;
   const runner = createRunner({ root: projectDir, logger: logger.child({ component: "runner" }) });
   // In-process hops run in SERVER spans named like the distributed services, so a trace shows
   // the same services in both modes.
   const localRunners = new Map<string, Client<typeof RunnerService>>([["local:runner", createInProcessClient(RunnerService, runner.service, { traceAs: "runner" })]]);
   const refResolver = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }), { traceAs: "ref-resolver" });
+  const jobs = createJobStore({ live: createMemoryLiveJobBackend(), db });
+  // Records left open by an earlier run (its in-process live state died with it) are closed
+  // as lost_after_reconcile.
+  const reconciler = startJobReconciler(jobs, 30_000, logger.child({ component: "runner-broker" }));
   const broker = createInProcessClient(
     RunnerBrokerService,
     createRunnerBroker({
@@ -83,6 +92,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
       refResolver,
       runnerClient: (url) => localRunners.get(url) ?? createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2", interceptors: [createTracingClientInterceptor()] })),
       heartbeatIntervalMs,
+      // Fences survive restarts through the PGlite high-water mark, as they survive a Redis
+      // wipe in distributed mode; Job records are kept the same way.
+      leases: createLeaseStore(createMemoryLeaseBackend(), createPostgresFenceHighWaterMark(db)),
+      jobs,
       logger: logger.child({ component: "runner-broker" }),
     }),
     { traceAs: "runner-broker" },
@@ -96,6 +109,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     build: RUNNER_BUILD,
     capabilities: runner.handlers.capabilities,
     endpointUrl: "local:runner",
+    fence: runner.fence,
     logger: logger.child({ component: "runner" }),
   });
   await registration.registered;
@@ -146,6 +160,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     mcpUrl: `${url}/mcp`,
     server,
     async close() {
+      reconciler.stop();
       registration.stop();
       await server.close();
       await gateway?.close();

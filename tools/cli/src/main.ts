@@ -134,7 +134,8 @@ export async function run(argv: string[]): Promise<void> {
       try {
         const refs = await (await import("@webcodex/ref-resolver")).migrateRefResolver(db);
         const audit = await (await import("@webcodex/audit")).migrateAudit(db);
-        process.stdout.write(`migrations applied: refs ${refs.length}, audit ${audit.length}\n`);
+        const broker = await (await import("@webcodex/runner-broker")).migrateRunnerBroker(db);
+        process.stdout.write(`migrations applied: refs ${refs.length}, audit ${audit.length}, broker ${broker.length}\n`);
       } finally {
         await db.close();
       }

@@ -1,7 +1,14 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog } from "@webcodex/contracts";
-import { emptyJobCounts, fleetRows, summarizeFleet } from "./fleet-status.js";
+import type { Queryable } from "@webcodex/platform";
+import { emptyJobCounts, fleetRows, observeFleet, summarizeFleet } from "./fleet-status.js";
+import { createMemoryRunnerRegistry } from "../runner-registry.js";
+import { createLeaseStore, createMemoryLeaseBackend } from "../leases/lease-store.js";
+import { createMemoryFenceHighWaterMark } from "../leases/fence-hwm.js";
+import { createMemoryConcurrencyLimiter } from "../admission/concurrency.js";
+import { createJobStore } from "../jobs/job-store.js";
+import { createMemoryLiveJobBackend } from "../jobs/live-job-backends.js";
 import type { FleetObservation } from "./fleet-status.js";
 import type { RunnerState } from "../runner-registry.js";
 
@@ -55,5 +62,33 @@ describe("fleet status counting", () => {
       ["r3", false, 0, false, 0],
       ["r4", true, 9, true, 0],
     ]);
+  });
+});
+
+describe("fleet Job counts", () => {
+  it("a live Job whose owning Runner is lost counts as recovering, not running", async () => {
+    let t = 1_000;
+    const now = () => t;
+    const registry = createMemoryRunnerRegistry({ lostAfterMs: 200, now });
+    const live = createMemoryLiveJobBackend({ now });
+    // The lost-Job count comes from Postgres; none here.
+    const db = { query: async () => ({ rows: [{ n: 0 }], rowCount: 1 }) } as unknown as Queryable;
+    const jobs = createJobStore({ live, db });
+    const reg = (id: string) => registry.register({ ...runner(id, id), registeredAtMs: t });
+    await reg("alive");
+    await reg("dying");
+    const job = (jobId: string, runnerId: string) => live.put({ projectCanonicalId: `agent:c:${runnerId}`, jobId, clientId: "c", runnerId, tool: "run_shell", fence: 1, state: "running", createdAtMs: t, updatedAtMs: t }, 10_000);
+    await job("j1", "alive");
+    await job("j2", "dying");
+    await job("j3", "dying");
+    const observe = () => observeFleet({
+      registry, jobs, clientId: "c",
+      leases: createLeaseStore(createMemoryLeaseBackend({ now }), createMemoryFenceHighWaterMark()),
+      limiter: createMemoryConcurrencyLimiter({ limit: 4 }),
+    });
+    assert.deepEqual((await observe()).jobs, { active: 3, running: 3, queued: 0, recovering: 0, lostAfterReconcile: 0 });
+    t += 300;
+    await registry.heartbeat("alive");
+    assert.deepEqual((await observe()).jobs, { active: 3, running: 1, queued: 0, recovering: 2, lostAfterReconcile: 0 }, "the dying Runner's Jobs are recovering");
   });
 });

@@ -57,10 +57,13 @@ export async function observeFleet(deps: {
   const all = await deps.registry.list();
   const runners = all.filter((r) => !deps.clientId || r.clientId === deps.clientId);
   const projects = [...new Set(runners.map((r) => r.canonicalId))];
+  const connected = new Set(all.filter((r) => r.connectionState === "connected").map((r) => r.runnerId));
   const [leases, inFlight, jobs] = await Promise.all([
     Promise.all(projects.map((p) => deps.leases.current(p))),
     Promise.all(projects.map((p) => deps.limiter.inFlight(p))),
-    deps.jobs ? deps.jobs.counts(deps.clientId ? { clientId: deps.clientId } : {}) : Promise.resolve(emptyJobCounts()),
+    deps.jobs
+      ? deps.jobs.counts(deps.clientId ? { clientId: deps.clientId } : {}, { ownerConnected: (id) => connected.has(id) })
+      : Promise.resolve(emptyJobCounts()),
   ]);
   return {
     runners,

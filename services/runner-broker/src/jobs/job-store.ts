@@ -9,7 +9,7 @@
  * expired, or Redis lost its data) as `lost_after_reconcile` with outcome unknown: never
  * reported as success. `counts` is the one canonical Job counting path for fleet status.
  */
-import type { Queryable } from "@webcodex/platform";
+import type { Logger, Queryable } from "@webcodex/platform";
 
 export const LIVE_JOB_STATES = ["queued", "running", "recovering"] as const;
 export type LiveJobState = (typeof LIVE_JOB_STATES)[number];
@@ -86,10 +86,26 @@ export interface JobStore {
   finish(key: JobKey, fence: number, terminal: JobTerminal): Promise<FencedWrite>;
   /** Live state if any, else the durable record. */
   get(key: JobKey): Promise<JobRecord | undefined>;
+  /** Open (not yet terminal) records of one tenant's Runner, oldest first (bounded). */
+  openJobs(scope: { clientId: string; runnerId: string }): Promise<JobRecord[]>;
   /** Closes open records without live state as lost_after_reconcile; returns them. */
   reconcile(options?: { clientId?: string; graceMs?: number }): Promise<JobKey[]>;
-  /** The one Job counting path (live states + recently reconciled lost Jobs). */
-  counts(scope?: { clientId?: string }): Promise<JobCounts>;
+  /**
+   * Reconciles one Job now: an open record older than `graceMs` whose live state is gone is
+   * closed as lost_after_reconcile. Returns the record as it stands afterwards.
+   */
+  reconcileJob(key: JobKey, options?: { graceMs?: number }): Promise<JobRecord | undefined>;
+  /**
+   * The owning Runner answered that it does not have this Job (it restarted): closes the open
+   * record as lost_after_reconcile with outcome unknown and drops the live state. Fenced.
+   */
+  lose(key: JobKey, fence: number): Promise<FencedWrite>;
+  /**
+   * The one Job counting path (live states + recently reconciled lost Jobs). With
+   * `ownerConnected`, a live Job whose owning Runner is not connected counts as recovering:
+   * its live lease has not lapsed yet, but nobody is confirming it.
+   */
+  counts(scope?: { clientId?: string }, options?: { ownerConnected?: (runnerId: string) => boolean }): Promise<JobCounts>;
 }
 
 /** Atomic live-state primitives (Redis scripts or in-process maps). */
@@ -153,6 +169,16 @@ export function createJobStore(o: JobStoreOptions): JobStore {
   const row = async (k: JobKey) =>
     (await o.db.query<JobRow>(`SELECT * FROM ${s}.jobs WHERE project_canonical_id = $1 AND job_id = $2`, [k.projectCanonicalId, k.jobId])).rows[0];
 
+  const get = async (key: JobKey): Promise<JobRecord | undefined> => {
+    const live = await o.live.get(key);
+    if (live) {
+      const { updatedAtMs: _u, ...rest } = live;
+      return rest;
+    }
+    const r = await row(key);
+    return r ? fromRow(r) : undefined;
+  };
+
   return {
     async start(job, leaseTtlMs) {
       const state = job.state ?? "queued";
@@ -207,14 +233,14 @@ export function createJobStore(o: JobStoreOptions): JobStore {
       return { ok: true, adopted: liveFence !== undefined && fence > liveFence };
     },
 
-    async get(key) {
-      const live = await o.live.get(key);
-      if (live) {
-        const { updatedAtMs: _u, ...rest } = live;
-        return rest;
-      }
-      const r = await row(key);
-      return r ? fromRow(r) : undefined;
+    get,
+
+    async openJobs(scope) {
+      const rows = await o.db.query<JobRow>(
+        `SELECT * FROM ${s}.jobs WHERE client_id = $1 AND runner_id = $2 AND terminal_at IS NULL ORDER BY created_at LIMIT 1024`,
+        [scope.clientId, scope.runnerId],
+      );
+      return rows.rows.map(fromRow);
     },
 
     async reconcile(options = {}) {
@@ -246,11 +272,43 @@ export function createJobStore(o: JobStoreOptions): JobStore {
       return lost;
     },
 
-    async counts(scope = {}) {
+    async reconcileJob(key, options = {}) {
+      const graceMs = options.graceMs ?? 1_000;
+      if ((await o.live.fence(key)) === undefined) {
+        await o.db.query(
+          `UPDATE ${s}.jobs SET state = 'lost_after_reconcile', terminal_at = now(), outcome_unknown = true
+           WHERE project_canonical_id = $1 AND job_id = $2 AND terminal_at IS NULL
+             AND created_at < now() - make_interval(secs => $3::double precision / 1000)`,
+          [key.projectCanonicalId, key.jobId, graceMs],
+        );
+      }
+      return get(key);
+    },
+
+    async lose(key, fence) {
+      const liveFence = await o.live.fence(key);
+      if (liveFence !== undefined && liveFence > fence) return { ok: false, reason: "stale_fence", fence: liveFence };
+      const closed = await o.db.query(
+        `UPDATE ${s}.jobs SET state = 'lost_after_reconcile', terminal_at = now(), outcome_unknown = true
+         WHERE project_canonical_id = $1 AND job_id = $2 AND terminal_at IS NULL AND fence <= $3 RETURNING 1`,
+        [key.projectCanonicalId, key.jobId, fence],
+      );
+      if (closed.rowCount === 0) {
+        const existing = await row(key);
+        if (!existing) return { ok: false, reason: "not_found" };
+        if (existing.terminal_at !== null) return { ok: false, reason: "already_terminal", state: existing.state };
+        return { ok: false, reason: "stale_fence", fence: Number(existing.fence) };
+      }
+      await o.live.remove(key, fence);
+      return { ok: true, adopted: false };
+    },
+
+    async counts(scope = {}, options = {}) {
       const live = await o.live.list(scope);
       const c: JobCounts = { active: 0, running: 0, queued: 0, recovering: 0, lostAfterReconcile: 0 };
       for (const j of live) {
-        c[j.state] += 1;
+        const orphaned = options.ownerConnected !== undefined && !options.ownerConnected(j.runnerId);
+        c[orphaned ? "recovering" : j.state] += 1;
         c.active += 1;
       }
       const params: unknown[] = [lostWindowMs];
@@ -268,4 +326,20 @@ export function createJobStore(o: JobStoreOptions): JobStore {
       return c;
     },
   };
+}
+
+/**
+ * Periodically closes Jobs whose live state vanished as lost_after_reconcile (both modes:
+ * after a restart the embedded broker's in-process live state is gone too). 0 disables it.
+ */
+export function startJobReconciler(jobs: JobStore, intervalMs: number, logger: Logger): { stop(): void } {
+  if (intervalMs <= 0) return { stop: () => undefined };
+  const timer = setInterval(() => {
+    jobs.reconcile().then(
+      (lost) => { if (lost.length > 0) logger.warn("jobs lost after reconcile", { count: lost.length }); },
+      (error: unknown) => logger.warn("job reconciliation failed", { error }),
+    );
+  }, intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }
