@@ -51,6 +51,8 @@ function pipelineWith(options: { audit: AuditRecorder; catalogs?: CatalogCache; 
   } as unknown as Client<typeof RefResolverService>;
   const broker = {
     dispatch: async () => (options.dispatch ?? (() => ({ resultJson: "{}" })))(),
+    // A malformed answer (no runner rows): building full diagnostics from it throws mid-call.
+    getFleetStatus: async () => ({}),
   } as unknown as Client<typeof RunnerBrokerService>;
   return createPipeline({
     catalogs: options.catalogs ?? { get: async () => catalogOf(toolDefinitions()) },
@@ -184,8 +186,8 @@ describe("pipeline audit", () => {
 
   it("an unexpected error in a stage still produces one record and a structured failure", async () => {
     const { audit, records } = recordingAudit();
-    // The fake broker has no getFleetStatus: get_runtime_status throws a TypeError mid-call.
-    const result = await pipelineWith({ audit }).call(caller, "get_runtime_status", {}, signal);
+    // The fake broker's fleet answer has no runner rows: full get_runtime_status throws a TypeError mid-call.
+    const result = await pipelineWith({ audit }).call(caller, "get_runtime_status", { compact: false }, signal);
     assert.equal(result.isError, true);
     assert.equal(result.structuredContent["reason_code"], ReasonCode.internal);
     assert.equal(result.structuredContent["outcome_unknown"], false, "a read-only call changed nothing");
