@@ -1,9 +1,8 @@
 import { readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
-import { createLogger, createMetrics, createTracingClientInterceptor, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
+import { createLogger, createMetrics, createServiceTransport, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, Logger, LogLevel, Metrics } from "@webcodex/platform";
 import type { HostProfile } from "@webcodex/contracts";
 import { loadConfig } from "./config.js";
@@ -14,7 +13,7 @@ import { createStaticTokenAuthenticator, parseDevTokensFile } from "./auth.js";
 import type { StaticTokenEntry } from "./auth.js";
 
 /** An HTTP/2 transport to a peer whose calls carry the trace context (traceparent). */
-const h2 = (baseUrl: string, metrics: Metrics) => createConnectTransport({ baseUrl, httpVersion: "2", interceptors: [createTracingClientInterceptor({ metrics })] });
+const h2 = (baseUrl: string, metrics: Metrics) => createServiceTransport(baseUrl, { metrics });
 
 /** Probes a peer's /readyz over HTTP/1.1 with a short deadline. */
 export function httpReadinessProbe(baseUrl: string): () => Promise<void> {

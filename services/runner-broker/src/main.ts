@@ -2,10 +2,9 @@ import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { RefResolverService, RunnerService } from "@webcodex/proto";
 import {
-  createLogger, createMetrics, createPostgresDatabase, createRedis, createTracingClientInterceptor, createWorkMetrics, onShutdown, readinessFrom, startServiceServer,
+  createLogger, createMetrics, createPostgresDatabase, createRedis, createServiceTransport, createWorkMetrics, onShutdown, readinessFrom, startServiceServer,
   startTelemetry,
 } from "@webcodex/platform";
 import type { Env, LogLevel, Logger, Metrics, WorkMetrics } from "@webcodex/platform";
@@ -26,7 +25,7 @@ import { runnerNames } from "./provisioning/provisioner.js";
 import type { Provisioner } from "./provisioning/provisioner.js";
 
 /** An HTTP/2 transport to a peer whose calls carry the trace context (traceparent). */
-const h2 = (baseUrl: string, metrics: Metrics) => createConnectTransport({ baseUrl, httpVersion: "2", interceptors: [createTracingClientInterceptor({ metrics })] });
+const h2 = (baseUrl: string, metrics: Metrics) => createServiceTransport(baseUrl, { metrics });
 
 /** tools/cli/bin/webcodex.js relative to this file (services/runner-broker/dist/main.js). */
 const defaultCliPath = () => resolve(dirname(fileURLToPath(import.meta.url)), "../../../tools/cli/bin/webcodex.js");

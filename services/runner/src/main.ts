@@ -1,7 +1,6 @@
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { RunnerBrokerService } from "@webcodex/proto";
-import { createLogger, createMetrics, createTracingClientInterceptor, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
+import { createLogger, createMetrics, createServiceTransport, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createRunner, RUNNER_BUILD } from "./runner.js";
@@ -23,7 +22,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const runner = createRunner({ root: config.root, logger, fence, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}) });
   const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics, logger });
   const registration = startRegistration({
-    broker: createClient(RunnerBrokerService, createConnectTransport({ baseUrl: config.brokerUrl, httpVersion: "2", interceptors: [createTracingClientInterceptor({ metrics })] })),
+    broker: createClient(RunnerBrokerService, createServiceTransport(config.brokerUrl, { metrics })),
     runnerId: runner.runnerId,
     clientId: config.clientId,
     projectId: config.projectId,

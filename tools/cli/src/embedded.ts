@@ -9,9 +9,8 @@ import { homedir } from "node:os";
 import { realpathSync, statSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { AuditService, RefResolverService, RunnerBrokerService, RunnerService, ToolRegistryService } from "@webcodex/proto";
-import { createInProcessClient, createMetrics, createPgliteDatabase, createTracingClientInterceptor, startServiceServer } from "@webcodex/platform";
+import { createInProcessClient, createMetrics, createPgliteDatabase, createServiceTransport, startServiceServer } from "@webcodex/platform";
 import type { HttpHandler, Logger, ServiceServer } from "@webcodex/platform";
 import { createToolRegistry } from "@webcodex/tool-registry";
 import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
@@ -90,7 +89,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     createRunnerBroker({
       registry: createMemoryRunnerRegistry({ lostAfterMs: heartbeatIntervalMs * 2 }),
       refResolver,
-      runnerClient: (url) => localRunners.get(url) ?? createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2", interceptors: [createTracingClientInterceptor()] })),
+      runnerClient: (url) => localRunners.get(url) ?? createClient(RunnerService, createServiceTransport(url)),
       heartbeatIntervalMs,
       // Fences survive restarts through the PGlite high-water mark, as they survive a Redis
       // wipe in distributed mode; Job records are kept the same way.
