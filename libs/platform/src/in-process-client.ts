@@ -9,7 +9,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type { DescService } from "@bufbuild/protobuf";
-import { ConnectError, createHandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import type { CallOptions, Client, ServiceImpl } from "@connectrpc/connect";
 import { runServerSpan } from "./tracing.js";
 
@@ -20,6 +20,13 @@ export interface InProcessClientOptions {
    */
   traceAs?: string;
 }
+
+/**
+ * The reason a finished call's signal is aborted with (releasing anything still listening).
+ * One shared object: `abort()` without a reason builds a DOMException with a stack trace,
+ * which cost ~4% of the embedded server's CPU at 900 calls/s.
+ */
+const CALL_FINISHED = new ConnectError("call finished", Code.Canceled);
 
 export function createInProcessClient<S extends DescService>(service: S, impl: ServiceImpl<S>, clientOptions: InProcessClientOptions = {}): Client<S> {
   const traceAs = clientOptions.traceAs;
@@ -46,7 +53,7 @@ export function createInProcessClient<S extends DescService>(service: S, impl: S
       } catch (error) {
         throw ConnectError.from(error);
       } finally {
-        ctx.abort();
+        ctx.abort(CALL_FINISHED);
       }
     };
   }

@@ -101,12 +101,23 @@ async function readChecked(resolver: PathResolver, spec: ReadFileSpec, maxBytes:
 export async function readRegularFile(real: string, path: string): Promise<Buffer> {
   let handle: FileHandle | undefined;
   try {
-    // One open, fstat, read and close: the stat is of the file actually read.
+    // One open, fstat, read and close: the stat is of the file actually read, and its size
+    // sizes the one read (FileHandle.readFile would fstat again and read once more for EOF).
     handle = await open(real, "r");
-    if (!(await handle.stat()).isFile()) {
+    const stat = await handle.stat();
+    if (!stat.isFile()) {
       return fail(ReasonCode.notAFile, FailureStage.resolution, { evidence: { path } });
     }
-    return await handle.readFile();
+    // A size of 0 may be a file whose length the kernel does not report; read it to the end.
+    if (stat.size === 0) return await handle.readFile();
+    const bytes = Buffer.allocUnsafe(stat.size);
+    let filled = 0;
+    while (filled < bytes.length) {
+      const { bytesRead } = await handle.read(bytes, filled, bytes.length - filled, filled);
+      if (bytesRead === 0) break; // truncated since the fstat: what is there is what was read
+      filled += bytesRead;
+    }
+    return filled === bytes.length ? bytes : bytes.subarray(0, filled);
   } catch (error) {
     if (error instanceof ToolFailureError) throw error;
     const code = errnoCode(error);
