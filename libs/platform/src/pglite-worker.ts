@@ -6,6 +6,7 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { PGlite } from "@electric-sql/pglite";
+import { pgliteOptions } from "./pglite-options.js";
 
 interface Request {
   id: number;
@@ -17,9 +18,7 @@ interface Request {
 const port = parentPort;
 if (!port) throw new Error("pglite-worker must run in a worker thread");
 
-// A development database: small shared buffers keep the process small (PGlite's default
-// reserves ~130 MB more) and make forking Runner processes cheaper.
-const ready = PGlite.create({ dataDir: (workerData as { dataDir: string }).dataDir, postgresqlconf: "shared_buffers = 16MB\n" });
+const ready = PGlite.create(pgliteOptions((workerData as { dataDir: string }).dataDir));
 ready.then(
   () => port.postMessage({ id: 0, ok: true }),
   (error: unknown) => port.postMessage({ id: 0, ok: false, error: { message: String(error) } }),

@@ -4,7 +4,10 @@
  * start costs seconds and ~1 GB, reopening a data dir is fast, and the embedded default must
  * be durable anyway.
  */
-import { mkdirSync } from "node:fs";
+import { fork } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { Database, QueryResult, Queryable } from "./database.js";
 
@@ -16,9 +19,28 @@ interface Reply {
   error?: { message: string; code?: string };
 }
 
+const workerUrl = new URL("./pglite-worker.js", import.meta.url);
+
+/**
+ * Creates the cluster in a fresh data dir in a child process. initdb grows PGlite's WASM heap
+ * to ~650 MB and a WebAssembly memory never shrinks, so a server that ran initdb itself would
+ * keep (and peak at) that; reopening the initialized dir takes ~120 MB.
+ */
+async function initializeCluster(dataDir: string): Promise<void> {
+  const child = fork(fileURLToPath(new URL("./pglite-init.js", import.meta.url)), [dataDir], { stdio: ["ignore", "ignore", "pipe", "ipc"] });
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => { stderr += d.toString(); });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (exitCode) => resolve(exitCode));
+  });
+  if (code !== 0) throw new Error(`PGlite could not initialize ${dataDir} (exit ${code}): ${stderr.trim().slice(-500)}`);
+}
+
 export async function createPgliteDatabase(dataDir: string): Promise<Database> {
   mkdirSync(dataDir, { recursive: true });
-  const worker = new Worker(new URL("./pglite-worker.js", import.meta.url), { workerData: { dataDir } });
+  if (!existsSync(join(dataDir, "PG_VERSION"))) await initializeCluster(dataDir);
+  const worker = new Worker(workerUrl, { workerData: { dataDir } });
   worker.unref();
   let nextId = 1;
   const pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
