@@ -5,5 +5,6 @@ export type { RunnerHandlers, ToolHandler, RunnerServiceDeps, FenceGuard } from 
 export { startRegistration } from "./registration.js";
 export type { RegistrationLoop, RegistrationOptions } from "./registration.js";
 export { main } from "./main.js";
+export { loadSpawnHostSetting } from "./config.js";
 export { createWorkspace } from "./workspace/index.js";
 export type { Workspace } from "./workspace/index.js";
