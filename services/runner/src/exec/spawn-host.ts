@@ -163,6 +163,8 @@ class HostConnection {
   readonly children = new Map<number, ProxiedChild>();
   ready = false;
   dead = false;
+  /** close() is waiting for the host to exit, which must keep the event loop alive. */
+  closing = false;
   /** Requests made before the host was ready, in order. */
   queue: HostRequest[] = [];
   /** What the queued spawn requests were, for a fallback to direct spawning. */
@@ -187,7 +189,7 @@ class HostConnection {
 
   /** Keeps the Runner's event loop alive only while children run, as pipes of direct children would. */
   updateRef(): void {
-    if (this.children.size > 0 || !this.ready) {
+    if (this.children.size > 0 || !this.ready || this.closing) {
       this.process.ref();
       this.process.channel?.ref();
     } else {
@@ -248,6 +250,8 @@ class SpawnHostImpl implements SpawnHost {
     this.#host = undefined;
     if (host === undefined || host.dead || host.process.exitCode !== null || host.process.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => host.process.once("exit", () => resolve()));
+    host.closing = true;
+    host.updateRef();
     // Disconnecting makes the host exit by itself; children still running are lost with it.
     if (host.process.connected) host.process.disconnect();
     else host.process.kill("SIGKILL");
