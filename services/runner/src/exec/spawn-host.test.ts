@@ -212,6 +212,35 @@ describe("spawn host failures", () => {
     }
   });
 
+  it("events the host sent before dying are still delivered, not replaced by an unknown exit", async () => {
+    // A host that runs nothing: it reports a complete run, then exits at once.
+    const module = path.join(root, "reports-then-dies.cjs");
+    await writeFile(
+      module,
+      [
+        'process.on("message", (m) => {',
+        '  if (m.t !== "spawn") return;',
+        "  process.send({ t: \"spawn\", id: m.id, pid: process.pid });",
+        '  for (let i = 0; i < 64; i++) process.send({ t: "out", id: m.id, fd: 1, data: Buffer.alloc(65536, 120) });',
+        '  process.send({ t: "out", id: m.id, fd: 1, data: Buffer.from("last words") });',
+        '  process.send({ t: "exit", id: m.id, code: 5, signal: null });',
+        '  process.send({ t: "close", id: m.id, code: 5, signal: null }, () => process.exit(0));',
+        "});",
+        'process.send({ t: "ready" });',
+        "",
+      ].join("\n"),
+    );
+    const host = createSpawnHost({ childModule: module, logger: silentLogger() });
+    try {
+      const seen = await observe(host.spawn("anything", [], { cwd: root }));
+      assert.deepEqual(seen.events, ["spawn", "exit:5:null", "close:5:null"]);
+      assert.equal(seen.stdout.length, 64 * 65536 + 10);
+      assert.equal(seen.stdout.subarray(-10).toString(), "last words");
+    } finally {
+      await host.close();
+    }
+  });
+
   it("a spawn the host never confirmed ends as a start failure", async () => {
     // A host that accepts, then dies on the first spawn request before answering.
     const module = path.join(root, "dies-on-spawn.cjs");

@@ -23,6 +23,7 @@ import { spawnDirect, type SpawnedChild, type SpawnOptions, type Spawner } from 
 
 const DEFAULT_CHILD_MODULE = fileURLToPath(new URL("./spawn-host-child.js", import.meta.url));
 const DEFAULT_READY_TIMEOUT_MS = 10_000;
+const CHANNEL_DRAIN_MS = 1_000;
 
 export interface SpawnHostOptions {
   logger?: Logger;
@@ -280,7 +281,13 @@ class SpawnHostImpl implements SpawnHost {
     child.on("message", (event: HostEvent) => this.#onEvent(host, event, readyTimer));
     child.on("error", (error) => this.#lost(host, error));
     child.on("disconnect", () => this.#lost(host, new Error("spawn host disconnected")));
-    child.on("exit", (code, signal) => this.#lost(host, new Error(`spawn host exited (code ${code}, signal ${signal})`)));
+    child.on("exit", (code, signal) => {
+      const reason = new Error(`spawn host exited (code ${code}, signal ${signal})`);
+      // Events still in the channel (a child's real exit, say) are read before "disconnect";
+      // settle only then, unless the channel never reports its end.
+      if (!child.connected) this.#lost(host, reason);
+      else setTimeout(() => this.#lost(host, reason), CHANNEL_DRAIN_MS).unref();
+    });
     host.updateRef();
     return host;
   }
