@@ -13,6 +13,13 @@ export const runnerConfigSpec = {
   /** Runner credential (never a Host credential): sent on registration, required on Execute/Describe. */
   runnerToken: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
+  /** "on": programs are spawned by a small helper process (fast forks); "off": the Runner forks itself. */
+  spawnHost: { kind: "enum", env: "WEBCODEX_RUNNER_SPAWN_HOST", values: ["on", "off"], default: "on" },
 } as const;
 
 export const loadConfig = (env: Env) => readConfig(runnerConfigSpec, env);
+
+/** WEBCODEX_RUNNER_SPAWN_HOST alone, for hosts of an in-process Runner (`webcodex dev`). */
+export function loadSpawnHostSetting(env: Env): boolean {
+  return readConfig({ spawnHost: runnerConfigSpec.spawnHost }, env).spawnHost === "on";
+}

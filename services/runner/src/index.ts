@@ -5,5 +5,10 @@ export type { RunnerHandlers, ToolHandler, RunnerServiceDeps, FenceGuard } from 
 export { startRegistration } from "./registration.js";
 export type { RegistrationLoop, RegistrationOptions } from "./registration.js";
 export { main } from "./main.js";
+export { loadSpawnHostSetting } from "./config.js";
 export { createWorkspace } from "./workspace/index.js";
+export { createSpawnHost } from "./exec/spawn-host.js";
+export type { SpawnHost, SpawnHostOptions } from "./exec/spawn-host.js";
+export { createDirectSpawner } from "./exec/spawner.js";
+export type { SpawnedChild, SpawnOptions, Spawner } from "./exec/spawner.js";
 export type { Workspace } from "./workspace/index.js";

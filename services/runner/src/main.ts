@@ -19,7 +19,9 @@ export async function main(env: Env = process.env): Promise<void> {
   const metrics = createMetrics();
   const fence = createFenceGuard();
   const token = config.runnerToken ? { runnerToken: config.runnerToken } : {};
-  const runner = createRunner({ root: config.root, logger, fence, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}) });
+  const runner = createRunner({
+    root: config.root, logger, fence, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), spawnHost: config.spawnHost === "on",
+  });
   const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics, logger });
   const registration = startRegistration({
     broker: createClient(RunnerBrokerService, createServiceTransport(config.brokerUrl, { metrics })),

@@ -10,6 +10,8 @@ import type { Logger } from "@webcodex/platform";
 import { createWorkspace } from "./workspace/index.js";
 import { runnerHandlers } from "./handlers.js";
 import { createExecutor } from "./exec/index.js";
+import { createSpawnHost } from "./exec/spawn-host.js";
+import { createDirectSpawner } from "./exec/spawner.js";
 import { createFenceGuard, createRunnerService } from "./runner-service.js";
 import type { FenceGuard, RunnerHandlers } from "./runner-service.js";
 
@@ -35,11 +37,18 @@ export interface RunnerOptions {
   fence?: FenceGuard;
   /** Runner credential required on Execute/Describe (WEBCODEX_RUNNER_TOKEN). */
   runnerToken?: string;
+  /**
+   * Start programs (jobs, rg, git) from a small helper process instead of forking the Runner,
+   * whose fork cost grows with its memory (WEBCODEX_RUNNER_SPAWN_HOST; default true).
+   */
+  spawnHost?: boolean;
 }
 
 export function createRunner(options: RunnerOptions): Runner {
-  const workspace = createWorkspace({ root: options.root });
-  const executor = createExecutor({ root: options.root });
+  const spawner =
+    options.spawnHost === false ? createDirectSpawner() : createSpawnHost({ logger: options.logger.child({ component: "spawn-host" }) });
+  const workspace = createWorkspace({ root: options.root, spawner });
+  const executor = createExecutor({ root: options.root, spawner });
   const handlers = runnerHandlers(workspace, executor);
   const runnerId = options.runnerId ?? `runner-${hostname()}-${randomBytes(4).toString("hex")}`;
   let identity: Promise<string> | undefined;
@@ -56,6 +65,9 @@ export function createRunner(options: RunnerOptions): Runner {
     service,
     rootIdentity,
     routes: (router) => router.service(RunnerService, service),
-    close: () => executor.shutdown(),
+    close: async () => {
+      await executor.shutdown();
+      await spawner.close();
+    },
   };
 }

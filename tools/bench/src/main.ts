@@ -5,7 +5,8 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { startDistributed } from "@webcodex/cli";
@@ -55,6 +56,17 @@ async function spawnLatency(runs: number): Promise<number> {
     if (i >= 20) samples.push(performance.now() - t);
   }
   return median(samples);
+}
+
+/** Spawning `true` from an 800 MB process: directly (fork copies it) vs through the Runner's spawn host. */
+function benchSpawn(): BenchResult {
+  const script = fileURLToPath(new URL("./spawn-from-big.js", import.meta.url));
+  const r = JSON.parse(execFileSync(process.execPath, [script], { encoding: "utf8" })) as { rss_mib: number; direct_p50_ms: number; host_p50_ms: number };
+  return {
+    name: "spawn_true_800mb",
+    metrics: { rss_mib: r.rss_mib, direct_p50_ms: r.direct_p50_ms, spawn_host_p50_ms: r.host_p50_ms, ratio_p50: round(r.host_p50_ms / r.direct_p50_ms, 2) },
+    notes: "spawn `true` from a process with 800 MB touched: through the Runner's spawn host vs directly",
+  };
 }
 
 async function benchToolCalls(results: BenchResult[]): Promise<void> {
@@ -134,6 +146,7 @@ async function main(): Promise<void> {
     process.stdout.write(`bench ${name} done in ${round((performance.now() - t) / 1000, 1)} s\n`);
   };
   await step("tool_calls", () => benchToolCalls(results));
+  await step("spawn", async () => { results.push(benchSpawn()); });
   await step("edit", async () => { results.push(await benchBulkEdit()); });
   await step("search", async () => { results.push(await benchSearch()); });
   await step("audit", () => withDatabase(async (url) => { results.push(await benchAuditIngest(url)); }));

@@ -41,6 +41,8 @@ export interface EmbeddedOptions {
   rateLimit?: GatewayDeps["rateLimit"];
   /** ActionAudit retention and partition maintenance (default: 90 days, 7 ahead, hourly). */
   auditRetention?: AuditRetentionConfig;
+  /** Runner spawns through its spawn host (WEBCODEX_RUNNER_SPAWN_HOST; default true). */
+  spawnHost?: boolean;
   logger: Logger;
 }
 
@@ -75,7 +77,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
   await migrateRunnerBroker(db);
 
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5_000;
-  const runner = createRunner({ root: projectDir, logger: logger.child({ component: "runner" }) });
+  const runner = createRunner({
+    root: projectDir, logger: logger.child({ component: "runner" }), ...(options.spawnHost === undefined ? {} : { spawnHost: options.spawnHost }),
+  });
   // In-process hops run in SERVER spans named like the distributed services, so a trace shows
   // the same services in both modes.
   const localRunners = new Map<string, Client<typeof RunnerService>>([["local:runner", createInProcessClient(RunnerService, runner.service, { traceAs: "runner" })]]);

@@ -10,6 +10,7 @@ import type { LogLevel } from "@webcodex/platform";
 import { parseDevTokensFile } from "@webcodex/gateway";
 import type { StaticTokenEntry } from "@webcodex/gateway";
 import { loadRetentionConfig } from "@webcodex/audit";
+import { loadSpawnHostSetting } from "@webcodex/runner";
 import { defaultDataDir, startEmbedded } from "./embedded.js";
 import type { EmbeddedOptions } from "./embedded.js";
 import { startDistributed, SERVICES } from "./distributed.js";
@@ -84,7 +85,7 @@ export async function run(argv: string[]): Promise<void> {
       const telemetry = await startTelemetry("webcodex-dev", env, logger);
       const embedded = await startEmbedded({
         projectDir: values.project, port: Number(values.port), host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env),
-        auditRetention: loadRetentionConfig(env),
+        auditRetention: loadRetentionConfig(env), spawnHost: loadSpawnHostSetting(env),
       });
       process.stdout.write(`WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`);
       const stop = () => void embedded.close().then(() => telemetry.shutdown()).then(() => process.exit(0), () => process.exit(1));

@@ -5,6 +5,7 @@ import { childEnv, scrubbedBaseEnv } from "./child-env.js";
 import { Job, type JobSpec } from "./job.js";
 import { effectiveLimits, effectiveWaitMs, resolveLimits } from "./limits.js";
 import { resolveCwd } from "./resolve-cwd.js";
+import { createDirectSpawner, type Spawner } from "./spawner.js";
 import type {
   DetachedResult,
   EffectiveLimits,
@@ -99,12 +100,13 @@ function sleep(ms: number, signal?: AbortSignal): { done: Promise<void>; cancel:
 }
 
 /** A JobSpec minus what the executor fills in itself. */
-type StartParts = Omit<JobSpec, "id" | "limits" | "emit" | "combineOutput"> & { combineOutput?: boolean };
+type StartParts = Omit<JobSpec, "id" | "limits" | "emit" | "combineOutput" | "spawner"> & { combineOutput?: boolean };
 
 class JobExecutor implements Executor {
   readonly #limits: ExecLimits;
   readonly #realRoot: string;
   readonly #baseEnv: Record<string, string>;
+  readonly #spawner: Spawner;
   readonly #jobs = new Map<string, Job>();
   readonly #running = new Set<Job>();
   readonly #listeners = new Set<JobEventListener>();
@@ -114,6 +116,7 @@ class JobExecutor implements Executor {
     this.#limits = resolveLimits(options.limits);
     this.#realRoot = realpathSync(options.root);
     this.#baseEnv = scrubbedBaseEnv(options.baseEnv);
+    this.#spawner = options.spawner ?? createDirectSpawner();
   }
 
   async runProcess(request: RunProcessRequest, signal?: AbortSignal): Promise<RunResult> {
@@ -263,6 +266,7 @@ class JobExecutor implements Executor {
       id: newJobId(),
       limits: this.#limits,
       combineOutput: false,
+      spawner: this.#spawner,
       emit: (event) => this.#emit(event),
       ...parts,
     });

@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { OutputCapture } from "./output-capture.js";
 import { terminateGroup } from "./process-group.js";
+import type { SpawnedChild, Spawner } from "./spawner.js";
 import type {
   CompletedResult,
   EffectiveLimits,
@@ -33,6 +33,8 @@ export interface JobSpec {
   /** Also capture stdout+stderr interleaved in order of arrival (run_shell). */
   combineOutput: boolean;
   limits: ExecLimits;
+  /** Starts the program (directly, or through the spawn host). */
+  spawner: Spawner;
   emit: (event: JobEvent) => void;
 }
 
@@ -64,7 +66,7 @@ export class Job {
   readonly #stdout: OutputCapture;
   readonly #stderr: OutputCapture;
   readonly #output: OutputCapture | undefined;
-  #child: ChildProcess | undefined;
+  #child: SpawnedChild | undefined;
   #pgid: number | undefined;
   #exitCode: number | null = null;
   #signal: string | null = null;
@@ -110,15 +112,14 @@ export class Job {
 
   #start(): void {
     const spec = this.#spec;
-    let child: ChildProcess;
+    let child: SpawnedChild;
     try {
-      child = spawn(spec.program, spec.args, {
+      child = spec.spawner.spawn(spec.program, spec.args, {
         cwd: spec.cwd,
         env: spec.env,
         // Own session and process group: the whole tree can be signalled as one.
         detached: true,
-        stdio: [spec.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
-        windowsHide: true,
+        stdin: spec.stdin === undefined ? "ignore" : "pipe",
       });
     } catch (error) {
       this.#failStart(error);
@@ -144,11 +145,11 @@ export class Job {
       if (this.#pgid === undefined) this.#failStart(error);
     });
 
-    child.stdout?.on("data", (chunk: Buffer) => this.#onData(this.#stdout, chunk));
-    child.stderr?.on("data", (chunk: Buffer) => this.#onData(this.#stderr, chunk));
+    child.stdout.on("data", (chunk: Buffer) => this.#onData(this.#stdout, chunk));
+    child.stderr.on("data", (chunk: Buffer) => this.#onData(this.#stderr, chunk));
     // A pipe error must never crash the Runner; the exit facts still come from "exit".
-    child.stdout?.on("error", () => {});
-    child.stderr?.on("error", () => {});
+    child.stdout.on("error", () => {});
+    child.stderr.on("error", () => {});
     if (child.stdin) {
       // The child may exit without reading its input (EPIPE); that is not a job failure.
       child.stdin.on("error", () => {});

@@ -3,6 +3,7 @@
  * spellings of TOOL-CONTRACT.md ("Processes and jobs"), so the RPC layer can serialize them
  * without renaming; the Gateway projects (and compacts) them later.
  */
+import type { Spawner } from "./spawner.js";
 
 /** Bounds of the engine. Every request value is clamped to these ceilings defensively. */
 export interface ExecLimits {
@@ -42,6 +43,8 @@ export interface ExecutorOptions {
    * ignored: the Runner's own environment never reaches a child.
    */
   baseEnv?: Record<string, string>;
+  /** How programs are started; default: directly from this process. */
+  spawner?: Spawner;
 }
 
 export type ShellName = "sh" | "bash";

@@ -1,13 +1,21 @@
 /**
- * The only way the workspace talks to git: `execFile("git", ...)`, never a shell, with a
+ * The only way the workspace talks to git: `execFile("git", ...)` (through the Runner's
+ * spawner, so it can run from the spawn host), never a shell, with a
  * fixed environment so the caller's GIT_* variables, pager, colours, fsmonitor hooks and
  * external diff drivers cannot change what is observed. Observation commands take no locks.
  */
-import { execFile } from "node:child_process";
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { execFileVia } from "../exec/exec-file.js";
+import type { Spawner } from "../exec/spawner.js";
 
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 const CONFIG = ["-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "core.fsmonitor=false", "-c", "diff.noprefix=false"];
+
+/** Where git runs and how it is started. */
+export interface GitContext {
+  cwd: string;
+  spawner: Spawner;
+}
 
 export interface GitOutput {
   code: number;
@@ -15,23 +23,23 @@ export interface GitOutput {
   stderr: string;
 }
 
-function gitEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
+function gitEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("GIT_")) env[key] = value;
+    if (!key.startsWith("GIT_") && value !== undefined) env[key] = value;
   }
   return { ...env, GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
 }
 
-/** Runs git in `cwd`; exit codes outside `okCodes` become `git_failed`. */
-export function runGit(cwd: string, args: readonly string[], okCodes: readonly number[] = [0]): Promise<GitOutput> {
+/** Runs git in `git.cwd`; exit codes outside `okCodes` become `git_failed`. */
+export function runGit(git: GitContext, args: readonly string[], okCodes: readonly number[] = [0]): Promise<GitOutput> {
   return new Promise((resolve, reject) => {
-    execFile("git", [...CONFIG, ...args], { cwd, env: gitEnv(), maxBuffer: MAX_OUTPUT_BYTES, encoding: "utf8" }, (error, stdout, stderr) => {
+    execFileVia(git.spawner, "git", [...CONFIG, ...args], { cwd: git.cwd, env: gitEnv(), maxBuffer: MAX_OUTPUT_BYTES }, (error, stdout, stderr) => {
       if (error === null) {
         resolve({ code: 0, stdout, stderr });
         return;
       }
-      const code = (error as { code?: unknown }).code;
+      const code = error.code;
       if (code === "ENOENT") {
         reject(new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, FailureStage.observation, { detail_code: "git_unavailable" })));
       } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") {
@@ -60,36 +68,36 @@ export function runGit(cwd: string, args: readonly string[], okCodes: readonly n
 }
 
 /** Fails with `not_a_git_repository` unless `cwd` is inside a work tree. */
-export async function assertGitRepository(cwd: string): Promise<void> {
-  const out = await runGit(cwd, ["rev-parse", "--is-inside-work-tree"], [0, 128]);
+export async function assertGitRepository(git: GitContext): Promise<void> {
+  const out = await runGit(git, ["rev-parse", "--is-inside-work-tree"], [0, 128]);
   if (out.code !== 0 || out.stdout.trim() !== "true") {
     fail(ReasonCode.notAGitRepository, FailureStage.resolution, { message: "The project root is not inside a git work tree." });
   }
 }
 
 /** HEAD commit id, or undefined on an unborn branch. */
-export async function headCommit(cwd: string): Promise<string | undefined> {
-  const out = await runGit(cwd, ["rev-parse", "-q", "--verify", "HEAD^{commit}"], [0, 1]);
+export async function headCommit(git: GitContext): Promise<string | undefined> {
+  const out = await runGit(git, ["rev-parse", "-q", "--verify", "HEAD^{commit}"], [0, 1]);
   return out.code === 0 ? out.stdout.trim() : undefined;
 }
 
 /** Current branch name, or undefined when HEAD is detached. */
-export async function currentBranch(cwd: string): Promise<string | undefined> {
-  const out = await runGit(cwd, ["symbolic-ref", "-q", "--short", "HEAD"], [0, 1]);
+export async function currentBranch(git: GitContext): Promise<string | undefined> {
+  const out = await runGit(git, ["symbolic-ref", "-q", "--short", "HEAD"], [0, 1]);
   return out.code === 0 ? out.stdout.trim() : undefined;
 }
 
 /** Id of the empty tree in this repository's hash algorithm, the base for an unborn HEAD. */
-export async function emptyTree(cwd: string): Promise<string> {
-  return (await runGit(cwd, ["hash-object", "-t", "tree", "/dev/null"])).stdout.trim();
+export async function emptyTree(git: GitContext): Promise<string> {
+  return (await runGit(git, ["hash-object", "-t", "tree", "/dev/null"])).stdout.trim();
 }
 
 /** Commit id of a caller-supplied revision; anything unresolvable is `invalid_value`. */
-export async function resolveCommit(cwd: string, revision: string): Promise<string> {
+export async function resolveCommit(git: GitContext, revision: string): Promise<string> {
   if (revision === "" || revision.startsWith("-")) {
     fail(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "unknown_base", evidence: { base: revision } });
   }
-  const out = await runGit(cwd, ["rev-parse", "-q", "--verify", "--end-of-options", `${revision}^{commit}`], [0, 1, 128]);
+  const out = await runGit(git, ["rev-parse", "-q", "--verify", "--end-of-options", `${revision}^{commit}`], [0, 1, 128]);
   if (out.code !== 0) {
     fail(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "unknown_base", evidence: { base: revision } });
   }

@@ -7,7 +7,8 @@
 import { lstat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { FailureStage, ReasonCode, fail } from "@webcodex/contracts";
-import { assertGitRepository, currentBranch, emptyTree, headCommit, resolveCommit, runGit } from "./git-cli.js";
+import type { Spawner } from "../exec/spawner.js";
+import { assertGitRepository, currentBranch, emptyTree, headCommit, resolveCommit, runGit, type GitContext } from "./git-cli.js";
 import type { PathResolver } from "./path-policy.js";
 import { isBinary, lineStarts } from "./text-bytes.js";
 import { parseNameStatus, parseNumStat, parseUnifiedDiff } from "./unified-diff.js";
@@ -32,11 +33,11 @@ const MAX_COUNTED_BYTES = 8 * 1024 * 1024;
 
 const DIFF = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--relative"];
 
-export async function readWorkspaceChanges(resolver: PathResolver): Promise<WorkspaceChangesResult> {
-  const cwd = resolver.rootReal;
-  await assertGitRepository(cwd);
-  const [head, branch] = await Promise.all([headCommit(cwd), currentBranch(cwd)]);
-  const changes = await collectChanges(cwd, head ?? (await emptyTree(cwd)));
+export async function readWorkspaceChanges(resolver: PathResolver, spawner: Spawner): Promise<WorkspaceChangesResult> {
+  const git: GitContext = { cwd: resolver.rootReal, spawner };
+  await assertGitRepository(git);
+  const [head, branch] = await Promise.all([headCommit(git), currentBranch(git)]);
+  const changes = await collectChanges(git, head ?? (await emptyTree(git)));
   const result: WorkspaceChangesResult = {
     changes: changes.slice(0, MAX_LISTED_CHANGES),
     total_changes: changes.length,
@@ -47,14 +48,14 @@ export async function readWorkspaceChanges(resolver: PathResolver): Promise<Work
   return result;
 }
 
-export async function readGitReviewSummary(resolver: PathResolver, request: GitReviewSummaryRequest): Promise<GitReviewSummaryResult> {
-  const cwd = resolver.rootReal;
-  await assertGitRepository(cwd);
+export async function readGitReviewSummary(resolver: PathResolver, spawner: Spawner, request: GitReviewSummaryRequest): Promise<GitReviewSummaryResult> {
+  const git: GitContext = { cwd: resolver.rootReal, spawner };
+  await assertGitRepository(git);
   const base = request.base ?? "HEAD";
   let baseCommit: string | undefined;
-  if (base === "HEAD") baseCommit = await headCommit(cwd);
-  else baseCommit = await resolveCommit(cwd, base);
-  const files = await collectChanges(cwd, baseCommit ?? (await emptyTree(cwd)));
+  if (base === "HEAD") baseCommit = await headCommit(git);
+  else baseCommit = await resolveCommit(git, base);
+  const files = await collectChanges(git, baseCommit ?? (await emptyTree(git)));
   const totals = { files: files.length, added_lines: 0, removed_lines: 0 };
   for (const file of files) {
     totals.added_lines += file.added_lines ?? 0;
@@ -70,7 +71,7 @@ export async function readGitReviewSummary(resolver: PathResolver, request: GitR
   return result;
 }
 
-export async function readGitDiffHunks(resolver: PathResolver, request: GitDiffHunksRequest): Promise<GitDiffHunksResult> {
+export async function readGitDiffHunks(resolver: PathResolver, spawner: Spawner, request: GitDiffHunksRequest): Promise<GitDiffHunksResult> {
   const maxHunks = request.max_hunks ?? DEFAULT_MAX_HUNKS;
   const contextLines = request.context_lines ?? DEFAULT_CONTEXT_LINES;
   if (!Number.isInteger(maxHunks) || maxHunks < 1) {
@@ -79,26 +80,26 @@ export async function readGitDiffHunks(resolver: PathResolver, request: GitDiffH
   if (!Number.isInteger(contextLines) || contextLines < 0) {
     fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "context_lines_negative", evidence: { context_lines: contextLines } });
   }
-  const cwd = resolver.rootReal;
+  const git: GitContext = { cwd: resolver.rootReal, spawner };
   // Paths go through the same policy as every other tool, then to git as literal pathspecs.
   const pathspecs: string[] = [];
   for (const requested of request.paths ?? []) {
     const resolved = await resolver.resolve(requested, { allowRoot: true });
     pathspecs.push(resolved.rel === "" ? "." : `:(literal)${resolved.rel}`);
   }
-  await assertGitRepository(cwd);
-  const base = (await headCommit(cwd)) ?? (await emptyTree(cwd));
-  const out = await runGit(cwd, [...DIFF, `-U${contextLines}`, "--src-prefix=a/", "--dst-prefix=b/", base, "--", ...pathspecs]);
+  await assertGitRepository(git);
+  const base = (await headCommit(git)) ?? (await emptyTree(git));
+  const out = await runGit(git, [...DIFF, `-U${contextLines}`, "--src-prefix=a/", "--dst-prefix=b/", base, "--", ...pathspecs]);
   const parsed = parseUnifiedDiff(out.stdout, { maxHunks, maxLinesPerHunk: MAX_HUNK_LINES, maxLineChars: MAX_HUNK_LINE_CHARS });
   return { hunks: parsed.hunks, total_hunks: parsed.totalHunks, truncated: parsed.totalHunks > parsed.hunks.length };
 }
 
 /** Tracked changes of the work tree against `base` (staged and unstaged together) plus untracked files, sorted by path. */
-async function collectChanges(cwd: string, base: string): Promise<FileChangeStat[]> {
+async function collectChanges(git: GitContext, base: string): Promise<FileChangeStat[]> {
   const [names, numbers, others] = await Promise.all([
-    runGit(cwd, [...DIFF, "-z", "--name-status", base, "--"]),
-    runGit(cwd, [...DIFF, "-z", "--numstat", base, "--"]),
-    runGit(cwd, ["ls-files", "--others", "--exclude-standard", "-z", "--", "."]),
+    runGit(git, [...DIFF, "-z", "--name-status", base, "--"]),
+    runGit(git, [...DIFF, "-z", "--numstat", base, "--"]),
+    runGit(git, ["ls-files", "--others", "--exclude-standard", "-z", "--", "."]),
   ]);
   const counts = parseNumStat(numbers.stdout);
   const changes: FileChangeStat[] = parseNameStatus(names.stdout).map((entry) => {
@@ -118,7 +119,7 @@ async function collectChanges(cwd: string, base: string): Promise<FileChangeStat
     untracked.map(async (relPath, index): Promise<FileChangeStat> => {
       const change: FileChangeStat = { path: relPath, status: "untracked" };
       if (index >= MAX_COUNTED_UNTRACKED) return change;
-      const counted = await countLines(path.join(cwd, relPath));
+      const counted = await countLines(path.join(git.cwd, relPath));
       if (counted === "binary") change.binary = true;
       else if (counted !== undefined) {
         change.added_lines = counted;

@@ -6,12 +6,12 @@
 import { FailureStage, ReasonCode, fail } from "@webcodex/contracts";
 import { BoundedSmallest } from "./bounded-smallest.js";
 import type { PathResolver } from "./path-policy.js";
-import { fileSetArgs, resolveSearchTarget, runRg } from "./ripgrep.js";
+import { fileSetArgs, resolveSearchTarget, runRg, type RgCommand } from "./ripgrep.js";
 import type { ListProjectFilesRequest, ListProjectFilesResult } from "./types.js";
 
 export const DEFAULT_MAX_LIST_RESULTS = 1000;
 
-export async function listProjectFiles(resolver: PathResolver, rgPath: string, request: ListProjectFilesRequest): Promise<ListProjectFilesResult> {
+export async function listProjectFiles(resolver: PathResolver, rg: RgCommand, request: ListProjectFilesRequest): Promise<ListProjectFilesResult> {
   const maxResults = request.max_results ?? DEFAULT_MAX_LIST_RESULTS;
   if (!Number.isInteger(maxResults) || maxResults < 1) {
     fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "max_results_not_positive", evidence: { max_results: maxResults } });
@@ -20,7 +20,7 @@ export async function listProjectFiles(resolver: PathResolver, rgPath: string, r
   const smallest = new BoundedSmallest<string>(maxResults, (a, b) => (a < b ? -1 : a > b ? 1 : 0));
   let total = 0;
   const strip = target.stripPrefix;
-  const outcome = await runRg(rgPath, ["--files", ...fileSetArgs(request.glob), "--", target.arg], resolver.rootReal, (block) => {
+  const outcome = await runRg(rg, ["--files", ...fileSetArgs(request.glob), "--", target.arg], resolver.rootReal, (block) => {
     for (const line of block.toString("utf8").split("\n")) {
       total++;
       smallest.add(strip !== "" && line.startsWith(strip) ? line.slice(strip.length) : line);

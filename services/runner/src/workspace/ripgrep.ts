@@ -4,9 +4,9 @@
  * same file set: .gitignore honoured even outside a git repo, hidden files included, `.git/`
  * excluded, user config ignored.
  */
-import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import type { Spawner } from "../exec/spawner.js";
 import { errnoCode, type PathResolver } from "./path-policy.js";
 
 /** Flags that define "the project's files" for both list and search. */
@@ -16,6 +16,12 @@ export function fileSetArgs(glob: string | undefined): string[] {
   // Later globs win in rg, so this exclusion cannot be overridden by the caller's glob.
   args.push("--glob", "!.git");
   return args;
+}
+
+/** The rg binary and how it is started. */
+export interface RgCommand {
+  path: string;
+  spawner: Spawner;
 }
 
 export interface RgOutcome {
@@ -34,9 +40,9 @@ const STDERR_LIMIT = 4096;
  * "\n", final newline removed), so consumers can decode a block at once or walk it with
  * `forEachLine`. Returning false stops rg. A block is only valid during the call.
  */
-export function runRg(rgPath: string, args: string[], cwd: string, onBlock: (block: Buffer) => boolean | void): Promise<RgOutcome> {
+export function runRg(rg: RgCommand, args: string[], cwd: string, onBlock: (block: Buffer) => boolean | void): Promise<RgOutcome> {
   return new Promise((resolve, reject) => {
-    const child = spawn(rgPath, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    const child = rg.spawner.spawn(rg.path, args, { cwd });
     let stderr = "";
     let stopped = false;
     // Bytes after the last newline seen, kept as parts so a very long line is copied once.
@@ -63,8 +69,9 @@ export function runRg(rgPath: string, args: string[], cwd: string, onBlock: (blo
     child.stderr.on("data", (text: string) => {
       if (stderr.length < STDERR_LIMIT) stderr = (stderr + text).slice(0, STDERR_LIMIT);
     });
-    child.on("error", (error: NodeJS.ErrnoException) => {
-      const unavailable = error.code === "ENOENT" || error.code === "EACCES";
+    child.on("error", (error) => {
+      const code = (error as NodeJS.ErrnoException).code;
+      const unavailable = code === "ENOENT" || code === "EACCES";
       reject(
         unavailable
           ? new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, FailureStage.execution, { detail_code: "rg_unavailable" }))

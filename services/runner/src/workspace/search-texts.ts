@@ -7,7 +7,7 @@
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { BoundedSmallest } from "./bounded-smallest.js";
 import type { PathResolver } from "./path-policy.js";
-import { fileSetArgs, forEachLine, resolveSearchTarget, runRg } from "./ripgrep.js";
+import { fileSetArgs, forEachLine, resolveSearchTarget, runRg, type RgCommand } from "./ripgrep.js";
 import type { SearchMatch, SearchProjectTextsRequest, SearchProjectTextsResult, SearchQuery, SearchQueryResult, SearchQuerySuccess } from "./types.js";
 
 export const DEFAULT_MAX_SEARCH_RESULTS = 100;
@@ -29,21 +29,21 @@ interface Candidate {
 
 const byPathThenLine = (a: Candidate, b: Candidate): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.line - b.line);
 
-export async function searchProjectTexts(resolver: PathResolver, rgPath: string, request: SearchProjectTextsRequest): Promise<SearchProjectTextsResult> {
-  const results = await Promise.all(request.queries.map((query) => runQuery(resolver, rgPath, query)));
+export async function searchProjectTexts(resolver: PathResolver, rg: RgCommand, request: SearchProjectTextsRequest): Promise<SearchProjectTextsResult> {
+  const results = await Promise.all(request.queries.map((query) => runQuery(resolver, rg, query)));
   return { results };
 }
 
-async function runQuery(resolver: PathResolver, rgPath: string, query: SearchQuery): Promise<SearchQueryResult> {
+async function runQuery(resolver: PathResolver, rg: RgCommand, query: SearchQuery): Promise<SearchQueryResult> {
   try {
-    return await runQueryChecked(resolver, rgPath, query);
+    return await runQueryChecked(resolver, rg, query);
   } catch (error) {
     if (error instanceof ToolFailureError) return { success: false, error: error.failure };
     throw error;
   }
 }
 
-async function runQueryChecked(resolver: PathResolver, rgPath: string, query: SearchQuery): Promise<SearchQueryResult> {
+async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: SearchQuery): Promise<SearchQueryResult> {
   const maxResults = query.max_results ?? DEFAULT_MAX_SEARCH_RESULTS;
   if (typeof query.pattern !== "string" || query.pattern === "") {
     fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "empty_pattern" });
@@ -98,7 +98,7 @@ async function runQueryChecked(resolver: PathResolver, rgPath: string, query: Se
     }
     return total < SEARCH_COUNT_CEILING;
   };
-  const outcome = await runRg(rgPath, args, resolver.rootReal, (block) => forEachLine(block, onLine));
+  const outcome = await runRg(rg, args, resolver.rootReal, (block) => forEachLine(block, onLine));
 
   // rg exits 0 with matches, 1 without, 2 on errors (possibly after partial output).
   if (!outcome.stopped && outcome.code !== 0 && outcome.code !== 1) {

@@ -4,6 +4,7 @@
  * full canonical truth, which the model projection later thins out.
  */
 import type { ToolFailure } from "@webcodex/contracts";
+import type { Spawner } from "../exec/spawner.js";
 
 // ---------------------------------------------------------------- options
 
@@ -22,6 +23,8 @@ export interface WorkspaceOptions {
   sensitiveWriteGlobs?: string[];
   /** ripgrep binary; defaults to the one shipped by `@vscode/ripgrep`. */
   rgPath?: string;
+  /** How rg and git are started; default: directly from this process. */
+  spawner?: Spawner;
   hooks?: WorkspaceHooks;
 }
 

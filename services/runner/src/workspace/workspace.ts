@@ -7,11 +7,13 @@
 import { createHash } from "node:crypto";
 import { stat } from "node:fs/promises";
 import { rgPath as bundledRgPath } from "@vscode/ripgrep";
+import { createDirectSpawner } from "../exec/spawner.js";
 import { editProjectFiles } from "./edit-transaction.js";
 import { readGitDiffHunks, readGitReviewSummary, readWorkspaceChanges } from "./git-review.js";
 import { listProjectFiles } from "./list-files.js";
 import { createPathPolicy, DEFAULT_SENSITIVE_WRITE_GLOBS, realRoot } from "./path-policy.js";
 import { readFiles } from "./read-files.js";
+import type { RgCommand } from "./ripgrep.js";
 import { searchProjectTexts } from "./search-texts.js";
 import type { Workspace, WorkspaceOptions } from "./types.js";
 
@@ -22,7 +24,8 @@ import type { Workspace, WorkspaceOptions } from "./types.js";
  */
 export function createWorkspace(options: WorkspaceOptions): Workspace {
   const policy = createPathPolicy(options.root, options.sensitiveWriteGlobs ?? DEFAULT_SENSITIVE_WRITE_GLOBS);
-  const rg = options.rgPath ?? bundledRgPath;
+  const spawner = options.spawner ?? createDirectSpawner();
+  const rg: RgCommand = { path: options.rgPath ?? bundledRgPath, spawner };
   const hooks = options.hooks;
   return {
     async readFiles(request) {
@@ -38,13 +41,13 @@ export function createWorkspace(options: WorkspaceOptions): Workspace {
       return editProjectFiles({ resolver: await policy.open(), hooks }, request);
     },
     async readWorkspaceChanges() {
-      return readWorkspaceChanges(await policy.open());
+      return readWorkspaceChanges(await policy.open(), spawner);
     },
     async readGitDiffHunks(request) {
-      return readGitDiffHunks(await policy.open(), request);
+      return readGitDiffHunks(await policy.open(), spawner, request);
     },
     async readGitReviewSummary(request) {
-      return readGitReviewSummary(await policy.open(), request);
+      return readGitReviewSummary(await policy.open(), spawner, request);
     },
     async rootIdentity() {
       const real = await realRoot(options.root);
