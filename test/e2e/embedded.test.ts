@@ -197,19 +197,12 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
     });
 
     it("20 concurrent jobs in one project all reach a correct terminal state", async () => {
-      // 20 is above the project concurrency limit (16): calls beyond it are refused before
-      // anything runs, which is a correct terminal state too. Which ones depends on timing.
+      // 20 is above the project concurrency limit (16): the calls beyond it queue for a slot.
       const results = await Promise.all(Array.from({ length: 20 }, (_, i) => callTool(client, "run_shell", { project, command: `sleep 0.$((${i} % 5)); echo job-${i}` })));
-      let completed = 0;
       results.forEach((r, i) => {
-        if (r.isError) {
-          assert.deepEqual([r.result["reason_code"], r.result["detail_code"], r.result["state_changed"]], ["rate_limited", "project_concurrency_limit", false], JSON.stringify(r.result));
-        } else {
-          assert.equal(r.result["output"], `job-${i}\n`);
-          completed++;
-        }
+        assert.equal(r.isError, false, JSON.stringify(r.result));
+        assert.equal(r.result["output"], `job-${i}\n`);
       });
-      assert.ok(completed >= 16, `only ${completed} of 20 ran`);
     });
   });
 

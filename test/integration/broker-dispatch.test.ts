@@ -145,6 +145,7 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
     const mk = async () => createInProcessClient(RunnerBrokerService, createRunnerBroker(await brokerDeps(prefix, {
       runnerClient: () => runner.client,
       concurrency: createRedisConcurrencyLimiter(await redis(), { limit: 2, prefix }),
+      admissionWaitMs: 100,
     })));
     const [b1, b2] = [await mk(), await mk()];
     await register(b1, "busy-runner", "busy", ["readFiles", "searchTexts", "applyTextEdit"]);

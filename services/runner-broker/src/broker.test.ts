@@ -122,8 +122,8 @@ describe("runner-broker", () => {
     assert.equal(fake.calls.length, 1);
   });
 
-  it("refuses calls over the per-project concurrency limit with a structured rate_limited failure", async () => {
-    const s = setup({ concurrency: createMemoryConcurrencyLimiter({ limit: 1 }) });
+  it("refuses calls still over the per-project concurrency limit after the admission wait, with a structured rate_limited failure", async () => {
+    const s = setup({ concurrency: createMemoryConcurrencyLimiter({ limit: 1 }), admissionWaitMs: 50 });
     const { fake } = await s.register("ra");
     let open!: () => void;
     fake.gate = new Promise((r) => (open = r));
@@ -137,6 +137,22 @@ describe("runner-broker", () => {
     assert.equal((await first).failure, undefined);
     delete fake.gate;
     assert.equal((await s.dispatch("read_files", { files: [{ path: "c" }] })).failure, undefined, "the slot is released");
+  });
+
+  it("a call over the limit queues for a slot and runs when one frees, within the admission wait", async () => {
+    const s = setup({ concurrency: createMemoryConcurrencyLimiter({ limit: 1 }), admissionWaitMs: 5_000 });
+    const { fake } = await s.register("ra");
+    let open!: () => void;
+    fake.gate = new Promise((r) => (open = r));
+    const first = s.dispatch("read_files", { files: [{ path: "a" }] });
+    while (fake.calls.length === 0) await new Promise((r) => setImmediate(r));
+    const second = s.dispatch("read_files", { files: [{ path: "b" }] });
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(fake.calls.length, 1, "the second call waits: nothing of it has run");
+    open();
+    assert.equal((await first).failure, undefined);
+    assert.equal((await second).failure, undefined, "admitted once the first released its slot");
+    assert.equal(fake.calls.length, 2);
   });
 
   it("requires the Runner token on RegisterRunner and Heartbeat when configured", async () => {

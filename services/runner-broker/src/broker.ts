@@ -6,6 +6,7 @@
  * runs), fleet status from one counting path, and provisioning Runners on demand.
  */
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
@@ -18,7 +19,7 @@ import { createLeaseStore, createMemoryLeaseBackend, FenceUnavailableError } fro
 import type { LeaseStore } from "./leases/lease-store.js";
 import { createMemoryFenceHighWaterMark } from "./leases/fence-hwm.js";
 import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
-import type { ConcurrencyLimiter } from "./admission/concurrency.js";
+import type { ConcurrencyLimiter, SlotAdmission } from "./admission/concurrency.js";
 import type { JobStore } from "./jobs/job-store.js";
 import { createJobDesk, JOB_OBSERVE_TOOLS, JOB_START_TOOLS } from "./jobs/job-desk.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioning/provisioner.js";
@@ -26,6 +27,8 @@ import { fleetRows, observeFleet, summarizeFleet } from "./fleet/fleet-status.js
 import { runnerTokenCheck, runnerTokenHeaders } from "./runner-auth.js";
 
 export const DEFAULT_PROJECT_CONCURRENCY = 16;
+/** A burst over the limit queues this long: calls ahead of it usually finish or go pending sooner. */
+export const DEFAULT_ADMISSION_WAIT_MS = 5_000;
 
 export interface RunnerBrokerDeps {
   registry: RunnerRegistry;
@@ -42,6 +45,11 @@ export interface RunnerBrokerDeps {
   leaseTtlMs?: number;
   /** Per-Project concurrency admission. Default: in-process, DEFAULT_PROJECT_CONCURRENCY. */
   concurrency?: ConcurrencyLimiter;
+  /**
+   * How long a call over the Project's concurrency limit queues for a slot before it is
+   * refused (rate_limited). Default DEFAULT_ADMISSION_WAIT_MS; 0 refuses at once.
+   */
+  admissionWaitMs?: number;
   /** Job records: opened for Jobs that outlive their wait, answered for when the owning Runner is gone, counted in fleet status. */
   jobs?: JobStore;
   /** Starts Runners where none runs (on dispatch, and EnsureProjectRunner). */
@@ -74,6 +82,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   const leases = deps.leases ?? createLeaseStore(createMemoryLeaseBackend(), createMemoryFenceHighWaterMark());
   const limiter = deps.concurrency ?? createMemoryConcurrencyLimiter({ limit: DEFAULT_PROJECT_CONCURRENCY });
   const leaseTtlMs = deps.leaseTtlMs ?? deps.heartbeatIntervalMs * 2;
+  const admissionWaitMs = deps.admissionWaitMs ?? DEFAULT_ADMISSION_WAIT_MS;
   const dispatchTimeoutMs = deps.dispatchTimeoutMs ?? 660_000;
   const authorizeRunner = runnerTokenCheck(deps.runnerToken);
   const toRunner = runnerTokenHeaders(deps.runnerToken);
@@ -132,13 +141,28 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   interface RunnerCall { callId: string; tool: string; argumentsJson: string; rootIdentity: string; projectCanonicalId: string }
 
   /**
+   * A concurrency slot for `call`, queueing up to admissionWaitMs (polling with a short
+   * backoff, so it works the same for the in-process and the Redis limiter). Nothing has run
+   * while a call waits; the caller's cancellation ends the wait.
+   */
+  const acquireSlot = async (call: RunnerCall, signal: AbortSignal): Promise<SlotAdmission> => {
+    const ttlMs = dispatchTimeoutMs + 5_000;
+    const deadline = Date.now() + admissionWaitMs;
+    for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
+      const slot = await limiter.tryAcquire(call.projectCanonicalId, call.callId, ttlMs);
+      if (slot.admitted || signal.aborted || Date.now() + delay > deadline) return slot;
+      await sleep(delay, undefined, { signal }).catch(() => undefined);
+    }
+  };
+
+  /**
    * One call on one Runner under a fence, inside the Project's concurrency admission. The
    * caller's abort (MCP notifications/cancelled through the gateway) reaches the Runner, which
    * stops the process group of a run that has not returned yet.
    */
   const runOn = async (runner: RunnerState, fence: number, call: RunnerCall, signal: AbortSignal, unmetered = false): Promise<{ answer: Answer; reached: boolean }> => {
     const def = toolDefinition(call.tool);
-    const slot = unmetered ? { admitted: true as const } : await limiter.tryAcquire(call.projectCanonicalId, call.callId, dispatchTimeoutMs + 5_000);
+    const slot = unmetered ? { admitted: true as const } : await acquireSlot(call, signal);
     if (!slot.admitted) {
       return { reached: true, answer: failure(toolFailure(ReasonCode.rateLimited, FailureStage.dispatch, {
         detail_code: "project_concurrency_limit",
