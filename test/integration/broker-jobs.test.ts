@@ -61,6 +61,8 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
     registry: createRedisRunnerRegistry(redis, { lostAfterMs: HEARTBEAT_MS * 2, prefix }),
     leases: createLeaseStore(createRedisLeaseBackend(redis, { prefix }), createPostgresFenceHighWaterMark(db)),
     concurrency: createRedisConcurrencyLimiter(redis, { limit: concurrencyLimit, prefix }),
+    // Over the limit, refuse at once: these tests observe saturation itself.
+    admissionWaitMs: 0,
     jobs: createJobStore({ live: createRedisLiveJobBackend(redis, { prefix }), db }),
     refResolver: createInProcessClient(RefResolverService, createRefResolver({ db })),
     runnerClient: (url) => {

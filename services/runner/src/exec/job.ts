@@ -251,6 +251,7 @@ export class Job {
       exit_code: this.#exitCode,
       signal: this.#signal,
       timed_out: this.#timedOut,
+      ...(this.#child?.lostWithHost === true ? { outcome_unknown: true as const } : {}),
       stdout: stdout.text,
       stderr: stderr.text,
       ...(output ? { output: output.text } : {}),

@@ -174,9 +174,10 @@ describe("spawn host failures", () => {
       process.kill(firstHost, "SIGKILL");
       const result = (await executor.waitForJobTerminal({ job_id: started.job_id, wait_ms: 5_000 })) as CompletedResult;
       assert.equal(result.execution_state, "completed");
-      // Outcome unknown: neither an exit code nor a signal was observed.
+      // Outcome unknown: neither an exit code nor a signal was observed, and the result says so.
       assert.equal(result.exit_code, null);
       assert.equal(result.signal, null);
+      assert.equal(result.outcome_unknown, true);
       assert.equal(result.stdout, `${pgid}\n`);
       assert.ok(await eventually(() => !processGroupAlive(pgid), 3_000), "the job's processes outlived the host");
       assert.ok(warnings.some((w) => w.includes("spawn host died")));

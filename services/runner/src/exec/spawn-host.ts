@@ -110,6 +110,9 @@ class ProxiedChild extends EventEmitter implements SpawnedChild {
     if (this.listenerCount("error") > 0) this.emit("error", error);
   }
 
+  /** See SpawnedChild.lostWithHost. */
+  lostWithHost = false;
+
   exit(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.exited) return;
     this.exited = true;
@@ -356,6 +359,7 @@ class SpawnHostImpl implements SpawnHost {
       // Its output pipes died with the host; the outcome can no longer be observed.
       if (proxy.detached) signalGroup(proxy.pid, "SIGKILL");
       else proxy.kill("SIGKILL");
+      proxy.lostWithHost = true;
       proxy.exit(null, null);
       proxy.close(null, null);
     }

@@ -26,6 +26,11 @@ export interface SpawnedChild {
   readonly stdout: Readable;
   readonly stderr: Readable;
   readonly stdin: Writable | null;
+  /**
+   * True when the program was killed because the process that relayed its pipes (the spawn
+   * host) died: its real exit was never observed, so its outcome is unknown.
+   */
+  readonly lostWithHost?: boolean;
   kill(signal?: NodeJS.Signals): boolean;
   on(event: "spawn", listener: () => void): this;
   on(event: "error", listener: (error: Error) => void): this;

@@ -145,6 +145,11 @@ export interface CompletedResult extends ShellFacts {
   started_at: string;
   /** Absent for detached jobs, which have no timeout. */
   effective?: EffectiveLimits;
+  /**
+   * Present (true) when the program's end was not observed: the Runner's spawn host died and
+   * the program's process group was killed. It may have done part or all of its work.
+   */
+  outcome_unknown?: true;
 }
 
 /** The program never started: nothing ran, so retrying with a fixed program is safe. */
