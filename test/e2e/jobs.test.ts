@@ -13,7 +13,7 @@ import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { startDistributed } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, processGroupAlive, redisKeyPrefix } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, processGroupAlive, redisKeyPrefix, until } from "../support/index.js";
 import type { TestDatabase, ToolOutcome } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
@@ -21,15 +21,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const groupAlive = processGroupAlive;
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, stepMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(stepMs);
-  }
-}
 
 describe("Jobs end to end in distributed mode through a real MCP client", () => {
   let db: TestDatabase;

@@ -23,22 +23,13 @@ import {
 } from "@webcodex/runner-broker";
 import type { RunnerBrokerDeps } from "@webcodex/runner-broker";
 import { createRunnerService } from "@webcodex/runner";
-import { backingServices, createTestDatabase, redisKeyPrefix } from "../support/index.js";
+import { backingServices, createTestDatabase, redisKeyPrefix, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const cliPath = resolve(import.meta.dirname, "../../../tools/cli/bin/webcodex.js");
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 10_000, stepMs = 20): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(stepMs);
-  }
-}
 
 const evidence = (json: string | undefined) => (JSON.parse(json || "{}") as { evidence?: Record<string, unknown> }).evidence;
 

@@ -20,22 +20,13 @@ import {
 } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
 import type { RegistrationLoop, Runner } from "@webcodex/runner";
-import { backingServices, createProjectDir, createTestDatabase, redisKeyPrefix } from "../support/index.js";
+import { backingServices, createProjectDir, createTestDatabase, redisKeyPrefix, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HEARTBEAT_MS = 200;
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 10_000, stepMs = 25): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(stepMs);
-  }
-}
 
 const alive = (pid: number) => {
   try {

@@ -21,21 +21,12 @@ import {
 import type { LeaseStore } from "@webcodex/runner-broker";
 import { createFenceGuard, createRunnerService, startRegistration } from "@webcodex/runner";
 import type { FenceGuard } from "@webcodex/runner";
-import { backingServices, createTestDatabase, redisKeyPrefix } from "../support/index.js";
+import { backingServices, createTestDatabase, redisKeyPrefix, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 /** A broker client whose calls can be held, like a Runner process that is paused (SIGSTOP). */
 function pausable(broker: Client<typeof RunnerBrokerService>) {

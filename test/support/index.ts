@@ -9,3 +9,4 @@ export type { TcpProxy } from "./tcp-proxy.js";
 export { startOtlpCollector, spanAttribute } from "./otlp-collector.js";
 export type { OtlpCollector, OtlpSpan } from "./otlp-collector.js";
 export { processGroupAlive } from "./process-group.js";
+export { until } from "./until.js";

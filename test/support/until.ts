@@ -1,0 +1,12 @@
+import { setTimeout as sleep } from "node:timers/promises";
+
+/** Polls `fn` until it returns a truthy value (returned), or fails naming `what` after `timeoutMs`. */
+export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, stepMs = 20): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(stepMs);
+  }
+}
