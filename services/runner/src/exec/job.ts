@@ -38,6 +38,9 @@ export interface JobSpec {
   emit: (event: JobEvent) => void;
 }
 
+/** The spawn host died before confirming a spawn (spawn-host.ts): the program may have started. */
+const SPAWN_UNCONFIRMED = "ESPAWNHOST";
+
 function startErrorCode(error: unknown): StartErrorCode {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (code === "ENOENT") return "command_not_found";
@@ -75,6 +78,7 @@ export class Job {
   #cancelled = false;
   #killing = false;
   #startError: StartErrorCode | undefined;
+  #startUnconfirmed = false;
   #result: TerminalResult | undefined;
   #durationMs: number | undefined;
   #timeoutTimer: NodeJS.Timeout | undefined;
@@ -172,6 +176,7 @@ export class Job {
   #failStart(error: unknown): void {
     if (this.#result !== undefined || this.#startError !== undefined) return;
     this.#startError = startErrorCode(error);
+    this.#startUnconfirmed = (error as NodeJS.ErrnoException | undefined)?.code === SPAWN_UNCONFIRMED;
     this.#child?.stdout?.destroy();
     this.#child?.stderr?.destroy();
     this.#child?.stdin?.destroy();
@@ -230,6 +235,7 @@ export class Job {
       state: "failed_to_start",
       error_code: errorCode,
       program: this.#spec.program,
+      ...(this.#startUnconfirmed ? { outcome_unknown: true as const } : {}),
       ...this.#spec.shellFacts,
       duration_ms: this.#durationMs ?? 0,
       started_at: this.startedAt,

@@ -242,7 +242,7 @@ describe("spawn host failures", () => {
     }
   });
 
-  it("a spawn the host never confirmed ends as a start failure", async () => {
+  it("a spawn the host never confirmed ends as a start failure whose outcome is unknown", async () => {
     // A host that accepts, then dies on the first spawn request before answering.
     const module = path.join(root, "dies-on-spawn.cjs");
     await writeFile(module, 'process.on("message", () => process.exit(1)); process.send({ t: "ready" });\n');
@@ -252,6 +252,7 @@ describe("spawn host failures", () => {
       const result = (await executor.runProcess({ args: ["echo", "never"] })) as FailedToStartResult;
       assert.equal(result.execution_state, "failed_to_start");
       assert.equal(result.error_code, "spawn_failed");
+      assert.equal(result.outcome_unknown, true, "the host may have started it before dying");
     } finally {
       await executor.shutdown();
       await host.close();

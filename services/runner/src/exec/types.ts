@@ -163,6 +163,11 @@ export interface FailedToStartResult extends ShellFacts {
   duration_ms: number;
   started_at: string;
   effective?: EffectiveLimits;
+  /**
+   * Present (true) when the start was not proven to have failed: the spawn host died before
+   * confirming it, so the program may have started.
+   */
+  outcome_unknown?: true;
 }
 
 export type TerminalResult = CompletedResult | FailedToStartResult;
