@@ -1,7 +1,7 @@
 /** Test helpers that run WebCodex as real processes, the way users and Kubernetes do. */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { execFileSync } from "node:child_process";
@@ -11,9 +11,29 @@ import { randomBytes } from "node:crypto";
 export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 export const cliPath = join(repoRoot, "tools/cli/bin/webcodex.js");
 
+/** Scratch dirs of this test process, removed when it exits (WEBCODEX_KEEP_TEST_DIRS=1 keeps them). */
+const scratchDirs: string[] = [];
+
+function scratchDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  if (scratchDirs.length === 0 && process.env["WEBCODEX_KEEP_TEST_DIRS"] !== "1") {
+    process.once("exit", () => {
+      for (const d of scratchDirs) {
+        try {
+          rmSync(d, { recursive: true, force: true, maxRetries: 2 });
+        } catch {
+          // A process still writing there (it is being stopped too); the OS temp dir keeps it.
+        }
+      }
+    });
+  }
+  scratchDirs.push(dir);
+  return dir;
+}
+
 /** A temp project directory with the given files, committed to a fresh git repository. */
 export function createProjectDir(files: Record<string, string>, options: { git?: boolean; name?: string } = {}): string {
-  const root = join(mkdtempSync(join(tmpdir(), "wcx-project-")), options.name ?? "demo");
+  const root = join(scratchDir("wcx-project-"), options.name ?? "demo");
   mkdirSync(root, { recursive: true });
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(dirname(join(root, path)), { recursive: true });
@@ -75,5 +95,5 @@ export async function startDevServer(options: { projectDir: string; dataDir: str
 }
 
 export function tempDir(prefix: string): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  return scratchDir(prefix);
 }

@@ -2,15 +2,14 @@
  * `make bench`: every figure is a ratio against a baseline measured in the same run.
  * Results are printed as a table and written to bench-results/latest.json.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { tmpdir } from "node:os";
 import { execFileSync, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { startDistributed } from "@webcodex/cli";
-import { cliPathForBench, createBenchProject } from "./project.js";
+import { benchDir, cliPathForBench, createBenchProject } from "./project.js";
 import { baselineServerPath, connect, latency, projectRefOf, throughput } from "./tool-call.js";
 import { benchBulkEdit, benchSearch } from "./workspace-benches.js";
 import { benchAuditIngest } from "./audit-ingest.js";
@@ -76,7 +75,7 @@ async function benchToolCalls(results: BenchResult[]): Promise<void> {
 
   const baseline = await startChild(process.execPath, [baselineServerPath, projectDir, "0"], /LISTENING (\d+)/);
   const baselineUrl = `http://127.0.0.1:${baseline.match[1]}/mcp`;
-  const dev = await startChild(process.execPath, [cliPathForBench, "dev", "--project", projectDir, "--port", "0", "--data-dir", mkdtempSync(join(tmpdir(), "wcx-bench-data-"))], /MCP URL: (\S+)/, { WEBCODEX_DEV_TOKEN: token, WEBCODEX_LOG_LEVEL: "warn" });
+  const dev = await startChild(process.execPath, [cliPathForBench, "dev", "--project", projectDir, "--port", "0", "--data-dir", benchDir("wcx-bench-data-")], /MCP URL: (\S+)/, { WEBCODEX_DEV_TOKEN: token, WEBCODEX_LOG_LEVEL: "warn" });
   const devUrl = dev.match[1] as string;
   try {
     const bare = await connect(baselineUrl);

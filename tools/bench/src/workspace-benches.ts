@@ -3,18 +3,18 @@
  * - a 1024-match guarded edit in a 5 MB file vs readFile + replaceAll + writeFile;
  * - search_project_texts on 20,000 files vs running rg directly with the same query.
  */
-import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { tmpdir } from "node:os";
 import { spawn } from "node:child_process";
 import { rgPath } from "@vscode/ripgrep";
 import { createWorkspace } from "@webcodex/runner";
 import { median, round } from "./stats.js";
+import { benchDir } from "./project.js";
 import type { BenchResult } from "./stats.js";
 
 export async function benchBulkEdit(rounds = 7): Promise<BenchResult> {
-  const root = mkdtempSync(join(tmpdir(), "wcx-bench-edit-"));
+  const root = benchDir("wcx-bench-edit-");
   const line = "0123456789".repeat(5) + "\n";
   const lines: string[] = [];
   for (let i = 0; lines.length * line.length < 5 * 1024 * 1024; i++) lines.push(i % 100 === 0 && i / 100 < 1024 ? `NEEDLE ${line}` : line);
@@ -61,7 +61,7 @@ function runRg(args: string[], cwd: string): Promise<number> {
 }
 
 export async function benchSearch(rounds = 7): Promise<BenchResult> {
-  const root = mkdtempSync(join(tmpdir(), "wcx-bench-search-"));
+  const root = benchDir("wcx-bench-search-");
   for (let d = 0; d < 200; d++) {
     const dir = join(root, `pkg${d}`, "src");
     mkdirSync(dir, { recursive: true });
