@@ -14,9 +14,8 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { RefResolverService } from "@webcodex/proto";
 import { principalHeaders } from "@webcodex/platform";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { startDistributed } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, redisKeyPrefix, startTcpProxy } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, startTcpProxy, startTestStack } from "../support/index.js";
 import type { TcpProxy, TestDatabase } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
@@ -38,20 +37,14 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
     proxied.hostname = "127.0.0.1";
     proxied.port = String(proxy.port);
     projectDir = createProjectDir({ "README.md": "# distributed\n", "src/a.ts": "export const x = 1;\n" }, { name: "dist" });
-    stack = await startDistributed({
-      basePort: 20_000 + Math.floor(Math.random() * 20_000),
+    stack = await startTestStack({
       postgresUrl: proxied.toString(),
       redisUrl: services.redisUrl,
       projectDir,
-      clientId: "local",
       gatewayEnv: { WEBCODEX_DEV_TOKEN: token },
-      extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix() },
-      heartbeatIntervalMs: 500,
-      stdio: "ignore",
     });
     client = await connectMcp(stack.mcpUrl, token);
-    const listed = await callTool(client, "list_projects", {});
-    project = ((listed.result["projects"] as Array<Record<string, string>>)[0] ?? {})["project_ref"] ?? "";
+    project = await firstProjectRef(client);
   });
   after(async () => {
     await client?.close();

@@ -11,9 +11,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { startDistributed } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, processGroupAlive, redisKeyPrefix, until } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, processGroupAlive, startTestStack, until } from "../support/index.js";
 import type { TestDatabase, ToolOutcome } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
@@ -34,20 +33,15 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     const services = await backingServices();
     db = await createTestDatabase();
     projectDir = createProjectDir({ "README.md": "# jobs\n" }, { name: "jobs" });
-    stack = await startDistributed({
-      basePort: 20_000 + Math.floor(Math.random() * 20_000),
+    stack = await startTestStack({
       postgresUrl: db.url,
       redisUrl: services.redisUrl,
       projectDir,
-      clientId: "local",
       gatewayEnv: { WEBCODEX_DEV_TOKEN: token },
-      extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(), WEBCODEX_PROJECT_CONCURRENCY: "32", WEBCODEX_JOB_RECONCILE_INTERVAL_MS: "1000" },
-      heartbeatIntervalMs: 500,
-      stdio: "ignore",
+      extraEnv: { WEBCODEX_PROJECT_CONCURRENCY: "32", WEBCODEX_JOB_RECONCILE_INTERVAL_MS: "1000" },
     });
     client = await connectMcp(stack.mcpUrl, token);
-    const listed = await callTool(client, "list_projects", {});
-    project = ((listed.result["projects"] as Array<Record<string, string>>)[0] ?? {})["project_ref"] ?? "";
+    project = await firstProjectRef(client);
   });
   after(async () => {
     for (const pgid of leftovers) if (groupAlive(pgid)) process.kill(-pgid, "SIGKILL");

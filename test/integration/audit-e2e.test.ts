@@ -10,9 +10,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { startDistributed } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, redisKeyPrefix, tempDir } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startTestStack, tempDir } from "../support/index.js";
 import type { TestDatabase, ToolOutcome } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
@@ -54,17 +53,13 @@ describe("ActionAudit in an end-to-end run", () => {
       { token: readerToken, client_id: "local", subject: "reader", scopes: ["webcodex:read"] },
     ] }));
     const projectDir = createProjectDir({ "README.md": "# audit e2e\n", [path]: `first line\n${M.content}\n` }, { name: "auditdemo" });
-    stack = await startDistributed({
-      basePort: 20_000 + Math.floor(Math.random() * 20_000),
+    stack = await startTestStack({
       postgresUrl: database.url,
       redisUrl: services.redisUrl,
       projectDir,
-      clientId: "local",
       gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile },
       // Every service that keeps state gets the test database (the broker now has a schema too).
-      extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(), WEBCODEX_POSTGRES_URL: database.url },
-      heartbeatIntervalMs: 500,
-      stdio: "ignore",
+      extraEnv: { WEBCODEX_POSTGRES_URL: database.url },
     });
     client = await connectMcp(stack.mcpUrl, token);
     sql = new pg.Client({ connectionString: database.url });

@@ -13,11 +13,11 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { projectIdFor, startDistributed, startEmbedded } from "@webcodex/cli";
+import { projectIdFor, startEmbedded } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
 import { AUDIT_SCHEMA, dayOf, ensurePartitions, listPartitionDays, migrateAudit } from "@webcodex/audit";
 import { createLogger, createPgliteDatabase } from "@webcodex/platform";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, redisKeyPrefix, tempDir } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startTestStack, tempDir } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 const DAY_MS = 86_400_000;
@@ -36,16 +36,12 @@ async function stackWithSpool(spoolDir: string) {
   const services = await backingServices();
   const database = await createTestDatabase();
   const projectDir = createProjectDir({ "README.md": "# spool\n" }, { name: "spooldemo" });
-  const stack = await startDistributed({
-    basePort: 20_000 + Math.floor(Math.random() * 20_000),
+  const stack = await startTestStack({
     postgresUrl: database.url,
     redisUrl: services.redisUrl,
     projectDir,
-    clientId: "local",
     gatewayEnv: { WEBCODEX_DEV_TOKEN: token, WEBCODEX_AUDIT_SPOOL_DIR: spoolDir },
-    extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(), WEBCODEX_POSTGRES_URL: database.url },
-    heartbeatIntervalMs: 500,
-    stdio: "ignore",
+    extraEnv: { WEBCODEX_POSTGRES_URL: database.url },
   });
   const client = await connectMcp(stack.mcpUrl, token);
   const sql = new pg.Client({ connectionString: database.url });

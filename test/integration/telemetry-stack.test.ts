@@ -14,10 +14,10 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { projectIdFor, SERVICES, startDistributed } from "@webcodex/cli";
+import { projectIdFor, SERVICES } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
 import {
-  backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, redisKeyPrefix, spanAttribute, startOtlpCollector,
+  backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, spanAttribute, startOtlpCollector, startTestStack,
 } from "../support/index.js";
 import type { OtlpCollector, OtlpSpan, TestDatabase, ToolOutcome } from "../support/index.js";
 
@@ -36,15 +36,12 @@ describe("telemetry of the distributed stack", () => {
     const services = await backingServices();
     database = await createTestDatabase();
     const projectDir = createProjectDir({ "README.md": "# traced\n" }, { name: "tracedemo" });
-    stack = await startDistributed({
-      basePort: 20_000 + Math.floor(Math.random() * 20_000),
+    stack = await startTestStack({
       postgresUrl: database.url,
       redisUrl: services.redisUrl,
       projectDir,
-      clientId: "local",
       gatewayEnv: { WEBCODEX_DEV_TOKEN: token },
       extraEnv: {
-        WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(),
         WEBCODEX_POSTGRES_URL: database.url,
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
         OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
@@ -53,8 +50,6 @@ describe("telemetry of the distributed stack", () => {
         OTEL_NODE_RESOURCE_DETECTORS: "none",
         OTEL_EXPORTER_OTLP_TIMEOUT: "1000",
       },
-      heartbeatIntervalMs: 500,
-      stdio: "ignore",
     });
     client = await connectMcp(stack.mcpUrl, token);
     // The first tools/call of this gateway: addressed by canonical id, so nothing runs before it.

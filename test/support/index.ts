@@ -1,6 +1,6 @@
 export { backingServices, createTestDatabase, redisKeyPrefix } from "./backing-services.js";
 export type { BackingServices, TestDatabase } from "./backing-services.js";
-export { connectMcp, callTool } from "./mcp.js";
+export { connectMcp, callTool, firstProjectRef } from "./mcp.js";
 export type { ToolOutcome } from "./mcp.js";
 export { createProjectDir, startDevServer, tempDir, repoRoot, cliPath } from "./processes.js";
 export type { DevServer } from "./processes.js";
@@ -10,3 +10,5 @@ export { startOtlpCollector, spanAttribute } from "./otlp-collector.js";
 export type { OtlpCollector, OtlpSpan } from "./otlp-collector.js";
 export { processGroupAlive } from "./process-group.js";
 export { until } from "./until.js";
+export { startTestStack } from "./stack.js";
+export type { TestStackOptions } from "./stack.js";

@@ -18,3 +18,9 @@ export async function callTool(client: Client, name: string, args: Record<string
   const res = await client.callTool({ name, arguments: args });
   return { isError: res.isError === true, result: (res.structuredContent ?? {}) as Record<string, unknown> };
 }
+
+/** The project_ref of the first project `list_projects` returns ("" when there is none). */
+export async function firstProjectRef(client: Client): Promise<string> {
+  const listed = await callTool(client, "list_projects", {});
+  return ((listed.result["projects"] as Array<Record<string, string>> | undefined)?.[0] ?? {})["project_ref"] ?? "";
+}

@@ -1,0 +1,30 @@
+/** The six-process distributed stack as the integration and e2e tests start it. */
+import { startDistributed } from "@webcodex/cli";
+import type { DistributedStack } from "@webcodex/cli";
+import { redisKeyPrefix } from "./backing-services.js";
+
+export interface TestStackOptions {
+  postgresUrl: string;
+  redisUrl: string;
+  projectDir: string;
+  /** Gateway settings (dev token or tokens file, spool dir, ...). */
+  gatewayEnv: Record<string, string>;
+  /** More env for every service; a fresh Redis key prefix is always set. */
+  extraEnv?: Record<string, string>;
+  heartbeatIntervalMs?: number;
+}
+
+/** Starts the stack on a random base port, client id `local`, 500 ms heartbeats, its own Redis key prefix, output discarded. */
+export function startTestStack(o: TestStackOptions): Promise<DistributedStack> {
+  return startDistributed({
+    basePort: 20_000 + Math.floor(Math.random() * 20_000),
+    postgresUrl: o.postgresUrl,
+    redisUrl: o.redisUrl,
+    projectDir: o.projectDir,
+    clientId: "local",
+    gatewayEnv: o.gatewayEnv,
+    extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(), ...o.extraEnv },
+    heartbeatIntervalMs: o.heartbeatIntervalMs ?? 500,
+    stdio: "ignore",
+  });
+}
