@@ -169,6 +169,14 @@ export function createJobStore(o: JobStoreOptions): JobStore {
   const row = async (k: JobKey) =>
     (await o.db.query<JobRow>(`SELECT * FROM ${s}.jobs WHERE project_canonical_id = $1 AND job_id = $2`, [k.projectCanonicalId, k.jobId])).rows[0];
 
+  /** Why a fenced close of an open record changed no row. */
+  const whyNotClosed = async (key: JobKey): Promise<FencedWrite> => {
+    const existing = await row(key);
+    if (!existing) return { ok: false, reason: "not_found" };
+    if (existing.terminal_at !== null) return { ok: false, reason: "already_terminal", state: existing.state };
+    return { ok: false, reason: "stale_fence", fence: Number(existing.fence) };
+  };
+
   const get = async (key: JobKey): Promise<JobRecord | undefined> => {
     const live = await o.live.get(key);
     if (live) {
@@ -223,12 +231,7 @@ export function createJobStore(o: JobStoreOptions): JobStore {
          WHERE project_canonical_id = $1 AND job_id = $2 AND terminal_at IS NULL AND fence <= $3 RETURNING 1`,
         [key.projectCanonicalId, key.jobId, fence, terminal.state, terminal.exitCode ?? null, terminal.outcomeUnknown ?? false, terminal.summary ? JSON.stringify(terminal.summary) : null],
       );
-      if (closed.rowCount === 0) {
-        const existing = await row(key);
-        if (!existing) return { ok: false, reason: "not_found" };
-        if (existing.terminal_at !== null) return { ok: false, reason: "already_terminal", state: existing.state };
-        return { ok: false, reason: "stale_fence", fence: Number(existing.fence) };
-      }
+      if (closed.rowCount === 0) return whyNotClosed(key);
       await o.live.remove(key, fence);
       return { ok: true, adopted: liveFence !== undefined && fence > liveFence };
     },
@@ -293,12 +296,7 @@ export function createJobStore(o: JobStoreOptions): JobStore {
          WHERE project_canonical_id = $1 AND job_id = $2 AND terminal_at IS NULL AND fence <= $3 RETURNING 1`,
         [key.projectCanonicalId, key.jobId, fence],
       );
-      if (closed.rowCount === 0) {
-        const existing = await row(key);
-        if (!existing) return { ok: false, reason: "not_found" };
-        if (existing.terminal_at !== null) return { ok: false, reason: "already_terminal", state: existing.state };
-        return { ok: false, reason: "stale_fence", fence: Number(existing.fence) };
-      }
+      if (closed.rowCount === 0) return whyNotClosed(key);
       await o.live.remove(key, fence);
       return { ok: true, adopted: false };
     },
