@@ -1,5 +1,5 @@
 /** The six-process distributed stack as the integration and e2e tests start it. */
-import { startDistributed } from "@webcodex/cli";
+import { findFreeBasePort, startDistributed } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
 import { redisKeyPrefix } from "./backing-services.js";
 
@@ -14,10 +14,10 @@ export interface TestStackOptions {
   heartbeatIntervalMs?: number;
 }
 
-/** Starts the stack on a random base port, client id `local`, 500 ms heartbeats, its own Redis key prefix, output discarded. */
-export function startTestStack(o: TestStackOptions): Promise<DistributedStack> {
+/** Starts the stack on free ports, client id `local`, 500 ms heartbeats, its own Redis key prefix, output discarded. */
+export async function startTestStack(o: TestStackOptions): Promise<DistributedStack> {
   return startDistributed({
-    basePort: 20_000 + Math.floor(Math.random() * 20_000),
+    basePort: await findFreeBasePort(),
     postgresUrl: o.postgresUrl,
     redisUrl: o.redisUrl,
     projectDir: o.projectDir,

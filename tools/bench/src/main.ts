@@ -8,7 +8,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { startDistributed } from "@webcodex/cli";
+import { findFreeBasePort, startDistributed } from "@webcodex/cli";
 import { benchDir, cliPathForBench, createBenchProject } from "./project.js";
 import { baselineServerPath, connect, latency, projectRefOf, throughput } from "./tool-call.js";
 import { benchBulkEdit, benchSearch } from "./workspace-benches.js";
@@ -116,7 +116,7 @@ async function benchToolCalls(results: BenchResult[]): Promise<void> {
   if (!want("tool_call_distributed") && only.size > 0) return;
   await withDatabase(async (postgresUrl) => {
     const stack = await startDistributed({
-      basePort: 21_000 + Math.floor(Math.random() * 15_000), postgresUrl, redisUrl, projectDir, clientId: "local",
+      basePort: await findFreeBasePort(), postgresUrl, redisUrl, projectDir, clientId: "local",
       gatewayEnv: { WEBCODEX_DEV_TOKEN: token }, extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-bench:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" }, stdio: "ignore",
     });
     const again = await startChild(process.execPath, [baselineServerPath, projectDir, "0"], /LISTENING (\d+)/);

@@ -7,10 +7,33 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { realpathSync } from "node:fs";
+import { createServer } from "node:net";
 import { resolve } from "node:path";
 import { projectIdFor } from "./embedded.js";
 
 export const SERVICES = ["tool-registry", "ref-resolver", "audit", "runner-broker", "gateway", "runner"] as const;
+
+const portFree = (port: number) =>
+  new Promise<boolean>((done) => {
+    const probe = createServer();
+    probe.once("error", () => done(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => done(true)));
+  });
+
+/**
+ * A base port whose `count` consecutive ports are free on 127.0.0.1, chosen below Linux's
+ * ephemeral range (32768+) so that outgoing connections cannot take one before the services
+ * bind it. For tests and benchmarks that start several stacks on one machine.
+ */
+export async function findFreeBasePort(count: number = SERVICES.length, low = 20_000, high = 32_700): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = low + Math.floor(Math.random() * (high - low - count));
+    let free = true;
+    for (let i = 0; i < count && free; i++) free = await portFree(base + i);
+    if (free) return base;
+  }
+  throw new Error(`no ${count} consecutive free ports between ${low} and ${high}`);
+}
 export type ServiceName = (typeof SERVICES)[number];
 
 export interface DistributedOptions {
@@ -90,11 +113,22 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
   };
   const processes = new Map<ServiceName, ChildProcess>();
   const start = async (s: ServiceName) => {
-    const child = spawn(process.execPath, [cliPath, s === "runner" ? "runner" : "serve", ...(s === "runner" ? [] : [s])], { env: envFor(s), stdio: o.stdio ?? "inherit" });
+    const mode = o.stdio ?? "inherit";
+    // stderr is always read (and forwarded unless output is ignored), so a service that dies
+    // while starting says why in the error.
+    const child = spawn(process.execPath, [cliPath, s === "runner" ? "runner" : "serve", ...(s === "runner" ? [] : [s])], {
+      env: envFor(s),
+      stdio: mode === "pipe" ? "pipe" : ["ignore", mode, "pipe"],
+    });
+    let stderrTail = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      if (mode === "inherit") process.stderr.write(chunk);
+      stderrTail = (stderrTail + chunk.toString()).slice(-4_000);
+    });
     processes.set(s, child);
     await Promise.race([
       waitForReady(url(s), 30_000, s === "runner" ? "/healthz" : "/readyz"),
-      new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`${s} exited with ${code} during start`)))),
+      new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`${s} exited with ${code} during start${stderrTail ? `:\n${stderrTail.trim()}` : ""}`)))),
     ]);
   };
   const stopOne = (p: ChildProcess) => new Promise<void>((r) => {
