@@ -18,7 +18,6 @@ import type { TestDatabase, ToolOutcome } from "../support/index.js";
 const token = `t-${randomBytes(16).toString("hex")}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const groupAlive = processGroupAlive;
 
 
 describe("Jobs end to end in distributed mode through a real MCP client", () => {
@@ -44,7 +43,7 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     project = await firstProjectRef(client);
   });
   after(async () => {
-    for (const pgid of leftovers) if (groupAlive(pgid)) process.kill(-pgid, "SIGKILL");
+    for (const pgid of leftovers) if (processGroupAlive(pgid)) process.kill(-pgid, "SIGKILL");
     await client?.close();
     await stack?.stop();
     await db?.drop();
@@ -69,11 +68,11 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     const call = client.callTool({ name: "run_shell", arguments: { project, command: "echo $$ > cancel.pid; sleep 30", wait_ms: 25_000 } }, undefined, { signal: controller.signal });
     const pgid = await pidOf("cancel.pid");
     leftovers.push(pgid);
-    assert.equal(groupAlive(pgid), true);
+    assert.equal(processGroupAlive(pgid), true);
     const cancelledAt = Date.now();
     controller.abort("the user changed their mind");
     await assert.rejects(call);
-    await until("the cancelled process group is gone", () => !groupAlive(pgid), 5_000);
+    await until("the cancelled process group is gone", () => !processGroupAlive(pgid), 5_000);
     assert.ok(Date.now() - cancelledAt < 5_000);
   });
 
@@ -86,7 +85,7 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     assert.equal(result["timed_out"], true);
     assert.equal(result["signal"], "SIGKILL", "SIGTERM was ignored, so the group was killed");
     assert.ok(Date.now() - started < 10_000);
-    assert.equal(groupAlive(pgid), false, "neither the shell nor its sleep survives");
+    assert.equal(processGroupAlive(pgid), false, "neither the shell nor its sleep survives");
   });
 
   it("sleep 3 with wait_ms 200 is pending; the follow-up executed unchanged yields the output, and replays it", async () => {

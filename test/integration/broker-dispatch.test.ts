@@ -14,17 +14,17 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
-import { createInProcessClient, createLogger, createPostgresDatabase, createRedis, startServiceServer } from "@webcodex/platform";
+import { createInProcessClient, createLogger, createRedis, startServiceServer } from "@webcodex/platform";
 import type { Database, Redis } from "@webcodex/platform";
-import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
+import { createRefResolver } from "@webcodex/ref-resolver";
 import {
   createLeaseStore, createLocalProcessProvisioner, createPostgresFenceHighWaterMark, createRedisConcurrencyLimiter, createRedisLeaseBackend,
-  createRedisRunnerRegistry, createRunnerBroker, migrateRunnerBroker, routes, RUNNER_TOKEN_HEADER,
+  createRedisRunnerRegistry, createRunnerBroker, routes, RUNNER_TOKEN_HEADER,
 } from "@webcodex/runner-broker";
 import type { RunnerBrokerDeps } from "@webcodex/runner-broker";
 import { createRunnerService } from "@webcodex/runner";
-import { backingServices, createTestDatabase, redisKeyPrefix, until } from "../support/index.js";
-import type { TestDatabase } from "../support/index.js";
+import { backingServices, createBrokerTestDatabase, redisKeyPrefix, until } from "../support/index.js";
+import type { BrokerTestDatabase } from "../support/index.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -34,22 +34,19 @@ const cliPath = resolve(import.meta.dirname, "../../../tools/cli/bin/webcodex.js
 const evidence = (json: string | undefined) => (JSON.parse(json || "{}") as { evidence?: Record<string, unknown> }).evidence;
 
 describe("runner-broker dispatch (real Redis + Postgres)", () => {
-  let tdb: TestDatabase;
+  let database: BrokerTestDatabase;
   let db: Database;
   let redisUrl: string;
   const conns: Redis[] = [];
 
   before(async () => {
-    tdb = await createTestDatabase();
-    db = createPostgresDatabase({ url: tdb.url });
-    await migrateRunnerBroker(db);
-    await migrateRefResolver(db);
+    database = await createBrokerTestDatabase();
+    db = database.db;
     redisUrl = (await backingServices()).redisUrl;
   });
   after(async () => {
     for (const c of conns) c.disconnect();
-    await db.close();
-    await tdb.drop();
+    await database.close();
   });
 
   const redis = async () => {

@@ -11,17 +11,17 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@connectrpc/connect";
 import { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
-import { createInProcessClient, createLogger, createPostgresDatabase, createRedis } from "@webcodex/platform";
+import { createInProcessClient, createLogger, createRedis } from "@webcodex/platform";
 import type { Database, Redis } from "@webcodex/platform";
-import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
+import { createRefResolver } from "@webcodex/ref-resolver";
 import {
   createJobStore, createLeaseStore, createPostgresFenceHighWaterMark, createRedisConcurrencyLimiter, createRedisLeaseBackend,
-  createRedisLiveJobBackend, createRedisRunnerRegistry, createRunnerBroker, migrateRunnerBroker,
+  createRedisLiveJobBackend, createRedisRunnerRegistry, createRunnerBroker,
 } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
 import type { RegistrationLoop, Runner } from "@webcodex/runner";
-import { backingServices, createProjectDir, createTestDatabase, redisKeyPrefix, until } from "../support/index.js";
-import type { TestDatabase } from "../support/index.js";
+import { backingServices, createProjectDir, createBrokerTestDatabase, redisKeyPrefix, until } from "../support/index.js";
+import type { BrokerTestDatabase } from "../support/index.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -38,7 +38,7 @@ const alive = (pid: number) => {
 };
 
 describe("runner-broker Job records in dispatch (real Redis + Postgres, real Runners)", () => {
-  let tdb: TestDatabase;
+  let database: BrokerTestDatabase;
   let db: Database;
   let redis: Redis;
   let broker: Client<typeof RunnerBrokerService>;
@@ -66,10 +66,8 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
   }));
 
   before(async () => {
-    tdb = await createTestDatabase();
-    db = createPostgresDatabase({ url: tdb.url });
-    await migrateRunnerBroker(db);
-    await migrateRefResolver(db);
+    database = await createBrokerTestDatabase();
+    db = database.db;
     redisUrl = (await backingServices()).redisUrl;
     redis = createRedis(redisUrl);
     broker = newBroker(redisKeyPrefix(), 32);
@@ -78,8 +76,7 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
     for (const l of loops) l.stop();
     for (const r of runners) await r.close();
     redis.disconnect();
-    await db.close();
-    await tdb.drop();
+    await database.close();
   });
 
   /** Starts a real Runner on a directory and keeps it registered (heartbeats) with the broker. */

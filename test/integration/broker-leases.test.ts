@@ -11,18 +11,18 @@ import { createServer } from "node:net";
 import type { Client } from "@connectrpc/connect";
 import { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { RUNNER_PROTOCOL_GENERATION } from "@webcodex/contracts";
-import { createInProcessClient, createLogger, createPostgresDatabase, createRedis } from "@webcodex/platform";
+import { createInProcessClient, createLogger, createRedis } from "@webcodex/platform";
 import type { Database, Redis } from "@webcodex/platform";
-import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
+import { createRefResolver } from "@webcodex/ref-resolver";
 import {
   createJobStore, createLeaseStore, createPostgresFenceHighWaterMark, createRedisLeaseBackend, createRedisLiveJobBackend,
-  createRedisRunnerRegistry, createRunnerBroker, migrateRunnerBroker,
+  createRedisRunnerRegistry, createRunnerBroker,
 } from "@webcodex/runner-broker";
 import type { LeaseStore } from "@webcodex/runner-broker";
 import { createFenceGuard, createRunnerService, startRegistration } from "@webcodex/runner";
 import type { FenceGuard } from "@webcodex/runner";
-import { backingServices, createTestDatabase, redisKeyPrefix, until } from "../support/index.js";
-import type { TestDatabase } from "../support/index.js";
+import { backingServices, createBrokerTestDatabase, redisKeyPrefix, until } from "../support/index.js";
+import type { BrokerTestDatabase } from "../support/index.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -45,24 +45,21 @@ function pausable(broker: Client<typeof RunnerBrokerService>) {
 }
 
 describe("runner-broker leases and fences (real Redis + Postgres)", () => {
-  let tdb: TestDatabase;
+  let database: BrokerTestDatabase;
   let db: Database;
   let redis: Redis;
   let redisUrl: string;
 
   before(async () => {
-    tdb = await createTestDatabase();
-    db = createPostgresDatabase({ url: tdb.url });
-    await migrateRunnerBroker(db);
-    await migrateRefResolver(db);
+    database = await createBrokerTestDatabase();
+    db = database.db;
     redisUrl = (await backingServices()).redisUrl;
     redis = createRedis(redisUrl);
     await until("redis ready", async () => redis.status === "ready");
   });
   after(async () => {
     redis.disconnect();
-    await db.close();
-    await tdb.drop();
+    await database.close();
   });
 
   /** One broker replica: its own Redis connection, shared Redis keys and Postgres. */

@@ -12,6 +12,7 @@ export {
   ensurePartitions, dropExpiredPartitions, maintainPartitions, startPartitionMaintenance, listPartitionDays, partitionName, dayOf, defaultPartitionPolicy,
 } from "./partitions.js";
 export type { PartitionPolicy, Maintenance } from "./partitions.js";
+export { startAuditRetention } from "./retention.js";
 // Friction analytics (`webcodex friction-report`):
 export { analyzeFriction, FrictionPattern, defaultFrictionThresholds } from "./friction/analyze.js";
 export type { FrictionRecord, FrictionCatalog, FrictionThresholds, FrictionFinding, FrictionSummaryRow, FrictionReport } from "./friction/analyze.js";

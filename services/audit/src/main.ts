@@ -2,8 +2,8 @@ import { createLogger, createMetrics, createPostgresDatabase, onShutdown, readin
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
-import { AUDIT_SCHEMA, migrateAudit } from "./audit.js";
-import { startPartitionMaintenance } from "./partitions.js";
+import { migrateAudit } from "./audit.js";
+import { startAuditRetention } from "./retention.js";
 
 /** Distributed entry point: config → Postgres → partitions → server → shutdown. */
 export async function main(env: Env = process.env): Promise<void> {
@@ -12,9 +12,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const telemetry = await startTelemetry("webcodex-audit", env, logger);
   const db = createPostgresDatabase({ url: config.postgresUrl });
   if (config.migrateOnStart) await migrateAudit(db);
-  const policy = { retentionDays: config.retentionDays, aheadDays: config.partitionsAheadDays };
-  const maintenance = startPartitionMaintenance(db, AUDIT_SCHEMA, policy, logger, config.maintenanceIntervalMs);
-  await maintenance.runOnce();
+  const maintenance = await startAuditRetention(db, config, logger);
   const server = await startServiceServer({
     name: "audit", port: config.port, host: config.host, routes: routes({ db, retentionDays: config.retentionDays }), metrics: createMetrics(), logger,
     readiness: readinessFrom({ postgres: () => db.ping() }),

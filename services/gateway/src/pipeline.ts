@@ -57,14 +57,11 @@ const micros = (since: number) => Math.round((now() - since) * 1000);
 /** The pipeline stages, each a child span of the call's `tools/call` span. */
 type StageName = "normalize" | "resolve" | "dispatch" | "project" | "record";
 
-/** Runs `fn` as one pipeline stage: a child span of the active call span. */
-const stageSpan = <T>(name: StageName, fn: () => Promise<T>): Promise<T> => withSpan(name, { "webcodex.stage": name }, fn);
-
-/** Runs `fn` as one pipeline stage and stores its duration (µs) in `stages`. */
+/** Runs `fn` as one pipeline stage (a child span of the call's span) and stores its duration (µs) in `stages`. */
 async function timedStage<T>(stages: Record<string, number>, name: StageName, fn: () => T | Promise<T>): Promise<T> {
   const t = now();
   try {
-    return await stageSpan(name, async () => fn());
+    return await withSpan(name, { "webcodex.stage": name }, async () => fn());
   } finally {
     stages[name] = micros(t);
   }
@@ -204,14 +201,11 @@ export function createPipeline(deps: PipelineDeps) {
   async function runOnRunner(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
     const started = now();
     const selector = args["project"] as string;
-    const t = now();
     let resolved;
     try {
-      resolved = await stageSpan("resolve", () => deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }));
+      resolved = await timedStage(ctx.stages, "resolve", () => deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }));
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, FailureStage.resolution, false) };
-    } finally {
-      ctx.stages["resolve"] = Math.round((now() - t) * 1000);
     }
     if (resolved.failure || !resolved.project) return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
     const project = resolved.project;
@@ -238,7 +232,7 @@ export function createPipeline(deps: PipelineDeps) {
     } catch (error) {
       return dependencyFailure(error, FailureStage.resolution, false);
     } finally {
-      ctx.stages["resolve_session"] = Math.round((now() - t) * 1000);
+      ctx.stages["resolve_session"] = micros(t);
     }
   }
 
@@ -262,16 +256,15 @@ export function createPipeline(deps: PipelineDeps) {
       deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, error: ConnectError.from(error).message });
     } finally {
       clearTimeout(timer);
-      ctx.stages["record_session"] = Math.round((now() - t) * 1000);
+      ctx.stages["record_session"] = micros(t);
     }
   }
 
   async function dispatchToRunner(
     def: ToolDefinition, runnerArgs: Record<string, unknown>, selector: string, project: { canonicalId: string; rootIdentity: string }, ctx: CallContext, callId: string,
   ): Promise<Outcome> {
-    const t = now();
     try {
-      const res = await stageSpan("dispatch", () => deps.broker.dispatch(
+      const res = await timedStage(ctx.stages, "dispatch", () => deps.broker.dispatch(
         { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs) },
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       ));
@@ -279,8 +272,6 @@ export function createPipeline(deps: PipelineDeps) {
       return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, def.effect !== "read_only") };
-    } finally {
-      ctx.stages["dispatch"] = Math.round((now() - t) * 1000);
     }
   }
 
@@ -314,17 +305,13 @@ export function createPipeline(deps: PipelineDeps) {
     switch (def.execution) {
       case "gateway":
         return runGatewayTool(def, args, ctx);
-      case "ref_resolver": {
-        const t = now();
+      case "ref_resolver":
         try {
-          return await stageSpan("resolve", () => runOnRefResolver(def, args, ctx));
+          return await timedStage(ctx.stages, "resolve", () => runOnRefResolver(def, args, ctx));
         } catch (error) {
           // create_session writes: a lost answer leaves its effect unknown.
           return { ok: false, failure: dependencyFailure(error, def.effect === "read_only" ? FailureStage.resolution : FailureStage.dispatch, def.effect !== "read_only") };
-        } finally {
-          ctx.stages["resolve"] = Math.round((now() - t) * 1000);
         }
-      }
       case "runner":
         return runOnRunner(def, args, ctx, callId);
       case "broker":

@@ -22,6 +22,7 @@ import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
 import type { ConcurrencyLimiter, SlotAdmission } from "./admission/concurrency.js";
 import type { JobStore } from "./jobs/job-store.js";
 import { createJobDesk, JOB_OBSERVE_TOOLS, JOB_START_TOOLS } from "./jobs/job-desk.js";
+import { canonicalProjectId, parseCanonicalId } from "./provisioning/provisioner.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioning/provisioner.js";
 import { fleetRows, observeFleet, summarizeFleet } from "./fleet/fleet-status.js";
 import { runnerTokenCheck, runnerTokenHeaders } from "./runner-auth.js";
@@ -59,15 +60,6 @@ export interface RunnerBrokerDeps {
 }
 
 const failure = (f: ToolFailure) => ({ resultJson: "", failure: failureToWire(f) });
-
-/** `agent:<client_id>:<project_id>`; project ids never contain ':'. */
-export function parseCanonicalId(canonicalId: string): ProjectWorkspace | undefined {
-  if (!canonicalId.startsWith("agent:")) return undefined;
-  const rest = canonicalId.slice("agent:".length);
-  const i = rest.lastIndexOf(":");
-  if (i <= 0 || i === rest.length - 1) return undefined;
-  return { clientId: rest.slice(0, i), projectId: rest.slice(i + 1) };
-}
 
 export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof RunnerBrokerService> {
   const clients = new Map<string, Client<typeof RunnerService>>();
@@ -245,7 +237,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         { clientId: req.clientId, projectId: req.projectId, rootIdentity: req.rootIdentity, name: req.projectId },
         { headers: principalHeaders({ clientId: req.clientId, subject: `runner:${req.runnerId}` }) },
       );
-      const canonicalId = registered.project?.canonicalId ?? `agent:${req.clientId}:${req.projectId}`;
+      const canonicalId = registered.project?.canonicalId ?? canonicalProjectId(req);
       await deps.registry.register({
         runnerId: req.runnerId,
         clientId: req.clientId,

@@ -12,3 +12,4 @@ export type { SpawnHost, SpawnHostOptions } from "./exec/spawn-host.js";
 export { createDirectSpawner } from "./exec/spawner.js";
 export type { SpawnedChild, SpawnOptions, Spawner } from "./exec/spawner.js";
 export type { Workspace } from "./workspace/index.js";
+export { processGroupAlive } from "./exec/process-group.js";

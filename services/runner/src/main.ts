@@ -4,7 +4,6 @@ import { createLogger, createMetrics, createServiceTransport, onShutdown, startS
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createRunner, RUNNER_BUILD } from "./runner.js";
-import { createFenceGuard } from "./runner-service.js";
 import { startRegistration } from "./registration.js";
 
 /**
@@ -17,10 +16,9 @@ export async function main(env: Env = process.env): Promise<void> {
   const logger = createLogger({ service: "runner", level: config.logLevel as LogLevel });
   const telemetry = await startTelemetry("webcodex-runner", env, logger);
   const metrics = createMetrics();
-  const fence = createFenceGuard();
   const token = config.runnerToken ? { runnerToken: config.runnerToken } : {};
   const runner = createRunner({
-    root: config.root, logger, fence, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), spawnHost: config.spawnHost === "on",
+    root: config.root, logger, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), spawnHost: config.spawnHost === "on",
   });
   const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics, logger });
   const registration = startRegistration({
@@ -32,7 +30,7 @@ export async function main(env: Env = process.env): Promise<void> {
     build: RUNNER_BUILD,
     capabilities: runner.handlers.capabilities,
     endpointUrl: config.advertiseUrl ?? server.url,
-    fence,
+    fence: runner.fence,
     ...token,
     logger,
   });

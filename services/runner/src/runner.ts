@@ -20,7 +20,7 @@ export const RUNNER_BUILD = "webcodex-runner/0.1.0";
 export interface Runner {
   readonly runnerId: string;
   readonly handlers: RunnerHandlers;
-  /** The fence floor shared by the RunnerService and the registration loop. */
+  /** The RunnerService's fence floor: give it to startRegistration, so fences the broker reports on heartbeats raise it. */
   readonly fence: FenceGuard;
   /** The RunnerService implementation (served by `routes`, or called in-process). */
   readonly service: ServiceImpl<typeof RunnerService>;
@@ -33,8 +33,6 @@ export interface RunnerOptions {
   root: string;
   logger: Logger;
   runnerId?: string;
-  /** Pass the same guard to startRegistration (default: a new one, exposed as `fence`). */
-  fence?: FenceGuard;
   /** Runner credential required on Execute/Describe (WEBCODEX_RUNNER_TOKEN). */
   runnerToken?: string;
   /**
@@ -53,7 +51,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const runnerId = options.runnerId ?? `runner-${hostname()}-${randomBytes(4).toString("hex")}`;
   let identity: Promise<string> | undefined;
   const rootIdentity = () => (identity ??= workspace.rootIdentity());
-  const fence = options.fence ?? createFenceGuard();
+  const fence = createFenceGuard();
   const service = createRunnerService({
     runnerId, build: RUNNER_BUILD, rootIdentity, handlers, logger: options.logger, fence,
     ...(options.runnerToken ? { runnerToken: options.runnerToken } : {}),

@@ -14,7 +14,7 @@ import { createInProcessClient, createMetrics, createPgliteDatabase, createServi
 import type { HttpHandler, Logger, ServiceServer } from "@webcodex/platform";
 import { createToolRegistry } from "@webcodex/tool-registry";
 import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
-import { AUDIT_SCHEMA, createAudit, loadRetentionConfig, migrateAudit, startPartitionMaintenance } from "@webcodex/audit";
+import { createAudit, loadRetentionConfig, migrateAudit, startAuditRetention } from "@webcodex/audit";
 import type { AuditRetentionConfig } from "@webcodex/audit";
 import {
   createJobStore, createLeaseStore, createMemoryLeaseBackend, createMemoryLiveJobBackend, createMemoryRunnerRegistry,
@@ -69,10 +69,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
   await migrateRefResolver(db);
   await migrateAudit(db);
   const retention = options.auditRetention ?? loadRetentionConfig({});
-  const maintenance = startPartitionMaintenance(
-    db, AUDIT_SCHEMA, { retentionDays: retention.retentionDays, aheadDays: retention.partitionsAheadDays }, logger.child({ component: "audit" }), retention.maintenanceIntervalMs,
-  );
-  await maintenance.runOnce();
+  const maintenance = await startAuditRetention(db, retention, logger.child({ component: "audit" }));
 
   await migrateRunnerBroker(db);
 

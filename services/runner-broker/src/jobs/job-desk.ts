@@ -12,9 +12,11 @@
  * Ids without a record (or of another tenant) take the ordinary path to the lease holder, so
  * another tenant's Job id fails exactly like a nonexistent one.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { buildFollowUp } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "../runner-registry.js";
+import { parseCanonicalId } from "../provisioning/provisioner.js";
 import type { JobKey, JobRecord, JobStore, JobTerminal } from "./job-store.js";
 
 /** Tools whose answer can start a Job. */
@@ -58,12 +60,6 @@ function parse(json: string): Json | undefined {
     return undefined;
   }
 }
-
-const tenantOf = (canonicalId: string) => {
-  const rest = canonicalId.startsWith("agent:") ? canonicalId.slice("agent:".length) : "";
-  const i = rest.lastIndexOf(":");
-  return i > 0 ? rest.slice(0, i) : undefined;
-};
 
 /** The Runner's state word for one answer: running, unknown, or a terminal state. */
 function stateOf(result: Json): string | undefined {
@@ -120,18 +116,6 @@ function waitResultFromRecord(rec: JobRecord): Json {
   return { execution_state: o["state"] === "failed_to_start" ? "failed_to_start" : "completed", ...o };
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
 export type JobDesk<F> = ReturnType<typeof createJobDesk<F>>;
 
 export function createJobDesk<F>(d: JobDeskDeps<F>) {
@@ -166,7 +150,7 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
 
   const lookup = async (projectCanonicalId: string, jobId: string) => {
     const rec = await d.jobs.get({ projectCanonicalId, jobId });
-    return rec && rec.clientId === tenantOf(projectCanonicalId) ? rec : undefined;
+    return rec && rec.clientId === parseCanonicalId(projectCanonicalId)?.clientId ? rec : undefined;
   };
 
   /** Reconciles a Job whose owner is gone; its record after that. */
@@ -242,7 +226,8 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
         if (now.terminal) return answer(waitResultFromRecord(now));
         const remaining = deadline - Date.now();
         if (remaining <= 0 || signal.aborted) return answer({ execution_state: "pending", job_id: rec.jobId, state: "recovering", effective: { wait_ms: waitMs } });
-        await sleep(Math.min(RECORD_POLL_MS, remaining), signal);
+        // An abort ends the sleep early; the loop then answers pending.
+        await sleep(Math.min(RECORD_POLL_MS, remaining), undefined, { signal }).catch(() => undefined);
       }
     },
 

@@ -1,5 +1,5 @@
 /** Shared helpers for the exec tests: temp workspaces and process-liveness checks. */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -44,23 +44,6 @@ export function failsWith(reasonCode: string, detailCode?: string): (error: unkn
     isToolFailureError(error) &&
     error.failure.reason_code === reasonCode &&
     (detailCode === undefined || error.failure.detail_code === detailCode);
-}
-
-/**
- * True while a live (non-zombie) process of the group `pgid` exists (Linux /proc). A killed
- * process stays a zombie until its parent reaps it, and kill(-pgid, 0) would still count it.
- */
-export function processGroupAlive(pgid: number): boolean {
-  return readdirSync("/proc").some((entry) => {
-    if (!/^\d+$/.test(entry)) return false;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return Number(pgrp) === pgid && state !== "Z" && state !== "X";
-    } catch {
-      return false;
-    }
-  });
 }
 
 /** The ways the Runner can start programs, for tests that must hold for each. */
