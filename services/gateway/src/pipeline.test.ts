@@ -90,6 +90,20 @@ describe("pipeline audit", () => {
     assert.doesNotMatch(JSON.stringify(record, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)), /README|~p1/);
   });
 
+  it("the record is captured from the canonical result: its sizes exclude the normalization and follow-up the projection adds", async () => {
+    const { audit, records } = recordingAudit();
+    const pending = { execution_state: "pending", job_id: "job_1", effective: { timeout_ms: 600_000, wait_ms: 10 } };
+    const pipeline = pipelineWith({ audit, dispatch: () => ({ resultJson: JSON.stringify(pending) }) });
+    const result = await pipeline.call(caller, "run_shell", { project: "~p1", command: "sleep 5", timeout_ms: 9_999_999, wait_ms: 10 }, signal);
+    assert.equal(result.isError, false);
+    assert.equal((result.structuredContent["input_normalization"] as { code: string }).code, "clamped_to_ceiling");
+    assert.deepEqual(result.structuredContent["follow_up"], { follow_up_kind: "mechanically_followable", tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } });
+    const [{ record }] = records as [{ record: ActionRecordInit; durable: boolean }];
+    assert.equal(record.resultSize?.canonicalBytes, Buffer.byteLength(JSON.stringify(pending)), "canonical bytes are of the result as the Runner returned it");
+    assert.equal(record.resultSize?.projectedBytes, Buffer.byteLength(JSON.stringify(result.structuredContent)));
+    assert.equal(record.inputNormalizationCode, "clamped_to_ceiling");
+  });
+
   it("a catalog failure is recorded as an admission failure", async () => {
     const { audit, records } = recordingAudit();
     const catalogs: CatalogCache = { get: () => Promise.reject(new ConnectError("registry down", Code.Unavailable)) };

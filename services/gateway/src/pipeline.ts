@@ -1,8 +1,8 @@
 /**
  * The call pipeline, in one readable place:
- *   normalize → resolve + authorize → dispatch → record → project.
- * Audit sees the canonical result before the late model projection; the model sees sparse
- * success, or a structured failure with at most one follow-up.
+ *   admit → normalize → resolve + authorize → execute → capture → project → record.
+ * The audit record is captured from the canonical result before the late model projection;
+ * the model sees sparse success, or a structured failure with at most one follow-up.
  */
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -13,7 +13,7 @@ import {
   rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
 } from "@webcodex/contracts";
 import type { FailureStage as Stage, HostProfile, InputNormalization, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { argumentShape, createCallMetrics, failureFromWire, measureResult, principalHeaders, withSpan } from "@webcodex/platform";
+import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
@@ -319,13 +319,17 @@ export function createPipeline(deps: PipelineDeps) {
     }
   }
 
-  /** Builds the model result of an outcome: the late, pure projection. */
+  /**
+   * Builds the model result of an outcome: the late, pure projection. It never writes into the
+   * canonical result; a pending run gets its one wait_for_job_terminal follow-up here.
+   */
   function project(def: ToolDefinition | undefined, outcome: Outcome, normalization: InputNormalization | undefined, args: Record<string, unknown>): ModelResult {
     if (!outcome.ok) return { structuredContent: outcome.failure as unknown as Record<string, unknown>, isError: true };
-    const result = def ? projectSuccess(def, outcome.result, normalization) : outcome.result;
-    if (outcome.result["execution_state"] === "pending" && typeof outcome.result["job_id"] === "string") {
-      result["follow_up"] = waitForJobFollowUp(args["project"] as string, outcome.result["job_id"], args["session_id"] as string | undefined);
-    }
+    const canonical = outcome.result;
+    const pendingJob = canonical["execution_state"] === "pending" && typeof canonical["job_id"] === "string" ? canonical["job_id"] : undefined;
+    const followUp = pendingJob !== undefined ? waitForJobFollowUp(args["project"] as string, pendingJob, args["session_id"] as string | undefined) : undefined;
+    const extras = { ...(normalization ? { normalization } : {}), ...(followUp ? { followUp } : {}) };
+    const result = def ? projectSuccess(def, canonical, extras) : { ...canonical };
     return { structuredContent: result, isError: false };
   }
 
@@ -407,22 +411,23 @@ export function createPipeline(deps: PipelineDeps) {
         args = normalized.arguments;
         const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "" };
         outcome = await executeSafely(def, args, ctx, callId);
+        // Canonical from here on: audit and Session evidence read it, projections copy it.
+        if (outcome.ok) Object.freeze(outcome.result);
         projectCanonicalId = ctx.projectCanonicalId;
         sessionId = ctx.sessionId;
       }
     }
 
-    // The late, pure projection first, so the record can carry the sizes the model saw.
-    const projected = await timedStage(stages, "project", () => project(def, outcome, normalization, args));
-    const resultSize = outcome.ok ? measureResult(outcome.result, projected.structuredContent, args) : undefined;
-
+    // Audit capture, from the canonical outcome before the late model projection: nothing a
+    // projection adds (input_normalization, follow_up) can reach the record or its sizes.
+    const canonicalBytes = outcome.ok ? measureCanonical(outcome.result) : undefined;
     const failure = outcome.ok ? undefined : outcome.failure;
     const effectful = def !== undefined && def.effect !== "read_only";
     const stateChanged = failure ? failure.state_changed : effectful && outcome.ok && outcome.result["changed"] !== false;
     const outcomeUnknown = failure?.outcome_unknown ?? false;
     const durable = effectful && (outcome.ok || stateChanged || outcomeUnknown);
     const toolName = def?.name ?? "unknown_tool";
-    const record: ActionRecordInit = {
+    const captured = {
       callId,
       clientId: caller.principal.clientId,
       subject: caller.principal.subject,
@@ -438,10 +443,17 @@ export function createPipeline(deps: PipelineDeps) {
       // model_ergonomics: only canonical success reports a normalization code.
       inputNormalizationCode: outcome.ok ? (normalization?.code ?? "") : "",
       startedAtUnixMs: BigInt(started),
+      ...(shape ? { argumentShape: shape } : {}),
+    } satisfies Omit<ActionRecordInit, "durationUs" | "stageDurationsUs">;
+
+    // The late, pure projection: a new object; the canonical result stays as captured.
+    const projected = await timedStage(stages, "project", () => project(def, outcome, normalization, args));
+    const resultSize = outcome.ok ? measureProjection(canonicalBytes, projected.structuredContent, args) : undefined;
+    const record: ActionRecordInit = {
+      ...captured,
       durationUs: micros(t0),
       // A copy: the record stage's own time is not part of the record (batched records are serialized later).
       stageDurationsUs: { ...stages },
-      ...(shape ? { argumentShape: shape } : {}),
       ...(resultSize ? { resultSize } : {}),
     };
 
