@@ -7,7 +7,6 @@ import type { JsonSchema } from "./json-schema.js";
 import { validateToolArguments } from "./schema-validator.js";
 import { normalizeToolCall } from "./normalize.js";
 import { sampleToolArgs } from "./sample-args.js";
-import { rereadFollowUp, waitForJobFollowUp, buildFollowUp } from "./follow-up.js";
 
 const defs = toolDefinitions();
 const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "assign", "complete", "stop", "start", "rotate", "run", "search", "edit", "import", "call"];
@@ -91,11 +90,4 @@ test("tools/list of the Direct surface stays within the 8 KiB budget", () => {
   assert.ok(bytes <= 8 * 1024, `tools/list is ${bytes} bytes`);
   // Direct tools by rank, then the two entry points.
   assert.deepEqual(listed.slice(-2).map((t) => t.name), ["read_tool_manifest", "call_runtime_tool"]);
-});
-
-test("every follow-up the code builds validates against its target schema", () => {
-  for (const f of [waitForJobFollowUp("~p1", "job_1"), waitForJobFollowUp("~p1", "job_1", "~s1"), rereadFollowUp("~p1", "src/a.ts"), buildFollowUp("fallback_recovery", "list_projects", {})]) {
-    assert.equal(validateToolArguments(f.tool, f.arguments), undefined, f.tool);
-  }
-  assert.throws(() => buildFollowUp("mechanically_followable", "wait_for_job_terminal", { job_id: "x" }), /does not validate/);
 });

@@ -8,7 +8,7 @@ export type { AdmissionContext, AdmissionProfile, HostProfile, Route } from "./a
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess, compactBatch, compactEdit, compactShell } from "./projection.js";
-export { buildFollowUp, waitForJobFollowUp, rereadFollowUp } from "./follow-up.js";
+export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp } from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFailureError } from "./failure.js";
 export type { ToolFailure, FailureOptions } from "./failure.js";
@@ -19,4 +19,5 @@ export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } fr
 // For contract tests and docs generation:
 export type { JsonSchema } from "./json-schema.js";
 export { sampleToolArgs } from "./sample-args.js";
+export { followUpBuilders } from "./follow-up.js";
 export { renderToolsDoc } from "./tools-doc.js";
