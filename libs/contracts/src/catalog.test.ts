@@ -6,7 +6,7 @@ import { DESCRIPTION_MAX_CHARS, ToolCategory } from "./tool-definition.js";
 import type { JsonSchema } from "./json-schema.js";
 import { validateToolArguments } from "./schema-validator.js";
 import { normalizeToolCall } from "./normalize.js";
-import { sampleToolArgs } from "./sample-args.js";
+import { sampleToolArgVariants } from "./sample-args.js";
 
 const defs = toolDefinitions();
 const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "assign", "complete", "stop", "start", "rotate", "run", "search", "edit", "import", "call"];
@@ -48,12 +48,14 @@ test("every input schema is closed (maps are declared maps; call_runtime_tool.ar
   for (const d of defs) assertClosed(d.inputSchema, d.name);
 });
 
-test("sample args from each schema validate unchanged and normalize without a rewrite", () => {
+test("every sample variant of each schema validates unchanged and normalizes without a rewrite", () => {
   for (const d of defs) {
-    const args = sampleToolArgs(d.name);
-    assert.equal(validateToolArguments(d.name, args), undefined, `${d.name} sample validates`);
-    const normalized = normalizeToolCall(d.name, structuredClone(args), { isAdmitted: () => true });
-    assert.ok(normalized.ok, `${d.name} sample normalizes: ${JSON.stringify(normalized)}`);
+    for (const args of sampleToolArgVariants(d.name)) {
+      assert.equal(validateToolArguments(d.name, args), undefined, `${d.name} sample ${JSON.stringify(args)} validates`);
+      const normalized = normalizeToolCall(d.name, structuredClone(args), { isAdmitted: () => true });
+      assert.ok(normalized.ok, `${d.name} sample normalizes: ${JSON.stringify(normalized)}`);
+      assert.equal(normalized.tool, d.name, `${d.name} sample is not rewritten`);
+    }
   }
 });
 

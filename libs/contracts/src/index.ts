@@ -18,6 +18,6 @@ export { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog, runnerCapabilityWi
 export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } from "./capabilities.js";
 // For contract tests and docs generation:
 export type { JsonSchema } from "./json-schema.js";
-export { sampleToolArgs } from "./sample-args.js";
+export { sampleToolArgs, sampleToolArgVariants } from "./sample-args.js";
 export { followUpBuilders } from "./follow-up.js";
 export { renderToolsDoc } from "./tools-doc.js";
