@@ -5,10 +5,20 @@
 import { toolDefinitions, toolDefinition } from "./catalog.js";
 import type { ToolCategory, ToolDefinition } from "./tool-definition.js";
 
-/** Tenant admission profile. read_only tenants see no tool that can change anything. */
-export type AdmissionProfile = "full" | "read_only";
-/** Host profile: "app" Hosts can mount MCP App presentation resources. */
-export type HostProfile = "generic" | "app";
+/** Tenant admission profiles. read_only tenants see no tool that can change anything. */
+export const ADMISSION_PROFILES = ["full", "read_only"] as const;
+export type AdmissionProfile = (typeof ADMISSION_PROFILES)[number];
+/** Host profiles: "app" Hosts can mount MCP App presentation resources. */
+export const HOST_PROFILES = ["generic", "app"] as const;
+export type HostProfile = (typeof HOST_PROFILES)[number];
+
+export function isAdmissionProfile(value: unknown): value is AdmissionProfile {
+  return (ADMISSION_PROFILES as readonly unknown[]).includes(value);
+}
+
+export function isHostProfile(value: unknown): value is HostProfile {
+  return (HOST_PROFILES as readonly unknown[]).includes(value);
+}
 
 export interface AdmissionContext {
   admissionProfile: AdmissionProfile;
@@ -32,6 +42,21 @@ export function listedTools(admitted: readonly ToolDefinition[]): ToolDefinition
   const entries = admitted.filter((d) => d.gatewayEntry === true);
   return [...direct, ...entries];
 }
+
+/** The MCP tools/list descriptor of one tool: what a Host sees before any call. */
+export function mcpToolDescriptor(def: ToolDefinition): Record<string, unknown> {
+  const descriptor: Record<string, unknown> = { name: def.name, description: def.description, inputSchema: def.inputSchema };
+  if (def.effect === "read_only") descriptor["annotations"] = { readOnlyHint: true };
+  return descriptor;
+}
+
+/** The MCP tools/list result for an admitted selection (the gateway serves it pre-built). */
+export function toolsListResult(admitted: readonly ToolDefinition[]): { tools: Array<Record<string, unknown>> } {
+  return { tools: listedTools(admitted).map(mcpToolDescriptor) };
+}
+
+/** The serialized tools/list budget: a Direct surface larger than this costs every Host turn. */
+export const TOOLS_LIST_MAX_BYTES = 8 * 1024;
 
 export type Route = { primary: "direct" | "call_runtime_tool"; fallback: "call_runtime_tool" | null };
 

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { toolDefinitions } from "./catalog.js";
-import { admittedTools, groupToolNamesByCategory, listedTools, toolRoute } from "./admission.js";
+import { ADMISSION_PROFILES, admittedTools, groupToolNamesByCategory, HOST_PROFILES, toolRoute, toolsListResult, TOOLS_LIST_MAX_BYTES } from "./admission.js";
 import { DESCRIPTION_MAX_CHARS, ToolCategory } from "./tool-definition.js";
 import type { JsonSchema } from "./json-schema.js";
 import { validateToolArguments } from "./schema-validator.js";
@@ -85,11 +85,18 @@ test("category views are sorted, non-overlapping and cover the admitted selectio
   for (const names of Object.values(groups)) assert.deepEqual(names, [...names].sort());
 });
 
-test("tools/list of the Direct surface stays within the 8 KiB budget", () => {
-  const admitted = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
-  const listed = listedTools(admitted).map((d) => ({ name: d.name, description: d.description, inputSchema: d.inputSchema, ...(d.effect === "read_only" ? { annotations: { readOnlyHint: true } } : {}) }));
-  const bytes = Buffer.byteLength(JSON.stringify({ tools: listed }));
-  assert.ok(bytes <= 8 * 1024, `tools/list is ${bytes} bytes`);
-  // Direct tools by rank, then the two entry points.
-  assert.deepEqual(listed.slice(-2).map((t) => t.name), ["read_tool_manifest", "call_runtime_tool"]);
+test("tools/list of the Direct surface stays within the 8 KiB budget for every Host profile and a read-only principal", (t) => {
+  const figures: string[] = [];
+  for (const hostProfile of HOST_PROFILES) {
+    for (const admissionProfile of ADMISSION_PROFILES) {
+      // The descriptors the MCP server serves, built by the same function.
+      const result = toolsListResult(admittedTools({ admissionProfile, hostProfile }));
+      const bytes = Buffer.byteLength(JSON.stringify(result));
+      assert.ok(bytes <= TOOLS_LIST_MAX_BYTES, `tools/list for ${hostProfile}/${admissionProfile} is ${bytes} bytes (budget ${TOOLS_LIST_MAX_BYTES})`);
+      // Direct tools by rank, then the two entry points.
+      assert.deepEqual(result.tools.slice(-2).map((d) => d["name"]), ["read_tool_manifest", "call_runtime_tool"]);
+      figures.push(`${hostProfile}/${admissionProfile}: ${bytes} B (${result.tools.length} tools)`);
+    }
+  }
+  t.diagnostic(`tools/list bytes, budget ${TOOLS_LIST_MAX_BYTES}: ${figures.join("; ")}`);
 });
