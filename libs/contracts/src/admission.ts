@@ -3,6 +3,7 @@
  * discovers them. Exposure is presentation policy; it never grants authority.
  */
 import { toolDefinitions, toolDefinition } from "./catalog.js";
+import { ReasonCode } from "./failure.js";
 import type { ToolCategory, ToolDefinition } from "./tool-definition.js";
 
 /** Tenant admission profiles. read_only tenants see no tool that can change anything. */
@@ -76,8 +77,24 @@ export function groupToolNamesByCategory(admitted: readonly ToolDefinition[]): P
   return groups;
 }
 
-/** Whether call_runtime_tool may run `tool`: Presentation/Continuation descriptors must be called directly. */
-export function callableThroughGateway(tool: string): boolean {
+/** Why call_runtime_tool refuses to run a tool; admission of the tool itself is checked after. */
+export interface GatewayRefusal {
+  reason_code: ReasonCode;
+  detail_code: string;
+  message: string;
+}
+
+/**
+ * Why call_runtime_tool may not run `tool`, or undefined when it may: an unknown name, one of
+ * the two gateway entry points (called directly, never forwarded), or a Presentation or
+ * Continuation descriptor, which the Host must call directly to mount its card.
+ */
+export function gatewayRefusal(tool: string): GatewayRefusal | undefined {
   const def = toolDefinition(tool);
-  return def !== undefined && def.gatewayEntry !== true && def.direct?.reason !== "Presentation" && def.direct?.reason !== "Continuation";
+  if (!def) return { reason_code: ReasonCode.unknownTool, detail_code: "unknown_tool", message: "No tool has this name; see list_tools." };
+  if (def.gatewayEntry === true) return { reason_code: ReasonCode.invalidValue, detail_code: "gateway_entry_point", message: `Call ${def.name} directly, not through call_runtime_tool.` };
+  if (def.direct?.reason === "Presentation" || def.direct?.reason === "Continuation") {
+    return { reason_code: ReasonCode.presentationToolNotCallable, detail_code: "not_gateway_callable", message: "Call this tool directly so the Host can present it." };
+  }
+  return undefined;
 }

@@ -4,10 +4,10 @@ export { toolDefinitions, toolDefinition } from "./catalog.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
 export {
-  admittedTools, listedTools, toolRoute, groupToolNamesByCategory, callableThroughGateway, isAdmitted, mcpToolDescriptor, toolsListResult,
+  admittedTools, listedTools, toolRoute, groupToolNamesByCategory, gatewayRefusal, isAdmitted, mcpToolDescriptor, toolsListResult,
   TOOLS_LIST_MAX_BYTES, ADMISSION_PROFILES, HOST_PROFILES, isAdmissionProfile, isHostProfile,
 } from "./admission.js";
-export type { AdmissionContext, AdmissionProfile, HostProfile, Route } from "./admission.js";
+export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess, compactBatch, compactEdit, compactShell } from "./projection.js";

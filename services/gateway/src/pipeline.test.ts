@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { ConnectError, Code } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { listedTools, ReasonCode, FailureStage, toolDefinitions, toolFailure } from "@webcodex/contracts";
+import { admittedTools, listedTools, ReasonCode, FailureStage, toolDefinitions, toolFailure } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
 import { argumentShape, createLogger, createMetrics, failureToWire } from "@webcodex/platform";
 import type { Metrics } from "@webcodex/platform";
@@ -44,12 +44,18 @@ function recordingAudit(refuseDurable = false) {
 
 type DispatchAnswer = { resultJson: string } | { failure: ReturnType<typeof failureToWire> };
 
-function pipelineWith(options: { audit: AuditRecorder; catalogs?: CatalogCache; dispatch?: () => DispatchAnswer; metrics?: Metrics }) {
+type ProjectEntry = { projectRef: string; project: { canonicalId: string; rootIdentity: string; name: string } };
+
+function pipelineWith(options: {
+  audit: AuditRecorder; catalogs?: CatalogCache; dispatch?: () => DispatchAnswer; metrics?: Metrics;
+  projects?: ProjectEntry[]; runnerStates?: (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => Record<string, string>;
+}) {
   const refResolver = {
     resolveProject: async () => ({ project }),
-    listProjects: async () => ({ projects: [] }),
+    listProjects: async () => ({ projects: options.projects ?? [] }),
   } as unknown as Client<typeof RefResolverService>;
   const broker = {
+    getProjectRunnerStates: async (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => ({ states: (options.runnerStates ?? (() => ({})))(req) }),
     dispatch: async () => (options.dispatch ?? (() => ({ resultJson: "{}" })))(),
     // A malformed answer (no runner rows): building full diagnostics from it throws mid-call.
     getFleetStatus: async () => ({}),
@@ -206,5 +212,67 @@ describe("pipeline audit", () => {
     assert.equal(result.structuredContent["reason_code"], ReasonCode.internal);
     assert.equal(result.structuredContent["outcome_unknown"], false, "a read-only call changed nothing");
     assert.deepEqual(records.map((r) => [r.record.tool, r.record.reasonCode, r.record.failureStage, r.durable]), [["get_runtime_status", "internal", "dispatch", false]]);
+  });
+});
+
+describe("discovery contract", () => {
+  const readOnlyCatalog: CatalogCache = { get: async () => catalogOf(admittedTools({ admissionProfile: "read_only", hostProfile: "generic" })) };
+
+  it("read_tool_manifest: an unknown name is unknown_tool; a known tool not admitted is tool_not_admitted", async () => {
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs: readOnlyCatalog });
+    const unknown = await pipeline.call(caller, "read_tool_manifest", { tool: "read_file" }, signal);
+    assert.deepEqual([unknown.isError, unknown.structuredContent["reason_code"]], [true, ReasonCode.unknownTool]);
+    const notAdmitted = await pipeline.call(caller, "read_tool_manifest", { tool: "run_shell" }, signal);
+    assert.deepEqual([notAdmitted.isError, notAdmitted.structuredContent["reason_code"]], [true, ReasonCode.toolNotAdmitted]);
+    const admitted = await pipeline.call(caller, "read_tool_manifest", { tool: "read_files" }, signal);
+    assert.equal(admitted.isError, false);
+    assert.equal(admitted.structuredContent["tool"], "read_files");
+  });
+
+  it("call_runtime_tool refuses the gateway entry points as such, and Presentation tools as presentation", async () => {
+    const pipeline = pipelineWith({ audit: recordingAudit().audit });
+    for (const entry of ["read_tool_manifest", "call_runtime_tool"]) {
+      const r = await pipeline.call(caller, "call_runtime_tool", { tool: entry, arguments: entry === "read_tool_manifest" ? { tool: "read_files" } : { tool: "list_tools", arguments: {} } }, signal);
+      assert.equal(r.structuredContent["reason_code"], ReasonCode.invalidValue, entry);
+      assert.equal(r.structuredContent["detail_code"], "gateway_entry_point", entry);
+    }
+    const presentation = await pipeline.call(caller, "call_runtime_tool", { tool: "present_goal_plan", arguments: { project: "~p1", title: "t" } }, signal);
+    assert.equal(presentation.structuredContent["reason_code"], ReasonCode.presentationToolNotCallable);
+    const unknown = await pipeline.call(caller, "call_runtime_tool", { tool: "read_file", arguments: {} }, signal);
+    assert.equal(unknown.structuredContent["reason_code"], ReasonCode.unknownTool);
+    const ok = await pipeline.call(caller, "call_runtime_tool", { tool: "list_tools", arguments: {} }, signal);
+    assert.equal(ok.isError, false);
+  });
+
+  it("list_tools rejects an unknown category, and answers an admitted-but-empty one with no tools", async () => {
+    const generic: CatalogCache = { get: async () => catalogOf(admittedTools({ admissionProfile: "full", hostProfile: "generic" })) };
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs: generic });
+    const unknown = await pipeline.call(caller, "list_tools", { category: "filez" }, signal);
+    assert.deepEqual([unknown.isError, unknown.structuredContent["reason_code"], unknown.structuredContent["detail_code"]], [true, ReasonCode.invalidValue, "enum"]);
+    const files = await pipeline.call(caller, "list_tools", { category: "files" }, signal);
+    assert.deepEqual(Object.keys(files.structuredContent["categories"] as object), ["files"]);
+    const empty = await pipeline.call(caller, "list_tools", { category: "presentation" }, signal);
+    assert.deepEqual(empty.structuredContent, { categories: {} }, "no presentation tool is admitted on a generic Host");
+  });
+
+  it("list_projects reports each Project's runner_state from one broker call, and unknown when the broker cannot answer", async () => {
+    const projects: ProjectEntry[] = [
+      { projectRef: "~p1", project: { canonicalId: "agent:acme:demo", rootIdentity: "root-1", name: "demo" } },
+      { projectRef: "~p2", project: { canonicalId: "agent:acme:idle", rootIdentity: "root-2", name: "idle" } },
+    ];
+    const asked: unknown[] = [];
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, projects, runnerStates: (req) => { asked.push(req.projects); return { "agent:acme:demo": "ready", "agent:acme:idle": "none" }; } });
+    const listed = await pipeline.call(caller, "list_projects", {}, signal);
+    assert.deepEqual(listed.structuredContent, {
+      projects: [
+        { project_ref: "~p1", project_id: "agent:acme:demo", name: "demo", runner_state: "ready" },
+        { project_ref: "~p2", project_id: "agent:acme:idle", name: "idle", runner_state: "none" },
+      ],
+    });
+    assert.deepEqual(asked, [[{ projectCanonicalId: "agent:acme:demo", rootIdentity: "root-1" }, { projectCanonicalId: "agent:acme:idle", rootIdentity: "root-2" }]], "one call for all Projects");
+    const down = pipelineWith({ audit: recordingAudit().audit, projects, runnerStates: () => { throw new ConnectError("broker down", Code.Unavailable); } });
+    const degraded = await down.call(caller, "list_projects", {}, signal);
+    assert.equal(degraded.isError, false);
+    assert.deepEqual((degraded.structuredContent["projects"] as Array<Record<string, unknown>>).map((p) => p["runner_state"]), ["unknown", "unknown"]);
   });
 });

@@ -9,10 +9,10 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
-  callableThroughGateway, FailureStage, groupToolNamesByCategory, normalizeToolCall, projectSuccess, ReasonCode,
+  FailureStage, gatewayRefusal, groupToolNamesByCategory, normalizeToolCall, projectSuccess, ReasonCode,
   rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
 } from "@webcodex/contracts";
-import type { FailureStage as Stage, HostProfile, InputNormalization, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { FailureStage as Stage, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
@@ -132,13 +132,25 @@ export function createPipeline(deps: PipelineDeps) {
       case "list_tools": {
         const admitted = [...ctx.catalog.admitted.values()];
         const groups = groupToolNamesByCategory(admitted);
-        const category = args["category"] as string | undefined;
-        if (category !== undefined && !(category in groups)) return { ok: true, result: { categories: {} } };
-        return { ok: true, result: { categories: category ? { [category]: groups[category as keyof typeof groups] } : groups } };
+        // The schema's enum has already rejected an unknown category; a known one may be empty.
+        const category = args["category"] as ToolCategory | undefined;
+        if (category !== undefined) return { ok: true, result: { categories: groups[category] ? { [category]: groups[category] } : {} } };
+        return { ok: true, result: { categories: groups } };
       }
       case "read_tool_manifest": {
-        const target = ctx.catalog.admitted.get(args["tool"] as string);
-        if (!target) return { ok: false, failure: toolFailure(ReasonCode.toolNotAdmitted, FailureStage.admission, { detail_code: "not_admitted", message: "No such admitted tool; see list_tools." }) };
+        const name = args["tool"] as string;
+        const target = ctx.catalog.admitted.get(name);
+        if (!target) {
+          const known = toolDefinition(name) !== undefined;
+          return {
+            ok: false,
+            failure: toolFailure(known ? ReasonCode.toolNotAdmitted : ReasonCode.unknownTool, FailureStage.admission, {
+              detail_code: known ? "not_admitted" : "unknown_tool",
+              evidence: { field: "/tool" },
+              message: known ? "This tool is not admitted for you; see list_tools." : "No tool has this name; see list_tools.",
+            }),
+          };
+        }
         return { ok: true, result: { tool: target.name, category: target.category, description: target.description, input_schema: target.inputSchema, route: toolRoute(target) } };
       }
       case "get_runtime_status":
@@ -275,12 +287,39 @@ export function createPipeline(deps: PipelineDeps) {
     }
   }
 
+  /**
+   * list_projects' runner_state for all listed Projects in one broker call. The listing does
+   * not fail when the broker cannot answer: every state is then "unknown", not "none".
+   */
+  async function runnerStates(projects: ReadonlyArray<{ canonicalId: string; rootIdentity: string }>, ctx: CallContext): Promise<Record<string, string>> {
+    if (projects.length === 0) return {};
+    try {
+      const res = await deps.broker.getProjectRunnerStates(
+        { projects: projects.map((p) => ({ projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity })) },
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
+      return res.states;
+    } catch (error) {
+      deps.logger.warn("runner states unavailable for list_projects", { error: ConnectError.from(error).message });
+      return {};
+    }
+  }
+
   async function runOnRefResolver(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
     switch (def.name) {
       case "list_projects": {
         const res = await deps.refResolver.listProjects({}, options);
-        return { ok: true, result: { projects: res.projects.map((p) => ({ project_ref: p.projectRef, project_id: p.project?.canonicalId ?? "", name: p.project?.name ?? "" })) } };
+        const states = await runnerStates(res.projects.flatMap((p) => (p.project ? [p.project] : [])), ctx);
+        return {
+          ok: true,
+          result: {
+            projects: res.projects.map((p) => {
+              const id = p.project?.canonicalId ?? "";
+              return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
+            }),
+          },
+        };
       }
       case "create_session": {
         const res = await deps.refResolver.createSession({ projectSelector: args["project"] as string, title: (args["title"] as string | undefined) ?? "" }, options);
@@ -353,8 +392,9 @@ export function createPipeline(deps: PipelineDeps) {
     if (!outer.ok) return { ok: false, failure: outer.failure, tool, args: rawArgs };
     const inner = outer.arguments["tool"] as string;
     const innerArgs = outer.arguments["arguments"];
-    if (!callableThroughGateway(inner)) {
-      const failure = toolFailure(toolDefinition(inner) ? ReasonCode.presentationToolNotCallable : ReasonCode.unknownTool, FailureStage.admission, { detail_code: "not_gateway_callable", message: "Call this tool directly." });
+    const refusal = gatewayRefusal(inner);
+    if (refusal) {
+      const failure = toolFailure(refusal.reason_code, FailureStage.admission, { detail_code: refusal.detail_code, evidence: { field: "/tool" }, message: refusal.message });
       return { ok: false, failure, tool: inner, args: innerArgs };
     }
     return { ok: true, catalog, tool: inner, args: innerArgs };

@@ -176,6 +176,19 @@ describe("runner-broker", () => {
     assert.equal(fake.calls.length, 0);
   });
 
+  it("reports each Project's runner state in one call: ready, registered (standby only, lost, other root) or none", async () => {
+    const s = setup();
+    const states = async (root = "root-1") => (await s.broker.getProjectRunnerStates({
+      projects: [{ projectCanonicalId: "agent:c1:p1", rootIdentity: root }, { projectCanonicalId: "agent:c1:other", rootIdentity: "root-9" }],
+    })).states;
+    assert.deepEqual(await states(), { "agent:c1:p1": "none", "agent:c1:other": "none" });
+    await s.register("ra");
+    assert.deepEqual(await states(), { "agent:c1:p1": "ready", "agent:c1:other": "none" });
+    assert.equal((await states("root-2"))["agent:c1:p1"], "registered", "a Runner serving another incarnation is not ready for this one");
+    s.clock.advance(201);
+    assert.equal((await states())["agent:c1:p1"], "registered", "a lost Runner is known but takes no calls");
+  });
+
   it("serves sparse status without rows and full status with rows from the same counts", async () => {
     const s = setup();
     await s.register("ra");

@@ -197,6 +197,17 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       })
     : undefined;
 
+  /**
+   * Whether calls to a Project incarnation are routed now: the same test dispatch makes (a
+   * connected lease holder serving this root), then whether any Runner is known for it.
+   */
+  const projectRunnerState = async (canonicalId: string, rootIdentity: string): Promise<"ready" | "registered" | "none"> => {
+    const lease = await leases.current(canonicalId);
+    const holder = lease ? await deps.registry.get(lease.owner) : undefined;
+    if (holder && holder.connectionState === "connected" && holder.canonicalId === canonicalId && holder.rootIdentity === rootIdentity) return "ready";
+    return (await deps.registry.lastForProject(canonicalId)) ? "registered" : "none";
+  };
+
   /** Routes a call to the Project's lease holder after capability admission. */
   const dispatchToHolder = async (req: RunnerCall, def: ToolDefinition, signal: AbortSignal): Promise<Answer> => {
     const lease = await leases.current(req.projectCanonicalId);
@@ -322,6 +333,14 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
           projectCanonicalId: r.canonicalId, leaseHeld: r.leaseHeld, fence: BigInt(r.fence), baselineComplete: r.baselineComplete, inFlight: r.inFlight,
         })),
       };
+    },
+
+    async getProjectRunnerStates(req) {
+      const states: Record<string, string> = {};
+      await Promise.all(req.projects.map(async (p) => {
+        states[p.projectCanonicalId] = await projectRunnerState(p.projectCanonicalId, p.rootIdentity);
+      }));
+      return { states };
     },
 
     async ensureProjectRunner(req, ctx) {
