@@ -255,6 +255,16 @@ describe("discovery contract", () => {
     assert.deepEqual(empty.structuredContent, { categories: {} }, "no presentation tool is admitted on a generic Host");
   });
 
+  it("a caller whose token names a Host profile is admitted against that profile's catalog", async () => {
+    const asked: string[] = [];
+    const catalogs: CatalogCache = { get: async (admission, host) => { asked.push(`${admission}/${host}`); return catalogOf(admittedTools({ admissionProfile: admission, hostProfile: host })); } };
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs });
+    const status = await pipeline.call({ ...caller, hostProfile: "app" }, "get_runtime_status", {}, signal);
+    await pipeline.call(caller, "list_tools", {}, signal);
+    assert.deepEqual(asked, ["full/app", "full/generic"], "the token's profile, else the gateway's");
+    assert.equal(status.structuredContent["host_profile"], "app");
+  });
+
   it("list_projects reports each Project's runner_state from one broker call, and unknown when the broker cannot answer", async () => {
     const projects: ProjectEntry[] = [
       { projectRef: "~p1", project: { canonicalId: "agent:acme:demo", rootIdentity: "root-1", name: "demo" } },

@@ -26,6 +26,7 @@ export interface PipelineDeps {
   refResolver: Client<typeof RefResolverService>;
   broker: Client<typeof RunnerBrokerService>;
   audit: AuditRecorder;
+  /** The Host profile of callers whose token names none. */
   hostProfile: HostProfile;
   serverInfo: { name: string; version: string; mode: "embedded" | "distributed" };
   logger: Logger;
@@ -181,7 +182,7 @@ export function createPipeline(deps: PipelineDeps) {
     const jobs = s?.jobs;
     const status: Record<string, unknown> = {
       server: deps.serverInfo,
-      host_profile: deps.hostProfile,
+      host_profile: ctx.caller.hostProfile ?? deps.hostProfile,
       runners: { total: s?.runnersTotal ?? 0, connected: s?.runnersConnected ?? 0, lost: s?.runnersLost ?? 0, standby: s?.runnersStandby ?? 0 },
       projects: { total: s?.projectsTotal ?? 0, routable: s?.projectsRoutable ?? 0 },
       jobs: {
@@ -383,7 +384,7 @@ export function createPipeline(deps: PipelineDeps) {
     if (missingScope) return { ok: false, failure: missingScope, ...forwardedCall(tool, rawArgs) };
     let catalog: AdmittedCatalog;
     try {
-      catalog = await deps.catalogs.get(caller.admissionProfile, deps.hostProfile);
+      catalog = await deps.catalogs.get(caller.admissionProfile, caller.hostProfile ?? deps.hostProfile);
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, FailureStage.admission, false), tool, args: rawArgs };
     }
