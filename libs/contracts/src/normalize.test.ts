@@ -37,6 +37,21 @@ test("exact sh -c and bash -c become run_shell; bash -lc becomes a login shell",
   assert.equal(login.normalization?.code, "process_bash_login_to_run_shell");
 });
 
+test("a run_shell rewrite carries the literal run_process call, canonicalized without the rewrite code", () => {
+  const login = ok(normalizeToolCall("run_process", { project: "~p1", args: ["bash", "-lc", "make"], timeout_ms: 9_999_999 }, all));
+  assert.equal(login.tool, "run_shell");
+  assert.deepEqual(login.literal, {
+    tool: "run_process",
+    arguments: { project: "~p1", args: ["bash", "-lc", "make"], timeout_ms: 600_000 },
+    normalization: { code: "clamped_to_ceiling", hint: login.literal?.normalization?.hint, effective: { timeout_ms: 600_000 } },
+  });
+  const alias = ok(normalizeToolCall("run_process", { project: "~p1", argv: ["sh", "-c", "ls"] }, all));
+  assert.deepEqual([alias.normalization?.code, alias.literal?.tool, alias.literal?.normalization?.code], ["process_shell_to_run_shell", "run_process", "argv_to_args"]);
+  const plain = ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls"] }, all));
+  assert.equal(plain.literal?.normalization, undefined, "the literal call reports no code when nothing else was normalized");
+  assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["ls"] }, all)).literal, undefined, "no rewrite, no literal");
+});
+
 test("a shell rewrite that would lose stdin, or is not admitted, stays run_process", () => {
   assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "cat"], stdin: "x" }, all)).tool, "run_process");
   assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls"] }, { isAdmitted: (t) => t !== "run_shell" })).tool, "run_process");

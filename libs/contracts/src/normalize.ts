@@ -39,8 +39,24 @@ export interface InputNormalization {
   effective?: Record<string, number>;
 }
 
+/** One canonical call: the tool, its canonical arguments, and the one reported normalization. */
+export interface CanonicalCall {
+  tool: string;
+  arguments: Record<string, unknown>;
+  normalization?: InputNormalization;
+}
+
 export type NormalizeResult =
-  | { ok: true; tool: string; arguments: Record<string, unknown>; normalization?: InputNormalization }
+  | ({
+      ok: true;
+      /**
+       * Present only when the call was rewritten to another tool (run_process → run_shell): the
+       * same call canonicalized without that rewrite. The rewrite holds only where the canonical
+       * path passes the same gates; where the Runner lacks the capability it needs (shell,
+       * Bash login), this literal call runs instead and reports no rewrite code.
+       */
+      literal?: CanonicalCall;
+    } & CanonicalCall)
   | { ok: false; failure: ToolFailure };
 
 export interface NormalizeContext {
@@ -85,21 +101,20 @@ export function normalizeToolCall(tool: string, rawArguments: unknown, context: 
   const effective = applyClamps(def.clamps ?? [], args);
   if (effective) codes.add(ToolInputNormalizationCode.clampedToCeiling);
 
-  let canonicalTool = tool;
+  const literal = canonicalCall(tool, args, codes, effective);
   if (tool === "run_process") {
     const shell = shellCanonicalForm(args);
     if (shell && context.isAdmitted("run_shell")) {
-      canonicalTool = "run_shell";
-      args = shell.arguments;
-      codes.add(shell.code);
+      return { ok: true, ...canonicalCall("run_shell", shell.arguments, new Set([...codes, shell.code]), effective), literal };
     }
   }
+  return { ok: true, ...literal };
+}
 
+/** A canonical call reporting the one code of `codes` that wins by precedence, with any clamped values. */
+function canonicalCall(tool: string, args: Record<string, unknown>, codes: ReadonlySet<ToolInputNormalizationCode>, effective: Record<string, number> | undefined): CanonicalCall {
   const code = precedence.find((c) => codes.has(c));
-  const result: NormalizeResult = { ok: true, tool: canonicalTool, arguments: args };
-  if (code) result.normalization = { code, hint: normalizationHints[code], ...(effective && code === "clamped_to_ceiling" ? { effective } : {}) };
-  if (code && effective && code !== "clamped_to_ceiling" && result.normalization) result.normalization.effective = effective;
-  return result;
+  return { tool, arguments: args, ...(code ? { normalization: { code, hint: normalizationHints[code], ...(effective ? { effective } : {}) } } : {}) };
 }
 
 /** `null` on an optional field means the same as omitting it: a harmless default spelling. */

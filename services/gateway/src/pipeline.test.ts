@@ -42,12 +42,13 @@ function recordingAudit(refuseDurable = false) {
   return { audit, records };
 }
 
-type DispatchAnswer = { resultJson: string } | { failure: ReturnType<typeof failureToWire> };
+type DispatchAnswer = ({ resultJson: string } | { failure: ReturnType<typeof failureToWire> }) & { answeredFallback?: boolean };
+type DispatchRequest = { tool: string; argumentsJson: string; fallback?: { tool: string; argumentsJson: string } };
 
 type ProjectEntry = { projectRef: string; project: { canonicalId: string; rootIdentity: string; name: string } };
 
 function pipelineWith(options: {
-  audit: AuditRecorder; catalogs?: CatalogCache; dispatch?: () => DispatchAnswer; metrics?: Metrics;
+  audit: AuditRecorder; catalogs?: CatalogCache; dispatch?: (req: DispatchRequest) => DispatchAnswer; metrics?: Metrics;
   projects?: ProjectEntry[]; runnerStates?: (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => Record<string, string>;
 }) {
   const refResolver = {
@@ -56,7 +57,7 @@ function pipelineWith(options: {
   } as unknown as Client<typeof RefResolverService>;
   const broker = {
     getProjectRunnerStates: async (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => ({ states: (options.runnerStates ?? (() => ({})))(req) }),
-    dispatch: async () => (options.dispatch ?? (() => ({ resultJson: "{}" })))(),
+    dispatch: async (req: DispatchRequest) => (options.dispatch ?? (() => ({ resultJson: "{}" })))(req),
     // A malformed answer (no runner rows): building full diagnostics from it throws mid-call.
     getFleetStatus: async () => ({}),
   } as unknown as Client<typeof RunnerBrokerService>;
@@ -284,5 +285,33 @@ describe("discovery contract", () => {
     const degraded = await down.call(caller, "list_projects", {}, signal);
     assert.equal(degraded.isError, false);
     assert.deepEqual((degraded.structuredContent["projects"] as Array<Record<string, unknown>>).map((p) => p["runner_state"]), ["unknown", "unknown"]);
+  });
+});
+
+describe("run_process → run_shell rewrite", () => {
+  const completed = { execution_state: "completed", job_id: "j", state: "completed", exit_code: 0, signal: null, timed_out: false, stdout: "ok\n", stderr: "", truncated: false, duration_ms: 1, started_at: "t" };
+
+  it("sends the literal run_process as the fallback; when the broker ran it, run_process is recorded and no rewrite code is reported", async () => {
+    const { audit, records } = recordingAudit();
+    const seen: DispatchRequest[] = [];
+    const pipeline = pipelineWith({ audit, dispatch: (req) => { seen.push(req); return { resultJson: JSON.stringify(completed), answeredFallback: true }; } });
+    const result = await pipeline.call(caller, "run_process", { project: "~p1", args: ["bash", "-lc", "make"] }, signal);
+    assert.deepEqual([seen[0]?.tool, JSON.parse(seen[0]?.argumentsJson ?? "{}")], ["run_shell", { command: "make", shell: "bash", login: true }]);
+    assert.deepEqual([seen[0]?.fallback?.tool, JSON.parse(seen[0]?.fallback?.argumentsJson ?? "{}")], ["run_process", { args: ["bash", "-lc", "make"] }], "project and session_id stay with the gateway");
+    assert.equal(result.isError, false);
+    assert.ok(!("input_normalization" in result.structuredContent), "no process_bash_login_to_run_shell for a call that ran as run_process");
+    assert.equal(result.structuredContent["job_id"], "j", "projected as run_process (no run_shell compaction)");
+    assert.deepEqual([records[0]?.record.tool, records[0]?.record.inputNormalizationCode], ["run_process", ""]);
+  });
+
+  it("a literal call that ran keeps its own normalization (argv_to_args); a rewrite that ran reports the rewrite code", async () => {
+    const literalRan = pipelineWith({ audit: recordingAudit().audit, dispatch: () => ({ resultJson: JSON.stringify(completed), answeredFallback: true }) });
+    const aliased = await literalRan.call(caller, "run_process", { project: "~p1", argv: ["sh", "-c", "ls"] }, signal);
+    assert.equal((aliased.structuredContent["input_normalization"] as { code: string }).code, "argv_to_args");
+    const { audit, records } = recordingAudit();
+    const rewriteRan = pipelineWith({ audit, dispatch: () => ({ resultJson: JSON.stringify(completed), answeredFallback: false }) });
+    const shell = await rewriteRan.call(caller, "run_process", { project: "~p1", args: ["bash", "-lc", "make"] }, signal);
+    assert.equal((shell.structuredContent["input_normalization"] as { code: string }).code, "process_bash_login_to_run_shell");
+    assert.deepEqual([records[0]?.record.tool, records[0]?.record.inputNormalizationCode], ["run_shell", "process_bash_login_to_run_shell"]);
   });
 });

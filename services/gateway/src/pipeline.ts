@@ -12,7 +12,7 @@ import {
   FailureStage, gatewayRefusal, groupToolNamesByCategory, normalizeToolCall, projectSuccess, ReasonCode,
   rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
 } from "@webcodex/contracts";
-import type { FailureStage as Stage, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { CanonicalCall, FailureStage as Stage, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
@@ -50,6 +50,10 @@ interface CallContext {
   projectCanonicalId: string;
   /** Canonical wc_sess_* the call is recorded into (or targets), once resolved and authorized; else "". */
   sessionId: string;
+  /** The call without its rewrite to another tool, which the broker may run instead (run_process for run_shell). */
+  literal?: CanonicalCall | undefined;
+  /** Set when the broker answered for `literal`: the Runner lacked a capability the rewrite needs. */
+  answeredLiteral: boolean;
 }
 
 const now = () => performance.now();
@@ -230,7 +234,8 @@ export function createPipeline(deps: PipelineDeps) {
     }
     const { project: _p, session_id: _s, ...runnerArgs } = args;
     const outcome = await dispatchToRunner(def, runnerArgs, selector, project, ctx, callId);
-    if (ctx.sessionId !== "") await recordSessionCall(def, outcome, ctx, callId, Math.round(now() - started));
+    const ran = ctx.answeredLiteral && ctx.literal ? (toolDefinition(ctx.literal.tool) ?? def) : def;
+    if (ctx.sessionId !== "") await recordSessionCall(ran, outcome, ctx, callId, Math.round(now() - started));
     return outcome;
   }
 
@@ -276,11 +281,17 @@ export function createPipeline(deps: PipelineDeps) {
   async function dispatchToRunner(
     def: ToolDefinition, runnerArgs: Record<string, unknown>, selector: string, project: { canonicalId: string; rootIdentity: string }, ctx: CallContext, callId: string,
   ): Promise<Outcome> {
+    let fallback: { tool: string; argumentsJson: string } | undefined;
+    if (ctx.literal) {
+      const { project: _p, session_id: _s, ...literalArgs } = ctx.literal.arguments;
+      fallback = { tool: ctx.literal.tool, argumentsJson: JSON.stringify(literalArgs) };
+    }
     try {
       const res = await timedStage(ctx.stages, "dispatch", () => deps.broker.dispatch(
-        { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs) },
+        { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs), ...(fallback ? { fallback } : {}) },
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       ));
+      ctx.answeredLiteral = res.answeredFallback;
       if (res.failure) return { ok: false, failure: withRecovery(failureFromWire(res.failure), selector) };
       return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
     } catch (error) {
@@ -450,8 +461,15 @@ export function createPipeline(deps: PipelineDeps) {
         def = toolDefinition(normalized.tool) as ToolDefinition;
         normalization = normalized.normalization;
         args = normalized.arguments;
-        const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "" };
+        const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "", literal: normalized.literal, answeredLiteral: false };
         outcome = await executeSafely(def, args, ctx, callId);
+        // The Runner could not serve the rewrite, so the literal call ran: it is what is
+        // audited, projected and reported, with no rewrite code.
+        if (ctx.answeredLiteral && normalized.literal) {
+          def = toolDefinition(normalized.literal.tool) as ToolDefinition;
+          normalization = normalized.literal.normalization;
+          args = normalized.literal.arguments;
+        }
         // Canonical from here on: audit and Session evidence read it, projections copy it.
         if (outcome.ok) Object.freeze(outcome.result);
         projectCanonicalId = ctx.projectCanonicalId;
