@@ -26,4 +26,17 @@ export default tseslint.config(
     ignores: ["**/*.test.ts"],
     rules: { "no-console": "error" },
   },
+  {
+    // Every follow-up is made by a named builder in libs/contracts/src/follow-up.ts, which
+    // validates its arguments against the target tool's schema (and is enumerated by a test).
+    files: ["libs/*/src/**/*.ts", "services/*/src/**/*.ts"],
+    ignores: ["**/*.test.ts", "libs/contracts/src/follow-up.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        { selector: "ExportAllDeclaration", message: "Export named symbols; no export *." },
+        { selector: "Property[key.name='follow_up_kind'], Property[key.value='follow_up_kind']", message: "Build follow-ups with a named builder in libs/contracts/src/follow-up.ts." },
+      ],
+    },
+  },
 );

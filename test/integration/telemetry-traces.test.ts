@@ -119,7 +119,7 @@ describe("tracing across services", () => {
   /** One "tool call": a root span, an in-process hop, then relay → audit process → Postgres. */
   async function toolCall(callId: string): Promise<void> {
     await withSpan("tools/call edit_project_files", { "webcodex.tool": "edit_project_files" }, async () => {
-      await runServerSpan("webcodex.toolregistry.v1.ToolRegistryService", "NormalizeCall", undefined, async () => undefined, { service: "tool-registry" });
+      await runServerSpan("webcodex.toolregistry.v1.ToolRegistryService", "GetAdmittedCatalog", undefined, async () => undefined, { service: "tool-registry" });
       await relayClient.recordActions({
         records: [{ callId, clientId: "acme", subject: "alice", tool: "edit_project_files", effect: "workspace_write", outcome: "success", startedAtUnixMs: BigInt(Date.now()), durationUs: 10 }],
       });

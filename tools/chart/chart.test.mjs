@@ -501,6 +501,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_DEV_TOKENS_FILE: "dev-only static tokens",
     WEBCODEX_DEV_CLIENT_ID: "dev-only static tokens",
     WEBCODEX_HOST_PROFILE: "the generic host profile",
+    WEBCODEX_OAUTH_HOST_PROFILE_CLAIM: "no per-token Host profile claim: every JWT caller gets WEBCODEX_HOST_PROFILE",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
   "runner-broker": {

@@ -3,12 +3,23 @@
  * discovers them. Exposure is presentation policy; it never grants authority.
  */
 import { toolDefinitions, toolDefinition } from "./catalog.js";
+import { ReasonCode } from "./failure.js";
 import type { ToolCategory, ToolDefinition } from "./tool-definition.js";
 
-/** Tenant admission profile. read_only tenants see no tool that can change anything. */
-export type AdmissionProfile = "full" | "read_only";
-/** Host profile: "app" Hosts can mount MCP App presentation resources. */
-export type HostProfile = "generic" | "app";
+/** Tenant admission profiles. read_only tenants see no tool that can change anything. */
+export const ADMISSION_PROFILES = ["full", "read_only"] as const;
+export type AdmissionProfile = (typeof ADMISSION_PROFILES)[number];
+/** Host profiles: "app" Hosts can mount MCP App presentation resources. */
+export const HOST_PROFILES = ["generic", "app"] as const;
+export type HostProfile = (typeof HOST_PROFILES)[number];
+
+export function isAdmissionProfile(value: unknown): value is AdmissionProfile {
+  return (ADMISSION_PROFILES as readonly unknown[]).includes(value);
+}
+
+export function isHostProfile(value: unknown): value is HostProfile {
+  return (HOST_PROFILES as readonly unknown[]).includes(value);
+}
 
 export interface AdmissionContext {
   admissionProfile: AdmissionProfile;
@@ -33,6 +44,21 @@ export function listedTools(admitted: readonly ToolDefinition[]): ToolDefinition
   return [...direct, ...entries];
 }
 
+/** The MCP tools/list descriptor of one tool: what a Host sees before any call. */
+export function mcpToolDescriptor(def: ToolDefinition): Record<string, unknown> {
+  const descriptor: Record<string, unknown> = { name: def.name, description: def.description, inputSchema: def.inputSchema };
+  if (def.effect === "read_only") descriptor["annotations"] = { readOnlyHint: true };
+  return descriptor;
+}
+
+/** The MCP tools/list result for an admitted selection (the gateway serves it pre-built). */
+export function toolsListResult(admitted: readonly ToolDefinition[]): { tools: Array<Record<string, unknown>> } {
+  return { tools: listedTools(admitted).map(mcpToolDescriptor) };
+}
+
+/** The serialized tools/list budget: a Direct surface larger than this costs every Host turn. */
+export const TOOLS_LIST_MAX_BYTES = 8 * 1024;
+
 export type Route = { primary: "direct" | "call_runtime_tool"; fallback: "call_runtime_tool" | null };
 
 /** How a tool is reached. Presentation tools have no gateway fallback. */
@@ -51,8 +77,24 @@ export function groupToolNamesByCategory(admitted: readonly ToolDefinition[]): P
   return groups;
 }
 
-/** Whether call_runtime_tool may run `tool`: Presentation/Continuation descriptors must be called directly. */
-export function callableThroughGateway(tool: string): boolean {
+/** Why call_runtime_tool refuses to run a tool; admission of the tool itself is checked after. */
+export interface GatewayRefusal {
+  reason_code: ReasonCode;
+  detail_code: string;
+  message: string;
+}
+
+/**
+ * Why call_runtime_tool may not run `tool`, or undefined when it may: an unknown name, one of
+ * the two gateway entry points (called directly, never forwarded), or a Presentation or
+ * Continuation descriptor, which the Host must call directly to mount its card.
+ */
+export function gatewayRefusal(tool: string): GatewayRefusal | undefined {
   const def = toolDefinition(tool);
-  return def !== undefined && def.gatewayEntry !== true && def.direct?.reason !== "Presentation" && def.direct?.reason !== "Continuation";
+  if (!def) return { reason_code: ReasonCode.unknownTool, detail_code: "unknown_tool", message: "No tool has this name; see list_tools." };
+  if (def.gatewayEntry === true) return { reason_code: ReasonCode.invalidValue, detail_code: "gateway_entry_point", message: `Call ${def.name} directly, not through call_runtime_tool.` };
+  if (def.direct?.reason === "Presentation" || def.direct?.reason === "Continuation") {
+    return { reason_code: ReasonCode.presentationToolNotCallable, detail_code: "not_gateway_callable", message: "Call this tool directly so the Host can present it." };
+  }
+  return undefined;
 }

@@ -1,13 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { toolDefinitions } from "./catalog.js";
-import { admittedTools, groupToolNamesByCategory, listedTools, toolRoute } from "./admission.js";
+import { ADMISSION_PROFILES, admittedTools, groupToolNamesByCategory, HOST_PROFILES, toolRoute, toolsListResult, TOOLS_LIST_MAX_BYTES } from "./admission.js";
 import { DESCRIPTION_MAX_CHARS, ToolCategory } from "./tool-definition.js";
 import type { JsonSchema } from "./json-schema.js";
 import { validateToolArguments } from "./schema-validator.js";
 import { normalizeToolCall } from "./normalize.js";
-import { sampleToolArgs } from "./sample-args.js";
-import { rereadFollowUp, waitForJobFollowUp, buildFollowUp } from "./follow-up.js";
+import { sampleToolArgVariants } from "./sample-args.js";
 
 const defs = toolDefinitions();
 const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "assign", "complete", "stop", "start", "rotate", "run", "search", "edit", "import", "call"];
@@ -49,12 +48,14 @@ test("every input schema is closed (maps are declared maps; call_runtime_tool.ar
   for (const d of defs) assertClosed(d.inputSchema, d.name);
 });
 
-test("sample args from each schema validate unchanged and normalize without a rewrite", () => {
+test("every sample variant of each schema validates unchanged and normalizes without a rewrite", () => {
   for (const d of defs) {
-    const args = sampleToolArgs(d.name);
-    assert.equal(validateToolArguments(d.name, args), undefined, `${d.name} sample validates`);
-    const normalized = normalizeToolCall(d.name, structuredClone(args), { isAdmitted: () => true });
-    assert.ok(normalized.ok, `${d.name} sample normalizes: ${JSON.stringify(normalized)}`);
+    for (const args of sampleToolArgVariants(d.name)) {
+      assert.equal(validateToolArguments(d.name, args), undefined, `${d.name} sample ${JSON.stringify(args)} validates`);
+      const normalized = normalizeToolCall(d.name, structuredClone(args), { isAdmitted: () => true });
+      assert.ok(normalized.ok, `${d.name} sample normalizes: ${JSON.stringify(normalized)}`);
+      assert.equal(normalized.tool, d.name, `${d.name} sample is not rewritten`);
+    }
   }
 });
 
@@ -84,18 +85,18 @@ test("category views are sorted, non-overlapping and cover the admitted selectio
   for (const names of Object.values(groups)) assert.deepEqual(names, [...names].sort());
 });
 
-test("tools/list of the Direct surface stays within the 8 KiB budget", () => {
-  const admitted = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
-  const listed = listedTools(admitted).map((d) => ({ name: d.name, description: d.description, inputSchema: d.inputSchema, ...(d.effect === "read_only" ? { annotations: { readOnlyHint: true } } : {}) }));
-  const bytes = Buffer.byteLength(JSON.stringify({ tools: listed }));
-  assert.ok(bytes <= 8 * 1024, `tools/list is ${bytes} bytes`);
-  // Direct tools by rank, then the two entry points.
-  assert.deepEqual(listed.slice(-2).map((t) => t.name), ["read_tool_manifest", "call_runtime_tool"]);
-});
-
-test("every follow-up the code builds validates against its target schema", () => {
-  for (const f of [waitForJobFollowUp("~p1", "job_1"), waitForJobFollowUp("~p1", "job_1", "~s1"), rereadFollowUp("~p1", "src/a.ts"), buildFollowUp("fallback_recovery", "list_projects", {})]) {
-    assert.equal(validateToolArguments(f.tool, f.arguments), undefined, f.tool);
+test("tools/list of the Direct surface stays within the 8 KiB budget for every Host profile and a read-only principal", (t) => {
+  const figures: string[] = [];
+  for (const hostProfile of HOST_PROFILES) {
+    for (const admissionProfile of ADMISSION_PROFILES) {
+      // The descriptors the MCP server serves, built by the same function.
+      const result = toolsListResult(admittedTools({ admissionProfile, hostProfile }));
+      const bytes = Buffer.byteLength(JSON.stringify(result));
+      assert.ok(bytes <= TOOLS_LIST_MAX_BYTES, `tools/list for ${hostProfile}/${admissionProfile} is ${bytes} bytes (budget ${TOOLS_LIST_MAX_BYTES})`);
+      // Direct tools by rank, then the two entry points.
+      assert.deepEqual(result.tools.slice(-2).map((d) => d["name"]), ["read_tool_manifest", "call_runtime_tool"]);
+      figures.push(`${hostProfile}/${admissionProfile}: ${bytes} B (${result.tools.length} tools)`);
+    }
   }
-  assert.throws(() => buildFollowUp("mechanically_followable", "wait_for_job_terminal", { job_id: "x" }), /does not validate/);
+  t.diagnostic(`tools/list bytes, budget ${TOOLS_LIST_MAX_BYTES}: ${figures.join("; ")}`);
 });

@@ -3,6 +3,7 @@
  */
 import { array, bool, int, object, str, stringMap } from "./json-schema.js";
 import type { JsonSchema } from "./json-schema.js";
+import { ToolCategory } from "./tool-definition.js";
 import type { ToolDefinition } from "./tool-definition.js";
 import { compactBatch, compactEdit, compactShell } from "./projection.js";
 
@@ -60,7 +61,7 @@ const definitions: readonly ToolDefinition[] = [
     name: "list_tools",
     category: "discovery",
     description: "List the tools admitted for you, grouped by category. Use read_tool_manifest for one tool's schema.",
-    inputSchema: object({ category: str("Only this category.") }),
+    inputSchema: object({ category: str("Only this category.", { enum: Object.values(ToolCategory) }) }),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     implemented: true,
   },

@@ -2,9 +2,14 @@
  * Parser-ready follow-up calls. follow_up_kind is the Host's execution posture:
  * mechanically_followable means the Server already made the semantic choice for this exact
  * call; fallback_recovery means it is only for explicit recovery or detail expansion.
- * Build them only with `buildFollowUp` (catalog.ts), which validates the arguments against the
- * target tool's registered input schema.
+ *
+ * Every follow-up the code can build is one of the named builders below, each registered in
+ * `followUpBuilders` with sample inputs; all of them go through `buildFollowUp`, which
+ * validates the arguments against the target tool's registered input schema. The contract
+ * test iterates that table, and a lint rule keeps `follow_up_kind` literals out of other files.
  */
+import { validateToolArguments } from "./schema-validator.js";
+
 export type FollowUpKind = "mechanically_followable" | "fallback_recovery";
 
 export interface FollowUp {
@@ -13,12 +18,10 @@ export interface FollowUp {
   arguments: Record<string, unknown>;
 }
 
-import { validateToolArguments } from "./schema-validator.js";
-
 /**
- * The only way to make a follow-up: the arguments must validate unchanged against the
- * target tool's registered input schema, so a Host can execute it as is. A violation is a
- * programming error and throws.
+ * The one way to make a follow-up: the arguments must validate unchanged against the target
+ * tool's registered input schema, so a Host can execute it as is. A violation is a
+ * programming error and throws. Not exported from the package: add a named builder here.
  */
 export function buildFollowUp(kind: FollowUpKind, tool: string, args: Record<string, unknown>): FollowUp {
   const violation = validateToolArguments(tool, args);
@@ -27,14 +30,43 @@ export function buildFollowUp(kind: FollowUpKind, tool: string, args: Record<str
 }
 
 /**
- * The one follow-up of a pending execution: wait for the same Job. A call made with
+ * The one follow-up of a pending execution (gateway): wait for the same Job. A call made with
  * session_id carries it on, so the Job's terminal result is recorded in the same Session.
  */
 export function waitForJobFollowUp(project: string, jobId: string, sessionId?: string): FollowUp {
   return buildFollowUp("mechanically_followable", "wait_for_job_terminal", { project, job_id: jobId, ...(sessionId !== undefined ? { session_id: sessionId } : {}) });
 }
 
-/** Recovery after a stale guard or a count mismatch: re-read the file. */
+/** Recovery after a stale read_revision or an expected_match_count mismatch (gateway): re-read the file. */
 export function rereadFollowUp(project: string, path: string): FollowUp {
   return buildFollowUp("fallback_recovery", "read_files", { project, files: [{ path }] });
 }
+
+/** Recovery after a stale project_ref or a Session whose Project is gone (ref-resolver): current refs. */
+export function listProjectsFollowUp(): FollowUp {
+  return buildFollowUp("fallback_recovery", "list_projects", {});
+}
+
+/**
+ * After a Job lost with its Runner (runner-broker Job desk): its effect is unknown, so inspect
+ * the workspace; never a re-run.
+ */
+export function inspectWorkspaceFollowUp(project: string): FollowUp {
+  return buildFollowUp("fallback_recovery", "read_workspace_changes", { project });
+}
+
+interface FollowUpBuilder<A extends unknown[]> {
+  readonly build: (...args: A) => FollowUp;
+  /** Inputs the contract test builds it with: each must give arguments that validate. */
+  readonly samples: readonly A[];
+}
+
+const builder = <A extends unknown[]>(build: (...args: A) => FollowUp, samples: readonly A[]): FollowUpBuilder<A> => ({ build, samples });
+
+/** Every follow-up builder, by name. A new builder is added here, or the contract test fails. */
+export const followUpBuilders = {
+  waitForJobFollowUp: builder(waitForJobFollowUp, [["~p1", "job_1"], ["agent:acme:demo", "job_1", "~s1"], ["~p1", "job_1", "wc_sess_0123"]]),
+  rereadFollowUp: builder(rereadFollowUp, [["~p1", "src/a.ts"], ["agent:acme:demo", "README.md"]]),
+  listProjectsFollowUp: builder(listProjectsFollowUp, [[]]),
+  inspectWorkspaceFollowUp: builder(inspectWorkspaceFollowUp, [["agent:acme:demo"], ["~p1"]]),
+} as const;

@@ -3,12 +3,15 @@
 export { toolDefinitions, toolDefinition } from "./catalog.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
-export { admittedTools, listedTools, toolRoute, groupToolNamesByCategory, callableThroughGateway, isAdmitted } from "./admission.js";
-export type { AdmissionContext, AdmissionProfile, HostProfile, Route } from "./admission.js";
+export {
+  admittedTools, listedTools, toolRoute, groupToolNamesByCategory, gatewayRefusal, isAdmitted, mcpToolDescriptor, toolsListResult,
+  TOOLS_LIST_MAX_BYTES, ADMISSION_PROFILES, HOST_PROFILES, isAdmissionProfile, isHostProfile,
+} from "./admission.js";
+export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
-export type { NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
+export type { CanonicalCall, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess, compactBatch, compactEdit, compactShell } from "./projection.js";
-export { buildFollowUp, waitForJobFollowUp, rereadFollowUp } from "./follow-up.js";
+export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp } from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFailureError } from "./failure.js";
 export type { ToolFailure, FailureOptions } from "./failure.js";
@@ -18,5 +21,6 @@ export { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog, runnerCapabilityWi
 export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } from "./capabilities.js";
 // For contract tests and docs generation:
 export type { JsonSchema } from "./json-schema.js";
-export { sampleToolArgs } from "./sample-args.js";
+export { sampleToolArgs, sampleToolArgVariants } from "./sample-args.js";
+export { followUpBuilders } from "./follow-up.js";
 export { renderToolsDoc } from "./tools-doc.js";

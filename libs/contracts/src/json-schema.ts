@@ -22,6 +22,7 @@ export type JsonSchema = {
   maxItems?: number;
   pattern?: string;
   oneOf?: JsonSchema[];
+  anyOf?: JsonSchema[];
   /** Ajv/OpenAPI discriminator for oneOf branches keyed by a const property. */
   discriminator?: { propertyName: string };
   minProperties?: number;

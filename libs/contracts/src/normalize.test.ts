@@ -37,6 +37,21 @@ test("exact sh -c and bash -c become run_shell; bash -lc becomes a login shell",
   assert.equal(login.normalization?.code, "process_bash_login_to_run_shell");
 });
 
+test("a run_shell rewrite carries the literal run_process call, canonicalized without the rewrite code", () => {
+  const login = ok(normalizeToolCall("run_process", { project: "~p1", args: ["bash", "-lc", "make"], timeout_ms: 9_999_999 }, all));
+  assert.equal(login.tool, "run_shell");
+  assert.deepEqual(login.literal, {
+    tool: "run_process",
+    arguments: { project: "~p1", args: ["bash", "-lc", "make"], timeout_ms: 600_000 },
+    normalization: { code: "clamped_to_ceiling", hint: login.literal?.normalization?.hint, effective: { timeout_ms: 600_000 } },
+  });
+  const alias = ok(normalizeToolCall("run_process", { project: "~p1", argv: ["sh", "-c", "ls"] }, all));
+  assert.deepEqual([alias.normalization?.code, alias.literal?.tool, alias.literal?.normalization?.code], ["process_shell_to_run_shell", "run_process", "argv_to_args"]);
+  const plain = ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls"] }, all));
+  assert.equal(plain.literal?.normalization, undefined, "the literal call reports no code when nothing else was normalized");
+  assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["ls"] }, all)).literal, undefined, "no rewrite, no literal");
+});
+
 test("a shell rewrite that would lose stdin, or is not admitted, stays run_process", () => {
   assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "cat"], stdin: "x" }, all)).tool, "run_process");
   assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls"] }, { isAdmitted: (t) => t !== "run_shell" })).tool, "run_process");
@@ -84,11 +99,38 @@ test("occurrence with expected_match_count is rejected; reversed ranges too", ()
   rejected(normalizeToolCall("read_files", { project: "~p1", files: [{ path: "a", start_line: 5, end_line: 2 }] }, all), "invalid_value", "range_reversed");
 });
 
-test("null on an optional field means omitted; on a required field it is rejected", () => {
-  const r = ok(normalizeToolCall("run_shell", { project: "~p1", command: "ls", cwd: null }, all));
-  assert.ok(!("cwd" in r.arguments));
-  assert.equal(r.normalization, undefined);
+test("null on an optional field means omitted, at any depth; on a required field it is rejected", () => {
+  const r = ok(normalizeToolCall("run_shell", { project: "~p1", command: "ls", cwd: null, session_id: null }, all));
+  assert.deepEqual(r.arguments, { project: "~p1", command: "ls" });
+  assert.equal(r.normalization, undefined, "a default spelling reports no code");
+  const read = ok(normalizeToolCall("read_files", { project: "~p1", files: [{ path: "a", start_line: null, end_line: null }], max_bytes_per_file: null }, all));
+  assert.deepEqual(read.arguments, { project: "~p1", files: [{ path: "a" }] });
+  const edit = { replace_exact: { old_text: "a", new_text: "b" }, occurrence: null, expected_match_count: 2, line_scope: null };
+  const change = ok(normalizeToolCall("edit_project_files", { project: "~p1", dry_run: null, changes: [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [edit] }] }, all));
+  assert.deepEqual(change.arguments["changes"], [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [{ replace_exact: { old_text: "a", new_text: "b" }, expected_match_count: 2 }] }], "occurrence: null does not collide with expected_match_count");
   rejected(normalizeToolCall("run_shell", { project: "~p1", command: null }, all), "invalid_value");
+  rejected(normalizeToolCall("read_files", { project: "~p1", files: [{ path: null }] }, all), "invalid_value");
+  rejected(normalizeToolCall("edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "a", content: null }] }, all), "invalid_value");
+});
+
+test("null never hides an unknown field or a map value", () => {
+  rejected(normalizeToolCall("run_shell", { project: "~p1", command: "ls", timeout: null }, all), "unknown_field");
+  rejected(normalizeToolCall("read_files", { project: "~p1", files: [{ path: "a", line: null }] }, all), "unknown_field");
+  rejected(normalizeToolCall("run_shell", { project: "~p1", command: "ls", env: { A: null } }, all), "invalid_value");
+});
+
+test("dropping nulls never adds or displaces the one reported normalization code", () => {
+  assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", argv: ["ls"], cwd: null }, all)).normalization?.code, "argv_to_args");
+  assert.equal(ok(normalizeToolCall("run_shell", { project: "~p1", command: "ls", timeout_ms: 9_999_999, wait_ms: null }, all)).normalization?.code, "clamped_to_ceiling");
+  const rewrite = ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "cat"], stdin: null }, all));
+  assert.deepEqual([rewrite.tool, rewrite.normalization?.code], ["run_shell", "process_shell_to_run_shell"], "stdin: null is no stdin, so the rewrite stays lossless");
+});
+
+test("normalization does not modify the caller's arguments", () => {
+  const raw = { project: "~p1", files: [{ path: "a", start_line: null }], max_bytes_per_file: null };
+  const before = structuredClone(raw);
+  ok(normalizeToolCall("read_files", raw, all));
+  assert.deepEqual(raw, before);
 });
 
 test("an explicit default (dry_run false) is accepted as is", () => {

@@ -7,7 +7,8 @@ import { toolDefinition } from "./catalog.js";
 import { FailureStage, ReasonCode, toolFailure } from "./failure.js";
 import type { ToolFailure } from "./failure.js";
 import { validateToolArguments } from "./schema-validator.js";
-import type { ClampRule, ToolDefinition } from "./tool-definition.js";
+import type { JsonSchema } from "./json-schema.js";
+import type { ClampRule } from "./tool-definition.js";
 
 /** The four wire spellings, in result precedence order (first wins when several apply). */
 export const ToolInputNormalizationCode = {
@@ -39,8 +40,24 @@ export interface InputNormalization {
   effective?: Record<string, number>;
 }
 
+/** One canonical call: the tool, its canonical arguments, and the one reported normalization. */
+export interface CanonicalCall {
+  tool: string;
+  arguments: Record<string, unknown>;
+  normalization?: InputNormalization;
+}
+
 export type NormalizeResult =
-  | { ok: true; tool: string; arguments: Record<string, unknown>; normalization?: InputNormalization }
+  | ({
+      ok: true;
+      /**
+       * Present only when the call was rewritten to another tool (run_process → run_shell): the
+       * same call canonicalized without that rewrite. The rewrite holds only where the canonical
+       * path passes the same gates; where the Runner lacks the capability it needs (shell,
+       * Bash login), this literal call runs instead and reports no rewrite code.
+       */
+      literal?: CanonicalCall;
+    } & CanonicalCall)
   | { ok: false; failure: ToolFailure };
 
 export interface NormalizeContext {
@@ -65,7 +82,7 @@ export function normalizeToolCall(tool: string, rawArguments: unknown, context: 
   if (typeof rawArguments !== "object" || rawArguments === null || Array.isArray(rawArguments)) return reject(ReasonCode.invalidValue, "arguments_not_object");
 
   const codes = new Set<ToolInputNormalizationCode>();
-  let args = dropOptionalNulls(def, rawArguments as Record<string, unknown>);
+  let args = dropOptionalNulls(def.inputSchema, rawArguments) as Record<string, unknown>;
 
   // argv → args (run_process, run_detached_process): alias-only canonicalizes, identical
   // values canonicalize, different values fail closed.
@@ -85,34 +102,60 @@ export function normalizeToolCall(tool: string, rawArguments: unknown, context: 
   const effective = applyClamps(def.clamps ?? [], args);
   if (effective) codes.add(ToolInputNormalizationCode.clampedToCeiling);
 
-  let canonicalTool = tool;
+  const literal = canonicalCall(tool, args, codes, effective);
   if (tool === "run_process") {
     const shell = shellCanonicalForm(args);
     if (shell && context.isAdmitted("run_shell")) {
-      canonicalTool = "run_shell";
-      args = shell.arguments;
-      codes.add(shell.code);
+      return { ok: true, ...canonicalCall("run_shell", shell.arguments, new Set([...codes, shell.code]), effective), literal };
     }
   }
-
-  const code = precedence.find((c) => codes.has(c));
-  const result: NormalizeResult = { ok: true, tool: canonicalTool, arguments: args };
-  if (code) result.normalization = { code, hint: normalizationHints[code], ...(effective && code === "clamped_to_ceiling" ? { effective } : {}) };
-  if (code && effective && code !== "clamped_to_ceiling" && result.normalization) result.normalization.effective = effective;
-  return result;
+  return { ok: true, ...literal };
 }
 
-/** `null` on an optional field means the same as omitting it: a harmless default spelling. */
-function dropOptionalNulls(def: ToolDefinition, args: Record<string, unknown>): Record<string, unknown> {
-  const required = new Set(def.inputSchema.required ?? []);
-  let out: Record<string, unknown> | undefined;
-  for (const [k, v] of Object.entries(args)) {
-    if (v === null && !required.has(k) && def.inputSchema.properties?.[k] !== undefined) {
-      out ??= { ...args };
-      delete out[k];
-    }
+/** A canonical call reporting the one code of `codes` that wins by precedence, with any clamped values. */
+function canonicalCall(tool: string, args: Record<string, unknown>, codes: ReadonlySet<ToolInputNormalizationCode>, effective: Record<string, number> | undefined): CanonicalCall {
+  const code = precedence.find((c) => codes.has(c));
+  return { tool, arguments: args, ...(code ? { normalization: { code, hint: normalizationHints[code], ...(effective ? { effective } : {}) } } : {}) };
+}
+
+/**
+ * `null` on an optional declared field means the same as omitting it, at any depth (object
+ * properties, array items, the selected branch of a discriminated union): a harmless default
+ * spelling (OpenAI strict function schemas send null for every optional field), canonicalized
+ * before validation and reported with no code (docs/decisions/0005). A null on a required
+ * field, an undeclared field or a map value is kept, so validation rejects it. Copy on write:
+ * `value` is never modified.
+ */
+function dropOptionalNulls(schema: JsonSchema, value: unknown): unknown {
+  if (Array.isArray(value)) {
+    if (!schema.items) return value;
+    const items = schema.items;
+    let out: unknown[] | undefined;
+    value.forEach((item, i) => {
+      const next = dropOptionalNulls(items, item);
+      if (next !== item) (out ??= [...value])[i] = next;
+    });
+    return out ?? value;
   }
-  return out ?? args;
+  if (typeof value !== "object" || value === null) return value;
+  const record = value as Record<string, unknown>;
+  const branch = schema.oneOf && schema.discriminator ? schema.oneOf.find((b) => b.properties?.[schema.discriminator!.propertyName]?.const === record[schema.discriminator!.propertyName]) : undefined;
+  const target = branch ?? schema;
+  const properties = target.properties;
+  if (!properties) return value;
+  const required = new Set(target.required ?? []);
+  let out: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(record)) {
+    const child = properties[k];
+    if (child === undefined) continue;
+    if (v === null) {
+      if (!required.has(k)) delete (out ??= { ...record })[k];
+      continue;
+    }
+    const next = dropOptionalNulls(child, v);
+    if (next !== v) (out ??= { ...record })[k] = next;
+  }
+  return out ?? value;
 }
 
 function checkCrossField(tool: string, args: Record<string, unknown>): NormalizeResult | undefined {

@@ -1,10 +1,63 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { compactBatch, compactEdit, compactShell } from "./projection.js";
+import { compactBatch, compactEdit, compactShell, projectSuccess } from "./projection.js";
+import { toolDefinitions } from "./catalog.js";
+import { waitForJobFollowUp } from "./follow-up.js";
+import { normalizationHints } from "./normalize.js";
+
+type Json = Record<string, unknown>;
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+const shellSuccess = (): Json => ({
+  execution_state: "completed", job_id: "job_1", state: "completed", exit_code: 0, signal: null, timed_out: false, command_summary: "ls", cwd: ".", shell: "sh",
+  output: "a\n", stdout: "a\n", stderr: "", stdout_bytes: 2, stderr_bytes: 0, duration_ms: 3, started_at: "t", effective: { timeout_ms: 1000, wait_ms: 100 }, truncated: false,
+});
+const readBatch = (): Json => ({ items: [{ success: true, error: null, path: "a", content: "x", read_revision: "r1", truncated: false }, { success: true, error: null, path: "b", binary: true, size_bytes: 3, read_revision: "r2" }] });
+const searchBatch = (): Json => ({ results: [{ success: true, error: null, matches: [{ path: "a", line: 1, text: "x" }], total: 1, truncated: false }] });
+const appliedEdit = (): Json => ({ dry_run: false, execution_state: "completed", changed: true, paths: ["a"], applied_count: 1, change_summary: { files_changed: 1 }, files: [{ path: "a", kind: "edit", changed: true, read_revision: "r2" }] });
+
+/** Canonical results of every shape a projection treats specially, plus pending and failure-like runs. */
+const fixtures: Record<string, () => Json> = {
+  shellSuccess,
+  shellFailed: () => ({ ...shellSuccess(), exit_code: 2 }),
+  pending: () => ({ execution_state: "pending", job_id: "job_1", effective: { timeout_ms: 1000, wait_ms: 100 } }),
+  readBatch,
+  searchBatch,
+  appliedEdit,
+  dryRunEdit: () => ({ dry_run: true, changed: true, paths: ["a"], change_summary: {}, files: [] }),
+};
+
+const extras = { normalization: { code: "clamped_to_ceiling" as const, hint: normalizationHints.clamped_to_ceiling, effective: { timeout_ms: 600_000 } }, followUp: waitForJobFollowUp("~p1", "job_1") };
+
+test("projections are pure: a deep-frozen canonical result projects through every tool's projection unchanged", () => {
+  for (const def of toolDefinitions()) {
+    for (const [name, make] of Object.entries(fixtures)) {
+      const canonical = deepFreeze(make());
+      const before = structuredClone(canonical);
+      const projected = projectSuccess(def, canonical, extras);
+      assert.deepEqual(canonical, before, `${def.name}/${name}: canonical unchanged`);
+      assert.notEqual(projected, canonical, `${def.name}/${name}: a new object`);
+      assert.deepEqual(projected["input_normalization"], extras.normalization);
+      assert.deepEqual(projected["follow_up"], extras.followUp);
+      // The projection is the caller's own: writing to it never reaches the canonical result.
+      projected["extra"] = 1;
+      assert.ok(!("extra" in canonical));
+    }
+  }
+});
 
 test("a complete all-success batch omits per-item success and error", () => {
-  const r = compactBatch({ items: [{ success: true, error: null, path: "a", content: "x" }] }, "items");
-  assert.deepEqual(r, { items: [{ path: "a", content: "x" }] });
+  assert.deepEqual(compactBatch(readBatch(), "items"), {
+    items: [{ path: "a", content: "x", read_revision: "r1", truncated: false }, { path: "b", binary: true, size_bytes: 3, read_revision: "r2" }],
+  });
+  assert.deepEqual(compactBatch(searchBatch(), "results"), { results: [{ matches: [{ path: "a", line: 1, text: "x" }], total: 1, truncated: false }] });
 });
 
 test("a partial batch keeps full envelopes", () => {
@@ -12,18 +65,92 @@ test("a partial batch keeps full envelopes", () => {
   assert.deepEqual(compactBatch(input, "items"), input);
 });
 
-test("an applied edit omits dry_run=false, execution state and applied counts; a dry run keeps them", () => {
-  const applied = compactEdit({ dry_run: false, execution_state: "completed", applied_count: 1, changed: true, paths: ["a"], change_summary: {}, files: [] });
-  assert.deepEqual(Object.keys(applied).sort(), ["change_summary", "changed", "files", "paths"]);
-  const dry = { dry_run: true, files: [] };
-  assert.deepEqual(compactEdit(dry), dry);
+test("a batch with a truncated, uncertain or search-fallback item keeps every full envelope", () => {
+  const ok = { success: true, error: null, path: "a", content: "x", truncated: false };
+  const incomplete: Json[] = [
+    { ...ok, path: "b", truncated: true, next_start_line: 9 },
+    { ...ok, path: "b", truncated: null },
+    { ...ok, path: "b", line_truncated: true },
+    { ...ok, path: "b", outcome_unknown: true },
+  ];
+  for (const item of incomplete) {
+    const input = { items: [ok, item] };
+    assert.deepEqual(compactBatch(input, "items"), input, JSON.stringify(item));
+  }
+  const searches: Json[] = [
+    { success: true, error: null, matches: [], total: 5000, truncated: false, total_is_lower_bound: true },
+    { success: true, error: null, matches: [], total: 1, truncated: false, search_errors: true },
+    { success: true, error: null, matches: [{ path: "a", line: 1, text: "x", text_truncated: true }], total: 1, truncated: false },
+  ];
+  for (const q of searches) assert.deepEqual(compactBatch({ results: [q] }, "results"), { results: [q] }, JSON.stringify(q));
 });
 
-test("a proven synchronous exit-zero shell success drops bookkeeping; failures stay rich", () => {
-  const base = { execution_state: "completed", job_id: "job_1", exit_code: 0, signal: null, timed_out: false, command_summary: "ls", cwd: ".", shell: "sh", output: "a\n", stdout: "a\n", stderr: "", duration_ms: 3, started_at: "t", truncated: false };
-  assert.deepEqual(compactShell(base), { command_summary: "ls", cwd: ".", shell: "sh", output: "a\n" });
-  const failed = { ...base, exit_code: 2 };
-  assert.deepEqual(compactShell(failed), failed);
-  const pending = { execution_state: "pending", job_id: "job_1" };
-  assert.deepEqual(compactShell(pending), pending);
+test("an applied edit omits dry_run=false, a completed execution state and applied counts; a dry run keeps them", () => {
+  assert.deepEqual(Object.keys(compactEdit(appliedEdit())).sort(), ["change_summary", "changed", "files", "paths"]);
+  const dry = { dry_run: true, files: [] };
+  assert.deepEqual(compactEdit(dry), dry);
+  const unsure = { ...appliedEdit(), execution_state: "unknown" };
+  assert.equal(compactEdit(unsure)["execution_state"], "unknown", "only a completed state is bookkeeping");
+});
+
+test("a proven synchronous exit-zero shell success drops bookkeeping; failures, timeouts and pending stay rich", () => {
+  assert.deepEqual(compactShell(shellSuccess()), { command_summary: "ls", cwd: ".", shell: "sh", output: "a\n", truncated: false });
+  for (const rich of [{ ...shellSuccess(), exit_code: 2 }, { ...shellSuccess(), timed_out: true, exit_code: null, signal: "SIGKILL" }, { execution_state: "pending", job_id: "job_1" }]) {
+    assert.deepEqual(compactShell(rich), rich);
+  }
+});
+
+test("a shell success with an unobserved end, a follow-up or recovery is not compacted", () => {
+  for (const extra of [{ outcome_unknown: true }, { follow_up: waitForJobFollowUp("~p1", "job_1") }, { recovery: { kind: "x" } }]) {
+    const r = { ...shellSuccess(), ...extra };
+    assert.deepEqual(compactShell(r), r, JSON.stringify(extra));
+  }
+});
+
+test("a clean shell success keeps truncation/loss facts, outcome_unknown=false and unknown sidecars", () => {
+  const r = compactShell({ ...shellSuccess(), truncated: true, omitted_bytes: { stdout: 10, stderr: 0, output: 10 }, outcome_unknown: false, expectations: { met: true } });
+  assert.equal(r["truncated"], true);
+  assert.deepEqual(r["omitted_bytes"], { stdout: 10, stderr: 0, output: 10 });
+  assert.equal(r["outcome_unknown"], false);
+  assert.deepEqual(r["expectations"], { met: true });
+  assert.ok(!("job_id" in r) && !("duration_ms" in r));
+});
+
+/** Each value a fact can take: proven false, proven true, unknown (null) and unknown (absent). */
+const factValues = [false, true, null, undefined] as const;
+
+function withFact(obj: Json, key: string, value: (typeof factValues)[number]): Json {
+  const out = { ...obj };
+  if (value === undefined) delete out[key];
+  else out[key] = value;
+  return out;
+}
+
+function assertSameFact(canonical: Json, projected: Json, key: string, where: string): void {
+  assert.equal(key in projected, key in canonical, `${where}: ${key} presence`);
+  assert.equal(projected[key], canonical[key], `${where}: ${key} value`);
+}
+
+test("truncated false/true/null/absent and outcome_unknown stay distinct through every projection", () => {
+  for (const def of toolDefinitions()) {
+    for (const [name, make] of Object.entries(fixtures)) {
+      for (const key of ["truncated", "outcome_unknown"]) {
+        for (const value of factValues) {
+          // At the top level.
+          const top = withFact(make(), key, value);
+          assertSameFact(top, projectSuccess(def, deepFreeze(top)), key, `${def.name}/${name}/top ${key}=${String(value)}`);
+          // On each item of a batch.
+          for (const listKey of ["items", "results"]) {
+            const base = make();
+            if (!Array.isArray(base[listKey])) continue;
+            const canonical = { ...base, [listKey]: (base[listKey] as Json[]).map((i) => withFact(i, key, value)) };
+            const projected = projectSuccess(def, deepFreeze(canonical));
+            (canonical[listKey] as Json[]).forEach((item, i) => {
+              assertSameFact(item, (projected[listKey] as Json[])[i] as Json, key, `${def.name}/${name}/${listKey}[${i}] ${key}=${String(value)}`);
+            });
+          }
+        }
+      }
+    }
+  }
 });

@@ -1,41 +1,83 @@
 /**
  * Model projections: pure functions from a canonical result to what the model sees, applied
- * after audit capture. Sparse success, unknown kept apart from false, one follow-up at most.
+ * after audit capture. They never write into the canonical result (audit, Session evidence
+ * and telemetry read it) and never return an object the caller may later mutate into it.
+ * Sparse success, unknown kept apart from false, one follow-up at most.
  */
+import type { FollowUp } from "./follow-up.js";
 import type { InputNormalization } from "./normalize.js";
 import type { ToolDefinition } from "./tool-definition.js";
 
 type Json = Record<string, unknown>;
 
-/** A complete all-success batch omits per-item success/error; a partial batch keeps full envelopes. */
-export function compactBatch(result: Json, key: string): Json {
-  const items = result[key];
-  if (!Array.isArray(items)) return result;
-  const allOk = items.every((i: Json) => i["success"] === true);
-  if (!allOk) return result;
-  return { ...result, [key]: items.map(({ success: _s, error: _e, ...rest }: Json) => rest) };
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Item facts that mark an observation as cut, partial or uncertain (any value but false). */
+const INCOMPLETENESS_MARKERS = ["total_is_lower_bound", "search_errors", "outcome_unknown", "fallback", "partial"] as const;
+
+/**
+ * Whether an item, or one of the entries it lists, reports a cut, partial or unknown
+ * observation. `truncated: false` is a proven fact; `truncated: null` is unknown and counts.
+ */
+function hasIncompleteFact(value: Json, depth = 0): boolean {
+  for (const [k, v] of Object.entries(value)) {
+    if ((k.endsWith("truncated") || (INCOMPLETENESS_MARKERS as readonly string[]).includes(k)) && v !== false && v !== undefined) return true;
+    if (depth === 0 && Array.isArray(v) && v.some((e) => isObject(e) && hasIncompleteFact(e, depth + 1))) return true;
+  }
+  return false;
 }
 
-export function compactEdit(result: Json): Json {
-  if (result["dry_run"] === true) return result;
-  const { dry_run: _d, execution_state: _x, applied_count: _a, ...rest } = result;
-  return rest;
+/** An item whose success is proven and whose observation is complete. */
+function isCompleteSuccess(item: unknown): boolean {
+  return isObject(item) && item["success"] === true && (item["error"] === null || item["error"] === undefined) && !hasIncompleteFact(item);
 }
 
 /**
- * run_shell drops lifecycle, Job and timing bookkeeping only for a proven synchronous
- * exit-zero completion; failure, timeout and pending stay rich.
+ * A complete all-success batch omits each item's success/error. A partial, mixed, truncated
+ * or otherwise uncertain batch (any item not proven complete) keeps every full envelope.
+ */
+export function compactBatch(result: Json, key: string): Json {
+  const items = result[key];
+  if (!Array.isArray(items) || !items.every(isCompleteSuccess)) return { ...result };
+  return { ...result, [key]: items.map(({ success: _s, error: _e, ...rest }: Json) => rest) };
+}
+
+/**
+ * An applied edit omits dry_run=false, a completed execution state and the applied count.
+ * A dry run, and any other execution state, keep their detail.
+ */
+export function compactEdit(result: Json): Json {
+  if (result["dry_run"] !== false) return { ...result };
+  const { dry_run: _d, applied_count: _a, ...rest } = result;
+  if (rest["execution_state"] === "completed") delete rest["execution_state"];
+  return rest;
+}
+
+/** Lifecycle, Job and timing bookkeeping a proven clean synchronous exit-zero run_shell success omits. */
+const SHELL_BOOKKEEPING = ["execution_state", "job_id", "state", "exit_code", "signal", "timed_out", "duration_ms", "started_at", "effective", "stdout_bytes", "stderr_bytes"] as const;
+
+/**
+ * A proven clean synchronous exit-zero completion: ended by itself with code 0 within the
+ * wait, its end observed (outcome_unknown absent or false), and no continuation or recovery
+ * attached. Anything else (failure, timeout, pending, uncertainty, handoff) stays rich.
+ */
+function isCleanShellSuccess(r: Json): boolean {
+  return r["execution_state"] === "completed" && (r["state"] === undefined || r["state"] === "completed") && r["exit_code"] === 0 && r["timed_out"] === false
+    && (r["signal"] === null || r["signal"] === undefined) && (r["outcome_unknown"] === undefined || r["outcome_unknown"] === false)
+    && r["follow_up"] === undefined && r["recovery"] === undefined;
+}
+
+/**
+ * run_shell drops lifecycle, Job and timing bookkeeping only for a proven clean synchronous
+ * exit-zero completion. It removes only named bookkeeping and empty streams: command_summary,
+ * cwd, shell, nonempty output, every truncation/loss fact (false included), outcome_unknown,
+ * follow_up, expectations and sidecars stay.
  */
 export function compactShell(result: Json): Json {
-  const proven = result["execution_state"] === "completed" && result["exit_code"] === 0 && result["timed_out"] === false && (result["signal"] ?? null) === null;
-  if (!proven) return result;
-  const keep = ["command_summary", "cwd", "shell", "output", "stdout", "stderr", "truncated", "omitted_bytes", "stdout_truncated", "stderr_truncated"];
-  const out: Json = {};
-  for (const k of keep) {
-    const v = result[k];
-    if (v === undefined || v === "" || v === false) continue;
-    out[k] = v;
-  }
+  if (!isCleanShellSuccess(result)) return { ...result };
+  const out: Json = { ...result };
+  for (const k of SHELL_BOOKKEEPING) delete out[k];
+  for (const k of ["output", "stdout", "stderr"]) if (out[k] === "") delete out[k];
   // One output field suffices when the combined stream is present.
   if (typeof out["output"] === "string") {
     delete out["stdout"];
@@ -44,9 +86,19 @@ export function compactShell(result: Json): Json {
   return out;
 }
 
-/** The model-facing success result of a tool whose definition is `def`. */
-export function projectSuccess(def: ToolDefinition, canonical: Json, normalization?: InputNormalization): Json {
-  const out = def.projectSuccess ? def.projectSuccess(canonical) : { ...canonical };
-  if (normalization) out["input_normalization"] = normalization;
+/** What the pipeline adds to a projected success: the reported normalization and the one follow-up. */
+export interface ProjectionExtras {
+  normalization?: InputNormalization;
+  followUp?: FollowUp;
+}
+
+/**
+ * The model-facing success result of a tool whose definition is `def`: a new object, so
+ * `canonical` (which may be frozen) is never written to.
+ */
+export function projectSuccess(def: ToolDefinition, canonical: Readonly<Json>, extras: ProjectionExtras = {}): Json {
+  const out = def.projectSuccess ? { ...def.projectSuccess(canonical) } : { ...canonical };
+  if (extras.normalization) out["input_normalization"] = extras.normalization;
+  if (extras.followUp) out["follow_up"] = extras.followUp;
   return out;
 }

@@ -1,7 +1,9 @@
 /**
  * Sample arguments for a tool's input schema, shared by every input-contract test. It picks
- * declared const/default/enum values first, then bounded type samples for required children;
- * a schema construct it does not understand throws rather than inventing a fixture.
+ * declared const/default/enum values first, then bounded type samples for required children,
+ * and samples every oneOf/anyOf branch (each a separate variant). A schema construct it does
+ * not understand, or a node with neither a type nor const/enum, throws rather than inventing
+ * a fixture.
  *
  * Semantic identity fixtures and cross-field overrides live here and only here:
  * - `project` is the placeholder ref `~p1` (tests that reach a real Runner pass their own);
@@ -14,7 +16,8 @@
 import { toolDefinition } from "./catalog.js";
 import type { JsonSchema } from "./json-schema.js";
 
-const identityFixtures: Record<string, unknown> = {
+/** String fields whose value is an identity: a fixed, meaningful fixture instead of "x". */
+const identityFixtures: Record<string, string> = {
   project: "~p1",
   path: "README.md",
   job_id: "job_sample",
@@ -37,50 +40,75 @@ const crossFieldOverrides: Record<string, Record<string, unknown>> = {
   import_host_files: { files: [{ path: "imported.txt", content: "x" }] },
 };
 
-function sample(schema: JsonSchema, key: string | undefined, where: string): unknown {
-  if (key !== undefined && key in identityFixtures && (schema.type === "string" || schema.type === undefined)) return identityFixtures[key];
-  if (schema.const !== undefined) return schema.const;
-  if (schema.default !== undefined) return schema.default;
-  if (schema.enum !== undefined && schema.enum.length > 0) return schema.enum[0];
-  if (schema.oneOf) {
-    const first = schema.oneOf[0];
-    if (!first) throw new Error(`${where}: empty oneOf`);
-    return sample(first, key, `${where}/oneOf/0`);
+/** The schema keywords the sampler understands; any other keyword is an unsupported construct. */
+const understood = new Set<string>([
+  "type", "description", "properties", "required", "additionalProperties", "propertyNames", "items", "enum", "const", "default",
+  "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern", "oneOf", "anyOf", "discriminator",
+]);
+
+/**
+ * Every variant of a value for `schema`: one per oneOf/anyOf branch (recursively), a child's
+ * variants substituted one child at a time (not their cross product). Never empty.
+ */
+export function sampleSchemaVariants(schema: JsonSchema, where = "#", key?: string): unknown[] {
+  const unknownKeyword = Object.keys(schema).find((k) => !understood.has(k));
+  if (unknownKeyword !== undefined) throw new Error(`${where}: unsupported schema construct "${unknownKeyword}"`);
+  const branches = schema.oneOf ?? schema.anyOf;
+  if (schema.oneOf && schema.anyOf) throw new Error(`${where}: oneOf with anyOf is not supported`);
+  if (branches) {
+    if (branches.length === 0) throw new Error(`${where}: empty ${schema.oneOf ? "oneOf" : "anyOf"}`);
+    const kind = schema.oneOf ? "oneOf" : "anyOf";
+    return branches.flatMap((b, i) => sampleSchemaVariants(b, `${where}/${kind}/${i}`, key));
+  }
+  if (schema.const !== undefined) return [schema.const];
+  if (schema.type === "string" && key !== undefined && key in identityFixtures) return [identityFixtures[key]];
+  if (schema.default !== undefined) return [schema.default];
+  if (schema.enum !== undefined) {
+    if (schema.enum.length === 0) throw new Error(`${where}: empty enum`);
+    return [...schema.enum];
   }
   switch (schema.type) {
     case "string":
       if (schema.pattern !== undefined) throw new Error(`${where}: string pattern samples are not supported`);
-      return "x".repeat(Math.max(schema.minLength ?? 1, 1));
+      return ["x".repeat(Math.max(schema.minLength ?? 1, 1))];
     case "integer":
     case "number":
-      return schema.minimum ?? 1;
+      return [schema.minimum ?? 1];
     case "boolean":
-      return false;
+      return [false];
     case "array": {
       if (!schema.items) throw new Error(`${where}: array without items`);
       const n = Math.max(schema.minItems ?? 0, 1);
-      return Array.from({ length: n }, (_, i) => sample(schema.items as JsonSchema, undefined, `${where}/${i}`));
+      return sampleSchemaVariants(schema.items, `${where}/items`).map((item) => Array.from({ length: n }, () => structuredClone(item)));
     }
     case "object": {
-      if (schema.additionalProperties !== false && schema.additionalProperties !== undefined) return {};
-      if (schema.additionalProperties === undefined && schema.properties === undefined) return {};
-      const out: Record<string, unknown> = {};
-      for (const name of schema.required ?? []) {
+      // A declared map (env) or the opaque call_runtime_tool.arguments: empty is valid.
+      if (typeof schema.additionalProperties === "object" || (schema.additionalProperties === undefined && schema.properties === undefined)) return [{}];
+      const children: Array<[string, unknown[]]> = (schema.required ?? []).map((name) => {
         const child = schema.properties?.[name];
         if (!child) throw new Error(`${where}: required ${name} has no schema`);
-        out[name] = sample(child, name, `${where}/${name}`);
-      }
-      return out;
+        return [name, sampleSchemaVariants(child, `${where}/${name}`, name)];
+      });
+      const base = Object.fromEntries(children.map(([name, variants]) => [name, variants[0]]));
+      const variants: unknown[] = [base];
+      for (const [name, childVariants] of children) for (const v of childVariants.slice(1)) variants.push({ ...structuredClone(base), [name]: v });
+      return variants;
     }
+    case undefined:
+      throw new Error(`${where}: a schema node without type, const or enum has no sample`);
     default:
-      throw new Error(`${where}: unsupported schema construct ${JSON.stringify(schema).slice(0, 80)}`);
+      throw new Error(`${where}: unsupported type ${JSON.stringify(schema.type)}`);
   }
 }
 
-/** Arguments that validate against `tool`'s registered input schema. */
-export function sampleToolArgs(tool: string): Record<string, unknown> {
+/** Every sample variant for `tool`: each validates against its registered input schema. */
+export function sampleToolArgVariants(tool: string): Array<Record<string, unknown>> {
   const def = toolDefinition(tool);
   if (!def) throw new Error(`no tool ${tool}`);
-  const base = sample(def.inputSchema, undefined, tool) as Record<string, unknown>;
-  return { ...base, ...crossFieldOverrides[tool] };
+  return sampleSchemaVariants(def.inputSchema, tool).map((v) => ({ ...(v as Record<string, unknown>), ...structuredClone(crossFieldOverrides[tool]) }));
+}
+
+/** The first sample variant for `tool` (the one most tests need). */
+export function sampleToolArgs(tool: string): Record<string, unknown> {
+  return sampleToolArgVariants(tool)[0] as Record<string, unknown>;
 }

@@ -73,9 +73,12 @@ export interface ToolDefinition {
   /** False until the behaviour is built: such a tool is not admitted, never stubbed. */
   readonly implemented: boolean;
   readonly clamps?: readonly ClampRule[];
+  /**
+   * Late model projection of a canonical success (sparse success); identity when absent.
+   * Pure: it must not write into `canonical` (it may be frozen).
+   */
+  readonly projectSuccess?: (canonical: Readonly<Record<string, unknown>>) => Record<string, unknown>;
   /** Runner capabilities the given canonical arguments need; checked before dispatch. */
-  /** Late model projection of a canonical success (sparse success); identity when absent. */
-  readonly projectSuccess?: (canonical: Record<string, unknown>) => Record<string, unknown>;
   readonly requiredCapabilities?: (args: Record<string, unknown>) => readonly RunnerCapabilityId[];
 }
 

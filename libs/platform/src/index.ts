@@ -20,7 +20,7 @@ export { failureToWire, failureFromWire } from "./domain-failure.js";
 export type { DomainFailureInit } from "./domain-failure.js";
 export { createInProcessClient } from "./in-process-client.js";
 export type { InProcessClientOptions } from "./in-process-client.js";
-export { argumentShape, measureResult } from "./telemetry.js";
+export { argumentShape, measureCanonical, measureProjection, measureResult } from "./telemetry.js";
 export type { ArgumentShapeSketch, ShapeSchema, ResultSizes } from "./telemetry.js";
 export { createCallMetrics, createWorkMetrics } from "./metrics.js";
 export type { Gauge, CallMetrics, CallObservation, WorkMetrics } from "./metrics.js";

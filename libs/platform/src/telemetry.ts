@@ -160,11 +160,24 @@ function scalarMembers(value: unknown, visit: (member: string) => void, depth = 
 }
 
 /**
- * Measures a result for ActionAudit (sizes only; nothing of the content is kept). Call it
- * with the canonical result, the model projection of it and the canonical arguments.
+ * Byte size of a canonical result, for ActionAudit. Take it before the model projection, so
+ * nothing a projection adds can be counted. Undefined when the value cannot be serialized.
+ */
+export function measureCanonical(canonical: unknown): number | undefined {
+  try {
+    return Buffer.byteLength(JSON.stringify(canonical) ?? "");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The sizes of a result for ActionAudit (sizes only; nothing of the content is kept), from the
+ * canonical size taken before projection, the model projection and the canonical arguments.
  * Never throws; undefined when a value cannot be serialized.
  */
-export function measureResult(canonical: unknown, projected: unknown, args?: unknown): ResultSizes | undefined {
+export function measureProjection(canonicalBytes: number | undefined, projected: unknown, args?: unknown): ResultSizes | undefined {
+  if (canonicalBytes === undefined) return undefined;
   try {
     const echoes = new Set<string>();
     scalarMembers(args, (m) => echoes.add(m));
@@ -174,12 +187,13 @@ export function measureResult(canonical: unknown, projected: unknown, args?: unk
       if (echoes.has(m) || seen.has(m)) metadata += Buffer.byteLength(m) + 1;
       else seen.add(m);
     });
-    return {
-      canonicalBytes: Buffer.byteLength(JSON.stringify(canonical) ?? ""),
-      projectedBytes: Buffer.byteLength(JSON.stringify(projected) ?? ""),
-      projectedMetadataBytes: metadata,
-    };
+    return { canonicalBytes, projectedBytes: Buffer.byteLength(JSON.stringify(projected) ?? ""), projectedMetadataBytes: metadata };
   } catch {
     return undefined;
   }
+}
+
+/** measureCanonical then measureProjection, for a canonical result that projections never touch. */
+export function measureResult(canonical: unknown, projected: unknown, args?: unknown): ResultSizes | undefined {
+  return measureProjection(measureCanonical(canonical), projected, args);
 }

@@ -5,11 +5,14 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Principal } from "@webcodex/platform";
-import type { AdmissionProfile } from "@webcodex/contracts";
+import { isHostProfile } from "@webcodex/contracts";
+import type { AdmissionProfile, HostProfile } from "@webcodex/contracts";
 
 export interface Caller {
   principal: Principal;
   admissionProfile: AdmissionProfile;
+  /** The Host profile this principal's token names; absent: the gateway's WEBCODEX_HOST_PROFILE. */
+  hostProfile?: HostProfile;
   scopes: string[];
 }
 
@@ -39,13 +42,21 @@ export interface StaticTokenEntry {
   clientId: string;
   subject: string;
   admissionProfile?: AdmissionProfile;
+  /** The Host this token is for (e.g. "app" for an MCP App Host); default: the gateway's. */
+  hostProfile?: HostProfile;
   scopes?: string[];
 }
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
 export function createStaticTokenAuthenticator(entries: readonly StaticTokenEntry[]): Authenticator {
-  const table = entries.map((e) => ({ hash: digest(e.token), caller: { principal: { clientId: e.clientId, subject: e.subject }, admissionProfile: e.admissionProfile ?? "full", scopes: [...(e.scopes ?? DEFAULT_STATIC_SCOPES)] } satisfies Caller }));
+  const table = entries.map((e) => ({
+    hash: digest(e.token),
+    caller: {
+      principal: { clientId: e.clientId, subject: e.subject }, admissionProfile: e.admissionProfile ?? "full",
+      ...(e.hostProfile ? { hostProfile: e.hostProfile } : {}), scopes: [...(e.scopes ?? DEFAULT_STATIC_SCOPES)],
+    } satisfies Caller,
+  }));
   return {
     async authenticate(token) {
       if (!token) return undefined;
@@ -82,20 +93,21 @@ export function createChainAuthenticator(authenticators: readonly Authenticator[
 
 /**
  * Parses a dev tokens file:
- * `{"tokens": [{"token", "client_id", "subject", "admission_profile"?, "scopes"?}]}`.
+ * `{"tokens": [{"token", "client_id", "subject", "admission_profile"?, "host_profile"?, "scopes"?}]}`.
  * Client ids must be usable in canonical project ids (`[A-Za-z0-9._-]`, at most 128).
  */
 export function parseDevTokensFile(text: string): StaticTokenEntry[] {
   const parsed = JSON.parse(text) as { tokens?: Array<Record<string, unknown>> };
   if (!Array.isArray(parsed.tokens)) throw new Error("dev tokens file needs a tokens array");
   return parsed.tokens.map((t, i) => {
-    const token = t["token"], clientId = t["client_id"], subject = t["subject"], profile = t["admission_profile"], scopes = t["scopes"];
+    const token = t["token"], clientId = t["client_id"], subject = t["subject"], profile = t["admission_profile"], host = t["host_profile"], scopes = t["scopes"];
     if (typeof token !== "string" || token.length < 16) throw new Error(`tokens[${i}].token must be a string of at least 16 characters`);
     if (typeof clientId !== "string" || typeof subject !== "string") throw new Error(`tokens[${i}] needs client_id and subject`);
     if (!/^[A-Za-z0-9._-]{1,128}$/.test(clientId)) throw new Error(`tokens[${i}].client_id must match [A-Za-z0-9._-]{1,128}`);
     if (profile !== undefined && profile !== "full" && profile !== "read_only") throw new Error(`tokens[${i}].admission_profile must be full or read_only`);
+    if (host !== undefined && !isHostProfile(host)) throw new Error(`tokens[${i}].host_profile must be generic or app`);
     if (scopes !== undefined && (!Array.isArray(scopes) || scopes.some((x) => typeof x !== "string"))) throw new Error(`tokens[${i}].scopes must be an array of strings`);
-    return { token, clientId, subject, ...(profile ? { admissionProfile: profile } : {}), ...(scopes ? { scopes: scopes as string[] } : {}) };
+    return { token, clientId, subject, ...(profile ? { admissionProfile: profile } : {}), ...(host !== undefined ? { hostProfile: host } : {}), ...(scopes ? { scopes: scopes as string[] } : {}) };
   });
 }
 

@@ -5,7 +5,7 @@
  */
 import type { Client } from "@connectrpc/connect";
 import type { ToolRegistryService } from "@webcodex/proto";
-import { listedTools, toolDefinition } from "@webcodex/contracts";
+import { listedTools, toolDefinition, toolsListResult } from "@webcodex/contracts";
 import type { AdmissionProfile, HostProfile, ToolDefinition } from "@webcodex/contracts";
 
 export interface AdmittedCatalog {
@@ -21,12 +21,6 @@ export interface CatalogCache {
   get(admission: AdmissionProfile, host: HostProfile): Promise<AdmittedCatalog>;
 }
 
-export function mcpToolDescriptor(def: ToolDefinition): Record<string, unknown> {
-  const descriptor: Record<string, unknown> = { name: def.name, description: def.description, inputSchema: def.inputSchema };
-  if (def.effect === "read_only") descriptor["annotations"] = { readOnlyHint: true };
-  return descriptor;
-}
-
 export function createCatalogCache(registry: Client<typeof ToolRegistryService>, options: { ttlMs: number }): CatalogCache {
   const entries = new Map<string, { at: number; value: Promise<AdmittedCatalog> }>();
   const load = async (admission: AdmissionProfile, host: HostProfile): Promise<AdmittedCatalog> => {
@@ -36,8 +30,8 @@ export function createCatalogCache(registry: Client<typeof ToolRegistryService>,
       const def = toolDefinition(t.name);
       if (def) admitted.set(def.name, def);
     }
-    const listed = listedTools([...admitted.values()]);
-    return { version: res.catalogVersion, admitted, listed, toolsListResult: { tools: listed.map(mcpToolDescriptor) } };
+    const selection = [...admitted.values()];
+    return { version: res.catalogVersion, admitted, listed: listedTools(selection), toolsListResult: toolsListResult(selection) };
   };
   return {
     get(admission, host) {

@@ -1,5 +1,7 @@
 import { readConfig } from "@webcodex/platform";
 import type { Env } from "@webcodex/platform";
+import { HOST_PROFILES } from "@webcodex/contracts";
+import type { HostProfile } from "@webcodex/contracts";
 
 export const gatewayConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8080, min: 0, max: 65535 },
@@ -19,13 +21,15 @@ export const gatewayConfigSpec = {
   oauthJwksUrl: { kind: "string", env: "WEBCODEX_OAUTH_JWKS_URL", doc: "JWKS URL; default discovered from the issuer metadata" },
   oauthClientIdClaim: { kind: "string", env: "WEBCODEX_OAUTH_CLIENT_ID_CLAIM", doc: "Claim naming the tenant; default client_id, then azp" },
   oauthAdmissionClaim: { kind: "string", env: "WEBCODEX_OAUTH_ADMISSION_CLAIM", doc: "Claim whose value read_only admits a caller read-only" },
+  oauthHostProfileClaim: { kind: "string", env: "WEBCODEX_OAUTH_HOST_PROFILE_CLAIM", doc: "Claim naming the caller's Host profile (generic or app); other values are refused" },
   oauthClockToleranceS: { kind: "int", env: "WEBCODEX_OAUTH_CLOCK_TOLERANCE_S", default: 30, min: 0, max: 300 },
   readOnlyClients: { kind: "string", env: "WEBCODEX_READ_ONLY_CLIENTS", default: "", doc: "Comma-separated tenants admitted read-only" },
   // Per-tenant rate limit on tools/call (token bucket per client id).
   rateLimitPerMinute: { kind: "int", env: "WEBCODEX_RATE_LIMIT_PER_MINUTE", default: 600, min: 0 },
   rateLimitBurst: { kind: "int", env: "WEBCODEX_RATE_LIMIT_BURST", default: 0, min: 0, doc: "Bucket size; 0 = the per-minute rate" },
   rateLimits: { kind: "string", env: "WEBCODEX_RATE_LIMITS", default: "", doc: "Per-tenant overrides: client=per_minute,..." },
-  hostProfile: { kind: "enum", env: "WEBCODEX_HOST_PROFILE", values: ["generic", "app"], default: "generic" },
+  // Fails at startup on any other value; a token may name its own (dev tokens file, OAuth claim).
+  hostProfile: { kind: "enum", env: "WEBCODEX_HOST_PROFILE", values: HOST_PROFILES, default: "generic" },
   auditSpoolDir: {
     kind: "string", env: "WEBCODEX_AUDIT_SPOOL_DIR",
     doc: "Durable spool for audit records the audit service cannot take now; without it an effectful call's record waits in memory only",
@@ -33,5 +37,9 @@ export const gatewayConfigSpec = {
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;
 
-export const loadConfig = (env: Env) => readConfig(gatewayConfigSpec, env);
+export const loadConfig = (env: Env) => {
+  const config = readConfig(gatewayConfigSpec, env);
+  // readConfig has checked the value against HOST_PROFILES.
+  return { ...config, hostProfile: config.hostProfile as HostProfile };
+};
 export type GatewayConfig = ReturnType<typeof loadConfig>;

@@ -40,6 +40,8 @@ export interface GatewayDeps {
     jwksUrl?: string;
     clientIdClaim?: string;
     admissionProfileClaim?: string;
+    /** Claim naming the caller's Host profile; absent: every JWT caller gets `hostProfile`. */
+    hostProfileClaim?: string;
     clockToleranceSec?: number;
   };
   /** Tenants admitted read-only whatever their token says (JWT callers). */
@@ -54,6 +56,7 @@ export interface GatewayDeps {
   allowedOrigins?: readonly string[];
   /** Authorization server advertised in the resource metadata when `oauth` is not set. */
   oauthIssuer?: string;
+  /** The Host profile of callers whose token names none (default "generic"). */
   hostProfile?: HostProfile;
   mode: "embedded" | "distributed";
   version: string;
@@ -101,6 +104,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
           ...(deps.oauth.jwksUrl ? { jwksUrl: deps.oauth.jwksUrl } : {}),
           ...(deps.oauth.clientIdClaim ? { clientIdClaim: deps.oauth.clientIdClaim } : {}),
           ...(deps.oauth.admissionProfileClaim ? { admissionProfileClaim: deps.oauth.admissionProfileClaim } : {}),
+          ...(deps.oauth.hostProfileClaim ? { hostProfileClaim: deps.oauth.hostProfileClaim } : {}),
           ...(deps.oauth.clockToleranceSec !== undefined ? { clockToleranceSec: deps.oauth.clockToleranceSec } : {}),
           readOnlyClients: deps.readOnlyClients ?? [],
           logger: deps.logger.child({ component: "oauth" }),

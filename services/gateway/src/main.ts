@@ -4,7 +4,6 @@ import { createClient } from "@connectrpc/connect";
 import { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
 import { createLogger, createMetrics, createServiceTransport, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, Logger, LogLevel, Metrics } from "@webcodex/platform";
-import type { HostProfile } from "@webcodex/contracts";
 import { loadConfig } from "./config.js";
 import type { GatewayConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
@@ -44,6 +43,7 @@ function oauthOptions(config: GatewayConfig): NonNullable<GatewayDeps["oauth"]> 
     ...(config.oauthJwksUrl ? { jwksUrl: config.oauthJwksUrl } : {}),
     ...(config.oauthClientIdClaim ? { clientIdClaim: config.oauthClientIdClaim } : {}),
     ...(config.oauthAdmissionClaim ? { admissionProfileClaim: config.oauthAdmissionClaim } : {}),
+    ...(config.oauthHostProfileClaim ? { hostProfileClaim: config.oauthHostProfileClaim } : {}),
     clockToleranceSec: config.oauthClockToleranceS,
   };
 }
@@ -73,7 +73,7 @@ export async function main(env: Env = process.env): Promise<void> {
     publicUrl,
     // The public URL's host is always accepted: behind an ingress that is the Host header.
     allowedHosts: [...new Set([...splitList(config.allowedHosts), new URL(publicUrl).hostname].map((h) => h.toLowerCase()))],
-    hostProfile: config.hostProfile as HostProfile,
+    hostProfile: config.hostProfile,
     ...(config.auditSpoolDir ? { auditSpoolDir: config.auditSpoolDir } : {}),
     ...(config.oauthIssuer ? { oauth: oauthOptions(config) } : {}),
     readOnlyClients: splitList(config.readOnlyClients),

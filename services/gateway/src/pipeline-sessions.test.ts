@@ -7,10 +7,9 @@ import assert from "node:assert/strict";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import type { RecordSessionCallRequest } from "@webcodex/proto";
-import { admittedTools, listedTools, toolFailure } from "@webcodex/contracts";
+import { admittedTools, listedTools, toolFailure, toolsListResult } from "@webcodex/contracts";
 import { createLogger, failureToWire } from "@webcodex/platform";
 import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
-import { mcpToolDescriptor } from "./catalog-cache.js";
 import type { AdmittedCatalog } from "./catalog-cache.js";
 import { createPipeline } from "./pipeline.js";
 
@@ -47,7 +46,7 @@ function harness(script: Script) {
   }));
   const admitted = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
   const listed = listedTools(admitted);
-  const catalog: AdmittedCatalog = { version: "test", admitted: new Map(admitted.map((d) => [d.name, d])), listed, toolsListResult: { tools: listed.map(mcpToolDescriptor) } };
+  const catalog: AdmittedCatalog = { version: "test", admitted: new Map(admitted.map((d) => [d.name, d])), listed, toolsListResult: toolsListResult(admitted) };
   const audit: AuditRecorder = {
     record: (r) => { seen.audit.push(r); return Promise.resolve(); },
     flush: () => Promise.resolve(), replay: () => Promise.resolve(0), backlog: () => 0, close: () => Promise.resolve(),

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { ConnectError, Code } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { listedTools, ReasonCode, FailureStage, toolDefinitions, toolFailure } from "@webcodex/contracts";
+import { admittedTools, listedTools, ReasonCode, FailureStage, toolDefinitions, toolFailure } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
 import { argumentShape, createLogger, createMetrics, failureToWire } from "@webcodex/platform";
 import type { Metrics } from "@webcodex/platform";
@@ -42,15 +42,22 @@ function recordingAudit(refuseDurable = false) {
   return { audit, records };
 }
 
-type DispatchAnswer = { resultJson: string } | { failure: ReturnType<typeof failureToWire> };
+type DispatchAnswer = ({ resultJson: string } | { failure: ReturnType<typeof failureToWire> }) & { answeredFallback?: boolean };
+type DispatchRequest = { tool: string; argumentsJson: string; fallback?: { tool: string; argumentsJson: string } };
 
-function pipelineWith(options: { audit: AuditRecorder; catalogs?: CatalogCache; dispatch?: () => DispatchAnswer; metrics?: Metrics }) {
+type ProjectEntry = { projectRef: string; project: { canonicalId: string; rootIdentity: string; name: string } };
+
+function pipelineWith(options: {
+  audit: AuditRecorder; catalogs?: CatalogCache; dispatch?: (req: DispatchRequest) => DispatchAnswer; metrics?: Metrics;
+  projects?: ProjectEntry[]; runnerStates?: (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => Record<string, string>;
+}) {
   const refResolver = {
     resolveProject: async () => ({ project }),
-    listProjects: async () => ({ projects: [] }),
+    listProjects: async () => ({ projects: options.projects ?? [] }),
   } as unknown as Client<typeof RefResolverService>;
   const broker = {
-    dispatch: async () => (options.dispatch ?? (() => ({ resultJson: "{}" })))(),
+    getProjectRunnerStates: async (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => ({ states: (options.runnerStates ?? (() => ({})))(req) }),
+    dispatch: async (req: DispatchRequest) => (options.dispatch ?? (() => ({ resultJson: "{}" })))(req),
     // A malformed answer (no runner rows): building full diagnostics from it throws mid-call.
     getFleetStatus: async () => ({}),
   } as unknown as Client<typeof RunnerBrokerService>;
@@ -88,6 +95,20 @@ describe("pipeline audit", () => {
     assert.equal(record.resultSize?.projectedBytes, Buffer.byteLength(JSON.stringify(result.structuredContent)), "sizes are of what the model saw");
     assert.deepEqual(Object.keys(record.stageDurationsUs ?? {}).sort(), ["dispatch", "normalize", "project", "resolve"]);
     assert.doesNotMatch(JSON.stringify(record, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)), /README|~p1/);
+  });
+
+  it("the record is captured from the canonical result: its sizes exclude the normalization and follow-up the projection adds", async () => {
+    const { audit, records } = recordingAudit();
+    const pending = { execution_state: "pending", job_id: "job_1", effective: { timeout_ms: 600_000, wait_ms: 10 } };
+    const pipeline = pipelineWith({ audit, dispatch: () => ({ resultJson: JSON.stringify(pending) }) });
+    const result = await pipeline.call(caller, "run_shell", { project: "~p1", command: "sleep 5", timeout_ms: 9_999_999, wait_ms: 10 }, signal);
+    assert.equal(result.isError, false);
+    assert.equal((result.structuredContent["input_normalization"] as { code: string }).code, "clamped_to_ceiling");
+    assert.deepEqual(result.structuredContent["follow_up"], { follow_up_kind: "mechanically_followable", tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } });
+    const [{ record }] = records as [{ record: ActionRecordInit; durable: boolean }];
+    assert.equal(record.resultSize?.canonicalBytes, Buffer.byteLength(JSON.stringify(pending)), "canonical bytes are of the result as the Runner returned it");
+    assert.equal(record.resultSize?.projectedBytes, Buffer.byteLength(JSON.stringify(result.structuredContent)));
+    assert.equal(record.inputNormalizationCode, "clamped_to_ceiling");
   });
 
   it("a catalog failure is recorded as an admission failure", async () => {
@@ -192,5 +213,105 @@ describe("pipeline audit", () => {
     assert.equal(result.structuredContent["reason_code"], ReasonCode.internal);
     assert.equal(result.structuredContent["outcome_unknown"], false, "a read-only call changed nothing");
     assert.deepEqual(records.map((r) => [r.record.tool, r.record.reasonCode, r.record.failureStage, r.durable]), [["get_runtime_status", "internal", "dispatch", false]]);
+  });
+});
+
+describe("discovery contract", () => {
+  const readOnlyCatalog: CatalogCache = { get: async () => catalogOf(admittedTools({ admissionProfile: "read_only", hostProfile: "generic" })) };
+
+  it("read_tool_manifest: an unknown name is unknown_tool; a known tool not admitted is tool_not_admitted", async () => {
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs: readOnlyCatalog });
+    const unknown = await pipeline.call(caller, "read_tool_manifest", { tool: "read_file" }, signal);
+    assert.deepEqual([unknown.isError, unknown.structuredContent["reason_code"]], [true, ReasonCode.unknownTool]);
+    const notAdmitted = await pipeline.call(caller, "read_tool_manifest", { tool: "run_shell" }, signal);
+    assert.deepEqual([notAdmitted.isError, notAdmitted.structuredContent["reason_code"]], [true, ReasonCode.toolNotAdmitted]);
+    const admitted = await pipeline.call(caller, "read_tool_manifest", { tool: "read_files" }, signal);
+    assert.equal(admitted.isError, false);
+    assert.equal(admitted.structuredContent["tool"], "read_files");
+  });
+
+  it("call_runtime_tool refuses the gateway entry points as such, and Presentation tools as presentation", async () => {
+    const pipeline = pipelineWith({ audit: recordingAudit().audit });
+    for (const entry of ["read_tool_manifest", "call_runtime_tool"]) {
+      const r = await pipeline.call(caller, "call_runtime_tool", { tool: entry, arguments: entry === "read_tool_manifest" ? { tool: "read_files" } : { tool: "list_tools", arguments: {} } }, signal);
+      assert.equal(r.structuredContent["reason_code"], ReasonCode.invalidValue, entry);
+      assert.equal(r.structuredContent["detail_code"], "gateway_entry_point", entry);
+    }
+    const presentation = await pipeline.call(caller, "call_runtime_tool", { tool: "present_goal_plan", arguments: { project: "~p1", title: "t" } }, signal);
+    assert.equal(presentation.structuredContent["reason_code"], ReasonCode.presentationToolNotCallable);
+    const unknown = await pipeline.call(caller, "call_runtime_tool", { tool: "read_file", arguments: {} }, signal);
+    assert.equal(unknown.structuredContent["reason_code"], ReasonCode.unknownTool);
+    const ok = await pipeline.call(caller, "call_runtime_tool", { tool: "list_tools", arguments: {} }, signal);
+    assert.equal(ok.isError, false);
+  });
+
+  it("list_tools rejects an unknown category, and answers an admitted-but-empty one with no tools", async () => {
+    const generic: CatalogCache = { get: async () => catalogOf(admittedTools({ admissionProfile: "full", hostProfile: "generic" })) };
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs: generic });
+    const unknown = await pipeline.call(caller, "list_tools", { category: "filez" }, signal);
+    assert.deepEqual([unknown.isError, unknown.structuredContent["reason_code"], unknown.structuredContent["detail_code"]], [true, ReasonCode.invalidValue, "enum"]);
+    const files = await pipeline.call(caller, "list_tools", { category: "files" }, signal);
+    assert.deepEqual(Object.keys(files.structuredContent["categories"] as object), ["files"]);
+    const empty = await pipeline.call(caller, "list_tools", { category: "presentation" }, signal);
+    assert.deepEqual(empty.structuredContent, { categories: {} }, "no presentation tool is admitted on a generic Host");
+  });
+
+  it("a caller whose token names a Host profile is admitted against that profile's catalog", async () => {
+    const asked: string[] = [];
+    const catalogs: CatalogCache = { get: async (admission, host) => { asked.push(`${admission}/${host}`); return catalogOf(admittedTools({ admissionProfile: admission, hostProfile: host })); } };
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs });
+    const status = await pipeline.call({ ...caller, hostProfile: "app" }, "get_runtime_status", {}, signal);
+    await pipeline.call(caller, "list_tools", {}, signal);
+    assert.deepEqual(asked, ["full/app", "full/generic"], "the token's profile, else the gateway's");
+    assert.equal(status.structuredContent["host_profile"], "app");
+  });
+
+  it("list_projects reports each Project's runner_state from one broker call, and unknown when the broker cannot answer", async () => {
+    const projects: ProjectEntry[] = [
+      { projectRef: "~p1", project: { canonicalId: "agent:acme:demo", rootIdentity: "root-1", name: "demo" } },
+      { projectRef: "~p2", project: { canonicalId: "agent:acme:idle", rootIdentity: "root-2", name: "idle" } },
+    ];
+    const asked: unknown[] = [];
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, projects, runnerStates: (req) => { asked.push(req.projects); return { "agent:acme:demo": "ready", "agent:acme:idle": "none" }; } });
+    const listed = await pipeline.call(caller, "list_projects", {}, signal);
+    assert.deepEqual(listed.structuredContent, {
+      projects: [
+        { project_ref: "~p1", project_id: "agent:acme:demo", name: "demo", runner_state: "ready" },
+        { project_ref: "~p2", project_id: "agent:acme:idle", name: "idle", runner_state: "none" },
+      ],
+    });
+    assert.deepEqual(asked, [[{ projectCanonicalId: "agent:acme:demo", rootIdentity: "root-1" }, { projectCanonicalId: "agent:acme:idle", rootIdentity: "root-2" }]], "one call for all Projects");
+    const down = pipelineWith({ audit: recordingAudit().audit, projects, runnerStates: () => { throw new ConnectError("broker down", Code.Unavailable); } });
+    const degraded = await down.call(caller, "list_projects", {}, signal);
+    assert.equal(degraded.isError, false);
+    assert.deepEqual((degraded.structuredContent["projects"] as Array<Record<string, unknown>>).map((p) => p["runner_state"]), ["unknown", "unknown"]);
+  });
+});
+
+describe("run_process → run_shell rewrite", () => {
+  const completed = { execution_state: "completed", job_id: "j", state: "completed", exit_code: 0, signal: null, timed_out: false, stdout: "ok\n", stderr: "", truncated: false, duration_ms: 1, started_at: "t" };
+
+  it("sends the literal run_process as the fallback; when the broker ran it, run_process is recorded and no rewrite code is reported", async () => {
+    const { audit, records } = recordingAudit();
+    const seen: DispatchRequest[] = [];
+    const pipeline = pipelineWith({ audit, dispatch: (req) => { seen.push(req); return { resultJson: JSON.stringify(completed), answeredFallback: true }; } });
+    const result = await pipeline.call(caller, "run_process", { project: "~p1", args: ["bash", "-lc", "make"] }, signal);
+    assert.deepEqual([seen[0]?.tool, JSON.parse(seen[0]?.argumentsJson ?? "{}")], ["run_shell", { command: "make", shell: "bash", login: true }]);
+    assert.deepEqual([seen[0]?.fallback?.tool, JSON.parse(seen[0]?.fallback?.argumentsJson ?? "{}")], ["run_process", { args: ["bash", "-lc", "make"] }], "project and session_id stay with the gateway");
+    assert.equal(result.isError, false);
+    assert.ok(!("input_normalization" in result.structuredContent), "no process_bash_login_to_run_shell for a call that ran as run_process");
+    assert.equal(result.structuredContent["job_id"], "j", "projected as run_process (no run_shell compaction)");
+    assert.deepEqual([records[0]?.record.tool, records[0]?.record.inputNormalizationCode], ["run_process", ""]);
+  });
+
+  it("a literal call that ran keeps its own normalization (argv_to_args); a rewrite that ran reports the rewrite code", async () => {
+    const literalRan = pipelineWith({ audit: recordingAudit().audit, dispatch: () => ({ resultJson: JSON.stringify(completed), answeredFallback: true }) });
+    const aliased = await literalRan.call(caller, "run_process", { project: "~p1", argv: ["sh", "-c", "ls"] }, signal);
+    assert.equal((aliased.structuredContent["input_normalization"] as { code: string }).code, "argv_to_args");
+    const { audit, records } = recordingAudit();
+    const rewriteRan = pipelineWith({ audit, dispatch: () => ({ resultJson: JSON.stringify(completed), answeredFallback: false }) });
+    const shell = await rewriteRan.call(caller, "run_process", { project: "~p1", args: ["bash", "-lc", "make"] }, signal);
+    assert.equal((shell.structuredContent["input_normalization"] as { code: string }).code, "process_bash_login_to_run_shell");
+    assert.deepEqual([records[0]?.record.tool, records[0]?.record.inputNormalizationCode], ["run_shell", "process_bash_login_to_run_shell"]);
   });
 });

@@ -1,19 +1,19 @@
 /**
  * The call pipeline, in one readable place:
- *   normalize → resolve + authorize → dispatch → record → project.
- * Audit sees the canonical result before the late model projection; the model sees sparse
- * success, or a structured failure with at most one follow-up.
+ *   admit → normalize → resolve + authorize → execute → capture → project → record.
+ * The audit record is captured from the canonical result before the late model projection;
+ * the model sees sparse success, or a structured failure with at most one follow-up.
  */
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
-  callableThroughGateway, FailureStage, groupToolNamesByCategory, normalizeToolCall, projectSuccess, ReasonCode,
+  FailureStage, gatewayRefusal, groupToolNamesByCategory, normalizeToolCall, projectSuccess, ReasonCode,
   rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
 } from "@webcodex/contracts";
-import type { FailureStage as Stage, HostProfile, InputNormalization, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { argumentShape, createCallMetrics, failureFromWire, measureResult, principalHeaders, withSpan } from "@webcodex/platform";
+import type { CanonicalCall, FailureStage as Stage, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
@@ -26,6 +26,7 @@ export interface PipelineDeps {
   refResolver: Client<typeof RefResolverService>;
   broker: Client<typeof RunnerBrokerService>;
   audit: AuditRecorder;
+  /** The Host profile of callers whose token names none. */
   hostProfile: HostProfile;
   serverInfo: { name: string; version: string; mode: "embedded" | "distributed" };
   logger: Logger;
@@ -49,6 +50,10 @@ interface CallContext {
   projectCanonicalId: string;
   /** Canonical wc_sess_* the call is recorded into (or targets), once resolved and authorized; else "". */
   sessionId: string;
+  /** The call without its rewrite to another tool, which the broker may run instead (run_process for run_shell). */
+  literal?: CanonicalCall | undefined;
+  /** Set when the broker answered for `literal`: the Runner lacked a capability the rewrite needs. */
+  answeredLiteral: boolean;
 }
 
 const now = () => performance.now();
@@ -132,13 +137,25 @@ export function createPipeline(deps: PipelineDeps) {
       case "list_tools": {
         const admitted = [...ctx.catalog.admitted.values()];
         const groups = groupToolNamesByCategory(admitted);
-        const category = args["category"] as string | undefined;
-        if (category !== undefined && !(category in groups)) return { ok: true, result: { categories: {} } };
-        return { ok: true, result: { categories: category ? { [category]: groups[category as keyof typeof groups] } : groups } };
+        // The schema's enum has already rejected an unknown category; a known one may be empty.
+        const category = args["category"] as ToolCategory | undefined;
+        if (category !== undefined) return { ok: true, result: { categories: groups[category] ? { [category]: groups[category] } : {} } };
+        return { ok: true, result: { categories: groups } };
       }
       case "read_tool_manifest": {
-        const target = ctx.catalog.admitted.get(args["tool"] as string);
-        if (!target) return { ok: false, failure: toolFailure(ReasonCode.toolNotAdmitted, FailureStage.admission, { detail_code: "not_admitted", message: "No such admitted tool; see list_tools." }) };
+        const name = args["tool"] as string;
+        const target = ctx.catalog.admitted.get(name);
+        if (!target) {
+          const known = toolDefinition(name) !== undefined;
+          return {
+            ok: false,
+            failure: toolFailure(known ? ReasonCode.toolNotAdmitted : ReasonCode.unknownTool, FailureStage.admission, {
+              detail_code: known ? "not_admitted" : "unknown_tool",
+              evidence: { field: "/tool" },
+              message: known ? "This tool is not admitted for you; see list_tools." : "No tool has this name; see list_tools.",
+            }),
+          };
+        }
         return { ok: true, result: { tool: target.name, category: target.category, description: target.description, input_schema: target.inputSchema, route: toolRoute(target) } };
       }
       case "get_runtime_status":
@@ -169,7 +186,7 @@ export function createPipeline(deps: PipelineDeps) {
     const jobs = s?.jobs;
     const status: Record<string, unknown> = {
       server: deps.serverInfo,
-      host_profile: deps.hostProfile,
+      host_profile: ctx.caller.hostProfile ?? deps.hostProfile,
       runners: { total: s?.runnersTotal ?? 0, connected: s?.runnersConnected ?? 0, lost: s?.runnersLost ?? 0, standby: s?.runnersStandby ?? 0 },
       projects: { total: s?.projectsTotal ?? 0, routable: s?.projectsRoutable ?? 0 },
       jobs: {
@@ -217,7 +234,8 @@ export function createPipeline(deps: PipelineDeps) {
     }
     const { project: _p, session_id: _s, ...runnerArgs } = args;
     const outcome = await dispatchToRunner(def, runnerArgs, selector, project, ctx, callId);
-    if (ctx.sessionId !== "") await recordSessionCall(def, outcome, ctx, callId, Math.round(now() - started));
+    const ran = ctx.answeredLiteral && ctx.literal ? (toolDefinition(ctx.literal.tool) ?? def) : def;
+    if (ctx.sessionId !== "") await recordSessionCall(ran, outcome, ctx, callId, Math.round(now() - started));
     return outcome;
   }
 
@@ -263,15 +281,39 @@ export function createPipeline(deps: PipelineDeps) {
   async function dispatchToRunner(
     def: ToolDefinition, runnerArgs: Record<string, unknown>, selector: string, project: { canonicalId: string; rootIdentity: string }, ctx: CallContext, callId: string,
   ): Promise<Outcome> {
+    let fallback: { tool: string; argumentsJson: string } | undefined;
+    if (ctx.literal) {
+      const { project: _p, session_id: _s, ...literalArgs } = ctx.literal.arguments;
+      fallback = { tool: ctx.literal.tool, argumentsJson: JSON.stringify(literalArgs) };
+    }
     try {
       const res = await timedStage(ctx.stages, "dispatch", () => deps.broker.dispatch(
-        { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs) },
+        { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs), ...(fallback ? { fallback } : {}) },
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       ));
+      ctx.answeredLiteral = res.answeredFallback;
       if (res.failure) return { ok: false, failure: withRecovery(failureFromWire(res.failure), selector) };
       return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, def.effect !== "read_only") };
+    }
+  }
+
+  /**
+   * list_projects' runner_state for all listed Projects in one broker call. The listing does
+   * not fail when the broker cannot answer: every state is then "unknown", not "none".
+   */
+  async function runnerStates(projects: ReadonlyArray<{ canonicalId: string; rootIdentity: string }>, ctx: CallContext): Promise<Record<string, string>> {
+    if (projects.length === 0) return {};
+    try {
+      const res = await deps.broker.getProjectRunnerStates(
+        { projects: projects.map((p) => ({ projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity })) },
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
+      return res.states;
+    } catch (error) {
+      deps.logger.warn("runner states unavailable for list_projects", { error: ConnectError.from(error).message });
+      return {};
     }
   }
 
@@ -280,7 +322,16 @@ export function createPipeline(deps: PipelineDeps) {
     switch (def.name) {
       case "list_projects": {
         const res = await deps.refResolver.listProjects({}, options);
-        return { ok: true, result: { projects: res.projects.map((p) => ({ project_ref: p.projectRef, project_id: p.project?.canonicalId ?? "", name: p.project?.name ?? "" })) } };
+        const states = await runnerStates(res.projects.flatMap((p) => (p.project ? [p.project] : [])), ctx);
+        return {
+          ok: true,
+          result: {
+            projects: res.projects.map((p) => {
+              const id = p.project?.canonicalId ?? "";
+              return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
+            }),
+          },
+        };
       }
       case "create_session": {
         const res = await deps.refResolver.createSession({ projectSelector: args["project"] as string, title: (args["title"] as string | undefined) ?? "" }, options);
@@ -319,13 +370,17 @@ export function createPipeline(deps: PipelineDeps) {
     }
   }
 
-  /** Builds the model result of an outcome: the late, pure projection. */
+  /**
+   * Builds the model result of an outcome: the late, pure projection. It never writes into the
+   * canonical result; a pending run gets its one wait_for_job_terminal follow-up here.
+   */
   function project(def: ToolDefinition | undefined, outcome: Outcome, normalization: InputNormalization | undefined, args: Record<string, unknown>): ModelResult {
     if (!outcome.ok) return { structuredContent: outcome.failure as unknown as Record<string, unknown>, isError: true };
-    const result = def ? projectSuccess(def, outcome.result, normalization) : outcome.result;
-    if (outcome.result["execution_state"] === "pending" && typeof outcome.result["job_id"] === "string") {
-      result["follow_up"] = waitForJobFollowUp(args["project"] as string, outcome.result["job_id"], args["session_id"] as string | undefined);
-    }
+    const canonical = outcome.result;
+    const pendingJob = canonical["execution_state"] === "pending" && typeof canonical["job_id"] === "string" ? canonical["job_id"] : undefined;
+    const followUp = pendingJob !== undefined ? waitForJobFollowUp(args["project"] as string, pendingJob, args["session_id"] as string | undefined) : undefined;
+    const extras = { ...(normalization ? { normalization } : {}), ...(followUp ? { followUp } : {}) };
+    const result = def ? projectSuccess(def, canonical, extras) : { ...canonical };
     return { structuredContent: result, isError: false };
   }
 
@@ -340,7 +395,7 @@ export function createPipeline(deps: PipelineDeps) {
     if (missingScope) return { ok: false, failure: missingScope, ...forwardedCall(tool, rawArgs) };
     let catalog: AdmittedCatalog;
     try {
-      catalog = await deps.catalogs.get(caller.admissionProfile, deps.hostProfile);
+      catalog = await deps.catalogs.get(caller.admissionProfile, caller.hostProfile ?? deps.hostProfile);
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, FailureStage.admission, false), tool, args: rawArgs };
     }
@@ -349,8 +404,9 @@ export function createPipeline(deps: PipelineDeps) {
     if (!outer.ok) return { ok: false, failure: outer.failure, tool, args: rawArgs };
     const inner = outer.arguments["tool"] as string;
     const innerArgs = outer.arguments["arguments"];
-    if (!callableThroughGateway(inner)) {
-      const failure = toolFailure(toolDefinition(inner) ? ReasonCode.presentationToolNotCallable : ReasonCode.unknownTool, FailureStage.admission, { detail_code: "not_gateway_callable", message: "Call this tool directly." });
+    const refusal = gatewayRefusal(inner);
+    if (refusal) {
+      const failure = toolFailure(refusal.reason_code, FailureStage.admission, { detail_code: refusal.detail_code, evidence: { field: "/tool" }, message: refusal.message });
       return { ok: false, failure, tool: inner, args: innerArgs };
     }
     return { ok: true, catalog, tool: inner, args: innerArgs };
@@ -405,24 +461,32 @@ export function createPipeline(deps: PipelineDeps) {
         def = toolDefinition(normalized.tool) as ToolDefinition;
         normalization = normalized.normalization;
         args = normalized.arguments;
-        const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "" };
+        const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "", literal: normalized.literal, answeredLiteral: false };
         outcome = await executeSafely(def, args, ctx, callId);
+        // The Runner could not serve the rewrite, so the literal call ran: it is what is
+        // audited, projected and reported, with no rewrite code.
+        if (ctx.answeredLiteral && normalized.literal) {
+          def = toolDefinition(normalized.literal.tool) as ToolDefinition;
+          normalization = normalized.literal.normalization;
+          args = normalized.literal.arguments;
+        }
+        // Canonical from here on: audit and Session evidence read it, projections copy it.
+        if (outcome.ok) Object.freeze(outcome.result);
         projectCanonicalId = ctx.projectCanonicalId;
         sessionId = ctx.sessionId;
       }
     }
 
-    // The late, pure projection first, so the record can carry the sizes the model saw.
-    const projected = await timedStage(stages, "project", () => project(def, outcome, normalization, args));
-    const resultSize = outcome.ok ? measureResult(outcome.result, projected.structuredContent, args) : undefined;
-
+    // Audit capture, from the canonical outcome before the late model projection: nothing a
+    // projection adds (input_normalization, follow_up) can reach the record or its sizes.
+    const canonicalBytes = outcome.ok ? measureCanonical(outcome.result) : undefined;
     const failure = outcome.ok ? undefined : outcome.failure;
     const effectful = def !== undefined && def.effect !== "read_only";
     const stateChanged = failure ? failure.state_changed : effectful && outcome.ok && outcome.result["changed"] !== false;
     const outcomeUnknown = failure?.outcome_unknown ?? false;
     const durable = effectful && (outcome.ok || stateChanged || outcomeUnknown);
     const toolName = def?.name ?? "unknown_tool";
-    const record: ActionRecordInit = {
+    const captured = {
       callId,
       clientId: caller.principal.clientId,
       subject: caller.principal.subject,
@@ -438,10 +502,17 @@ export function createPipeline(deps: PipelineDeps) {
       // model_ergonomics: only canonical success reports a normalization code.
       inputNormalizationCode: outcome.ok ? (normalization?.code ?? "") : "",
       startedAtUnixMs: BigInt(started),
+      ...(shape ? { argumentShape: shape } : {}),
+    } satisfies Omit<ActionRecordInit, "durationUs" | "stageDurationsUs">;
+
+    // The late, pure projection: a new object; the canonical result stays as captured.
+    const projected = await timedStage(stages, "project", () => project(def, outcome, normalization, args));
+    const resultSize = outcome.ok ? measureProjection(canonicalBytes, projected.structuredContent, args) : undefined;
+    const record: ActionRecordInit = {
+      ...captured,
       durationUs: micros(t0),
       // A copy: the record stage's own time is not part of the record (batched records are serialized later).
       stageDurationsUs: { ...stages },
-      ...(shape ? { argumentShape: shape } : {}),
       ...(resultSize ? { resultSize } : {}),
     };
 

@@ -123,6 +123,38 @@ describe("runner-broker", () => {
     assert.equal(fake.calls.length, 1);
   });
 
+  it("runs the literal run_process when the Runner lacks bash_login_v1 for the run_shell rewrite, and the rewrite when it has it", async () => {
+    const login = { command: "make", shell: "bash", login: true };
+    const literal = { tool: "run_process", argumentsJson: JSON.stringify({ args: ["bash", "-lc", "make"] }) };
+    const dispatchRewrite = (s: ReturnType<typeof setup>, fallback = literal) =>
+      s.broker.dispatch({ callId: `call-${Math.random()}`, projectCanonicalId: "agent:c1:p1", rootIdentity: "root-1", tool: "run_shell", argumentsJson: JSON.stringify(login), fallback });
+
+    const older = setup();
+    const { fake: old } = await older.register("ra", ["readFiles", "searchTexts", "applyTextEdit", "processExecution", "shellExecution"]);
+    const ran = await dispatchRewrite(older);
+    assert.equal(ran.failure, undefined, "a working run_process is not turned into capability_missing");
+    assert.equal(ran.answeredFallback, true);
+    assert.deepEqual(old.calls.map((c) => c.tool), ["run_process"]);
+
+    const newer = setup();
+    const { fake: current } = await newer.register("ra", [...ALL, "bashLogin"]);
+    const rewritten = await dispatchRewrite(newer);
+    assert.equal(rewritten.answeredFallback, false);
+    assert.deepEqual(current.calls.map((c) => c.tool), ["run_shell"]);
+
+    // Neither form can run: the refusal is about the call as the caller spelled it.
+    const bare = setup();
+    const { fake: none } = await bare.register("ra", ["readFiles", "searchTexts", "applyTextEdit"]);
+    const refused = await dispatchRewrite(bare);
+    assert.deepEqual([refused.failure?.reasonCode, refused.failure?.detailCode, refused.answeredFallback], ["capability_missing", "process_execution_v1", true]);
+    assert.equal(none.calls.length, 0);
+
+    // A fallback of another effect class is never a substitute.
+    const odd = await dispatchRewrite(older, { tool: "read_files", argumentsJson: JSON.stringify({ files: [{ path: "a" }] }) });
+    assert.deepEqual([odd.failure?.reasonCode, odd.failure?.detailCode, odd.answeredFallback], ["capability_missing", "bash_login_v1", false]);
+    assert.deepEqual(old.calls.map((c) => c.tool), ["run_process"], "nothing more ran");
+  });
+
   it("refuses calls still over the per-project concurrency limit after the admission wait, with a structured rate_limited failure", async () => {
     const s = setup({ concurrency: createMemoryConcurrencyLimiter({ limit: 1 }), admissionWaitMs: 50 });
     const { fake } = await s.register("ra");
@@ -174,6 +206,19 @@ describe("runner-broker", () => {
     assert.equal(res.failure?.detailCode, "runner_lost");
     assert.equal(res.failure?.outcomeUnknown, false);
     assert.equal(fake.calls.length, 0);
+  });
+
+  it("reports each Project's runner state in one call: ready, registered (standby only, lost, other root) or none", async () => {
+    const s = setup();
+    const states = async (root = "root-1") => (await s.broker.getProjectRunnerStates({
+      projects: [{ projectCanonicalId: "agent:c1:p1", rootIdentity: root }, { projectCanonicalId: "agent:c1:other", rootIdentity: "root-9" }],
+    })).states;
+    assert.deepEqual(await states(), { "agent:c1:p1": "none", "agent:c1:other": "none" });
+    await s.register("ra");
+    assert.deepEqual(await states(), { "agent:c1:p1": "ready", "agent:c1:other": "none" });
+    assert.equal((await states("root-2"))["agent:c1:p1"], "registered", "a Runner serving another incarnation is not ready for this one");
+    s.clock.advance(201);
+    assert.equal((await states())["agent:c1:p1"], "registered", "a lost Runner is known but takes no calls");
   });
 
   it("serves sparse status without rows and full status with rows from the same counts", async () => {

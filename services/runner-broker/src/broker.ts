@@ -129,8 +129,12 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     if (!w.projectId) throw new ConnectError("project_id is required", Code.InvalidArgument);
   };
 
-  type Answer = { resultJson: string; failure?: DomainFailureInit };
-  interface RunnerCall { callId: string; tool: string; argumentsJson: string; rootIdentity: string; projectCanonicalId: string }
+  type Answer = { resultJson: string; failure?: DomainFailureInit; answeredFallback?: boolean };
+  interface RunnerCall {
+    callId: string; tool: string; argumentsJson: string; rootIdentity: string; projectCanonicalId: string;
+    /** The caller's call without a rewrite to another tool (see DispatchRequest.fallback). */
+    fallback?: { tool: string; argumentsJson: string } | undefined;
+  }
 
   /**
    * A concurrency slot for `call`, queueing up to admissionWaitMs (polling with a short
@@ -197,6 +201,17 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       })
     : undefined;
 
+  /**
+   * Whether calls to a Project incarnation are routed now: the same test dispatch makes (a
+   * connected lease holder serving this root), then whether any Runner is known for it.
+   */
+  const projectRunnerState = async (canonicalId: string, rootIdentity: string): Promise<"ready" | "registered" | "none"> => {
+    const lease = await leases.current(canonicalId);
+    const holder = lease ? await deps.registry.get(lease.owner) : undefined;
+    if (holder && holder.connectionState === "connected" && holder.canonicalId === canonicalId && holder.rootIdentity === rootIdentity) return "ready";
+    return (await deps.registry.lastForProject(canonicalId)) ? "registered" : "none";
+  };
+
   /** Routes a call to the Project's lease holder after capability admission. */
   const dispatchToHolder = async (req: RunnerCall, def: ToolDefinition, signal: AbortSignal): Promise<Answer> => {
     const lease = await leases.current(req.projectCanonicalId);
@@ -211,21 +226,35 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         message: "No Runner is serving this project right now; nothing was run.",
       }));
     }
-    const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
     const have = RunnerCapabilities.fromWire(runner.capabilities);
-    const missing = (def.requiredCapabilities?.(args) ?? []).filter((c) => !have.has(c));
+    const missingFor = (d: ToolDefinition, argumentsJson: string) => (d.requiredCapabilities?.(JSON.parse(argumentsJson) as Record<string, unknown>) ?? []).filter((c) => !have.has(c));
+    let call = req;
+    let answeredFallback = false;
+    let missing = missingFor(def, req.argumentsJson);
+    // The canonical call was a rewrite this Runner cannot serve (e.g. run_shell login on a
+    // Runner without bash_login_v1): run the caller's literal call, which is equivalent, instead.
+    const fallbackDef = req.fallback ? toolDefinition(req.fallback.tool) : undefined;
+    if (missing.length > 0 && req.fallback && fallbackDef && fallbackDef.effect === def.effect && fallbackDef.authority === def.authority) {
+      call = { ...req, tool: req.fallback.tool, argumentsJson: req.fallback.argumentsJson, fallback: undefined };
+      answeredFallback = true;
+      missing = missingFor(fallbackDef, call.argumentsJson);
+    }
+    const flag = answeredFallback ? { answeredFallback } : {};
     if (missing.length > 0) {
-      return failure(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
-        detail_code: runnerCapabilityWire(missing[0]!),
-        evidence: { missing_capabilities: missing.map(runnerCapabilityWire), runner_build: runner.build },
-        message: "The project's Runner does not implement this request; nothing was run.",
-      }));
+      return {
+        ...failure(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
+          detail_code: runnerCapabilityWire(missing[0]!),
+          evidence: { missing_capabilities: missing.map(runnerCapabilityWire), runner_build: runner.build },
+          message: "The project's Runner does not implement this request; nothing was run.",
+        })),
+        ...flag,
+      };
     }
-    const { answer } = await runOn(runner, lease.fence, req, signal);
-    if (desk && !answer.failure && JOB_START_TOOLS.has(req.tool)) {
-      await desk.recordStarted({ projectCanonicalId: req.projectCanonicalId, runner, callId: req.callId, tool: req.tool, fence: lease.fence, resultJson: answer.resultJson });
+    const { answer } = await runOn(runner, lease.fence, call, signal);
+    if (desk && !answer.failure && JOB_START_TOOLS.has(call.tool)) {
+      await desk.recordStarted({ projectCanonicalId: call.projectCanonicalId, runner, callId: call.callId, tool: call.tool, fence: lease.fence, resultJson: answer.resultJson });
     }
-    return answer;
+    return { ...answer, ...flag };
   };
 
   return {
@@ -322,6 +351,14 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
           projectCanonicalId: r.canonicalId, leaseHeld: r.leaseHeld, fence: BigInt(r.fence), baselineComplete: r.baselineComplete, inFlight: r.inFlight,
         })),
       };
+    },
+
+    async getProjectRunnerStates(req) {
+      const states: Record<string, string> = {};
+      await Promise.all(req.projects.map(async (p) => {
+        states[p.projectCanonicalId] = await projectRunnerState(p.projectCanonicalId, p.rootIdentity);
+      }));
+      return { states };
     },
 
     async ensureProjectRunner(req, ctx) {

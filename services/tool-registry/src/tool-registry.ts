@@ -2,17 +2,20 @@
  * The tool-registry service: admission and discovery over the canonical catalog. Pure; the
  * catalog itself lives in @webcodex/contracts so the gateway normalizes with the same code.
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ToolRegistryService } from "@webcodex/proto";
-import { admittedTools, normalizeToolCall, toolDefinitions } from "@webcodex/contracts";
-import type { AdmissionContext, AdmissionProfile, HostProfile } from "@webcodex/contracts";
+import { admittedTools, isAdmissionProfile, isHostProfile, toolDefinitions } from "@webcodex/contracts";
+import type { AdmissionContext } from "@webcodex/contracts";
 import { createHash } from "node:crypto";
 
-export function admissionContext(admissionProfile: string, hostProfile: string): AdmissionContext {
-  return {
-    admissionProfile: (admissionProfile === "read_only" ? "read_only" : "full") satisfies AdmissionProfile,
-    hostProfile: (hostProfile === "app" ? "app" : "generic") satisfies HostProfile,
-  };
+/**
+ * The admission context a request names, or undefined when it names a profile that does not
+ * exist: an unrecognised (or empty) profile admits nothing, never a default.
+ */
+export function admissionContext(admissionProfile: string, hostProfile: string): AdmissionContext | undefined {
+  if (!isAdmissionProfile(admissionProfile) || !isHostProfile(hostProfile)) return undefined;
+  return { admissionProfile, hostProfile };
 }
 
 /** Changes whenever any definition's model-visible facts change; gateways key caches on it. */
@@ -24,10 +27,12 @@ export const catalogVersion = createHash("sha256")
 export function createToolRegistry(): ServiceImpl<typeof ToolRegistryService> {
   return {
     getAdmittedCatalog(req) {
-      const tools = admittedTools(admissionContext(req.admissionProfile, req.hostProfile));
+      const context = admissionContext(req.admissionProfile, req.hostProfile);
+      // Fail closed: a gateway asking for a profile this registry does not know is misconfigured.
+      if (!context) throw new ConnectError("unknown admission or host profile", Code.InvalidArgument);
       return {
         catalogVersion,
-        tools: tools.map((d) => ({
+        tools: admittedTools(context).map((d) => ({
           name: d.name,
           category: d.category,
           description: d.description,
@@ -36,25 +41,6 @@ export function createToolRegistry(): ServiceImpl<typeof ToolRegistryService> {
           directRank: d.direct?.rank ?? 0,
           effect: d.effect,
         })),
-      };
-    },
-    normalizeCall(req) {
-      const context = admissionContext(req.admissionProfile, req.hostProfile);
-      const admitted = new Set(admittedTools(context).map((d) => d.name));
-      let args: unknown;
-      try {
-        args = req.argumentsJson === "" ? {} : JSON.parse(req.argumentsJson);
-      } catch {
-        return { tool: req.tool, argumentsJson: "", inputNormalizationCode: "", inputNormalizationHint: "", rejectionJson: JSON.stringify({ reason_code: "invalid_value", failure_stage: "normalization", detail_code: "arguments_not_json", state_changed: false, outcome_unknown: false }) };
-      }
-      const result = normalizeToolCall(req.tool, args, { isAdmitted: (t) => admitted.has(t) });
-      if (!result.ok) return { tool: req.tool, argumentsJson: "", inputNormalizationCode: "", inputNormalizationHint: "", rejectionJson: JSON.stringify(result.failure) };
-      return {
-        tool: result.tool,
-        argumentsJson: JSON.stringify(result.arguments),
-        inputNormalizationCode: result.normalization?.code ?? "",
-        inputNormalizationHint: result.normalization?.hint ?? "",
-        rejectionJson: "",
       };
     },
   };

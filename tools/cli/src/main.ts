@@ -63,6 +63,7 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
             ...opt("jwksUrl", "WEBCODEX_OAUTH_JWKS_URL"),
             ...opt("clientIdClaim", "WEBCODEX_OAUTH_CLIENT_ID_CLAIM"),
             ...opt("admissionProfileClaim", "WEBCODEX_OAUTH_ADMISSION_CLAIM"),
+            ...opt("hostProfileClaim", "WEBCODEX_OAUTH_HOST_PROFILE_CLAIM"),
             ...(tolerance !== undefined ? { clockToleranceSec: tolerance } : {}),
           },
         }

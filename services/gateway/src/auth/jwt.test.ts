@@ -66,6 +66,17 @@ test("the tenant claim is configurable; azp and scp are understood; read-only te
   assert.equal(b?.principal.clientId, "app");
 });
 
+test("a configured Host profile claim sets the caller's Host profile; an unknown value refuses the token", async () => {
+  const k = await keys();
+  const auth = createJwtAuthenticator({ issuer: ISSUER, audience: AUDIENCE, keys: k.jwks, hostProfileClaim: "wcx_host" });
+  assert.equal((await auth.authenticate(await sign(k.privateKey, { ...base, wcx_host: "app" })))?.hostProfile, "app");
+  const none = await auth.authenticate(await sign(k.privateKey, base));
+  assert.ok(none && !("hostProfile" in none), "no claim: the gateway's profile applies");
+  assert.equal(await auth.authenticate(await sign(k.privateKey, { ...base, wcx_host: "chatgpt" })), undefined, "fail closed");
+  const unconfigured = createJwtAuthenticator({ issuer: ISSUER, audience: AUDIENCE, keys: k.jwks });
+  assert.ok(!("hostProfile" in ((await unconfigured.authenticate(await sign(k.privateKey, { ...base, wcx_host: "app" }))) ?? {})), "the claim is read only when configured");
+});
+
 test("client ids that cannot appear in a canonical project id map to a stable digest", () => {
   assert.equal(tenantIdFromClaim("acme.prod-1"), "acme.prod-1");
   const url = tenantIdFromClaim("https://app.example.com/client.json");

@@ -10,6 +10,7 @@
 import { createHash } from "node:crypto";
 import { createRemoteJWKSet, errors, jwtVerify } from "jose";
 import type { JWTPayload, JWTVerifyGetKey } from "jose";
+import { isHostProfile } from "@webcodex/contracts";
 import type { AdmissionProfile } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import { AuthUnavailableError } from "../auth.js";
@@ -26,6 +27,11 @@ export interface JwtAuthenticatorOptions {
   clientIdClaim?: string;
   /** Claim whose value "read_only" admits the caller read-only. */
   admissionProfileClaim?: string;
+  /**
+   * Claim naming the caller's Host profile ("generic" or "app"). Absent claim: the gateway's
+   * default. Any other value fails closed: the token is refused.
+   */
+  hostProfileClaim?: string;
   /** Tenants admitted read-only whatever their token says. */
   readOnlyClients?: readonly string[];
   /** Seconds of clock skew tolerated on exp/nbf/iat (default 30). */
@@ -129,12 +135,20 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
   function callerFrom(payload: JWTPayload): Caller | undefined {
     const claim = options.clientIdClaim ? payload[options.clientIdClaim] : undefined;
     const rawClient = [claim, payload["client_id"], payload["azp"]].find((v): v is string => typeof v === "string" && v.length > 0);
-    if (rawClient === undefined) return undefined;
+    if (rawClient === undefined) {
+      options.logger?.debug("bearer token rejected", { reason: "no_client_claim" });
+      return undefined;
+    }
     const clientId = tenantIdFromClaim(rawClient);
     const subject = subjectFromClaim(typeof payload.sub === "string" && payload.sub ? payload.sub : rawClient);
     const profileClaim = options.admissionProfileClaim ? payload[options.admissionProfileClaim] : undefined;
     const admissionProfile: AdmissionProfile = readOnly.has(clientId) || readOnly.has(rawClient) || profileClaim === "read_only" ? "read_only" : "full";
-    return { principal: { clientId, subject }, admissionProfile, scopes: scopesFromClaims(payload) };
+    const host = options.hostProfileClaim ? payload[options.hostProfileClaim] : undefined;
+    if (host !== undefined && !isHostProfile(host)) {
+      options.logger?.debug("bearer token rejected", { reason: "unknown_host_profile" });
+      return undefined;
+    }
+    return { principal: { clientId, subject }, admissionProfile, ...(host !== undefined ? { hostProfile: host } : {}), scopes: scopesFromClaims(payload) };
   }
 
   return {
@@ -159,9 +173,7 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
           options.logger?.debug("bearer token rejected", { reason: "token_type", typ: protectedHeader.typ });
           return undefined;
         }
-        const caller = callerFrom(payload);
-        if (!caller) options.logger?.debug("bearer token rejected", { reason: "no_client_claim" });
-        return caller;
+        return callerFrom(payload);
       } catch (error) {
         if (isInvalidTokenError(error)) {
           options.logger?.debug("bearer token rejected", { reason: (error as { code?: string }).code ?? "invalid" });

@@ -45,7 +45,7 @@ export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: Cata
   server.setRequestHandler(ListPromptsRequestSchema, async () => noPrompts);
   server.setRequestHandler(ListToolsRequestSchema, async (_req, extra) => {
     const caller = callerOf(extra);
-    const catalog = await deps.catalogs.get(caller.admissionProfile, deps.hostProfile);
+    const catalog = await deps.catalogs.get(caller.admissionProfile, caller.hostProfile ?? deps.hostProfile);
     return catalog.toolsListResult as { tools: [] };
   });
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {

@@ -8,7 +8,7 @@
  * without expiry; live incarnations and visibility are cached for `liveCacheTtlMs`.
  */
 import type { Database, Principal } from "@webcodex/platform";
-import { buildFollowUp, FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { FailureStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { createBoundedCache } from "../refs/bounded-cache.js";
 import { createCoalescer } from "../refs/coalescer.js";
@@ -66,7 +66,7 @@ const staleRef = (detail: "project_incarnation_changed" | "project_unavailable")
   failure: toolFailure(ReasonCode.staleRef, FailureStage.resolution, {
     detail_code: detail,
     message: "This project_ref no longer names a live project; call list_projects for current refs.",
-    follow_up: buildFollowUp("fallback_recovery", "list_projects", {}),
+    follow_up: listProjectsFollowUp(),
   }),
 });
 

@@ -3,7 +3,7 @@
  * record and its validation, failures, and the handoff recap built from aggregates.
  */
 import { randomBytes } from "node:crypto";
-import { buildFollowUp, FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { FailureStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { parseRef, RefKind } from "../refs/ref-codes.js";
 
@@ -97,7 +97,7 @@ export function sessionProjectUnavailable(): ToolFailure {
   return toolFailure(ReasonCode.projectNotFound, FailureStage.authorization, {
     detail_code: "session_project_unavailable",
     message: "This session's project is no longer available to you; call list_projects and create a new session.",
-    follow_up: buildFollowUp("fallback_recovery", "list_projects", {}),
+    follow_up: listProjectsFollowUp(),
   });
 }
 

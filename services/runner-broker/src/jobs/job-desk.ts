@@ -13,7 +13,7 @@
  * another tenant's Job id fails exactly like a nonexistent one.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { buildFollowUp } from "@webcodex/contracts";
+import { inspectWorkspaceFollowUp } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "../runner-registry.js";
 import { parseCanonicalId } from "../provisioning/provisioner.js";
@@ -111,7 +111,7 @@ function observationFromRecord(rec: JobRecord): Json {
 function waitResultFromRecord(rec: JobRecord): Json {
   const o = observationFromRecord(rec);
   if (rec.state === "lost_after_reconcile") {
-    return { execution_state: "lost_after_reconcile", ...o, follow_up: buildFollowUp("fallback_recovery", "read_workspace_changes", { project: rec.projectCanonicalId }) };
+    return { execution_state: "lost_after_reconcile", ...o, follow_up: inspectWorkspaceFollowUp(rec.projectCanonicalId) };
   }
   return { execution_state: o["state"] === "failed_to_start" ? "failed_to_start" : "completed", ...o };
 }

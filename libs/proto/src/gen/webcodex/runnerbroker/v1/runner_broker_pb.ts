@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/runnerbroker/v1/runner_broker.proto.
  */
 export const file_webcodex_runnerbroker_v1_runner_broker: GenFile = /*@__PURE__*/
-  fileDesc("Cix3ZWJjb2RleC9ydW5uZXJicm9rZXIvdjEvcnVubmVyX2Jyb2tlci5wcm90bxIYd2ViY29kZXgucnVubmVyYnJva2VyLnYxIsABChVSZWdpc3RlclJ1bm5lclJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRISCgpwcm9qZWN0X2lkGAMgASgJEhUKDXJvb3RfaWRlbnRpdHkYBCABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgFIAEoBRINCgVidWlsZBgGIAEoCRIUCgxjYXBhYmlsaXRpZXMYByADKAkSFAoMZW5kcG9pbnRfdXJsGAggASgJIqUBChZSZWdpc3RlclJ1bm5lclJlc3BvbnNlEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgBIAEoBRISCgpsZWFzZV9oZWxkGAIgASgIEg0KBWZlbmNlGAMgASgDEhUKDXByb2plY3RfZmVuY2UYBCABKAMSFAoMbGVhc2VfdHRsX21zGAUgASgFEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAYgASgJIjQKEEhlYXJ0YmVhdFJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJEg0KBWZlbmNlGAIgASgDIlwKEUhlYXJ0YmVhdFJlc3BvbnNlEg0KBWtub3duGAEgASgIEhIKCmxlYXNlX2hlbGQYAiABKAgSDQoFZmVuY2UYAyABKAMSFQoNcHJvamVjdF9mZW5jZRgEIAEoAyJ9Cg9EaXNwYXRjaFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBHRvb2wYBCABKAkSFgoOYXJndW1lbnRzX2pzb24YBSABKAkiWwoQRGlzcGF0Y2hSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiQAoVR2V0RmxlZXRTdGF0dXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIUCgxzdW1tYXJ5X29ubHkYAiABKAgiswIKDFJ1bm5lclN0YXR1cxIRCglydW5uZXJfaWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhIKCnByb2plY3RfaWQYAyABKAkSGAoQY29ubmVjdGlvbl9zdGF0ZRgEIAEoCRIbChNwcm90b2NvbF9nZW5lcmF0aW9uGAUgASgFEg0KBWJ1aWxkGAYgASgJEhQKDGNhcGFiaWxpdGllcxgHIAMoCRIeChZsYXN0X2hlYXJ0YmVhdF91bml4X21zGAggASgDEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAkgASgJEhIKCmxlYXNlX2hlbGQYCiABKAgSDQoFZmVuY2UYCyABKAMSGQoRYmFzZWxpbmVfY29tcGxldGUYDCABKAgSEQoJaW5fZmxpZ2h0GA0gASgFIm4KCUpvYkNvdW50cxIOCgZhY3RpdmUYASABKAUSDwoHcnVubmluZxgCIAEoBRIOCgZxdWV1ZWQYAyABKAUSEgoKcmVjb3ZlcmluZxgEIAEoBRIcChRsb3N0X2FmdGVyX3JlY29uY2lsZRgFIAEoBSK5BAoMRmxlZXRTdW1tYXJ5EhUKDXJ1bm5lcnNfdG90YWwYASABKAUSGQoRcnVubmVyc19jb25uZWN0ZWQYAiABKAUSFAoMcnVubmVyc19sb3N0GAMgASgFEhcKD3J1bm5lcnNfc3RhbmRieRgEIAEoBRIWCg5wcm9qZWN0c190b3RhbBgFIAEoBRIZChFwcm9qZWN0c19yb3V0YWJsZRgGIAEoBRIxCgRqb2JzGAcgASgLMiMud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkpvYkNvdW50cxIiChpzZXJ2ZXJfcHJvdG9jb2xfZ2VuZXJhdGlvbhgIIAEoBRIcChRwcm90b2NvbF9nZW5lcmF0aW9ucxgJIAMoBRIOCgZidWlsZHMYCiADKAkSGAoQcHJvdG9jb2xfYWxpZ25lZBgLIAEoCBIVCg1idWlsZF9hbGlnbmVkGAwgASgIEhcKD2Jhc2VsaW5lX2ZhdWx0cxgNIAEoBRJXChFjb25uZWN0aW9uX3N0YXRlcxgOIAMoCzI8LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5GbGVldFN1bW1hcnkuQ29ubmVjdGlvblN0YXRlc0VudHJ5EiEKGXByb2plY3RfY29uY3VycmVuY3lfbGltaXQYDyABKAUSEQoJaW5fZmxpZ2h0GBAgASgFGjcKFUNvbm5lY3Rpb25TdGF0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAU6AjgBIooBChZHZXRGbGVldFN0YXR1c1Jlc3BvbnNlEjcKB3J1bm5lcnMYASADKAsyJi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUnVubmVyU3RhdHVzEjcKB3N1bW1hcnkYAiABKAsyJi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRmxlZXRTdW1tYXJ5IkMKGkVuc3VyZVByb2plY3RSdW5uZXJSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIkIKG0Vuc3VyZVByb2plY3RSdW5uZXJSZXNwb25zZRIOCgZhY3Rpb24YASABKAkSEwoLcnVubmVyX25hbWUYAiABKAkiWwoaUmVtb3ZlUHJvamVjdFJ1bm5lclJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFgoOa2VlcF93b3Jrc3BhY2UYAyABKAgiLgobUmVtb3ZlUHJvamVjdFJ1bm5lclJlc3BvbnNlEg8KB3JlbW92ZWQYASABKAgy0gUKE1J1bm5lckJyb2tlclNlcnZpY2UScwoOUmVnaXN0ZXJSdW5uZXISLy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVnaXN0ZXJSdW5uZXJSZXF1ZXN0GjAud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlZ2lzdGVyUnVubmVyUmVzcG9uc2USZAoJSGVhcnRiZWF0Eioud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkhlYXJ0YmVhdFJlcXVlc3QaKy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSGVhcnRiZWF0UmVzcG9uc2USYQoIRGlzcGF0Y2gSKS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRGlzcGF0Y2hSZXF1ZXN0Gioud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkRpc3BhdGNoUmVzcG9uc2UScwoOR2V0RmxlZXRTdGF0dXMSLy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0RmxlZXRTdGF0dXNSZXF1ZXN0GjAud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldEZsZWV0U3RhdHVzUmVzcG9uc2USggEKE0Vuc3VyZVByb2plY3RSdW5uZXISNC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlcXVlc3QaNS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlc3BvbnNlEoIBChNSZW1vdmVQcm9qZWN0UnVubmVyEjQud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXF1ZXN0GjUud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
+  fileDesc("Cix3ZWJjb2RleC9ydW5uZXJicm9rZXIvdjEvcnVubmVyX2Jyb2tlci5wcm90bxIYd2ViY29kZXgucnVubmVyYnJva2VyLnYxIsABChVSZWdpc3RlclJ1bm5lclJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRISCgpwcm9qZWN0X2lkGAMgASgJEhUKDXJvb3RfaWRlbnRpdHkYBCABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgFIAEoBRINCgVidWlsZBgGIAEoCRIUCgxjYXBhYmlsaXRpZXMYByADKAkSFAoMZW5kcG9pbnRfdXJsGAggASgJIqUBChZSZWdpc3RlclJ1bm5lclJlc3BvbnNlEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgBIAEoBRISCgpsZWFzZV9oZWxkGAIgASgIEg0KBWZlbmNlGAMgASgDEhUKDXByb2plY3RfZmVuY2UYBCABKAMSFAoMbGVhc2VfdHRsX21zGAUgASgFEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAYgASgJIjQKEEhlYXJ0YmVhdFJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJEg0KBWZlbmNlGAIgASgDIlwKEUhlYXJ0YmVhdFJlc3BvbnNlEg0KBWtub3duGAEgASgIEhIKCmxlYXNlX2hlbGQYAiABKAgSDQoFZmVuY2UYAyABKAMSFQoNcHJvamVjdF9mZW5jZRgEIAEoAyK7AQoPRGlzcGF0Y2hSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYAiABKAkSFQoNcm9vdF9pZGVudGl0eRgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEjwKCGZhbGxiYWNrGAYgASgLMioud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkRpc3BhdGNoRmFsbGJhY2siOAoQRGlzcGF0Y2hGYWxsYmFjaxIMCgR0b29sGAEgASgJEhYKDmFyZ3VtZW50c19qc29uGAIgASgJInYKEERpc3BhdGNoUmVzcG9uc2USEwoLcmVzdWx0X2pzb24YASABKAkSMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlEhkKEWFuc3dlcmVkX2ZhbGxiYWNrGAMgASgIIkAKFUdldEZsZWV0U3RhdHVzUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSFAoMc3VtbWFyeV9vbmx5GAIgASgIIrMCCgxSdW5uZXJTdGF0dXMSEQoJcnVubmVyX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRISCgpwcm9qZWN0X2lkGAMgASgJEhgKEGNvbm5lY3Rpb25fc3RhdGUYBCABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgFIAEoBRINCgVidWlsZBgGIAEoCRIUCgxjYXBhYmlsaXRpZXMYByADKAkSHgoWbGFzdF9oZWFydGJlYXRfdW5peF9tcxgIIAEoAxIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgJIAEoCRISCgpsZWFzZV9oZWxkGAogASgIEg0KBWZlbmNlGAsgASgDEhkKEWJhc2VsaW5lX2NvbXBsZXRlGAwgASgIEhEKCWluX2ZsaWdodBgNIAEoBSJuCglKb2JDb3VudHMSDgoGYWN0aXZlGAEgASgFEg8KB3J1bm5pbmcYAiABKAUSDgoGcXVldWVkGAMgASgFEhIKCnJlY292ZXJpbmcYBCABKAUSHAoUbG9zdF9hZnRlcl9yZWNvbmNpbGUYBSABKAUiuQQKDEZsZWV0U3VtbWFyeRIVCg1ydW5uZXJzX3RvdGFsGAEgASgFEhkKEXJ1bm5lcnNfY29ubmVjdGVkGAIgASgFEhQKDHJ1bm5lcnNfbG9zdBgDIAEoBRIXCg9ydW5uZXJzX3N0YW5kYnkYBCABKAUSFgoOcHJvamVjdHNfdG90YWwYBSABKAUSGQoRcHJvamVjdHNfcm91dGFibGUYBiABKAUSMQoEam9icxgHIAEoCzIjLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Kb2JDb3VudHMSIgoac2VydmVyX3Byb3RvY29sX2dlbmVyYXRpb24YCCABKAUSHAoUcHJvdG9jb2xfZ2VuZXJhdGlvbnMYCSADKAUSDgoGYnVpbGRzGAogAygJEhgKEHByb3RvY29sX2FsaWduZWQYCyABKAgSFQoNYnVpbGRfYWxpZ25lZBgMIAEoCBIXCg9iYXNlbGluZV9mYXVsdHMYDSABKAUSVwoRY29ubmVjdGlvbl9zdGF0ZXMYDiADKAsyPC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRmxlZXRTdW1tYXJ5LkNvbm5lY3Rpb25TdGF0ZXNFbnRyeRIhChlwcm9qZWN0X2NvbmN1cnJlbmN5X2xpbWl0GA8gASgFEhEKCWluX2ZsaWdodBgQIAEoBRo3ChVDb25uZWN0aW9uU3RhdGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4ASKKAQoWR2V0RmxlZXRTdGF0dXNSZXNwb25zZRI3CgdydW5uZXJzGAEgAygLMiYud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJ1bm5lclN0YXR1cxI3CgdzdW1tYXJ5GAIgASgLMiYud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkZsZWV0U3VtbWFyeSJJChJQcm9qZWN0SW5jYXJuYXRpb24SHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYASABKAkSFQoNcm9vdF9pZGVudGl0eRgCIAEoCSJfCh1HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVxdWVzdBI+Cghwcm9qZWN0cxgBIAMoCzIsLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Qcm9qZWN0SW5jYXJuYXRpb24ipQEKHkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXNwb25zZRJUCgZzdGF0ZXMYASADKAsyRC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0UHJvamVjdFJ1bm5lclN0YXRlc1Jlc3BvbnNlLlN0YXRlc0VudHJ5Gi0KC1N0YXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQwoaRW5zdXJlUHJvamVjdFJ1bm5lclJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQgobRW5zdXJlUHJvamVjdFJ1bm5lclJlc3BvbnNlEg4KBmFjdGlvbhgBIAEoCRITCgtydW5uZXJfbmFtZRgCIAEoCSJbChpSZW1vdmVQcm9qZWN0UnVubmVyUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5rZWVwX3dvcmtzcGFjZRgDIAEoCCIuChtSZW1vdmVQcm9qZWN0UnVubmVyUmVzcG9uc2USDwoHcmVtb3ZlZBgBIAEoCDLgBgoTUnVubmVyQnJva2VyU2VydmljZRJzCg5SZWdpc3RlclJ1bm5lchIvLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWdpc3RlclJ1bm5lclJlcXVlc3QaMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVnaXN0ZXJSdW5uZXJSZXNwb25zZRJkCglIZWFydGJlYXQSKi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSGVhcnRiZWF0UmVxdWVzdBorLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5IZWFydGJlYXRSZXNwb25zZRJhCghEaXNwYXRjaBIpLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaFJlcXVlc3QaKi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRGlzcGF0Y2hSZXNwb25zZRJzCg5HZXRGbGVldFN0YXR1cxIvLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRGbGVldFN0YXR1c1JlcXVlc3QaMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0RmxlZXRTdGF0dXNSZXNwb25zZRKLAQoWR2V0UHJvamVjdFJ1bm5lclN0YXRlcxI3LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVxdWVzdBo4LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVzcG9uc2USggEKE0Vuc3VyZVByb2plY3RSdW5uZXISNC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlcXVlc3QaNS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlc3BvbnNlEoIBChNSZW1vdmVQcm9qZWN0UnVubmVyEjQud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXF1ZXN0GjUud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RegisterRunnerRequest
@@ -210,6 +210,16 @@ export type DispatchRequest = Message<"webcodex.runnerbroker.v1.DispatchRequest"
    * @generated from field: string arguments_json = 5;
    */
   argumentsJson: string;
+
+  /**
+   * The same call as the caller spelled it, canonicalized without a rewrite to another tool
+   * (run_process with exact sh/bash -c or bash -lc argv, rewritten to run_shell). The broker
+   * runs it instead when the lease holder lacks a capability `tool` needs; a fallback of a
+   * different effect class or authority is ignored.
+   *
+   * @generated from field: webcodex.runnerbroker.v1.DispatchFallback fallback = 6;
+   */
+  fallback?: DispatchFallback | undefined;
 };
 
 /**
@@ -218,6 +228,28 @@ export type DispatchRequest = Message<"webcodex.runnerbroker.v1.DispatchRequest"
  */
 export const DispatchRequestSchema: GenMessage<DispatchRequest> = /*@__PURE__*/
   messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 4);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.DispatchFallback
+ */
+export type DispatchFallback = Message<"webcodex.runnerbroker.v1.DispatchFallback"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: string arguments_json = 2;
+   */
+  argumentsJson: string;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.DispatchFallback.
+ * Use `create(DispatchFallbackSchema)` to create a new message.
+ */
+export const DispatchFallbackSchema: GenMessage<DispatchFallback> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 5);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.DispatchResponse
@@ -232,6 +264,14 @@ export type DispatchResponse = Message<"webcodex.runnerbroker.v1.DispatchRespons
    * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
    */
   failure?: DomainFailure | undefined;
+
+  /**
+   * True when the answer (result or failure) is for the fallback call, not `tool`: the
+   * Runner lacked a capability `tool` needs.
+   *
+   * @generated from field: bool answered_fallback = 3;
+   */
+  answeredFallback: boolean;
 };
 
 /**
@@ -239,7 +279,7 @@ export type DispatchResponse = Message<"webcodex.runnerbroker.v1.DispatchRespons
  * Use `create(DispatchResponseSchema)` to create a new message.
  */
 export const DispatchResponseSchema: GenMessage<DispatchResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 5);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 6);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetFleetStatusRequest
@@ -265,7 +305,7 @@ export type GetFleetStatusRequest = Message<"webcodex.runnerbroker.v1.GetFleetSt
  * Use `create(GetFleetStatusRequestSchema)` to create a new message.
  */
 export const GetFleetStatusRequestSchema: GenMessage<GetFleetStatusRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 6);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 7);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RunnerStatus
@@ -350,7 +390,7 @@ export type RunnerStatus = Message<"webcodex.runnerbroker.v1.RunnerStatus"> & {
  * Use `create(RunnerStatusSchema)` to create a new message.
  */
 export const RunnerStatusSchema: GenMessage<RunnerStatus> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 7);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 8);
 
 /**
  * JobCounts are the live and reconciled Job counts from the broker's one counting path.
@@ -394,7 +434,7 @@ export type JobCounts = Message<"webcodex.runnerbroker.v1.JobCounts"> & {
  * Use `create(JobCountsSchema)` to create a new message.
  */
 export const JobCountsSchema: GenMessage<JobCounts> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 8);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 9);
 
 /**
  * FleetSummary is the sparse fleet status: counts and alignment facts only, no rows,
@@ -509,7 +549,7 @@ export type FleetSummary = Message<"webcodex.runnerbroker.v1.FleetSummary"> & {
  * Use `create(FleetSummarySchema)` to create a new message.
  */
 export const FleetSummarySchema: GenMessage<FleetSummary> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 9);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 10);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetFleetStatusResponse
@@ -533,7 +573,67 @@ export type GetFleetStatusResponse = Message<"webcodex.runnerbroker.v1.GetFleetS
  * Use `create(GetFleetStatusResponseSchema)` to create a new message.
  */
 export const GetFleetStatusResponseSchema: GenMessage<GetFleetStatusResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 10);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 11);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.ProjectIncarnation
+ */
+export type ProjectIncarnation = Message<"webcodex.runnerbroker.v1.ProjectIncarnation"> & {
+  /**
+   * @generated from field: string project_canonical_id = 1;
+   */
+  projectCanonicalId: string;
+
+  /**
+   * @generated from field: string root_identity = 2;
+   */
+  rootIdentity: string;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.ProjectIncarnation.
+ * Use `create(ProjectIncarnationSchema)` to create a new message.
+ */
+export const ProjectIncarnationSchema: GenMessage<ProjectIncarnation> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 12);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.GetProjectRunnerStatesRequest
+ */
+export type GetProjectRunnerStatesRequest = Message<"webcodex.runnerbroker.v1.GetProjectRunnerStatesRequest"> & {
+  /**
+   * @generated from field: repeated webcodex.runnerbroker.v1.ProjectIncarnation projects = 1;
+   */
+  projects: ProjectIncarnation[];
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.GetProjectRunnerStatesRequest.
+ * Use `create(GetProjectRunnerStatesRequestSchema)` to create a new message.
+ */
+export const GetProjectRunnerStatesRequestSchema: GenMessage<GetProjectRunnerStatesRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 13);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.GetProjectRunnerStatesResponse
+ */
+export type GetProjectRunnerStatesResponse = Message<"webcodex.runnerbroker.v1.GetProjectRunnerStatesResponse"> & {
+  /**
+   * Project canonical id -> "ready" (a connected Runner holds the lease and serves this
+   * incarnation: calls are routed now), "registered" (a Runner is known but none can take
+   * calls now: standby, lost, or serving another incarnation) or "none" (no Runner known).
+   *
+   * @generated from field: map<string, string> states = 1;
+   */
+  states: { [key: string]: string };
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.GetProjectRunnerStatesResponse.
+ * Use `create(GetProjectRunnerStatesResponseSchema)` to create a new message.
+ */
+export const GetProjectRunnerStatesResponseSchema: GenMessage<GetProjectRunnerStatesResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 14);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.EnsureProjectRunnerRequest
@@ -555,7 +655,7 @@ export type EnsureProjectRunnerRequest = Message<"webcodex.runnerbroker.v1.Ensur
  * Use `create(EnsureProjectRunnerRequestSchema)` to create a new message.
  */
 export const EnsureProjectRunnerRequestSchema: GenMessage<EnsureProjectRunnerRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 11);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 15);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.EnsureProjectRunnerResponse
@@ -581,7 +681,7 @@ export type EnsureProjectRunnerResponse = Message<"webcodex.runnerbroker.v1.Ensu
  * Use `create(EnsureProjectRunnerResponseSchema)` to create a new message.
  */
 export const EnsureProjectRunnerResponseSchema: GenMessage<EnsureProjectRunnerResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 12);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 16);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RemoveProjectRunnerRequest
@@ -610,7 +710,7 @@ export type RemoveProjectRunnerRequest = Message<"webcodex.runnerbroker.v1.Remov
  * Use `create(RemoveProjectRunnerRequestSchema)` to create a new message.
  */
 export const RemoveProjectRunnerRequestSchema: GenMessage<RemoveProjectRunnerRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 13);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 17);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RemoveProjectRunnerResponse
@@ -629,7 +729,7 @@ export type RemoveProjectRunnerResponse = Message<"webcodex.runnerbroker.v1.Remo
  * Use `create(RemoveProjectRunnerResponseSchema)` to create a new message.
  */
 export const RemoveProjectRunnerResponseSchema: GenMessage<RemoveProjectRunnerResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 14);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 18);
 
 /**
  * RunnerBrokerService knows which Runner serves which Project and what it can do, who
@@ -684,6 +784,18 @@ export const RunnerBrokerService: GenService<{
     methodKind: "unary";
     input: typeof GetFleetStatusRequestSchema;
     output: typeof GetFleetStatusResponseSchema;
+  },
+  /**
+   * GetProjectRunnerStates says, in one call for many Projects, whether each has a Runner
+   * that can take calls now (list_projects' runner_state). The caller passes only Projects
+   * the principal may see.
+   *
+   * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.GetProjectRunnerStates
+   */
+  getProjectRunnerStates: {
+    methodKind: "unary";
+    input: typeof GetProjectRunnerStatesRequestSchema;
+    output: typeof GetProjectRunnerStatesResponseSchema;
   },
   /**
    * EnsureProjectRunner starts a Runner for a Project workspace where none runs

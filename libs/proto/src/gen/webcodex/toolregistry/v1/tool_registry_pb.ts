@@ -10,13 +10,15 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/toolregistry/v1/tool_registry.proto.
  */
 export const file_webcodex_toolregistry_v1_tool_registry: GenFile = /*@__PURE__*/
-  fileDesc("Cix3ZWJjb2RleC90b29scmVnaXN0cnkvdjEvdG9vbF9yZWdpc3RyeS5wcm90bxIYd2ViY29kZXgudG9vbHJlZ2lzdHJ5LnYxIkwKGUdldEFkbWl0dGVkQ2F0YWxvZ1JlcXVlc3QSFAoMaG9zdF9wcm9maWxlGAEgASgJEhkKEWFkbWlzc2lvbl9wcm9maWxlGAIgASgJIpoBCgxBZG1pdHRlZFRvb2wSDAoEbmFtZRgBIAEoCRIQCghjYXRlZ29yeRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIZChFpbnB1dF9zY2hlbWFfanNvbhgEIAEoCRIVCg1kaXJlY3RfcmVhc29uGAUgASgJEhMKC2RpcmVjdF9yYW5rGAYgASgFEg4KBmVmZmVjdBgHIAEoCSJsChpHZXRBZG1pdHRlZENhdGFsb2dSZXNwb25zZRIXCg9jYXRhbG9nX3ZlcnNpb24YASABKAkSNQoFdG9vbHMYAiADKAsyJi53ZWJjb2RleC50b29scmVnaXN0cnkudjEuQWRtaXR0ZWRUb29sIm0KFE5vcm1hbGl6ZUNhbGxSZXF1ZXN0EgwKBHRvb2wYASABKAkSFgoOYXJndW1lbnRzX2pzb24YAiABKAkSFAoMaG9zdF9wcm9maWxlGAMgASgJEhkKEWFkbWlzc2lvbl9wcm9maWxlGAQgASgJIpkBChVOb3JtYWxpemVDYWxsUmVzcG9uc2USDAoEdG9vbBgBIAEoCRIWCg5hcmd1bWVudHNfanNvbhgCIAEoCRIgChhpbnB1dF9ub3JtYWxpemF0aW9uX2NvZGUYAyABKAkSIAoYaW5wdXRfbm9ybWFsaXphdGlvbl9oaW50GAQgASgJEhYKDnJlamVjdGlvbl9qc29uGAUgASgJMogCChNUb29sUmVnaXN0cnlTZXJ2aWNlEn8KEkdldEFkbWl0dGVkQ2F0YWxvZxIzLndlYmNvZGV4LnRvb2xyZWdpc3RyeS52MS5HZXRBZG1pdHRlZENhdGFsb2dSZXF1ZXN0GjQud2ViY29kZXgudG9vbHJlZ2lzdHJ5LnYxLkdldEFkbWl0dGVkQ2F0YWxvZ1Jlc3BvbnNlEnAKDU5vcm1hbGl6ZUNhbGwSLi53ZWJjb2RleC50b29scmVnaXN0cnkudjEuTm9ybWFsaXplQ2FsbFJlcXVlc3QaLy53ZWJjb2RleC50b29scmVnaXN0cnkudjEuTm9ybWFsaXplQ2FsbFJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("Cix3ZWJjb2RleC90b29scmVnaXN0cnkvdjEvdG9vbF9yZWdpc3RyeS5wcm90bxIYd2ViY29kZXgudG9vbHJlZ2lzdHJ5LnYxIkwKGUdldEFkbWl0dGVkQ2F0YWxvZ1JlcXVlc3QSFAoMaG9zdF9wcm9maWxlGAEgASgJEhkKEWFkbWlzc2lvbl9wcm9maWxlGAIgASgJIpoBCgxBZG1pdHRlZFRvb2wSDAoEbmFtZRgBIAEoCRIQCghjYXRlZ29yeRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIZChFpbnB1dF9zY2hlbWFfanNvbhgEIAEoCRIVCg1kaXJlY3RfcmVhc29uGAUgASgJEhMKC2RpcmVjdF9yYW5rGAYgASgFEg4KBmVmZmVjdBgHIAEoCSJsChpHZXRBZG1pdHRlZENhdGFsb2dSZXNwb25zZRIXCg9jYXRhbG9nX3ZlcnNpb24YASABKAkSNQoFdG9vbHMYAiADKAsyJi53ZWJjb2RleC50b29scmVnaXN0cnkudjEuQWRtaXR0ZWRUb29sMpYBChNUb29sUmVnaXN0cnlTZXJ2aWNlEn8KEkdldEFkbWl0dGVkQ2F0YWxvZxIzLndlYmNvZGV4LnRvb2xyZWdpc3RyeS52MS5HZXRBZG1pdHRlZENhdGFsb2dSZXF1ZXN0GjQud2ViY29kZXgudG9vbHJlZ2lzdHJ5LnYxLkdldEFkbWl0dGVkQ2F0YWxvZ1Jlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message webcodex.toolregistry.v1.GetAdmittedCatalogRequest
  */
 export type GetAdmittedCatalogRequest = Message<"webcodex.toolregistry.v1.GetAdmittedCatalogRequest"> & {
   /**
+   * "generic" or "app".
+   *
    * @generated from field: string host_profile = 1;
    */
   hostProfile: string;
@@ -108,79 +110,6 @@ export const GetAdmittedCatalogResponseSchema: GenMessage<GetAdmittedCatalogResp
   messageDesc(file_webcodex_toolregistry_v1_tool_registry, 2);
 
 /**
- * @generated from message webcodex.toolregistry.v1.NormalizeCallRequest
- */
-export type NormalizeCallRequest = Message<"webcodex.toolregistry.v1.NormalizeCallRequest"> & {
-  /**
-   * @generated from field: string tool = 1;
-   */
-  tool: string;
-
-  /**
-   * @generated from field: string arguments_json = 2;
-   */
-  argumentsJson: string;
-
-  /**
-   * @generated from field: string host_profile = 3;
-   */
-  hostProfile: string;
-
-  /**
-   * @generated from field: string admission_profile = 4;
-   */
-  admissionProfile: string;
-};
-
-/**
- * Describes the message webcodex.toolregistry.v1.NormalizeCallRequest.
- * Use `create(NormalizeCallRequestSchema)` to create a new message.
- */
-export const NormalizeCallRequestSchema: GenMessage<NormalizeCallRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_toolregistry_v1_tool_registry, 3);
-
-/**
- * @generated from message webcodex.toolregistry.v1.NormalizeCallResponse
- */
-export type NormalizeCallResponse = Message<"webcodex.toolregistry.v1.NormalizeCallResponse"> & {
-  /**
-   * The canonical tool name after normalization (run_process may become run_shell).
-   *
-   * @generated from field: string tool = 1;
-   */
-  tool: string;
-
-  /**
-   * @generated from field: string arguments_json = 2;
-   */
-  argumentsJson: string;
-
-  /**
-   * @generated from field: string input_normalization_code = 3;
-   */
-  inputNormalizationCode: string;
-
-  /**
-   * @generated from field: string input_normalization_hint = 4;
-   */
-  inputNormalizationHint: string;
-
-  /**
-   * Set when the call is rejected; nothing was run.
-   *
-   * @generated from field: string rejection_json = 5;
-   */
-  rejectionJson: string;
-};
-
-/**
- * Describes the message webcodex.toolregistry.v1.NormalizeCallResponse.
- * Use `create(NormalizeCallResponseSchema)` to create a new message.
- */
-export const NormalizeCallResponseSchema: GenMessage<NormalizeCallResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_toolregistry_v1_tool_registry, 4);
-
-/**
  * ToolRegistryService owns admission and discovery over the canonical catalog in
  * libs/contracts. It is pure: no storage, no I/O.
  *
@@ -190,6 +119,8 @@ export const ToolRegistryService: GenService<{
   /**
    * GetAdmittedCatalog returns the tools admitted for a tenant and Host profile, with
    * their exact input schemas. Gateways cache it by catalog_version.
+   * An unknown admission or host profile is refused (INVALID_ARGUMENT), never defaulted.
+   * Calls are normalized by the gateway itself with the same @webcodex/contracts code.
    *
    * @generated from rpc webcodex.toolregistry.v1.ToolRegistryService.GetAdmittedCatalog
    */
@@ -197,16 +128,6 @@ export const ToolRegistryService: GenService<{
     methodKind: "unary";
     input: typeof GetAdmittedCatalogRequestSchema;
     output: typeof GetAdmittedCatalogResponseSchema;
-  },
-  /**
-   * NormalizeCall canonicalizes one call (aliases, clamps, closed schema) without running it.
-   *
-   * @generated from rpc webcodex.toolregistry.v1.ToolRegistryService.NormalizeCall
-   */
-  normalizeCall: {
-    methodKind: "unary";
-    input: typeof NormalizeCallRequestSchema;
-    output: typeof NormalizeCallResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webcodex_toolregistry_v1_tool_registry, 0);
