@@ -1,6 +1,8 @@
 # WebCodex: the two commands a new user needs are `make run` and `make test`.
 SHELL := /bin/bash
 NODE_BIN := node_modules/.bin
+# buf runs the protoc-gen-es plugin from the local install.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 PROJECT ?= examples/sample-project
 PORT ?= 8080
 STAMP := node_modules/.webcodex-install-stamp
@@ -35,14 +37,14 @@ generate: install
 
 # Fails when the committed generated code differs from what buf generates now.
 codegen-check: install
-	@tmp=$$(mktemp -d); \
-	$(NODE_BIN)/buf generate -o $$tmp && \
-	cp libs/proto/src/index.ts $$tmp/index.ts.committed && \
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(NODE_BIN)/buf generate -o $$tmp || { echo "codegen-check: buf generate failed"; exit 1; }; \
+	test -d $$tmp/libs/proto/src/gen || { echo "codegen-check: buf generate wrote nothing"; exit 1; }; \
 	if ! diff -r libs/proto/src/gen $$tmp/libs/proto/src/gen >/dev/null; then \
-	  echo "codegen-check: libs/proto/src/gen is stale; run 'make generate' and commit"; diff -r libs/proto/src/gen $$tmp/libs/proto/src/gen | head -20; rm -rf $$tmp; exit 1; fi; \
-	rm -rf $$tmp; \
-	node tools/scripts/gen-proto-index.mjs && git diff --quiet -- libs/proto/src/index.ts || { echo "codegen-check: libs/proto/src/index.ts is stale; run 'make generate' and commit"; exit 1; }; \
-	$(NODE_BIN)/buf lint proto && echo "codegen-check: generated code is current, buf lint clean"
+	  echo "codegen-check: libs/proto/src/gen is stale; run 'make generate' and commit"; diff -r libs/proto/src/gen $$tmp/libs/proto/src/gen | head -20; exit 1; fi; \
+	node tools/scripts/gen-proto-index.mjs; \
+	git diff --quiet -- libs/proto/src/index.ts || { echo "codegen-check: libs/proto/src/index.ts is stale; run 'make generate' and commit"; exit 1; }; \
+	$(NODE_BIN)/buf lint proto; echo "codegen-check: generated code is current, buf lint clean"
 
 build: install
 	$(NODE_BIN)/tsc -b
