@@ -25,7 +25,7 @@ describe("project refs are durable across restarts", () => {
     const dataDir = tempDir("wcx-data-");
     const a = createProjectDir({ "README.md": "a\n" }, { name: "alpha" });
     const first = await projectsOf(a, dataDir);
-    assert.deepEqual(first.projects, [{ project_ref: "~p1", project_id: "agent:local:alpha", name: "alpha" }]);
+    assert.deepEqual(first.projects, [{ project_ref: "~p1", project_id: "agent:local:alpha", name: "alpha", runner_state: "ready" }]);
     const again = await projectsOf(a, dataDir);
     assert.deepEqual(again.projects, first.projects);
     // The embedded broker's fences come from the PGlite high-water mark: never reissued after a restart.

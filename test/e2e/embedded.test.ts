@@ -51,7 +51,7 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
 
   it("issues a durable project_ref and the canonical id", async () => {
     const { result } = await callTool(client, "list_projects", {});
-    assert.deepEqual(result, { projects: [{ project_ref: "~p1", project_id: "agent:local:demo", name: "demo" }] });
+    assert.deepEqual(result, { projects: [{ project_ref: "~p1", project_id: "agent:local:demo", name: "demo", runner_state: "ready" }] });
   });
 
   it("reads a file range with a read_revision, omitting per-item success on a complete batch", async () => {
@@ -153,7 +153,7 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       const p = await callTool(client, "call_runtime_tool", { tool: "run_process", arguments: { project, args: ["echo", "a"] } });
       assert.equal(p.result["stdout"], "a\n");
       const s = await callTool(client, "run_shell", { project, command: "echo b" });
-      assert.deepEqual(s.result, { command_summary: "echo b", cwd: ".", shell: "sh", output: "b\n" }, "synchronous exit-zero shell success is compact");
+      assert.deepEqual(s.result, { command_summary: "echo b", cwd: ".", shell: "sh", output: "b\n", truncated: false }, "synchronous exit-zero shell success is compact");
       const py = await callTool(client, "call_runtime_tool", { tool: "run_script", arguments: { project, language: "python", code: "print('c')" } });
       assert.equal(py.result["stdout"], "c\n");
     });

@@ -1,0 +1,254 @@
+/**
+ * The tool contract as a Host sees it: every known normalization, every fail-closed input,
+ * the discovery surface for every admitted Gateway tool, and follow-ups executed unchanged.
+ * Against `webcodex dev` as a real child process, with the official MCP SDK client.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { toolDefinition } from "@webcodex/contracts";
+import { callTool, connectMcp, createProjectDir, firstProjectRef, startDevServer, tempDir } from "../support/index.js";
+import type { DevServer, ToolOutcome } from "../support/index.js";
+
+const FILES = {
+  "README.md": "# contracts\n",
+  "src/a.ts": "export const a = 1;\nexport const b = 1;\n",
+  "src/deep/b.ts": "export const c = 1;\n",
+};
+
+interface FollowUp {
+  follow_up_kind: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
+/** Every file below dir, project-relative (what a command that ran anywhere would leave). */
+function allFiles(dir: string, root = dir): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    if (e.name === ".git") return [];
+    const p = join(dir, e.name);
+    return e.isDirectory() ? allFiles(p, root) : [relative(root, p)];
+  });
+}
+
+describe("tool contracts through a real MCP client (webcodex dev)", () => {
+  let projectDir: string;
+  let server: DevServer;
+  let client: Client;
+  let project: string;
+  let directTools: Set<string>;
+
+  const runtime = (tool: string, args: Record<string, unknown>) => callTool(client, "call_runtime_tool", { tool, arguments: args });
+  /** Executes a follow-up exactly as given: Direct tools by name, Gateway tools through call_runtime_tool. */
+  const execute = (followUp: FollowUp) => (directTools.has(followUp.tool) ? callTool(client, followUp.tool, followUp.arguments) : runtime(followUp.tool, followUp.arguments));
+  const normalization = (outcome: ToolOutcome) => outcome.result["input_normalization"] as { code: string; hint: string; effective?: Record<string, number> } | undefined;
+  const revisionOf = async (path: string) => {
+    const { result } = await callTool(client, "read_files", { project, files: [{ path }] });
+    return String((result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+  };
+
+  before(async () => {
+    projectDir = createProjectDir(FILES, { name: "contracts" });
+    server = await startDevServer({ projectDir, dataDir: tempDir("wcx-data-") });
+    client = await connectMcp(server.mcpUrl, server.token);
+    project = await firstProjectRef(client);
+    directTools = new Set((await client.listTools()).tools.map((t) => t.name));
+  });
+  after(async () => {
+    await client?.close();
+    await server?.stop();
+  });
+
+  describe("each normalization happens in one call and reports its code", () => {
+    it("argv and args with identical values canonicalize to args (argv_to_args)", async () => {
+      const outcome = await runtime("run_process", { project, argv: ["echo", "same"], args: ["echo", "same"] });
+      assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
+      assert.equal(outcome.result["stdout"], "same\n");
+      assert.equal(normalization(outcome)?.code, "argv_to_args");
+      assert.ok(!JSON.stringify(normalization(outcome)).includes("same"), "the hint never replays the raw payload");
+    });
+
+    it("argv and args with different values fail closed (conflicting_alias) and run nothing", async () => {
+      const outcome = await runtime("run_process", { project, argv: ["touch", "ran-argv"], args: ["touch", "ran-args"] });
+      assert.equal(outcome.isError, true);
+      assert.deepEqual([outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"]], ["conflicting_alias", "normalization", false]);
+      assert.ok(!allFiles(projectDir).some((p) => p.includes("ran-")), "nothing ran");
+    });
+
+    it("run_process with exact bash -c becomes run_shell with shell bash (process_shell_to_run_shell)", async () => {
+      const outcome = await runtime("run_process", { project, args: ["bash", "-c", "echo ${BASH_VERSION:+bash}"] });
+      assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
+      assert.equal(outcome.result["output"], "bash\n");
+      assert.equal(outcome.result["shell"], "bash");
+      assert.equal(normalization(outcome)?.code, "process_shell_to_run_shell");
+    });
+
+    it("run_process with exact bash -lc becomes a login run_shell (process_bash_login_to_run_shell)", async () => {
+      const outcome = await runtime("run_process", { project, args: ["bash", "-lc", "shopt -q login_shell && echo login"] });
+      assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
+      assert.equal(outcome.result["output"], "login\n");
+      assert.equal(normalization(outcome)?.code, "process_bash_login_to_run_shell");
+    });
+
+    it("run_process with more than the exact shell form runs literally, unnormalized", async () => {
+      const outcome = await runtime("run_process", { project, args: ["sh", "-c", "echo $0", "named"] });
+      assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
+      assert.equal(outcome.result["stdout"], "named\n");
+      assert.equal(normalization(outcome), undefined);
+    });
+
+    const clampCases: Array<[string, () => Promise<ToolOutcome>, Record<string, number>]> = [
+      ["run_shell wait_ms", () => callTool(client, "run_shell", { project, command: "echo ok", wait_ms: 99_999_999 }), { wait_ms: 30_000 }],
+      ["run_shell timeout_ms", () => callTool(client, "run_shell", { project, command: "echo ok", timeout_ms: 99_999_999 }), { timeout_ms: 600_000 }],
+      ["read_files max_bytes_per_file", () => callTool(client, "read_files", { project, files: [{ path: "README.md" }], max_bytes_per_file: 1e9 }), { max_bytes_per_file: 1_048_576 }],
+      ["list_project_files max_results", () => runtime("list_project_files", { project, max_results: 1e9 }), { max_results: 10_000 }],
+      ["search_project_texts per-query max_results", () => callTool(client, "search_project_texts", { project, queries: [{ pattern: "const" }, { pattern: "a", max_results: 1e9 }] }), { "queries.1.max_results": 2_000 }],
+      ["read_git_diff_hunks max_hunks and context_lines", () => runtime("read_git_diff_hunks", { project, max_hunks: 1e9, context_lines: 1e9 }), { max_hunks: 500, context_lines: 20 }],
+    ];
+    for (const [label, call, effective] of clampCases) {
+      it(`${label} above its ceiling is clamped (clamped_to_ceiling) with the effective value`, async () => {
+        const outcome = await call();
+        assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
+        assert.equal(normalization(outcome)?.code, "clamped_to_ceiling");
+        assert.deepEqual(normalization(outcome)?.effective, effective);
+      });
+    }
+
+    it("harmless default spellings (false on a non-selected mode) are accepted without a code", async () => {
+      const shell = await callTool(client, "run_shell", { project, command: "echo plain", login: false });
+      assert.deepEqual(shell.result, { command_summary: "echo plain", cwd: ".", shell: "sh", output: "plain\n", truncated: false });
+      const search = await callTool(client, "search_project_texts", { project, queries: [{ pattern: "a.", regex: false }] });
+      assert.equal(search.isError, false);
+      assert.equal((search.result["results"] as Array<Record<string, unknown>>)[0]?.["total"], 0, "regex:false keeps the pattern literal");
+      assert.equal(normalization(search), undefined);
+    });
+  });
+
+  describe("fail-closed inputs are rejected with a reason_code and run nothing", () => {
+    it("an unknown tool name in a direct tools/call", async () => {
+      const outcome = await callTool(client, "read_filez", { project });
+      assert.equal(outcome.isError, true);
+      assert.deepEqual([outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"]], ["unknown_tool", "normalization", false]);
+    });
+
+    it("an unknown field on a Direct tool is not fuzzy-corrected", async () => {
+      const outcome = await callTool(client, "read_files", { project, file: [{ path: "README.md" }], files: [{ path: "README.md" }] });
+      assert.equal(outcome.isError, true);
+      assert.deepEqual([outcome.result["reason_code"], outcome.result["failure_stage"]], ["unknown_field", "normalization"]);
+      assert.deepEqual((outcome.result["evidence"] as Record<string, unknown>)["field"], "/file");
+    });
+
+    for (const [label, tool, args, reason] of [
+      ["timeout", "run_shell", { command: "touch ran-timeout", timeout: 5 }, "unknown_field"],
+      ["workdir", "run_shell", { command: "touch ran-workdir", workdir: "src" }, "unknown_field"],
+      ["command_args", "run_process", { args: ["touch", "ran-command-args"], command_args: ["x"] }, "unknown_field"],
+      ["command on run_script", "run_script", { language: "python", code: "open('ran-script','w')", command: "python" }, "unknown_field"],
+      ['language "python3"', "run_script", { language: "python3", code: "open('ran-python3','w')" }, "invalid_value"],
+    ] as const) {
+      it(`${label}: ${reason} at the normalization stage, no file created anywhere`, async () => {
+        const outcome = tool === "run_shell" ? await callTool(client, tool, { project, ...args }) : await runtime(tool, { project, ...args });
+        assert.equal(outcome.isError, true);
+        assert.deepEqual([outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"], outcome.result["outcome_unknown"]], [reason, "normalization", false, false]);
+        assert.ok(!allFiles(projectDir).some((p) => p.includes("ran-")), "nothing ran, in any directory");
+      });
+    }
+  });
+
+  describe("discovery", () => {
+    /**
+     * Arguments that make each admitted Gateway tool succeed. A tool admitted later without an
+     * entry here fails the test below, so the table cannot silently fall behind the catalog.
+     */
+    const successfulCalls = (jobId: () => string, sessionId: () => string): Record<string, () => Record<string, unknown>> => ({
+      list_tools: () => ({}),
+      get_runtime_status: () => ({ compact: false }),
+      list_project_files: () => ({ project, path: "src" }),
+      run_process: () => ({ project, args: ["echo", "process"] }),
+      run_script: () => ({ project, language: "python", code: "print('script')" }),
+      run_detached_process: () => ({ project, args: ["sh", "-c", "echo detached"] }),
+      observe_jobs: () => ({ project, job_ids: [jobId()] }),
+      wait_for_job_terminal: () => ({ project, job_id: jobId(), wait_ms: 5_000 }),
+      read_workspace_changes: () => ({ project }),
+      read_git_diff_hunks: () => ({ project }),
+      read_git_review_summary: () => ({ project }),
+      create_session: () => ({ project, title: "discovery" }),
+      read_session_handoff: () => ({ session_id: sessionId() }),
+    });
+
+    it("read_tool_manifest gives the exact schema, description and route, and call_runtime_tool succeeds, for every admitted Gateway tool", async () => {
+      const { result } = await runtime("list_tools", {});
+      const admitted = Object.values(result["categories"] as Record<string, string[]>).flat();
+      const gatewayTools = admitted.filter((n) => !directTools.has(n));
+      let jobId = "";
+      let sessionId = "";
+      const calls = successfulCalls(() => jobId, () => sessionId);
+      const order = Object.keys(calls);
+      assert.deepEqual([...gatewayTools].sort(), [...order].sort(), "every admitted Gateway tool has a successful call here, and nothing else");
+      for (const tool of order) {
+        const manifest = await callTool(client, "read_tool_manifest", { tool });
+        const def = toolDefinition(tool);
+        assert.equal(manifest.isError, false, tool);
+        assert.deepEqual(manifest.result["input_schema"], def?.inputSchema, `${tool}: the exact registered schema`);
+        assert.equal(manifest.result["description"], def?.description, `${tool}: the exact description`);
+        assert.deepEqual(manifest.result["route"], { primary: "call_runtime_tool", fallback: null }, tool);
+
+        const outcome = await runtime(tool, calls[tool]?.() ?? {});
+        assert.equal(outcome.isError, false, `${tool}: ${JSON.stringify(outcome.result)}`);
+        if (tool === "run_detached_process") jobId = String(outcome.result["job_id"]);
+        if (tool === "create_session") sessionId = String(outcome.result["session_id"]);
+      }
+      assert.match(jobId, /\S/);
+    });
+
+    it("read_tool_manifest on a Direct tool routes direct, with call_runtime_tool as a working fallback", async () => {
+      const manifest = await callTool(client, "read_tool_manifest", { tool: "read_files" });
+      assert.equal(manifest.isError, false);
+      assert.deepEqual(manifest.result["route"], { primary: "direct", fallback: "call_runtime_tool" });
+      const viaFallback = await runtime("read_files", { project, files: [{ path: "README.md" }] });
+      assert.equal((viaFallback.result["items"] as Array<Record<string, unknown>>)[0]?.["content"], "# contracts\n");
+    });
+
+    it("read_tool_manifest and list_tools fail closed on names they do not know", async () => {
+      const unknown = await callTool(client, "read_tool_manifest", { tool: "read_filez" });
+      assert.deepEqual([unknown.isError, unknown.result["reason_code"]], [true, "unknown_tool"]);
+      const category = await runtime("list_tools", { category: "no_such_category" });
+      assert.deepEqual([category.isError, category.result["reason_code"]], [true, "invalid_value"]);
+    });
+  });
+
+  describe("follow-ups returned by tools execute unchanged", () => {
+    it("the re-read after a stale revision returns the current revision", async () => {
+      const stale = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "src/a.ts", expected_read_revision: "r_0000000000000000", edits: [{ replace_exact: { old_text: "a = 1", new_text: "a = 2" } }] }] });
+      assert.equal(stale.result["reason_code"], "stale_read_revision");
+      const followUp = stale.result["follow_up"] as FollowUp;
+      assert.equal(followUp.follow_up_kind, "fallback_recovery");
+      const reread = await execute(followUp);
+      assert.equal(reread.isError, false, JSON.stringify(reread.result));
+      const item = (reread.result["items"] as Array<Record<string, unknown>>)[0];
+      assert.equal(item?.["read_revision"], (stale.result["evidence"] as Record<string, unknown>)["current_read_revision"]);
+    });
+
+    it("the re-read after a count mismatch shows the lines that matched", async () => {
+      const mismatch = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "src/a.ts", expected_read_revision: await revisionOf("src/a.ts"), edits: [{ replace_exact: { old_text: "= 1;", new_text: "= 2;" }, expected_match_count: 5 }] }] });
+      assert.equal(mismatch.result["reason_code"], "expected_match_count_mismatch");
+      const reread = await execute(mismatch.result["follow_up"] as FollowUp);
+      assert.equal(reread.isError, false, JSON.stringify(reread.result));
+      const content = String((reread.result["items"] as Array<Record<string, unknown>>)[0]?.["content"]);
+      const lines = content.split("\n");
+      for (const line of (mismatch.result["evidence"] as Record<string, number[]>)["match_lines"] ?? []) assert.match(lines[line - 1] ?? "", /= 1;/);
+    });
+
+    it("a pending run's wait_for_job_terminal follow-up, executed unchanged, ends with the output", async () => {
+      writeFileSync(join(projectDir, "slow.sh"), "sleep 1\necho slow\n");
+      const pending = await callTool(client, "run_shell", { project, command: "sh slow.sh", wait_ms: 50 });
+      assert.equal(pending.result["execution_state"], "pending", JSON.stringify(pending.result));
+      const followUp = pending.result["follow_up"] as FollowUp;
+      let next = await execute(followUp);
+      while (next.result["execution_state"] === "pending") next = await execute(followUp);
+      assert.equal(next.result["output"], "slow\n");
+      assert.equal(readFileSync(join(projectDir, "slow.sh"), "utf8"), "sleep 1\necho slow\n");
+    });
+  });
+});
