@@ -3,7 +3,9 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
+import { createDirectSpawner } from "../exec/spawner.js";
 import { expectFailure, git, tempWorkspace, writeTree } from "./fixtures.js";
+import { runGitBounded } from "./git-cli.js";
 import type { TextHunk } from "./types.js";
 
 async function repoWithChanges() {
@@ -73,6 +75,16 @@ describe("git review", () => {
     assert.equal(hunk.omitted_lines, 600);
     const onlyX = await ws.readGitDiffHunks({ paths: ["x.txt"], context_lines: 0 });
     assert.deepEqual(onlyX.hunks.map((h) => h.path), ["x.txt"]);
+  });
+
+  it("a git observation past its byte cap returns the part read and says it was cut", async () => {
+    const { root } = await repoWithChanges();
+    const git = { cwd: root, spawner: createDirectSpawner() };
+    const whole = await runGitBounded(git, ["diff", "HEAD"], 1 << 20);
+    assert.equal(whole.cut, false);
+    const cut = await runGitBounded(git, ["diff", "HEAD"], 64);
+    assert.equal(cut.cut, true);
+    assert.ok(cut.stdout.length <= 64 && whole.stdout.startsWith(cut.stdout), "a prefix of the whole output");
   });
 
   it("read_git_diff_hunks marks binary diffs", async () => {

@@ -8,7 +8,7 @@ import { lstat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { FailureStage, ReasonCode, fail } from "@webcodex/contracts";
 import type { Spawner } from "../exec/spawner.js";
-import { assertGitRepository, currentBranch, emptyTree, headCommit, resolveCommit, runGit, type GitContext } from "./git-cli.js";
+import { assertGitRepository, currentBranch, emptyTree, headCommit, resolveCommit, runGit, runGitBounded, type GitContext } from "./git-cli.js";
 import type { PathResolver } from "./path-policy.js";
 import { isBinary, lineStarts } from "./text-bytes.js";
 import { parseNameStatus, parseNumStat, parseUnifiedDiff } from "./unified-diff.js";
@@ -25,6 +25,8 @@ export const DEFAULT_MAX_HUNKS = 50;
 export const DEFAULT_CONTEXT_LINES = 3;
 export const MAX_HUNK_LINES = 200;
 export const MAX_HUNK_LINE_CHARS = 1000;
+/** Bytes of `git diff` read per call; past it the answer is cut and says so. */
+export const MAX_DIFF_OUTPUT_BYTES = 16 * 1024 * 1024;
 /** Listed changed files per call; the totals still cover every file. */
 export const MAX_LISTED_CHANGES = 1000;
 /** Untracked files whose lines are counted, and the size above which they are not. */
@@ -89,9 +91,11 @@ export async function readGitDiffHunks(resolver: PathResolver, spawner: Spawner,
   }
   await assertGitRepository(git);
   const base = (await headCommit(git)) ?? (await emptyTree(git));
-  const out = await runGit(git, [...DIFF, `-U${contextLines}`, "--src-prefix=a/", "--dst-prefix=b/", base, "--", ...pathspecs]);
-  const parsed = parseUnifiedDiff(out.stdout, { maxHunks, maxLinesPerHunk: MAX_HUNK_LINES, maxLineChars: MAX_HUNK_LINE_CHARS });
-  return { hunks: parsed.hunks, total_hunks: parsed.totalHunks, truncated: parsed.totalHunks > parsed.hunks.length };
+  const out = await runGitBounded(git, [...DIFF, `-U${contextLines}`, "--src-prefix=a/", "--dst-prefix=b/", base, "--", ...pathspecs], MAX_DIFF_OUTPUT_BYTES);
+  const parsed = parseUnifiedDiff(out.stdout, { maxHunks, maxLinesPerHunk: MAX_HUNK_LINES, maxLineChars: MAX_HUNK_LINE_CHARS }, { cut: out.cut });
+  const result: GitDiffHunksResult = { hunks: parsed.hunks, total_hunks: parsed.totalHunks, truncated: out.cut || parsed.totalHunks > parsed.hunks.length };
+  if (out.cut) result.total_is_lower_bound = true;
+  return result;
 }
 
 /** Tracked changes of the work tree against `base` (staged and unstaged together) plus untracked files, sorted by path. */

@@ -300,7 +300,10 @@ export interface TextHunk {
   /** The `@@ ... @@` line. */
   header: string;
   lines: string[];
-  /** True when lines were omitted or cut: never treat such a hunk as complete. */
+  /**
+   * True when lines were omitted or cut, here or by the producer (a body shorter than the
+   * header's counts, or git's output cut): never treat such a hunk as complete.
+   */
   truncated: boolean;
   omitted_lines?: number;
 }
@@ -314,8 +317,12 @@ export type DiffHunk = TextHunk | BinaryDiff;
 
 export interface GitDiffHunksResult {
   hunks: DiffHunk[];
+  /** Hunks in the diff; exact unless total_is_lower_bound. */
   total_hunks: number;
+  /** More hunks exist than were returned, or git's output was cut. */
   truncated: boolean;
+  /** git's output was cut at its byte cap: later hunks were not seen. */
+  total_is_lower_bound?: true;
 }
 
 export interface GitReviewSummaryRequest {
