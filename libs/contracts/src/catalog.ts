@@ -252,7 +252,7 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "read_git_review_summary",
     category: "git",
-    description: "Per-file review summary (status, added/removed lines) against base (default HEAD), with totals.",
+    description: "Per-file review summary (status, added/removed lines) against base (default HEAD), with totals. A file whose line counts are unknown (binary, or untracked and not counted) says counts_unknown; the line totals are then lower bounds (lines_lower_bound).",
     inputSchema: object({ project, base: str("Commit-ish to compare against.") }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,

@@ -43,6 +43,7 @@ export type {
   ReadTextItem,
   ReadWorkspaceChangesRequest,
   ReplaceExactEdit,
+  ReviewTotals,
   SearchMatch,
   SearchProjectTextsRequest,
   SearchProjectTextsResult,

@@ -268,9 +268,12 @@ export interface FileChangeStat {
   status: ChangeStatus;
   /** Source path of a rename. */
   previous_path?: string;
-  /** Absent when unknown (binary, or untracked file not counted). */
+  /** Present only when known; never 0 in place of unknown. */
   added_lines?: number;
   removed_lines?: number;
+  /** The line counts are unknown (binary, or an untracked file not counted): see binary. */
+  counts_unknown?: true;
+  /** Proven binary. Absent on a file with counts_unknown means not inspected, not "text". */
   binary?: true;
 }
 
@@ -335,7 +338,18 @@ export interface GitReviewSummaryResult {
   base_commit?: string;
   files: FileChangeStat[];
   truncated: boolean;
-  totals: { files: number; added_lines: number; removed_lines: number };
+  totals: ReviewTotals;
+}
+
+export interface ReviewTotals {
+  /** Every changed file, listed or not. */
+  files: number;
+  /** Sums over the files whose counts are known; lower bounds when lines_lower_bound. */
+  added_lines: number;
+  removed_lines: number;
+  /** Some files' counts are unknown, so the line sums are lower bounds, not exact. */
+  lines_lower_bound?: true;
+  files_with_unknown_counts?: number;
 }
 
 // ---------------------------------------------------------------- the engine
