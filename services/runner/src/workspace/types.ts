@@ -129,6 +129,7 @@ export interface SearchQuerySuccess {
   /** Number of matching lines; exact unless total_is_lower_bound. */
   total: number;
   truncated: boolean;
+  /** Matches may exist that were not seen: the counting ceiling was hit, or rg did not finish (errors, killed). */
   total_is_lower_bound?: true;
   /** rg reported errors for some files (e.g. unreadable); results cover the rest. */
   search_errors?: true;
