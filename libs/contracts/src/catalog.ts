@@ -11,7 +11,7 @@ const path = str("Project-relative POSIX path.");
 const revision = str("read_revision from read_files; the change fails if the file changed since.");
 const timeoutMs = int("Kill after this many ms (default 120000, clamped to 600000).", { minimum: 1 });
 const waitMs = int("Return a pending job_id after this many ms (default 10000, clamped to 30000).", { minimum: 0 });
-const cwd = str("Working directory inside the project (default: root).");
+const cwd = str("Project-relative working directory (default: root).");
 const env = stringMap("Environment additions; the base environment is scrubbed.");
 const jobId = str("job_id from a pending result.");
 /** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
