@@ -94,11 +94,15 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "read_files",
     category: "files",
-    description: "Read several files or line ranges in one call. Each item has content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item says truncated with next_start_line to continue. Binary files report binary:true without content.",
+    description: "Read several files or line ranges in one call. Each item has content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item says truncated: continue at next_start_line (+ next_start_column as start_column if a line was cut). Binary files report binary:true without content.",
     inputSchema: object(
       {
         project,
-        files: array(object({ path, start_line: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["path"]), "Up to 64 files or ranges.", { minItems: 1, maxItems: 64 }),
+        files: array(
+          object({ path, start_line: int(undefined, { minimum: 1 }), start_column: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["path"]),
+          "Up to 64 files or ranges.",
+          { minItems: 1, maxItems: 64 },
+        ),
         max_bytes_per_file: int("Per-file byte budget (default 65536, clamped to 1048576).", { minimum: 1 }),
         session_id: sessionId,
       },

@@ -33,6 +33,8 @@ export interface WorkspaceOptions {
 export interface ReadFileSpec {
   path: string;
   start_line?: number;
+  /** 1-based code-point column of start_line to start at (a mid-line continuation). */
+  start_column?: number;
   end_line?: number;
 }
 
@@ -50,15 +52,27 @@ export interface ReadTextItem {
   content: string;
   /** Opaque token of the whole file's bytes, independent of the range read. */
   read_revision: string;
-  /** Effective 1-based range; an empty range has end_line = start_line - 1. */
+  /**
+   * Effective 1-based range; an empty range has end_line = start_line - 1. When the content
+   * ends mid-line (line_truncated), end_line is that partly returned line.
+   */
   start_line: number;
+  /** Echoed when the content starts mid-line (request start_column > 1). */
+  start_column?: number;
   end_line: number;
   total_lines: number;
+  /** The range was not returned whole: continue from next_start_line (and next_start_column). */
   truncated: boolean;
-  /** Present when truncated and more lines of the requested range remain. */
+  /** Which budget cut it: raising max_bytes_per_file helps only for the first. */
+  truncated_by?: "max_bytes_per_file" | "batch_budget";
+  /** Present whenever truncated: where the rest of the requested range starts. */
   next_start_line?: number;
-  /** The single line returned was itself cut at max_bytes_per_file. */
+  /** Present when the rest starts mid-line: pass it as start_column with next_start_line. */
+  next_start_column?: number;
+  /** The content ends inside a line longer than the budget. */
   line_truncated?: true;
+  /** A line of stray UTF-8 continuation bytes only, which no column addresses: its rest was skipped. */
+  rest_of_line_skipped?: true;
   /** Line-ending style of the whole file. */
   line_ending: LineEnding;
 }
