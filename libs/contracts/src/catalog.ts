@@ -113,6 +113,7 @@ const definitions: readonly ToolDefinition[] = [
     projectSuccess: (r) => compactBatch(r, "items"),
     implemented: true,
     clamps: [{ path: "max_bytes_per_file", ceiling: 1_048_576, minimum: 1 }],
+    requiredCapabilities: () => ["readFiles"],
   },
   {
     name: "list_project_files",
@@ -122,6 +123,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
     clamps: [{ path: "max_results", ceiling: 10_000, minimum: 1 }],
+    requiredCapabilities: () => ["searchTexts"],
   },
   {
     name: "search_project_texts",
@@ -144,6 +146,7 @@ const definitions: readonly ToolDefinition[] = [
     projectSuccess: (r) => compactBatch(r, "results"),
     implemented: true,
     clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }],
+    requiredCapabilities: () => ["searchTexts"],
   },
   {
     name: "edit_project_files",
