@@ -6,7 +6,7 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -123,6 +123,59 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
     const bulkOnNew = await dispatch("modern", editArgs(3));
     assert.equal(bulkOnNew.failure, undefined, "a Runner that implements it gets the bulk edit");
     assert.equal(current.edits.length, 1);
+  });
+
+  it("a real `webcodex runner` withholding apply_text_edit_expected_match_count by configuration gets no bulk edit: the broker rejects it before dispatch", async () => {
+    const interval = 150;
+    const executes: string[] = [];
+    const deps = await brokerDeps(redisKeyPrefix(), {
+      runnerClient: (url) => {
+        const client = createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" }));
+        return { ...client, execute: (req, options) => { executes.push(req.tool ?? ""); return client.execute(req, options); } } as typeof client;
+      },
+    }, interval);
+    const server = await startServiceServer({ name: "runner-broker", port: 0, host: "127.0.0.1", routes: routes(deps), logger });
+    const dir = mkdtempSync(join(tmpdir(), "wcx-withheld-"));
+    writeFileSync(join(dir, "a.txt"), "x x x\n");
+    const provisioner = createLocalProcessProvisioner({
+      cliPath, brokerUrl: server.url, directoryFor: () => dir, logger, stopGraceMs: 2_000,
+      env: { WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "apply_text_edit_expected_match_count" },
+    });
+    const broker = createClient(RunnerBrokerService, createConnectTransport({ baseUrl: server.url, httpVersion: "2" }));
+    const workspace = { clientId: "tenant-d", projectId: "withheld" };
+    try {
+      const started = await provisioner.ensureRunner(workspace);
+      const row = await until("the Runner registers and holds the lease", async () => {
+        const s = await broker.getFleetStatus({ clientId: "tenant-d" });
+        return s.runners.find((r) => r.runnerId === started.name && r.leaseHeld);
+      }, 20_000).catch((e: unknown) => { throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`); });
+      assert.ok(!row.capabilities.includes("apply_text_edit_expected_match_count"), "not advertised at registration");
+      assert.ok(row.capabilities.includes("apply_text_edit_v1"));
+      const rootIdentity = (await deps.registry.get(row.runnerId))!.rootIdentity;
+      const dispatch = (tool: string, args: unknown) =>
+        broker.dispatch({ callId: `c-${Math.random()}`, projectCanonicalId: row.projectCanonicalId, rootIdentity, tool, argumentsJson: JSON.stringify(args) });
+      const read = await dispatch("read_files", { files: [{ path: "a.txt" }] });
+      const revision = (JSON.parse(read.resultJson) as { items: Array<{ read_revision: string }> }).items[0]?.read_revision;
+      const edit = (extra: Record<string, unknown>) => ({ changes: [{ kind: "edit", path: "a.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "x", new_text: "y" }, ...extra }] }] });
+
+      const before = executes.length;
+      const bulk = await dispatch("edit_project_files", edit({ expected_match_count: 3 }));
+      assert.equal(bulk.failure?.reasonCode, "capability_missing");
+      assert.equal(bulk.failure?.failureStage, "dispatch");
+      assert.equal(bulk.failure?.detailCode, "apply_text_edit_expected_match_count");
+      assert.equal(bulk.failure?.stateChanged, false);
+      assert.equal(executes.length, before, "rejected by the broker: nothing was sent to the Runner");
+      assert.equal(readFileSync(join(dir, "a.txt"), "utf8"), "x x x\n");
+
+      const single = await dispatch("edit_project_files", edit({ occurrence: 1 }));
+      assert.equal(single.failure, undefined, single.failure?.detailCode);
+      assert.equal(executes.length, before + 1);
+      assert.equal(readFileSync(join(dir, "a.txt"), "utf8"), "y x x\n");
+    } finally {
+      await provisioner.close();
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("enforces the per-project concurrency limit across broker replicas with a structured rate_limited failure", async () => {

@@ -9,6 +9,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runnerCapabilityRows } from "./sources.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const schemaPath = resolve(here, "../../charts/webcodex/values.schema.json");
@@ -341,6 +342,9 @@ export const schema = {
       token: obj({ existingSecret: str(), existingSecretKey: str({ minLength: 1 }) }),
       extraEgress: arr(ref("egressRule")),
       resourceQuota: obj({ enabled: bool(), hard: ref("resourceList") }),
+      sensitiveWriteGlobs: arr(str({ minLength: 1, pattern: "\\S" })),
+      // The Runner refuses unknown names and the frozen baseline, so the chart does too.
+      disabledCapabilities: arr({ enum: runnerCapabilityRows().filter((r) => !r.baselineV2).map((r) => r.wire) }, { uniqueItems: true }),
     }),
     migrations: obj({
       enabled: bool(),

@@ -68,6 +68,21 @@ export function serviceEnvSpec(service) {
   return spec;
 }
 
+/**
+ * The Runner capability catalog (libs/contracts/src/capabilities.ts, one `{ id, wire, default,
+ * baselineV2 }` row per line): [{ id, wire, baselineV2 }] in wire order.
+ */
+export function runnerCapabilityRows() {
+  const src = readFileSync(join(root, "libs/contracts/src/capabilities.ts"), "utf8");
+  const rows = [...src.matchAll(/^\s*\{ id: "([A-Za-z]+)", wire: "([a-z0-9_]+)", default: false, baselineV2: (true|false) \},?$/gm)].map((m) => ({
+    id: m[1],
+    wire: m[2],
+    baselineV2: m[3] === "true",
+  }));
+  if (rows.length === 0) throw new Error("libs/contracts/src/capabilities.ts: no capability rows parsed");
+  return rows;
+}
+
 /** Keys of `interface RunnerPodTemplate` in the broker's Kubernetes provisioner. */
 export function runnerPodTemplateInterfaceKeys() {
   const src = readFileSync(join(root, "services/runner-broker/src/provisioning/kubernetes.ts"), "utf8");

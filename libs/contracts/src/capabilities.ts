@@ -1,26 +1,27 @@
 /**
- * Runner wire capabilities: one declaration table. Each row owns the typed id, the wire
- * name, its default (false: a Runner advertises a capability only because its binary
- * implements it) and whether it belongs to the frozen V2 baseline every generation-2 Runner
- * has. Catalog or baseline membership is never permission to advertise support.
+ * Runner wire capabilities: one declaration table. Each row owns, as columns, the typed id,
+ * the wire name, its default (false for every row: a Runner advertises a capability only
+ * because its binary implements it) and whether it belongs to the frozen V2 baseline every
+ * generation-2 Runner has. Row order is the wire serialization order. Catalog or baseline
+ * membership is never permission to advertise support.
  */
 export const RUNNER_PROTOCOL_GENERATION = 2;
 
 const rows = [
-  { id: "readFiles", wire: "read_files_v1", baselineV2: true },
-  { id: "searchTexts", wire: "search_texts_v1", baselineV2: true },
-  { id: "applyTextEdit", wire: "apply_text_edit_v1", baselineV2: true },
-  { id: "applyTextEditExpectedMatchCount", wire: "apply_text_edit_expected_match_count", baselineV2: false },
-  { id: "gitReview", wire: "git_review_v1", baselineV2: false },
-  { id: "processExecution", wire: "process_execution_v1", baselineV2: false },
-  { id: "shellExecution", wire: "shell_execution_v1", baselineV2: false },
-  { id: "bashLogin", wire: "bash_login_v1", baselineV2: false },
-  { id: "pythonScript", wire: "python_script_v1", baselineV2: false },
-  { id: "detachedJobs", wire: "detached_jobs_v1", baselineV2: false },
-  { id: "hostFileImport", wire: "host_file_import_v1", baselineV2: false },
+  { id: "readFiles", wire: "read_files_v1", default: false, baselineV2: true },
+  { id: "searchTexts", wire: "search_texts_v1", default: false, baselineV2: true },
+  { id: "applyTextEdit", wire: "apply_text_edit_v1", default: false, baselineV2: true },
+  { id: "applyTextEditExpectedMatchCount", wire: "apply_text_edit_expected_match_count", default: false, baselineV2: false },
+  { id: "gitReview", wire: "git_review_v1", default: false, baselineV2: false },
+  { id: "processExecution", wire: "process_execution_v1", default: false, baselineV2: false },
+  { id: "shellExecution", wire: "shell_execution_v1", default: false, baselineV2: false },
+  { id: "bashLogin", wire: "bash_login_v1", default: false, baselineV2: false },
+  { id: "pythonScript", wire: "python_script_v1", default: false, baselineV2: false },
+  { id: "detachedJobs", wire: "detached_jobs_v1", default: false, baselineV2: false },
+  { id: "hostFileImport", wire: "host_file_import_v1", default: false, baselineV2: false },
   /** Mutating calls carry the Project lease fence; a fence below the highest seen is refused. */
-  { id: "fencedExecution", wire: "fenced_execution_v1", baselineV2: false },
-] as const;
+  { id: "fencedExecution", wire: "fenced_execution_v1", default: false, baselineV2: false },
+] as const satisfies ReadonlyArray<{ id: string; wire: string; default: false; baselineV2: boolean }>;
 
 export type RunnerCapabilityId = (typeof rows)[number]["id"];
 export type RunnerCapabilityWire = (typeof rows)[number]["wire"];
@@ -28,6 +29,9 @@ export type RunnerCapabilityWire = (typeof rows)[number]["wire"];
 export interface RunnerCapabilityRow {
   readonly id: RunnerCapabilityId;
   readonly wire: RunnerCapabilityWire;
+  /** Value when a Runner does not advertise it: always false (absent means unsupported). */
+  readonly default: false;
+  /** Part of the frozen generation-2 baseline; its absence is a protocol fault. */
   readonly baselineV2: boolean;
 }
 
@@ -39,6 +43,11 @@ const byId = new Map<string, RunnerCapabilityRow>(rows.map((r) => [r.id, r]));
 
 export function runnerCapabilityWire(id: RunnerCapabilityId): RunnerCapabilityWire {
   return (byId.get(id) as RunnerCapabilityRow).wire;
+}
+
+/** The row with this wire name, or undefined for a name the catalog does not declare. */
+export function runnerCapabilityByWire(wire: string): RunnerCapabilityRow | undefined {
+  return byWire.get(wire);
 }
 
 /** A typed set of what one Runner advertised. Unknown wire names are ignored (newer Runner). */

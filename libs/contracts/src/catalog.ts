@@ -12,7 +12,7 @@ const path = str("Project-relative POSIX path.");
 const revision = str("read_revision from read_files; the change fails if the file changed since.");
 const timeoutMs = int("Kill after this many ms (default 120000, clamped to 600000).", { minimum: 1 });
 const waitMs = int("Return a pending job_id after this many ms (default 10000, clamped to 30000).", { minimum: 0 });
-const cwd = str("Working directory inside the project (default: root).");
+const cwd = str("Project-relative working directory (default: root).");
 const env = stringMap("Environment additions; the base environment is scrubbed.");
 const jobId = str("job_id from a pending result.");
 /** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
@@ -95,11 +95,15 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "read_files",
     category: "files",
-    description: "Read several files or line ranges in one call. Each item has content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item says truncated with next_start_line to continue. Binary files report binary:true without content.",
+    description: "Read several files or line ranges in one call. Each item has content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item says truncated: continue at next_start_line (+ next_start_column as start_column if a line was cut). Binary files report binary:true without content.",
     inputSchema: object(
       {
         project,
-        files: array(object({ path, start_line: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["path"]), "Up to 64 files or ranges.", { minItems: 1, maxItems: 64 }),
+        files: array(
+          object({ path, start_line: int(undefined, { minimum: 1 }), start_column: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["path"]),
+          "Up to 64 files or ranges.",
+          { minItems: 1, maxItems: 64 },
+        ),
         max_bytes_per_file: int("Per-file byte budget (default 65536, clamped to 1048576).", { minimum: 1 }),
         session_id: sessionId,
       },
@@ -110,6 +114,7 @@ const definitions: readonly ToolDefinition[] = [
     projectSuccess: (r) => compactBatch(r, "items"),
     implemented: true,
     clamps: [{ path: "max_bytes_per_file", ceiling: 1_048_576, minimum: 1 }],
+    requiredCapabilities: () => ["readFiles"],
   },
   {
     name: "list_project_files",
@@ -119,6 +124,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
     clamps: [{ path: "max_results", ceiling: 10_000, minimum: 1 }],
+    requiredCapabilities: () => ["searchTexts"],
   },
   {
     name: "search_project_texts",
@@ -141,6 +147,7 @@ const definitions: readonly ToolDefinition[] = [
     projectSuccess: (r) => compactBatch(r, "results"),
     implemented: true,
     clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }],
+    requiredCapabilities: () => ["searchTexts"],
   },
   {
     name: "edit_project_files",
@@ -253,7 +260,7 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "read_git_review_summary",
     category: "git",
-    description: "Per-file review summary (status, added/removed lines) against base (default HEAD), with totals.",
+    description: "Per-file review summary (status, added/removed lines) against base (default HEAD), with totals. A file whose line counts are unknown (binary, or untracked and not counted) says counts_unknown; the line totals are then lower bounds (lines_lower_bound).",
     inputSchema: object({ project, base: str("Commit-ish to compare against.") }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,

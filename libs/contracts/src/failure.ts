@@ -28,6 +28,8 @@ export const ReasonCode = {
   pathExists: "path_exists",
   notAFile: "not_a_file",
   binaryFile: "binary_file",
+  /** Too large for the tool to read whole (read_files hashes every byte for read_revision). */
+  fileTooLarge: "file_too_large",
   // edits
   staleReadRevision: "stale_read_revision",
   expectedMatchCountMismatch: "expected_match_count_mismatch",

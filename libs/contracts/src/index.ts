@@ -17,7 +17,7 @@ export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFa
 export type { ToolFailure, FailureOptions } from "./failure.js";
 export { validateToolArguments } from "./schema-validator.js";
 export type { SchemaViolation } from "./schema-validator.js";
-export { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog, runnerCapabilityWire, RunnerCapabilities } from "./capabilities.js";
+export { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog, runnerCapabilityWire, runnerCapabilityByWire, RunnerCapabilities } from "./capabilities.js";
 export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } from "./capabilities.js";
 // For contract tests and docs generation:
 export type { JsonSchema } from "./json-schema.js";

@@ -1,5 +1,8 @@
-import { readConfig } from "@webcodex/platform";
+import { runnerCapabilityByWire, runnerCapabilityCatalog } from "@webcodex/contracts";
+import type { RunnerCapabilityId } from "@webcodex/contracts";
+import { ConfigError, readConfig } from "@webcodex/platform";
 import type { Env } from "@webcodex/platform";
+import { globToRegExp } from "./workspace/path-policy.js";
 
 export const runnerConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8085, min: 0, max: 65535 },
@@ -13,13 +16,99 @@ export const runnerConfigSpec = {
   /** Runner credential (never a Host credential): sent on registration, required on Execute/Describe. */
   runnerToken: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
-  /** "on": programs are spawned by a small helper process (fast forks); "off": the Runner forks itself. */
-  spawnHost: { kind: "enum", env: "WEBCODEX_RUNNER_SPAWN_HOST", values: ["on", "off"], default: "on" },
 } as const;
 
-export const loadConfig = (env: Env) => readConfig(runnerConfigSpec, env);
+/** What a Runner's behaviour is configured from, whether it runs alone (`webcodex runner`) or embedded (`webcodex dev`). */
+export const runnerSettingsSpec = {
+  /** "on": programs are spawned by a small helper process (fast forks); "off": the Runner forks itself. */
+  spawnHost: { kind: "enum", env: "WEBCODEX_RUNNER_SPAWN_HOST", values: ["on", "off"], default: "on" },
+  /** Comma-separated project-relative globs refused for writes, replacing the defaults; `.git/` is refused regardless. */
+  sensitiveWriteGlobs: { kind: "string", env: "WEBCODEX_RUNNER_SENSITIVE_WRITE_GLOBS" },
+  /** Comma-separated capability wire names this Runner withholds: not advertised, and calls needing them refused. */
+  disabledCapabilities: { kind: "string", env: "WEBCODEX_RUNNER_DISABLED_CAPABILITIES" },
+} as const;
 
-/** WEBCODEX_RUNNER_SPAWN_HOST alone, for hosts of an in-process Runner (`webcodex dev`). */
-export function loadSpawnHostSetting(env: Env): boolean {
-  return readConfig({ spawnHost: runnerConfigSpec.spawnHost }, env).spawnHost === "on";
+export interface RunnerSettings {
+  spawnHost: boolean;
+  /** Absent: the workspace's default globs. */
+  sensitiveWriteGlobs?: string[];
+  disabledCapabilities: RunnerCapabilityId[];
+}
+
+export function loadConfig(env: Env) {
+  const problems: string[] = [];
+  const config = collect(problems, () => readConfig(runnerConfigSpec, env));
+  const settings = collect(problems, () => loadRunnerSettings(env));
+  if (config === undefined || settings === undefined) throw new ConfigError(problems);
+  return { ...config, ...settings };
+}
+
+/** The Runner settings alone, for hosts of an in-process Runner (`webcodex dev`). Every problem is reported in one ConfigError. */
+export function loadRunnerSettings(env: Env): RunnerSettings {
+  const raw = readConfig(runnerSettingsSpec, env);
+  const problems: string[] = [];
+  const settings: RunnerSettings = {
+    spawnHost: raw.spawnHost === "on",
+    disabledCapabilities: raw.disabledCapabilities === undefined ? [] : parseDisabledCapabilities(raw.disabledCapabilities, problems),
+  };
+  if (raw.sensitiveWriteGlobs !== undefined) settings.sensitiveWriteGlobs = parseGlobList(raw.sensitiveWriteGlobs, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return settings;
+}
+
+function collect<T>(problems: string[], read: () => T): T | undefined {
+  try {
+    return read();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(...error.problems);
+    return undefined;
+  }
+}
+
+const GLOBS_ENV = runnerSettingsSpec.sensitiveWriteGlobs.env;
+const CAPABILITIES_ENV = runnerSettingsSpec.disabledCapabilities.env;
+
+/** Splits at commas outside `{...}`, so a brace alternative such as `*.{pem,key}` stays one glob. */
+export function parseGlobList(value: string, problems: string[]): string[] {
+  const globs: string[] = [];
+  let depth = 0;
+  let current = "";
+  for (const ch of value) {
+    if (ch === "," && depth === 0) {
+      globs.push(current.trim());
+      current = "";
+      continue;
+    }
+    if (ch === "{") depth++;
+    else if (ch === "}" && depth > 0) depth--;
+    current += ch;
+  }
+  globs.push(current.trim());
+  if (depth > 0) problems.push(`${GLOBS_ENV}: unclosed "{" in ${JSON.stringify(value)}`);
+  const kept = globs.filter((g) => g !== "");
+  if (kept.length === 0) problems.push(`${GLOBS_ENV} lists no glob; unset it to keep the defaults`);
+  for (const glob of kept) {
+    try {
+      globToRegExp(glob);
+    } catch {
+      problems.push(`${GLOBS_ENV}: ${JSON.stringify(glob)} is not a valid glob`);
+    }
+  }
+  return kept;
+}
+
+function parseDisabledCapabilities(value: string, problems: string[]): RunnerCapabilityId[] {
+  const ids: RunnerCapabilityId[] = [];
+  for (const name of value.split(",").map((n) => n.trim()).filter((n) => n !== "")) {
+    const row = runnerCapabilityByWire(name);
+    if (row === undefined) {
+      problems.push(`${CAPABILITIES_ENV}: unknown capability ${JSON.stringify(name)} (known: ${runnerCapabilityCatalog.map((r) => r.wire).join(", ")})`);
+    } else if (row.baselineV2) {
+      problems.push(`${CAPABILITIES_ENV}: ${name} is in the frozen V2 baseline every Runner must advertise; it cannot be withheld`);
+    } else if (!ids.includes(row.id)) {
+      ids.push(row.id);
+    }
+  }
+  return ids;
 }

@@ -1,37 +1,52 @@
 /**
  * The tools this Runner binary implements, bound to one workspace and one executor, and
- * the capabilities it therefore advertises. The signal is the call's: when the caller
- * abandons a run_* call before it returns, its process is stopped.
+ * the capabilities it therefore advertises. Each tool names the wire capabilities its
+ * implementation provides; the advertised list is exactly their union (in catalog order)
+ * plus what the RunnerService provides around every handler, so nothing is advertised from
+ * catalog membership alone. The signal is the call's: when the caller abandons a run_* call
+ * before it returns, its process is stopped.
  */
-import type { RunnerHandlers } from "./runner-service.js";
+import { runnerCapabilityCatalog } from "@webcodex/contracts";
+import type { RunnerCapabilityId } from "@webcodex/contracts";
+import type { RunnerHandlers, ToolHandler } from "./runner-service.js";
 import type { Workspace } from "./workspace/index.js";
 import type { Executor } from "./exec/index.js";
 
 type Args = Record<string, unknown>;
 
+interface ImplementedTool {
+  /** The capabilities this implementation provides (each a prerequisite of some of its calls). */
+  capabilities: readonly RunnerCapabilityId[];
+  run: ToolHandler;
+}
+
+/** Enforced by the RunnerService every handler runs behind (stale fences are refused). */
+const SERVICE_CAPABILITIES: readonly RunnerCapabilityId[] = ["fencedExecution"];
+
 export function runnerHandlers(workspace: Workspace, executor: Executor): RunnerHandlers {
-  return {
-    tools: {
-      read_files: (a: Args) => workspace.readFiles(a as never),
-      list_project_files: (a: Args) => workspace.listProjectFiles(a as never),
-      search_project_texts: (a: Args) => workspace.searchProjectTexts(a as never),
-      edit_project_files: (a: Args) => workspace.editProjectFiles(a as never),
-      read_workspace_changes: (a: Args) => workspace.readWorkspaceChanges(a as never),
-      read_git_diff_hunks: (a: Args) => workspace.readGitDiffHunks(a as never),
-      read_git_review_summary: (a: Args) => workspace.readGitReviewSummary(a as never),
-      run_process: (a: Args, signal: AbortSignal) => executor.runProcess(a as never, signal),
+  const implemented: Record<string, ImplementedTool> = {
+    read_files: { capabilities: ["readFiles"], run: (a: Args) => workspace.readFiles(a as never) },
+    list_project_files: { capabilities: ["searchTexts"], run: (a: Args) => workspace.listProjectFiles(a as never) },
+    search_project_texts: { capabilities: ["searchTexts"], run: (a: Args) => workspace.searchProjectTexts(a as never) },
+    edit_project_files: { capabilities: ["applyTextEdit", "applyTextEditExpectedMatchCount"], run: (a: Args) => workspace.editProjectFiles(a as never) },
+    read_workspace_changes: { capabilities: ["gitReview"], run: (a: Args) => workspace.readWorkspaceChanges(a as never) },
+    read_git_diff_hunks: { capabilities: ["gitReview"], run: (a: Args) => workspace.readGitDiffHunks(a as never) },
+    read_git_review_summary: { capabilities: ["gitReview"], run: (a: Args) => workspace.readGitReviewSummary(a as never) },
+    run_process: { capabilities: ["processExecution"], run: (a: Args, signal: AbortSignal) => executor.runProcess(a as never, signal) },
+    run_shell: {
+      capabilities: ["shellExecution", "bashLogin"],
       // The catalog's run_shell default is sh; the executor's own default is not relied on.
-      run_shell: (a: Args, signal: AbortSignal) => executor.runShell({ ...(a as object), shell: (a["shell"] as "sh" | "bash" | undefined) ?? "sh" } as never, signal),
-      run_script: (a: Args, signal: AbortSignal) => executor.runScript(a as never, signal),
-      run_detached_process: (a: Args) => executor.runDetachedProcess(a as never),
-      observe_jobs: async (a: Args) => executor.observeJobs(a as never),
-      wait_for_job_terminal: (a: Args, signal: AbortSignal) => executor.waitForJobTerminal(a as never, signal),
+      run: (a: Args, signal: AbortSignal) => executor.runShell({ ...(a as object), shell: (a["shell"] as "sh" | "bash" | undefined) ?? "sh" } as never, signal),
     },
-    capabilities: [
-      "readFiles", "searchTexts", "applyTextEdit", "applyTextEditExpectedMatchCount", "gitReview",
-      "processExecution", "shellExecution", "bashLogin", "pythonScript", "detachedJobs",
-      // Enforced by the RunnerService every handler runs behind (stale fences are refused).
-      "fencedExecution",
-    ],
+    run_script: { capabilities: ["pythonScript"], run: (a: Args, signal: AbortSignal) => executor.runScript(a as never, signal) },
+    run_detached_process: { capabilities: ["detachedJobs"], run: (a: Args) => executor.runDetachedProcess(a as never) },
+    observe_jobs: { capabilities: [], run: async (a: Args) => executor.observeJobs(a as never) },
+    wait_for_job_terminal: { capabilities: [], run: (a: Args, signal: AbortSignal) => executor.waitForJobTerminal(a as never, signal) },
+  };
+  const provided = new Set<RunnerCapabilityId>(SERVICE_CAPABILITIES);
+  for (const tool of Object.values(implemented)) for (const id of tool.capabilities) provided.add(id);
+  return {
+    tools: Object.fromEntries(Object.entries(implemented).map(([name, tool]) => [name, tool.run])),
+    capabilities: runnerCapabilityCatalog.filter((row) => provided.has(row.id)).map((row) => row.id),
   };
 }

@@ -1,11 +1,12 @@
-export { createRunner, RUNNER_BUILD } from "./runner.js";
+export { createRunner, RUNNER_BUILD, runnerSettingsOptions } from "./runner.js";
 export type { Runner, RunnerOptions } from "./runner.js";
 export { createRunnerService, createFenceGuard } from "./runner-service.js";
 export type { RunnerHandlers, ToolHandler, RunnerServiceDeps, FenceGuard } from "./runner-service.js";
 export { startRegistration } from "./registration.js";
 export type { RegistrationLoop, RegistrationOptions } from "./registration.js";
 export { main } from "./main.js";
-export { loadSpawnHostSetting } from "./config.js";
+export { loadRunnerSettings } from "./config.js";
+export type { RunnerSettings } from "./config.js";
 export { createWorkspace } from "./workspace/index.js";
 export { createSpawnHost } from "./exec/spawn-host.js";
 export type { SpawnHost, SpawnHostOptions } from "./exec/spawn-host.js";

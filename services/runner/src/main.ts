@@ -3,7 +3,7 @@ import { RunnerBrokerService } from "@webcodex/proto";
 import { createLogger, createMetrics, createServiceTransport, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
-import { createRunner, RUNNER_BUILD } from "./runner.js";
+import { createRunner, RUNNER_BUILD, runnerSettingsOptions } from "./runner.js";
 import { startRegistration } from "./registration.js";
 
 /**
@@ -18,7 +18,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const metrics = createMetrics();
   const token = config.runnerToken ? { runnerToken: config.runnerToken } : {};
   const runner = createRunner({
-    root: config.root, logger, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), spawnHost: config.spawnHost === "on",
+    root: config.root, logger, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), ...runnerSettingsOptions(config),
   });
   const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics, logger });
   const registration = startRegistration({

@@ -1,6 +1,7 @@
 /**
- * The RunnerService: executes canonical tool calls in one workspace. Each handler names the
- * wire capabilities it implements; the Runner advertises exactly those and nothing else.
+ * The RunnerService: executes canonical tool calls in one workspace. It advertises the
+ * capabilities its handlers implement (less any withheld by configuration) and refuses a call
+ * whose prerequisites are not among them.
  * Mutating calls are fenced: a call carrying a fence lower than the highest this Runner has
  * seen (from a dispatch or from the broker's lease grants) is rejected before it runs.
  */
@@ -8,7 +9,7 @@ import { timingSafeEqual, createHash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "@webcodex/proto";
-import { FailureStage, isToolFailureError, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, toolDefinition, toolFailure } from "@webcodex/contracts";
+import { FailureStage, isToolFailureError, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { failureToWire, RUNNER_TOKEN_HEADER } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
@@ -18,7 +19,7 @@ export type ToolHandler = (args: Record<string, unknown>, signal: AbortSignal) =
 export interface RunnerHandlers {
   /** Canonical tool name → handler. */
   tools: Record<string, ToolHandler>;
-  /** What this binary implements; advertised as is. */
+  /** What this Runner advertises; a call needing anything else is refused before its handler runs. */
   capabilities: readonly RunnerCapabilityId[];
 }
 
@@ -69,8 +70,21 @@ export interface RunnerServiceDeps {
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
+/** Capabilities `tool` needs for these arguments that this Runner does not advertise. */
+function missingCapabilities(tool: string, argumentsJson: string, advertised: RunnerCapabilities): RunnerCapabilityId[] {
+  let args: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(argumentsJson);
+    if (typeof parsed === "object" && parsed !== null) args = parsed as Record<string, unknown>;
+  } catch {
+    // Unparseable arguments fail later, where the handler would get them.
+  }
+  return (toolDefinition(tool)?.requiredCapabilities?.(args) ?? []).filter((id) => !advertised.has(id));
+}
+
 export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof RunnerService> {
-  const capabilities = new RunnerCapabilities(deps.handlers.capabilities).toWire();
+  const advertised = new RunnerCapabilities(deps.handlers.capabilities);
+  const capabilities = advertised.toWire();
   const fence = deps.fence ?? createFenceGuard();
   const expected = deps.runnerToken ? digest(deps.runnerToken) : undefined;
   const authorize = (headers: Headers) => {
@@ -86,6 +100,19 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
       // The broker routes by Project; a call for another root is refused before anything runs.
       if (req.rootIdentity && req.rootIdentity !== (await deps.rootIdentity())) {
         return { resultJson: "", failure: failureToWire(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, { detail_code: "root_identity_mismatch" })) };
+      }
+      // The broker checks prerequisites before dispatch; this holds the line for a capability
+      // the Runner withholds (or a caller that skipped the broker): nothing runs without it.
+      const missing = missingCapabilities(req.tool, req.argumentsJson, advertised);
+      if (missing.length > 0) {
+        return {
+          resultJson: "",
+          failure: failureToWire(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
+            detail_code: runnerCapabilityWire(missing[0] as RunnerCapabilityId),
+            evidence: { missing_capabilities: missing.map(runnerCapabilityWire), runner_build: deps.build },
+            message: "This Runner does not offer a capability the call needs; nothing was run.",
+          })),
+        };
       }
       const callFence = Number(req.fence);
       const mutating = toolDefinition(req.tool)?.effect !== "read_only";

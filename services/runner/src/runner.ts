@@ -6,6 +6,8 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { RunnerService } from "@webcodex/proto";
+import { runnerCapabilityWire } from "@webcodex/contracts";
+import type { RunnerCapabilityId } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import { createWorkspace } from "./workspace/index.js";
 import { runnerHandlers } from "./handlers.js";
@@ -14,6 +16,7 @@ import { createSpawnHost } from "./exec/spawn-host.js";
 import { createDirectSpawner } from "./exec/spawner.js";
 import { createFenceGuard, createRunnerService } from "./runner-service.js";
 import type { FenceGuard, RunnerHandlers } from "./runner-service.js";
+import type { RunnerSettings } from "./config.js";
 
 export const RUNNER_BUILD = "webcodex-runner/0.1.0";
 
@@ -40,14 +43,35 @@ export interface RunnerOptions {
    * whose fork cost grows with its memory (WEBCODEX_RUNNER_SPAWN_HOST; default true).
    */
   spawnHost?: boolean;
+  /** Globs refused for writes, replacing the defaults; `.git/` is refused regardless (WEBCODEX_RUNNER_SENSITIVE_WRITE_GLOBS). */
+  sensitiveWriteGlobs?: readonly string[];
+  /**
+   * Capabilities this Runner withholds although its binary implements them: not advertised,
+   * and calls needing them refused (WEBCODEX_RUNNER_DISABLED_CAPABILITIES).
+   */
+  disabledCapabilities?: readonly RunnerCapabilityId[];
+}
+
+/** The RunnerOptions a Runner's settings (WEBCODEX_RUNNER_* variables) select: one mapping for `webcodex runner` and `webcodex dev`. */
+export function runnerSettingsOptions(settings: RunnerSettings): Pick<RunnerOptions, "spawnHost" | "sensitiveWriteGlobs" | "disabledCapabilities"> {
+  return {
+    spawnHost: settings.spawnHost,
+    disabledCapabilities: settings.disabledCapabilities,
+    ...(settings.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: settings.sensitiveWriteGlobs }),
+  };
 }
 
 export function createRunner(options: RunnerOptions): Runner {
   const spawner =
     options.spawnHost === false ? createDirectSpawner() : createSpawnHost({ logger: options.logger.child({ component: "spawn-host" }) });
-  const workspace = createWorkspace({ root: options.root, spawner });
+  const workspace = createWorkspace({
+    root: options.root, spawner, ...(options.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: [...options.sensitiveWriteGlobs] }),
+  });
   const executor = createExecutor({ root: options.root, spawner });
-  const handlers = runnerHandlers(workspace, executor);
+  const implemented = runnerHandlers(workspace, executor);
+  const withheld = new Set(options.disabledCapabilities ?? []);
+  const handlers: RunnerHandlers = { tools: implemented.tools, capabilities: implemented.capabilities.filter((id) => !withheld.has(id)) };
+  if (withheld.size > 0) options.logger.info("capabilities withheld by configuration", { capabilities: [...withheld].map(runnerCapabilityWire) });
   const runnerId = options.runnerId ?? `runner-${hostname()}-${randomBytes(4).toString("hex")}`;
   let identity: Promise<string> | undefined;
   const rootIdentity = () => (identity ??= workspace.rootIdentity());

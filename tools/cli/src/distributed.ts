@@ -44,6 +44,8 @@ export interface DistributedOptions {
   clientId: string;
   /** Passed to the gateway as is (WEBCODEX_DEV_TOKEN / WEBCODEX_DEV_TOKENS_FILE). */
   gatewayEnv: Record<string, string>;
+  /** Passed to the Runner as is (WEBCODEX_RUNNER_SPAWN_HOST, _SENSITIVE_WRITE_GLOBS, _DISABLED_CAPABILITIES). */
+  runnerEnv?: Record<string, string>;
   extraEnv?: Record<string, string>;
   heartbeatIntervalMs?: number;
   /** Where child output goes; default: inherit. */
@@ -106,7 +108,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
         };
       case "runner":
         return {
-          ...base, WEBCODEX_RUNNER_ROOT: projectDir, WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"),
+          ...base, ...o.runnerEnv, WEBCODEX_RUNNER_ROOT: projectDir, WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"),
           WEBCODEX_RUNNER_CLIENT_ID: o.clientId, WEBCODEX_RUNNER_PROJECT_ID: projectIdFor(projectDir),
         };
     }

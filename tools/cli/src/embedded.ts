@@ -20,7 +20,8 @@ import {
   createJobStore, createLeaseStore, createMemoryLeaseBackend, createMemoryLiveJobBackend, createMemoryRunnerRegistry,
   createPostgresFenceHighWaterMark, createRunnerBroker, migrateRunnerBroker, startJobReconciler,
 } from "@webcodex/runner-broker";
-import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
+import { createRunner, RUNNER_BUILD, runnerSettingsOptions, startRegistration } from "@webcodex/runner";
+import type { RunnerSettings } from "@webcodex/runner";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
 import type { Gateway, GatewayDeps, StaticTokenEntry } from "@webcodex/gateway";
 
@@ -41,8 +42,11 @@ export interface EmbeddedOptions {
   rateLimit?: GatewayDeps["rateLimit"];
   /** ActionAudit retention and partition maintenance (default: 90 days, 7 ahead, hourly). */
   auditRetention?: AuditRetentionConfig;
-  /** Runner spawns through its spawn host (WEBCODEX_RUNNER_SPAWN_HOST; default true). */
-  spawnHost?: boolean;
+  /**
+   * The local Runner's settings, read from the same WEBCODEX_RUNNER_* variables as
+   * `webcodex runner` (spawn host, sensitive write globs, withheld capabilities).
+   */
+  runner?: RunnerSettings;
   logger: Logger;
 }
 
@@ -75,7 +79,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
 
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5_000;
   const runner = createRunner({
-    root: projectDir, logger: logger.child({ component: "runner" }), ...(options.spawnHost === undefined ? {} : { spawnHost: options.spawnHost }),
+    root: projectDir, logger: logger.child({ component: "runner" }), ...(options.runner === undefined ? {} : runnerSettingsOptions(options.runner)),
   });
   // In-process hops run in SERVER spans named like the distributed services, so a trace shows
   // the same services in both modes.

@@ -10,7 +10,7 @@ import type { LogLevel } from "@webcodex/platform";
 import { parseDevTokensFile } from "@webcodex/gateway";
 import type { StaticTokenEntry } from "@webcodex/gateway";
 import { loadRetentionConfig } from "@webcodex/audit";
-import { loadSpawnHostSetting } from "@webcodex/runner";
+import { loadRunnerSettings } from "@webcodex/runner";
 import { defaultDataDir, startEmbedded } from "./embedded.js";
 import type { EmbeddedOptions } from "./embedded.js";
 import { startDistributed, SERVICES } from "./distributed.js";
@@ -86,7 +86,7 @@ export async function run(argv: string[]): Promise<void> {
       const telemetry = await startTelemetry("webcodex-dev", env, logger);
       const embedded = await startEmbedded({
         projectDir: values.project, port: Number(values.port), host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env),
-        auditRetention: loadRetentionConfig(env), spawnHost: loadSpawnHostSetting(env),
+        auditRetention: loadRetentionConfig(env), runner: loadRunnerSettings(env),
       });
       process.stdout.write(`WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`);
       const stop = () => void embedded.close().then(() => telemetry.shutdown()).then(() => process.exit(0), () => process.exit(1));
@@ -105,7 +105,13 @@ export async function run(argv: string[]): Promise<void> {
       for (const [name, value] of Object.entries(env)) {
         if (value !== undefined && /^WEBCODEX_(OAUTH_|RATE_LIMIT|READ_ONLY_CLIENTS$)/.test(name)) gatewayEnv[name] = value;
       }
-      const stack = await startDistributed({ basePort: Number(values.port), postgresUrl, redisUrl, projectDir: values.project, clientId, gatewayEnv });
+      // The local Runner's settings reach it as they reach the embedded one (`webcodex dev`).
+      const runnerEnv: Record<string, string> = {};
+      for (const [name, value] of Object.entries(env)) {
+        if (value !== undefined && /^WEBCODEX_RUNNER_(SPAWN_HOST|SENSITIVE_WRITE_GLOBS|DISABLED_CAPABILITIES)$/.test(name)) runnerEnv[name] = value;
+      }
+      loadRunnerSettings(runnerEnv); // a bad value fails here, before any process starts
+      const stack = await startDistributed({ basePort: Number(values.port), postgresUrl, redisUrl, projectDir: values.project, clientId, gatewayEnv, runnerEnv });
       process.stdout.write(`WebCodex is running (distributed, ${SERVICES.length} processes).\n  MCP URL: ${stack.mcpUrl}\n${shown ? `  Token:   ${shown}\n` : ""}`);
       const stop = () => void stack.stop().then(() => process.exit(0));
       process.once("SIGINT", stop);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ReasonCode } from "@webcodex/contracts";
+import { isToolFailureError, ReasonCode } from "@webcodex/contracts";
 import { failsWith, tempRoot } from "./exec-fixtures.js";
 import { resolveCwd } from "./resolve-cwd.js";
 
@@ -24,20 +24,27 @@ describe("resolveCwd", () => {
     assert.deepEqual(await resolveCwd(root, undefined), { absolute: root, relative: "." });
   });
 
-  it("accepts nested, dotted and absolute paths that stay inside", async () => {
+  it("accepts nested and dotted project-relative paths, reporting the real directory", async () => {
     assert.equal((await resolveCwd(root, "src/lib")).relative, "src/lib");
     assert.equal((await resolveCwd(root, "src/../src/lib/..")).relative, "src");
-    assert.equal((await resolveCwd(root, path.join(root, "src"))).relative, "src");
     assert.equal((await resolveCwd(root, "inside/lib")).relative, "src/lib");
+    assert.deepEqual(await resolveCwd(root, "."), { absolute: root, relative: "." });
+    assert.deepEqual(await resolveCwd(root, ""), { absolute: root, relative: "." });
   });
 
-  it("refuses '..' escapes, absolute outside paths and outward symlinks", async () => {
-    const outside = failsWith(ReasonCode.pathOutsideProject);
-    await assert.rejects(resolveCwd(root, ".."), outside);
-    await assert.rejects(resolveCwd(root, "src/../../x"), outside);
-    await assert.rejects(resolveCwd(root, "/etc"), outside);
-    await assert.rejects(resolveCwd(root, "escape"), outside);
-    await assert.rejects(resolveCwd(root, "escape/tmp"), outside);
+  it("refuses absolute paths even inside the root, like every other project path", async () => {
+    await assert.rejects(resolveCwd(root, path.join(root, "src")), failsWith(ReasonCode.pathOutsideProject, "absolute_path"));
+    await assert.rejects(resolveCwd(root, root), failsWith(ReasonCode.pathOutsideProject, "absolute_path"));
+  });
+
+  it("refuses '..' escapes (existing or not) and outward symlinks, naming the cwd field", async () => {
+    await assert.rejects(resolveCwd(root, ".."), failsWith(ReasonCode.pathOutsideProject, "parent_escape"));
+    await assert.rejects(resolveCwd(root, "src/../../no-such-dir"), failsWith(ReasonCode.pathOutsideProject, "parent_escape"));
+    await assert.rejects(resolveCwd(root, "/etc"), failsWith(ReasonCode.pathOutsideProject, "absolute_path"));
+    await assert.rejects(resolveCwd(root, "escape"), failsWith(ReasonCode.pathOutsideProject, "symlink_escape"));
+    await assert.rejects(resolveCwd(root, "escape/tmp"), failsWith(ReasonCode.pathOutsideProject, "symlink_escape"));
+    await assert.rejects(resolveCwd(root, "escape/no-such-dir"), failsWith(ReasonCode.pathOutsideProject));
+    await assert.rejects(resolveCwd(root, ".."), (error: unknown) => isToolFailureError(error) && error.failure.evidence?.["field"] === "cwd" && error.failure.failure_stage === "resolution");
   });
 
   it("reports a missing directory as path_not_found and a file as invalid", async () => {

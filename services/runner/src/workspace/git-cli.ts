@@ -33,15 +33,43 @@ function gitEnv(): Record<string, string> {
 
 /** Runs git in `git.cwd`; exit codes outside `okCodes` become `git_failed`. */
 export function runGit(git: GitContext, args: readonly string[], okCodes: readonly number[] = [0]): Promise<GitOutput> {
+  return execGit(git, args, okCodes, MAX_OUTPUT_BYTES, false).then(({ output }) => output);
+}
+
+export interface BoundedGitOutput {
+  stdout: string;
+  /** git wrote more than `maxBytes`: stdout holds only its first part and git was stopped. */
+  cut: boolean;
+}
+
+/**
+ * Runs git for an observation that may be larger than is worth reading: past `maxBytes` of
+ * stdout git is stopped and what was read is returned with `cut: true`, so the caller can
+ * report a bounded, explicitly incomplete answer instead of failing.
+ */
+export async function runGitBounded(git: GitContext, args: readonly string[], maxBytes: number): Promise<BoundedGitOutput> {
+  const { output, cut } = await execGit(git, args, [0], maxBytes, true);
+  return { stdout: output.stdout, cut };
+}
+
+function execGit(
+  git: GitContext,
+  args: readonly string[],
+  okCodes: readonly number[],
+  maxBytes: number,
+  acceptCut: boolean,
+): Promise<{ output: GitOutput; cut: boolean }> {
   return new Promise((resolve, reject) => {
-    execFileVia(git.spawner, "git", [...CONFIG, ...args], { cwd: git.cwd, env: gitEnv(), maxBuffer: MAX_OUTPUT_BYTES }, (error, stdout, stderr) => {
+    execFileVia(git.spawner, "git", [...CONFIG, ...args], { cwd: git.cwd, env: gitEnv(), maxBuffer: maxBytes }, (error, stdout, stderr) => {
       if (error === null) {
-        resolve({ code: 0, stdout, stderr });
+        resolve({ output: { code: 0, stdout, stderr }, cut: false });
         return;
       }
       const code = error.code;
       if (code === "ENOENT") {
         reject(new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, FailureStage.observation, { detail_code: "git_unavailable" })));
+      } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER" && acceptCut) {
+        resolve({ output: { code: 0, stdout, stderr }, cut: true });
       } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") {
         reject(
           new ToolFailureError(
@@ -52,7 +80,7 @@ export function runGit(git: GitContext, args: readonly string[], okCodes: readon
           ),
         );
       } else if (typeof code === "number" && okCodes.includes(code)) {
-        resolve({ code, stdout, stderr });
+        resolve({ output: { code, stdout, stderr }, cut: false });
       } else {
         reject(
           new ToolFailureError(

@@ -3,7 +3,10 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
+import { createDirectSpawner } from "../exec/spawner.js";
 import { expectFailure, git, tempWorkspace, writeTree } from "./fixtures.js";
+import { runGitBounded } from "./git-cli.js";
+import { MAX_COUNTED_UNTRACKED } from "./git-review.js";
 import type { TextHunk } from "./types.js";
 
 async function repoWithChanges() {
@@ -27,7 +30,7 @@ describe("git review", () => {
     assert.match(result.head ?? "", /^[0-9a-f]{40}$/);
     assert.deepEqual(result.changes, [
       { path: "added.txt", status: "added", added_lines: 2, removed_lines: 0 },
-      { path: "bin.dat", status: "untracked", binary: true },
+      { path: "bin.dat", status: "untracked", counts_unknown: true, binary: true },
       { path: "drop.txt", status: "deleted", added_lines: 0, removed_lines: 1 },
       { path: "keep.txt", status: "modified", added_lines: 2, removed_lines: 1 },
       { path: "new name.txt", status: "renamed", previous_path: "old name.txt", added_lines: 0, removed_lines: 0 },
@@ -75,6 +78,16 @@ describe("git review", () => {
     assert.deepEqual(onlyX.hunks.map((h) => h.path), ["x.txt"]);
   });
 
+  it("a git observation past its byte cap returns the part read and says it was cut", async () => {
+    const { root } = await repoWithChanges();
+    const git = { cwd: root, spawner: createDirectSpawner() };
+    const whole = await runGitBounded(git, ["diff", "HEAD"], 1 << 20);
+    assert.equal(whole.cut, false);
+    const cut = await runGitBounded(git, ["diff", "HEAD"], 64);
+    assert.equal(cut.cut, true);
+    assert.ok(cut.stdout.length <= 64 && whole.stdout.startsWith(cut.stdout), "a prefix of the whole output");
+  });
+
   it("read_git_diff_hunks marks binary diffs", async () => {
     const { root, ws } = await tempWorkspace({ "img.bin": Buffer.from([0, 1, 2]) });
     git(root, "init", "-q");
@@ -91,7 +104,8 @@ describe("git review", () => {
     const summary = await ws.readGitReviewSummary({});
     assert.equal(summary.base, "HEAD");
     assert.equal(summary.base_commit, first);
-    assert.deepEqual(summary.totals, { files: 6, added_lines: 7, removed_lines: 2 });
+    // bin.dat has no line counts: the sums cover the other five and say they are lower bounds.
+    assert.deepEqual(summary.totals, { files: 6, added_lines: 7, removed_lines: 2, lines_lower_bound: true, files_with_unknown_counts: 1 });
     git(root, "add", "-A");
     git(root, "commit", "-q", "-m", "second");
     const againstFirst = await ws.readGitReviewSummary({ base: first });
@@ -103,6 +117,31 @@ describe("git review", () => {
     const failure = await expectFailure(ws.readGitReviewSummary({ base: "no-such-branch" }), ReasonCode.invalidValue);
     assert.equal(failure.detail_code, "unknown_base");
     await expectFailure(ws.readGitReviewSummary({ base: "--output=/tmp/x" }), ReasonCode.invalidValue);
+  });
+
+  it("read_git_review_summary flags uncounted files as unknown, not zero or text, and its totals as lower bounds", async () => {
+    const files: Record<string, string> = { "tracked.txt": "a\n" };
+    const { root, ws } = await tempWorkspace(files);
+    git(root, "init", "-q");
+    git(root, "add", "-A");
+    git(root, "commit", "-q", "-m", "init");
+    const exact = await ws.readGitReviewSummary({});
+    assert.deepEqual(exact.totals, { files: 0, added_lines: 0, removed_lines: 0 }, "no unknowns: exact totals without flags");
+    const untracked: Record<string, string> = {};
+    for (let i = 0; i <= MAX_COUNTED_UNTRACKED; i++) untracked[`u/${String(i).padStart(4, "0")}.txt`] = "one\ntwo\n";
+    await writeTree(root, untracked);
+    const summary = await ws.readGitReviewSummary({});
+    const unknown = summary.files.filter((f) => f.counts_unknown === true);
+    assert.equal(unknown.length, 1, "one untracked file beyond the counting cap");
+    assert.equal(unknown[0]?.added_lines, undefined);
+    assert.equal(unknown[0]?.binary, undefined, "not inspected: binary stays unknown, never false");
+    assert.deepEqual(summary.totals, {
+      files: MAX_COUNTED_UNTRACKED + 1,
+      added_lines: 2 * MAX_COUNTED_UNTRACKED,
+      removed_lines: 0,
+      lines_lower_bound: true,
+      files_with_unknown_counts: 1,
+    });
   });
 
   it("works on a repository without commits", async () => {

@@ -1,14 +1,14 @@
 /**
  * Git review observations: what changed in the work tree (against HEAD or a base), and the
  * bounded hunks. Paths are relative to the workspace root (`--relative`), untracked files are
- * listed with their line count when it is cheap to know, and absent counts mean "unknown",
- * never zero.
+ * listed with their line count when it is cheap to know. Unknown counts are absent and flagged
+ * (counts_unknown), never zero, and totals that miss them say they are lower bounds.
  */
 import { lstat, readFile } from "node:fs/promises";
 import path from "node:path";
 import { FailureStage, ReasonCode, fail } from "@webcodex/contracts";
 import type { Spawner } from "../exec/spawner.js";
-import { assertGitRepository, currentBranch, emptyTree, headCommit, resolveCommit, runGit, type GitContext } from "./git-cli.js";
+import { assertGitRepository, currentBranch, emptyTree, headCommit, resolveCommit, runGit, runGitBounded, type GitContext } from "./git-cli.js";
 import type { PathResolver } from "./path-policy.js";
 import { isBinary, lineStarts } from "./text-bytes.js";
 import { parseNameStatus, parseNumStat, parseUnifiedDiff } from "./unified-diff.js";
@@ -18,6 +18,7 @@ import type {
   GitDiffHunksResult,
   GitReviewSummaryRequest,
   GitReviewSummaryResult,
+  ReviewTotals,
   WorkspaceChangesResult,
 } from "./types.js";
 
@@ -25,10 +26,12 @@ export const DEFAULT_MAX_HUNKS = 50;
 export const DEFAULT_CONTEXT_LINES = 3;
 export const MAX_HUNK_LINES = 200;
 export const MAX_HUNK_LINE_CHARS = 1000;
+/** Bytes of `git diff` read per call; past it the answer is cut and says so. */
+export const MAX_DIFF_OUTPUT_BYTES = 16 * 1024 * 1024;
 /** Listed changed files per call; the totals still cover every file. */
 export const MAX_LISTED_CHANGES = 1000;
 /** Untracked files whose lines are counted, and the size above which they are not. */
-const MAX_COUNTED_UNTRACKED = 200;
+export const MAX_COUNTED_UNTRACKED = 200;
 const MAX_COUNTED_BYTES = 8 * 1024 * 1024;
 
 const DIFF = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", "--relative"];
@@ -56,11 +59,7 @@ export async function readGitReviewSummary(resolver: PathResolver, spawner: Spaw
   if (base === "HEAD") baseCommit = await headCommit(git);
   else baseCommit = await resolveCommit(git, base);
   const files = await collectChanges(git, baseCommit ?? (await emptyTree(git)));
-  const totals = { files: files.length, added_lines: 0, removed_lines: 0 };
-  for (const file of files) {
-    totals.added_lines += file.added_lines ?? 0;
-    totals.removed_lines += file.removed_lines ?? 0;
-  }
+  const totals = reviewTotals(files);
   const result: GitReviewSummaryResult = {
     base,
     files: files.slice(0, MAX_LISTED_CHANGES),
@@ -89,9 +88,30 @@ export async function readGitDiffHunks(resolver: PathResolver, spawner: Spawner,
   }
   await assertGitRepository(git);
   const base = (await headCommit(git)) ?? (await emptyTree(git));
-  const out = await runGit(git, [...DIFF, `-U${contextLines}`, "--src-prefix=a/", "--dst-prefix=b/", base, "--", ...pathspecs]);
-  const parsed = parseUnifiedDiff(out.stdout, { maxHunks, maxLinesPerHunk: MAX_HUNK_LINES, maxLineChars: MAX_HUNK_LINE_CHARS });
-  return { hunks: parsed.hunks, total_hunks: parsed.totalHunks, truncated: parsed.totalHunks > parsed.hunks.length };
+  const out = await runGitBounded(git, [...DIFF, `-U${contextLines}`, "--src-prefix=a/", "--dst-prefix=b/", base, "--", ...pathspecs], MAX_DIFF_OUTPUT_BYTES);
+  const parsed = parseUnifiedDiff(out.stdout, { maxHunks, maxLinesPerHunk: MAX_HUNK_LINES, maxLineChars: MAX_HUNK_LINE_CHARS }, { cut: out.cut });
+  const result: GitDiffHunksResult = { hunks: parsed.hunks, total_hunks: parsed.totalHunks, truncated: out.cut || parsed.totalHunks > parsed.hunks.length };
+  if (out.cut) result.total_is_lower_bound = true;
+  return result;
+}
+
+/** Line sums over the known counts; files without counts make them lower bounds, never zeros. */
+export function reviewTotals(files: readonly FileChangeStat[]): ReviewTotals {
+  const totals: ReviewTotals = { files: files.length, added_lines: 0, removed_lines: 0 };
+  let unknown = 0;
+  for (const file of files) {
+    if (file.added_lines === undefined || file.removed_lines === undefined) {
+      unknown++;
+      continue;
+    }
+    totals.added_lines += file.added_lines;
+    totals.removed_lines += file.removed_lines;
+  }
+  if (unknown > 0) {
+    totals.lines_lower_bound = true;
+    totals.files_with_unknown_counts = unknown;
+  }
+  return totals;
 }
 
 /** Tracked changes of the work tree against `base` (staged and unstaged together) plus untracked files, sorted by path. */
@@ -106,10 +126,12 @@ async function collectChanges(git: GitContext, base: string): Promise<FileChange
     const change: FileChangeStat = { path: entry.path, status: entry.status };
     if (entry.previous_path !== undefined) change.previous_path = entry.previous_path;
     const stat = counts.get(entry.path);
-    if (stat?.binary === true) change.binary = true;
-    else if (stat?.added !== undefined && stat.removed !== undefined) {
+    if (stat?.binary !== true && stat?.added !== undefined && stat.removed !== undefined) {
       change.added_lines = stat.added;
       change.removed_lines = stat.removed;
+    } else {
+      change.counts_unknown = true;
+      if (stat?.binary === true) change.binary = true;
     }
     return change;
   });
@@ -118,12 +140,13 @@ async function collectChanges(git: GitContext, base: string): Promise<FileChange
   const untrackedChanges = await Promise.all(
     untracked.map(async (relPath, index): Promise<FileChangeStat> => {
       const change: FileChangeStat = { path: relPath, status: "untracked" };
-      if (index >= MAX_COUNTED_UNTRACKED) return change;
-      const counted = await countLines(path.join(git.cwd, relPath));
-      if (counted === "binary") change.binary = true;
-      else if (counted !== undefined) {
+      const counted = index < MAX_COUNTED_UNTRACKED ? await countLines(path.join(git.cwd, relPath)) : undefined;
+      if (typeof counted === "number") {
         change.added_lines = counted;
         change.removed_lines = 0;
+      } else {
+        change.counts_unknown = true;
+        if (counted === "binary") change.binary = true;
       }
       return change;
     }),

@@ -64,7 +64,7 @@ export function createPathPolicy(root: string, sensitiveWriteGlobs: readonly str
       const rootReal = await realRoot(root);
       return {
         rootReal,
-        resolve: (input, options) => resolveIn(rootReal, input, options ?? {}),
+        resolve: (input, options) => resolveProjectPath(rootReal, input, options ?? {}),
         assertWritable(resolved) {
           if (resolved.rel === "" || isSensitive(resolved.rel) || isSensitive(resolved.realRel)) {
             fail(ReasonCode.sensitivePath, FailureStage.resolution, {
@@ -117,7 +117,11 @@ export function normalizeProjectPath(input: string): string {
   return normalized;
 }
 
-async function resolveIn(rootReal: string, input: string, options: ResolveOptions): Promise<ResolvedPath> {
+/**
+ * Resolves a model-supplied path against an already real root: the one check every tool's
+ * paths go through (file tools via PathResolver, the executor's cwd directly).
+ */
+export async function resolveProjectPath(rootReal: string, input: string, options: ResolveOptions = {}): Promise<ResolvedPath> {
   const rel = normalizeProjectPath(input);
   if (rel === "") {
     if (options.allowRoot !== true) {

@@ -1,8 +1,12 @@
 import assert from "node:assert/strict";
-import { mkdir, symlink } from "node:fs/promises";
+import { mkdir, symlink, truncate, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { readItem, tempWorkspace } from "./fixtures.js";
+import { createPathPolicy } from "./path-policy.js";
+import { DEFAULT_READ_LIMITS, MAX_READ_FILE_BYTES, readFiles } from "./read-files.js";
+import { detectLineEnding, LineIndex, readRevision } from "./text-bytes.js";
+import type { ReadTextItem } from "./types.js";
 
 const numbered = (count: number): string => Array.from({ length: count }, (_, i) => `line ${i + 1}\n`).join("");
 
@@ -56,11 +60,106 @@ describe("read_files", () => {
     assert.ok(calls > 5);
   });
 
-  it("cuts a single line longer than the budget at a character boundary and says so", async () => {
+  it("cuts a single line longer than the budget at a character boundary and continues at the next column", async () => {
     const { ws } = await tempWorkspace({ "a.txt": "é".repeat(100) + "\nnext\n" });
     const item = await readItem(ws, "a.txt", {}, 51);
     assert.equal(item.content, "é".repeat(25));
-    assert.deepEqual([item.truncated, item.line_truncated, item.end_line, item.next_start_line], [true, true, 1, 2]);
+    assert.deepEqual([item.truncated, item.line_truncated, item.end_line, item.next_start_line, item.next_start_column], [true, true, 1, 1, 26]);
+    assert.equal(item.truncated_by, "max_bytes_per_file");
+    const rest = await readItem(ws, "a.txt", { start_line: 1, start_column: 26 }, 1000);
+    assert.equal(rest.content, "é".repeat(75) + "\nnext\n", "the rest of the long line is not skipped");
+    assert.deepEqual([rest.start_line, rest.start_column, rest.end_line, rest.truncated], [1, 26, 2, false]);
+  });
+
+  it("an over-long last line of the range still says how to continue", async () => {
+    const { ws } = await tempWorkspace({ "a.txt": "short\n" + "x".repeat(300) + "\nafter\n" });
+    const item = await readItem(ws, "a.txt", { start_line: 2, end_line: 2 }, 100);
+    assert.deepEqual([item.content.length, item.truncated, item.next_start_line, item.next_start_column], [100, true, 2, 101]);
+    const rest = await readItem(ws, "a.txt", { start_line: 2, start_column: 101, end_line: 2 }, 1000);
+    assert.deepEqual([rest.content, rest.end_line, rest.truncated], ["x".repeat(200) + "\n", 2, false]);
+  });
+
+  it("continuing with next_start_line and next_start_column reassembles the file exactly", async () => {
+    const text = ["tiny", "ü".repeat(40) + "✓".repeat(30), "", "mid 😀 line\r", "z".repeat(90)].join("\n") + "\nlast without newline";
+    const { ws } = await tempWorkspace({ "a.txt": text });
+    for (const budget of [1, 2, 3, 7, 33, 64]) {
+      let content = "";
+      let start: { start_line: number; start_column?: number } = { start_line: 1 };
+      for (let calls = 0; ; calls++) {
+        assert.ok(calls < 2000, "continuation makes progress");
+        const item = await readItem(ws, "a.txt", start, budget);
+        content += item.content;
+        if (!item.truncated) break;
+        assert.ok(item.next_start_line !== undefined);
+        start = { start_line: item.next_start_line, ...(item.next_start_column === undefined ? {} : { start_column: item.next_start_column }) };
+      }
+      assert.equal(content, text, `budget ${budget}`);
+    }
+  });
+
+  it("returns at least one whole character when the budget is smaller than it", async () => {
+    const { ws } = await tempWorkspace({ "a.txt": "😀😀\n" });
+    const item = await readItem(ws, "a.txt", {}, 1);
+    assert.deepEqual([item.content, item.next_start_line, item.next_start_column], ["😀", 1, 2]);
+  });
+
+  it("a start_column past the end of its line is invalid_value", async () => {
+    const { ws } = await tempWorkspace({ "a.txt": "abc\nde" });
+    const ok = await readItem(ws, "a.txt", { start_line: 1, start_column: 4 });
+    assert.equal(ok.content, "\nde", "the line ending is the line's last column");
+    for (const spec of [{ start_line: 1, start_column: 5 }, { start_line: 2, start_column: 3 }, { start_line: 9, start_column: 2 }]) {
+      const [item] = (await ws.readFiles({ files: [{ path: "a.txt", ...spec }] })).items;
+      assert.ok(item?.success === false, JSON.stringify(spec));
+      assert.equal(item.error.detail_code, "start_column_past_line_end");
+    }
+  });
+
+  it("spends the batch budget in request order; a cut item continues exactly", async () => {
+    const { root } = await tempWorkspace({ "a.txt": "a".repeat(59) + "\n", "b.txt": "1\n2\n3\n4\n5\n6\n7\n8\n9\n", "c.txt": "c\n" });
+    const resolver = await createPathPolicy(root).open();
+    const limits = { ...DEFAULT_READ_LIMITS, maxBatchBytes: 66 };
+    const { items } = await readFiles(resolver, { files: [{ path: "a.txt" }, { path: "b.txt" }, { path: "c.txt" }] }, limits);
+    const [a, b, c] = items as ReadTextItem[];
+    assert.deepEqual([a?.content.length, a?.truncated], [60, false]);
+    assert.deepEqual([b?.content, b?.truncated, b?.truncated_by, b?.end_line, b?.next_start_line], ["1\n2\n3\n", true, "batch_budget", 3, 4]);
+    assert.deepEqual([c?.content, c?.truncated, c?.truncated_by, c?.end_line, c?.next_start_line], ["", true, "batch_budget", 0, 1]);
+    const again = await readFiles(resolver, { files: [{ path: "b.txt", start_line: 4 }, { path: "c.txt", start_line: 1 }] }, limits);
+    assert.deepEqual(again.items.map((i) => ("content" in i ? i.content : "")), ["4\n5\n6\n7\n8\n9\n", "c\n"]);
+  });
+
+  it("streams the file in chunks with the same answer as one read", async () => {
+    const text = Buffer.concat([Buffer.from("α\r\nbeta\n\n" + "long ".repeat(30) + "\r\n"), Buffer.from("ünïcödé\nend")]);
+    const { root } = await tempWorkspace({ "a.txt": text, "bin.dat": Buffer.concat([Buffer.from("text"), Buffer.from([0, 1])]) });
+    const resolver = await createPathPolicy(root).open();
+    const specs = [{}, { start_line: 2 }, { start_line: 3, end_line: 4 }, { start_line: 4, start_column: 7 }, { start_line: 6 }, { start_line: 7 }];
+    for (const budget of [1, 5, 16, 1000]) {
+      for (const chunkBytes of [1, 2, 3, 7]) {
+        const request = { files: [...specs.map((spec) => ({ path: "a.txt", ...spec })), { path: "bin.dat" }], max_bytes_per_file: budget };
+        const chunked = await readFiles(resolver, request, { ...DEFAULT_READ_LIMITS, chunkBytes });
+        const whole = await readFiles(resolver, request);
+        assert.deepEqual(chunked, whole, `budget ${budget}, chunks of ${chunkBytes}`);
+      }
+    }
+    const whole = (await readFiles(resolver, { files: [{ path: "a.txt" }] })).items[0] as ReadTextItem;
+    assert.equal(whole.read_revision, readRevision(text));
+    assert.equal(whole.total_lines, new LineIndex(text).totalLines);
+    assert.equal(whole.line_ending, detectLineEnding(text));
+  });
+
+  it("refuses a file above the size cap with file_too_large, without reading it", async () => {
+    const { root, ws } = await tempWorkspace();
+    // Sparse: the size is real, the disk blocks are not.
+    await truncate(path.join(root, "huge.log"), MAX_READ_FILE_BYTES + 1).catch(async () => {
+      await writeFile(path.join(root, "huge.log"), "");
+      await truncate(path.join(root, "huge.log"), MAX_READ_FILE_BYTES + 1);
+    });
+    const started = Date.now();
+    const [item] = (await ws.readFiles({ files: [{ path: "huge.log" }] })).items;
+    assert.ok(item?.success === false);
+    assert.equal(item.error.reason_code, "file_too_large");
+    assert.deepEqual(item.error.evidence, { path: "huge.log", size_bytes: MAX_READ_FILE_BYTES + 1, max_bytes: MAX_READ_FILE_BYTES });
+    assert.match(item.error.message ?? "", /run_process/);
+    assert.ok(Date.now() - started < 2_000, "refused from its size, not after reading it");
   });
 
   it("preserves CRLF in content and reports the file's line ending", async () => {

@@ -27,6 +27,8 @@ export interface RgCommand {
 export interface RgOutcome {
   /** Exit code, or null when killed. */
   code: number | null;
+  /** The signal that ended rg, if one did. */
+  signal: NodeJS.Signals | null;
   /** Bounded tail of stderr. */
   stderr: string;
   /** We stopped rg early because the consumer asked to. */
@@ -78,9 +80,9 @@ export function runRg(rg: RgCommand, args: string[], cwd: string, onBlock: (bloc
           : error,
       );
     });
-    child.on("close", (code) => {
+    child.on("close", (code, signal) => {
       if (!stopped && carry.length > 0) onBlock(Buffer.concat(carry));
-      resolve({ code, stderr, stopped });
+      resolve({ code, signal, stderr, stopped });
     });
   });
 }

@@ -1,7 +1,8 @@
 /**
  * search_project_texts: independent queries run concurrently, one rg process each, output
  * stream-parsed (`--null` framing, no JSON). Every matching line is counted so `total` is exact
- * unless the counting ceiling was hit, which is then stated as `total_is_lower_bound`. The kept
+ * unless the counting ceiling was hit or rg did not finish (errors, a signal), which is then
+ * stated as `total_is_lower_bound`. The kept
  * matches are the first max_results by (path, line), independent of rg's thread order.
  */
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
@@ -100,8 +101,10 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
   };
   const outcome = await runRg(rg, args, resolver.rootReal, (block) => forEachLine(block, onLine));
 
-  // rg exits 0 with matches, 1 without, 2 on errors (possibly after partial output).
-  if (!outcome.stopped && outcome.code !== 0 && outcome.code !== 1) {
+  // rg exits 0 with matches, 1 without, 2 on errors (possibly after partial output); any other
+  // end (a signal, a lost spawn host) means it did not finish: what it printed is a part.
+  const finished = outcome.stopped || outcome.code === 0 || outcome.code === 1;
+  if (!finished) {
     if (total === 0 && outcome.code === 2 && REGEX_ERROR.test(outcome.stderr)) {
       fail(ReasonCode.invalidValue, FailureStage.preflight, {
         detail_code: "invalid_regex",
@@ -110,18 +113,19 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
     }
     if (total === 0) {
       throw new ToolFailureError(
-        toolFailure(ReasonCode.executionFailed, FailureStage.execution, { detail_code: "rg_failed", evidence: { stderr_tail: outcome.stderr.slice(-500) } }),
+        toolFailure(ReasonCode.executionFailed, FailureStage.execution, {
+          detail_code: "rg_failed",
+          evidence: { stderr_tail: outcome.stderr.slice(-500), ...(outcome.signal === null ? {} : { signal: outcome.signal }) },
+        }),
       );
     }
   }
 
   const matches = kept.sorted().map(toMatch);
   const result: SearchQuerySuccess = { success: true, error: null, matches, total, truncated: total > matches.length };
-  if (outcome.stopped) result.total_is_lower_bound = true;
-  if (!outcome.stopped && outcome.code === 2) {
-    result.search_errors = true;
-    result.total_is_lower_bound = true;
-  }
+  // Stopped at the counting ceiling, or rg did not finish: matches were left unseen.
+  if (outcome.stopped || !finished) result.total_is_lower_bound = true;
+  if (!outcome.stopped && outcome.code === 2) result.search_errors = true;
   return result;
 }
 

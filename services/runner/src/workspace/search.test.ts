@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
-import { expectFailure, git, tempWorkspace } from "./fixtures.js";
+import { expectFailure, git, tempDir, tempWorkspace } from "./fixtures.js";
 import { SEARCH_COUNT_CEILING } from "./search-texts.js";
 import type { SearchQuerySuccess, Workspace, SearchQuery } from "./types.js";
 
@@ -150,6 +152,28 @@ describe("search_project_texts", () => {
     assert.equal(result.truncated, true);
     assert.ok(result.total >= 3 && result.total <= SEARCH_COUNT_CEILING);
     assert.deepEqual(result.matches.map((m) => m.line), [1, 2, 3]);
+  });
+
+  it("a search whose rg is killed by a signal after some output says its total is a lower bound", async () => {
+    const dir = await tempDir();
+    // Stands in for rg: prints one match in rg's --null framing, then dies by SIGKILL.
+    const fakeRg = path.join(dir, "rg-killed");
+    await writeFile(fakeRg, "#!/bin/sh\nprintf './src/a.ts\\0003:const foo = 1;\\n'\nkill -KILL $$\n", { mode: 0o755 });
+    const { ws } = await tempWorkspace(TREE, { rgPath: fakeRg });
+    const result = await search(ws, { pattern: "foo" });
+    assert.deepEqual(result.matches, [{ path: "src/a.ts", line: 3, text: "const foo = 1;" }]);
+    assert.equal(result.total, 1);
+    assert.equal(result.total_is_lower_bound, true, "rg did not finish: more matches may exist");
+    assert.equal(result.search_errors, undefined);
+
+    // Killed before printing anything: nothing is known, so the query fails rather than claiming 0.
+    const silentRg = path.join(dir, "rg-silent");
+    await writeFile(silentRg, "#!/bin/sh\nkill -KILL $$\n", { mode: 0o755 });
+    const silent = await tempWorkspace(TREE, { rgPath: silentRg });
+    const [failed] = (await silent.ws.searchProjectTexts({ queries: [{ pattern: "foo" }] })).results;
+    assert.ok(failed?.success === false);
+    assert.equal(failed.error.detail_code, "rg_failed");
+    assert.equal((failed.error.evidence as Record<string, unknown>)["signal"], "SIGKILL");
   });
 
   it("returns independent queries in request order", async () => {

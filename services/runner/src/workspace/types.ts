@@ -33,6 +33,8 @@ export interface WorkspaceOptions {
 export interface ReadFileSpec {
   path: string;
   start_line?: number;
+  /** 1-based code-point column of start_line to start at (a mid-line continuation). */
+  start_column?: number;
   end_line?: number;
 }
 
@@ -50,15 +52,27 @@ export interface ReadTextItem {
   content: string;
   /** Opaque token of the whole file's bytes, independent of the range read. */
   read_revision: string;
-  /** Effective 1-based range; an empty range has end_line = start_line - 1. */
+  /**
+   * Effective 1-based range; an empty range has end_line = start_line - 1. When the content
+   * ends mid-line (line_truncated), end_line is that partly returned line.
+   */
   start_line: number;
+  /** Echoed when the content starts mid-line (request start_column > 1). */
+  start_column?: number;
   end_line: number;
   total_lines: number;
+  /** The range was not returned whole: continue from next_start_line (and next_start_column). */
   truncated: boolean;
-  /** Present when truncated and more lines of the requested range remain. */
+  /** Which budget cut it: raising max_bytes_per_file helps only for the first. */
+  truncated_by?: "max_bytes_per_file" | "batch_budget";
+  /** Present whenever truncated: where the rest of the requested range starts. */
   next_start_line?: number;
-  /** The single line returned was itself cut at max_bytes_per_file. */
+  /** Present when the rest starts mid-line: pass it as start_column with next_start_line. */
+  next_start_column?: number;
+  /** The content ends inside a line longer than the budget. */
   line_truncated?: true;
+  /** A line of stray UTF-8 continuation bytes only, which no column addresses: its rest was skipped. */
+  rest_of_line_skipped?: true;
   /** Line-ending style of the whole file. */
   line_ending: LineEnding;
 }
@@ -129,6 +143,7 @@ export interface SearchQuerySuccess {
   /** Number of matching lines; exact unless total_is_lower_bound. */
   total: number;
   truncated: boolean;
+  /** Matches may exist that were not seen: the counting ceiling was hit, or rg did not finish (errors, killed). */
   total_is_lower_bound?: true;
   /** rg reported errors for some files (e.g. unreadable); results cover the rest. */
   search_errors?: true;
@@ -268,9 +283,12 @@ export interface FileChangeStat {
   status: ChangeStatus;
   /** Source path of a rename. */
   previous_path?: string;
-  /** Absent when unknown (binary, or untracked file not counted). */
+  /** Present only when known; never 0 in place of unknown. */
   added_lines?: number;
   removed_lines?: number;
+  /** The line counts are unknown (binary, or an untracked file not counted): see binary. */
+  counts_unknown?: true;
+  /** Proven binary. Absent on a file with counts_unknown means not inspected, not "text". */
   binary?: true;
 }
 
@@ -300,7 +318,10 @@ export interface TextHunk {
   /** The `@@ ... @@` line. */
   header: string;
   lines: string[];
-  /** True when lines were omitted or cut: never treat such a hunk as complete. */
+  /**
+   * True when lines were omitted or cut, here or by the producer (a body shorter than the
+   * header's counts, or git's output cut): never treat such a hunk as complete.
+   */
   truncated: boolean;
   omitted_lines?: number;
 }
@@ -314,8 +335,12 @@ export type DiffHunk = TextHunk | BinaryDiff;
 
 export interface GitDiffHunksResult {
   hunks: DiffHunk[];
+  /** Hunks in the diff; exact unless total_is_lower_bound. */
   total_hunks: number;
+  /** More hunks exist than were returned, or git's output was cut. */
   truncated: boolean;
+  /** git's output was cut at its byte cap: later hunks were not seen. */
+  total_is_lower_bound?: true;
 }
 
 export interface GitReviewSummaryRequest {
@@ -328,7 +353,18 @@ export interface GitReviewSummaryResult {
   base_commit?: string;
   files: FileChangeStat[];
   truncated: boolean;
-  totals: { files: number; added_lines: number; removed_lines: number };
+  totals: ReviewTotals;
+}
+
+export interface ReviewTotals {
+  /** Every changed file, listed or not. */
+  files: number;
+  /** Sums over the files whose counts are known; lower bounds when lines_lower_bound. */
+  added_lines: number;
+  removed_lines: number;
+  /** Some files' counts are unknown, so the line sums are lower bounds, not exact. */
+  lines_lower_bound?: true;
+  files_with_unknown_counts?: number;
 }
 
 // ---------------------------------------------------------------- the engine

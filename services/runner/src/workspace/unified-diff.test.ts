@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { TextHunk } from "./types.js";
 import { parseNameStatus, parseNumStat, parseUnifiedDiff, unquote } from "./unified-diff.js";
 
 const limits = { maxHunks: 10, maxLinesPerHunk: 200, maxLineChars: 1000 };
@@ -30,6 +31,66 @@ describe("unified diff parsing", () => {
       lines: ["--- a/fake", "++++ b/fake", " diff --git a/nope b/nope", "\\ No newline at end of file"],
       truncated: false,
     });
+  });
+
+  it("marks a hunk whose body ends before its declared line counts as truncated", () => {
+    const diff = [
+      "diff --git a/a.txt b/a.txt",
+      "--- a/a.txt",
+      "+++ b/a.txt",
+      "@@ -1,3 +1,3 @@",
+      " one",
+      "-two",
+      "diff --git a/b.txt b/b.txt",
+      "--- a/b.txt",
+      "+++ b/b.txt",
+      "@@ -1 +1 @@",
+      "-x",
+      "+y",
+      "",
+    ].join("\n");
+    const { hunks, totalHunks } = parseUnifiedDiff(diff, limits);
+    assert.equal(totalHunks, 2);
+    const [cutShort, whole] = hunks as TextHunk[];
+    assert.deepEqual([cutShort?.path, cutShort?.lines, cutShort?.truncated], ["a.txt", [" one", "-two"], true]);
+    assert.deepEqual([whole?.path, whole?.lines, whole?.truncated], ["b.txt", ["-x", "+y"], false], "the next file is still read");
+  });
+
+  it("marks the last hunk truncated when the text ends before its counts are used up", () => {
+    const diff = ["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1,2 +1,2 @@", " one", ""].join("\n");
+    const [hunk] = parseUnifiedDiff(diff, limits).hunks as TextHunk[];
+    assert.deepEqual([hunk?.lines, hunk?.truncated], [[" one"], true]);
+  });
+
+  it("a '+' line beyond the new-side count ends the hunk as cut rather than being counted", () => {
+    const diff = ["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1,2 +1,1 @@", "+new", "+extra", ""].join("\n");
+    const [hunk] = parseUnifiedDiff(diff, limits).hunks as TextHunk[];
+    assert.deepEqual([hunk?.lines, hunk?.truncated], [["+new"], true]);
+  });
+
+  it("reads an empty line inside a body as an empty context line (diff.suppressBlankEmpty)", () => {
+    const diff = ["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1,3 +1,3 @@", "-a", "+b", "", " c", ""].join("\n");
+    const [hunk] = parseUnifiedDiff(diff, limits).hunks as TextHunk[];
+    assert.deepEqual([hunk?.lines, hunk?.truncated], [["-a", "+b", "", " c"], false]);
+  });
+
+  it("a cut of the producer's output truncates the hunk open at the cut and drops the partial line", () => {
+    const complete = ["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1 +1 @@", "-a", "+b"].join("\n") + "\n";
+    // Counts used up, but a "\ No newline at end of file" line may have followed: not provably whole.
+    const atBoundary = parseUnifiedDiff(complete, limits, { cut: true }).hunks[0] as TextHunk;
+    assert.deepEqual([atBoundary.lines, atBoundary.truncated], [["-a", "+b"], true]);
+    const midLine = parseUnifiedDiff(["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1,2 +1,2 @@", " a", "-partial li"].join("\n"), limits, { cut: true });
+    const hunk = midLine.hunks[0] as TextHunk;
+    assert.deepEqual([hunk.lines, hunk.truncated], [[" a"], true]);
+    // Without the cut, the same complete text is a complete hunk.
+    assert.equal((parseUnifiedDiff(complete, limits).hunks[0] as TextHunk).truncated, false);
+  });
+
+  it("a cut after the next file's header leaves the finished hunk complete", () => {
+    const text = ["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1 +1 @@", "-a", "+b", "diff --git a/b.txt b/b.txt", "--- a/b.txt", ""].join("\n");
+    const { hunks, totalHunks } = parseUnifiedDiff(text, limits, { cut: true });
+    assert.equal(totalHunks, 1);
+    assert.equal((hunks[0] as TextHunk).truncated, false);
   });
 
   it("takes the path of a deleted file from the old side and unquotes unusual names", () => {

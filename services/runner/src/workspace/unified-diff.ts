@@ -1,7 +1,8 @@
 /**
  * Parsers for git's machine output: unified diffs (bounded hunks) and `-z` name-status /
  * numstat listings. Hunk bodies are consumed by their declared line counts, so a content
- * line that happens to look like a header ("--- a/x") is never misread.
+ * line that happens to look like a header ("--- a/x") is never misread, and a body that ends
+ * before its counts are used up is reported as truncated, never as a complete hunk.
  */
 import type { ChangeStatus, DiffHunk, TextHunk } from "./types.js";
 
@@ -13,12 +14,22 @@ export interface HunkLimits {
 
 export interface ParsedDiff {
   hunks: DiffHunk[];
+  /** Hunks seen; a lower bound when the input was cut. */
   totalHunks: number;
+}
+
+export interface ParseOptions {
+  /**
+   * The producer's output was cut (e.g. at a byte cap): a partial last line is dropped and the
+   * hunk open at the cut is truncated, even when its counts are used up, because a
+   * "\ No newline at end of file" line or more hunks may have followed.
+   */
+  cut?: boolean;
 }
 
 const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
 
-export function parseUnifiedDiff(text: string, limits: HunkLimits): ParsedDiff {
+export function parseUnifiedDiff(text: string, limits: HunkLimits, options: ParseOptions = {}): ParsedDiff {
   const hunks: DiffHunk[] = [];
   let totalHunks = 0;
   let headerPath: string | undefined;
@@ -51,18 +62,42 @@ export function parseUnifiedDiff(text: string, limits: HunkLimits): ParsedDiff {
     }
   };
 
+  // The producer stopped before this hunk was complete: never present it as whole.
+  const markCut = (): void => {
+    if (hunk !== null) hunk.truncated = true;
+  };
+
   const lines = text.split("\n");
-  if (lines[lines.length - 1] === "") lines.pop();
+  // The last element is "" after a final newline, or a partial line when the output was cut.
+  if (lines[lines.length - 1] === "" || options.cut === true) lines.pop();
   for (const line of lines) {
     if (inHunk && (oldLeft > 0 || newLeft > 0)) {
-      const marker = line[0];
-      if (marker === " ") {
+      // An empty line is an empty context line (git's diff.suppressBlankEmpty).
+      const marker = line === "" ? " " : line[0];
+      if (marker === " " && oldLeft > 0 && newLeft > 0) {
         oldLeft--;
         newLeft--;
-      } else if (marker === "-") oldLeft--;
-      else if (marker === "+") newLeft--;
-      addLine(line);
-      continue;
+        addLine(line);
+        continue;
+      }
+      if (marker === "-" && oldLeft > 0) {
+        oldLeft--;
+        addLine(line);
+        continue;
+      }
+      if (marker === "+" && newLeft > 0) {
+        newLeft--;
+        addLine(line);
+        continue;
+      }
+      if (marker === "\\") {
+        addLine(line);
+        continue;
+      }
+      // Not a body line although the header's counts are not used up: the body was cut short.
+      // The line itself is read again below as whatever it is (a header, the next file, ...).
+      markCut();
+      inHunk = false;
     }
     if (line.startsWith("\\")) {
       // "\ No newline at end of file" belongs to the hunk just read.
@@ -105,6 +140,7 @@ export function parseUnifiedDiff(text: string, limits: HunkLimits): ParsedDiff {
       push({ path: filePath(), binary: true });
     }
   }
+  if (inHunk && (oldLeft > 0 || newLeft > 0 || options.cut === true)) markCut();
   return { hunks, totalHunks };
 }
 
