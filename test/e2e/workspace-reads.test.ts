@@ -55,6 +55,23 @@ describe("reads, listings and searches through a real MCP client (webcodex dev)"
     assert.equal(range?.["content"], "export function start() {}\n");
   });
 
+  it("a byte budget cuts honestly and the continuation reassembles the file exactly, through an over-long line", async () => {
+    const original = "short\n" + "x".repeat(300) + "\n" + "tail line\n";
+    writeFileSync(join(projectDir, "long.txt"), original);
+    let assembled = "";
+    let next: Record<string, unknown> = { path: "long.txt" };
+    for (let call = 0; call < 20; call++) {
+      const { isError, result } = await callTool(client, "read_files", { project, files: [next], max_bytes_per_file: 128 });
+      assert.equal(isError, false, JSON.stringify(result));
+      const item = (result["items"] as Array<Record<string, unknown>>)[0] ?? {};
+      assembled += String(item["content"]);
+      if (item["truncated"] !== true) break;
+      assert.equal(item["truncated_by"], "max_bytes_per_file");
+      next = { path: "long.txt", start_line: item["next_start_line"], ...(item["next_start_column"] ? { start_column: item["next_start_column"] } : {}) };
+    }
+    assert.equal(assembled, original);
+  });
+
   it("a missing file is path_not_found for that item only", async () => {
     const { result } = await callTool(client, "read_files", { project, files: [{ path: "nope.txt" }, { path: "README.md" }] });
     const [missing, present] = result["items"] as Array<Record<string, Record<string, unknown>>>;
