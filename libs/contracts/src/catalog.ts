@@ -9,7 +9,7 @@ import { compactBatch, compactEdit, compactShell } from "./projection.js";
 
 const project = str("project_ref (~p1, from list_projects) or agent:<client_id>:<project_id>.");
 const path = str("Project-relative POSIX path.");
-const revision = str("read_revision from read_files; the change fails if the file changed since.");
+const revision = str("read_revision from read_files; fails if the file changed since.");
 const timeoutMs = int("Kill after this many ms (default 120000, clamped to 600000).", { minimum: 1 });
 const waitMs = int("Return a pending job_id after this many ms (default 10000, clamped to 30000).", { minimum: 0 });
 const cwd = str("Project-relative working directory (default: root).");
@@ -152,7 +152,7 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "edit_project_files",
     category: "files",
-    description: "Apply a guarded, all-or-nothing change to one or more files. kind edit needs expected_read_revision and replace_exact edits: old_text must match once, or use occurrence:n, or expected_match_count:N to replace all N (writes nothing if the count differs). line_scope narrows matches. Also create, delete, move. Every file passes preflight before any write. dry_run:true returns match_count and match_ranges and grants nothing. Failures carry the evidence for the next call (match lines, current read_revision).",
+    description: "Guarded, all-or-nothing change to one or more files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. Every file passes preflight before any write. dry_run:true returns match_count and match_ranges, writes nothing. Failures carry evidence for the next call (match lines, current read_revision).",
     inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }), session_id: sessionId }, ["project", "changes"]),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 3, reason: "CoreWorkflow" },
