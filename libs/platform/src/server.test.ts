@@ -16,13 +16,12 @@ async function getJson(url: string): Promise<{ status: number; body: Record<stri
 }
 
 /** A route that holds its response until `release()`; `entered` resolves once a request is in it. */
-function heldRoute(): { route: Record<string, () => Promise<void>>; entered: Promise<void>; release: () => void; handler: NonNullable<ServiceServerOptions["httpRoutes"]> } {
+function heldRoute(): { entered: Promise<void>; release: () => void; handler: NonNullable<ServiceServerOptions["httpRoutes"]> } {
   let release = () => undefined as void;
   let entered = () => undefined as void;
   const gate = new Promise<void>((r) => { release = r; });
   const inside = new Promise<void>((r) => { entered = r; });
   return {
-    route: {},
     entered: inside,
     release,
     handler: {
@@ -118,6 +117,22 @@ describe("startServiceServer: graceful shutdown", () => {
     held.release();
     assert.deepEqual(await inflight, { status: 200, connection: "close", body: '{"done":true}' });
     await closing;
+  });
+
+  it("HTTP/1.1: a request on a connection opened before close but first used after it gets 503 shutting_down and the connection closes", async () => {
+    const server = await start();
+    const early = net.connect(server.port, "127.0.0.1");
+    await new Promise<void>((r) => early.once("connect", () => r()));
+    let out = "";
+    early.on("data", (c: Buffer) => { out += c.toString(); });
+    const ended = new Promise<void>((r) => early.once("close", () => r()));
+    const closing = server.close();
+    early.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    await ended;
+    await closing;
+    assert.match(out, /^HTTP\/1\.1 503 /);
+    assert.match(out, /connection: close/i);
+    assert.match(out, /"error":"shutting_down"/);
   });
 
   it("HTTP/2: a stream in flight finishes; the session is told to go away and takes no new stream", async () => {
