@@ -71,7 +71,30 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
     sendJson(res, 404, { error: "not_found" });
   };
 
-  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handle);
+  // Shutdown (close): new connections are refused (the listener is closed), a new request on
+  // an open HTTP/1.1 connection gets 503 and the connection closes, HTTP/2 sessions get GOAWAY,
+  // and requests in flight finish, their connections closed after the response.
+  // (http.Server tracks idle connections only for servers that listen themselves, so
+  // closeIdleConnections() does nothing here: responses in progress are counted per socket.)
+  let closing = false;
+  const inflight = new Set<http.ServerResponse>();
+  const h1Busy = new Map<net.Socket, number>();
+  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    if (closing) {
+      res.setHeader("connection", "close");
+      return sendJson(res, 503, { error: "shutting_down" });
+    }
+    const socket = req.socket;
+    h1Busy.set(socket, (h1Busy.get(socket) ?? 0) + 1);
+    inflight.add(res);
+    res.once("close", () => {
+      inflight.delete(res);
+      const busy = (h1Busy.get(socket) ?? 1) - 1;
+      h1Busy.set(socket, busy);
+      if (closing && busy === 0) socket.end();
+    });
+    return handle(req, res);
+  });
   const h2 = http2.createServer({}, handle);
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.Http2Session>();
@@ -87,6 +110,8 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
         // The HTTP/2 session takes over the socket and drains the unshifted preface itself.
         h2.emit("connection", socket);
       } else {
+        h1Busy.set(socket, 0);
+        socket.once("close", () => h1Busy.delete(socket));
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -103,9 +128,11 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
     port: address.port,
     url: `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`,
     async close() {
+      closing = true;
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
       for (const s of sessions) s.close();
-      h1.closeIdleConnections();
+      for (const res of inflight) if (!res.headersSent) res.setHeader("connection", "close");
+      for (const [socket, busy] of h1Busy) if (busy === 0) socket.destroy();
       const deadline = setTimeout(() => { for (const s of sockets) s.destroy(); }, 2_000);
       deadline.unref();
       await closed;

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createStaticTokenAuthenticator, parseDevTokensFile } from "./auth.js";
+import { createStaticTokenAuthenticator } from "./auth.js";
+import { parseDevTokensFile } from "./dev-tokens.js";
 
 const token = "t".repeat(24);
 

@@ -1,10 +1,15 @@
 export { createGateway } from "./gateway.js";
 export type { Gateway, GatewayDeps } from "./gateway.js";
-export { createStaticTokenAuthenticator, parseDevTokensFile, bearerToken } from "./auth.js";
+export { createStaticTokenAuthenticator, bearerToken } from "./auth.js";
 export type { Authenticator, Caller, StaticTokenEntry } from "./auth.js";
 export { createPipeline } from "./pipeline.js";
 export { createAuditRecorder, AuditNotDurableError } from "./audit-recorder.js";
 export type { AuditRecorder, AuditRecorderOptions, ActionRecordInit } from "./audit-recorder.js";
 export type { Pipeline, ModelResult } from "./pipeline.js";
 export { SERVER_INSTRUCTIONS } from "./mcp/mcp-server.js";
-export { main, httpReadinessProbe, devTokenEntries } from "./main.js";
+export { main } from "./main.js";
+export { devTokenEntries, parseDevTokensFile, resolveDevTokens } from "./dev-tokens.js";
+export type { DevTokens, DevTokenSettings } from "./dev-tokens.js";
+export { httpReadinessProbe, peerReadinessProbes } from "./peer-readiness.js";
+export { deploymentOptions } from "./deployment.js";
+export type { DeploymentOptions } from "./deployment.js";

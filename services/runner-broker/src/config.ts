@@ -36,3 +36,5 @@ export function loadConfig(env: Env) {
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
+
+export type RunnerBrokerConfig = ReturnType<typeof loadConfig>;

@@ -25,4 +25,9 @@ export type { LocalProcessProvisioner, LocalProcessProvisionerOptions, LocalRunn
 export { migrateRunnerBroker, runnerBrokerMigrations, RUNNER_BROKER_SCHEMA } from "./migrations.js";
 export { RUNNER_TOKEN_HEADER, runnerTokenCheck, runnerTokenHeaders } from "./runner-auth.js";
 export { routes } from "./routes.js";
+export { createDistributedStores } from "./distributed-stores.js";
+export type { DistributedStores, DistributedStoresOptions } from "./distributed-stores.js";
+export { startJobGauge, JOB_GAUGE_INTERVAL_MS } from "./jobs/job-gauge.js";
+export { createConfiguredProvisioner } from "./provisioning/from-config.js";
+export type { RunnerBrokerConfig } from "./config.js";
 export { main } from "./main.js";

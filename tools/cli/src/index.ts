@@ -3,3 +3,4 @@ export type { Embedded, EmbeddedOptions } from "./embedded.js";
 export { findFreeBasePort, startDistributed, waitForReady, SERVICES } from "./distributed.js";
 export type { DistributedStack, DistributedOptions, ServiceName } from "./distributed.js";
 export { run } from "./main.js";
+export { exitCodeFor, parsePort, UsageError } from "./args.js";

@@ -3,12 +3,11 @@
  * runner, migrate.
  */
 import { parseArgs } from "node:util";
-import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { createLogger, createPostgresDatabase, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
-import { parseDevTokensFile } from "@webcodex/gateway";
+import { resolveDevTokens } from "@webcodex/gateway";
 import type { StaticTokenEntry } from "@webcodex/gateway";
+import { parsePort, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
 import { loadRunnerSettings } from "@webcodex/runner";
 import { defaultDataDir, startEmbedded } from "./embedded.js";
@@ -24,15 +23,17 @@ const usage = `usage:
   webcodex friction-report [--postgres-url URL | --data-dir D] [--format table|json]   friction patterns per tenant and tool
 services: ${SERVICES.filter((s) => s !== "runner").join(", ")}`;
 
+/**
+ * Dev tokens from WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_TOKEN, or a random token (printed,
+ * since it exists nowhere else). The local Project is registered under the first token's tenant.
+ */
 function devTokens(env: NodeJS.ProcessEnv): { tokens: StaticTokenEntry[]; shown?: string; clientId: string } {
-  if (env["WEBCODEX_DEV_TOKENS_FILE"]) {
-    const tokens = parseDevTokensFile(readFileSync(env["WEBCODEX_DEV_TOKENS_FILE"], "utf8"));
-    return { tokens, clientId: tokens[0]?.clientId ?? "local" };
-  }
-  const clientId = env["WEBCODEX_DEV_CLIENT_ID"] ?? "local";
-  const token = env["WEBCODEX_DEV_TOKEN"] ?? randomBytes(24).toString("base64url");
-  return { tokens: [{ token, clientId, subject: "dev" }], shown: token, clientId };
+  const dev = resolveDevTokens({ devToken: env["WEBCODEX_DEV_TOKEN"], devTokensFile: env["WEBCODEX_DEV_TOKENS_FILE"], devClientId: env["WEBCODEX_DEV_CLIENT_ID"] || "local" });
+  return { tokens: dev.tokens, ...(dev.token ? { shown: dev.token } : {}), clientId: dev.tokens[0]?.clientId ?? "local" };
 }
+
+/** `webcodex up` takes one port per process, consecutive from --port. */
+const UP_PORTS = SERVICES.length;
 
 /**
  * OAuth and rate-limit settings for `webcodex dev`, from the same WEBCODEX_* variables the
@@ -79,13 +80,14 @@ export async function run(argv: string[]): Promise<void> {
   switch (command) {
     case "dev": {
       const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, port: { type: "string", default: "8080" }, "data-dir": { type: "string" }, host: { type: "string", default: "127.0.0.1" } } });
-      if (!values.project) throw new Error(`--project DIR is required\n${usage}`);
+      if (!values.project) throw new UsageError(`--project DIR is required\n${usage}`);
+      const port = parsePort(values.port, { min: 0, max: 65535 });
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
       const { tokens, shown, clientId } = devTokens(env);
       const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? defaultDataDir();
       const telemetry = await startTelemetry("webcodex-dev", env, logger);
       const embedded = await startEmbedded({
-        projectDir: values.project, port: Number(values.port), host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env),
+        projectDir: values.project, port, host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env),
         auditRetention: loadRetentionConfig(env), runner: loadRunnerSettings(env),
       });
       process.stdout.write(`WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`);
@@ -96,7 +98,8 @@ export async function run(argv: string[]): Promise<void> {
     }
     case "up": {
       const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, port: { type: "string", default: "8180" } } });
-      if (!values.project) throw new Error(`--project DIR is required\n${usage}`);
+      if (!values.project) throw new UsageError(`--project DIR is required\n${usage}`);
+      const basePort = parsePort(values.port, { min: 1, max: 65536 - UP_PORTS, why: `the first of ${UP_PORTS} consecutive ports` });
       const postgresUrl = env["WEBCODEX_POSTGRES_URL"], redisUrl = env["WEBCODEX_REDIS_URL"];
       if (!postgresUrl || !redisUrl) throw new Error("webcodex up needs WEBCODEX_POSTGRES_URL and WEBCODEX_REDIS_URL");
       const { shown, clientId } = devTokens(env);
@@ -111,7 +114,9 @@ export async function run(argv: string[]): Promise<void> {
         if (value !== undefined && /^WEBCODEX_RUNNER_(SPAWN_HOST|SENSITIVE_WRITE_GLOBS|DISABLED_CAPABILITIES)$/.test(name)) runnerEnv[name] = value;
       }
       loadRunnerSettings(runnerEnv); // a bad value fails here, before any process starts
-      const stack = await startDistributed({ basePort: Number(values.port), postgresUrl, redisUrl, projectDir: values.project, clientId, gatewayEnv, runnerEnv });
+      // A Redis key prefix lets several stacks share one Redis (the broker reads it).
+      const extraEnv: Record<string, string> = env["WEBCODEX_REDIS_KEY_PREFIX"] ? { WEBCODEX_REDIS_KEY_PREFIX: env["WEBCODEX_REDIS_KEY_PREFIX"] } : {};
+      const stack = await startDistributed({ basePort, postgresUrl, redisUrl, projectDir: values.project, clientId, gatewayEnv, runnerEnv, extraEnv });
       process.stdout.write(`WebCodex is running (distributed, ${SERVICES.length} processes).\n  MCP URL: ${stack.mcpUrl}\n${shown ? `  Token:   ${shown}\n` : ""}`);
       const stop = () => void stack.stop().then(() => process.exit(0));
       process.once("SIGINT", stop);
@@ -128,7 +133,7 @@ export async function run(argv: string[]): Promise<void> {
         "runner-broker": () => import("@webcodex/runner-broker"),
       };
       const load = service ? mains[service] : undefined;
-      if (!load) throw new Error(`unknown service ${String(service)}\n${usage}`);
+      if (!load) throw new UsageError(`unknown service ${String(service)}\n${usage}`);
       await (await load()).main();
       return;
     }
@@ -160,6 +165,6 @@ export async function run(argv: string[]): Promise<void> {
     }
     default:
       process.stdout.write(`${usage}\n`);
-      if (command !== undefined && command !== "help" && command !== "--help") throw new Error(`unknown command ${command}`);
+      if (command !== undefined && command !== "help" && command !== "--help") throw new UsageError(`unknown command ${command}`);
   }
 }
