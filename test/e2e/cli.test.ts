@@ -230,7 +230,7 @@ describe("webcodex up as a real process", () => {
     const { tools } = await client.listTools();
     assert.ok(tools.some((t) => t.name === "read_files"));
     const listed = await callTool(client, "list_projects", {});
-    assert.deepEqual(listed.result["projects"], [{ project_ref: "~p1", project_id: "agent:local:updemo", name: "updemo" }]);
+    assert.deepEqual(listed.result["projects"], [{ project_ref: "~p1", project_id: "agent:local:updemo", name: "updemo", runner_state: "ready" }]);
     const read = await callTool(client, "read_files", { project: "~p1", files: [{ path: "src/a.ts" }] });
     assert.equal(read.isError, false, JSON.stringify(read.result));
     assert.equal((read.result["items"] as Array<Record<string, unknown>>)[0]?.["content"], "export const a = 1;\n");
