@@ -210,10 +210,13 @@ describe("webcodex up as a real process", () => {
     prefix = redisKeyPrefix();
   });
   after(async () => {
-    await client?.close();
-    if (up && up.child.pid !== undefined && processGroupAlive(up.child.pid)) process.kill(-up.child.pid, "SIGKILL");
-    if (redisUrl) await redisKeys(redisUrl, prefix, true);
-    await database?.drop();
+    try {
+      await client?.close();
+      if (up?.child.pid !== undefined && processGroupAlive(up.child.pid)) process.kill(-up.child.pid, "SIGKILL");
+      if (redisUrl) await redisKeys(redisUrl, prefix, true);
+    } finally {
+      await database?.drop();
+    }
   });
 
   it("serves MCP through six processes on Postgres and Redis; SIGINT stops every one of them", async () => {

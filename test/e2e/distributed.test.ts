@@ -1,7 +1,8 @@
 /**
  * End to end in distributed mode: each service its own process on its own port, HTTP/2
  * between them, real Postgres and Redis, a real MCP client. Faults: the Runner is killed,
- * and Postgres goes away (behind a proxy) and comes back.
+ * and Postgres goes away (behind a proxy that then refuses and resets connections like a
+ * stopped server) and comes back.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -157,8 +158,11 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
     try {
       const ready = await fetch(`${gateway}/readyz`);
       assert.equal(ready.status, 503);
-      const report = (await ready.json()) as { checks: Record<string, { ok: boolean }> };
+      const report = (await ready.json()) as { checks: Record<string, { ok: boolean; detail?: string }> };
       assert.equal(report.checks["ref-resolver"]?.ok, false);
+      // The refused connection names the dependency and why, through the peer's own report.
+      assert.match(String(report.checks["ref-resolver"]?.detail), /^not ready \(503\): postgres unreachable \((connect ECONNREFUSED|read ECONNRESET|Connection terminated)/);
+      assert.equal(report.checks["tool-registry"]?.ok, true, "a service without Postgres stays ready");
       const { isError, result } = await callTool(client, "list_projects", {});
       assert.equal(isError, true);
       assert.equal(result["reason_code"], "dependency_unavailable");

@@ -14,3 +14,5 @@ export { startTestStack } from "./stack.js";
 export type { TestStackOptions } from "./stack.js";
 export { createBrokerTestDatabase } from "./broker-database.js";
 export type { BrokerTestDatabase } from "./broker-database.js";
+export { startPrivatePostgres } from "./private-postgres.js";
+export type { PrivatePostgres } from "./private-postgres.js";

@@ -1,7 +1,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import pg from "pg";
-import { createPostgresDatabase, runMigrations } from "./database.js";
+import net from "node:net";
+import { createPostgresDatabase, describePostgresFailure, runMigrations } from "./database.js";
 import type { Database, Migration } from "./database.js";
 import { createTestPostgresDatabase } from "./test-fixtures.js";
 import type { TestPostgresDatabase } from "./test-fixtures.js";
@@ -89,5 +90,36 @@ describe("runMigrations against Postgres", () => {
 
   it("refuses a schema name that is not a plain identifier", async () => {
     await assert.rejects(runMigrations(open(), "bad; DROP TABLE x", migrations), /invalid schema name/);
+  });
+});
+
+describe("Database.ping", () => {
+  it("resolves against a live server; names an unreachable one as such", async () => {
+    const database = await createTestPostgresDatabase();
+    const live = createPostgresDatabase({ url: database.url });
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", () => r()));
+    const { port } = probe.address() as net.AddressInfo;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const dead = createPostgresDatabase({ url: `postgres://postgres@127.0.0.1:${port}/x`, connectionTimeoutMs: 1_000 });
+    try {
+      await live.ping();
+      await assert.rejects(dead.ping(), (e: Error) => e.message === `unreachable (connect ECONNREFUSED 127.0.0.1:${port})`);
+    } finally {
+      await Promise.all([live.close(), dead.close()]);
+      await database.drop();
+    }
+  });
+
+  it("describePostgresFailure tells unreachable, unavailable and failed queries apart", () => {
+    assert.equal(describePostgresFailure(Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" })), "unreachable (read ECONNRESET)");
+    assert.equal(describePostgresFailure(new Error("Connection terminated unexpectedly")), "unreachable (Connection terminated unexpectedly)");
+    assert.equal(
+      describePostgresFailure(Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" })),
+      "unavailable (terminating connection due to administrator command, SQLSTATE 57P01)",
+    );
+    assert.equal(describePostgresFailure(Object.assign(new Error("the database system is starting up"), { code: "57P03" })), "unavailable (the database system is starting up, SQLSTATE 57P03)");
+    assert.equal(describePostgresFailure(Object.assign(new Error('relation "x" does not exist'), { code: "42P01" })), 'query failed (relation "x" does not exist)');
+    assert.equal(describePostgresFailure(Object.assign(new AggregateError([]), { code: "ECONNREFUSED" })), "unreachable (ECONNREFUSED)");
   });
 });

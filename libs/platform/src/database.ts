@@ -68,10 +68,31 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       }
     },
     async ping() {
-      await pool.query("SELECT 1");
+      try {
+        await pool.query("SELECT 1");
+      } catch (error) {
+        throw new Error(describePostgresFailure(error), { cause: error });
+      }
     },
     close: () => pool.end(),
   };
+}
+
+/** Socket-level errors: nothing answers at the address, or the connection was cut. */
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE"]);
+
+/**
+ * A readiness detail for a failed Postgres query: "unreachable (…)" when the server cannot be
+ * reached or cut the connection, "unavailable (…)" when it answers that it is shutting down,
+ * starting or cannot take connections (SQLSTATE 57P0x, class 08), else "query failed (…)".
+ */
+export function describePostgresFailure(error: unknown): string {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === "string" ? e.code : "";
+  const message = typeof e?.message === "string" && e.message ? e.message : code || String(error);
+  if (NETWORK_CODES.has(code) || /Connection terminated|timeout exceeded when trying to connect/i.test(message)) return `unreachable (${message})`;
+  if (/^57P0\d$/.test(code) || code.startsWith("08")) return `unavailable (${message}, SQLSTATE ${code})`;
+  return `query failed (${message})`;
 }
 
 export interface Migration {

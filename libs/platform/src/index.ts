@@ -9,7 +9,7 @@ export { principalHeaders, principalFromHeaders, RUNNER_TOKEN_HEADER } from "./p
 export type { Principal } from "./principal.js";
 export { startServiceServer, sendJson, onShutdown, readinessFrom } from "./server.js";
 export type { ServiceServer, ServiceServerOptions, ReadinessReport, HttpHandler, NodeRequest, NodeResponse } from "./server.js";
-export { createPostgresDatabase, runMigrations } from "./database.js";
+export { createPostgresDatabase, describePostgresFailure, runMigrations } from "./database.js";
 export type { Database, Queryable, QueryResult, Migration, PostgresOptions } from "./database.js";
 export { createPgliteDatabase } from "./pglite.js";
 export { createRedis } from "./redis.js";
