@@ -65,7 +65,7 @@ describe("distributed mode with its PostgreSQL stopped and started again", () =>
     await postgres.start();
     await until("the gateway is ready again", async () => (await fetch(`${gateway}/readyz`)).status === 200, 15_000, 200);
     const relisted = await callTool(client, "list_projects", {});
-    assert.deepEqual(relisted.result["projects"], [{ project_ref: "~p1", project_id: "agent:local:outage", name: "outage" }], JSON.stringify(relisted.result));
+    assert.deepEqual(relisted.result["projects"], [{ project_ref: "~p1", project_id: "agent:local:outage", name: "outage", runner_state: "ready" }], JSON.stringify(relisted.result));
     const back = await readme();
     assert.equal(back.isError, false, JSON.stringify(back.result));
     assert.equal((back.result["items"] as Array<Record<string, unknown>>)[0]?.["content"], "# outage\n");

@@ -62,6 +62,13 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
   });
 
   describe("each normalization happens in one call and reports its code", () => {
+    it("argv alone becomes args (argv_to_args)", async () => {
+      const outcome = await runtime("run_process", { project, argv: ["echo", "hi"] });
+      assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
+      assert.equal(outcome.result["stdout"], "hi\n");
+      assert.equal(normalization(outcome)?.code, "argv_to_args");
+    });
+
     it("argv and args with identical values canonicalize to args (argv_to_args)", async () => {
       const outcome = await runtime("run_process", { project, argv: ["echo", "same"], args: ["echo", "same"] });
       assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
@@ -200,6 +207,8 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
         if (tool === "create_session") sessionId = String(outcome.result["session_id"]);
       }
       assert.match(jobId, /\S/);
+      const status = await runtime("get_runtime_status", {});
+      assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0, standby: 0 });
     });
 
     it("read_tool_manifest on a Direct tool routes direct, with call_runtime_tool as a working fallback", async () => {
@@ -208,6 +217,17 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       assert.deepEqual(manifest.result["route"], { primary: "direct", fallback: "call_runtime_tool" });
       const viaFallback = await runtime("read_files", { project, files: [{ path: "README.md" }] });
       assert.equal((viaFallback.result["items"] as Array<Record<string, unknown>>)[0]?.["content"], "# contracts\n");
+    });
+
+    it("call_runtime_tool refuses presentation tools, its own entry points and unknown names", async () => {
+      const unknown = await runtime("read_filez", {});
+      assert.deepEqual([unknown.isError, unknown.result["reason_code"]], [true, "unknown_tool"]);
+      const presentation = await runtime("present_work_result", { project, title: "x" });
+      assert.deepEqual([presentation.isError, presentation.result["reason_code"]], [true, "presentation_tool_not_callable"]);
+      for (const entry of ["read_tool_manifest", "call_runtime_tool"]) {
+        const nested = await runtime(entry, { tool: "read_files" });
+        assert.deepEqual([nested.isError, nested.result["reason_code"], nested.result["detail_code"]], [true, "invalid_value", "gateway_entry_point"], entry);
+      }
     });
 
     it("read_tool_manifest and list_tools fail closed on names they do not know", async () => {
