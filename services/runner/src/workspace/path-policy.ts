@@ -3,8 +3,12 @@
  * closed: absolute paths, `..` escapes and symlinks whose real path leaves the root are
  * `path_outside_project`; writes to `.git/` internals or configured credential globs are
  * `sensitive_path`. Both are decided at failure_stage "resolution".
+ *
+ * The lookups (realpath, lstat) are synchronous: each is a few microseconds of metadata work
+ * on the Runner's own workspace, while the asynchronous forms cost a thread-pool round trip
+ * apiece on every call of every file tool.
  */
-import { lstat, realpath } from "node:fs/promises";
+import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { fail, FailureStage, ReasonCode } from "@webcodex/contracts";
 
@@ -82,7 +86,7 @@ export function createPathPolicy(root: string, sensitiveWriteGlobs: readonly str
 export async function realRoot(root: string): Promise<string> {
   try {
     // realpath proves the root exists; a root that is not a directory fails every later read or write.
-    return await realpath(root);
+    return realpathSync.native(root);
   } catch {
     return fail(ReasonCode.pathNotFound, FailureStage.resolution, {
       detail_code: "project_root_missing",
@@ -158,7 +162,7 @@ async function realOrAncestor(target: string, rootReal: string, input: string): 
   let current = target;
   for (;;) {
     try {
-      return path.join(await realpath(current), ...rest);
+      return path.join(realpathSync.native(current), ...rest);
     } catch (error) {
       const code = errnoCode(error);
       if (code !== "ENOENT" && code !== "ENOTDIR") {
@@ -168,7 +172,7 @@ async function realOrAncestor(target: string, rootReal: string, input: string): 
         });
       }
       if (await existsAsEntry(current)) {
-        const linkDangles = (await lstat(current)).isSymbolicLink();
+        const linkDangles = lstatSync(current).isSymbolicLink();
         if (linkDangles) {
           return fail(ReasonCode.pathOutsideProject, FailureStage.resolution, {
             detail_code: "dangling_symlink",
@@ -188,7 +192,7 @@ async function realOrAncestor(target: string, rootReal: string, input: string): 
 
 async function existsAsEntry(target: string): Promise<boolean> {
   try {
-    await lstat(target);
+    lstatSync(target);
     return true;
   } catch {
     return false;

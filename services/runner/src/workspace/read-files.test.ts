@@ -21,6 +21,22 @@ describe("read_files", () => {
     );
   });
 
+  it("small files (read synchronously) and large ones (read in chunks) give the same facts", async () => {
+    const line = "é€😀 text\r\n";
+    const small = line.repeat(100);
+    const large = line.repeat(30_000); // ~480 KiB: above the synchronous-read size
+    const { ws } = await tempWorkspace({ "small.txt": small, "large.txt": large });
+    const budget = 1_048_576;
+    for (const [name, text] of [["small.txt", small], ["large.txt", large]] as const) {
+      const item = await readItem(ws, name, {}, budget);
+      assert.equal(item.content, text, name);
+      assert.equal(item.read_revision, readRevision(Buffer.from(text)), name);
+      assert.deepEqual([item.total_lines, item.line_ending, item.truncated], [text.split("\r\n").length - 1, "crlf", false], name);
+    }
+    const tail = await readItem(ws, "large.txt", { start_line: 29_999 }, budget);
+    assert.equal(tail.content, line.repeat(2));
+  });
+
   it("reads a line range with 1-based inclusive lines and a whole-file revision", async () => {
     const { ws } = await tempWorkspace({ "a.txt": numbered(10) });
     const whole = await readItem(ws, "a.txt");

@@ -6,6 +6,7 @@
  * the next line, or at a column when one line is longer than the budget.
  */
 import { createHash } from "node:crypto";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
@@ -230,7 +231,7 @@ interface Scanned {
  * whole file, and the window of the range. Line and column arithmetic matches LineIndex: a
  * trailing newline ends the last line, columns count UTF-8 code points.
  */
-async function scanFile(handle: FileHandle, size: number, range: ScanRange, limits: ReadLimits, path: string): Promise<Scanned> {
+async function scanFile(handle: ChunkReader, size: number, range: ScanRange, limits: ReadLimits, path: string): Promise<Scanned> {
   const hash = createHash("sha256");
   const chunk = Buffer.allocUnsafe(size > 0 ? Math.min(limits.chunkBytes, size) : limits.chunkBytes);
   const probe: Buffer[] = [];
@@ -341,18 +342,42 @@ function tooLarge(path: string, size: number, max: number): never {
   });
 }
 
+/** What scanFile reads chunks through: a FileHandle, or a descriptor read synchronously. */
+interface ChunkReader {
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }> | { bytesRead: number };
+}
+
+/**
+ * Files up to this size are read with synchronous calls on one descriptor. A local read of a
+ * few KiB takes microseconds, while each asynchronous fs call is a thread-pool round trip
+ * (open, fstat, read, close: four per file); larger files keep the asynchronous chunked path
+ * so that one big read never holds the event loop.
+ */
+const SYNC_READ_MAX_BYTES = 256 * 1024;
+
 /** Opens a regular file (refusing other kinds and files above `maxBytes`) and runs `use` on it. */
-async function withRegularFile<T>(real: string, path: string, maxBytes: number, use: (handle: FileHandle, size: number) => Promise<T>): Promise<T> {
+async function withRegularFile<T>(real: string, path: string, maxBytes: number, use: (reader: ChunkReader, size: number) => Promise<T>): Promise<T> {
+  let fd: number | undefined;
   let handle: FileHandle | undefined;
   try {
     // One open and fstat: the stat is of the file actually read.
-    handle = await open(real, "r");
-    const stat = await handle.stat();
+    fd = openSync(real, "r");
+    const stat = fstatSync(fd);
     if (!stat.isFile()) {
       return fail(ReasonCode.notAFile, FailureStage.resolution, { evidence: { path } });
     }
     if (stat.size > maxBytes) tooLarge(path, stat.size, maxBytes);
-    return await use(handle, stat.size);
+    if (stat.size > 0 && stat.size <= SYNC_READ_MAX_BYTES) {
+      const descriptor = fd;
+      return await use({ read: (buffer, offset, length, position) => ({ bytesRead: readSync(descriptor, buffer, offset, length, position) }) }, stat.size);
+    }
+    closeSync(fd);
+    fd = undefined;
+    handle = await open(real, "r");
+    const reopened = await handle.stat();
+    if (!reopened.isFile()) return fail(ReasonCode.notAFile, FailureStage.resolution, { evidence: { path } });
+    if (reopened.size > maxBytes) tooLarge(path, reopened.size, maxBytes);
+    return await use(handle, reopened.size);
   } catch (error) {
     if (error instanceof ToolFailureError) throw error;
     const code = errnoCode(error);
@@ -364,6 +389,7 @@ async function withRegularFile<T>(real: string, path: string, maxBytes: number, 
     }
     throw error;
   } finally {
+    if (fd !== undefined) closeSync(fd);
     await handle?.close();
   }
 }
