@@ -17,8 +17,15 @@ import { benchRefResolution } from "./ref-resolution.js";
 import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
+/** The parts `make bench` runs, in order; any of them can be named on the command line. */
+const PARTS = ["tool_calls", "tool_call_distributed", "spawn", "edit", "search", "audit", "ref_resolution"] as const;
 const only = new Set(process.argv.slice(2));
-const want = (name: string) => only.size === 0 || only.has(name);
+const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
+if (unknownParts.length > 0) {
+  process.stderr.write(`unknown bench part(s): ${unknownParts.join(", ")}; known: ${PARTS.join(", ")}\n`);
+  process.exit(2);
+}
+const want = (name: (typeof PARTS)[number]) => only.size === 0 || only.has(name);
 const postgresAdminUrl = process.env["WEBCODEX_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
 const redisUrl = process.env["WEBCODEX_TEST_REDIS_URL"] ?? "redis://127.0.0.1:6379";
 const CALLS = Number(process.env["WEBCODEX_BENCH_CALLS"] ?? 600);
@@ -72,7 +79,12 @@ async function benchToolCalls(results: BenchResult[]): Promise<void> {
   const projectDir = createBenchProject();
   const token = `bench-${randomBytes(12).toString("hex")}`;
   const file = "src/module.ts";
+  if (want("tool_calls")) await benchEmbeddedCalls(results, projectDir, token, file);
+  if (want("tool_call_distributed")) await benchDistributedCall(results, projectDir, token, file);
+}
 
+/** read_files through `webcodex dev` against the bare SDK server; tools/list size; run_shell; throughput; memory. */
+async function benchEmbeddedCalls(results: BenchResult[], projectDir: string, token: string, file: string): Promise<void> {
   const baseline = await startChild(process.execPath, [baselineServerPath, projectDir, "0"], /LISTENING (\d+)/);
   const baselineUrl = `http://127.0.0.1:${baseline.match[1]}/mcp`;
   const dev = await startChild(process.execPath, [cliPathForBench, "dev", "--project", projectDir, "--port", "0", "--data-dir", benchDir("wcx-bench-data-")], /MCP URL: (\S+)/, { WEBCODEX_DEV_TOKEN: token, WEBCODEX_LOG_LEVEL: "warn" });
@@ -113,7 +125,10 @@ async function benchToolCalls(results: BenchResult[]): Promise<void> {
     await stopChild(baseline.child);
   }
 
-  if (!want("tool_call_distributed") && only.size > 0) return;
+}
+
+/** read_files through six processes over HTTP/2 against the bare SDK server, in the same run. */
+async function benchDistributedCall(results: BenchResult[], projectDir: string, token: string, file: string): Promise<void> {
   await withDatabase(async (postgresUrl) => {
     const stack = await startDistributed({
       basePort: await findFreeBasePort(), postgresUrl, redisUrl, projectDir, clientId: "local",
@@ -137,14 +152,14 @@ async function benchToolCalls(results: BenchResult[]): Promise<void> {
 
 async function main(): Promise<void> {
   const results: BenchResult[] = [];
-  const step = async (name: string, fn: () => Promise<void>) => {
-    if (!want(name)) return;
+  const step = async (name: (typeof PARTS)[number], fn: () => Promise<void>, wanted = want(name)) => {
+    if (!wanted) return;
     const t = performance.now();
     process.stdout.write(`bench ${name} ...\n`);
     await fn();
     process.stdout.write(`bench ${name} done in ${round((performance.now() - t) / 1000, 1)} s\n`);
   };
-  await step("tool_calls", () => benchToolCalls(results));
+  await step("tool_calls", () => benchToolCalls(results), want("tool_calls") || want("tool_call_distributed"));
   await step("spawn", async () => { results.push(benchSpawn()); });
   await step("edit", async () => { results.push(await benchBulkEdit()); });
   await step("search", async () => { results.push(await benchSearch()); });
