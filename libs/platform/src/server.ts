@@ -89,6 +89,9 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
     inflight.add(res);
     res.once("close", () => {
       inflight.delete(res);
+      // A response closed by its socket closing runs after the socket's own close handler:
+      // the socket is gone from the map and must not be put back.
+      if (socket.destroyed || !h1Busy.has(socket)) return;
       const busy = (h1Busy.get(socket) ?? 1) - 1;
       h1Busy.set(socket, busy);
       if (closing && busy === 0) socket.end();

@@ -17,6 +17,8 @@ describe("resolveCwd", () => {
     await writeFile(path.join(root, "file.txt"), "x");
     await symlink("/", path.join(root, "escape"));
     await symlink(path.join(root, "src"), path.join(root, "inside"));
+    await symlink(".", path.join(root, "self"));
+    await symlink("..", path.join(root, "src", "up"));
   });
   after(() => cleanup());
 
@@ -29,6 +31,9 @@ describe("resolveCwd", () => {
     assert.equal((await resolveCwd(root, "src/../src/lib/..")).relative, "src");
     assert.equal((await resolveCwd(root, "inside/lib")).relative, "src/lib");
     assert.deepEqual(await resolveCwd(root, "."), { absolute: root, relative: "." });
+    // A symlink that leads back to the root itself stays inside.
+    assert.deepEqual(await resolveCwd(root, "self"), { absolute: root, relative: "." });
+    assert.deepEqual(await resolveCwd(root, "src/up"), { absolute: root, relative: "." });
     assert.deepEqual(await resolveCwd(root, ""), { absolute: root, relative: "." });
   });
 

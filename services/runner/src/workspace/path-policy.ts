@@ -136,7 +136,9 @@ export async function resolveProjectPath(rootReal: string, input: string, option
   const lexical = path.join(rootReal, rel);
   const real = await realOrAncestor(lexical, rootReal, input);
   const parentReal = options.realOnly === true ? path.dirname(real) : await realOrAncestor(path.dirname(lexical), rootReal, input);
-  for (const candidate of [real, parentReal]) {
+  // A read follows the whole path, so only where it ends must be inside (a directory that is a
+  // symlink to the root itself is fine); a write also needs the entry's parent inside.
+  for (const candidate of options.realOnly === true ? [real] : [real, parentReal]) {
     if (!isInside(rootReal, candidate)) {
       fail(ReasonCode.pathOutsideProject, FailureStage.resolution, {
         detail_code: "symlink_escape",

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdir, symlink, truncate, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
@@ -35,6 +36,33 @@ describe("read_files", () => {
     }
     const tail = await readItem(ws, "large.txt", { start_line: 29_999 }, budget);
     assert.equal(tail.content, line.repeat(2));
+  });
+
+  it("a FIFO is refused at once as not_a_file: opening it never waits for a writer", async () => {
+    const { root, ws } = await tempWorkspace({ "a.txt": "a\n" });
+    execFileSync("mkfifo", [path.join(root, "pipe")]);
+    const started = performance.now();
+    const { items } = await ws.readFiles({ files: [{ path: "pipe" }, { path: "a.txt" }] });
+    assert.ok(performance.now() - started < 2_000);
+    assert.equal(items[0]?.success === false && items[0].error.reason_code, "not_a_file");
+    assert.equal(items[1]?.success, true);
+  });
+
+  it("a budget inside stray UTF-8 continuation bytes returns through the first real character and continues right after it", async () => {
+    const { root, ws } = await tempWorkspace({});
+    await writeFile(path.join(root, "latin1.txt"), Buffer.from([0x80, 0x80, 0x80, 0x41, 0x0a, 0x42, 0x0a]));
+    const first = await readItem(ws, "latin1.txt", {}, 3);
+    assert.ok(!first.content.includes("B"), JSON.stringify(first));
+    assert.equal(first.content.endsWith("A"), true);
+    assert.deepEqual([first.truncated, first.next_start_line, first.next_start_column, first.rest_of_line_skipped], [true, 1, 2, undefined]);
+    const rest = await readItem(ws, "latin1.txt", { start_line: 1, start_column: 2 }, 64);
+    assert.equal(rest.content, "\nB\n");
+  });
+
+  it("a budget smaller than the only character returns it whole, with no continuation past the end", async () => {
+    const { ws } = await tempWorkspace({ "e.txt": "é" });
+    const item = await readItem(ws, "e.txt", {}, 1);
+    assert.deepEqual([item.content, item.truncated, item.next_start_line, item.next_start_column], ["é", false, undefined, undefined]);
   });
 
   it("reads a line range with 1-based inclusive lines and a whole-file revision", async () => {

@@ -6,9 +6,8 @@
  * the next line, or at a column when one line is longer than the budget.
  */
 import { createHash } from "node:crypto";
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
-import { open } from "node:fs/promises";
-import type { FileHandle } from "node:fs/promises";
+import { closeSync, constants, fstatSync, openSync, read as readCallback, readSync } from "node:fs";
+import { promisify } from "node:util";
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { errnoCode, type PathResolver } from "./path-policy.js";
 import { charStart, countCodePoints } from "./text-bytes.js";
@@ -69,7 +68,7 @@ export async function readFiles(resolver: PathResolver, request: ReadFilesReques
     if (content === undefined || !("content" in item)) continue;
     let used = content.length;
     if (used > remaining) {
-      const cut = cutWindow(content, false, remaining, item.start_line, item.start_column ?? 1, item.end_line);
+      const cut = cutWindow(content, item.truncated !== true, remaining, item.start_line, item.start_column ?? 1, item.end_line);
       applyCut(item, cut, "batch_budget");
       used = cut.content.length;
     }
@@ -163,13 +162,20 @@ export function cutWindow(window: Buffer, complete: boolean, budget: number, sta
     return { content, end_line: last, next: { line: last + 1, column: 1 }, line_truncated: false };
   }
   let cut = charStart(window, budget);
-  if (cut === 0) cut = endOfFirstChar(window);
+  // Nothing addressable fits (the budget ends inside the first character, or covers only stray
+  // UTF-8 continuation bytes): take through the first whole character, so continuing progresses.
+  if (countCodePoints(window, 0, cut) === 0) cut = endOfFirstChar(window);
   const characters = countCodePoints(window, 0, cut);
   if (characters === 0) {
-    // Only stray UTF-8 continuation bytes, which no column can address: the rest of this
-    // line cannot be continued into, and the item says it was skipped.
-    return { content: window, end_line: startLine, next: { line: startLine + 1, column: 1 }, line_truncated: true, rest_of_line_skipped: true };
+    // The window holds no character start at all (so no newline either): only stray
+    // continuation bytes, which no column can address. Return what the budget allows and
+    // continue on the next line, saying the rest of this one was skipped.
+    const content = window.subarray(0, Math.min(budget, window.length));
+    if (complete) return { content, end_line: startLine, line_truncated: content.length < window.length, ...(content.length < window.length ? { rest_of_line_skipped: true as const } : {}) };
+    return { content, end_line: startLine, next: { line: startLine + 1, column: 1 }, line_truncated: true, rest_of_line_skipped: true };
   }
+  // The first character alone reached the end of the range: nothing is left to continue into.
+  if (complete && cut >= window.length) return { content: window, end_line: endLine, line_truncated: false };
   return { content: window.subarray(0, cut), end_line: startLine, next: { line: startLine, column: startColumn + characters }, line_truncated: true };
 }
 
@@ -342,7 +348,9 @@ function tooLarge(path: string, size: number, max: number): never {
   });
 }
 
-/** What scanFile reads chunks through: a FileHandle, or a descriptor read synchronously. */
+const readAsync = promisify(readCallback);
+
+/** What scanFile reads chunks through: one descriptor, read synchronously (small files) or not. */
 interface ChunkReader {
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }> | { bytesRead: number };
 }
@@ -355,29 +363,25 @@ interface ChunkReader {
  */
 const SYNC_READ_MAX_BYTES = 256 * 1024;
 
-/** Opens a regular file (refusing other kinds and files above `maxBytes`) and runs `use` on it. */
+/**
+ * Opens a regular file (refusing other kinds and files above `maxBytes`) and runs `use` on it,
+ * reading through the one descriptor it checked. O_NONBLOCK keeps the open of a FIFO from
+ * waiting for a writer (it has no effect on regular files), so such a path is refused at once.
+ */
 async function withRegularFile<T>(real: string, path: string, maxBytes: number, use: (reader: ChunkReader, size: number) => Promise<T>): Promise<T> {
   let fd: number | undefined;
-  let handle: FileHandle | undefined;
   try {
-    // One open and fstat: the stat is of the file actually read.
-    fd = openSync(real, "r");
+    fd = openSync(real, constants.O_RDONLY | constants.O_NONBLOCK);
     const stat = fstatSync(fd);
     if (!stat.isFile()) {
       return fail(ReasonCode.notAFile, FailureStage.resolution, { evidence: { path } });
     }
     if (stat.size > maxBytes) tooLarge(path, stat.size, maxBytes);
-    if (stat.size > 0 && stat.size <= SYNC_READ_MAX_BYTES) {
-      const descriptor = fd;
-      return await use({ read: (buffer, offset, length, position) => ({ bytesRead: readSync(descriptor, buffer, offset, length, position) }) }, stat.size);
-    }
-    closeSync(fd);
-    fd = undefined;
-    handle = await open(real, "r");
-    const reopened = await handle.stat();
-    if (!reopened.isFile()) return fail(ReasonCode.notAFile, FailureStage.resolution, { evidence: { path } });
-    if (reopened.size > maxBytes) tooLarge(path, reopened.size, maxBytes);
-    return await use(handle, reopened.size);
+    const descriptor = fd;
+    const reader: ChunkReader = stat.size > 0 && stat.size <= SYNC_READ_MAX_BYTES
+      ? { read: (buffer, offset, length, position) => ({ bytesRead: readSync(descriptor, buffer, offset, length, position) }) }
+      : { read: (buffer, offset, length, position) => readAsync(descriptor, buffer, offset, length, position) };
+    return await use(reader, stat.size);
   } catch (error) {
     if (error instanceof ToolFailureError) throw error;
     const code = errnoCode(error);
@@ -390,6 +394,5 @@ async function withRegularFile<T>(real: string, path: string, maxBytes: number, 
     throw error;
   } finally {
     if (fd !== undefined) closeSync(fd);
-    await handle?.close();
   }
 }
