@@ -68,9 +68,7 @@ test: build $(CONFORMANCE_STAMP)
 	@bash tools/scripts/ensure-services.sh
 	node tools/scripts/run-tests.mjs
 
-# The unit suite needs Postgres too (libs/platform's migration tests).
 test-unit: build
-	@bash tools/scripts/ensure-services.sh
 	node tools/scripts/run-tests.mjs unit
 
 test-integration: build $(CONFORMANCE_STAMP)

@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { callTool, connectMcp, createProjectDir, firstProjectRef, startDevServer, tempDir } from "../support/index.js";
-import type { DevServer } from "../support/index.js";
+import { callTool, openDevProject, readRevision, tempDir } from "../support/index.js";
+import type { DevProject } from "../support/index.js";
 
 const FILES = {
   "README.md": "# edits\n",
@@ -22,33 +22,28 @@ const FILES = {
 };
 
 describe("the edit engine through a real MCP client (webcodex dev)", () => {
+  let dev: DevProject;
   let projectDir: string;
   let outsideDir: string;
-  let server: DevServer;
   let client: Client;
   let project: string;
 
   const read = (path: string) => readFileSync(join(projectDir, path), "utf8");
-  const revisionOf = async (path: string) => {
-    const { result } = await callTool(client, "read_files", { project, files: [{ path }] });
-    return String((result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
-  };
+  const revisionOf = (path: string) => readRevision(client, project, path);
   const editOne = async (path: string, edits: unknown[], options: { dry_run?: boolean } = {}) =>
     callTool(client, "edit_project_files", { project, ...options, changes: [{ kind: "edit", path, expected_read_revision: await revisionOf(path), edits }] });
 
   before(async () => {
-    projectDir = createProjectDir(FILES, { name: "edits" });
     outsideDir = tempDir("wcx-outside-");
     writeFileSync(join(outsideDir, "target.txt"), "outside\n");
-    symlinkSync(outsideDir, join(projectDir, "escape"));
-    server = await startDevServer({ projectDir, dataDir: tempDir("wcx-data-"), env: { WEBCODEX_RUNNER_SENSITIVE_WRITE_GLOBS: "secrets/**" } });
-    client = await connectMcp(server.mcpUrl, server.token);
-    project = await firstProjectRef(client);
+    dev = await openDevProject(FILES, {
+      name: "edits",
+      env: { WEBCODEX_RUNNER_SENSITIVE_WRITE_GLOBS: "secrets/**" },
+      prepare: (dir) => symlinkSync(outsideDir, join(dir, "escape")),
+    });
+    ({ projectDir, client, project } = dev);
   });
-  after(async () => {
-    await client?.close();
-    await server?.stop();
-  });
+  after(() => dev?.close());
 
   it("without a count, a repeated old_text fails as not unique, with every match line", async () => {
     const { isError, result } = await editOne("src/dup.ts", [{ replace_exact: { old_text: "= 1;", new_text: "= 2;" } }]);
@@ -155,25 +150,19 @@ describe("the edit engine through a real MCP client (webcodex dev)", () => {
 });
 
 describe("a Runner without apply_text_edit_expected_match_count (webcodex dev)", () => {
+  let dev: DevProject;
   let projectDir: string;
-  let server: DevServer;
   let client: Client;
   let project: string;
 
   before(async () => {
-    projectDir = createProjectDir({ "a.txt": "x x x\n" }, { name: "older" });
-    server = await startDevServer({ projectDir, dataDir: tempDir("wcx-data-"), env: { WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "apply_text_edit_expected_match_count" } });
-    client = await connectMcp(server.mcpUrl, server.token);
-    project = await firstProjectRef(client);
+    dev = await openDevProject({ "a.txt": "x x x\n" }, { name: "older", env: { WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "apply_text_edit_expected_match_count" } });
+    ({ projectDir, client, project } = dev);
   });
-  after(async () => {
-    await client?.close();
-    await server?.stop();
-  });
+  after(() => dev?.close());
 
   it("a bulk edit is rejected before dispatch; a plain edit keeps working", async () => {
-    const { result: readResult } = await callTool(client, "read_files", { project, files: [{ path: "a.txt" }] });
-    const revision = String((readResult["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    const revision = await readRevision(client, project, "a.txt");
     const bulk = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "a.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "x", new_text: "y" }, expected_match_count: 3 }] }] });
     assert.equal(bulk.isError, true);
     assert.deepEqual([bulk.result["reason_code"], bulk.result["state_changed"], bulk.result["outcome_unknown"]], ["capability_missing", false, false]);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, rmSync, statSync, chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { callTool, connectMcp, createProjectDir, processGroupAlive, startDevServer, tempDir } from "../support/index.js";
+import { callTool, connectMcp, createProjectDir, processGroupAlive, readRevision, startDevServer, tempDir } from "../support/index.js";
 import type { DevServer } from "../support/index.js";
 
 const FILES = {
@@ -137,10 +137,7 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
   });
 
   describe("guarded edits", () => {
-    const revisionOf = async (path: string) => {
-      const { result } = await callTool(client, "read_files", { project, files: [{ path }] });
-      return String((result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
-    };
+    const revisionOf = (path: string) => readRevision(client, project, path);
     const edit = (path: string, revision: string, edits: unknown[], dry_run = false) =>
       callTool(client, "edit_project_files", { project, dry_run, changes: [{ kind: "edit", path, expected_read_revision: revision, edits }] });
 
@@ -286,8 +283,7 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
 
     it("an unknown session_id fails closed before dispatch: nothing is written or run", async () => {
       writeFileSync(join(projectDir, "guarded.txt"), "keep\n");
-      const { result: readResult } = await callTool(client, "read_files", { project, files: [{ path: "guarded.txt" }] });
-      const revision = String((readResult["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+      const revision = await readRevision(client, project, "guarded.txt");
       for (const sessionId of ["~s999", "wc_sess_00000000000000000000000000000000"]) {
         const edit = await callTool(client, "edit_project_files", { project, session_id: sessionId, changes: [{ kind: "edit", path: "guarded.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "keep", new_text: "lost" } }] }] });
         const run = await callTool(client, "run_shell", { project, session_id: sessionId, command: "touch ran-without-session" });

@@ -9,8 +9,8 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { toolDefinition } from "@webcodex/contracts";
-import { callTool, connectMcp, createProjectDir, firstProjectRef, startDevServer, tempDir } from "../support/index.js";
-import type { DevServer, ToolOutcome } from "../support/index.js";
+import { callTool, openDevProject, readRevision } from "../support/index.js";
+import type { DevProject, ToolOutcome } from "../support/index.js";
 
 const FILES = {
   "README.md": "# contracts\n",
@@ -34,8 +34,8 @@ function allFiles(dir: string, root = dir): string[] {
 }
 
 describe("tool contracts through a real MCP client (webcodex dev)", () => {
+  let dev: DevProject;
   let projectDir: string;
-  let server: DevServer;
   let client: Client;
   let project: string;
   let directTools: Set<string>;
@@ -44,22 +44,14 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
   /** Executes a follow-up exactly as given: Direct tools by name, Gateway tools through call_runtime_tool. */
   const execute = (followUp: FollowUp) => (directTools.has(followUp.tool) ? callTool(client, followUp.tool, followUp.arguments) : runtime(followUp.tool, followUp.arguments));
   const normalization = (outcome: ToolOutcome) => outcome.result["input_normalization"] as { code: string; hint: string; effective?: Record<string, number> } | undefined;
-  const revisionOf = async (path: string) => {
-    const { result } = await callTool(client, "read_files", { project, files: [{ path }] });
-    return String((result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
-  };
+  const revisionOf = (path: string) => readRevision(client, project, path);
 
   before(async () => {
-    projectDir = createProjectDir(FILES, { name: "contracts" });
-    server = await startDevServer({ projectDir, dataDir: tempDir("wcx-data-") });
-    client = await connectMcp(server.mcpUrl, server.token);
-    project = await firstProjectRef(client);
+    dev = await openDevProject(FILES, { name: "contracts" });
+    ({ projectDir, client, project } = dev);
     directTools = new Set((await client.listTools()).tools.map((t) => t.name));
   });
-  after(async () => {
-    await client?.close();
-    await server?.stop();
-  });
+  after(() => dev?.close());
 
   describe("each normalization happens in one call and reports its code", () => {
     it("argv alone becomes args (argv_to_args)", async () => {

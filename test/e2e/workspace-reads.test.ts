@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { callTool, connectMcp, createProjectDir, firstProjectRef, startDevServer, tempDir } from "../support/index.js";
-import type { DevServer } from "../support/index.js";
+import { callTool, openDevProject } from "../support/index.js";
+import type { DevProject } from "../support/index.js";
 
 const many = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`gen/file-${String(i).padStart(2, "0")}.txt`, `needle ${i}\n`]));
 const FILES = {
@@ -24,24 +24,20 @@ const FILES = {
 };
 
 describe("reads, listings and searches through a real MCP client (webcodex dev)", () => {
+  let dev: DevProject;
   let projectDir: string;
-  let server: DevServer;
   let client: Client;
   let project: string;
 
   before(async () => {
-    projectDir = createProjectDir(FILES, { name: "reads" });
-    // Ignored files are on disk but not committed; a binary file is committed.
-    writeFileSync(join(projectDir, "build/out.js"), "needle in build\n");
-    writeFileSync(join(projectDir, "logo.bin"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x00, 0x01, 0xff]));
-    server = await startDevServer({ projectDir, dataDir: tempDir("wcx-data-") });
-    client = await connectMcp(server.mcpUrl, server.token);
-    project = await firstProjectRef(client);
+    // The ignored files (build/, *.log) are on disk but not committed; so is the binary file.
+    dev = await openDevProject(FILES, {
+      name: "reads",
+      prepare: (dir) => writeFileSync(join(dir, "logo.bin"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x00, 0x01, 0xff])),
+    });
+    ({ projectDir, client, project } = dev);
   });
-  after(async () => {
-    await client?.close();
-    await server?.stop();
-  });
+  after(() => dev?.close());
 
   it("read_files batches files and ranges, keeps CRLF, and reports binary files instead of their bytes", async () => {
     const { isError, result } = await callTool(client, "read_files", { project, files: [{ path: "src/crlf.txt" }, { path: "logo.bin" }, { path: "src/app.ts", start_line: 2, end_line: 2 }] });

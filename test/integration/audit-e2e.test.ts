@@ -58,8 +58,6 @@ describe("ActionAudit in an end-to-end run", () => {
       redisUrl: services.redisUrl,
       projectDir,
       gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile },
-      // Every service that keeps state gets the test database (the broker now has a schema too).
-      extraEnv: { WEBCODEX_POSTGRES_URL: database.url },
     });
     client = await connectMcp(stack.mcpUrl, token);
     sql = new pg.Client({ connectionString: database.url });

@@ -41,7 +41,6 @@ async function stackWithSpool(spoolDir: string) {
     redisUrl: services.redisUrl,
     projectDir,
     gatewayEnv: { WEBCODEX_DEV_TOKEN: token, WEBCODEX_AUDIT_SPOOL_DIR: spoolDir },
-    extraEnv: { WEBCODEX_POSTGRES_URL: database.url },
   });
   const client = await connectMcp(stack.mcpUrl, token);
   const sql = new pg.Client({ connectionString: database.url });

@@ -42,7 +42,6 @@ describe("telemetry of the distributed stack", () => {
       projectDir,
       gatewayEnv: { WEBCODEX_DEV_TOKEN: token },
       extraEnv: {
-        WEBCODEX_POSTGRES_URL: database.url,
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
         OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
         OTEL_BSP_SCHEDULE_DELAY: "50",

@@ -1,6 +1,8 @@
 export { backingServices, createTestDatabase, redisKeyPrefix } from "./backing-services.js";
 export type { BackingServices, TestDatabase } from "./backing-services.js";
-export { connectMcp, callTool, firstProjectRef } from "./mcp.js";
+export { connectMcp, callTool, firstProjectRef, readRevision } from "./mcp.js";
+export { openDevProject } from "./dev-project.js";
+export type { DevProject, DevProjectOptions } from "./dev-project.js";
 export type { ToolOutcome } from "./mcp.js";
 export { createProjectDir, startDevServer, tempDir, repoRoot, cliPath } from "./processes.js";
 export type { DevServer } from "./processes.js";

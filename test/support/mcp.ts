@@ -24,3 +24,9 @@ export async function firstProjectRef(client: Client): Promise<string> {
   const listed = await callTool(client, "list_projects", {});
   return ((listed.result["projects"] as Array<Record<string, string>> | undefined)?.[0] ?? {})["project_ref"] ?? "";
 }
+
+/** The read_revision `read_files` reports for one path (what a guarded edit must send). */
+export async function readRevision(client: Client, project: string, path: string): Promise<string> {
+  const { result } = await callTool(client, "read_files", { project, files: [{ path }] });
+  return String((result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+}

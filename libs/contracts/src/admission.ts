@@ -98,3 +98,10 @@ export function gatewayRefusal(tool: string): GatewayRefusal | undefined {
   }
   return undefined;
 }
+
+/** The tool a call runs and its arguments, looking through call_runtime_tool (before validation). */
+export function forwardedCall(tool: string, rawArgs: unknown): { tool: string; args: unknown } {
+  if (tool !== "call_runtime_tool" || typeof rawArgs !== "object" || rawArgs === null) return { tool, args: rawArgs };
+  const outer = rawArgs as Record<string, unknown>;
+  return typeof outer["tool"] === "string" ? { tool: outer["tool"], args: outer["arguments"] } : { tool, args: rawArgs };
+}

@@ -5,6 +5,10 @@
  * generation-2 Runner has. Row order is the wire serialization order. Catalog or baseline
  * membership is never permission to advertise support.
  */
+import { FailureStage, ReasonCode, toolFailure } from "./failure.js";
+import type { ToolFailure } from "./failure.js";
+import type { ToolDefinition } from "./tool-definition.js";
+
 export const RUNNER_PROTOCOL_GENERATION = 2;
 
 const rows = [
@@ -75,4 +79,18 @@ export class RunnerCapabilities {
   missingBaseline(): RunnerCapabilityId[] {
     return rows.filter((r) => r.baselineV2 && !this.set.has(r.id)).map((r) => r.id);
   }
+}
+
+/** Capabilities a call of `def` with `args` needs that `have` does not offer. */
+export function missingCapabilities(def: ToolDefinition | undefined, args: Record<string, unknown>, have: RunnerCapabilities): RunnerCapabilityId[] {
+  return (def?.requiredCapabilities?.(args) ?? []).filter((id) => !have.has(id));
+}
+
+/** The dispatch refusal for a call whose Runner lacks `missing` (non-empty): nothing was run. */
+export function capabilityMissingFailure(missing: readonly RunnerCapabilityId[], runnerBuild: string, message: string): ToolFailure {
+  return toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
+    detail_code: runnerCapabilityWire(missing[0] as RunnerCapabilityId),
+    evidence: { missing_capabilities: missing.map(runnerCapabilityWire), runner_build: runnerBuild },
+    message,
+  });
 }

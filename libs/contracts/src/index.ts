@@ -5,7 +5,7 @@ export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definit
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
 export {
   admittedTools, listedTools, toolRoute, groupToolNamesByCategory, gatewayRefusal, isAdmitted, mcpToolDescriptor, toolsListResult,
-  TOOLS_LIST_MAX_BYTES, ADMISSION_PROFILES, HOST_PROFILES, isAdmissionProfile, isHostProfile,
+  TOOLS_LIST_MAX_BYTES, ADMISSION_PROFILES, HOST_PROFILES, isAdmissionProfile, isHostProfile, forwardedCall,
 } from "./admission.js";
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
@@ -17,10 +17,11 @@ export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFa
 export type { ToolFailure, FailureOptions } from "./failure.js";
 export { validateToolArguments } from "./schema-validator.js";
 export type { SchemaViolation } from "./schema-validator.js";
-export { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog, runnerCapabilityWire, runnerCapabilityByWire, RunnerCapabilities } from "./capabilities.js";
+export { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog, runnerCapabilityWire, runnerCapabilityByWire, RunnerCapabilities, missingCapabilities, capabilityMissingFailure } from "./capabilities.js";
 export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } from "./capabilities.js";
 // For contract tests and docs generation:
 export type { JsonSchema } from "./json-schema.js";
 export { sampleToolArgs, sampleToolArgVariants } from "./sample-args.js";
 export { followUpBuilders } from "./follow-up.js";
 export { renderToolsDoc } from "./tools-doc.js";
+export { canonicalProjectId, isCanonicalIdPart, isCanonicalProjectId, parseCanonicalProjectId } from "./project-id.js";

@@ -38,7 +38,7 @@ function isCompleteSuccess(item: unknown): boolean {
  */
 export function compactBatch(result: Json, key: string): Json {
   const items = result[key];
-  if (!Array.isArray(items) || !items.every(isCompleteSuccess)) return { ...result };
+  if (!Array.isArray(items) || !items.every(isCompleteSuccess)) return result;
   return { ...result, [key]: items.map(({ success: _s, error: _e, ...rest }: Json) => rest) };
 }
 
@@ -47,7 +47,7 @@ export function compactBatch(result: Json, key: string): Json {
  * A dry run, and any other execution state, keep their detail.
  */
 export function compactEdit(result: Json): Json {
-  if (result["dry_run"] !== false) return { ...result };
+  if (result["dry_run"] !== false) return result;
   const { dry_run: _d, applied_count: _a, ...rest } = result;
   if (rest["execution_state"] === "completed") delete rest["execution_state"];
   return rest;
@@ -74,7 +74,7 @@ function isCleanShellSuccess(r: Json): boolean {
  * follow_up, expectations and sidecars stay.
  */
 export function compactShell(result: Json): Json {
-  if (!isCleanShellSuccess(result)) return { ...result };
+  if (!isCleanShellSuccess(result)) return result;
   const out: Json = { ...result };
   for (const k of SHELL_BOOKKEEPING) delete out[k];
   for (const k of ["output", "stdout", "stderr"]) if (out[k] === "") delete out[k];

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Logger } from "@webcodex/platform";
-import { isHostProfile } from "@webcodex/contracts";
+import { isAdmissionProfile, isCanonicalIdPart, isHostProfile } from "@webcodex/contracts";
 import type { StaticTokenEntry } from "./auth.js";
 
 /**
@@ -20,8 +20,8 @@ export function parseDevTokensFile(text: string): StaticTokenEntry[] {
     const token = t["token"], clientId = t["client_id"], subject = t["subject"], profile = t["admission_profile"], host = t["host_profile"], scopes = t["scopes"];
     if (typeof token !== "string" || token.length < 16) throw new Error(`tokens[${i}].token must be a string of at least 16 characters`);
     if (typeof clientId !== "string" || typeof subject !== "string") throw new Error(`tokens[${i}] needs client_id and subject`);
-    if (!/^[A-Za-z0-9._-]{1,128}$/.test(clientId)) throw new Error(`tokens[${i}].client_id must match [A-Za-z0-9._-]{1,128}`);
-    if (profile !== undefined && profile !== "full" && profile !== "read_only") throw new Error(`tokens[${i}].admission_profile must be full or read_only`);
+    if (!isCanonicalIdPart(clientId)) throw new Error(`tokens[${i}].client_id must match [A-Za-z0-9._-]{1,128}`);
+    if (profile !== undefined && !isAdmissionProfile(profile)) throw new Error(`tokens[${i}].admission_profile must be full or read_only`);
     if (host !== undefined && !isHostProfile(host)) throw new Error(`tokens[${i}].host_profile must be generic or app`);
     if (scopes !== undefined && (!Array.isArray(scopes) || scopes.some((x) => typeof x !== "string"))) throw new Error(`tokens[${i}].scopes must be an array of strings`);
     return { token, clientId, subject, ...(profile ? { admissionProfile: profile } : {}), ...(host !== undefined ? { hostProfile: host } : {}), ...(scopes ? { scopes: scopes as string[] } : {}) };

@@ -2,13 +2,11 @@
  * createGateway wires the MCP endpoint, the pipeline and the operator routes from service
  * clients. The same code runs embedded (in-memory transports) and distributed (HTTP/2).
  */
-import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import type { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
-import { toolDefinition } from "@webcodex/contracts";
 import type { HostProfile } from "@webcodex/contracts";
-import type { HttpHandler, Logger, Metrics, ReadinessReport, ShapeSchema } from "@webcodex/platform";
-import { argumentShape, readinessFrom } from "@webcodex/platform";
+import type { HttpHandler, Logger, Metrics, ReadinessReport } from "@webcodex/platform";
+import { readinessFrom } from "@webcodex/platform";
 import type { Authenticator } from "./auth.js";
 import { createChainAuthenticator } from "./auth.js";
 import { createJwtAuthenticator } from "./auth/jwt.js";
@@ -18,7 +16,7 @@ import { createRateLimiter, parseRateLimitOverrides } from "./rate-limit.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { createAuditRecorder } from "./audit-recorder.js";
 import { createCatalogCache } from "./catalog-cache.js";
-import { createPipeline } from "./pipeline.js";
+import { createPipeline, refusedCallRecord } from "./pipeline.js";
 import { createMcpServer } from "./mcp/mcp-server.js";
 import { createStreamableHttpHandler } from "./mcp/streamable-http.js";
 import type { DeniedToolCall } from "./mcp/streamable-http.js";
@@ -117,16 +115,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     : undefined;
   // Calls refused before the pipeline (scope, rate limit) are audited like any failed call.
   const recordDenied = (d: DeniedToolCall) => {
-    const forwarded = d.tool === "call_runtime_tool" && typeof (d.args as { tool?: unknown } | undefined)?.tool === "string";
-    const inner = forwarded ? (d.args as { tool: string }).tool : d.tool;
-    const def = toolDefinition(inner);
-    const shape = argumentShape(forwarded ? (d.args as { arguments?: unknown }).arguments : d.args, def?.inputSchema as ShapeSchema | undefined);
-    audit.record({
-      callId: randomUUID(), clientId: d.caller.principal.clientId, subject: d.caller.principal.subject, tool: def?.name ?? "unknown_tool",
-      projectCanonicalId: "", sessionId: "", effect: def?.effect ?? "read_only", outcome: "failure", reasonCode: d.failure.reason_code,
-      failureStage: d.failure.failure_stage, ...(shape ? { argumentShape: shape } : {}),
-      stateChanged: false, outcomeUnknown: false, inputNormalizationCode: "", startedAtUnixMs: BigInt(Date.now()), durationUs: 0, stageDurationsUs: {},
-    }, false).catch((error: unknown) => deps.logger.warn("audit of a denied call failed", { error }));
+    audit.record(refusedCallRecord(d.caller, d.tool, d.args, d.failure), false).catch((error: unknown) => deps.logger.warn("audit of a denied call failed", { error }));
   };
   const mcp = createStreamableHttpHandler({
     transport,

@@ -3,6 +3,7 @@
  * says why in the gateway's own /readyz: the peer cannot be reached, or which of the peer's
  * checks fail (e.g. `ref-resolver: not ready (503): postgres unreachable (connect ECONNREFUSED …)`).
  */
+import type { ReadinessReport } from "@webcodex/platform";
 
 const PROBE_TIMEOUT_MS = 2_000;
 const MAX_DETAIL = 400;
@@ -10,7 +11,7 @@ const MAX_DETAIL = 400;
 /** "name detail" for each failing check of a peer's readiness report; "" when there is none. */
 function failingChecks(body: string): string {
   try {
-    const report = JSON.parse(body) as { checks?: Record<string, { ok?: boolean; detail?: string }> };
+    const report = JSON.parse(body) as Partial<ReadinessReport>;
     return Object.entries(report.checks ?? {})
       .filter(([, c]) => c.ok !== true)
       .map(([name, c]) => `${name} ${c.detail ?? "not ready"}`)

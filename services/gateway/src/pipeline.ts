@@ -9,7 +9,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
-  FailureStage, gatewayRefusal, groupToolNamesByCategory, normalizeToolCall, projectSuccess, ReasonCode,
+  FailureStage, forwardedCall, gatewayRefusal, groupToolNamesByCategory, normalizeToolCall, projectSuccess, ReasonCode,
   rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
 } from "@webcodex/contracts";
 import type { CanonicalCall, FailureStage as Stage, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
@@ -52,8 +52,14 @@ interface CallContext {
   sessionId: string;
   /** The call without its rewrite to another tool, which the broker may run instead (run_process for run_shell). */
   literal?: CanonicalCall | undefined;
-  /** Set when the broker answered for `literal`: the Runner lacked a capability the rewrite needs. */
-  answeredLiteral: boolean;
+  /** Set when the broker answered for `literal` (the Runner lacked a capability the rewrite needs): the tool that ran. */
+  ranLiteral?: ToolDefinition | undefined;
+}
+
+/** A project tool's arguments as the Runner gets them: the target and Session are the gateway's. */
+function runnerArguments(args: Record<string, unknown>): Record<string, unknown> {
+  const { project: _p, session_id: _s, ...rest } = args;
+  return rest;
 }
 
 const now = () => performance.now();
@@ -93,11 +99,20 @@ function auditNotDurableFailure(outcome: Outcome, stateChanged: boolean, outcome
 /** What the pipeline sets on a call's span: codes and identifiers only. */
 type CallSpan = { setAttribute(key: string, value: string): unknown } | undefined;
 
-/** The tool a call runs and its arguments, looking through call_runtime_tool before it is validated. */
-function forwardedCall(tool: string, rawArgs: unknown): { tool: string; args: unknown } {
-  if (tool !== "call_runtime_tool" || typeof rawArgs !== "object" || rawArgs === null) return { tool, args: rawArgs };
-  const outer = rawArgs as Record<string, unknown>;
-  return typeof outer["tool"] === "string" ? { tool: outer["tool"], args: outer["arguments"] } : { tool, args: rawArgs };
+/**
+ * The audit record of a call refused before the pipeline (scope, rate limit): the same fields a
+ * pipeline failure records, under the tool call_runtime_tool would have run.
+ */
+export function refusedCallRecord(caller: Caller, requestedTool: string, requestedArgs: unknown, failure: ToolFailure): ActionRecordInit {
+  const { tool, args } = forwardedCall(requestedTool, requestedArgs);
+  const def = toolDefinition(tool);
+  const shape = argumentShape(args, def?.inputSchema as ShapeSchema | undefined);
+  return {
+    callId: randomUUID(), clientId: caller.principal.clientId, subject: caller.principal.subject, tool: def?.name ?? "unknown_tool",
+    projectCanonicalId: "", sessionId: "", effect: def?.effect ?? "read_only", outcome: "failure", reasonCode: failure.reason_code,
+    failureStage: failure.failure_stage, ...(shape ? { argumentShape: shape } : {}),
+    stateChanged: false, outcomeUnknown: false, inputNormalizationCode: "", startedAtUnixMs: BigInt(Date.now()), durationUs: 0, stageDurationsUs: {},
+  };
 }
 
 /**
@@ -232,10 +247,8 @@ export function createPipeline(deps: PipelineDeps) {
       const failure = await resolveSession(sessionSelector, project.canonicalId, ctx);
       if (failure) return { ok: false, failure };
     }
-    const { project: _p, session_id: _s, ...runnerArgs } = args;
-    const outcome = await dispatchToRunner(def, runnerArgs, selector, project, ctx, callId);
-    const ran = ctx.answeredLiteral && ctx.literal ? (toolDefinition(ctx.literal.tool) ?? def) : def;
-    if (ctx.sessionId !== "") await recordSessionCall(ran, outcome, ctx, callId, Math.round(now() - started));
+    const outcome = await dispatchToRunner(def, runnerArguments(args), selector, project, ctx, callId);
+    if (ctx.sessionId !== "") await recordSessionCall(ctx.ranLiteral ?? def, outcome, ctx, callId, Math.round(now() - started));
     return outcome;
   }
 
@@ -281,17 +294,13 @@ export function createPipeline(deps: PipelineDeps) {
   async function dispatchToRunner(
     def: ToolDefinition, runnerArgs: Record<string, unknown>, selector: string, project: { canonicalId: string; rootIdentity: string }, ctx: CallContext, callId: string,
   ): Promise<Outcome> {
-    let fallback: { tool: string; argumentsJson: string } | undefined;
-    if (ctx.literal) {
-      const { project: _p, session_id: _s, ...literalArgs } = ctx.literal.arguments;
-      fallback = { tool: ctx.literal.tool, argumentsJson: JSON.stringify(literalArgs) };
-    }
+    const fallback = ctx.literal ? { tool: ctx.literal.tool, argumentsJson: JSON.stringify(runnerArguments(ctx.literal.arguments)) } : undefined;
     try {
       const res = await timedStage(ctx.stages, "dispatch", () => deps.broker.dispatch(
         { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs), ...(fallback ? { fallback } : {}) },
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       ));
-      ctx.answeredLiteral = res.answeredFallback;
+      if (res.answeredFallback && ctx.literal) ctx.ranLiteral = toolDefinition(ctx.literal.tool);
       if (res.failure) return { ok: false, failure: withRecovery(failureFromWire(res.failure), selector) };
       return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
     } catch (error) {
@@ -461,12 +470,12 @@ export function createPipeline(deps: PipelineDeps) {
         def = toolDefinition(normalized.tool) as ToolDefinition;
         normalization = normalized.normalization;
         args = normalized.arguments;
-        const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "", literal: normalized.literal, answeredLiteral: false };
+        const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "", literal: normalized.literal };
         outcome = await executeSafely(def, args, ctx, callId);
         // The Runner could not serve the rewrite, so the literal call ran: it is what is
         // audited, projected and reported, with no rewrite code.
-        if (ctx.answeredLiteral && normalized.literal) {
-          def = toolDefinition(normalized.literal.tool) as ToolDefinition;
+        if (ctx.ranLiteral && normalized.literal) {
+          def = ctx.ranLiteral;
           normalization = normalized.literal.normalization;
           args = normalized.literal.arguments;
         }

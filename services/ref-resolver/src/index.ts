@@ -1,6 +1,6 @@
 export { createRefResolver, migrateRefResolver, REF_RESOLVER_SCHEMA } from "./ref-resolver.js";
 export type { RefResolverDeps } from "./ref-resolver.js";
-export { createProjectStore, canonicalProjectId, ProjectOwnershipError } from "./projects/project-store.js";
+export { createProjectStore, validCanonicalProjectId, ProjectOwnershipError } from "./projects/project-store.js";
 export type { ProjectStore, ProjectStoreOptions, ProjectRecord, Resolution } from "./projects/project-store.js";
 export { createSessionStore } from "./sessions/session-store.js";
 export type { SessionStore, SessionRecord } from "./sessions/session-store.js";

@@ -9,6 +9,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService } from "@webcodex/proto";
 import { failureToWire, principalFromHeaders, runMigrations } from "@webcodex/platform";
 import type { Database } from "@webcodex/platform";
+import { isCanonicalIdPart } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { createAgentStore } from "./agents/agent-store.js";
 import type { AgentContinuation, AgentTaskAttempt } from "./agents/agent-store.js";
@@ -101,7 +102,7 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
   const sessions = createSessionStore(deps.db, projects, deps.maxCallsPerSession !== undefined ? { maxCallsPerSession: deps.maxCallsPerSession } : {});
   const agents = createAgentStore(deps.db);
   const validAddress = (clientId: string, projectId: string) => {
-    if (!/^[A-Za-z0-9._-]{1,128}$/.test(clientId) || !/^[A-Za-z0-9._-]{1,128}$/.test(projectId)) throw new ConnectError("invalid client_id or project_id", Code.InvalidArgument);
+    if (!isCanonicalIdPart(clientId) || !isCanonicalIdPart(projectId)) throw new ConnectError("invalid client_id or project_id", Code.InvalidArgument);
   };
   return {
     // ── projects ──

@@ -4,11 +4,10 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, ServiceImpl } from "@connectrpc/connect";
 import { RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import type { RefResolverService } from "@webcodex/proto";
-import { RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
+import { parseCanonicalProjectId, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { createInProcessClient, createLogger, principalHeaders } from "@webcodex/platform";
 import { createRunnerBroker } from "./broker.js";
-import { parseCanonicalId } from "./provisioning/provisioner.js";
 import type { RunnerBrokerDeps } from "./broker.js";
 import { createMemoryRunnerRegistry } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend } from "./leases/lease-store.js";
@@ -256,7 +255,7 @@ describe("runner-broker", () => {
   });
 
   it("parses canonical project ids whose client id contains colons", () => {
-    assert.deepEqual(parseCanonicalId("agent:urn:x:c:proj-1"), { clientId: "urn:x:c", projectId: "proj-1" });
-    assert.equal(parseCanonicalId("project:x"), undefined);
+    assert.deepEqual(parseCanonicalProjectId("agent:urn:x:c:proj-1"), { clientId: "urn:x:c", projectId: "proj-1" });
+    assert.equal(parseCanonicalProjectId("project:x"), undefined);
   });
 });

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure } from "@webcodex/contracts";
+import { canonicalProjectId, capabilityMissingFailure, FailureStage, missingCapabilities, parseCanonicalProjectId, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { failureToWire, principalFromHeaders, principalHeaders } from "@webcodex/platform";
 import type { DomainFailureInit, Logger } from "@webcodex/platform";
@@ -22,7 +22,6 @@ import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
 import type { ConcurrencyLimiter, SlotAdmission } from "./admission/concurrency.js";
 import type { JobStore } from "./jobs/job-store.js";
 import { createJobDesk, JOB_OBSERVE_TOOLS, JOB_START_TOOLS } from "./jobs/job-desk.js";
-import { canonicalProjectId, parseCanonicalId } from "./provisioning/provisioner.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioning/provisioner.js";
 import { fleetRows, observeFleet, summarizeFleet } from "./fleet/fleet-status.js";
 import { runnerTokenCheck, runnerTokenHeaders } from "./runner-auth.js";
@@ -104,7 +103,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         message: "The project's Runner stopped heartbeating and is lost; nothing was run.",
       });
     }
-    const workspace = parseCanonicalId(canonicalId);
+    const workspace = parseCanonicalProjectId(canonicalId);
     if (deps.provisioner && workspace) {
       try {
         const r = await deps.provisioner.ensureRunner(workspace);
@@ -202,32 +201,36 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     : undefined;
 
   /**
-   * Whether calls to a Project incarnation are routed now: the same test dispatch makes (a
-   * connected lease holder serving this root), then whether any Runner is known for it.
+   * The one routing test: the Project's lease holder, if it is connected and serves this
+   * incarnation (same canonical id and root identity). Dispatch and runner_state both use it.
    */
-  const projectRunnerState = async (canonicalId: string, rootIdentity: string): Promise<"ready" | "registered" | "none"> => {
+  const routableHolder = async (canonicalId: string, rootIdentity: string) => {
     const lease = await leases.current(canonicalId);
     const holder = lease ? await deps.registry.get(lease.owner) : undefined;
-    if (holder && holder.connectionState === "connected" && holder.canonicalId === canonicalId && holder.rootIdentity === rootIdentity) return "ready";
+    if (!lease || !holder || holder.connectionState !== "connected" || holder.canonicalId !== canonicalId) return { holder, why: "not_routable" as const };
+    if (holder.rootIdentity !== rootIdentity) return { holder, why: "other_incarnation" as const };
+    return { holder, lease, why: "ok" as const };
+  };
+
+  /** Whether calls to a Project incarnation are routed now, else whether any Runner is known for it. */
+  const projectRunnerState = async (canonicalId: string, rootIdentity: string): Promise<"ready" | "registered" | "none"> => {
+    if ((await routableHolder(canonicalId, rootIdentity)).why === "ok") return "ready";
     return (await deps.registry.lastForProject(canonicalId)) ? "registered" : "none";
   };
 
   /** Routes a call to the Project's lease holder after capability admission. */
   const dispatchToHolder = async (req: RunnerCall, def: ToolDefinition, signal: AbortSignal): Promise<Answer> => {
-    const lease = await leases.current(req.projectCanonicalId);
-    const holder = lease ? await deps.registry.get(lease.owner) : undefined;
-    if (!lease || !holder || holder.connectionState !== "connected" || holder.canonicalId !== req.projectCanonicalId) {
-      return failure(await unavailable(req.projectCanonicalId, holder));
-    }
-    const runner = holder;
-    if (runner.rootIdentity !== req.rootIdentity) {
+    const route = await routableHolder(req.projectCanonicalId, req.rootIdentity);
+    if (route.why === "not_routable") return failure(await unavailable(req.projectCanonicalId, route.holder));
+    if (route.why === "other_incarnation") {
       return failure(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
         detail_code: "runner_serves_other_incarnation",
         message: "No Runner is serving this project right now; nothing was run.",
       }));
     }
+    const { holder: runner, lease } = route;
     const have = RunnerCapabilities.fromWire(runner.capabilities);
-    const missingFor = (d: ToolDefinition, argumentsJson: string) => (d.requiredCapabilities?.(JSON.parse(argumentsJson) as Record<string, unknown>) ?? []).filter((c) => !have.has(c));
+    const missingFor = (d: ToolDefinition, argumentsJson: string) => missingCapabilities(d, JSON.parse(argumentsJson) as Record<string, unknown>, have);
     let call = req;
     let answeredFallback = false;
     let missing = missingFor(def, req.argumentsJson);
@@ -242,11 +245,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     const flag = answeredFallback ? { answeredFallback } : {};
     if (missing.length > 0) {
       return {
-        ...failure(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
-          detail_code: runnerCapabilityWire(missing[0]!),
-          evidence: { missing_capabilities: missing.map(runnerCapabilityWire), runner_build: runner.build },
-          message: "The project's Runner does not implement this request; nothing was run.",
-        })),
+        ...failure(capabilityMissingFailure(missing, runner.build, "The project's Runner does not implement this request; nothing was run.")),
         ...flag,
       };
     }
@@ -266,7 +265,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         { clientId: req.clientId, projectId: req.projectId, rootIdentity: req.rootIdentity, name: req.projectId },
         { headers: principalHeaders({ clientId: req.clientId, subject: `runner:${req.runnerId}` }) },
       );
-      const canonicalId = registered.project?.canonicalId ?? canonicalProjectId(req);
+      const canonicalId = registered.project?.canonicalId ?? canonicalProjectId(req.clientId, req.projectId);
       await deps.registry.register({
         runnerId: req.runnerId,
         clientId: req.clientId,

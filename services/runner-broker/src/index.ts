@@ -1,6 +1,5 @@
 // Public surface of @webcodex/runner-broker.
 export { createRunnerBroker, DEFAULT_PROJECT_CONCURRENCY } from "./broker.js";
-export { parseCanonicalId } from "./provisioning/provisioner.js";
 export type { RunnerBrokerDeps } from "./broker.js";
 export { createMemoryRunnerRegistry, createRedisRunnerRegistry } from "./runner-registry.js";
 export type { RunnerRegistry, RunnerRegistration, RunnerState, RegistryOptions } from "./runner-registry.js";

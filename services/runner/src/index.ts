@@ -5,7 +5,7 @@ export type { RunnerHandlers, ToolHandler, RunnerServiceDeps, FenceGuard } from 
 export { startRegistration } from "./registration.js";
 export type { RegistrationLoop, RegistrationOptions } from "./registration.js";
 export { main } from "./main.js";
-export { loadRunnerSettings } from "./config.js";
+export { loadRunnerSettings, runnerSettingsSpec } from "./config.js";
 export type { RunnerSettings } from "./config.js";
 export { createWorkspace } from "./workspace/index.js";
 export { createSpawnHost } from "./exec/spawn-host.js";

@@ -9,7 +9,7 @@ import { timingSafeEqual, createHash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "@webcodex/proto";
-import { FailureStage, isToolFailureError, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure } from "@webcodex/contracts";
+import { capabilityMissingFailure, FailureStage, isToolFailureError, missingCapabilities, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { failureToWire, RUNNER_TOKEN_HEADER } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
@@ -70,16 +70,14 @@ export interface RunnerServiceDeps {
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
-/** Capabilities `tool` needs for these arguments that this Runner does not advertise. */
-function missingCapabilities(tool: string, argumentsJson: string, advertised: RunnerCapabilities): RunnerCapabilityId[] {
-  let args: Record<string, unknown> = {};
+/** The call's arguments for the capability check; unparseable ones fail later, where the handler would get them. */
+function argumentsForCheck(argumentsJson: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(argumentsJson);
-    if (typeof parsed === "object" && parsed !== null) args = parsed as Record<string, unknown>;
+    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : {};
   } catch {
-    // Unparseable arguments fail later, where the handler would get them.
+    return {};
   }
-  return (toolDefinition(tool)?.requiredCapabilities?.(args) ?? []).filter((id) => !advertised.has(id));
 }
 
 export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof RunnerService> {
@@ -103,16 +101,9 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
       }
       // The broker checks prerequisites before dispatch; this holds the line for a capability
       // the Runner withholds (or a caller that skipped the broker): nothing runs without it.
-      const missing = missingCapabilities(req.tool, req.argumentsJson, advertised);
+      const missing = missingCapabilities(toolDefinition(req.tool), argumentsForCheck(req.argumentsJson), advertised);
       if (missing.length > 0) {
-        return {
-          resultJson: "",
-          failure: failureToWire(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
-            detail_code: runnerCapabilityWire(missing[0] as RunnerCapabilityId),
-            evidence: { missing_capabilities: missing.map(runnerCapabilityWire), runner_build: deps.build },
-            message: "This Runner does not offer a capability the call needs; nothing was run.",
-          })),
-        };
+        return { resultJson: "", failure: failureToWire(capabilityMissingFailure(missing, deps.build, "This Runner does not offer a capability the call needs; nothing was run.")) };
       }
       const callFence = Number(req.fence);
       const mutating = toolDefinition(req.tool)?.effect !== "read_only";

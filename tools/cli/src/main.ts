@@ -9,7 +9,7 @@ import { resolveDevTokens } from "@webcodex/gateway";
 import type { StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
-import { loadRunnerSettings } from "@webcodex/runner";
+import { loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
 import { defaultDataDir, startEmbedded } from "./embedded.js";
 import type { EmbeddedOptions } from "./embedded.js";
 import { startDistributed, SERVICES } from "./distributed.js";
@@ -110,8 +110,9 @@ export async function run(argv: string[]): Promise<void> {
       }
       // The local Runner's settings reach it as they reach the embedded one (`webcodex dev`).
       const runnerEnv: Record<string, string> = {};
-      for (const [name, value] of Object.entries(env)) {
-        if (value !== undefined && /^WEBCODEX_RUNNER_(SPAWN_HOST|SENSITIVE_WRITE_GLOBS|DISABLED_CAPABILITIES)$/.test(name)) runnerEnv[name] = value;
+      for (const { env: name } of Object.values(runnerSettingsSpec)) {
+        const value = env[name];
+        if (value !== undefined) runnerEnv[name] = value;
       }
       loadRunnerSettings(runnerEnv); // a bad value fails here, before any process starts
       // A Redis key prefix lets several stacks share one Redis (the broker reads it).

@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import { createRemoteJWKSet, errors, jwtVerify } from "jose";
 import type { JWTPayload, JWTVerifyGetKey } from "jose";
-import { isHostProfile } from "@webcodex/contracts";
+import { isCanonicalIdPart, isHostProfile } from "@webcodex/contracts";
 import type { AdmissionProfile } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import { AuthUnavailableError } from "../auth.js";
@@ -46,7 +46,6 @@ export interface JwtAuthenticatorOptions {
 
 const ASYMMETRIC_ALGS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
 const ACCESS_TOKEN_TYPES = new Set(["at+jwt", "application/at+jwt", "jwt"]);
-const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/;
 const SAFE_SUBJECT = /^[\x21-\x7e]{1,256}$/;
 
 /**
@@ -55,7 +54,7 @@ const SAFE_SUBJECT = /^[\x21-\x7e]{1,256}$/;
  * digest so they can never collide with or impersonate a plain id.
  */
 export function tenantIdFromClaim(raw: string): string {
-  return SAFE_ID.test(raw) ? raw : `h-${createHash("sha256").update(raw).digest("hex").slice(0, 40)}`;
+  return isCanonicalIdPart(raw) ? raw : `h-${createHash("sha256").update(raw).digest("hex").slice(0, 40)}`;
 }
 
 function subjectFromClaim(raw: string): string {

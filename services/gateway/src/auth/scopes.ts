@@ -4,7 +4,7 @@
  * tools need `webcodex:read`, anything that can change state needs `webcodex:write`.
  * `webcodex:write` implies `webcodex:read`.
  */
-import { FailureStage, ReasonCode, toolDefinition, toolFailure } from "@webcodex/contracts";
+import { FailureStage, forwardedCall, ReasonCode, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
 
@@ -17,16 +17,12 @@ export type WebcodexScope = (typeof WebcodexScope)[keyof typeof WebcodexScope];
 /** Every scope this resource understands, for RFC 9728 `scopes_supported` and challenges. */
 export const SUPPORTED_SCOPES: readonly WebcodexScope[] = [WebcodexScope.read, WebcodexScope.write];
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
 /**
  * The scope a tools/call of `tool` with `args` needs. call_runtime_tool needs the scope of the
  * tool it runs. Unknown tools need read (they fail closed later, in normalization).
  */
 export function requiredScope(tool: unknown, args: unknown): WebcodexScope {
-  let name = typeof tool === "string" ? tool : "";
-  if (name === "call_runtime_tool" && isRecord(args) && typeof args["tool"] === "string") name = args["tool"];
-  const def = toolDefinition(name);
+  const def = toolDefinition(forwardedCall(typeof tool === "string" ? tool : "", args).tool);
   return def === undefined || def.effect === "read_only" ? WebcodexScope.read : WebcodexScope.write;
 }
 

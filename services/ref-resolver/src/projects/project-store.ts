@@ -8,7 +8,7 @@
  * without expiry; live incarnations and visibility are cached for `liveCacheTtlMs`.
  */
 import type { Database, Principal } from "@webcodex/platform";
-import { FailureStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { canonicalProjectId, FailureStage, isCanonicalIdPart, isCanonicalProjectId, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { createBoundedCache } from "../refs/bounded-cache.js";
 import { createCoalescer } from "../refs/coalescer.js";
@@ -23,11 +23,10 @@ export interface ProjectRecord {
   name: string;
 }
 
-const CANONICAL = /^agent:([A-Za-z0-9._-]{1,128}):([A-Za-z0-9._-]{1,128})$/;
-
-export function canonicalProjectId(clientId: string, projectId: string): string {
-  const id = `agent:${clientId}:${projectId}`;
-  if (!CANONICAL.test(id)) throw new Error(`invalid project address ${id}`);
+/** The canonical id of a Project address; throws when a part cannot be in one. */
+export function validCanonicalProjectId(clientId: string, projectId: string): string {
+  const id = canonicalProjectId(clientId, projectId);
+  if (!isCanonicalIdPart(clientId) || !isCanonicalIdPart(projectId)) throw new Error(`invalid project address ${id}`);
   return id;
 }
 
@@ -211,7 +210,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
   async function resolve(principal: Principal, selector: string): Promise<Resolution> {
     const code = parseRef(RefKind.project, selector);
     if (code !== undefined) return resolveRef(principal, code);
-    if (!CANONICAL.test(selector)) {
+    if (!isCanonicalProjectId(selector)) {
       return { ok: false, failure: toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "invalid_project_selector", message: "project must be a project_ref like ~p1 or agent:<client_id>:<project_id>." }) };
     }
     const current = await visibleLive(principal, selector);
@@ -221,7 +220,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
   /** The live incarnation of a caller-owned address, for the tenant-scoped management calls. */
   function ownedAddress(principal: Principal, clientId: string, projectId: string): string {
     if (clientId !== principal.clientId) throw new ProjectOwnershipError();
-    return canonicalProjectId(clientId, projectId);
+    return validCanonicalProjectId(clientId, projectId);
   }
 
   return {
@@ -231,7 +230,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
      * every earlier ref to the address goes stale.
      */
     async register(input: { clientId: string; projectId: string; rootIdentity: string; name: string }): Promise<{ project: ProjectRecord; newIncarnation: boolean }> {
-      const canonicalId = canonicalProjectId(input.clientId, input.projectId);
+      const canonicalId = validCanonicalProjectId(input.clientId, input.projectId);
       const outcome = await db.transaction(async (tx) => {
         await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [canonicalId]);
         const liveRow = await tx.query<Row>(`SELECT * FROM ${schema}.projects WHERE canonical_id=$1 AND retired_at IS NULL`, [canonicalId]);

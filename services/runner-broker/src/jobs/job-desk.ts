@@ -13,10 +13,9 @@
  * another tenant's Job id fails exactly like a nonexistent one.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { inspectWorkspaceFollowUp } from "@webcodex/contracts";
+import { inspectWorkspaceFollowUp, parseCanonicalProjectId } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "../runner-registry.js";
-import { parseCanonicalId } from "../provisioning/provisioner.js";
 import type { JobKey, JobRecord, JobStore, JobTerminal } from "./job-store.js";
 
 /** Tools whose answer can start a Job. */
@@ -150,7 +149,7 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
 
   const lookup = async (projectCanonicalId: string, jobId: string) => {
     const rec = await d.jobs.get({ projectCanonicalId, jobId });
-    return rec && rec.clientId === parseCanonicalId(projectCanonicalId)?.clientId ? rec : undefined;
+    return rec && rec.clientId === parseCanonicalProjectId(projectCanonicalId)?.clientId ? rec : undefined;
   };
 
   /** Reconciles a Job whose owner is gone; its record after that. */

@@ -4,6 +4,7 @@
  * concurrent broker replicas (or a retry) never create a second Runner for one workspace.
  */
 import { createHash } from "node:crypto";
+import { canonicalProjectId } from "@webcodex/contracts";
 
 export interface ProjectWorkspace {
   clientId: string;
@@ -37,17 +38,6 @@ export interface RunnerNames {
   projectLabel: string;
 }
 
-/** The canonical Project id of a workspace: `agent:<client_id>:<project_id>`. */
-export const canonicalProjectId = (w: ProjectWorkspace): string => `agent:${w.clientId}:${w.projectId}`;
-
-/** The workspace of `agent:<client_id>:<project_id>`; project ids never contain ':'. */
-export function parseCanonicalId(canonicalId: string): ProjectWorkspace | undefined {
-  if (!canonicalId.startsWith("agent:")) return undefined;
-  const rest = canonicalId.slice("agent:".length);
-  const i = rest.lastIndexOf(":");
-  if (i <= 0 || i === rest.length - 1) return undefined;
-  return { clientId: rest.slice(0, i), projectId: rest.slice(i + 1) };
-}
 
 const hex = (s: string) => createHash("sha256").update(s).digest("hex");
 
@@ -57,7 +47,7 @@ const hex = (s: string) => createHash("sha256").update(s).digest("hex");
  * hashes: tenant from the client id, project and name from the canonical project id.
  */
 export function runnerNames(w: ProjectWorkspace): RunnerNames {
-  const canonicalId = canonicalProjectId(w);
+  const canonicalId = canonicalProjectId(w.clientId, w.projectId);
   const h = hex(canonicalId);
   return { canonicalId, name: `wcx-runner-${h.slice(0, 20)}`, tenantLabel: `t-${hex(w.clientId).slice(0, 16)}`, projectLabel: `p-${h.slice(0, 16)}` };
 }

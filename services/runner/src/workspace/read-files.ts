@@ -10,7 +10,7 @@ import { closeSync, constants, fstatSync, openSync, read as readCallback, readSy
 import { promisify } from "node:util";
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { errnoCode, type PathResolver } from "./path-policy.js";
-import { charStart, countCodePoints } from "./text-bytes.js";
+import { BINARY_PROBE_BYTES, charStart, countCodePoints, isBinary, lineEndingOf, revisionFromSha256Hex } from "./text-bytes.js";
 import type { LineEnding, ReadFilesRequest, ReadFileSpec, ReadItem, ReadFilesResult, ReadTextItem } from "./types.js";
 
 export const DEFAULT_MAX_BYTES_PER_FILE = 65536;
@@ -34,7 +34,6 @@ const READ_CONCURRENCY = 8;
 const CHAR_SLACK = 4;
 const LF = 0x0a;
 const CR = 0x0d;
-const BINARY_PROBE_BYTES = 8192;
 
 /** An item as read, with the raw bytes of its content for the batch budget to cut again. */
 interface ReadOutcome {
@@ -331,10 +330,10 @@ async function scanFile(handle: ChunkReader, size: number, range: ScanRange, lim
   const lfOnly = lf - crlf;
   return {
     size: read,
-    revision: "r_" + hash.digest("hex").slice(0, 16),
-    binary: head.includes(0),
+    revision: revisionFromSha256Hex(hash.digest("hex")),
+    binary: isBinary(head),
     totalLines: read === 0 ? 0 : lf + (previous === LF ? 0 : 1),
-    lineEnding: lfOnly > 0 && crlf > 0 ? "mixed" : crlf > 0 ? "crlf" : lfOnly > 0 ? "lf" : "none",
+    lineEnding: lineEndingOf(lfOnly, crlf),
     window: Buffer.concat(window),
     overflow,
     columnPastLineEnd,

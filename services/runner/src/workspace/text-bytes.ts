@@ -11,12 +11,20 @@ const CR = 0x0d;
 
 /** Opaque token of a file's exact bytes: "r_" + first 16 hex digits of its sha256. */
 export function readRevision(bytes: Uint8Array): string {
-  return "r_" + createHash("sha256").update(bytes).digest("hex").slice(0, 16);
+  return revisionFromSha256Hex(createHash("sha256").update(bytes).digest("hex"));
 }
+
+/** The read_revision of a file whose sha256 (hex) was computed elsewhere, e.g. while streaming it. */
+export function revisionFromSha256Hex(hex: string): string {
+  return "r_" + hex.slice(0, 16);
+}
+
+/** How many leading bytes isBinary looks at. */
+export const BINARY_PROBE_BYTES = 8192;
 
 /** A NUL byte in the first 8 KiB marks a file as binary (the heuristic git and rg use). */
 export function isBinary(bytes: Buffer): boolean {
-  return bytes.subarray(0, 8192).includes(0);
+  return bytes.subarray(0, BINARY_PROBE_BYTES).includes(0);
 }
 
 /**
@@ -40,8 +48,14 @@ export function detectLineEnding(bytes: Buffer): LineEnding {
     else lf++;
     if (lf > 0 && crlf > 0) return "mixed";
   }
+  return lineEndingOf(lf, crlf);
+}
+
+/** The line-ending style of text with `lfOnly` bare LF and `crlf` CRLF line ends. */
+export function lineEndingOf(lfOnly: number, crlf: number): LineEnding {
+  if (lfOnly > 0 && crlf > 0) return "mixed";
   if (crlf > 0) return "crlf";
-  return lf > 0 ? "lf" : "none";
+  return lfOnly > 0 ? "lf" : "none";
 }
 
 /** Lines of one buffer, indexed lazily: callers that never need a line number pay nothing. */
