@@ -48,6 +48,7 @@ codegen-check: install
 
 build: install
 	$(NODE_BIN)/tsc -b
+	node tools/scripts/build-cards.mjs
 
 setup: build
 
@@ -66,6 +67,7 @@ test: build $(CONFORMANCE_STAMP)
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory codegen-check
 	@bash tools/scripts/ensure-services.sh
+	@bash tools/scripts/ensure-chromium.sh
 	node tools/scripts/run-tests.mjs
 
 test-unit: build
@@ -73,6 +75,7 @@ test-unit: build
 
 test-integration: build $(CONFORMANCE_STAMP)
 	@bash tools/scripts/ensure-services.sh
+	@bash tools/scripts/ensure-chromium.sh
 	node tools/scripts/run-tests.mjs integration e2e
 
 bench: build

@@ -37,17 +37,31 @@ export function admittedTools(context: AdmissionContext): ToolDefinition[] {
   return toolDefinitions().filter((d) => isAdmitted(d, context));
 }
 
-/** What MCP tools/list shows: Direct tools by rank, then the two gateway entry points. */
+/**
+ * What MCP tools/list shows: Direct tools by rank, the app-only card helpers (admitted only
+ * for App Hosts, marked `visibility: ["app"]` so the Host keeps them from the model), then the
+ * two gateway entry points.
+ */
 export function listedTools(admitted: readonly ToolDefinition[]): ToolDefinition[] {
   const direct = admitted.filter((d) => d.direct !== undefined).sort((a, b) => (a.direct?.rank ?? 0) - (b.direct?.rank ?? 0));
   const entries = admitted.filter((d) => d.gatewayEntry === true);
-  return [...direct, ...entries];
+  const appOnly = admitted.filter((d) => d.appOnly === true);
+  return [...direct, ...appOnly, ...entries];
+}
+
+/** What the model may discover (list_tools, read_tool_manifest): everything admitted except app-only card helpers. */
+export function modelVisible(def: ToolDefinition): boolean {
+  return def.appOnly !== true;
 }
 
 /** The MCP tools/list descriptor of one tool: what a Host sees before any call. */
 export function mcpToolDescriptor(def: ToolDefinition): Record<string, unknown> {
   const descriptor: Record<string, unknown> = { name: def.name, description: def.description, inputSchema: def.inputSchema };
   if (def.effect === "read_only") descriptor["annotations"] = { readOnlyHint: true };
+  // MCP Apps: the card resource a Host mounts (the legacy flat key too, for older Hosts), and
+  // app-only helpers a Host keeps off the model's tool list.
+  if (def.appResource !== undefined) descriptor["_meta"] = { ui: { resourceUri: def.appResource }, "ui/resourceUri": def.appResource };
+  else if (def.appOnly === true) descriptor["_meta"] = { ui: { visibility: ["app"] } };
   return descriptor;
 }
 
@@ -61,10 +75,10 @@ export const TOOLS_LIST_MAX_BYTES = 8 * 1024;
 
 export type Route = { primary: "direct" | "call_runtime_tool"; fallback: "call_runtime_tool" | null };
 
-/** How a tool is reached. Presentation tools have no gateway fallback. */
+/** How a tool is reached. Presentation tools and app-only helpers have no gateway fallback. */
 export function toolRoute(def: ToolDefinition): Route {
-  if (def.direct !== undefined || def.gatewayEntry === true) {
-    return { primary: "direct", fallback: def.direct?.reason === "Presentation" || def.direct?.reason === "Continuation" || def.gatewayEntry === true ? null : "call_runtime_tool" };
+  if (def.direct !== undefined || def.gatewayEntry === true || def.appOnly === true) {
+    return { primary: "direct", fallback: def.direct?.reason === "Presentation" || def.direct?.reason === "Continuation" || def.gatewayEntry === true || def.appOnly === true ? null : "call_runtime_tool" };
   }
   return { primary: "call_runtime_tool", fallback: null };
 }
@@ -93,6 +107,9 @@ export function gatewayRefusal(tool: string): GatewayRefusal | undefined {
   const def = toolDefinition(tool);
   if (!def) return { reason_code: ReasonCode.unknownTool, detail_code: "unknown_tool", message: "No tool has this name; see list_tools." };
   if (def.gatewayEntry === true) return { reason_code: ReasonCode.invalidValue, detail_code: "gateway_entry_point", message: `Call ${def.name} directly, not through call_runtime_tool.` };
+  if (def.appOnly === true) {
+    return { reason_code: ReasonCode.presentationToolNotCallable, detail_code: "app_only", message: "Only a mounted card calls this tool." };
+  }
   if (def.direct?.reason === "Presentation" || def.direct?.reason === "Continuation") {
     return { reason_code: ReasonCode.presentationToolNotCallable, detail_code: "not_gateway_callable", message: "Call this tool directly so the Host can present it." };
   }

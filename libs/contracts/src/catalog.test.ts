@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { toolDefinitions } from "./catalog.js";
-import { ADMISSION_PROFILES, admittedTools, groupToolNamesByCategory, HOST_PROFILES, toolRoute, toolsListResult, TOOLS_LIST_MAX_BYTES } from "./admission.js";
+import { ADMISSION_PROFILES, admittedTools, gatewayRefusal, groupToolNamesByCategory, HOST_PROFILES, toolRoute, toolsListResult, TOOLS_LIST_MAX_BYTES } from "./admission.js";
 import { DESCRIPTION_MAX_CHARS, ToolCategory } from "./tool-definition.js";
 import type { JsonSchema } from "./json-schema.js";
 import { validateToolArguments } from "./schema-validator.js";
@@ -63,8 +63,10 @@ test("Direct ranks are unique and presentation tools are not reachable through t
   const ranks = defs.filter((d) => d.direct).map((d) => d.direct?.rank);
   assert.equal(new Set(ranks).size, ranks.length);
   for (const d of defs.filter((x) => x.category === "presentation")) {
-    assert.ok(d.direct?.reason === "Presentation" || d.direct?.reason === "Continuation", d.name);
+    // A card the Host mounts (Direct, Presentation or Continuation), or an app-only helper the card calls.
+    assert.ok(d.appOnly === true ? d.direct === undefined : d.direct?.reason === "Presentation" || d.direct?.reason === "Continuation", d.name);
     assert.equal(toolRoute(d).fallback, null);
+    assert.ok(gatewayRefusal(d.name), `${d.name} is refused by call_runtime_tool`);
   }
 });
 
@@ -85,14 +87,16 @@ test("category views are sorted, non-overlapping and cover the admitted selectio
   for (const names of Object.values(groups)) assert.deepEqual(names, [...names].sort());
 });
 
-test("tools/list of the Direct surface stays within the 8 KiB budget for every Host profile and a read-only principal", (t) => {
+test("tools/list of the Direct surface stays within the 8 KiB budget on a generic Host for every admission profile; the App Host's size is reported", (t) => {
   const figures: string[] = [];
   for (const hostProfile of HOST_PROFILES) {
     for (const admissionProfile of ADMISSION_PROFILES) {
       // The descriptors the MCP server serves, built by the same function.
       const result = toolsListResult(admittedTools({ admissionProfile, hostProfile }));
       const bytes = Buffer.byteLength(JSON.stringify(result));
-      assert.ok(bytes <= TOOLS_LIST_MAX_BYTES, `tools/list for ${hostProfile}/${admissionProfile} is ${bytes} bytes (budget ${TOOLS_LIST_MAX_BYTES})`);
+      // An App Host also gets the card descriptors (_meta.ui) and the app-only helpers it keeps from the model.
+      if (hostProfile === "generic") assert.ok(bytes <= TOOLS_LIST_MAX_BYTES, `tools/list for ${hostProfile}/${admissionProfile} is ${bytes} bytes (budget ${TOOLS_LIST_MAX_BYTES})`);
+      else assert.ok(result.tools.every((d) => !String(d["name"]).startsWith("present_") || (d["_meta"] as { ui?: { resourceUri?: string } } | undefined)?.ui?.resourceUri?.startsWith("ui://webcodex/")));
       // Direct tools by rank, then the two entry points.
       assert.deepEqual(result.tools.slice(-2).map((d) => d["name"]), ["read_tool_manifest", "call_runtime_tool"]);
       figures.push(`${hostProfile}/${admissionProfile}: ${bytes} B (${result.tools.length} tools)`);

@@ -5,7 +5,7 @@ export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definit
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
 export {
   admittedTools, listedTools, toolRoute, groupToolNamesByCategory, gatewayRefusal, isAdmitted, mcpToolDescriptor, toolsListResult,
-  TOOLS_LIST_MAX_BYTES, ADMISSION_PROFILES, HOST_PROFILES, isAdmissionProfile, isHostProfile, forwardedCall,
+  TOOLS_LIST_MAX_BYTES, ADMISSION_PROFILES, modelVisible, HOST_PROFILES, isAdmissionProfile, isHostProfile, forwardedCall,
 } from "./admission.js";
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
@@ -15,6 +15,8 @@ export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorksp
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFailureError } from "./failure.js";
 export type { ToolFailure, FailureOptions } from "./failure.js";
+export { DEFAULT_MODEL_WORKFLOW_POLICY, GOAL_SELECTIONS, UNATTENDED_CONTINUATIONS } from "./workflow-policy.js";
+export type { GoalSelection, ModelWorkflowPolicy, UnattendedContinuation } from "./workflow-policy.js";
 export { validateToolArguments } from "./schema-validator.js";
 export type { SchemaViolation } from "./schema-validator.js";
 export { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog, runnerCapabilityWire, runnerCapabilityByWire, RunnerCapabilities, missingCapabilities, capabilityMissingFailure } from "./capabilities.js";

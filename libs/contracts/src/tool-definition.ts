@@ -78,6 +78,16 @@ export interface ToolDefinition {
    * Pure: it must not write into `canonical` (it may be frozen).
    */
   readonly projectSuccess?: (canonical: Readonly<Record<string, unknown>>) => Record<string, unknown>;
+  /**
+   * The MCP App resource (`ui://…`, `text/html;profile=mcp-app`) an App-enabled Host mounts
+   * for this tool's result: its descriptor carries `_meta.ui.resourceUri` there.
+   */
+  readonly appResource?: string;
+  /**
+   * `_meta.ui.visibility: ["app"]`: only the mounted card calls it. Admitted only for App Hosts,
+   * never in the model's discovery (list_tools, read_tool_manifest), refused by call_runtime_tool.
+   */
+  readonly appOnly?: boolean;
   /** Runner capabilities the given canonical arguments need; checked before dispatch. */
   readonly requiredCapabilities?: (args: Record<string, unknown>) => readonly RunnerCapabilityId[];
 }

@@ -1,7 +1,7 @@
 import { readConfig } from "@webcodex/platform";
 import type { Env } from "@webcodex/platform";
-import { HOST_PROFILES } from "@webcodex/contracts";
-import type { HostProfile } from "@webcodex/contracts";
+import { GOAL_SELECTIONS, HOST_PROFILES, UNATTENDED_CONTINUATIONS } from "@webcodex/contracts";
+import type { GoalSelection, HostProfile, ModelWorkflowPolicy, UnattendedContinuation } from "@webcodex/contracts";
 
 export const gatewayConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8080, min: 0, max: 65535 },
@@ -30,6 +30,13 @@ export const gatewayConfigSpec = {
   rateLimits: { kind: "string", env: "WEBCODEX_RATE_LIMITS", default: "", doc: "Per-tenant overrides: client=per_minute,..." },
   // Fails at startup on any other value; a token may name its own (dev tokens file, OAuth claim).
   hostProfile: { kind: "enum", env: "WEBCODEX_HOST_PROFILE", values: HOST_PROFILES, default: "generic" },
+  // ModelWorkflowPolicy: deployment facts; they never change tool names, schemas or ranks.
+  goalSelection: { kind: "enum", env: "WEBCODEX_GOAL_SELECTION", values: GOAL_SELECTIONS, default: "on_demand", doc: "Goal plans: on_demand (default) or recommended" },
+  unattendedContinuation: {
+    kind: "enum", env: "WEBCODEX_UNATTENDED_CONTINUATION", values: UNATTENDED_CONTINUATIONS, default: "unknown",
+    doc: "What an operator validated about the Host resuming a turn without the user: unknown (default), requires_confirmation, validated",
+  },
+  mcpSessionKey: { kind: "string", env: "WEBCODEX_MCP_SESSION_KEY", doc: "Key signing Mcp-Session-Id (shared by gateway replicas); default: random per process" },
   auditSpoolDir: {
     kind: "string", env: "WEBCODEX_AUDIT_SPOOL_DIR",
     doc: "Durable spool for audit records the audit service cannot take now; without it an effectful call's record waits in memory only",
@@ -40,6 +47,10 @@ export const gatewayConfigSpec = {
 export const loadConfig = (env: Env) => {
   const config = readConfig(gatewayConfigSpec, env);
   // readConfig has checked the value against HOST_PROFILES.
-  return { ...config, hostProfile: config.hostProfile as HostProfile };
+  const workflowPolicy: ModelWorkflowPolicy = {
+    goalSelection: config.goalSelection as GoalSelection,
+    hostInteraction: { unattendedContinuation: config.unattendedContinuation as UnattendedContinuation },
+  };
+  return { ...config, hostProfile: config.hostProfile as HostProfile, workflowPolicy };
 };
 export type GatewayConfig = ReturnType<typeof loadConfig>;

@@ -8,7 +8,7 @@ import type { GatewayDeps } from "./gateway.js";
 
 const splitList = (text: string) => text.split(",").map((s) => s.trim()).filter(Boolean);
 
-export type DeploymentOptions = Pick<GatewayDeps, "publicUrl" | "allowedHosts" | "hostProfile" | "auditSpoolDir" | "oauth" | "readOnlyClients" | "rateLimit">;
+export type DeploymentOptions = Pick<GatewayDeps, "publicUrl" | "allowedHosts" | "hostProfile" | "auditSpoolDir" | "oauth" | "readOnlyClients" | "rateLimit" | "workflowPolicy" | "mcpSessionKey">;
 
 export function deploymentOptions(config: GatewayConfig): DeploymentOptions {
   // The base URL; the MCP URL (…/mcp) is accepted too, as the Helm chart passes that.
@@ -18,6 +18,8 @@ export function deploymentOptions(config: GatewayConfig): DeploymentOptions {
     // The public URL's host is always accepted: behind an ingress that is the Host header.
     allowedHosts: [...new Set([...splitList(config.allowedHosts), new URL(publicUrl).hostname].map((h) => h.toLowerCase()))],
     hostProfile: config.hostProfile as HostProfile,
+    workflowPolicy: config.workflowPolicy,
+    ...(config.mcpSessionKey ? { mcpSessionKey: config.mcpSessionKey } : {}),
     ...(config.auditSpoolDir ? { auditSpoolDir: config.auditSpoolDir } : {}),
     ...(config.oauthIssuer
       ? {

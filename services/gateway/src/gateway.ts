@@ -4,7 +4,7 @@
  */
 import type { Client } from "@connectrpc/connect";
 import type { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
-import type { HostProfile } from "@webcodex/contracts";
+import type { HostProfile, ModelWorkflowPolicy } from "@webcodex/contracts";
 import type { HttpHandler, Logger, Metrics, ReadinessReport } from "@webcodex/platform";
 import { readinessFrom } from "@webcodex/platform";
 import type { Authenticator } from "./auth.js";
@@ -19,6 +19,8 @@ import { createCatalogCache } from "./catalog-cache.js";
 import { createPipeline, refusedCallRecord } from "./pipeline.js";
 import { createMcpServer } from "./mcp/mcp-server.js";
 import { createStreamableHttpHandler } from "./mcp/streamable-http.js";
+import { createAppSessions } from "./mcp/app-session.js";
+import { loadAppResources } from "./mcp/app-resources.js";
 import type { DeniedToolCall } from "./mcp/streamable-http.js";
 
 export interface GatewayDeps {
@@ -54,6 +56,10 @@ export interface GatewayDeps {
   allowedOrigins?: readonly string[];
   /** Authorization server advertised in the resource metadata when `oauth` is not set. */
   oauthIssuer?: string;
+  /** Deployment facts (goal selection, Host interaction assumptions); default: on_demand, unknown. */
+  workflowPolicy?: ModelWorkflowPolicy;
+  /** Key signing Mcp-Session-Id (shared by replicas); default: random per process. */
+  mcpSessionKey?: string;
   /** The Host profile of callers whose token names none (default "generic"). */
   hostProfile?: HostProfile;
   mode: "embedded" | "distributed";
@@ -88,8 +94,10 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
   const pipeline = createPipeline({
     catalogs, refResolver: deps.clients.refResolver, broker: deps.clients.broker, audit, hostProfile,
     serverInfo: { name: "webcodex", version: deps.version, mode: deps.mode }, logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...(deps.workflowPolicy ? { workflowPolicy: deps.workflowPolicy } : {}),
   });
-  const transport = await createMcpServer({ pipeline, catalogs, hostProfile, version: deps.version });
+  const appResources = await loadAppResources(deps.logger);
+  const transport = await createMcpServer({ pipeline, catalogs, hostProfile, version: deps.version, appResources });
   const resource = deps.oauth?.audience ?? `${deps.publicUrl}/mcp`;
   const resourceMetadataUrl = `${deps.publicUrl}/.well-known/oauth-protected-resource/mcp`;
   const issuer = deps.oauth?.issuer ?? deps.oauthIssuer;
@@ -128,6 +136,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     onDenied: recordDenied,
     maxBodyBytes: deps.maxBodyBytes ?? 8 * 1024 * 1024,
     logger: deps.logger,
+    appSessions: createAppSessions(deps.mcpSessionKey),
   });
   const resourceMetadata = createResourceMetadataHandler({
     resource,

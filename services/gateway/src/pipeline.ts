@@ -9,10 +9,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
-  FailureStage, forwardedCall, gatewayRefusal, groupToolNamesByCategory, normalizeToolCall, projectSuccess, ReasonCode,
+  FailureStage, forwardedCall, gatewayRefusal, groupToolNamesByCategory, modelVisible, normalizeToolCall, projectSuccess, ReasonCode,
   rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
 } from "@webcodex/contracts";
-import type { CanonicalCall, FailureStage as Stage, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
+import type { CanonicalCall, FailureStage as Stage, HostProfile, ModelWorkflowPolicy, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
@@ -20,6 +21,8 @@ import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
 import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
 import { handoffView, sessionCallFacts } from "./session-facts.js";
 import { checkToolScope } from "./auth/scopes.js";
+import { createPresentation, presentationText } from "./presentation.js";
+import type { ResolveProject } from "./presentation.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -31,6 +34,8 @@ export interface PipelineDeps {
   serverInfo: { name: string; version: string; mode: "embedded" | "distributed" };
   logger: Logger;
   metrics?: Metrics;
+  /** Deployment facts reported by presentation cards (default: DEFAULT_MODEL_WORKFLOW_POLICY). */
+  workflowPolicy?: ModelWorkflowPolicy;
   /** Longest a call waits for its Workflow Session record before answering anyway (default 1000 ms). */
   sessionRecordBudgetMs?: number;
 }
@@ -40,6 +45,8 @@ export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: fals
 export interface ModelResult {
   structuredContent: Record<string, unknown>;
   isError: boolean;
+  /** The text content when it is not the JSON of structuredContent (presentation results). */
+  text?: string;
 }
 
 interface CallContext {
@@ -146,11 +153,21 @@ function withRecovery(failure: ToolFailure, project: string): ToolFailure {
 
 export function createPipeline(deps: PipelineDeps) {
   const callMetrics = deps.metrics ? createCallMetrics(deps.metrics) : undefined;
+  const presentation = createPresentation({ refResolver: deps.refResolver, broker: deps.broker, policy: deps.workflowPolicy ?? DEFAULT_MODEL_WORKFLOW_POLICY });
+
+  /** Resolves and authorizes a Project selector for a presentation call, recording it for audit. */
+  const resolveFor = (ctx: CallContext): ResolveProject => async (selector) => {
+    const resolved = await timedStage(ctx.stages, "resolve", () => deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }));
+    if (resolved.failure || !resolved.project) return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+    ctx.projectCanonicalId = resolved.project.canonicalId;
+    return { ok: true, canonicalId: resolved.project.canonicalId, rootIdentity: resolved.project.rootIdentity };
+  };
 
   async function runGatewayTool(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     switch (def.name) {
       case "list_tools": {
-        const admitted = [...ctx.catalog.admitted.values()];
+        // App-only card helpers are not part of the model's discovery.
+        const admitted = [...ctx.catalog.admitted.values()].filter(modelVisible);
         const groups = groupToolNamesByCategory(admitted);
         // The schema's enum has already rejected an unknown category; a known one may be empty.
         const category = args["category"] as ToolCategory | undefined;
@@ -159,7 +176,8 @@ export function createPipeline(deps: PipelineDeps) {
       }
       case "read_tool_manifest": {
         const name = args["tool"] as string;
-        const target = ctx.catalog.admitted.get(name);
+        const admittedTarget = ctx.catalog.admitted.get(name);
+        const target = admittedTarget && modelVisible(admittedTarget) ? admittedTarget : undefined;
         if (!target) {
           const known = toolDefinition(name) !== undefined;
           return {
@@ -362,6 +380,10 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   async function execute(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
+    if (def.category === "presentation") {
+      const presented = presentation.run(def, args, resolveFor(ctx), { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+      if (presented) return presented;
+    }
     switch (def.execution) {
       case "gateway":
         return runGatewayTool(def, args, ctx);
@@ -390,7 +412,8 @@ export function createPipeline(deps: PipelineDeps) {
     const followUp = pendingJob !== undefined ? waitForJobFollowUp(args["project"] as string, pendingJob, args["session_id"] as string | undefined) : undefined;
     const extras = { ...(normalization ? { normalization } : {}), ...(followUp ? { followUp } : {}) };
     const result = def ? projectSuccess(def, canonical, extras) : { ...canonical };
-    return { structuredContent: result, isError: false };
+    const text = def?.direct !== undefined && def.category === "presentation" ? presentationText(def.name, args, result) : undefined;
+    return { structuredContent: result, isError: false, ...(text !== undefined ? { text } : {}) };
   }
 
   /**

@@ -424,4 +424,20 @@ CREATE TRIGGER project_refs_immutable BEFORE UPDATE OR DELETE ON {{schema}}.proj
     id: "0002_refs_sessions_agents",
     sql: MIGRATION_0002,
   },
+  {
+    id: "0003_goal_plans",
+    sql: `
+-- present_goal_plan snapshots: one row per (principal, Project or '', goal), revised in place.
+CREATE TABLE {{schema}}.goal_plans (
+  plan_id text PRIMARY KEY,
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  project_canonical_id text NOT NULL,
+  goal text NOT NULL,
+  steps jsonb NOT NULL,
+  revision bigint NOT NULL DEFAULT 1 CHECK (revision > 0),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+`,
+  },
 ];

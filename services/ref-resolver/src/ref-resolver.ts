@@ -14,6 +14,7 @@ import type { ToolFailure } from "@webcodex/contracts";
 import { createAgentStore } from "./agents/agent-store.js";
 import type { AgentContinuation, AgentTaskAttempt } from "./agents/agent-store.js";
 import { refResolverMigrations } from "./migrations.js";
+import { createGoalPlanStore } from "./plans/goal-plan-store.js";
 import { createProjectStore, ProjectOwnershipError } from "./projects/project-store.js";
 import type { ProjectRecord } from "./projects/project-store.js";
 import { createSessionStore, SessionCallRecordError } from "./sessions/session-store.js";
@@ -104,7 +105,15 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
   const validAddress = (clientId: string, projectId: string) => {
     if (!isCanonicalIdPart(clientId) || !isCanonicalIdPart(projectId)) throw new ConnectError("invalid client_id or project_id", Code.InvalidArgument);
   };
+  const plans = createGoalPlanStore(deps.db);
   return {
+    async putGoalPlan(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      // The gateway resolved and authorized the Project; a plan of another tenant's Project is refused.
+      if (req.projectCanonicalId !== "" && !req.projectCanonicalId.startsWith(`agent:${principal.clientId}:`)) throw new ConnectError("project not visible to this client", Code.PermissionDenied);
+      const plan = await plans.put(principal, { projectCanonicalId: req.projectCanonicalId, goal: req.goal, stepsJson: req.stepsJson });
+      return { planId: plan.planId, revision: BigInt(plan.revision), updatedAtUnixMs: BigInt(plan.updatedAtMs) };
+    },
     // ── projects ──
     async registerProject(req) {
       const { project, newIncarnation } = await projects.register({ clientId: req.clientId, projectId: req.projectId, rootIdentity: req.rootIdentity, name: req.name || req.projectId });

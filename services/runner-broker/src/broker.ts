@@ -22,6 +22,7 @@ import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
 import type { ConcurrencyLimiter, SlotAdmission } from "./admission/concurrency.js";
 import type { JobStore } from "./jobs/job-store.js";
 import { createJobDesk, JOB_OBSERVE_TOOLS, JOB_START_TOOLS } from "./jobs/job-desk.js";
+import type { ContinuationAction, JobContinuationRecord, JobContinuationStore } from "./jobs/job-continuations.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioning/provisioner.js";
 import { fleetRows, observeFleet, summarizeFleet } from "./fleet/fleet-status.js";
 import { runnerTokenCheck, runnerTokenHeaders } from "./runner-auth.js";
@@ -52,6 +53,8 @@ export interface RunnerBrokerDeps {
   admissionWaitMs?: number;
   /** Job records: opened for Jobs that outlive their wait, answered for when the owning Runner is gone, counted in fleet status. */
   jobs?: JobStore;
+  /** Job continuation records (presented cards, dispatch, fresh turn, consume); needs `jobs`. */
+  continuations?: JobContinuationStore;
   /** Starts Runners where none runs (on dispatch, and EnsureProjectRunner). */
   provisioner?: Provisioner;
   /** Runner credential (WEBCODEX_RUNNER_TOKEN): required on RegisterRunner/Heartbeat, sent to Runners. */
@@ -321,12 +324,60 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     async dispatch(req, ctx) {
       const def = toolDefinition(req.tool);
       if (!def) throw new ConnectError("unknown tool", Code.InvalidArgument);
+      // Every Dispatch is a model call (card helpers use RecordJobContinuation): after an
+      // accepted continuation dispatch, the first one is the fresh turn.
+      if (deps.continuations) await deps.continuations.observeModelCall(req.projectCanonicalId).catch((error: unknown) => deps.logger.warn("fresh turn not recorded", { error }));
       if (desk && JOB_OBSERVE_TOOLS.has(req.tool)) {
         const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
+        if (req.tool === "wait_for_job_terminal" && deps.continuations && typeof args["job_id"] === "string") {
+          await deps.continuations.observeConsume({ projectCanonicalId: req.projectCanonicalId, jobId: args["job_id"] }).catch((error: unknown) => deps.logger.warn("consume not recorded", { error }));
+        }
         if (req.tool === "wait_for_job_terminal") return desk.wait(req.projectCanonicalId, args, ctx.signal, () => dispatchToHolder(req, def, ctx.signal));
         return desk.observe(req.projectCanonicalId, args, ctx.signal, (jobIds) => dispatchToHolder({ ...req, argumentsJson: JSON.stringify({ ...args, job_ids: jobIds }) }, def, ctx.signal));
       }
       return dispatchToHolder(req, def, ctx.signal);
+    },
+
+    async recordJobContinuation(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const project = parseCanonicalProjectId(req.projectCanonicalId);
+      if (!project || project.clientId !== principal.clientId) throw new ConnectError("project not visible to this client", Code.PermissionDenied);
+      const notFound = { jobJson: "", applied: false, failure: failureToWire(toolFailure(ReasonCode.jobNotFound, FailureStage.resolution, { detail_code: "no_job_record", evidence: { field: "/job_id" }, message: "No Job with this id is running or recorded in this project (a run that finished within its wait has no Job)." })) };
+      if (!desk || !deps.jobs || !deps.continuations) return notFound;
+      const key = { projectCanonicalId: req.projectCanonicalId, jobId: req.jobId };
+      const rec = await deps.jobs.get(key);
+      if (!rec || rec.clientId !== principal.clientId) return notFound;
+      let applied = true;
+      let record: JobContinuationRecord | undefined;
+      if (req.action === "read") record = await deps.continuations.get(key);
+      else if (["present", "claim", "accepted", "rejected", "uncertain"].includes(req.action)) ({ applied, record } = await deps.continuations.apply(key, principal.clientId, req.action as ContinuationAction));
+      else throw new ConnectError("unknown continuation action", Code.InvalidArgument);
+      const observed = await desk.observe(req.projectCanonicalId, { job_ids: [req.jobId] }, ctx.signal, (jobIds) =>
+        dispatchToHolder({ callId: randomUUID(), tool: "observe_jobs", argumentsJson: JSON.stringify({ job_ids: jobIds }), rootIdentity: req.rootIdentity, projectCanonicalId: req.projectCanonicalId }, toolDefinition("observe_jobs") as ToolDefinition, ctx.signal));
+      const job = observed.failure ? { job_id: req.jobId, state: "unknown" } : ((JSON.parse(observed.resultJson) as { jobs?: unknown[] }).jobs?.[0] ?? { job_id: req.jobId, state: "unknown" });
+      return {
+        jobJson: JSON.stringify(job),
+        applied,
+        ...(record
+          ? { continuation: {
+              dispatch: record.dispatch, presentedAtUnixMs: BigInt(record.presentedAtMs), dispatchAtUnixMs: BigInt(record.dispatchAtMs ?? 0),
+              freshTurnAtUnixMs: BigInt(record.freshTurnAtMs ?? 0), consumedAtUnixMs: BigInt(record.consumedAtMs ?? 0),
+            } }
+          : {}),
+      };
+    },
+
+    async listProjectJobs(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const project = parseCanonicalProjectId(req.projectCanonicalId);
+      if (!project || project.clientId !== principal.clientId) throw new ConnectError("project not visible to this client", Code.PermissionDenied);
+      if (!deps.jobs) return { jobs: [], truncated: false };
+      const limit = 20;
+      const open = await deps.jobs.openProjectJobs(req.projectCanonicalId, limit + 1);
+      return {
+        jobs: open.slice(0, limit).map((j) => ({ jobId: j.jobId, state: j.state, tool: j.tool, createdAtUnixMs: BigInt(j.createdAtMs) })),
+        truncated: open.length > limit,
+      };
     },
 
     async getFleetStatus(req) {

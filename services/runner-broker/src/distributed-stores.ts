@@ -14,6 +14,8 @@ import { createMeteredLeaseStore } from "./leases/metered-lease-store.js";
 import { createRedisConcurrencyLimiter } from "./admission/concurrency.js";
 import type { ConcurrencyLimiter } from "./admission/concurrency.js";
 import { createJobStore } from "./jobs/job-store.js";
+import { createJobContinuationStore } from "./jobs/job-continuations.js";
+import type { JobContinuationStore } from "./jobs/job-continuations.js";
 import type { JobStore } from "./jobs/job-store.js";
 import { createRedisLiveJobBackend } from "./jobs/live-job-backends.js";
 
@@ -33,6 +35,7 @@ export interface DistributedStores {
   leases: LeaseStore;
   concurrency: ConcurrencyLimiter;
   jobs: JobStore;
+  continuations: JobContinuationStore;
 }
 
 export function createDistributedStores(o: DistributedStoresOptions): DistributedStores {
@@ -42,5 +45,6 @@ export function createDistributedStores(o: DistributedStoresOptions): Distribute
     leases: createMeteredLeaseStore(createLeaseStore(createRedisLeaseBackend(redis, { prefix }), createPostgresFenceHighWaterMark(db)), o.work),
     concurrency: createRedisConcurrencyLimiter(redis, { limit: o.projectConcurrency, prefix }),
     jobs: createJobStore({ live: createRedisLiveJobBackend(redis, { prefix }), db }),
+    continuations: createJobContinuationStore({ db }),
   };
 }

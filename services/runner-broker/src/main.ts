@@ -28,7 +28,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const db = createPostgresDatabase({ url: config.postgresUrl });
   if (config.migrateOnStart) await migrateRunnerBroker(db);
   const work = createWorkMetrics(metrics);
-  const { registry, leases, concurrency, jobs } = createDistributedStores({
+  const { registry, leases, concurrency, jobs, continuations } = createDistributedStores({
     redis, db, prefix: config.redisKeyPrefix, lostAfterMs: config.heartbeatIntervalMs * 2, projectConcurrency: config.projectConcurrency, work,
   });
   // A local Runner registers with this server, whose URL is known only after listen.
@@ -38,7 +38,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const server = await startServiceServer({
     name: "runner-broker", port: config.port, host: config.host, metrics, logger,
     routes: routes({
-      registry, leases, concurrency, jobs, ...(provisioner ? { provisioner } : {}),
+      registry, leases, concurrency, jobs, continuations, ...(provisioner ? { provisioner } : {}),
       refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
       runnerClient: (url) => createClient(RunnerService, peer(url)),
       heartbeatIntervalMs: config.heartbeatIntervalMs,

@@ -39,6 +39,24 @@ CREATE INDEX jobs_open ON {{schema}}.jobs (created_at) WHERE terminal_at IS NULL
 CREATE INDEX jobs_by_client_state ON {{schema}}.jobs (client_id, state, terminal_at);
 `,
   },
+  {
+    id: "0002_job_continuations",
+    sql: `
+-- What followed a Job continuation card, as separate observations: the one dispatch (claimed
+-- before sending, then the Host's answer), the fresh model turn, and the exact consume.
+CREATE TABLE {{schema}}.job_continuations (
+  project_canonical_id text NOT NULL,
+  job_id text NOT NULL,
+  client_id text NOT NULL,
+  dispatch text NOT NULL DEFAULT 'none' CHECK (dispatch IN ('none', 'claimed', 'accepted', 'rejected', 'uncertain')),
+  presented_at timestamptz NOT NULL DEFAULT now(),
+  dispatch_at timestamptz,
+  fresh_turn_at timestamptz,
+  consumed_at timestamptz,
+  PRIMARY KEY (project_canonical_id, job_id)
+);
+`,
+  },
 ];
 
 /** Applies the broker migrations (idempotent, safe from several replicas). */

@@ -17,7 +17,7 @@ import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
 import { createAudit, loadRetentionConfig, migrateAudit, startAuditRetention } from "@webcodex/audit";
 import type { AuditRetentionConfig } from "@webcodex/audit";
 import {
-  createJobStore, createLeaseStore, createMemoryLeaseBackend, createMemoryLiveJobBackend, createMemoryRunnerRegistry,
+  createJobContinuationStore, createJobStore, createLeaseStore, createMemoryLeaseBackend, createMemoryLiveJobBackend, createMemoryRunnerRegistry,
   createPostgresFenceHighWaterMark, createRunnerBroker, migrateRunnerBroker, startJobReconciler,
 } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, runnerSettingsOptions, startRegistration } from "@webcodex/runner";
@@ -100,6 +100,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
       // wipe in distributed mode; Job records are kept the same way.
       leases: createLeaseStore(createMemoryLeaseBackend(), createPostgresFenceHighWaterMark(db)),
       jobs,
+      continuations: createJobContinuationStore({ db }),
       logger: logger.child({ component: "runner-broker" }),
     }),
     { traceAs: "runner-broker" },

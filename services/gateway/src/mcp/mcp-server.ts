@@ -2,19 +2,23 @@
  * The one MCP SDK Server of a gateway process, connected to the multiplexing transport.
  * tools/list serves the pre-serialized Direct catalog of the caller's admission; tools/call
  * runs the pipeline. The logging, resources and prompts capabilities are declared so Hosts
- * and the conformance suite can probe them: WebCodex offers no resources or prompts and
- * sends no log notifications, so the lists are empty and logging/setLevel is accepted as is.
+ * and the conformance suite can probe them. Resources are the MCP App cards, listed and read
+ * only for App Hosts (a Host that declared `io.modelcontextprotocol/ui`, or whose token names
+ * the app profile); WebCodex offers no prompts and sends no log notifications.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema, ErrorCode, ListPromptsRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ListToolsRequestSchema, McpError,
-  SetLevelRequestSchema,
+  ReadResourceRequestSchema, SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { HostProfile } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
 import type { CatalogCache } from "../catalog-cache.js";
 import type { Pipeline } from "../pipeline.js";
 import { MultiplexTransport } from "./multiplex-transport.js";
+import { EXTENSION_ID } from "@modelcontextprotocol/ext-apps/server";
+import type { AppResource } from "./app-resources.js";
+import { resourceReadResult, resourcesListResult } from "./app-resources.js";
 
 export const SERVER_INSTRUCTIONS =
   "WebCodex gives you tools for project workspaces. Start with list_projects and pass its project_ref (~p1) as `project`. " +
@@ -30,17 +34,24 @@ function callerOf(extra: { authInfo?: { extra?: Record<string, unknown> } }): Ca
   return caller;
 }
 
-export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: CatalogCache; hostProfile: HostProfile; version: string }): Promise<MultiplexTransport> {
+export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: CatalogCache; hostProfile: HostProfile; version: string; appResources: ReadonlyMap<string, AppResource> }): Promise<MultiplexTransport> {
   const server = new Server(
     { name: "webcodex", version: deps.version },
-    { capabilities: { tools: { listChanged: false }, logging: {}, resources: {}, prompts: {} }, instructions: SERVER_INSTRUCTIONS },
+    { capabilities: { tools: { listChanged: false }, logging: {}, resources: {}, prompts: {}, extensions: { [EXTENSION_ID]: {} } }, instructions: SERVER_INSTRUCTIONS },
   );
   // Constant answers, built once: no per-request work on these paths.
   const noResources = { resources: [] };
   const noResourceTemplates = { resourceTemplates: [] };
   const noPrompts = { prompts: [] };
   server.setRequestHandler(SetLevelRequestSchema, async () => ({}));
-  server.setRequestHandler(ListResourcesRequestSchema, async () => noResources);
+  const appResources = resourcesListResult(deps.appResources);
+  const isApp = (caller: Caller) => (caller.hostProfile ?? deps.hostProfile) === "app";
+  server.setRequestHandler(ListResourcesRequestSchema, async (_req, extra) => (isApp(callerOf(extra)) ? appResources : noResources));
+  server.setRequestHandler(ReadResourceRequestSchema, async (req, extra) => {
+    const resource = isApp(callerOf(extra)) ? deps.appResources.get(req.params.uri) : undefined;
+    if (!resource) throw new McpError(-32002, "Resource not found", { uri: req.params.uri });
+    return resourceReadResult(resource);
+  });
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => noResourceTemplates);
   server.setRequestHandler(ListPromptsRequestSchema, async () => noPrompts);
   server.setRequestHandler(ListToolsRequestSchema, async (_req, extra) => {
@@ -68,7 +79,7 @@ export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: Cata
       if (heartbeat) clearInterval(heartbeat);
     }
     return {
-      content: [{ type: "text" as const, text: JSON.stringify(result.structuredContent) }],
+      content: [{ type: "text" as const, text: result.text ?? JSON.stringify(result.structuredContent) }],
       structuredContent: result.structuredContent,
       ...(result.isError ? { isError: true } : {}),
     };

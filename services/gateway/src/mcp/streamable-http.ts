@@ -13,7 +13,6 @@
  * one get one, but it is advisory. The server keeps no session state, any replica serves
  * any request, and every request is authenticated and authorized on its own.
  */
-import { randomUUID } from "node:crypto";
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
@@ -27,6 +26,7 @@ import { checkToolScope, requiredScope, stepUpScopes } from "../auth/scopes.js";
 import type { RateLimiter } from "../rate-limit.js";
 import { rateLimitedFailure, retryAfterSeconds } from "../rate-limit.js";
 import type { MultiplexTransport, ExchangeSink } from "./multiplex-transport.js";
+import type { AppSessions } from "./app-session.js";
 
 /** A tools/call the HTTP layer refused before dispatch (for audit). */
 export interface DeniedToolCall {
@@ -53,6 +53,8 @@ export interface StreamableHttpOptions {
   onDenied?: (denied: DeniedToolCall) => void;
   maxBodyBytes: number;
   logger: Logger;
+  /** Issues Mcp-Session-Ids that remember whether the Host declared MCP Apps. */
+  appSessions: AppSessions;
 }
 
 const jsonRpcError = (code: number, message: string, id: unknown = null) => ({ jsonrpc: "2.0", id, error: { code, message } });
@@ -166,8 +168,11 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       }
     }
 
-    const authInfo: AuthInfo = { token: "", clientId: caller.principal.clientId, scopes: caller.scopes, extra: { caller } };
     const callerKey = `${caller.principal.clientId}\u0000${caller.principal.subject}`;
+    // A Host that declared MCP Apps at initialize is an App Host for this session.
+    const sessionHeader = headers["mcp-session-id"];
+    if (caller.hostProfile !== "app" && options.appSessions.declaredApp(typeof sessionHeader === "string" ? sessionHeader : undefined, callerKey)) caller = { ...caller, hostProfile: "app" };
+    const authInfo: AuthInfo = { token: "", clientId: caller.principal.clientId, scopes: caller.scopes, extra: { caller } };
     for (const m of messages) {
       if (typeof m["method"] === "string" && (m["id"] === undefined || m["id"] === null)) transport.dispatchNotification(m as JSONRPCMessage & { method: string; params?: Record<string, unknown> }, callerKey, authInfo);
     }
@@ -178,7 +183,8 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
 
     const extraHeaders: Record<string, string> = {};
     if (retryAfterMs > 0) extraHeaders["retry-after"] = retryAfterSeconds(retryAfterMs);
-    if (requests.some((m) => m["method"] === "initialize")) extraHeaders["mcp-session-id"] = randomUUID();
+    const initialize = requests.find((m) => m["method"] === "initialize");
+    if (initialize) extraHeaders["mcp-session-id"] = options.appSessions.issue(callerKey, (initialize["params"] as { capabilities?: unknown } | undefined)?.capabilities);
 
     const stream = requests.some((m) => (m["params"] as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken !== undefined);
     const responses: JSONRPCMessage[] = [];

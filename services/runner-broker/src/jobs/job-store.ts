@@ -88,6 +88,8 @@ export interface JobStore {
   get(key: JobKey): Promise<JobRecord | undefined>;
   /** Open (not yet terminal) records of one tenant's Runner, oldest first (bounded). */
   openJobs(scope: { clientId: string; runnerId: string }): Promise<JobRecord[]>;
+  /** Open (not yet terminal) records of one Project, oldest first, at most `limit`. */
+  openProjectJobs(projectCanonicalId: string, limit: number): Promise<JobRecord[]>;
   /** Closes open records without live state as lost_after_reconcile; returns them. */
   reconcile(options?: { clientId?: string; graceMs?: number }): Promise<JobKey[]>;
   /**
@@ -244,6 +246,11 @@ export function createJobStore(o: JobStoreOptions): JobStore {
         [scope.clientId, scope.runnerId],
       );
       return rows.rows.map(fromRow);
+    },
+
+    async openProjectJobs(projectCanonicalId, limit) {
+      const rows = await o.db.query<JobRow>(`SELECT * FROM ${s}.jobs WHERE project_canonical_id = $1 AND terminal_at IS NULL ORDER BY created_at LIMIT $2`, [projectCanonicalId, limit]);
+      return Promise.all(rows.rows.map(async (r) => (await get({ projectCanonicalId: r.project_canonical_id, jobId: r.job_id })) ?? fromRow(r)));
     },
 
     async reconcile(options = {}) {

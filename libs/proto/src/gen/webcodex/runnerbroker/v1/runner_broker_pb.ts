@@ -12,7 +12,187 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/runnerbroker/v1/runner_broker.proto.
  */
 export const file_webcodex_runnerbroker_v1_runner_broker: GenFile = /*@__PURE__*/
-  fileDesc("Cix3ZWJjb2RleC9ydW5uZXJicm9rZXIvdjEvcnVubmVyX2Jyb2tlci5wcm90bxIYd2ViY29kZXgucnVubmVyYnJva2VyLnYxIsABChVSZWdpc3RlclJ1bm5lclJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRISCgpwcm9qZWN0X2lkGAMgASgJEhUKDXJvb3RfaWRlbnRpdHkYBCABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgFIAEoBRINCgVidWlsZBgGIAEoCRIUCgxjYXBhYmlsaXRpZXMYByADKAkSFAoMZW5kcG9pbnRfdXJsGAggASgJIqUBChZSZWdpc3RlclJ1bm5lclJlc3BvbnNlEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgBIAEoBRISCgpsZWFzZV9oZWxkGAIgASgIEg0KBWZlbmNlGAMgASgDEhUKDXByb2plY3RfZmVuY2UYBCABKAMSFAoMbGVhc2VfdHRsX21zGAUgASgFEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAYgASgJIjQKEEhlYXJ0YmVhdFJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJEg0KBWZlbmNlGAIgASgDIlwKEUhlYXJ0YmVhdFJlc3BvbnNlEg0KBWtub3duGAEgASgIEhIKCmxlYXNlX2hlbGQYAiABKAgSDQoFZmVuY2UYAyABKAMSFQoNcHJvamVjdF9mZW5jZRgEIAEoAyK7AQoPRGlzcGF0Y2hSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYAiABKAkSFQoNcm9vdF9pZGVudGl0eRgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEjwKCGZhbGxiYWNrGAYgASgLMioud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkRpc3BhdGNoRmFsbGJhY2siOAoQRGlzcGF0Y2hGYWxsYmFjaxIMCgR0b29sGAEgASgJEhYKDmFyZ3VtZW50c19qc29uGAIgASgJInYKEERpc3BhdGNoUmVzcG9uc2USEwoLcmVzdWx0X2pzb24YASABKAkSMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlEhkKEWFuc3dlcmVkX2ZhbGxiYWNrGAMgASgIIkAKFUdldEZsZWV0U3RhdHVzUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSFAoMc3VtbWFyeV9vbmx5GAIgASgIIrMCCgxSdW5uZXJTdGF0dXMSEQoJcnVubmVyX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRISCgpwcm9qZWN0X2lkGAMgASgJEhgKEGNvbm5lY3Rpb25fc3RhdGUYBCABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgFIAEoBRINCgVidWlsZBgGIAEoCRIUCgxjYXBhYmlsaXRpZXMYByADKAkSHgoWbGFzdF9oZWFydGJlYXRfdW5peF9tcxgIIAEoAxIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgJIAEoCRISCgpsZWFzZV9oZWxkGAogASgIEg0KBWZlbmNlGAsgASgDEhkKEWJhc2VsaW5lX2NvbXBsZXRlGAwgASgIEhEKCWluX2ZsaWdodBgNIAEoBSJuCglKb2JDb3VudHMSDgoGYWN0aXZlGAEgASgFEg8KB3J1bm5pbmcYAiABKAUSDgoGcXVldWVkGAMgASgFEhIKCnJlY292ZXJpbmcYBCABKAUSHAoUbG9zdF9hZnRlcl9yZWNvbmNpbGUYBSABKAUiuQQKDEZsZWV0U3VtbWFyeRIVCg1ydW5uZXJzX3RvdGFsGAEgASgFEhkKEXJ1bm5lcnNfY29ubmVjdGVkGAIgASgFEhQKDHJ1bm5lcnNfbG9zdBgDIAEoBRIXCg9ydW5uZXJzX3N0YW5kYnkYBCABKAUSFgoOcHJvamVjdHNfdG90YWwYBSABKAUSGQoRcHJvamVjdHNfcm91dGFibGUYBiABKAUSMQoEam9icxgHIAEoCzIjLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Kb2JDb3VudHMSIgoac2VydmVyX3Byb3RvY29sX2dlbmVyYXRpb24YCCABKAUSHAoUcHJvdG9jb2xfZ2VuZXJhdGlvbnMYCSADKAUSDgoGYnVpbGRzGAogAygJEhgKEHByb3RvY29sX2FsaWduZWQYCyABKAgSFQoNYnVpbGRfYWxpZ25lZBgMIAEoCBIXCg9iYXNlbGluZV9mYXVsdHMYDSABKAUSVwoRY29ubmVjdGlvbl9zdGF0ZXMYDiADKAsyPC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRmxlZXRTdW1tYXJ5LkNvbm5lY3Rpb25TdGF0ZXNFbnRyeRIhChlwcm9qZWN0X2NvbmN1cnJlbmN5X2xpbWl0GA8gASgFEhEKCWluX2ZsaWdodBgQIAEoBRo3ChVDb25uZWN0aW9uU3RhdGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4ASKKAQoWR2V0RmxlZXRTdGF0dXNSZXNwb25zZRI3CgdydW5uZXJzGAEgAygLMiYud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJ1bm5lclN0YXR1cxI3CgdzdW1tYXJ5GAIgASgLMiYud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkZsZWV0U3VtbWFyeSJJChJQcm9qZWN0SW5jYXJuYXRpb24SHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYASABKAkSFQoNcm9vdF9pZGVudGl0eRgCIAEoCSJfCh1HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVxdWVzdBI+Cghwcm9qZWN0cxgBIAMoCzIsLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Qcm9qZWN0SW5jYXJuYXRpb24ipQEKHkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXNwb25zZRJUCgZzdGF0ZXMYASADKAsyRC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0UHJvamVjdFJ1bm5lclN0YXRlc1Jlc3BvbnNlLlN0YXRlc0VudHJ5Gi0KC1N0YXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQwoaRW5zdXJlUHJvamVjdFJ1bm5lclJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQgobRW5zdXJlUHJvamVjdFJ1bm5lclJlc3BvbnNlEg4KBmFjdGlvbhgBIAEoCRITCgtydW5uZXJfbmFtZRgCIAEoCSJbChpSZW1vdmVQcm9qZWN0UnVubmVyUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5rZWVwX3dvcmtzcGFjZRgDIAEoCCIuChtSZW1vdmVQcm9qZWN0UnVubmVyUmVzcG9uc2USDwoHcmVtb3ZlZBgBIAEoCDLgBgoTUnVubmVyQnJva2VyU2VydmljZRJzCg5SZWdpc3RlclJ1bm5lchIvLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWdpc3RlclJ1bm5lclJlcXVlc3QaMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVnaXN0ZXJSdW5uZXJSZXNwb25zZRJkCglIZWFydGJlYXQSKi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSGVhcnRiZWF0UmVxdWVzdBorLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5IZWFydGJlYXRSZXNwb25zZRJhCghEaXNwYXRjaBIpLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaFJlcXVlc3QaKi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRGlzcGF0Y2hSZXNwb25zZRJzCg5HZXRGbGVldFN0YXR1cxIvLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRGbGVldFN0YXR1c1JlcXVlc3QaMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0RmxlZXRTdGF0dXNSZXNwb25zZRKLAQoWR2V0UHJvamVjdFJ1bm5lclN0YXRlcxI3LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVxdWVzdBo4LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVzcG9uc2USggEKE0Vuc3VyZVByb2plY3RSdW5uZXISNC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlcXVlc3QaNS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlc3BvbnNlEoIBChNSZW1vdmVQcm9qZWN0UnVubmVyEjQud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXF1ZXN0GjUud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
+  fileDesc("Cix3ZWJjb2RleC9ydW5uZXJicm9rZXIvdjEvcnVubmVyX2Jyb2tlci5wcm90bxIYd2ViY29kZXgucnVubmVyYnJva2VyLnYxInMKHFJlY29yZEpvYkNvbnRpbnVhdGlvblJlcXVlc3QSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYASABKAkSFQoNcm9vdF9pZGVudGl0eRgCIAEoCRIOCgZqb2JfaWQYAyABKAkSDgoGYWN0aW9uGAQgASgJIpoBCg9Kb2JDb250aW51YXRpb24SEAoIZGlzcGF0Y2gYASABKAkSHAoUcHJlc2VudGVkX2F0X3VuaXhfbXMYAiABKAMSGwoTZGlzcGF0Y2hfYXRfdW5peF9tcxgDIAEoAxIdChVmcmVzaF90dXJuX2F0X3VuaXhfbXMYBCABKAMSGwoTY29uc3VtZWRfYXRfdW5peF9tcxgFIAEoAyK3AQodUmVjb3JkSm9iQ29udGludWF0aW9uUmVzcG9uc2USEAoIam9iX2pzb24YASABKAkSPwoMY29udGludWF0aW9uGAIgASgLMikud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkpvYkNvbnRpbnVhdGlvbhIPCgdhcHBsaWVkGAMgASgIEjIKB2ZhaWx1cmUYBCABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSI2ChZMaXN0UHJvamVjdEpvYnNSZXF1ZXN0EhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAEgASgJIlUKClByb2plY3RKb2ISDgoGam9iX2lkGAEgASgJEg0KBXN0YXRlGAIgASgJEgwKBHRvb2wYAyABKAkSGgoSY3JlYXRlZF9hdF91bml4X21zGAQgASgDImAKF0xpc3RQcm9qZWN0Sm9ic1Jlc3BvbnNlEjIKBGpvYnMYASADKAsyJC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUHJvamVjdEpvYhIRCgl0cnVuY2F0ZWQYAiABKAgiwAEKFVJlZ2lzdGVyUnVubmVyUmVxdWVzdBIRCglydW5uZXJfaWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhIKCnByb2plY3RfaWQYAyABKAkSFQoNcm9vdF9pZGVudGl0eRgEIAEoCRIbChNwcm90b2NvbF9nZW5lcmF0aW9uGAUgASgFEg0KBWJ1aWxkGAYgASgJEhQKDGNhcGFiaWxpdGllcxgHIAMoCRIUCgxlbmRwb2ludF91cmwYCCABKAkipQEKFlJlZ2lzdGVyUnVubmVyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgFEhIKCmxlYXNlX2hlbGQYAiABKAgSDQoFZmVuY2UYAyABKAMSFQoNcHJvamVjdF9mZW5jZRgEIAEoAxIUCgxsZWFzZV90dGxfbXMYBSABKAUSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYBiABKAkiNAoQSGVhcnRiZWF0UmVxdWVzdBIRCglydW5uZXJfaWQYASABKAkSDQoFZmVuY2UYAiABKAMiXAoRSGVhcnRiZWF0UmVzcG9uc2USDQoFa25vd24YASABKAgSEgoKbGVhc2VfaGVsZBgCIAEoCBINCgVmZW5jZRgDIAEoAxIVCg1wcm9qZWN0X2ZlbmNlGAQgASgDIrsBCg9EaXNwYXRjaFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBHRvb2wYBCABKAkSFgoOYXJndW1lbnRzX2pzb24YBSABKAkSPAoIZmFsbGJhY2sYBiABKAsyKi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRGlzcGF0Y2hGYWxsYmFjayI4ChBEaXNwYXRjaEZhbGxiYWNrEgwKBHRvb2wYASABKAkSFgoOYXJndW1lbnRzX2pzb24YAiABKAkidgoQRGlzcGF0Y2hSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUSGQoRYW5zd2VyZWRfZmFsbGJhY2sYAyABKAgiQAoVR2V0RmxlZXRTdGF0dXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIUCgxzdW1tYXJ5X29ubHkYAiABKAgiswIKDFJ1bm5lclN0YXR1cxIRCglydW5uZXJfaWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhIKCnByb2plY3RfaWQYAyABKAkSGAoQY29ubmVjdGlvbl9zdGF0ZRgEIAEoCRIbChNwcm90b2NvbF9nZW5lcmF0aW9uGAUgASgFEg0KBWJ1aWxkGAYgASgJEhQKDGNhcGFiaWxpdGllcxgHIAMoCRIeChZsYXN0X2hlYXJ0YmVhdF91bml4X21zGAggASgDEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAkgASgJEhIKCmxlYXNlX2hlbGQYCiABKAgSDQoFZmVuY2UYCyABKAMSGQoRYmFzZWxpbmVfY29tcGxldGUYDCABKAgSEQoJaW5fZmxpZ2h0GA0gASgFIm4KCUpvYkNvdW50cxIOCgZhY3RpdmUYASABKAUSDwoHcnVubmluZxgCIAEoBRIOCgZxdWV1ZWQYAyABKAUSEgoKcmVjb3ZlcmluZxgEIAEoBRIcChRsb3N0X2FmdGVyX3JlY29uY2lsZRgFIAEoBSK5BAoMRmxlZXRTdW1tYXJ5EhUKDXJ1bm5lcnNfdG90YWwYASABKAUSGQoRcnVubmVyc19jb25uZWN0ZWQYAiABKAUSFAoMcnVubmVyc19sb3N0GAMgASgFEhcKD3J1bm5lcnNfc3RhbmRieRgEIAEoBRIWCg5wcm9qZWN0c190b3RhbBgFIAEoBRIZChFwcm9qZWN0c19yb3V0YWJsZRgGIAEoBRIxCgRqb2JzGAcgASgLMiMud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkpvYkNvdW50cxIiChpzZXJ2ZXJfcHJvdG9jb2xfZ2VuZXJhdGlvbhgIIAEoBRIcChRwcm90b2NvbF9nZW5lcmF0aW9ucxgJIAMoBRIOCgZidWlsZHMYCiADKAkSGAoQcHJvdG9jb2xfYWxpZ25lZBgLIAEoCBIVCg1idWlsZF9hbGlnbmVkGAwgASgIEhcKD2Jhc2VsaW5lX2ZhdWx0cxgNIAEoBRJXChFjb25uZWN0aW9uX3N0YXRlcxgOIAMoCzI8LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5GbGVldFN1bW1hcnkuQ29ubmVjdGlvblN0YXRlc0VudHJ5EiEKGXByb2plY3RfY29uY3VycmVuY3lfbGltaXQYDyABKAUSEQoJaW5fZmxpZ2h0GBAgASgFGjcKFUNvbm5lY3Rpb25TdGF0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAU6AjgBIooBChZHZXRGbGVldFN0YXR1c1Jlc3BvbnNlEjcKB3J1bm5lcnMYASADKAsyJi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUnVubmVyU3RhdHVzEjcKB3N1bW1hcnkYAiABKAsyJi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRmxlZXRTdW1tYXJ5IkkKElByb2plY3RJbmNhcm5hdGlvbhIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgBIAEoCRIVCg1yb290X2lkZW50aXR5GAIgASgJIl8KHUdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXF1ZXN0Ej4KCHByb2plY3RzGAEgAygLMiwud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlByb2plY3RJbmNhcm5hdGlvbiKlAQoeR2V0UHJvamVjdFJ1bm5lclN0YXRlc1Jlc3BvbnNlElQKBnN0YXRlcxgBIAMoCzJELndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVzcG9uc2UuU3RhdGVzRW50cnkaLQoLU3RhdGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJDChpFbnN1cmVQcm9qZWN0UnVubmVyUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSJCChtFbnN1cmVQcm9qZWN0UnVubmVyUmVzcG9uc2USDgoGYWN0aW9uGAEgASgJEhMKC3J1bm5lcl9uYW1lGAIgASgJIlsKGlJlbW92ZVByb2plY3RSdW5uZXJSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhYKDmtlZXBfd29ya3NwYWNlGAMgASgIIi4KG1JlbW92ZVByb2plY3RSdW5uZXJSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIMuMIChNSdW5uZXJCcm9rZXJTZXJ2aWNlEnMKDlJlZ2lzdGVyUnVubmVyEi8ud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlZ2lzdGVyUnVubmVyUmVxdWVzdBowLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWdpc3RlclJ1bm5lclJlc3BvbnNlEmQKCUhlYXJ0YmVhdBIqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5IZWFydGJlYXRSZXF1ZXN0Gisud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkhlYXJ0YmVhdFJlc3BvbnNlEmEKCERpc3BhdGNoEikud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkRpc3BhdGNoUmVxdWVzdBoqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaFJlc3BvbnNlEnMKDkdldEZsZWV0U3RhdHVzEi8ud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldEZsZWV0U3RhdHVzUmVxdWVzdBowLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRGbGVldFN0YXR1c1Jlc3BvbnNlEosBChZHZXRQcm9qZWN0UnVubmVyU3RhdGVzEjcud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXF1ZXN0Gjgud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXNwb25zZRKCAQoTRW5zdXJlUHJvamVjdFJ1bm5lchI0LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5FbnN1cmVQcm9qZWN0UnVubmVyUmVxdWVzdBo1LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5FbnN1cmVQcm9qZWN0UnVubmVyUmVzcG9uc2USggEKE1JlbW92ZVByb2plY3RSdW5uZXISNC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVtb3ZlUHJvamVjdFJ1bm5lclJlcXVlc3QaNS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVtb3ZlUHJvamVjdFJ1bm5lclJlc3BvbnNlEogBChVSZWNvcmRKb2JDb250aW51YXRpb24SNi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVjb3JkSm9iQ29udGludWF0aW9uUmVxdWVzdBo3LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWNvcmRKb2JDb250aW51YXRpb25SZXNwb25zZRJ2Cg9MaXN0UHJvamVjdEpvYnMSMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuTGlzdFByb2plY3RKb2JzUmVxdWVzdBoxLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5MaXN0UHJvamVjdEpvYnNSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.RecordJobContinuationRequest
+ */
+export type RecordJobContinuationRequest = Message<"webcodex.runnerbroker.v1.RecordJobContinuationRequest"> & {
+  /**
+   * @generated from field: string project_canonical_id = 1;
+   */
+  projectCanonicalId: string;
+
+  /**
+   * @generated from field: string root_identity = 2;
+   */
+  rootIdentity: string;
+
+  /**
+   * @generated from field: string job_id = 3;
+   */
+  jobId: string;
+
+  /**
+   * "present", "read", "claim", "accepted", "rejected" or "uncertain".
+   *
+   * @generated from field: string action = 4;
+   */
+  action: string;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.RecordJobContinuationRequest.
+ * Use `create(RecordJobContinuationRequestSchema)` to create a new message.
+ */
+export const RecordJobContinuationRequestSchema: GenMessage<RecordJobContinuationRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 0);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.JobContinuation
+ */
+export type JobContinuation = Message<"webcodex.runnerbroker.v1.JobContinuation"> & {
+  /**
+   * "none", "claimed", "accepted", "rejected" or "uncertain".
+   *
+   * @generated from field: string dispatch = 1;
+   */
+  dispatch: string;
+
+  /**
+   * @generated from field: int64 presented_at_unix_ms = 2;
+   */
+  presentedAtUnixMs: bigint;
+
+  /**
+   * @generated from field: int64 dispatch_at_unix_ms = 3;
+   */
+  dispatchAtUnixMs: bigint;
+
+  /**
+   * @generated from field: int64 fresh_turn_at_unix_ms = 4;
+   */
+  freshTurnAtUnixMs: bigint;
+
+  /**
+   * @generated from field: int64 consumed_at_unix_ms = 5;
+   */
+  consumedAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.JobContinuation.
+ * Use `create(JobContinuationSchema)` to create a new message.
+ */
+export const JobContinuationSchema: GenMessage<JobContinuation> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 1);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.RecordJobContinuationResponse
+ */
+export type RecordJobContinuationResponse = Message<"webcodex.runnerbroker.v1.RecordJobContinuationResponse"> & {
+  /**
+   * The Job's observation as observe_jobs reports it (JSON object).
+   *
+   * @generated from field: string job_json = 1;
+   */
+  jobJson: string;
+
+  /**
+   * @generated from field: webcodex.runnerbroker.v1.JobContinuation continuation = 2;
+   */
+  continuation?: JobContinuation | undefined;
+
+  /**
+   * False when the action was refused by the record's state (e.g. a second claim).
+   *
+   * @generated from field: bool applied = 3;
+   */
+  applied: boolean;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 4;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.RecordJobContinuationResponse.
+ * Use `create(RecordJobContinuationResponseSchema)` to create a new message.
+ */
+export const RecordJobContinuationResponseSchema: GenMessage<RecordJobContinuationResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 2);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.ListProjectJobsRequest
+ */
+export type ListProjectJobsRequest = Message<"webcodex.runnerbroker.v1.ListProjectJobsRequest"> & {
+  /**
+   * @generated from field: string project_canonical_id = 1;
+   */
+  projectCanonicalId: string;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.ListProjectJobsRequest.
+ * Use `create(ListProjectJobsRequestSchema)` to create a new message.
+ */
+export const ListProjectJobsRequestSchema: GenMessage<ListProjectJobsRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 3);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.ProjectJob
+ */
+export type ProjectJob = Message<"webcodex.runnerbroker.v1.ProjectJob"> & {
+  /**
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * @generated from field: string state = 2;
+   */
+  state: string;
+
+  /**
+   * @generated from field: string tool = 3;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: int64 created_at_unix_ms = 4;
+   */
+  createdAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.ProjectJob.
+ * Use `create(ProjectJobSchema)` to create a new message.
+ */
+export const ProjectJobSchema: GenMessage<ProjectJob> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 4);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.ListProjectJobsResponse
+ */
+export type ListProjectJobsResponse = Message<"webcodex.runnerbroker.v1.ListProjectJobsResponse"> & {
+  /**
+   * @generated from field: repeated webcodex.runnerbroker.v1.ProjectJob jobs = 1;
+   */
+  jobs: ProjectJob[];
+
+  /**
+   * @generated from field: bool truncated = 2;
+   */
+  truncated: boolean;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.ListProjectJobsResponse.
+ * Use `create(ListProjectJobsResponseSchema)` to create a new message.
+ */
+export const ListProjectJobsResponseSchema: GenMessage<ListProjectJobsResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 5);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RegisterRunnerRequest
@@ -66,7 +246,7 @@ export type RegisterRunnerRequest = Message<"webcodex.runnerbroker.v1.RegisterRu
  * Use `create(RegisterRunnerRequestSchema)` to create a new message.
  */
 export const RegisterRunnerRequestSchema: GenMessage<RegisterRunnerRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 0);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 6);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RegisterRunnerResponse
@@ -117,7 +297,7 @@ export type RegisterRunnerResponse = Message<"webcodex.runnerbroker.v1.RegisterR
  * Use `create(RegisterRunnerResponseSchema)` to create a new message.
  */
 export const RegisterRunnerResponseSchema: GenMessage<RegisterRunnerResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 1);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 7);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.HeartbeatRequest
@@ -142,7 +322,7 @@ export type HeartbeatRequest = Message<"webcodex.runnerbroker.v1.HeartbeatReques
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 2);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 8);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.HeartbeatResponse
@@ -180,7 +360,7 @@ export type HeartbeatResponse = Message<"webcodex.runnerbroker.v1.HeartbeatRespo
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 3);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 9);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.DispatchRequest
@@ -227,7 +407,7 @@ export type DispatchRequest = Message<"webcodex.runnerbroker.v1.DispatchRequest"
  * Use `create(DispatchRequestSchema)` to create a new message.
  */
 export const DispatchRequestSchema: GenMessage<DispatchRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 4);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 10);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.DispatchFallback
@@ -249,7 +429,7 @@ export type DispatchFallback = Message<"webcodex.runnerbroker.v1.DispatchFallbac
  * Use `create(DispatchFallbackSchema)` to create a new message.
  */
 export const DispatchFallbackSchema: GenMessage<DispatchFallback> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 5);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 11);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.DispatchResponse
@@ -279,7 +459,7 @@ export type DispatchResponse = Message<"webcodex.runnerbroker.v1.DispatchRespons
  * Use `create(DispatchResponseSchema)` to create a new message.
  */
 export const DispatchResponseSchema: GenMessage<DispatchResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 6);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 12);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetFleetStatusRequest
@@ -305,7 +485,7 @@ export type GetFleetStatusRequest = Message<"webcodex.runnerbroker.v1.GetFleetSt
  * Use `create(GetFleetStatusRequestSchema)` to create a new message.
  */
 export const GetFleetStatusRequestSchema: GenMessage<GetFleetStatusRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 7);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 13);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RunnerStatus
@@ -390,7 +570,7 @@ export type RunnerStatus = Message<"webcodex.runnerbroker.v1.RunnerStatus"> & {
  * Use `create(RunnerStatusSchema)` to create a new message.
  */
 export const RunnerStatusSchema: GenMessage<RunnerStatus> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 8);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 14);
 
 /**
  * JobCounts are the live and reconciled Job counts from the broker's one counting path.
@@ -434,7 +614,7 @@ export type JobCounts = Message<"webcodex.runnerbroker.v1.JobCounts"> & {
  * Use `create(JobCountsSchema)` to create a new message.
  */
 export const JobCountsSchema: GenMessage<JobCounts> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 9);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 15);
 
 /**
  * FleetSummary is the sparse fleet status: counts and alignment facts only, no rows,
@@ -549,7 +729,7 @@ export type FleetSummary = Message<"webcodex.runnerbroker.v1.FleetSummary"> & {
  * Use `create(FleetSummarySchema)` to create a new message.
  */
 export const FleetSummarySchema: GenMessage<FleetSummary> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 10);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 16);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetFleetStatusResponse
@@ -573,7 +753,7 @@ export type GetFleetStatusResponse = Message<"webcodex.runnerbroker.v1.GetFleetS
  * Use `create(GetFleetStatusResponseSchema)` to create a new message.
  */
 export const GetFleetStatusResponseSchema: GenMessage<GetFleetStatusResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 11);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 17);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.ProjectIncarnation
@@ -595,7 +775,7 @@ export type ProjectIncarnation = Message<"webcodex.runnerbroker.v1.ProjectIncarn
  * Use `create(ProjectIncarnationSchema)` to create a new message.
  */
 export const ProjectIncarnationSchema: GenMessage<ProjectIncarnation> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 12);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 18);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetProjectRunnerStatesRequest
@@ -612,7 +792,7 @@ export type GetProjectRunnerStatesRequest = Message<"webcodex.runnerbroker.v1.Ge
  * Use `create(GetProjectRunnerStatesRequestSchema)` to create a new message.
  */
 export const GetProjectRunnerStatesRequestSchema: GenMessage<GetProjectRunnerStatesRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 13);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 19);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetProjectRunnerStatesResponse
@@ -633,7 +813,7 @@ export type GetProjectRunnerStatesResponse = Message<"webcodex.runnerbroker.v1.G
  * Use `create(GetProjectRunnerStatesResponseSchema)` to create a new message.
  */
 export const GetProjectRunnerStatesResponseSchema: GenMessage<GetProjectRunnerStatesResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 14);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 20);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.EnsureProjectRunnerRequest
@@ -655,7 +835,7 @@ export type EnsureProjectRunnerRequest = Message<"webcodex.runnerbroker.v1.Ensur
  * Use `create(EnsureProjectRunnerRequestSchema)` to create a new message.
  */
 export const EnsureProjectRunnerRequestSchema: GenMessage<EnsureProjectRunnerRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 15);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 21);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.EnsureProjectRunnerResponse
@@ -681,7 +861,7 @@ export type EnsureProjectRunnerResponse = Message<"webcodex.runnerbroker.v1.Ensu
  * Use `create(EnsureProjectRunnerResponseSchema)` to create a new message.
  */
 export const EnsureProjectRunnerResponseSchema: GenMessage<EnsureProjectRunnerResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 16);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 22);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RemoveProjectRunnerRequest
@@ -710,7 +890,7 @@ export type RemoveProjectRunnerRequest = Message<"webcodex.runnerbroker.v1.Remov
  * Use `create(RemoveProjectRunnerRequestSchema)` to create a new message.
  */
 export const RemoveProjectRunnerRequestSchema: GenMessage<RemoveProjectRunnerRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 17);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 23);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RemoveProjectRunnerResponse
@@ -729,7 +909,7 @@ export type RemoveProjectRunnerResponse = Message<"webcodex.runnerbroker.v1.Remo
  * Use `create(RemoveProjectRunnerResponseSchema)` to create a new message.
  */
 export const RemoveProjectRunnerResponseSchema: GenMessage<RemoveProjectRunnerResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 18);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 24);
 
 /**
  * RunnerBrokerService knows which Runner serves which Project and what it can do, who
@@ -818,6 +998,28 @@ export const RunnerBrokerService: GenService<{
     methodKind: "unary";
     input: typeof RemoveProjectRunnerRequestSchema;
     output: typeof RemoveProjectRunnerResponseSchema;
+  },
+  /**
+   * RecordJobContinuation reads or advances a Job's continuation record (presented, dispatch
+   * claimed/accepted/rejected/uncertain, fresh turn observed, consumed) and returns it with
+   * the Job's current state. The caller has already authorized the Project.
+   *
+   * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.RecordJobContinuation
+   */
+  recordJobContinuation: {
+    methodKind: "unary";
+    input: typeof RecordJobContinuationRequestSchema;
+    output: typeof RecordJobContinuationResponseSchema;
+  },
+  /**
+   * ListProjectJobs lists the Project's open (not terminal) Jobs, oldest first, bounded.
+   *
+   * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.ListProjectJobs
+   */
+  listProjectJobs: {
+    methodKind: "unary";
+    input: typeof ListProjectJobsRequestSchema;
+    output: typeof ListProjectJobsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webcodex_runnerbroker_v1_runner_broker, 0);

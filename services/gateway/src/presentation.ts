@@ -1,0 +1,156 @@
+/**
+ * Presentation and continuation tools (present_*) and the app-only helpers a mounted card
+ * calls. Results are sparse facts: a card renders the tool's input (title, summary, goal and
+ * steps) with the result's facts, and a Host without a renderer reads the same facts in the
+ * structured content and the text.
+ */
+import { randomUUID } from "node:crypto";
+import type { Client } from "@connectrpc/connect";
+import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
+import { FailureStage, ReasonCode, toolFailure, waitForJobFollowUp } from "@webcodex/contracts";
+import type { ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import { failureFromWire } from "@webcodex/platform";
+
+type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
+type CallOptions = { signal: AbortSignal; headers: Record<string, string> };
+type Json = Record<string, unknown>;
+
+export interface PresentationDeps {
+  refResolver: Client<typeof RefResolverService>;
+  broker: Client<typeof RunnerBrokerService>;
+  policy: ModelWorkflowPolicy;
+}
+
+/** The authorized Project of a call (the pipeline resolves it and records it for audit). */
+export type ResolveProject = (selector: string) => Promise<{ ok: true; canonicalId: string; rootIdentity: string } | { ok: false; failure: ToolFailure }>;
+
+const LIVE_STATES = new Set(["queued", "running", "recovering", "unknown"]);
+/** Changed files listed on a work result card; the total says how many there were. */
+const MAX_CARD_FILES = 50;
+
+/** The facts of a Job continuation: live state, then the three separate observations. */
+function continuationView(project: string, jobId: string, res: { jobJson: string; continuation?: { dispatch: string; dispatchAtUnixMs: bigint; freshTurnAtUnixMs: bigint; consumedAtUnixMs: bigint } | undefined }, policy: ModelWorkflowPolicy): Json {
+  const job = (res.jobJson ? JSON.parse(res.jobJson) : {}) as Json;
+  const state = typeof job["state"] === "string" ? job["state"] : "unknown";
+  const c = res.continuation;
+  const view: Json = {
+    job_id: jobId,
+    project,
+    state,
+    terminal: !LIVE_STATES.has(state),
+    continuation: {
+      dispatch: c?.dispatch ?? "none",
+      fresh_turn: c && c.freshTurnAtUnixMs > 0n ? "observed" : "not_observed",
+      consumed: c !== undefined && c.consumedAtUnixMs > 0n,
+      unattended_continuation: policy.hostInteraction.unattendedContinuation,
+      follow_up: waitForJobFollowUp(project, jobId),
+    },
+  };
+  if (typeof job["exit_code"] === "number") view["exit_code"] = job["exit_code"];
+  if (job["outcome_unknown"] === true) view["outcome_unknown"] = true;
+  return view;
+}
+
+export function createPresentation(deps: PresentationDeps) {
+  async function jobContinuation(args: Json, action: string, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
+    const project = args["project"] as string;
+    const jobId = args["job_id"] as string;
+    const p = await resolve(project);
+    if (!p.ok) return p;
+    const res = await deps.broker.recordJobContinuation({ projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, jobId, action }, options);
+    if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
+    const view = continuationView(project, jobId, res, deps.policy);
+    if (action === "claim" && !res.applied) {
+      // Someone already claimed (or answered) this dispatch: never send a second message.
+      return {
+        ok: false,
+        failure: toolFailure(ReasonCode.invalidValue, FailureStage.preflight, {
+          detail_code: "dispatch_already_claimed",
+          evidence: { dispatch: (view["continuation"] as Json)["dispatch"] as string },
+          message: "This continuation was already dispatched (or its delivery is uncertain); it is never sent twice.",
+        }),
+      };
+    }
+    return { ok: true, result: view };
+  }
+
+  async function workResult(args: Json, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
+    const p = await resolve(args["project"] as string);
+    if (!p.ok) return p;
+    const [changes, jobs] = await Promise.all([
+      deps.broker.dispatch({ callId: randomUUID(), projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, tool: "read_workspace_changes", argumentsJson: "{}" }, options),
+      deps.broker.listProjectJobs({ projectCanonicalId: p.canonicalId }, options),
+    ]);
+    const result: Json = {};
+    if (changes.failure) {
+      // No review facts (not a git repository, Runner away): say so; the card still shows the rest.
+      result["changes_unavailable"] = failureFromWire(changes.failure).reason_code;
+    } else {
+      const c = JSON.parse(changes.resultJson) as { changes?: Json[]; total_changes?: number; truncated?: boolean };
+      const files = (c.changes ?? []).slice(0, MAX_CARD_FILES).map((f) => ({ path: f["path"], status: f["status"], added_lines: f["added_lines"], removed_lines: f["removed_lines"] }));
+      result["changed_files"] = files;
+      if ((c.total_changes ?? files.length) > files.length) result["total_changed_files"] = c.total_changes;
+    }
+    result["pending_jobs"] = jobs.jobs.map((j) => ({ job_id: j.jobId, state: j.state }));
+    if (jobs.truncated) result["pending_jobs_truncated"] = true;
+    return { ok: true, result };
+  }
+
+  async function goalPlan(args: Json, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
+    let projectCanonicalId = "";
+    if (typeof args["project"] === "string") {
+      const p = await resolve(args["project"]);
+      if (!p.ok) return p;
+      projectCanonicalId = p.canonicalId;
+    }
+    const res = await deps.refResolver.putGoalPlan({ projectCanonicalId, goal: args["goal"] as string, stepsJson: JSON.stringify(args["steps"]) }, options);
+    const steps = args["steps"] as Array<{ state: string }>;
+    const counts: Record<string, number> = {};
+    for (const s of steps) counts[s.state] = (counts[s.state] ?? 0) + 1;
+    return { ok: true, result: { plan_id: res.planId, revision: Number(res.revision), step_counts: counts } };
+  }
+
+  return {
+    /** Runs a presentation tool or card helper; undefined for any other tool. */
+    run(def: ToolDefinition, args: Json, resolve: ResolveProject, options: CallOptions): Promise<Outcome> | undefined {
+      switch (def.name) {
+        case "present_job_terminal_continuation":
+          return jobContinuation(args, "present", resolve, options);
+        case "read_job_continuation":
+          return jobContinuation(args, "read", resolve, options);
+        case "update_job_continuation":
+          return jobContinuation(args, args["step"] as string, resolve, options);
+        case "present_work_result":
+          return workResult(args, resolve, options);
+        case "present_goal_plan":
+          return goalPlan(args, resolve, options);
+        default:
+          return undefined;
+      }
+    },
+  };
+}
+
+/** The compact text a Host without a renderer shows for a presentation result. */
+export function presentationText(tool: string, args: Json, result: Json): string | undefined {
+  switch (tool) {
+    case "present_job_terminal_continuation": {
+      const c = result["continuation"] as Json;
+      return `Job ${String(result["job_id"])} is ${String(result["state"])}${typeof result["exit_code"] === "number" ? ` (exit ${String(result["exit_code"])})` : ""}. ` +
+        `When it ends, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
+        "End your turn now; do not wait for the Job in this turn.";
+    }
+    case "present_work_result": {
+      const files = (result["changed_files"] as Json[] | undefined) ?? [];
+      const lines = files.map((f) => `- ${String(f["path"])} (${String(f["status"])}, +${String(f["added_lines"] ?? "?")} -${String(f["removed_lines"] ?? "?")})`);
+      const jobs = (result["pending_jobs"] as Json[]).map((j) => `${String(j["job_id"])} ${String(j["state"])}`);
+      return [String(args["title"]), String(args["summary"]), files.length > 0 ? `Changed files:\n${lines.join("\n")}` : "No changed files.", jobs.length > 0 ? `Pending Jobs: ${jobs.join(", ")}` : ""].filter(Boolean).join("\n");
+    }
+    case "present_goal_plan": {
+      const steps = (args["steps"] as Json[]).map((s, i) => `${i + 1}. [${String(s["state"])}] ${String(s["title"])}`);
+      return `${String(args["goal"])} (revision ${String(result["revision"])})\n${steps.join("\n")}`;
+    }
+    default:
+      return undefined;
+  }
+}
