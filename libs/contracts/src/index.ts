@@ -15,7 +15,7 @@ export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorksp
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFailureError } from "./failure.js";
 export type { ToolFailure, FailureOptions } from "./failure.js";
-export { DEFAULT_MODEL_WORKFLOW_POLICY, GOAL_SELECTIONS, UNATTENDED_CONTINUATIONS } from "./workflow-policy.js";
+export { DEFAULT_MODEL_WORKFLOW_POLICY, GOAL_SELECTIONS, modelWorkflowPolicyFrom, UNATTENDED_CONTINUATIONS } from "./workflow-policy.js";
 export type { GoalSelection, ModelWorkflowPolicy, UnattendedContinuation } from "./workflow-policy.js";
 export { validateToolArguments } from "./schema-validator.js";
 export type { SchemaViolation } from "./schema-validator.js";

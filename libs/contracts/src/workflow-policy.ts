@@ -21,3 +21,19 @@ export interface ModelWorkflowPolicy {
 }
 
 export const DEFAULT_MODEL_WORKFLOW_POLICY: ModelWorkflowPolicy = { goalSelection: "on_demand", hostInteraction: { unattendedContinuation: "unknown" } };
+
+/**
+ * The policy from its two configuration values (absent or empty: the default); an unknown
+ * value throws, naming the setting, so a deployment fails fast instead of guessing.
+ */
+export function modelWorkflowPolicyFrom(goalSelection: string | undefined, unattendedContinuation: string | undefined): ModelWorkflowPolicy {
+  const pick = <T extends string>(name: string, value: string | undefined, allowed: readonly T[], fallback: T): T => {
+    if (value === undefined || value === "") return fallback;
+    if (!(allowed as readonly string[]).includes(value)) throw new Error(`${name} must be one of ${allowed.join(", ")}`);
+    return value as T;
+  };
+  return {
+    goalSelection: pick("WEBCODEX_GOAL_SELECTION", goalSelection, GOAL_SELECTIONS, DEFAULT_MODEL_WORKFLOW_POLICY.goalSelection),
+    hostInteraction: { unattendedContinuation: pick("WEBCODEX_UNATTENDED_CONTINUATION", unattendedContinuation, UNATTENDED_CONTINUATIONS, DEFAULT_MODEL_WORKFLOW_POLICY.hostInteraction.unattendedContinuation) },
+  };
+}

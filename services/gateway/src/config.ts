@@ -1,7 +1,7 @@
 import { readConfig } from "@webcodex/platform";
 import type { Env } from "@webcodex/platform";
-import { GOAL_SELECTIONS, HOST_PROFILES, UNATTENDED_CONTINUATIONS } from "@webcodex/contracts";
-import type { GoalSelection, HostProfile, ModelWorkflowPolicy, UnattendedContinuation } from "@webcodex/contracts";
+import { GOAL_SELECTIONS, HOST_PROFILES, modelWorkflowPolicyFrom, UNATTENDED_CONTINUATIONS } from "@webcodex/contracts";
+import type { HostProfile, ModelWorkflowPolicy } from "@webcodex/contracts";
 
 export const gatewayConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8080, min: 0, max: 65535 },
@@ -47,10 +47,8 @@ export const gatewayConfigSpec = {
 export const loadConfig = (env: Env) => {
   const config = readConfig(gatewayConfigSpec, env);
   // readConfig has checked the value against HOST_PROFILES.
-  const workflowPolicy: ModelWorkflowPolicy = {
-    goalSelection: config.goalSelection as GoalSelection,
-    hostInteraction: { unattendedContinuation: config.unattendedContinuation as UnattendedContinuation },
-  };
+  // readConfig has checked both values against their vocabularies.
+  const workflowPolicy: ModelWorkflowPolicy = modelWorkflowPolicyFrom(config.goalSelection, config.unattendedContinuation);
   return { ...config, hostProfile: config.hostProfile as HostProfile, workflowPolicy };
 };
 export type GatewayConfig = ReturnType<typeof loadConfig>;

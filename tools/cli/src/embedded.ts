@@ -40,6 +40,8 @@ export interface EmbeddedOptions {
   readOnlyClients?: readonly string[];
   /** Per-tenant tools/call limit (off when absent). */
   rateLimit?: GatewayDeps["rateLimit"];
+  /** ModelWorkflowPolicy (WEBCODEX_GOAL_SELECTION, WEBCODEX_UNATTENDED_CONTINUATION). */
+  workflowPolicy?: GatewayDeps["workflowPolicy"];
   /** ActionAudit retention and partition maintenance (default: 90 days, 7 ahead, hourly). */
   auditRetention?: AuditRetentionConfig;
   /**
@@ -147,6 +149,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     ...(options.oauth ? { oauth: options.oauth } : {}),
     ...(options.readOnlyClients ? { readOnlyClients: options.readOnlyClients } : {}),
     ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
+    ...(options.workflowPolicy ? { workflowPolicy: options.workflowPolicy } : {}),
     dependencyProbes: { postgres: () => db.ping() },
     publicUrl: url,
     allowedHosts: ["localhost", "127.0.0.1", "[::1]", publicHost],

@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { createLogger, createPostgresDatabase, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
 import { resolveDevTokens } from "@webcodex/gateway";
+import { modelWorkflowPolicyFrom } from "@webcodex/contracts";
 import type { StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
@@ -88,6 +89,7 @@ export async function run(argv: string[]): Promise<void> {
       const telemetry = await startTelemetry("webcodex-dev", env, logger);
       const embedded = await startEmbedded({
         projectDir: values.project, port, host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env),
+        workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
         auditRetention: loadRetentionConfig(env), runner: loadRunnerSettings(env),
       });
       process.stdout.write(`WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`);
