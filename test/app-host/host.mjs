@@ -13,6 +13,8 @@ let tools = [];
 window.host = {
   /** Every ui/message a card sent, in order. */
   messages: [],
+  /** When true the Host fails every ui/message (an error answer instead of acceptance). */
+  failMessages: false,
   async connect(token, { apps = true } = {}) {
     client = new Client({ name: "webcodex-test-host", version: "1.0.0" }, { capabilities: apps ? { extensions: { [UI]: { mimeTypes: [MIME] } } } : {} });
     await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", location.href), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
@@ -45,6 +47,7 @@ window.host = {
     const bridge = new AppBridge(client, { name: "webcodex-test-host", version: "1.0.0" }, { serverTools: {}, message: { text: {} } });
     bridge.onmessage = async (params) => {
       window.host.messages.push(params);
+      if (window.host.failMessages) throw new Error("the Host could not deliver the message");
       return {};
     };
     bridge.oninitialized = () => {

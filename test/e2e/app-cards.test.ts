@@ -173,6 +173,26 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.deepEqual([viaGateway.isError, viaGateway.result["reason_code"], viaGateway.result["detail_code"]], [true, "presentation_tool_not_callable", "app_only"]);
   });
 
+  it("a dispatch the Host fails is recorded as uncertain and never sent again, not even by a remounted card", async () => {
+    const setFail = (on: boolean) => page.evaluate((v) => { (globalThis as never as { host: { failMessages: boolean } }).host.failMessages = v; }, on);
+    await setFail(true);
+    const before = (await messages()).length;
+    const started = await call("run_shell", { project: dev.project, command: "sleep 1; echo second-job", wait_ms: 0 });
+    const jobId = String(started.result["job_id"]);
+    await present("present_job_terminal_continuation", { project: dev.project, job_id: jobId }, "job_uncertain");
+    await card("job_uncertain").getByTestId("dispatch").filter({ hasText: "uncertain" }).waitFor({ timeout: 20_000 });
+    assert.equal((await messages()).length, before + 1);
+    await setFail(false);
+    const again = await present("present_job_terminal_continuation", { project: dev.project, job_id: jobId }, "job_remounted");
+    assert.equal((again.result["continuation"] as Json)["dispatch"], "uncertain");
+    await card("job_remounted").getByTestId("dispatch").filter({ hasText: "uncertain" }).waitFor({ timeout: 10_000 });
+    // Nothing is re-sent (a fixed wait for "nothing happened").
+    await new Promise((r) => setTimeout(r, 2_000));
+    assert.equal((await messages()).length, before + 1, "no second ui/message");
+    const record = await call("read_job_continuation", { project: dev.project, job_id: jobId });
+    assert.deepEqual([(record.result["continuation"] as Json)["fresh_turn"], (record.result["continuation"] as Json)["consumed"]], ["not_observed", false]);
+  });
+
   it("present_work_result shows the summary, changed files with +/- counts and pending Jobs, all as text: markup in names and titles never runs", async () => {
     const detached = await call("run_detached_process", { project: dev.project, args: ["sleep", "30"] });
     const presented = await present("present_work_result", { project: dev.project, title: NASTY_TITLE, summary: "Bumped a, added b and notes." }, "work");
