@@ -502,6 +502,9 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_DEV_CLIENT_ID: "dev-only static tokens",
     WEBCODEX_HOST_PROFILE: "the generic host profile",
     WEBCODEX_OAUTH_HOST_PROFILE_CLAIM: "no per-token Host profile claim: every JWT caller gets WEBCODEX_HOST_PROFILE",
+    WEBCODEX_GOAL_SELECTION: "ModelWorkflowPolicy default: Goal plans on demand",
+    WEBCODEX_UNATTENDED_CONTINUATION: "ModelWorkflowPolicy default: unknown until an operator validated the actual Host",
+    WEBCODEX_MCP_SESSION_KEY: "a random key per gateway process: an MCP Apps Host routed to another replica sees no cards until it initializes again",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
   "runner-broker": {
