@@ -233,7 +233,7 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     await shot("plan", "goal-plan.png");
   });
 
-  it("a Host without the extension gets no card resources, no _meta.ui and no app-only tools, and cannot mount cards", async () => {
+  it("a Host without the extension gets no card resources, no _meta.ui and no app-only tools; present_* called by name still return the facts", async () => {
     const client = dev.client;
     const listed = (await client.listTools()).tools;
     assert.ok(Buffer.byteLength(JSON.stringify({ tools: listed })) <= 8192);
@@ -244,5 +244,15 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     const refused = await callTool(client, "read_job_continuation", { project: dev.project, job_id: "job_1" });
     assert.equal(refused.isError, true);
     assert.equal(refused.result["reason_code"], "tool_not_admitted");
+    // Without a renderer the same facts arrive as structured content and text.
+    const res = await client.callTool({ name: "present_work_result", arguments: { project: dev.project, title: "Done", summary: "Bumped a." } });
+    assert.notEqual(res.isError, true);
+    const facts = res.structuredContent as Json;
+    assert.deepEqual((facts["changed_files"] as Json[]).find((f) => f["path"] === "src/app.ts"), { path: "src/app.ts", status: "modified", added_lines: 2, removed_lines: 1 });
+    const text = (res.content as Array<{ type: string; text: string }>)[0]?.text ?? "";
+    assert.match(text, /^Done\nBumped a\.\nChanged files:\n/);
+    assert.match(text, /src\/app\.ts \(modified, \+2 -1\)/);
+    const plan = await callTool(client, "present_goal_plan", { goal: "Ship it", steps: [{ title: "Review", state: "pending" }] });
+    assert.deepEqual([plan.isError, plan.result["revision"]], [false, 1]);
   });
 });

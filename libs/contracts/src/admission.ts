@@ -29,7 +29,9 @@ export interface AdmissionContext {
 export function isAdmitted(def: ToolDefinition, context: AdmissionContext): boolean {
   if (!def.implemented) return false;
   if (context.admissionProfile === "read_only" && def.effect !== "read_only") return false;
-  if (def.category === "presentation" && context.hostProfile !== "app") return false;
+  // Card helpers serve a mounted card: only App Hosts. The present_* tools themselves answer
+  // any Host with their facts; only App Hosts see them in tools/list (listedTools).
+  if (def.appOnly === true && context.hostProfile !== "app") return false;
   return true;
 }
 
@@ -42,8 +44,9 @@ export function admittedTools(context: AdmissionContext): ToolDefinition[] {
  * for App Hosts, marked `visibility: ["app"]` so the Host keeps them from the model), then the
  * two gateway entry points.
  */
-export function listedTools(admitted: readonly ToolDefinition[]): ToolDefinition[] {
-  const direct = admitted.filter((d) => d.direct !== undefined).sort((a, b) => (a.direct?.rank ?? 0) - (b.direct?.rank ?? 0));
+export function listedTools(admitted: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): ToolDefinition[] {
+  // A card tool is listed where its card can be mounted; elsewhere it is reached by name.
+  const direct = admitted.filter((d) => d.direct !== undefined && (d.appResource === undefined || hostProfile === "app")).sort((a, b) => (a.direct?.rank ?? 0) - (b.direct?.rank ?? 0));
   const entries = admitted.filter((d) => d.gatewayEntry === true);
   const appOnly = admitted.filter((d) => d.appOnly === true);
   return [...direct, ...appOnly, ...entries];
@@ -66,8 +69,8 @@ export function mcpToolDescriptor(def: ToolDefinition): Record<string, unknown> 
 }
 
 /** The MCP tools/list result for an admitted selection (the gateway serves it pre-built). */
-export function toolsListResult(admitted: readonly ToolDefinition[]): { tools: Array<Record<string, unknown>> } {
-  return { tools: listedTools(admitted).map(mcpToolDescriptor) };
+export function toolsListResult(admitted: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): { tools: Array<Record<string, unknown>> } {
+  return { tools: listedTools(admitted, hostProfile).map(mcpToolDescriptor) };
 }
 
 /** The serialized tools/list budget: a Direct surface larger than this costs every Host turn. */

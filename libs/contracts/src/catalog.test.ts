@@ -92,7 +92,7 @@ test("tools/list of the Direct surface stays within the 8 KiB budget on a generi
   for (const hostProfile of HOST_PROFILES) {
     for (const admissionProfile of ADMISSION_PROFILES) {
       // The descriptors the MCP server serves, built by the same function.
-      const result = toolsListResult(admittedTools({ admissionProfile, hostProfile }));
+      const result = toolsListResult(admittedTools({ admissionProfile, hostProfile }), hostProfile);
       const bytes = Buffer.byteLength(JSON.stringify(result));
       // An App Host also gets the card descriptors (_meta.ui) and the app-only helpers it keeps from the model.
       if (hostProfile === "generic") assert.ok(bytes <= TOOLS_LIST_MAX_BYTES, `tools/list for ${hostProfile}/${admissionProfile} is ${bytes} bytes (budget ${TOOLS_LIST_MAX_BYTES})`);

@@ -31,7 +31,7 @@ export function createCatalogCache(registry: Client<typeof ToolRegistryService>,
       if (def) admitted.set(def.name, def);
     }
     const selection = [...admitted.values()];
-    return { version: res.catalogVersion, admitted, listed: listedTools(selection), toolsListResult: toolsListResult(selection) };
+    return { version: res.catalogVersion, admitted, listed: listedTools(selection, host), toolsListResult: toolsListResult(selection, host) };
   };
   return {
     get(admission, host) {

@@ -246,14 +246,14 @@ describe("discovery contract", () => {
   });
 
   it("list_tools rejects an unknown category, and answers an admitted-but-empty one with no tools", async () => {
-    const generic: CatalogCache = { get: async () => catalogOf(admittedTools({ admissionProfile: "full", hostProfile: "generic" })) };
-    const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs: generic });
+    const readOnly: CatalogCache = { get: async () => catalogOf(admittedTools({ admissionProfile: "read_only", hostProfile: "generic" })) };
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs: readOnly });
     const unknown = await pipeline.call(caller, "list_tools", { category: "filez" }, signal);
     assert.deepEqual([unknown.isError, unknown.structuredContent["reason_code"], unknown.structuredContent["detail_code"]], [true, ReasonCode.invalidValue, "enum"]);
     const files = await pipeline.call(caller, "list_tools", { category: "files" }, signal);
     assert.deepEqual(Object.keys(files.structuredContent["categories"] as object), ["files"]);
     const empty = await pipeline.call(caller, "list_tools", { category: "presentation" }, signal);
-    assert.deepEqual(empty.structuredContent, { categories: {} }, "no presentation tool is admitted on a generic Host");
+    assert.deepEqual(empty.structuredContent, { categories: {} }, "no presentation tool is admitted for a read-only caller on a generic Host");
   });
 
   it("a caller whose token names a Host profile is admitted against that profile's catalog", async () => {

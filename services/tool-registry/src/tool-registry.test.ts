@@ -11,10 +11,10 @@ const client = createClient(ToolRegistryService, createRouterTransport(routes));
 const names = async (admissionProfile: string, hostProfile: string) => (await client.getAdmittedCatalog({ admissionProfile, hostProfile })).tools.map((t) => t.name);
 
 describe("tool-registry GetAdmittedCatalog", () => {
-  it("a full caller on a generic Host gets every implemented tool except presentation, with exact schemas", async () => {
+  it("a full caller on a generic Host gets every implemented tool except the app-only card helpers, with exact schemas", async () => {
     const res = await client.getAdmittedCatalog({ admissionProfile: "full", hostProfile: "generic" });
     assert.equal(res.catalogVersion, catalogVersion);
-    const expected = toolDefinitions().filter((d) => d.implemented && d.category !== "presentation").map((d) => d.name);
+    const expected = toolDefinitions().filter((d) => d.implemented && d.appOnly !== true).map((d) => d.name);
     assert.deepEqual(res.tools.map((t) => t.name), expected);
     assert.ok(expected.includes("run_shell") && expected.includes("edit_project_files"));
     for (const t of res.tools) {
@@ -32,12 +32,13 @@ describe("tool-registry GetAdmittedCatalog", () => {
     assert.ok(readOnly.includes("read_files") && readOnly.includes("call_runtime_tool"));
   });
 
-  it("the app Host profile is its own admission: presentation tools are admitted there once implemented, never on generic", async () => {
+  it("the app Host profile is its own admission: the app-only card helpers are admitted there, never on generic", async () => {
     const app = await names("full", "app");
     const generic = await names("full", "generic");
-    const presentationBuilt = toolDefinitions().filter((d) => d.implemented && d.category === "presentation").map((d) => d.name);
-    assert.deepEqual(app.filter((n) => !generic.includes(n)), presentationBuilt);
-    assert.ok(!generic.some((n) => toolDefinition(n)?.category === "presentation"));
+    const helpers = toolDefinitions().filter((d) => d.implemented && d.appOnly === true).map((d) => d.name);
+    assert.ok(helpers.length > 0);
+    assert.deepEqual(app.filter((n) => !generic.includes(n)), helpers);
+    assert.ok(!generic.some((n) => toolDefinition(n)?.appOnly === true));
   });
 
   it("an unknown or empty admission or host profile admits nothing: the request is refused", async () => {
