@@ -31,7 +31,7 @@ describe("webcodex migrate", () => {
     await client.connect();
     try {
       const { rows } = await client.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'broker' ORDER BY 1");
-      assert.deepEqual(rows.map((r) => r.t).filter((t) => t !== "schema_migrations"), ["fence_hwm", "jobs"]);
+      assert.deepEqual(rows.map((r) => r.t).filter((t) => t !== "schema_migrations"), ["fence_hwm", "job_continuations", "jobs"]);
     } finally {
       await client.end();
     }

@@ -425,7 +425,7 @@ CREATE TRIGGER project_refs_immutable BEFORE UPDATE OR DELETE ON {{schema}}.proj
     sql: MIGRATION_0002,
   },
   {
-    id: "0003_goal_plans",
+    id: "0004_goal_plans",
     sql: `
 -- present_goal_plan snapshots: one row per (principal, Project or '', goal), revised in place.
 CREATE TABLE {{schema}}.goal_plans (
