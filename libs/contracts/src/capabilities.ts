@@ -23,6 +23,11 @@ const rows = [
   { id: "pythonScript", wire: "python_script_v1", default: false, baselineV2: false },
   { id: "detachedJobs", wire: "detached_jobs_v1", default: false, baselineV2: false },
   { id: "hostFileImport", wire: "host_file_import_v1", default: false, baselineV2: false },
+  /** Validation providers: advertised only when a runtime probe finds the toolchain. */
+  { id: "validationNode", wire: "validation_node_v1", default: false, baselineV2: false },
+  { id: "validationPython", wire: "validation_python_v1", default: false, baselineV2: false },
+  { id: "validationGo", wire: "validation_go_v1", default: false, baselineV2: false },
+  { id: "validationRust", wire: "validation_rust_v1", default: false, baselineV2: false },
   /** Mutating calls carry the Project lease fence; a fence below the highest seen is refused. */
   { id: "fencedExecution", wire: "fenced_execution_v1", default: false, baselineV2: false },
 ] as const satisfies ReadonlyArray<{ id: string; wire: string; default: false; baselineV2: boolean }>;

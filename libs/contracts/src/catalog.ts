@@ -5,7 +5,7 @@ import { array, bool, int, object, str, stringMap } from "./json-schema.js";
 import type { JsonSchema } from "./json-schema.js";
 import { ToolCategory } from "./tool-definition.js";
 import type { ToolDefinition } from "./tool-definition.js";
-import { compactBatch, compactEdit, compactShell } from "./projection.js";
+import { compactBatch, compactEdit, compactShell, compactValidation } from "./projection.js";
 
 const project = str("project_ref (~p1, from list_projects) or agent:<client_id>:<project_id>.");
 const path = str("Project-relative POSIX path.");
@@ -236,6 +236,58 @@ const definitions: readonly ToolDefinition[] = [
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
     clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
+  },
+  // ── validation ──
+  {
+    name: "project_validate",
+    category: "validation",
+    description: "Run the project's own validators, detected from its files (tsconfig, ESLint config, package.json test script, pytest, go.mod, Cargo.toml), and return parsed results: status passed|failed|error|unparsed, per-check counts, failures with path/line/column/test. checks narrows (default typecheck, lint, test; build on request); skipped checks say why. Pending with job_id like run_* when still running at wait_ms.",
+    inputSchema: object(
+      {
+        project,
+        checks: array(str(undefined, { enum: ["typecheck", "lint", "test", "build"] }), "Only these checks.", { minItems: 1 }),
+        paths: array(path, "Narrow lint and tests to these paths.", { minItems: 1 }),
+        timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId,
+      },
+      ["project"],
+    ),
+    effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactValidation,
+    implemented: true,
+    clamps: execClamps,
+  },
+  {
+    name: "cargo_check",
+    category: "validation",
+    description: "cargo check --message-format=json, parsed: compiler errors and warnings with path/line/column/code. Same result shape and pending contract as project_validate.",
+    inputSchema: object({ project, package: str("Only this package (-p)."), all_targets: bool("Also tests, benches, examples.", { default: false }), timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId }, ["project"]),
+    effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactValidation,
+    implemented: true,
+    clamps: execClamps,
+    requiredCapabilities: () => ["validationRust"],
+  },
+  {
+    name: "cargo_test",
+    category: "validation",
+    description: "cargo test, parsed: test counts, failing tests with their panic location, compile errors. Same result shape and pending contract as project_validate.",
+    inputSchema: object({ project, package: str("Only this package (-p)."), test_filter: str("Only tests whose name contains this."), timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId }, ["project"]),
+    effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactValidation,
+    implemented: true,
+    clamps: execClamps,
+    requiredCapabilities: () => ["validationRust"],
+  },
+  {
+    name: "go_test",
+    category: "validation",
+    description: "go test -json, parsed: test counts, failing tests with file/line, build errors. Same result shape and pending contract as project_validate.",
+    inputSchema: object({ project, packages: array(str(), "Package patterns (default [\"./...\"]).", { minItems: 1 }), run: str("Only tests matching this regexp (-run)."), timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId }, ["project"]),
+    effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactValidation,
+    implemented: true,
+    clamps: execClamps,
+    requiredCapabilities: () => ["validationGo"],
   },
   // ── git ──
   {

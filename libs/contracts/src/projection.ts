@@ -86,6 +86,30 @@ export function compactShell(result: Json): Json {
   return out;
 }
 
+/** Lifecycle and timing bookkeeping a clean synchronous validation result omits (its `status` is the verdict). */
+const VALIDATION_BOOKKEEPING = ["execution_state", "job_id", "state", "exit_code", "signal", "timed_out", "duration_ms", "started_at", "effective"] as const;
+
+/**
+ * project_validate, cargo_check, cargo_test, go_test: a validation run that ended by itself
+ * within the wait and gave a verdict (passed or failed) drops Job bookkeeping and per-check
+ * timings; the verdict, checks, failures and truncation facts stay. A pending, killed, timed
+ * out, uncertain or unreadable run stays rich.
+ */
+export function compactValidation(result: Json): Json {
+  const clean = result["execution_state"] === "completed" && result["state"] === "completed" && (result["status"] === "passed" || result["status"] === "failed")
+    && result["outcome_unknown"] === undefined && result["follow_up"] === undefined;
+  if (!clean) return result;
+  const out: Json = { ...result };
+  for (const k of VALIDATION_BOOKKEEPING) delete out[k];
+  if (Array.isArray(out["checks"])) {
+    out["checks"] = (out["checks"] as Json[]).map((c) => {
+      const { duration_ms: _d, ...rest } = c;
+      return rest;
+    });
+  }
+  return out;
+}
+
 /** What the pipeline adds to a projected success: the reported normalization and the one follow-up. */
 export interface ProjectionExtras {
   normalization?: InputNormalization;

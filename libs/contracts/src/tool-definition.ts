@@ -12,6 +12,7 @@ export const ToolCategory = {
   files: "files",
   execution: "execution",
   jobs: "jobs",
+  validation: "validation",
   git: "git",
   sessions: "sessions",
   agents: "agents",

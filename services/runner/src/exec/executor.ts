@@ -18,6 +18,7 @@ import type {
   ObserveJobsRequest,
   ObserveJobsResult,
   RunDetachedProcessRequest,
+  RunDerivedRequest,
   RunProcessRequest,
   RunResult,
   RunScriptRequest,
@@ -187,6 +188,26 @@ class JobExecutor implements Executor {
       stdin: code,
       timeoutMs: effective.timeout_ms,
       effective,
+    });
+    return this.#awaitWithin(job, effective, signal);
+  }
+
+  async runDerived(request: RunDerivedRequest, signal?: AbortSignal): Promise<RunResult> {
+    this.#assertOpen();
+    const args = checkArgs("args", request.args, true);
+    const effective = effectiveLimits(this.#limits, request);
+    const env = childEnv(this.#baseEnv, request.env);
+    const [program, ...rest] = args as [string, ...string[]];
+    const job = this.#start({
+      kind: request.kind,
+      program,
+      args: rest,
+      cwd: this.#realRoot,
+      env,
+      ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
+      timeoutMs: effective.timeout_ms,
+      effective,
+      finish: request.finish,
     });
     return this.#awaitWithin(job, effective, signal);
   }
