@@ -31,10 +31,11 @@ export const FIXTURE_LINES = {
   rust: { typeErrorLine: 2, failingTest: "tests::adds" },
 } as const;
 
-export async function writeFixture(kind: FixtureKind, root: string, broken: boolean): Promise<void> {
+/** The fixture's files (without node_modules, which `writeFixture` links in for the node fixture). */
+export function fixtureFiles(kind: FixtureKind, broken: boolean): Record<string, string> {
   switch (kind) {
-    case "node": {
-      await writeTree(root, {
+    case "node":
+      return {
         "package.json": JSON.stringify({ name: "fixture", private: true, type: "module", scripts: { test: "node --test test/" } }, null, 2),
         "package-lock.json": JSON.stringify({ name: "fixture", lockfileVersion: 3, requires: true, packages: {} }),
         "tsconfig.json": JSON.stringify({ compilerOptions: { strict: true, target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", noEmit: true, types: [] }, include: ["src/**/*.ts"] }),
@@ -52,12 +53,9 @@ export async function writeFixture(kind: FixtureKind, root: string, broken: bool
           "});",
           "",
         ].join("\n"),
-      });
-      await symlink(sharedNodeModules(), path.join(root, "node_modules"), "dir");
-      return;
-    }
+      };
     case "python":
-      await writeTree(root, {
+      return {
         "pyproject.toml": '[project]\nname = "fixture"\nversion = "0.1.0"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
         "calc.py": "def add(a, b):\n    return a + b\n",
         "tests/__init__.py": "",
@@ -73,10 +71,9 @@ export async function writeFixture(kind: FixtureKind, root: string, broken: bool
           "        self.assertEqual(add(0, 1), 1)",
           "",
         ].join("\n"),
-      });
-      return;
+      };
     case "go":
-      await writeTree(root, {
+      return {
         "go.mod": "module example.com/fixture\n\ngo 1.19\n",
         "calc.go": [
           "package fixture",
@@ -106,10 +103,9 @@ export async function writeFixture(kind: FixtureKind, root: string, broken: bool
           "}",
           "",
         ].join("\n"),
-      });
-      return;
+      };
     case "rust":
-      await writeTree(root, {
+      return {
         "Cargo.toml": '[package]\nname = "fixture"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n',
         "src/lib.rs": [
           "pub fn add(a: i32, b: i32) -> i32 {",
@@ -131,9 +127,13 @@ export async function writeFixture(kind: FixtureKind, root: string, broken: bool
           "}",
           "",
         ].join("\n"),
-      });
-      return;
+      };
   }
+}
+
+export async function writeFixture(kind: FixtureKind, root: string, broken: boolean): Promise<void> {
+  await writeTree(root, fixtureFiles(kind, broken));
+  if (kind === "node") await symlink(sharedNodeModules(), path.join(root, "node_modules"), "dir");
 }
 
 /** A Rust crate that compiles but has a failing test (a type error would hide the tests). */
