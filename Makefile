@@ -66,9 +66,11 @@ test: build $(CONFORMANCE_STAMP)
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory codegen-check
 	@bash tools/scripts/ensure-services.sh
+	@bash tools/scripts/ensure-toolchains.sh
 	node tools/scripts/run-tests.mjs
 
 test-unit: build
+	@bash tools/scripts/ensure-toolchains.sh
 	node tools/scripts/run-tests.mjs unit
 
 test-integration: build $(CONFORMANCE_STAMP)
