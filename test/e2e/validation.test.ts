@@ -9,9 +9,11 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { symlinkSync } from "node:fs";
 import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { createPgliteDatabase } from "@webcodex/platform";
 import { fixtureFiles, sharedNodeModules } from "@webcodex/runner/validation-fixtures";
-import { callTool, openDevProject, readRevision } from "../support/index.js";
-import type { DevProject, ToolOutcome } from "../support/index.js";
+import { callTool, connectMcp, createProjectDir, firstProjectRef, openDevProject, readRevision, startDevServer, tempDir } from "../support/index.js";
+import type { DevProject, DevServer, ToolOutcome } from "../support/index.js";
 
 const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 
@@ -107,5 +109,56 @@ describe("a validation tool whose toolchain the Runner lacks", () => {
     const v = await callTool(dev.client, "call_runtime_tool", { tool: "project_validate", arguments: { project: dev.project, wait_ms: 30_000 } });
     assert.deepEqual(v.result["skipped"], [{ check: "typecheck", provider: "rust", reason: "capability_missing", capability: "validation_rust_v1" }, { check: "test", provider: "rust", reason: "capability_missing", capability: "validation_rust_v1" }]);
     assert.equal(v.result["status"], "error");
+  });
+});
+
+describe("validation results in the session handoff and the audit row", () => {
+  let server: DevServer;
+  let client: Client;
+  let dataDir: string;
+  let handoff: Record<string, unknown> = {};
+  let validated: ToolOutcome;
+  let rows: Array<Record<string, unknown>> = [];
+
+  before(async () => {
+    const projectDir = createProjectDir(fixtureFiles("go", true), { name: "gosession" });
+    dataDir = tempDir("wcx-data-");
+    server = await startDevServer({ projectDir, dataDir });
+    client = await connectMcp(server.mcpUrl, server.token);
+    const project = await firstProjectRef(client);
+    const session = await callTool(client, "create_session", { project, title: "validate" });
+    const sessionId = String(session.result["session_ref"]);
+    validated = await callTool(client, "call_runtime_tool", { tool: "project_validate", arguments: { project, session_id: sessionId, wait_ms: 30_000 } });
+    handoff = (await callTool(client, "read_session_handoff", { session_id: sessionId })).result;
+    await client.close();
+    // A clean stop flushes the audit batch; then the data dir can be opened here.
+    await server.stop();
+    const db = await createPgliteDatabase(join(dataDir, "postgres"));
+    try {
+      rows = (await db.query("SELECT * FROM audit.action_audit WHERE tool = 'call_runtime_tool' OR tool = 'project_validate' ORDER BY started_at")).rows;
+    } finally {
+      await db.close();
+    }
+  });
+  after(async () => {
+    await client?.close().catch(() => undefined);
+    await server?.stop();
+  });
+
+  it("the handoff carries the verdict and counts, never messages or paths", () => {
+    assert.equal(validated.result["status"], "failed", JSON.stringify(validated.result));
+    const validations = handoff["validations"] as Array<Record<string, unknown>>;
+    assert.equal(validations.length, 1, JSON.stringify(handoff));
+    const { at: _at, seq: _seq, ...v } = validations[0] as Record<string, unknown>;
+    assert.deepEqual(v, { tool: "project_validate", status: "failed", tests: { passed: 1, failed: 1, skipped: 0 }, diagnostics: { errors: 1, warnings: 0 } });
+    assert.doesNotMatch(JSON.stringify(handoff), /calc|Sprintf|TestAdd/u);
+  });
+
+  it("the audit row names provider, status and counts, never output text", () => {
+    const row = rows.find((r) => JSON.stringify(r["summary"]).includes("validation"));
+    assert.ok(row, JSON.stringify(rows));
+    const summary = (typeof row["summary"] === "string" ? JSON.parse(row["summary"]) : row["summary"]) as Record<string, unknown>;
+    assert.deepEqual(summary["validation"], { status: "failed", providers: ["go"], tests: { passed: 1, failed: 1, skipped: 0 }, diagnostics: { errors: 1, warnings: 0 } });
+    assert.doesNotMatch(JSON.stringify(row), /calc|Sprintf|TestAdd|go vet/u);
   });
 });

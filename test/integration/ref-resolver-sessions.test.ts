@@ -6,7 +6,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Client } from "@connectrpc/connect";
-import { RefResolverService } from "@webcodex/proto";
+import { create } from "@bufbuild/protobuf";
+import { RefResolverService, SessionValidationSchema } from "@webcodex/proto";
 import type { SessionCall } from "@webcodex/proto";
 import { createInProcessClient, createPostgresDatabase, principalHeaders } from "@webcodex/platform";
 import type { Database, Principal } from "@webcodex/platform";
@@ -123,7 +124,13 @@ describe("ref-resolver: Workflow Sessions", () => {
     const columns = await db.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'refs' AND table_name = 'session_calls' ORDER BY ordinal_position`);
     assert.deepEqual(columns.rows.map((r) => r.column_name), [
       "session_id", "seq", "call_id", "tool", "effect", "outcome", "reason_code", "detail_code", "paths_count", "changed_paths_count", "job_id", "job_state", "duration_ms", "recorded_at",
+      "validation_status", "validation_tests_passed", "validation_tests_failed", "validation_tests_skipped", "validation_errors", "validation_warnings",
     ], "no column can hold arguments, paths or content");
+    // A validation verdict outside the four statuses (prose, output) is refused like any other malformed fact.
+    await assert.rejects(
+      client.recordSessionCall({ sessionSelector: sessionRef, projectCanonicalId: "agent:acme:app", call: call({ tool: "project_validate", validation: create(SessionValidationSchema, { status: "error: src/a.ts(1,1) TS2322", errors: 1 }) }) }, as(alice)),
+      /invalid session call record/,
+    );
   });
 
   it("business targeting re-runs Session authority, Project match, lifecycle and Project visibility", async () => {

@@ -18,7 +18,7 @@ import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcode
 import type { Caller } from "./auth.js";
 import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
 import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
-import { handoffView, sessionCallFacts } from "./session-facts.js";
+import { handoffView, sessionCallFacts, validationVerdict } from "./session-facts.js";
 import { checkToolScope } from "./auth/scopes.js";
 
 export interface PipelineDeps {
@@ -517,8 +517,10 @@ export function createPipeline(deps: PipelineDeps) {
     // The late, pure projection: a new object; the canonical result stays as captured.
     const projected = await timedStage(stages, "project", () => project(def, outcome, normalization, args));
     const resultSize = outcome.ok ? measureProjection(canonicalBytes, projected.structuredContent, args) : undefined;
+    const validation = outcome.ok ? validationVerdict(outcome.result) : undefined;
     const record: ActionRecordInit = {
       ...captured,
+      ...(validation ? { validation } : {}),
       durationUs: micros(t0),
       // A copy: the record stage's own time is not part of the record (batched records are serialized later).
       stageDurationsUs: { ...stages },

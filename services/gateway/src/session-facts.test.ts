@@ -4,7 +4,7 @@ import { create } from "@bufbuild/protobuf";
 import { SessionHandoffSchema } from "@webcodex/proto";
 import { toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
-import { handoffView, sessionCallFacts } from "./session-facts.js";
+import { handoffView, sessionCallFacts, validationVerdict } from "./session-facts.js";
 
 const def = (name: string) => toolDefinition(name) as ToolDefinition;
 const ok = (result: Record<string, unknown>) => ({ ok: true as const, result });
@@ -63,4 +63,25 @@ test("the handoff view converts int64s, keeps both identities and omits empty ex
     tools: [{ tool: "read_files", calls: 2 }, { tool: "run_shell", calls: 1, failed: 1 }],
     recent_calls: [{ seq: 3, tool: "run_shell", outcome: "failed", reason_code: "dependency_unavailable", at: "1970-01-01T00:00:00.900Z" }],
   });
+});
+
+test("a validation verdict records its status and summed counts, never messages or paths", () => {
+  const def = toolDefinition("project_validate") as ToolDefinition;
+  const result = {
+    status: "failed", truncated: false,
+    checks: [
+      { check: "typecheck", provider: "node", command_summary: "tsc --noEmit", status: "failed", diagnostics: { errors: 2, warnings: 1 } },
+      { check: "test", provider: "node", command_summary: "node --test", status: "failed", tests: { passed: 3, failed: 1, skipped: 2 } },
+      { check: "test", provider: "go", command_summary: "go test -json ./...", status: "passed", tests: { passed: 4, failed: 0, skipped: 0 } },
+    ],
+    failures: [{ check: "typecheck", path: "src/secret.ts", line: 3, message: "Type 'string' is not assignable" }],
+  };
+  const facts = sessionCallFacts(def, { ok: true, result });
+  assert.deepEqual(facts.validation, { status: "failed", testsPassed: 7, testsFailed: 1, testsSkipped: 2, errors: 2, warnings: 1 });
+  assert.doesNotMatch(JSON.stringify(facts), /secret|assignable|tsc/u);
+  assert.deepEqual(validationVerdict(result)?.providers, ["go", "node"]);
+  // Anything that is not a StructuredValidation result has no verdict.
+  assert.equal(validationVerdict({ status: "ok", checks: [], failures: [] }), undefined);
+  assert.equal(validationVerdict({ execution_state: "completed", exit_code: 0 }), undefined);
+  assert.equal(sessionCallFacts(toolDefinition("run_shell") as ToolDefinition, { ok: true, result: { execution_state: "completed", exit_code: 0 } }).validation, undefined);
 });

@@ -16,6 +16,46 @@ export interface SessionCallFacts {
   changedPathsCount: number;
   jobId: string;
   jobState: "" | "pending" | "terminal";
+  /** Set when the result is a validation verdict (status and counts only). */
+  validation?: SessionValidationFacts;
+}
+
+/** A validation result's verdict and counts (the Session's and the audit row's view of it). */
+export interface SessionValidationFacts {
+  status: string;
+  testsPassed: number;
+  testsFailed: number;
+  testsSkipped: number;
+  errors: number;
+  warnings: number;
+}
+
+const VALIDATION_STATUSES = new Set(["passed", "failed", "error", "unparsed"]);
+
+/**
+ * The verdict of a StructuredValidation result (project_validate, cargo_check, cargo_test,
+ * go_test, or the wait that returned such a Job's end): status, providers and summed counts.
+ * Undefined for any other result. Never messages, paths or commands.
+ */
+export function validationVerdict(result: Record<string, unknown>): (SessionValidationFacts & { providers: string[] }) | undefined {
+  const status = result["status"];
+  if (typeof status !== "string" || !VALIDATION_STATUSES.has(status) || !Array.isArray(result["checks"]) || !Array.isArray(result["failures"])) return undefined;
+  const v = { status, providers: [] as string[], testsPassed: 0, testsFailed: 0, testsSkipped: 0, errors: 0, warnings: 0 };
+  const providers = new Set<string>();
+  const num = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? count(x) : 0);
+  for (const c of result["checks"]) {
+    const check = record(c);
+    if (typeof check["provider"] === "string" && /^[a-z]{1,16}$/u.test(check["provider"])) providers.add(check["provider"]);
+    const tests = record(check["tests"]);
+    const diagnostics = record(check["diagnostics"]);
+    v.testsPassed += num(tests["passed"]);
+    v.testsFailed += num(tests["failed"]);
+    v.testsSkipped += num(tests["skipped"]);
+    v.errors += num(diagnostics["errors"]);
+    v.warnings += num(diagnostics["warnings"]);
+  }
+  v.providers = [...providers].sort();
+  return v;
 }
 
 const COUNT_MAX = 1_000_000;
@@ -53,6 +93,7 @@ export function sessionCallFacts(def: ToolDefinition, outcome: Outcome): Session
   const state = typeof r["execution_state"] === "string" ? r["execution_state"] : "";
   const jobState = JOB_STATE[state] ?? "";
   const jobId = jobState !== "" && typeof r["job_id"] === "string" ? r["job_id"] : "";
+  const verdict = validationVerdict(r);
   // A wait on a Job the Runner no longer knows: its fate is unknown, not failed.
   const unknown = state === "unknown";
   return {
@@ -63,6 +104,7 @@ export function sessionCallFacts(def: ToolDefinition, outcome: Outcome): Session
     changedPathsCount: count(changedPathsOf(def, r)),
     jobId,
     jobState: jobId === "" ? "" : jobState,
+    ...(verdict ? { validation: { status: verdict.status, testsPassed: verdict.testsPassed, testsFailed: verdict.testsFailed, testsSkipped: verdict.testsSkipped, errors: verdict.errors, warnings: verdict.warnings } } : {}),
   };
 }
 
@@ -101,6 +143,14 @@ export function handoffView(h: SessionHandoff): Record<string, unknown> {
   if (h.pendingJobsTotal > BigInt(h.pendingJobs.length)) view["pending_jobs_total"] = n(h.pendingJobsTotal);
   view["tools"] = h.callsByTool.map((t) => ({ tool: t.tool, calls: n(t.calls), ...(t.failed > 0n ? { failed: n(t.failed) } : {}) }));
   view["recent_calls"] = h.recentCalls.map((c) => ({ seq: n(c.seq), tool: c.tool, outcome: c.outcome, ...(c.reasonCode ? { reason_code: c.reasonCode } : {}), at: iso(c.atUnixMs) }));
+  if (h.validations.length > 0) {
+    view["validations"] = h.validations.map((v) => {
+      const x = v.validation;
+      const tests = x && x.testsPassed + x.testsFailed + x.testsSkipped > 0 ? { tests: { passed: x.testsPassed, failed: x.testsFailed, skipped: x.testsSkipped } } : {};
+      const diagnostics = x && x.errors + x.warnings > 0 ? { diagnostics: { errors: x.errors, warnings: x.warnings } } : {};
+      return { seq: n(v.seq), tool: v.tool, status: x?.status ?? "", ...tests, ...diagnostics, at: iso(v.atUnixMs) };
+    });
+  }
   if (h.truncated) view["truncated"] = true;
   return view;
 }

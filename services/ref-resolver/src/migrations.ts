@@ -424,4 +424,22 @@ CREATE TRIGGER project_refs_immutable BEFORE UPDATE OR DELETE ON {{schema}}.proj
     id: "0002_refs_sessions_agents",
     sql: MIGRATION_0002,
   },
+  {
+    // A validation result's verdict and counts on the call that gave it (never output text).
+    id: "0003_session_call_validation",
+    sql: `
+ALTER TABLE {{schema}}.session_calls
+  ADD COLUMN validation_status text CHECK (validation_status IN ('passed', 'failed', 'error', 'unparsed')),
+  ADD COLUMN validation_tests_passed integer CHECK (validation_tests_passed >= 0),
+  ADD COLUMN validation_tests_failed integer CHECK (validation_tests_failed >= 0),
+  ADD COLUMN validation_tests_skipped integer CHECK (validation_tests_skipped >= 0),
+  ADD COLUMN validation_errors integer CHECK (validation_errors >= 0),
+  ADD COLUMN validation_warnings integer CHECK (validation_warnings >= 0),
+  ADD CONSTRAINT session_calls_validation_complete CHECK (
+    (validation_status IS NULL) = (validation_tests_passed IS NULL) AND (validation_status IS NULL) = (validation_tests_failed IS NULL)
+    AND (validation_status IS NULL) = (validation_tests_skipped IS NULL) AND (validation_status IS NULL) = (validation_errors IS NULL)
+    AND (validation_status IS NULL) = (validation_warnings IS NULL));
+CREATE INDEX session_calls_validations ON {{schema}}.session_calls (session_id, seq) WHERE validation_status IS NOT NULL;
+`,
+  },
 ];

@@ -66,6 +66,7 @@ const recapToProto = (r: HandoffRecap) => ({
   pendingJobs: r.pendingJobs.map((j) => ({ jobId: j.jobId, tool: j.tool, sinceUnixMs: BigInt(j.sinceMs) })),
   pendingJobsTotal: BigInt(r.pendingJobsTotal),
   recentCalls: r.recentCalls.map((c) => ({ seq: BigInt(c.seq), tool: c.tool, outcome: c.outcome, reasonCode: c.reasonCode, atUnixMs: BigInt(c.atMs) })),
+  validations: r.validations.map((v) => ({ seq: BigInt(v.seq), tool: v.tool, validation: v.validation, atUnixMs: BigInt(v.atMs) })),
   truncated: r.truncated,
 });
 
@@ -165,6 +166,9 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
           call: {
             callId: call.callId, tool: call.tool, effect: call.effect, outcome: call.outcome, reasonCode: call.reasonCode, detailCode: call.detailCode,
             pathsCount: call.pathsCount, changedPathsCount: call.changedPathsCount, jobId: call.jobId, jobState: call.jobState, durationMs: call.durationMs,
+            ...(call.validation
+              ? { validation: { status: call.validation.status, testsPassed: call.validation.testsPassed, testsFailed: call.validation.testsFailed, testsSkipped: call.validation.testsSkipped, errors: call.validation.errors, warnings: call.validation.warnings } }
+              : {}),
           },
         }),
       );

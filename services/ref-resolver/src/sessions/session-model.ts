@@ -50,7 +50,20 @@ export interface SessionCallInput {
   jobId: string;
   jobState: string;
   durationMs: number;
+  /** A validation result's verdict and counts, when the call gave one. */
+  validation?: SessionValidationInput;
 }
+
+export interface SessionValidationInput {
+  status: string;
+  testsPassed: number;
+  testsFailed: number;
+  testsSkipped: number;
+  errors: number;
+  warnings: number;
+}
+
+export const VALIDATION_STATUSES = ["passed", "failed", "error", "unparsed"] as const;
 
 const TOOL = /^[a-z][a-z0-9_]{0,63}$/;
 const REASON = /^[a-z][a-z0-9_]{0,63}$/;
@@ -74,6 +87,13 @@ export function sessionCallProblem(call: SessionCallInput): string | undefined {
   if ((call.jobId === "") !== (call.jobState === "")) return "job_id and job_state go together";
   if (call.jobId !== "" && !OPAQUE_ID.test(call.jobId)) return "job_id must be 1..128 visible ASCII characters";
   if (call.jobState !== "" && call.jobState !== "pending" && call.jobState !== "terminal") return "job_state must be pending or terminal";
+  const v = call.validation;
+  if (v !== undefined) {
+    if (!(VALIDATION_STATUSES as readonly string[]).includes(v.status)) return `validation.status must be one of ${VALIDATION_STATUSES.join(", ")}`;
+    for (const value of [v.testsPassed, v.testsFailed, v.testsSkipped, v.errors, v.warnings]) {
+      if (!Number.isInteger(value) || value < 0 || value > COUNT_MAX) return "validation counts must be bounded non-negative integers";
+    }
+  }
   return undefined;
 }
 
@@ -146,6 +166,13 @@ export interface RecentCallRow {
   atMs: number;
 }
 
+export interface ValidationRecapRow {
+  seq: number;
+  tool: string;
+  validation: SessionValidationInput;
+  atMs: number;
+}
+
 export interface HandoffRecap {
   callsTotal: number;
   callsFailed: number;
@@ -157,10 +184,12 @@ export interface HandoffRecap {
   pendingJobs: PendingJobRow[];
   pendingJobsTotal: number;
   recentCalls: RecentCallRow[];
+  /** The latest validation results, newest first (bounded by the store's query). */
+  validations: ValidationRecapRow[];
   truncated: boolean;
 }
 
-export const HANDOFF_BOUNDS = { tools: 32, pendingJobs: 20, recentDefault: 10, recentMax: 50 } as const;
+export const HANDOFF_BOUNDS = { tools: 32, pendingJobs: 20, recentDefault: 10, recentMax: 50, validations: 5 } as const;
 
 /**
  * The bounded recap: per-tool counts (most used first), what was read / changed / run, the
@@ -172,6 +201,7 @@ export function buildHandoffRecap(
   pending: { rows: readonly PendingJobRow[]; total: number },
   recentNewestFirst: readonly RecentCallRow[],
   recentLimit: number,
+  validationsNewestFirst: readonly ValidationRecapRow[] = [],
 ): HandoffRecap {
   const byTool = new Map<string, { tool: string; calls: number; failed: number; lastMs: number }>();
   const bucket = () => ({ calls: 0, paths: 0, failed: 0 });
@@ -218,6 +248,7 @@ export function buildHandoffRecap(
     pendingJobs: pending.rows.slice(0, HANDOFF_BOUNDS.pendingJobs),
     pendingJobsTotal: Math.max(pending.total, pending.rows.length),
     recentCalls: [...recent].reverse(),
+    validations: validationsNewestFirst.slice(0, HANDOFF_BOUNDS.validations),
     // The recent window is a window by contract (calls_total says how many there are).
     truncated: tools.length > HANDOFF_BOUNDS.tools || Math.max(pending.total, pending.rows.length) > HANDOFF_BOUNDS.pendingJobs,
   };

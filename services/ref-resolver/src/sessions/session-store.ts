@@ -194,9 +194,14 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
         await tx.query(`UPDATE ${schema}.sessions SET calls_recorded = $2, last_activity_at = now() WHERE session_id = $1`, [sessionId, seq]);
         await tx.query(
           `INSERT INTO ${schema}.session_calls
-             (session_id, seq, call_id, tool, effect, outcome, reason_code, detail_code, paths_count, changed_paths_count, job_id, job_state, duration_ms)
-           VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, NULLIF($11, ''), NULLIF($12, ''), $13)`,
-          [sessionId, seq, call.callId, call.tool, call.effect, call.outcome, call.reasonCode, call.detailCode, call.pathsCount, call.changedPathsCount, call.jobId, call.jobState, call.durationMs],
+             (session_id, seq, call_id, tool, effect, outcome, reason_code, detail_code, paths_count, changed_paths_count, job_id, job_state, duration_ms,
+              validation_status, validation_tests_passed, validation_tests_failed, validation_tests_skipped, validation_errors, validation_warnings)
+           VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, NULLIF($11, ''), NULLIF($12, ''), $13, $14, $15, $16, $17, $18, $19)`,
+          [
+            sessionId, seq, call.callId, call.tool, call.effect, call.outcome, call.reasonCode, call.detailCode, call.pathsCount, call.changedPathsCount, call.jobId, call.jobState, call.durationMs,
+            call.validation?.status ?? null, call.validation?.testsPassed ?? null, call.validation?.testsFailed ?? null, call.validation?.testsSkipped ?? null,
+            call.validation?.errors ?? null, call.validation?.warnings ?? null,
+          ],
         );
         return { ok: true as const, sessionId, recorded: true, seq, duplicate: false, dropped: false };
       });
@@ -208,7 +213,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
       if (!found.ok) return found;
       const sessionId = found.session.sessionId;
       const recentLimit = Math.min(input.maxRecentCalls || HANDOFF_BOUNDS.recentDefault, HANDOFF_BOUNDS.recentMax);
-      const [aggregates, pending, recent] = await Promise.all([
+      const [aggregates, pending, recent, validations] = await Promise.all([
         db.query<{ tool: string; effect: string; calls: string; failed: string; unknown: string; paths: string; changed_paths: string; last_at: Date | string }>(
           `SELECT tool, effect, count(*) AS calls,
                   count(*) FILTER (WHERE outcome = 'failed') AS failed,
@@ -233,6 +238,12 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
           `SELECT seq, tool, outcome, reason_code, recorded_at FROM ${schema}.session_calls WHERE session_id = $1 ORDER BY seq DESC LIMIT $2`,
           [sessionId, recentLimit],
         ),
+        db.query<{ seq: string; tool: string; status: string; passed: number; failed: number; skipped: number; errors: number; warnings: number; recorded_at: Date | string }>(
+          `SELECT seq, tool, validation_status AS status, validation_tests_passed AS passed, validation_tests_failed AS failed, validation_tests_skipped AS skipped,
+                  validation_errors AS errors, validation_warnings AS warnings, recorded_at
+           FROM ${schema}.session_calls WHERE session_id = $1 AND validation_status IS NOT NULL ORDER BY seq DESC LIMIT $2`,
+          [sessionId, HANDOFF_BOUNDS.validations],
+        ),
       ]);
       const recap = buildHandoffRecap(
         aggregates.rows.map((r) => ({
@@ -242,6 +253,10 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
         { rows: pending.rows.map((r) => ({ jobId: r.job_id, tool: r.tool, sinceMs: ms(r.since) })), total: Number(pending.rows[0]?.total ?? 0) },
         recent.rows.map((r) => ({ seq: Number(r.seq), tool: r.tool, outcome: r.outcome, reasonCode: r.reason_code ?? "", atMs: ms(r.recorded_at) })),
         recentLimit,
+        validations.rows.map((r) => ({
+          seq: Number(r.seq), tool: r.tool, atMs: ms(r.recorded_at),
+          validation: { status: r.status, testsPassed: r.passed, testsFailed: r.failed, testsSkipped: r.skipped, errors: r.errors, warnings: r.warnings },
+        })),
       );
       return { ...found, recap };
     },
