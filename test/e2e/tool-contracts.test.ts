@@ -174,6 +174,11 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       read_git_review_summary: () => ({ project }),
       create_session: () => ({ project, title: "discovery" }),
       read_session_handoff: () => ({ session_id: sessionId() }),
+      // This project defines no validators: a verdict-less result that says so, not a tool failure.
+      project_validate: () => ({ project, checks: ["typecheck"], wait_ms: 30_000 }),
+      cargo_check: () => ({ project, wait_ms: 30_000 }),
+      cargo_test: () => ({ project, wait_ms: 30_000 }),
+      go_test: () => ({ project, wait_ms: 30_000 }),
     });
 
     it("read_tool_manifest gives the exact schema, description and route, and call_runtime_tool succeeds, for every admitted Gateway tool", async () => {

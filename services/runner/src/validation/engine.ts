@@ -124,6 +124,8 @@ export async function runPlan(root: string, plan: Plan): Promise<StructuredValid
   const checks = outcomes.map((o) => o.result);
   const { failures, truncated } = orderFailures(outcomes);
   const outputCut = checks.some((c) => c.detail === "output_truncated");
+  // Nothing ran: say why rather than leave a bare error.
+  if (plan.steps.length === 0 && plan.skipped.length === 0) plan.notes.push("nothing_detected: no validator is defined by this project's files for the requested checks");
   return {
     status: overallStatus(checks),
     checks,

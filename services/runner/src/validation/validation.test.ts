@@ -194,6 +194,15 @@ describe("Rust crate (cargo check JSON, cargo test)", () => {
   });
 });
 
+test("a project that defines no validator: error, saying nothing was detected", async () => {
+  const root = await tmp();
+  await writeFile(path.join(root, "README.md"), "# nothing to validate\n");
+  const r = await runPlan(root, plan(root));
+  assert.equal(r.status, "error");
+  assert.deepEqual(r.checks, []);
+  assert.match(r.notes?.join(" ") ?? "", /nothing_detected/u);
+});
+
 describe("truthful non-passed results", () => {
   const base = { root: "/p", cwd: "/p", stderr: "", signal: null, truncated: false };
 
