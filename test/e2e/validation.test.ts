@@ -12,8 +12,10 @@ import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createPgliteDatabase } from "@webcodex/platform";
 import { fixtureFiles, sharedNodeModules } from "@webcodex/runner/validation-fixtures";
-import { callTool, connectMcp, createProjectDir, firstProjectRef, openDevProject, readRevision, startDevServer, tempDir } from "../support/index.js";
-import type { DevProject, DevServer, ToolOutcome } from "../support/index.js";
+import { randomBytes } from "node:crypto";
+import type { DistributedStack } from "@webcodex/cli";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, openDevProject, readRevision, startDevServer, startTestStack, tempDir } from "../support/index.js";
+import type { DevProject, DevServer, TestDatabase, ToolOutcome } from "../support/index.js";
 
 const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 
@@ -160,5 +162,42 @@ describe("validation results in the session handoff and the audit row", () => {
     const summary = (typeof row["summary"] === "string" ? JSON.parse(row["summary"]) : row["summary"]) as Record<string, unknown>;
     assert.deepEqual(summary["validation"], { status: "failed", providers: ["go"], tests: { passed: 1, failed: 1, skipped: 0 }, diagnostics: { errors: 1, warnings: 0 } });
     assert.doesNotMatch(JSON.stringify(row), /calc|Sprintf|TestAdd|go vet/u);
+  });
+});
+
+describe("validation in distributed mode (six processes, Postgres, Redis)", () => {
+  const token = `t-${randomBytes(16).toString("hex")}`;
+  let db: TestDatabase;
+  let stack: DistributedStack;
+  let client: Client;
+  let project: string;
+  before(async () => {
+    const services = await backingServices();
+    db = await createTestDatabase();
+    const projectDir = createProjectDir(fixtureFiles("go", true), { name: "godist" });
+    stack = await startTestStack({ postgresUrl: db.url, redisUrl: services.redisUrl, projectDir, gatewayEnv: { WEBCODEX_DEV_TOKEN: token } });
+    client = await connectMcp(stack.mcpUrl, token);
+    project = await firstProjectRef(client);
+  });
+  after(async () => {
+    await client?.close();
+    await stack?.stop();
+    await db?.drop();
+  });
+
+  it("go_test still running at wait_ms is a Job the broker tracks; the follow-up gives the failing test", async () => {
+    const first = await callTool(client, "call_runtime_tool", { tool: "go_test", arguments: { project, wait_ms: 0 } });
+    assert.equal(first.result["execution_state"], "pending", JSON.stringify(first.result));
+    const f = first.result["follow_up"] as { tool: string; arguments: Record<string, unknown> };
+    let next = await callTool(client, f.tool, f.arguments);
+    while (next.result["execution_state"] === "pending") next = await callTool(client, f.tool, f.arguments);
+    assert.equal(next.result["status"], "failed", JSON.stringify(next.result));
+    // go test's default vet stops the build at the vet finding: that is the failure named.
+    const failure = (next.result["failures"] as Array<Record<string, unknown>>)[0];
+    assert.deepEqual([failure?.["path"], failure?.["line"]], ["calc.go", 6]);
+    const observed = await callTool(client, "call_runtime_tool", { tool: "observe_jobs", arguments: { project, job_ids: [first.result["job_id"]] } });
+    assert.equal(((observed.result["jobs"] as Array<Record<string, unknown>>)[0] ?? {})["kind"], "validation", JSON.stringify(observed.result));
+    const run = await callTool(client, "call_runtime_tool", { tool: "go_test", arguments: { project, run: "TestDescribe", wait_ms: 30_000 } });
+    assert.equal(run.result["status"], "failed", "the vet finding still fails the build");
   });
 });
