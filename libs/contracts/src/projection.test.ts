@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { compactBatch, compactEdit, compactShell, projectSuccess } from "./projection.js";
+import { compactBatch, compactEdit, compactShell, compactValidation, projectSuccess } from "./projection.js";
 import { toolDefinitions } from "./catalog.js";
 import { waitForJobFollowUp } from "./follow-up.js";
 import { normalizationHints } from "./normalize.js";
@@ -153,4 +153,18 @@ test("truncated false/true/null/absent and outcome_unknown stay distinct through
       }
     }
   }
+});
+
+test("a validation verdict reached within the wait drops Job bookkeeping; timeouts, pending and uncertainty stay rich", () => {
+  const life = { execution_state: "completed", job_id: "job_1", state: "completed", exit_code: 1, signal: null, timed_out: false, duration_ms: 900, started_at: "2026-01-01T00:00:00.000Z", effective: { timeout_ms: 120000, wait_ms: 10000 } };
+  const verdict = { status: "failed", checks: [{ check: "test", provider: "go", command_summary: "go test -json ./...", status: "failed", tests: { passed: 1, failed: 1, skipped: 0 }, duration_ms: 800 }], failures: [{ check: "test", test: "TestAdd", path: "calc_test.go", line: 7, message: "boom" }], truncated: false };
+  assert.deepEqual(compactValidation({ ...life, ...verdict }), { ...verdict, checks: [{ check: "test", provider: "go", command_summary: "go test -json ./...", status: "failed", tests: { passed: 1, failed: 1, skipped: 0 } }] });
+  const timedOut = { ...life, state: "timed_out", timed_out: true, signal: "SIGTERM", status: "error", detail: "timed_out", checks: [], failures: [], truncated: false };
+  assert.deepEqual(compactValidation(timedOut), timedOut);
+  const pending = { execution_state: "pending", job_id: "job_1", effective: { timeout_ms: 120000, wait_ms: 0 } };
+  assert.deepEqual(compactValidation(pending), pending);
+  const uncertain = { ...life, ...verdict, outcome_unknown: true };
+  assert.deepEqual(compactValidation(uncertain), uncertain);
+  const unparsed = { ...life, ...verdict, status: "unparsed" };
+  assert.deepEqual(compactValidation(unparsed), unparsed);
 });
