@@ -103,25 +103,26 @@ function nodeSteps(o: DetectOptions, plan: Plan): void {
   const scripts = (pkg?.["scripts"] ?? {}) as Record<string, unknown>;
   const skip = (check: CheckKind, reason: string, found?: string[]) => plan.skipped.push({ check, provider: "node", reason, ...(found ? { found } : {}) });
   const want = (c: CheckKind) => o.checks.includes(c);
-  const nodeEnv = { PATH: `${path.join(o.root, "node_modules", ".bin")}:${process.env["PATH"] ?? ""}` };
+  // As `npm run` does: the project's bins first; then this node, so `#!/usr/bin/env node` tools run with it.
+  const nodeEnv = { PATH: `${path.join(o.root, "node_modules", ".bin")}:${path.dirname(process.execPath)}:${process.env["PATH"] ?? ""}` };
 
   if (want("typecheck") && hasTsconfig) {
-    if (existsSync(bin("tsc"))) plan.steps.push(step({ check: "typecheck", provider: "node", argv: [bin("tsc"), "--noEmit", "--pretty", "false", "-p", "tsconfig.json"], command_summary: "tsc --noEmit --pretty false -p tsconfig.json", parser: parseTsc }));
+    if (existsSync(bin("tsc"))) plan.steps.push(step({ check: "typecheck", provider: "node", argv: [bin("tsc"), "--noEmit", "--pretty", "false", "-p", "tsconfig.json"], command_summary: "tsc --noEmit --pretty false -p tsconfig.json", parser: parseTsc, env: nodeEnv }));
     else skip("typecheck", "typescript_not_installed", ["tsconfig.json"]);
   }
   if (want("lint") && eslintConfig) {
     const targets = o.paths.length > 0 ? [...o.paths] : ["."];
-    if (existsSync(bin("eslint"))) plan.steps.push(step({ check: "lint", provider: "node", argv: [bin("eslint"), "--format", "json", ...targets], command_summary: summarize(["eslint", "--format", "json", ...targets]), parser: parseEslint }));
+    if (existsSync(bin("eslint"))) plan.steps.push(step({ check: "lint", provider: "node", argv: [bin("eslint"), "--format", "json", ...targets], command_summary: summarize(["eslint", "--format", "json", ...targets]), parser: parseEslint, env: nodeEnv }));
     else skip("lint", "eslint_not_installed", [eslintConfig]);
   }
   if (want("test") && pkg) {
     const test = typeof scripts["test"] === "string" ? (scripts["test"] as string) : undefined;
     if (test === undefined || /no test specified/u.test(test)) skip("test", "no_test_script");
     else if (/\bvitest\b/u.test(test)) {
-      if (existsSync(bin("vitest"))) plan.steps.push(step({ check: "test", provider: "node", argv: [bin("vitest"), "run", "--reporter=json", `--outputFile=${REPORT}`, ...o.paths], command_summary: summarize(["vitest", "run", "--reporter=json", ...o.paths]), parser: parseJestJson, reportFile: true }));
+      if (existsSync(bin("vitest"))) plan.steps.push(step({ check: "test", provider: "node", argv: [bin("vitest"), "run", "--reporter=json", `--outputFile=${REPORT}`, ...o.paths], command_summary: summarize(["vitest", "run", "--reporter=json", ...o.paths]), parser: parseJestJson, reportFile: true, env: nodeEnv }));
       else skip("test", "vitest_not_installed", [`scripts.test: ${test}`]);
     } else if (/\bjest\b/u.test(test)) {
-      if (existsSync(bin("jest"))) plan.steps.push(step({ check: "test", provider: "node", argv: [bin("jest"), "--json", `--outputFile=${REPORT}`, ...o.paths], command_summary: summarize(["jest", "--json", ...o.paths]), parser: parseJestJson, reportFile: true }));
+      if (existsSync(bin("jest"))) plan.steps.push(step({ check: "test", provider: "node", argv: [bin("jest"), "--json", `--outputFile=${REPORT}`, ...o.paths], command_summary: summarize(["jest", "--json", ...o.paths]), parser: parseJestJson, reportFile: true, env: nodeEnv }));
       else skip("test", "jest_not_installed", [`scripts.test: ${test}`]);
     } else if (/\bnode\b[^&|;]*\s--test\b/u.test(test)) {
       if (o.paths.length > 0) {
