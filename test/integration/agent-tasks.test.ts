@@ -149,6 +149,25 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
     assert.equal((await failed(client, worker, "start_agent_task_attempt", { ...base, idempotency_key: "a4" })).detailCode, "task_finished");
   });
 
+  it("continuation reports dispatch, fresh turn and consume separately; stopping a Task ends its live Attempt's authority", async () => {
+    const { workerAgent, taskId, leadAgent } = await setupTask();
+    const attempt = await ok(client, worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "s1" });
+    const continued = await ok(client, worker, "start_agent_task_endpoint_continuation", { attempt_ref: attempt["attempt_ref"] });
+    assert.deepEqual([continued["dispatch"], continued["fresh_turn"], continued["consume"]], ["accepted", "unknown", "unknown"]);
+    assert.equal((await failed(client, worker, "start_agent_task_endpoint_continuation", { attempt_ref: attempt["attempt_ref"], task_id: taskId })).detailCode, "ref_with_explicit_tuple");
+    assert.equal((await ok(client, worker, "start_agent_task_endpoint_continuation", tupleOf(attempt)))["dispatch"], "accepted");
+    const stopped = await ok(client, lead, "stop_agent_task", { task_id: taskId, reason: "no longer needed" });
+    assert.deepEqual(stopped, { task_id: taskId, state: "stopped" });
+    assert.deepEqual(await ok(client, lead, "stop_agent_task", { task_id: taskId, reason: "again" }), stopped, "stopping a stopped task answers the same");
+    assert.equal((await failed(client, worker, "heartbeat_agent_task_attempt", tupleOf(attempt))).reasonCode, "fence_stale");
+    assert.equal((await client.admitAttemptRef({ attemptRef: String(attempt["attempt_ref"]), projectCanonicalId: "agent:acme:app" }, as(worker))).failure?.reasonCode, "fence_stale");
+    const reconciled = await ok(client, worker, "reconcile_agent_task_attempt", tupleOf(attempt));
+    assert.deepEqual([reconciled["attempt_state"], reconciled["outcome_unknown"], reconciled["task_state"]], ["stopped", true, "stopped"]);
+    const kinds = async (who: Principal, agent: unknown) => ((await ok(client, who, "wait_for_agent_events", { agent_id: agent, wait_ms: 0 }))["events"] as Array<{ kind: string }>).map((e) => e.kind);
+    assert.deepEqual(await kinds(lead, leadAgent["agent_id"]), ["task_assigned", "attempt_started", "task_stopped"]);
+    assert.deepEqual(await kinds(worker, workerAgent["agent_id"]), ["task_assigned", "attempt_started", "continuation_requested", "continuation_requested", "task_stopped"]);
+  });
+
   it("after FLUSHALL of the fence counter's Redis, the next fence is above every earlier one", async () => {
     const port = await freePort();
     const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });

@@ -153,14 +153,22 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     return row;
   }
 
-  /** Appends one event to each recipient's log (sorted: a stable lock order); returns who to wake. */
+  /**
+   * Appends one event to each recipient's log and NOTIFYs (delivered at commit); returns who to
+   * wake in-process. The recipients' rows are locked in id order first (a stable lock order).
+   */
   async function appendEvents(tx: Queryable, recipients: ReadonlyArray<string | null>, kind: string, taskId: string, attemptId?: string): Promise<string[]> {
     const agents = [...new Set(recipients.filter((a): a is string => !!a))].sort();
-    for (const agentId of agents) {
-      const r = await tx.query<{ seq: string }>(`UPDATE ${schema}.agents SET last_event_seq = last_event_seq + 1 WHERE agent_id = $1 RETURNING last_event_seq AS seq`, [agentId]);
-      await tx.query(`INSERT INTO ${schema}.agent_events (agent_id, seq, kind, task_id, attempt_id) VALUES ($1, $2, $3, $4, $5)`, [agentId, r.rows[0]?.seq, kind, taskId, attemptId ?? null]);
-      await tx.query(`SELECT pg_notify($1, $2)`, [AGENT_EVENTS_CHANNEL, agentId]);
-    }
+    await tx.query(`SELECT 1 FROM ${schema}.agents WHERE agent_id = ANY($1::text[]) ORDER BY agent_id FOR UPDATE`, [agents]);
+    await tx.query(
+      `WITH bumped AS (
+         UPDATE ${schema}.agents SET last_event_seq = last_event_seq + 1 WHERE agent_id = ANY($1::text[]) RETURNING agent_id, last_event_seq
+       ), added AS (
+         INSERT INTO ${schema}.agent_events (agent_id, seq, kind, task_id, attempt_id) SELECT agent_id, last_event_seq, $2, $3, $4 FROM bumped RETURNING agent_id
+       )
+       SELECT pg_notify($5, agent_id) FROM added`,
+      [agents, kind, taskId, attemptId ?? null, AGENT_EVENTS_CHANNEL],
+    );
     return agents;
   }
 
@@ -219,6 +227,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     if (expect.fence !== undefined && expect.fence !== fence) throw new FailureThrow(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
     if (expect.generation !== undefined && expect.generation !== Number(attempt.controller_generation)) throw new FailureThrow(fenceStale("controller_generation_mismatch", task.task_id, evidence));
     if (Number(task.current_fence) !== fence) throw new FailureThrow(fenceStale("attempt_superseded", task.task_id, evidence));
+    if (task.state !== "in_progress") throw new FailureThrow(fenceStale(`task_${task.state}`, task.task_id, evidence));
     if (attempt.state !== "live") throw new FailureThrow(fenceStale(`attempt_${attempt.state}`, task.task_id, evidence));
     if (Number(agent.controller_generation) !== Number(attempt.controller_generation)) throw new FailureThrow(fenceStale("controller_generation_changed", task.task_id, evidence));
     if (!attempt.lease_live) throw new FailureThrow(fenceStale("lease_expired", task.task_id, { ...evidence, lease_expires_at: iso(attempt.lease_expires_at) }));
