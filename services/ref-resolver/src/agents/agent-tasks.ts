@@ -22,7 +22,7 @@ import type { Database, Principal, Queryable } from "@webcodex/platform";
 import type { ProjectStore } from "../projects/project-store.js";
 import { agentContinuationRefTable, attemptRefTable, issuePinnedRef } from "../refs/issue-ref.js";
 import { formatRef, parseRef, RefKind } from "../refs/ref-codes.js";
-import { isAttemptId, isCallerId, newAttemptId } from "./agent-model.js";
+import { continuationRefNotFound, generationMismatch, isAttemptId, isCallerId, newAttemptId, staleContinuationRef } from "./agent-model.js";
 import { AGENT_EVENTS_CHANNEL } from "./event-bus.js";
 import type { AgentEventBus } from "./event-bus.js";
 import type { TaskFenceCounter } from "./fence-counter.js";
@@ -49,7 +49,7 @@ export interface AgentTasksDeps {
 }
 
 // ── failures: the same answer for "never issued" and "not yours" ──
-const notFound = (what: "agent" | "task" | "attempt" | "attempt_ref" | "agent_continuation_ref" | "cursor", followUp?: boolean): ToolFailure =>
+const notFound = (what: "agent" | "task" | "attempt" | "attempt_ref" | "cursor", followUp?: boolean): ToolFailure =>
   toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
     detail_code: `${what}_not_found`,
     message: `No such ${what.replace(/_/g, " ")} for this caller.`,
@@ -281,9 +281,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         );
         const current = Number(r.rows[0]?.controller_generation ?? 0);
         if (current !== expected) {
-          throw new FailureThrow(toolFailure(ReasonCode.fenceRejected, FailureStage.authorization, {
-            detail_code: "controller_generation_mismatch", evidence: { field: "expected_controller_generation" }, message: "expected_controller_generation is not the Endpoint's current generation; nothing was rotated.",
-          }));
+          throw new FailureThrow(generationMismatch());
         }
         const next = current + 1;
         await tx.query(`UPDATE ${schema}.agent_endpoints SET controller_generation = $5, rotated_at = now() WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4`, [principal.clientId, principal.subject, agentId, endpointId, next]);
@@ -512,11 +510,9 @@ export function createAgentTasks(deps: AgentTasksDeps) {
            WHERE r.client_id = $1 AND r.subject = $2 AND r.code = $3`,
           [principal.clientId, principal.subject, code],
         )).rows[0];
-        if (!pin) throw new FailureThrow(notFound("agent_continuation_ref"));
+        if (!pin) throw new FailureThrow(continuationRefNotFound());
         if (Number(pin.pinned) !== Number(pin.current)) {
-          throw new FailureThrow(toolFailure(ReasonCode.staleRef, FailureStage.resolution, {
-            detail_code: "endpoint_generation_changed", message: "This agent_continuation_ref names an earlier endpoint generation; it is never moved to the successor.",
-          }));
+          throw new FailureThrow(staleContinuationRef());
         }
         agentId = pin.agent_id;
       }
