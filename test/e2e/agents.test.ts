@@ -161,6 +161,8 @@ function scenario(setup: () => Clients) {
     await ok(worker, "edit_project_files", { project: workerProject, attempt_ref: first["attempt_ref"], changes: [{ kind: "create", path: "shared.txt", content: "first attempt\n" }] });
     const held = await failure(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "too-early" });
     assert.equal(held["reason_code"], "lease_held");
+    const heldNext = await followUp(worker, held["follow_up"]);
+    assert.deepEqual([heldNext.isError, heldNext.result["task_id"], heldNext.result["state"]], [false, taskId, "in_progress"]);
     await new Promise((r) => setTimeout(r, 1_200));
 
     const second = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "second" });
@@ -240,6 +242,10 @@ function scenario(setup: () => Clients) {
     await same("create_agent_task", { project: leadProject, title: "t", instructions: "", assignee_agent_id: workerAgent["agent_id"], idempotency_key: "m1" }, { project: "~p999999", title: "t", instructions: "", assignee_agent_id: made.agent, idempotency_key: "m1" });
     await same("edit_project_files", { project: leadProject, attempt_ref: attempt["attempt_ref"], changes: [{ kind: "create", path: "m.txt", content: "" }] }, { project: "~p999999", attempt_ref: "~t999999", changes: [{ kind: "create", path: "m.txt", content: "" }] });
     assert.deepEqual((await ok(mallory, "list_agent_tasks", {}))["tasks"], []);
+    // The recovery offered for an unknown task runs unchanged.
+    const unknown = await failure(mallory, "read_agent_task", { task_id: made.task });
+    const listed = await followUp(mallory, unknown["follow_up"]);
+    assert.deepEqual([listed.isError, listed.result["tasks"]], [false, []]);
   });
 
   it("rotation: the old ~a ref fails closed (stale_ref), the new one works, a wrong expected generation fails closed", async () => {
