@@ -211,14 +211,28 @@ export function createAgentTasks(deps: AgentTasksDeps) {
    */
   async function checkAttempt(
     tx: Queryable, principal: Principal, attemptId: string, expect: { taskId?: string; assigneeAgentId?: string; fence?: number; generation?: number }, lock: boolean,
-  ): Promise<{ task: TaskRow; attempt: AttemptRow; agent: AgentRow }> {
+  ): Promise<{ task: TaskRow; attempt: AttemptRow }> {
     if (!isAttemptId(attemptId)) throw new FailureThrow(notFound("attempt"));
-    const first = await tx.query<AttemptRow>(`${attemptSelect} WHERE at.attempt_id = $1`, [attemptId]);
-    const seen = first.rows[0];
-    if (!seen || !ownedBy(seen, principal)) throw new FailureThrow(notFound("attempt"));
-    const task = await taskFor(tx, principal, seen.task_id, lock);
-    const attempt = lock ? ((await tx.query<AttemptRow>(`${attemptSelect} WHERE at.attempt_id = $1`, [attemptId])).rows[0] as AttemptRow) : seen;
-    const agent = await agentOf(tx, principal, attempt.assignee_agent_id);
+    // One statement: the Attempt, its Task (locked for mutations), both Agents and the
+    // assignee's current controller generation. Every change of an Attempt's state also
+    // changes its Task row (fence, state), so a caller that waited for the Task lock sees it.
+    const r = await tx.query<TaskRow & { attempt: AttemptRow; agent_generation: string }>(
+      `SELECT t.*, ta.subject AS assignee_subject, e.controller_generation AS agent_generation,
+              json_build_object('attempt_id', at.attempt_id, 'task_id', at.task_id, 'client_id', at.client_id, 'subject', at.subject,
+                'assignee_agent_id', at.assignee_agent_id, 'attempt_fence', at.attempt_fence, 'controller_generation', at.controller_generation,
+                'state', at.state, 'lease_ms', at.lease_ms, 'lease_expires_at', at.lease_expires_at, 'lease_live', at.lease_expires_at > now(), 'summary', at.summary) AS attempt
+       FROM ${schema}.agent_task_attempts at
+       JOIN ${schema}.agent_tasks t ON t.task_id = at.task_id
+       JOIN ${schema}.agents ta ON ta.agent_id = t.assignee_agent_id
+       JOIN ${schema}.agents aa ON aa.agent_id = at.assignee_agent_id
+       JOIN ${schema}.agent_endpoints e ON e.client_id = aa.client_id AND e.subject = aa.subject AND e.agent_id = aa.agent_id AND e.endpoint_id = aa.endpoint_id
+       WHERE at.attempt_id = $1${lock ? " FOR UPDATE OF t" : ""}`,
+      [attemptId],
+    );
+    const task = r.rows[0];
+    const attempt = task?.attempt;
+    if (!task || !attempt || !ownedBy(attempt, principal) || !canSeeTask(task, principal)) throw new FailureThrow(notFound("attempt"));
+    const agent = { controller_generation: task.agent_generation };
     const fence = Number(attempt.attempt_fence);
     const evidence = { attempt_fence: fence, current_fence: Number(task.current_fence) };
     if ((expect.taskId !== undefined && expect.taskId !== attempt.task_id) || (expect.assigneeAgentId !== undefined && expect.assigneeAgentId !== attempt.assignee_agent_id)) {
@@ -231,7 +245,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     if (attempt.state !== "live") throw new FailureThrow(fenceStale(`attempt_${attempt.state}`, task.task_id, evidence));
     if (Number(agent.controller_generation) !== Number(attempt.controller_generation)) throw new FailureThrow(fenceStale("controller_generation_changed", task.task_id, evidence));
     if (!attempt.lease_live) throw new FailureThrow(fenceStale("lease_expired", task.task_id, { ...evidence, lease_expires_at: iso(attempt.lease_expires_at) }));
-    return { task, attempt, agent };
+    return { task, attempt };
   }
 
   /** Expands an attempt_ref to its stored tuple, then runs checkAttempt on exactly that tuple. */
