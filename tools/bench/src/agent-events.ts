@@ -63,6 +63,8 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
     const workerAgent = await gw(worker, "create_agent", { name: "worker" });
     let cursor = "0";
     const samples: number[] = [];
+    /** How much later than the complete call's own answer the waiting lead's answer arrived. */
+    const afterReturn: number[] = [];
     for (let i = 0; i < ROUNDS + 10; i++) {
       const task = await gw(lead, "create_agent_task", {
         project, title: `round ${i}`, instructions: "", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `round-${i}`,
@@ -80,10 +82,12 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
       const completedAt = performance.now() - t;
       const woke = await waiting;
       const elapsed = performance.now() - t;
-      if (process.env["WEBCODEX_BENCH_AGENT_TRACE"]) process.stderr.write(`complete ${round(completedAt)} ms, woke ${round(elapsed)} ms\n`);
       if (woke["wait_state"] !== "ready" || !(woke["events"] as Array<{ kind: string }>).some((e) => e.kind === "attempt_completed")) throw new Error(`round ${i}: ${JSON.stringify(woke)}`);
       cursor = String(woke["cursor"]);
-      if (i >= 10) samples.push(elapsed);
+      if (i >= 10) {
+        samples.push(elapsed);
+        afterReturn.push(elapsed - completedAt);
+      }
     }
     await Promise.all([lead.close(), worker.close()]);
     const bare = await bareNotifyRoundTrips(o.postgresUrl, ROUNDS);
@@ -92,6 +96,7 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
       name: "agent_events",
       metrics: {
         rounds: ROUNDS, notify_p50_ms: p(bare, 50), notify_p99_ms: p(bare, 99), agent_events_p50_ms: p(samples, 50), agent_events_p99_ms: p(samples, 99),
+        wake_after_complete_returned_p50_ms: p(afterReturn, 50), wake_after_complete_returned_p99_ms: p(afterReturn, 99),
         ratio_p50: round(percentile(samples, 50) / percentile(bare, 50), 2), ratio_p99: round(percentile(samples, 99) / percentile(bare, 99), 2),
       },
       notes: "complete_agent_task_attempt (worker) until the lead's waiting wait_for_agent_events returns, distributed stack, vs a bare Postgres LISTEN/NOTIFY round trip (target ratio <= 3)",
