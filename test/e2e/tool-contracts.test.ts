@@ -160,7 +160,16 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
      * Arguments that make each admitted Gateway tool succeed. A tool admitted later without an
      * entry here fails the test below, so the table cannot silently fall behind the catalog.
      */
-    const successfulCalls = (jobId: () => string, sessionId: () => string): Record<string, () => Record<string, unknown>> => ({
+    const successfulCalls = (
+      jobId: () => string, sessionId: () => string, got: Record<string, Record<string, unknown>>, spareTaskId: () => string,
+    ): Record<string, () => Record<string, unknown>> => {
+      const agent = () => got["create_agent"] ?? {};
+      const attempt = () => got["start_agent_task_attempt"] ?? {};
+      const tuple = () => ({
+        task_id: attempt()["task_id"], attempt_id: attempt()["attempt_id"], assignee_agent_id: attempt()["assignee_agent_id"],
+        attempt_fence: attempt()["attempt_fence"], attempt_controller_generation: attempt()["attempt_controller_generation"],
+      });
+      return {
       list_tools: () => ({}),
       get_runtime_status: () => ({ compact: false }),
       list_project_files: () => ({ project, path: "src" }),
@@ -179,7 +188,20 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       cargo_check: () => ({ project, wait_ms: 30_000 }),
       cargo_test: () => ({ project, wait_ms: 30_000 }),
       go_test: () => ({ project, wait_ms: 30_000 }),
-    });
+      create_agent: () => ({ name: "discovery" }),
+      rotate_agent_continuation_endpoint: () => ({ agent_id: agent()["agent_id"], endpoint_id: agent()["endpoint_id"], expected_controller_generation: 1 }),
+      create_agent_task: () => ({ project, title: "discovery", instructions: "", assignee_agent_id: agent()["agent_id"], idempotency_key: "discovery" }),
+      list_agent_tasks: () => ({ project }),
+      read_agent_task: () => ({ task_id: got["create_agent_task"]?.["task_id"] }),
+      stop_agent_task: () => ({ task_id: spareTaskId(), reason: "not needed" }),
+      start_agent_task_attempt: () => ({ task_id: got["create_agent_task"]?.["task_id"], assignee_agent_id: agent()["agent_id"], idempotency_key: "discovery" }),
+      heartbeat_agent_task_attempt: () => tuple(),
+      start_agent_task_endpoint_continuation: () => ({ attempt_ref: attempt()["attempt_ref"] }),
+      reconcile_agent_task_attempt: () => tuple(),
+      complete_agent_task_attempt: () => ({ ...tuple(), outcome: "succeeded", summary: "done" }),
+      wait_for_agent_events: () => ({ agent_continuation_ref: got["rotate_agent_continuation_endpoint"]?.["agent_continuation_ref"], wait_ms: 0 }),
+      };
+    };
 
     it("read_tool_manifest gives the exact schema, description and route, and call_runtime_tool succeeds, for every admitted Gateway tool", async () => {
       const { result } = await runtime("list_tools", {});
@@ -187,7 +209,11 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const gatewayTools = admitted.filter((n) => !directTools.has(n));
       let jobId = "";
       let sessionId = "";
-      const calls = successfulCalls(() => jobId, () => sessionId);
+      const got: Record<string, Record<string, unknown>> = {};
+      // A second Task (of another Agent) for stop_agent_task.
+      const helper = await runtime("create_agent", { name: "helper" });
+      const spare = await runtime("create_agent_task", { project, title: "spare", instructions: "", assignee_agent_id: helper.result["agent_id"], idempotency_key: "spare" });
+      const calls = successfulCalls(() => jobId, () => sessionId, got, () => String(spare.result["task_id"]));
       const order = Object.keys(calls);
       assert.deepEqual([...gatewayTools].sort(), [...order].sort(), "every admitted Gateway tool has a successful call here, and nothing else");
       for (const tool of order) {
@@ -202,6 +228,7 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
         assert.equal(outcome.isError, false, `${tool}: ${JSON.stringify(outcome.result)}`);
         if (tool === "run_detached_process") jobId = String(outcome.result["job_id"]);
         if (tool === "create_session") sessionId = String(outcome.result["session_id"]);
+        got[tool] = outcome.result;
       }
       assert.match(jobId, /\S/);
       const status = await runtime("get_runtime_status", {});

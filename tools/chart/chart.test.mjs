@@ -504,6 +504,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_OAUTH_HOST_PROFILE_CLAIM: "no per-token Host profile claim: every JWT caller gets WEBCODEX_HOST_PROFILE",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
+  "ref-resolver": { WEBCODEX_REDIS_KEY_PREFIX: "one release per Redis database" },
   "runner-broker": {
     WEBCODEX_REDIS_KEY_PREFIX: "one release per Redis database",
     WEBCODEX_HEARTBEAT_INTERVAL_MS: "5 s Runner heartbeats",

@@ -10,7 +10,7 @@ import { sampleToolArgVariants } from "./sample-args.js";
 
 const defs = toolDefinitions();
 const VALIDATOR_NAMES = new Set(["project_validate", "cargo_check", "cargo_test", "go_test"]);
-const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "assign", "complete", "stop", "start", "rotate", "run", "search", "edit", "import", "call"];
+const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "assign", "complete", "heartbeat", "reconcile", "stop", "start", "rotate", "run", "search", "edit", "import", "call"];
 
 test("tool names are unique", () => {
   assert.equal(new Set(defs.map((d) => d.name)).size, defs.length);

@@ -18,6 +18,20 @@ const jobId = str("job_id from a pending result.");
 /** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
 const sessionId = str("session_ref (~s1) or wc_sess_*; records the call there.");
 
+/** Optional on mutating workspace tools: admitted only while that Attempt holds its fence. */
+const attemptRef = str();
+const agentId = str("wc_agent_* from create_agent.");
+const taskId = str("wc_task_* from create_agent_task.");
+const idempotencyKey = str("Caller-chosen key; repeating it returns the first result.", { minLength: 1, maxLength: 128 });
+const taskStates = ["open", "in_progress", "completed", "failed", "stopped"] as const;
+/** The explicit Attempt tuple that heartbeat, completion and reconcile take. */
+function attemptTuple(extra: Record<string, JsonSchema> = {}, required: string[] = []): JsonSchema {
+  return object(
+    { task_id: taskId, attempt_id: str(), assignee_agent_id: agentId, attempt_fence: int(undefined, { minimum: 1 }), attempt_controller_generation: int(undefined, { minimum: 1 }), ...extra },
+    ["task_id", "attempt_id", "assignee_agent_id", "attempt_fence", "attempt_controller_generation", ...required],
+  );
+}
+
 const replaceExact = object({ old_text: str(undefined, { minLength: 1 }), new_text: str() }, ["old_text", "new_text"]);
 const textEdit = object(
   {
@@ -40,7 +54,7 @@ const fileChange: JsonSchema = {
   ],
 };
 
-const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId };
+const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId, attempt_ref: attemptRef };
 const execClamps = [
   { path: "timeout_ms", ceiling: 600_000, minimum: 1 },
   { path: "wait_ms", ceiling: 30_000, minimum: 0 },
@@ -153,7 +167,7 @@ const definitions: readonly ToolDefinition[] = [
     name: "edit_project_files",
     category: "files",
     description: "Guarded, all-or-nothing change to one or more files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. Every file passes preflight before any write. dry_run:true returns match_count and match_ranges, writes nothing. Failures carry evidence for the next call (match lines, current read_revision).",
-    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }), session_id: sessionId }, ["project", "changes"]),
+    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }), session_id: sessionId, attempt_ref: attemptRef }, ["project", "changes"]),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 3, reason: "CoreWorkflow" },
     projectSuccess: compactEdit,
@@ -214,7 +228,7 @@ const definitions: readonly ToolDefinition[] = [
     name: "run_detached_process",
     category: "execution",
     description: "Start a long-running process (server, watcher) as a Job and return its job_id at once. Observe with observe_jobs.",
-    inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env, session_id: sessionId }, ["project"]),
+    inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env, session_id: sessionId, attempt_ref: attemptRef }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     implemented: true,
     requiredCapabilities: () => ["detachedJobs"],
@@ -337,36 +351,108 @@ const definitions: readonly ToolDefinition[] = [
   },
   // ── agents ──
   {
-    name: "start_agent_task_attempt",
+    name: "create_agent",
     category: "agents",
-    description: "Start an Attempt on an agent Task; returns attempt_ref pinned to its fence and controller generation. Keyed replay returns the same Attempt.",
-    inputSchema: object({ task_id: str(), assignee_agent_id: str(), idempotency_key: str() }, ["task_id", "assignee_agent_id", "idempotency_key"]),
-    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
-    implemented: false,
-  },
-  {
-    name: "start_agent_task_endpoint_continuation",
-    category: "agents",
-    description: "Continue an Attempt on its Endpoint. Pass attempt_ref, or the explicit task_id, attempt_id, assignee_agent_id, attempt_fence and attempt_controller_generation; a stale ref fails closed.",
-    inputSchema: object({ attempt_ref: str(), task_id: str(), attempt_id: str(), assignee_agent_id: str(), attempt_fence: int(undefined, { minimum: 0 }), attempt_controller_generation: int(undefined, { minimum: 0 }) }),
-    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
-    implemented: false,
+    description: "Create a durable Agent (a worker identity you own) with its continuation Endpoint; returns agent_id, endpoint_id, controller_generation 1 and agent_continuation_ref (~a1).",
+    inputSchema: object({ name: str(undefined, { minLength: 1, maxLength: 200 }) }, ["name"]),
+    effect: "durable_state", risk: "low", authority: "principal", execution: "ref_resolver",
+    implemented: true,
   },
   {
     name: "rotate_agent_continuation_endpoint",
     category: "agents",
-    description: "Rotate an agent's continuation Endpoint to a new controller generation; earlier agent_continuation_refs become stale.",
-    inputSchema: object({ agent_id: str(), endpoint_id: str(), expected_controller_generation: int(undefined, { minimum: 0 }) }, ["agent_id", "endpoint_id", "expected_controller_generation"]),
+    description: "Rotate an agent's continuation Endpoint to a new controller generation; earlier agent_continuation_refs and that agent's live attempt tuples become stale.",
+    inputSchema: object({ agent_id: str(), endpoint_id: str(), expected_controller_generation: int(undefined, { minimum: 1 }) }, ["agent_id", "endpoint_id", "expected_controller_generation"]),
     effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
-    implemented: false,
+    implemented: true,
+  },
+  {
+    name: "create_agent_task",
+    category: "agents",
+    description: "Assign work in a Project to an Agent of your tenant. requester_agent_id (your own Agent) also receives the task's events. The same idempotency_key returns the first result.",
+    inputSchema: object(
+      {
+        project, title: str(undefined, { minLength: 1, maxLength: 200 }), instructions: str(undefined, { maxLength: 20000 }),
+        assignee_agent_id: agentId, requester_agent_id: agentId, idempotency_key: idempotencyKey,
+      },
+      ["project", "title", "instructions", "assignee_agent_id", "idempotency_key"],
+    ),
+    effect: "durable_state", risk: "medium", authority: "project_read", execution: "ref_resolver",
+    implemented: true,
+  },
+  {
+    name: "list_agent_tasks",
+    category: "agents",
+    description: "Tasks you created or that are assigned to your Agents, newest first (at most 100), optionally filtered.",
+    inputSchema: object({ project, state: str(undefined, { enum: [...taskStates] }), assignee_agent_id: agentId }),
+    effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+  },
+  {
+    name: "read_agent_task",
+    category: "agents",
+    description: "One Task: state, project, assignee, instructions, summary, and its current attempt (id, fence, state, lease).",
+    inputSchema: object({ task_id: taskId }, ["task_id"]),
+    effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+  },
+  {
+    name: "stop_agent_task",
+    category: "agents",
+    description: "Stop an unfinished Task; its live attempt loses its fence. Stopping a stopped Task returns the same result.",
+    inputSchema: object({ task_id: taskId, reason: str(undefined, { minLength: 1, maxLength: 1000 }) }, ["task_id", "reason"]),
+    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+  },
+  {
+    name: "start_agent_task_attempt",
+    category: "agents",
+    description: "Start an Attempt on a Task assigned to your Agent: a lease (lease_ms, default 60000, clamped to 600000) and a fence higher than any earlier one. Returns attempt_ref (~t1) for edit_project_files/run_* calls. Keyed replay returns the same Attempt.",
+    inputSchema: object({ task_id: taskId, assignee_agent_id: agentId, idempotency_key: idempotencyKey, lease_ms: int(undefined, { minimum: 1000 }) }, ["task_id", "assignee_agent_id", "idempotency_key"]),
+    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+    clamps: [{ path: "lease_ms", ceiling: 600_000, minimum: 1000 }],
+  },
+  {
+    name: "heartbeat_agent_task_attempt",
+    category: "agents",
+    description: "Renew an Attempt's lease by its lease_ms. Fails closed (fence_stale) once the attempt was taken over, stopped or its lease lapsed.",
+    inputSchema: attemptTuple(),
+    effect: "durable_state", risk: "low", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+  },
+  {
+    name: "complete_agent_task_attempt",
+    category: "agents",
+    description: "Finish an Attempt and its Task with outcome succeeded or failed and a summary. Fails closed (fence_stale) unless the attempt still holds its fence and lease.",
+    inputSchema: attemptTuple({ outcome: str(undefined, { enum: ["succeeded", "failed"] }), summary: str(undefined, { maxLength: 4000 }) }, ["outcome", "summary"]),
+    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+  },
+  {
+    name: "reconcile_agent_task_attempt",
+    category: "agents",
+    description: "Report what is known of an Attempt (also a superseded one): its state, whether it still holds the fence, and outcome_unknown when it ended without a completion. Never retries anything.",
+    inputSchema: attemptTuple(),
+    effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+  },
+  {
+    name: "start_agent_task_endpoint_continuation",
+    category: "agents",
+    description: "Ask for the assignee's Endpoint to be continued on this Attempt. Pass attempt_ref, or the explicit task_id, attempt_id, assignee_agent_id, attempt_fence and attempt_controller_generation; a stale ref fails closed. Reports dispatch, fresh turn and consume separately.",
+    inputSchema: object({ attempt_ref: str(), task_id: str(), attempt_id: str(), assignee_agent_id: str(), attempt_fence: int(undefined, { minimum: 0 }), attempt_controller_generation: int(undefined, { minimum: 0 }) }),
+    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
+    implemented: true,
   },
   {
     name: "wait_for_agent_events",
     category: "agents",
-    description: "Wait for events of an agent continuation with an owned deadline; keyed replay returns the same events.",
-    inputSchema: object({ agent_continuation_ref: str(), agent_id: str(), wait_ms: waitMs }),
+    description: "Wait up to wait_ms (default 10000, clamped to 30000) for events of your Agent after after_cursor (default: the start). Returns events, the next cursor and wait_state ready or timeout; the same cursor replays the same events.",
+    inputSchema: object({ agent_continuation_ref: str(), agent_id: agentId, after_cursor: str(), wait_ms: int(undefined, { minimum: 0 }) }),
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
-    implemented: false,
+    implemented: true,
+    clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
   },
   // ── presentation ──
   {

@@ -55,6 +55,24 @@ export function inspectWorkspaceFollowUp(project: string): FollowUp {
   return buildFollowUp("fallback_recovery", "read_workspace_changes", { project });
 }
 
+/** After a stale fence, a held lease or an unknown task id (ref-resolver): read the Task's current state. */
+export function readAgentTaskFollowUp(taskId: string): FollowUp {
+  return buildFollowUp("fallback_recovery", "read_agent_task", { task_id: taskId });
+}
+
+/** Recovery after an unknown task id (ref-resolver): the caller's Tasks. */
+export function listAgentTasksFollowUp(): FollowUp {
+  return buildFollowUp("fallback_recovery", "list_agent_tasks", {});
+}
+
+/**
+ * After wait_for_agent_events timed out or returned a bounded page (ref-resolver): the same
+ * wait from the returned cursor, with the same selector.
+ */
+export function waitForAgentEventsFollowUp(selector: { agent_id: string } | { agent_continuation_ref: string }, cursor: string, waitMs?: number): FollowUp {
+  return buildFollowUp("mechanically_followable", "wait_for_agent_events", { ...selector, after_cursor: cursor, ...(waitMs !== undefined ? { wait_ms: waitMs } : {}) });
+}
+
 interface FollowUpBuilder<A extends unknown[]> {
   readonly build: (...args: A) => FollowUp;
   /** Inputs the contract test builds it with: each must give arguments that validate. */
@@ -69,4 +87,7 @@ export const followUpBuilders = {
   rereadFollowUp: builder(rereadFollowUp, [["~p1", "src/a.ts"], ["agent:acme:demo", "README.md"]]),
   listProjectsFollowUp: builder(listProjectsFollowUp, [[]]),
   inspectWorkspaceFollowUp: builder(inspectWorkspaceFollowUp, [["agent:acme:demo"], ["~p1"]]),
+  readAgentTaskFollowUp: builder(readAgentTaskFollowUp, [["wc_task_0123456789abcdef0123456789abcdef"]]),
+  listAgentTasksFollowUp: builder(listAgentTasksFollowUp, [[]]),
+  waitForAgentEventsFollowUp: builder(waitForAgentEventsFollowUp, [[{ agent_id: "wc_agent_0123456789abcdef0123456789abcdef" }, "0"], [{ agent_continuation_ref: "~a1" }, "12", 30000]]),
 } as const;

@@ -58,7 +58,7 @@ interface CallContext {
 
 /** A project tool's arguments as the Runner gets them: the target and Session are the gateway's. */
 function runnerArguments(args: Record<string, unknown>): Record<string, unknown> {
-  const { project: _p, session_id: _s, ...rest } = args;
+  const { project: _p, session_id: _s, attempt_ref: _a, ...rest } = args;
   return rest;
 }
 
@@ -247,9 +247,28 @@ export function createPipeline(deps: PipelineDeps) {
       const failure = await resolveSession(sessionSelector, project.canonicalId, ctx);
       if (failure) return { ok: false, failure };
     }
+    // attempt_ref: admitted only while that Attempt holds its Task's fence; else nothing runs.
+    const attemptRef = args["attempt_ref"] as string | undefined;
+    if (attemptRef !== undefined) {
+      const failure = await admitAttempt(attemptRef, project.canonicalId, ctx);
+      if (failure) return { ok: false, failure };
+    }
     const outcome = await dispatchToRunner(def, runnerArguments(args), selector, project, ctx, callId);
     if (ctx.sessionId !== "") await recordSessionCall(ctx.ranLiteral ?? def, outcome, ctx, callId, Math.round(now() - started));
     return outcome;
+  }
+
+  /** Re-runs an attempt_ref's owner, lifecycle, lease, fence and generation checks for this Project; a failure means no dispatch. */
+  async function admitAttempt(attemptRef: string, projectCanonicalId: string, ctx: CallContext): Promise<ToolFailure | undefined> {
+    const t = now();
+    try {
+      const res = await deps.refResolver.admitAttemptRef({ attemptRef, projectCanonicalId }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+      return res.failure ? failureFromWire(res.failure) : undefined;
+    } catch (error) {
+      return dependencyFailure(error, FailureStage.authorization, false);
+    } finally {
+      ctx.stages["admit_attempt"] = micros(t);
+    }
   }
 
   /** Canonicalizes and authorizes a business session_id for `projectCanonicalId`; a failure means no dispatch. */
@@ -356,8 +375,13 @@ export function createPipeline(deps: PipelineDeps) {
         ctx.sessionId = res.handoff.session?.sessionId ?? "";
         return { ok: true, result: handoffView(res.handoff) };
       }
-      default:
-        return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
+      default: {
+        if (def.category !== "agents") return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
+        const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, options);
+        ctx.projectCanonicalId = res.projectCanonicalId;
+        if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
+        return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
+      }
     }
   }
 

@@ -12,7 +12,12 @@ import type { Database } from "@webcodex/platform";
 import { isCanonicalIdPart } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { createAgentStore } from "./agents/agent-store.js";
-import type { AgentContinuation, AgentTaskAttempt } from "./agents/agent-store.js";
+import type { AgentContinuation } from "./agents/agent-store.js";
+import { createAgentTasks } from "./agents/agent-tasks.js";
+import { createAgentEventBus } from "./agents/event-bus.js";
+import type { AgentEventBus } from "./agents/event-bus.js";
+import { createMemoryTaskFenceCounter } from "./agents/fence-counter.js";
+import type { TaskFenceCounter } from "./agents/fence-counter.js";
 import { refResolverMigrations } from "./migrations.js";
 import { createProjectStore, ProjectOwnershipError } from "./projects/project-store.js";
 import type { ProjectRecord } from "./projects/project-store.js";
@@ -32,6 +37,10 @@ export interface RefResolverDeps {
   liveCacheTtlMs?: number;
   /** Calls recorded per Workflow Session before further calls only count as dropped. */
   maxCallsPerSession?: number;
+  /** Task fence counter (Redis in distributed mode); in-process when absent. */
+  taskFences?: TaskFenceCounter;
+  /** Wakes wait_for_agent_events (Postgres LISTEN in distributed mode); in-process when absent. */
+  agentEvents?: AgentEventBus;
 }
 
 const toProto = (p: ProjectRecord) => ({
@@ -72,13 +81,6 @@ const recapToProto = (r: HandoffRecap) => ({
 
 const continuationToProto = (c: AgentContinuation) => ({ agentId: c.agentId, endpointId: c.endpointId, controllerGeneration: BigInt(c.controllerGeneration) });
 
-const attemptToProto = (a: AgentTaskAttempt) => ({
-  taskId: a.taskId,
-  attemptId: a.attemptId,
-  assigneeAgentId: a.assigneeAgentId,
-  attemptFence: BigInt(a.attemptFence),
-  attemptControllerGeneration: BigInt(a.attemptControllerGeneration),
-});
 
 const failed = (failure: ToolFailure) => ({ failure: failureToWire(failure) });
 
@@ -102,6 +104,7 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
   const projects = createProjectStore(deps.db, deps.liveCacheTtlMs !== undefined ? { liveCacheTtlMs: deps.liveCacheTtlMs } : {});
   const sessions = createSessionStore(deps.db, projects, deps.maxCallsPerSession !== undefined ? { maxCallsPerSession: deps.maxCallsPerSession } : {});
   const agents = createAgentStore(deps.db);
+  const agentTasks = createAgentTasks({ db: deps.db, projects, fences: deps.taskFences ?? createMemoryTaskFenceCounter(), bus: deps.agentEvents ?? createAgentEventBus() });
   const validAddress = (clientId: string, projectId: string) => {
     if (!isCanonicalIdPart(clientId) || !isCanonicalIdPart(projectId)) throw new ConnectError("invalid client_id or project_id", Code.InvalidArgument);
   };
@@ -205,24 +208,24 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
       return r.ok ? { continuation: continuationToProto(r.continuation) } : failed(r.failure);
     },
 
-    // ── agent task attempts ──
-    async startAgentTaskAttempt(req, ctx) {
+    // ── Agents, Tasks and Attempts ──
+    async callAgentTool(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
-      const r = await agents.startAttempt(principal, { taskId: req.taskId, assigneeAgentId: req.assigneeAgentId, idempotencyKey: req.idempotencyKey });
-      return r.ok ? { attempt: attemptToProto(r.attempt), attemptRef: r.ref, replayed: r.replayed } : failed(r.failure);
+      let args: unknown;
+      try {
+        args = JSON.parse(req.argumentsJson || "{}");
+      } catch {
+        throw new ConnectError("arguments_json is not JSON", Code.InvalidArgument);
+      }
+      if (!args || typeof args !== "object" || Array.isArray(args)) throw new ConnectError("arguments_json must be an object", Code.InvalidArgument);
+      const r = await agentTasks.call(principal, req.tool, args as Record<string, unknown>, ctx.signal);
+      if (!r.ok) return failed(r.failure);
+      return { resultJson: JSON.stringify(r.value.result), projectCanonicalId: r.value.projectCanonicalId ?? "" };
     },
-    async advanceAttemptControllerGeneration(req, ctx) {
+    async admitAttemptRef(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
-      const r = await agents.advanceAttemptGeneration(principal, { attemptId: req.attemptId, attemptFence: int(req.attemptFence), expectedGeneration: int(req.expectedControllerGeneration) });
-      return r.ok ? { attempt: attemptToProto(r.attempt), attemptRef: r.ref } : failed(r.failure);
-    },
-    async resolveAgentTaskAttempt(req, ctx) {
-      const principal = principalFromHeaders(ctx.requestHeader);
-      const r = await agents.resolveAttempt(principal, {
-        ref: req.attemptRef, taskId: req.taskId, attemptId: req.attemptId, assigneeAgentId: req.assigneeAgentId,
-        attemptFence: int(req.attemptFence), attemptControllerGeneration: int(req.attemptControllerGeneration),
-      });
-      return r.ok ? { attempt: attemptToProto(r.attempt) } : failed(r.failure);
+      const r = await agentTasks.admitAttemptRef(principal, req.attemptRef, req.projectCanonicalId);
+      return r.ok ? { taskId: r.taskId, attemptId: r.attemptId, attemptFence: BigInt(r.fence) } : failed(r.failure);
     },
   };
 }

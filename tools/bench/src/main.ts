@@ -15,11 +15,12 @@ import { benchBulkEdit, benchSearch } from "./workspace-benches.js";
 import { benchAuditIngest } from "./audit-ingest.js";
 import { benchRefResolution } from "./ref-resolution.js";
 import { benchValidateOverhead } from "./validate-overhead.js";
+import { benchAgentEvents } from "./agent-events.js";
 import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
 /** The parts `make bench` runs, in order; any of them can be named on the command line. */
-const PARTS = ["tool_calls", "tool_call_distributed", "spawn", "edit", "search", "audit", "ref_resolution", "validate_overhead"] as const;
+const PARTS = ["tool_calls", "tool_call_distributed", "spawn", "edit", "search", "audit", "ref_resolution", "validate_overhead", "agent_events"] as const;
 const only = new Set(process.argv.slice(2));
 const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
 if (unknownParts.length > 0) {
@@ -167,6 +168,7 @@ async function main(): Promise<void> {
   await step("audit", () => withDatabase(async (url) => { results.push(await benchAuditIngest(url)); }));
   await step("ref_resolution", async () => { results.push(await benchRefResolution({ postgresUrl: benchPostgresUrl })); });
   await step("validate_overhead", async () => { results.push(await benchValidateOverhead()); });
+  await step("agent_events", () => withDatabase(async (url) => { results.push(await benchAgentEvents({ postgresUrl: url, redisUrl })); }));
 
   process.stdout.write("\n| benchmark | metrics |\n|---|---|\n");
   for (const r of results) process.stdout.write(`| ${r.name} | ${Object.entries(r.metrics).map(([k, v]) => `${k}=${v}`).join(", ")} |\n`);

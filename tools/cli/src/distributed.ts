@@ -97,7 +97,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
         return base;
       case "ref-resolver":
       case "audit":
-        return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl };
+        return s === "ref-resolver" ? { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl } : { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl };
       case "runner-broker":
         return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl, WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"), WEBCODEX_HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs ?? 5_000) };
       case "gateway":

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/refresolver/v1/ref_resolver.proto.
  */
 export const file_webcodex_refresolver_v1_ref_resolver: GenFile = /*@__PURE__*/
-  fileDesc("Cip3ZWJjb2RleC9yZWZyZXNvbHZlci92MS9yZWZfcmVzb2x2ZXIucHJvdG8SF3dlYmNvZGV4LnJlZnJlc29sdmVyLnYxIoABCgdQcm9qZWN0EhQKDGNhbm9uaWNhbF9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhMKC2luY2FybmF0aW9uGAUgASgDEgwKBG5hbWUYBiABKAkiZAoWUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBG5hbWUYBCABKAkiZQoXUmVnaXN0ZXJQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSFwoPbmV3X2luY2FybmF0aW9uGAIgASgIIj0KFFJldGlyZVByb2plY3RSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIlsKFVJldGlyZVByb2plY3RSZXNwb25zZRIPCgdyZXRpcmVkGAEgASgIEjEKB3Byb2plY3QYAiABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0ImYKG1NldFByb2plY3RWaXNpYmlsaXR5UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEg8KB3Zpc2libGUYBCABKAgiLwocU2V0UHJvamVjdFZpc2liaWxpdHlSZXNwb25zZRIPCgdjaGFuZ2VkGAEgASgIIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QiVgoMUHJvamVjdEVudHJ5EjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EhMKC3Byb2plY3RfcmVmGAIgASgJIk8KFExpc3RQcm9qZWN0c1Jlc3BvbnNlEjcKCHByb2plY3RzGAEgAygLMiUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdEVudHJ5IikKFVJlc29sdmVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCSJ/ChZSZXNvbHZlUHJvamVjdFJlc3BvbnNlEjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIqChZJc3N1ZVByb2plY3RSZWZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpUBChdJc3N1ZVByb2plY3RSZWZSZXNwb25zZRIxCgdwcm9qZWN0GAEgASgLMiAud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdBITCgtwcm9qZWN0X3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUi5gEKD1dvcmtmbG93U2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhsKE3Byb2plY3RfaW5jYXJuYXRpb24YAyABKAMSDQoFdGl0bGUYBCABKAkSDQoFc3RhdGUYBSABKAkSFwoPY3JlYXRlZF91bml4X21zGAYgASgDEh0KFWxhc3RfYWN0aXZpdHlfdW5peF9tcxgHIAEoAxIWCg5jbG9zZWRfdW5peF9tcxgIIAEoAxIWCg5jYWxsc19yZWNvcmRlZBgJIAEoAyI/ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIYChBwcm9qZWN0X3NlbGVjdG9yGAEgASgJEg0KBXRpdGxlGAIgASgJIpsBChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USOQoHc2Vzc2lvbhgBIAEoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLldvcmtmbG93U2Vzc2lvbhITCgtzZXNzaW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiXQoVUmVzb2x2ZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhQKDHJlcXVpcmVfb3BlbhgDIAEoCCKcAQoWUmVzb2x2ZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSInChNDbG9zZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpkBChRDbG9zZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhIKCmNsb3NlZF9ub3cYAiABKAgSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIqECCgtTZXNzaW9uQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSDgoGZWZmZWN0GAMgASgJEg8KB291dGNvbWUYBCABKAkSEwoLcmVhc29uX2NvZGUYBSABKAkSEwoLZGV0YWlsX2NvZGUYBiABKAkSEwoLcGF0aHNfY291bnQYByABKA0SGwoTY2hhbmdlZF9wYXRoc19jb3VudBgIIAEoDRIOCgZqb2JfaWQYCSABKAkSEQoJam9iX3N0YXRlGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNEj4KCnZhbGlkYXRpb24YDCABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXNzaW9uVmFsaWRhdGlvbiKIAQoRU2Vzc2lvblZhbGlkYXRpb24SDgoGc3RhdHVzGAEgASgJEhQKDHRlc3RzX3Bhc3NlZBgCIAEoDRIUCgx0ZXN0c19mYWlsZWQYAyABKA0SFQoNdGVzdHNfc2tpcHBlZBgEIAEoDRIOCgZlcnJvcnMYBSABKA0SEAoId2FybmluZ3MYBiABKA0igAEKD1ZhbGlkYXRpb25SZWNhcBILCgNzZXEYASABKAMSDAoEdG9vbBgCIAEoCRI+Cgp2YWxpZGF0aW9uGAMgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvblZhbGlkYXRpb24SEgoKYXRfdW5peF9tcxgEIAEoAyKGAQoYUmVjb3JkU2Vzc2lvbkNhbGxSZXF1ZXN0EhgKEHNlc3Npb25fc2VsZWN0b3IYASABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYAiABKAkSMgoEY2FsbBgDIAEoCzIkLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlNlc3Npb25DYWxsIpIBChlSZWNvcmRTZXNzaW9uQ2FsbFJlc3BvbnNlEhAKCHJlY29yZGVkGAEgASgIEgsKA3NlcRgCIAEoAxIRCglkdXBsaWNhdGUYAyABKAgSDwoHZHJvcHBlZBgEIAEoCBIyCgdmYWlsdXJlGAUgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiRwoZUmVhZFNlc3Npb25IYW5kb2ZmUmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCRIYChBtYXhfcmVjZW50X2NhbGxzGAIgASgNIlIKDVRvb2xDYWxsQ291bnQSDAoEdG9vbBgBIAEoCRINCgVjYWxscxgCIAEoAxIOCgZmYWlsZWQYAyABKAMSFAoMbGFzdF91bml4X21zGAQgASgDIj0KDUFjdGl2aXR5Q291bnQSDQoFY2FsbHMYASABKAMSDQoFcGF0aHMYAiABKAMSDgoGZmFpbGVkGAMgASgDIkEKClBlbmRpbmdKb2ISDgoGam9iX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSFQoNc2luY2VfdW5peF9tcxgDIAEoAyJhCgpSZWNlbnRDYWxsEgsKA3NlcRgBIAEoAxIMCgR0b29sGAIgASgJEg8KB291dGNvbWUYAyABKAkSEwoLcmVhc29uX2NvZGUYBCABKAkSEgoKYXRfdW5peF9tcxgFIAEoAyKIBQoOU2Vzc2lvbkhhbmRvZmYSOQoHc2Vzc2lvbhgBIAEoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLldvcmtmbG93U2Vzc2lvbhITCgtzZXNzaW9uX3JlZhgCIAEoCRITCgtjYWxsc190b3RhbBgDIAEoAxIUCgxjYWxsc19mYWlsZWQYBCABKAMSPQoNY2FsbHNfYnlfdG9vbBgFIAMoCzImLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlRvb2xDYWxsQ291bnQSNAoEcmVhZBgGIAEoCzImLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFjdGl2aXR5Q291bnQSNwoHY2hhbmdlZBgHIAEoCzImLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFjdGl2aXR5Q291bnQSMwoDcnVuGAggASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBI5CgxwZW5kaW5nX2pvYnMYCSADKAsyIy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5QZW5kaW5nSm9iEhoKEnBlbmRpbmdfam9ic190b3RhbBgKIAEoAxI5CgxyZWNlbnRfY2FsbHMYCyADKAsyIy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWNlbnRDYWxsEhUKDWNhbGxzX2Ryb3BwZWQYDCABKAMSEQoJdHJ1bmNhdGVkGA0gASgIEh0KFWNhbGxzX291dGNvbWVfdW5rbm93bhgOIAEoAxI9Cgt2YWxpZGF0aW9ucxgPIAMoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlZhbGlkYXRpb25SZWNhcCKKAQoaUmVhZFNlc3Npb25IYW5kb2ZmUmVzcG9uc2USOAoHaGFuZG9mZhgBIAEoCzInLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlNlc3Npb25IYW5kb2ZmEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJZChFBZ2VudENvbnRpbnVhdGlvbhIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRIdChVjb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiawoaUm90YXRlQWdlbnRFbmRwb2ludFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLZW5kcG9pbnRfaWQYAiABKAkSJgoeZXhwZWN0ZWRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAMgASgDIrMBChtSb3RhdGVBZ2VudEVuZHBvaW50UmVzcG9uc2USQAoMY29udGludWF0aW9uGAEgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRDb250aW51YXRpb24SHgoWYWdlbnRfY29udGludWF0aW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUicQogSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZlJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLZW5kcG9pbnRfaWQYAiABKAkSJgoeZXhwZWN0ZWRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAMgASgDIrkBCiFJc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVzcG9uc2USQAoMY29udGludWF0aW9uGAEgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRDb250aW51YXRpb24SHgoWYWdlbnRfY29udGludWF0aW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUikAEKH1Jlc29sdmVBZ2VudENvbnRpbnVhdGlvblJlcXVlc3QSHgoWYWdlbnRfY29udGludWF0aW9uX3JlZhgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRITCgtlbmRwb2ludF9pZBgDIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YBCABKAMimAEKIFJlc29sdmVBZ2VudENvbnRpbnVhdGlvblJlc3BvbnNlEkAKDGNvbnRpbnVhdGlvbhgBIAEoCzIqLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50Q29udGludWF0aW9uEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSKQAQoQQWdlbnRUYXNrQXR0ZW1wdBIPCgd0YXNrX2lkGAEgASgJEhIKCmF0dGVtcHRfaWQYAiABKAkSGQoRYXNzaWduZWVfYWdlbnRfaWQYAyABKAkSFQoNYXR0ZW1wdF9mZW5jZRgEIAEoAxIlCh1hdHRlbXB0X2NvbnRyb2xsZXJfZ2VuZXJhdGlvbhgFIAEoAyJjChxTdGFydEFnZW50VGFza0F0dGVtcHRSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSGQoRYXNzaWduZWVfYWdlbnRfaWQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIrYBCh1TdGFydEFnZW50VGFza0F0dGVtcHRSZXNwb25zZRI6CgdhdHRlbXB0GAEgASgLMikud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRUYXNrQXR0ZW1wdBITCgthdHRlbXB0X3JlZhgCIAEoCRIQCghyZXBsYXllZBgDIAEoCBIyCgdmYWlsdXJlGAQgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUifgopQWR2YW5jZUF0dGVtcHRDb250cm9sbGVyR2VuZXJhdGlvblJlcXVlc3QSEgoKYXR0ZW1wdF9pZBgBIAEoCRIVCg1hdHRlbXB0X2ZlbmNlGAIgASgDEiYKHmV4cGVjdGVkX2NvbnRyb2xsZXJfZ2VuZXJhdGlvbhgDIAEoAyKxAQoqQWR2YW5jZUF0dGVtcHRDb250cm9sbGVyR2VuZXJhdGlvblJlc3BvbnNlEjoKB2F0dGVtcHQYASABKAsyKS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudFRhc2tBdHRlbXB0EhMKC2F0dGVtcHRfcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSKzAQoeUmVzb2x2ZUFnZW50VGFza0F0dGVtcHRSZXF1ZXN0EhMKC2F0dGVtcHRfcmVmGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSEgoKYXR0ZW1wdF9pZBgDIAEoCRIZChFhc3NpZ25lZV9hZ2VudF9pZBgEIAEoCRIVCg1hdHRlbXB0X2ZlbmNlGAUgASgDEiUKHWF0dGVtcHRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAYgASgDIpEBCh9SZXNvbHZlQWdlbnRUYXNrQXR0ZW1wdFJlc3BvbnNlEjoKB2F0dGVtcHQYASABKAsyKS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudFRhc2tBdHRlbXB0EjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZTKTEQoSUmVmUmVzb2x2ZXJTZXJ2aWNlEnQKD1JlZ2lzdGVyUHJvamVjdBIvLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlZ2lzdGVyUHJvamVjdFJlcXVlc3QaMC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWdpc3RlclByb2plY3RSZXNwb25zZRJuCg1SZXRpcmVQcm9qZWN0Ei0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmV0aXJlUHJvamVjdFJlcXVlc3QaLi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXRpcmVQcm9qZWN0UmVzcG9uc2USgwEKFFNldFByb2plY3RWaXNpYmlsaXR5EjQud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2V0UHJvamVjdFZpc2liaWxpdHlSZXF1ZXN0GjUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2V0UHJvamVjdFZpc2liaWxpdHlSZXNwb25zZRJrCgxMaXN0UHJvamVjdHMSLC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5MaXN0UHJvamVjdHNSZXF1ZXN0Gi0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuTGlzdFByb2plY3RzUmVzcG9uc2UScQoOUmVzb2x2ZVByb2plY3QSLi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlUHJvamVjdFJlcXVlc3QaLy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlUHJvamVjdFJlc3BvbnNlEnQKD0lzc3VlUHJvamVjdFJlZhIvLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLklzc3VlUHJvamVjdFJlZlJlcXVlc3QaMC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Jc3N1ZVByb2plY3RSZWZSZXNwb25zZRJuCg1DcmVhdGVTZXNzaW9uEi0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QaLi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2UScQoOUmVzb2x2ZVNlc3Npb24SLi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlU2Vzc2lvblJlcXVlc3QaLy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlU2Vzc2lvblJlc3BvbnNlEmsKDENsb3NlU2Vzc2lvbhIsLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNsb3NlU2Vzc2lvblJlcXVlc3QaLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5DbG9zZVNlc3Npb25SZXNwb25zZRJ6ChFSZWNvcmRTZXNzaW9uQ2FsbBIxLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlY29yZFNlc3Npb25DYWxsUmVxdWVzdBoyLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlY29yZFNlc3Npb25DYWxsUmVzcG9uc2USfQoSUmVhZFNlc3Npb25IYW5kb2ZmEjIud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVhZFNlc3Npb25IYW5kb2ZmUmVxdWVzdBozLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlYWRTZXNzaW9uSGFuZG9mZlJlc3BvbnNlEoABChNSb3RhdGVBZ2VudEVuZHBvaW50EjMud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUm90YXRlQWdlbnRFbmRwb2ludFJlcXVlc3QaNC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Sb3RhdGVBZ2VudEVuZHBvaW50UmVzcG9uc2USkgEKGUlzc3VlQWdlbnRDb250aW51YXRpb25SZWYSOS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Jc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVxdWVzdBo6LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLklzc3VlQWdlbnRDb250aW51YXRpb25SZWZSZXNwb25zZRKPAQoYUmVzb2x2ZUFnZW50Q29udGludWF0aW9uEjgud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVxdWVzdBo5LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVBZ2VudENvbnRpbnVhdGlvblJlc3BvbnNlEoYBChVTdGFydEFnZW50VGFza0F0dGVtcHQSNS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TdGFydEFnZW50VGFza0F0dGVtcHRSZXF1ZXN0GjYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU3RhcnRBZ2VudFRhc2tBdHRlbXB0UmVzcG9uc2USrQEKIkFkdmFuY2VBdHRlbXB0Q29udHJvbGxlckdlbmVyYXRpb24SQi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVxdWVzdBpDLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFkdmFuY2VBdHRlbXB0Q29udHJvbGxlckdlbmVyYXRpb25SZXNwb25zZRKMAQoXUmVzb2x2ZUFnZW50VGFza0F0dGVtcHQSNy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlQWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QaOC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlQWdlbnRUYXNrQXR0ZW1wdFJlc3BvbnNlYgZwcm90bzM", [file_webcodex_common_v1_common]);
+  fileDesc("Cip3ZWJjb2RleC9yZWZyZXNvbHZlci92MS9yZWZfcmVzb2x2ZXIucHJvdG8SF3dlYmNvZGV4LnJlZnJlc29sdmVyLnYxIoABCgdQcm9qZWN0EhQKDGNhbm9uaWNhbF9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhMKC2luY2FybmF0aW9uGAUgASgDEgwKBG5hbWUYBiABKAkiZAoWUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBG5hbWUYBCABKAkiZQoXUmVnaXN0ZXJQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSFwoPbmV3X2luY2FybmF0aW9uGAIgASgIIj0KFFJldGlyZVByb2plY3RSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIlsKFVJldGlyZVByb2plY3RSZXNwb25zZRIPCgdyZXRpcmVkGAEgASgIEjEKB3Byb2plY3QYAiABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0ImYKG1NldFByb2plY3RWaXNpYmlsaXR5UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEg8KB3Zpc2libGUYBCABKAgiLwocU2V0UHJvamVjdFZpc2liaWxpdHlSZXNwb25zZRIPCgdjaGFuZ2VkGAEgASgIIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QiVgoMUHJvamVjdEVudHJ5EjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EhMKC3Byb2plY3RfcmVmGAIgASgJIk8KFExpc3RQcm9qZWN0c1Jlc3BvbnNlEjcKCHByb2plY3RzGAEgAygLMiUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdEVudHJ5IikKFVJlc29sdmVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCSJ/ChZSZXNvbHZlUHJvamVjdFJlc3BvbnNlEjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIqChZJc3N1ZVByb2plY3RSZWZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpUBChdJc3N1ZVByb2plY3RSZWZSZXNwb25zZRIxCgdwcm9qZWN0GAEgASgLMiAud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdBITCgtwcm9qZWN0X3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUi5gEKD1dvcmtmbG93U2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhsKE3Byb2plY3RfaW5jYXJuYXRpb24YAyABKAMSDQoFdGl0bGUYBCABKAkSDQoFc3RhdGUYBSABKAkSFwoPY3JlYXRlZF91bml4X21zGAYgASgDEh0KFWxhc3RfYWN0aXZpdHlfdW5peF9tcxgHIAEoAxIWCg5jbG9zZWRfdW5peF9tcxgIIAEoAxIWCg5jYWxsc19yZWNvcmRlZBgJIAEoAyI/ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIYChBwcm9qZWN0X3NlbGVjdG9yGAEgASgJEg0KBXRpdGxlGAIgASgJIpsBChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USOQoHc2Vzc2lvbhgBIAEoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLldvcmtmbG93U2Vzc2lvbhITCgtzZXNzaW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiXQoVUmVzb2x2ZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhQKDHJlcXVpcmVfb3BlbhgDIAEoCCKcAQoWUmVzb2x2ZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSInChNDbG9zZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpkBChRDbG9zZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhIKCmNsb3NlZF9ub3cYAiABKAgSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIqECCgtTZXNzaW9uQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSDgoGZWZmZWN0GAMgASgJEg8KB291dGNvbWUYBCABKAkSEwoLcmVhc29uX2NvZGUYBSABKAkSEwoLZGV0YWlsX2NvZGUYBiABKAkSEwoLcGF0aHNfY291bnQYByABKA0SGwoTY2hhbmdlZF9wYXRoc19jb3VudBgIIAEoDRIOCgZqb2JfaWQYCSABKAkSEQoJam9iX3N0YXRlGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNEj4KCnZhbGlkYXRpb24YDCABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXNzaW9uVmFsaWRhdGlvbiKIAQoRU2Vzc2lvblZhbGlkYXRpb24SDgoGc3RhdHVzGAEgASgJEhQKDHRlc3RzX3Bhc3NlZBgCIAEoDRIUCgx0ZXN0c19mYWlsZWQYAyABKA0SFQoNdGVzdHNfc2tpcHBlZBgEIAEoDRIOCgZlcnJvcnMYBSABKA0SEAoId2FybmluZ3MYBiABKA0igAEKD1ZhbGlkYXRpb25SZWNhcBILCgNzZXEYASABKAMSDAoEdG9vbBgCIAEoCRI+Cgp2YWxpZGF0aW9uGAMgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvblZhbGlkYXRpb24SEgoKYXRfdW5peF9tcxgEIAEoAyKGAQoYUmVjb3JkU2Vzc2lvbkNhbGxSZXF1ZXN0EhgKEHNlc3Npb25fc2VsZWN0b3IYASABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYAiABKAkSMgoEY2FsbBgDIAEoCzIkLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlNlc3Npb25DYWxsIpIBChlSZWNvcmRTZXNzaW9uQ2FsbFJlc3BvbnNlEhAKCHJlY29yZGVkGAEgASgIEgsKA3NlcRgCIAEoAxIRCglkdXBsaWNhdGUYAyABKAgSDwoHZHJvcHBlZBgEIAEoCBIyCgdmYWlsdXJlGAUgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiRwoZUmVhZFNlc3Npb25IYW5kb2ZmUmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCRIYChBtYXhfcmVjZW50X2NhbGxzGAIgASgNIlIKDVRvb2xDYWxsQ291bnQSDAoEdG9vbBgBIAEoCRINCgVjYWxscxgCIAEoAxIOCgZmYWlsZWQYAyABKAMSFAoMbGFzdF91bml4X21zGAQgASgDIj0KDUFjdGl2aXR5Q291bnQSDQoFY2FsbHMYASABKAMSDQoFcGF0aHMYAiABKAMSDgoGZmFpbGVkGAMgASgDIkEKClBlbmRpbmdKb2ISDgoGam9iX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSFQoNc2luY2VfdW5peF9tcxgDIAEoAyJhCgpSZWNlbnRDYWxsEgsKA3NlcRgBIAEoAxIMCgR0b29sGAIgASgJEg8KB291dGNvbWUYAyABKAkSEwoLcmVhc29uX2NvZGUYBCABKAkSEgoKYXRfdW5peF9tcxgFIAEoAyKIBQoOU2Vzc2lvbkhhbmRvZmYSOQoHc2Vzc2lvbhgBIAEoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLldvcmtmbG93U2Vzc2lvbhITCgtzZXNzaW9uX3JlZhgCIAEoCRITCgtjYWxsc190b3RhbBgDIAEoAxIUCgxjYWxsc19mYWlsZWQYBCABKAMSPQoNY2FsbHNfYnlfdG9vbBgFIAMoCzImLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlRvb2xDYWxsQ291bnQSNAoEcmVhZBgGIAEoCzImLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFjdGl2aXR5Q291bnQSNwoHY2hhbmdlZBgHIAEoCzImLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFjdGl2aXR5Q291bnQSMwoDcnVuGAggASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBI5CgxwZW5kaW5nX2pvYnMYCSADKAsyIy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5QZW5kaW5nSm9iEhoKEnBlbmRpbmdfam9ic190b3RhbBgKIAEoAxI5CgxyZWNlbnRfY2FsbHMYCyADKAsyIy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWNlbnRDYWxsEhUKDWNhbGxzX2Ryb3BwZWQYDCABKAMSEQoJdHJ1bmNhdGVkGA0gASgIEh0KFWNhbGxzX291dGNvbWVfdW5rbm93bhgOIAEoAxI9Cgt2YWxpZGF0aW9ucxgPIAMoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlZhbGlkYXRpb25SZWNhcCKKAQoaUmVhZFNlc3Npb25IYW5kb2ZmUmVzcG9uc2USOAoHaGFuZG9mZhgBIAEoCzInLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlNlc3Npb25IYW5kb2ZmEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJZChFBZ2VudENvbnRpbnVhdGlvbhIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRIdChVjb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiawoaUm90YXRlQWdlbnRFbmRwb2ludFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLZW5kcG9pbnRfaWQYAiABKAkSJgoeZXhwZWN0ZWRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAMgASgDIrMBChtSb3RhdGVBZ2VudEVuZHBvaW50UmVzcG9uc2USQAoMY29udGludWF0aW9uGAEgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRDb250aW51YXRpb24SHgoWYWdlbnRfY29udGludWF0aW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUicQogSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZlJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLZW5kcG9pbnRfaWQYAiABKAkSJgoeZXhwZWN0ZWRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAMgASgDIrkBCiFJc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVzcG9uc2USQAoMY29udGludWF0aW9uGAEgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRDb250aW51YXRpb24SHgoWYWdlbnRfY29udGludWF0aW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUikAEKH1Jlc29sdmVBZ2VudENvbnRpbnVhdGlvblJlcXVlc3QSHgoWYWdlbnRfY29udGludWF0aW9uX3JlZhgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRITCgtlbmRwb2ludF9pZBgDIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YBCABKAMimAEKIFJlc29sdmVBZ2VudENvbnRpbnVhdGlvblJlc3BvbnNlEkAKDGNvbnRpbnVhdGlvbhgBIAEoCzIqLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50Q29udGludWF0aW9uEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSI8ChRDYWxsQWdlbnRUb29sUmVxdWVzdBIMCgR0b29sGAEgASgJEhYKDmFyZ3VtZW50c19qc29uGAIgASgJIn4KFUNhbGxBZ2VudFRvb2xSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYAyABKAkiSwoWQWRtaXRBdHRlbXB0UmVmUmVxdWVzdBITCgthdHRlbXB0X3JlZhgBIAEoCRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgCIAEoCSKJAQoXQWRtaXRBdHRlbXB0UmVmUmVzcG9uc2USMgoHZmFpbHVyZRgBIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlEg8KB3Rhc2tfaWQYAiABKAkSEgoKYXR0ZW1wdF9pZBgDIAEoCRIVCg1hdHRlbXB0X2ZlbmNlGAQgASgDMrEPChJSZWZSZXNvbHZlclNlcnZpY2USdAoPUmVnaXN0ZXJQcm9qZWN0Ei8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBowLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlZ2lzdGVyUHJvamVjdFJlc3BvbnNlEm4KDVJldGlyZVByb2plY3QSLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXRpcmVQcm9qZWN0UmVxdWVzdBouLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJldGlyZVByb2plY3RSZXNwb25zZRKDAQoUU2V0UHJvamVjdFZpc2liaWxpdHkSNC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlcXVlc3QaNS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlc3BvbnNlEmsKDExpc3RQcm9qZWN0cxIsLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkxpc3RQcm9qZWN0c1JlcXVlc3QaLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5MaXN0UHJvamVjdHNSZXNwb25zZRJxCg5SZXNvbHZlUHJvamVjdBIuLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVQcm9qZWN0UmVxdWVzdBovLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVQcm9qZWN0UmVzcG9uc2USdAoPSXNzdWVQcm9qZWN0UmVmEi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVQcm9qZWN0UmVmUmVxdWVzdBowLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLklzc3VlUHJvamVjdFJlZlJlc3BvbnNlEm4KDUNyZWF0ZVNlc3Npb24SLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBouLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZRJxCg5SZXNvbHZlU2Vzc2lvbhIuLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVTZXNzaW9uUmVxdWVzdBovLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVTZXNzaW9uUmVzcG9uc2USawoMQ2xvc2VTZXNzaW9uEiwud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBotLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlEnoKEVJlY29yZFNlc3Npb25DYWxsEjEud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVjb3JkU2Vzc2lvbkNhbGxSZXF1ZXN0GjIud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVjb3JkU2Vzc2lvbkNhbGxSZXNwb25zZRJ9ChJSZWFkU2Vzc2lvbkhhbmRvZmYSMi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWFkU2Vzc2lvbkhhbmRvZmZSZXF1ZXN0GjMud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVhZFNlc3Npb25IYW5kb2ZmUmVzcG9uc2USgAEKE1JvdGF0ZUFnZW50RW5kcG9pbnQSMy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Sb3RhdGVBZ2VudEVuZHBvaW50UmVxdWVzdBo0LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJvdGF0ZUFnZW50RW5kcG9pbnRSZXNwb25zZRKSAQoZSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZhI5LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLklzc3VlQWdlbnRDb250aW51YXRpb25SZWZSZXF1ZXN0Gjoud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZlJlc3BvbnNlEo8BChhSZXNvbHZlQWdlbnRDb250aW51YXRpb24SOC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlQWdlbnRDb250aW51YXRpb25SZXF1ZXN0Gjkud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVzcG9uc2USbgoNQ2FsbEFnZW50VG9vbBItLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNhbGxBZ2VudFRvb2xSZXF1ZXN0Gi4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ2FsbEFnZW50VG9vbFJlc3BvbnNlEnQKD0FkbWl0QXR0ZW1wdFJlZhIvLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFkbWl0QXR0ZW1wdFJlZlJlcXVlc3QaMC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZG1pdEF0dGVtcHRSZWZSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
 
 /**
  * @generated from message webcodex.refresolver.v1.Project
@@ -1288,167 +1288,92 @@ export const ResolveAgentContinuationResponseSchema: GenMessage<ResolveAgentCont
 /**
  * AgentTaskAttempt is the exact fenced Attempt an attempt_ref is pinned to.
  *
- * @generated from message webcodex.refresolver.v1.AgentTaskAttempt
+ * @generated from message webcodex.refresolver.v1.CallAgentToolRequest
  */
-export type AgentTaskAttempt = Message<"webcodex.refresolver.v1.AgentTaskAttempt"> & {
+export type CallAgentToolRequest = Message<"webcodex.refresolver.v1.CallAgentToolRequest"> & {
   /**
-   * @generated from field: string task_id = 1;
+   * @generated from field: string tool = 1;
    */
-  taskId: string;
+  tool: string;
 
   /**
-   * @generated from field: string attempt_id = 2;
+   * The tool's canonical arguments, as JSON.
+   *
+   * @generated from field: string arguments_json = 2;
    */
-  attemptId: string;
-
-  /**
-   * @generated from field: string assignee_agent_id = 3;
-   */
-  assigneeAgentId: string;
-
-  /**
-   * @generated from field: int64 attempt_fence = 4;
-   */
-  attemptFence: bigint;
-
-  /**
-   * @generated from field: int64 attempt_controller_generation = 5;
-   */
-  attemptControllerGeneration: bigint;
+  argumentsJson: string;
 };
 
 /**
- * Describes the message webcodex.refresolver.v1.AgentTaskAttempt.
- * Use `create(AgentTaskAttemptSchema)` to create a new message.
+ * Describes the message webcodex.refresolver.v1.CallAgentToolRequest.
+ * Use `create(CallAgentToolRequestSchema)` to create a new message.
  */
-export const AgentTaskAttemptSchema: GenMessage<AgentTaskAttempt> = /*@__PURE__*/
+export const CallAgentToolRequestSchema: GenMessage<CallAgentToolRequest> = /*@__PURE__*/
   messageDesc(file_webcodex_refresolver_v1_ref_resolver, 40);
 
 /**
- * @generated from message webcodex.refresolver.v1.StartAgentTaskAttemptRequest
+ * @generated from message webcodex.refresolver.v1.CallAgentToolResponse
  */
-export type StartAgentTaskAttemptRequest = Message<"webcodex.refresolver.v1.StartAgentTaskAttemptRequest"> & {
+export type CallAgentToolResponse = Message<"webcodex.refresolver.v1.CallAgentToolResponse"> & {
   /**
-   * @generated from field: string task_id = 1;
+   * The canonical result, as JSON; empty when failure is set.
+   *
+   * @generated from field: string result_json = 1;
    */
-  taskId: string;
+  resultJson: string;
 
   /**
-   * @generated from field: string assignee_agent_id = 2;
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
    */
-  assigneeAgentId: string;
+  failure?: DomainFailure | undefined;
 
   /**
-   * @generated from field: string idempotency_key = 3;
+   * The Project the call concerned, when it names one (for the audit record).
+   *
+   * @generated from field: string project_canonical_id = 3;
    */
-  idempotencyKey: string;
+  projectCanonicalId: string;
 };
 
 /**
- * Describes the message webcodex.refresolver.v1.StartAgentTaskAttemptRequest.
- * Use `create(StartAgentTaskAttemptRequestSchema)` to create a new message.
+ * Describes the message webcodex.refresolver.v1.CallAgentToolResponse.
+ * Use `create(CallAgentToolResponseSchema)` to create a new message.
  */
-export const StartAgentTaskAttemptRequestSchema: GenMessage<StartAgentTaskAttemptRequest> = /*@__PURE__*/
+export const CallAgentToolResponseSchema: GenMessage<CallAgentToolResponse> = /*@__PURE__*/
   messageDesc(file_webcodex_refresolver_v1_ref_resolver, 41);
 
 /**
- * @generated from message webcodex.refresolver.v1.StartAgentTaskAttemptResponse
+ * @generated from message webcodex.refresolver.v1.AdmitAttemptRefRequest
  */
-export type StartAgentTaskAttemptResponse = Message<"webcodex.refresolver.v1.StartAgentTaskAttemptResponse"> & {
+export type AdmitAttemptRefRequest = Message<"webcodex.refresolver.v1.AdmitAttemptRefRequest"> & {
   /**
-   * @generated from field: webcodex.refresolver.v1.AgentTaskAttempt attempt = 1;
-   */
-  attempt?: AgentTaskAttempt | undefined;
-
-  /**
-   * @generated from field: string attempt_ref = 2;
-   */
-  attemptRef: string;
-
-  /**
-   * The idempotency key had been used for this Task: the original Attempt and ref.
-   *
-   * @generated from field: bool replayed = 3;
-   */
-  replayed: boolean;
-
-  /**
-   * @generated from field: webcodex.common.v1.DomainFailure failure = 4;
-   */
-  failure?: DomainFailure | undefined;
-};
-
-/**
- * Describes the message webcodex.refresolver.v1.StartAgentTaskAttemptResponse.
- * Use `create(StartAgentTaskAttemptResponseSchema)` to create a new message.
- */
-export const StartAgentTaskAttemptResponseSchema: GenMessage<StartAgentTaskAttemptResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 42);
-
-/**
- * @generated from message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationRequest
- */
-export type AdvanceAttemptControllerGenerationRequest = Message<"webcodex.refresolver.v1.AdvanceAttemptControllerGenerationRequest"> & {
-  /**
-   * @generated from field: string attempt_id = 1;
-   */
-  attemptId: string;
-
-  /**
-   * @generated from field: int64 attempt_fence = 2;
-   */
-  attemptFence: bigint;
-
-  /**
-   * @generated from field: int64 expected_controller_generation = 3;
-   */
-  expectedControllerGeneration: bigint;
-};
-
-/**
- * Describes the message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationRequest.
- * Use `create(AdvanceAttemptControllerGenerationRequestSchema)` to create a new message.
- */
-export const AdvanceAttemptControllerGenerationRequestSchema: GenMessage<AdvanceAttemptControllerGenerationRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 43);
-
-/**
- * @generated from message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationResponse
- */
-export type AdvanceAttemptControllerGenerationResponse = Message<"webcodex.refresolver.v1.AdvanceAttemptControllerGenerationResponse"> & {
-  /**
-   * @generated from field: webcodex.refresolver.v1.AgentTaskAttempt attempt = 1;
-   */
-  attempt?: AgentTaskAttempt | undefined;
-
-  /**
-   * @generated from field: string attempt_ref = 2;
-   */
-  attemptRef: string;
-
-  /**
-   * @generated from field: webcodex.common.v1.DomainFailure failure = 3;
-   */
-  failure?: DomainFailure | undefined;
-};
-
-/**
- * Describes the message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationResponse.
- * Use `create(AdvanceAttemptControllerGenerationResponseSchema)` to create a new message.
- */
-export const AdvanceAttemptControllerGenerationResponseSchema: GenMessage<AdvanceAttemptControllerGenerationResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 44);
-
-/**
- * @generated from message webcodex.refresolver.v1.ResolveAgentTaskAttemptRequest
- */
-export type ResolveAgentTaskAttemptRequest = Message<"webcodex.refresolver.v1.ResolveAgentTaskAttemptRequest"> & {
-  /**
-   * Either the ref, or the explicit tuple below; not both.
-   *
    * @generated from field: string attempt_ref = 1;
    */
   attemptRef: string;
+
+  /**
+   * The resolved Project of the workspace call; the Attempt's Task must be in it.
+   *
+   * @generated from field: string project_canonical_id = 2;
+   */
+  projectCanonicalId: string;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.AdmitAttemptRefRequest.
+ * Use `create(AdmitAttemptRefRequestSchema)` to create a new message.
+ */
+export const AdmitAttemptRefRequestSchema: GenMessage<AdmitAttemptRefRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 42);
+
+/**
+ * @generated from message webcodex.refresolver.v1.AdmitAttemptRefResponse
+ */
+export type AdmitAttemptRefResponse = Message<"webcodex.refresolver.v1.AdmitAttemptRefResponse"> & {
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 1;
+   */
+  failure?: DomainFailure | undefined;
 
   /**
    * @generated from field: string task_id = 2;
@@ -1461,55 +1386,23 @@ export type ResolveAgentTaskAttemptRequest = Message<"webcodex.refresolver.v1.Re
   attemptId: string;
 
   /**
-   * @generated from field: string assignee_agent_id = 4;
-   */
-  assigneeAgentId: string;
-
-  /**
-   * @generated from field: int64 attempt_fence = 5;
+   * @generated from field: int64 attempt_fence = 4;
    */
   attemptFence: bigint;
-
-  /**
-   * @generated from field: int64 attempt_controller_generation = 6;
-   */
-  attemptControllerGeneration: bigint;
 };
 
 /**
- * Describes the message webcodex.refresolver.v1.ResolveAgentTaskAttemptRequest.
- * Use `create(ResolveAgentTaskAttemptRequestSchema)` to create a new message.
+ * Describes the message webcodex.refresolver.v1.AdmitAttemptRefResponse.
+ * Use `create(AdmitAttemptRefResponseSchema)` to create a new message.
  */
-export const ResolveAgentTaskAttemptRequestSchema: GenMessage<ResolveAgentTaskAttemptRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 45);
-
-/**
- * @generated from message webcodex.refresolver.v1.ResolveAgentTaskAttemptResponse
- */
-export type ResolveAgentTaskAttemptResponse = Message<"webcodex.refresolver.v1.ResolveAgentTaskAttemptResponse"> & {
-  /**
-   * @generated from field: webcodex.refresolver.v1.AgentTaskAttempt attempt = 1;
-   */
-  attempt?: AgentTaskAttempt | undefined;
-
-  /**
-   * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
-   */
-  failure?: DomainFailure | undefined;
-};
-
-/**
- * Describes the message webcodex.refresolver.v1.ResolveAgentTaskAttemptResponse.
- * Use `create(ResolveAgentTaskAttemptResponseSchema)` to create a new message.
- */
-export const ResolveAgentTaskAttemptResponseSchema: GenMessage<ResolveAgentTaskAttemptResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 46);
+export const AdmitAttemptRefResponseSchema: GenMessage<AdmitAttemptRefResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 43);
 
 /**
  * RefResolverService owns durable identities: Projects with their incarnations, Workflow
  * Sessions, agent continuation Endpoints and task Attempts, and the four principal-scoped
- * short-ref tables (project_ref ~p<n>, session_ref ~s<n>, agent_continuation_ref ~c<n>,
- * attempt_ref ~a<n>). The caller is read from the request headers, never from the body.
+ * short-ref tables (project_ref ~p<n>, session_ref ~s<n>, agent_continuation_ref ~a<n>,
+ * attempt_ref ~t<n>). The caller is read from the request headers, never from the body.
  * Every resolution looks up the pinned identity and then re-runs the ordinary checks; a
  * stale, foreign or unknown ref fails closed with a DomainFailure, and a foreign ref fails
  * exactly like one that was never issued.
@@ -1673,38 +1566,31 @@ export const RefResolverService: GenService<{
     output: typeof ResolveAgentContinuationResponseSchema;
   },
   /**
-   * StartAgentTaskAttempt starts an Attempt on a Task with the next fence (a takeover of
-   * any earlier Attempt) and returns its attempt_ref. Keyed replay returns the same Attempt
-   * and the same ref.
+   * CallAgentTool runs one Agent/Task/Attempt tool (create_agent, create_agent_task,
+   * start_agent_task_attempt, wait_for_agent_events, ...) for the caller. The arguments are
+   * the tool's canonical arguments (already validated by the gateway against the tool's
+   * registered schema); the result is its canonical result. A domain failure travels as
+   * DomainFailure; a foreign agent, task, attempt, cursor or ref fails exactly like one that
+   * was never issued.
    *
-   * @generated from rpc webcodex.refresolver.v1.RefResolverService.StartAgentTaskAttempt
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.CallAgentTool
    */
-  startAgentTaskAttempt: {
+  callAgentTool: {
     methodKind: "unary";
-    input: typeof StartAgentTaskAttemptRequestSchema;
-    output: typeof StartAgentTaskAttemptResponseSchema;
+    input: typeof CallAgentToolRequestSchema;
+    output: typeof CallAgentToolResponseSchema;
   },
   /**
-   * AdvanceAttemptControllerGeneration moves an Attempt to its next controller generation
-   * and issues the ref of the new generation; earlier attempt_refs go stale.
+   * AdmitAttemptRef expands an attempt_ref given on a workspace call and re-runs the owner,
+   * lifecycle, lease, fence and generation checks for that Project. No failure means the
+   * Attempt holds the current fence at this moment.
    *
-   * @generated from rpc webcodex.refresolver.v1.RefResolverService.AdvanceAttemptControllerGeneration
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.AdmitAttemptRef
    */
-  advanceAttemptControllerGeneration: {
+  admitAttemptRef: {
     methodKind: "unary";
-    input: typeof AdvanceAttemptControllerGenerationRequestSchema;
-    output: typeof AdvanceAttemptControllerGenerationResponseSchema;
-  },
-  /**
-   * ResolveAgentTaskAttempt expands an attempt_ref (or checks the explicit tuple) and runs
-   * the ordinary owner, fence and generation checks.
-   *
-   * @generated from rpc webcodex.refresolver.v1.RefResolverService.ResolveAgentTaskAttempt
-   */
-  resolveAgentTaskAttempt: {
-    methodKind: "unary";
-    input: typeof ResolveAgentTaskAttemptRequestSchema;
-    output: typeof ResolveAgentTaskAttemptResponseSchema;
+    input: typeof AdmitAttemptRefRequestSchema;
+    output: typeof AdmitAttemptRefResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webcodex_refresolver_v1_ref_resolver, 0);
