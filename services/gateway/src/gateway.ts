@@ -19,6 +19,10 @@ import { createCatalogCache } from "./catalog-cache.js";
 import { createPipeline, refusedCallRecord } from "./pipeline.js";
 import { createMcpServer } from "./mcp/mcp-server.js";
 import { createStreamableHttpHandler } from "./mcp/streamable-http.js";
+import { serveLocalConnection } from "./mcp/local-transport.js";
+import type { LocalConnection } from "./mcp/local-transport.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Caller } from "./auth.js";
 import type { DeniedToolCall } from "./mcp/streamable-http.js";
 
 export interface GatewayDeps {
@@ -75,6 +79,11 @@ export interface Gateway {
   /** The per-tenant limiter the HTTP layer enforces (for a pipeline hook), if any. */
   rateLimiter?: RateLimiter;
   readiness: () => Promise<ReadinessReport>;
+  /**
+   * Serves one trusted MCP connection (stdio) as `caller`, through the same MCP server,
+   * pipeline, refs and audit as /mcp. No token check: the caller is whoever owns the pipe.
+   */
+  serveLocal(connection: Transport, caller: Caller): Promise<LocalConnection>;
   close(): Promise<void>;
 }
 
@@ -143,6 +152,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     },
     ...(rateLimiter ? { rateLimiter } : {}),
     readiness: readinessFrom(deps.dependencyProbes),
+    serveLocal: (connection, caller) => serveLocalConnection(transport, connection, caller),
     close: () => audit.close(),
   };
 }

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { realpathSync } from "node:fs";
 import { createServer } from "node:net";
 import { resolve } from "node:path";
+import { logFormatFor } from "@webcodex/platform";
 import { projectIdFor } from "./embedded.js";
 
 export const SERVICES = ["tool-registry", "ref-resolver", "audit", "runner-broker", "gateway", "runner"] as const;
@@ -88,6 +89,8 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     HOME: process.env["HOME"] ?? "/tmp",
     WEBCODEX_HOST: "127.0.0.1",
     WEBCODEX_LOG_LEVEL: process.env["WEBCODEX_LOG_LEVEL"] ?? "warn",
+    // Each service's stderr is a pipe to this process: they log as this terminal would.
+    WEBCODEX_LOG_FORMAT: logFormatFor(process.env, (o.stdio ?? "inherit") === "inherit" && process.stderr.isTTY === true),
     ...o.extraEnv,
   };
   const envFor = (s: ServiceName): Record<string, string> => {

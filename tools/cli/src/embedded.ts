@@ -23,7 +23,8 @@ import {
 import { createRunner, RUNNER_BUILD, runnerSettingsOptions, startRegistration } from "@webcodex/runner";
 import type { RunnerSettings } from "@webcodex/runner";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
-import type { Gateway, GatewayDeps, StaticTokenEntry } from "@webcodex/gateway";
+import type { Caller, Gateway, GatewayDeps, StaticTokenEntry } from "@webcodex/gateway";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 
 export interface EmbeddedOptions {
   projectDir: string;
@@ -64,7 +65,16 @@ export function projectIdFor(dir: string): string {
   return basename(dir).replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 128) || "project";
 }
 
-export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded> {
+/** The options both the HTTP and the stdio front ends share. */
+type CoreOptions = Omit<EmbeddedOptions, "port" | "host" | "tokens" | "oauth" | "readOnlyClients" | "rateLimit">;
+
+interface Core {
+  makeGateway(extra: Pick<GatewayDeps, "authenticator" | "publicUrl" | "allowedHosts" | "metrics"> & Partial<Pick<GatewayDeps, "oauth" | "readOnlyClients" | "rateLimit">>): Promise<Gateway>;
+  close(): Promise<void>;
+}
+
+/** PGlite, the six services and the local Runner, registered: everything but the front end. */
+async function startCore(options: CoreOptions): Promise<Core> {
   const projectDir = realpathSync(resolve(options.projectDir));
   if (!statSync(projectDir).isDirectory()) throw new Error(`${projectDir} is not a directory`);
   const logger = options.logger;
@@ -116,8 +126,45 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     fence: runner.fence,
     logger: logger.child({ component: "runner" }),
   });
+  // The local project's Runner is registered before any Host can connect: the first
+  // list_projects already shows it.
   await registration.registered;
+  let gateway: Gateway | undefined;
+  return {
+    async makeGateway(extra) {
+      gateway = await createGateway({
+        clients: {
+          toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry(), { traceAs: "tool-registry" }),
+          refResolver,
+          broker,
+          audit: createInProcessClient(AuditService, createAudit({ db, retentionDays: retention.retentionDays }), { traceAs: "audit" }),
+        },
+        ...extra,
+        dependencyProbes: { postgres: () => db.ping() },
+        mode: "embedded",
+        // PGlite blocks the event loop for each statement: fewer, larger audit batches.
+        auditFlushMs: 250,
+        // Records the in-process audit cannot take (PGlite busy or failing) survive a restart here.
+        auditSpoolDir: join(dataDir, "audit-spool"),
+        version: "0.1.0",
+        logger,
+      });
+      return gateway;
+    },
+    async close() {
+      reconciler.stop();
+      registration.stop();
+      await gateway?.close();
+      await runner.close();
+      maintenance.stop();
+      await db.close();
+    },
+  };
+}
 
+export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded> {
+  const core = await startCore(options);
+  const logger = options.logger;
   const metrics = createMetrics();
   const host = options.host ?? "127.0.0.1";
   const publicHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
@@ -135,27 +182,13 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     readiness: () => (gateway ? gateway.readiness() : Promise.resolve({ ready: false, checks: { gateway: { ok: false, detail: "starting" } } })),
   });
   const url = `http://${publicHost}:${server.port}`;
-  gateway = await createGateway({
-    clients: {
-      toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry(), { traceAs: "tool-registry" }),
-      refResolver,
-      broker,
-      audit: createInProcessClient(AuditService, createAudit({ db, retentionDays: retention.retentionDays }), { traceAs: "audit" }),
-    },
+  gateway = await core.makeGateway({
     authenticator: createStaticTokenAuthenticator(options.tokens),
     ...(options.oauth ? { oauth: options.oauth } : {}),
     ...(options.readOnlyClients ? { readOnlyClients: options.readOnlyClients } : {}),
     ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
-    dependencyProbes: { postgres: () => db.ping() },
     publicUrl: url,
     allowedHosts: ["localhost", "127.0.0.1", "[::1]", publicHost],
-    mode: "embedded",
-    // PGlite blocks the event loop for each statement: fewer, larger audit batches.
-    auditFlushMs: 250,
-    // Records the in-process audit cannot take (PGlite busy or failing) survive a restart here.
-    auditSpoolDir: join(dataDir, "audit-spool"),
-    version: "0.1.0",
-    logger,
     metrics,
   });
   Object.assign(httpRoutes, gateway.httpRoutes);
@@ -164,13 +197,42 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     mcpUrl: `${url}/mcp`,
     server,
     async close() {
-      reconciler.stop();
-      registration.stop();
       await server.close();
-      await gateway?.close();
-      await runner.close();
-      maintenance.stop();
-      await db.close();
+      await core.close();
     },
+  };
+}
+
+export interface EmbeddedStdioOptions extends CoreOptions {
+  /** The local principal: the OS user, in the tenant the project is registered under. */
+  subject: string;
+  /** The MCP connection to serve (a StdioServerTransport on the process's stdin/stdout). */
+  connection: Transport;
+}
+
+export interface EmbeddedStdio {
+  /** Resolves when the peer closed the connection (stdin ended). */
+  readonly closed: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The embedded default served over one stdio connection: no HTTP listener and no token (the
+ * pipe belongs to the process that started it); the caller is the local principal.
+ */
+export async function startEmbeddedStdio(options: EmbeddedStdioOptions): Promise<EmbeddedStdio> {
+  const core = await startCore(options);
+  // No listener: nothing answers HTTP, so the authenticator never admits anyone.
+  const gateway = await core.makeGateway({
+    authenticator: { authenticate: () => Promise.resolve(undefined) },
+    publicUrl: "http://127.0.0.1",
+    allowedHosts: [],
+  });
+  const caller: Caller = { principal: { clientId: options.clientId, subject: options.subject }, admissionProfile: "full", scopes: ["webcodex:read", "webcodex:write"] };
+  const connection = await gateway.serveLocal(options.connection, caller);
+  let closing: Promise<void> | undefined;
+  return {
+    closed: connection.closed,
+    close: () => (closing ??= connection.close().then(() => core.close())),
   };
 }
