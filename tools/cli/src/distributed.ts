@@ -108,6 +108,8 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
           ...base, ...o.gatewayEnv,
           WEBCODEX_TOOL_REGISTRY_URL: url("tool-registry"), WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"),
           WEBCODEX_AUDIT_URL: url("audit"), WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"), WEBCODEX_DEV_CLIENT_ID: o.clientId,
+          // /readyz waits for the local project's Runner.
+          WEBCODEX_READY_PROJECTS: `agent:${o.clientId}:${projectIdFor(projectDir)}`,
         };
       case "runner":
         return {
@@ -117,7 +119,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     }
   };
   const processes = new Map<ServiceName, ChildProcess>();
-  const start = async (s: ServiceName) => {
+  const start = async (s: ServiceName, initial = false) => {
     const mode = o.stdio ?? "inherit";
     // stderr is always read (and forwarded unless output is ignored), so a service that dies
     // while starting says why in the error.
@@ -132,7 +134,8 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     });
     processes.set(s, child);
     await Promise.race([
-      waitForReady(url(s), 30_000, s === "runner" ? "/healthz" : "/readyz"),
+      // At first start the gateway is ready only once the Runner (started after it) is routable.
+      waitForReady(url(s), 30_000, s === "runner" || (initial && s === "gateway") ? "/healthz" : "/readyz"),
       new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`${s} exited with ${code} during start${stderrTail ? `:\n${stderrTail.trim()}` : ""}`)))),
     ]);
   };
@@ -151,7 +154,8 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     await Promise.all([...processes.values()].map(stopOne));
   };
   try {
-    for (const s of SERVICES) await start(s);
+    for (const s of SERVICES) await start(s, true);
+    await waitForReady(url("gateway"), 30_000, "/readyz");
   } catch (error) {
     await stop();
     throw error;
