@@ -68,9 +68,45 @@ export function projectIdFor(dir: string): string {
 /** The options both the HTTP and the stdio front ends share. */
 type CoreOptions = Omit<EmbeddedOptions, "port" | "host" | "tokens" | "oauth" | "readOnlyClients" | "rateLimit">;
 
+/** The services behind the gateway, running in this process. */
+type CoreClients = Omit<GatewayDeps["clients"], "toolRegistry">;
+
 interface Core {
-  makeGateway(extra: Pick<GatewayDeps, "authenticator" | "publicUrl" | "allowedHosts" | "metrics"> & Partial<Pick<GatewayDeps, "oauth" | "readOnlyClients" | "rateLimit">>): Promise<Gateway>;
+  clients: CoreClients;
+  ping(): Promise<void>;
+  retentionDays: number;
   close(): Promise<void>;
+}
+
+type FrontEnd = Pick<GatewayDeps, "authenticator" | "publicUrl" | "allowedHosts" | "metrics"> & Partial<Pick<GatewayDeps, "oauth" | "readOnlyClients" | "rateLimit">>;
+
+/** The gateway of the embedded default: the in-process tool registry plus the core's services. */
+function embeddedGateway(options: CoreOptions, clients: CoreClients, ping: () => Promise<void>, frontEnd: FrontEnd): Promise<Gateway> {
+  return createGateway({
+    clients: { toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry(), { traceAs: "tool-registry" }), ...clients },
+    ...frontEnd,
+    dependencyProbes: { postgres: ping },
+    mode: "embedded",
+    // PGlite blocks the event loop for each statement: fewer, larger audit batches.
+    auditFlushMs: 250,
+    // Records the in-process audit cannot take (PGlite busy or failing) survive a restart here.
+    auditSpoolDir: join(options.dataDir ?? defaultDataDir(), "audit-spool"),
+    version: "0.1.0",
+    logger: options.logger,
+  });
+}
+
+/**
+ * A Connect client whose calls wait for the real one: the stdio front end answers
+ * `initialize` and `tools/list` while the embedded services are still starting.
+ */
+function deferredClient<T extends object>(ready: Promise<T>): T {
+  return new Proxy({} as T, {
+    get: (_target, method) => async (...args: unknown[]) => {
+      const client = (await ready) as Record<string | symbol, (...a: unknown[]) => unknown>;
+      return client[method]?.(...args);
+    },
+  });
 }
 
 /** PGlite, the six services and the local Runner, registered: everything but the front end. */
@@ -129,32 +165,17 @@ async function startCore(options: CoreOptions): Promise<Core> {
   // The local project's Runner is registered before any Host can connect: the first
   // list_projects already shows it.
   await registration.registered;
-  let gateway: Gateway | undefined;
   return {
-    async makeGateway(extra) {
-      gateway = await createGateway({
-        clients: {
-          toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry(), { traceAs: "tool-registry" }),
-          refResolver,
-          broker,
-          audit: createInProcessClient(AuditService, createAudit({ db, retentionDays: retention.retentionDays }), { traceAs: "audit" }),
-        },
-        ...extra,
-        dependencyProbes: { postgres: () => db.ping() },
-        mode: "embedded",
-        // PGlite blocks the event loop for each statement: fewer, larger audit batches.
-        auditFlushMs: 250,
-        // Records the in-process audit cannot take (PGlite busy or failing) survive a restart here.
-        auditSpoolDir: join(dataDir, "audit-spool"),
-        version: "0.1.0",
-        logger,
-      });
-      return gateway;
+    clients: {
+      refResolver,
+      broker,
+      audit: createInProcessClient(AuditService, createAudit({ db, retentionDays: retention.retentionDays }), { traceAs: "audit" }),
     },
+    ping: () => db.ping(),
+    retentionDays: retention.retentionDays,
     async close() {
       reconciler.stop();
       registration.stop();
-      await gateway?.close();
       await runner.close();
       maintenance.stop();
       await db.close();
@@ -182,7 +203,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     readiness: () => (gateway ? gateway.readiness() : Promise.resolve({ ready: false, checks: { gateway: { ok: false, detail: "starting" } } })),
   });
   const url = `http://${publicHost}:${server.port}`;
-  gateway = await core.makeGateway({
+  gateway = await embeddedGateway(options, core.clients, core.ping, {
     authenticator: createStaticTokenAuthenticator(options.tokens),
     ...(options.oauth ? { oauth: options.oauth } : {}),
     ...(options.readOnlyClients ? { readOnlyClients: options.readOnlyClients } : {}),
@@ -198,6 +219,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     server,
     async close() {
       await server.close();
+      await gateway?.close();
       await core.close();
     },
   };
@@ -213,6 +235,8 @@ export interface EmbeddedStdioOptions extends CoreOptions {
 export interface EmbeddedStdio {
   /** Resolves when the peer closed the connection (stdin ended). */
   readonly closed: Promise<void>;
+  /** Resolves once the services and the local Runner are up; rejects if they cannot start. */
+  readonly ready: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -221,9 +245,17 @@ export interface EmbeddedStdio {
  * pipe belongs to the process that started it); the caller is the local principal.
  */
 export async function startEmbeddedStdio(options: EmbeddedStdioOptions): Promise<EmbeddedStdio> {
-  const core = await startCore(options);
-  // No listener: nothing answers HTTP, so the authenticator never admits anyone.
-  const gateway = await core.makeGateway({
+  // The connection is served at once: initialize and tools/list need no backing service, and
+  // calls wait (deferred clients) while the database, the services and the Runner start.
+  const starting = startCore(options);
+  starting.catch(() => undefined);
+  const clients = starting.then((core) => core.clients);
+  const gateway = await embeddedGateway(options, {
+    refResolver: deferredClient(clients.then((c) => c.refResolver)),
+    broker: deferredClient(clients.then((c) => c.broker)),
+    audit: deferredClient(clients.then((c) => c.audit)),
+  }, async () => (await starting).ping(), {
+    // No listener: nothing answers HTTP, so the authenticator never admits anyone.
     authenticator: { authenticate: () => Promise.resolve(undefined) },
     publicUrl: "http://127.0.0.1",
     allowedHosts: [],
@@ -233,6 +265,12 @@ export async function startEmbeddedStdio(options: EmbeddedStdioOptions): Promise
   let closing: Promise<void> | undefined;
   return {
     closed: connection.closed,
-    close: () => (closing ??= connection.close().then(() => core.close())),
+    ready: starting.then(() => undefined),
+    close: () => (closing ??= (async () => {
+      await connection.close();
+      await gateway.close();
+      const core = await starting.catch(() => undefined);
+      await core?.close();
+    })()),
   };
 }

@@ -213,6 +213,14 @@ export async function run(argv: string[]): Promise<void> {
       process.once("SIGINT", () => stop(0));
       process.once("SIGTERM", () => stop(0));
       logger.info("serving MCP over stdio", { project: projectDir, data_dir: dataDir });
+      served.ready.then(
+        () => logger.info("the project's Runner is ready", { project: projectDir }),
+        (error: unknown) => {
+          // Nothing can be served without the services: say why on stderr and end.
+          process.stderr.write(`webcodex: ${error instanceof Error ? error.message : String(error)}\n`);
+          stop(1);
+        },
+      );
       return;
     }
     case "dev": {
