@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { mkdirSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { homedir, userInfo } from "node:os";
 import { join, resolve } from "node:path";
-import { Writable } from "node:stream";
+import type { Writable } from "node:stream";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createLogger, createPostgresDatabase, logFormatFor, logWriter, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
@@ -60,14 +60,12 @@ const wantsHelp = (args: readonly string[]) => args.includes("--help") || args.i
  */
 function reserveStdoutForProtocol(): Writable {
   const stdout = process.stdout;
-  const realWrite = stdout.write.bind(stdout) as (chunk: string | Uint8Array, cb?: (error?: Error | null) => void) => boolean;
+  const realWrite = stdout.write.bind(stdout);
   stdout.write = ((chunk: string | Uint8Array, encoding?: unknown, cb?: unknown) =>
     process.stderr.write(chunk, encoding as BufferEncoding, cb as () => void)) as typeof stdout.write;
-  return new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      realWrite(chunk, (error) => callback(error ?? null));
-    },
-  });
+  // What the transport uses of a stream (write, and once("drain")), on the real stdout: no
+  // extra stream in the path of every message.
+  return { write: realWrite, once: (event: string, listener: () => void) => stdout.once(event, listener) } as unknown as Writable;
 }
 
 /**
