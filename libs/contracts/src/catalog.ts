@@ -7,16 +7,16 @@ import { ToolCategory } from "./tool-definition.js";
 import type { ToolDefinition } from "./tool-definition.js";
 import { compactBatch, compactEdit, compactShell, compactValidation } from "./projection.js";
 
-const project = str("project_ref (~p1, from list_projects) or agent:<client_id>:<project_id>.");
-const path = str("Project-relative POSIX path.");
-const revision = str("read_revision from read_files; fails if the file changed since.");
+const project = str("~p1 or canonical id from list_projects.");
+const path = str("Project-relative path.");
+const revision = str("read_revision from read_files.");
 const timeoutMs = int("Kill after this many ms (default 120000, clamped to 600000).", { minimum: 1 });
 const waitMs = int("Return a pending job_id after this many ms (default 10000, clamped to 30000).", { minimum: 0 });
-const cwd = str("Project-relative working directory (default: root).");
+const cwd = str("Working directory (default: project root).");
 const env = stringMap("Environment additions; the base environment is scrubbed.");
 const jobId = str("job_id from a pending result.");
 /** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
-const sessionId = str("session_ref (~s1) or wc_sess_*; records the call there.");
+const sessionId = str("Session ~s1 to record into.");
 
 /** Optional on mutating workspace tools: admitted only while that Attempt holds its fence. */
 const attemptRef = str();
@@ -36,21 +36,23 @@ const replaceExact = object({ old_text: str(undefined, { minLength: 1 }), new_te
 const textEdit = object(
   {
     replace_exact: replaceExact,
-    expected_match_count: int("Replace all N matches only if exactly N exist (1..1024).", { minimum: 1, maximum: 1024 }),
+    expected_match_count: int("Replace all N matches only if exactly N exist.", { minimum: 1, maximum: 1024 }),
     occurrence: int("Replace only the n-th match (1-based). Not with expected_match_count.", { minimum: 1 }),
     line_scope: object({ start_line: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["start_line", "end_line"]),
   },
   ["replace_exact"],
 );
+/** Inside one call's schema the first `path` says what a path is; the rest stay bare. */
+const bare = str();
 const fileChange: JsonSchema = {
   type: "object",
   discriminator: { propertyName: "kind" },
   required: ["kind"],
   oneOf: [
     object({ kind: str(undefined, { const: "edit" }), path, expected_read_revision: revision, edits: array(textEdit, undefined, { minItems: 1 }) }, ["kind", "path", "expected_read_revision", "edits"]),
-    object({ kind: str(undefined, { const: "create" }), path, content: str() }, ["kind", "path", "content"]),
-    object({ kind: str(undefined, { const: "delete" }), path, expected_read_revision: revision }, ["kind", "path", "expected_read_revision"]),
-    object({ kind: str(undefined, { const: "move" }), path, destination: path, expected_read_revision: revision }, ["kind", "path", "destination", "expected_read_revision"]),
+    object({ kind: str(undefined, { const: "create" }), path: bare, content: str() }, ["kind", "path", "content"]),
+    object({ kind: str(undefined, { const: "delete" }), path: bare, expected_read_revision: bare }, ["kind", "path", "expected_read_revision"]),
+    object({ kind: str(undefined, { const: "move" }), path: bare, destination: bare, expected_read_revision: bare }, ["kind", "path", "destination", "expected_read_revision"]),
   ],
 };
 
@@ -143,7 +145,7 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "search_project_texts",
     category: "files",
-    description: "Run several independent text searches in one call (.gitignore-aware). Literal unless regex:true; case-sensitive unless case_sensitive:false. Per query: matches [{path,line,text}], total, truncated. max_results default 100, clamped to 2000. A missing path is path_not_found.",
+    description: "Run several independent text searches in one call (.gitignore-aware). Literal unless regex:true; case-sensitive unless case_sensitive:false. Per query: matches [{path,line,text}], total, truncated. max_results default 100, clamped to 2000.",
     inputSchema: object(
       {
         project,
@@ -166,7 +168,7 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "edit_project_files",
     category: "files",
-    description: "Guarded, all-or-nothing change to one or more files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. Every file passes preflight before any write. dry_run:true returns match_count and match_ranges, writes nothing. Failures carry evidence for the next call (match lines, current read_revision).",
+    description: "Guarded, all-or-nothing change to one or more files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. dry_run:true returns match_count and match_ranges, writes nothing.",
     inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }), session_id: sessionId, attempt_ref: attemptRef }, ["project", "changes"]),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 3, reason: "CoreWorkflow" },
@@ -181,14 +183,22 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "import_host_files",
     category: "files",
-    description: "Write files the Host holds (uploads, attachments) into the project. Each file: path plus content (UTF-8) or content_base64. Fails if a path exists.",
+    description: "Write Host-held files (uploads, attachments) into the project, all or nothing: content (UTF-8) or content_base64 each. Replaces a file only with overwrite:true + its expected_read_revision. Max 4 MiB a file, 6 MiB a call.",
     inputSchema: object(
-      { project, files: array(object({ path, content: str(), content_base64: str() }, ["path"]), undefined, { minItems: 1 }), session_id: sessionId },
+      {
+        project,
+        files: array(
+          object({ path: bare, content: str(), content_base64: str(), overwrite: bool(undefined, { default: false }), expected_read_revision: bare }, ["path"]),
+          undefined,
+          { minItems: 1, maxItems: 64 },
+        ),
+        session_id: sessionId,
+      },
       ["project", "files"],
     ),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 7, reason: "HostIntegration" },
-    implemented: false,
+    implemented: true,
     requiredCapabilities: () => ["hostFileImport"],
   },
   // ── execution ──

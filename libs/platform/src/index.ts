@@ -30,3 +30,5 @@ export {
 export type { TracingOptions } from "./tracing.js";
 export { createServiceTransport } from "./service-transport.js";
 export type { ServiceTransportOptions } from "./service-transport.js";
+export { humanLine, logFormatFor, logWriter } from "./log-format.js";
+export type { LogFormat } from "./log-format.js";

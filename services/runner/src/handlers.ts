@@ -36,6 +36,7 @@ export function runnerHandlers(workspace: Workspace, executor: Executor, validat
     list_project_files: { capabilities: ["searchTexts"], run: (a: Args) => workspace.listProjectFiles(a as never) },
     search_project_texts: { capabilities: ["searchTexts"], run: (a: Args) => workspace.searchProjectTexts(a as never) },
     edit_project_files: { capabilities: ["applyTextEdit", "applyTextEditExpectedMatchCount"], run: (a: Args) => workspace.editProjectFiles(a as never) },
+    import_host_files: { capabilities: ["hostFileImport"], run: (a: Args) => workspace.importHostFiles(a as never) },
     read_workspace_changes: { capabilities: ["gitReview"], run: (a: Args) => workspace.readWorkspaceChanges(a as never) },
     read_git_diff_hunks: { capabilities: ["gitReview"], run: (a: Args) => workspace.readGitDiffHunks(a as never) },
     read_git_review_summary: { capabilities: ["gitReview"], run: (a: Args) => workspace.readGitReviewSummary(a as never) },

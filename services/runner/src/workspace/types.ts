@@ -367,6 +367,34 @@ export interface ReviewTotals {
   files_with_unknown_counts?: number;
 }
 
+// ---------------------------------------------------------------- import_host_files
+
+/** One file a Host holds: UTF-8 `content` or binary `content_base64` (exactly one). */
+export interface HostFile {
+  path: string;
+  content?: string;
+  content_base64?: string;
+  /** Replace an existing file (with its current `expected_read_revision`); default: create only. */
+  overwrite?: boolean;
+  expected_read_revision?: string;
+}
+
+export interface ImportHostFilesRequest {
+  files: HostFile[];
+}
+
+export interface ImportedFileReport {
+  path: string;
+  bytes: number;
+  read_revision: string;
+  /** Present (true) only when an existing file was replaced. */
+  replaced?: true;
+}
+
+export interface ImportHostFilesResult {
+  files: ImportedFileReport[];
+}
+
 // ---------------------------------------------------------------- the engine
 
 /**
@@ -382,6 +410,8 @@ export interface Workspace {
   searchProjectTexts(request: SearchProjectTextsRequest): Promise<SearchProjectTextsResult>;
   /** All-or-nothing transaction: full preflight, then atomic per-file apply with rollback. */
   editProjectFiles(request: EditProjectFilesRequest): Promise<EditProjectFilesResult>;
+  /** Files a Host holds, written in one edit transaction (same path policy, atomicity, rollback). */
+  importHostFiles(request: ImportHostFilesRequest): Promise<ImportHostFilesResult>;
   /** Work tree vs HEAD (staged + unstaged) plus untracked files. */
   readWorkspaceChanges(request: ReadWorkspaceChangesRequest): Promise<WorkspaceChangesResult>;
   /** Bounded hunks of tracked changes vs HEAD; untracked files have no hunks. */

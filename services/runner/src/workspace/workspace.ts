@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { stat } from "node:fs/promises";
 import { rgPath as bundledRgPath } from "@vscode/ripgrep";
 import { createDirectSpawner } from "../exec/spawner.js";
-import { editProjectFiles } from "./edit-transaction.js";
+import { editProjectFiles, importHostFiles } from "./edit-transaction.js";
 import { readGitDiffHunks, readGitReviewSummary, readWorkspaceChanges } from "./git-review.js";
 import { listProjectFiles } from "./list-files.js";
 import { createPathPolicy, DEFAULT_SENSITIVE_WRITE_GLOBS, realRoot } from "./path-policy.js";
@@ -39,6 +39,9 @@ export function createWorkspace(options: WorkspaceOptions): Workspace {
     },
     async editProjectFiles(request) {
       return editProjectFiles({ resolver: await policy.open(), hooks }, request);
+    },
+    async importHostFiles(request) {
+      return importHostFiles({ resolver: await policy.open(), hooks }, request);
     },
     async readWorkspaceChanges() {
       return readWorkspaceChanges(await policy.open(), spawner);
