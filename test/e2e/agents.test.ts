@@ -182,6 +182,8 @@ function scenario(setup: () => Clients) {
     assert.deepEqual([staleEdit["reason_code"], staleEdit["state_changed"]], ["fence_stale", false]);
     const staleCreate = await failure(worker, "edit_project_files", { project: workerProject, attempt_ref: first["attempt_ref"], changes: [{ kind: "create", path: "stale.txt", content: "x" }] });
     assert.equal(staleCreate["reason_code"], "fence_stale");
+    const staleImport = await failure(worker, "import_host_files", { project: workerProject, attempt_ref: first["attempt_ref"], files: [{ path: "imported.txt", content: "x" }] });
+    assert.deepEqual([staleImport["reason_code"], staleImport["state_changed"]], ["fence_stale", false]);
     const staleRun = await failure(worker, "run_shell", { project: workerProject, attempt_ref: first["attempt_ref"], command: "echo ran > ran.txt" });
     assert.equal(staleRun["reason_code"], "fence_stale");
     const staleBeat = await failure(worker, "heartbeat_agent_task_attempt", tupleOf(first));
@@ -199,6 +201,7 @@ function scenario(setup: () => Clients) {
     assert.equal(readFileSync(join(projectDir, "shared.txt"), "utf8"), "second attempt\n", "exactly what the second attempt wrote");
     assert.throws(() => readFileSync(join(projectDir, "stale.txt")));
     assert.throws(() => readFileSync(join(projectDir, "ran.txt")));
+    assert.throws(() => readFileSync(join(projectDir, "imported.txt")));
     const lost = await waitFor(lead, { agent_id: leadAgent["agent_id"] }, leadCursor, "attempt_completed", taskId);
     leadCursor = lost.cursor;
     assert.equal(lost.event.attempt_id, second["attempt_id"]);

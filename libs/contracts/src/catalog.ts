@@ -193,6 +193,7 @@ const definitions: readonly ToolDefinition[] = [
           { minItems: 1, maxItems: 64 },
         ),
         session_id: sessionId,
+        attempt_ref: attemptRef,
       },
       ["project", "files"],
     ),
