@@ -13,7 +13,7 @@ const revision = str("read_revision from read_files.");
 const timeoutMs = int("Kill after this many ms (default 120000, clamped to 600000).", { minimum: 1 });
 const waitMs = int("Return a pending job_id after this many ms (default 10000, clamped to 30000).", { minimum: 0 });
 const cwd = str("Working directory (default: project root).");
-const env = stringMap("Environment additions; the base environment is scrubbed.");
+const env = stringMap("Added to a scrubbed base environment.");
 const jobId = str("job_id from a pending result.");
 /** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
 const sessionId = str("Session ~s1 to record into.");
@@ -37,7 +37,7 @@ const textEdit = object(
   {
     replace_exact: replaceExact,
     expected_match_count: int("Replace all N matches only if exactly N exist.", { minimum: 1, maximum: 1024 }),
-    occurrence: int("Replace only the n-th match (1-based). Not with expected_match_count.", { minimum: 1 }),
+    occurrence: int("Only the n-th match (1-based); not with expected_match_count.", { minimum: 1 }),
     line_scope: object({ start_line: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["start_line", "end_line"]),
   },
   ["replace_exact"],
@@ -216,7 +216,7 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "run_shell",
     category: "execution",
-    description: "Run a shell command or a short related chain (sh by default, bash on request, login:true for a bash login shell). Done within wait_ms: output; else pending with job_id and a wait_for_job_terminal follow-up. Timeouts are clamped, never rejected.",
+    description: "Run a shell command or a short related chain (sh default; bash on request; login:true = bash login shell). Done within wait_ms: output; else pending with job_id and a wait_for_job_terminal follow-up. Timeouts are clamped, never rejected.",
     inputSchema: object({ ...execCommon, command: str(undefined, { minLength: 1 }), shell: str(undefined, { enum: ["sh", "bash"], default: "sh" }), login: bool(undefined, { default: false }) }, ["project", "command"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     direct: { rank: 4, reason: "CoreWorkflow" },
