@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, rmSync, statSync, chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { callTool, connectMcp, createProjectDir, processGroupAlive, readRevision, startDevServer, tempDir } from "../support/index.js";
-import type { DevServer } from "../support/index.js";
+import { callTool, connectMcp, createProjectDir, executeFollowUp, followUpTargetTool, processGroupAlive, readRevision, startDevServer, tempDir } from "../support/index.js";
+import type { DevServer, FollowUpCall } from "../support/index.js";
 
 const FILES = {
   "README.md": "# demo\n",
@@ -99,13 +99,13 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
     it("sleep past wait_ms returns pending with a follow-up that, executed unchanged, yields the output", async () => {
       const first = await callTool(client, "run_shell", { project, command: "sleep 3; echo done", wait_ms: 200 });
       assert.equal(first.result["execution_state"], "pending");
-      const followUp = first.result["follow_up"] as { follow_up_kind: string; tool: string; arguments: Record<string, unknown> };
+      const followUp = first.result["follow_up"] as FollowUpCall;
       assert.equal(followUp.follow_up_kind, "mechanically_followable");
-      assert.equal(followUp.tool, "wait_for_job_terminal");
-      let next = await callTool(client, "call_runtime_tool", { tool: followUp.tool, arguments: followUp.arguments });
-      while (next.result["execution_state"] === "pending") next = await callTool(client, "call_runtime_tool", { tool: followUp.tool, arguments: followUp.arguments });
+      assert.equal(followUpTargetTool(followUp), "wait_for_job_terminal");
+      let next = await executeFollowUp(client, followUp);
+      while (next.result["execution_state"] === "pending") next = await executeFollowUp(client, next.result["follow_up"]);
       assert.equal(next.result["output"], "done\n");
-      const replay = await callTool(client, "call_runtime_tool", { tool: followUp.tool, arguments: followUp.arguments });
+      const replay = await executeFollowUp(client, followUp);
       assert.deepEqual(replay.result, next.result, "keyed replay returns the same terminal result");
     });
 
@@ -148,7 +148,8 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(result["reason_code"], "expected_match_count_mismatch");
       assert.equal(result["detail_code"], "observed_3");
       assert.deepEqual((result["evidence"] as Record<string, unknown>)["match_lines"], [1, 2, 3]);
-      assert.equal((result["follow_up"] as Record<string, unknown>)["tool"], "read_files");
+      assert.equal(followUpTargetTool(result["follow_up"]), "read_files");
+      assert.equal((await executeFollowUp(client, result["follow_up"])).isError, false);
       assert.equal(readFileSync(join(projectDir, "src/config.ts"), "utf8"), before);
     });
 
@@ -250,8 +251,8 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(ran.result["output"], "ran\n");
       const slow = await callTool(client, "run_shell", { project, session_id: ref, command: "sleep 2; echo slow", wait_ms: 100 });
       assert.equal(slow.result["execution_state"], "pending", JSON.stringify(slow.result));
-      const followUp = slow.result["follow_up"] as { tool: string; arguments: Record<string, unknown> };
-      assert.equal(followUp.arguments["session_id"], ref, "the pending follow-up stays in the same Session");
+      const followUp = slow.result["follow_up"] as FollowUpCall;
+      assert.equal((followUp.arguments["arguments"] as Record<string, unknown>)["session_id"], ref, "the pending follow-up stays in the same Session");
 
       const mid = await handoff(ref);
       assert.deepEqual([mid.session_ref, mid.session_id, mid.project, mid.state, mid.title], [ref, id, "agent:local:demo", "open", "session e2e"]);
@@ -264,8 +265,8 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.ok(!JSON.stringify(mid).includes("notes.txt") && !JSON.stringify(mid).includes("echo"), "the recap holds facts, never paths or commands");
 
       // Executing the follow-up unchanged records the Job's terminal state in the Session.
-      let next = await runtime(followUp.tool, followUp.arguments);
-      while (next.result["execution_state"] === "pending") next = await runtime(followUp.tool, followUp.arguments);
+      let next = await executeFollowUp(client, followUp);
+      while (next.result["execution_state"] === "pending") next = await executeFollowUp(client, next.result["follow_up"]);
       assert.equal(next.result["output"], "slow\n");
       const done = await handoff(id);
       assert.deepEqual(done.pending_jobs, []);

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { toolDefinition } from "@webcodex/contracts";
-import { callTool, openDevProject, readRevision } from "../support/index.js";
+import { callTool, executeFollowUp, followUpTargetTool, openDevProject, readRevision } from "../support/index.js";
 import type { DevProject, ToolOutcome } from "../support/index.js";
 
 const FILES = {
@@ -41,8 +41,8 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
   let directTools: Set<string>;
 
   const runtime = (tool: string, args: Record<string, unknown>) => callTool(client, "call_runtime_tool", { tool, arguments: args });
-  /** Executes a follow-up exactly as given: Direct tools by name, Gateway tools through call_runtime_tool. */
-  const execute = (followUp: FollowUp) => (directTools.has(followUp.tool) ? callTool(client, followUp.tool, followUp.arguments) : runtime(followUp.tool, followUp.arguments));
+  /** Executes a follow-up exactly as returned, refusing any name tools/list does not show. */
+  const execute = (followUp: FollowUp) => executeFollowUp(client, followUp);
   const normalization = (outcome: ToolOutcome) => outcome.result["input_normalization"] as { code: string; hint: string; effective?: Record<string, number> } | undefined;
   const revisionOf = (path: string) => readRevision(client, project, path);
 
@@ -257,8 +257,11 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const pending = await callTool(client, "run_shell", { project, command: "sh slow.sh", wait_ms: 50 });
       assert.equal(pending.result["execution_state"], "pending", JSON.stringify(pending.result));
       const followUp = pending.result["follow_up"] as FollowUp;
+      assert.equal(followUp.tool, "call_runtime_tool", "a Gateway target is generated as the wrapper a tools/list-only Host can call");
+      assert.equal(followUpTargetTool(followUp), "wait_for_job_terminal");
+      assert.ok(!directTools.has("wait_for_job_terminal"));
       let next = await execute(followUp);
-      while (next.result["execution_state"] === "pending") next = await execute(followUp);
+      while (next.result["execution_state"] === "pending") next = await execute(next.result["follow_up"] as FollowUp);
       assert.equal(next.result["output"], "slow\n");
       assert.equal(readFileSync(join(projectDir, "slow.sh"), "utf8"), "sleep 1\necho slow\n");
     });

@@ -104,7 +104,7 @@ describe("pipeline audit", () => {
     const result = await pipeline.call(caller, "run_shell", { project: "~p1", command: "sleep 5", timeout_ms: 9_999_999, wait_ms: 10 }, signal);
     assert.equal(result.isError, false);
     assert.equal((result.structuredContent["input_normalization"] as { code: string }).code, "clamped_to_ceiling");
-    assert.deepEqual(result.structuredContent["follow_up"], { follow_up_kind: "mechanically_followable", tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } });
+    assert.deepEqual(result.structuredContent["follow_up"], { follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } } });
     const [{ record }] = records as [{ record: ActionRecordInit; durable: boolean }];
     assert.equal(record.resultSize?.canonicalBytes, Buffer.byteLength(JSON.stringify(pending)), "canonical bytes are of the result as the Runner returned it");
     assert.equal(record.resultSize?.projectedBytes, Buffer.byteLength(JSON.stringify(result.structuredContent)));
