@@ -252,6 +252,27 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       for (const line of (mismatch.result["evidence"] as Record<string, number[]>)["match_lines"] ?? []) assert.match(lines[line - 1] ?? "", /= 1;/);
     });
 
+    it("an unknown project ref carries list_projects, which executed unchanged lists the current refs", async () => {
+      const unknown = await callTool(client, "read_files", { project: "~p99", files: [{ path: "README.md" }] });
+      assert.deepEqual([unknown.isError, unknown.result["reason_code"]], [true, "project_not_found"]);
+      const followUp = unknown.result["follow_up"] as FollowUp;
+      assert.deepEqual([followUp.follow_up_kind, followUp.tool], ["fallback_recovery", "list_projects"]);
+      const listed = await execute(followUp);
+      assert.ok((listed.result["projects"] as Array<Record<string, unknown>>).some((p) => p["project_ref"] === project));
+    });
+
+    it("an unknown session carries create_session (fallback_recovery), which executed unchanged starts a usable Session", async () => {
+      const unknown = await callTool(client, "read_files", { project, session_id: "~s999", files: [{ path: "README.md" }] });
+      assert.deepEqual([unknown.isError, unknown.result["detail_code"]], [true, "session_not_found"]);
+      const followUp = unknown.result["follow_up"] as FollowUp;
+      assert.equal(followUp.follow_up_kind, "fallback_recovery");
+      assert.equal(followUpTargetTool(followUp), "create_session");
+      const created = await execute(followUp);
+      assert.equal(created.isError, false, JSON.stringify(created.result));
+      const again = await callTool(client, "read_files", { project, session_id: created.result["session_ref"], files: [{ path: "README.md" }] });
+      assert.equal(again.isError, false, JSON.stringify(again.result));
+    });
+
     it("a pending run's wait_for_job_terminal follow-up, executed unchanged, ends with the output", async () => {
       writeFileSync(join(projectDir, "slow.sh"), "sleep 1\necho slow\n");
       const pending = await callTool(client, "run_shell", { project, command: "sh slow.sh", wait_ms: 50 });

@@ -13,6 +13,8 @@ export type { CanonicalCall, NormalizeResult, NormalizeContext, InputNormalizati
 export { projectSuccess, compactBatch, compactEdit, compactShell } from "./projection.js";
 export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, createSessionFollowUp, followUpTarget, GATEWAY_WRAPPER } from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
+export { reasonCodeTable, failureFollowUpBuilder } from "./reason-codes.js";
+export type { ReasonCodeRow, RetryPosture, FollowUpBuilderName } from "./reason-codes.js";
 export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFailureError } from "./failure.js";
 export type { ToolFailure, FailureOptions } from "./failure.js";
 export { validateToolArguments } from "./schema-validator.js";

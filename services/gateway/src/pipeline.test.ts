@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { ConnectError, Code } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { admittedTools, listedTools, ReasonCode, FailureStage, toolDefinitions, toolFailure } from "@webcodex/contracts";
-import type { ToolDefinition } from "@webcodex/contracts";
+import { admittedTools, failureFollowUpBuilder, followUpTarget, listedTools, reasonCodeTable, ReasonCode, FailureStage, toolDefinitions, toolFailure, validateToolArguments } from "@webcodex/contracts";
+import type { FollowUp, ToolDefinition } from "@webcodex/contracts";
 import { argumentShape, createLogger, createMetrics, failureToWire } from "@webcodex/platform";
 import type { Metrics } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
@@ -314,4 +314,35 @@ describe("run_process → run_shell rewrite", () => {
     assert.equal((shell.structuredContent["input_normalization"] as { code: string }).code, "process_bash_login_to_run_shell");
     assert.deepEqual([records[0]?.record.tool, records[0]?.record.inputNormalizationCode], ["run_shell", "process_bash_login_to_run_shell"]);
   });
+});
+
+describe("failure follow-ups, table-driven over every reason code", () => {
+  const listed = new Set(listedTools(admittedTools({ admissionProfile: "full", hostProfile: "generic" })).map((d) => d.name));
+  for (const [code, row] of Object.entries(reasonCodeTable)) {
+    const details = [undefined, ...Object.keys(row.detail_follow_ups ?? {})];
+    for (const detail of details) {
+      it(`${code}${detail ? ` (${detail})` : ""}: ${failureFollowUpBuilder(code as ReasonCode, detail) ?? "no follow-up, as the table records"}`, async () => {
+        const { audit } = recordingAudit();
+        const failure = toolFailure(code as ReasonCode, row.stages[0] as FailureStage, {
+          ...(detail ? { detail_code: detail } : {}), outcome_unknown: true, evidence: { path: "src/a.ts" },
+        });
+        const pipeline = pipelineWith({ audit, dispatch: () => ({ failure: failureToWire(failure) }) });
+        const result = await pipeline.call(caller, "edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "src/a.ts", content: "x" }] }, signal);
+        assert.equal(result.isError, true);
+        assert.equal(result.structuredContent["reason_code"], code);
+        const followUp = result.structuredContent["follow_up"] as FollowUp | undefined;
+        const builder = failureFollowUpBuilder(code as ReasonCode, detail);
+        if (builder === undefined) {
+          assert.equal(followUp, undefined, "no follow-up where the table records none");
+          assert.ok((row.no_follow_up ?? "").length > 0);
+          return;
+        }
+        assert.ok(followUp, `${builder} is attached`);
+        assert.ok(listed.has(followUp.tool), `${followUp.tool} is callable by name from tools/list`);
+        const target = followUpTarget(followUp);
+        assert.equal(validateToolArguments(target.tool, target.arguments), undefined, "its arguments validate unchanged");
+        if ("project" in target.arguments) assert.equal(target.arguments["project"], "~p1", "the caller's own selector");
+      });
+    }
+  }
 });

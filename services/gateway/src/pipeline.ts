@@ -9,10 +9,10 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
-  FailureStage, forwardedCall, gatewayRefusal, groupToolNamesByCategory, normalizeToolCall, projectSuccess, ReasonCode,
-  rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
+  createSessionFollowUp, FailureStage, failureFollowUpBuilder, forwardedCall, gatewayRefusal, groupToolNamesByCategory, inspectWorkspaceFollowUp,
+  listProjectsFollowUp, normalizeToolCall, projectSuccess, ReasonCode, rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
 } from "@webcodex/contracts";
-import type { CanonicalCall, FailureStage as Stage, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { CanonicalCall, FailureStage as Stage, FollowUp, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
@@ -123,6 +123,14 @@ type Admission =
   | { ok: true; catalog: AdmittedCatalog; tool: string; args: unknown }
   | { ok: false; failure: ToolFailure; tool: string; args: unknown };
 
+/** The caller's own project selector, from the normalized arguments or, before normalization, the raw ones. */
+function projectSelector(args: Record<string, unknown>, rawArgs: unknown): string | undefined {
+  const own = args["project"];
+  if (typeof own === "string") return own;
+  const raw = typeof rawArgs === "object" && rawArgs !== null ? (rawArgs as Record<string, unknown>)["project"] : undefined;
+  return typeof raw === "string" && raw !== "" ? raw : undefined;
+}
+
 /** Maps a transport/dependency error to a failure that says what is known about the effect. */
 function dependencyFailure(error: unknown, stage: Stage, effectful: boolean): ToolFailure {
   const ce = ConnectError.from(error);
@@ -134,14 +142,36 @@ function dependencyFailure(error: unknown, stage: Stage, effectful: boolean): To
   });
 }
 
-/** Recovery follow-ups the gateway can prove from a Runner failure. */
-function withRecovery(failure: ToolFailure, project: string): ToolFailure {
+/**
+ * The recovery follow-up a failure carries, as the reason-code table names it, built from
+ * what the call and the failure's evidence prove (the caller's own project selector, the
+ * path the evidence names). A failure that already carries one keeps it; a row whose inputs
+ * are not known here (no project, no single path, an effect that cannot have happened)
+ * carries none, as the table records.
+ */
+export function withRecovery(failure: ToolFailure, project: string | undefined): ToolFailure {
   if (failure.follow_up) return failure;
+  const builder = failureFollowUpBuilder(failure.reason_code, failure.detail_code);
   const path = typeof failure.evidence?.["path"] === "string" ? (failure.evidence["path"] as string) : undefined;
-  if (path && (failure.reason_code === ReasonCode.staleReadRevision || failure.reason_code === ReasonCode.expectedMatchCountMismatch)) {
-    return { ...failure, follow_up: rereadFollowUp(project, path) };
+  let followUp: FollowUp | undefined;
+  switch (builder) {
+    case "listProjectsFollowUp":
+      followUp = listProjectsFollowUp();
+      break;
+    case "rereadFollowUp":
+      if (project !== undefined && path !== undefined) followUp = rereadFollowUp(project, path);
+      break;
+    case "inspectWorkspaceFollowUp":
+      if (project !== undefined && failure.outcome_unknown) followUp = inspectWorkspaceFollowUp(project);
+      break;
+    case "createSessionFollowUp":
+      if (project !== undefined) followUp = createSessionFollowUp(project);
+      break;
+    case "waitForJobFollowUp":
+    case undefined:
+      break;
   }
-  return failure;
+  return followUp ? { ...failure, follow_up: followUp } : failure;
 }
 
 export function createPipeline(deps: PipelineDeps) {
@@ -247,7 +277,7 @@ export function createPipeline(deps: PipelineDeps) {
       const failure = await resolveSession(sessionSelector, project.canonicalId, ctx);
       if (failure) return { ok: false, failure };
     }
-    const outcome = await dispatchToRunner(def, runnerArguments(args), selector, project, ctx, callId);
+    const outcome = await dispatchToRunner(def, runnerArguments(args), project, ctx, callId);
     if (ctx.sessionId !== "") await recordSessionCall(ctx.ranLiteral ?? def, outcome, ctx, callId, Math.round(now() - started));
     return outcome;
   }
@@ -292,7 +322,7 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   async function dispatchToRunner(
-    def: ToolDefinition, runnerArgs: Record<string, unknown>, selector: string, project: { canonicalId: string; rootIdentity: string }, ctx: CallContext, callId: string,
+    def: ToolDefinition, runnerArgs: Record<string, unknown>, project: { canonicalId: string; rootIdentity: string }, ctx: CallContext, callId: string,
   ): Promise<Outcome> {
     const fallback = ctx.literal ? { tool: ctx.literal.tool, argumentsJson: JSON.stringify(runnerArguments(ctx.literal.arguments)) } : undefined;
     try {
@@ -301,7 +331,7 @@ export function createPipeline(deps: PipelineDeps) {
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       ));
       if (res.answeredFallback && ctx.literal) ctx.ranLiteral = toolDefinition(ctx.literal.tool);
-      if (res.failure) return { ok: false, failure: withRecovery(failureFromWire(res.failure), selector) };
+      if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
       return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, def.effect !== "read_only") };
@@ -485,6 +515,9 @@ export function createPipeline(deps: PipelineDeps) {
         sessionId = ctx.sessionId;
       }
     }
+
+    // Every failure with a known repair carries it (the reason-code table says which).
+    if (!outcome.ok) outcome = { ok: false, failure: withRecovery(outcome.failure, projectSelector(args, rawArgs)) };
 
     // Audit capture, from the canonical outcome before the late model projection: nothing a
     // projection adds (input_normalization, follow_up) can reach the record or its sizes.
