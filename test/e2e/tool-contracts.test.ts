@@ -230,6 +230,19 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     });
   });
 
+  describe("results state only what the runtime can prove", () => {
+    it("run_script honours the env its schema accepts", async () => {
+      const outcome = await runtime("run_script", { project, language: "python", code: "import os\nprint(os.environ.get('GREETING'))", env: { GREETING: "hello" } });
+      assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
+      assert.equal(outcome.result["stdout"], "hello\n");
+    });
+
+    it("get_runtime_status has no client_id focus it cannot honour: the field fails closed", async () => {
+      const outcome = await callTool(client, "get_runtime_status", { client_id: "local" });
+      assert.deepEqual([outcome.isError, outcome.result["reason_code"]], [true, "unknown_field"]);
+    });
+  });
+
   describe("follow-ups returned by tools execute unchanged", () => {
     it("the re-read after a stale revision returns the current revision", async () => {
       const stale = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "src/a.ts", expected_read_revision: "r_0000000000000000", edits: [{ replace_exact: { old_text: "a = 1", new_text: "a = 2" } }] }] });

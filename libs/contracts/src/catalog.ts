@@ -86,8 +86,8 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "get_runtime_status",
     category: "status",
-    description: "Runtime status: server identity, Runner/Project counts, Job counts, protocol alignment, connection states. Compact unless compact=false; client_id focuses one Runner.",
-    inputSchema: object({ compact: bool(undefined, { default: true }), summary_only: bool("Alias for sparse status."), client_id: str("Focus one caller-visible Runner.") }),
+    description: "Runtime status of your own Runners and Projects: server identity, Runner/Project counts, Job counts, protocol alignment, connection states. Compact unless compact=false.",
+    inputSchema: object({ compact: bool(undefined, { default: true }), summary_only: bool("Alias for sparse status.") }),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     implemented: true,
   },

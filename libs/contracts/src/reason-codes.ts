@@ -102,9 +102,13 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     stages: ["admission", "resolution", "dispatch", "execution", "observation", "record"],
     retry: "same_call",
     meaning: "A platform service did not answer; outcome_unknown says whether the effect may have happened.",
-    no_follow_up: "With outcome_unknown false nothing ran and the same call is the repair; with true, inspect the project first (read_workspace_changes).",
+    follow_up: "inspectWorkspaceFollowUp",
+    no_follow_up: "Only an effect that may have happened (outcome_unknown) carries the inspection; otherwise nothing ran and the same call is the repair.",
   },
-  internal: { stages: ["dispatch", "execution"], retry: "inspect_first", meaning: "An unexpected runtime error; outcome_unknown says whether the effect may have happened.", no_follow_up: "No specific repair is known." },
+  internal: {
+    stages: ["dispatch", "execution"], retry: "inspect_first", meaning: "An unexpected runtime error; outcome_unknown says whether the effect may have happened.",
+    follow_up: "inspectWorkspaceFollowUp", no_follow_up: "Only an effect that may have happened (outcome_unknown) carries the inspection; no other repair is known.",
+  },
 };
 
 /** The follow-up builders a failure with this code and detail carries (none when the row records why). */

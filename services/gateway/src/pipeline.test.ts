@@ -6,12 +6,15 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ConnectError, Code } from "@connectrpc/connect";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+import { ConnectError, Code, createClient } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
-import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
+import { RunnerBrokerService } from "@webcodex/proto";
+import type { RefResolverService } from "@webcodex/proto";
 import { admittedTools, failureFollowUpBuilder, followUpTarget, listedTools, reasonCodeTable, ReasonCode, FailureStage, toolDefinitions, toolFailure, validateToolArguments } from "@webcodex/contracts";
 import type { FollowUp, ToolDefinition } from "@webcodex/contracts";
-import { argumentShape, createLogger, createMetrics, failureToWire } from "@webcodex/platform";
+import { argumentShape, createLogger, createMetrics, createServiceTransport, failureToWire } from "@webcodex/platform";
 import type { Metrics } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import { AuditNotDurableError } from "./audit-recorder.js";
@@ -50,6 +53,8 @@ type ProjectEntry = { projectRef: string; project: { canonicalId: string; rootId
 function pipelineWith(options: {
   audit: AuditRecorder; catalogs?: CatalogCache; dispatch?: (req: DispatchRequest) => DispatchAnswer; metrics?: Metrics;
   projects?: ProjectEntry[]; runnerStates?: (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => Record<string, string>;
+  broker?: Client<typeof RunnerBrokerService>;
+  mode?: "embedded" | "distributed";
 }) {
   const refResolver = {
     resolveProject: async () => ({ project }),
@@ -64,10 +69,10 @@ function pipelineWith(options: {
   return createPipeline({
     catalogs: options.catalogs ?? { get: async () => catalogOf(toolDefinitions()) },
     refResolver,
-    broker,
+    broker: options.broker ?? broker,
     audit: options.audit,
     hostProfile: "generic",
-    serverInfo: { name: "webcodex", version: "test", mode: "embedded" },
+    serverInfo: { name: "webcodex", version: "test", mode: options.mode ?? "embedded" },
     logger: createLogger({ service: "test", level: "silent" }),
     ...(options.metrics ? { metrics: options.metrics } : {}),
   });
@@ -272,7 +277,7 @@ describe("discovery contract", () => {
       { projectRef: "~p2", project: { canonicalId: "agent:acme:idle", rootIdentity: "root-2", name: "idle" } },
     ];
     const asked: unknown[] = [];
-    const pipeline = pipelineWith({ audit: recordingAudit().audit, projects, runnerStates: (req) => { asked.push(req.projects); return { "agent:acme:demo": "ready", "agent:acme:idle": "none" }; } });
+    const pipeline = pipelineWith({ mode: "distributed", audit: recordingAudit().audit, projects, runnerStates: (req) => { asked.push(req.projects); return { "agent:acme:demo": "ready", "agent:acme:idle": "none" }; } });
     const listed = await pipeline.call(caller, "list_projects", {}, signal);
     assert.deepEqual(listed.structuredContent, {
       projects: [
@@ -285,6 +290,11 @@ describe("discovery contract", () => {
     const degraded = await down.call(caller, "list_projects", {}, signal);
     assert.equal(degraded.isError, false);
     assert.deepEqual((degraded.structuredContent["projects"] as Array<Record<string, unknown>>).map((p) => p["runner_state"]), ["unknown", "unknown"]);
+    // Embedded mode does not offer a project no Runner in the process can serve; an unknown state is still listed.
+    const embedded = pipelineWith({ mode: "embedded", audit: recordingAudit().audit, projects, runnerStates: () => ({ "agent:acme:demo": "ready", "agent:acme:idle": "none" }) });
+    assert.deepEqual((await embedded.call(caller, "list_projects", {}, signal)).structuredContent, { projects: [{ project_ref: "~p1", project_id: "agent:acme:demo", name: "demo", runner_state: "ready" }] });
+    const embeddedDown = pipelineWith({ mode: "embedded", audit: recordingAudit().audit, projects, runnerStates: () => { throw new ConnectError("broker down", Code.Unavailable); } });
+    assert.equal(((await embeddedDown.call(caller, "list_projects", {}, signal)).structuredContent["projects"] as unknown[]).length, 2);
   });
 });
 
@@ -345,4 +355,34 @@ describe("failure follow-ups, table-driven over every reason code", () => {
       });
     }
   }
+});
+
+describe("a broker that did not answer: outcome_unknown is false only when the request provably never left", () => {
+  const shell = { project: "~p1", command: "touch x" };
+  it("a refused connection (real Connect transport to a closed port) proves nothing ran", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, "127.0.0.1", () => {
+        const p = (s.address() as AddressInfo).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const broker = createClient(RunnerBrokerService, createServiceTransport(`http://127.0.0.1:${port}`));
+    const result = await pipelineWith({ audit: recordingAudit().audit, broker }).call(caller, "run_shell", shell, signal);
+    assert.deepEqual([result.isError, result.structuredContent["reason_code"], result.structuredContent["outcome_unknown"]], [true, "dependency_unavailable", false]);
+    assert.equal(result.structuredContent["follow_up"], undefined, "nothing ran: the same call is the repair");
+  });
+  for (const code of [Code.Unavailable, Code.Unimplemented]) {
+    it(`${Code[code]} after the request may have been sent leaves the effect unknown, with the inspection follow-up`, async () => {
+      const pipeline = pipelineWith({ audit: recordingAudit().audit, dispatch: () => { throw new ConnectError("stream reset", code); } });
+      const result = await pipeline.call(caller, "run_shell", shell, signal);
+      assert.deepEqual([result.isError, result.structuredContent["outcome_unknown"]], [true, true]);
+      assert.doesNotMatch(String(result.structuredContent["message"]), /nothing was run/);
+      assert.equal(followUpTarget(result.structuredContent["follow_up"] as FollowUp).tool, "read_workspace_changes");
+    });
+  }
+  it("a read-only call that was cut still says nothing changed", async () => {
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, dispatch: () => { throw new ConnectError("stream reset", Code.Unavailable); } });
+    const result = await pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "a" }] }, signal);
+    assert.equal(result.structuredContent["outcome_unknown"], false);
+  });
 });

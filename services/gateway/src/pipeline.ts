@@ -13,7 +13,7 @@ import {
   listProjectsFollowUp, normalizeToolCall, projectSuccess, ReasonCode, rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
 } from "@webcodex/contracts";
 import type { CanonicalCall, FailureStage as Stage, FollowUp, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
+import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, provenNotSent, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
@@ -131,14 +131,19 @@ function projectSelector(args: Record<string, unknown>, rawArgs: unknown): strin
   return typeof raw === "string" && raw !== "" ? raw : undefined;
 }
 
-/** Maps a transport/dependency error to a failure that says what is known about the effect. */
+/**
+ * Maps a transport/dependency error to a failure that says what is known about the effect. An
+ * effectful dispatch may say "nothing was run" only when the request provably never left (the
+ * connection was refused or never established); any other error, whatever its Connect code,
+ * leaves the effect unknown.
+ */
 function dependencyFailure(error: unknown, stage: Stage, effectful: boolean): ToolFailure {
   const ce = ConnectError.from(error);
-  const notSent = ce.code === Code.Unavailable || ce.code === Code.Unimplemented;
+  const unknown = stage === FailureStage.dispatch && effectful && !provenNotSent(error);
   return toolFailure(ReasonCode.dependencyUnavailable, stage, {
     detail_code: Code[ce.code]?.toLowerCase() ?? "unknown",
-    outcome_unknown: stage === FailureStage.dispatch && effectful && !notSent,
-    message: `A platform dependency failed during ${stage}; ${stage === FailureStage.dispatch && effectful && !notSent ? "the effect is unknown: inspect before retrying" : "nothing was run"}.`,
+    outcome_unknown: unknown,
+    message: `A platform dependency failed during ${stage}; ${unknown ? "the effect is unknown: inspect before retrying" : "nothing was run"}.`,
   });
 }
 
@@ -216,10 +221,6 @@ export function createPipeline(deps: PipelineDeps) {
    * built; compact: false adds the diagnostic rows, catalog version and audit backlog.
    */
   async function runtimeStatus(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
-    const focus = args["client_id"] as string | undefined;
-    if (focus !== undefined && focus !== ctx.caller.principal.clientId) {
-      return { ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.authorization, { detail_code: "runner_not_visible" }) };
-    }
     const compact = args["summary_only"] === true || args["compact"] !== false;
     let fleet;
     try {
@@ -362,15 +363,14 @@ export function createPipeline(deps: PipelineDeps) {
       case "list_projects": {
         const res = await deps.refResolver.listProjects({}, options);
         const states = await runnerStates(res.projects.flatMap((p) => (p.project ? [p.project] : [])), ctx);
-        return {
-          ok: true,
-          result: {
-            projects: res.projects.map((p) => {
-              const id = p.project?.canonicalId ?? "";
-              return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
-            }),
-          },
-        };
+        const listed = res.projects.map((p) => {
+          const id = p.project?.canonicalId ?? "";
+          return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
+        });
+        // Embedded mode serves one project root per process: a project of an earlier run that no
+        // Runner here can serve (runner_state none) is not offered to the model, which would pick
+        // it and fail. Its ref is kept for when it is served again.
+        return { ok: true, result: { projects: deps.serverInfo.mode === "embedded" ? listed.filter((p) => p.runner_state !== "none") : listed } };
       }
       case "create_session": {
         const res = await deps.refResolver.createSession({ projectSelector: args["project"] as string, title: (args["title"] as string | undefined) ?? "" }, options);
