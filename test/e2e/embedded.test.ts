@@ -94,6 +94,8 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(result["exit_code"], 3);
       assert.equal(result["timed_out"], false);
       assert.equal(result["execution_state"], "completed");
+      assert.equal(result["output"], "out\nerr\n");
+      assert.ok(!("stdout" in result) && !("stderr" in result) && !("state" in result) && !("effective" in result), "output once, one state field, no limits that did not matter");
     });
 
     it("sleep past wait_ms returns pending with a follow-up that, executed unchanged, yields the output", async () => {
@@ -158,6 +160,9 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(isError, false, JSON.stringify(result));
       assert.equal(result["changed"], true);
       assert.ok(!("dry_run" in result) && !("execution_state" in result));
+      assert.equal((result["change_summary"] as Record<string, unknown>)["replacements"], 3);
+      const [file] = result["files"] as Array<Record<string, unknown>>;
+      assert.ok(file && !("replacements" in file) && typeof file["read_revision"] === "string", "the file carries its revision, not the summary's counts again");
       assert.equal(readFileSync(join(projectDir, "src/config.ts"), "utf8"), "export const a = 2;\nexport const b = 2;\nexport const c = 2;\n");
     });
 

@@ -5,7 +5,7 @@ import { array, bool, int, object, str, stringMap } from "./json-schema.js";
 import type { JsonSchema } from "./json-schema.js";
 import { ToolCategory } from "./tool-definition.js";
 import type { ToolDefinition } from "./tool-definition.js";
-import { compactBatch, compactEdit, compactShell } from "./projection.js";
+import { compactBatch, compactEdit, compactRun, compactShell } from "./projection.js";
 
 const project = str("project_ref (~p1, from list_projects) or agent:<client_id>:<project_id>.");
 const path = str("Project-relative POSIX path.");
@@ -184,6 +184,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Run one executable with literal args (no shell). Returns exit_code and output if done within wait_ms, else execution_state pending with a job_id and a wait_for_job_terminal follow-up.",
     inputSchema: object({ ...execCommon, args: array(str(), "argv: executable then arguments.", { minItems: 1 }), argv: array(str(), "Alias of args."), stdin: str() }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactRun,
     implemented: true,
     clamps: execClamps,
     requiredCapabilities: () => ["processExecution"],
@@ -206,6 +207,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Run a Python program passed as data (language: python). Same result and pending contract as run_process.",
     inputSchema: object({ ...execCommon, language: str(undefined, { enum: ["python"] }), code: str(undefined, { minLength: 1 }), args: array(str()) }, ["project", "language", "code"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactRun,
     implemented: true,
     clamps: execClamps,
     requiredCapabilities: () => ["pythonScript"],
@@ -234,6 +236,7 @@ const definitions: readonly ToolDefinition[] = [
     description: "Wait up to wait_ms (clamped to 30000) for a Job to finish; returns its terminal result, or pending again with the same follow-up. Repeating after terminal returns the same result.",
     inputSchema: object({ project, job_id: jobId, wait_ms: waitMs, session_id: sessionId }, ["project", "job_id"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
+    projectSuccess: compactRun,
     implemented: true,
     clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
   },

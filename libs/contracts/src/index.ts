@@ -10,7 +10,7 @@ export {
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
-export { projectSuccess, compactBatch, compactEdit, compactShell } from "./projection.js";
+export { projectSuccess, compactBatch, compactEdit, compactRun, compactShell } from "./projection.js";
 export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, createSessionFollowUp, followUpTarget, GATEWAY_WRAPPER } from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { reasonCodeTable, failureFollowUpBuilder } from "./reason-codes.js";
