@@ -164,6 +164,7 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       list_tools: () => ({}),
       get_runtime_status: () => ({ compact: false }),
       list_project_files: () => ({ project, path: "src" }),
+      search_file_context: () => ({ project, path: "src/a.ts", pattern: "const" }),
       run_process: () => ({ project, args: ["echo", "process"] }),
       run_script: () => ({ project, language: "python", code: "print('script')" }),
       run_detached_process: () => ({ project, args: ["sh", "-c", "echo detached"] }),
@@ -240,6 +241,34 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     it("get_runtime_status has no client_id focus it cannot honour: the field fails closed", async () => {
       const outcome = await callTool(client, "get_runtime_status", { client_id: "local" });
       assert.deepEqual([outcome.isError, outcome.result["reason_code"]], [true, "unknown_field"]);
+    });
+  });
+
+  describe("low-context search", () => {
+    it("search_project_texts answers with files or counts only, and with bounded context lines", async () => {
+      const outcome = await callTool(client, "search_project_texts", {
+        project,
+        queries: [{ pattern: "export const", output: "files" }, { pattern: "export const", output: "count" }, { pattern: "b = 1", path: "src/a.ts", context_lines: 9 }],
+      });
+      assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
+      const [files, count, context] = outcome.result["results"] as Array<Record<string, unknown>>;
+      assert.deepEqual(files?.["files"], [{ path: "src/a.ts", match_count: 2 }, { path: "src/deep/b.ts", match_count: 1 }]);
+      assert.ok(!("matches" in (files ?? {})), "no match lines when files were asked for");
+      assert.deepEqual([count?.["match_count"], count?.["file_count"]], [3, 2]);
+      assert.deepEqual(context?.["matches"], [{ path: "src/a.ts", line: 2, text: "export const b = 1;", before: ["export const a = 1;"] }]);
+      assert.equal(normalization(outcome)?.code, "clamped_to_ceiling", "context_lines above 5 is clamped, not rejected");
+    });
+
+    it("search_file_context returns the read_revision an edit can use at once", async () => {
+      writeFileSync(join(projectDir, "ctx.ts"), "const x = 1;\nuse(x);\nconst y = 2;\n");
+      const found = await runtime("search_file_context", { project, path: "ctx.ts", pattern: "use(x)", context_lines: 1 });
+      assert.equal(found.isError, false, JSON.stringify(found.result));
+      assert.deepEqual(found.result["matches"], [{ line: 2, text: "use(x);", before: ["const x = 1;"], after: ["const y = 2;"] }]);
+      const edited = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "ctx.ts", expected_read_revision: found.result["read_revision"], edits: [{ replace_exact: { old_text: "use(x)", new_text: "use(x, y)" } }] }] });
+      assert.equal(edited.isError, false, JSON.stringify(edited.result));
+      assert.equal(readFileSync(join(projectDir, "ctx.ts"), "utf8"), "const x = 1;\nuse(x, y);\nconst y = 2;\n");
+      const stale = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "ctx.ts", expected_read_revision: found.result["read_revision"], edits: [{ replace_exact: { old_text: "y = 2", new_text: "y = 3" } }] }] });
+      assert.equal(stale.result["reason_code"], "stale_read_revision", "the revision is of the content searched: a later change still needs a re-read");
     });
   });
 

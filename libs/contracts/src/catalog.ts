@@ -7,16 +7,19 @@ import { ToolCategory } from "./tool-definition.js";
 import type { ToolDefinition } from "./tool-definition.js";
 import { compactBatch, compactEdit, compactRun, compactShell } from "./projection.js";
 
-const project = str("project_ref (~p1, from list_projects) or agent:<client_id>:<project_id>.");
+const project = str("~p1 from list_projects, or agent:<client_id>:<project_id>.");
 const path = str("Project-relative POSIX path.");
+/** A path whose meaning the tool description or a sibling field already states (saves tools/list bytes). */
+const barePath = str();
 const revision = str("read_revision from read_files; fails if the file changed since.");
+const bareRevision = str();
 const timeoutMs = int("Kill after this many ms (default 120000, clamped to 600000).", { minimum: 1 });
 const waitMs = int("Return a pending job_id after this many ms (default 10000, clamped to 30000).", { minimum: 0 });
 const cwd = str("Project-relative working directory (default: root).");
 const env = stringMap("Environment additions; the base environment is scrubbed.");
 const jobId = str("job_id from a pending result.");
 /** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
-const sessionId = str("session_ref (~s1) or wc_sess_*; records the call there.");
+const sessionId = str("~s1 or wc_sess_*: records the call in that Session.");
 
 const replaceExact = object({ old_text: str(undefined, { minLength: 1 }), new_text: str() }, ["old_text", "new_text"]);
 const textEdit = object(
@@ -34,9 +37,9 @@ const fileChange: JsonSchema = {
   required: ["kind"],
   oneOf: [
     object({ kind: str(undefined, { const: "edit" }), path, expected_read_revision: revision, edits: array(textEdit, undefined, { minItems: 1 }) }, ["kind", "path", "expected_read_revision", "edits"]),
-    object({ kind: str(undefined, { const: "create" }), path, content: str() }, ["kind", "path", "content"]),
-    object({ kind: str(undefined, { const: "delete" }), path, expected_read_revision: revision }, ["kind", "path", "expected_read_revision"]),
-    object({ kind: str(undefined, { const: "move" }), path, destination: path, expected_read_revision: revision }, ["kind", "path", "destination", "expected_read_revision"]),
+    object({ kind: str(undefined, { const: "create" }), path: barePath, content: str() }, ["kind", "path", "content"]),
+    object({ kind: str(undefined, { const: "delete" }), path: barePath, expected_read_revision: bareRevision }, ["kind", "path", "expected_read_revision"]),
+    object({ kind: str(undefined, { const: "move" }), path: barePath, destination: barePath, expected_read_revision: bareRevision }, ["kind", "path", "destination", "expected_read_revision"]),
   ],
 };
 
@@ -129,12 +132,15 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "search_project_texts",
     category: "files",
-    description: "Run several independent text searches in one call (.gitignore-aware). Literal unless regex:true; case-sensitive unless case_sensitive:false. Per query: matches [{path,line,text}], total, truncated. max_results default 100, clamped to 2000. A missing path is path_not_found.",
+    description: "Several independent text searches in one call (.gitignore-aware). Literal unless regex:true; case-sensitive unless case_sensitive:false. Per query: matches [{path,line,text,before?,after?}] (context_lines 0..5), total, truncated; output files: [{path,match_count}]; output count: counts only. max_results default 100, clamped to 2000. A missing path is path_not_found.",
     inputSchema: object(
       {
         project,
         queries: array(
-          object({ pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), path, glob: str(), case_sensitive: bool(undefined, { default: true }), max_results: int(undefined, { minimum: 1 }) }, ["pattern"]),
+          object({
+            pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), path, glob: str(), case_sensitive: bool(undefined, { default: true }), max_results: int(undefined, { minimum: 1 }),
+            output: str(undefined, { enum: ["matches", "files", "count"], default: "matches" }), context_lines: int(undefined, { minimum: 0 }),
+          }, ["pattern"]),
           "Up to 16 independent queries.",
           { minItems: 1, maxItems: 16 },
         ),
@@ -146,8 +152,28 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 2, reason: "CoreWorkflow" },
     projectSuccess: (r) => compactBatch(r, "results"),
     implemented: true,
-    clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }],
-    requiredCapabilities: () => ["searchTexts"],
+    clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }, { path: "queries.*.context_lines", ceiling: 5, minimum: 0 }],
+    requiredCapabilities: (args) => {
+      const queries = Array.isArray(args["queries"]) ? (args["queries"] as Array<Record<string, unknown>>) : [];
+      const lowContext = queries.some((q) => (q["output"] !== undefined && q["output"] !== "matches") || (typeof q["context_lines"] === "number" && q["context_lines"] > 0));
+      return lowContext ? ["searchTexts", "searchLowContext"] : ["searchTexts"];
+    },
+  },
+  {
+    name: "search_file_context",
+    category: "files",
+    description: "Matches of one pattern in one file with context_lines (default 3, clamped to 5) around each, plus the file's read_revision so an edit can follow without a read. Literal unless regex:true. max_matches default 20, clamped to 200.",
+    inputSchema: object(
+      {
+        project, path, pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), case_sensitive: bool(undefined, { default: true }),
+        context_lines: int(undefined, { minimum: 0 }), max_matches: int(undefined, { minimum: 1 }), session_id: sessionId,
+      },
+      ["project", "path", "pattern"],
+    ),
+    effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
+    implemented: true,
+    clamps: [{ path: "context_lines", ceiling: 5, minimum: 0 }, { path: "max_matches", ceiling: 200, minimum: 1 }],
+    requiredCapabilities: () => ["searchLowContext"],
   },
   {
     name: "edit_project_files",
