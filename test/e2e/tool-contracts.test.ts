@@ -244,6 +244,22 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     });
   });
 
+  describe("passive job_attention", () => {
+    it("appears once on the first result after a detached Job ends, then not again", async () => {
+      const started = await runtime("run_detached_process", { project, args: ["sh", "-c", "sleep 1; exit 3"] });
+      assert.equal(started.isError, false, JSON.stringify(started.result));
+      const jobId = String(started.result["job_id"]);
+      const during = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+      assert.equal(during.result["job_attention"], undefined, "still running: nothing to report");
+      await new Promise((r) => setTimeout(r, 1_800));
+      const first = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+      assert.deepEqual(first.result["job_attention"], { items: [{ job_id: jobId, state: "completed", exit_code: 3 }] });
+      assert.equal(((first.result["items"] as Array<Record<string, unknown>>)[0])?.["content"], "# contracts\n", "the business result is unchanged");
+      const second = await callTool(client, "search_project_texts", { project, queries: [{ pattern: "contracts", output: "count" }] });
+      assert.equal(second.result["job_attention"], undefined, "delivered once, not again");
+    });
+  });
+
   describe("low-context search", () => {
     it("search_project_texts answers with files or counts only, and with bounded context lines", async () => {
       const outcome = await callTool(client, "search_project_texts", {

@@ -386,3 +386,51 @@ describe("a broker that did not answer: outcome_unknown is false only when the r
     assert.equal(result.structuredContent["outcome_unknown"], false);
   });
 });
+
+describe("passive job_attention", () => {
+  const ended = { jobs: [{ job_id: "job_9", state: "completed", exit_code: 0, stdout_tail: "x" }] };
+  const setup = () => {
+    const asked: string[] = [];
+    const pipeline = pipelineWith({
+      audit: recordingAudit().audit,
+      dispatch: (req) => {
+        asked.push(req.tool);
+        if (req.tool === "run_detached_process") return { resultJson: JSON.stringify({ execution_state: "running", job_id: "job_9", started_at: "t" }) };
+        if (req.tool === "observe_jobs") return { resultJson: JSON.stringify(ended) };
+        return { resultJson: JSON.stringify(readFilesResult) };
+      },
+    });
+    const read = () => pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "README.md" }] }, signal);
+    return { pipeline, asked, read };
+  };
+
+  it("an ended detached Job is reported once, on the first result after it ended, once that result was delivered", async () => {
+    const { pipeline, asked, read } = setup();
+    assert.equal((await read()).structuredContent["job_attention"], undefined, "nothing watched: no attention, no extra call");
+    assert.deepEqual(asked, ["read_files"]);
+    await pipeline.call(caller, "run_detached_process", { project: "~p1", args: ["sleep", "1"] }, signal);
+    const first = await read();
+    assert.deepEqual(first.structuredContent["job_attention"], { items: [{ job_id: "job_9", state: "completed", exit_code: 0 }] });
+    first.delivered?.();
+    const second = await read();
+    assert.equal(second.structuredContent["job_attention"], undefined, "not again");
+    assert.deepEqual(asked.filter((t) => t === "observe_jobs").length, 1, "nothing left to watch: no further observation");
+  });
+
+  it("a result that was not delivered does not count: the next result carries the item again", async () => {
+    const { pipeline, read } = setup();
+    await pipeline.call(caller, "run_detached_process", { project: "~p1", args: ["sleep", "1"] }, signal);
+    assert.ok((await read()).structuredContent["job_attention"]);
+    const again = await read();
+    assert.ok(again.structuredContent["job_attention"], "the undelivered item is repeated");
+  });
+
+  it("a Job the caller waited for itself is not reported again, and another caller is never told", async () => {
+    const { pipeline, read } = setup();
+    await pipeline.call(caller, "run_detached_process", { project: "~p1", args: ["sleep", "1"] }, signal);
+    const other = await pipeline.call({ ...caller, principal: { clientId: "acme", subject: "bob" } }, "read_files", { project: "~p1", files: [{ path: "README.md" }] }, signal);
+    assert.equal(other.structuredContent["job_attention"], undefined);
+    await pipeline.call(caller, "observe_jobs", { project: "~p1", job_ids: ["job_9"] }, signal);
+    assert.equal((await read()).structuredContent["job_attention"], undefined);
+  });
+});

@@ -20,6 +20,8 @@ import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
 import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
 import { handoffView, sessionCallFacts } from "./session-facts.js";
 import { checkToolScope } from "./auth/scopes.js";
+import { attentionItems, createJobAttention, jobFactsOf, jobsOfCall, watchKey } from "./job-attention.js";
+import type { JobAttention, JobAttentionItem } from "./job-attention.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -33,6 +35,8 @@ export interface PipelineDeps {
   metrics?: Metrics;
   /** Longest a call waits for its Workflow Session record before answering anyway (default 1000 ms). */
   sessionRecordBudgetMs?: number;
+  /** The Jobs callers started and have not seen end (default: a fresh in-process watch list). */
+  jobAttention?: JobAttention;
 }
 
 export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
@@ -40,6 +44,8 @@ export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: fals
 export interface ModelResult {
   structuredContent: Record<string, unknown>;
   isError: boolean;
+  /** Called by the transport once the result was handed to the caller's connection. */
+  delivered?: () => void;
 }
 
 interface CallContext {
@@ -54,6 +60,8 @@ interface CallContext {
   literal?: CanonicalCall | undefined;
   /** Set when the broker answered for `literal` (the Runner lacked a capability the rewrite needs): the tool that ran. */
   ranLiteral?: ToolDefinition | undefined;
+  /** Ended Jobs of this caller and project the result may carry, and whose watch list they are on. */
+  attention?: { key: string; items: JobAttentionItem[] } | undefined;
 }
 
 /** A project tool's arguments as the Runner gets them: the target and Session are the gateway's. */
@@ -181,6 +189,24 @@ export function withRecovery(failure: ToolFailure, project: string | undefined):
 
 export function createPipeline(deps: PipelineDeps) {
   const callMetrics = deps.metrics ? createCallMetrics(deps.metrics) : undefined;
+  const attention = deps.jobAttention ?? createJobAttention();
+
+  /**
+   * The watched Jobs of this caller and project that have ended, from one observe_jobs on the
+   * project's Runner; secondary to the call, so a failure means no attention this time.
+   */
+  async function endedJobs(jobIds: string[], project: { canonicalId: string; rootIdentity: string }, ctx: CallContext): Promise<JobAttentionItem[]> {
+    try {
+      const res = await deps.broker.dispatch(
+        { callId: randomUUID(), projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: "observe_jobs", argumentsJson: JSON.stringify({ job_ids: jobIds }) },
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
+      return res.failure ? [] : attentionItems(JSON.parse(res.resultJson));
+    } catch (error) {
+      deps.logger.debug("job attention not observed", { error: ConnectError.from(error).message });
+      return [];
+    }
+  }
 
   async function runGatewayTool(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     switch (def.name) {
@@ -278,7 +304,18 @@ export function createPipeline(deps: PipelineDeps) {
       const failure = await resolveSession(sessionSelector, project.canonicalId, ctx);
       if (failure) return { ok: false, failure };
     }
-    const outcome = await dispatchToRunner(def, runnerArguments(args), project, ctx, callId);
+    const key = watchKey(ctx.caller.principal.clientId, ctx.caller.principal.subject, project.canonicalId);
+    const watched = attention.watched(key, jobsOfCall(def.name, args));
+    const [outcome, items] = await Promise.all([
+      dispatchToRunner(def, runnerArguments(args), project, ctx, callId),
+      watched.length > 0 ? endedJobs(watched, project, ctx) : Promise.resolve([]),
+    ]);
+    if (outcome.ok) {
+      const facts = jobFactsOf((ctx.ranLiteral ?? def).name, args, outcome.result);
+      if (facts.started !== undefined) attention.watch(key, facts.started);
+      if (facts.ended.length > 0) attention.seen(key, facts.ended);
+    }
+    if (items.length > 0) ctx.attention = { key, items };
     if (ctx.sessionId !== "") await recordSessionCall(ctx.ranLiteral ?? def, outcome, ctx, callId, Math.round(now() - started));
     return outcome;
   }
@@ -489,6 +526,7 @@ export function createPipeline(deps: PipelineDeps) {
     let args: Record<string, unknown> = {};
     let projectCanonicalId = "";
     let sessionId = "";
+    let jobAttention: CallContext["attention"];
     if (!admission.ok) {
       outcome = { ok: false, failure: admission.failure };
     } else {
@@ -513,6 +551,7 @@ export function createPipeline(deps: PipelineDeps) {
         if (outcome.ok) Object.freeze(outcome.result);
         projectCanonicalId = ctx.projectCanonicalId;
         sessionId = ctx.sessionId;
+        jobAttention = ctx.attention;
       }
     }
 
@@ -568,6 +607,12 @@ export function createPipeline(deps: PipelineDeps) {
         deps.logger.error("effectful call not acknowledged: its audit record is not durable", { tool: toolName, error });
         result = { structuredContent: auditNotDurableFailure(outcome, stateChanged, outcomeUnknown) as unknown as Record<string, unknown>, isError: true };
       }
+    }
+
+    // Passive job attention rides on a successful result only, and counts as seen once delivered.
+    if (!result.isError && jobAttention) {
+      const { key, items } = jobAttention;
+      result = { ...result, structuredContent: { ...result.structuredContent, job_attention: { items } }, delivered: () => attention.seen(key, items.map((i) => i.job_id)) };
     }
 
     const reasonCode = result.isError ? String(result.structuredContent["reason_code"] ?? "") : "";

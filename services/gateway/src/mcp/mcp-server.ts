@@ -35,6 +35,7 @@ export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: Cata
     { name: "webcodex", version: deps.version },
     { capabilities: { tools: { listChanged: false }, logging: {}, resources: {}, prompts: {} }, instructions: SERVER_INSTRUCTIONS },
   );
+  const transport = new MultiplexTransport();
   // Constant answers, built once: no per-request work on these paths.
   const noResources = { resources: [] };
   const noResourceTemplates = { resourceTemplates: [] };
@@ -67,13 +68,13 @@ export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: Cata
     } finally {
       if (heartbeat) clearInterval(heartbeat);
     }
+    if (result.delivered) transport.whenDelivered(Number(extra.requestId), result.delivered);
     return {
       content: [{ type: "text" as const, text: JSON.stringify(result.structuredContent) }],
       structuredContent: result.structuredContent,
       ...(result.isError ? { isError: true } : {}),
     };
   });
-  const transport = new MultiplexTransport();
   await server.connect(transport);
   return transport;
 }
