@@ -175,6 +175,7 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       read_git_review_summary: () => ({ project }),
       create_session: () => ({ project, title: "discovery" }),
       read_session_handoff: () => ({ session_id: sessionId() }),
+      close_session: () => ({ session_id: sessionId() }),
     });
 
     it("read_tool_manifest gives the exact schema, description and route, and call_runtime_tool succeeds, for every admitted Gateway tool", async () => {
@@ -317,6 +318,26 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       assert.deepEqual([followUp.follow_up_kind, followUp.tool], ["fallback_recovery", "list_projects"]);
       const listed = await execute(followUp);
       assert.ok((listed.result["projects"] as Array<Record<string, unknown>>).some((p) => p["project_ref"] === project));
+    });
+
+    it("observe_jobs and the git review tools record into a Session; a closed Session refuses calls with create_session as recovery", async () => {
+      const created = await runtime("create_session", { project, title: "review" });
+      const ref = String(created.result["session_ref"]);
+      for (const [tool, args] of [["read_workspace_changes", {}], ["read_git_diff_hunks", {}], ["read_git_review_summary", {}], ["observe_jobs", { job_ids: ["job_none"] }]] as const) {
+        const outcome = await runtime(tool, { project, session_id: ref, ...args });
+        assert.equal(outcome.isError, false, `${tool}: ${JSON.stringify(outcome.result)}`);
+      }
+      const handoff = await runtime("read_session_handoff", { session_id: ref });
+      assert.deepEqual((handoff.result["tools"] as Array<Record<string, unknown>>).map((t) => t["tool"]).sort(), ["observe_jobs", "read_git_diff_hunks", "read_git_review_summary", "read_workspace_changes"]);
+      const closed = await runtime("close_session", { session_id: ref });
+      assert.deepEqual(closed.result, { session_id: created.result["session_id"], state: "closed" });
+      assert.deepEqual((await runtime("close_session", { session_id: ref })).result["closed_now"], false, "closing twice is a no-op");
+      const refused = await callTool(client, "read_files", { project, session_id: ref, files: [{ path: "README.md" }] });
+      assert.deepEqual([refused.isError, refused.result["detail_code"]], [true, "session_closed"]);
+      const fresh = await execute(refused.result["follow_up"] as FollowUp);
+      assert.equal(fresh.isError, false, JSON.stringify(fresh.result));
+      assert.notEqual(fresh.result["session_id"], created.result["session_id"]);
+      assert.equal((await runtime("read_session_handoff", { session_id: ref })).result["state"], "closed", "a closed Session keeps its handoff");
     });
 
     it("an unknown session carries create_session (fallback_recovery), which executed unchanged starts a usable Session", async () => {

@@ -416,6 +416,13 @@ export function createPipeline(deps: PipelineDeps) {
         ctx.sessionId = res.session.sessionId;
         return { ok: true, result: { session_ref: res.sessionRef, session_id: res.session.sessionId } };
       }
+      case "close_session": {
+        const res = await deps.refResolver.closeSession({ selector: args["session_id"] as string }, options);
+        if (res.failure || !res.session) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }) };
+        ctx.projectCanonicalId = res.session.projectCanonicalId;
+        ctx.sessionId = res.session.sessionId;
+        return { ok: true, result: { session_id: res.session.sessionId, state: res.session.state, ...(res.closedNow ? {} : { closed_now: false }) } };
+      }
       case "read_session_handoff": {
         const res = await deps.refResolver.readSessionHandoff({ selector: args["session_id"] as string }, options);
         if (res.failure || !res.handoff) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handoff" }) };
