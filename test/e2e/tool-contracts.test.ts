@@ -187,6 +187,8 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const calls = successfulCalls(() => jobId, () => sessionId);
       const order = Object.keys(calls);
       assert.deepEqual([...gatewayTools].sort(), [...order].sort(), "every admitted Gateway tool has a successful call here, and nothing else");
+      const wrapper = (await client.listTools()).tools.find((t) => t.name === "call_runtime_tool");
+      for (const tool of gatewayTools) assert.ok(wrapper?.description?.includes(tool), `tools/list names ${tool} in call_runtime_tool's description`);
       for (const tool of order) {
         const manifest = await callTool(client, "read_tool_manifest", { tool });
         const def = toolDefinition(tool);

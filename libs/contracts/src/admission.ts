@@ -51,9 +51,27 @@ export function mcpToolDescriptor(def: ToolDefinition): Record<string, unknown> 
   return descriptor;
 }
 
-/** The MCP tools/list result for an admitted selection (the gateway serves it pre-built). */
+/**
+ * The admitted tools a Host reaches only through call_runtime_tool, by name: what its
+ * tools/list description names, so a model knows they exist without a discovery call.
+ */
+export function gatewayOnlyToolNames(admitted: readonly ToolDefinition[]): string[] {
+  return admitted.filter((d) => toolRoute(d).primary === "call_runtime_tool").map((d) => d.name);
+}
+
+/**
+ * The MCP tools/list result for an admitted selection (the gateway serves it pre-built).
+ * call_runtime_tool's description ends with the names of the admitted tools it runs.
+ */
 export function toolsListResult(admitted: readonly ToolDefinition[]): { tools: Array<Record<string, unknown>> } {
-  return { tools: listedTools(admitted).map(mcpToolDescriptor) };
+  const viaGateway = gatewayOnlyToolNames(admitted);
+  return {
+    tools: listedTools(admitted).map((def) => {
+      const descriptor = mcpToolDescriptor(def);
+      if (def.name === "call_runtime_tool" && viaGateway.length > 0) descriptor["description"] = `${def.description} Tools: ${viaGateway.join(", ")}.`;
+      return descriptor;
+    }),
+  };
 }
 
 /** The serialized tools/list budget: a Direct surface larger than this costs every Host turn. */

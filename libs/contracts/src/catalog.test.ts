@@ -100,3 +100,17 @@ test("tools/list of the Direct surface stays within the 8 KiB budget for every H
   }
   t.diagnostic(`tools/list bytes, budget ${TOOLS_LIST_MAX_BYTES}: ${figures.join("; ")}`);
 });
+
+test("call_runtime_tool's tools/list description names exactly the admitted tools it runs, so none needs guessing", () => {
+  for (const hostProfile of HOST_PROFILES) {
+    for (const admissionProfile of ADMISSION_PROFILES) {
+      const admitted = admittedTools({ admissionProfile, hostProfile });
+      const wrapper = toolsListResult(admitted).tools.find((d) => d["name"] === "call_runtime_tool");
+      const named = String(wrapper?.["description"]).split(" Tools: ")[1]?.replace(/\.$/, "").split(", ") ?? [];
+      const expected = admitted.filter((d) => toolRoute(d).primary === "call_runtime_tool").map((d) => d.name);
+      assert.deepEqual(named, expected, `${hostProfile}/${admissionProfile}`);
+      assert.ok(named.includes("list_project_files") && named.includes("read_git_diff_hunks"), "Gateway file and git tools are named");
+      if (admissionProfile === "read_only") assert.ok(!named.includes("run_process"), "a tool not admitted is not named");
+    }
+  }
+});

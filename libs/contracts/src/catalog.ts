@@ -71,7 +71,7 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "read_tool_manifest",
     category: "discovery",
-    description: "Exact input schema, description and route {primary, fallback} of one admitted tool. Tools not listed directly are called through call_runtime_tool.",
+    description: "Exact input schema, description and route {primary, fallback} of one admitted tool.",
     inputSchema: object({ tool: str("Canonical tool name.") }, ["tool"]),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     gatewayEntry: true,
@@ -80,7 +80,7 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "call_runtime_tool",
     category: "discovery",
-    description: "Run an admitted tool that is not listed directly, exactly as if called directly (same validation, authorization, audit). `arguments` must match the tool's schema from read_tool_manifest.",
+    description: "Run an admitted tool not listed directly, exactly as if called directly (same validation, authorization, audit); `arguments` match its schema (read_tool_manifest).",
     inputSchema: object({ tool: str("Canonical tool name."), arguments: { type: "object", description: "The tool's arguments." } }, ["tool", "arguments"]),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     gatewayEntry: true,

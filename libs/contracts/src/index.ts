@@ -4,7 +4,7 @@ export { toolDefinitions, toolDefinition } from "./catalog.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
 export {
-  admittedTools, listedTools, toolRoute, groupToolNamesByCategory, gatewayRefusal, isAdmitted, mcpToolDescriptor, toolsListResult,
+  admittedTools, gatewayOnlyToolNames, listedTools, toolRoute, groupToolNamesByCategory, gatewayRefusal, isAdmitted, mcpToolDescriptor, toolsListResult,
   TOOLS_LIST_MAX_BYTES, ADMISSION_PROFILES, HOST_PROFILES, isAdmissionProfile, isHostProfile, forwardedCall,
 } from "./admission.js";
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";

@@ -19,7 +19,7 @@ import { MultiplexTransport } from "./multiplex-transport.js";
 export const SERVER_INSTRUCTIONS =
   "WebCodex gives you tools for project workspaces. Start with list_projects and pass its project_ref (~p1) as `project`. " +
   "Read with read_files (batch related ranges), search with search_project_texts (several queries per call), edit with edit_project_files " +
-  "using the read_revision you read. Tools not listed directly are reached through read_tool_manifest and call_runtime_tool. " +
+  "using the read_revision you read. More tools (named in call_runtime_tool's description) run through call_runtime_tool; read_tool_manifest gives their schemas. " +
   "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged.";
 
 const PROGRESS_INTERVAL_MS = 1_000;
