@@ -46,6 +46,12 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
   const normalization = (outcome: ToolOutcome) => outcome.result["input_normalization"] as { code: string; hint: string; effective?: Record<string, number> } | undefined;
   const revisionOf = (path: string) => readRevision(client, project, path);
 
+  /** A success carries only the fields its ToolDefinition declares (docs/results.md), plus what the gateway adds to any. */
+  const assertDeclaredFields = (tool: string, result: Record<string, unknown>) => {
+    const declared = new Set([...(toolDefinition(tool)?.resultFields ?? []), "input_normalization", "job_attention", "follow_up"]);
+    for (const key of Object.keys(result)) assert.ok(declared.has(key), `${tool}: result field ${key} is declared in its ToolDefinition`);
+  };
+
   before(async () => {
     dev = await openDevProject(FILES, { name: "contracts" });
     ({ projectDir, client, project } = dev);
@@ -199,12 +205,28 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
 
         const outcome = await runtime(tool, calls[tool]?.() ?? {});
         assert.equal(outcome.isError, false, `${tool}: ${JSON.stringify(outcome.result)}`);
+        assertDeclaredFields(tool, outcome.result);
         if (tool === "run_detached_process") jobId = String(outcome.result["job_id"]);
         if (tool === "create_session") sessionId = String(outcome.result["session_id"]);
       }
       assert.match(jobId, /\S/);
       const status = await runtime("get_runtime_status", {});
       assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0, standby: 0 });
+    });
+
+    it("Direct tools' successes carry only their declared result fields", async () => {
+      const calls: Array<[string, Record<string, unknown>]> = [
+        ["list_projects", {}],
+        ["read_files", { project, files: [{ path: "README.md" }] }],
+        ["search_project_texts", { project, queries: [{ pattern: "const" }] }],
+        ["edit_project_files", { project, dry_run: true, changes: [{ kind: "create", path: "declared.txt", content: "x" }] }],
+        ["run_shell", { project, command: "echo declared; exit 1" }],
+      ];
+      for (const [tool, args] of calls) {
+        const outcome = await callTool(client, tool, args);
+        assert.equal(outcome.isError, false, `${tool}: ${JSON.stringify(outcome.result)}`);
+        assertDeclaredFields(tool, outcome.result);
+      }
     });
 
     it("read_tool_manifest on a Direct tool routes direct, with call_runtime_tool as a working fallback", async () => {

@@ -43,6 +43,12 @@ const fileChange: JsonSchema = {
   ],
 };
 
+/** Top-level fields of a run result (completed, failed to start, or pending). */
+const runResult = [
+  "execution_state", "job_id", "exit_code", "signal", "timed_out", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "truncated", "omitted_bytes",
+  "duration_ms", "started_at", "effective", "outcome_unknown", "error_code", "program", "command_summary", "cwd", "shell",
+] as const;
+
 const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId };
 const execClamps = [
   { path: "timeout_ms", ceiling: 600_000, minimum: 1 },
@@ -59,6 +65,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
     direct: { rank: 6, reason: "CoreWorkflow" },
     implemented: true,
+    resultFields: ["projects"],
   },
   {
     name: "list_tools",
@@ -67,6 +74,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ category: str("Only this category.", { enum: Object.values(ToolCategory) }) }),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     implemented: true,
+    resultFields: ["categories"],
   },
   {
     name: "read_tool_manifest",
@@ -76,6 +84,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     gatewayEntry: true,
     implemented: true,
+    resultFields: ["tool", "category", "description", "input_schema", "route"],
   },
   {
     name: "call_runtime_tool",
@@ -93,6 +102,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ compact: bool(undefined, { default: true }), summary_only: bool("Alias for sparse status.") }),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     implemented: true,
+    resultFields: ["server", "host_profile", "runners", "projects", "jobs", "protocol", "build", "connection_states", "concurrency", "baseline_faults", "runner_details", "catalog_version", "audit_backlog"],
   },
   // ── files ──
   {
@@ -116,6 +126,7 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 1, reason: "CoreWorkflow" },
     projectSuccess: (r) => compactBatch(r, "items"),
     implemented: true,
+    resultFields: ["items"],
     clamps: [{ path: "max_bytes_per_file", ceiling: 1_048_576, minimum: 1 }],
     requiredCapabilities: () => ["readFiles"],
   },
@@ -126,6 +137,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, path, glob: str("Glob such as src/**/*.ts."), max_results: int(undefined, { minimum: 1 }), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["paths", "total", "truncated", "total_is_lower_bound"],
     clamps: [{ path: "max_results", ceiling: 10_000, minimum: 1 }],
     requiredCapabilities: () => ["searchTexts"],
   },
@@ -152,6 +164,7 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 2, reason: "CoreWorkflow" },
     projectSuccess: (r) => compactBatch(r, "results"),
     implemented: true,
+    resultFields: ["results"],
     clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }, { path: "queries.*.context_lines", ceiling: 5, minimum: 0 }],
     requiredCapabilities: (args) => {
       const queries = Array.isArray(args["queries"]) ? (args["queries"] as Array<Record<string, unknown>>) : [];
@@ -172,6 +185,7 @@ const definitions: readonly ToolDefinition[] = [
     ),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["path", "read_revision", "total_lines", "match_count", "matches", "truncated"],
     clamps: [{ path: "context_lines", ceiling: 5, minimum: 0 }, { path: "max_matches", ceiling: 200, minimum: 1 }],
     requiredCapabilities: () => ["searchLowContext"],
   },
@@ -184,6 +198,7 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 3, reason: "CoreWorkflow" },
     projectSuccess: compactEdit,
     implemented: true,
+    resultFields: ["changed", "paths", "change_summary", "files", "dry_run", "execution_state"],
     requiredCapabilities: (args) => {
       const changes = Array.isArray(args["changes"]) ? (args["changes"] as Array<Record<string, unknown>>) : [];
       const bulk = changes.some((c) => Array.isArray(c["edits"]) && (c["edits"] as Array<Record<string, unknown>>).some((e) => e["expected_match_count"] !== undefined));
@@ -212,6 +227,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     projectSuccess: compactRun,
     implemented: true,
+    resultFields: runResult,
     clamps: execClamps,
     requiredCapabilities: () => ["processExecution"],
   },
@@ -224,6 +240,7 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 4, reason: "CoreWorkflow" },
     projectSuccess: compactShell,
     implemented: true,
+    resultFields: [...runResult, "output"],
     clamps: execClamps,
     requiredCapabilities: (args) => (args["login"] === true ? ["shellExecution", "bashLogin"] : ["shellExecution"]),
   },
@@ -235,6 +252,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     projectSuccess: compactRun,
     implemented: true,
+    resultFields: runResult,
     clamps: execClamps,
     requiredCapabilities: () => ["pythonScript"],
   },
@@ -245,6 +263,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env, session_id: sessionId }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     implemented: true,
+    resultFields: ["execution_state", "job_id", "started_at", "error_code", "program", "duration_ms", "outcome_unknown"],
     requiredCapabilities: () => ["detachedJobs"],
   },
   // ── jobs ──
@@ -255,6 +274,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, job_ids: array(jobId, undefined, { minItems: 1, maxItems: 64 }), session_id: sessionId }, ["project", "job_ids"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["jobs"],
   },
   {
     name: "wait_for_job_terminal",
@@ -264,6 +284,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     projectSuccess: compactRun,
     implemented: true,
+    resultFields: [...runResult, "output", "reason_code"],
     clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
   },
   // ── git ──
@@ -274,6 +295,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["changes", "total_changes", "truncated", "branch", "head"],
     requiredCapabilities: () => ["gitReview"],
   },
   {
@@ -283,6 +305,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, paths: array(path), max_hunks: int(undefined, { minimum: 1 }), context_lines: int(undefined, { minimum: 0 }), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["hunks", "total_hunks", "truncated", "total_is_lower_bound"],
     clamps: [{ path: "max_hunks", ceiling: 500, minimum: 1 }, { path: "context_lines", ceiling: 20, minimum: 0 }],
     requiredCapabilities: () => ["gitReview"],
   },
@@ -293,6 +316,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, base: str("Commit-ish to compare against."), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["base", "base_commit", "files", "truncated", "totals"],
     requiredCapabilities: () => ["gitReview"],
   },
   // ── sessions ──
@@ -303,6 +327,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, title: str() }, ["project"]),
     effect: "durable_state", risk: "low", authority: "project_read", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["session_ref", "session_id"],
   },
   {
     name: "close_session",
@@ -311,6 +336,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ session_id: str("session_ref (~s1) or wc_sess_*.") }, ["session_id"]),
     effect: "durable_state", risk: "low", authority: "session", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["session_id", "state", "closed_now"],
   },
   {
     name: "read_session_handoff",
@@ -319,6 +345,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ session_id: str("session_ref (~s1) or wc_sess_*.") }, ["session_id"]),
     effect: "read_only", risk: "low", authority: "session", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["session_ref", "session_id", "project", "state", "title", "created_at", "last_activity_at", "closed_at", "calls", "read", "changed", "run", "pending_jobs", "pending_jobs_total", "tools", "recent_calls", "truncated"],
   },
   // ── agents ──
   {

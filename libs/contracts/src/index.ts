@@ -26,4 +26,5 @@ export type { JsonSchema } from "./json-schema.js";
 export { sampleToolArgs, sampleToolArgVariants } from "./sample-args.js";
 export { followUpBuilders } from "./follow-up.js";
 export { renderToolsDoc } from "./tools-doc.js";
+export { renderResultsDoc } from "./results-doc.js";
 export { canonicalProjectId, isCanonicalIdPart, isCanonicalProjectId, parseCanonicalProjectId } from "./project-id.js";
