@@ -14,11 +14,12 @@ import { baselineServerPath, connect, latency, projectRefOf, throughput } from "
 import { benchBulkEdit, benchSearch } from "./workspace-benches.js";
 import { benchAuditIngest } from "./audit-ingest.js";
 import { benchRefResolution } from "./ref-resolution.js";
+import { benchEconomy } from "./economy.js";
 import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
 /** The parts `make bench` runs, in order; any of them can be named on the command line. */
-const PARTS = ["tool_calls", "tool_call_distributed", "spawn", "edit", "search", "audit", "ref_resolution"] as const;
+const PARTS = ["tool_calls", "tool_call_distributed", "spawn", "edit", "search", "audit", "ref_resolution", "economy"] as const;
 const only = new Set(process.argv.slice(2));
 const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
 if (unknownParts.length > 0) {
@@ -165,6 +166,7 @@ async function main(): Promise<void> {
   await step("search", async () => { results.push(await benchSearch()); });
   await step("audit", () => withDatabase(async (url) => { results.push(await benchAuditIngest(url)); }));
   await step("ref_resolution", async () => { results.push(await benchRefResolution({ postgresUrl: benchPostgresUrl })); });
+  await step("economy", async () => { results.push(...(await benchEconomy())); });
 
   process.stdout.write("\n| benchmark | metrics |\n|---|---|\n");
   for (const r of results) process.stdout.write(`| ${r.name} | ${Object.entries(r.metrics).map(([k, v]) => `${k}=${v}`).join(", ")} |\n`);
