@@ -267,10 +267,16 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.deepEqual(mid.run, { calls: 2, failed: 0 }, "what was run");
       assert.deepEqual(mid.pending_jobs.map((j) => [j["job_id"], j["tool"]]), [[slow.result["job_id"], "run_shell"]], "what is pending");
       assert.deepEqual(mid.recent_calls.map((c) => [c["tool"], c["outcome"]]), [["read_files", "ok"], ["edit_project_files", "ok"], ["run_shell", "ok"], ["run_shell", "pending"]], "the latest calls, oldest first");
-      assert.ok(!JSON.stringify(mid).includes("notes.txt") && !JSON.stringify(mid).includes("echo"), "the recap holds facts, never paths or commands");
+      const editedRevision = ((edited.result["files"] as Array<Record<string, unknown>>)[0] ?? {})["read_revision"];
+      assert.deepEqual(mid["paths"], [{ path: "notes.txt", read_revision: editedRevision, changed: true }, { path: "README.md", read_revision: (read.result["items"] as Array<Record<string, unknown>>)[1]?.["read_revision"] }], "each path once, with its latest revision");
+      assert.deepEqual(mid["commands"], [{ tool: "run_shell", command: "sleep 2; echo slow", outcome: "pending" }, { tool: "run_shell", command: "echo ran", outcome: "ok", exit_code: 0 }], "the commands with their outcomes");
+      assert.ok(!JSON.stringify(mid).includes("final") && !JSON.stringify(mid).includes("draft"), "never file contents");
+      // The pending Job's follow-up in the handoff collects it, executed exactly as given.
+      const handoffFollowUp = mid.pending_jobs[0]?.["follow_up"];
+      assert.equal(followUpTargetTool(handoffFollowUp), "wait_for_job_terminal");
 
       // Executing the follow-up unchanged records the Job's terminal state in the Session.
-      let next = await executeFollowUp(client, followUp);
+      let next = await executeFollowUp(client, handoffFollowUp);
       while (next.result["execution_state"] === "pending") next = await executeFollowUp(client, next.result["follow_up"]);
       assert.equal(next.result["output"], "slow\n");
       const done = await handoff(id);

@@ -341,11 +341,11 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "read_session_handoff",
     category: "sessions",
-    description: "Bounded recap of a Workflow Session: what was read, changed and run, and what is pending. Use it to recover missing task context.",
+    description: "Bounded recap of a Workflow Session to resume from: the paths read and changed with their latest read_revision, the commands run with their outcome, pending Jobs with the exact follow-up that collects each, and counts. A cut list says so. Never file contents.",
     inputSchema: object({ session_id: str("session_ref (~s1) or wc_sess_*.") }, ["session_id"]),
     effect: "read_only", risk: "low", authority: "session", execution: "ref_resolver",
     implemented: true,
-    resultFields: ["session_ref", "session_id", "project", "state", "title", "created_at", "last_activity_at", "closed_at", "calls", "read", "changed", "run", "pending_jobs", "pending_jobs_total", "tools", "recent_calls", "truncated"],
+    resultFields: ["session_ref", "session_id", "project", "state", "title", "created_at", "last_activity_at", "closed_at", "calls", "read", "changed", "run", "paths", "paths_truncated", "commands", "commands_truncated", "pending_jobs", "pending_jobs_total", "tools", "recent_calls", "truncated"],
   },
   // ── agents ──
   {

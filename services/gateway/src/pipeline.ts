@@ -316,7 +316,7 @@ export function createPipeline(deps: PipelineDeps) {
       if (facts.ended.length > 0) attention.seen(key, facts.ended);
     }
     if (items.length > 0) ctx.attention = { key, items };
-    if (ctx.sessionId !== "") await recordSessionCall(ctx.ranLiteral ?? def, outcome, ctx, callId, Math.round(now() - started));
+    if (ctx.sessionId !== "") await recordSessionCall(ctx.ranLiteral ?? def, outcome, ctx, callId, Math.round(now() - started), args);
     return outcome;
   }
 
@@ -339,9 +339,9 @@ export function createPipeline(deps: PipelineDeps) {
    * Secondary to the business result: bounded by sessionRecordBudgetMs, independent of the
    * caller's cancellation, and a failure is logged, never returned.
    */
-  async function recordSessionCall(def: ToolDefinition, outcome: Outcome, ctx: CallContext, callId: string, durationMs: number): Promise<void> {
+  async function recordSessionCall(def: ToolDefinition, outcome: Outcome, ctx: CallContext, callId: string, durationMs: number, args: Record<string, unknown>): Promise<void> {
     const t = now();
-    const facts = sessionCallFacts(def, outcome);
+    const facts = sessionCallFacts(def, outcome, args);
     // A ref'd timer (AbortSignal.timeout is unref'd): the budget holds even on an idle loop.
     const budget = new AbortController();
     const timer = setTimeout(() => budget.abort(), deps.sessionRecordBudgetMs ?? 1_000);

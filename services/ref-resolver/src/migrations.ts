@@ -424,4 +424,15 @@ CREATE TRIGGER project_refs_immutable BEFORE UPDATE OR DELETE ON {{schema}}.proj
     id: "0002_refs_sessions_agents",
     sql: MIGRATION_0002,
   },
+  {
+    // What a handoff lets a fresh turn resume from: the paths a call read or changed with
+    // their read_revision (never content), a run's command summary and exit code.
+    id: "0003_session_call_paths_and_commands",
+    sql: `
+ALTER TABLE {{schema}}.session_calls
+  ADD COLUMN paths jsonb CHECK (paths IS NULL OR (jsonb_typeof(paths) = 'array' AND jsonb_array_length(paths) <= 64)),
+  ADD COLUMN command_summary text CHECK (char_length(command_summary) <= 200),
+  ADD COLUMN exit_code integer;
+`,
+  },
 ];

@@ -165,6 +165,9 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
           call: {
             callId: call.callId, tool: call.tool, effect: call.effect, outcome: call.outcome, reasonCode: call.reasonCode, detailCode: call.detailCode,
             pathsCount: call.pathsCount, changedPathsCount: call.changedPathsCount, jobId: call.jobId, jobState: call.jobState, durationMs: call.durationMs,
+            paths: call.paths.map((p) => ({ path: p.path, readRevision: p.readRevision, changed: p.changed })),
+            ...(call.commandSummary !== "" ? { commandSummary: call.commandSummary } : {}),
+            ...(call.exitCode !== undefined ? { exitCode: call.exitCode } : {}),
           },
         }),
       );
@@ -180,6 +183,10 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
           sessionRef: handoff.sessionRef,
           callsDropped: BigInt(handoff.session.callsDropped),
           ...recapToProto(handoff.recap),
+          paths: handoff.lists.paths.map((p) => ({ path: p.path, readRevision: p.readRevision, changed: p.changed })),
+          pathsTruncated: handoff.lists.pathsTruncated,
+          commands: handoff.lists.commands.map((c) => ({ tool: c.tool, commandSummary: c.commandSummary, outcome: c.outcome, ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}) })),
+          commandsTruncated: handoff.lists.commandsTruncated,
         },
       };
     },
