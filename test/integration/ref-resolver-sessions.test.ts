@@ -16,7 +16,7 @@ import { createTestDatabase } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 type RefClient = Client<typeof RefResolverService>;
-type CallInit = Partial<Omit<SessionCall, "$typeName">>;
+type CallInit = Partial<Omit<SessionCall, "$typeName" | "paths">> & { paths?: Array<{ path: string; readRevision?: string; changed?: boolean }> };
 const as = (p: Principal) => ({ headers: principalHeaders(p) });
 const runner: Principal = { clientId: "acme", subject: "runner:r1" };
 const alice: Principal = { clientId: "acme", subject: "alice" };
@@ -42,7 +42,7 @@ const register = (client: RefClient, projectId: string, root: string) =>
   client.registerProject({ clientId: "acme", projectId, rootIdentity: root, name: projectId }, as(runner));
 
 let callSeq = 0;
-const call = (init: CallInit): CallInit => ({ callId: `call-${++callSeq}`, effect: "read_only", outcome: "ok", ...init });
+const call = (init: CallInit) => ({ callId: `call-${++callSeq}`, effect: "read_only", outcome: "ok", ...init });
 
 describe("ref-resolver: Workflow Sessions", () => {
   let env: Env;
@@ -125,12 +125,30 @@ describe("ref-resolver: Workflow Sessions", () => {
     assert.deepEqual(columns.rows.map((r) => r.column_name), [
       "session_id", "seq", "call_id", "tool", "effect", "outcome", "reason_code", "detail_code", "paths_count", "changed_paths_count", "job_id", "job_state", "duration_ms", "recorded_at",
       "validation_status", "validation_tests_passed", "validation_tests_failed", "validation_tests_skipped", "validation_errors", "validation_warnings",
-    ], "no column can hold arguments, paths or content");
+      "paths", "command_summary", "exit_code",
+    ], "no column can hold arguments or content: paths carry revisions, commands a bounded summary");
     // A validation verdict outside the four statuses (prose, output) is refused like any other malformed fact.
     await assert.rejects(
       client.recordSessionCall({ sessionSelector: sessionRef, projectCanonicalId: "agent:acme:app", call: call({ tool: "project_validate", validation: create(SessionValidationSchema, { status: "error: src/a.ts(1,1) TS2322", errors: 1 }) }) }, as(alice)),
       /invalid session call record/,
     );
+    await assert.rejects(client.recordSessionCall({ sessionSelector: sessionRef, projectCanonicalId: "agent:acme:app", call: call({ tool: "read_files", paths: [{ path: "a\u0000b", readRevision: "r_1" }] }) }, as(alice)), /invalid session call record/);
+    await assert.rejects(client.recordSessionCall({ sessionSelector: sessionRef, projectCanonicalId: "agent:acme:app", call: call({ tool: "run_shell", commandSummary: "x".repeat(201) }) }, as(alice)), /invalid session call record/);
+  });
+
+  it("the handoff lists each path once with its latest revision, and each command once in its latest state", async () => {
+    const { client } = env;
+    const { sessionRef } = await client.createSession({ projectSelector: "agent:acme:app" }, as(alice));
+    const record = (init: CallInit) => client.recordSessionCall({ sessionSelector: sessionRef, projectCanonicalId: "agent:acme:app", call: call(init) }, as(alice));
+    await record({ tool: "read_files", paths: [{ path: "src/a.ts", readRevision: "r_1" }, { path: "README.md", readRevision: "r_7" }] });
+    await record({ tool: "edit_project_files", effect: "workspace_write", paths: [{ path: "src/a.ts", readRevision: "r_2", changed: true }] });
+    await record({ tool: "run_shell", effect: "process_execution", outcome: "pending", jobId: "job_1", jobState: "pending", commandSummary: "npm test" });
+    await record({ tool: "run_shell", effect: "process_execution", commandSummary: "ls", exitCode: 0 });
+    await record({ tool: "wait_for_job_terminal", effect: "read_only", jobId: "job_1", jobState: "terminal", commandSummary: "npm test", exitCode: 1 });
+    const { handoff } = await client.readSessionHandoff({ selector: sessionRef }, as(alice));
+    assert.deepEqual(handoff?.paths.map((p) => [p.path, p.readRevision, p.changed]), [["src/a.ts", "r_2", true], ["README.md", "r_7", false]]);
+    assert.deepEqual(handoff?.commands.map((c) => [c.tool, c.commandSummary, c.outcome, c.exitCode]), [["run_shell", "npm test", "ok", 1], ["run_shell", "ls", "ok", 0]]);
+    assert.deepEqual([handoff?.pathsTruncated, handoff?.commandsTruncated], [false, false]);
   });
 
   it("business targeting re-runs Session authority, Project match, lifecycle and Project visibility", async () => {

@@ -15,6 +15,8 @@ const rows = [
   { id: "readFiles", wire: "read_files_v1", default: false, baselineV2: true },
   { id: "searchTexts", wire: "search_texts_v1", default: false, baselineV2: true },
   { id: "applyTextEdit", wire: "apply_text_edit_v1", default: false, baselineV2: true },
+  /** search_project_texts output files/count and context_lines; search_file_context. */
+  { id: "searchLowContext", wire: "search_low_context_v1", default: false, baselineV2: false },
   { id: "applyTextEditExpectedMatchCount", wire: "apply_text_edit_expected_match_count", default: false, baselineV2: false },
   { id: "gitReview", wire: "git_review_v1", default: false, baselineV2: false },
   { id: "processExecution", wire: "process_execution_v1", default: false, baselineV2: false },

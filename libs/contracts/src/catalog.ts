@@ -5,14 +5,14 @@ import { array, bool, int, object, str, stringMap } from "./json-schema.js";
 import type { JsonSchema } from "./json-schema.js";
 import { ToolCategory } from "./tool-definition.js";
 import type { ToolDefinition } from "./tool-definition.js";
-import { compactBatch, compactEdit, compactShell, compactValidation } from "./projection.js";
+import { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./projection.js";
 
 const project = str("~p1 or canonical id from list_projects.");
 const path = str("Project-relative path.");
 const revision = str("read_revision from read_files.");
-const timeoutMs = int("Kill after this many ms (default 120000, clamped to 600000).", { minimum: 1 });
-const waitMs = int("Return a pending job_id after this many ms (default 10000, clamped to 30000).", { minimum: 0 });
-const cwd = str("Working directory (default: project root).");
+const timeoutMs = int("Kill after ms (default 120000, clamped to 600000).", { minimum: 1 });
+const waitMs = int("Pending job_id after ms (default 10000, clamped to 30000).", { minimum: 0 });
+const cwd = str("Working directory (default: root).");
 const env = stringMap("Added to a scrubbed base environment.");
 const jobId = str("job_id from a pending result.");
 /** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
@@ -56,6 +56,18 @@ const fileChange: JsonSchema = {
   ],
 };
 
+/** Top-level fields of a run result (completed, failed to start, or pending). */
+const runResult = [
+  "execution_state", "job_id", "exit_code", "signal", "timed_out", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "truncated", "omitted_bytes",
+  "duration_ms", "started_at", "effective", "outcome_unknown", "error_code", "program", "command_summary", "cwd", "shell",
+] as const;
+
+/** Top-level fields of a StructuredValidation result (completed, or pending like a run). */
+const validationResult = [
+  "status", "checks", "failures", "truncated", "skipped", "detected", "notes",
+  "execution_state", "job_id", "state", "exit_code", "signal", "timed_out", "duration_ms", "started_at", "effective", "outcome_unknown",
+] as const;
+
 const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId, attempt_ref: attemptRef };
 const execClamps = [
   { path: "timeout_ms", ceiling: 600_000, minimum: 1 },
@@ -67,11 +79,12 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "list_projects",
     category: "discovery",
-    description: "List the Projects you can work in, each with its short project_ref (~p1) and canonical id. Pass either as `project` to other tools; refs are durable for you.",
+    description: "Projects you can work in, each with its project_ref (~p1) and canonical id; pass either as `project`. Refs are durable for you.",
     inputSchema: object({}),
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
     direct: { rank: 6, reason: "CoreWorkflow" },
     implemented: true,
+    resultFields: ["projects"],
   },
   {
     name: "list_tools",
@@ -80,20 +93,22 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ category: str("Only this category.", { enum: Object.values(ToolCategory) }) }),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     implemented: true,
+    resultFields: ["categories"],
   },
   {
     name: "read_tool_manifest",
     category: "discovery",
-    description: "Exact input schema, description and route {primary, fallback} of one admitted tool. Tools not listed directly are called through call_runtime_tool.",
+    description: "Exact input schema, description and route {primary, fallback} of one admitted tool.",
     inputSchema: object({ tool: str("Canonical tool name.") }, ["tool"]),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     gatewayEntry: true,
     implemented: true,
+    resultFields: ["tool", "category", "description", "input_schema", "route"],
   },
   {
     name: "call_runtime_tool",
     category: "discovery",
-    description: "Run an admitted tool that is not listed directly, exactly as if called directly (same validation, authorization, audit). `arguments` must match the tool's schema from read_tool_manifest.",
+    description: "Run an admitted tool not listed directly (named in the server instructions; list_tools), exactly as if called directly; `arguments` match its schema (read_tool_manifest).",
     inputSchema: object({ tool: str("Canonical tool name."), arguments: { type: "object", description: "The tool's arguments." } }, ["tool", "arguments"]),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     gatewayEntry: true,
@@ -102,16 +117,17 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "get_runtime_status",
     category: "status",
-    description: "Runtime status: server identity, Runner/Project counts, Job counts, protocol alignment, connection states. Compact unless compact=false; client_id focuses one Runner.",
-    inputSchema: object({ compact: bool(undefined, { default: true }), summary_only: bool("Alias for sparse status."), client_id: str("Focus one caller-visible Runner.") }),
+    description: "Runtime status of your own Runners and Projects: server identity, Runner/Project counts, Job counts, protocol alignment, connection states. Compact unless compact=false.",
+    inputSchema: object({ compact: bool(undefined, { default: true }), summary_only: bool("Alias for sparse status.") }),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     implemented: true,
+    resultFields: ["server", "host_profile", "runners", "projects", "jobs", "protocol", "build", "connection_states", "concurrency", "baseline_faults", "runner_details", "catalog_version", "audit_backlog"],
   },
   // ── files ──
   {
     name: "read_files",
     category: "files",
-    description: "Read several files or line ranges in one call. Each item has content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item says truncated: continue at next_start_line (+ next_start_column as start_column if a line was cut). Binary files report binary:true without content.",
+    description: "Read several files or line ranges in one call. Each item: content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item has truncated: continue at next_start_line (and next_start_column as start_column). Binary: binary:true, no content.",
     inputSchema: object(
       {
         project,
@@ -129,6 +145,7 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 1, reason: "CoreWorkflow" },
     projectSuccess: (r) => compactBatch(r, "items"),
     implemented: true,
+    resultFields: ["items"],
     clamps: [{ path: "max_bytes_per_file", ceiling: 1_048_576, minimum: 1 }],
     requiredCapabilities: () => ["readFiles"],
   },
@@ -139,18 +156,22 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, path, glob: str("Glob such as src/**/*.ts."), max_results: int(undefined, { minimum: 1 }), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["paths", "total", "truncated", "total_is_lower_bound"],
     clamps: [{ path: "max_results", ceiling: 10_000, minimum: 1 }],
     requiredCapabilities: () => ["searchTexts"],
   },
   {
     name: "search_project_texts",
     category: "files",
-    description: "Run several independent text searches in one call (.gitignore-aware). Literal unless regex:true; case-sensitive unless case_sensitive:false. Per query: matches [{path,line,text}], total, truncated. max_results default 100, clamped to 2000.",
+    description: "Several independent text searches in one call (.gitignore-aware; literal unless regex:true; case-sensitive unless case_sensitive:false). Per query: matches [{path,line,text}] (+before/after with context_lines 0..5), total, truncated; output:\"files\" or \"count\" for less. max_results default 100, clamped to 2000.",
     inputSchema: object(
       {
         project,
         queries: array(
-          object({ pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), path, glob: str(), case_sensitive: bool(undefined, { default: true }), max_results: int(undefined, { minimum: 1 }) }, ["pattern"]),
+          object({
+            pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), path, glob: str(), case_sensitive: bool(undefined, { default: true }), max_results: int(undefined, { minimum: 1 }),
+            output: str(undefined, { enum: ["matches", "files", "count"], default: "matches" }), context_lines: int(undefined, { minimum: 0 }),
+          }, ["pattern"]),
           "Up to 16 independent queries.",
           { minItems: 1, maxItems: 16 },
         ),
@@ -162,8 +183,30 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 2, reason: "CoreWorkflow" },
     projectSuccess: (r) => compactBatch(r, "results"),
     implemented: true,
-    clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }],
-    requiredCapabilities: () => ["searchTexts"],
+    resultFields: ["results"],
+    clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }, { path: "queries.*.context_lines", ceiling: 5, minimum: 0 }],
+    requiredCapabilities: (args) => {
+      const queries = Array.isArray(args["queries"]) ? (args["queries"] as Array<Record<string, unknown>>) : [];
+      const lowContext = queries.some((q) => (q["output"] !== undefined && q["output"] !== "matches") || (typeof q["context_lines"] === "number" && q["context_lines"] > 0));
+      return lowContext ? ["searchTexts", "searchLowContext"] : ["searchTexts"];
+    },
+  },
+  {
+    name: "search_file_context",
+    category: "files",
+    description: "Matches of one pattern in one file with context_lines (default 3, clamped to 5) around each, plus the file's read_revision so an edit can follow without a read. Literal unless regex:true. max_matches default 20, clamped to 200.",
+    inputSchema: object(
+      {
+        project, path, pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), case_sensitive: bool(undefined, { default: true }),
+        context_lines: int(undefined, { minimum: 0 }), max_matches: int(undefined, { minimum: 1 }), session_id: sessionId,
+      },
+      ["project", "path", "pattern"],
+    ),
+    effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
+    implemented: true,
+    resultFields: ["path", "read_revision", "total_lines", "match_count", "matches", "truncated"],
+    clamps: [{ path: "context_lines", ceiling: 5, minimum: 0 }, { path: "max_matches", ceiling: 200, minimum: 1 }],
+    requiredCapabilities: () => ["searchLowContext"],
   },
   {
     name: "edit_project_files",
@@ -174,6 +217,7 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 3, reason: "CoreWorkflow" },
     projectSuccess: compactEdit,
     implemented: true,
+    resultFields: ["changed", "paths", "change_summary", "files", "dry_run", "execution_state"],
     requiredCapabilities: (args) => {
       const changes = Array.isArray(args["changes"]) ? (args["changes"] as Array<Record<string, unknown>>) : [];
       const bulk = changes.some((c) => Array.isArray(c["edits"]) && (c["edits"] as Array<Record<string, unknown>>).some((e) => e["expected_match_count"] !== undefined));
@@ -200,6 +244,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 7, reason: "HostIntegration" },
     implemented: true,
+    resultFields: ["files"],
     requiredCapabilities: () => ["hostFileImport"],
   },
   // ── execution ──
@@ -209,19 +254,22 @@ const definitions: readonly ToolDefinition[] = [
     description: "Run one executable with literal args (no shell). Returns exit_code and output if done within wait_ms, else execution_state pending with a job_id and a wait_for_job_terminal follow-up.",
     inputSchema: object({ ...execCommon, args: array(str(), "argv: executable then arguments.", { minItems: 1 }), argv: array(str(), "Alias of args."), stdin: str() }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactRun,
     implemented: true,
+    resultFields: runResult,
     clamps: execClamps,
     requiredCapabilities: () => ["processExecution"],
   },
   {
     name: "run_shell",
     category: "execution",
-    description: "Run a shell command or a short related chain (sh default; bash on request; login:true = bash login shell). Done within wait_ms: output; else pending with job_id and a wait_for_job_terminal follow-up. Timeouts are clamped, never rejected.",
+    description: "Run a shell command or a short related chain (sh default; bash on request; login:true = bash login shell). Done within wait_ms: output; else pending with job_id and a wait_for_job_terminal follow-up.",
     inputSchema: object({ ...execCommon, command: str(undefined, { minLength: 1 }), shell: str(undefined, { enum: ["sh", "bash"], default: "sh" }), login: bool(undefined, { default: false }) }, ["project", "command"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     direct: { rank: 4, reason: "CoreWorkflow" },
     projectSuccess: compactShell,
     implemented: true,
+    resultFields: [...runResult, "output"],
     clamps: execClamps,
     requiredCapabilities: (args) => (args["login"] === true ? ["shellExecution", "bashLogin"] : ["shellExecution"]),
   },
@@ -231,7 +279,9 @@ const definitions: readonly ToolDefinition[] = [
     description: "Run a Python program passed as data (language: python). Same result and pending contract as run_process.",
     inputSchema: object({ ...execCommon, language: str(undefined, { enum: ["python"] }), code: str(undefined, { minLength: 1 }), args: array(str()) }, ["project", "language", "code"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactRun,
     implemented: true,
+    resultFields: runResult,
     clamps: execClamps,
     requiredCapabilities: () => ["pythonScript"],
   },
@@ -242,6 +292,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env, session_id: sessionId, attempt_ref: attemptRef }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     implemented: true,
+    resultFields: ["execution_state", "job_id", "started_at", "error_code", "program", "duration_ms", "outcome_unknown"],
     requiredCapabilities: () => ["detachedJobs"],
   },
   // ── jobs ──
@@ -249,9 +300,10 @@ const definitions: readonly ToolDefinition[] = [
     name: "observe_jobs",
     category: "jobs",
     description: "Current state and output tails of several Jobs in one call. An unknown job_id is reported per item, not as a Job failure.",
-    inputSchema: object({ project, job_ids: array(jobId, undefined, { minItems: 1, maxItems: 64 }) }, ["project", "job_ids"]),
+    inputSchema: object({ project, job_ids: array(jobId, undefined, { minItems: 1, maxItems: 64 }), session_id: sessionId }, ["project", "job_ids"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["jobs"],
   },
   {
     name: "wait_for_job_terminal",
@@ -259,7 +311,9 @@ const definitions: readonly ToolDefinition[] = [
     description: "Wait up to wait_ms (clamped to 30000) for a Job to finish; returns its terminal result, or pending again with the same follow-up. Repeating after terminal returns the same result.",
     inputSchema: object({ project, job_id: jobId, wait_ms: waitMs, session_id: sessionId }, ["project", "job_id"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
+    projectSuccess: compactRun,
     implemented: true,
+    resultFields: [...new Set([...runResult, "output", "reason_code", ...validationResult])],
     clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
   },
   // ── validation ──
@@ -279,6 +333,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     projectSuccess: compactValidation,
     implemented: true,
+    resultFields: validationResult,
     clamps: execClamps,
   },
   {
@@ -289,6 +344,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     projectSuccess: compactValidation,
     implemented: true,
+    resultFields: validationResult,
     clamps: execClamps,
     requiredCapabilities: () => ["validationRust"],
   },
@@ -300,6 +356,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     projectSuccess: compactValidation,
     implemented: true,
+    resultFields: validationResult,
     clamps: execClamps,
     requiredCapabilities: () => ["validationRust"],
   },
@@ -311,6 +368,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     projectSuccess: compactValidation,
     implemented: true,
+    resultFields: validationResult,
     clamps: execClamps,
     requiredCapabilities: () => ["validationGo"],
   },
@@ -319,18 +377,20 @@ const definitions: readonly ToolDefinition[] = [
     name: "read_workspace_changes",
     category: "git",
     description: "Changed paths in the working tree with status and line counts.",
-    inputSchema: object({ project }, ["project"]),
+    inputSchema: object({ project, session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["changes", "total_changes", "truncated", "branch", "head"],
     requiredCapabilities: () => ["gitReview"],
   },
   {
     name: "read_git_diff_hunks",
     category: "git",
     description: "Bounded diff hunks of the working tree (max_hunks default 50, clamped to 500). A hunk cut by the producer says truncated.",
-    inputSchema: object({ project, paths: array(path), max_hunks: int(undefined, { minimum: 1 }), context_lines: int(undefined, { minimum: 0 }) }, ["project"]),
+    inputSchema: object({ project, paths: array(path), max_hunks: int(undefined, { minimum: 1 }), context_lines: int(undefined, { minimum: 0 }), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["hunks", "total_hunks", "truncated", "total_is_lower_bound"],
     clamps: [{ path: "max_hunks", ceiling: 500, minimum: 1 }, { path: "context_lines", ceiling: 20, minimum: 0 }],
     requiredCapabilities: () => ["gitReview"],
   },
@@ -338,9 +398,10 @@ const definitions: readonly ToolDefinition[] = [
     name: "read_git_review_summary",
     category: "git",
     description: "Per-file review summary (status, added/removed lines) against base (default HEAD), with totals. A file whose line counts are unknown (binary, or untracked and not counted) says counts_unknown; the line totals are then lower bounds (lines_lower_bound).",
-    inputSchema: object({ project, base: str("Commit-ish to compare against.") }, ["project"]),
+    inputSchema: object({ project, base: str("Commit-ish to compare against."), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["base", "base_commit", "files", "truncated", "totals"],
     requiredCapabilities: () => ["gitReview"],
   },
   // ── sessions ──
@@ -351,14 +412,25 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, title: str() }, ["project"]),
     effect: "durable_state", risk: "low", authority: "project_read", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["session_ref", "session_id"],
+  },
+  {
+    name: "close_session",
+    category: "sessions",
+    description: "Close a Workflow Session: it records no further calls; read_session_handoff still works. Closing twice is a no-op (closed_now: false).",
+    inputSchema: object({ session_id: str("session_ref (~s1) or wc_sess_*.") }, ["session_id"]),
+    effect: "durable_state", risk: "low", authority: "session", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["session_id", "state", "closed_now"],
   },
   {
     name: "read_session_handoff",
     category: "sessions",
-    description: "Bounded recap of a Workflow Session: what was read, changed and run, and what is pending. Use it to recover missing task context.",
+    description: "Bounded recap of a Workflow Session to resume from: the paths read and changed with their latest read_revision, the commands run with their outcome, pending Jobs with the exact follow-up that collects each, and counts. A cut list says so. Never file contents.",
     inputSchema: object({ session_id: str("session_ref (~s1) or wc_sess_*.") }, ["session_id"]),
     effect: "read_only", risk: "low", authority: "session", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["session_ref", "session_id", "project", "state", "title", "created_at", "last_activity_at", "closed_at", "calls", "read", "changed", "run", "paths", "paths_truncated", "commands", "commands_truncated", "pending_jobs", "pending_jobs_total", "tools", "recent_calls", "truncated"],
   },
   // ── agents ──
   {
@@ -368,6 +440,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ name: str(undefined, { minLength: 1, maxLength: 200 }) }, ["name"]),
     effect: "durable_state", risk: "low", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["agent_id", "endpoint_id", "controller_generation", "agent_continuation_ref"],
   },
   {
     name: "rotate_agent_continuation_endpoint",
@@ -376,6 +449,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ agent_id: str(), endpoint_id: str(), expected_controller_generation: int(undefined, { minimum: 1 }) }, ["agent_id", "endpoint_id", "expected_controller_generation"]),
     effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["agent_id", "endpoint_id", "controller_generation", "agent_continuation_ref"],
   },
   {
     name: "create_agent_task",
@@ -390,6 +464,7 @@ const definitions: readonly ToolDefinition[] = [
     ),
     effect: "durable_state", risk: "medium", authority: "project_read", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["task_id", "state"],
   },
   {
     name: "list_agent_tasks",
@@ -398,6 +473,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, state: str(undefined, { enum: [...taskStates] }), assignee_agent_id: agentId }),
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["tasks", "truncated"],
   },
   {
     name: "read_agent_task",
@@ -406,6 +482,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ task_id: taskId }, ["task_id"]),
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["task_id", "project_id", "title", "instructions", "state", "assignee_agent_id", "requester_agent_id", "created_at", "updated_at", "summary", "stop_reason", "current_attempt"],
   },
   {
     name: "stop_agent_task",
@@ -414,6 +491,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ task_id: taskId, reason: str(undefined, { minLength: 1, maxLength: 1000 }) }, ["task_id", "reason"]),
     effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["task_id", "state"],
   },
   {
     name: "start_agent_task_attempt",
@@ -422,6 +500,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ task_id: taskId, assignee_agent_id: agentId, idempotency_key: idempotencyKey, lease_ms: int(undefined, { minimum: 1000 }) }, ["task_id", "assignee_agent_id", "idempotency_key"]),
     effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["task_id", "attempt_id", "assignee_agent_id", "attempt_fence", "attempt_controller_generation", "attempt_ref", "lease_expires_at"],
     clamps: [{ path: "lease_ms", ceiling: 600_000, minimum: 1000 }],
   },
   {
@@ -431,6 +510,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: attemptTuple(),
     effect: "durable_state", risk: "low", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["lease_expires_at"],
   },
   {
     name: "complete_agent_task_attempt",
@@ -439,6 +519,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: attemptTuple({ outcome: str(undefined, { enum: ["succeeded", "failed"] }), summary: str(undefined, { maxLength: 4000 }) }, ["outcome", "summary"]),
     effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["task_id", "attempt_id", "attempt_state", "task_state"],
   },
   {
     name: "reconcile_agent_task_attempt",
@@ -447,6 +528,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: attemptTuple(),
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["attempt_id", "attempt_state", "holds_fence", "attempt_fence", "current_fence", "task_state", "outcome_unknown", "lease_expires_at", "summary"],
   },
   {
     name: "start_agent_task_endpoint_continuation",
@@ -455,6 +537,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ attempt_ref: str(), task_id: str(), attempt_id: str(), assignee_agent_id: str(), attempt_fence: int(undefined, { minimum: 0 }), attempt_controller_generation: int(undefined, { minimum: 0 }) }),
     effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["task_id", "attempt_id", "dispatch", "fresh_turn", "consume"],
   },
   {
     name: "wait_for_agent_events",
@@ -463,6 +546,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ agent_continuation_ref: str(), agent_id: agentId, after_cursor: str(), wait_ms: int(undefined, { minimum: 0 }) }),
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["events", "cursor", "wait_state", "wait_ms", "more"],
     clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
   },
   // ── presentation ──

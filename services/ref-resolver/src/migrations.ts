@@ -647,4 +647,15 @@ ALTER TABLE {{schema}}.session_calls
 CREATE INDEX session_calls_validations ON {{schema}}.session_calls (session_id, seq) WHERE validation_status IS NOT NULL;
 `,
   },
+  {
+    // What a handoff lets a fresh turn resume from: the paths a call read or changed with
+    // their read_revision (never content), a run's command summary and exit code.
+    id: "0005_session_call_paths_and_commands",
+    sql: `
+ALTER TABLE {{schema}}.session_calls
+  ADD COLUMN paths jsonb CHECK (paths IS NULL OR (jsonb_typeof(paths) = 'array' AND jsonb_array_length(paths) <= 64)),
+  ADD COLUMN command_summary text CHECK (char_length(command_summary) <= 200),
+  ADD COLUMN exit_code integer;
+`,
+  },
 ];

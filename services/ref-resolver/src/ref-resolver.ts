@@ -172,6 +172,9 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
             ...(call.validation
               ? { validation: { status: call.validation.status, testsPassed: call.validation.testsPassed, testsFailed: call.validation.testsFailed, testsSkipped: call.validation.testsSkipped, errors: call.validation.errors, warnings: call.validation.warnings } }
               : {}),
+            paths: call.paths.map((p) => ({ path: p.path, readRevision: p.readRevision, changed: p.changed })),
+            ...(call.commandSummary !== "" ? { commandSummary: call.commandSummary } : {}),
+            ...(call.exitCode !== undefined ? { exitCode: call.exitCode } : {}),
           },
         }),
       );
@@ -187,6 +190,10 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
           sessionRef: handoff.sessionRef,
           callsDropped: BigInt(handoff.session.callsDropped),
           ...recapToProto(handoff.recap),
+          paths: handoff.lists.paths.map((p) => ({ path: p.path, readRevision: p.readRevision, changed: p.changed })),
+          pathsTruncated: handoff.lists.pathsTruncated,
+          commands: handoff.lists.commands.map((c) => ({ tool: c.tool, commandSummary: c.commandSummary, outcome: c.outcome, ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}) })),
+          commandsTruncated: handoff.lists.commandsTruncated,
         },
       };
     },

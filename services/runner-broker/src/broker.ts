@@ -12,7 +12,7 @@ import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { canonicalProjectId, capabilityMissingFailure, FailureStage, missingCapabilities, parseCanonicalProjectId, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { failureToWire, principalFromHeaders, principalHeaders } from "@webcodex/platform";
+import { failureToWire, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
 import type { DomainFailureInit, Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend, FenceUnavailableError } from "./leases/lease-store.js";
@@ -182,7 +182,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     } catch (error) {
       const ce = ConnectError.from(error);
       // Refused before sending proves nothing ran; a break mid-call proves nothing either way.
-      const notStarted = ce.code === Code.Unavailable && /ECONNREFUSED|connect/i.test(ce.rawMessage);
+      const notStarted = provenNotSent(error);
       const mayHaveEffect = def?.effect !== "read_only";
       if (signal.aborted) deps.logger.info("runner call cancelled by the caller", { runner_id: runner.runnerId, tool: call.tool });
       else deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: Code[ce.code], tool: call.tool });

@@ -34,7 +34,8 @@ export function runnerHandlers(workspace: Workspace, executor: Executor, validat
   const implemented: Record<string, ImplementedTool> = {
     read_files: { capabilities: ["readFiles"], run: (a: Args) => workspace.readFiles(a as never) },
     list_project_files: { capabilities: ["searchTexts"], run: (a: Args) => workspace.listProjectFiles(a as never) },
-    search_project_texts: { capabilities: ["searchTexts"], run: (a: Args) => workspace.searchProjectTexts(a as never) },
+    search_project_texts: { capabilities: ["searchTexts", "searchLowContext"], run: (a: Args) => workspace.searchProjectTexts(a as never) },
+    search_file_context: { capabilities: ["searchLowContext"], run: (a: Args) => workspace.searchFileContext(a as never) },
     edit_project_files: { capabilities: ["applyTextEdit", "applyTextEditExpectedMatchCount"], run: (a: Args) => workspace.editProjectFiles(a as never) },
     import_host_files: { capabilities: ["hostFileImport"], run: (a: Args) => workspace.importHostFiles(a as never) },
     read_workspace_changes: { capabilities: ["gitReview"], run: (a: Args) => workspace.readWorkspaceChanges(a as never) },

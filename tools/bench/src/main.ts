@@ -16,11 +16,12 @@ import { benchAuditIngest } from "./audit-ingest.js";
 import { benchRefResolution } from "./ref-resolution.js";
 import { benchValidateOverhead } from "./validate-overhead.js";
 import { benchAgentEvents } from "./agent-events.js";
+import { benchEconomy } from "./economy.js";
 import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
 /** The parts `make bench` runs, in order; any of them can be named on the command line. */
-const PARTS = ["tool_calls", "tool_call_distributed", "tool_call_stdio", "spawn", "edit", "search", "audit", "ref_resolution", "validate_overhead", "agent_events"] as const;
+const PARTS = ["tool_calls", "tool_call_distributed", "tool_call_stdio", "spawn", "edit", "search", "audit", "ref_resolution", "validate_overhead", "agent_events", "economy"] as const;
 const only = new Set(process.argv.slice(2));
 const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
 if (unknownParts.length > 0) {
@@ -200,6 +201,7 @@ async function main(): Promise<void> {
   await step("ref_resolution", async () => { results.push(await benchRefResolution({ postgresUrl: benchPostgresUrl })); });
   await step("validate_overhead", async () => { results.push(await benchValidateOverhead()); });
   await step("agent_events", () => withDatabase(async (url) => { results.push(await benchAgentEvents({ postgresUrl: url, redisUrl })); }));
+  await step("economy", async () => { results.push(...(await benchEconomy())); });
 
   process.stdout.write("\n| benchmark | metrics |\n|---|---|\n");
   for (const r of results) process.stdout.write(`| ${r.name} | ${Object.entries(r.metrics).map(([k, v]) => `${k}=${v}`).join(", ")} |\n`);

@@ -52,6 +52,11 @@ export interface SessionCallInput {
   durationMs: number;
   /** A validation result's verdict and counts, when the call gave one. */
   validation?: SessionValidationInput;
+  /** Paths the call read or changed, with the file's read_revision after the call (never content). */
+  paths?: readonly SessionPathInput[];
+  /** A run call's command, cut to SESSION_COMMAND_MAX characters. */
+  commandSummary?: string;
+  exitCode?: number | undefined;
 }
 
 export interface SessionValidationInput {
@@ -64,6 +69,17 @@ export interface SessionValidationInput {
 }
 
 export const VALIDATION_STATUSES = ["passed", "failed", "error", "unparsed"] as const;
+
+export interface SessionPathInput {
+  path: string;
+  readRevision: string;
+  changed: boolean;
+}
+
+/** Most paths one call record keeps. */
+export const SESSION_CALL_PATHS_MAX = 64;
+export const SESSION_PATH_MAX = 1024;
+export const SESSION_COMMAND_MAX = 200;
 
 const TOOL = /^[a-z][a-z0-9_]{0,63}$/;
 const REASON = /^[a-z][a-z0-9_]{0,63}$/;
@@ -94,6 +110,14 @@ export function sessionCallProblem(call: SessionCallInput): string | undefined {
       if (!Number.isInteger(value) || value < 0 || value > COUNT_MAX) return "validation counts must be bounded non-negative integers";
     }
   }
+  const paths = call.paths ?? [];
+  if (paths.length > SESSION_CALL_PATHS_MAX) return `at most ${SESSION_CALL_PATHS_MAX} paths per call`;
+  for (const p of paths) {
+    if (p.path === "" || p.path.length > SESSION_PATH_MAX || /[\u0000-\u001f\u007f]/.test(p.path)) return "paths must be 1..1024 characters without control characters";
+    if (p.readRevision !== "" && !OPAQUE_ID.test(p.readRevision)) return "read_revision must be 1..128 visible ASCII characters";
+  }
+  if (call.commandSummary !== undefined && [...call.commandSummary].length > SESSION_COMMAND_MAX) return `command_summary must be at most ${SESSION_COMMAND_MAX} characters`;
+  if (call.exitCode !== undefined && (!Number.isInteger(call.exitCode) || call.exitCode < -2_147_483_648 || call.exitCode > 2_147_483_647)) return "exit_code must be an int32";
   return undefined;
 }
 
@@ -189,7 +213,15 @@ export interface HandoffRecap {
   truncated: boolean;
 }
 
-export const HANDOFF_BOUNDS = { tools: 32, pendingJobs: 20, recentDefault: 10, recentMax: 50, validations: 5 } as const;
+export const HANDOFF_BOUNDS = { tools: 32, pendingJobs: 20, recentDefault: 10, recentMax: 50, paths: 50, commands: 20, validations: 5 } as const;
+
+/** The handoff's lists of what a fresh turn resumes from: paths with revisions, commands with outcomes. */
+export interface HandoffLists {
+  paths: SessionPathInput[];
+  pathsTruncated: boolean;
+  commands: Array<{ tool: string; commandSummary: string; outcome: string; exitCode?: number }>;
+  commandsTruncated: boolean;
+}
 
 /**
  * The bounded recap: per-tool counts (most used first), what was read / changed / run, the

@@ -178,7 +178,8 @@ class JobExecutor implements Executor {
     const cwd = await resolveCwd(this.#realRoot, request.cwd);
     // The code travels as data on stdin (`python3 -`): no shell, no argv size limit, no temp
     // file, and sys.path[0] is the cwd, so project modules import as they would with -c.
-    const env = { ...this.#baseEnv, PYTHONUNBUFFERED: "1" };
+    // The caller's env additions are laid over the base like every run_* tool's.
+    const env = { ...childEnv(this.#baseEnv, request.env), PYTHONUNBUFFERED: "1" };
     const job = this.#start({
       kind: "script",
       program: PYTHON,

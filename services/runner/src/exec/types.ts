@@ -84,6 +84,7 @@ export interface RunScriptRequest {
   code: string;
   args?: string[];
   cwd?: string;
+  env?: Record<string, string>;
   timeout_ms?: number;
   wait_ms?: number;
 }

@@ -115,6 +115,9 @@ export interface ListProjectFilesResult {
   total_is_lower_bound?: true;
 }
 
+/** What a query returns: matching lines (default), matching files with counts, or counts only. */
+export type SearchOutput = "matches" | "files" | "count";
+
 export interface SearchQuery {
   pattern: string;
   regex?: boolean;
@@ -122,6 +125,9 @@ export interface SearchQuery {
   glob?: string;
   case_sensitive?: boolean;
   max_results?: number;
+  output?: SearchOutput;
+  /** Lines shown before and after each match (0..5; output "matches" only). */
+  context_lines?: number;
 }
 
 export interface SearchProjectTextsRequest {
@@ -133,6 +139,9 @@ export interface SearchMatch {
   line: number;
   text: string;
   text_truncated?: true;
+  /** Up to context_lines lines before the match, in order (absent when none were asked or exist). */
+  before?: string[];
+  after?: string[];
 }
 
 export interface SearchQuerySuccess {
@@ -149,12 +158,56 @@ export interface SearchQuerySuccess {
   search_errors?: true;
 }
 
+/** output "files": the matching files by path with their match counts. */
+export interface SearchFilesSuccess {
+  success: true;
+  error: null;
+  /** Sorted by path; the first max_results matching files. */
+  files: Array<{ path: string; match_count: number }>;
+  file_count: number;
+  match_count: number;
+  truncated: boolean;
+  total_is_lower_bound?: true;
+  search_errors?: true;
+}
+
+/** output "count": how many lines and files match, nothing else. */
+export interface SearchCountSuccess {
+  success: true;
+  error: null;
+  match_count: number;
+  file_count: number;
+  total_is_lower_bound?: true;
+  search_errors?: true;
+}
+
 export interface SearchQueryFailure {
   success: false;
   error: ToolFailure;
 }
 
-export type SearchQueryResult = SearchQuerySuccess | SearchQueryFailure;
+export type SearchQueryResult = SearchQuerySuccess | SearchFilesSuccess | SearchCountSuccess | SearchQueryFailure;
+
+export interface SearchFileContextRequest {
+  path: string;
+  pattern: string;
+  regex?: boolean;
+  case_sensitive?: boolean;
+  /** Default 3, at most 5. */
+  context_lines?: number;
+  /** Default 20. */
+  max_matches?: number;
+}
+
+export interface SearchFileContextResult {
+  path: string;
+  /** The revision of exactly the content searched: a guarded edit can follow at once. */
+  read_revision: string;
+  total_lines: number;
+  match_count: number;
+  matches: Array<{ line: number; text: string; text_truncated?: true; before?: string[]; after?: string[] }>;
+  truncated: boolean;
+}
 
 export interface SearchProjectTextsResult {
   results: SearchQueryResult[];
@@ -408,6 +461,8 @@ export interface Workspace {
   listProjectFiles(request: ListProjectFilesRequest): Promise<ListProjectFilesResult>;
   /** Independent queries, run concurrently, results in query order; failures per query. */
   searchProjectTexts(request: SearchProjectTextsRequest): Promise<SearchProjectTextsResult>;
+  /** The matches in one file with bounded surrounding lines and the file's read_revision. */
+  searchFileContext(request: SearchFileContextRequest): Promise<SearchFileContextResult>;
   /** All-or-nothing transaction: full preflight, then atomic per-file apply with rollback. */
   editProjectFiles(request: EditProjectFilesRequest): Promise<EditProjectFilesResult>;
   /** Files a Host holds, written in one edit transaction (same path policy, atomicity, rollback). */

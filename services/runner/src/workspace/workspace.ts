@@ -15,6 +15,7 @@ import { createPathPolicy, DEFAULT_SENSITIVE_WRITE_GLOBS, realRoot } from "./pat
 import { readFiles } from "./read-files.js";
 import type { RgCommand } from "./ripgrep.js";
 import { searchProjectTexts } from "./search-texts.js";
+import { searchFileContext } from "./search-context.js";
 import type { Workspace, WorkspaceOptions } from "./types.js";
 
 /**
@@ -36,6 +37,9 @@ export function createWorkspace(options: WorkspaceOptions): Workspace {
     },
     async searchProjectTexts(request) {
       return searchProjectTexts(await policy.open(), rg, request);
+    },
+    async searchFileContext(request) {
+      return searchFileContext(await policy.open(), rg, request);
     },
     async editProjectFiles(request) {
       return editProjectFiles({ resolver: await policy.open(), hooks }, request);
