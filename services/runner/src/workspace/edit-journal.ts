@@ -101,6 +101,7 @@ export interface EditJournalOptions {
 const COMMITTED = "committed";
 const INTENT = "intent.json";
 const PARTIAL = ".partial";
+const DISCARDED = ".done";
 const TEMP_NAME = /^\.wc-(?:tmp|new|del)-[0-9a-f]{12}$/;
 
 export function createEditJournal(options: EditJournalOptions): EditJournal {
@@ -166,10 +167,7 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
         await fsyncPath(final);
         await step("committed");
       },
-      done: async () => {
-        await rm(final, { recursive: true, force: true });
-        await fsyncPath(txDir).catch(() => undefined);
-      },
+      done: () => discard(final),
       rollback: async () => {
         const record = JSON.parse(await readFile(path.join(final, INTENT), "utf8")) as IntentRecord;
         await rollBack(final, record);
@@ -180,13 +178,18 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
   async function recover(): Promise<RecoveredTransaction[]> {
     await ensure();
     const results: RecoveredTransaction[] = [];
-    for (const name of (await readdir(txDir)).sort()) {
+    const names = (await readdir(txDir)).sort();
+    for (const name of names.filter((n) => n.endsWith(PARTIAL) || n.endsWith(DISCARDED))) {
+      // An intent never made durable (nothing was written), or one already finished.
+      await rm(path.join(txDir, name), { recursive: true, force: true });
+    }
+    // Unfinished transactions are rolled back newest first, then committed ones completed oldest
+    // first, so two records touching one file leave it as their order requires.
+    const open = names.filter((n) => !n.endsWith(PARTIAL) && !n.endsWith(DISCARDED));
+    const committedFirst = await Promise.all(open.map(async (n) => ({ n, committed: await exists(path.join(txDir, n, COMMITTED)) })));
+    const ordered = [...committedFirst.filter((t) => !t.committed).map((t) => t.n).reverse(), ...committedFirst.filter((t) => t.committed).map((t) => t.n)];
+    for (const name of ordered) {
       const dir = path.join(txDir, name);
-      if (name.endsWith(PARTIAL)) {
-        // The intent never became durable, so nothing was written to the workspace.
-        await rm(dir, { recursive: true, force: true });
-        continue;
-      }
       let record: IntentRecord;
       try {
         record = JSON.parse(await readFile(path.join(dir, INTENT), "utf8")) as IntentRecord;
@@ -208,13 +211,20 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
         recovered_at: new Date().toISOString(),
       };
       // The outcome is durable before the intent goes: a crash in between repeats an idempotent recovery.
-      await writeDurable(path.join(outcomeDir, `${record.id}.json`), Buffer.from(JSON.stringify(outcome)));
+      await writeDurable(path.join(outcomeDir, `${record.id}.json`), Buffer.from(JSON.stringify(outcome)), "w");
       await fsyncPath(outcomeDir);
-      await rm(dir, { recursive: true, force: true });
-      await fsyncPath(txDir);
+      await discard(dir);
       results.push(outcome);
     }
     return results;
+  }
+
+  /** Forgets a record: one atomic rename first, so a crash mid-removal never leaves a torn record that recovery would act on. */
+  async function discard(dir: string): Promise<void> {
+    const gone = dir + DISCARDED;
+    await rename(dir, gone);
+    await fsyncPath(txDir).catch(() => undefined);
+    await rm(gone, { recursive: true, force: true });
   }
 
   async function recovered(): Promise<RecoveredTransaction[]> {
@@ -313,8 +323,8 @@ async function captureBefore(source: string, dir: string, name: string): Promise
   return { kind: "file", blob: name, mode: info.mode & 0o7777 };
 }
 
-async function writeDurable(file: string, data: Uint8Array): Promise<void> {
-  await writeFile(file, data, { flag: "wx", mode: 0o600 });
+async function writeDurable(file: string, data: Uint8Array, flag: "wx" | "w" = "wx"): Promise<void> {
+  await writeFile(file, data, { flag, mode: 0o600 });
   await fsyncPath(file);
 }
 
