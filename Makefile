@@ -16,7 +16,7 @@ help:
 	@echo "make run [PROJECT=dir] [PORT=8080]  start WebCodex embedded on a directory"
 	@echo "make test                           lint, codegen check, unit, chart, integration and e2e tests"
 	@echo "make bench                          benchmarks (ratios against same-run baselines)"
-	@echo "make faults                         long fault suite (1,000 Runner kills); figures to bench-results/faults.json"
+	@echo "make faults                         long fault suite (1,000 Runner kills, 100,000 fuzz cases); figures to bench-results/faults.json"
 	@echo "make up PROJECT=dir                 distributed mode on localhost (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)"
 
 $(STAMP): package.json package-lock.json
@@ -76,9 +76,9 @@ test-integration: build $(CONFORMANCE_STAMP)
 	@bash tools/scripts/ensure-services.sh
 	node tools/scripts/run-tests.mjs integration e2e
 
-# The long fault suite: 1,000 Runner kills; figures to bench-results/faults.json.
+# The long fault suite: 1,000 Runner kills and 100,000 fuzz cases; figures to bench-results/faults.json.
 faults: build
-	WEBCODEX_FAULTS_REPORT=1 WEBCODEX_FAULTS_KILLS=1000 node tools/scripts/run-tests.mjs faults
+	WEBCODEX_FAULTS_REPORT=1 WEBCODEX_FAULTS_PROGRESS=1 WEBCODEX_FAULTS_KILLS=1000 WEBCODEX_FAULTS_FUZZ_CASES=100000 node tools/scripts/run-tests.mjs faults
 
 bench: build
 	@bash tools/scripts/ensure-services.sh

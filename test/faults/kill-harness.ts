@@ -206,6 +206,7 @@ export async function runKillHarness(options: KillRunOptions): Promise<KillRunFi
       await call;
       runner = undefined;
       figures[`told_${told}`]++;
+      if (process.env["WEBCODEX_FAULTS_PROGRESS"] === "1" && n % 50 === 0) process.stderr.write(`faults: ${n}/${options.transactions} kills\n`);
 
       if (!options.recover) {
         // Without recovery the files on disk now are what the next start serves: judge them now.

@@ -9,7 +9,7 @@ import { describe, it } from "node:test";
 import { runKillHarness } from "./kill-harness.js";
 import { recordFigures } from "./figures.js";
 
-const kills = Number(process.env["WEBCODEX_FAULTS_KILLS"] ?? 12);
+const kills = Number(process.env["WEBCODEX_FAULTS_KILLS"] ?? 10);
 
 describe("Runner killed with SIGKILL during write transactions", () => {
   it(`${kills} kills: every transaction is fully applied or fully absent, and the caller's view matches`, { timeout: Math.max(120_000, kills * 5_000) }, async () => {
