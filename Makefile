@@ -78,7 +78,7 @@ test-integration: build $(CONFORMANCE_STAMP)
 
 # The long fault suite: 1,000 Runner kills and 100,000 fuzz cases; figures to bench-results/faults.json.
 faults: build
-	WEBCODEX_FAULTS_REPORT=1 WEBCODEX_FAULTS_PROGRESS=1 WEBCODEX_FAULTS_KILLS=1000 WEBCODEX_FAULTS_FUZZ_CASES=100000 node tools/scripts/run-tests.mjs faults
+	WEBCODEX_FAULTS_REPORT=1 WEBCODEX_FAULTS_KILLS=1000 WEBCODEX_FAULTS_FUZZ_CASES=100000 node tools/scripts/run-tests.mjs faults
 
 bench: build
 	@bash tools/scripts/ensure-services.sh

@@ -26,6 +26,8 @@ export interface KillRunOptions {
   /** Stop at the first partial transaction (the control run). */
   stopOnPartial?: boolean;
   seed?: number;
+  /** Called every 25 transactions with the figures so far (a long run leaves figures even if stopped). */
+  onCheckpoint?: (figures: KillRunFigures) => Promise<void>;
 }
 
 export interface KillRunFigures {
@@ -206,7 +208,7 @@ export async function runKillHarness(options: KillRunOptions): Promise<KillRunFi
       await call;
       runner = undefined;
       figures[`told_${told}`]++;
-      if (process.env["WEBCODEX_FAULTS_PROGRESS"] === "1" && n % 50 === 0) process.stderr.write(`faults: ${n}/${options.transactions} kills\n`);
+      if (n % 25 === 0) await options.onCheckpoint?.({ ...figures, problems: [...figures.problems] });
 
       if (!options.recover) {
         // Without recovery the files on disk now are what the next start serves: judge them now.
