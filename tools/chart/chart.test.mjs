@@ -516,7 +516,6 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_RUNNER_SPAWN_HOST: "on: programs are forked by the Runner's small spawn host, not the Runner itself",
     WEBCODEX_RUNNER_SENSITIVE_WRITE_GLOBS: "set from runner.sensitiveWriteGlobs when not empty; empty keeps the Runner's built-in globs",
     WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "set from runner.disabledCapabilities when not empty; empty withholds nothing",
-    WEBCODEX_RUNNER_STATE_DIR: "the write journal defaults to a sibling of the workspace root; where that is not writable the Runner warns and edits without a journal",
   },
 };
 
