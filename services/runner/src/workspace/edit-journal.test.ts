@@ -3,7 +3,8 @@ import { lstat, readdir, readFile, readlink, symlink } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { createEditJournal, type EditJournal } from "./edit-journal.js";
-import { revisionOf, tempDir, writeTree } from "./fixtures.js";
+import { ReasonCode } from "@webcodex/contracts";
+import { expectFailure, revisionOf, tempDir, writeTree } from "./fixtures.js";
 import { createWorkspace } from "./workspace.js";
 import type { FileChange, Workspace, WorkspaceHooks } from "./types.js";
 
@@ -182,6 +183,23 @@ describe("edit journal: recovery from each crash point", () => {
     assert.deepEqual(await snapshot(c.root), AFTER);
     assert.deepEqual(await readdir(path.join(c.stateDir, "transactions")), []);
     assert.deepEqual(await createEditJournal({ dir: c.stateDir }).recover(), []);
+  });
+
+  it("a journal that cannot record the intent refuses the transaction before any write (apply_failed, journal_unavailable)", async () => {
+    const root = await tempDir();
+    const stateDir = await tempDir();
+    await writeTree(root, BEFORE);
+    const journal = createEditJournal({ dir: stateDir });
+    await journal.recover();
+    const { rm: remove, writeFile: write } = await import("node:fs/promises");
+    await remove(path.join(stateDir, "transactions"), { recursive: true });
+    await write(path.join(stateDir, "transactions"), "not a directory");
+    const ws = createWorkspace({ root, journal: { journal, recovery: Promise.resolve(true) } });
+    const before = await snapshot(root);
+    const failure = await expectFailure(ws.editProjectFiles({ changes: await changes(ws) }), ReasonCode.applyFailed);
+    assert.equal(failure.detail_code, "journal_unavailable");
+    assert.equal(failure.state_changed, false);
+    assert.deepEqual(await snapshot(root), before);
   });
 
   it("an in-process failure rolls back and forgets the intent (nothing for recovery to redo later)", async () => {

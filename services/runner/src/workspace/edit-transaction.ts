@@ -287,8 +287,13 @@ interface UndoStep {
 async function apply(context: EditContext, prepared: readonly Prepared[], tool: JournalTool = "edit_project_files"): Promise<void> {
   const undo: UndoStep[] = [];
   const onCommit: Array<() => Promise<void>> = [];
-  // -- journal hook (intent): durable before the first write.
-  const intent = prepared.some(isChanging) ? await context.journal?.begin(tool, journalSpecsFor(prepared)) : undefined;
+  // -- journal hook (intent): durable before the first write; without it nothing is written.
+  const intent = prepared.some(isChanging)
+    ? await context.journal?.begin(tool, journalSpecsFor(prepared)).catch((error: unknown) => fail(ReasonCode.applyFailed, FailureStage.apply, {
+      detail_code: "journal_unavailable", evidence: errnoCode(error) === undefined ? {} : { errno: errnoCode(error) },
+      message: "The Runner could not record the transaction's intent; nothing was written.",
+    }))
+    : undefined;
   for (const change of prepared) {
     if (!isChanging(change)) continue;
     try {
@@ -299,7 +304,8 @@ async function apply(context: EditContext, prepared: readonly Prepared[], tool: 
     }
   }
   // -- journal hook (commit point): from here a crash completes the transaction.
-  await intent?.commit();
+  const last = prepared[prepared.length - 1];
+  if (intent !== undefined && last !== undefined) await intent.commit().catch((error: unknown) => rollbackAndFail(last, undo, error, intent));
   for (const commit of onCommit) await commit().catch(() => undefined);
   // -- journal hook (done).
   await intent?.done().catch(() => undefined);
