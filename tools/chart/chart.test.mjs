@@ -505,6 +505,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_GOAL_SELECTION: "ModelWorkflowPolicy default: Goal plans on demand",
     WEBCODEX_UNATTENDED_CONTINUATION: "ModelWorkflowPolicy default: unknown until an operator validated the actual Host",
     WEBCODEX_MCP_SESSION_KEY: "a random key per gateway process: an MCP Apps Host routed to another replica sees no cards until it initializes again",
+    WEBCODEX_READY_PROJECTS: "on Kubernetes Runners start per Project on demand, so readiness waits for no particular Project",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
   "ref-resolver": { WEBCODEX_REDIS_KEY_PREFIX: "one release per Redis database" },

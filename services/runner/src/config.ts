@@ -15,6 +15,8 @@ export const runnerConfigSpec = {
   advertiseUrl: { kind: "string", env: "WEBCODEX_RUNNER_ADVERTISE_URL" },
   /** Runner credential (never a Host credential): sent on registration, required on Execute/Describe. */
   runnerToken: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN" },
+  /** Write-transaction journal directory, outside the workspace (default: a sibling of the root). */
+  stateDir: { kind: "string", env: "WEBCODEX_RUNNER_STATE_DIR" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;
 

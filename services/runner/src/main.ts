@@ -19,6 +19,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const token = config.runnerToken ? { runnerToken: config.runnerToken } : {};
   const runner = createRunner({
     root: config.root, logger, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), ...runnerSettingsOptions(config),
+    ...(config.stateDir ? { stateDir: config.stateDir } : {}),
   });
   const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics, logger });
   const registration = startRegistration({

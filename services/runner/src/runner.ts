@@ -9,7 +9,8 @@ import { RunnerService } from "@webcodex/proto";
 import { runnerCapabilityWire } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
-import { createWorkspace } from "./workspace/index.js";
+import { createEditJournal, createWorkspace, defaultJournalDir } from "./workspace/index.js";
+import type { RecoveredTransaction } from "./workspace/index.js";
 import { runnerHandlers } from "./handlers.js";
 import { createExecutor } from "./exec/index.js";
 import { scrubbedBaseEnv } from "./exec/child-env.js";
@@ -30,6 +31,8 @@ export interface Runner {
   /** The RunnerService implementation (served by `routes`, or called in-process). */
   readonly service: ServiceImpl<typeof RunnerService>;
   rootIdentity(): Promise<string>;
+  /** Start-up recovery of the write journal: the transactions an earlier process left unfinished, now rolled back or completed. */
+  readonly recovery: Promise<RecoveredTransaction[]>;
   routes(router: ConnectRouter): void;
   close(): Promise<void>;
 }
@@ -52,6 +55,13 @@ export interface RunnerOptions {
    * and calls needing them refused (WEBCODEX_RUNNER_DISABLED_CAPABILITIES).
    */
   disabledCapabilities?: readonly RunnerCapabilityId[];
+  /**
+   * State directory for the write-transaction journal, outside the workspace
+   * (WEBCODEX_RUNNER_STATE_DIR; default: a sibling of the root named `.<root>.webcodex-runner-state`).
+   */
+  stateDir?: string;
+  /** Finish interrupted transactions on start (default true; false only to show what a crash leaves without it). */
+  recoverJournal?: boolean;
 }
 
 /** The RunnerOptions a Runner's settings (WEBCODEX_RUNNER_* variables) select: one mapping for `webcodex runner` and `webcodex dev`. */
@@ -66,8 +76,27 @@ export function runnerSettingsOptions(settings: RunnerSettings): Pick<RunnerOpti
 export function createRunner(options: RunnerOptions): Runner {
   const spawner =
     options.spawnHost === false ? createDirectSpawner() : createSpawnHost({ logger: options.logger.child({ component: "spawn-host" }) });
+  const journal = createEditJournal({ dir: options.stateDir ?? defaultJournalDir(options.root) });
+  const recovery = options.recoverJournal === false ? Promise.resolve([]) : journal.recover();
+  // A configured state directory that cannot be used refuses workspace calls; the default
+  // (a sibling of the root, which may be read-only in a container) degrades to no journal.
+  const journalReady = recovery.then(
+    (done) => {
+      for (const t of done) options.logger.warn("interrupted write transaction recovered", { ...t });
+      return true;
+    },
+    (error: unknown) => {
+      if (options.stateDir !== undefined) {
+        options.logger.error("write journal recovery failed; workspace calls are refused", { error: String(error), state_dir: journal.dir });
+        throw error;
+      }
+      options.logger.warn("no usable write journal directory; set WEBCODEX_RUNNER_STATE_DIR for crash-consistent edits", { error: String(error), state_dir: journal.dir });
+      return false;
+    },
+  );
+  journalReady.catch(() => undefined);
   const workspace = createWorkspace({
-    root: options.root, spawner, ...(options.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: [...options.sensitiveWriteGlobs] }),
+    root: options.root, spawner, journal: { journal, recovery: journalReady }, ...(options.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: [...options.sensitiveWriteGlobs] }),
   });
   const executor = createExecutor({ root: options.root, spawner });
   // Validation rows: only toolchains that answer on the PATH the Runner's children get.
@@ -92,6 +121,7 @@ export function createRunner(options: RunnerOptions): Runner {
     fence,
     service,
     rootIdentity,
+    recovery: recovery.catch(() => []),
     routes: (router) => router.service(RunnerService, service),
     close: async () => {
       await executor.shutdown();

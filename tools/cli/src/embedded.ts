@@ -129,6 +129,8 @@ async function startCore(options: CoreOptions): Promise<Core> {
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5_000;
   const runner = createRunner({
     root: projectDir, logger: logger.child({ component: "runner" }), ...(options.runner === undefined ? {} : runnerSettingsOptions(options.runner)),
+    // The write journal lives under the data directory, outside the project.
+    stateDir: join(dataDir, "runner-state", options.projectId ?? projectIdFor(projectDir)),
   });
   // In-process hops run in SERVER spans named like the distributed services, so a trace shows
   // the same services in both modes.

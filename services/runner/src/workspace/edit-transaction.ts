@@ -13,6 +13,7 @@ import path from "node:path";
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { createExclusive, entryExists, makeParents, removeDirs, siblingTempName, writeFileAtomic } from "./atomic-fs.js";
 import { describeRanges, planFileEdits, type FilePlan } from "./edit-plan.js";
+import { journalSpecsFor, type EditJournal, type JournalTool, type JournalTransaction } from "./edit-journal.js";
 import { errnoCode, type PathResolver, type ResolvedPath } from "./path-policy.js";
 import { isBinary, readRevision } from "./text-bytes.js";
 import type {
@@ -89,6 +90,8 @@ type Prepared = PreparedEdit | PreparedCreate | PreparedDelete | PreparedMove | 
 export interface EditContext {
   resolver: PathResolver;
   hooks: WorkspaceHooks | undefined;
+  /** Intent journal making the transaction crash-consistent (absent: none). */
+  journal?: EditJournal | undefined;
 }
 
 export async function editProjectFiles(context: EditContext, request: EditProjectFilesRequest): Promise<EditProjectFilesResult> {
@@ -281,19 +284,31 @@ interface UndoStep {
   run: () => Promise<void>;
 }
 
-async function apply(context: EditContext, prepared: readonly Prepared[]): Promise<void> {
+async function apply(context: EditContext, prepared: readonly Prepared[], tool: JournalTool = "edit_project_files"): Promise<void> {
   const undo: UndoStep[] = [];
   const onCommit: Array<() => Promise<void>> = [];
+  // -- journal hook (intent): durable before the first write; without it nothing is written.
+  const intent = prepared.some(isChanging)
+    ? await context.journal?.begin(tool, journalSpecsFor(prepared)).catch((error: unknown) => fail(ReasonCode.applyFailed, FailureStage.apply, {
+      detail_code: "journal_unavailable", evidence: errnoCode(error) === undefined ? {} : { errno: errnoCode(error) },
+      message: "The Runner could not record the transaction's intent; nothing was written.",
+    }))
+    : undefined;
   for (const change of prepared) {
     if (!isChanging(change)) continue;
     try {
       await applyOne(change, undo, onCommit);
       await context.hooks?.afterFileApplied?.(change.path, change.index);
     } catch (error) {
-      await rollbackAndFail(change, undo, error);
+      await rollbackAndFail(change, undo, error, intent);
     }
   }
+  // -- journal hook (commit point): from here a crash completes the transaction.
+  const last = prepared[prepared.length - 1];
+  if (intent !== undefined && last !== undefined) await intent.commit().catch((error: unknown) => rollbackAndFail(last, undo, error, intent));
   for (const commit of onCommit) await commit().catch(() => undefined);
+  // -- journal hook (done).
+  await intent?.done().catch(() => undefined);
 }
 
 async function applyOne(change: Prepared, undo: UndoStep[], onCommit: Array<() => Promise<void>>): Promise<void> {
@@ -335,14 +350,19 @@ async function applyOne(change: Prepared, undo: UndoStep[], onCommit: Array<() =
   }
 }
 
-async function rollbackAndFail(change: Prepared, undo: UndoStep[], cause: unknown): Promise<never> {
-  const rollbackFailed: string[] = [];
+async function rollbackAndFail(change: Prepared, undo: UndoStep[], cause: unknown, intent?: JournalTransaction): Promise<never> {
+  let rollbackFailed: string[] = [];
   for (const step of undo.reverse()) {
     try {
       await step.run();
     } catch {
       rollbackFailed.push(step.path);
     }
+  }
+  // -- journal hook (rolled back): a failed undo gets a second try from the journal's before-images.
+  if (intent !== undefined) {
+    if (rollbackFailed.length > 0) await intent.rollback().then(() => { rollbackFailed = []; }, () => undefined);
+    if (rollbackFailed.length === 0) await intent.done().catch(() => undefined);
   }
   const unknown = rollbackFailed.length > 0;
   const causeDetail = cause instanceof ToolFailureError ? cause.failure.detail_code : undefined;
@@ -541,7 +561,7 @@ export async function importHostFiles(context: EditContext, request: ImportHostF
     const { source } = resolved[index] as ResolvedChange;
     prepared.push(await withChangeIndex(index, () => prepareImport(context.resolver, file, index, source)));
   }
-  await apply(context, prepared);
+  await apply(context, prepared, "import_host_files");
   return {
     files: prepared.map((change): ImportedFileReport => ({
       path: change.path, bytes: change.bytes.length, read_revision: readRevision(change.bytes), ...(change.kind === "replace" ? { replaced: true as const } : {}),

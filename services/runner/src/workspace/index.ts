@@ -1,6 +1,8 @@
 // Public surface of the Runner workspace engine: the factory first, then its types and limits.
 export { createWorkspace } from "./workspace.js";
 export { DEFAULT_SENSITIVE_WRITE_GLOBS } from "./path-policy.js";
+export { createEditJournal, defaultJournalDir } from "./edit-journal.js";
+export type { EditJournal, RecoveredTransaction } from "./edit-journal.js";
 export { DEFAULT_MAX_BYTES_PER_FILE, MAX_BATCH_CONTENT_BYTES, MAX_READ_FILE_BYTES } from "./read-files.js";
 export { DEFAULT_MAX_LIST_RESULTS } from "./list-files.js";
 export { DEFAULT_MAX_SEARCH_RESULTS, MAX_MATCH_TEXT_CHARS, SEARCH_COUNT_CEILING } from "./search-texts.js";

@@ -8,6 +8,8 @@ import type { Spawner } from "../exec/spawner.js";
 
 // ---------------------------------------------------------------- options
 
+import type { EditJournal, RecoveredTransaction } from "./edit-journal.js";
+
 export interface WorkspaceHooks {
   /**
    * Called after each change reached the disk with its project-relative path and its index in
@@ -26,6 +28,12 @@ export interface WorkspaceOptions {
   /** How rg and git are started; default: directly from this process. */
   spawner?: Spawner;
   hooks?: WorkspaceHooks;
+  /**
+   * Intent journal for write transactions (crash consistency). When given, every call waits
+   * for `recovery` (the journal's start-up recovery) before touching the workspace; it resolves
+   * false when the journal is unavailable and transactions run without it.
+   */
+  journal?: { journal: EditJournal; recovery: Promise<boolean> };
 }
 
 // ---------------------------------------------------------------- read_files
@@ -475,4 +483,6 @@ export interface Workspace {
   readGitReviewSummary(request: GitReviewSummaryRequest): Promise<GitReviewSummaryResult>;
   /** Stable identity of the root directory (real path + device/inode), to detect a swapped directory. */
   rootIdentity(): Promise<string>;
+  /** Transactions an earlier process left unfinished and start-up recovery finished (empty without a journal). */
+  recoveredTransactions(): Promise<RecoveredTransaction[]>;
 }

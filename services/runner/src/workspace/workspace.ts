@@ -28,33 +28,44 @@ export function createWorkspace(options: WorkspaceOptions): Workspace {
   const spawner = options.spawner ?? createDirectSpawner();
   const rg: RgCommand = { path: options.rgPath ?? bundledRgPath, spawner };
   const hooks = options.hooks;
+  // Nothing is read or written until start-up recovery has finished an interrupted transaction.
+  const recovery = options.journal?.recovery ?? Promise.resolve(false);
+  const open = async () => {
+    await recovery;
+    return policy.open();
+  };
+  const journalFor = async () => ((await recovery) ? options.journal?.journal : undefined);
   return {
     async readFiles(request) {
-      return readFiles(await policy.open(), request);
+      return readFiles(await open(), request);
     },
     async listProjectFiles(request) {
-      return listProjectFiles(await policy.open(), rg, request);
+      return listProjectFiles(await open(), rg, request);
     },
     async searchProjectTexts(request) {
-      return searchProjectTexts(await policy.open(), rg, request);
+      return searchProjectTexts(await open(), rg, request);
     },
     async searchFileContext(request) {
       return searchFileContext(await policy.open(), rg, request);
     },
     async editProjectFiles(request) {
-      return editProjectFiles({ resolver: await policy.open(), hooks }, request);
+      return editProjectFiles({ resolver: await open(), hooks, journal: await journalFor() }, request);
     },
     async importHostFiles(request) {
-      return importHostFiles({ resolver: await policy.open(), hooks }, request);
+      return importHostFiles({ resolver: await open(), hooks, journal: await journalFor() }, request);
     },
     async readWorkspaceChanges() {
-      return readWorkspaceChanges(await policy.open(), spawner);
+      return readWorkspaceChanges(await open(), spawner);
     },
     async readGitDiffHunks(request) {
-      return readGitDiffHunks(await policy.open(), spawner, request);
+      return readGitDiffHunks(await open(), spawner, request);
     },
     async readGitReviewSummary(request) {
-      return readGitReviewSummary(await policy.open(), spawner, request);
+      return readGitReviewSummary(await open(), spawner, request);
+    },
+    async recoveredTransactions() {
+      const journal = await journalFor();
+      return journal === undefined ? [] : journal.recovered();
     },
     async rootIdentity() {
       const real = await realRoot(options.root);
