@@ -28,5 +28,7 @@ export {
   createTracingClientInterceptor, createTracingServerInterceptor, runServerSpan, withSpan, withLinkedSpan, activeSpanContext, extractTraceContext,
 } from "./tracing.js";
 export type { TracingOptions } from "./tracing.js";
+export { sealSecretEnvironment, isSecretEnvName } from "./sealed-env.js";
+export type { SealedEnvironment } from "./sealed-env.js";
 export { createServiceTransport } from "./service-transport.js";
 export type { ServiceTransportOptions } from "./service-transport.js";

@@ -15,6 +15,8 @@ export const runnerConfigSpec = {
   advertiseUrl: { kind: "string", env: "WEBCODEX_RUNNER_ADVERTISE_URL" },
   /** Runner credential (never a Host credential): sent on registration, required on Execute/Describe. */
   runnerToken: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN" },
+  /** File holding the Runner credential (a mounted Secret): nothing secret in the environment. */
+  runnerTokenFile: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN_FILE" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;
 

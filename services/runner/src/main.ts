@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { RunnerBrokerService } from "@webcodex/proto";
 import { createLogger, createMetrics, createServiceTransport, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
@@ -16,7 +17,8 @@ export async function main(env: Env = process.env): Promise<void> {
   const logger = createLogger({ service: "runner", level: config.logLevel as LogLevel });
   const telemetry = await startTelemetry("webcodex-runner", env, logger);
   const metrics = createMetrics();
-  const token = config.runnerToken ? { runnerToken: config.runnerToken } : {};
+  const credential = config.runnerTokenFile !== undefined ? readFileSync(config.runnerTokenFile, "utf8").trim() : config.runnerToken;
+  const token = credential ? { runnerToken: credential } : {};
   const runner = createRunner({
     root: config.root, logger, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), ...runnerSettingsOptions(config),
   });

@@ -3,7 +3,7 @@
  * runner, migrate.
  */
 import { parseArgs } from "node:util";
-import { createLogger, createPostgresDatabase, startTelemetry } from "@webcodex/platform";
+import { createLogger, createPostgresDatabase, sealSecretEnvironment, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
 import { resolveDevTokens } from "@webcodex/gateway";
 import type { StaticTokenEntry } from "@webcodex/gateway";
@@ -76,7 +76,8 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
 
 export async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  const env = process.env;
+  // Secrets given in the environment leave /proc/self/environ before any child starts.
+  const { env } = sealSecretEnvironment();
   switch (command) {
     case "dev": {
       const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, port: { type: "string", default: "8080" }, "data-dir": { type: "string" }, host: { type: "string", default: "127.0.0.1" } } });
@@ -126,7 +127,7 @@ export async function run(argv: string[]): Promise<void> {
     }
     case "serve": {
       const service = rest[0];
-      const mains: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
+      const mains: Record<string, () => Promise<{ main: (env: typeof process.env) => Promise<void> }>> = {
         gateway: () => import("@webcodex/gateway"),
         "tool-registry": () => import("@webcodex/tool-registry"),
         "ref-resolver": () => import("@webcodex/ref-resolver"),
@@ -135,11 +136,11 @@ export async function run(argv: string[]): Promise<void> {
       };
       const load = service ? mains[service] : undefined;
       if (!load) throw new UsageError(`unknown service ${String(service)}\n${usage}`);
-      await (await load()).main();
+      await (await load()).main(env);
       return;
     }
     case "runner":
-      await (await import("@webcodex/runner")).main();
+      await (await import("@webcodex/runner")).main(env);
       return;
     case "migrate": {
       const url = env["WEBCODEX_POSTGRES_URL"];
