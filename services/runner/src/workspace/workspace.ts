@@ -25,7 +25,7 @@ import type { Workspace, WorkspaceOptions } from "./types.js";
 export function createWorkspace(options: WorkspaceOptions): Workspace {
   const policy = createPathPolicy(options.root, options.sensitiveWriteGlobs ?? DEFAULT_SENSITIVE_WRITE_GLOBS);
   const spawner = options.spawner ?? createDirectSpawner();
-  const rg: RgCommand = { path: options.rgPath ?? bundledRgPath, spawner };
+  const rg: RgCommand = { path: options.rgPath ?? bundledRgPath, spawner, ...(options.rgTimeoutMs === undefined ? {} : { timeoutMs: options.rgTimeoutMs }) };
   const hooks = options.hooks;
   return {
     async readFiles(request) {
