@@ -26,6 +26,7 @@ const suites = [
   { name: "chart", files: find(join(root, "tools/chart"), /\.test\.mjs$/), concurrency: 1 },
   { name: "integration", files: distTests(["test/dist/integration"]), concurrency: 1 },
   { name: "e2e", files: distTests(["test/dist/e2e"]), concurrency: 1 },
+  { name: "security", files: distTests(["test/dist/security"]), concurrency: 1 },
 ].filter((s) => only.length === 0 || only.includes(s.name));
 
 let passed = 0;
