@@ -10,7 +10,7 @@ export const auditRetentionConfigSpec = {
 
 export const auditConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8083, min: 0, max: 65535 },
-  host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
+  host: { kind: "string", env: "WEBCODEX_HOST" },
   postgresUrl: { kind: "string", env: "WEBCODEX_POSTGRES_URL", required: true },
   migrateOnStart: { kind: "bool", env: "WEBCODEX_MIGRATE_ON_START", default: true },
   ...auditRetentionConfigSpec,

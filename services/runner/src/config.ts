@@ -6,7 +6,7 @@ import { globToRegExp } from "./workspace/path-policy.js";
 
 export const runnerConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8085, min: 0, max: 65535 },
-  host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
+  host: { kind: "string", env: "WEBCODEX_HOST" },
   root: { kind: "string", env: "WEBCODEX_RUNNER_ROOT", required: true },
   brokerUrl: { kind: "string", env: "WEBCODEX_RUNNER_BROKER_URL", required: true },
   clientId: { kind: "string", env: "WEBCODEX_RUNNER_CLIENT_ID", required: true },

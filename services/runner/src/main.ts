@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { RunnerBrokerService } from "@webcodex/proto";
-import { createLogger, createMetrics, createServiceTransport, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
+import { createLogger, createMetrics, createServiceTransport, defaultBindHost, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createRunner, RUNNER_BUILD, runnerSettingsOptions } from "./runner.js";
@@ -22,7 +22,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const runner = createRunner({
     root: config.root, logger, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), ...runnerSettingsOptions(config),
   });
-  const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics, logger });
+  const server = await startServiceServer({ name: "runner", port: config.port, host: config.host ?? defaultBindHost(env), routes: runner.routes, metrics, logger });
   const registration = startRegistration({
     broker: createClient(RunnerBrokerService, createServiceTransport(config.brokerUrl, { metrics })),
     runnerId: runner.runnerId,

@@ -3,6 +3,7 @@
  * port, HTTP/2 between them, Postgres and Redis by URL, plus one Runner process for a
  * project directory. The processes are the same entry points Kubernetes runs.
  */
+import { randomBytes } from "node:crypto";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -48,12 +49,16 @@ export interface DistributedOptions {
   runnerEnv?: Record<string, string>;
   extraEnv?: Record<string, string>;
   heartbeatIntervalMs?: number;
+  /** The services' shared signing key (WEBCODEX_SERVICE_KEY); default: a fresh random one. Never given to the Runner. */
+  serviceKey?: string;
   /** Where child output goes; default: inherit. */
   stdio?: "inherit" | "pipe" | "ignore";
 }
 
 export interface DistributedStack {
   readonly ports: Record<ServiceName, number>;
+  /** The key internal calls are signed with (for tests that play another service). */
+  readonly serviceKey: string;
   readonly mcpUrl: string;
   readonly processes: Map<ServiceName, ChildProcess>;
   /** Starts one service again (after a kill); resolves once it answers /readyz. */
@@ -90,8 +95,9 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     WEBCODEX_LOG_LEVEL: process.env["WEBCODEX_LOG_LEVEL"] ?? "warn",
     ...o.extraEnv,
   };
+  const serviceKey = o.serviceKey ?? randomBytes(32).toString("base64url");
   const envFor = (s: ServiceName): Record<string, string> => {
-    const base = { ...common, WEBCODEX_PORT: String(ports[s]) };
+    const base = { ...common, WEBCODEX_PORT: String(ports[s]), ...(s === "runner" ? {} : { WEBCODEX_SERVICE_KEY: serviceKey }) };
     switch (s) {
       case "tool-registry":
         return base;
@@ -153,5 +159,5 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     await stop();
     throw error;
   }
-  return { ports, mcpUrl: `${url("gateway")}/mcp`, processes, restart: start, stop };
+  return { ports, serviceKey, mcpUrl: `${url("gateway")}/mcp`, processes, restart: start, stop };
 }
