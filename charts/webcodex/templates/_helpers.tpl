@@ -162,6 +162,11 @@ imagePullSecrets:
 {{- if .Values.runner.token.existingSecret -}}{{ .Values.runner.token.existingSecretKey }}{{- else -}}token{{- end -}}
 {{- end -}}
 
+{{/* The key control-plane services sign internal calls with; never mounted into Runner pods. */}}
+{{- define "webcodex.serviceKey.secretName" -}}
+{{- include "webcodex.componentName" (dict "ctx" . "component" "service-key") -}}
+{{- end -}}
+
 {{/* Env shared by every service container. Args: dict ctx component port. */}}
 {{- define "webcodex.commonEnv" -}}
 - name: WEBCODEX_PORT
@@ -289,6 +294,11 @@ spec:
               protocol: TCP
           env:
             {{- include "webcodex.commonEnv" (dict "ctx" $ctx "component" .component "port" $v.port) | nindent 12 }}
+            - name: WEBCODEX_SERVICE_KEY
+              valueFrom:
+                secretKeyRef:
+                  name: {{ include "webcodex.serviceKey.secretName" $ctx }}
+                  key: key
             {{- with .env }}
             {{- . | nindent 12 }}
             {{- end }}

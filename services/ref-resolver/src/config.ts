@@ -4,6 +4,8 @@ import type { Env } from "@webcodex/platform";
 export const refResolverConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8082, min: 0, max: 65535 },
   host: { kind: "string", env: "WEBCODEX_HOST" },
+  /** Key internal calls are signed and checked with (service-identity.ts); unset: not authenticated. */
+  serviceKey: { kind: "string", env: "WEBCODEX_SERVICE_KEY" },
   postgresUrl: { kind: "string", env: "WEBCODEX_POSTGRES_URL", required: true },
   migrateOnStart: { kind: "bool", env: "WEBCODEX_MIGRATE_ON_START", default: true },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
