@@ -5,7 +5,7 @@
  * principal among them). A receiver accepts the request only when the token verifies, has not
  * expired and the headers are exactly the signed ones, so the principal is never taken from a
  * bare header and a pod that does not hold the key (a Runner) cannot call a control-plane
- * service at all. Why signed tokens rather than mTLS: docs/decisions/0005-service-identity.md.
+ * service at all. Why signed tokens rather than mTLS: docs/decisions/0006-service-identity.md.
  *
  * The principal is signed as it is sent: its headers are opaque here, so adding a field to
  * the principal needs no change in this file.
