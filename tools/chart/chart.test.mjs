@@ -257,6 +257,15 @@ for (const name of ["defaults", "production"]) {
         }
         assert.deepEqual(rule.ports, [{ protocol: "TCP", port: t.port }]);
       }
+      // Egress to the broker: its registration port only, never its control-plane port.
+      const v = effectiveValues(name);
+      const toBroker = np.spec.egress.filter((rule) => (rule.to ?? []).some((peer) => peer.podSelector?.matchLabels?.["app.kubernetes.io/component"] === "runner-broker"));
+      assert.equal(toBroker.length, 1);
+      assert.deepEqual(toBroker[0].ports, [{ protocol: "TCP", port: v.runnerBroker.registrationPort }]);
+      assert.notEqual(v.runnerBroker.registrationPort, v.runnerBroker.port);
+      const brokerNp = find(objs, "NetworkPolicy", "runner-broker");
+      const fromRunners = brokerNp.spec.ingress.filter((rule) => (rule.from ?? []).some((peer) => peer.podSelector?.matchLabels?.["app.kubernetes.io/component"] === "runner"));
+      assert.deepEqual(fromRunners.map((rule) => rule.ports), [[{ protocol: "TCP", port: v.runnerBroker.registrationPort }]], "Runner pods reach the broker's registration port only");
     });
 
     test("internal services accept traffic only from their callers; every pod is under a policy", async () => {
@@ -729,7 +738,7 @@ describe("production specifics", () => {
     const env = envOf(pod.spec.containers[0]);
     assert.equal(env.WEBCODEX_RUNNER_TOKEN, undefined);
     assert.equal(env.WEBCODEX_RUNNER_ROOT.value, "/workspace");
-    assert.equal(env.WEBCODEX_RUNNER_BROKER_URL.value, "http://webcodex-runner-broker.webcodex.svc:8084");
+    assert.equal(env.WEBCODEX_RUNNER_BROKER_URL.value, "http://webcodex-runner-broker.webcodex.svc:8094", "Runners register on the registration port");
     assert.equal(env.WEBCODEX_RUNNER_ADVERTISE_URL.value, "http://$(WEBCODEX_POD_IP):8085");
     assert.ok(byKind(objs, "ResourceQuota").some((q) => q.metadata.namespace === "webcodex-runners"));
   });

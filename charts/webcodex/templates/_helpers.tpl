@@ -292,6 +292,11 @@ spec:
             - name: http
               containerPort: {{ $v.port }}
               protocol: TCP
+            {{- if $v.registrationPort }}
+            - name: registration
+              containerPort: {{ $v.registrationPort }}
+              protocol: TCP
+            {{- end }}
           env:
             {{- include "webcodex.commonEnv" (dict "ctx" $ctx "component" .component "port" $v.port) | nindent 12 }}
             - name: WEBCODEX_SERVICE_KEY
@@ -408,6 +413,13 @@ spec:
       {{- if ne .component "gateway" }}
       appProtocol: kubernetes.io/h2c
       {{- end }}
+    {{- if $v.registrationPort }}
+    - name: registration
+      port: {{ $v.registrationPort }}
+      targetPort: registration
+      protocol: TCP
+      appProtocol: kubernetes.io/h2c
+    {{- end }}
 {{- end -}}
 
 {{/* PodDisruptionBudget of one component. Args: dict ctx key component. */}}

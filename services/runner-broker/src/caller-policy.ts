@@ -20,6 +20,19 @@ export const RUNNER_PROCEDURES: ReadonlySet<string> = new Set(
   ["RegisterRunner", "Heartbeat"].map((name) => `/${RunnerBrokerService.typeName}/${name}`),
 );
 
+/**
+ * Splits Runner registration from the control plane by port: `registration` serves only the
+ * Runner procedures, `control` everything else.
+ */
+export function createPortPolicy(port: "registration" | "control"): Interceptor {
+  return (next) => (req) => {
+    const isRunner = RUNNER_PROCEDURES.has(`/${req.service.typeName}/${req.method.name}`);
+    if (port === "registration" && !isRunner) throw new ConnectError("only Runner registration is served on this port", Code.PermissionDenied);
+    if (port === "control" && isRunner) throw new ConnectError("Runners register on the registration port", Code.PermissionDenied);
+    return next(req);
+  };
+}
+
 /** The one service that may ask the broker to act for a principal. */
 const GATEWAY = "gateway";
 

@@ -7,7 +7,7 @@ import {
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
-import { createBrokerCallerPolicy, RUNNER_PROCEDURES } from "./caller-policy.js";
+import { createBrokerCallerPolicy, createPortPolicy, RUNNER_PROCEDURES } from "./caller-policy.js";
 import { createDistributedStores } from "./distributed-stores.js";
 import { startJobReconciler } from "./jobs/job-store.js";
 import { JOB_GAUGE_INTERVAL_MS, startJobGauge } from "./jobs/job-gauge.js";
@@ -40,28 +40,39 @@ export async function main(env: Env = process.env): Promise<void> {
   let brokerUrl = config.brokerAdvertiseUrl ?? "";
   const provisioner = await createConfiguredProvisioner(config, () => brokerUrl, logger.child({ component: "provisioner" }));
 
-  const server = await startServiceServer({
-    interceptors: [...(identity ? [identity.serverInterceptor(RUNNER_PROCEDURES)] : []), createBrokerCallerPolicy({ requireIdentity: identity !== undefined })],
-    name: "runner-broker", port: config.port, host: config.host ?? defaultBindHost(env), metrics, logger,
-    routes: routes({
-      registry, leases, concurrency, jobs, ...(provisioner ? { provisioner } : {}),
-      refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
-      runnerClient: (url) => createClient(RunnerService, toRunner(url)),
-      heartbeatIntervalMs: config.heartbeatIntervalMs,
-      dispatchTimeoutMs: config.dispatchTimeoutMs,
-      ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),
-      logger,
-    }),
-    readiness: readinessFrom({ redis: async () => { await redis.ping(); }, postgres: () => db.ping() }),
+  const host = config.host ?? defaultBindHost(env);
+  const split = config.registrationPort !== undefined;
+  const brokerRoutes = routes({
+    registry, leases, concurrency, jobs, ...(provisioner ? { provisioner } : {}),
+    refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
+    runnerClient: (url) => createClient(RunnerService, toRunner(url)),
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    dispatchTimeoutMs: config.dispatchTimeoutMs,
+    ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),
+    logger,
   });
-  brokerUrl ||= server.url;
+  const readiness = readinessFrom({ redis: async () => { await redis.ping(); }, postgres: () => db.ping() });
+  const server = await startServiceServer({
+    interceptors: [
+      ...(split ? [createPortPolicy("control")] : []),
+      ...(identity ? [identity.serverInterceptor(RUNNER_PROCEDURES)] : []),
+      createBrokerCallerPolicy({ requireIdentity: identity !== undefined }),
+    ],
+    name: "runner-broker", port: config.port, host, metrics, logger, routes: brokerRoutes, readiness,
+  });
+  // Runners reach only this port (NetworkPolicy): RegisterRunner and Heartbeat, nothing else.
+  const registration = split
+    ? await startServiceServer({ interceptors: [createPortPolicy("registration")], name: "runner-broker-registration", port: config.registrationPort ?? 0, host, metrics, logger, routes: brokerRoutes, readiness })
+    : undefined;
+  brokerUrl ||= registration?.url ?? server.url;
   const reconciler = startJobReconciler(jobs, config.jobReconcileIntervalMs, logger);
   const jobGauge = startJobGauge(jobs, work, JOB_GAUGE_INTERVAL_MS, logger);
-  logger.info("listening", { url: server.url, provisioner: config.provisioner, runner_token: config.runnerToken ? "required" : "off" });
+  logger.info("listening", { url: server.url, ...(registration ? { registration_url: registration.url } : {}), provisioner: config.provisioner, runner_token: config.runnerToken ? "required" : "off" });
   onShutdown(logger, async () => {
     reconciler.stop();
     jobGauge.stop();
     await server.close();
+    await registration?.close();
     await provisioner?.close();
     redis.disconnect();
     await db.close();
