@@ -10,6 +10,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
 import { RunnerBrokerService } from "@webcodex/proto";
+import { runnerCredential, RUNNER_TOKEN_HEADER } from "@webcodex/runner-broker";
 import { createServiceIdentity, principalHeaders } from "@webcodex/platform";
 import type { ServiceIdentity } from "@webcodex/platform";
 import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startTestStack } from "../support/index.js";
@@ -87,6 +88,24 @@ describe("service boundaries of the distributed stack", () => {
     // The owner, through the same signed path, is served (the refusal is about ownership).
     const owner = await dispatchFor(client, "local", canonicalId);
     assert.notDeepEqual(owner.failure, foreign.failure);
+  });
+
+  it("a stolen Runner credential registers no other project", async () => {
+    // What code running in the stack's Runner could steal: that Runner's own credential.
+    const stolen = runnerCredential(stack.runnerKey, { clientId: "local", projectId: canonicalId.slice(canonicalId.lastIndexOf(":") + 1) });
+    const anonymous = broker();
+    const register = (clientId: string, projectId: string, credential: string) => anonymous.registerRunner(
+      { runnerId: `thief-${randomBytes(4).toString("hex")}`, clientId, projectId, rootIdentity: "thief-root", endpointUrl: "http://127.0.0.1:9" },
+      { headers: { [RUNNER_TOKEN_HEADER]: credential } },
+    );
+    const refused = (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated;
+    await assert.rejects(register("local", "another-project", stolen), refused);
+    await assert.rejects(register("victim-tenant", "their-project", stolen), refused);
+    await assert.rejects(register("victim-tenant", "their-project", stack.runnerKey), refused, "the key is no credential");
+    // Nothing registered: the fleet still shows only the genuine Runner.
+    const client = broker(createServiceIdentity({ service: "gateway", key: stack.serviceKey }));
+    const fleet = await client.getFleetStatus({ clientId: "local" }, { headers: principalHeaders({ clientId: "local", subject: "dev" }) });
+    assert.equal(fleet.runners.some((r) => r.runnerId.startsWith("thief-")), false);
   });
 
   it("fleet status and project states are scoped to the signed principal", async () => {

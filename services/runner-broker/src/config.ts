@@ -6,7 +6,7 @@ export const runnerBrokerConfigSpec = {
   host: { kind: "string", env: "WEBCODEX_HOST" },
   /**
    * Port Runners register and heartbeat on, alone; the main port then refuses those
-   * procedures. Unset: one port serves both (a single machine).
+   * procedures. Unset or 0: one port serves both (a single machine).
    */
   registrationPort: { kind: "int", env: "WEBCODEX_REGISTRATION_PORT", min: 0, max: 65535 },
   /** Key internal calls are signed and checked with (service-identity.ts); unset: not authenticated. */

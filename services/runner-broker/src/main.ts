@@ -41,7 +41,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const provisioner = await createConfiguredProvisioner(config, () => brokerUrl, logger.child({ component: "provisioner" }));
 
   const host = config.host ?? defaultBindHost(env);
-  const split = config.registrationPort !== undefined;
+  const split = config.registrationPort > 0;
   const brokerRoutes = routes({
     registry, leases, concurrency, jobs, ...(provisioner ? { provisioner } : {}),
     refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
@@ -62,7 +62,7 @@ export async function main(env: Env = process.env): Promise<void> {
   });
   // Runners reach only this port (NetworkPolicy): RegisterRunner and Heartbeat, nothing else.
   const registration = split
-    ? await startServiceServer({ interceptors: [createPortPolicy("registration")], name: "runner-broker-registration", port: config.registrationPort ?? 0, host, metrics, logger, routes: brokerRoutes, readiness })
+    ? await startServiceServer({ interceptors: [createPortPolicy("registration")], name: "runner-broker-registration", port: config.registrationPort, host, metrics, logger, routes: brokerRoutes, readiness })
     : undefined;
   brokerUrl ||= registration?.url ?? server.url;
   const reconciler = startJobReconciler(jobs, config.jobReconcileIntervalMs, logger);

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { realpathSync } from "node:fs";
 import { createServer } from "node:net";
 import { resolve } from "node:path";
+import { runnerCredential } from "@webcodex/runner-broker";
 import { projectIdFor } from "./embedded.js";
 
 export const SERVICES = ["tool-registry", "ref-resolver", "audit", "runner-broker", "gateway", "runner"] as const;
@@ -59,6 +60,8 @@ export interface DistributedStack {
   readonly ports: Record<ServiceName, number>;
   /** The key internal calls are signed with (for tests that play another service). */
   readonly serviceKey: string;
+  /** The broker's Runner credential key; the Runner holds only its own credential derived from it. */
+  readonly runnerKey: string;
   readonly mcpUrl: string;
   readonly processes: Map<ServiceName, ChildProcess>;
   /** Starts one service again (after a kill); resolves once it answers /readyz. */
@@ -96,6 +99,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     ...o.extraEnv,
   };
   const serviceKey = o.serviceKey ?? randomBytes(32).toString("base64url");
+  const runnerKey = randomBytes(32).toString("base64url");
   const envFor = (s: ServiceName): Record<string, string> => {
     const base = { ...common, WEBCODEX_PORT: String(ports[s]), ...(s === "runner" ? {} : { WEBCODEX_SERVICE_KEY: serviceKey }) };
     switch (s) {
@@ -105,7 +109,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
       case "audit":
         return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl };
       case "runner-broker":
-        return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl, WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"), WEBCODEX_HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs ?? 5_000) };
+        return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl, WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"), WEBCODEX_RUNNER_TOKEN: runnerKey, WEBCODEX_HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs ?? 5_000) };
       case "gateway":
         return {
           ...base, ...o.gatewayEnv,
@@ -116,6 +120,8 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
         return {
           ...base, ...o.runnerEnv, WEBCODEX_RUNNER_ROOT: projectDir, WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"),
           WEBCODEX_RUNNER_CLIENT_ID: o.clientId, WEBCODEX_RUNNER_PROJECT_ID: projectIdFor(projectDir),
+          // Its own workspace-bound credential, never the key.
+          WEBCODEX_RUNNER_TOKEN: runnerCredential(runnerKey, { clientId: o.clientId, projectId: projectIdFor(projectDir) }),
         };
     }
   };
@@ -159,5 +165,5 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     await stop();
     throw error;
   }
-  return { ports, serviceKey, mcpUrl: `${url("gateway")}/mcp`, processes, restart: start, stop };
+  return { ports, serviceKey, runnerKey, mcpUrl: `${url("gateway")}/mcp`, processes, restart: start, stop };
 }
