@@ -32,5 +32,7 @@ export { sealSecretEnvironment, isSecretEnvName } from "./sealed-env.js";
 export type { SealedEnvironment } from "./sealed-env.js";
 export { createServiceIdentity, serviceIdentityFromEnv, defaultBindHost, serviceCallerKey, serviceKeyProblem, SERVICE_TOKEN_HEADER, SERVICE_KEY_ENV, MIN_SERVICE_KEY_LENGTH } from "./service-identity.js";
 export type { ServiceIdentity } from "./service-identity.js";
-export { createServiceTransport } from "./service-transport.js";
+export { createServiceTransport, provenNotSent } from "./service-transport.js";
 export type { ServiceTransportOptions } from "./service-transport.js";
+export { humanLine, logFormatFor, logWriter } from "./log-format.js";
+export type { LogFormat } from "./log-format.js";

@@ -7,6 +7,9 @@ export const refResolverConfigSpec = {
   /** Key internal calls are signed and checked with (service-identity.ts); unset: not authenticated. */
   serviceKey: { kind: "string", env: "WEBCODEX_SERVICE_KEY" },
   postgresUrl: { kind: "string", env: "WEBCODEX_POSTGRES_URL", required: true },
+  /** Task fence counters; without it fences come from the Postgres high-water mark alone. */
+  redisUrl: { kind: "string", env: "WEBCODEX_REDIS_URL", default: "" },
+  redisKeyPrefix: { kind: "string", env: "WEBCODEX_REDIS_KEY_PREFIX", default: "" },
   migrateOnStart: { kind: "bool", env: "WEBCODEX_MIGRATE_ON_START", default: true },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;

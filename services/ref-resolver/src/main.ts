@@ -1,8 +1,10 @@
-import { createLogger, createMetrics, createPostgresDatabase, defaultBindHost, onShutdown, readinessFrom, serviceIdentityFromEnv, startServiceServer, startTelemetry } from "@webcodex/platform";
+import { createLogger, createMetrics, createPostgresDatabase, createRedis, defaultBindHost, onShutdown, readinessFrom, serviceIdentityFromEnv, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
 import { migrateRefResolver } from "./ref-resolver.js";
+import { createPostgresAgentEventBus } from "./agents/event-bus.js";
+import { createRedisTaskFenceCounter } from "./agents/fence-counter.js";
 
 /** Distributed entry point: config → Postgres → server → shutdown. */
 export async function main(env: Env = process.env): Promise<void> {
@@ -13,11 +15,16 @@ export async function main(env: Env = process.env): Promise<void> {
   if (config.migrateOnStart) await migrateRefResolver(db);
   const identity = serviceIdentityFromEnv("ref-resolver", env);
   if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
+  // Task fences ratchet a Redis counter from the Postgres mark; event waiters on every replica
+  // wake through Postgres LISTEN/NOTIFY.
+  const redis = config.redisUrl ? createRedis(config.redisUrl) : undefined;
+  const taskFences = redis ? createRedisTaskFenceCounter(redis, config.redisKeyPrefix) : undefined;
+  const agentEvents = createPostgresAgentEventBus(config.postgresUrl, logger);
   const server = await startServiceServer({
     ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
-    name: "ref-resolver", port: config.port, host: config.host ?? defaultBindHost(env), routes: routes({ db }), metrics: createMetrics(), logger,
+    name: "ref-resolver", port: config.port, host: config.host ?? defaultBindHost(env), routes: routes({ db, agentEvents, ...(taskFences ? { taskFences } : {}) }), metrics: createMetrics(), logger,
     readiness: readinessFrom({ postgres: () => db.ping() }),
   });
   logger.info("listening", { url: server.url });
-  onShutdown(logger, async () => { await server.close(); await db.close(); await telemetry.shutdown(); });
+  onShutdown(logger, async () => { await server.close(); await agentEvents.close(); redis?.disconnect(); await db.close(); await telemetry.shutdown(); });
 }

@@ -266,3 +266,35 @@ describe("runner-broker", () => {
     assert.equal(parseCanonicalProjectId("project:x"), undefined);
   });
 });
+
+describe("runner-broker: a call for a Project whose Runner is starting", () => {
+  it("waits for the Runner (bounded) instead of failing, then runs on it", async () => {
+    const { register, dispatch } = setup({ runnerStartWaitMs: 5_000 });
+    const call = dispatch("read_files", { files: [{ path: "a.txt" }] });
+    await new Promise((r) => setTimeout(r, 150));
+    const { fake } = await register("r1");
+    const res = await call;
+    assert.equal(res.failure, undefined);
+    assert.deepEqual(fake.calls.map((c) => c.tool), ["read_files"]);
+  });
+
+  it("fails runner_unavailable after the bound, saying how long it waited", async () => {
+    const { dispatch } = setup({ runnerStartWaitMs: 200 });
+    const started = Date.now();
+    const res = await dispatch("read_files", { files: [{ path: "a.txt" }] });
+    assert.equal(res.failure?.reasonCode, "runner_unavailable");
+    assert.equal(res.failure?.detailCode, "no_live_runner");
+    const waited = Number((JSON.parse(res.failure?.evidenceJson ?? "{}") as { evidence?: Record<string, unknown> }).evidence?.["waited_for_runner_ms"]);
+    assert.ok(waited >= 190 && Date.now() - started < 2_000, `waited ${waited} ms`);
+  });
+
+  it("does not wait once the broker has run past the start window and no Runner was ever seen", async () => {
+    const { dispatch } = setup({ runnerStartWaitMs: 50 });
+    await new Promise((r) => setTimeout(r, 80));
+    const started = Date.now();
+    const res = await dispatch("read_files", { files: [{ path: "a.txt" }] });
+    assert.equal(res.failure?.detailCode, "no_live_runner");
+    assert.equal((JSON.parse(res.failure?.evidenceJson ?? "{}") as { evidence?: Record<string, unknown> }).evidence?.["waited_for_runner_ms"], undefined);
+    assert.ok(Date.now() - started < 40);
+  });
+});

@@ -272,7 +272,8 @@ class SpawnHostImpl implements SpawnHost {
         execArgv: ["--max-old-space-size=64"],
         // Jobs are its children and can read its /proc/<pid>/environ: it gets nothing secret.
         env: minimalProcessEnv(),
-        stdio: ["ignore", "inherit", "inherit", "ipc"],
+        // Its stdout goes to our stderr: stdout may carry a protocol (`webcodex stdio`).
+        stdio: ["ignore", 2, "inherit", "ipc"],
       });
     } catch (error) {
       this.#fallBack(undefined, error);
