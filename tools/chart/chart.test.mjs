@@ -514,6 +514,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_DEV_CLIENT_ID: "dev-only static tokens",
     WEBCODEX_HOST_PROFILE: "the generic host profile",
     WEBCODEX_OAUTH_HOST_PROFILE_CLAIM: "no per-token Host profile claim: every JWT caller gets WEBCODEX_HOST_PROFILE",
+    WEBCODEX_READY_PROJECTS: "empty: Runners start on demand in the cluster, so /readyz waits for no project (webcodex up sets it for its --project)",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
   "ref-resolver": { WEBCODEX_REDIS_KEY_PREFIX: "one release per Redis database" },
