@@ -171,13 +171,13 @@ describe("webcodex dev on a terminal", () => {
       // `script` gives the command a pseudo-terminal for stdout and stderr alike.
       const command = `exec ${process.execPath} ${cliPath} dev --project ${projectDir} --port 0 --data-dir ${tempDir("wcx-data-")}`;
       const child = spawn("script", ["-qfec", command, "/dev/null"], {
-        env: { ...baseEnv(), HOME: tempDir("wcx-home-"), WEBCODEX_LOG_LEVEL: "info", WEBCODEX_DEV_TOKEN: "tty-token", TERM: "dumb", ...extra },
+        env: { ...baseEnv(), HOME: tempDir("wcx-home-"), WEBCODEX_LOG_LEVEL: "info", WEBCODEX_DEV_TOKEN: "tty-token-at-least-16", TERM: "dumb", ...extra },
         stdio: ["pipe", "pipe", "pipe"],
       });
       let out = "";
       child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
       try {
-        await until("the banner", () => /Token: +tty-token/.test(out), 90_000);
+        await until("the banner", () => /Token: +tty-token-at-least-16/.test(out), 90_000);
       } finally {
         child.kill("SIGTERM");
         child.stdin.end();

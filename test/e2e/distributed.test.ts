@@ -13,7 +13,7 @@ import pg from "pg";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { RefResolverService } from "@webcodex/proto";
-import { principalHeaders } from "@webcodex/platform";
+import { createServiceIdentity, principalHeaders } from "@webcodex/platform";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
 import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, startTcpProxy, startTestStack } from "../support/index.js";
@@ -113,7 +113,9 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
     }
 
     // Close it at the ref-resolver (no model tool closes Sessions yet): it then fails closed.
-    const resolver = createClient(RefResolverService, createConnectTransport({ baseUrl: `http://127.0.0.1:${stack.ports["ref-resolver"]}`, httpVersion: "2" }));
+    // Internal calls need a service identity: this one is made as the gateway would.
+    const gatewayIdentity = createServiceIdentity({ service: "gateway", key: stack.serviceKey });
+    const resolver = createClient(RefResolverService, createConnectTransport({ baseUrl: `http://127.0.0.1:${stack.ports["ref-resolver"]}`, httpVersion: "2", interceptors: [gatewayIdentity.clientInterceptor] }));
     const closed = await resolver.closeSession({ selector: id }, { headers: principalHeaders({ clientId: "local", subject: "dev" }) });
     assert.equal(closed.closedNow, true, JSON.stringify(closed.failure));
     const current = String((edited.result["files"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);

@@ -19,7 +19,7 @@ import type { Database, Redis } from "@webcodex/platform";
 import { createRefResolver } from "@webcodex/ref-resolver";
 import {
   createLeaseStore, createLocalProcessProvisioner, createPostgresFenceHighWaterMark, createRedisConcurrencyLimiter, createRedisLeaseBackend,
-  createRedisRunnerRegistry, createRunnerBroker, routes, RUNNER_TOKEN_HEADER,
+  createRedisRunnerRegistry, createRunnerBroker, routes, RUNNER_TOKEN_HEADER, runnerCredential,
 } from "@webcodex/runner-broker";
 import type { RunnerBrokerDeps } from "@webcodex/runner-broker";
 import { createRunnerService } from "@webcodex/runner";
@@ -281,11 +281,12 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
       const reg = (await deps.registry.get(row.runnerId))!;
       const runner = createClient(RunnerService, createConnectTransport({ baseUrl: reg.endpointUrl, httpVersion: "2" }));
       const fenceA = Number(row.fence);
-      const create = (path: string, fence: number, headers: Record<string, string> = { [RUNNER_TOKEN_HEADER]: runnerToken }) => runner.execute(
+      const create = (path: string, fence: number, headers: Record<string, string> = { [RUNNER_TOKEN_HEADER]: runnerCredential(runnerToken, workspace) }) => runner.execute(
         { callId: `c-${Math.random()}`, tool: "edit_project_files", rootIdentity: reg.rootIdentity, fence: BigInt(fence), argumentsJson: JSON.stringify({ changes: [{ kind: "create", path, content: "x\n" }] }) },
         { headers },
       );
       await assert.rejects(create("no-token.txt", fenceA, {}), (e: unknown) => ConnectError.from(e).code === Code.Unauthenticated, "serving requires the Runner token");
+      await assert.rejects(create("key.txt", fenceA, { [RUNNER_TOKEN_HEADER]: runnerToken }), (e: unknown) => ConnectError.from(e).code === Code.Unauthenticated, "the broker's key is not this Runner's credential");
       assert.equal((await create("first.txt", fenceA)).failure, undefined, "a write under the held fence runs");
 
       // The lease moves to another Runner with a higher fence. No call reaches this Runner with

@@ -47,8 +47,21 @@ describe("argumentShape", () => {
   it("is undefined for a non-object and bounded for a huge one", () => {
     assert.equal(argumentShape("rm -rf /"), undefined);
     assert.equal(argumentShape(null), undefined);
-    const huge = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`k${i}`, i]));
-    assert.equal(argumentShape(huge)?.leaves.length, 64);
+    const huge = { project: "~p1", command: "x", nested: Array.from({ length: 100 }, (_, i) => Object.fromEntries(Array.from({ length: i + 1 }, (_, k) => [`k${k}`, k]))) };
+    assert.ok((shape(huge).leaves.length) <= 64);
+    const wide = { project: "~p1", command: "x", env: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`K${i}`, i % 2 === 0 ? "s" : [1, "2", true, null, { a: 1 }][i % 5]])) };
+    assert.ok(shape(wide).leaves.length <= 64);
+  });
+
+  it("undeclared keys collapse to a count: their names never reach the shape", () => {
+    const base = { project: "~p1", command: "make" };
+    const guessable = shape({ ...base, password: "x" });
+    const other = shape({ ...base, workdir: 3 });
+    assert.equal(guessable.fingerprint, other.fingerprint, "which undeclared key was sent is not recorded");
+    assert.notEqual(shape({ ...base, a: 1, b: 2 }).fingerprint, guessable.fingerprint, "how many were sent is");
+    assert.notEqual(guessable.fingerprint, shape(base).fingerprint);
+    const unknownTool = argumentShape({ api_key_for_prod: 1, nested: { token_name: 2 } });
+    assert.deepEqual(unknownTool, argumentShape({ x: "y", z: [] }), "without a schema every key is undeclared");
   });
 });
 

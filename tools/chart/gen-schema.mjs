@@ -315,6 +315,7 @@ export const schema = {
     runnerBroker: serviceBlock(
       {
         provisioner: { enum: ["kubernetes"] },
+        registrationPort: ref("port"),
         projectConcurrency: int({ minimum: 1, maximum: 1024 }),
         dispatchTimeoutMs: int({ minimum: 1000 }),
         jobReconcileIntervalMs: int({ minimum: 0 }),

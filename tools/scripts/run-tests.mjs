@@ -28,6 +28,7 @@ const suites = [
   { name: "e2e", files: distTests(["test/dist/e2e"]), concurrency: 1 },
   // Bounded samples here; `make faults` runs the long version (WEBCODEX_FAULTS_KILLS etc.).
   { name: "faults", files: distTests(["test/dist/faults"]), concurrency: 1 },
+  { name: "security", files: distTests(["test/dist/security"]), concurrency: 1 },
 ].filter((s) => only.length === 0 || only.includes(s.name));
 
 let passed = 0;

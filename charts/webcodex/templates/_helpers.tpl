@@ -162,6 +162,11 @@ imagePullSecrets:
 {{- if .Values.runner.token.existingSecret -}}{{ .Values.runner.token.existingSecretKey }}{{- else -}}token{{- end -}}
 {{- end -}}
 
+{{/* The key control-plane services sign internal calls with; never mounted into Runner pods. */}}
+{{- define "webcodex.serviceKey.secretName" -}}
+{{- include "webcodex.componentName" (dict "ctx" . "component" "service-key") -}}
+{{- end -}}
+
 {{/* Env shared by every service container. Args: dict ctx component port. */}}
 {{- define "webcodex.commonEnv" -}}
 - name: WEBCODEX_PORT
@@ -287,8 +292,18 @@ spec:
             - name: http
               containerPort: {{ $v.port }}
               protocol: TCP
+            {{- if $v.registrationPort }}
+            - name: registration
+              containerPort: {{ $v.registrationPort }}
+              protocol: TCP
+            {{- end }}
           env:
             {{- include "webcodex.commonEnv" (dict "ctx" $ctx "component" .component "port" $v.port) | nindent 12 }}
+            - name: WEBCODEX_SERVICE_KEY
+              valueFrom:
+                secretKeyRef:
+                  name: {{ include "webcodex.serviceKey.secretName" $ctx }}
+                  key: key
             {{- with .env }}
             {{- . | nindent 12 }}
             {{- end }}
@@ -398,6 +413,13 @@ spec:
       {{- if ne .component "gateway" }}
       appProtocol: kubernetes.io/h2c
       {{- end }}
+    {{- if $v.registrationPort }}
+    - name: registration
+      port: {{ $v.registrationPort }}
+      targetPort: registration
+      protocol: TCP
+      appProtocol: kubernetes.io/h2c
+    {{- end }}
 {{- end -}}
 
 {{/* PodDisruptionBudget of one component. Args: dict ctx key component. */}}

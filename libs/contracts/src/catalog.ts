@@ -49,7 +49,7 @@ const fileChange: JsonSchema = {
   discriminator: { propertyName: "kind" },
   required: ["kind"],
   oneOf: [
-    object({ kind: str(undefined, { const: "edit" }), path, expected_read_revision: revision, edits: array(textEdit, undefined, { minItems: 1 }) }, ["kind", "path", "expected_read_revision", "edits"]),
+    object({ kind: str(undefined, { const: "edit" }), path, expected_read_revision: revision, edits: array(textEdit, undefined, { minItems: 1, maxItems: 256 }) }, ["kind", "path", "expected_read_revision", "edits"]),
     object({ kind: str(undefined, { const: "create" }), path: bare, content: str() }, ["kind", "path", "content"]),
     object({ kind: str(undefined, { const: "delete" }), path: bare, expected_read_revision: bare }, ["kind", "path", "expected_read_revision"]),
     object({ kind: str(undefined, { const: "move" }), path: bare, destination: bare, expected_read_revision: bare }, ["kind", "path", "destination", "expected_read_revision"]),
@@ -214,8 +214,8 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "edit_project_files",
     category: "files",
-    description: "Guarded, all-or-nothing change to one or more files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. dry_run:true returns match_count and match_ranges, writes nothing.",
-    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }), session_id: sessionId, attempt_ref: attemptRef }, ["project", "changes"]),
+    description: "Guarded, all-or-nothing change to files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. dry_run:true returns match_count and match_ranges, writes nothing.",
+    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1, maxItems: 256 }), dry_run: bool(undefined, { default: false }), session_id: sessionId, attempt_ref: attemptRef }, ["project", "changes"]),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 3, reason: "CoreWorkflow" },
     projectSuccess: compactEdit,

@@ -6,7 +6,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
-import type { ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
@@ -26,6 +26,8 @@ export interface ServiceServerOptions {
   port: number;
   host?: string;
   routes?: (router: ConnectRouter) => void;
+  /** Connect server interceptors run after tracing (service identity, caller policy). */
+  interceptors?: Interceptor[];
   /** Extra HTTP routes by exact path (e.g. `/mcp`), tried before Connect. */
   httpRoutes?: Record<string, HttpHandler>;
   readiness?: () => Promise<ReadinessReport>;
@@ -44,7 +46,7 @@ const h2Preface = Buffer.from("PRI * HTTP/2.0");
 export async function startServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
   // Every Connect handler runs in a SERVER span continuing the caller's trace (traceparent).
   const tracing = createTracingServerInterceptor({ service: options.name, ...(options.metrics ? { metrics: options.metrics } : {}) });
-  const connect = options.routes ? connectNodeAdapter({ routes: options.routes, interceptors: [tracing] }) : undefined;
+  const connect = options.routes ? connectNodeAdapter({ routes: options.routes, interceptors: [tracing, ...(options.interceptors ?? [])] }) : undefined;
   const handle = (req: NodeRequest, res: NodeResponse) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });

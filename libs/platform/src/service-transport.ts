@@ -7,11 +7,14 @@
 import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Transport } from "@connectrpc/connect";
 import type { Metrics } from "./metrics.js";
+import type { ServiceIdentity } from "./service-identity.js";
 import { createTracingClientInterceptor } from "./tracing.js";
 
 export interface ServiceTransportOptions {
   /** When given, outgoing RPC latencies are recorded here. */
   metrics?: Metrics;
+  /** When given, every call is signed as this service (see service-identity.ts). */
+  identity?: ServiceIdentity | undefined;
 }
 
 export function createServiceTransport(baseUrl: string, options: ServiceTransportOptions = {}): Transport {
@@ -20,7 +23,10 @@ export function createServiceTransport(baseUrl: string, options: ServiceTranspor
     httpVersion: "2",
     useBinaryFormat: true,
     acceptCompression: [],
-    interceptors: [createTracingClientInterceptor(options.metrics ? { metrics: options.metrics } : {})],
+    interceptors: [
+      createTracingClientInterceptor(options.metrics ? { metrics: options.metrics } : {}),
+      ...(options.identity ? [options.identity.clientInterceptor] : []),
+    ],
   });
 }
 

@@ -103,11 +103,17 @@ function walk(value: unknown, path: string, schema: ShapeSchema | undefined, dep
     const s = merged(schema);
     // Keys of a free-form map (e.g. env) are data, not shape: they collapse to `*`.
     const isMap = typeof s?.additionalProperties === "object" && s.additionalProperties !== null;
+    // Keys the schema does not declare are the caller's own text (a typo, or anything at
+    // all): their names never enter the shape, only how many there were. A short hash of a
+    // name could be reversed by guessing.
+    let undeclared = 0;
     for (const [key, child] of entries) {
-      const declared = s?.properties?.[key];
-      const mapKey = isMap && !declared;
-      walk(child, `${path}/${mapKey ? "*" : pointer(key)}`, declared ?? (mapKey ? (s?.additionalProperties as ShapeSchema) : undefined), depth + 1, out);
+      const declared = Object.hasOwn(s?.properties ?? {}, key) ? s?.properties?.[key] : undefined;
+      if (declared) walk(child, `${path}/${pointer(key)}`, declared, depth + 1, out);
+      else if (isMap) walk(child, `${path}/*`, s?.additionalProperties as ShapeSchema, depth + 1, out);
+      else undeclared++;
     }
+    if (undeclared > 0) out.add(`${path}/?:undeclared:${undeclared}`);
     return;
   }
   out.add(`${path}:${type}`);
@@ -115,7 +121,8 @@ function walk(value: unknown, path: string, schema: ShapeSchema | undefined, dep
 
 /**
  * The shape of a tool call's arguments: every leaf as (JSON-pointer key path with array
- * indices collapsed to `[]` and map keys to `*`, JSON type), each hashed. Values never enter
+ * indices collapsed to `[]` and map keys to `*`, JSON type), each hashed; keys the schema
+ * does not declare collapse to one count per object, so no caller-chosen name is stored. Values never enter
  * it, so it can be stored in ActionAudit; two calls that differ by one renamed field, one
  * retyped value, one dropped or one added field differ by at most one leaf each way. Pass
  * the arguments as received (before normalization) and the tool's input schema when known.

@@ -10,7 +10,9 @@ export const auditRetentionConfigSpec = {
 
 export const auditConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8083, min: 0, max: 65535 },
-  host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
+  host: { kind: "string", env: "WEBCODEX_HOST" },
+  /** Key internal calls are signed and checked with (service-identity.ts); unset: not authenticated. */
+  serviceKey: { kind: "string", env: "WEBCODEX_SERVICE_KEY" },
   postgresUrl: { kind: "string", env: "WEBCODEX_POSTGRES_URL", required: true },
   migrateOnStart: { kind: "bool", env: "WEBCODEX_MIGRATE_ON_START", default: true },
   ...auditRetentionConfigSpec,

@@ -1,4 +1,4 @@
-import { createLogger, createMetrics, createPostgresDatabase, onShutdown, readinessFrom, startServiceServer, startTelemetry } from "@webcodex/platform";
+import { createLogger, createMetrics, createPostgresDatabase, defaultBindHost, onShutdown, readinessFrom, serviceIdentityFromEnv, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
@@ -13,8 +13,11 @@ export async function main(env: Env = process.env): Promise<void> {
   const db = createPostgresDatabase({ url: config.postgresUrl });
   if (config.migrateOnStart) await migrateAudit(db);
   const maintenance = await startAuditRetention(db, config, logger);
+  const identity = serviceIdentityFromEnv("audit", env);
+  if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
   const server = await startServiceServer({
-    name: "audit", port: config.port, host: config.host, routes: routes({ db, retentionDays: config.retentionDays }), metrics: createMetrics(), logger,
+    ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
+    name: "audit", port: config.port, host: config.host ?? defaultBindHost(env), routes: routes({ db, retentionDays: config.retentionDays }), metrics: createMetrics(), logger,
     readiness: readinessFrom({ postgres: () => db.ping() }),
   });
   logger.info("listening", { url: server.url });

@@ -5,7 +5,9 @@ import type { HostProfile, ModelWorkflowPolicy } from "@webcodex/contracts";
 
 export const gatewayConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8080, min: 0, max: 65535 },
-  host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
+  host: { kind: "string", env: "WEBCODEX_HOST" },
+  /** Key internal calls are signed and checked with (service-identity.ts); unset: not authenticated. */
+  serviceKey: { kind: "string", env: "WEBCODEX_SERVICE_KEY" },
   publicUrl: { kind: "string", env: "WEBCODEX_PUBLIC_URL" },
   allowedHosts: { kind: "string", env: "WEBCODEX_ALLOWED_HOSTS", default: "localhost,127.0.0.1,[::1]" },
   toolRegistryUrl: { kind: "string", env: "WEBCODEX_TOOL_REGISTRY_URL", required: true },

@@ -70,3 +70,11 @@ describe("resolveDevTokens and devTokenEntries", () => {
     assert.deepEqual(resolveDevTokens({ devClientId: "local", oauthIssuer: "https://issuer.example", devToken: T }).tokens, [{ token: T, clientId: "local", subject: "dev" }]);
   });
 });
+
+describe("dev token length", () => {
+  it("a WEBCODEX_DEV_TOKEN shorter than 16 characters is refused; 16 is accepted", () => {
+    assert.throws(() => resolveDevTokens({ devToken: "fifteen-chars!!", devClientId: "local" }), /at least 16 characters/);
+    assert.throws(() => resolveDevTokens({ devToken: "abc", devClientId: "local" }), /WEBCODEX_DEV_TOKEN must be at least 16/);
+    assert.equal(resolveDevTokens({ devToken: "sixteen-chars-ok", devClientId: "local" }).token, "sixteen-chars-ok");
+  });
+});

@@ -18,7 +18,7 @@ export function parseDevTokensFile(text: string): StaticTokenEntry[] {
   if (!Array.isArray(parsed.tokens)) throw new Error("dev tokens file needs a tokens array");
   return parsed.tokens.map((t, i) => {
     const token = t["token"], clientId = t["client_id"], subject = t["subject"], profile = t["admission_profile"], host = t["host_profile"], scopes = t["scopes"];
-    if (typeof token !== "string" || token.length < 16) throw new Error(`tokens[${i}].token must be a string of at least 16 characters`);
+    if (typeof token !== "string" || token.length < MIN_DEV_TOKEN_LENGTH) throw new Error(`tokens[${i}].token must be a string of at least ${MIN_DEV_TOKEN_LENGTH} characters`);
     if (typeof clientId !== "string" || typeof subject !== "string") throw new Error(`tokens[${i}] needs client_id and subject`);
     if (!isCanonicalIdPart(clientId)) throw new Error(`tokens[${i}].client_id must match [A-Za-z0-9._-]{1,128}`);
     if (profile !== undefined && !isAdmissionProfile(profile)) throw new Error(`tokens[${i}].admission_profile must be full or read_only`);
@@ -44,8 +44,14 @@ export interface DevTokens {
   generated: boolean;
 }
 
+/** The shortest dev token accepted, from WEBCODEX_DEV_TOKEN or a tokens file: a short token is guessable. */
+export const MIN_DEV_TOKEN_LENGTH = 16;
+
 /** Dev tokens from a file, the given token, or a random one (24 bytes, base64url). */
 export function resolveDevTokens(settings: DevTokenSettings): DevTokens {
+  if (settings.devToken && settings.devToken.length < MIN_DEV_TOKEN_LENGTH) {
+    throw new Error(`WEBCODEX_DEV_TOKEN must be at least ${MIN_DEV_TOKEN_LENGTH} characters (a short token can be guessed); unset it to get a random one`);
+  }
   if (settings.devTokensFile) return { tokens: parseDevTokensFile(readFileSync(settings.devTokensFile, "utf8")), generated: false };
   if (settings.oauthIssuer && !settings.devToken) return { tokens: [], generated: false };
   const token = settings.devToken || randomBytes(24).toString("base64url");

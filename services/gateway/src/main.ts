@@ -1,6 +1,6 @@
 import { createClient } from "@connectrpc/connect";
 import { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
-import { createLogger, createMetrics, createServiceTransport, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
+import { createLogger, createMetrics, createServiceTransport, defaultBindHost, onShutdown, serviceIdentityFromEnv, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
@@ -16,7 +16,10 @@ export async function main(env: Env = process.env): Promise<void> {
   const telemetry = await startTelemetry("webcodex-gateway", env, logger);
   const metrics = createMetrics();
   // HTTP/2 transports to the peers; their calls carry the trace context (traceparent).
-  const peer = (baseUrl: string) => createServiceTransport(baseUrl, { metrics });
+  // Every call is signed as the gateway, the principal with it.
+  const identity = serviceIdentityFromEnv("gateway", env);
+  if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
+  const peer = (baseUrl: string) => createServiceTransport(baseUrl, { metrics, identity });
   const options = deploymentOptions(config);
   const gateway = await createGateway({
     clients: {
@@ -36,7 +39,7 @@ export async function main(env: Env = process.env): Promise<void> {
     logger,
     metrics,
   });
-  const server = await startServiceServer({ name: "gateway", port: config.port, host: config.host, httpRoutes: gateway.httpRoutes, readiness: gateway.readiness, metrics, logger });
+  const server = await startServiceServer({ name: "gateway", port: config.port, host: config.host ?? defaultBindHost(env), httpRoutes: gateway.httpRoutes, readiness: gateway.readiness, metrics, logger });
   logger.info("listening", { url: server.url, mcp: `${options.publicUrl}/mcp` });
   onShutdown(logger, async () => { await server.close(); await gateway.close(); await telemetry.shutdown(); });
 }

@@ -3,7 +3,9 @@ import type { Env } from "@webcodex/platform";
 
 export const refResolverConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8082, min: 0, max: 65535 },
-  host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
+  host: { kind: "string", env: "WEBCODEX_HOST" },
+  /** Key internal calls are signed and checked with (service-identity.ts); unset: not authenticated. */
+  serviceKey: { kind: "string", env: "WEBCODEX_SERVICE_KEY" },
   postgresUrl: { kind: "string", env: "WEBCODEX_POSTGRES_URL", required: true },
   /** Task fence counters; without it fences come from the Postgres high-water mark alone. */
   redisUrl: { kind: "string", env: "WEBCODEX_REDIS_URL", default: "" },

@@ -1,4 +1,4 @@
-import { createLogger, createMetrics, createPostgresDatabase, createRedis, onShutdown, readinessFrom, startServiceServer, startTelemetry } from "@webcodex/platform";
+import { createLogger, createMetrics, createPostgresDatabase, createRedis, defaultBindHost, onShutdown, readinessFrom, serviceIdentityFromEnv, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
@@ -13,13 +13,16 @@ export async function main(env: Env = process.env): Promise<void> {
   const telemetry = await startTelemetry("webcodex-ref-resolver", env, logger);
   const db = createPostgresDatabase({ url: config.postgresUrl });
   if (config.migrateOnStart) await migrateRefResolver(db);
+  const identity = serviceIdentityFromEnv("ref-resolver", env);
+  if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
   // Task fences ratchet a Redis counter from the Postgres mark; event waiters on every replica
   // wake through Postgres LISTEN/NOTIFY.
   const redis = config.redisUrl ? createRedis(config.redisUrl) : undefined;
   const taskFences = redis ? createRedisTaskFenceCounter(redis, config.redisKeyPrefix) : undefined;
   const agentEvents = createPostgresAgentEventBus(config.postgresUrl, logger);
   const server = await startServiceServer({
-    name: "ref-resolver", port: config.port, host: config.host, routes: routes({ db, agentEvents, ...(taskFences ? { taskFences } : {}) }), metrics: createMetrics(), logger,
+    ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
+    name: "ref-resolver", port: config.port, host: config.host ?? defaultBindHost(env), routes: routes({ db, agentEvents, ...(taskFences ? { taskFences } : {}) }), metrics: createMetrics(), logger,
     readiness: readinessFrom({ postgres: () => db.ping() }),
   });
   logger.info("listening", { url: server.url });

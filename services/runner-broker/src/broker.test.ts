@@ -13,7 +13,7 @@ import { createMemoryRunnerRegistry } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend } from "./leases/lease-store.js";
 import { createMemoryFenceHighWaterMark } from "./leases/fence-hwm.js";
 import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
-import { RUNNER_TOKEN_HEADER } from "./runner-auth.js";
+import { RUNNER_TOKEN_HEADER, runnerCredential } from "./runner-auth.js";
 import type { Provisioner } from "./provisioning/provisioner.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
@@ -187,13 +187,20 @@ describe("runner-broker", () => {
     assert.equal(fake.calls.length, 2);
   });
 
-  it("requires the Runner token on RegisterRunner and Heartbeat when configured", async () => {
+  it("requires each Runner's own workspace-bound credential on RegisterRunner and Heartbeat; the key itself is no credential", async () => {
     const s = setup({ runnerToken: "s3cret" });
+    const own = runnerCredential("s3cret", { clientId: "c1", projectId: "p1" });
     await assert.rejects(s.register("ra"), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
     await assert.rejects(s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: "wrong" }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
-    const ok = await s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: "s3cret" });
+    await assert.rejects(s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: "s3cret" }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+    // A credential stolen from another workspace's Runner registers nothing here.
+    const stolen = runnerCredential("s3cret", { clientId: "c1", projectId: "other" });
+    await assert.rejects(s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: stolen }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+    const ok = await s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: own });
     assert.equal(ok.res.leaseHeld, true);
     await assert.rejects(s.broker.heartbeat({ runnerId: "ra", fence: ok.res.fence }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+    await assert.rejects(s.broker.heartbeat({ runnerId: "ra", fence: ok.res.fence }, { headers: { [RUNNER_TOKEN_HEADER]: stolen } }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+    assert.equal((await s.broker.heartbeat({ runnerId: "ra", fence: ok.res.fence }, { headers: { [RUNNER_TOKEN_HEADER]: own } })).known, true);
   });
 
   it("reports a lost Runner with a structured reason and runs nothing", async () => {

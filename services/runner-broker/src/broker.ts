@@ -25,7 +25,7 @@ import { createJobDesk, JOB_OBSERVE_TOOLS, JOB_START_TOOLS } from "./jobs/job-de
 import type { ContinuationAction, JobContinuationRecord, JobContinuationStore } from "./jobs/job-continuations.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioning/provisioner.js";
 import { fleetRows, observeFleet, summarizeFleet } from "./fleet/fleet-status.js";
-import { runnerTokenCheck, runnerTokenHeaders } from "./runner-auth.js";
+import { runnerCredentialCheck, runnerCredentialHeaders } from "./runner-auth.js";
 
 export const DEFAULT_PROJECT_CONCURRENCY = 16;
 /** A burst over the limit queues this long: calls ahead of it usually finish or go pending sooner. */
@@ -57,7 +57,10 @@ export interface RunnerBrokerDeps {
   continuations?: JobContinuationStore;
   /** Starts Runners where none runs (on dispatch, and EnsureProjectRunner). */
   provisioner?: Provisioner;
-  /** Runner credential (WEBCODEX_RUNNER_TOKEN): required on RegisterRunner/Heartbeat, sent to Runners. */
+  /**
+   * Key the per-Runner credentials are derived from (WEBCODEX_RUNNER_TOKEN, held by the broker
+   * only): each Runner's credential is required on its RegisterRunner/Heartbeat and sent to it.
+   */
   runnerToken?: string;
   /**
    * How long a call waits for a Project's Runner that is starting (the broker itself just
@@ -84,8 +87,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   const leaseTtlMs = deps.leaseTtlMs ?? deps.heartbeatIntervalMs * 2;
   const admissionWaitMs = deps.admissionWaitMs ?? DEFAULT_ADMISSION_WAIT_MS;
   const dispatchTimeoutMs = deps.dispatchTimeoutMs ?? 660_000;
-  const authorizeRunner = runnerTokenCheck(deps.runnerToken);
-  const toRunner = runnerTokenHeaders(deps.runnerToken);
+  // Each Runner's credential is bound to its workspace (runner-auth.ts).
+  const authorizeRunner = runnerCredentialCheck(deps.runnerToken);
+  const toRunner = (runner: RunnerState) => runnerCredentialHeaders(deps.runnerToken, runner);
   const startedAtMs = Date.now();
   const runnerStartWaitMs = deps.runnerStartWaitMs ?? Math.min(3 * deps.heartbeatIntervalMs, 15_000);
 
@@ -179,7 +183,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     try {
       const res = await runnerClient(runner.endpointUrl).execute(
         { callId: call.callId, tool: call.tool, argumentsJson: call.argumentsJson, rootIdentity: call.rootIdentity, fence: BigInt(fence) },
-        { timeoutMs: dispatchTimeoutMs, headers: toRunner, signal },
+        { timeoutMs: dispatchTimeoutMs, headers: toRunner(runner), signal },
       );
       return { reached: true, answer: { resultJson: res.resultJson, ...(res.failure ? { failure: res.failure } : {}) } };
     } catch (error) {
@@ -301,8 +305,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
 
   return {
     async registerRunner(req, ctx) {
-      authorizeRunner(ctx.requestHeader);
       if (!req.runnerId || !req.clientId || !req.projectId || !req.rootIdentity) throw new ConnectError("runner_id, client_id, project_id and root_identity are required", Code.InvalidArgument);
+      // The credential must be the one of the workspace the Runner claims to serve.
+      authorizeRunner(ctx.requestHeader, req);
       // The Runner's Project becomes known under its client id; a new root opens a new incarnation.
       const registered = await deps.refResolver.registerProject(
         { clientId: req.clientId, projectId: req.projectId, rootIdentity: req.rootIdentity, name: req.projectId },
@@ -345,7 +350,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     },
 
     async heartbeat(req, ctx) {
-      authorizeRunner(ctx.requestHeader);
+      const registered = await deps.registry.get(req.runnerId);
+      if (!registered) return { known: false };
+      authorizeRunner(ctx.requestHeader, registered);
       if (!(await deps.registry.heartbeat(req.runnerId))) return { known: false };
       const runner = await deps.registry.get(req.runnerId);
       if (!runner) return { known: false };

@@ -3,7 +3,14 @@ import type { Env } from "@webcodex/platform";
 
 export const runnerBrokerConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8084, min: 0, max: 65535 },
-  host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
+  host: { kind: "string", env: "WEBCODEX_HOST" },
+  /**
+   * Port Runners register and heartbeat on, alone; the main port then refuses those
+   * procedures. Unset or 0: one port serves both (a single machine).
+   */
+  registrationPort: { kind: "int", env: "WEBCODEX_REGISTRATION_PORT", min: 0, max: 65535 },
+  /** Key internal calls are signed and checked with (service-identity.ts); unset: not authenticated. */
+  serviceKey: { kind: "string", env: "WEBCODEX_SERVICE_KEY" },
   redisUrl: { kind: "string", env: "WEBCODEX_REDIS_URL", required: true },
   redisKeyPrefix: { kind: "string", env: "WEBCODEX_REDIS_KEY_PREFIX", default: "webcodex:broker:" },
   /** Schema `broker`: fence high-water marks (the floor under Redis fence counters) and Job records. */

@@ -24,7 +24,8 @@ export type { KubernetesProvisionerOptions, RunnerPodTemplate } from "./provisio
 export { createLocalProcessProvisioner } from "./provisioning/local-process.js";
 export type { LocalProcessProvisioner, LocalProcessProvisionerOptions, LocalRunnerProcess } from "./provisioning/local-process.js";
 export { migrateRunnerBroker, runnerBrokerMigrations, RUNNER_BROKER_SCHEMA } from "./migrations.js";
-export { RUNNER_TOKEN_HEADER, runnerTokenCheck, runnerTokenHeaders } from "./runner-auth.js";
+export { RUNNER_TOKEN_HEADER, runnerCredential, runnerCredentialCheck, runnerCredentialHeaders } from "./runner-auth.js";
+export type { CredentialScope } from "./runner-auth.js";
 export { routes } from "./routes.js";
 export { createDistributedStores } from "./distributed-stores.js";
 export type { DistributedStores, DistributedStoresOptions } from "./distributed-stores.js";

@@ -1,12 +1,13 @@
 import { createClient } from "@connectrpc/connect";
 import { RefResolverService, RunnerService } from "@webcodex/proto";
 import {
-  createLogger, createMetrics, createPostgresDatabase, createRedis, createServiceTransport, createWorkMetrics, onShutdown, readinessFrom, startServiceServer,
+  createLogger, createMetrics, createPostgresDatabase, createRedis, createServiceTransport, createWorkMetrics, defaultBindHost, onShutdown, serviceIdentityFromEnv, readinessFrom, startServiceServer,
   startTelemetry,
 } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
+import { createBrokerCallerPolicy, createPortPolicy, RUNNER_PROCEDURES } from "./caller-policy.js";
 import { createDistributedStores } from "./distributed-stores.js";
 import { startJobReconciler } from "./jobs/job-store.js";
 import { JOB_GAUGE_INTERVAL_MS, startJobGauge } from "./jobs/job-gauge.js";
@@ -23,7 +24,11 @@ export async function main(env: Env = process.env): Promise<void> {
   const telemetry = await startTelemetry("webcodex-runner-broker", env, logger);
   const metrics = createMetrics();
   // HTTP/2 transports to peers and Runners; their calls carry the trace context (traceparent).
-  const peer = (baseUrl: string) => createServiceTransport(baseUrl, { metrics });
+  const identity = serviceIdentityFromEnv("runner-broker", env);
+  if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
+  const peer = (baseUrl: string) => createServiceTransport(baseUrl, { metrics, identity });
+  // Runners do not hold the service key; calls to them carry the Runner credential only.
+  const toRunner = (baseUrl: string) => createServiceTransport(baseUrl, { metrics });
   const redis = createRedis(config.redisUrl);
   const db = createPostgresDatabase({ url: config.postgresUrl });
   if (config.migrateOnStart) await migrateRunnerBroker(db);
@@ -35,27 +40,39 @@ export async function main(env: Env = process.env): Promise<void> {
   let brokerUrl = config.brokerAdvertiseUrl ?? "";
   const provisioner = await createConfiguredProvisioner(config, () => brokerUrl, logger.child({ component: "provisioner" }));
 
-  const server = await startServiceServer({
-    name: "runner-broker", port: config.port, host: config.host, metrics, logger,
-    routes: routes({
-      registry, leases, concurrency, jobs, continuations, ...(provisioner ? { provisioner } : {}),
-      refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
-      runnerClient: (url) => createClient(RunnerService, peer(url)),
-      heartbeatIntervalMs: config.heartbeatIntervalMs,
-      dispatchTimeoutMs: config.dispatchTimeoutMs,
-      ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),
-      logger,
-    }),
-    readiness: readinessFrom({ redis: async () => { await redis.ping(); }, postgres: () => db.ping() }),
+  const host = config.host ?? defaultBindHost(env);
+  const split = config.registrationPort > 0;
+  const brokerRoutes = routes({
+    registry, leases, concurrency, jobs, continuations, ...(provisioner ? { provisioner } : {}),
+    refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
+    runnerClient: (url) => createClient(RunnerService, toRunner(url)),
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    dispatchTimeoutMs: config.dispatchTimeoutMs,
+    ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),
+    logger,
   });
-  brokerUrl ||= server.url;
+  const readiness = readinessFrom({ redis: async () => { await redis.ping(); }, postgres: () => db.ping() });
+  const server = await startServiceServer({
+    interceptors: [
+      ...(split ? [createPortPolicy("control")] : []),
+      ...(identity ? [identity.serverInterceptor(RUNNER_PROCEDURES)] : []),
+      createBrokerCallerPolicy({ requireIdentity: identity !== undefined }),
+    ],
+    name: "runner-broker", port: config.port, host, metrics, logger, routes: brokerRoutes, readiness,
+  });
+  // Runners reach only this port (NetworkPolicy): RegisterRunner and Heartbeat, nothing else.
+  const registration = split
+    ? await startServiceServer({ interceptors: [createPortPolicy("registration")], name: "runner-broker-registration", port: config.registrationPort, host, metrics, logger, routes: brokerRoutes, readiness })
+    : undefined;
+  brokerUrl ||= registration?.url ?? server.url;
   const reconciler = startJobReconciler(jobs, config.jobReconcileIntervalMs, logger);
   const jobGauge = startJobGauge(jobs, work, JOB_GAUGE_INTERVAL_MS, logger);
-  logger.info("listening", { url: server.url, provisioner: config.provisioner, runner_token: config.runnerToken ? "required" : "off" });
+  logger.info("listening", { url: server.url, ...(registration ? { registration_url: registration.url } : {}), provisioner: config.provisioner, runner_token: config.runnerToken ? "required" : "off" });
   onShutdown(logger, async () => {
     reconciler.stop();
     jobGauge.stop();
     await server.close();
+    await registration?.close();
     await provisioner?.close();
     redis.disconnect();
     await db.close();

@@ -1,28 +1,45 @@
 /**
- * Runner credentials: a fleet token (WEBCODEX_RUNNER_TOKEN) in its own header, never a
- * Host bearer token. Checked on RegisterRunner and Heartbeat when configured, and sent on
- * the broker's calls to Runners.
+ * Runner credentials, in their own header, never a Host bearer token. Each Runner holds a
+ * credential bound to its one workspace: `HMAC(key, client_id, project_id)`, where the key
+ * (WEBCODEX_RUNNER_TOKEN) is held by the broker alone and never reaches a Runner pod. The
+ * broker checks RegisterRunner against the workspace the Runner claims and Heartbeat against
+ * the workspace it registered, and sends a Runner its own credential on calls to it. So a
+ * credential stolen from a Runner (by the tenant code it runs) registers nothing but the
+ * workspace its holder already controls.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-
 import { RUNNER_TOKEN_HEADER } from "@webcodex/platform";
 
 export { RUNNER_TOKEN_HEADER };
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
-/** A checker for `token`; a no-op when no token is configured. */
-export function runnerTokenCheck(token: string | undefined): (headers: Headers) => void {
-  if (!token) return () => undefined;
-  const expected = digest(token);
-  return (headers) => {
+/** The workspace a credential is bound to. */
+export interface CredentialScope {
+  clientId: string;
+  projectId: string;
+}
+
+/** The credential of the Runner serving `scope`, derived from the broker's key. */
+export function runnerCredential(key: string, scope: CredentialScope): string {
+  return `wcr1.${createHmac("sha256", key).update(`webcodex-runner-v1\0${scope.clientId}\0${scope.projectId}`).digest("base64url")}`;
+}
+
+/**
+ * A checker for the credential of the Runner serving a scope; a no-op when no key is
+ * configured (a single-machine setup where Runners are the broker's own children).
+ */
+export function runnerCredentialCheck(key: string | undefined): (headers: Headers, scope: CredentialScope) => void {
+  if (!key) return () => undefined;
+  return (headers, scope) => {
     const got = headers.get(RUNNER_TOKEN_HEADER);
-    if (!got) throw new ConnectError("runner token required", Code.Unauthenticated);
-    if (!timingSafeEqual(digest(got), expected)) throw new ConnectError("invalid runner token", Code.Unauthenticated);
+    if (!got) throw new ConnectError("runner credential required", Code.Unauthenticated);
+    if (!timingSafeEqual(digest(got), digest(runnerCredential(key, scope)))) throw new ConnectError("invalid runner credential", Code.Unauthenticated);
   };
 }
 
-export function runnerTokenHeaders(token: string | undefined): Record<string, string> {
-  return token ? { [RUNNER_TOKEN_HEADER]: token } : {};
+/** Headers for a call to the Runner serving `scope`. */
+export function runnerCredentialHeaders(key: string | undefined, scope: CredentialScope): Record<string, string> {
+  return key ? { [RUNNER_TOKEN_HEADER]: runnerCredential(key, scope) } : {};
 }

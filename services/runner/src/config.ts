@@ -6,7 +6,7 @@ import { globToRegExp } from "./workspace/path-policy.js";
 
 export const runnerConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8085, min: 0, max: 65535 },
-  host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
+  host: { kind: "string", env: "WEBCODEX_HOST" },
   root: { kind: "string", env: "WEBCODEX_RUNNER_ROOT", required: true },
   brokerUrl: { kind: "string", env: "WEBCODEX_RUNNER_BROKER_URL", required: true },
   clientId: { kind: "string", env: "WEBCODEX_RUNNER_CLIENT_ID", required: true },
@@ -17,6 +17,8 @@ export const runnerConfigSpec = {
   runnerToken: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN" },
   /** Write-transaction journal directory, outside the workspace (default: a sibling of the root). */
   stateDir: { kind: "string", env: "WEBCODEX_RUNNER_STATE_DIR" },
+  /** File holding the Runner credential (a mounted Secret): nothing secret in the environment. */
+  runnerTokenFile: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN_FILE" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;
 

@@ -1,6 +1,7 @@
+import { readFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { RunnerBrokerService } from "@webcodex/proto";
-import { createLogger, createMetrics, createServiceTransport, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
+import { createLogger, createMetrics, createServiceTransport, defaultBindHost, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createRunner, RUNNER_BUILD, runnerSettingsOptions } from "./runner.js";
@@ -16,12 +17,13 @@ export async function main(env: Env = process.env): Promise<void> {
   const logger = createLogger({ service: "runner", level: config.logLevel as LogLevel });
   const telemetry = await startTelemetry("webcodex-runner", env, logger);
   const metrics = createMetrics();
-  const token = config.runnerToken ? { runnerToken: config.runnerToken } : {};
+  const credential = config.runnerTokenFile !== undefined ? readFileSync(config.runnerTokenFile, "utf8").trim() : config.runnerToken;
+  const token = credential ? { runnerToken: credential } : {};
   const runner = createRunner({
     root: config.root, logger, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), ...runnerSettingsOptions(config),
     ...(config.stateDir ? { stateDir: config.stateDir } : {}),
   });
-  const server = await startServiceServer({ name: "runner", port: config.port, host: config.host, routes: runner.routes, metrics, logger });
+  const server = await startServiceServer({ name: "runner", port: config.port, host: config.host ?? defaultBindHost(env), routes: runner.routes, metrics, logger });
   const registration = startRegistration({
     broker: createClient(RunnerBrokerService, createServiceTransport(config.brokerUrl, { metrics })),
     runnerId: runner.runnerId,

@@ -1,4 +1,4 @@
-import { createLogger, createMetrics, onShutdown, startServiceServer, startTelemetry } from "@webcodex/platform";
+import { createLogger, createMetrics, defaultBindHost, onShutdown, serviceIdentityFromEnv, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
@@ -8,7 +8,9 @@ export async function main(env: Env = process.env): Promise<void> {
   const config = loadConfig(env);
   const logger = createLogger({ service: "tool-registry", level: config.logLevel as LogLevel });
   const telemetry = await startTelemetry("webcodex-tool-registry", env, logger);
-  const server = await startServiceServer({ name: "tool-registry", port: config.port, host: config.host, routes, metrics: createMetrics(), logger });
+  const identity = serviceIdentityFromEnv("tool-registry", env);
+  if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
+  const server = await startServiceServer({ ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}), name: "tool-registry", port: config.port, host: config.host ?? defaultBindHost(env), routes, metrics: createMetrics(), logger });
   logger.info("listening", { url: server.url });
   onShutdown(logger, async () => { await server.close(); await telemetry.shutdown(); });
 }

@@ -3,12 +3,14 @@
  * port, HTTP/2 between them, Postgres and Redis by URL, plus one Runner process for a
  * project directory. The processes are the same entry points Kubernetes runs.
  */
+import { randomBytes } from "node:crypto";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { realpathSync } from "node:fs";
 import { createServer } from "node:net";
 import { resolve } from "node:path";
+import { runnerCredential } from "@webcodex/runner-broker";
 import { logFormatFor } from "@webcodex/platform";
 import { projectIdFor } from "./embedded.js";
 
@@ -49,12 +51,18 @@ export interface DistributedOptions {
   runnerEnv?: Record<string, string>;
   extraEnv?: Record<string, string>;
   heartbeatIntervalMs?: number;
+  /** The services' shared signing key (WEBCODEX_SERVICE_KEY); default: a fresh random one. Never given to the Runner. */
+  serviceKey?: string;
   /** Where child output goes; default: inherit. */
   stdio?: "inherit" | "pipe" | "ignore";
 }
 
 export interface DistributedStack {
   readonly ports: Record<ServiceName, number>;
+  /** The key internal calls are signed with (for tests that play another service). */
+  readonly serviceKey: string;
+  /** The broker's Runner credential key; the Runner holds only its own credential derived from it. */
+  readonly runnerKey: string;
   readonly mcpUrl: string;
   readonly processes: Map<ServiceName, ChildProcess>;
   /** Starts one service again (after a kill); resolves once it answers /readyz. */
@@ -93,8 +101,10 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     WEBCODEX_LOG_FORMAT: logFormatFor(process.env, (o.stdio ?? "inherit") === "inherit" && process.stderr.isTTY === true),
     ...o.extraEnv,
   };
+  const serviceKey = o.serviceKey ?? randomBytes(32).toString("base64url");
+  const runnerKey = randomBytes(32).toString("base64url");
   const envFor = (s: ServiceName): Record<string, string> => {
-    const base = { ...common, WEBCODEX_PORT: String(ports[s]) };
+    const base = { ...common, WEBCODEX_PORT: String(ports[s]), ...(s === "runner" ? {} : { WEBCODEX_SERVICE_KEY: serviceKey }) };
     switch (s) {
       case "tool-registry":
         return base;
@@ -102,7 +112,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
       case "audit":
         return s === "ref-resolver" ? { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl } : { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl };
       case "runner-broker":
-        return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl, WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"), WEBCODEX_HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs ?? 5_000) };
+        return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl, WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"), WEBCODEX_RUNNER_TOKEN: runnerKey, WEBCODEX_HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs ?? 5_000) };
       case "gateway":
         return {
           ...base, ...o.gatewayEnv,
@@ -115,6 +125,8 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
         return {
           ...base, ...o.runnerEnv, WEBCODEX_RUNNER_ROOT: projectDir, WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"),
           WEBCODEX_RUNNER_CLIENT_ID: o.clientId, WEBCODEX_RUNNER_PROJECT_ID: projectIdFor(projectDir),
+          // Its own workspace-bound credential, never the key.
+          WEBCODEX_RUNNER_TOKEN: runnerCredential(runnerKey, { clientId: o.clientId, projectId: projectIdFor(projectDir) }),
         };
     }
   };
@@ -160,5 +172,5 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     await stop();
     throw error;
   }
-  return { ports, mcpUrl: `${url("gateway")}/mcp`, processes, restart: start, stop };
+  return { ports, serviceKey, runnerKey, mcpUrl: `${url("gateway")}/mcp`, processes, restart: start, stop };
 }

@@ -8,7 +8,7 @@ import { homedir, userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import type { Writable } from "node:stream";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { createLogger, createPostgresDatabase, logFormatFor, logWriter, startTelemetry } from "@webcodex/platform";
+import { createLogger, createPostgresDatabase, logFormatFor, logWriter, sealSecretEnvironment, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
 import { resolveDevTokens } from "@webcodex/gateway";
 import { modelWorkflowPolicyFrom } from "@webcodex/contracts";
@@ -167,7 +167,8 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
 
 export async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  const env = process.env;
+  // Secrets given in the environment leave /proc/self/environ before any child starts.
+  const { env } = sealSecretEnvironment();
   if (command !== undefined && command !== "friction-report" && COMMAND_USAGE[command] !== undefined && wantsHelp(rest)) {
     process.stdout.write(`usage: ${COMMAND_USAGE[command]}\n`);
     return;
@@ -271,7 +272,7 @@ export async function run(argv: string[]): Promise<void> {
     }
     case "serve": {
       const service = rest[0];
-      const mains: Record<string, () => Promise<{ main: () => Promise<void> }>> = {
+      const mains: Record<string, () => Promise<{ main: (env: typeof process.env) => Promise<void> }>> = {
         gateway: () => import("@webcodex/gateway"),
         "tool-registry": () => import("@webcodex/tool-registry"),
         "ref-resolver": () => import("@webcodex/ref-resolver"),
@@ -280,11 +281,11 @@ export async function run(argv: string[]): Promise<void> {
       };
       const load = service ? mains[service] : undefined;
       if (!load) throw new UsageError(`unknown service ${String(service)}\n${usage}`);
-      await (await load()).main();
+      await (await load()).main(env);
       return;
     }
     case "runner":
-      await (await import("@webcodex/runner")).main();
+      await (await import("@webcodex/runner")).main(env);
       return;
     case "migrate": {
       const url = env["WEBCODEX_POSTGRES_URL"];

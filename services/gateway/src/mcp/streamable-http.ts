@@ -6,8 +6,9 @@
  * It is also the OAuth resource server's front door: 401 with a Bearer challenge pointing at
  * the RFC 9728 metadata for a missing or invalid token, 403 `insufficient_scope` for a
  * tools/call whose tool needs a scope the token lacks, and the per-tenant rate limit for
- * tools/call (a structured `rate_limited` result plus `Retry-After`), all before the MCP
- * server sees the message.
+ * tools/call and for every request of a batch (a structured `rate_limited` result plus
+ * `Retry-After`), and the batch cap (413 past MAX_BATCH_MESSAGES), all before the MCP server
+ * sees the message.
  *
  * Sessions: the answer to `initialize` carries an `Mcp-Session-Id`, so clients that expect
  * one get one, but it is advisory. The server keeps no session state, any replica serves
@@ -59,6 +60,12 @@ export interface StreamableHttpOptions {
 
 const jsonRpcError = (code: number, message: string, id: unknown = null) => ({ jsonrpc: "2.0", id, error: { code, message } });
 
+/**
+ * Messages one JSON-RPC batch may carry. A batch is answered as one HTTP response, so without
+ * a cap one request could queue unbounded work and memory ahead of every other tenant's.
+ */
+export const MAX_BATCH_MESSAGES = 32;
+
 function hostAllowed(hostHeader: string | undefined, allowed: readonly string[]): boolean {
   if (!hostHeader) return false;
   const host = hostHeader.startsWith("[") ? hostHeader.slice(0, hostHeader.indexOf("]") + 1) : hostHeader.split(":")[0] ?? "";
@@ -85,6 +92,35 @@ async function readBody(req: NodeRequest, limit: number): Promise<Buffer | "too_
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
+}
+
+/**
+ * True when `body` is a JSON array with more than `limit` top-level elements. It stops at the
+ * first comma past the limit, so an oversized batch is refused after scanning a few KiB
+ * instead of parsing megabytes on the event loop.
+ */
+export function batchExceeds(body: Buffer, limit: number): boolean {
+  let i = 0;
+  while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
+  if (body[i] !== 0x5b) return false;
+  let depth = 0;
+  let commas = 0;
+  let inString = false;
+  let escaped = false;
+  for (; i < body.length; i++) {
+    const c = body[i];
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (c === 0x5c) escaped = true;
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) depth++;
+    else if (c === 0x5d || c === 0x7d) depth--;
+    else if (c === 0x2c && depth === 1 && ++commas >= limit) return true;
+  }
+  return false;
 }
 
 type Message = Record<string, unknown>;
@@ -126,6 +162,9 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
 
     const body = await readBody(req, options.maxBodyBytes);
     if (body === "too_large") return sendJson(res, 413, jsonRpcError(-32000, `request body larger than ${options.maxBodyBytes} bytes`));
+    if (batchExceeds(body, MAX_BATCH_MESSAGES)) {
+      return sendJson(res, 413, jsonRpcError(-32600, `a batch may carry at most ${MAX_BATCH_MESSAGES} messages`));
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.toString("utf8"));
@@ -133,6 +172,9 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       return sendJson(res, 400, jsonRpcError(-32700, "parse error"));
     }
     const batch = Array.isArray(parsed);
+    if (batch && (parsed as unknown[]).length > MAX_BATCH_MESSAGES) {
+      return sendJson(res, 413, jsonRpcError(-32600, `a batch may carry at most ${MAX_BATCH_MESSAGES} messages`));
+    }
     const messages = (batch ? parsed : [parsed]) as Message[];
     if (messages.length === 0 || messages.some((m) => typeof m !== "object" || m === null || m["jsonrpc"] !== "2.0")) return sendJson(res, 400, jsonRpcError(-32600, "invalid request"));
 
@@ -153,15 +195,21 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       });
     }
 
-    // Rate limit: a denied tools/call is answered here as a structured tool failure.
+    // Rate limit: every tools/call, and every request of a batch, takes from the tenant's
+    // bucket. A denied tools/call is answered here as a structured tool failure, any other
+    // denied request as a JSON-RPC error carrying the same failure.
     const local = new Map<Message, JSONRPCMessage>();
     let retryAfterMs = 0;
     if (options.rateLimiter) {
-      for (const m of toolCalls) {
+      for (const m of batch ? requests : toolCalls) {
         const decision = options.rateLimiter.take(caller.principal.clientId);
         if (decision.ok) continue;
         const failure = rateLimitedFailure(decision);
         retryAfterMs = Math.max(retryAfterMs, decision.retryAfterMs);
+        if (m["method"] !== "tools/call") {
+          local.set(m, { jsonrpc: "2.0", id: m["id"] as string | number, error: { code: -32000, message: "rate limited", data: failure } } as JSONRPCMessage);
+          continue;
+        }
         const { name, arguments: args } = toolCallParams(m);
         options.onDenied?.({ caller, tool: typeof name === "string" ? name : "", args, failure });
         local.set(m, { jsonrpc: "2.0", id: m["id"] as string | number, result: { content: [{ type: "text", text: JSON.stringify(failure) }], structuredContent: failure, isError: true } } as JSONRPCMessage);

@@ -7,7 +7,8 @@ import type { RunnerBrokerConfig } from "../config.js";
 import { createKubernetesProvisioner, loadRunnerPodTemplate } from "./kubernetes.js";
 import { createLocalProcessProvisioner } from "./local-process.js";
 import { runnerNames } from "./provisioner.js";
-import type { Provisioner } from "./provisioner.js";
+import type { Provisioner, ProjectWorkspace } from "./provisioner.js";
+import { runnerCredential } from "../runner-auth.js";
 
 /** tools/cli/bin/webcodex.js relative to this file (services/runner-broker/dist/provisioning/from-config.js). */
 export const defaultRunnerCliPath = (): string => resolve(dirname(fileURLToPath(import.meta.url)), "../../../../tools/cli/bin/webcodex.js");
@@ -23,6 +24,7 @@ export async function createConfiguredProvisioner(config: RunnerBrokerConfig, br
       return createKubernetesProvisioner({
         template: await loadRunnerPodTemplate(config.runnerPodTemplate ?? ""),
         ...(config.runnerNamespace ? { namespace: config.runnerNamespace } : {}),
+        ...(config.runnerToken ? { credentialFor: (w: ProjectWorkspace) => runnerCredential(config.runnerToken ?? "", w) } : {}),
         logger,
       });
     case "local-process": {

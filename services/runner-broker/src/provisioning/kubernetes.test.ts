@@ -7,6 +7,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { createLogger } from "@webcodex/platform";
 import { buildRunnerObjects, createKubernetesProvisioner, parseRunnerPodTemplate } from "./kubernetes.js";
 import { runnerNames } from "./provisioner.js";
+import { runnerCredential } from "../runner-auth.js";
 
 /** The chart's rendered Runner pod template (helm template charts/webcodex, release "wcx"). */
 const chartTemplate = {
@@ -86,7 +87,7 @@ function fakeApiServer() {
         res.writeHead(code, { "content-type": "application/json" });
         res.end(JSON.stringify(obj));
       };
-      const m = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|persistentvolumeclaims)(?:\/([^/]+))?$/.exec(path);
+      const m = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|persistentvolumeclaims|secrets)(?:\/([^/]+))?$/.exec(path);
       if (!m) return send(404, status(404, "NotFound"));
       const [, ns, kind, name] = m;
       if (req.method === "POST" && body && !name) {
@@ -188,7 +189,7 @@ describe("kubernetes provisioner against a fake API server", () => {
     assert.deepEqual(c.securityContext["capabilities"], { drop: ["ALL"] });
     assert.deepEqual(c.resources.limits, { cpu: "2", "ephemeral-storage": "2Gi", memory: "2Gi" });
     assert.deepEqual(c.env.slice(-2), [{ name: "WEBCODEX_RUNNER_CLIENT_ID", value: workspace.clientId }, { name: "WEBCODEX_RUNNER_PROJECT_ID", value: workspace.projectId }]);
-    assert.ok(c.env.some((e) => e.name === "WEBCODEX_RUNNER_TOKEN" && e.value === undefined), "the token comes from its Secret, not a literal");
+    assert.equal(c.env.some((e) => e.name === "WEBCODEX_RUNNER_TOKEN"), false, "no installation-wide secret reaches a Runner pod");
     assert.deepEqual(pod.spec.volumes, [
       { name: "workspace", persistentVolumeClaim: { claimName: pvc.metadata.name } },
       { name: "tmp", emptyDir: { sizeLimit: "1Gi" } },
@@ -198,6 +199,29 @@ describe("kubernetes provisioner against a fake API server", () => {
     const expected = buildRunnerObjects(template, workspace);
     assert.deepEqual(pod, JSON.parse(JSON.stringify(expected.pod)));
     assert.deepEqual(pvc, JSON.parse(JSON.stringify(expected.pvc)));
+  });
+
+  it("with a Runner credential key, each pod mounts only its own workspace-bound credential from a Secret of its own", async () => {
+    api.requests.length = 0;
+    const key = "runner-credential-key-0123456789abcdef";
+    const p = createKubernetesProvisioner({ template, kubeConfig, logger, credentialFor: (w) => runnerCredential(key, w) });
+    const other = { clientId: "other-tenant", projectId: "p" };
+    await p.ensureRunner(other);
+    const secretReq = api.requests.find((q) => q.method === "POST" && q.path.endsWith("/secrets"));
+    const podReq = api.requests.find((q) => q.method === "POST" && q.path.endsWith("/pods"));
+    assert.ok(secretReq && podReq);
+    const secret = secretReq.body as { metadata: { name: string }; stringData: Record<string, string> };
+    const pod = podReq.body as { spec: { volumes: Array<Record<string, unknown>>; containers: Array<{ env: Array<{ name: string; value?: string }>; volumeMounts: Array<Record<string, unknown>> }> } };
+    assert.deepEqual(secret.stringData, { credential: runnerCredential(key, other) });
+    const text = JSON.stringify(pod) + JSON.stringify(secret);
+    assert.equal(text.includes(key), false, "the key itself is nowhere in the pod or its Secret");
+    const c = pod.spec.containers[0]!;
+    assert.equal(c.env.some((e) => e.name === "WEBCODEX_RUNNER_TOKEN"), false);
+    assert.ok(c.env.some((e) => e.name === "WEBCODEX_RUNNER_TOKEN_FILE" && e.value === "/var/run/webcodex/runner/credential"));
+    assert.deepEqual(pod.spec.volumes.find((v) => v["name"] === "credential"), { name: "credential", secret: { secretName: secret.metadata.name, defaultMode: 0o400 } });
+    assert.notEqual(runnerCredential(key, other), runnerCredential(key, workspace), "credentials differ per workspace");
+    assert.equal(await p.removeRunner(other), true);
+    assert.ok(api.requests.some((q) => q.method === "DELETE" && q.path.endsWith(`/secrets/${secret.metadata.name}`)));
   });
 
   it("is idempotent: a second ensure finds the running pod and creates nothing", async () => {

@@ -9,7 +9,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { ApiException, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import type { V1PersistentVolumeClaim, V1Pod } from "@kubernetes/client-node";
+import type { V1PersistentVolumeClaim, V1Pod, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "@webcodex/platform";
 import { runnerNames } from "./provisioner.js";
 import type { EnsureResult, ProjectWorkspace, Provisioner } from "./provisioner.js";
@@ -78,9 +78,18 @@ export async function loadRunnerPodTemplate(path: string): Promise<RunnerPodTemp
   return parseRunnerPodTemplate(JSON.parse(await readFile(path, "utf8")));
 }
 
-/** The Pod and PVC for one workspace (pure; the docs/operators.md mapping). */
-export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, namespace = t.namespace): { pod: V1Pod; pvc: V1PersistentVolumeClaim } {
+/** Where a Runner pod finds its own credential (a file from its per-Runner Secret, never an env var). */
+export const RUNNER_CREDENTIAL_DIR = "/var/run/webcodex/runner";
+const RUNNER_CREDENTIAL_KEY = "credential";
+
+/**
+ * The Pod, PVC and credential Secret for one workspace (pure; the docs/operators.md mapping).
+ * With `credential` the pod mounts its own workspace-bound credential from the Secret named
+ * `<pod>-credential`; the key it is derived from never enters the pod.
+ */
+export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, namespace = t.namespace, credential?: string): { pod: V1Pod; pvc: V1PersistentVolumeClaim; secret?: V1Secret } {
   const n = runnerNames(w);
+  const secretName = `${n.name}-credential`;
   const labels = { ...t.labels, [t.tenantLabelKey]: n.tenantLabel, [t.projectLabelKey]: n.projectLabel };
   const pvcName = `${n.name}-workspace`;
   const pvc = {
@@ -116,28 +125,45 @@ export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, na
           workingDir: t.workingDir,
           args: t.args,
           ports: [{ name: "http", containerPort: t.port, protocol: "TCP" }],
-          env: [...t.env, { name: "WEBCODEX_RUNNER_CLIENT_ID", value: w.clientId }, { name: "WEBCODEX_RUNNER_PROJECT_ID", value: w.projectId }],
+          env: [
+            ...t.env.filter((e) => (e as { name?: unknown }).name !== "WEBCODEX_RUNNER_TOKEN"),
+            { name: "WEBCODEX_RUNNER_CLIENT_ID", value: w.clientId }, { name: "WEBCODEX_RUNNER_PROJECT_ID", value: w.projectId },
+            ...(credential !== undefined ? [{ name: "WEBCODEX_RUNNER_TOKEN_FILE", value: `${RUNNER_CREDENTIAL_DIR}/${RUNNER_CREDENTIAL_KEY}` }] : []),
+          ],
           resources: t.resources,
           securityContext: t.securityContext,
           startupProbe: t.startupProbe,
           livenessProbe: t.livenessProbe,
           readinessProbe: t.readinessProbe,
-          volumeMounts: [{ name: "workspace", mountPath: t.workspaceMountPath }, { name: "tmp", mountPath: "/tmp" }],
+          volumeMounts: [
+            { name: "workspace", mountPath: t.workspaceMountPath }, { name: "tmp", mountPath: "/tmp" },
+            ...(credential !== undefined ? [{ name: "credential", mountPath: RUNNER_CREDENTIAL_DIR, readOnly: true }] : []),
+          ],
         },
       ],
       volumes: [
         { name: "workspace", persistentVolumeClaim: { claimName: pvcName } },
         { name: "tmp", emptyDir: { sizeLimit: t.tmpSizeLimit } },
+        ...(credential !== undefined ? [{ name: "credential", secret: { secretName, defaultMode: 0o400 } }] : []),
       ],
     },
   };
-  return { pod: pod as unknown as V1Pod, pvc: pvc as unknown as V1PersistentVolumeClaim };
+  const secret = credential === undefined ? undefined : {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: secretName, namespace, labels },
+    type: "Opaque",
+    stringData: { [RUNNER_CREDENTIAL_KEY]: credential },
+  };
+  return { pod: pod as unknown as V1Pod, pvc: pvc as unknown as V1PersistentVolumeClaim, ...(secret ? { secret: secret as unknown as V1Secret } : {}) };
 }
 
 export interface KubernetesProvisionerOptions {
   template: RunnerPodTemplate;
   /** Defaults to the template's namespace. */
   namespace?: string;
+  /** Each Runner's own workspace-bound credential (runner-auth.ts), put in a Secret of its own; absent: none. */
+  credentialFor?: (workspace: ProjectWorkspace) => string;
   /** Defaults to in-cluster config when running in a pod, else ~/.kube/config. */
   kubeConfig?: KubeConfig;
   logger: Logger;
@@ -168,8 +194,15 @@ export function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Pr
   return {
     kind: "kubernetes",
     async ensureRunner(w): Promise<EnsureResult> {
-      const { pod, pvc } = buildRunnerObjects(o.template, w, namespace);
+      const { pod, pvc, secret } = buildRunnerObjects(o.template, w, namespace, o.credentialFor?.(w));
       const name = pod.metadata?.name ?? "";
+      if (secret) {
+        try {
+          await api.createNamespacedSecret({ namespace, body: secret });
+        } catch (e) {
+          if (status(e) !== 409) throw e;
+        }
+      }
       try {
         await api.createNamespacedPersistentVolumeClaim({ namespace, body: pvc });
       } catch (e) {
@@ -212,6 +245,7 @@ export function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Pr
         }
       };
       await del(() => api.deleteNamespacedPod({ name, namespace }));
+      if (o.credentialFor) await del(() => api.deleteNamespacedSecret({ name: `${name}-credential`, namespace }));
       if (!options.keepWorkspace) await del(() => api.deleteNamespacedPersistentVolumeClaim({ name: `${name}-workspace`, namespace }));
       o.logger.info("runner removed", { pod: name, namespace, keep_workspace: options.keepWorkspace === true, removed });
       return removed;

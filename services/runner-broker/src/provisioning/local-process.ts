@@ -3,6 +3,7 @@
  * workspace, on a directory the caller maps the workspace to. The directory belongs to the
  * user: removing the Runner stops the process and never deletes it.
  */
+import { runnerCredential } from "../runner-auth.js";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import type { Logger } from "@webcodex/platform";
@@ -75,7 +76,9 @@ export function createLocalProcessProvisioner(o: LocalProcessProvisionerOptions)
         WEBCODEX_HOST: "127.0.0.1",
         WEBCODEX_PORT: "0",
         WEBCODEX_LOG_LEVEL: o.logLevel ?? "warn",
-        ...(o.runnerToken ? { WEBCODEX_RUNNER_TOKEN: o.runnerToken } : {}),
+        // The Runner's own credential, bound to this workspace; the key stays in the broker.
+        // (The Runner takes it out of its visible environment at start.)
+        ...(o.runnerToken ? { WEBCODEX_RUNNER_TOKEN: runnerCredential(o.runnerToken, w) } : {}),
       };
       const proc = spawn(process.execPath, [o.cliPath, "runner"], { env, stdio: ["ignore", "ignore", "pipe"] });
       const child: Child = { name, proc, stderr: [], exited: new Promise((r) => proc.once("exit", () => r())) };

@@ -66,3 +66,17 @@ export function childEnv(base: Record<string, string>, additions: Record<string,
   }
   return env;
 }
+
+/**
+ * The base environment built from this process's own: what the spawn host and any program the
+ * Runner starts without an explicit environment (git, rg) get. Never the Runner's full
+ * environment, which may hold credentials.
+ */
+export function minimalProcessEnv(): Record<string, string> {
+  const base: Record<string, string> = {};
+  for (const key of INHERITED_KEYS) {
+    const value = process.env[key];
+    if (value !== undefined) base[key] = value;
+  }
+  return scrubbedBaseEnv(base);
+}

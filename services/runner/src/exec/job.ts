@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { OutputCapture } from "./output-capture.js";
-import { terminateGroup } from "./process-group.js";
+import { randomBytes } from "node:crypto";
+import { JOB_TAG_ENV, terminateJob } from "./process-group.js";
 import type { SpawnedChild, Spawner } from "./spawner.js";
 import type {
   CompletedResult,
@@ -84,6 +85,7 @@ export class Job {
   #result: TerminalResult | undefined;
   #durationMs: number | undefined;
   #timeoutTimer: NodeJS.Timeout | undefined;
+  readonly #tag = randomBytes(12).toString("hex");
   #drainTimer: NodeJS.Timeout | undefined;
   #resolveSpawned!: () => void;
   #resolveTerminal!: (result: TerminalResult) => void;
@@ -122,7 +124,8 @@ export class Job {
     try {
       child = spec.spawner.spawn(spec.program, spec.args, {
         cwd: spec.cwd,
-        env: spec.env,
+        // The tag finds the Job's processes even after they leave its group (setsid).
+        env: { ...spec.env, [JOB_TAG_ENV]: this.#tag },
         // Own session and process group: the whole tree can be signalled as one.
         detached: true,
         stdin: spec.stdin === undefined ? "ignore" : "pipe",
@@ -206,7 +209,7 @@ export class Job {
     if (this.#killing || this.#pgid === undefined) return;
     this.#killing = true;
     // The escalation is deliberately left running past finalize: it must reach stragglers.
-    terminateGroup(this.#pgid, this.#spec.limits.killGraceMs);
+    void terminateJob(this.#pgid, this.#tag, this.#spec.limits.killGraceMs);
   }
 
   /** Requests cancellation; false when the job had already ended (nothing changes then). */

@@ -4,6 +4,7 @@
  * and grandchildren, and nothing outlives a timeout or cancel as an orphan.
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
 
 /** Sends `signal` to every process of the group; false when the group no longer exists. */
 export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
@@ -57,4 +58,60 @@ export function terminateGroup(pgid: number, graceMs: number): void {
       signalGroup(pgid, "SIGKILL");
     }
   }, Math.min(POLL_MS, Math.max(1, graceMs)));
+}
+
+/**
+ * The variable every Job's processes carry, so a process that left the Job's group and session
+ * (`setsid`, a double fork reparented to init) is still found and ended with its Job. This is
+ * the containment used where no cgroup can be created for a Job: a process that deliberately
+ * clears its environment before detaching is not found (see docs/security.md).
+ */
+export const JOB_TAG_ENV = "WEBCODEX_JOB_TAG";
+
+/** Pids of this user's live processes whose start-time environment holds `tag`. */
+export async function taggedProcesses(tag: string): Promise<number[]> {
+  const entry = Buffer.from(`${JOB_TAG_ENV}=${tag}\0`);
+  const inner = Buffer.from(`\0${JOB_TAG_ENV}=${tag}\0`);
+  let names: string[];
+  try {
+    names = await readdir("/proc");
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  await Promise.all(names.filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid).map(async (name) => {
+    try {
+      const environ = await readFile(`/proc/${name}/environ`);
+      if (environ.subarray(0, entry.length).equals(entry) || environ.includes(inner)) found.push(Number(name));
+    } catch {
+      // Gone, or another user's process: not ours to end.
+    }
+  }));
+  return found;
+}
+
+function signalPids(pids: readonly number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/**
+ * Ends a Job: its process group (as terminateGroup) and every process carrying its tag, SIGTERM
+ * first and SIGKILL after `graceMs` for whatever is still there. Resolves once the tagged
+ * processes were found and signalled the first time.
+ */
+export async function terminateJob(pgid: number, tag: string, graceMs: number): Promise<void> {
+  terminateGroup(pgid, graceMs);
+  const first = await taggedProcesses(tag);
+  if (first.length === 0) return;
+  signalPids(first, "SIGTERM");
+  const timer = setTimeout(() => {
+    void taggedProcesses(tag).then((left) => signalPids(left, "SIGKILL"));
+  }, graceMs);
+  timer.unref();
 }

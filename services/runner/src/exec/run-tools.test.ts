@@ -113,7 +113,7 @@ for (const [mode, makeSpawner] of SPAWNER_MODES) {
       try {
         const result = completed(await executor.runProcess({ args: ["env"], env: { FOO: "bar baz" } }));
         const keys = result.stdout.trim().split("\n").map((line) => line.slice(0, line.indexOf("=")));
-        assert.deepEqual(keys.sort(), ["FOO", "HOME", "LANG", "PATH", "TERM", "TMPDIR"]);
+        assert.deepEqual(keys.sort(), ["FOO", "HOME", "LANG", "PATH", "TERM", "TMPDIR", "WEBCODEX_JOB_TAG"]);
         assert.match(result.stdout, /^FOO=bar baz$/m);
         assert.match(result.stdout, /^TERM=dumb$/m);
         assert.ok(!result.stdout.includes("runner-secret-value"));

@@ -336,3 +336,20 @@ describe("spawn host lifetime", () => {
   });
 });
 
+
+describe("spawn host environment", () => {
+  it("a child reading its parent's /proc environ (the host's) finds no Runner secret", async () => {
+    process.env["WEBCODEX_RUNNER_TOKEN"] = "spawn-host-probe-secret";
+    const host = createSpawnHost({ logger: silentLogger() });
+    try {
+      const seen = await observe(host.spawn("sh", ["-c", "cat /proc/$PPID/environ; echo; env"], { cwd: "/" }));
+      const text = seen.stdout.toString("utf8");
+      assert.match(text, /PATH=/, "the probe read the environment");
+      assert.equal(text.includes("spawn-host-probe-secret"), false);
+      assert.equal(text.includes("WEBCODEX_"), false);
+    } finally {
+      delete process.env["WEBCODEX_RUNNER_TOKEN"];
+      await host.close();
+    }
+  });
+});

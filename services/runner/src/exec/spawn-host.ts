@@ -17,6 +17,7 @@ import { EventEmitter } from "node:events";
 import { fileURLToPath } from "node:url";
 import { Readable, Writable, finished } from "node:stream";
 import type { Logger } from "@webcodex/platform";
+import { minimalProcessEnv } from "./child-env.js";
 import { signalGroup } from "./process-group.js";
 import type { HostEvent, HostRequest, SerializedError } from "./spawn-host-protocol.js";
 import { spawnDirect, type SpawnedChild, type SpawnOptions, type Spawner } from "./spawner.js";
@@ -241,7 +242,7 @@ class SpawnHostImpl implements SpawnHost {
       program,
       args: [...args],
       cwd: options.cwd,
-      env: options.env ?? stringEnv(process.env),
+      env: options.env ?? minimalProcessEnv(),
       detached,
       stdin: pipeStdin,
     });
@@ -269,6 +270,8 @@ class SpawnHostImpl implements SpawnHost {
       child = fork(this.#options.childModule ?? DEFAULT_CHILD_MODULE, [], {
         serialization: "advanced",
         execArgv: ["--max-old-space-size=64"],
+        // Jobs are its children and can read its /proc/<pid>/environ: it gets nothing secret.
+        env: minimalProcessEnv(),
         // Its stdout goes to our stderr: stdout may carry a protocol (`webcodex stdio`).
         stdio: ["ignore", 2, "inherit", "ipc"],
       });
@@ -386,12 +389,6 @@ class SpawnHostImpl implements SpawnHost {
       else entry.proxy.feedStdin(request.t === "stdin" ? request.data : null);
     }
   }
-}
-
-function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value;
-  return out;
 }
 
 /**

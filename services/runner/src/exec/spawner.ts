@@ -5,10 +5,11 @@
  */
 import { spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
+import { minimalProcessEnv } from "./child-env.js";
 
 export interface SpawnOptions {
   cwd: string;
-  /** Complete environment of the child; the Runner's own environment when absent. */
+  /** Complete environment of the child; a minimal one (PATH, HOME, LANG, TMPDIR) when absent. */
   env?: Record<string, string>;
   /** Own session and process group (setsid), so the whole tree can be signalled as one. */
   detached?: boolean;
@@ -54,7 +55,7 @@ export interface Spawner {
 export function spawnDirect(program: string, args: readonly string[], options: SpawnOptions): SpawnedChild {
   return spawn(program, args, {
     cwd: options.cwd,
-    ...(options.env === undefined ? {} : { env: options.env }),
+    env: options.env ?? minimalProcessEnv(),
     detached: options.detached === true,
     stdio: [options.stdin ?? "ignore", "pipe", "pipe"],
     windowsHide: true,

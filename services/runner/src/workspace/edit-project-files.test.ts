@@ -144,6 +144,22 @@ describe("edit_project_files: planning against one snapshot", () => {
     assert.equal(await readText(root, "a.txt"), "one two three\n");
   });
 
+  it("edits overlapping by exactly one byte are rejected; edits that only touch are applied", async () => {
+    const { root, ws } = await tempWorkspace({ "a.txt": "abcdef\n" });
+    const failure = await expectFailure(
+      ws.editProjectFiles({
+        changes: [{ kind: "edit", path: "a.txt", expected_read_revision: await revisionOf(ws, "a.txt"), edits: [replace("abc", "X"), replace("cde", "Y")] }],
+      }),
+      ReasonCode.overlappingEdits,
+    );
+    assert.deepEqual(failure.evidence?.edit_indexes, [0, 1]);
+    assert.equal(await readText(root, "a.txt"), "abcdef\n");
+    await ws.editProjectFiles({
+      changes: [{ kind: "edit", path: "a.txt", expected_read_revision: await revisionOf(ws, "a.txt"), edits: [replace("abc", "X"), replace("def", "Y")] }],
+    });
+    assert.equal(await readText(root, "a.txt"), "XY\n");
+  });
+
   it("$&, $$ and $1 in new_text are written literally", async () => {
     const { root, ws } = await tempWorkspace({ "a.txt": "price: X\n" });
     await ws.editProjectFiles({

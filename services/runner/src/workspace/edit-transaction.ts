@@ -8,13 +8,14 @@
  * import_host_files runs through the same transaction: each Host file becomes a create (or,
  * with overwrite and the current revision, a guarded whole-file replace) of raw bytes.
  */
-import { lstat, readFile, rename, rm, stat } from "node:fs/promises";
+import { closeSync, constants, fstatSync, readFileSync } from "node:fs";
+import { lstat, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { createExclusive, entryExists, makeParents, removeDirs, siblingTempName, writeFileAtomic } from "./atomic-fs.js";
 import { describeRanges, planFileEdits, type FilePlan } from "./edit-plan.js";
 import { journalSpecsFor, type EditJournal, type JournalTool, type JournalTransaction } from "./edit-journal.js";
-import { errnoCode, type PathResolver, type ResolvedPath } from "./path-policy.js";
+import { errnoCode, openInside, withPinnedParent, type PathResolver, type ResolvedPath } from "./path-policy.js";
 import { isBinary, readRevision } from "./text-bytes.js";
 import type {
   AppliedFileReport,
@@ -178,7 +179,7 @@ async function prepareChange(resolver: PathResolver, change: FileChange, index: 
       return { kind: "create", index, path: source.rel, target: source.entry, bytes: Buffer.from(change.content, "utf8") };
     }
     case "edit": {
-      const file = await loadGuardedFile(source, change.expected_read_revision);
+      const file = await loadGuardedFile(resolver.rootReal, source, change.expected_read_revision);
       if (isBinary(file.bytes)) {
         fail(ReasonCode.binaryFile, FailureStage.preflight, { evidence: { path: source.rel } });
       }
@@ -186,12 +187,12 @@ async function prepareChange(resolver: PathResolver, change: FileChange, index: 
       return { kind: "edit", index, path: source.rel, target: source.real, original: file.bytes, mode: file.mode, fingerprint: file.fingerprint, revision: file.revision, plan };
     }
     case "delete": {
-      const file = await loadGuardedFile(source, change.expected_read_revision);
+      const file = await loadGuardedFile(resolver.rootReal, source, change.expected_read_revision);
       return { kind: "delete", index, path: source.rel, target: source.entry, fingerprint: (await entryFingerprint(source)) ?? file.fingerprint };
     }
     case "move": {
       const destination = paths.destination as ResolvedPath;
-      const file = await loadGuardedFile(source, change.expected_read_revision);
+      const file = await loadGuardedFile(resolver.rootReal, source, change.expected_read_revision);
       await assertAbsent(destination);
       await assertParentCreatable(resolver, destination);
       return {
@@ -216,16 +217,22 @@ interface GuardedFile {
 }
 
 /** Reads an existing regular file and checks the caller's read revision against its bytes. */
-async function loadGuardedFile(resolved: ResolvedPath, expected: string | undefined): Promise<GuardedFile> {
+async function loadGuardedFile(rootReal: string, resolved: ResolvedPath, expected: string | undefined): Promise<GuardedFile> {
   if (typeof expected !== "string" || expected === "") {
     fail(ReasonCode.missingField, FailureStage.preflight, { detail_code: "expected_read_revision", evidence: { path: resolved.rel } });
   }
   let bytes: Buffer;
   let info;
   try {
-    info = await stat(resolved.real);
-    if (!info.isFile()) fail(ReasonCode.notAFile, FailureStage.preflight, { evidence: { path: resolved.rel } });
-    bytes = await readFile(resolved.real);
+    // Read through one descriptor proven inside the root (no check-then-use on a swapped symlink).
+    const fd = openInside(rootReal, resolved.real, resolved.rel, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      info = fstatSync(fd);
+      if (!info.isFile()) fail(ReasonCode.notAFile, FailureStage.preflight, { evidence: { path: resolved.rel } });
+      bytes = readFileSync(fd);
+    } finally {
+      closeSync(fd);
+    }
   } catch (error) {
     if (error instanceof ToolFailureError) throw error;
     const code = errnoCode(error);
@@ -297,7 +304,7 @@ async function apply(context: EditContext, prepared: readonly Prepared[], tool: 
   for (const change of prepared) {
     if (!isChanging(change)) continue;
     try {
-      await applyOne(change, undo, onCommit);
+      await applyOne(context.resolver.rootReal, change, undo, onCommit);
       await context.hooks?.afterFileApplied?.(change.path, change.index);
     } catch (error) {
       await rollbackAndFail(change, undo, error, intent);
@@ -311,10 +318,11 @@ async function apply(context: EditContext, prepared: readonly Prepared[], tool: 
   await intent?.done().catch(() => undefined);
 }
 
-async function applyOne(change: Prepared, undo: UndoStep[], onCommit: Array<() => Promise<void>>): Promise<void> {
+async function applyOne(rootReal: string, change: Prepared, undo: UndoStep[], onCommit: Array<() => Promise<void>>): Promise<void> {
   switch (change.kind) {
     case "edit": {
-      await writeFileAtomic(change.target, change.plan.output, change.mode, () => assertUnchanged(change.target, change.fingerprint, false, change.path));
+      await withPinnedParent(rootReal, change.target, change.path, (pinned) =>
+        writeFileAtomic(pinned, change.plan.output, change.mode, () => assertUnchanged(change.target, change.fingerprint, false, change.path)));
       undo.push({ path: change.path, run: () => writeFileAtomic(change.target, change.original, change.mode) });
       return;
     }
@@ -326,7 +334,7 @@ async function applyOne(change: Prepared, undo: UndoStep[], onCommit: Array<() =
     case "create": {
       const createdDirs = await makeParents(path.dirname(change.target));
       undo.push({ path: change.path, run: () => removeDirs(createdDirs) });
-      await createExclusive(change.target, change.bytes);
+      await withPinnedParent(rootReal, change.target, change.path, (pinned) => createExclusive(pinned, change.bytes));
       undo.push({ path: change.path, run: () => rm(change.target, { force: true }) });
       return;
     }
@@ -590,6 +598,6 @@ async function prepareImport(resolver: PathResolver, file: HostFile, index: numb
       evidence: { path: source.rel }, message: "The file exists; pass overwrite: true with its current expected_read_revision to replace it.",
     });
   }
-  const guarded = await loadGuardedFile(source, file.expected_read_revision);
+  const guarded = await loadGuardedFile(resolver.rootReal, source, file.expected_read_revision);
   return { kind: "replace", index, path: source.rel, target: source.real, original: guarded.bytes, mode: guarded.mode, fingerprint: guarded.fingerprint, bytes };
 }

@@ -1,15 +1,56 @@
 /**
  * The only way the workspace talks to git: `execFile("git", ...)` (through the Runner's
- * spawner, so it can run from the spawn host), never a shell, with a
- * fixed environment so the caller's GIT_* variables, pager, colours, fsmonitor hooks and
- * external diff drivers cannot change what is observed. Observation commands take no locks.
+ * spawner, so it can run from the spawn host), never a shell. The repository is untrusted
+ * input: whoever can write the workspace can write `.git/config` and `.gitattributes`, and a
+ * read by a read-only caller must not run what they planted. So every invocation
+ *  - starts from the minimal environment (no Runner credential, no GIT_* of the caller),
+ *    with GIT_CONFIG_NOSYSTEM=1 and GIT_CONFIG_GLOBAL=/dev/null (no system or user config);
+ *  - overrides every config key that names a program: core.fsmonitor, core.hooksPath,
+ *    core.pager (and --no-pager), core.editor, core.sshCommand, core.askPass, core.gitProxy,
+ *    core.alternateRefsCommand, credential helpers, gpg programs, and, found
+ *    by listing the repository's own config first, every `filter.<x>.*`, `diff.<x>.textconv`
+ *    / `diff.<x>.command`, `merge.<x>.driver`, `pager.<cmd>` and any other `*.helper`,
+ *    `*.program`, `*.command`, `*Command` or `*.cmd` key.
+ * Command-line `-c` settings win over the repository's config, so an emptied driver is never
+ * run; `diff.external` cannot be emptied (git would try to run ""), so the diff-family
+ * commands always get `--no-ext-diff --no-textconv`. Observation commands take no locks.
  */
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { minimalProcessEnv } from "../exec/child-env.js";
 import { execFileVia } from "../exec/exec-file.js";
 import type { Spawner } from "../exec/spawner.js";
 
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
-const CONFIG = ["-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "core.fsmonitor=false", "-c", "diff.noprefix=false"];
+const MAX_CONFIG_LIST_BYTES = 1024 * 1024;
+
+/** Settings that hold regardless of what the repository's config says. */
+const FIXED_CONFIG: ReadonlyArray<readonly [string, string]> = [
+  ["core.quotepath", "off"],
+  ["color.ui", "never"],
+  ["diff.noprefix", "false"],
+  ["core.fsmonitor", "false"],
+  ["core.hooksPath", "/dev/null"],
+  ["core.pager", "cat"],
+  ["core.editor", ":"],
+  ["core.sshCommand", "false"],
+  ["core.askPass", ""],
+  ["core.gitProxy", ""],
+  ["core.alternateRefsCommand", ""],
+  ["core.untrackedCache", "false"],
+  ["credential.helper", ""],
+  ["log.showSignature", "false"],
+  ["gpg.program", "false"],
+  ["gpg.openpgp.program", "false"],
+  ["gpg.x509.program", "false"],
+  ["gpg.ssh.program", "false"],
+  ["protocol.allow", "never"],
+];
+
+/** Repository config keys (lower-cased by `git config --list`) whose value git may run as a program. */
+const PROGRAM_KEY = /^(?:filter\..+\.(?:clean|smudge|process)|diff\..+\.(?:textconv|command)|merge\..+\.driver|pager\..+|.+\.(?:helper|program|command|cmd|editor|askpass)|.+command)$/;
+
+/** Commands that may run an external diff or textconv driver unless told not to. */
+const DIFF_FAMILY = new Set(["diff", "log", "show"]);
 
 /** Where git runs and how it is started. */
 export interface GitContext {
@@ -23,12 +64,57 @@ export interface GitOutput {
   stderr: string;
 }
 
-function gitEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("GIT_") && value !== undefined) env[key] = value;
+/** Minimal environment plus what keeps git from reading anything but the repository itself. */
+export function gitEnv(): Record<string, string> {
+  return {
+    ...minimalProcessEnv(),
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_ATTR_NOSYSTEM: "1",
+    GIT_OPTIONAL_LOCKS: "0",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_PAGER: "cat",
+    PAGER: "cat",
+    LC_ALL: "C",
+  };
+}
+
+/** `-c` overrides for one repository's config, listed once per context (one tool call). */
+const overridesByContext = new WeakMap<GitContext, Promise<string[]>>();
+
+function configOverrides(git: GitContext): Promise<string[]> {
+  let overrides = overridesByContext.get(git);
+  if (overrides === undefined) {
+    overrides = listProgramKeys(git).then((keys) => {
+      const args: string[] = ["--no-pager"];
+      for (const [key, value] of FIXED_CONFIG) args.push("-c", `${key}=${value}`);
+      for (const key of keys) {
+        // A filter marked required would fail every read once emptied; reads must still work.
+        args.push("-c", `${key}=`);
+        if (key.startsWith("filter.")) args.push("-c", `${key.slice(0, key.lastIndexOf("."))}.required=false`);
+      }
+      return args;
+    });
+    overridesByContext.set(git, overrides);
   }
-  return { ...env, GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+  return overrides;
+}
+
+/** Keys of the repository's own config (and what it includes) that name programs. `git config` runs nothing. */
+function listProgramKeys(git: GitContext): Promise<string[]> {
+  return new Promise((resolve) => {
+    execFileVia(
+      git.spawner,
+      "git",
+      ["--no-pager", "config", "--includes", "--list", "--name-only", "-z"],
+      { cwd: git.cwd, env: gitEnv(), maxBuffer: MAX_CONFIG_LIST_BYTES },
+      (error, stdout) => {
+        // Outside a repository (or no config) there is nothing to neutralize; the caller's own command reports that.
+        const keys = new Set(stdout.split("\0").map((k) => k.trim()).filter((k) => PROGRAM_KEY.test(k)));
+        resolve(error !== null && stdout === "" ? [] : [...keys]);
+      },
+    );
+  });
 }
 
 /** Runs git in `git.cwd`; exit codes outside `okCodes` become `git_failed`. */
@@ -59,8 +145,10 @@ function execGit(
   maxBytes: number,
   acceptCut: boolean,
 ): Promise<{ output: GitOutput; cut: boolean }> {
-  return new Promise((resolve, reject) => {
-    execFileVia(git.spawner, "git", [...CONFIG, ...args], { cwd: git.cwd, env: gitEnv(), maxBuffer: maxBytes }, (error, stdout, stderr) => {
+  return configOverrides(git).then((overrides) => new Promise((resolve, reject) => {
+    const [command, ...rest] = args;
+    const safeArgs = command !== undefined && DIFF_FAMILY.has(command) ? [command, "--no-ext-diff", "--no-textconv", ...rest] : args;
+    execFileVia(git.spawner, "git", [...overrides, ...safeArgs], { cwd: git.cwd, env: gitEnv(), maxBuffer: maxBytes }, (error, stdout, stderr) => {
       if (error === null) {
         resolve({ output: { code: 0, stdout, stderr }, cut: false });
         return;
@@ -92,7 +180,7 @@ function execGit(
         );
       }
     });
-  });
+  }));
 }
 
 /** Fails with `not_a_git_repository` unless `cwd` is inside a work tree. */

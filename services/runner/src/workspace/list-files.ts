@@ -27,10 +27,13 @@ export async function listProjectFiles(resolver: PathResolver, rg: RgCommand, re
     }
   });
   // 0: files listed, 1: nothing listed, 2: some errors (e.g. unreadable directories).
-  if (outcome.code !== 0 && outcome.code !== 1 && !(outcome.code === 2 && total > 0)) {
+  if (outcome.timedOut && total === 0) {
+    fail(ReasonCode.executionFailed, FailureStage.execution, { detail_code: "rg_timed_out" });
+  }
+  if (!outcome.timedOut && outcome.code !== 0 && outcome.code !== 1 && !(outcome.code === 2 && total > 0)) {
     fail(ReasonCode.executionFailed, FailureStage.execution, { detail_code: "rg_failed", evidence: { stderr_tail: outcome.stderr.slice(-500) } });
   }
   const result: ListProjectFilesResult = { paths: smallest.sorted(), total, truncated: total > maxResults };
-  if (outcome.code === 2) result.total_is_lower_bound = true;
+  if (outcome.code === 2 || outcome.timedOut) result.total_is_lower_bound = true;
   return result;
 }

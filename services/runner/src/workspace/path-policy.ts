@@ -8,7 +8,7 @@
  * on the Runner's own workspace, while the asynchronous forms cost a thread-pool round trip
  * apiece on every call of every file tool.
  */
-import { lstatSync, realpathSync } from "node:fs";
+import { closeSync, constants, lstatSync, openSync, readlinkSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { fail, FailureStage, ReasonCode } from "@webcodex/contracts";
 
@@ -201,7 +201,72 @@ async function existsAsEntry(target: string): Promise<boolean> {
   }
 }
 
-function isInside(rootReal: string, candidate: string): boolean {
+/**
+ * Opens an already resolved path for reading and proves, on the open descriptor, that it is
+ * inside the root: the last component is opened with O_NOFOLLOW (a file swapped for a
+ * symlink fails with ELOOP), and the kernel's own name for the descriptor
+ * (`/proc/self/fd/N`) must lie beneath the root, so a directory on the way swapped for a
+ * symlink between the check and the open cannot lead outside. Fails `path_outside_project`
+ * (`symlink_swapped`) and closes the descriptor otherwise. Where `/proc/self/fd` is missing
+ * (not Linux) the O_NOFOLLOW check alone holds.
+ */
+export function openInside(rootReal: string, real: string, rel: string, flags: number = constants.O_RDONLY): number {
+  let fd: number;
+  try {
+    fd = openSync(real, flags | constants.O_NOFOLLOW);
+  } catch (error) {
+    if (errnoCode(error) === "ELOOP") swapped(rel);
+    throw error;
+  }
+  let opened: string | undefined;
+  try {
+    opened = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    opened = undefined;
+  }
+  if (opened !== undefined && !isInside(rootReal, opened)) {
+    closeSync(fd);
+    swapped(rel);
+  }
+  return fd;
+}
+
+/**
+ * Runs `use` with a path to `target` that goes through a descriptor of its directory
+ * (`/proc/self/fd/N/<name>`), opened and proven inside the root as openInside does. Every
+ * operation on that path (create a temp file, rename over, link) happens in that very
+ * directory, even if a directory on the way is swapped for a symlink meanwhile.
+ */
+export async function withPinnedParent<T>(rootReal: string, target: string, rel: string, use: (pinned: string) => Promise<T>): Promise<T> {
+  let fd: number;
+  try {
+    fd = openInside(rootReal, path.dirname(target), rel, constants.O_RDONLY | constants.O_DIRECTORY);
+  } catch (error) {
+    // No /proc (not Linux): the checked path is all there is.
+    if (errnoCode(error) === "ENOENT" && !procFdAvailable()) return use(target);
+    throw error;
+  }
+  try {
+    return await use(`/proc/self/fd/${fd}/${path.basename(target)}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function procFdAvailable(): boolean {
+  try {
+    lstatSync("/proc/self/fd");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function swapped(rel: string): never {
+  return fail(ReasonCode.pathOutsideProject, FailureStage.resolution, { detail_code: "symlink_swapped", evidence: { path: rel } });
+}
+
+export function isInside(rootReal: string, candidate: string): boolean {
   if (candidate === rootReal) return true;
   const prefix = rootReal.endsWith("/") ? rootReal : rootReal + "/";
   return candidate.startsWith(prefix);
@@ -222,7 +287,9 @@ export function errnoCode(error: unknown): string | undefined {
 /**
  * Minimal glob → RegExp for the sensitive-path list: `**` spans directories, `*` and `?` stay
  * within one segment (and match dot files), `[...]` and `{a,b}` work as usual. A glob without
- * "/" matches the basename at any depth, like .gitignore.
+ * "/" matches the basename at any depth, like .gitignore. Matching ignores case: on a
+ * case-insensitive filesystem (or to a tool that folds case) `.ENV` is `.env`, so refusing
+ * one and not the other would be no policy at all.
  */
 export function globToRegExp(glob: string): RegExp {
   const source = glob.includes("/") ? glob.replace(/^\//, "") : `**/${glob}`;
@@ -271,5 +338,5 @@ export function globToRegExp(glob: string): RegExp {
       out += ch.replace(/[.+^$()|\\]/g, "\\$&");
     }
   }
-  return new RegExp(`^${out}$`);
+  return new RegExp(`^${out}$`, "i");
 }

@@ -6,10 +6,10 @@
  * the next line, or at a column when one line is longer than the budget.
  */
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, openSync, read as readCallback, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, read as readCallback, readSync } from "node:fs";
 import { promisify } from "node:util";
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
-import { errnoCode, type PathResolver } from "./path-policy.js";
+import { errnoCode, openInside, type PathResolver } from "./path-policy.js";
 import { BINARY_PROBE_BYTES, charStart, countCodePoints, isBinary, lineEndingOf, revisionFromSha256Hex } from "./text-bytes.js";
 import type { LineEnding, ReadFilesRequest, ReadFileSpec, ReadItem, ReadFilesResult, ReadTextItem } from "./types.js";
 
@@ -100,7 +100,7 @@ async function readChecked(resolver: PathResolver, spec: ReadFileSpec, budget: n
 
   const resolved = await resolver.resolve(spec.path, { allowRoot: true, realOnly: true });
   const path = resolved.rel;
-  const scanned = await withRegularFile(resolved.real, path, limits.maxFileBytes, (handle, size) =>
+  const scanned = await withRegularFile(resolver.rootReal, resolved.real, path, limits.maxFileBytes, (handle, size) =>
     scanFile(handle, size, { startLine, startColumn, endLine: spec.end_line, capture: budget + CHAR_SLACK }, limits, path),
   );
   const read_revision = scanned.revision;
@@ -367,10 +367,10 @@ const SYNC_READ_MAX_BYTES = 256 * 1024;
  * reading through the one descriptor it checked. O_NONBLOCK keeps the open of a FIFO from
  * waiting for a writer (it has no effect on regular files), so such a path is refused at once.
  */
-async function withRegularFile<T>(real: string, path: string, maxBytes: number, use: (reader: ChunkReader, size: number) => Promise<T>): Promise<T> {
+async function withRegularFile<T>(rootReal: string, real: string, path: string, maxBytes: number, use: (reader: ChunkReader, size: number) => Promise<T>): Promise<T> {
   let fd: number | undefined;
   try {
-    fd = openSync(real, constants.O_RDONLY | constants.O_NONBLOCK);
+    fd = openInside(rootReal, real, path, constants.O_RDONLY | constants.O_NONBLOCK);
     const stat = fstatSync(fd);
     if (!stat.isFile()) {
       return fail(ReasonCode.notAFile, FailureStage.resolution, { evidence: { path } });

@@ -18,10 +18,15 @@ export function fileSetArgs(glob: string | undefined): string[] {
   return args;
 }
 
+/** How long one rg run may take before it is killed and what it printed counts as a part. */
+export const RG_TIMEOUT_MS = 30_000;
+
 /** The rg binary and how it is started. */
 export interface RgCommand {
   path: string;
   spawner: Spawner;
+  /** Default RG_TIMEOUT_MS. */
+  timeoutMs?: number;
 }
 
 export interface RgOutcome {
@@ -33,6 +38,8 @@ export interface RgOutcome {
   stderr: string;
   /** We stopped rg early because the consumer asked to. */
   stopped: boolean;
+  /** rg ran past its timeout and was killed: it did not finish. */
+  timedOut: boolean;
 }
 
 const STDERR_LIMIT = 4096;
@@ -47,6 +54,11 @@ export function runRg(rg: RgCommand, args: string[], cwd: string, onBlock: (bloc
     const child = rg.spawner.spawn(rg.path, args, { cwd });
     let stderr = "";
     let stopped = false;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, rg.timeoutMs ?? RG_TIMEOUT_MS);
     // Bytes after the last newline seen, kept as parts so a very long line is copied once.
     let carry: Buffer[] = [];
 
@@ -72,6 +84,7 @@ export function runRg(rg: RgCommand, args: string[], cwd: string, onBlock: (bloc
       if (stderr.length < STDERR_LIMIT) stderr = (stderr + text).slice(0, STDERR_LIMIT);
     });
     child.on("error", (error) => {
+      clearTimeout(timer);
       const code = (error as NodeJS.ErrnoException).code;
       const unavailable = code === "ENOENT" || code === "EACCES";
       reject(
@@ -81,8 +94,9 @@ export function runRg(rg: RgCommand, args: string[], cwd: string, onBlock: (bloc
       );
     });
     child.on("close", (code, signal) => {
+      clearTimeout(timer);
       if (!stopped && carry.length > 0) onBlock(Buffer.concat(carry));
-      resolve({ code, signal, stderr, stopped });
+      resolve({ code, signal, stderr, stopped, timedOut });
     });
   });
 }

@@ -127,7 +127,7 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
     if (total === 0) {
       throw new ToolFailureError(
         toolFailure(ReasonCode.executionFailed, FailureStage.execution, {
-          detail_code: "rg_failed",
+          detail_code: outcome.timedOut ? "rg_timed_out" : "rg_failed",
           evidence: { stderr_tail: outcome.stderr.slice(-500), ...(outcome.signal === null ? {} : { signal: outcome.signal }) },
         }),
       );

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
+import { chmod, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
@@ -189,6 +189,30 @@ describe("search_project_texts", () => {
       results.map((r) => (r.success ? (r as SearchQuerySuccess).total : r.error.reason_code)),
       [1, 0, "path_outside_project"],
     );
+  });
+});
+
+describe("rg timeout", () => {
+  async function slowRg(script: string): Promise<string> {
+    const dir = await tempDir();
+    const file = path.join(dir, "rg");
+    await writeFile(file, `#!/bin/sh\n${script}\n`);
+    await chmod(file, 0o755);
+    return file;
+  }
+
+  it("an rg that never finishes is killed at its timeout: nothing found is a failure, something found is a lower bound", async () => {
+    const silent = await tempWorkspace({ "a.txt": "x\n" }, { rgPath: await slowRg("exec sleep 30"), rgTimeoutMs: 300 });
+    const started = Date.now();
+    await expectFailure(silent.ws.listProjectFiles({}), ReasonCode.executionFailed);
+    const [search] = (await silent.ws.searchProjectTexts({ queries: [{ pattern: "x" }] })).results;
+    assert.ok(search && !search.success && search.error.detail_code === "rg_timed_out", JSON.stringify(search));
+    assert.ok(Date.now() - started < 10_000, "rg was not left running");
+
+    const partial = await tempWorkspace({ "a.txt": "x\n" }, { rgPath: await slowRg("echo a.txt; exec sleep 30"), rgTimeoutMs: 300 });
+    const listed = await partial.ws.listProjectFiles({});
+    assert.deepEqual(listed.paths, ["a.txt"]);
+    assert.equal(listed.total_is_lower_bound, true);
   });
 });
 

@@ -25,6 +25,8 @@ export interface WorkspaceOptions {
   sensitiveWriteGlobs?: string[];
   /** ripgrep binary; defaults to the one shipped by `@vscode/ripgrep`. */
   rgPath?: string;
+  /** How long one rg run may take (default 30 s); past it rg is killed and the answer is partial. */
+  rgTimeoutMs?: number;
   /** How rg and git are started; default: directly from this process. */
   spawner?: Spawner;
   hooks?: WorkspaceHooks;

@@ -26,7 +26,7 @@ import type { Workspace, WorkspaceOptions } from "./types.js";
 export function createWorkspace(options: WorkspaceOptions): Workspace {
   const policy = createPathPolicy(options.root, options.sensitiveWriteGlobs ?? DEFAULT_SENSITIVE_WRITE_GLOBS);
   const spawner = options.spawner ?? createDirectSpawner();
-  const rg: RgCommand = { path: options.rgPath ?? bundledRgPath, spawner };
+  const rg: RgCommand = { path: options.rgPath ?? bundledRgPath, spawner, ...(options.rgTimeoutMs === undefined ? {} : { timeoutMs: options.rgTimeoutMs }) };
   const hooks = options.hooks;
   // Nothing is read or written until start-up recovery has finished an interrupted transaction.
   const recovery = options.journal?.recovery ?? Promise.resolve(false);

@@ -1,0 +1,219 @@
+/**
+ * Probes of what a tenant's code, or a tenant's caller, can reach through `webcodex dev`
+ * (the embedded server a new user meets first), each run the way an attacker would: through a
+ * real MCP client, as a Job, or as raw HTTP. Each shows the platform fails closed.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { join } from "node:path";
+import { execFileSync, spawn } from "node:child_process";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { callTool, connectMcp, createProjectDir, startDevServer, tempDir, until } from "../support/index.js";
+import type { DevServer } from "../support/index.js";
+
+const secret = (label: string) => `${label}-${randomBytes(16).toString("hex")}`;
+
+const writer = secret("writer");
+const reader = secret("reader");
+const other = secret("other");
+/** Given in the environment but never used: only there to be looked for. */
+const envDevToken = secret("envdev");
+const envRunnerToken = secret("envrunner");
+
+function pidGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
+
+function postRaw(url: string, token: string, body: string): Promise<{ status: number; text: string; ms: number }> {
+  const u = new URL(url);
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: u.hostname, port: u.port, path: u.pathname, method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "content-length": String(Buffer.byteLength(body)) },
+    }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text, ms: performance.now() - started }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+describe("security probes against webcodex dev", () => {
+  let server: DevServer;
+  let projectDir: string;
+  let writerClient: Client;
+  let readerClient: Client;
+  let project: string;
+  /** The read-only caller's own ref for the same project (refs are per principal). */
+  let readerProject: string;
+  let filterMarker: string;
+  const leftovers: number[] = [];
+
+  before(async () => {
+    filterMarker = join(tempDir("wcx-marker-"), "filter-ran");
+    projectDir = createProjectDir({ "README.md": "# probes\n", "data.txt": "one\n" }, { name: "probes" });
+    // A writer plants a clean filter; a read-only caller's read must never run it.
+    execFileSync("git", ["config", "filter.probe.clean", `touch ${JSON.stringify(filterMarker)}; cat`], { cwd: projectDir });
+    writeFileSync(join(projectDir, ".gitattributes"), "* filter=probe\n");
+    writeFileSync(join(projectDir, "data.txt"), "two\n");
+    const tokensFile = join(tempDir("wcx-tokens-"), "tokens.json");
+    writeFileSync(tokensFile, JSON.stringify({
+      tokens: [
+        { token: writer, client_id: "acme", subject: "writer" },
+        { token: reader, client_id: "acme", subject: "reader", admission_profile: "read_only" },
+        { token: other, client_id: "globex", subject: "someone" },
+      ],
+    }));
+    server = await startDevServer({
+      projectDir, dataDir: tempDir("wcx-data-"), tokensFile, token: writer,
+      env: { WEBCODEX_DEV_TOKEN: envDevToken, WEBCODEX_RUNNER_TOKEN: envRunnerToken },
+    });
+    writerClient = await connectMcp(server.mcpUrl, writer);
+    readerClient = await connectMcp(server.mcpUrl, reader);
+    const listed = await callTool(writerClient, "list_projects", {});
+    project = String((listed.result["projects"] as Array<Record<string, unknown>>)[0]?.["project_ref"]);
+    const listedByReader = await callTool(readerClient, "list_projects", {});
+    readerProject = String((listedByReader.result["projects"] as Array<Record<string, unknown>>)[0]?.["project_ref"]);
+  });
+
+  after(async () => {
+    for (const pid of leftovers) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+    await writerClient?.close();
+    await readerClient?.close();
+    await server?.stop();
+  });
+
+  it("a Job reading every /proc/<pid>/environ it can see finds no secret", async () => {
+    const needles = [envDevToken, envRunnerToken, writer, reader, other];
+    const command = [
+      "n=0; for f in /proc/[0-9]*/environ; do if tr '\\0' '\\n' < \"$f\" >/dev/null 2>&1; then n=$((n+1)); fi; done; echo readable=$n",
+      "tr '\\0' '\\n' < /proc/$PPID/environ | grep -c '^PATH=' | sed 's/^/parent_path=/'",
+      `grep -l -F ${needles.map((n) => `-e ${n}`).join(" ")} /proc/[0-9]*/environ 2>/dev/null | sed 's/^/LEAK /'; true`,
+    ].join("; ");
+    const { isError, result } = await callTool(writerClient, "run_shell", { project, command, wait_ms: 20_000 });
+    assert.equal(isError, false, JSON.stringify(result));
+    const output = String(result["output"] ?? result["stdout"] ?? "");
+    assert.match(output, /readable=[1-9]/, "the probe could read environments");
+    assert.match(output, /parent_path=1/, "the probe read its parent's environment");
+    assert.doesNotMatch(output, /LEAK/, output);
+  });
+
+  it("a read-only caller's read_workspace_changes never runs a planted git filter", async () => {
+    const { isError, result } = await callTool(readerClient, "call_runtime_tool", { tool: "read_workspace_changes", arguments: { project: readerProject } });
+    assert.equal(isError, false, JSON.stringify(result));
+    assert.ok(JSON.stringify(result).includes("data.txt"), "the read observed the change");
+    const hunks = await callTool(readerClient, "call_runtime_tool", { tool: "read_git_diff_hunks", arguments: { project: readerProject } });
+    assert.equal(hunks.isError, false, JSON.stringify(hunks.result));
+    assert.equal(existsSync(filterMarker), false, "the filter ran");
+  });
+
+  it("a setsid child is gone once its Job times out", async () => {
+    const { isError, result } = await callTool(writerClient, "run_shell", {
+      project, command: "setsid sh -c 'echo $$ > escaped.pid; exec sleep 97' </dev/null >/dev/null 2>&1 & sleep 30", timeout_ms: 1_000, wait_ms: 20_000,
+    });
+    assert.equal(isError, false, JSON.stringify(result));
+    assert.equal(result["timed_out"], true);
+    const pid = Number(readFileSync(join(projectDir, "escaped.pid"), "utf8").trim());
+    leftovers.push(pid);
+    await until(`setsid child ${pid} to be gone`, () => pidGone(pid), 5_000);
+  });
+
+  it("a 160,000-request batch is refused while another tenant's ping stays under 100 ms", async () => {
+    const ping = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
+    // Warm the other tenant's path first, so the probe measures contention only.
+    for (let i = 0; i < 3; i++) await postRaw(server.mcpUrl, other, ping);
+    // The batch is sent by another process, so this one's event loop only measures pings.
+    const bodyFile = join(tempDir("wcx-batch-"), "batch.json");
+    writeFileSync(bodyFile, JSON.stringify(Array.from({ length: 160_000 }, (_, id) => ({ jsonrpc: "2.0", id, method: "tools/list" }))));
+    const sender = `
+      const body = require("node:fs").readFileSync(process.argv[1]);
+      fetch(process.argv[2], { method: "POST", body, headers: { authorization: "Bearer " + process.argv[3], "content-type": "application/json", accept: "application/json, text/event-stream" } })
+        .then(async (r) => process.stdout.write(JSON.stringify({ status: r.status, text: await r.text() })), (e) => process.stdout.write(JSON.stringify({ status: 0, text: String(e) })));`;
+    let done = false;
+    const batch = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ["-e", sender, bodyFile, server.mcpUrl, reader], { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      child.on("error", reject);
+      child.on("close", () => resolve(JSON.parse(out || '{"status":0,"text":"no answer"}') as { status: number; text: string }));
+    }).finally(() => (done = true));
+    const pings: number[] = [];
+    while (!done || pings.length < 5) {
+      pings.push((await postRaw(server.mcpUrl, other, ping)).ms);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const refused = await batch;
+    assert.ok(refused.status === 413 || /"error"/.test(refused.text), `status ${refused.status}: ${refused.text.slice(0, 200)}`);
+    assert.ok(refused.text.length < 1_000, "refused without answering any of it");
+    const worst = Math.max(...pings);
+    assert.ok(worst < 100, `another tenant's ping took ${worst.toFixed(1)} ms during the batch (${pings.map((p) => p.toFixed(0)).join(",")})`);
+    // A batch within the cap is still served.
+    const small = await postRaw(server.mcpUrl, reader, JSON.stringify(Array.from({ length: 3 }, (_, id) => ({ jsonrpc: "2.0", id, method: "ping" }))));
+    assert.equal(small.status, 200);
+    assert.equal((JSON.parse(small.text) as unknown[]).length, 3);
+  });
+
+  it("a Job swapping a file for a symlink to outside never makes read_files return outside content in 10,000 reads", async () => {
+    const outside = join(tempDir("wcx-outside-"), "secret.txt");
+    writeFileSync(outside, "OUTSIDE-SECRET\n");
+    writeFileSync(join(projectDir, "swap.txt"), "inside\n");
+    const script = [
+      "const fs = require('node:fs'); const [root, outside] = process.argv.slice(1);",
+      "fs.writeFileSync(root + '/swapper.pid', String(process.pid));",
+      "for (;;) { try {",
+      "fs.symlinkSync(outside, root + '/l.tmp'); fs.renameSync(root + '/l.tmp', root + '/swap.txt');",
+      "fs.writeFileSync(root + '/f.tmp', 'inside\\n'); fs.renameSync(root + '/f.tmp', root + '/swap.txt');",
+      "} catch {} }",
+    ].join(" ");
+    const started = await callTool(writerClient, "run_shell", {
+      project, command: `exec ${JSON.stringify(process.execPath)} -e ${JSON.stringify(script)} "$PWD" ${JSON.stringify(outside)}`, wait_ms: 100, timeout_ms: 600_000,
+    });
+    assert.equal(started.result["execution_state"], "pending", JSON.stringify(started.result));
+    await until("the swapper to start", () => existsSync(join(projectDir, "swapper.pid")));
+    const swapper = Number(readFileSync(join(projectDir, "swapper.pid"), "utf8"));
+    leftovers.push(swapper);
+    let reads = 0;
+    let inside = 0;
+    try {
+      while (reads < 10_000) {
+        const { isError, result } = await callTool(readerClient, "read_files", { project: readerProject, files: Array.from({ length: 64 }, () => ({ path: "swap.txt" })) });
+        const items = result["items"] as Array<Record<string, unknown>> | undefined;
+        assert.ok(!isError && Array.isArray(items) && items.length === 64, JSON.stringify(result).slice(0, 500));
+        for (const item of items) {
+          reads++;
+          const content = typeof item["content"] === "string" ? item["content"] : "";
+          assert.equal(content.includes("OUTSIDE"), false, `read ${reads} returned the outside file`);
+          if (content.includes("inside")) inside++;
+        }
+        assert.equal(JSON.stringify(result).includes("OUTSIDE"), false);
+      }
+    } finally {
+      process.kill(swapper, "SIGKILL");
+    }
+    assert.ok(reads >= 10_000);
+    assert.ok(inside > 0, "some reads saw the inside file (the probe ran)");
+  });
+});
