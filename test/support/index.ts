@@ -18,3 +18,5 @@ export { createBrokerTestDatabase } from "./broker-database.js";
 export type { BrokerTestDatabase } from "./broker-database.js";
 export { startPrivatePostgres } from "./private-postgres.js";
 export type { PrivatePostgres } from "./private-postgres.js";
+export { startUserAuthServer } from "./oidc.js";
+export type { UserAuthServer } from "./oidc.js";

@@ -53,6 +53,8 @@ export interface DevServer {
   readonly baseUrl: string;
   readonly token: string;
   readonly child: ChildProcess;
+  /** Everything the server wrote to stdout and stderr so far (its logs). */
+  output(): string;
   /** SIGTERM and wait for exit. */
   stop(): Promise<void>;
 }
@@ -85,6 +87,7 @@ export async function startDevServer(options: { projectDir: string; dataDir: str
     baseUrl: mcpUrl.replace(/\/mcp$/, ""),
     token,
     child,
+    output: () => `${out}\n${err}`,
     stop: () => new Promise<void>((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) return resolve();
       child.once("exit", () => resolve());

@@ -9,7 +9,7 @@ import { normalizeToolCall } from "./normalize.js";
 import { sampleToolArgVariants } from "./sample-args.js";
 
 const defs = toolDefinitions();
-const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "assign", "complete", "stop", "start", "rotate", "run", "search", "edit", "import", "call"];
+const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "delete", "assign", "complete", "stop", "start", "rotate", "run", "search", "edit", "import", "call"];
 
 test("tool names are unique", () => {
   assert.equal(new Set(defs.map((d) => d.name)).size, defs.length);

@@ -55,6 +55,11 @@ export function inspectWorkspaceFollowUp(project: string): FollowUp {
   return buildFollowUp("fallback_recovery", "read_workspace_changes", { project });
 }
 
+/** The one follow-up of a pending create_project (gateway): wait for the same Project to be ready. */
+export function waitForProjectFollowUp(projectId: string): FollowUp {
+  return buildFollowUp("mechanically_followable", "wait_for_project_ready", { project: projectId });
+}
+
 interface FollowUpBuilder<A extends unknown[]> {
   readonly build: (...args: A) => FollowUp;
   /** Inputs the contract test builds it with: each must give arguments that validate. */
@@ -68,5 +73,6 @@ export const followUpBuilders = {
   waitForJobFollowUp: builder(waitForJobFollowUp, [["~p1", "job_1"], ["agent:acme:demo", "job_1", "~s1"], ["~p1", "job_1", "wc_sess_0123"]]),
   rereadFollowUp: builder(rereadFollowUp, [["~p1", "src/a.ts"], ["agent:acme:demo", "README.md"]]),
   listProjectsFollowUp: builder(listProjectsFollowUp, [[]]),
+  waitForProjectFollowUp: builder(waitForProjectFollowUp, [["agent:acme:demo"]]),
   inspectWorkspaceFollowUp: builder(inspectWorkspaceFollowUp, [["agent:acme:demo"], ["~p1"]]),
 } as const;

@@ -11,7 +11,7 @@ export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, R
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess, compactBatch, compactEdit, compactShell } from "./projection.js";
-export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp } from "./follow-up.js";
+export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, waitForProjectFollowUp } from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFailureError } from "./failure.js";
 export type { ToolFailure, FailureOptions } from "./failure.js";

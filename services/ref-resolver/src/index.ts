@@ -9,3 +9,4 @@ export type { AgentStore, AgentContinuation, AgentTaskAttempt } from "./agents/a
 export { formatRef, parseRef, RefKind } from "./refs/ref-codes.js";
 export { routes } from "./routes.js";
 export { main } from "./main.js";
+export { refResolverMigrations } from "./migrations.js";

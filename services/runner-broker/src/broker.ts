@@ -364,8 +364,16 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const w = { clientId: req.clientId, projectId: req.projectId };
       ownWorkspace(ctx, w);
       if (!deps.provisioner) throw new ConnectError("no Runner provisioner is configured", Code.FailedPrecondition);
-      const r = await deps.provisioner.ensureRunner(w);
+      const source = req.sourceGitUrl ? { git: { url: req.sourceGitUrl, ...(req.sourceGitRef ? { ref: req.sourceGitRef } : {}) } } : req.createWorkspace ? {} : undefined;
+      const r = await deps.provisioner.ensureRunner(w, source ? { source } : {});
       return { action: r.action, runnerName: r.name };
+    },
+
+    async getProjectProvisioning(req, ctx) {
+      const w = { clientId: req.clientId, projectId: req.projectId };
+      ownWorkspace(ctx, w);
+      const state = deps.provisioner?.provisioningState ? await deps.provisioner.provisioningState(w) : { state: "unknown" as const };
+      return state.state === "failed" ? { state: state.state, failure: failureToWire(state.failure) } : { state: state.state };
     },
 
     async removeProjectRunner(req, ctx) {

@@ -5,13 +5,14 @@
 import { parseArgs } from "node:util";
 import { createLogger, createPostgresDatabase, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
-import { resolveDevTokens } from "@webcodex/gateway";
+import { resolveDevTokens, tenancyOptions } from "@webcodex/gateway";
 import type { StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
 import { loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
 import { defaultDataDir, startEmbedded } from "./embedded.js";
 import type { EmbeddedOptions } from "./embedded.js";
+import { loadGitCredentials } from "./embedded-projects.js";
 import { startDistributed, SERVICES } from "./distributed.js";
 
 const usage = `usage:
@@ -37,8 +38,8 @@ const UP_PORTS = SERVICES.length;
 
 /**
  * OAuth and rate-limit settings for `webcodex dev`, from the same WEBCODEX_* variables the
- * distributed gateway reads. The dev rate limit is off unless WEBCODEX_RATE_LIMIT_PER_MINUTE
- * or WEBCODEX_RATE_LIMITS is set.
+ * distributed gateway reads. The dev rate limit is off unless WEBCODEX_RATE_LIMIT_PER_MINUTE,
+ * WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE or WEBCODEX_RATE_LIMITS is set.
  */
 function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" | "readOnlyClients" | "rateLimit"> {
   const int = (name: string): number | undefined => {
@@ -52,6 +53,7 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
   const tolerance = int("WEBCODEX_OAUTH_CLOCK_TOLERANCE_S");
   const perMinute = int("WEBCODEX_RATE_LIMIT_PER_MINUTE") ?? 0;
   const burst = int("WEBCODEX_RATE_LIMIT_BURST");
+  const tenantPerMinute = int("WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE") ?? 0;
   const overrides = env["WEBCODEX_RATE_LIMITS"];
   const readOnly = (env["WEBCODEX_READ_ONLY_CLIENTS"] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   const opt = (key: string, name: string) => (env[name] ? { [key]: env[name] } : {});
@@ -63,6 +65,7 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
             ...opt("audience", "WEBCODEX_OAUTH_AUDIENCE"),
             ...opt("jwksUrl", "WEBCODEX_OAUTH_JWKS_URL"),
             ...opt("clientIdClaim", "WEBCODEX_OAUTH_CLIENT_ID_CLAIM"),
+            tenancy: tenancyOptions(env["WEBCODEX_OAUTH_TENANT_PRESET"], env["WEBCODEX_OAUTH_ADMIN_CLAIM"], env["WEBCODEX_OAUTH_ADMIN_VALUES"]),
             ...opt("admissionProfileClaim", "WEBCODEX_OAUTH_ADMISSION_CLAIM"),
             ...opt("hostProfileClaim", "WEBCODEX_OAUTH_HOST_PROFILE_CLAIM"),
             ...(tolerance !== undefined ? { clockToleranceSec: tolerance } : {}),
@@ -70,7 +73,7 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
         }
       : {}),
     ...(readOnly.length > 0 ? { readOnlyClients: readOnly } : {}),
-    ...(perMinute > 0 || overrides ? { rateLimit: { perMinute, ...(burst ? { burst } : {}), ...(overrides ? { perClient: overrides } : {}) } } : {}),
+    ...(perMinute > 0 || tenantPerMinute > 0 || overrides ? { rateLimit: { perMinute, tenantPerMinute, ...(burst ? { burst } : {}), ...(overrides ? { perClient: overrides } : {}) } } : {}),
   };
 }
 
@@ -88,7 +91,7 @@ export async function run(argv: string[]): Promise<void> {
       const telemetry = await startTelemetry("webcodex-dev", env, logger);
       const embedded = await startEmbedded({
         projectDir: values.project, port, host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env),
-        auditRetention: loadRetentionConfig(env), runner: loadRunnerSettings(env),
+        auditRetention: loadRetentionConfig(env), runner: loadRunnerSettings(env), gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
       });
       process.stdout.write(`WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`);
       const stop = () => void embedded.close().then(() => telemetry.shutdown()).then(() => process.exit(0), () => process.exit(1));

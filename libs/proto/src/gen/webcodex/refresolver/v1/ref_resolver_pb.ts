@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/refresolver/v1/ref_resolver.proto.
  */
 export const file_webcodex_refresolver_v1_ref_resolver: GenFile = /*@__PURE__*/
-  fileDesc("Cip3ZWJjb2RleC9yZWZyZXNvbHZlci92MS9yZWZfcmVzb2x2ZXIucHJvdG8SF3dlYmNvZGV4LnJlZnJlc29sdmVyLnYxIoABCgdQcm9qZWN0EhQKDGNhbm9uaWNhbF9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhMKC2luY2FybmF0aW9uGAUgASgDEgwKBG5hbWUYBiABKAkiZAoWUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBG5hbWUYBCABKAkiZQoXUmVnaXN0ZXJQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSFwoPbmV3X2luY2FybmF0aW9uGAIgASgIIj0KFFJldGlyZVByb2plY3RSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIlsKFVJldGlyZVByb2plY3RSZXNwb25zZRIPCgdyZXRpcmVkGAEgASgIEjEKB3Byb2plY3QYAiABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0ImYKG1NldFByb2plY3RWaXNpYmlsaXR5UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEg8KB3Zpc2libGUYBCABKAgiLwocU2V0UHJvamVjdFZpc2liaWxpdHlSZXNwb25zZRIPCgdjaGFuZ2VkGAEgASgIIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QiVgoMUHJvamVjdEVudHJ5EjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EhMKC3Byb2plY3RfcmVmGAIgASgJIk8KFExpc3RQcm9qZWN0c1Jlc3BvbnNlEjcKCHByb2plY3RzGAEgAygLMiUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdEVudHJ5IikKFVJlc29sdmVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCSJ/ChZSZXNvbHZlUHJvamVjdFJlc3BvbnNlEjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIqChZJc3N1ZVByb2plY3RSZWZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpUBChdJc3N1ZVByb2plY3RSZWZSZXNwb25zZRIxCgdwcm9qZWN0GAEgASgLMiAud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdBITCgtwcm9qZWN0X3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUi5gEKD1dvcmtmbG93U2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhsKE3Byb2plY3RfaW5jYXJuYXRpb24YAyABKAMSDQoFdGl0bGUYBCABKAkSDQoFc3RhdGUYBSABKAkSFwoPY3JlYXRlZF91bml4X21zGAYgASgDEh0KFWxhc3RfYWN0aXZpdHlfdW5peF9tcxgHIAEoAxIWCg5jbG9zZWRfdW5peF9tcxgIIAEoAxIWCg5jYWxsc19yZWNvcmRlZBgJIAEoAyI/ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIYChBwcm9qZWN0X3NlbGVjdG9yGAEgASgJEg0KBXRpdGxlGAIgASgJIpsBChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USOQoHc2Vzc2lvbhgBIAEoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLldvcmtmbG93U2Vzc2lvbhITCgtzZXNzaW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiXQoVUmVzb2x2ZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhQKDHJlcXVpcmVfb3BlbhgDIAEoCCKcAQoWUmVzb2x2ZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSInChNDbG9zZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpkBChRDbG9zZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhIKCmNsb3NlZF9ub3cYAiABKAgSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIuEBCgtTZXNzaW9uQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSDgoGZWZmZWN0GAMgASgJEg8KB291dGNvbWUYBCABKAkSEwoLcmVhc29uX2NvZGUYBSABKAkSEwoLZGV0YWlsX2NvZGUYBiABKAkSEwoLcGF0aHNfY291bnQYByABKA0SGwoTY2hhbmdlZF9wYXRoc19jb3VudBgIIAEoDRIOCgZqb2JfaWQYCSABKAkSEQoJam9iX3N0YXRlGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNIoYBChhSZWNvcmRTZXNzaW9uQ2FsbFJlcXVlc3QSGAoQc2Vzc2lvbl9zZWxlY3RvchgBIAEoCRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgCIAEoCRIyCgRjYWxsGAMgASgLMiQud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvbkNhbGwikgEKGVJlY29yZFNlc3Npb25DYWxsUmVzcG9uc2USEAoIcmVjb3JkZWQYASABKAgSCwoDc2VxGAIgASgDEhEKCWR1cGxpY2F0ZRgDIAEoCBIPCgdkcm9wcGVkGAQgASgIEjIKB2ZhaWx1cmUYBSABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJHChlSZWFkU2Vzc2lvbkhhbmRvZmZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhgKEG1heF9yZWNlbnRfY2FsbHMYAiABKA0iUgoNVG9vbENhbGxDb3VudBIMCgR0b29sGAEgASgJEg0KBWNhbGxzGAIgASgDEg4KBmZhaWxlZBgDIAEoAxIUCgxsYXN0X3VuaXhfbXMYBCABKAMiPQoNQWN0aXZpdHlDb3VudBINCgVjYWxscxgBIAEoAxINCgVwYXRocxgCIAEoAxIOCgZmYWlsZWQYAyABKAMiQQoKUGVuZGluZ0pvYhIOCgZqb2JfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIVCg1zaW5jZV91bml4X21zGAMgASgDImEKClJlY2VudENhbGwSCwoDc2VxGAEgASgDEgwKBHRvb2wYAiABKAkSDwoHb3V0Y29tZRgDIAEoCRITCgtyZWFzb25fY29kZRgEIAEoCRISCgphdF91bml4X21zGAUgASgDIskECg5TZXNzaW9uSGFuZG9mZhI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEhMKC2NhbGxzX3RvdGFsGAMgASgDEhQKDGNhbGxzX2ZhaWxlZBgEIAEoAxI9Cg1jYWxsc19ieV90b29sGAUgAygLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuVG9vbENhbGxDb3VudBI0CgRyZWFkGAYgASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBI3CgdjaGFuZ2VkGAcgASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBIzCgNydW4YCCABKAsyJi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BY3Rpdml0eUNvdW50EjkKDHBlbmRpbmdfam9icxgJIAMoCzIjLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlBlbmRpbmdKb2ISGgoScGVuZGluZ19qb2JzX3RvdGFsGAogASgDEjkKDHJlY2VudF9jYWxscxgLIAMoCzIjLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlY2VudENhbGwSFQoNY2FsbHNfZHJvcHBlZBgMIAEoAxIRCgl0cnVuY2F0ZWQYDSABKAgSHQoVY2FsbHNfb3V0Y29tZV91bmtub3duGA4gASgDIooBChpSZWFkU2Vzc2lvbkhhbmRvZmZSZXNwb25zZRI4CgdoYW5kb2ZmGAEgASgLMicud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvbkhhbmRvZmYSMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIlkKEUFnZW50Q29udGludWF0aW9uEhAKCGFnZW50X2lkGAEgASgJEhMKC2VuZHBvaW50X2lkGAIgASgJEh0KFWNvbnRyb2xsZXJfZ2VuZXJhdGlvbhgDIAEoAyJrChpSb3RhdGVBZ2VudEVuZHBvaW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiswEKG1JvdGF0ZUFnZW50RW5kcG9pbnRSZXNwb25zZRJACgxjb250aW51YXRpb24YASABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudENvbnRpbnVhdGlvbhIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJxCiBJc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiuQEKIUlzc3VlQWdlbnRDb250aW51YXRpb25SZWZSZXNwb25zZRJACgxjb250aW51YXRpb24YASABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudENvbnRpbnVhdGlvbhIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSKQAQofUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVxdWVzdBIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhMKC2VuZHBvaW50X2lkGAMgASgJEiYKHmV4cGVjdGVkX2NvbnRyb2xsZXJfZ2VuZXJhdGlvbhgEIAEoAyKYAQogUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVzcG9uc2USQAoMY29udGludWF0aW9uGAEgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRDb250aW51YXRpb24SMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIpABChBBZ2VudFRhc2tBdHRlbXB0Eg8KB3Rhc2tfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIZChFhc3NpZ25lZV9hZ2VudF9pZBgDIAEoCRIVCg1hdHRlbXB0X2ZlbmNlGAQgASgDEiUKHWF0dGVtcHRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAUgASgDImMKHFN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIZChFhc3NpZ25lZV9hZ2VudF9pZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkitgEKHVN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlc3BvbnNlEjoKB2F0dGVtcHQYASABKAsyKS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudFRhc2tBdHRlbXB0EhMKC2F0dGVtcHRfcmVmGAIgASgJEhAKCHJlcGxheWVkGAMgASgIEjIKB2ZhaWx1cmUYBCABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJ+CilBZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVxdWVzdBISCgphdHRlbXB0X2lkGAEgASgJEhUKDWF0dGVtcHRfZmVuY2UYAiABKAMSJgoeZXhwZWN0ZWRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAMgASgDIrEBCipBZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVzcG9uc2USOgoHYXR0ZW1wdBgBIAEoCzIpLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50VGFza0F0dGVtcHQSEwoLYXR0ZW1wdF9yZWYYAiABKAkSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIrMBCh5SZXNvbHZlQWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QSEwoLYXR0ZW1wdF9yZWYYASABKAkSDwoHdGFza19pZBgCIAEoCRISCgphdHRlbXB0X2lkGAMgASgJEhkKEWFzc2lnbmVlX2FnZW50X2lkGAQgASgJEhUKDWF0dGVtcHRfZmVuY2UYBSABKAMSJQodYXR0ZW1wdF9jb250cm9sbGVyX2dlbmVyYXRpb24YBiABKAMikQEKH1Jlc29sdmVBZ2VudFRhc2tBdHRlbXB0UmVzcG9uc2USOgoHYXR0ZW1wdBgBIAEoCzIpLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50VGFza0F0dGVtcHQSMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlMpMRChJSZWZSZXNvbHZlclNlcnZpY2USdAoPUmVnaXN0ZXJQcm9qZWN0Ei8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBowLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlZ2lzdGVyUHJvamVjdFJlc3BvbnNlEm4KDVJldGlyZVByb2plY3QSLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXRpcmVQcm9qZWN0UmVxdWVzdBouLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJldGlyZVByb2plY3RSZXNwb25zZRKDAQoUU2V0UHJvamVjdFZpc2liaWxpdHkSNC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlcXVlc3QaNS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlc3BvbnNlEmsKDExpc3RQcm9qZWN0cxIsLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkxpc3RQcm9qZWN0c1JlcXVlc3QaLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5MaXN0UHJvamVjdHNSZXNwb25zZRJxCg5SZXNvbHZlUHJvamVjdBIuLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVQcm9qZWN0UmVxdWVzdBovLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVQcm9qZWN0UmVzcG9uc2USdAoPSXNzdWVQcm9qZWN0UmVmEi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVQcm9qZWN0UmVmUmVxdWVzdBowLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLklzc3VlUHJvamVjdFJlZlJlc3BvbnNlEm4KDUNyZWF0ZVNlc3Npb24SLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBouLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZRJxCg5SZXNvbHZlU2Vzc2lvbhIuLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVTZXNzaW9uUmVxdWVzdBovLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVTZXNzaW9uUmVzcG9uc2USawoMQ2xvc2VTZXNzaW9uEiwud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBotLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlEnoKEVJlY29yZFNlc3Npb25DYWxsEjEud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVjb3JkU2Vzc2lvbkNhbGxSZXF1ZXN0GjIud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVjb3JkU2Vzc2lvbkNhbGxSZXNwb25zZRJ9ChJSZWFkU2Vzc2lvbkhhbmRvZmYSMi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWFkU2Vzc2lvbkhhbmRvZmZSZXF1ZXN0GjMud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVhZFNlc3Npb25IYW5kb2ZmUmVzcG9uc2USgAEKE1JvdGF0ZUFnZW50RW5kcG9pbnQSMy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Sb3RhdGVBZ2VudEVuZHBvaW50UmVxdWVzdBo0LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJvdGF0ZUFnZW50RW5kcG9pbnRSZXNwb25zZRKSAQoZSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZhI5LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLklzc3VlQWdlbnRDb250aW51YXRpb25SZWZSZXF1ZXN0Gjoud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZlJlc3BvbnNlEo8BChhSZXNvbHZlQWdlbnRDb250aW51YXRpb24SOC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlQWdlbnRDb250aW51YXRpb25SZXF1ZXN0Gjkud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVzcG9uc2UShgEKFVN0YXJ0QWdlbnRUYXNrQXR0ZW1wdBI1LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QaNi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TdGFydEFnZW50VGFza0F0dGVtcHRSZXNwb25zZRKtAQoiQWR2YW5jZUF0dGVtcHRDb250cm9sbGVyR2VuZXJhdGlvbhJCLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFkdmFuY2VBdHRlbXB0Q29udHJvbGxlckdlbmVyYXRpb25SZXF1ZXN0GkMud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWR2YW5jZUF0dGVtcHRDb250cm9sbGVyR2VuZXJhdGlvblJlc3BvbnNlEowBChdSZXNvbHZlQWdlbnRUYXNrQXR0ZW1wdBI3LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVBZ2VudFRhc2tBdHRlbXB0UmVxdWVzdBo4LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVBZ2VudFRhc2tBdHRlbXB0UmVzcG9uc2ViBnByb3RvMw", [file_webcodex_common_v1_common]);
+  fileDesc("Cip3ZWJjb2RleC9yZWZyZXNvbHZlci92MS9yZWZfcmVzb2x2ZXIucHJvdG8SF3dlYmNvZGV4LnJlZnJlc29sdmVyLnYxIqsBCgdQcm9qZWN0EhQKDGNhbm9uaWNhbF9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhMKC2luY2FybmF0aW9uGAUgASgDEgwKBG5hbWUYBiABKAkSFQoNb3duZXJfc3ViamVjdBgHIAEoCRISCgp2aXNpYmlsaXR5GAggASgJIk0KFURlY2xhcmVQcm9qZWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKdmlzaWJpbGl0eRgDIAEoCSJMChZEZWNsYXJlUHJvamVjdFJlc3BvbnNlEjIKB2ZhaWx1cmUYASABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSI8ChRVcGRhdGVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCRISCgp2aXNpYmlsaXR5GAIgASgJIo8BChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSDwoHY2hhbmdlZBgCIAEoCBIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiZAoWUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBG5hbWUYBCABKAkiZQoXUmVnaXN0ZXJQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSFwoPbmV3X2luY2FybmF0aW9uGAIgASgIIj0KFFJldGlyZVByb2plY3RSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIlsKFVJldGlyZVByb2plY3RSZXNwb25zZRIPCgdyZXRpcmVkGAEgASgIEjEKB3Byb2plY3QYAiABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0ImYKG1NldFByb2plY3RWaXNpYmlsaXR5UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEg8KB3Zpc2libGUYBCABKAgiLwocU2V0UHJvamVjdFZpc2liaWxpdHlSZXNwb25zZRIPCgdjaGFuZ2VkGAEgASgIIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QiVgoMUHJvamVjdEVudHJ5EjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EhMKC3Byb2plY3RfcmVmGAIgASgJIk8KFExpc3RQcm9qZWN0c1Jlc3BvbnNlEjcKCHByb2plY3RzGAEgAygLMiUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdEVudHJ5IikKFVJlc29sdmVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCSJ/ChZSZXNvbHZlUHJvamVjdFJlc3BvbnNlEjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIqChZJc3N1ZVByb2plY3RSZWZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpUBChdJc3N1ZVByb2plY3RSZWZSZXNwb25zZRIxCgdwcm9qZWN0GAEgASgLMiAud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdBITCgtwcm9qZWN0X3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUi5gEKD1dvcmtmbG93U2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhsKE3Byb2plY3RfaW5jYXJuYXRpb24YAyABKAMSDQoFdGl0bGUYBCABKAkSDQoFc3RhdGUYBSABKAkSFwoPY3JlYXRlZF91bml4X21zGAYgASgDEh0KFWxhc3RfYWN0aXZpdHlfdW5peF9tcxgHIAEoAxIWCg5jbG9zZWRfdW5peF9tcxgIIAEoAxIWCg5jYWxsc19yZWNvcmRlZBgJIAEoAyI/ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIYChBwcm9qZWN0X3NlbGVjdG9yGAEgASgJEg0KBXRpdGxlGAIgASgJIpsBChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USOQoHc2Vzc2lvbhgBIAEoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLldvcmtmbG93U2Vzc2lvbhITCgtzZXNzaW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiXQoVUmVzb2x2ZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhQKDHJlcXVpcmVfb3BlbhgDIAEoCCKcAQoWUmVzb2x2ZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSInChNDbG9zZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpkBChRDbG9zZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhIKCmNsb3NlZF9ub3cYAiABKAgSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIuEBCgtTZXNzaW9uQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSDgoGZWZmZWN0GAMgASgJEg8KB291dGNvbWUYBCABKAkSEwoLcmVhc29uX2NvZGUYBSABKAkSEwoLZGV0YWlsX2NvZGUYBiABKAkSEwoLcGF0aHNfY291bnQYByABKA0SGwoTY2hhbmdlZF9wYXRoc19jb3VudBgIIAEoDRIOCgZqb2JfaWQYCSABKAkSEQoJam9iX3N0YXRlGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNIoYBChhSZWNvcmRTZXNzaW9uQ2FsbFJlcXVlc3QSGAoQc2Vzc2lvbl9zZWxlY3RvchgBIAEoCRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgCIAEoCRIyCgRjYWxsGAMgASgLMiQud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvbkNhbGwikgEKGVJlY29yZFNlc3Npb25DYWxsUmVzcG9uc2USEAoIcmVjb3JkZWQYASABKAgSCwoDc2VxGAIgASgDEhEKCWR1cGxpY2F0ZRgDIAEoCBIPCgdkcm9wcGVkGAQgASgIEjIKB2ZhaWx1cmUYBSABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJHChlSZWFkU2Vzc2lvbkhhbmRvZmZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhgKEG1heF9yZWNlbnRfY2FsbHMYAiABKA0iUgoNVG9vbENhbGxDb3VudBIMCgR0b29sGAEgASgJEg0KBWNhbGxzGAIgASgDEg4KBmZhaWxlZBgDIAEoAxIUCgxsYXN0X3VuaXhfbXMYBCABKAMiPQoNQWN0aXZpdHlDb3VudBINCgVjYWxscxgBIAEoAxINCgVwYXRocxgCIAEoAxIOCgZmYWlsZWQYAyABKAMiQQoKUGVuZGluZ0pvYhIOCgZqb2JfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIVCg1zaW5jZV91bml4X21zGAMgASgDImEKClJlY2VudENhbGwSCwoDc2VxGAEgASgDEgwKBHRvb2wYAiABKAkSDwoHb3V0Y29tZRgDIAEoCRITCgtyZWFzb25fY29kZRgEIAEoCRISCgphdF91bml4X21zGAUgASgDIskECg5TZXNzaW9uSGFuZG9mZhI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEhMKC2NhbGxzX3RvdGFsGAMgASgDEhQKDGNhbGxzX2ZhaWxlZBgEIAEoAxI9Cg1jYWxsc19ieV90b29sGAUgAygLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuVG9vbENhbGxDb3VudBI0CgRyZWFkGAYgASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBI3CgdjaGFuZ2VkGAcgASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBIzCgNydW4YCCABKAsyJi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BY3Rpdml0eUNvdW50EjkKDHBlbmRpbmdfam9icxgJIAMoCzIjLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlBlbmRpbmdKb2ISGgoScGVuZGluZ19qb2JzX3RvdGFsGAogASgDEjkKDHJlY2VudF9jYWxscxgLIAMoCzIjLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlY2VudENhbGwSFQoNY2FsbHNfZHJvcHBlZBgMIAEoAxIRCgl0cnVuY2F0ZWQYDSABKAgSHQoVY2FsbHNfb3V0Y29tZV91bmtub3duGA4gASgDIooBChpSZWFkU2Vzc2lvbkhhbmRvZmZSZXNwb25zZRI4CgdoYW5kb2ZmGAEgASgLMicud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvbkhhbmRvZmYSMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIlkKEUFnZW50Q29udGludWF0aW9uEhAKCGFnZW50X2lkGAEgASgJEhMKC2VuZHBvaW50X2lkGAIgASgJEh0KFWNvbnRyb2xsZXJfZ2VuZXJhdGlvbhgDIAEoAyJrChpSb3RhdGVBZ2VudEVuZHBvaW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiswEKG1JvdGF0ZUFnZW50RW5kcG9pbnRSZXNwb25zZRJACgxjb250aW51YXRpb24YASABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudENvbnRpbnVhdGlvbhIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJxCiBJc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiuQEKIUlzc3VlQWdlbnRDb250aW51YXRpb25SZWZSZXNwb25zZRJACgxjb250aW51YXRpb24YASABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudENvbnRpbnVhdGlvbhIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSKQAQofUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVxdWVzdBIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhMKC2VuZHBvaW50X2lkGAMgASgJEiYKHmV4cGVjdGVkX2NvbnRyb2xsZXJfZ2VuZXJhdGlvbhgEIAEoAyKYAQogUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVzcG9uc2USQAoMY29udGludWF0aW9uGAEgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRDb250aW51YXRpb24SMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIpABChBBZ2VudFRhc2tBdHRlbXB0Eg8KB3Rhc2tfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIZChFhc3NpZ25lZV9hZ2VudF9pZBgDIAEoCRIVCg1hdHRlbXB0X2ZlbmNlGAQgASgDEiUKHWF0dGVtcHRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAUgASgDImMKHFN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIZChFhc3NpZ25lZV9hZ2VudF9pZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkitgEKHVN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlc3BvbnNlEjoKB2F0dGVtcHQYASABKAsyKS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudFRhc2tBdHRlbXB0EhMKC2F0dGVtcHRfcmVmGAIgASgJEhAKCHJlcGxheWVkGAMgASgIEjIKB2ZhaWx1cmUYBCABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJ+CilBZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVxdWVzdBISCgphdHRlbXB0X2lkGAEgASgJEhUKDWF0dGVtcHRfZmVuY2UYAiABKAMSJgoeZXhwZWN0ZWRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAMgASgDIrEBCipBZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVzcG9uc2USOgoHYXR0ZW1wdBgBIAEoCzIpLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50VGFza0F0dGVtcHQSEwoLYXR0ZW1wdF9yZWYYAiABKAkSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIrMBCh5SZXNvbHZlQWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QSEwoLYXR0ZW1wdF9yZWYYASABKAkSDwoHdGFza19pZBgCIAEoCRISCgphdHRlbXB0X2lkGAMgASgJEhkKEWFzc2lnbmVlX2FnZW50X2lkGAQgASgJEhUKDWF0dGVtcHRfZmVuY2UYBSABKAMSJQodYXR0ZW1wdF9jb250cm9sbGVyX2dlbmVyYXRpb24YBiABKAMikQEKH1Jlc29sdmVBZ2VudFRhc2tBdHRlbXB0UmVzcG9uc2USOgoHYXR0ZW1wdBgBIAEoCzIpLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50VGFza0F0dGVtcHQSMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlMvYSChJSZWZSZXNvbHZlclNlcnZpY2USdAoPUmVnaXN0ZXJQcm9qZWN0Ei8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBowLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlZ2lzdGVyUHJvamVjdFJlc3BvbnNlEm4KDVJldGlyZVByb2plY3QSLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXRpcmVQcm9qZWN0UmVxdWVzdBouLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJldGlyZVByb2plY3RSZXNwb25zZRKDAQoUU2V0UHJvamVjdFZpc2liaWxpdHkSNC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlcXVlc3QaNS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlc3BvbnNlEnEKDkRlY2xhcmVQcm9qZWN0Ei4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuRGVjbGFyZVByb2plY3RSZXF1ZXN0Gi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuRGVjbGFyZVByb2plY3RSZXNwb25zZRJuCg1VcGRhdGVQcm9qZWN0Ei0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuVXBkYXRlUHJvamVjdFJlcXVlc3QaLi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5VcGRhdGVQcm9qZWN0UmVzcG9uc2USawoMTGlzdFByb2plY3RzEiwud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuTGlzdFByb2plY3RzUmVxdWVzdBotLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlEnEKDlJlc29sdmVQcm9qZWN0Ei4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVByb2plY3RSZXF1ZXN0Gi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVByb2plY3RSZXNwb25zZRJ0Cg9Jc3N1ZVByb2plY3RSZWYSLy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Jc3N1ZVByb2plY3RSZWZSZXF1ZXN0GjAud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVQcm9qZWN0UmVmUmVzcG9uc2USbgoNQ3JlYXRlU2Vzc2lvbhItLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0Gi4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEnEKDlJlc29sdmVTZXNzaW9uEi4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVNlc3Npb25SZXF1ZXN0Gi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVNlc3Npb25SZXNwb25zZRJrCgxDbG9zZVNlc3Npb24SLC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0Gi0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USegoRUmVjb3JkU2Vzc2lvbkNhbGwSMS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWNvcmRTZXNzaW9uQ2FsbFJlcXVlc3QaMi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWNvcmRTZXNzaW9uQ2FsbFJlc3BvbnNlEn0KElJlYWRTZXNzaW9uSGFuZG9mZhIyLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlYWRTZXNzaW9uSGFuZG9mZlJlcXVlc3QaMy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWFkU2Vzc2lvbkhhbmRvZmZSZXNwb25zZRKAAQoTUm90YXRlQWdlbnRFbmRwb2ludBIzLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJvdGF0ZUFnZW50RW5kcG9pbnRSZXF1ZXN0GjQud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUm90YXRlQWdlbnRFbmRwb2ludFJlc3BvbnNlEpIBChlJc3N1ZUFnZW50Q29udGludWF0aW9uUmVmEjkud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZlJlcXVlc3QaOi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Jc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVzcG9uc2USjwEKGFJlc29sdmVBZ2VudENvbnRpbnVhdGlvbhI4LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVBZ2VudENvbnRpbnVhdGlvblJlcXVlc3QaOS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlQWdlbnRDb250aW51YXRpb25SZXNwb25zZRKGAQoVU3RhcnRBZ2VudFRhc2tBdHRlbXB0EjUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU3RhcnRBZ2VudFRhc2tBdHRlbXB0UmVxdWVzdBo2LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlc3BvbnNlEq0BCiJBZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uEkIud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWR2YW5jZUF0dGVtcHRDb250cm9sbGVyR2VuZXJhdGlvblJlcXVlc3QaQy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVzcG9uc2USjAEKF1Jlc29sdmVBZ2VudFRhc2tBdHRlbXB0Ejcud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZUFnZW50VGFza0F0dGVtcHRSZXF1ZXN0Gjgud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZUFnZW50VGFza0F0dGVtcHRSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
 
 /**
  * @generated from message webcodex.refresolver.v1.Project
@@ -49,6 +49,20 @@ export type Project = Message<"webcodex.refresolver.v1.Project"> & {
    * @generated from field: string name = 6;
    */
   name: string;
+
+  /**
+   * The subject that created the Project; empty for a Project a Runner registered itself.
+   *
+   * @generated from field: string owner_subject = 7;
+   */
+  ownerSubject: string;
+
+  /**
+   * "private" (its owner only) or "tenant" (every subject of the tenant).
+   *
+   * @generated from field: string visibility = 8;
+   */
+  visibility: string;
 };
 
 /**
@@ -57,6 +71,107 @@ export type Project = Message<"webcodex.refresolver.v1.Project"> & {
  */
 export const ProjectSchema: GenMessage<Project> = /*@__PURE__*/
   messageDesc(file_webcodex_refresolver_v1_ref_resolver, 0);
+
+/**
+ * @generated from message webcodex.refresolver.v1.DeclareProjectRequest
+ */
+export type DeclareProjectRequest = Message<"webcodex.refresolver.v1.DeclareProjectRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * "private" or "tenant".
+   *
+   * @generated from field: string visibility = 3;
+   */
+  visibility: string;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.DeclareProjectRequest.
+ * Use `create(DeclareProjectRequestSchema)` to create a new message.
+ */
+export const DeclareProjectRequestSchema: GenMessage<DeclareProjectRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 1);
+
+/**
+ * @generated from message webcodex.refresolver.v1.DeclareProjectResponse
+ */
+export type DeclareProjectResponse = Message<"webcodex.refresolver.v1.DeclareProjectResponse"> & {
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 1;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.DeclareProjectResponse.
+ * Use `create(DeclareProjectResponseSchema)` to create a new message.
+ */
+export const DeclareProjectResponseSchema: GenMessage<DeclareProjectResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 2);
+
+/**
+ * @generated from message webcodex.refresolver.v1.UpdateProjectRequest
+ */
+export type UpdateProjectRequest = Message<"webcodex.refresolver.v1.UpdateProjectRequest"> & {
+  /**
+   * A project_ref (~p1) or canonical agent:<client_id>:<project_id>.
+   *
+   * @generated from field: string selector = 1;
+   */
+  selector: string;
+
+  /**
+   * "private" or "tenant".
+   *
+   * @generated from field: string visibility = 2;
+   */
+  visibility: string;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.UpdateProjectRequest.
+ * Use `create(UpdateProjectRequestSchema)` to create a new message.
+ */
+export const UpdateProjectRequestSchema: GenMessage<UpdateProjectRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 3);
+
+/**
+ * @generated from message webcodex.refresolver.v1.UpdateProjectResponse
+ */
+export type UpdateProjectResponse = Message<"webcodex.refresolver.v1.UpdateProjectResponse"> & {
+  /**
+   * @generated from field: webcodex.refresolver.v1.Project project = 1;
+   */
+  project?: Project | undefined;
+
+  /**
+   * False when the Project already had that visibility.
+   *
+   * @generated from field: bool changed = 2;
+   */
+  changed: boolean;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 3;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.UpdateProjectResponse.
+ * Use `create(UpdateProjectResponseSchema)` to create a new message.
+ */
+export const UpdateProjectResponseSchema: GenMessage<UpdateProjectResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 4);
 
 /**
  * @generated from message webcodex.refresolver.v1.RegisterProjectRequest
@@ -88,7 +203,7 @@ export type RegisterProjectRequest = Message<"webcodex.refresolver.v1.RegisterPr
  * Use `create(RegisterProjectRequestSchema)` to create a new message.
  */
 export const RegisterProjectRequestSchema: GenMessage<RegisterProjectRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 1);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 5);
 
 /**
  * @generated from message webcodex.refresolver.v1.RegisterProjectResponse
@@ -110,7 +225,7 @@ export type RegisterProjectResponse = Message<"webcodex.refresolver.v1.RegisterP
  * Use `create(RegisterProjectResponseSchema)` to create a new message.
  */
 export const RegisterProjectResponseSchema: GenMessage<RegisterProjectResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 2);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 6);
 
 /**
  * @generated from message webcodex.refresolver.v1.RetireProjectRequest
@@ -132,7 +247,7 @@ export type RetireProjectRequest = Message<"webcodex.refresolver.v1.RetireProjec
  * Use `create(RetireProjectRequestSchema)` to create a new message.
  */
 export const RetireProjectRequestSchema: GenMessage<RetireProjectRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 3);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 7);
 
 /**
  * @generated from message webcodex.refresolver.v1.RetireProjectResponse
@@ -158,7 +273,7 @@ export type RetireProjectResponse = Message<"webcodex.refresolver.v1.RetireProje
  * Use `create(RetireProjectResponseSchema)` to create a new message.
  */
 export const RetireProjectResponseSchema: GenMessage<RetireProjectResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 4);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 8);
 
 /**
  * @generated from message webcodex.refresolver.v1.SetProjectVisibilityRequest
@@ -192,7 +307,7 @@ export type SetProjectVisibilityRequest = Message<"webcodex.refresolver.v1.SetPr
  * Use `create(SetProjectVisibilityRequestSchema)` to create a new message.
  */
 export const SetProjectVisibilityRequestSchema: GenMessage<SetProjectVisibilityRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 5);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 9);
 
 /**
  * @generated from message webcodex.refresolver.v1.SetProjectVisibilityResponse
@@ -211,7 +326,7 @@ export type SetProjectVisibilityResponse = Message<"webcodex.refresolver.v1.SetP
  * Use `create(SetProjectVisibilityResponseSchema)` to create a new message.
  */
 export const SetProjectVisibilityResponseSchema: GenMessage<SetProjectVisibilityResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 6);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 10);
 
 /**
  * @generated from message webcodex.refresolver.v1.ListProjectsRequest
@@ -224,7 +339,7 @@ export type ListProjectsRequest = Message<"webcodex.refresolver.v1.ListProjectsR
  * Use `create(ListProjectsRequestSchema)` to create a new message.
  */
 export const ListProjectsRequestSchema: GenMessage<ListProjectsRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 7);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 11);
 
 /**
  * @generated from message webcodex.refresolver.v1.ProjectEntry
@@ -246,7 +361,7 @@ export type ProjectEntry = Message<"webcodex.refresolver.v1.ProjectEntry"> & {
  * Use `create(ProjectEntrySchema)` to create a new message.
  */
 export const ProjectEntrySchema: GenMessage<ProjectEntry> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 8);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 12);
 
 /**
  * @generated from message webcodex.refresolver.v1.ListProjectsResponse
@@ -263,7 +378,7 @@ export type ListProjectsResponse = Message<"webcodex.refresolver.v1.ListProjects
  * Use `create(ListProjectsResponseSchema)` to create a new message.
  */
 export const ListProjectsResponseSchema: GenMessage<ListProjectsResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 9);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 13);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveProjectRequest
@@ -280,7 +395,7 @@ export type ResolveProjectRequest = Message<"webcodex.refresolver.v1.ResolveProj
  * Use `create(ResolveProjectRequestSchema)` to create a new message.
  */
 export const ResolveProjectRequestSchema: GenMessage<ResolveProjectRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 10);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 14);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveProjectResponse
@@ -302,7 +417,7 @@ export type ResolveProjectResponse = Message<"webcodex.refresolver.v1.ResolvePro
  * Use `create(ResolveProjectResponseSchema)` to create a new message.
  */
 export const ResolveProjectResponseSchema: GenMessage<ResolveProjectResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 11);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 15);
 
 /**
  * @generated from message webcodex.refresolver.v1.IssueProjectRefRequest
@@ -321,7 +436,7 @@ export type IssueProjectRefRequest = Message<"webcodex.refresolver.v1.IssueProje
  * Use `create(IssueProjectRefRequestSchema)` to create a new message.
  */
 export const IssueProjectRefRequestSchema: GenMessage<IssueProjectRefRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 12);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 16);
 
 /**
  * @generated from message webcodex.refresolver.v1.IssueProjectRefResponse
@@ -348,7 +463,7 @@ export type IssueProjectRefResponse = Message<"webcodex.refresolver.v1.IssueProj
  * Use `create(IssueProjectRefResponseSchema)` to create a new message.
  */
 export const IssueProjectRefResponseSchema: GenMessage<IssueProjectRefResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 13);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 17);
 
 /**
  * WorkflowSession is one Session incarnation. Canonical session_id (wc_sess_*) is
@@ -412,7 +527,7 @@ export type WorkflowSession = Message<"webcodex.refresolver.v1.WorkflowSession">
  * Use `create(WorkflowSessionSchema)` to create a new message.
  */
 export const WorkflowSessionSchema: GenMessage<WorkflowSession> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 14);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 18);
 
 /**
  * @generated from message webcodex.refresolver.v1.CreateSessionRequest
@@ -438,7 +553,7 @@ export type CreateSessionRequest = Message<"webcodex.refresolver.v1.CreateSessio
  * Use `create(CreateSessionRequestSchema)` to create a new message.
  */
 export const CreateSessionRequestSchema: GenMessage<CreateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 15);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 19);
 
 /**
  * @generated from message webcodex.refresolver.v1.CreateSessionResponse
@@ -465,7 +580,7 @@ export type CreateSessionResponse = Message<"webcodex.refresolver.v1.CreateSessi
  * Use `create(CreateSessionResponseSchema)` to create a new message.
  */
 export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 16);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 20);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveSessionRequest
@@ -498,7 +613,7 @@ export type ResolveSessionRequest = Message<"webcodex.refresolver.v1.ResolveSess
  * Use `create(ResolveSessionRequestSchema)` to create a new message.
  */
 export const ResolveSessionRequestSchema: GenMessage<ResolveSessionRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 17);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 21);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveSessionResponse
@@ -525,7 +640,7 @@ export type ResolveSessionResponse = Message<"webcodex.refresolver.v1.ResolveSes
  * Use `create(ResolveSessionResponseSchema)` to create a new message.
  */
 export const ResolveSessionResponseSchema: GenMessage<ResolveSessionResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 18);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 22);
 
 /**
  * @generated from message webcodex.refresolver.v1.CloseSessionRequest
@@ -542,7 +657,7 @@ export type CloseSessionRequest = Message<"webcodex.refresolver.v1.CloseSessionR
  * Use `create(CloseSessionRequestSchema)` to create a new message.
  */
 export const CloseSessionRequestSchema: GenMessage<CloseSessionRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 19);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 23);
 
 /**
  * @generated from message webcodex.refresolver.v1.CloseSessionResponse
@@ -571,7 +686,7 @@ export type CloseSessionResponse = Message<"webcodex.refresolver.v1.CloseSession
  * Use `create(CloseSessionResponseSchema)` to create a new message.
  */
 export const CloseSessionResponseSchema: GenMessage<CloseSessionResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 20);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 24);
 
 /**
  * SessionCall is the bounded record of one call made with session_id: facts only, never
@@ -656,7 +771,7 @@ export type SessionCall = Message<"webcodex.refresolver.v1.SessionCall"> & {
  * Use `create(SessionCallSchema)` to create a new message.
  */
 export const SessionCallSchema: GenMessage<SessionCall> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 21);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 25);
 
 /**
  * @generated from message webcodex.refresolver.v1.RecordSessionCallRequest
@@ -687,7 +802,7 @@ export type RecordSessionCallRequest = Message<"webcodex.refresolver.v1.RecordSe
  * Use `create(RecordSessionCallRequestSchema)` to create a new message.
  */
 export const RecordSessionCallRequestSchema: GenMessage<RecordSessionCallRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 22);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 26);
 
 /**
  * @generated from message webcodex.refresolver.v1.RecordSessionCallResponse
@@ -730,7 +845,7 @@ export type RecordSessionCallResponse = Message<"webcodex.refresolver.v1.RecordS
  * Use `create(RecordSessionCallResponseSchema)` to create a new message.
  */
 export const RecordSessionCallResponseSchema: GenMessage<RecordSessionCallResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 23);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 27);
 
 /**
  * @generated from message webcodex.refresolver.v1.ReadSessionHandoffRequest
@@ -754,7 +869,7 @@ export type ReadSessionHandoffRequest = Message<"webcodex.refresolver.v1.ReadSes
  * Use `create(ReadSessionHandoffRequestSchema)` to create a new message.
  */
 export const ReadSessionHandoffRequestSchema: GenMessage<ReadSessionHandoffRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 24);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 28);
 
 /**
  * @generated from message webcodex.refresolver.v1.ToolCallCount
@@ -786,7 +901,7 @@ export type ToolCallCount = Message<"webcodex.refresolver.v1.ToolCallCount"> & {
  * Use `create(ToolCallCountSchema)` to create a new message.
  */
 export const ToolCallCountSchema: GenMessage<ToolCallCount> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 25);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 29);
 
 /**
  * @generated from message webcodex.refresolver.v1.ActivityCount
@@ -813,7 +928,7 @@ export type ActivityCount = Message<"webcodex.refresolver.v1.ActivityCount"> & {
  * Use `create(ActivityCountSchema)` to create a new message.
  */
 export const ActivityCountSchema: GenMessage<ActivityCount> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 26);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 30);
 
 /**
  * @generated from message webcodex.refresolver.v1.PendingJob
@@ -840,7 +955,7 @@ export type PendingJob = Message<"webcodex.refresolver.v1.PendingJob"> & {
  * Use `create(PendingJobSchema)` to create a new message.
  */
 export const PendingJobSchema: GenMessage<PendingJob> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 27);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 31);
 
 /**
  * @generated from message webcodex.refresolver.v1.RecentCall
@@ -877,7 +992,7 @@ export type RecentCall = Message<"webcodex.refresolver.v1.RecentCall"> & {
  * Use `create(RecentCallSchema)` to create a new message.
  */
 export const RecentCallSchema: GenMessage<RecentCall> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 28);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 32);
 
 /**
  * @generated from message webcodex.refresolver.v1.SessionHandoff
@@ -971,7 +1086,7 @@ export type SessionHandoff = Message<"webcodex.refresolver.v1.SessionHandoff"> &
  * Use `create(SessionHandoffSchema)` to create a new message.
  */
 export const SessionHandoffSchema: GenMessage<SessionHandoff> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 29);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 33);
 
 /**
  * @generated from message webcodex.refresolver.v1.ReadSessionHandoffResponse
@@ -993,7 +1108,7 @@ export type ReadSessionHandoffResponse = Message<"webcodex.refresolver.v1.ReadSe
  * Use `create(ReadSessionHandoffResponseSchema)` to create a new message.
  */
 export const ReadSessionHandoffResponseSchema: GenMessage<ReadSessionHandoffResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 30);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 34);
 
 /**
  * AgentContinuation is the exact Endpoint generation a continuation is pinned to.
@@ -1022,7 +1137,7 @@ export type AgentContinuation = Message<"webcodex.refresolver.v1.AgentContinuati
  * Use `create(AgentContinuationSchema)` to create a new message.
  */
 export const AgentContinuationSchema: GenMessage<AgentContinuation> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 31);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 35);
 
 /**
  * @generated from message webcodex.refresolver.v1.RotateAgentEndpointRequest
@@ -1051,7 +1166,7 @@ export type RotateAgentEndpointRequest = Message<"webcodex.refresolver.v1.Rotate
  * Use `create(RotateAgentEndpointRequestSchema)` to create a new message.
  */
 export const RotateAgentEndpointRequestSchema: GenMessage<RotateAgentEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 32);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 36);
 
 /**
  * @generated from message webcodex.refresolver.v1.RotateAgentEndpointResponse
@@ -1078,7 +1193,7 @@ export type RotateAgentEndpointResponse = Message<"webcodex.refresolver.v1.Rotat
  * Use `create(RotateAgentEndpointResponseSchema)` to create a new message.
  */
 export const RotateAgentEndpointResponseSchema: GenMessage<RotateAgentEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 33);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 37);
 
 /**
  * @generated from message webcodex.refresolver.v1.IssueAgentContinuationRefRequest
@@ -1105,7 +1220,7 @@ export type IssueAgentContinuationRefRequest = Message<"webcodex.refresolver.v1.
  * Use `create(IssueAgentContinuationRefRequestSchema)` to create a new message.
  */
 export const IssueAgentContinuationRefRequestSchema: GenMessage<IssueAgentContinuationRefRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 34);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 38);
 
 /**
  * @generated from message webcodex.refresolver.v1.IssueAgentContinuationRefResponse
@@ -1132,7 +1247,7 @@ export type IssueAgentContinuationRefResponse = Message<"webcodex.refresolver.v1
  * Use `create(IssueAgentContinuationRefResponseSchema)` to create a new message.
  */
 export const IssueAgentContinuationRefResponseSchema: GenMessage<IssueAgentContinuationRefResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 35);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 39);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveAgentContinuationRequest
@@ -1166,7 +1281,7 @@ export type ResolveAgentContinuationRequest = Message<"webcodex.refresolver.v1.R
  * Use `create(ResolveAgentContinuationRequestSchema)` to create a new message.
  */
 export const ResolveAgentContinuationRequestSchema: GenMessage<ResolveAgentContinuationRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 36);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 40);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveAgentContinuationResponse
@@ -1188,7 +1303,7 @@ export type ResolveAgentContinuationResponse = Message<"webcodex.refresolver.v1.
  * Use `create(ResolveAgentContinuationResponseSchema)` to create a new message.
  */
 export const ResolveAgentContinuationResponseSchema: GenMessage<ResolveAgentContinuationResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 37);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 41);
 
 /**
  * AgentTaskAttempt is the exact fenced Attempt an attempt_ref is pinned to.
@@ -1227,7 +1342,7 @@ export type AgentTaskAttempt = Message<"webcodex.refresolver.v1.AgentTaskAttempt
  * Use `create(AgentTaskAttemptSchema)` to create a new message.
  */
 export const AgentTaskAttemptSchema: GenMessage<AgentTaskAttempt> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 38);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 42);
 
 /**
  * @generated from message webcodex.refresolver.v1.StartAgentTaskAttemptRequest
@@ -1254,7 +1369,7 @@ export type StartAgentTaskAttemptRequest = Message<"webcodex.refresolver.v1.Star
  * Use `create(StartAgentTaskAttemptRequestSchema)` to create a new message.
  */
 export const StartAgentTaskAttemptRequestSchema: GenMessage<StartAgentTaskAttemptRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 39);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 43);
 
 /**
  * @generated from message webcodex.refresolver.v1.StartAgentTaskAttemptResponse
@@ -1288,7 +1403,7 @@ export type StartAgentTaskAttemptResponse = Message<"webcodex.refresolver.v1.Sta
  * Use `create(StartAgentTaskAttemptResponseSchema)` to create a new message.
  */
 export const StartAgentTaskAttemptResponseSchema: GenMessage<StartAgentTaskAttemptResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 40);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 44);
 
 /**
  * @generated from message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationRequest
@@ -1315,7 +1430,7 @@ export type AdvanceAttemptControllerGenerationRequest = Message<"webcodex.refres
  * Use `create(AdvanceAttemptControllerGenerationRequestSchema)` to create a new message.
  */
 export const AdvanceAttemptControllerGenerationRequestSchema: GenMessage<AdvanceAttemptControllerGenerationRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 41);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 45);
 
 /**
  * @generated from message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationResponse
@@ -1342,7 +1457,7 @@ export type AdvanceAttemptControllerGenerationResponse = Message<"webcodex.refre
  * Use `create(AdvanceAttemptControllerGenerationResponseSchema)` to create a new message.
  */
 export const AdvanceAttemptControllerGenerationResponseSchema: GenMessage<AdvanceAttemptControllerGenerationResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 42);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 46);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveAgentTaskAttemptRequest
@@ -1386,7 +1501,7 @@ export type ResolveAgentTaskAttemptRequest = Message<"webcodex.refresolver.v1.Re
  * Use `create(ResolveAgentTaskAttemptRequestSchema)` to create a new message.
  */
 export const ResolveAgentTaskAttemptRequestSchema: GenMessage<ResolveAgentTaskAttemptRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 43);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 47);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveAgentTaskAttemptResponse
@@ -1408,7 +1523,7 @@ export type ResolveAgentTaskAttemptResponse = Message<"webcodex.refresolver.v1.R
  * Use `create(ResolveAgentTaskAttemptResponseSchema)` to create a new message.
  */
 export const ResolveAgentTaskAttemptResponseSchema: GenMessage<ResolveAgentTaskAttemptResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 44);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 48);
 
 /**
  * RefResolverService owns durable identities: Projects with their incarnations, Workflow
@@ -1455,6 +1570,28 @@ export const RefResolverService: GenService<{
     methodKind: "unary";
     input: typeof SetProjectVisibilityRequestSchema;
     output: typeof SetProjectVisibilityResponseSchema;
+  },
+  /**
+   * DeclareProject records, before a created Project's Runner registers, who owns the
+   * address agent:<caller's tenant>:<project_id> and who may see it. It fails with
+   * project_exists while a live incarnation holds the address.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.DeclareProject
+   */
+  declareProject: {
+    methodKind: "unary";
+    input: typeof DeclareProjectRequestSchema;
+    output: typeof DeclareProjectResponseSchema;
+  },
+  /**
+   * UpdateProject changes a Project's visibility; only its owner or a tenant admin may.
+   *
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.UpdateProject
+   */
+  updateProject: {
+    methodKind: "unary";
+    input: typeof UpdateProjectRequestSchema;
+    output: typeof UpdateProjectResponseSchema;
   },
   /**
    * ListProjects lists the Projects visible to the caller, issuing project_refs as needed.
