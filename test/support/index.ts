@@ -20,3 +20,5 @@ export { startPrivatePostgres } from "./private-postgres.js";
 export type { PrivatePostgres } from "./private-postgres.js";
 export { startUserAuthServer } from "./oidc.js";
 export type { UserAuthServer } from "./oidc.js";
+export { createBareRepo, startGitDaemon, startGitHttpServer } from "./git-servers.js";
+export type { GitServer } from "./git-servers.js";

@@ -14,7 +14,7 @@ export const cliPath = join(repoRoot, "tools/cli/bin/webcodex.js");
 /** Scratch dirs of this test process, removed when it exits (WEBCODEX_KEEP_TEST_DIRS=1 keeps them). */
 const scratchDirs: string[] = [];
 
-function scratchDir(prefix: string): string {
+export function scratchDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   if (scratchDirs.length === 0 && process.env["WEBCODEX_KEEP_TEST_DIRS"] !== "1") {
     process.once("exit", () => {

@@ -54,7 +54,8 @@ export function cloneUrlProblem(url: string): ToolFailure | undefined {
 function classify(stderr: string): { detail: string; message: string } {
   const s = stderr.toLowerCase();
   if (/remote branch .* not found|couldn't find remote ref|could not find remote branch/.test(s)) return { detail: "ref_not_found", message: "The repository has no such branch or tag." };
-  if (/authentication failed|could not read username|could not read password|returned error: 40[13]|access denied|http basic: access denied/.test(s)) {
+  if (/repository not exported|does not appear to be a git repository/.test(s)) return { detail: "repository_unreachable", message: "The repository could not be reached at this URL." };
+  if (/authentication failed|could not read username|could not read password|returned error: 40[13]|http basic: access denied/.test(s)) {
     return { detail: "authentication_failed", message: "The repository refused the configured credential (or needs one); ask your operator." };
   }
   if (/could not resolve host|connection refused|unable to connect|failed to connect|timed out|not found|does not appear to be a git repository|repository .* not exported|returned error: 404/.test(s)) {
