@@ -223,7 +223,12 @@ export function createPipeline(deps: PipelineDeps) {
     const deadline = now() + waitMs;
     for (;;) {
       const provisioning = await deps.broker.getProjectProvisioning({ clientId, projectId }, options);
-      if (provisioning.state === "failed" && provisioning.failure) return { ok: false, failure: failureFromWire(provisioning.failure) };
+      if (provisioning.state === "failed" && provisioning.failure) {
+        // Nothing is left behind: the Runner (a crash-looping pod, say) and its volume go.
+        await deps.broker.removeProjectRunner({ clientId, projectId, keepWorkspace: false }, options).catch((error: unknown) => deps.logger.warn("cleanup after a failed create_project failed", { error: ConnectError.from(error).message }));
+        return { ok: false, failure: failureFromWire(provisioning.failure) };
+      }
+      if (provisioning.state === "unschedulable" && provisioning.failure) return { ok: false, failure: failureFromWire(provisioning.failure) };
       const issued = await deps.refResolver.issueProjectRef({ selector: id }, options);
       if (!issued.failure && issued.project) {
         const states = await runnerStates([issued.project], ctx);

@@ -28,6 +28,8 @@ export interface WorkspaceSource {
 /** How a created workspace is coming along. */
 export type ProvisioningState =
   | { state: "starting" | "ready" | "unknown" }
+  /** The Runner cannot start until something changes (no node fits, no volume, missing Secret, image pull). */
+  | { state: "unschedulable"; condition: { type: string; reason: string; message: string } }
   | { state: "failed"; failure: ToolFailure };
 
 export interface Provisioner {

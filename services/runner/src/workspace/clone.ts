@@ -8,7 +8,7 @@
  * or a result. git's own messages are reduced to a detail code and never returned.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, renameSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
@@ -104,4 +104,31 @@ export async function cloneWorkspace(o: CloneOptions): Promise<ToolFailure | und
   }
   renameSync(tmp, o.dir);
   return undefined;
+}
+
+/**
+ * A Runner pod's start: when its workspace volume holds nothing yet (a filesystem's
+ * lost+found aside) and a source is set, clone into it. The clone lands in a directory on the
+ * same volume and its entries are moved into the root, so a failure leaves the volume empty.
+ * Returns the failure, or undefined when the workspace is ready (cloned now or before).
+ */
+export async function seedWorkspaceRoot(root: string, o: Omit<CloneOptions, "dir">): Promise<ToolFailure | undefined> {
+  const entries = readdirSync(root).filter((e) => e !== "lost+found" && !e.startsWith(".clone-"));
+  if (entries.length > 0) return undefined;
+  const staging = join(root, ".clone-staging");
+  rmSync(staging, { recursive: true, force: true });
+  const failure = await cloneWorkspace({ ...o, dir: staging });
+  if (failure) return failure;
+  for (const entry of readdirSync(staging)) renameSync(join(staging, entry), join(root, entry));
+  rmSync(staging, { recursive: true, force: true });
+  return undefined;
+}
+
+/** Where Kubernetes reads a container's last words: the failure, for the broker to report. */
+export function writeTerminationMessage(failure: ToolFailure, path = "/dev/termination-log"): void {
+  try {
+    writeFileSync(path, JSON.stringify({ reason_code: failure.reason_code, detail_code: failure.detail_code, failure_stage: failure.failure_stage, message: failure.message }));
+  } catch {
+    // Not in a pod: the exit code and the log line say it.
+  }
 }
