@@ -94,7 +94,7 @@ runner-broker: [gateway]
 
 {{/* Namespace of Runner pods. */}}
 {{- define "webcodex.runnerNamespace" -}}
-{{- default .Release.Namespace .Values.runner.namespace -}}
+{{- default (printf "%s-runners" .Release.Namespace) .Values.runner.namespace -}}
 {{- end -}}
 
 {{/* In-cluster URL of a component. Args: dict ctx component port. */}}
@@ -454,17 +454,23 @@ spec:
 {{- end }}
 {{- end -}}
 
-{{/* Egress rules every chart pod gets: DNS (and OTLP export when configured). Args: root ctx. */}}
+{{/*
+Egress rules every chart pod gets: DNS (and OTLP export when configured). Args: root ctx, or
+dict ctx strict: with strict (Runner pods), OTLP egress exists only towards the destinations
+networkPolicy.otel.to names: never to any IP on the OTLP ports.
+*/}}
 {{- define "webcodex.np.baseEgress" -}}
+{{- $ctx := .ctx | default . -}}
+{{- $strict := and (hasKey . "strict") .strict -}}
 - to:
-    {{- toYaml .Values.networkPolicy.dns | nindent 4 }}
+    {{- toYaml $ctx.Values.networkPolicy.dns | nindent 4 }}
   ports:
     - protocol: UDP
       port: 53
     - protocol: TCP
       port: 53
-{{- if .Values.otel.endpoint }}
-{{ include "webcodex.np.egressTarget" .Values.networkPolicy.otel }}
+{{- if and $ctx.Values.otel.endpoint (or (not $strict) $ctx.Values.networkPolicy.otel.to) }}
+{{ include "webcodex.np.egressTarget" $ctx.Values.networkPolicy.otel }}
 {{- end }}
 {{- end -}}
 
@@ -566,6 +572,14 @@ fails with all of them at once.
 */}}
 {{- define "webcodex.validateValues" -}}
 {{- $messages := list -}}
+{{- if eq (include "webcodex.runnerNamespace" .) .Release.Namespace -}}
+{{- $messages = append $messages (printf "runner.namespace: Runners must live in a namespace other than the release's (%s), one that enforces Pod Security \"restricted\"" .Release.Namespace) -}}
+{{- end -}}
+{{- range .Values.runner.cloneEgress -}}
+{{- if or (not .name) (not .cidr) (not .ports) -}}
+{{- $messages = append $messages "runner.cloneEgress: every entry needs name, cidr and ports" -}}
+{{- end -}}
+{{- end -}}
 {{- $needsPostgres := or .Values.refResolver.enabled .Values.audit.enabled .Values.runnerBroker.enabled .Values.migrations.enabled -}}
 {{- if and $needsPostgres (not .Values.postgres.url) (not .Values.postgres.existingSecret) -}}
 {{- $messages = append $messages "postgres: set postgres.url or postgres.existingSecret (ref-resolver, audit, runner-broker and the migration Job need PostgreSQL)" -}}

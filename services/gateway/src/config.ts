@@ -2,7 +2,6 @@ import { readConfig } from "@webcodex/platform";
 import type { Env } from "@webcodex/platform";
 import { HOST_PROFILES } from "@webcodex/contracts";
 import type { HostProfile } from "@webcodex/contracts";
-import { TENANT_PRESETS } from "./auth/tenancy.js";
 import type { TenantPreset } from "./auth/tenancy.js";
 
 export const gatewayConfigSpec = {
@@ -23,7 +22,7 @@ export const gatewayConfigSpec = {
   oauthJwksUrl: { kind: "string", env: "WEBCODEX_OAUTH_JWKS_URL", doc: "JWKS URL; default discovered from the issuer metadata" },
   oauthClientIdClaim: { kind: "string", env: "WEBCODEX_OAUTH_CLIENT_ID_CLAIM", doc: "Claim naming the tenant; default client_id, then azp" },
   oauthTenantPreset: {
-    kind: "enum", env: "WEBCODEX_OAUTH_TENANT_PRESET", values: TENANT_PRESETS, default: "client",
+    kind: "enum", env: "WEBCODEX_OAUTH_TENANT_PRESET", values: ["client", "keycloak", "okta", "entra", "issuer"], default: "client",
     doc: "Where the tenant comes from: client (client_id/azp), keycloak (organization), okta (tenant), entra (tid), issuer (one tenant per issuer)",
   },
   oauthAdminClaim: { kind: "string", env: "WEBCODEX_OAUTH_ADMIN_CLAIM", doc: "Claim (dotted path) with roles/groups; default from the tenant preset (groups, or roles for entra)" },

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { loadConfig } from "./config.js";
+import { gatewayConfigSpec, loadConfig } from "./config.js";
+import { TENANT_PRESETS } from "./auth/tenancy.js";
 import { deploymentOptions } from "./deployment.js";
 
 const peers = { WEBCODEX_TOOL_REGISTRY_URL: "http://t", WEBCODEX_REF_RESOLVER_URL: "http://r", WEBCODEX_AUDIT_URL: "http://a", WEBCODEX_RUNNER_BROKER_URL: "http://b" };
@@ -35,5 +36,6 @@ describe("deploymentOptions", () => {
     assert.deepEqual(o.oauth?.tenancy, { preset: "entra", adminValues: ["WebCodex.Admin", "Ops"] });
     assert.deepEqual(o.rateLimit, { perMinute: 60, burst: 0, tenantPerMinute: 3000, perClient: "" });
     assert.throws(() => loadConfig({ ...peers, WEBCODEX_OAUTH_TENANT_PRESET: "auth0" }), /WEBCODEX_OAUTH_TENANT_PRESET/);
+    assert.deepEqual(gatewayConfigSpec.oauthTenantPreset.values, TENANT_PRESETS, "the setting admits exactly the presets");
   });
 });
