@@ -1076,3 +1076,32 @@ describe("first install: the Runner namespace, its keep policy and its egress", 
     assert.equal(pod.metadata.annotations["webcodex.dev/template-hash"], brokerCode().templateHash(brokerCode().parseRunnerPodTemplate(t)));
   });
 });
+
+describe("first install: migrations and the Runner token", () => {
+  test("the migration hook waits for the database within its deadline, and the documented helm --timeout exceeds that deadline", async () => {
+    for (const name of ["defaults", "production"]) {
+      const objs = await rendered(name);
+      const job = byKind(objs, "Job").find((j) => j.metadata.name.endsWith("-migrate"));
+      const wait = Number(envOf(job.spec.template.spec.containers[0]).WEBCODEX_MIGRATE_WAIT_S.value);
+      assert.ok(wait > 0 && wait < job.spec.activeDeadlineSeconds, `${name}: wait ${wait} s within the ${job.spec.activeDeadlineSeconds} s deadline`);
+      const doc = readFileSync(join(root, "docs/operators.md"), "utf8");
+      const timeouts = [...doc.matchAll(/helm upgrade[^\n]*--timeout (\d+)m/g)].map((m) => Number(m[1]) * 60);
+      assert.ok(timeouts.length >= 2, "the install and upgrade commands give Helm a timeout");
+      for (const t of timeouts) assert.ok(t > job.spec.activeDeadlineSeconds, `${name}: helm --timeout ${t} s must exceed the hook's ${job.spec.activeDeadlineSeconds} s deadline`);
+    }
+    assert.match(await templateError(["--set", "migrations.waitForDatabaseSeconds=600"]), /waitForDatabaseSeconds must be less than/);
+  });
+
+  test("the broker restarts when the Runner token changes; a generated token is the same in both namespaces", async () => {
+    const objs = await rendered("defaults");
+    const broker = find(objs, "Deployment", "runner-broker");
+    const secrets = byKind(objs, "Secret").filter((s) => s.metadata.name.endsWith("runner-token"));
+    assert.equal(secrets.length, 2);
+    assert.equal(secrets[0].data.token, secrets[1].data.token, "one value in both namespaces");
+    const { createHash } = await import("node:crypto");
+    assert.equal(broker.spec.template.metadata.annotations["checksum/runner-token"], createHash("sha256").update(secrets[0].data.token).digest("hex"));
+    const prod = find(await rendered("production"), "Deployment", "runner-broker");
+    const other = find(await template(["-f", productionValues, "--set", "runner.token.existingSecret=rotated-token"]), "Deployment", "runner-broker");
+    assert.notEqual(prod.spec.template.metadata.annotations["checksum/runner-token"], other.spec.template.metadata.annotations["checksum/runner-token"], "naming another Secret restarts the broker");
+  });
+});

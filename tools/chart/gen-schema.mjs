@@ -363,6 +363,7 @@ export const schema = {
       image: ref("imageOverride"),
       backoffLimit: int({ minimum: 0 }),
       activeDeadlineSeconds: int({ minimum: 1 }),
+      waitForDatabaseSeconds: int({ minimum: 0 }),
       resources: ref("resources"),
     }),
     networkPolicy: obj({

@@ -93,6 +93,32 @@ runner-broker: [gateway]
 {{- end -}}
 
 {{/* Namespace of Runner pods. */}}
+{{/*
+The generated Runner token (base64), decided once per render: the value already in the
+cluster (lookup), else a new random one. Under `helm template` (GitOps) lookup sees nothing,
+so every render makes a new token: set runner.token.existingSecret there.
+*/}}
+{{- define "webcodex.runnerToken.generated" -}}
+{{- if not (hasKey .Values.runner.token "_generated") -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "webcodex.runnerToken.secretName" .) -}}
+{{- $token := randAlphaNum 48 | b64enc -}}
+{{- if and $existing $existing.data (hasKey $existing.data "token") -}}
+{{- $token = index $existing.data "token" -}}
+{{- end -}}
+{{- $_ := set .Values.runner.token "_generated" $token -}}
+{{- end -}}
+{{- index .Values.runner.token "_generated" -}}
+{{- end -}}
+
+{{/* What the broker's pods must restart on when the Runner token changes. */}}
+{{- define "webcodex.runnerToken.checksum" -}}
+{{- if .Values.runner.token.existingSecret -}}
+{{- printf "existing:%s/%s" .Values.runner.token.existingSecret .Values.runner.token.existingSecretKey | sha256sum -}}
+{{- else -}}
+{{- include "webcodex.runnerToken.generated" . | sha256sum -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "webcodex.runnerNamespace" -}}
 {{- default (printf "%s-runners" .Release.Namespace) .Values.runner.namespace -}}
 {{- end -}}
@@ -574,6 +600,9 @@ fails with all of them at once.
 {{- $messages := list -}}
 {{- if eq (include "webcodex.runnerNamespace" .) .Release.Namespace -}}
 {{- $messages = append $messages (printf "runner.namespace: Runners must live in a namespace other than the release's (%s), one that enforces Pod Security \"restricted\"" .Release.Namespace) -}}
+{{- end -}}
+{{- if and .Values.migrations.enabled (ge (int .Values.migrations.waitForDatabaseSeconds) (int .Values.migrations.activeDeadlineSeconds)) -}}
+{{- $messages = append $messages "migrations.waitForDatabaseSeconds must be less than migrations.activeDeadlineSeconds (the Job needs time to migrate after the database is up)" -}}
 {{- end -}}
 {{- range .Values.runner.cloneEgress -}}
 {{- if or (not .name) (not .cidr) (not .ports) -}}

@@ -149,6 +149,21 @@ export async function run(argv: string[]): Promise<void> {
       if (!url) throw new Error("webcodex migrate needs WEBCODEX_POSTGRES_URL");
       const db = createPostgresDatabase({ url });
       try {
+        // The chart's hook may start before the database accepts connections: wait for it,
+        // up to WEBCODEX_MIGRATE_WAIT_S (default 0: one attempt).
+        const waitS = Number(env["WEBCODEX_MIGRATE_WAIT_S"] ?? "0");
+        if (!Number.isInteger(waitS) || waitS < 0) throw new Error("WEBCODEX_MIGRATE_WAIT_S must be a non-negative integer");
+        const deadline = Date.now() + waitS * 1000;
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await db.ping();
+            break;
+          } catch (error) {
+            if (Date.now() >= deadline) throw new Error(`the database did not accept connections within ${waitS} s: ${error instanceof Error ? error.message : String(error)}`);
+            process.stderr.write(`waiting for the database (attempt ${attempt})\n`);
+            await new Promise((r) => setTimeout(r, 1_000));
+          }
+        }
         const refs = await (await import("@webcodex/ref-resolver")).migrateRefResolver(db);
         const audit = await (await import("@webcodex/audit")).migrateAudit(db);
         const broker = await (await import("@webcodex/runner-broker")).migrateRunnerBroker(db);
