@@ -1105,3 +1105,33 @@ describe("first install: migrations and the Runner token", () => {
     assert.notEqual(prod.spec.template.metadata.annotations["checksum/runner-token"], other.spec.template.metadata.annotations["checksum/runner-token"], "naming another Secret restarts the broker");
   });
 });
+
+describe("scraping", () => {
+  test("a ServiceMonitor per service when asked, and the metrics ports open to the configured scrapers", async () => {
+    const set = ["-f", productionValues, "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.labels.release=prometheus"];
+    const objs = await template(set);
+    const monitors = byKind(objs, "ServiceMonitor");
+    assert.deepEqual(monitors.map((m) => component(m)).sort(), ["audit", "gateway", "ref-resolver", "runner-broker", "tool-registry"]);
+    for (const m of monitors) {
+      assert.equal(m.apiVersion, "monitoring.coreos.com/v1");
+      assert.equal(m.metadata.labels.release, "prometheus");
+      assert.deepEqual(m.spec.endpoints, [{ port: "http", path: "/metrics", interval: "30s" }]);
+      const svc = find(objs, "Service", component(m));
+      assert.ok(svc.spec.ports.some((p) => p.name === "http"), `${component(m)}: the Service has the named port`);
+      for (const [k, v] of Object.entries(m.spec.selector.matchLabels)) assert.equal(svc.spec.selector[k], v);
+      const np = find(objs, "NetworkPolicy", component(m));
+      const scrape = np.spec.ingress.find((r) => JSON.stringify(r.from ?? []).includes("monitoring"));
+      assert.ok(scrape, `${component(m)}: the scrapers may reach the metrics port`);
+      assert.deepEqual(scrape.ports, [{ protocol: "TCP", port: svc.spec.ports.find((p) => p.name === "http").port }]);
+    }
+    assert.deepEqual(byKind(await rendered("defaults"), "ServiceMonitor"), [], "off by default");
+  });
+
+  test("scraping without naming the scrapers is a validation error while NetworkPolicies are on", async () => {
+    for (const flag of ["metrics.podAnnotations=true", "metrics.serviceMonitor.enabled=true"]) {
+      const err = await templateError(["--set", flag, "--set", "networkPolicy.enabled=true"]);
+      assert.match(err, /networkPolicy\.metricsFrom names no scraper/, flag);
+    }
+    await template(["--set", "metrics.podAnnotations=true", "--set", "networkPolicy.enabled=false"]);
+  });
+});

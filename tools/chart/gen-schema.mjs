@@ -286,7 +286,10 @@ export const schema = {
       endpoint: ref("optionalUrl"),
       serviceNamePrefix: str({ minLength: 1, pattern: "^[a-zA-Z0-9._-]+$" }),
     }),
-    metrics: obj({ podAnnotations: bool() }),
+    metrics: obj({
+      podAnnotations: bool(),
+      serviceMonitor: obj({ enabled: bool(), interval: str({ pattern: "^[0-9]+(ms|s|m|h)$" }), labels: ref("stringMap") }),
+    }),
     gateway: serviceBlock({
       publicUrl: ref("url"),
       allowedHosts: arr(hostname),

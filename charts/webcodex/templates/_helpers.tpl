@@ -604,6 +604,10 @@ fails with all of them at once.
 {{- if and .Values.migrations.enabled (ge (int .Values.migrations.waitForDatabaseSeconds) (int .Values.migrations.activeDeadlineSeconds)) -}}
 {{- $messages = append $messages "migrations.waitForDatabaseSeconds must be less than migrations.activeDeadlineSeconds (the Job needs time to migrate after the database is up)" -}}
 {{- end -}}
+{{- $scraped := or .Values.metrics.podAnnotations .Values.metrics.serviceMonitor.enabled -}}
+{{- if and $scraped .Values.networkPolicy.enabled (not .Values.networkPolicy.metricsFrom) -}}
+{{- $messages = append $messages "metrics: scraping is on (metrics.podAnnotations or metrics.serviceMonitor.enabled) but networkPolicy.metricsFrom names no scraper, so the NetworkPolicies would block it; set networkPolicy.metricsFrom (e.g. your Prometheus namespace)" -}}
+{{- end -}}
 {{- range .Values.runner.cloneEgress -}}
 {{- if or (not .name) (not .cidr) (not .ports) -}}
 {{- $messages = append $messages "runner.cloneEgress: every entry needs name, cidr and ports" -}}
