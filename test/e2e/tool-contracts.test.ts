@@ -160,7 +160,7 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
      * Arguments that make each admitted Gateway tool succeed. A tool admitted later without an
      * entry here fails the test below, so the table cannot silently fall behind the catalog.
      */
-    const successfulCalls = (jobId: () => string, sessionId: () => string): Record<string, () => Record<string, unknown>> => ({
+    const successfulCalls = (jobId: () => string, sessionId: () => string, madeId: () => string): Record<string, () => Record<string, unknown>> => ({
       list_tools: () => ({}),
       get_runtime_status: () => ({ compact: false }),
       list_project_files: () => ({ project, path: "src" }),
@@ -174,6 +174,10 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       read_git_review_summary: () => ({ project }),
       create_session: () => ({ project, title: "discovery" }),
       read_session_handoff: () => ({ session_id: sessionId() }),
+      create_project: () => ({ name: "discovery-made", source: { empty: {} } }),
+      wait_for_project_ready: () => ({ project: madeId(), wait_ms: 5_000 }),
+      update_project: () => ({ project: madeId(), visibility: "tenant" }),
+      delete_project: () => ({ project: madeId() }),
     });
 
     it("read_tool_manifest gives the exact schema, description and route, and call_runtime_tool succeeds, for every admitted Gateway tool", async () => {
@@ -182,7 +186,8 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const gatewayTools = admitted.filter((n) => !directTools.has(n));
       let jobId = "";
       let sessionId = "";
-      const calls = successfulCalls(() => jobId, () => sessionId);
+      let madeId = "";
+      const calls = successfulCalls(() => jobId, () => sessionId, () => madeId);
       const order = Object.keys(calls);
       assert.deepEqual([...gatewayTools].sort(), [...order].sort(), "every admitted Gateway tool has a successful call here, and nothing else");
       for (const tool of order) {
@@ -197,10 +202,13 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
         assert.equal(outcome.isError, false, `${tool}: ${JSON.stringify(outcome.result)}`);
         if (tool === "run_detached_process") jobId = String(outcome.result["job_id"]);
         if (tool === "create_session") sessionId = String(outcome.result["session_id"]);
+        if (tool === "create_project") madeId = String(outcome.result["project_id"]);
       }
       assert.match(jobId, /\S/);
       const status = await runtime("get_runtime_status", {});
-      assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0, standby: 0 });
+      // The Runner of the Project made and deleted above stays registered until its heartbeats
+      // stop for two intervals (then it counts as lost).
+      assert.deepEqual(status.result["runners"], { total: 2, connected: 2, lost: 0, standby: 0 });
     });
 
     it("read_tool_manifest on a Direct tool routes direct, with call_runtime_tool as a working fallback", async () => {
