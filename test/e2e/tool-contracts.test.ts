@@ -206,9 +206,8 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       }
       assert.match(jobId, /\S/);
       const status = await runtime("get_runtime_status", {});
-      // The Runner of the Project made and deleted above stays registered until its heartbeats
-      // stop for two intervals (then it counts as lost).
-      assert.deepEqual(status.result["runners"], { total: 2, connected: 2, lost: 0, standby: 0 });
+      // The Runner of the Project made and deleted above is forgotten with it.
+      assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0, standby: 0 });
     });
 
     it("read_tool_manifest on a Direct tool routes direct, with call_runtime_tool as a working fallback", async () => {

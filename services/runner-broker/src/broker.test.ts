@@ -278,6 +278,18 @@ describe("runner-broker", () => {
     assert.equal(prov.failure?.detailCode, "runner_unschedulable");
   });
 
+  it("removing a Project's Runner forgets its registration: not listed, counted or routed to", async () => {
+    const provisioner: Provisioner = { kind: "kubernetes", ensureRunner: async () => ({ action: "exists", name: "x" }), removeRunner: async () => true, close: async () => undefined };
+    const s = setup({ provisioner });
+    await s.register("ra");
+    assert.equal((await s.broker.getFleetStatus({ clientId: "c1", summaryOnly: true })).summary?.runnersTotal, 1);
+    const own = { headers: principalHeaders({ clientId: "c1", subject: "u" }) };
+    await s.broker.removeProjectRunner({ clientId: "c1", projectId: "p1" }, own);
+    assert.equal((await s.broker.getFleetStatus({ clientId: "c1", summaryOnly: true })).summary?.runnersTotal, 0);
+    const res = await s.dispatch("read_files", { files: [{ path: "a" }] });
+    assert.equal(res.failure?.reasonCode, "runner_unavailable");
+  });
+
   it("parses canonical project ids whose client id contains colons", () => {
     assert.deepEqual(parseCanonicalProjectId("agent:urn:x:c:proj-1"), { clientId: "urn:x:c", projectId: "proj-1" });
     assert.equal(parseCanonicalProjectId("project:x"), undefined);

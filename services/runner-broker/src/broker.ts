@@ -401,7 +401,10 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const w = { clientId: req.clientId, projectId: req.projectId };
       ownWorkspace(ctx, w);
       if (!deps.provisioner) throw new ConnectError("no Runner provisioner is configured", Code.FailedPrecondition);
-      return { removed: await deps.provisioner.removeRunner(w, { keepWorkspace: req.keepWorkspace }) };
+      const removed = await deps.provisioner.removeRunner(w, { keepWorkspace: req.keepWorkspace });
+      // Its Runner is gone for good: no longer listed, counted or routed to.
+      await deps.registry.forgetProject(canonicalProjectId(w.clientId, w.projectId));
+      return { removed };
     },
   };
 }
