@@ -74,7 +74,7 @@ export async function startDevServer(options: { projectDir: string; dataDir: str
   let err = "";
   child.stderr?.on("data", (d: Buffer) => { err += d.toString(); });
   const mcpUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`webcodex dev did not start in 60 s\n${out}\n${err}`)), 60_000);
+    const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error(`webcodex dev did not start in 120 s\n${out}\n${err}`)); }, 120_000);
     child.stdout?.on("data", (d: Buffer) => {
       out += d.toString();
       const m = /MCP URL: (\S+)/.exec(out);
