@@ -66,18 +66,27 @@ test: build $(CONFORMANCE_STAMP)
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory codegen-check
 	@bash tools/scripts/ensure-services.sh
+	@bash tools/scripts/ensure-toolchains.sh
 	node tools/scripts/run-tests.mjs
 
 test-unit: build
+	@bash tools/scripts/ensure-toolchains.sh
 	node tools/scripts/run-tests.mjs unit
 
 test-integration: build $(CONFORMANCE_STAMP)
 	@bash tools/scripts/ensure-services.sh
 	node tools/scripts/run-tests.mjs integration e2e
 
+# `make bench <part>...` runs only the named parts (e.g. `make bench economy`).
+BENCH_PARTS := tool_calls tool_call_distributed tool_call_stdio spawn edit search audit ref_resolution validate_overhead agent_events economy
 bench: build
 	@bash tools/scripts/ensure-services.sh
-	node tools/bench/dist/main.js
+	node tools/bench/dist/main.js $(filter $(BENCH_PARTS),$(MAKECMDGOALS))
+
+ifneq ($(filter bench,$(MAKECMDGOALS)),)
+$(BENCH_PARTS):
+	@:
+endif
 
 chart: install
 	node --test tools/chart/

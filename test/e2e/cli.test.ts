@@ -145,6 +145,53 @@ describe("webcodex: bad arguments", () => {
   });
 });
 
+describe("webcodex --help", () => {
+  it("every command and subcommand answers --help and -h with its usage on stdout and exit 0", async () => {
+    const commands = [[], ["dev"], ["stdio"], ["up"], ["serve"], ["serve", "gateway"], ["serve", "runner-broker"], ["runner"], ["migrate"], ["friction-report"]];
+    for (const command of commands) {
+      for (const flag of ["--help", "-h"]) {
+        const { code, stdout, stderr } = await runCli([...command, flag]);
+        const line = [...command, flag].join(" ");
+        assert.equal(code, 0, `${line}: ${stderr}`);
+        assert.equal(stderr, "", line);
+        assert.match(stdout, /usage/i, line);
+        if (command[0] !== undefined) assert.match(stdout, new RegExp(`webcodex ${command[0]}`), line);
+      }
+    }
+    // Options of the command are named in its help.
+    assert.match((await runCli(["up", "--help"])).stdout, /--project DIR/);
+    assert.match((await runCli(["stdio", "-h"])).stdout, /stdout carries only MCP JSON-RPC/);
+  });
+});
+
+describe("webcodex dev on a terminal", () => {
+  it("prints readable log lines, not JSON, around the banner (JSON again when WEBCODEX_LOG_FORMAT=json)", async () => {
+    const projectDir = createProjectDir({ "a.txt": "a\n" }, { name: "ttydemo" });
+    const runOnTty = async (extra: Record<string, string>) => {
+      // `script` gives the command a pseudo-terminal for stdout and stderr alike.
+      const command = `exec ${process.execPath} ${cliPath} dev --project ${projectDir} --port 0 --data-dir ${tempDir("wcx-data-")}`;
+      const child = spawn("script", ["-qfec", command, "/dev/null"], {
+        env: { ...baseEnv(), HOME: tempDir("wcx-home-"), WEBCODEX_LOG_LEVEL: "info", WEBCODEX_DEV_TOKEN: "tty-token", TERM: "dumb", ...extra },
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
+      try {
+        await until("the banner", () => /Token: +tty-token/.test(out), 90_000);
+      } finally {
+        child.kill("SIGTERM");
+        child.stdin.end();
+      }
+      return out.split(/\r?\n/).filter(Boolean);
+    };
+    const lines = await runOnTty({});
+    assert.ok(lines.some((l) => /^\d\d:\d\d:\d\d info +registered with broker/.test(l)), lines.join("\n"));
+    assert.deepEqual(lines.filter((l) => l.startsWith("{")), []);
+    const json = await runOnTty({ WEBCODEX_LOG_FORMAT: "json" });
+    assert.ok(json.some((l) => l.startsWith("{") && (JSON.parse(l) as { msg?: string }).msg === "registered with broker"), json.join("\n"));
+  });
+});
+
 describe("webcodex dev with no token and no data dir given", () => {
   let home: string;
   let dev: Started;
@@ -228,6 +275,12 @@ describe("webcodex up as a real process", () => {
     }, { detached: true });
     const pid = up.child.pid ?? 0;
     assert.equal(up.printed["MCP URL"], `http://127.0.0.1:${basePort + 4}/mcp`);
+
+    // Ready means the --project Runner takes calls: /readyz says so by name when the banner shows.
+    const readyz = await fetch((up.printed["MCP URL"] ?? "").replace(/\/mcp$/, "/readyz"));
+    const report = (await readyz.json()) as { ready: boolean; checks: Record<string, { ok: boolean }> };
+    assert.equal(readyz.status, 200, JSON.stringify(report));
+    assert.equal(report.checks["project agent:local:updemo"]?.ok, true, JSON.stringify(report));
 
     client = await connectMcp(up.printed["MCP URL"] ?? "", up.printed["Token"] ?? "");
     const { tools } = await client.listTools();

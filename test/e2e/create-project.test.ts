@@ -13,7 +13,7 @@ import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createPgliteDatabase } from "@webcodex/platform";
-import { callTool, connectMcp, createBareRepo, createProjectDir, startDevServer, startGitDaemon, startGitHttpServer, tempDir } from "../support/index.js";
+import { callTool, connectMcp, createBareRepo, executeFollowUp, createProjectDir, startDevServer, startGitDaemon, startGitHttpServer, tempDir } from "../support/index.js";
 import type { DevServer, GitServer, ToolOutcome } from "../support/index.js";
 
 const SECRET = "clone-secret-Zx81-do-not-leak";
@@ -67,13 +67,12 @@ describe("create_project from git (embedded)", { timeout: 240_000 }, () => {
       isError: false,
       result: {
         project_id: "agent:acme:from-daemon", project_state: "pending",
-        follow_up: { follow_up_kind: "mechanically_followable", tool: "wait_for_project_ready", arguments: { project: "agent:acme:from-daemon" } },
+        follow_up: { follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_project_ready", arguments: { project: "agent:acme:from-daemon" } } },
       },
     });
     let outcome: ToolOutcome = pending;
     for (let i = 0; i < 20 && outcome.result["project_state"] === "pending"; i++) {
-      const f = outcome.result["follow_up"] as { tool: string; arguments: Record<string, unknown> };
-      outcome = await callTool(acme, f.tool, f.arguments);
+      outcome = await executeFollowUp(acme, outcome.result["follow_up"]);
       results.push(outcome);
     }
     assert.equal(outcome.isError, false, JSON.stringify(outcome.result));

@@ -3,9 +3,9 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { callTool, connectMcp, createProjectDir, startDevServer, tempDir } from "../support/index.js";
+import { callTool, connectMcp, createProjectDir, executeFollowUp, startDevServer, tempDir } from "../support/index.js";
 
-async function projectsOf(projectDir: string, dataDir: string): Promise<{ projects: Array<Record<string, string>>; fence: number; readStale?: Record<string, unknown> }> {
+async function projectsOf(projectDir: string, dataDir: string): Promise<{ projects: Array<Record<string, string>>; fence: number; readStale?: Record<string, unknown>; recovered?: Record<string, unknown> }> {
   const server = await startDevServer({ projectDir, dataDir });
   try {
     const client = await connectMcp(server.mcpUrl, server.token);
@@ -13,8 +13,13 @@ async function projectsOf(projectDir: string, dataDir: string): Promise<{ projec
     const readOld = await callTool(client, "read_files", { project: "~p1", files: [{ path: "README.md" }] });
     const status = await callTool(client, "call_runtime_tool", { tool: "get_runtime_status", arguments: { compact: false } });
     const held = (status.result["runner_details"] as Array<Record<string, unknown>>).find((r) => r["lease_held"] === true);
+    // A failure's recovery, executed exactly as returned.
+    const recovered = readOld.isError && readOld.result["follow_up"] ? await executeFollowUp(client, readOld.result["follow_up"]) : undefined;
     await client.close();
-    return { projects: result["projects"] as Array<Record<string, string>>, fence: Number(held?.["fence"] ?? 0), ...(readOld.isError ? { readStale: readOld.result } : {}) };
+    return {
+      projects: result["projects"] as Array<Record<string, string>>, fence: Number(held?.["fence"] ?? 0),
+      ...(readOld.isError ? { readStale: readOld.result } : {}), ...(recovered && !recovered.isError ? { recovered: recovered.result } : {}),
+    };
   } finally {
     await server.stop();
   }
@@ -34,9 +39,10 @@ describe("project refs are durable across restarts", () => {
 
     const b = createProjectDir({ "README.md": "b\n" }, { name: "beta" });
     const withB = await projectsOf(b, dataDir);
-    const refs = Object.fromEntries(withB.projects.map((p) => [p["project_id"], p["project_ref"]]));
-    assert.equal(refs["agent:local:alpha"], "~p1");
-    assert.equal(refs["agent:local:beta"], "~p2");
+    // alpha of the earlier runs has no Runner in this process: the model's list does not offer it.
+    assert.deepEqual(withB.projects, [{ project_ref: "~p2", project_id: "agent:local:beta", name: "beta", runner_state: "ready" }]);
+    // Its ref is kept, not reused: served again, alpha is ~p1 again.
+    assert.deepEqual((await projectsOf(a, dataDir)).projects, first.projects);
 
     // Another root at the same address is a new incarnation: the old ref fails closed.
     const alphaElsewhere = createProjectDir({ "README.md": "other\n" }, { name: "alpha" });
@@ -45,5 +51,6 @@ describe("project refs are durable across restarts", () => {
     assert.equal(alpha?.["project_ref"], "~p3");
     assert.equal(moved.readStale?.["reason_code"], "stale_ref");
     assert.equal((moved.readStale?.["follow_up"] as Record<string, unknown>)["tool"], "list_projects");
+    assert.deepEqual(moved.recovered?.["projects"], moved.projects, "the recovery, executed as returned, lists the current refs");
   });
 });

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, rmSync, statSync, chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { callTool, connectMcp, createProjectDir, processGroupAlive, readRevision, startDevServer, tempDir } from "../support/index.js";
-import type { DevServer } from "../support/index.js";
+import { callTool, connectMcp, createProjectDir, executeFollowUp, followUpTargetTool, processGroupAlive, readRevision, startDevServer, tempDir } from "../support/index.js";
+import type { DevServer, FollowUpCall } from "../support/index.js";
 
 const FILES = {
   "README.md": "# demo\n",
@@ -94,18 +94,20 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(result["exit_code"], 3);
       assert.equal(result["timed_out"], false);
       assert.equal(result["execution_state"], "completed");
+      assert.equal(result["output"], "out\nerr\n");
+      assert.ok(!("stdout" in result) && !("stderr" in result) && !("state" in result) && !("effective" in result), "output once, one state field, no limits that did not matter");
     });
 
     it("sleep past wait_ms returns pending with a follow-up that, executed unchanged, yields the output", async () => {
       const first = await callTool(client, "run_shell", { project, command: "sleep 3; echo done", wait_ms: 200 });
       assert.equal(first.result["execution_state"], "pending");
-      const followUp = first.result["follow_up"] as { follow_up_kind: string; tool: string; arguments: Record<string, unknown> };
+      const followUp = first.result["follow_up"] as FollowUpCall;
       assert.equal(followUp.follow_up_kind, "mechanically_followable");
-      assert.equal(followUp.tool, "wait_for_job_terminal");
-      let next = await callTool(client, "call_runtime_tool", { tool: followUp.tool, arguments: followUp.arguments });
-      while (next.result["execution_state"] === "pending") next = await callTool(client, "call_runtime_tool", { tool: followUp.tool, arguments: followUp.arguments });
+      assert.equal(followUpTargetTool(followUp), "wait_for_job_terminal");
+      let next = await executeFollowUp(client, followUp);
+      while (next.result["execution_state"] === "pending") next = await executeFollowUp(client, next.result["follow_up"]);
       assert.equal(next.result["output"], "done\n");
-      const replay = await callTool(client, "call_runtime_tool", { tool: followUp.tool, arguments: followUp.arguments });
+      const replay = await executeFollowUp(client, followUp);
       assert.deepEqual(replay.result, next.result, "keyed replay returns the same terminal result");
     });
 
@@ -148,7 +150,8 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(result["reason_code"], "expected_match_count_mismatch");
       assert.equal(result["detail_code"], "observed_3");
       assert.deepEqual((result["evidence"] as Record<string, unknown>)["match_lines"], [1, 2, 3]);
-      assert.equal((result["follow_up"] as Record<string, unknown>)["tool"], "read_files");
+      assert.equal(followUpTargetTool(result["follow_up"]), "read_files");
+      assert.equal((await executeFollowUp(client, result["follow_up"])).isError, false);
       assert.equal(readFileSync(join(projectDir, "src/config.ts"), "utf8"), before);
     });
 
@@ -157,6 +160,9 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(isError, false, JSON.stringify(result));
       assert.equal(result["changed"], true);
       assert.ok(!("dry_run" in result) && !("execution_state" in result));
+      assert.equal((result["change_summary"] as Record<string, unknown>)["replacements"], 3);
+      const [file] = result["files"] as Array<Record<string, unknown>>;
+      assert.ok(file && !("replacements" in file) && typeof file["read_revision"] === "string", "the file carries its revision, not the summary's counts again");
       assert.equal(readFileSync(join(projectDir, "src/config.ts"), "utf8"), "export const a = 2;\nexport const b = 2;\nexport const c = 2;\n");
     });
 
@@ -250,8 +256,8 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(ran.result["output"], "ran\n");
       const slow = await callTool(client, "run_shell", { project, session_id: ref, command: "sleep 2; echo slow", wait_ms: 100 });
       assert.equal(slow.result["execution_state"], "pending", JSON.stringify(slow.result));
-      const followUp = slow.result["follow_up"] as { tool: string; arguments: Record<string, unknown> };
-      assert.equal(followUp.arguments["session_id"], ref, "the pending follow-up stays in the same Session");
+      const followUp = slow.result["follow_up"] as FollowUpCall;
+      assert.equal((followUp.arguments["arguments"] as Record<string, unknown>)["session_id"], ref, "the pending follow-up stays in the same Session");
 
       const mid = await handoff(ref);
       assert.deepEqual([mid.session_ref, mid.session_id, mid.project, mid.state, mid.title], [ref, id, "agent:local:demo", "open", "session e2e"]);
@@ -261,11 +267,17 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.deepEqual(mid.run, { calls: 2, failed: 0 }, "what was run");
       assert.deepEqual(mid.pending_jobs.map((j) => [j["job_id"], j["tool"]]), [[slow.result["job_id"], "run_shell"]], "what is pending");
       assert.deepEqual(mid.recent_calls.map((c) => [c["tool"], c["outcome"]]), [["read_files", "ok"], ["edit_project_files", "ok"], ["run_shell", "ok"], ["run_shell", "pending"]], "the latest calls, oldest first");
-      assert.ok(!JSON.stringify(mid).includes("notes.txt") && !JSON.stringify(mid).includes("echo"), "the recap holds facts, never paths or commands");
+      const editedRevision = ((edited.result["files"] as Array<Record<string, unknown>>)[0] ?? {})["read_revision"];
+      assert.deepEqual(mid["paths"], [{ path: "notes.txt", read_revision: editedRevision, changed: true }, { path: "README.md", read_revision: (read.result["items"] as Array<Record<string, unknown>>)[1]?.["read_revision"] }], "each path once, with its latest revision");
+      assert.deepEqual(mid["commands"], [{ tool: "run_shell", command: "sleep 2; echo slow", outcome: "pending" }, { tool: "run_shell", command: "echo ran", outcome: "ok", exit_code: 0 }], "the commands with their outcomes");
+      assert.ok(!JSON.stringify(mid).includes("final") && !JSON.stringify(mid).includes("draft"), "never file contents");
+      // The pending Job's follow-up in the handoff collects it, executed exactly as given.
+      const handoffFollowUp = mid.pending_jobs[0]?.["follow_up"];
+      assert.equal(followUpTargetTool(handoffFollowUp), "wait_for_job_terminal");
 
       // Executing the follow-up unchanged records the Job's terminal state in the Session.
-      let next = await runtime(followUp.tool, followUp.arguments);
-      while (next.result["execution_state"] === "pending") next = await runtime(followUp.tool, followUp.arguments);
+      let next = await executeFollowUp(client, handoffFollowUp);
+      while (next.result["execution_state"] === "pending") next = await executeFollowUp(client, next.result["follow_up"]);
       assert.equal(next.result["output"], "slow\n");
       const done = await handoff(id);
       assert.deepEqual(done.pending_jobs, []);

@@ -12,8 +12,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, processGroupAlive, startTestStack, until } from "../support/index.js";
-import type { TestDatabase, ToolOutcome } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, executeFollowUp, firstProjectRef, followUpTargetTool, processGroupAlive, startTestStack, until } from "../support/index.js";
+import type { FollowUpCall, TestDatabase, ToolOutcome } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -56,10 +56,10 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
   });
 
   const follow = async (first: ToolOutcome) => {
-    const f = first.result["follow_up"] as { follow_up_kind: string; tool: string; arguments: Record<string, unknown> };
+    const f = first.result["follow_up"] as FollowUpCall;
     assert.equal(f.follow_up_kind, "mechanically_followable");
-    let next = await callTool(client, "call_runtime_tool", { tool: f.tool, arguments: f.arguments });
-    while (next.result["execution_state"] === "pending") next = await callTool(client, "call_runtime_tool", { tool: f.tool, arguments: f.arguments });
+    let next = await executeFollowUp(client, f);
+    while (next.result["execution_state"] === "pending") next = await executeFollowUp(client, next.result["follow_up"]);
     return next;
   };
 
@@ -93,8 +93,7 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     assert.equal(first.result["execution_state"], "pending");
     const next = await follow(first);
     assert.equal(next.result["output"], "done\n");
-    const f = first.result["follow_up"] as { tool: string; arguments: Record<string, unknown> };
-    const replay = await callTool(client, "call_runtime_tool", { tool: f.tool, arguments: f.arguments });
+    const replay = await executeFollowUp(client, first.result["follow_up"]);
     assert.deepEqual(replay.result, next.result, "keyed replay returns the same terminal result");
   });
 
@@ -162,17 +161,16 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     runner?.kill("SIGKILL");
     await new Promise((r) => runner?.once("exit", r));
     await stack.restart("runner");
-    const f = first.result["follow_up"] as { tool: string; arguments: Record<string, unknown> };
     const lost = await until("the Job is reconciled", async () => {
-      const r = await callTool(client, "call_runtime_tool", { tool: f.tool, arguments: f.arguments });
+      const r = await executeFollowUp(client, first.result["follow_up"]);
       return r.result["execution_state"] === "pending" ? undefined : r;
     }, 20_000);
     assert.equal(lost.isError, false, JSON.stringify(lost.result));
     assert.equal(lost.result["execution_state"], "lost_after_reconcile", JSON.stringify(lost.result));
     assert.equal(lost.result["outcome_unknown"], true);
-    const inspect = lost.result["follow_up"] as { follow_up_kind: string; tool: string; arguments: Record<string, unknown> };
-    assert.deepEqual([inspect.follow_up_kind, inspect.tool], ["fallback_recovery", "read_workspace_changes"], "inspect, never re-run");
-    const changes = await callTool(client, "call_runtime_tool", { tool: inspect.tool, arguments: inspect.arguments });
+    const inspect = lost.result["follow_up"] as FollowUpCall;
+    assert.deepEqual([inspect.follow_up_kind, followUpTargetTool(inspect)], ["fallback_recovery", "read_workspace_changes"], "inspect, never re-run");
+    const changes = await executeFollowUp(client, inspect);
     assert.equal(changes.isError, false, JSON.stringify(changes.result));
     const observed = await callTool(client, "call_runtime_tool", { tool: "observe_jobs", arguments: { project, job_ids: [jobId] } });
     const job = (observed.result["jobs"] as Array<Record<string, unknown>>)[0];

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { toolDefinition } from "@webcodex/contracts";
-import { callTool, openDevProject, readRevision } from "../support/index.js";
+import { callTool, executeFollowUp, followUpTargetTool, openDevProject, readRevision } from "../support/index.js";
 import type { DevProject, ToolOutcome } from "../support/index.js";
 
 const FILES = {
@@ -41,10 +41,16 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
   let directTools: Set<string>;
 
   const runtime = (tool: string, args: Record<string, unknown>) => callTool(client, "call_runtime_tool", { tool, arguments: args });
-  /** Executes a follow-up exactly as given: Direct tools by name, Gateway tools through call_runtime_tool. */
-  const execute = (followUp: FollowUp) => (directTools.has(followUp.tool) ? callTool(client, followUp.tool, followUp.arguments) : runtime(followUp.tool, followUp.arguments));
+  /** Executes a follow-up exactly as returned, refusing any name tools/list does not show. */
+  const execute = (followUp: FollowUp) => executeFollowUp(client, followUp);
   const normalization = (outcome: ToolOutcome) => outcome.result["input_normalization"] as { code: string; hint: string; effective?: Record<string, number> } | undefined;
   const revisionOf = (path: string) => readRevision(client, project, path);
+
+  /** A success carries only the fields its ToolDefinition declares (docs/results.md), plus what the gateway adds to any. */
+  const assertDeclaredFields = (tool: string, result: Record<string, unknown>) => {
+    const declared = new Set([...(toolDefinition(tool)?.resultFields ?? []), "input_normalization", "job_attention", "follow_up"]);
+    for (const key of Object.keys(result)) assert.ok(declared.has(key), `${tool}: result field ${key} is declared in its ToolDefinition`);
+  };
 
   before(async () => {
     dev = await openDevProject(FILES, { name: "contracts" });
@@ -160,10 +166,20 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
      * Arguments that make each admitted Gateway tool succeed. A tool admitted later without an
      * entry here fails the test below, so the table cannot silently fall behind the catalog.
      */
-    const successfulCalls = (jobId: () => string, sessionId: () => string, madeId: () => string): Record<string, () => Record<string, unknown>> => ({
+    const successfulCalls = (
+      jobId: () => string, sessionId: () => string, got: Record<string, Record<string, unknown>>, spareTaskId: () => string,
+    ): Record<string, () => Record<string, unknown>> => {
+      const agent = () => got["create_agent"] ?? {};
+      const attempt = () => got["start_agent_task_attempt"] ?? {};
+      const tuple = () => ({
+        task_id: attempt()["task_id"], attempt_id: attempt()["attempt_id"], assignee_agent_id: attempt()["assignee_agent_id"],
+        attempt_fence: attempt()["attempt_fence"], attempt_controller_generation: attempt()["attempt_controller_generation"],
+      });
+      return {
       list_tools: () => ({}),
       get_runtime_status: () => ({ compact: false }),
       list_project_files: () => ({ project, path: "src" }),
+      search_file_context: () => ({ project, path: "src/a.ts", pattern: "const" }),
       run_process: () => ({ project, args: ["echo", "process"] }),
       run_script: () => ({ project, language: "python", code: "print('script')" }),
       run_detached_process: () => ({ project, args: ["sh", "-c", "echo detached"] }),
@@ -174,11 +190,30 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       read_git_review_summary: () => ({ project }),
       create_session: () => ({ project, title: "discovery" }),
       read_session_handoff: () => ({ session_id: sessionId() }),
+      // This project defines no validators: a verdict-less result that says so, not a tool failure.
+      project_validate: () => ({ project, checks: ["typecheck"], wait_ms: 30_000 }),
+      cargo_check: () => ({ project, wait_ms: 30_000 }),
+      cargo_test: () => ({ project, wait_ms: 30_000 }),
+      go_test: () => ({ project, wait_ms: 30_000 }),
+      create_agent: () => ({ name: "discovery" }),
+      rotate_agent_continuation_endpoint: () => ({ agent_id: agent()["agent_id"], endpoint_id: agent()["endpoint_id"], expected_controller_generation: 1 }),
+      create_agent_task: () => ({ project, title: "discovery", instructions: "", assignee_agent_id: agent()["agent_id"], idempotency_key: "discovery" }),
+      list_agent_tasks: () => ({ project }),
+      read_agent_task: () => ({ task_id: got["create_agent_task"]?.["task_id"] }),
+      stop_agent_task: () => ({ task_id: spareTaskId(), reason: "not needed" }),
+      start_agent_task_attempt: () => ({ task_id: got["create_agent_task"]?.["task_id"], assignee_agent_id: agent()["agent_id"], idempotency_key: "discovery" }),
+      heartbeat_agent_task_attempt: () => tuple(),
+      start_agent_task_endpoint_continuation: () => ({ attempt_ref: attempt()["attempt_ref"] }),
+      reconcile_agent_task_attempt: () => tuple(),
+      complete_agent_task_attempt: () => ({ ...tuple(), outcome: "succeeded", summary: "done" }),
+      wait_for_agent_events: () => ({ agent_continuation_ref: got["rotate_agent_continuation_endpoint"]?.["agent_continuation_ref"], wait_ms: 0 }),
+      close_session: () => ({ session_id: sessionId() }),
       create_project: () => ({ name: "discovery-made", source: { empty: {} } }),
-      wait_for_project_ready: () => ({ project: madeId(), wait_ms: 5_000 }),
-      update_project: () => ({ project: madeId(), visibility: "tenant" }),
-      delete_project: () => ({ project: madeId() }),
-    });
+      wait_for_project_ready: () => ({ project: String(got["create_project"]?.["project_id"]), wait_ms: 5_000 }),
+      update_project: () => ({ project: String(got["create_project"]?.["project_id"]), visibility: "tenant" }),
+      delete_project: () => ({ project: String(got["create_project"]?.["project_id"]) }),
+      };
+    };
 
     it("read_tool_manifest gives the exact schema, description and route, and call_runtime_tool succeeds, for every admitted Gateway tool", async () => {
       const { result } = await runtime("list_tools", {});
@@ -186,10 +221,15 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const gatewayTools = admitted.filter((n) => !directTools.has(n));
       let jobId = "";
       let sessionId = "";
-      let madeId = "";
-      const calls = successfulCalls(() => jobId, () => sessionId, () => madeId);
+      const got: Record<string, Record<string, unknown>> = {};
+      // A second Task (of another Agent) for stop_agent_task.
+      const helper = await runtime("create_agent", { name: "helper" });
+      const spare = await runtime("create_agent_task", { project, title: "spare", instructions: "", assignee_agent_id: helper.result["agent_id"], idempotency_key: "spare" });
+      const calls = successfulCalls(() => jobId, () => sessionId, got, () => String(spare.result["task_id"]));
       const order = Object.keys(calls);
       assert.deepEqual([...gatewayTools].sort(), [...order].sort(), "every admitted Gateway tool has a successful call here, and nothing else");
+      const instructions = client.getInstructions() ?? "";
+      for (const tool of gatewayTools) assert.ok(instructions.includes(tool), `the server instructions name ${tool}`);
       for (const tool of order) {
         const manifest = await callTool(client, "read_tool_manifest", { tool });
         const def = toolDefinition(tool);
@@ -200,14 +240,30 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
 
         const outcome = await runtime(tool, calls[tool]?.() ?? {});
         assert.equal(outcome.isError, false, `${tool}: ${JSON.stringify(outcome.result)}`);
+        assertDeclaredFields(tool, outcome.result);
         if (tool === "run_detached_process") jobId = String(outcome.result["job_id"]);
         if (tool === "create_session") sessionId = String(outcome.result["session_id"]);
-        if (tool === "create_project") madeId = String(outcome.result["project_id"]);
+        got[tool] = outcome.result;
       }
       assert.match(jobId, /\S/);
       const status = await runtime("get_runtime_status", {});
       // The Runner of the Project made and deleted above is forgotten with it.
       assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0, standby: 0 });
+    });
+
+    it("Direct tools' successes carry only their declared result fields", async () => {
+      const calls: Array<[string, Record<string, unknown>]> = [
+        ["list_projects", {}],
+        ["read_files", { project, files: [{ path: "README.md" }] }],
+        ["search_project_texts", { project, queries: [{ pattern: "const" }] }],
+        ["edit_project_files", { project, dry_run: true, changes: [{ kind: "create", path: "declared.txt", content: "x" }] }],
+        ["run_shell", { project, command: "echo declared; exit 1" }],
+      ];
+      for (const [tool, args] of calls) {
+        const outcome = await callTool(client, tool, args);
+        assert.equal(outcome.isError, false, `${tool}: ${JSON.stringify(outcome.result)}`);
+        assertDeclaredFields(tool, outcome.result);
+      }
     });
 
     it("read_tool_manifest on a Direct tool routes direct, with call_runtime_tool as a working fallback", async () => {
@@ -237,6 +293,63 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     });
   });
 
+  describe("results state only what the runtime can prove", () => {
+    it("run_script honours the env its schema accepts", async () => {
+      const outcome = await runtime("run_script", { project, language: "python", code: "import os\nprint(os.environ.get('GREETING'))", env: { GREETING: "hello" } });
+      assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
+      assert.equal(outcome.result["stdout"], "hello\n");
+    });
+
+    it("get_runtime_status has no client_id focus it cannot honour: the field fails closed", async () => {
+      const outcome = await callTool(client, "get_runtime_status", { client_id: "local" });
+      assert.deepEqual([outcome.isError, outcome.result["reason_code"]], [true, "unknown_field"]);
+    });
+  });
+
+  describe("passive job_attention", () => {
+    it("appears once on the first result after a detached Job ends, then not again", async () => {
+      const started = await runtime("run_detached_process", { project, args: ["sh", "-c", "sleep 1; exit 3"] });
+      assert.equal(started.isError, false, JSON.stringify(started.result));
+      const jobId = String(started.result["job_id"]);
+      const during = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+      assert.equal(during.result["job_attention"], undefined, "still running: nothing to report");
+      await new Promise((r) => setTimeout(r, 1_800));
+      const first = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+      assert.deepEqual(first.result["job_attention"], { items: [{ job_id: jobId, state: "completed", exit_code: 3 }] });
+      assert.equal(((first.result["items"] as Array<Record<string, unknown>>)[0])?.["content"], "# contracts\n", "the business result is unchanged");
+      const second = await callTool(client, "search_project_texts", { project, queries: [{ pattern: "contracts", output: "count" }] });
+      assert.equal(second.result["job_attention"], undefined, "delivered once, not again");
+    });
+  });
+
+  describe("low-context search", () => {
+    it("search_project_texts answers with files or counts only, and with bounded context lines", async () => {
+      const outcome = await callTool(client, "search_project_texts", {
+        project,
+        queries: [{ pattern: "export const", output: "files" }, { pattern: "export const", output: "count" }, { pattern: "b = 1", path: "src/a.ts", context_lines: 9 }],
+      });
+      assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
+      const [files, count, context] = outcome.result["results"] as Array<Record<string, unknown>>;
+      assert.deepEqual(files?.["files"], [{ path: "src/a.ts", match_count: 2 }, { path: "src/deep/b.ts", match_count: 1 }]);
+      assert.ok(!("matches" in (files ?? {})), "no match lines when files were asked for");
+      assert.deepEqual([count?.["match_count"], count?.["file_count"]], [3, 2]);
+      assert.deepEqual(context?.["matches"], [{ path: "src/a.ts", line: 2, text: "export const b = 1;", before: ["export const a = 1;"] }]);
+      assert.equal(normalization(outcome)?.code, "clamped_to_ceiling", "context_lines above 5 is clamped, not rejected");
+    });
+
+    it("search_file_context returns the read_revision an edit can use at once", async () => {
+      writeFileSync(join(projectDir, "ctx.ts"), "const x = 1;\nuse(x);\nconst y = 2;\n");
+      const found = await runtime("search_file_context", { project, path: "ctx.ts", pattern: "use(x)", context_lines: 1 });
+      assert.equal(found.isError, false, JSON.stringify(found.result));
+      assert.deepEqual(found.result["matches"], [{ line: 2, text: "use(x);", before: ["const x = 1;"], after: ["const y = 2;"] }]);
+      const edited = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "ctx.ts", expected_read_revision: found.result["read_revision"], edits: [{ replace_exact: { old_text: "use(x)", new_text: "use(x, y)" } }] }] });
+      assert.equal(edited.isError, false, JSON.stringify(edited.result));
+      assert.equal(readFileSync(join(projectDir, "ctx.ts"), "utf8"), "const x = 1;\nuse(x, y);\nconst y = 2;\n");
+      const stale = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "ctx.ts", expected_read_revision: found.result["read_revision"], edits: [{ replace_exact: { old_text: "y = 2", new_text: "y = 3" } }] }] });
+      assert.equal(stale.result["reason_code"], "stale_read_revision", "the revision is of the content searched: a later change still needs a re-read");
+    });
+  });
+
   describe("follow-ups returned by tools execute unchanged", () => {
     it("the re-read after a stale revision returns the current revision", async () => {
       const stale = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "src/a.ts", expected_read_revision: "r_0000000000000000", edits: [{ replace_exact: { old_text: "a = 1", new_text: "a = 2" } }] }] });
@@ -259,13 +372,57 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       for (const line of (mismatch.result["evidence"] as Record<string, number[]>)["match_lines"] ?? []) assert.match(lines[line - 1] ?? "", /= 1;/);
     });
 
+    it("an unknown project ref carries list_projects, which executed unchanged lists the current refs", async () => {
+      const unknown = await callTool(client, "read_files", { project: "~p99", files: [{ path: "README.md" }] });
+      assert.deepEqual([unknown.isError, unknown.result["reason_code"]], [true, "project_not_found"]);
+      const followUp = unknown.result["follow_up"] as FollowUp;
+      assert.deepEqual([followUp.follow_up_kind, followUp.tool], ["fallback_recovery", "list_projects"]);
+      const listed = await execute(followUp);
+      assert.ok((listed.result["projects"] as Array<Record<string, unknown>>).some((p) => p["project_ref"] === project));
+    });
+
+    it("observe_jobs and the git review tools record into a Session; a closed Session refuses calls with create_session as recovery", async () => {
+      const created = await runtime("create_session", { project, title: "review" });
+      const ref = String(created.result["session_ref"]);
+      for (const [tool, args] of [["read_workspace_changes", {}], ["read_git_diff_hunks", {}], ["read_git_review_summary", {}], ["observe_jobs", { job_ids: ["job_none"] }]] as const) {
+        const outcome = await runtime(tool, { project, session_id: ref, ...args });
+        assert.equal(outcome.isError, false, `${tool}: ${JSON.stringify(outcome.result)}`);
+      }
+      const handoff = await runtime("read_session_handoff", { session_id: ref });
+      assert.deepEqual((handoff.result["tools"] as Array<Record<string, unknown>>).map((t) => t["tool"]).sort(), ["observe_jobs", "read_git_diff_hunks", "read_git_review_summary", "read_workspace_changes"]);
+      const closed = await runtime("close_session", { session_id: ref });
+      assert.deepEqual(closed.result, { session_id: created.result["session_id"], state: "closed" });
+      assert.deepEqual((await runtime("close_session", { session_id: ref })).result["closed_now"], false, "closing twice is a no-op");
+      const refused = await callTool(client, "read_files", { project, session_id: ref, files: [{ path: "README.md" }] });
+      assert.deepEqual([refused.isError, refused.result["detail_code"]], [true, "session_closed"]);
+      const fresh = await execute(refused.result["follow_up"] as FollowUp);
+      assert.equal(fresh.isError, false, JSON.stringify(fresh.result));
+      assert.notEqual(fresh.result["session_id"], created.result["session_id"]);
+      assert.equal((await runtime("read_session_handoff", { session_id: ref })).result["state"], "closed", "a closed Session keeps its handoff");
+    });
+
+    it("an unknown session carries create_session (fallback_recovery), which executed unchanged starts a usable Session", async () => {
+      const unknown = await callTool(client, "read_files", { project, session_id: "~s999", files: [{ path: "README.md" }] });
+      assert.deepEqual([unknown.isError, unknown.result["detail_code"]], [true, "session_not_found"]);
+      const followUp = unknown.result["follow_up"] as FollowUp;
+      assert.equal(followUp.follow_up_kind, "fallback_recovery");
+      assert.equal(followUpTargetTool(followUp), "create_session");
+      const created = await execute(followUp);
+      assert.equal(created.isError, false, JSON.stringify(created.result));
+      const again = await callTool(client, "read_files", { project, session_id: created.result["session_ref"], files: [{ path: "README.md" }] });
+      assert.equal(again.isError, false, JSON.stringify(again.result));
+    });
+
     it("a pending run's wait_for_job_terminal follow-up, executed unchanged, ends with the output", async () => {
       writeFileSync(join(projectDir, "slow.sh"), "sleep 1\necho slow\n");
       const pending = await callTool(client, "run_shell", { project, command: "sh slow.sh", wait_ms: 50 });
       assert.equal(pending.result["execution_state"], "pending", JSON.stringify(pending.result));
       const followUp = pending.result["follow_up"] as FollowUp;
+      assert.equal(followUp.tool, "call_runtime_tool", "a Gateway target is generated as the wrapper a tools/list-only Host can call");
+      assert.equal(followUpTargetTool(followUp), "wait_for_job_terminal");
+      assert.ok(!directTools.has("wait_for_job_terminal"));
       let next = await execute(followUp);
-      while (next.result["execution_state"] === "pending") next = await execute(followUp);
+      while (next.result["execution_state"] === "pending") next = await execute(next.result["follow_up"] as FollowUp);
       assert.equal(next.result["output"], "slow\n");
       assert.equal(readFileSync(join(projectDir, "slow.sh"), "utf8"), "sleep 1\necho slow\n");
     });

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { decodeJwt } from "jose";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { toolDefinition } from "@webcodex/contracts";
-import { callTool, connectMcp, createProjectDir, startDevServer, startUserAuthServer, tempDir } from "../support/index.js";
+import { callTool, connectMcp, executeFollowUp, createProjectDir, startDevServer, startUserAuthServer, tempDir } from "../support/index.js";
 import type { DevServer, ToolOutcome, UserAuthServer } from "../support/index.js";
 
 const CLIENT = "webcodex-host";
@@ -38,7 +38,7 @@ describe("principals within one tenant (two people, one OAuth client)", { timeou
     for (let i = 0; i < 50 && outcome.result["project_state"] === "pending"; i++) {
       const followUp = outcome.result["follow_up"] as { follow_up_kind: string; tool: string; arguments: Record<string, unknown> };
       assert.equal(followUp.follow_up_kind, "mechanically_followable");
-      outcome = await callTool(client, followUp.tool, followUp.arguments);
+      outcome = await executeFollowUp(client, followUp);
       assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
     }
     assert.match(String(outcome.result["project_ref"]), /^~p\d+$/, JSON.stringify(outcome.result));

@@ -32,12 +32,12 @@ describe("ref-resolver: project owner and visibility", { timeout: 60_000 }, () =
     database = await createTestDatabase();
     db = createPostgresDatabase({ url: database.url, max: 5 });
     // The previous release's schema with a Project and a ref in it …
-    await runMigrations(db, REF_RESOLVER_SCHEMA, refResolverMigrations.filter((m) => m.id < "0003"));
+    await runMigrations(db, REF_RESOLVER_SCHEMA, refResolverMigrations.filter((m) => m.id < "0006"));
     await db.query("INSERT INTO refs.projects (canonical_id, incarnation, client_id, project_id, root_identity, name) VALUES ('agent:acme:legacy', 1, 'acme', 'legacy', '/w/legacy', 'legacy')");
     await db.query("INSERT INTO refs.ref_counters (client_id, subject, kind, last_code) VALUES ('acme', 'bob', 'project', 1)");
     await db.query("INSERT INTO refs.project_refs (client_id, subject, code, canonical_id, incarnation) VALUES ('acme', 'bob', 1, 'agent:acme:legacy', 1)");
     // … then this release's migrations.
-    assert.deepEqual(await migrateRefResolver(db), ["0003_project_owner_and_visibility"]);
+    assert.deepEqual(await migrateRefResolver(db), ["0006_project_owner_and_visibility"]);
     client = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: 0 }));
   });
   after(async () => {

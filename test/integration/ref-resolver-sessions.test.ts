@@ -6,7 +6,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Client } from "@connectrpc/connect";
-import { RefResolverService } from "@webcodex/proto";
+import { create } from "@bufbuild/protobuf";
+import { RefResolverService, SessionValidationSchema } from "@webcodex/proto";
 import type { SessionCall } from "@webcodex/proto";
 import { createInProcessClient, createPostgresDatabase, principalHeaders } from "@webcodex/platform";
 import type { Database, Principal } from "@webcodex/platform";
@@ -15,7 +16,7 @@ import { createTestDatabase } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 type RefClient = Client<typeof RefResolverService>;
-type CallInit = Partial<Omit<SessionCall, "$typeName">>;
+type CallInit = Partial<Omit<SessionCall, "$typeName" | "paths">> & { paths?: Array<{ path: string; readRevision?: string; changed?: boolean }> };
 const as = (p: Principal) => ({ headers: principalHeaders(p) });
 const runner: Principal = { clientId: "acme", subject: "runner:r1" };
 const alice: Principal = { clientId: "acme", subject: "alice" };
@@ -41,7 +42,7 @@ const register = (client: RefClient, projectId: string, root: string) =>
   client.registerProject({ clientId: "acme", projectId, rootIdentity: root, name: projectId }, as(runner));
 
 let callSeq = 0;
-const call = (init: CallInit): CallInit => ({ callId: `call-${++callSeq}`, effect: "read_only", outcome: "ok", ...init });
+const call = (init: CallInit) => ({ callId: `call-${++callSeq}`, effect: "read_only", outcome: "ok", ...init });
 
 describe("ref-resolver: Workflow Sessions", () => {
   let env: Env;
@@ -123,7 +124,31 @@ describe("ref-resolver: Workflow Sessions", () => {
     const columns = await db.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'refs' AND table_name = 'session_calls' ORDER BY ordinal_position`);
     assert.deepEqual(columns.rows.map((r) => r.column_name), [
       "session_id", "seq", "call_id", "tool", "effect", "outcome", "reason_code", "detail_code", "paths_count", "changed_paths_count", "job_id", "job_state", "duration_ms", "recorded_at",
-    ], "no column can hold arguments, paths or content");
+      "validation_status", "validation_tests_passed", "validation_tests_failed", "validation_tests_skipped", "validation_errors", "validation_warnings",
+      "paths", "command_summary", "exit_code",
+    ], "no column can hold arguments or content: paths carry revisions, commands a bounded summary");
+    // A validation verdict outside the four statuses (prose, output) is refused like any other malformed fact.
+    await assert.rejects(
+      client.recordSessionCall({ sessionSelector: sessionRef, projectCanonicalId: "agent:acme:app", call: call({ tool: "project_validate", validation: create(SessionValidationSchema, { status: "error: src/a.ts(1,1) TS2322", errors: 1 }) }) }, as(alice)),
+      /invalid session call record/,
+    );
+    await assert.rejects(client.recordSessionCall({ sessionSelector: sessionRef, projectCanonicalId: "agent:acme:app", call: call({ tool: "read_files", paths: [{ path: "a\u0000b", readRevision: "r_1" }] }) }, as(alice)), /invalid session call record/);
+    await assert.rejects(client.recordSessionCall({ sessionSelector: sessionRef, projectCanonicalId: "agent:acme:app", call: call({ tool: "run_shell", commandSummary: "x".repeat(201) }) }, as(alice)), /invalid session call record/);
+  });
+
+  it("the handoff lists each path once with its latest revision, and each command once in its latest state", async () => {
+    const { client } = env;
+    const { sessionRef } = await client.createSession({ projectSelector: "agent:acme:app" }, as(alice));
+    const record = (init: CallInit) => client.recordSessionCall({ sessionSelector: sessionRef, projectCanonicalId: "agent:acme:app", call: call(init) }, as(alice));
+    await record({ tool: "read_files", paths: [{ path: "src/a.ts", readRevision: "r_1" }, { path: "README.md", readRevision: "r_7" }] });
+    await record({ tool: "edit_project_files", effect: "workspace_write", paths: [{ path: "src/a.ts", readRevision: "r_2", changed: true }] });
+    await record({ tool: "run_shell", effect: "process_execution", outcome: "pending", jobId: "job_1", jobState: "pending", commandSummary: "npm test" });
+    await record({ tool: "run_shell", effect: "process_execution", commandSummary: "ls", exitCode: 0 });
+    await record({ tool: "wait_for_job_terminal", effect: "read_only", jobId: "job_1", jobState: "terminal", commandSummary: "npm test", exitCode: 1 });
+    const { handoff } = await client.readSessionHandoff({ selector: sessionRef }, as(alice));
+    assert.deepEqual(handoff?.paths.map((p) => [p.path, p.readRevision, p.changed]), [["src/a.ts", "r_2", true], ["README.md", "r_7", false]]);
+    assert.deepEqual(handoff?.commands.map((c) => [c.tool, c.commandSummary, c.outcome, c.exitCode]), [["run_shell", "npm test", "ok", 1], ["run_shell", "ls", "ok", 0]]);
+    assert.deepEqual([handoff?.pathsTruncated, handoff?.commandsTruncated], [false, false]);
   });
 
   it("business targeting re-runs Session authority, Project match, lifecycle and Project visibility", async () => {
@@ -214,7 +239,7 @@ describe("ref-resolver: agent continuation and attempt refs", () => {
     assert.equal(created.failure, undefined);
     assert.equal(created.continuation?.controllerGeneration, 1n);
     const first = created.agentContinuationRef;
-    assert.match(first, /^~c\d+$/);
+    assert.match(first, /^~a\d+$/);
     assert.equal((await client.resolveAgentContinuation({ agentContinuationRef: first }, as(alice))).continuation?.controllerGeneration, 1n);
     assert.equal((await client.issueAgentContinuationRef({ agentId: "agent-7", endpointId: "main", expectedControllerGeneration: 1n }, as(alice))).agentContinuationRef, first, "same generation, same ref");
 
@@ -234,11 +259,11 @@ describe("ref-resolver: agent continuation and attempt refs", () => {
     assert.equal((await client.rotateAgentEndpoint({ agentId: "agent-7", endpointId: "main", expectedControllerGeneration: 1n }, as(alice))).failure?.reasonCode, "fence_rejected");
     assert.equal((await client.resolveAgentContinuation({ agentContinuationRef: second, agentId: "agent-7" }, as(alice))).failure?.detailCode, "ref_with_explicit_tuple");
     const pins = await db.query<{ code: string; controller_generation: string }>(`SELECT code, controller_generation FROM refs.agent_continuation_refs WHERE client_id='acme' AND subject='alice' ORDER BY code`);
-    assert.deepEqual(pins.rows.map((r) => [`~c${r.code}`, Number(r.controller_generation)]), [[first, 1], [second, 2]], "the old ref still names generation 1");
+    assert.deepEqual(pins.rows.map((r) => [`~a${r.code}`, Number(r.controller_generation)]), [[first, 1], [second, 2]], "the old ref still names generation 1");
 
     // Another principal: the refs and the tuple look exactly like nothing.
     for (const stranger of [bob, mallory]) {
-      assert.deepEqual(await client.resolveAgentContinuation({ agentContinuationRef: second }, as(stranger)), await client.resolveAgentContinuation({ agentContinuationRef: "~c999999" }, as(stranger)));
+      assert.deepEqual(await client.resolveAgentContinuation({ agentContinuationRef: second }, as(stranger)), await client.resolveAgentContinuation({ agentContinuationRef: "~a999999" }, as(stranger)));
       assert.deepEqual(
         await client.resolveAgentContinuation({ agentId: "agent-7", endpointId: "main", expectedControllerGeneration: 2n }, as(stranger)),
         await client.resolveAgentContinuation({ agentId: "agent-x", endpointId: "main", expectedControllerGeneration: 2n }, as(stranger)),
@@ -256,70 +281,5 @@ describe("ref-resolver: agent continuation and attempt refs", () => {
     const results = await Promise.all(Array.from({ length: 20 }, () => client.rotateAgentEndpoint({ agentId: "agent-8", endpointId: "main", expectedControllerGeneration: 1n }, as(alice))));
     assert.equal(results.filter((r) => r.failure === undefined).length, 1);
     assert.ok(results.filter((r) => r.failure).every((r) => r.failure?.reasonCode === "fence_rejected"));
-  });
-
-  it("takeover and a controller generation change leave the old attempt_ref stale", async () => {
-    const { client } = env;
-    const started = await client.startAgentTaskAttempt({ taskId: "task-9", assigneeAgentId: "agent-7", idempotencyKey: "k1" }, as(alice));
-    assert.equal(started.failure, undefined);
-    const a1 = started.attemptRef;
-    const attempt1 = started.attempt;
-    assert.ok(attempt1);
-    assert.match(a1, /^~a\d+$/);
-    assert.deepEqual([attempt1.attemptFence, attempt1.attemptControllerGeneration, started.replayed], [1n, 1n, false]);
-    assert.match(attempt1.attemptId, /^wc_att_[0-9a-f]{32}$/);
-
-    const replay = await client.startAgentTaskAttempt({ taskId: "task-9", assigneeAgentId: "agent-7", idempotencyKey: "k1" }, as(alice));
-    assert.deepEqual([replay.attemptRef, replay.attempt?.attemptId, replay.replayed], [a1, attempt1.attemptId, true], "keyed replay: same Attempt, same ref");
-    assert.equal((await client.startAgentTaskAttempt({ taskId: "task-9", assigneeAgentId: "agent-other", idempotencyKey: "k1" }, as(alice))).failure?.detailCode, "idempotency_key_reused");
-
-    const resolved = await client.resolveAgentTaskAttempt({ attemptRef: a1 }, as(alice));
-    assert.deepEqual(resolved.attempt, attempt1, "the ref expands to the stored tuple");
-
-    // Takeover: a new Attempt with the next fence; the old ref is stale, never moved.
-    const takeover = await client.startAgentTaskAttempt({ taskId: "task-9", assigneeAgentId: "agent-8", idempotencyKey: "k2" }, as(alice));
-    const a2 = takeover.attemptRef;
-    assert.equal(takeover.attempt?.attemptFence, 2n);
-    assert.notEqual(a2, a1);
-    const superseded = await client.resolveAgentTaskAttempt({ attemptRef: a1 }, as(alice));
-    assert.deepEqual([superseded.failure?.reasonCode, superseded.failure?.detailCode, superseded.attempt], ["stale_ref", "attempt_superseded", undefined]);
-    const explicitOld = await client.resolveAgentTaskAttempt({ taskId: "task-9", attemptId: attempt1.attemptId, assigneeAgentId: "agent-7", attemptFence: 1n, attemptControllerGeneration: 1n }, as(alice));
-    assert.deepEqual([explicitOld.failure?.reasonCode, explicitOld.failure?.detailCode], ["fence_rejected", "attempt_superseded"]);
-    assert.equal((await client.resolveAgentTaskAttempt({ attemptRef: a2 }, as(alice))).attempt?.assigneeAgentId, "agent-8");
-    // Exact replay of the first key still returns the first (now stale) Attempt and ref.
-    assert.equal((await client.startAgentTaskAttempt({ taskId: "task-9", assigneeAgentId: "agent-7", idempotencyKey: "k1" }, as(alice))).attemptRef, a1);
-
-    // Controller generation change: a new ref; the previous one is stale.
-    const advanced = await client.advanceAttemptControllerGeneration({ attemptId: takeover.attempt?.attemptId ?? "", attemptFence: 2n, expectedControllerGeneration: 1n }, as(alice));
-    const a3 = advanced.attemptRef;
-    assert.equal(advanced.attempt?.attemptControllerGeneration, 2n);
-    assert.ok(![a1, a2].includes(a3));
-    const oldGeneration = await client.resolveAgentTaskAttempt({ attemptRef: a2 }, as(alice));
-    assert.deepEqual([oldGeneration.failure?.reasonCode, oldGeneration.failure?.detailCode], ["stale_ref", "attempt_controller_generation_changed"]);
-    assert.equal((await client.resolveAgentTaskAttempt({ attemptRef: a3 }, as(alice))).attempt?.attemptControllerGeneration, 2n);
-    assert.equal((await client.advanceAttemptControllerGeneration({ attemptId: takeover.attempt?.attemptId ?? "", attemptFence: 2n, expectedControllerGeneration: 1n }, as(alice))).failure?.detailCode, "controller_generation_mismatch");
-    assert.equal((await client.advanceAttemptControllerGeneration({ attemptId: attempt1.attemptId, attemptFence: 1n, expectedControllerGeneration: 1n }, as(alice))).failure?.detailCode, "attempt_superseded");
-    const tuple = { taskId: "task-9", attemptId: takeover.attempt?.attemptId ?? "", assigneeAgentId: "agent-8", attemptFence: 2n };
-    assert.equal((await client.resolveAgentTaskAttempt({ ...tuple, attemptControllerGeneration: 2n }, as(alice))).attempt?.attemptControllerGeneration, 2n);
-    assert.equal((await client.resolveAgentTaskAttempt({ ...tuple, attemptControllerGeneration: 1n }, as(alice))).failure?.detailCode, "controller_generation_mismatch");
-    assert.equal((await client.resolveAgentTaskAttempt({ ...tuple, assigneeAgentId: "agent-7", attemptControllerGeneration: 2n }, as(alice))).failure?.detailCode, "attempt_tuple_mismatch");
-    assert.equal((await client.resolveAgentTaskAttempt({ taskId: "task-9" }, as(alice))).failure?.reasonCode, "missing_field");
-
-    // Another principal: refs and tuples look exactly like nothing.
-    for (const stranger of [bob, mallory]) {
-      assert.deepEqual(await client.resolveAgentTaskAttempt({ attemptRef: a3 }, as(stranger)), await client.resolveAgentTaskAttempt({ attemptRef: "~a999999" }, as(stranger)));
-      assert.deepEqual(
-        await client.resolveAgentTaskAttempt({ ...tuple, attemptControllerGeneration: 2n }, as(stranger)),
-        await client.resolveAgentTaskAttempt({ ...tuple, attemptId: "wc_att_" + "0".repeat(32), attemptControllerGeneration: 2n }, as(stranger)),
-      );
-      assert.deepEqual(
-        await client.advanceAttemptControllerGeneration({ attemptId: tuple.attemptId, attemptFence: 2n, expectedControllerGeneration: 2n }, as(stranger)),
-        await client.advanceAttemptControllerGeneration({ attemptId: "wc_att_" + "0".repeat(32), attemptFence: 2n, expectedControllerGeneration: 2n }, as(stranger)),
-      );
-    }
-    // A stranger's task of the same name is its own: it starts at fence 1 and sees nothing of alice's.
-    const strangers = await client.startAgentTaskAttempt({ taskId: "task-9", assigneeAgentId: "agent-7", idempotencyKey: "k1" }, as(bob));
-    assert.deepEqual([strangers.attempt?.attemptFence, strangers.replayed], [1n, false]);
-    assert.notEqual(strangers.attempt?.attemptId, attempt1.attemptId);
   });
 });

@@ -43,6 +43,13 @@ async function setup(): Promise<Env> {
 const register = (client: RefClient, projectId: string, root: string, clientId = "acme") =>
   client.registerProject({ clientId, projectId, rootIdentity: root, name: projectId }, as({ clientId, subject: "runner:r1" }));
 
+/** Runs one agent tool through the RPC the gateway uses; a failure throws. */
+async function agentTool(client: RefClient, p: Principal, tool: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const res = await client.callAgentTool({ tool, argumentsJson: JSON.stringify(args) }, as(p));
+  if (res.failure) throw new Error(`${tool}: ${res.failure.reasonCode} ${res.failure.detailCode}`);
+  return JSON.parse(res.resultJson) as Record<string, unknown>;
+}
+
 async function refsOf(client: RefClient, p: Principal): Promise<Record<string, string>> {
   const res = await client.listProjects({}, as(p));
   return Object.fromEntries(res.projects.map((e) => [e.project?.canonicalId ?? "", e.projectRef]));
@@ -90,6 +97,8 @@ describe("ref-resolver: durable project refs", () => {
     const database = await createTestDatabase();
     try {
       const first = await startProcess(database.url);
+      let startArgs: Record<string, unknown> = {};
+      let firstStart: Record<string, unknown> = {};
       let before: { projectRef: string; canonicalId: string; incarnation: bigint; sessionRef: string; sessionId: string; continuationRef: string; attemptRef: string; attemptId: string };
       try {
         const client = createClient(RefResolverService, createConnectTransport({ baseUrl: first.url, httpVersion: "2" }));
@@ -100,15 +109,19 @@ describe("ref-resolver: durable project refs", () => {
         const resolved = await client.resolveProject({ selector: "~p1" }, as(alice));
         const session = await client.createSession({ projectSelector: "~p2", title: "restart" }, as(alice));
         const endpoint = await client.rotateAgentEndpoint({ agentId: "agent-1", endpointId: "ep-1", expectedControllerGeneration: 0n }, as(alice));
-        const attempt = await client.startAgentTaskAttempt({ taskId: "task-1", assigneeAgentId: "agent-1", idempotencyKey: "k1" }, as(alice));
+        const agent = await agentTool(client, alice, "create_agent", { name: "worker" });
+        const task = await agentTool(client, alice, "create_agent_task", { project: "~p2", title: "t", instructions: "i", assignee_agent_id: agent["agent_id"], idempotency_key: "task-k1" });
+        const attempt = await agentTool(client, alice, "start_agent_task_attempt", { task_id: task["task_id"], assignee_agent_id: agent["agent_id"], idempotency_key: "k1" });
+        startArgs = { task_id: task["task_id"], assignee_agent_id: agent["agent_id"], idempotency_key: "k1" };
+        firstStart = attempt;
         before = {
           projectRef: "~p1", canonicalId: resolved.project?.canonicalId ?? "", incarnation: resolved.project?.incarnation ?? 0n,
           sessionRef: session.sessionRef, sessionId: session.session?.sessionId ?? "", continuationRef: endpoint.agentContinuationRef,
-          attemptRef: attempt.attemptRef, attemptId: attempt.attempt?.attemptId ?? "",
+          attemptRef: String(attempt["attempt_ref"]), attemptId: String(attempt["attempt_id"]),
         };
         assert.equal(before.sessionRef, "~s1");
-        assert.equal(before.continuationRef, "~c1");
-        assert.equal(before.attemptRef, "~a1");
+        assert.equal(before.continuationRef, "~a1");
+        assert.equal(before.attemptRef, "~t1");
       } finally {
         await first.stop();
       }
@@ -127,8 +140,8 @@ describe("ref-resolver: durable project refs", () => {
         assert.equal(session.session?.projectCanonicalId, "agent:acme:beta");
         const continuation = await client.resolveAgentContinuation({ agentContinuationRef: before.continuationRef }, as(alice));
         assert.deepEqual([continuation.continuation?.agentId, continuation.continuation?.endpointId, continuation.continuation?.controllerGeneration], ["agent-1", "ep-1", 1n]);
-        const attempt = await client.resolveAgentTaskAttempt({ attemptRef: before.attemptRef }, as(alice));
-        assert.equal(attempt.attempt?.attemptId, before.attemptId);
+        // Keyed replay across the restart: the first result exactly (same ids, fence and ref).
+        assert.deepEqual(await agentTool(client, alice, "start_agent_task_attempt", startArgs), firstStart);
         // A new issuance continues the counter; nothing restarts from 1.
         await register(client, "gamma", "/srv/gamma");
         assert.equal((await refsOf(client, alice))["agent:acme:gamma"], "~p3");
@@ -318,8 +331,9 @@ describe("ref-resolver: durable project refs", () => {
     const code = ref.slice(2);
     const session = await client.createSession({ projectSelector: ref }, as(grace));
     await client.rotateAgentEndpoint({ agentId: "a", endpointId: "e", expectedControllerGeneration: 0n }, as(grace));
-    const attempt = await client.startAgentTaskAttempt({ taskId: "t", assigneeAgentId: "a", idempotencyKey: "k" }, as(grace));
-    assert.equal(attempt.failure, undefined);
+    const agent = await agentTool(client, grace, "create_agent", { name: "g" });
+    const task = await agentTool(client, grace, "create_agent_task", { project: ref, title: "t", instructions: "", assignee_agent_id: agent["agent_id"], idempotency_key: "k" });
+    await agentTool(client, grace, "start_agent_task_attempt", { task_id: task["task_id"], assignee_agent_id: agent["agent_id"], idempotency_key: "k" });
 
     const refused = async (sql: string, params: unknown[] = []) => {
       await assert.rejects(db.query(sql, params), (e: unknown) => e instanceof Error, sql);
@@ -341,8 +355,10 @@ describe("ref-resolver: durable project refs", () => {
     await refused(`UPDATE refs.agent_continuation_refs SET controller_generation = 2 WHERE ${who}`);
     await refused(`UPDATE refs.agent_endpoints SET controller_generation = 1 WHERE ${who}`);
     await refused(`UPDATE refs.attempt_refs SET controller_generation = 2 WHERE ${who}`);
-    await refused(`UPDATE refs.agent_tasks SET current_fence = 1 WHERE ${who}`);
+    await refused(`UPDATE refs.agent_tasks SET current_fence = 0 WHERE task_id = $1`, [task["task_id"]]);
     await refused(`UPDATE refs.agent_task_attempts SET attempt_fence = 9 WHERE ${who}`);
+    await refused(`UPDATE refs.agent_events SET kind = 'task_stopped' WHERE agent_id = $1`, [agent["agent_id"]]);
+    await refused(`DELETE FROM refs.agent_replays WHERE ${who}`);
     // A session ref can only name a session of the same owner (composite FK).
     await refused(`INSERT INTO refs.session_refs (client_id, subject, code, session_id) VALUES ('evil', 'mallory', 99, $1)`, [session.session?.sessionId]);
     // Retirement is final: un-retiring would resurrect stale refs.

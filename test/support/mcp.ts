@@ -30,3 +30,35 @@ export async function readRevision(client: Client, project: string, path: string
   const { result } = await callTool(client, "read_files", { project, files: [{ path }] });
   return String((result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
 }
+
+/** A follow-up as a tool result carries it. */
+export interface FollowUpCall {
+  follow_up_kind: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
+const listedNames = new WeakMap<Client, Promise<Set<string>>>();
+
+/**
+ * Executes a follow-up exactly as returned: its own `tool` name with its own `arguments`,
+ * never re-wrapped. Like a Host that only knows tools/list, it refuses a name tools/list
+ * does not show, so a follow-up a plain Host cannot run fails the test.
+ */
+export async function executeFollowUp(client: Client, followUp: unknown): Promise<ToolOutcome> {
+  const f = followUp as FollowUpCall | undefined;
+  if (!f || typeof f.tool !== "string" || typeof f.arguments !== "object") throw new Error(`not a follow-up: ${JSON.stringify(followUp)}`);
+  let names = listedNames.get(client);
+  if (!names) {
+    names = client.listTools().then((r) => new Set(r.tools.map((t) => t.name)));
+    listedNames.set(client, names);
+  }
+  if (!(await names).has(f.tool)) throw new Error(`follow-up names ${f.tool}, which tools/list does not show`);
+  return callTool(client, f.tool, f.arguments);
+}
+
+/** The tool a follow-up finally runs, looking through call_runtime_tool (for assertions only). */
+export function followUpTargetTool(followUp: unknown): string {
+  const f = followUp as FollowUpCall;
+  return f.tool === "call_runtime_tool" ? String(f.arguments["tool"]) : f.tool;
+}

@@ -418,13 +418,13 @@ describe("commands match the webcodex CLI (tools/cli/src/main.ts)", () => {
     assert.deepEqual(images[1].trim().split(/\s+/).sort(), [...serveTargets].sort());
   });
 
-  test("the Runner image has git, ripgrep, python3 and a shell; nothing is fetched outside npm and Debian", () => {
+  test("the Runner image has git, ripgrep, python3, a shell and the validation toolchains; nothing is fetched outside npm and Debian", () => {
     const dockerfile = readFileSync(join(root, "images/Dockerfile"), "utf8");
     const runnerStage = dockerfile.slice(dockerfile.search(/^FROM \S+ AS runner$/m));
     const install = runnerStage.match(/apt-get install -y --no-install-recommends ([^\\&\n]+)/);
     assert.ok(install, "the runner stage installs Debian packages");
     const pkgs = install[1].trim().split(/\s+/);
-    for (const p of ["git", "ripgrep", "python3", "bash"]) assert.ok(pkgs.includes(p), `runner image installs ${p}`);
+    for (const p of ["git", "ripgrep", "python3", "bash", "golang-go", "cargo", "python3-pytest"]) assert.ok(pkgs.includes(p), `runner image installs ${p}`);
     const lines = dockerfile.split("\n").filter((l) => !l.trimStart().startsWith("#"));
     const text = lines.join("\n");
     assert.doesNotMatch(text, /\b(curl|wget)\b/, "no curl/wget");
@@ -505,6 +505,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_OAUTH_ADMIN_CLAIM: "set from oauth.adminClaim when not empty; empty uses the tenant preset's claim",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
+  "ref-resolver": { WEBCODEX_REDIS_KEY_PREFIX: "one release per Redis database" },
   "runner-broker": {
     WEBCODEX_REDIS_KEY_PREFIX: "one release per Redis database",
     WEBCODEX_HEARTBEAT_INTERVAL_MS: "5 s Runner heartbeats",

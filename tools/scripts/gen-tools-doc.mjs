@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Writes docs/tools.md from the catalog (`make docs`).
+// Writes docs/tools.md and docs/results.md from the code (`make docs`).
 import { writeFileSync } from "node:fs";
-import { renderToolsDoc } from "@webcodex/contracts";
+import { renderResultsDoc, renderToolsDoc } from "@webcodex/contracts";
 
 writeFileSync(new URL("../../docs/tools.md", import.meta.url), renderToolsDoc());
+writeFileSync(new URL("../../docs/results.md", import.meta.url), renderResultsDoc());

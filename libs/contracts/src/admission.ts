@@ -51,9 +51,31 @@ export function mcpToolDescriptor(def: ToolDefinition): Record<string, unknown> 
   return descriptor;
 }
 
+/**
+ * The admitted tools a Host reaches only through call_runtime_tool, by name: what its
+ * tools/list description names, so a model knows they exist without a discovery call.
+ */
+export function gatewayOnlyToolNames(admitted: readonly ToolDefinition[]): string[] {
+  return admitted.filter((d) => toolRoute(d).primary === "call_runtime_tool").map((d) => d.name);
+}
+
 /** The MCP tools/list result for an admitted selection (the gateway serves it pre-built). */
 export function toolsListResult(admitted: readonly ToolDefinition[]): { tools: Array<Record<string, unknown>> } {
   return { tools: listedTools(admitted).map(mcpToolDescriptor) };
+}
+
+/**
+ * The sentence of the server instructions that names every tool reached through
+ * call_runtime_tool, grouped by category: a model knows they exist without a discovery call,
+ * and the names cost nothing in tools/list. Admission still decides per caller.
+ */
+export function gatewayToolsInstruction(defs: readonly ToolDefinition[]): string {
+  const groups = new Map<string, string[]>();
+  for (const name of gatewayOnlyToolNames(defs.filter((d) => d.implemented))) {
+    const def = defs.find((d) => d.name === name) as ToolDefinition;
+    groups.set(def.category, [...(groups.get(def.category) ?? []), name]);
+  }
+  return `Through call_runtime_tool: ${[...groups].map(([category, names]) => `${category}: ${names.join(", ")}`).join("; ")}.`;
 }
 
 /** The serialized tools/list budget: a Direct surface larger than this costs every Host turn. */

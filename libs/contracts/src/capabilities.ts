@@ -15,6 +15,8 @@ const rows = [
   { id: "readFiles", wire: "read_files_v1", default: false, baselineV2: true },
   { id: "searchTexts", wire: "search_texts_v1", default: false, baselineV2: true },
   { id: "applyTextEdit", wire: "apply_text_edit_v1", default: false, baselineV2: true },
+  /** search_project_texts output files/count and context_lines; search_file_context. */
+  { id: "searchLowContext", wire: "search_low_context_v1", default: false, baselineV2: false },
   { id: "applyTextEditExpectedMatchCount", wire: "apply_text_edit_expected_match_count", default: false, baselineV2: false },
   { id: "gitReview", wire: "git_review_v1", default: false, baselineV2: false },
   { id: "processExecution", wire: "process_execution_v1", default: false, baselineV2: false },
@@ -23,6 +25,11 @@ const rows = [
   { id: "pythonScript", wire: "python_script_v1", default: false, baselineV2: false },
   { id: "detachedJobs", wire: "detached_jobs_v1", default: false, baselineV2: false },
   { id: "hostFileImport", wire: "host_file_import_v1", default: false, baselineV2: false },
+  /** Validation providers: advertised only when a runtime probe finds the toolchain. */
+  { id: "validationNode", wire: "validation_node_v1", default: false, baselineV2: false },
+  { id: "validationPython", wire: "validation_python_v1", default: false, baselineV2: false },
+  { id: "validationGo", wire: "validation_go_v1", default: false, baselineV2: false },
+  { id: "validationRust", wire: "validation_rust_v1", default: false, baselineV2: false },
   /** Mutating calls carry the Project lease fence; a fence below the highest seen is refused. */
   { id: "fencedExecution", wire: "fenced_execution_v1", default: false, baselineV2: false },
 ] as const satisfies ReadonlyArray<{ id: string; wire: string; default: false; baselineV2: boolean }>;

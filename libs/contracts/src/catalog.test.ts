@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { toolDefinitions } from "./catalog.js";
-import { ADMISSION_PROFILES, admittedTools, groupToolNamesByCategory, HOST_PROFILES, toolRoute, toolsListResult, TOOLS_LIST_MAX_BYTES } from "./admission.js";
+import { ADMISSION_PROFILES, admittedTools, gatewayToolsInstruction, groupToolNamesByCategory, HOST_PROFILES, toolRoute, toolsListResult, TOOLS_LIST_MAX_BYTES } from "./admission.js";
 import { DESCRIPTION_MAX_CHARS, ToolCategory } from "./tool-definition.js";
 import type { JsonSchema } from "./json-schema.js";
 import { validateToolArguments } from "./schema-validator.js";
@@ -9,7 +9,8 @@ import { normalizeToolCall } from "./normalize.js";
 import { sampleToolArgVariants } from "./sample-args.js";
 
 const defs = toolDefinitions();
-const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "delete", "assign", "complete", "stop", "start", "rotate", "run", "search", "edit", "import", "call"];
+const VALIDATOR_NAMES = new Set(["project_validate", "cargo_check", "cargo_test", "go_test"]);
+const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "delete", "assign", "complete", "heartbeat", "reconcile", "stop", "start", "rotate", "run", "search", "edit", "import", "call", "close"];
 
 test("tool names are unique", () => {
   assert.equal(new Set(defs.map((d) => d.name)).size, defs.length);
@@ -18,7 +19,8 @@ test("tool names are unique", () => {
 test("names are verb_object with no routing prefix, and *_tool only for the runtime gateway", () => {
   for (const d of defs) {
     assert.match(d.name, /^[a-z]+(_[a-z]+)+$/, d.name);
-    assert.ok(verbs.some((v) => d.name.startsWith(`${v}_`)), `${d.name} starts with a known verb`);
+    // The validators are named after the tool they run (contract names); every other tool is verb_object.
+    if (!VALIDATOR_NAMES.has(d.name)) assert.ok(verbs.some((v) => d.name.startsWith(`${v}_`)), `${d.name} starts with a known verb`);
     assert.ok(!/^(direct|gateway|hidden|host|adaptive)_/.test(d.name), `${d.name} has no routing prefix`);
     if (d.name.endsWith("_tool")) assert.equal(d.name, "call_runtime_tool");
   }
@@ -99,4 +101,18 @@ test("tools/list of the Direct surface stays within the 8 KiB budget for every H
     }
   }
   t.diagnostic(`tools/list bytes, budget ${TOOLS_LIST_MAX_BYTES}: ${figures.join("; ")}`);
+});
+
+test("the server instructions name every tool reached through call_runtime_tool, by category; tools/list pays nothing for them", () => {
+  const sentence = gatewayToolsInstruction(defs);
+  const named = sentence.replace(/^Through call_runtime_tool: /, "").replace(/\.$/, "").split("; ").flatMap((g) => g.split(": ")[1]?.split(", ") ?? []);
+  const expected = defs.filter((d) => d.implemented && toolRoute(d).primary === "call_runtime_tool").map((d) => d.name);
+  assert.deepEqual([...named].sort(), [...expected].sort());
+  assert.ok(named.includes("list_project_files") && named.includes("read_git_diff_hunks") && named.includes("run_process"), "Gateway file, git and execution tools are named");
+  for (const hostProfile of HOST_PROFILES) {
+    for (const admissionProfile of ADMISSION_PROFILES) {
+      const listed = JSON.stringify(toolsListResult(admittedTools({ admissionProfile, hostProfile })));
+      assert.ok(!listed.includes("read_git_diff_hunks"), `${hostProfile}/${admissionProfile}: no Gateway tool name in tools/list`);
+    }
+  }
 });

@@ -5,42 +5,70 @@ import { array, bool, int, object, str, stringMap } from "./json-schema.js";
 import type { JsonSchema } from "./json-schema.js";
 import { ToolCategory } from "./tool-definition.js";
 import type { ToolDefinition } from "./tool-definition.js";
-import { compactBatch, compactEdit, compactShell } from "./projection.js";
+import { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./projection.js";
 
-const project = str("project_ref (~p1, from list_projects) or agent:<client_id>:<project_id>.");
-const path = str("Project-relative POSIX path.");
-const revision = str("read_revision from read_files; fails if the file changed since.");
-const timeoutMs = int("Kill after this many ms (default 120000, clamped to 600000).", { minimum: 1 });
-const waitMs = int("Return a pending job_id after this many ms (default 10000, clamped to 30000).", { minimum: 0 });
-const cwd = str("Project-relative working directory (default: root).");
-const env = stringMap("Environment additions; the base environment is scrubbed.");
+const project = str("~p1 or canonical id from list_projects.");
+const path = str("Project-relative path.");
+const revision = str("read_revision from read_files.");
+const timeoutMs = int("Kill after ms (default 120000, clamped to 600000).", { minimum: 1 });
+const waitMs = int("Pending job_id after ms (default 10000, clamped to 30000).", { minimum: 0 });
+const cwd = str("Working directory (default: root).");
+const env = stringMap("Added to a scrubbed base environment.");
 const jobId = str("job_id from a pending result.");
 /** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
-const sessionId = str("session_ref (~s1) or wc_sess_*; records the call there.");
+const sessionId = str("Session ~s1 to record into.");
+
+/** Optional on mutating workspace tools: admitted only while that Attempt holds its fence. */
+const attemptRef = str();
+const agentId = str("wc_agent_* from create_agent.");
+const taskId = str("wc_task_* from create_agent_task.");
+const idempotencyKey = str("Caller-chosen key; repeating it returns the first result.", { minLength: 1, maxLength: 128 });
+const taskStates = ["open", "in_progress", "completed", "failed", "stopped"] as const;
+/** The explicit Attempt tuple that heartbeat, completion and reconcile take. */
+function attemptTuple(extra: Record<string, JsonSchema> = {}, required: string[] = []): JsonSchema {
+  return object(
+    { task_id: taskId, attempt_id: str(), assignee_agent_id: agentId, attempt_fence: int(undefined, { minimum: 1 }), attempt_controller_generation: int(undefined, { minimum: 1 }), ...extra },
+    ["task_id", "attempt_id", "assignee_agent_id", "attempt_fence", "attempt_controller_generation", ...required],
+  );
+}
 
 const replaceExact = object({ old_text: str(undefined, { minLength: 1 }), new_text: str() }, ["old_text", "new_text"]);
 const textEdit = object(
   {
     replace_exact: replaceExact,
-    expected_match_count: int("Replace all N matches only if exactly N exist (1..1024).", { minimum: 1, maximum: 1024 }),
-    occurrence: int("Replace only the n-th match (1-based). Not with expected_match_count.", { minimum: 1 }),
+    expected_match_count: int("Replace all N matches only if exactly N exist.", { minimum: 1, maximum: 1024 }),
+    occurrence: int("Only the n-th match (1-based); not with expected_match_count.", { minimum: 1 }),
     line_scope: object({ start_line: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["start_line", "end_line"]),
   },
   ["replace_exact"],
 );
+/** Inside one call's schema the first `path` says what a path is; the rest stay bare. */
+const bare = str();
 const fileChange: JsonSchema = {
   type: "object",
   discriminator: { propertyName: "kind" },
   required: ["kind"],
   oneOf: [
     object({ kind: str(undefined, { const: "edit" }), path, expected_read_revision: revision, edits: array(textEdit, undefined, { minItems: 1 }) }, ["kind", "path", "expected_read_revision", "edits"]),
-    object({ kind: str(undefined, { const: "create" }), path, content: str() }, ["kind", "path", "content"]),
-    object({ kind: str(undefined, { const: "delete" }), path, expected_read_revision: revision }, ["kind", "path", "expected_read_revision"]),
-    object({ kind: str(undefined, { const: "move" }), path, destination: path, expected_read_revision: revision }, ["kind", "path", "destination", "expected_read_revision"]),
+    object({ kind: str(undefined, { const: "create" }), path: bare, content: str() }, ["kind", "path", "content"]),
+    object({ kind: str(undefined, { const: "delete" }), path: bare, expected_read_revision: bare }, ["kind", "path", "expected_read_revision"]),
+    object({ kind: str(undefined, { const: "move" }), path: bare, destination: bare, expected_read_revision: bare }, ["kind", "path", "destination", "expected_read_revision"]),
   ],
 };
 
-const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId };
+/** Top-level fields of a run result (completed, failed to start, or pending). */
+const runResult = [
+  "execution_state", "job_id", "exit_code", "signal", "timed_out", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "truncated", "omitted_bytes",
+  "duration_ms", "started_at", "effective", "outcome_unknown", "error_code", "program", "command_summary", "cwd", "shell",
+] as const;
+
+/** Top-level fields of a StructuredValidation result (completed, or pending like a run). */
+const validationResult = [
+  "status", "checks", "failures", "truncated", "skipped", "detected", "notes",
+  "execution_state", "job_id", "state", "exit_code", "signal", "timed_out", "duration_ms", "started_at", "effective", "outcome_unknown",
+] as const;
+
+const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId, attempt_ref: attemptRef };
 const execClamps = [
   { path: "timeout_ms", ceiling: 600_000, minimum: 1 },
   { path: "wait_ms", ceiling: 30_000, minimum: 0 },
@@ -51,11 +79,12 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "list_projects",
     category: "discovery",
-    description: "List the Projects you can work in, each with its short project_ref (~p1) and canonical id. Pass either as `project` to other tools; refs are durable for you.",
+    description: "Projects you can work in, each with its project_ref (~p1) and canonical id; pass either as `project`. Refs are durable for you.",
     inputSchema: object({}),
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
     direct: { rank: 6, reason: "CoreWorkflow" },
     implemented: true,
+    resultFields: ["projects"],
   },
   {
     name: "create_project",
@@ -80,6 +109,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "durable_state", risk: "medium", authority: "principal", execution: "gateway",
     clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
     implemented: true,
+    resultFields: ["project_ref", "project_id", "project_state"],
   },
   {
     name: "wait_for_project_ready",
@@ -89,6 +119,7 @@ const definitions: readonly ToolDefinition[] = [
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
     implemented: true,
+    resultFields: ["project_ref", "project_id", "project_state"],
   },
   {
     name: "update_project",
@@ -97,6 +128,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, visibility: str(undefined, { enum: ["private", "tenant"] }) }, ["project", "visibility"]),
     effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["project_id", "visibility", "unchanged"],
   },
   {
     name: "delete_project",
@@ -105,6 +137,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, keep_workspace: bool("Keep the workspace files.", { default: false }) }, ["project"]),
     effect: "durable_state", risk: "high", authority: "principal", execution: "gateway",
     implemented: true,
+    resultFields: ["project_id", "workspace_kept"],
   },
   {
     name: "list_tools",
@@ -113,20 +146,22 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ category: str("Only this category.", { enum: Object.values(ToolCategory) }) }),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     implemented: true,
+    resultFields: ["categories"],
   },
   {
     name: "read_tool_manifest",
     category: "discovery",
-    description: "Exact input schema, description and route {primary, fallback} of one admitted tool. Tools not listed directly are called through call_runtime_tool.",
+    description: "Exact input schema, description and route {primary, fallback} of one admitted tool.",
     inputSchema: object({ tool: str("Canonical tool name.") }, ["tool"]),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     gatewayEntry: true,
     implemented: true,
+    resultFields: ["tool", "category", "description", "input_schema", "route"],
   },
   {
     name: "call_runtime_tool",
     category: "discovery",
-    description: "Run an admitted tool that is not listed directly, exactly as if called directly (same validation, authorization, audit). `arguments` must match the tool's schema from read_tool_manifest.",
+    description: "Run an admitted tool not listed directly (named in the server instructions; list_tools), exactly as if called directly; `arguments` match its schema (read_tool_manifest).",
     inputSchema: object({ tool: str("Canonical tool name."), arguments: { type: "object", description: "The tool's arguments." } }, ["tool", "arguments"]),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     gatewayEntry: true,
@@ -135,16 +170,17 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "get_runtime_status",
     category: "status",
-    description: "Runtime status: server identity, Runner/Project counts, Job counts, protocol alignment, connection states. Compact unless compact=false; client_id focuses one Runner.",
-    inputSchema: object({ compact: bool(undefined, { default: true }), summary_only: bool("Alias for sparse status."), client_id: str("Focus one caller-visible Runner.") }),
+    description: "Runtime status of your own Runners and Projects: server identity, Runner/Project counts, Job counts, protocol alignment, connection states. Compact unless compact=false.",
+    inputSchema: object({ compact: bool(undefined, { default: true }), summary_only: bool("Alias for sparse status.") }),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     implemented: true,
+    resultFields: ["server", "host_profile", "runners", "projects", "jobs", "protocol", "build", "connection_states", "concurrency", "baseline_faults", "runner_details", "catalog_version", "audit_backlog"],
   },
   // ── files ──
   {
     name: "read_files",
     category: "files",
-    description: "Read several files or line ranges in one call. Each item has content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item says truncated: continue at next_start_line (+ next_start_column as start_column if a line was cut). Binary files report binary:true without content.",
+    description: "Read several files or line ranges in one call. Each item: content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item has truncated: continue at next_start_line (and next_start_column as start_column). Binary: binary:true, no content.",
     inputSchema: object(
       {
         project,
@@ -162,6 +198,7 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 1, reason: "CoreWorkflow" },
     projectSuccess: (r) => compactBatch(r, "items"),
     implemented: true,
+    resultFields: ["items"],
     clamps: [{ path: "max_bytes_per_file", ceiling: 1_048_576, minimum: 1 }],
     requiredCapabilities: () => ["readFiles"],
   },
@@ -172,18 +209,22 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, path, glob: str("Glob such as src/**/*.ts."), max_results: int(undefined, { minimum: 1 }), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["paths", "total", "truncated", "total_is_lower_bound"],
     clamps: [{ path: "max_results", ceiling: 10_000, minimum: 1 }],
     requiredCapabilities: () => ["searchTexts"],
   },
   {
     name: "search_project_texts",
     category: "files",
-    description: "Run several independent text searches in one call (.gitignore-aware). Literal unless regex:true; case-sensitive unless case_sensitive:false. Per query: matches [{path,line,text}], total, truncated. max_results default 100, clamped to 2000. A missing path is path_not_found.",
+    description: "Several independent text searches in one call (.gitignore-aware; literal unless regex:true; case-sensitive unless case_sensitive:false). Per query: matches [{path,line,text}] (+before/after with context_lines 0..5), total, truncated; output:\"files\" or \"count\" for less. max_results default 100, clamped to 2000.",
     inputSchema: object(
       {
         project,
         queries: array(
-          object({ pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), path, glob: str(), case_sensitive: bool(undefined, { default: true }), max_results: int(undefined, { minimum: 1 }) }, ["pattern"]),
+          object({
+            pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), path, glob: str(), case_sensitive: bool(undefined, { default: true }), max_results: int(undefined, { minimum: 1 }),
+            output: str(undefined, { enum: ["matches", "files", "count"], default: "matches" }), context_lines: int(undefined, { minimum: 0 }),
+          }, ["pattern"]),
           "Up to 16 independent queries.",
           { minItems: 1, maxItems: 16 },
         ),
@@ -195,18 +236,41 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 2, reason: "CoreWorkflow" },
     projectSuccess: (r) => compactBatch(r, "results"),
     implemented: true,
-    clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }],
-    requiredCapabilities: () => ["searchTexts"],
+    resultFields: ["results"],
+    clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }, { path: "queries.*.context_lines", ceiling: 5, minimum: 0 }],
+    requiredCapabilities: (args) => {
+      const queries = Array.isArray(args["queries"]) ? (args["queries"] as Array<Record<string, unknown>>) : [];
+      const lowContext = queries.some((q) => (q["output"] !== undefined && q["output"] !== "matches") || (typeof q["context_lines"] === "number" && q["context_lines"] > 0));
+      return lowContext ? ["searchTexts", "searchLowContext"] : ["searchTexts"];
+    },
+  },
+  {
+    name: "search_file_context",
+    category: "files",
+    description: "Matches of one pattern in one file with context_lines (default 3, clamped to 5) around each, plus the file's read_revision so an edit can follow without a read. Literal unless regex:true. max_matches default 20, clamped to 200.",
+    inputSchema: object(
+      {
+        project, path, pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), case_sensitive: bool(undefined, { default: true }),
+        context_lines: int(undefined, { minimum: 0 }), max_matches: int(undefined, { minimum: 1 }), session_id: sessionId,
+      },
+      ["project", "path", "pattern"],
+    ),
+    effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
+    implemented: true,
+    resultFields: ["path", "read_revision", "total_lines", "match_count", "matches", "truncated"],
+    clamps: [{ path: "context_lines", ceiling: 5, minimum: 0 }, { path: "max_matches", ceiling: 200, minimum: 1 }],
+    requiredCapabilities: () => ["searchLowContext"],
   },
   {
     name: "edit_project_files",
     category: "files",
-    description: "Guarded, all-or-nothing change to one or more files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. Every file passes preflight before any write. dry_run:true returns match_count and match_ranges, writes nothing. Failures carry evidence for the next call (match lines, current read_revision).",
-    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }), session_id: sessionId }, ["project", "changes"]),
+    description: "Guarded, all-or-nothing change to one or more files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. dry_run:true returns match_count and match_ranges, writes nothing.",
+    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1 }), dry_run: bool(undefined, { default: false }), session_id: sessionId, attempt_ref: attemptRef }, ["project", "changes"]),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 3, reason: "CoreWorkflow" },
     projectSuccess: compactEdit,
     implemented: true,
+    resultFields: ["changed", "paths", "change_summary", "files", "dry_run", "execution_state"],
     requiredCapabilities: (args) => {
       const changes = Array.isArray(args["changes"]) ? (args["changes"] as Array<Record<string, unknown>>) : [];
       const bulk = changes.some((c) => Array.isArray(c["edits"]) && (c["edits"] as Array<Record<string, unknown>>).some((e) => e["expected_match_count"] !== undefined));
@@ -216,14 +280,24 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "import_host_files",
     category: "files",
-    description: "Write files the Host holds (uploads, attachments) into the project. Each file: path plus content (UTF-8) or content_base64. Fails if a path exists.",
+    description: "Write Host-held files (uploads, attachments) into the project, all or nothing: content (UTF-8) or content_base64 each. Replaces a file only with overwrite:true + its expected_read_revision. Max 4 MiB a file, 6 MiB a call.",
     inputSchema: object(
-      { project, files: array(object({ path, content: str(), content_base64: str() }, ["path"]), undefined, { minItems: 1 }), session_id: sessionId },
+      {
+        project,
+        files: array(
+          object({ path: bare, content: str(), content_base64: str(), overwrite: bool(undefined, { default: false }), expected_read_revision: bare }, ["path"]),
+          undefined,
+          { minItems: 1, maxItems: 64 },
+        ),
+        session_id: sessionId,
+        attempt_ref: attemptRef,
+      },
       ["project", "files"],
     ),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
     direct: { rank: 7, reason: "HostIntegration" },
-    implemented: false,
+    implemented: true,
+    resultFields: ["files"],
     requiredCapabilities: () => ["hostFileImport"],
   },
   // ── execution ──
@@ -233,19 +307,22 @@ const definitions: readonly ToolDefinition[] = [
     description: "Run one executable with literal args (no shell). Returns exit_code and output if done within wait_ms, else execution_state pending with a job_id and a wait_for_job_terminal follow-up.",
     inputSchema: object({ ...execCommon, args: array(str(), "argv: executable then arguments.", { minItems: 1 }), argv: array(str(), "Alias of args."), stdin: str() }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactRun,
     implemented: true,
+    resultFields: runResult,
     clamps: execClamps,
     requiredCapabilities: () => ["processExecution"],
   },
   {
     name: "run_shell",
     category: "execution",
-    description: "Run a shell command or a short related chain (sh by default, bash on request, login:true for a bash login shell). Done within wait_ms: output; else pending with job_id and a wait_for_job_terminal follow-up. Timeouts are clamped, never rejected.",
+    description: "Run a shell command or a short related chain (sh default; bash on request; login:true = bash login shell). Done within wait_ms: output; else pending with job_id and a wait_for_job_terminal follow-up.",
     inputSchema: object({ ...execCommon, command: str(undefined, { minLength: 1 }), shell: str(undefined, { enum: ["sh", "bash"], default: "sh" }), login: bool(undefined, { default: false }) }, ["project", "command"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     direct: { rank: 4, reason: "CoreWorkflow" },
     projectSuccess: compactShell,
     implemented: true,
+    resultFields: [...runResult, "output"],
     clamps: execClamps,
     requiredCapabilities: (args) => (args["login"] === true ? ["shellExecution", "bashLogin"] : ["shellExecution"]),
   },
@@ -255,7 +332,9 @@ const definitions: readonly ToolDefinition[] = [
     description: "Run a Python program passed as data (language: python). Same result and pending contract as run_process.",
     inputSchema: object({ ...execCommon, language: str(undefined, { enum: ["python"] }), code: str(undefined, { minLength: 1 }), args: array(str()) }, ["project", "language", "code"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactRun,
     implemented: true,
+    resultFields: runResult,
     clamps: execClamps,
     requiredCapabilities: () => ["pythonScript"],
   },
@@ -263,9 +342,10 @@ const definitions: readonly ToolDefinition[] = [
     name: "run_detached_process",
     category: "execution",
     description: "Start a long-running process (server, watcher) as a Job and return its job_id at once. Observe with observe_jobs.",
-    inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env, session_id: sessionId }, ["project"]),
+    inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env, session_id: sessionId, attempt_ref: attemptRef }, ["project"]),
     effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
     implemented: true,
+    resultFields: ["execution_state", "job_id", "started_at", "error_code", "program", "duration_ms", "outcome_unknown"],
     requiredCapabilities: () => ["detachedJobs"],
   },
   // ── jobs ──
@@ -273,9 +353,10 @@ const definitions: readonly ToolDefinition[] = [
     name: "observe_jobs",
     category: "jobs",
     description: "Current state and output tails of several Jobs in one call. An unknown job_id is reported per item, not as a Job failure.",
-    inputSchema: object({ project, job_ids: array(jobId, undefined, { minItems: 1, maxItems: 64 }) }, ["project", "job_ids"]),
+    inputSchema: object({ project, job_ids: array(jobId, undefined, { minItems: 1, maxItems: 64 }), session_id: sessionId }, ["project", "job_ids"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["jobs"],
   },
   {
     name: "wait_for_job_terminal",
@@ -283,26 +364,86 @@ const definitions: readonly ToolDefinition[] = [
     description: "Wait up to wait_ms (clamped to 30000) for a Job to finish; returns its terminal result, or pending again with the same follow-up. Repeating after terminal returns the same result.",
     inputSchema: object({ project, job_id: jobId, wait_ms: waitMs, session_id: sessionId }, ["project", "job_id"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
+    projectSuccess: compactRun,
     implemented: true,
+    resultFields: [...new Set([...runResult, "output", "reason_code", ...validationResult])],
     clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
+  },
+  // ── validation ──
+  {
+    name: "project_validate",
+    category: "validation",
+    description: "Run the project's own validators, detected from its files (tsconfig, ESLint config, package.json test script, pytest, go.mod, Cargo.toml), and return parsed results: status passed|failed|error|unparsed, per-check counts, failures with path/line/column/test. checks narrows (default typecheck, lint, test; build on request); skipped checks say why. Pending with job_id like run_* when still running at wait_ms.",
+    inputSchema: object(
+      {
+        project,
+        checks: array(str(undefined, { enum: ["typecheck", "lint", "test", "build"] }), "Only these checks.", { minItems: 1 }),
+        paths: array(path, "Narrow lint and tests to these paths.", { minItems: 1 }),
+        timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId,
+      },
+      ["project"],
+    ),
+    effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactValidation,
+    implemented: true,
+    resultFields: validationResult,
+    clamps: execClamps,
+  },
+  {
+    name: "cargo_check",
+    category: "validation",
+    description: "cargo check --message-format=json, parsed: compiler errors and warnings with path/line/column/code. Same result shape and pending contract as project_validate.",
+    inputSchema: object({ project, package: str("Only this package (-p)."), all_targets: bool("Also tests, benches, examples.", { default: false }), timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId }, ["project"]),
+    effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactValidation,
+    implemented: true,
+    resultFields: validationResult,
+    clamps: execClamps,
+    requiredCapabilities: () => ["validationRust"],
+  },
+  {
+    name: "cargo_test",
+    category: "validation",
+    description: "cargo test, parsed: test counts, failing tests with their panic location, compile errors. Same result shape and pending contract as project_validate.",
+    inputSchema: object({ project, package: str("Only this package (-p)."), test_filter: str("Only tests whose name contains this."), timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId }, ["project"]),
+    effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactValidation,
+    implemented: true,
+    resultFields: validationResult,
+    clamps: execClamps,
+    requiredCapabilities: () => ["validationRust"],
+  },
+  {
+    name: "go_test",
+    category: "validation",
+    description: "go test -json, parsed: test counts, failing tests with file/line, build errors. Same result shape and pending contract as project_validate.",
+    inputSchema: object({ project, packages: array(str(), "Package patterns (default [\"./...\"]).", { minItems: 1 }), run: str("Only tests matching this regexp (-run)."), timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId }, ["project"]),
+    effect: "process_execution", risk: "high", authority: "project_execute", execution: "runner",
+    projectSuccess: compactValidation,
+    implemented: true,
+    resultFields: validationResult,
+    clamps: execClamps,
+    requiredCapabilities: () => ["validationGo"],
   },
   // ── git ──
   {
     name: "read_workspace_changes",
     category: "git",
     description: "Changed paths in the working tree with status and line counts.",
-    inputSchema: object({ project }, ["project"]),
+    inputSchema: object({ project, session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["changes", "total_changes", "truncated", "branch", "head"],
     requiredCapabilities: () => ["gitReview"],
   },
   {
     name: "read_git_diff_hunks",
     category: "git",
     description: "Bounded diff hunks of the working tree (max_hunks default 50, clamped to 500). A hunk cut by the producer says truncated.",
-    inputSchema: object({ project, paths: array(path), max_hunks: int(undefined, { minimum: 1 }), context_lines: int(undefined, { minimum: 0 }) }, ["project"]),
+    inputSchema: object({ project, paths: array(path), max_hunks: int(undefined, { minimum: 1 }), context_lines: int(undefined, { minimum: 0 }), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["hunks", "total_hunks", "truncated", "total_is_lower_bound"],
     clamps: [{ path: "max_hunks", ceiling: 500, minimum: 1 }, { path: "context_lines", ceiling: 20, minimum: 0 }],
     requiredCapabilities: () => ["gitReview"],
   },
@@ -310,9 +451,10 @@ const definitions: readonly ToolDefinition[] = [
     name: "read_git_review_summary",
     category: "git",
     description: "Per-file review summary (status, added/removed lines) against base (default HEAD), with totals. A file whose line counts are unknown (binary, or untracked and not counted) says counts_unknown; the line totals are then lower bounds (lines_lower_bound).",
-    inputSchema: object({ project, base: str("Commit-ish to compare against.") }, ["project"]),
+    inputSchema: object({ project, base: str("Commit-ish to compare against."), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
+    resultFields: ["base", "base_commit", "files", "truncated", "totals"],
     requiredCapabilities: () => ["gitReview"],
   },
   // ── sessions ──
@@ -323,47 +465,142 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ project, title: str() }, ["project"]),
     effect: "durable_state", risk: "low", authority: "project_read", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["session_ref", "session_id"],
+  },
+  {
+    name: "close_session",
+    category: "sessions",
+    description: "Close a Workflow Session: it records no further calls; read_session_handoff still works. Closing twice is a no-op (closed_now: false).",
+    inputSchema: object({ session_id: str("session_ref (~s1) or wc_sess_*.") }, ["session_id"]),
+    effect: "durable_state", risk: "low", authority: "session", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["session_id", "state", "closed_now"],
   },
   {
     name: "read_session_handoff",
     category: "sessions",
-    description: "Bounded recap of a Workflow Session: what was read, changed and run, and what is pending. Use it to recover missing task context.",
+    description: "Bounded recap of a Workflow Session to resume from: the paths read and changed with their latest read_revision, the commands run with their outcome, pending Jobs with the exact follow-up that collects each, and counts. A cut list says so. Never file contents.",
     inputSchema: object({ session_id: str("session_ref (~s1) or wc_sess_*.") }, ["session_id"]),
     effect: "read_only", risk: "low", authority: "session", execution: "ref_resolver",
     implemented: true,
+    resultFields: ["session_ref", "session_id", "project", "state", "title", "created_at", "last_activity_at", "closed_at", "calls", "read", "changed", "run", "paths", "paths_truncated", "commands", "commands_truncated", "pending_jobs", "pending_jobs_total", "tools", "recent_calls", "truncated"],
   },
   // ── agents ──
   {
-    name: "start_agent_task_attempt",
+    name: "create_agent",
     category: "agents",
-    description: "Start an Attempt on an agent Task; returns attempt_ref pinned to its fence and controller generation. Keyed replay returns the same Attempt.",
-    inputSchema: object({ task_id: str(), assignee_agent_id: str(), idempotency_key: str() }, ["task_id", "assignee_agent_id", "idempotency_key"]),
-    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
-    implemented: false,
-  },
-  {
-    name: "start_agent_task_endpoint_continuation",
-    category: "agents",
-    description: "Continue an Attempt on its Endpoint. Pass attempt_ref, or the explicit task_id, attempt_id, assignee_agent_id, attempt_fence and attempt_controller_generation; a stale ref fails closed.",
-    inputSchema: object({ attempt_ref: str(), task_id: str(), attempt_id: str(), assignee_agent_id: str(), attempt_fence: int(undefined, { minimum: 0 }), attempt_controller_generation: int(undefined, { minimum: 0 }) }),
-    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
-    implemented: false,
+    description: "Create a durable Agent (a worker identity you own) with its continuation Endpoint; returns agent_id, endpoint_id, controller_generation 1 and agent_continuation_ref (~a1).",
+    inputSchema: object({ name: str(undefined, { minLength: 1, maxLength: 200 }) }, ["name"]),
+    effect: "durable_state", risk: "low", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["agent_id", "endpoint_id", "controller_generation", "agent_continuation_ref"],
   },
   {
     name: "rotate_agent_continuation_endpoint",
     category: "agents",
-    description: "Rotate an agent's continuation Endpoint to a new controller generation; earlier agent_continuation_refs become stale.",
-    inputSchema: object({ agent_id: str(), endpoint_id: str(), expected_controller_generation: int(undefined, { minimum: 0 }) }, ["agent_id", "endpoint_id", "expected_controller_generation"]),
+    description: "Rotate an agent's continuation Endpoint to a new controller generation; earlier agent_continuation_refs and that agent's live attempt tuples become stale.",
+    inputSchema: object({ agent_id: str(), endpoint_id: str(), expected_controller_generation: int(undefined, { minimum: 1 }) }, ["agent_id", "endpoint_id", "expected_controller_generation"]),
     effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
-    implemented: false,
+    implemented: true,
+    resultFields: ["agent_id", "endpoint_id", "controller_generation", "agent_continuation_ref"],
+  },
+  {
+    name: "create_agent_task",
+    category: "agents",
+    description: "Assign work in a Project to an Agent of your tenant. requester_agent_id (your own Agent) also receives the task's events. The same idempotency_key returns the first result.",
+    inputSchema: object(
+      {
+        project, title: str(undefined, { minLength: 1, maxLength: 200 }), instructions: str(undefined, { maxLength: 20000 }),
+        assignee_agent_id: agentId, requester_agent_id: agentId, idempotency_key: idempotencyKey,
+      },
+      ["project", "title", "instructions", "assignee_agent_id", "idempotency_key"],
+    ),
+    effect: "durable_state", risk: "medium", authority: "project_read", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["task_id", "state"],
+  },
+  {
+    name: "list_agent_tasks",
+    category: "agents",
+    description: "Tasks you created or that are assigned to your Agents, newest first (at most 100), optionally filtered.",
+    inputSchema: object({ project, state: str(undefined, { enum: [...taskStates] }), assignee_agent_id: agentId }),
+    effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["tasks", "truncated"],
+  },
+  {
+    name: "read_agent_task",
+    category: "agents",
+    description: "One Task: state, project, assignee, instructions, summary, and its current attempt (id, fence, state, lease).",
+    inputSchema: object({ task_id: taskId }, ["task_id"]),
+    effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["task_id", "project_id", "title", "instructions", "state", "assignee_agent_id", "requester_agent_id", "created_at", "updated_at", "summary", "stop_reason", "current_attempt"],
+  },
+  {
+    name: "stop_agent_task",
+    category: "agents",
+    description: "Stop an unfinished Task; its live attempt loses its fence. Stopping a stopped Task returns the same result.",
+    inputSchema: object({ task_id: taskId, reason: str(undefined, { minLength: 1, maxLength: 1000 }) }, ["task_id", "reason"]),
+    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["task_id", "state"],
+  },
+  {
+    name: "start_agent_task_attempt",
+    category: "agents",
+    description: "Start an Attempt on a Task assigned to your Agent: a lease (lease_ms, default 60000, clamped to 600000) and a fence higher than any earlier one. Returns attempt_ref (~t1) for edit_project_files/run_* calls. Keyed replay returns the same Attempt.",
+    inputSchema: object({ task_id: taskId, assignee_agent_id: agentId, idempotency_key: idempotencyKey, lease_ms: int(undefined, { minimum: 1000 }) }, ["task_id", "assignee_agent_id", "idempotency_key"]),
+    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["task_id", "attempt_id", "assignee_agent_id", "attempt_fence", "attempt_controller_generation", "attempt_ref", "lease_expires_at"],
+    clamps: [{ path: "lease_ms", ceiling: 600_000, minimum: 1000 }],
+  },
+  {
+    name: "heartbeat_agent_task_attempt",
+    category: "agents",
+    description: "Renew an Attempt's lease by its lease_ms. Fails closed (fence_stale) once the attempt was taken over, stopped or its lease lapsed.",
+    inputSchema: attemptTuple(),
+    effect: "durable_state", risk: "low", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["lease_expires_at"],
+  },
+  {
+    name: "complete_agent_task_attempt",
+    category: "agents",
+    description: "Finish an Attempt and its Task with outcome succeeded or failed and a summary. Fails closed (fence_stale) unless the attempt still holds its fence and lease.",
+    inputSchema: attemptTuple({ outcome: str(undefined, { enum: ["succeeded", "failed"] }), summary: str(undefined, { maxLength: 4000 }) }, ["outcome", "summary"]),
+    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["task_id", "attempt_id", "attempt_state", "task_state"],
+  },
+  {
+    name: "reconcile_agent_task_attempt",
+    category: "agents",
+    description: "Report what is known of an Attempt (also a superseded one): its state, whether it still holds the fence, and outcome_unknown when it ended without a completion. Never retries anything.",
+    inputSchema: attemptTuple(),
+    effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["attempt_id", "attempt_state", "holds_fence", "attempt_fence", "current_fence", "task_state", "outcome_unknown", "lease_expires_at", "summary"],
+  },
+  {
+    name: "start_agent_task_endpoint_continuation",
+    category: "agents",
+    description: "Ask for the assignee's Endpoint to be continued on this Attempt. Pass attempt_ref, or the explicit task_id, attempt_id, assignee_agent_id, attempt_fence and attempt_controller_generation; a stale ref fails closed. Reports dispatch, fresh turn and consume separately.",
+    inputSchema: object({ attempt_ref: str(), task_id: str(), attempt_id: str(), assignee_agent_id: str(), attempt_fence: int(undefined, { minimum: 0 }), attempt_controller_generation: int(undefined, { minimum: 0 }) }),
+    effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
+    implemented: true,
+    resultFields: ["task_id", "attempt_id", "dispatch", "fresh_turn", "consume"],
   },
   {
     name: "wait_for_agent_events",
     category: "agents",
-    description: "Wait for events of an agent continuation with an owned deadline; keyed replay returns the same events.",
-    inputSchema: object({ agent_continuation_ref: str(), agent_id: str(), wait_ms: waitMs }),
+    description: "Wait up to wait_ms (default 10000, clamped to 30000) for events of your Agent after after_cursor (default: the start). Returns events, the next cursor and wait_state ready or timeout; the same cursor replays the same events.",
+    inputSchema: object({ agent_continuation_ref: str(), agent_id: agentId, after_cursor: str(), wait_ms: int(undefined, { minimum: 0 }) }),
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
-    implemented: false,
+    implemented: true,
+    resultFields: ["events", "cursor", "wait_state", "wait_ms", "more"],
+    clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
   },
   // ── presentation ──
   {

@@ -47,6 +47,11 @@ export const ReasonCode = {
   runnerLost: "runner_lost",
   capabilityMissing: "capability_missing",
   fenceRejected: "fence_rejected",
+  // agents, tasks and attempts
+  /** The Attempt no longer holds its Task's fence (taken over, lease lapsed, ended): nothing was done. */
+  fenceStale: "fence_stale",
+  /** Another Attempt of the Task holds a live lease: no new Attempt until it ends or lapses. */
+  leaseHeld: "lease_held",
   // execution
   executionFailed: "execution_failed",
   jobNotFound: "job_not_found",

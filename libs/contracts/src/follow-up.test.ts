@@ -1,9 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as followUpModule from "./follow-up.js";
-import { buildFollowUp, followUpBuilders } from "./follow-up.js";
+import { buildFollowUp, followUpBuilders, followUpTarget } from "./follow-up.js";
 import type { FollowUp } from "./follow-up.js";
 import { toolDefinition } from "./catalog.js";
+import { toolRoute } from "./admission.js";
 import { validateToolArguments } from "./schema-validator.js";
 
 const entries = Object.entries(followUpBuilders) as Array<[string, { build: (...args: unknown[]) => FollowUp; samples: readonly unknown[][] }]>;
@@ -22,12 +23,21 @@ test("every registered follow-up builds from each sample and validates unchanged
     assert.ok(entry.samples.length > 0, `${name} has samples`);
     for (const sample of entry.samples) {
       const f = entry.build(...sample);
-      const def = toolDefinition(f.tool);
-      assert.ok(def, `${name} targets a registered tool (${f.tool})`);
+      const target = followUpTarget(f);
+      const def = toolDefinition(target.tool);
+      assert.ok(def, `${name} targets a registered tool (${target.tool})`);
       assert.ok(def.implemented, `${name} targets an implemented tool`);
       assert.ok(f.follow_up_kind === "mechanically_followable" || f.follow_up_kind === "fallback_recovery", name);
       assert.deepEqual(Object.keys(f).sort(), ["arguments", "follow_up_kind", "tool"], `${name}: the one shared shape`);
-      assert.equal(validateToolArguments(f.tool, structuredClone(f.arguments)), undefined, `${name}(${JSON.stringify(sample)}) validates`);
+      // The call as returned is callable by name from tools/list: a Direct target bare, a Gateway target wrapped.
+      if (toolRoute(def).primary === "direct") {
+        assert.equal(f.tool, def.name, `${name}: a Direct target is called by its own name`);
+      } else {
+        assert.equal(f.tool, "call_runtime_tool", `${name}: a Gateway target is wrapped`);
+        assert.deepEqual(Object.keys(f.arguments).sort(), ["arguments", "tool"], `${name}: the canonical wrapper`);
+        assert.equal(validateToolArguments("call_runtime_tool", structuredClone(f.arguments)), undefined, `${name}: the wrapper validates`);
+      }
+      assert.equal(validateToolArguments(target.tool, structuredClone(target.arguments)), undefined, `${name}(${JSON.stringify(sample)}) validates`);
     }
   }
 });
@@ -35,4 +45,11 @@ test("every registered follow-up builds from each sample and validates unchanged
 test("a follow-up whose arguments do not validate is a programming error", () => {
   assert.throws(() => buildFollowUp("mechanically_followable", "wait_for_job_terminal", { job_id: "x" }), /does not validate/);
   assert.throws(() => buildFollowUp("fallback_recovery", "read_files", { project: "~p1", files: [{ path: "a", extra: 1 }] }), /does not validate/);
+});
+
+test("a pending run's wait edge is the call_runtime_tool wrapper; a re-read of a file is a bare Direct read_files", () => {
+  assert.deepEqual(followUpBuilders.waitForJobFollowUp.build("~p1", "job_1"), {
+    follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } },
+  });
+  assert.deepEqual(followUpBuilders.rereadFollowUp.build("~p1", "a.ts"), { follow_up_kind: "fallback_recovery", tool: "read_files", arguments: { project: "~p1", files: [{ path: "a.ts" }] } });
 });

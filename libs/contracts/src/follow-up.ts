@@ -8,6 +8,8 @@
  * validates the arguments against the target tool's registered input schema. The contract
  * test iterates that table, and a lint rule keeps `follow_up_kind` literals out of other files.
  */
+import { toolRoute } from "./admission.js";
+import { toolDefinition } from "./catalog.js";
 import { validateToolArguments } from "./schema-validator.js";
 
 export type FollowUpKind = "mechanically_followable" | "fallback_recovery";
@@ -18,15 +20,30 @@ export interface FollowUp {
   arguments: Record<string, unknown>;
 }
 
+/** The Gateway wrapper a Host that only knows tools/list calls to reach any admitted Gateway tool. */
+export const GATEWAY_WRAPPER = "call_runtime_tool";
+
 /**
  * The one way to make a follow-up: the arguments must validate unchanged against the target
- * tool's registered input schema, so a Host can execute it as is. A violation is a
- * programming error and throws. Not exported from the package: add a named builder here.
+ * tool's registered input schema, and the call is generated for the target's current route
+ * (its Direct policy in toolDefinitions()): a Direct target is called by its own name, a
+ * Gateway target through `call_runtime_tool {tool, arguments}`, so a Host can execute the
+ * follow-up exactly as returned. A violation is a programming error and throws. Not exported
+ * from the package: add a named builder here.
  */
 export function buildFollowUp(kind: FollowUpKind, tool: string, args: Record<string, unknown>): FollowUp {
+  const def = toolDefinition(tool);
+  if (!def) throw new Error(`follow-up for unknown tool ${tool}`);
   const violation = validateToolArguments(tool, args);
   if (violation) throw new Error(`follow-up for ${tool} does not validate: ${violation.reason_code} at ${violation.field}`);
-  return { follow_up_kind: kind, tool, arguments: args };
+  if (toolRoute(def).primary === "direct") return { follow_up_kind: kind, tool, arguments: args };
+  return { follow_up_kind: kind, tool: GATEWAY_WRAPPER, arguments: { tool, arguments: args } };
+}
+
+/** The tool a follow-up finally runs and its arguments, looking through the Gateway wrapper. */
+export function followUpTarget(followUp: FollowUp): { tool: string; arguments: Record<string, unknown> } {
+  if (followUp.tool !== GATEWAY_WRAPPER) return { tool: followUp.tool, arguments: followUp.arguments };
+  return { tool: followUp.arguments["tool"] as string, arguments: followUp.arguments["arguments"] as Record<string, unknown> };
 }
 
 /**
@@ -60,6 +77,33 @@ export function waitForProjectFollowUp(projectId: string): FollowUp {
   return buildFollowUp("mechanically_followable", "wait_for_project_ready", { project: projectId });
 }
 
+/** After a stale fence, a held lease or an unknown task id (ref-resolver): read the Task's current state. */
+export function readAgentTaskFollowUp(taskId: string): FollowUp {
+  return buildFollowUp("fallback_recovery", "read_agent_task", { task_id: taskId });
+}
+
+/** Recovery after an unknown task id (ref-resolver): the caller's Tasks. */
+export function listAgentTasksFollowUp(): FollowUp {
+  return buildFollowUp("fallback_recovery", "list_agent_tasks", {});
+}
+
+/**
+ * After wait_for_agent_events timed out or returned a bounded page (ref-resolver): the same
+ * wait from the returned cursor, with the same selector.
+ */
+export function waitForAgentEventsFollowUp(selector: { agent_id: string } | { agent_continuation_ref: string }, cursor: string, waitMs?: number): FollowUp {
+  return buildFollowUp("mechanically_followable", "wait_for_agent_events", { ...selector, after_cursor: cursor, ...(waitMs !== undefined ? { wait_ms: waitMs } : {}) });
+}
+
+/**
+ * Recovery after a closed or unknown Workflow Session (ref-resolver, gateway): start a fresh
+ * Session for the same Project. Only for explicit recovery: the old Session's record is not
+ * carried over.
+ */
+export function createSessionFollowUp(project: string): FollowUp {
+  return buildFollowUp("fallback_recovery", "create_session", { project });
+}
+
 interface FollowUpBuilder<A extends unknown[]> {
   readonly build: (...args: A) => FollowUp;
   /** Inputs the contract test builds it with: each must give arguments that validate. */
@@ -75,4 +119,8 @@ export const followUpBuilders = {
   listProjectsFollowUp: builder(listProjectsFollowUp, [[]]),
   waitForProjectFollowUp: builder(waitForProjectFollowUp, [["agent:acme:demo"]]),
   inspectWorkspaceFollowUp: builder(inspectWorkspaceFollowUp, [["agent:acme:demo"], ["~p1"]]),
+  readAgentTaskFollowUp: builder(readAgentTaskFollowUp, [["wc_task_0123456789abcdef0123456789abcdef"]]),
+  listAgentTasksFollowUp: builder(listAgentTasksFollowUp, [[]]),
+  waitForAgentEventsFollowUp: builder(waitForAgentEventsFollowUp, [[{ agent_id: "wc_agent_0123456789abcdef0123456789abcdef" }, "0"], [{ agent_continuation_ref: "~a1" }, "12", 30000]]),
+  createSessionFollowUp: builder(createSessionFollowUp, [["~p1"], ["agent:acme:demo"]]),
 } as const;

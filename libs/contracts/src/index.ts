@@ -4,15 +4,17 @@ export { toolDefinitions, toolDefinition } from "./catalog.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
 export {
-  admittedTools, listedTools, toolRoute, groupToolNamesByCategory, gatewayRefusal, isAdmitted, mcpToolDescriptor, toolsListResult,
+  admittedTools, gatewayOnlyToolNames, gatewayToolsInstruction, listedTools, toolRoute, groupToolNamesByCategory, gatewayRefusal, isAdmitted, mcpToolDescriptor, toolsListResult,
   TOOLS_LIST_MAX_BYTES, ADMISSION_PROFILES, HOST_PROFILES, isAdmissionProfile, isHostProfile, forwardedCall,
 } from "./admission.js";
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
-export { projectSuccess, compactBatch, compactEdit, compactShell } from "./projection.js";
-export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, waitForProjectFollowUp } from "./follow-up.js";
+export { projectSuccess, compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./projection.js";
+export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, readAgentTaskFollowUp, listAgentTasksFollowUp, waitForAgentEventsFollowUp, createSessionFollowUp, waitForProjectFollowUp, followUpTarget, GATEWAY_WRAPPER } from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
+export { reasonCodeTable, failureFollowUpBuilder } from "./reason-codes.js";
+export type { ReasonCodeRow, RetryPosture, FollowUpBuilderName } from "./reason-codes.js";
 export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFailureError } from "./failure.js";
 export type { ToolFailure, FailureOptions } from "./failure.js";
 export { validateToolArguments } from "./schema-validator.js";
@@ -24,4 +26,5 @@ export type { JsonSchema } from "./json-schema.js";
 export { sampleToolArgs, sampleToolArgVariants } from "./sample-args.js";
 export { followUpBuilders } from "./follow-up.js";
 export { renderToolsDoc } from "./tools-doc.js";
+export { renderResultsDoc } from "./results-doc.js";
 export { canonicalProjectId, isCanonicalIdPart, isCanonicalProjectId, parseCanonicalProjectId } from "./project-id.js";

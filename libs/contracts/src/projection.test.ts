@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { compactBatch, compactEdit, compactShell, projectSuccess } from "./projection.js";
+import { compactBatch, compactEdit, compactRun, compactShell, compactValidation, projectSuccess } from "./projection.js";
 import { toolDefinitions } from "./catalog.js";
 import { waitForJobFollowUp } from "./follow-up.js";
 import { normalizationHints } from "./normalize.js";
@@ -96,14 +96,38 @@ test("an applied edit omits dry_run=false, a completed execution state and appli
 test("a proven synchronous exit-zero shell success drops bookkeeping; failures, timeouts and pending stay rich", () => {
   assert.deepEqual(compactShell(shellSuccess()), { command_summary: "ls", cwd: ".", shell: "sh", output: "a\n", truncated: false });
   for (const rich of [{ ...shellSuccess(), exit_code: 2 }, { ...shellSuccess(), timed_out: true, exit_code: null, signal: "SIGKILL" }, { execution_state: "pending", job_id: "job_1" }]) {
-    assert.deepEqual(compactShell(rich), rich);
+    const projected = compactShell(rich);
+    for (const k of ["execution_state", "job_id", "exit_code", "signal", "timed_out", "output", "duration_ms"]) assertSameFact(rich, projected, k, JSON.stringify(rich));
   }
+});
+
+test("a rich run result carries its output once and one state field; effective limits only when they decided the outcome", () => {
+  const failed = compactShell({ ...shellSuccess(), exit_code: 2, stderr: "boom\n", output: "a\nboom\n" });
+  assert.equal(failed["output"], "a\nboom\n");
+  assert.ok(!("stdout" in failed) && !("stderr" in failed), "the combined output holds the same bytes");
+  assert.ok(!("state" in failed) && failed["execution_state"] === "completed", "one state field");
+  assert.ok(!("effective" in failed), "limits that did not matter are not echoed");
+  const timedOut = compactShell({ ...shellSuccess(), state: "timed_out", timed_out: true, exit_code: null, signal: "SIGKILL" });
+  assert.deepEqual(timedOut["effective"], { timeout_ms: 1000 }, "the timeout that ended it");
+  assert.ok(!("state" in timedOut));
+  const cancelled = compactRun({ ...shellSuccess(), state: "cancelled", exit_code: null, signal: "SIGTERM" });
+  assert.equal(cancelled["execution_state"], "cancelled");
+  const proc = compactRun({ execution_state: "completed", job_id: "j", state: "completed", exit_code: 1, signal: null, timed_out: false, stdout: "o", stderr: "e", effective: { timeout_ms: 1, wait_ms: 2 } });
+  assert.deepEqual([proc["stdout"], proc["stderr"], "state" in proc, "effective" in proc], ["o", "e", false, false], "run_process has no combined output: both streams stay");
+  const pending = compactRun({ execution_state: "pending", job_id: "j", effective: { timeout_ms: 1, wait_ms: 2 } });
+  assert.deepEqual(pending, { execution_state: "pending", job_id: "j" });
+});
+
+test("an applied edit's files do not repeat the change_summary counts", () => {
+  const projected = compactEdit({ ...appliedEdit(), files: [{ path: "a", kind: "edit", changed: true, read_revision: "r2", replacements: 3 }] });
+  assert.deepEqual(projected["files"], [{ path: "a", kind: "edit", changed: true, read_revision: "r2" }]);
 });
 
 test("a shell success with an unobserved end, a follow-up or recovery is not compacted", () => {
   for (const extra of [{ outcome_unknown: true }, { follow_up: waitForJobFollowUp("~p1", "job_1") }, { recovery: { kind: "x" } }]) {
     const r = { ...shellSuccess(), ...extra };
-    assert.deepEqual(compactShell(r), r, JSON.stringify(extra));
+    const projected = compactShell(r);
+    for (const k of ["execution_state", "job_id", "exit_code", "signal", "timed_out", "duration_ms", "started_at", "output", ...Object.keys(extra)]) assertSameFact(r, projected, k, JSON.stringify(extra));
   }
 });
 
@@ -153,4 +177,18 @@ test("truncated false/true/null/absent and outcome_unknown stay distinct through
       }
     }
   }
+});
+
+test("a validation verdict reached within the wait drops Job bookkeeping; timeouts, pending and uncertainty stay rich", () => {
+  const life = { execution_state: "completed", job_id: "job_1", state: "completed", exit_code: 1, signal: null, timed_out: false, duration_ms: 900, started_at: "2026-01-01T00:00:00.000Z", effective: { timeout_ms: 120000, wait_ms: 10000 } };
+  const verdict = { status: "failed", checks: [{ check: "test", provider: "go", command_summary: "go test -json ./...", status: "failed", tests: { passed: 1, failed: 1, skipped: 0 }, duration_ms: 800 }], failures: [{ check: "test", test: "TestAdd", path: "calc_test.go", line: 7, message: "boom" }], truncated: false };
+  assert.deepEqual(compactValidation({ ...life, ...verdict }), { ...verdict, checks: [{ check: "test", provider: "go", command_summary: "go test -json ./...", status: "failed", tests: { passed: 1, failed: 1, skipped: 0 } }] });
+  const timedOut = { ...life, state: "timed_out", timed_out: true, signal: "SIGTERM", status: "error", detail: "timed_out", checks: [], failures: [], truncated: false };
+  assert.deepEqual(compactValidation(timedOut), timedOut);
+  const pending = { execution_state: "pending", job_id: "job_1", effective: { timeout_ms: 120000, wait_ms: 0 } };
+  assert.deepEqual(compactValidation(pending), pending);
+  const uncertain = { ...life, ...verdict, outcome_unknown: true };
+  assert.deepEqual(compactValidation(uncertain), uncertain);
+  const unparsed = { ...life, ...verdict, status: "unparsed" };
+  assert.deepEqual(compactValidation(unparsed), unparsed);
 });

@@ -43,14 +43,42 @@ export function compactBatch(result: Json, key: string): Json {
 }
 
 /**
- * An applied edit omits dry_run=false, a completed execution state and the applied count.
- * A dry run, and any other execution state, keep their detail.
+ * An applied edit omits dry_run=false, a completed execution state and the applied count,
+ * and its files do not repeat the change_summary's counts (per-file replacements). A dry run,
+ * and any other execution state, keep their detail.
  */
 export function compactEdit(result: Json): Json {
   if (result["dry_run"] !== false) return result;
   const { dry_run: _d, applied_count: _a, ...rest } = result;
   if (rest["execution_state"] === "completed") delete rest["execution_state"];
+  if (Array.isArray(rest["files"])) rest["files"] = rest["files"].map((f: unknown) => (isObject(f) ? (({ replacements: _r, ...file }: Json) => file)(f) : f));
   return rest;
+}
+
+/**
+ * Any run result the model sees (run_process, run_shell, run_script and their Job's terminal
+ * result): one state field and the output once. `state` goes (a completed run's cancellation
+ * moves into execution_state; a timeout is `timed_out: true`); stdout and stderr go when the
+ * combined `output` holds the same bytes; `effective` limits stay only when they decided the
+ * outcome (the timeout of a timed-out run) — a clamp is already reported by
+ * input_normalization, and a pending run's wait is in its follow-up.
+ */
+export function compactRun(result: Json): Json {
+  if (typeof result["execution_state"] !== "string") return result;
+  const out: Json = { ...result };
+  const state = out["state"];
+  if (state === "cancelled" && out["execution_state"] === "completed") out["execution_state"] = "cancelled";
+  if (state === out["execution_state"] || state === "completed" || state === "timed_out" || state === "cancelled") delete out["state"];
+  if (typeof out["output"] === "string") {
+    delete out["stdout"];
+    delete out["stderr"];
+  }
+  const effective = out["effective"];
+  if (isObject(effective)) {
+    if (out["timed_out"] === true && effective["timeout_ms"] !== undefined) out["effective"] = { timeout_ms: effective["timeout_ms"] };
+    else delete out["effective"];
+  }
+  return out;
 }
 
 /** Lifecycle, Job and timing bookkeeping a proven clean synchronous exit-zero run_shell success omits. */
@@ -74,7 +102,7 @@ function isCleanShellSuccess(r: Json): boolean {
  * follow_up, expectations and sidecars stay.
  */
 export function compactShell(result: Json): Json {
-  if (!isCleanShellSuccess(result)) return result;
+  if (!isCleanShellSuccess(result)) return compactRun(result);
   const out: Json = { ...result };
   for (const k of SHELL_BOOKKEEPING) delete out[k];
   for (const k of ["output", "stdout", "stderr"]) if (out[k] === "") delete out[k];
@@ -82,6 +110,30 @@ export function compactShell(result: Json): Json {
   if (typeof out["output"] === "string") {
     delete out["stdout"];
     delete out["stderr"];
+  }
+  return out;
+}
+
+/** Lifecycle and timing bookkeeping a clean synchronous validation result omits (its `status` is the verdict). */
+const VALIDATION_BOOKKEEPING = ["execution_state", "job_id", "state", "exit_code", "signal", "timed_out", "duration_ms", "started_at", "effective"] as const;
+
+/**
+ * project_validate, cargo_check, cargo_test, go_test: a validation run that ended by itself
+ * within the wait and gave a verdict (passed or failed) drops Job bookkeeping and per-check
+ * timings; the verdict, checks, failures and truncation facts stay. A pending, killed, timed
+ * out, uncertain or unreadable run stays rich.
+ */
+export function compactValidation(result: Json): Json {
+  const clean = result["execution_state"] === "completed" && result["state"] === "completed" && (result["status"] === "passed" || result["status"] === "failed")
+    && result["outcome_unknown"] === undefined && result["follow_up"] === undefined;
+  if (!clean) return result;
+  const out: Json = { ...result };
+  for (const k of VALIDATION_BOOKKEEPING) delete out[k];
+  if (Array.isArray(out["checks"])) {
+    out["checks"] = (out["checks"] as Json[]).map((c) => {
+      const { duration_ms: _d, ...rest } = c;
+      return rest;
+    });
   }
   return out;
 }

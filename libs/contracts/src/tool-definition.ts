@@ -12,6 +12,7 @@ export const ToolCategory = {
   files: "files",
   execution: "execution",
   jobs: "jobs",
+  validation: "validation",
   git: "git",
   sessions: "sessions",
   agents: "agents",
@@ -73,6 +74,12 @@ export interface ToolDefinition {
   /** False until the behaviour is built: such a tool is not admitted, never stubbed. */
   readonly implemented: boolean;
   readonly clamps?: readonly ClampRule[];
+  /**
+   * Top-level fields a success result may carry, as the model sees it (after projection;
+   * job_attention, input_normalization and follow_up are added by the gateway to any tool).
+   * Documented in docs/results.md and checked against real results by the contract suite.
+   */
+  readonly resultFields?: readonly string[];
   /**
    * Late model projection of a canonical success (sparse success); identity when absent.
    * Pure: it must not write into `canonical` (it may be frozen).

@@ -28,5 +28,7 @@ export {
   createTracingClientInterceptor, createTracingServerInterceptor, runServerSpan, withSpan, withLinkedSpan, activeSpanContext, extractTraceContext,
 } from "./tracing.js";
 export type { TracingOptions } from "./tracing.js";
-export { createServiceTransport } from "./service-transport.js";
+export { createServiceTransport, provenNotSent } from "./service-transport.js";
 export type { ServiceTransportOptions } from "./service-transport.js";
+export { humanLine, logFormatFor, logWriter } from "./log-format.js";
+export type { LogFormat } from "./log-format.js";

@@ -1,4 +1,9 @@
-/** Structured JSON logging to stderr. Never log tokens, file contents or tool arguments. */
+/**
+ * Structured logging to stderr: JSON lines, or readable lines on a terminal (log-format.ts).
+ * Never log tokens, file contents or tool arguments.
+ */
+import { logFormatFor, logWriter } from "./log-format.js";
+
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
@@ -18,7 +23,7 @@ export interface LoggerOptions {
 
 export function createLogger(options: LoggerOptions, bound: Record<string, unknown> = {}): Logger {
   const threshold = order[options.level ?? "info"];
-  const write = options.write ?? ((line: string) => process.stderr.write(line + "\n"));
+  const write = options.write ?? logWriter(logFormatFor(process.env, process.stderr.isTTY === true));
   const emit = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (order[level] < threshold) return;
     const record: Record<string, unknown> = { time: new Date().toISOString(), level, service: options.service, msg, ...bound, ...fields };

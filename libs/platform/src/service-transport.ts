@@ -23,3 +23,21 @@ export function createServiceTransport(baseUrl: string, options: ServiceTranspor
     interceptors: [createTracingClientInterceptor(options.metrics ? { metrics: options.metrics } : {})],
   });
 }
+
+/** Node error codes that prove a TCP connection was never established, so no request byte was written. */
+const NEVER_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
+
+/**
+ * Whether an RPC error proves the request was never sent: the connection to the peer was
+ * refused or never established (a failed `connect` or name lookup in the error's cause chain).
+ * A Connect code alone proves nothing: `unavailable` also covers a stream reset after the
+ * request was written, and `unimplemented` may come from anything on the path.
+ */
+export function provenNotSent(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const { code, syscall } = e as Error & { code?: unknown; syscall?: unknown };
+    if (typeof code === "string" && NEVER_CONNECTED.has(code)) return true;
+    if (syscall === "connect" || syscall === "getaddrinfo") return true;
+  }
+  return false;
+}

@@ -25,8 +25,31 @@ export interface ModelErgonomicsSummary {
   input_normalization_code?: ToolInputNormalizationCode;
 }
 
+/** `summary.validation`: a validation result's verdict, providers and counts; never output text. */
+export interface ValidationAuditSummary {
+  status: string;
+  providers: string[];
+  tests: { passed: number; failed: number; skipped: number };
+  diagnostics: { errors: number; warnings: number };
+}
+
 export interface ActionSummary {
   model_ergonomics: ModelErgonomicsSummary;
+  validation?: ValidationAuditSummary;
+}
+
+const VALIDATION_STATUS = /^(passed|failed|error|unparsed)$/;
+const PROVIDER = /^[a-z]{1,16}$/;
+
+/** The stored form of a record's validation summary: known statuses and short provider names only. */
+export function validationSummary(v: ActionRecord["validation"]): ValidationAuditSummary | undefined {
+  if (!v || !VALIDATION_STATUS.test(v.status)) return undefined;
+  return {
+    status: v.status,
+    providers: [...new Set(v.providers.filter((p) => PROVIDER.test(p)))].sort().slice(0, 8),
+    tests: { passed: clampInt(v.testsPassed), failed: clampInt(v.testsFailed), skipped: clampInt(v.testsSkipped) },
+    diagnostics: { errors: clampInt(v.errors), warnings: clampInt(v.warnings) },
+  };
 }
 
 export async function migrateAudit(db: Database): Promise<string[]> {
@@ -70,7 +93,7 @@ function rowValues(r: ActionRecord): unknown[] {
     clampInt(r.durationUs), JSON.stringify(stages),
     shape?.fingerprint ?? null, shape ? [...new Set(shape.leaves.filter((l) => HEX12.test(l)))].sort().slice(0, 64) : null,
     size ? clampInt(size.canonicalBytes) : null, size ? clampInt(size.projectedBytes) : null, size ? clampInt(size.projectedMetadataBytes) : null,
-    JSON.stringify(actionSummary(r.outcome, r.inputNormalizationCode)),
+    JSON.stringify(withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined)),
   ];
 }
 
@@ -133,6 +156,10 @@ export async function appendActions(db: Database, records: readonly ActionRecord
   return stored;
 }
 
+function withValidation(summary: ActionSummary, validation: ValidationAuditSummary | undefined): ActionSummary {
+  return validation ? { ...summary, validation } : summary;
+}
+
 interface AuditRow {
   call_id: string; client_id: string; subject: string; tool: string; project_canonical_id: string | null; session_id: string | null;
   effect: string; outcome: string; reason_code: string | null; failure_stage: string | null; state_changed: boolean; outcome_unknown: boolean;
@@ -156,6 +183,15 @@ export function recordFromRow(row: AuditRow): MessageInitShape<typeof ActionReco
     ...(row.args_shape_fingerprint ? { argumentShape: { fingerprint: row.args_shape_fingerprint, leaves: row.args_shape_leaves ?? [] } } : {}),
     ...(row.result_canonical_bytes !== null
       ? { resultSize: { canonicalBytes: row.result_canonical_bytes, projectedBytes: row.result_projected_bytes ?? 0, projectedMetadataBytes: row.result_metadata_bytes ?? 0 } }
+      : {}),
+    ...(summary.validation
+      ? {
+          validation: {
+            status: summary.validation.status, providers: summary.validation.providers,
+            testsPassed: summary.validation.tests.passed, testsFailed: summary.validation.tests.failed, testsSkipped: summary.validation.tests.skipped,
+            errors: summary.validation.diagnostics.errors, warnings: summary.validation.diagnostics.warnings,
+          },
+        }
       : {}),
   };
 }

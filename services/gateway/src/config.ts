@@ -42,6 +42,7 @@ export const gatewayConfigSpec = {
     kind: "string", env: "WEBCODEX_AUDIT_SPOOL_DIR",
     doc: "Durable spool for audit records the audit service cannot take now; without it an effectful call's record waits in memory only",
   },
+  readyProjects: { kind: "string", env: "WEBCODEX_READY_PROJECTS", default: "", doc: "Comma-separated canonical project ids whose Runner must be routable before /readyz is ready" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;
 

@@ -6,7 +6,8 @@ import type { Client } from "@connectrpc/connect";
 import type { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
 import type { HostProfile } from "@webcodex/contracts";
 import type { HttpHandler, Logger, Metrics, ReadinessReport } from "@webcodex/platform";
-import { readinessFrom } from "@webcodex/platform";
+import { principalHeaders, readinessFrom } from "@webcodex/platform";
+import { parseCanonicalProjectId } from "@webcodex/contracts";
 import type { Authenticator } from "./auth.js";
 import { createChainAuthenticator } from "./auth.js";
 import { createJwtAuthenticator } from "./auth/jwt.js";
@@ -20,6 +21,10 @@ import { createCatalogCache } from "./catalog-cache.js";
 import { createPipeline, refusedCallRecord } from "./pipeline.js";
 import { createMcpServer } from "./mcp/mcp-server.js";
 import { createStreamableHttpHandler } from "./mcp/streamable-http.js";
+import { serveLocalConnection } from "./mcp/local-transport.js";
+import type { LocalConnection } from "./mcp/local-transport.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Caller } from "./auth.js";
 import type { DeniedToolCall } from "./mcp/streamable-http.js";
 
 export interface GatewayDeps {
@@ -54,6 +59,11 @@ export interface GatewayDeps {
   rateLimit?: { perMinute: number; burst?: number; tenantPerMinute?: number; perClient?: string | Readonly<Record<string, number>> };
   /** Named probes of the services the gateway needs; /readyz fails when one fails. */
   dependencyProbes: Record<string, () => Promise<void>>;
+  /**
+   * Canonical project ids whose Runner must be routable before /readyz says ready (the
+   * project `webcodex up --project` serves), so a Host that connects then finds it.
+   */
+  readyProjects?: readonly string[];
   /** The public base URL Hosts use, e.g. http://127.0.0.1:8080. */
   publicUrl: string;
   allowedHosts: readonly string[];
@@ -81,7 +91,25 @@ export interface Gateway {
   /** The per-principal/tenant limiter the HTTP layer enforces (for a pipeline hook), if any. */
   rateLimiter?: RateLimiter;
   readiness: () => Promise<ReadinessReport>;
+  /**
+   * Serves one trusted MCP connection (stdio) as `caller`, through the same MCP server,
+   * pipeline, refs and audit as /mcp. No token check: the caller is whoever owns the pipe.
+   */
+  serveLocal(connection: Transport, caller: Caller): Promise<LocalConnection>;
   close(): Promise<void>;
+}
+
+/** One readiness probe per project: it is registered and a Runner takes its calls now. */
+function projectRunnerProbes(clients: GatewayDeps["clients"], projects: readonly string[]): Record<string, () => Promise<void>> {
+  return Object.fromEntries(projects.map((canonicalId) => [`project ${canonicalId}`, async () => {
+    const workspace = parseCanonicalProjectId(canonicalId);
+    if (!workspace) throw new Error(`not a canonical project id: ${canonicalId}`);
+    const headers = principalHeaders({ clientId: workspace.clientId, subject: "webcodex:readiness" });
+    const resolved = await clients.refResolver.resolveProject({ selector: canonicalId }, { headers });
+    if (!resolved.project) throw new Error("its Runner has not registered yet");
+    const { states } = await clients.broker.getProjectRunnerStates({ projects: [{ projectCanonicalId: canonicalId, rootIdentity: resolved.project.rootIdentity }] }, { headers });
+    if (states[canonicalId] !== "ready") throw new Error(`its Runner is not ready (${states[canonicalId] ?? "none"})`);
+  }]));
 }
 
 export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
@@ -150,7 +178,8 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
       "/.well-known/oauth-protected-resource/mcp": resourceMetadata,
     },
     ...(rateLimiter ? { rateLimiter } : {}),
-    readiness: readinessFrom(deps.dependencyProbes),
+    readiness: readinessFrom({ ...deps.dependencyProbes, ...projectRunnerProbes(deps.clients, deps.readyProjects ?? []) }),
+    serveLocal: (connection, caller) => serveLocalConnection(transport, connection, caller),
     close: () => audit.close(),
   };
 }

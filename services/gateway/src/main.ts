@@ -30,6 +30,7 @@ export async function main(env: Env = process.env): Promise<void> {
       "tool-registry": config.toolRegistryUrl, "ref-resolver": config.refResolverUrl, audit: config.auditUrl, "runner-broker": config.runnerBrokerUrl,
     }),
     ...options,
+    readyProjects: config.readyProjects.split(",").map((id) => id.trim()).filter(Boolean),
     mode: "distributed",
     version: "0.1.0",
     logger,

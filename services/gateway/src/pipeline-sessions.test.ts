@@ -61,7 +61,7 @@ function harness(script: Script) {
   return { seen, read };
 }
 
-test("a call with session_id is recorded into the canonical Session with counts, never paths, and audited with it", async () => {
+test("a call with session_id is recorded into the canonical Session with counts and the paths read with their revisions (never content), and audited with it", async () => {
   const { seen, read } = harness({});
   const result = await read({ session_id: "~s1" });
   assert.equal(result.isError, false);
@@ -69,7 +69,8 @@ test("a call with session_id is recorded into the canonical Session with counts,
   assert.equal(seen.records.length, 1);
   const record = seen.records[0] as RecordSessionCallRequest;
   assert.deepEqual([record.sessionSelector, record.projectCanonicalId, record.call?.tool, record.call?.effect, record.call?.outcome, record.call?.pathsCount], [SESSION, PROJECT, "read_files", "read_only", "ok", 2]);
-  assert.ok(!JSON.stringify(record.call, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)).includes("a.ts"));
+  assert.ok((record.call?.paths ?? []).length > 0 && (record.call?.paths ?? []).every((p) => p.path !== "" && !p.changed), "the paths read");
+  assert.ok(!JSON.stringify(record.call, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)).includes("content"), "never content");
   assert.equal(seen.audit[0]?.sessionId, SESSION);
 });
 

@@ -6,12 +6,15 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ConnectError, Code } from "@connectrpc/connect";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+import { ConnectError, Code, createClient } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
-import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { admittedTools, listedTools, ReasonCode, FailureStage, toolDefinitions, toolFailure } from "@webcodex/contracts";
-import type { ToolDefinition } from "@webcodex/contracts";
-import { argumentShape, createLogger, createMetrics, failureToWire } from "@webcodex/platform";
+import { RunnerBrokerService } from "@webcodex/proto";
+import type { RefResolverService } from "@webcodex/proto";
+import { admittedTools, failureFollowUpBuilder, followUpTarget, listedTools, reasonCodeTable, ReasonCode, FailureStage, toolDefinitions, toolFailure, validateToolArguments } from "@webcodex/contracts";
+import type { FollowUp, ToolDefinition } from "@webcodex/contracts";
+import { argumentShape, createLogger, createMetrics, createServiceTransport, failureToWire } from "@webcodex/platform";
 import type { Metrics } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import { AuditNotDurableError } from "./audit-recorder.js";
@@ -50,6 +53,8 @@ type ProjectEntry = { projectRef: string; project: { canonicalId: string; rootId
 function pipelineWith(options: {
   audit: AuditRecorder; catalogs?: CatalogCache; dispatch?: (req: DispatchRequest) => DispatchAnswer; metrics?: Metrics;
   projects?: ProjectEntry[]; runnerStates?: (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => Record<string, string>;
+  broker?: Client<typeof RunnerBrokerService>;
+  mode?: "embedded" | "distributed";
 }) {
   const refResolver = {
     resolveProject: async () => ({ project }),
@@ -64,10 +69,10 @@ function pipelineWith(options: {
   return createPipeline({
     catalogs: options.catalogs ?? { get: async () => catalogOf(toolDefinitions()) },
     refResolver,
-    broker,
+    broker: options.broker ?? broker,
     audit: options.audit,
     hostProfile: "generic",
-    serverInfo: { name: "webcodex", version: "test", mode: "embedded" },
+    serverInfo: { name: "webcodex", version: "test", mode: options.mode ?? "embedded" },
     logger: createLogger({ service: "test", level: "silent" }),
     ...(options.metrics ? { metrics: options.metrics } : {}),
   });
@@ -104,7 +109,7 @@ describe("pipeline audit", () => {
     const result = await pipeline.call(caller, "run_shell", { project: "~p1", command: "sleep 5", timeout_ms: 9_999_999, wait_ms: 10 }, signal);
     assert.equal(result.isError, false);
     assert.equal((result.structuredContent["input_normalization"] as { code: string }).code, "clamped_to_ceiling");
-    assert.deepEqual(result.structuredContent["follow_up"], { follow_up_kind: "mechanically_followable", tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } });
+    assert.deepEqual(result.structuredContent["follow_up"], { follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } } });
     const [{ record }] = records as [{ record: ActionRecordInit; durable: boolean }];
     assert.equal(record.resultSize?.canonicalBytes, Buffer.byteLength(JSON.stringify(pending)), "canonical bytes are of the result as the Runner returned it");
     assert.equal(record.resultSize?.projectedBytes, Buffer.byteLength(JSON.stringify(result.structuredContent)));
@@ -272,7 +277,7 @@ describe("discovery contract", () => {
       { projectRef: "~p2", project: { canonicalId: "agent:acme:idle", rootIdentity: "root-2", name: "idle" } },
     ];
     const asked: unknown[] = [];
-    const pipeline = pipelineWith({ audit: recordingAudit().audit, projects, runnerStates: (req) => { asked.push(req.projects); return { "agent:acme:demo": "ready", "agent:acme:idle": "none" }; } });
+    const pipeline = pipelineWith({ mode: "distributed", audit: recordingAudit().audit, projects, runnerStates: (req) => { asked.push(req.projects); return { "agent:acme:demo": "ready", "agent:acme:idle": "none" }; } });
     const listed = await pipeline.call(caller, "list_projects", {}, signal);
     assert.deepEqual(listed.structuredContent, {
       projects: [
@@ -285,6 +290,11 @@ describe("discovery contract", () => {
     const degraded = await down.call(caller, "list_projects", {}, signal);
     assert.equal(degraded.isError, false);
     assert.deepEqual((degraded.structuredContent["projects"] as Array<Record<string, unknown>>).map((p) => p["runner_state"]), ["unknown", "unknown"]);
+    // Embedded mode does not offer a project no Runner in the process can serve; an unknown state is still listed.
+    const embedded = pipelineWith({ mode: "embedded", audit: recordingAudit().audit, projects, runnerStates: () => ({ "agent:acme:demo": "ready", "agent:acme:idle": "none" }) });
+    assert.deepEqual((await embedded.call(caller, "list_projects", {}, signal)).structuredContent, { projects: [{ project_ref: "~p1", project_id: "agent:acme:demo", name: "demo", runner_state: "ready" }] });
+    const embeddedDown = pipelineWith({ mode: "embedded", audit: recordingAudit().audit, projects, runnerStates: () => { throw new ConnectError("broker down", Code.Unavailable); } });
+    assert.equal(((await embeddedDown.call(caller, "list_projects", {}, signal)).structuredContent["projects"] as unknown[]).length, 2);
   });
 });
 
@@ -313,5 +323,114 @@ describe("run_process → run_shell rewrite", () => {
     const shell = await rewriteRan.call(caller, "run_process", { project: "~p1", args: ["bash", "-lc", "make"] }, signal);
     assert.equal((shell.structuredContent["input_normalization"] as { code: string }).code, "process_bash_login_to_run_shell");
     assert.deepEqual([records[0]?.record.tool, records[0]?.record.inputNormalizationCode], ["run_shell", "process_bash_login_to_run_shell"]);
+  });
+});
+
+describe("failure follow-ups, table-driven over every reason code", () => {
+  const listed = new Set(listedTools(admittedTools({ admissionProfile: "full", hostProfile: "generic" })).map((d) => d.name));
+  for (const [code, row] of Object.entries(reasonCodeTable)) {
+    const details = [undefined, ...Object.keys(row.detail_follow_ups ?? {})];
+    for (const detail of details) {
+      it(`${code}${detail ? ` (${detail})` : ""}: ${failureFollowUpBuilder(code as ReasonCode, detail) ?? "no follow-up, as the table records"}`, async () => {
+        const { audit } = recordingAudit();
+        const failure = toolFailure(code as ReasonCode, row.stages[0] as FailureStage, {
+          ...(detail ? { detail_code: detail } : {}), outcome_unknown: true, evidence: { path: "src/a.ts", task_id: "wc_task_0123456789abcdef0123456789abcdef" },
+        });
+        const pipeline = pipelineWith({ audit, dispatch: () => ({ failure: failureToWire(failure) }) });
+        const result = await pipeline.call(caller, "edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "src/a.ts", content: "x" }] }, signal);
+        assert.equal(result.isError, true);
+        assert.equal(result.structuredContent["reason_code"], code);
+        const followUp = result.structuredContent["follow_up"] as FollowUp | undefined;
+        const builder = failureFollowUpBuilder(code as ReasonCode, detail);
+        if (builder === undefined) {
+          assert.equal(followUp, undefined, "no follow-up where the table records none");
+          assert.ok((row.no_follow_up ?? "").length > 0);
+          return;
+        }
+        assert.ok(followUp, `${builder} is attached`);
+        assert.ok(listed.has(followUp.tool), `${followUp.tool} is callable by name from tools/list`);
+        const target = followUpTarget(followUp);
+        assert.equal(validateToolArguments(target.tool, target.arguments), undefined, "its arguments validate unchanged");
+        if ("project" in target.arguments) assert.equal(target.arguments["project"], "~p1", "the caller's own selector");
+      });
+    }
+  }
+});
+
+describe("a broker that did not answer: outcome_unknown is false only when the request provably never left", () => {
+  const shell = { project: "~p1", command: "touch x" };
+  it("a refused connection (real Connect transport to a closed port) proves nothing ran", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, "127.0.0.1", () => {
+        const p = (s.address() as AddressInfo).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const broker = createClient(RunnerBrokerService, createServiceTransport(`http://127.0.0.1:${port}`));
+    const result = await pipelineWith({ audit: recordingAudit().audit, broker }).call(caller, "run_shell", shell, signal);
+    assert.deepEqual([result.isError, result.structuredContent["reason_code"], result.structuredContent["outcome_unknown"]], [true, "dependency_unavailable", false]);
+    assert.equal(result.structuredContent["follow_up"], undefined, "nothing ran: the same call is the repair");
+  });
+  for (const code of [Code.Unavailable, Code.Unimplemented]) {
+    it(`${Code[code]} after the request may have been sent leaves the effect unknown, with the inspection follow-up`, async () => {
+      const pipeline = pipelineWith({ audit: recordingAudit().audit, dispatch: () => { throw new ConnectError("stream reset", code); } });
+      const result = await pipeline.call(caller, "run_shell", shell, signal);
+      assert.deepEqual([result.isError, result.structuredContent["outcome_unknown"]], [true, true]);
+      assert.doesNotMatch(String(result.structuredContent["message"]), /nothing was run/);
+      assert.equal(followUpTarget(result.structuredContent["follow_up"] as FollowUp).tool, "read_workspace_changes");
+    });
+  }
+  it("a read-only call that was cut still says nothing changed", async () => {
+    const pipeline = pipelineWith({ audit: recordingAudit().audit, dispatch: () => { throw new ConnectError("stream reset", Code.Unavailable); } });
+    const result = await pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "a" }] }, signal);
+    assert.equal(result.structuredContent["outcome_unknown"], false);
+  });
+});
+
+describe("passive job_attention", () => {
+  const ended = { jobs: [{ job_id: "job_9", state: "completed", exit_code: 0, stdout_tail: "x" }] };
+  const setup = () => {
+    const asked: string[] = [];
+    const pipeline = pipelineWith({
+      audit: recordingAudit().audit,
+      dispatch: (req) => {
+        asked.push(req.tool);
+        if (req.tool === "run_detached_process") return { resultJson: JSON.stringify({ execution_state: "running", job_id: "job_9", started_at: "t" }) };
+        if (req.tool === "observe_jobs") return { resultJson: JSON.stringify(ended) };
+        return { resultJson: JSON.stringify(readFilesResult) };
+      },
+    });
+    const read = () => pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "README.md" }] }, signal);
+    return { pipeline, asked, read };
+  };
+
+  it("an ended detached Job is reported once, on the first result after it ended, once that result was delivered", async () => {
+    const { pipeline, asked, read } = setup();
+    assert.equal((await read()).structuredContent["job_attention"], undefined, "nothing watched: no attention, no extra call");
+    assert.deepEqual(asked, ["read_files"]);
+    await pipeline.call(caller, "run_detached_process", { project: "~p1", args: ["sleep", "1"] }, signal);
+    const first = await read();
+    assert.deepEqual(first.structuredContent["job_attention"], { items: [{ job_id: "job_9", state: "completed", exit_code: 0 }] });
+    first.delivered?.();
+    const second = await read();
+    assert.equal(second.structuredContent["job_attention"], undefined, "not again");
+    assert.deepEqual(asked.filter((t) => t === "observe_jobs").length, 1, "nothing left to watch: no further observation");
+  });
+
+  it("a result that was not delivered does not count: the next result carries the item again", async () => {
+    const { pipeline, read } = setup();
+    await pipeline.call(caller, "run_detached_process", { project: "~p1", args: ["sleep", "1"] }, signal);
+    assert.ok((await read()).structuredContent["job_attention"]);
+    const again = await read();
+    assert.ok(again.structuredContent["job_attention"], "the undelivered item is repeated");
+  });
+
+  it("a Job the caller waited for itself is not reported again, and another caller is never told", async () => {
+    const { pipeline, read } = setup();
+    await pipeline.call(caller, "run_detached_process", { project: "~p1", args: ["sleep", "1"] }, signal);
+    const other = await pipeline.call({ ...caller, principal: { clientId: "acme", subject: "bob" } }, "read_files", { project: "~p1", files: [{ path: "README.md" }] }, signal);
+    assert.equal(other.structuredContent["job_attention"], undefined);
+    await pipeline.call(caller, "observe_jobs", { project: "~p1", job_ids: ["job_9"] }, signal);
+    assert.equal((await read()).structuredContent["job_attention"], undefined);
   });
 });

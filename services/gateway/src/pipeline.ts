@@ -9,17 +9,19 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
-  FailureStage, forwardedCall, gatewayRefusal, groupToolNamesByCategory, normalizeToolCall, projectSuccess, ReasonCode,
-  canonicalProjectId, parseCanonicalProjectId, rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp, waitForProjectFollowUp,
+  createSessionFollowUp, readAgentTaskFollowUp, FailureStage, failureFollowUpBuilder, forwardedCall, gatewayRefusal, groupToolNamesByCategory, inspectWorkspaceFollowUp,
+  listProjectsFollowUp, normalizeToolCall, canonicalProjectId, parseCanonicalProjectId, projectSuccess, ReasonCode, rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp, waitForProjectFollowUp,
 } from "@webcodex/contracts";
-import type { CanonicalCall, FailureStage as Stage, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
+import type { CanonicalCall, FailureStage as Stage, FollowUp, HostProfile, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, provenNotSent, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
 import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
-import { handoffView, sessionCallFacts } from "./session-facts.js";
+import { handoffView, sessionCallFacts, validationVerdict } from "./session-facts.js";
 import { checkToolScope } from "./auth/scopes.js";
+import { attentionItems, createJobAttention, jobFactsOf, jobsOfCall, watchKey } from "./job-attention.js";
+import type { JobAttention, JobAttentionItem } from "./job-attention.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -33,6 +35,8 @@ export interface PipelineDeps {
   metrics?: Metrics;
   /** Longest a call waits for its Workflow Session record before answering anyway (default 1000 ms). */
   sessionRecordBudgetMs?: number;
+  /** The Jobs callers started and have not seen end (default: a fresh in-process watch list). */
+  jobAttention?: JobAttention;
 }
 
 export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
@@ -40,6 +44,8 @@ export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: fals
 export interface ModelResult {
   structuredContent: Record<string, unknown>;
   isError: boolean;
+  /** Called by the transport once the result was handed to the caller's connection. */
+  delivered?: () => void;
 }
 
 interface CallContext {
@@ -54,11 +60,13 @@ interface CallContext {
   literal?: CanonicalCall | undefined;
   /** Set when the broker answered for `literal` (the Runner lacked a capability the rewrite needs): the tool that ran. */
   ranLiteral?: ToolDefinition | undefined;
+  /** Ended Jobs of this caller and project the result may carry, and whose watch list they are on. */
+  attention?: { key: string; items: JobAttentionItem[] } | undefined;
 }
 
 /** A project tool's arguments as the Runner gets them: the target and Session are the gateway's. */
 function runnerArguments(args: Record<string, unknown>): Record<string, unknown> {
-  const { project: _p, session_id: _s, ...rest } = args;
+  const { project: _p, session_id: _s, attempt_ref: _a, ...rest } = args;
   return rest;
 }
 
@@ -123,29 +131,92 @@ type Admission =
   | { ok: true; catalog: AdmittedCatalog; tool: string; args: unknown }
   | { ok: false; failure: ToolFailure; tool: string; args: unknown };
 
-/** Maps a transport/dependency error to a failure that says what is known about the effect. */
+/** The caller's own project selector, from the normalized arguments or, before normalization, the raw ones. */
+function projectSelector(args: Record<string, unknown>, rawArgs: unknown): string | undefined {
+  const own = args["project"];
+  if (typeof own === "string") return own;
+  const raw = typeof rawArgs === "object" && rawArgs !== null ? (rawArgs as Record<string, unknown>)["project"] : undefined;
+  return typeof raw === "string" && raw !== "" ? raw : undefined;
+}
+
+/**
+ * Maps a transport/dependency error to a failure that says what is known about the effect. An
+ * effectful dispatch may say "nothing was run" only when the request provably never left (the
+ * connection was refused or never established); any other error, whatever its Connect code,
+ * leaves the effect unknown.
+ */
 function dependencyFailure(error: unknown, stage: Stage, effectful: boolean): ToolFailure {
   const ce = ConnectError.from(error);
-  const notSent = ce.code === Code.Unavailable || ce.code === Code.Unimplemented;
+  const unknown = stage === FailureStage.dispatch && effectful && !provenNotSent(error);
   return toolFailure(ReasonCode.dependencyUnavailable, stage, {
     detail_code: Code[ce.code]?.toLowerCase() ?? "unknown",
-    outcome_unknown: stage === FailureStage.dispatch && effectful && !notSent,
-    message: `A platform dependency failed during ${stage}; ${stage === FailureStage.dispatch && effectful && !notSent ? "the effect is unknown: inspect before retrying" : "nothing was run"}.`,
+    outcome_unknown: unknown,
+    message: `A platform dependency failed during ${stage}; ${unknown ? "the effect is unknown: inspect before retrying" : "nothing was run"}.`,
   });
 }
 
-/** Recovery follow-ups the gateway can prove from a Runner failure. */
-function withRecovery(failure: ToolFailure, project: string): ToolFailure {
+/**
+ * The recovery follow-up a failure carries, as the reason-code table names it, built from
+ * what the call and the failure's evidence prove (the caller's own project selector, the
+ * path the evidence names). A failure that already carries one keeps it; a row whose inputs
+ * are not known here (no project, no single path, an effect that cannot have happened)
+ * carries none, as the table records.
+ */
+export function withRecovery(failure: ToolFailure, project: string | undefined): ToolFailure {
   if (failure.follow_up) return failure;
+  const builder = failureFollowUpBuilder(failure.reason_code, failure.detail_code);
   const path = typeof failure.evidence?.["path"] === "string" ? (failure.evidence["path"] as string) : undefined;
-  if (path && (failure.reason_code === ReasonCode.staleReadRevision || failure.reason_code === ReasonCode.expectedMatchCountMismatch)) {
-    return { ...failure, follow_up: rereadFollowUp(project, path) };
+  let followUp: FollowUp | undefined;
+  switch (builder) {
+    case "listProjectsFollowUp":
+      followUp = listProjectsFollowUp();
+      break;
+    case "rereadFollowUp":
+      if (project !== undefined && path !== undefined) followUp = rereadFollowUp(project, path);
+      break;
+    case "inspectWorkspaceFollowUp":
+      if (project !== undefined && failure.outcome_unknown) followUp = inspectWorkspaceFollowUp(project);
+      break;
+    case "createSessionFollowUp":
+      if (project !== undefined) followUp = createSessionFollowUp(project);
+      break;
+    case "readAgentTaskFollowUp": {
+      const taskId = failure.evidence?.["task_id"];
+      if (typeof taskId === "string") followUp = readAgentTaskFollowUp(taskId);
+      break;
+    }
+    case "waitForProjectFollowUp":
+      if (project !== undefined) followUp = waitForProjectFollowUp(project);
+      break;
+    case "waitForJobFollowUp":
+    case "listAgentTasksFollowUp":
+    case "waitForAgentEventsFollowUp":
+    case undefined:
+      break;
   }
-  return failure;
+  return followUp ? { ...failure, follow_up: followUp } : failure;
 }
 
 export function createPipeline(deps: PipelineDeps) {
   const callMetrics = deps.metrics ? createCallMetrics(deps.metrics) : undefined;
+  const attention = deps.jobAttention ?? createJobAttention();
+
+  /**
+   * The watched Jobs of this caller and project that have ended, from one observe_jobs on the
+   * project's Runner; secondary to the call, so a failure means no attention this time.
+   */
+  async function endedJobs(jobIds: string[], project: { canonicalId: string; rootIdentity: string }, ctx: CallContext): Promise<JobAttentionItem[]> {
+    try {
+      const res = await deps.broker.dispatch(
+        { callId: randomUUID(), projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: "observe_jobs", argumentsJson: JSON.stringify({ job_ids: jobIds }) },
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
+      return res.failure ? [] : attentionItems(JSON.parse(res.resultJson));
+    } catch (error) {
+      deps.logger.debug("job attention not observed", { error: ConnectError.from(error).message });
+      return [];
+    }
+  }
 
   async function runGatewayTool(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     switch (def.name) {
@@ -268,10 +339,6 @@ export function createPipeline(deps: PipelineDeps) {
    * built; compact: false adds the diagnostic rows, catalog version and audit backlog.
    */
   async function runtimeStatus(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
-    const focus = args["client_id"] as string | undefined;
-    if (focus !== undefined && focus !== ctx.caller.principal.clientId) {
-      return { ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.authorization, { detail_code: "runner_not_visible" }) };
-    }
     const compact = args["summary_only"] === true || args["compact"] !== false;
     let fleet;
     try {
@@ -329,9 +396,39 @@ export function createPipeline(deps: PipelineDeps) {
       const failure = await resolveSession(sessionSelector, project.canonicalId, ctx);
       if (failure) return { ok: false, failure };
     }
-    const outcome = await dispatchToRunner(def, runnerArguments(args), selector, project, ctx, callId);
-    if (ctx.sessionId !== "") await recordSessionCall(ctx.ranLiteral ?? def, outcome, ctx, callId, Math.round(now() - started));
+    // attempt_ref: admitted only while that Attempt holds its Task's fence; else nothing runs.
+    const attemptRef = args["attempt_ref"] as string | undefined;
+    if (attemptRef !== undefined) {
+      const failure = await admitAttempt(attemptRef, project.canonicalId, ctx);
+      if (failure) return { ok: false, failure };
+    }
+    const key = watchKey(ctx.caller.principal.clientId, ctx.caller.principal.subject, project.canonicalId);
+    const watched = attention.watched(key, jobsOfCall(def.name, args));
+    const [outcome, items] = await Promise.all([
+      dispatchToRunner(def, runnerArguments(args), project, ctx, callId),
+      watched.length > 0 ? endedJobs(watched, project, ctx) : Promise.resolve([]),
+    ]);
+    if (outcome.ok) {
+      const facts = jobFactsOf((ctx.ranLiteral ?? def).name, args, outcome.result);
+      if (facts.started !== undefined) attention.watch(key, facts.started);
+      if (facts.ended.length > 0) attention.seen(key, facts.ended);
+    }
+    if (items.length > 0) ctx.attention = { key, items };
+    if (ctx.sessionId !== "") await recordSessionCall(ctx.ranLiteral ?? def, outcome, ctx, callId, Math.round(now() - started), args);
     return outcome;
+  }
+
+  /** Re-runs an attempt_ref's owner, lifecycle, lease, fence and generation checks for this Project; a failure means no dispatch. */
+  async function admitAttempt(attemptRef: string, projectCanonicalId: string, ctx: CallContext): Promise<ToolFailure | undefined> {
+    const t = now();
+    try {
+      const res = await deps.refResolver.admitAttemptRef({ attemptRef, projectCanonicalId }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+      return res.failure ? failureFromWire(res.failure) : undefined;
+    } catch (error) {
+      return dependencyFailure(error, FailureStage.authorization, false);
+    } finally {
+      ctx.stages["admit_attempt"] = micros(t);
+    }
   }
 
   /** Canonicalizes and authorizes a business session_id for `projectCanonicalId`; a failure means no dispatch. */
@@ -353,9 +450,9 @@ export function createPipeline(deps: PipelineDeps) {
    * Secondary to the business result: bounded by sessionRecordBudgetMs, independent of the
    * caller's cancellation, and a failure is logged, never returned.
    */
-  async function recordSessionCall(def: ToolDefinition, outcome: Outcome, ctx: CallContext, callId: string, durationMs: number): Promise<void> {
+  async function recordSessionCall(def: ToolDefinition, outcome: Outcome, ctx: CallContext, callId: string, durationMs: number, args: Record<string, unknown>): Promise<void> {
     const t = now();
-    const facts = sessionCallFacts(def, outcome);
+    const facts = sessionCallFacts(def, outcome, args);
     // A ref'd timer (AbortSignal.timeout is unref'd): the budget holds even on an idle loop.
     const budget = new AbortController();
     const timer = setTimeout(() => budget.abort(), deps.sessionRecordBudgetMs ?? 1_000);
@@ -374,7 +471,7 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   async function dispatchToRunner(
-    def: ToolDefinition, runnerArgs: Record<string, unknown>, selector: string, project: { canonicalId: string; rootIdentity: string }, ctx: CallContext, callId: string,
+    def: ToolDefinition, runnerArgs: Record<string, unknown>, project: { canonicalId: string; rootIdentity: string }, ctx: CallContext, callId: string,
   ): Promise<Outcome> {
     const fallback = ctx.literal ? { tool: ctx.literal.tool, argumentsJson: JSON.stringify(runnerArguments(ctx.literal.arguments)) } : undefined;
     try {
@@ -383,7 +480,7 @@ export function createPipeline(deps: PipelineDeps) {
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       ));
       if (res.answeredFallback && ctx.literal) ctx.ranLiteral = toolDefinition(ctx.literal.tool);
-      if (res.failure) return { ok: false, failure: withRecovery(failureFromWire(res.failure), selector) };
+      if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
       return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, def.effect !== "read_only") };
@@ -414,15 +511,14 @@ export function createPipeline(deps: PipelineDeps) {
       case "list_projects": {
         const res = await deps.refResolver.listProjects({}, options);
         const states = await runnerStates(res.projects.flatMap((p) => (p.project ? [p.project] : [])), ctx);
-        return {
-          ok: true,
-          result: {
-            projects: res.projects.map((p) => {
-              const id = p.project?.canonicalId ?? "";
-              return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
-            }),
-          },
-        };
+        const listed = res.projects.map((p) => {
+          const id = p.project?.canonicalId ?? "";
+          return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
+        });
+        // Embedded mode serves one project root per process: a project of an earlier run that no
+        // Runner here can serve (runner_state none) is not offered to the model, which would pick
+        // it and fail. Its ref is kept for when it is served again.
+        return { ok: true, result: { projects: deps.serverInfo.mode === "embedded" ? listed.filter((p) => p.runner_state !== "none") : listed } };
       }
       case "create_session": {
         const res = await deps.refResolver.createSession({ projectSelector: args["project"] as string, title: (args["title"] as string | undefined) ?? "" }, options);
@@ -437,6 +533,13 @@ export function createPipeline(deps: PipelineDeps) {
         ctx.projectCanonicalId = res.project.canonicalId;
         return { ok: true, result: { project_id: res.project.canonicalId, visibility: res.project.visibility, ...(res.changed ? {} : { unchanged: true }) } };
       }
+      case "close_session": {
+        const res = await deps.refResolver.closeSession({ selector: args["session_id"] as string }, options);
+        if (res.failure || !res.session) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }) };
+        ctx.projectCanonicalId = res.session.projectCanonicalId;
+        ctx.sessionId = res.session.sessionId;
+        return { ok: true, result: { session_id: res.session.sessionId, state: res.session.state, ...(res.closedNow ? {} : { closed_now: false }) } };
+      }
       case "read_session_handoff": {
         const res = await deps.refResolver.readSessionHandoff({ selector: args["session_id"] as string }, options);
         if (res.failure || !res.handoff) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handoff" }) };
@@ -444,8 +547,13 @@ export function createPipeline(deps: PipelineDeps) {
         ctx.sessionId = res.handoff.session?.sessionId ?? "";
         return { ok: true, result: handoffView(res.handoff) };
       }
-      default:
-        return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
+      default: {
+        if (def.category !== "agents") return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
+        const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, options);
+        ctx.projectCanonicalId = res.projectCanonicalId;
+        if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
+        return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
+      }
     }
   }
 
@@ -553,6 +661,7 @@ export function createPipeline(deps: PipelineDeps) {
     let args: Record<string, unknown> = {};
     let projectCanonicalId = "";
     let sessionId = "";
+    let jobAttention: CallContext["attention"];
     if (!admission.ok) {
       outcome = { ok: false, failure: admission.failure };
     } else {
@@ -577,8 +686,12 @@ export function createPipeline(deps: PipelineDeps) {
         if (outcome.ok) Object.freeze(outcome.result);
         projectCanonicalId = ctx.projectCanonicalId;
         sessionId = ctx.sessionId;
+        jobAttention = ctx.attention;
       }
     }
+
+    // Every failure with a known repair carries it (the reason-code table says which).
+    if (!outcome.ok) outcome = { ok: false, failure: withRecovery(outcome.failure, projectSelector(args, rawArgs)) };
 
     // Audit capture, from the canonical outcome before the late model projection: nothing a
     // projection adds (input_normalization, follow_up) can reach the record or its sizes.
@@ -611,8 +724,10 @@ export function createPipeline(deps: PipelineDeps) {
     // The late, pure projection: a new object; the canonical result stays as captured.
     const projected = await timedStage(stages, "project", () => project(def, outcome, normalization, args));
     const resultSize = outcome.ok ? measureProjection(canonicalBytes, projected.structuredContent, args) : undefined;
+    const validation = outcome.ok ? validationVerdict(outcome.result) : undefined;
     const record: ActionRecordInit = {
       ...captured,
+      ...(validation ? { validation } : {}),
       durationUs: micros(t0),
       // A copy: the record stage's own time is not part of the record (batched records are serialized later).
       stageDurationsUs: { ...stages },
@@ -629,6 +744,12 @@ export function createPipeline(deps: PipelineDeps) {
         deps.logger.error("effectful call not acknowledged: its audit record is not durable", { tool: toolName, error });
         result = { structuredContent: auditNotDurableFailure(outcome, stateChanged, outcomeUnknown) as unknown as Record<string, unknown>, isError: true };
       }
+    }
+
+    // Passive job attention rides on a successful result only, and counts as seen once delivered.
+    if (!result.isError && jobAttention) {
+      const { key, items } = jobAttention;
+      result = { ...result, structuredContent: { ...result.structuredContent, job_attention: { items } }, delivered: () => attention.seen(key, items.map((i) => i.job_id)) };
     }
 
     const reasonCode = result.isError ? String(result.structuredContent["reason_code"] ?? "") : "";

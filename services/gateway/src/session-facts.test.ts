@@ -2,16 +2,27 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
 import { SessionHandoffSchema } from "@webcodex/proto";
-import { toolDefinition, toolFailure } from "@webcodex/contracts";
+import { toolDefinition, toolFailure, waitForJobFollowUp } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
-import { handoffView, sessionCallFacts } from "./session-facts.js";
+import { handoffView, sessionCallFacts, validationVerdict } from "./session-facts.js";
 
 const def = (name: string) => toolDefinition(name) as ToolDefinition;
 const ok = (result: Record<string, unknown>) => ({ ok: true as const, result });
 
 test("read_files counts the items it read and changes nothing", () => {
-  const facts = sessionCallFacts(def("read_files"), ok({ items: [{ path: "a", content: "x" }, { path: "b", content: "y" }] }));
-  assert.deepEqual(facts, { outcome: "ok", reasonCode: "", detailCode: "", pathsCount: 2, changedPathsCount: 0, jobId: "", jobState: "" });
+  const facts = sessionCallFacts(def("read_files"), ok({ items: [{ path: "a", content: "x", read_revision: "r_1" }, { path: "b", content: "y", read_revision: "r_2" }] }));
+  assert.deepEqual(facts, {
+    outcome: "ok", reasonCode: "", detailCode: "", pathsCount: 2, changedPathsCount: 0, jobId: "", jobState: "",
+    paths: [{ path: "a", readRevision: "r_1", changed: false }, { path: "b", readRevision: "r_2", changed: false }], commandSummary: "",
+  });
+});
+
+test("an applied edit records each changed path with its new revision; a run records its command and exit code", () => {
+  const edit = sessionCallFacts(def("edit_project_files"), ok({ dry_run: false, changed: true, files: [{ path: "a", kind: "edit", changed: true, read_revision: "r_9" }, { path: "b", kind: "move", destination: "c", changed: true, read_revision: "r_8" }] }));
+  assert.deepEqual(edit.paths, [{ path: "a", readRevision: "r_9", changed: true }, { path: "b", readRevision: "", changed: true }, { path: "c", readRevision: "r_8", changed: true }]);
+  const run = sessionCallFacts(def("run_process"), ok({ execution_state: "completed", job_id: "j", exit_code: 2 }), { args: ["make", "test"] });
+  assert.deepEqual([run.commandSummary, run.exitCode], ["make test", 2]);
+  assert.equal(sessionCallFacts(def("run_shell"), ok({ execution_state: "completed", command_summary: "npm test", exit_code: 0 })).commandSummary, "npm test");
 });
 
 test("search counts distinct matched paths, not matches", () => {
@@ -59,8 +70,42 @@ test("the handoff view converts int64s, keeps both identities and omits empty ex
     created_at: "1970-01-01T00:00:00.000Z", last_activity_at: "1970-01-01T00:00:01.000Z",
     calls: { total: 3, failed: 1 },
     read: { calls: 2, paths: 3, failed: 0 }, changed: { calls: 0, paths: 0, failed: 0 }, run: { calls: 1, failed: 1 },
-    pending_jobs: [{ job_id: "job_1", tool: "run_shell", since: "1970-01-01T00:00:00.500Z" }],
+    pending_jobs: [{ job_id: "job_1", tool: "run_shell", since: "1970-01-01T00:00:00.500Z", follow_up: waitForJobFollowUp("agent:local:demo", "job_1", "~s1") }],
     tools: [{ tool: "read_files", calls: 2 }, { tool: "run_shell", calls: 1, failed: 1 }],
     recent_calls: [{ seq: 3, tool: "run_shell", outcome: "failed", reason_code: "dependency_unavailable", at: "1970-01-01T00:00:00.900Z" }],
   });
+});
+
+test("a validation verdict records its status and summed counts, never messages or paths", () => {
+  const def = toolDefinition("project_validate") as ToolDefinition;
+  const result = {
+    status: "failed", truncated: false,
+    checks: [
+      { check: "typecheck", provider: "node", command_summary: "tsc --noEmit", status: "failed", diagnostics: { errors: 2, warnings: 1 } },
+      { check: "test", provider: "node", command_summary: "node --test", status: "failed", tests: { passed: 3, failed: 1, skipped: 2 } },
+      { check: "test", provider: "go", command_summary: "go test -json ./...", status: "passed", tests: { passed: 4, failed: 0, skipped: 0 } },
+    ],
+    failures: [{ check: "typecheck", path: "src/secret.ts", line: 3, message: "Type 'string' is not assignable" }],
+  };
+  const facts = sessionCallFacts(def, { ok: true, result });
+  assert.deepEqual(facts.validation, { status: "failed", testsPassed: 7, testsFailed: 1, testsSkipped: 2, errors: 2, warnings: 1 });
+  assert.doesNotMatch(JSON.stringify(facts), /secret|assignable|tsc/u);
+  assert.deepEqual(validationVerdict(result)?.providers, ["go", "node"]);
+  // Anything that is not a StructuredValidation result has no verdict.
+  assert.equal(validationVerdict({ status: "ok", checks: [], failures: [] }), undefined);
+  assert.equal(validationVerdict({ execution_state: "completed", exit_code: 0 }), undefined);
+  assert.equal(sessionCallFacts(toolDefinition("run_shell") as ToolDefinition, { ok: true, result: { execution_state: "completed", exit_code: 0 } }).validation, undefined);
+});
+
+test("the handoff view lists paths with their latest revisions and commands with outcomes, and says when a list was cut", () => {
+  const view = handoffView(create(SessionHandoffSchema, {
+    sessionRef: "~s2",
+    session: { sessionId: "wc_sess_y", projectCanonicalId: "agent:local:demo", state: "open", title: "", createdUnixMs: 0n, lastActivityUnixMs: 0n, closedUnixMs: 0n, callsRecorded: 2n },
+    paths: [{ path: "src/a.ts", readRevision: "r_2", changed: true }, { path: "README.md", readRevision: "r_1", changed: false }], pathsTruncated: true,
+    commands: [{ tool: "run_shell", commandSummary: "npm test", outcome: "ok", exitCode: 1 }],
+  }));
+  assert.deepEqual(view["paths"], [{ path: "src/a.ts", read_revision: "r_2", changed: true }, { path: "README.md", read_revision: "r_1" }]);
+  assert.equal(view["paths_truncated"], true);
+  assert.deepEqual(view["commands"], [{ tool: "run_shell", command: "npm test", outcome: "ok", exit_code: 1 }]);
+  assert.equal(view["commands_truncated"], undefined);
 });

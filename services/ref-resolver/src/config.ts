@@ -5,6 +5,9 @@ export const refResolverConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8082, min: 0, max: 65535 },
   host: { kind: "string", env: "WEBCODEX_HOST", default: "0.0.0.0" },
   postgresUrl: { kind: "string", env: "WEBCODEX_POSTGRES_URL", required: true },
+  /** Task fence counters; without it fences come from the Postgres high-water mark alone. */
+  redisUrl: { kind: "string", env: "WEBCODEX_REDIS_URL", default: "" },
+  redisKeyPrefix: { kind: "string", env: "WEBCODEX_REDIS_KEY_PREFIX", default: "" },
   migrateOnStart: { kind: "bool", env: "WEBCODEX_MIGRATE_ON_START", default: true },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;

@@ -5,7 +5,13 @@ export type { ProjectStore, ProjectStoreOptions, ProjectRecord, Resolution } fro
 export { createSessionStore } from "./sessions/session-store.js";
 export type { SessionStore, SessionRecord } from "./sessions/session-store.js";
 export { createAgentStore } from "./agents/agent-store.js";
-export type { AgentStore, AgentContinuation, AgentTaskAttempt } from "./agents/agent-store.js";
+export type { AgentStore, AgentContinuation } from "./agents/agent-store.js";
+export { createAgentTasks } from "./agents/agent-tasks.js";
+export type { AgentTasks } from "./agents/agent-tasks.js";
+export { createRedisTaskFenceCounter, createMemoryTaskFenceCounter } from "./agents/fence-counter.js";
+export type { TaskFenceCounter } from "./agents/fence-counter.js";
+export { createAgentEventBus, createPostgresAgentEventBus, AGENT_EVENTS_CHANNEL } from "./agents/event-bus.js";
+export type { AgentEventBus } from "./agents/event-bus.js";
 export { formatRef, parseRef, RefKind } from "./refs/ref-codes.js";
 export { routes } from "./routes.js";
 export { main } from "./main.js";

@@ -1,8 +1,10 @@
-import { createLogger, createMetrics, createPostgresDatabase, onShutdown, readinessFrom, startServiceServer, startTelemetry } from "@webcodex/platform";
+import { createLogger, createMetrics, createPostgresDatabase, createRedis, onShutdown, readinessFrom, startServiceServer, startTelemetry } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
 import { migrateRefResolver } from "./ref-resolver.js";
+import { createPostgresAgentEventBus } from "./agents/event-bus.js";
+import { createRedisTaskFenceCounter } from "./agents/fence-counter.js";
 
 /** Distributed entry point: config → Postgres → server → shutdown. */
 export async function main(env: Env = process.env): Promise<void> {
@@ -11,10 +13,15 @@ export async function main(env: Env = process.env): Promise<void> {
   const telemetry = await startTelemetry("webcodex-ref-resolver", env, logger);
   const db = createPostgresDatabase({ url: config.postgresUrl });
   if (config.migrateOnStart) await migrateRefResolver(db);
+  // Task fences ratchet a Redis counter from the Postgres mark; event waiters on every replica
+  // wake through Postgres LISTEN/NOTIFY.
+  const redis = config.redisUrl ? createRedis(config.redisUrl) : undefined;
+  const taskFences = redis ? createRedisTaskFenceCounter(redis, config.redisKeyPrefix) : undefined;
+  const agentEvents = createPostgresAgentEventBus(config.postgresUrl, logger);
   const server = await startServiceServer({
-    name: "ref-resolver", port: config.port, host: config.host, routes: routes({ db }), metrics: createMetrics(), logger,
+    name: "ref-resolver", port: config.port, host: config.host, routes: routes({ db, agentEvents, ...(taskFences ? { taskFences } : {}) }), metrics: createMetrics(), logger,
     readiness: readinessFrom({ postgres: () => db.ping() }),
   });
   logger.info("listening", { url: server.url });
-  onShutdown(logger, async () => { await server.close(); await db.close(); await telemetry.shutdown(); });
+  onShutdown(logger, async () => { await server.close(); await agentEvents.close(); redis?.disconnect(); await db.close(); await telemetry.shutdown(); });
 }

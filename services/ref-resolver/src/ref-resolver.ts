@@ -12,7 +12,12 @@ import type { Database } from "@webcodex/platform";
 import { isCanonicalIdPart } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { createAgentStore } from "./agents/agent-store.js";
-import type { AgentContinuation, AgentTaskAttempt } from "./agents/agent-store.js";
+import type { AgentContinuation } from "./agents/agent-store.js";
+import { createAgentTasks } from "./agents/agent-tasks.js";
+import { createAgentEventBus } from "./agents/event-bus.js";
+import type { AgentEventBus } from "./agents/event-bus.js";
+import { createMemoryTaskFenceCounter } from "./agents/fence-counter.js";
+import type { TaskFenceCounter } from "./agents/fence-counter.js";
 import { refResolverMigrations } from "./migrations.js";
 import { createProjectStore, isProjectVisibility, ProjectOwnershipError } from "./projects/project-store.js";
 import type { ProjectRecord } from "./projects/project-store.js";
@@ -32,6 +37,10 @@ export interface RefResolverDeps {
   liveCacheTtlMs?: number;
   /** Calls recorded per Workflow Session before further calls only count as dropped. */
   maxCallsPerSession?: number;
+  /** Task fence counter (Redis in distributed mode); in-process when absent. */
+  taskFences?: TaskFenceCounter;
+  /** Wakes wait_for_agent_events (Postgres LISTEN in distributed mode); in-process when absent. */
+  agentEvents?: AgentEventBus;
 }
 
 const toProto = (p: ProjectRecord) => ({
@@ -68,18 +77,12 @@ const recapToProto = (r: HandoffRecap) => ({
   pendingJobs: r.pendingJobs.map((j) => ({ jobId: j.jobId, tool: j.tool, sinceUnixMs: BigInt(j.sinceMs) })),
   pendingJobsTotal: BigInt(r.pendingJobsTotal),
   recentCalls: r.recentCalls.map((c) => ({ seq: BigInt(c.seq), tool: c.tool, outcome: c.outcome, reasonCode: c.reasonCode, atUnixMs: BigInt(c.atMs) })),
+  validations: r.validations.map((v) => ({ seq: BigInt(v.seq), tool: v.tool, validation: v.validation, atUnixMs: BigInt(v.atMs) })),
   truncated: r.truncated,
 });
 
 const continuationToProto = (c: AgentContinuation) => ({ agentId: c.agentId, endpointId: c.endpointId, controllerGeneration: BigInt(c.controllerGeneration) });
 
-const attemptToProto = (a: AgentTaskAttempt) => ({
-  taskId: a.taskId,
-  attemptId: a.attemptId,
-  assigneeAgentId: a.assigneeAgentId,
-  attemptFence: BigInt(a.attemptFence),
-  attemptControllerGeneration: BigInt(a.attemptControllerGeneration),
-});
 
 const failed = (failure: ToolFailure) => ({ failure: failureToWire(failure) });
 
@@ -103,6 +106,7 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
   const projects = createProjectStore(deps.db, deps.liveCacheTtlMs !== undefined ? { liveCacheTtlMs: deps.liveCacheTtlMs } : {});
   const sessions = createSessionStore(deps.db, projects, deps.maxCallsPerSession !== undefined ? { maxCallsPerSession: deps.maxCallsPerSession } : {});
   const agents = createAgentStore(deps.db);
+  const agentTasks = createAgentTasks({ db: deps.db, projects, fences: deps.taskFences ?? createMemoryTaskFenceCounter(), bus: deps.agentEvents ?? createAgentEventBus() });
   const validAddress = (clientId: string, projectId: string) => {
     if (!isCanonicalIdPart(clientId) || !isCanonicalIdPart(projectId)) throw new ConnectError("invalid client_id or project_id", Code.InvalidArgument);
   };
@@ -179,6 +183,12 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
           call: {
             callId: call.callId, tool: call.tool, effect: call.effect, outcome: call.outcome, reasonCode: call.reasonCode, detailCode: call.detailCode,
             pathsCount: call.pathsCount, changedPathsCount: call.changedPathsCount, jobId: call.jobId, jobState: call.jobState, durationMs: call.durationMs,
+            ...(call.validation
+              ? { validation: { status: call.validation.status, testsPassed: call.validation.testsPassed, testsFailed: call.validation.testsFailed, testsSkipped: call.validation.testsSkipped, errors: call.validation.errors, warnings: call.validation.warnings } }
+              : {}),
+            paths: call.paths.map((p) => ({ path: p.path, readRevision: p.readRevision, changed: p.changed })),
+            ...(call.commandSummary !== "" ? { commandSummary: call.commandSummary } : {}),
+            ...(call.exitCode !== undefined ? { exitCode: call.exitCode } : {}),
           },
         }),
       );
@@ -194,6 +204,10 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
           sessionRef: handoff.sessionRef,
           callsDropped: BigInt(handoff.session.callsDropped),
           ...recapToProto(handoff.recap),
+          paths: handoff.lists.paths.map((p) => ({ path: p.path, readRevision: p.readRevision, changed: p.changed })),
+          pathsTruncated: handoff.lists.pathsTruncated,
+          commands: handoff.lists.commands.map((c) => ({ tool: c.tool, commandSummary: c.commandSummary, outcome: c.outcome, ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}) })),
+          commandsTruncated: handoff.lists.commandsTruncated,
         },
       };
     },
@@ -215,24 +229,24 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
       return r.ok ? { continuation: continuationToProto(r.continuation) } : failed(r.failure);
     },
 
-    // ── agent task attempts ──
-    async startAgentTaskAttempt(req, ctx) {
+    // ── Agents, Tasks and Attempts ──
+    async callAgentTool(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
-      const r = await agents.startAttempt(principal, { taskId: req.taskId, assigneeAgentId: req.assigneeAgentId, idempotencyKey: req.idempotencyKey });
-      return r.ok ? { attempt: attemptToProto(r.attempt), attemptRef: r.ref, replayed: r.replayed } : failed(r.failure);
+      let args: unknown;
+      try {
+        args = JSON.parse(req.argumentsJson || "{}");
+      } catch {
+        throw new ConnectError("arguments_json is not JSON", Code.InvalidArgument);
+      }
+      if (!args || typeof args !== "object" || Array.isArray(args)) throw new ConnectError("arguments_json must be an object", Code.InvalidArgument);
+      const r = await agentTasks.call(principal, req.tool, args as Record<string, unknown>, ctx.signal);
+      if (!r.ok) return failed(r.failure);
+      return { resultJson: JSON.stringify(r.value.result), projectCanonicalId: r.value.projectCanonicalId ?? "" };
     },
-    async advanceAttemptControllerGeneration(req, ctx) {
+    async admitAttemptRef(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
-      const r = await agents.advanceAttemptGeneration(principal, { attemptId: req.attemptId, attemptFence: int(req.attemptFence), expectedGeneration: int(req.expectedControllerGeneration) });
-      return r.ok ? { attempt: attemptToProto(r.attempt), attemptRef: r.ref } : failed(r.failure);
-    },
-    async resolveAgentTaskAttempt(req, ctx) {
-      const principal = principalFromHeaders(ctx.requestHeader);
-      const r = await agents.resolveAttempt(principal, {
-        ref: req.attemptRef, taskId: req.taskId, attemptId: req.attemptId, assigneeAgentId: req.assigneeAgentId,
-        attemptFence: int(req.attemptFence), attemptControllerGeneration: int(req.attemptControllerGeneration),
-      });
-      return r.ok ? { attempt: attemptToProto(r.attempt) } : failed(r.failure);
+      const r = await agentTasks.admitAttemptRef(principal, req.attemptRef, req.projectCanonicalId);
+      return r.ok ? { taskId: r.taskId, attemptId: r.attemptId, attemptFence: BigInt(r.fence) } : failed(r.failure);
     },
   };
 }

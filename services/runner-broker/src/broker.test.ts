@@ -4,7 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, ServiceImpl } from "@connectrpc/connect";
 import { RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import type { RefResolverService } from "@webcodex/proto";
-import { parseCanonicalProjectId, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
+import { followUpTarget, parseCanonicalProjectId, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { createInProcessClient, createLogger, failureFromWire, principalHeaders } from "@webcodex/platform";
 import { createRunnerBroker } from "./broker.js";
@@ -249,7 +249,7 @@ describe("runner-broker", () => {
     assert.equal(res.failure?.detailCode, "runner_starting");
     const starting = failureFromWire(res.failure!);
     assert.equal(starting.evidence?.["retry_after_ms"], 2000, "runner_starting says when to retry");
-    assert.deepEqual(starting.follow_up, { follow_up_kind: "mechanically_followable", tool: "wait_for_project_ready", arguments: { project: "agent:c1:p1" } });
+    assert.deepEqual(starting.follow_up, { follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_project_ready", arguments: { project: "agent:c1:p1" } } });
     const own = { headers: principalHeaders({ clientId: "c1", subject: "u" }) };
     assert.equal((await s.broker.ensureProjectRunner({ clientId: "c1", projectId: "p1" }, own)).action, "created");
     assert.equal((await s.broker.removeProjectRunner({ clientId: "c1", projectId: "p1", keepWorkspace: true }, own)).removed, true);
@@ -270,8 +270,10 @@ describe("runner-broker", () => {
     const res = await s.dispatch("read_files", { files: [{ path: "a" }] });
     const f = failureFromWire(res.failure!);
     assert.deepEqual([f.reason_code, f.detail_code, f.state_changed, f.outcome_unknown], ["runner_unavailable", "runner_unschedulable", false, false]);
-    assert.deepEqual(f.evidence, { condition });
-    assert.equal(f.follow_up?.tool, "wait_for_project_ready");
+    // The broker just started, so the call first waited (bounded) for a Runner to register.
+    const { waited_for_runner_ms: _waited, ...evidence } = f.evidence ?? {};
+    assert.deepEqual(evidence, { condition });
+    assert.equal(f.follow_up && followUpTarget(f.follow_up).tool, "wait_for_project_ready");
     const own = { headers: principalHeaders({ clientId: "c1", subject: "u" }) };
     const prov = await s.broker.getProjectProvisioning({ clientId: "c1", projectId: "p1" }, own);
     assert.equal(prov.state, "unschedulable");
@@ -293,5 +295,37 @@ describe("runner-broker", () => {
   it("parses canonical project ids whose client id contains colons", () => {
     assert.deepEqual(parseCanonicalProjectId("agent:urn:x:c:proj-1"), { clientId: "urn:x:c", projectId: "proj-1" });
     assert.equal(parseCanonicalProjectId("project:x"), undefined);
+  });
+});
+
+describe("runner-broker: a call for a Project whose Runner is starting", () => {
+  it("waits for the Runner (bounded) instead of failing, then runs on it", async () => {
+    const { register, dispatch } = setup({ runnerStartWaitMs: 5_000 });
+    const call = dispatch("read_files", { files: [{ path: "a.txt" }] });
+    await new Promise((r) => setTimeout(r, 150));
+    const { fake } = await register("r1");
+    const res = await call;
+    assert.equal(res.failure, undefined);
+    assert.deepEqual(fake.calls.map((c) => c.tool), ["read_files"]);
+  });
+
+  it("fails runner_unavailable after the bound, saying how long it waited", async () => {
+    const { dispatch } = setup({ runnerStartWaitMs: 200 });
+    const started = Date.now();
+    const res = await dispatch("read_files", { files: [{ path: "a.txt" }] });
+    assert.equal(res.failure?.reasonCode, "runner_unavailable");
+    assert.equal(res.failure?.detailCode, "no_live_runner");
+    const waited = Number((JSON.parse(res.failure?.evidenceJson ?? "{}") as { evidence?: Record<string, unknown> }).evidence?.["waited_for_runner_ms"]);
+    assert.ok(waited >= 190 && Date.now() - started < 2_000, `waited ${waited} ms`);
+  });
+
+  it("does not wait once the broker has run past the start window and no Runner was ever seen", async () => {
+    const { dispatch } = setup({ runnerStartWaitMs: 50 });
+    await new Promise((r) => setTimeout(r, 80));
+    const started = Date.now();
+    const res = await dispatch("read_files", { files: [{ path: "a.txt" }] });
+    assert.equal(res.failure?.detailCode, "no_live_runner");
+    assert.equal((JSON.parse(res.failure?.evidenceJson ?? "{}") as { evidence?: Record<string, unknown> }).evidence?.["waited_for_runner_ms"], undefined);
+    assert.ok(Date.now() - started < 40);
   });
 });

@@ -12,7 +12,7 @@ import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { canonicalProjectId, capabilityMissingFailure, FailureStage, missingCapabilities, parseCanonicalProjectId, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure, waitForProjectFollowUp } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { failureToWire, principalFromHeaders, principalHeaders } from "@webcodex/platform";
+import { failureToWire, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
 import type { DomainFailureInit, Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend, FenceUnavailableError } from "./leases/lease-store.js";
@@ -56,6 +56,12 @@ export interface RunnerBrokerDeps {
   provisioner?: Provisioner;
   /** Runner credential (WEBCODEX_RUNNER_TOKEN): required on RegisterRunner/Heartbeat, sent to Runners. */
   runnerToken?: string;
+  /**
+   * How long a call waits for a Project's Runner that is starting (the broker itself just
+   * started and Runners are registering, or a registered Runner is not routable yet) before
+   * it fails `runner_unavailable`. Default three heartbeat intervals, at most 15 s.
+   */
+  runnerStartWaitMs?: number;
 }
 
 const failure = (f: ToolFailure) => ({ resultJson: "", failure: failureToWire(f) });
@@ -93,6 +99,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   const dispatchTimeoutMs = deps.dispatchTimeoutMs ?? 660_000;
   const authorizeRunner = runnerTokenCheck(deps.runnerToken);
   const toRunner = runnerTokenHeaders(deps.runnerToken);
+  const startedAtMs = Date.now();
+  const runnerStartWaitMs = deps.runnerStartWaitMs ?? Math.min(3 * deps.heartbeatIntervalMs, 15_000);
 
   /** Grants or keeps the Project lease for a Runner; a fence store outage leaves it unleased. */
   const claimLease = async (scope: string, runnerId: string, strict: boolean) => {
@@ -193,7 +201,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     } catch (error) {
       const ce = ConnectError.from(error);
       // Refused before sending proves nothing ran; a break mid-call proves nothing either way.
-      const notStarted = ce.code === Code.Unavailable && /ECONNREFUSED|connect/i.test(ce.rawMessage);
+      const notStarted = provenNotSent(error);
       const mayHaveEffect = def?.effect !== "read_only";
       if (signal.aborted) deps.logger.info("runner call cancelled by the caller", { runner_id: runner.runnerId, tool: call.tool });
       else deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: Code[ce.code], tool: call.tool });
@@ -237,10 +245,42 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     return (await deps.registry.lastForProject(canonicalId)) ? "registered" : "none";
   };
 
+  /**
+   * Whether a Project's Runner may be starting: this broker started moments ago (Runners are
+   * registering, or re-registering after a restart), or a Runner is registered and not lost
+   * but not routable yet (its lease is pending).
+   */
+  const runnerMayBeStarting = async (canonicalId: string, holder: RunnerState | undefined): Promise<boolean> => {
+    if (Date.now() - startedAtMs < runnerStartWaitMs) return true;
+    const last = holder ?? (await deps.registry.lastForProject(canonicalId));
+    return last !== undefined && last.connectionState !== "lost";
+  };
+
+  /**
+   * The route for a call; when no Runner is routable but one may be starting, waits for it
+   * (bounded by runnerStartWaitMs; nothing runs meanwhile). `waitedMs` is how long it waited.
+   */
+  const routeWaitingForStart = async (req: RunnerCall, signal: AbortSignal) => {
+    const started = Date.now();
+    let route = await routableHolder(req.projectCanonicalId, req.rootIdentity);
+    if (route.why !== "not_routable" || !(await runnerMayBeStarting(req.projectCanonicalId, route.holder))) return { route, waitedMs: 0 };
+    const deadline = started + runnerStartWaitMs;
+    for (let delay = 20; route.why === "not_routable" && !signal.aborted && Date.now() < deadline; delay = Math.min(delay * 2, 250)) {
+      await sleep(Math.min(delay, Math.max(1, deadline - Date.now())), undefined, { signal }).catch(() => undefined);
+      route = await routableHolder(req.projectCanonicalId, req.rootIdentity);
+    }
+    const waitedMs = Date.now() - started;
+    if (route.why !== "not_routable") deps.logger.info("call waited for the project's Runner to start", { project: req.projectCanonicalId, tool: req.tool, waited_ms: waitedMs });
+    return { route, waitedMs };
+  };
+
   /** Routes a call to the Project's lease holder after capability admission. */
   const dispatchToHolder = async (req: RunnerCall, def: ToolDefinition, signal: AbortSignal): Promise<Answer> => {
-    const route = await routableHolder(req.projectCanonicalId, req.rootIdentity);
-    if (route.why === "not_routable") return failure(await unavailable(req.projectCanonicalId, route.holder));
+    const { route, waitedMs } = await routeWaitingForStart(req, signal);
+    if (route.why === "not_routable") {
+      const f = await unavailable(req.projectCanonicalId, route.holder);
+      return failure(waitedMs > 0 ? { ...f, evidence: { ...f.evidence, waited_for_runner_ms: waitedMs } } : f);
+    }
     if (route.why === "other_incarnation") {
       return failure(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
         detail_code: "runner_serves_other_incarnation",

@@ -9,6 +9,8 @@ import { createInProcessClient, createLogger } from "@webcodex/platform";
 import { RunnerService } from "@webcodex/proto";
 import { createRunner } from "./runner.js";
 import type { Runner } from "./runner.js";
+import { probeValidationCapabilities } from "./validation/probe.js";
+import { scrubbedBaseEnv } from "./exec/child-env.js";
 
 /** Arguments that select each conditional prerequisite a tool declares. */
 const VARIANTS: Record<string, Array<Record<string, unknown>>> = {
@@ -41,8 +43,10 @@ describe("advertised capabilities", () => {
     for (const def of runnerTools().filter((d) => d.implemented)) assert.ok(runner.handlers.tools[def.name], def.name);
   });
 
-  it("equal exactly what its tools need, plus the fenced execution its service enforces", () => {
-    const needed = new Set<RunnerCapabilityId>(["fencedExecution"]);
+  it("equal exactly what its tools need, plus the fenced execution its service enforces and the validation toolchains its probe found", () => {
+    // project_validate picks providers from the project's files on the Runner, so each probed
+    // toolchain row is advertised for it even when no call's arguments name it.
+    const needed = new Set<RunnerCapabilityId>(["fencedExecution", ...probeValidationCapabilities(scrubbedBaseEnv().PATH as string)]);
     for (const def of runnerTools()) {
       if (runner.handlers.tools[def.name] === undefined) continue;
       for (const id of requiredBy(def.name)) needed.add(id);
@@ -51,11 +55,11 @@ describe("advertised capabilities", () => {
     assert.deepEqual([...runner.handlers.capabilities], inCatalogOrder);
   });
 
-  it("leave out what no handler implements (host file import)", () => {
+  it("leave out what no handler implements, and include host file import, which one does", () => {
     for (const def of runnerTools().filter((d) => runner.handlers.tools[d.name] === undefined)) {
       for (const id of requiredBy(def.name)) assert.ok(!runner.handlers.capabilities.includes(id), `${def.name} needs ${id}, which is not implemented`);
     }
-    assert.ok(!runner.handlers.capabilities.includes("hostFileImport"));
+    assert.ok(runner.handlers.capabilities.includes("hostFileImport"));
   });
 
   it("advertise fenced execution because the service refuses a stale fence", async () => {

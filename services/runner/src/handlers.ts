@@ -11,6 +11,7 @@ import type { RunnerCapabilityId } from "@webcodex/contracts";
 import type { RunnerHandlers, ToolHandler } from "./runner-service.js";
 import type { Workspace } from "./workspace/index.js";
 import type { Executor } from "./exec/index.js";
+import { runValidation } from "./validation/tools.js";
 
 type Args = Record<string, unknown>;
 
@@ -23,12 +24,20 @@ interface ImplementedTool {
 /** Enforced by the RunnerService every handler runs behind (stale fences are refused). */
 const SERVICE_CAPABILITIES: readonly RunnerCapabilityId[] = ["fencedExecution"];
 
-export function runnerHandlers(workspace: Workspace, executor: Executor): RunnerHandlers {
+/**
+ * `validation` lists the validation capability rows a runtime probe found toolchains for;
+ * `advertised` is what the Runner finally advertises (the validation process skips providers
+ * missing from it).
+ */
+export function runnerHandlers(workspace: Workspace, executor: Executor, validation: readonly RunnerCapabilityId[] = [], advertised?: () => readonly RunnerCapabilityId[]): RunnerHandlers {
+  const validationDeps = { executor, capabilities: () => advertised?.() ?? validation };
   const implemented: Record<string, ImplementedTool> = {
     read_files: { capabilities: ["readFiles"], run: (a: Args) => workspace.readFiles(a as never) },
     list_project_files: { capabilities: ["searchTexts"], run: (a: Args) => workspace.listProjectFiles(a as never) },
-    search_project_texts: { capabilities: ["searchTexts"], run: (a: Args) => workspace.searchProjectTexts(a as never) },
+    search_project_texts: { capabilities: ["searchTexts", "searchLowContext"], run: (a: Args) => workspace.searchProjectTexts(a as never) },
+    search_file_context: { capabilities: ["searchLowContext"], run: (a: Args) => workspace.searchFileContext(a as never) },
     edit_project_files: { capabilities: ["applyTextEdit", "applyTextEditExpectedMatchCount"], run: (a: Args) => workspace.editProjectFiles(a as never) },
+    import_host_files: { capabilities: ["hostFileImport"], run: (a: Args) => workspace.importHostFiles(a as never) },
     read_workspace_changes: { capabilities: ["gitReview"], run: (a: Args) => workspace.readWorkspaceChanges(a as never) },
     read_git_diff_hunks: { capabilities: ["gitReview"], run: (a: Args) => workspace.readGitDiffHunks(a as never) },
     read_git_review_summary: { capabilities: ["gitReview"], run: (a: Args) => workspace.readGitReviewSummary(a as never) },
@@ -42,6 +51,10 @@ export function runnerHandlers(workspace: Workspace, executor: Executor): Runner
     run_detached_process: { capabilities: ["detachedJobs"], run: (a: Args) => executor.runDetachedProcess(a as never) },
     observe_jobs: { capabilities: [], run: async (a: Args) => executor.observeJobs(a as never) },
     wait_for_job_terminal: { capabilities: [], run: (a: Args, signal: AbortSignal) => executor.waitForJobTerminal(a as never, signal) },
+    project_validate: { capabilities: validation, run: (a: Args, signal: AbortSignal) => runValidation(validationDeps, "project_validate", a, signal) },
+    cargo_check: { capabilities: [], run: (a: Args, signal: AbortSignal) => runValidation(validationDeps, "cargo_check", a, signal) },
+    cargo_test: { capabilities: [], run: (a: Args, signal: AbortSignal) => runValidation(validationDeps, "cargo_test", a, signal) },
+    go_test: { capabilities: [], run: (a: Args, signal: AbortSignal) => runValidation(validationDeps, "go_test", a, signal) },
   };
   const provided = new Set<RunnerCapabilityId>(SERVICE_CAPABILITIES);
   for (const tool of Object.values(implemented)) for (const id of tool.capabilities) provided.add(id);

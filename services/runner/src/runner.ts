@@ -12,6 +12,8 @@ import type { Logger } from "@webcodex/platform";
 import { createWorkspace } from "./workspace/index.js";
 import { runnerHandlers } from "./handlers.js";
 import { createExecutor } from "./exec/index.js";
+import { scrubbedBaseEnv } from "./exec/child-env.js";
+import { probeValidationCapabilities } from "./validation/probe.js";
 import { createSpawnHost } from "./exec/spawn-host.js";
 import { createDirectSpawner } from "./exec/spawner.js";
 import { createFenceGuard, createRunnerService } from "./runner-service.js";
@@ -68,9 +70,13 @@ export function createRunner(options: RunnerOptions): Runner {
     root: options.root, spawner, ...(options.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: [...options.sensitiveWriteGlobs] }),
   });
   const executor = createExecutor({ root: options.root, spawner });
-  const implemented = runnerHandlers(workspace, executor);
+  // Validation rows: only toolchains that answer on the PATH the Runner's children get.
+  const validation = probeValidationCapabilities(scrubbedBaseEnv().PATH as string);
+  let advertised: readonly RunnerCapabilityId[] = [];
+  const implemented = runnerHandlers(workspace, executor, validation, () => advertised);
   const withheld = new Set(options.disabledCapabilities ?? []);
   const handlers: RunnerHandlers = { tools: implemented.tools, capabilities: implemented.capabilities.filter((id) => !withheld.has(id)) };
+  advertised = handlers.capabilities;
   if (withheld.size > 0) options.logger.info("capabilities withheld by configuration", { capabilities: [...withheld].map(runnerCapabilityWire) });
   const runnerId = options.runnerId ?? `runner-${hostname()}-${randomBytes(4).toString("hex")}`;
   let identity: Promise<string> | undefined;

@@ -10,15 +10,18 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { findFreeBasePort, startDistributed } from "@webcodex/cli";
 import { benchDir, cliPathForBench, createBenchProject } from "./project.js";
-import { baselineServerPath, connect, latency, projectRefOf, throughput } from "./tool-call.js";
+import { baselineServerPath, connect, connectStdio, filesystemServerPath, latency, projectRefOf, throughput } from "./tool-call.js";
 import { benchBulkEdit, benchSearch } from "./workspace-benches.js";
 import { benchAuditIngest } from "./audit-ingest.js";
 import { benchRefResolution } from "./ref-resolution.js";
+import { benchValidateOverhead } from "./validate-overhead.js";
+import { benchAgentEvents } from "./agent-events.js";
+import { benchEconomy } from "./economy.js";
 import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
 /** The parts `make bench` runs, in order; any of them can be named on the command line. */
-const PARTS = ["tool_calls", "tool_call_distributed", "spawn", "edit", "search", "audit", "ref_resolution"] as const;
+const PARTS = ["tool_calls", "tool_call_distributed", "tool_call_stdio", "spawn", "edit", "search", "audit", "ref_resolution", "validate_overhead", "agent_events", "economy"] as const;
 const only = new Set(process.argv.slice(2));
 const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
 if (unknownParts.length > 0) {
@@ -81,6 +84,37 @@ async function benchToolCalls(results: BenchResult[]): Promise<void> {
   const file = "src/module.ts";
   if (want("tool_calls")) await benchEmbeddedCalls(results, projectDir, token, file);
   if (want("tool_call_distributed")) await benchDistributedCall(results, projectDir, token, file);
+  if (want("tool_call_stdio")) await benchStdioCall(results, projectDir, file);
+}
+
+/**
+ * read_files over `webcodex stdio` against the reference MCP filesystem server
+ * (@modelcontextprotocol/server-filesystem, pinned) over stdio, same client, file and run.
+ */
+async function benchStdioCall(results: BenchResult[], projectDir: string, file: string): Promise<void> {
+  const env = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: benchDir("wcx-bench-home-"), WEBCODEX_LOG_LEVEL: "warn" };
+  const reference = await connectStdio(process.execPath, [filesystemServerPath, projectDir], env);
+  const ours = await connectStdio(process.execPath, [cliPathForBench, "stdio", "--project", projectDir, "--data-dir", benchDir("wcx-bench-stdio-")], env);
+  try {
+    const project = await projectRefOf(ours);
+    const refArgs = { path: join(projectDir, file) };
+    const args = { project, files: [{ path: file }] };
+    // Interleaved, so machine noise hits both alike.
+    const r1 = await latency(reference, "read_text_file", refArgs, CALLS / 2);
+    const s1 = await latency(ours, "read_files", args, CALLS / 2);
+    const r2 = await latency(reference, "read_text_file", refArgs, CALLS / 2);
+    const s2 = await latency(ours, "read_files", args, CALLS / 2);
+    const refP50 = (r1.p50 + r2.p50) / 2;
+    const oursP50 = (s1.p50 + s2.p50) / 2;
+    results.push({
+      name: "tool_call_stdio",
+      metrics: { reference_p50_ms: round(refP50), reference_p99_ms: Math.max(r1.p99, r2.p99), stdio_p50_ms: round(oursP50), stdio_p99_ms: Math.max(s1.p99, s2.p99), ratio_p50: round(oursP50 / refP50, 2) },
+      notes: "read_files over webcodex stdio vs read_text_file on @modelcontextprotocol/server-filesystem over stdio, same SDK client and file (target ratio <= 1.5)",
+    });
+  } finally {
+    await reference.close();
+    await ours.close();
+  }
 }
 
 /** read_files through `webcodex dev` against the bare SDK server; tools/list size; run_shell; throughput; memory. */
@@ -159,12 +193,15 @@ async function main(): Promise<void> {
     await fn();
     process.stdout.write(`bench ${name} done in ${round((performance.now() - t) / 1000, 1)} s\n`);
   };
-  await step("tool_calls", () => benchToolCalls(results), want("tool_calls") || want("tool_call_distributed"));
+  await step("tool_calls", () => benchToolCalls(results), want("tool_calls") || want("tool_call_distributed") || want("tool_call_stdio"));
   await step("spawn", async () => { results.push(benchSpawn()); });
   await step("edit", async () => { results.push(await benchBulkEdit()); });
   await step("search", async () => { results.push(await benchSearch()); });
   await step("audit", () => withDatabase(async (url) => { results.push(await benchAuditIngest(url)); }));
   await step("ref_resolution", async () => { results.push(await benchRefResolution({ postgresUrl: benchPostgresUrl })); });
+  await step("validate_overhead", async () => { results.push(await benchValidateOverhead()); });
+  await step("agent_events", () => withDatabase(async (url) => { results.push(await benchAgentEvents({ postgresUrl: url, redisUrl })); }));
+  await step("economy", async () => { results.push(...(await benchEconomy())); });
 
   process.stdout.write("\n| benchmark | metrics |\n|---|---|\n");
   for (const r of results) process.stdout.write(`| ${r.name} | ${Object.entries(r.metrics).map(([k, v]) => `${k}=${v}`).join(", ")} |\n`);

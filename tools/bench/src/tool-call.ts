@@ -6,10 +6,21 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Agent, request } from "node:http";
 import { median, percentile, round } from "./stats.js";
 
 export const baselineServerPath = fileURLToPath(new URL("./baseline-server.js", import.meta.url));
+/** The reference MCP filesystem server's entry point (pinned in this package's dependencies). */
+export const filesystemServerPath = createRequire(import.meta.url).resolve("@modelcontextprotocol/server-filesystem/dist/index.js");
+
+/** An SDK client over stdio to a server started as `command args` (its stderr is dropped). */
+export async function connectStdio(command: string, args: string[], env: Record<string, string>): Promise<Client> {
+  const client = new Client({ name: "webcodex-bench", version: "1.0.0" });
+  await client.connect(new StdioClientTransport({ command, args, env, stderr: "ignore" }));
+  return client;
+}
 
 export async function connect(url: string, token?: string): Promise<Client> {
   const client = new Client({ name: "webcodex-bench", version: "1.0.0" });

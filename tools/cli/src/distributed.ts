@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { realpathSync } from "node:fs";
 import { createServer } from "node:net";
 import { resolve } from "node:path";
+import { logFormatFor } from "@webcodex/platform";
 import { projectIdFor } from "./embedded.js";
 
 export const SERVICES = ["tool-registry", "ref-resolver", "audit", "runner-broker", "gateway", "runner"] as const;
@@ -88,6 +89,8 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     HOME: process.env["HOME"] ?? "/tmp",
     WEBCODEX_HOST: "127.0.0.1",
     WEBCODEX_LOG_LEVEL: process.env["WEBCODEX_LOG_LEVEL"] ?? "warn",
+    // Each service's stderr is a pipe to this process: they log as this terminal would.
+    WEBCODEX_LOG_FORMAT: logFormatFor(process.env, (o.stdio ?? "inherit") === "inherit" && process.stderr.isTTY === true),
     ...o.extraEnv,
   };
   const envFor = (s: ServiceName): Record<string, string> => {
@@ -97,7 +100,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
         return base;
       case "ref-resolver":
       case "audit":
-        return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl };
+        return s === "ref-resolver" ? { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl } : { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl };
       case "runner-broker":
         return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl, WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"), WEBCODEX_HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs ?? 5_000) };
       case "gateway":
@@ -105,6 +108,8 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
           ...base, ...o.gatewayEnv,
           WEBCODEX_TOOL_REGISTRY_URL: url("tool-registry"), WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"),
           WEBCODEX_AUDIT_URL: url("audit"), WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"), WEBCODEX_DEV_CLIENT_ID: o.clientId,
+          // /readyz waits for the local project's Runner.
+          WEBCODEX_READY_PROJECTS: `agent:${o.clientId}:${projectIdFor(projectDir)}`,
         };
       case "runner":
         return {
@@ -114,7 +119,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     }
   };
   const processes = new Map<ServiceName, ChildProcess>();
-  const start = async (s: ServiceName) => {
+  const start = async (s: ServiceName, initial = false) => {
     const mode = o.stdio ?? "inherit";
     // stderr is always read (and forwarded unless output is ignored), so a service that dies
     // while starting says why in the error.
@@ -129,7 +134,8 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     });
     processes.set(s, child);
     await Promise.race([
-      waitForReady(url(s), 30_000, s === "runner" ? "/healthz" : "/readyz"),
+      // At first start the gateway is ready only once the Runner (started after it) is routable.
+      waitForReady(url(s), 30_000, s === "runner" || (initial && s === "gateway") ? "/healthz" : "/readyz"),
       new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`${s} exited with ${code} during start${stderrTail ? `:\n${stderrTail.trim()}` : ""}`)))),
     ]);
   };
@@ -148,7 +154,8 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     await Promise.all([...processes.values()].map(stopOne));
   };
   try {
-    for (const s of SERVICES) await start(s);
+    for (const s of SERVICES) await start(s, true);
+    await waitForReady(url("gateway"), 30_000, "/readyz");
   } catch (error) {
     await stop();
     throw error;

@@ -24,7 +24,8 @@ import { createRunner, RUNNER_BUILD, runnerSettingsOptions, startRegistration } 
 import type { GitCredential, RunnerSettings } from "@webcodex/runner";
 import { createInProcessProvisioner } from "./embedded-projects.js";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
-import type { Gateway, GatewayDeps, StaticTokenEntry } from "@webcodex/gateway";
+import type { Caller, Gateway, GatewayDeps, StaticTokenEntry } from "@webcodex/gateway";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 
 export interface EmbeddedOptions {
   projectDir: string;
@@ -67,7 +68,52 @@ export function projectIdFor(dir: string): string {
   return basename(dir).replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 128) || "project";
 }
 
-export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded> {
+/** The options both the HTTP and the stdio front ends share. */
+type CoreOptions = Omit<EmbeddedOptions, "port" | "host" | "tokens" | "oauth" | "readOnlyClients" | "rateLimit">;
+
+/** The services behind the gateway, running in this process. */
+type CoreClients = Omit<GatewayDeps["clients"], "toolRegistry">;
+
+interface Core {
+  clients: CoreClients;
+  ping(): Promise<void>;
+  retentionDays: number;
+  close(): Promise<void>;
+}
+
+type FrontEnd = Pick<GatewayDeps, "authenticator" | "publicUrl" | "allowedHosts" | "metrics"> & Partial<Pick<GatewayDeps, "oauth" | "readOnlyClients" | "rateLimit">>;
+
+/** The gateway of the embedded default: the in-process tool registry plus the core's services. */
+function embeddedGateway(options: CoreOptions, clients: CoreClients, ping: () => Promise<void>, frontEnd: FrontEnd): Promise<Gateway> {
+  return createGateway({
+    clients: { toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry(), { traceAs: "tool-registry" }), ...clients },
+    ...frontEnd,
+    dependencyProbes: { postgres: ping },
+    mode: "embedded",
+    // PGlite blocks the event loop for each statement: fewer, larger audit batches.
+    auditFlushMs: 250,
+    // Records the in-process audit cannot take (PGlite busy or failing) survive a restart here.
+    auditSpoolDir: join(options.dataDir ?? defaultDataDir(), "audit-spool"),
+    version: "0.1.0",
+    logger: options.logger,
+  });
+}
+
+/**
+ * A Connect client whose calls wait for the real one: the stdio front end answers
+ * `initialize` and `tools/list` while the embedded services are still starting.
+ */
+function deferredClient<T extends object>(ready: Promise<T>): T {
+  return new Proxy({} as T, {
+    get: (_target, method) => async (...args: unknown[]) => {
+      const client = (await ready) as Record<string | symbol, (...a: unknown[]) => unknown>;
+      return client[method]?.(...args);
+    },
+  });
+}
+
+/** PGlite, the six services and the local Runner, registered: everything but the front end. */
+async function startCore(options: CoreOptions): Promise<Core> {
   const projectDir = realpathSync(resolve(options.projectDir));
   if (!statSync(projectDir).isDirectory()) throw new Error(`${projectDir} is not a directory`);
   const logger = options.logger;
@@ -134,8 +180,31 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     fence: runner.fence,
     logger: logger.child({ component: "runner" }),
   });
+  // The local project's Runner is registered before any Host can connect: the first
+  // list_projects already shows it.
   await registration.registered;
+  return {
+    clients: {
+      refResolver,
+      broker,
+      audit: createInProcessClient(AuditService, createAudit({ db, retentionDays: retention.retentionDays }), { traceAs: "audit" }),
+    },
+    ping: () => db.ping(),
+    retentionDays: retention.retentionDays,
+    async close() {
+      reconciler.stop();
+      registration.stop();
+      await runner.close();
+      await provisioner.close();
+      maintenance.stop();
+      await db.close();
+    },
+  };
+}
 
+export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded> {
+  const core = await startCore(options);
+  const logger = options.logger;
   const metrics = createMetrics();
   const host = options.host ?? "127.0.0.1";
   const publicHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
@@ -153,27 +222,13 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     readiness: () => (gateway ? gateway.readiness() : Promise.resolve({ ready: false, checks: { gateway: { ok: false, detail: "starting" } } })),
   });
   const url = `http://${publicHost}:${server.port}`;
-  gateway = await createGateway({
-    clients: {
-      toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry(), { traceAs: "tool-registry" }),
-      refResolver,
-      broker,
-      audit: createInProcessClient(AuditService, createAudit({ db, retentionDays: retention.retentionDays }), { traceAs: "audit" }),
-    },
+  gateway = await embeddedGateway(options, core.clients, core.ping, {
     authenticator: createStaticTokenAuthenticator(options.tokens),
     ...(options.oauth ? { oauth: options.oauth } : {}),
     ...(options.readOnlyClients ? { readOnlyClients: options.readOnlyClients } : {}),
     ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
-    dependencyProbes: { postgres: () => db.ping() },
     publicUrl: url,
     allowedHosts: ["localhost", "127.0.0.1", "[::1]", publicHost],
-    mode: "embedded",
-    // PGlite blocks the event loop for each statement: fewer, larger audit batches.
-    auditFlushMs: 250,
-    // Records the in-process audit cannot take (PGlite busy or failing) survive a restart here.
-    auditSpoolDir: join(dataDir, "audit-spool"),
-    version: "0.1.0",
-    logger,
     metrics,
   });
   Object.assign(httpRoutes, gateway.httpRoutes);
@@ -182,14 +237,59 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
     mcpUrl: `${url}/mcp`,
     server,
     async close() {
-      reconciler.stop();
-      registration.stop();
       await server.close();
       await gateway?.close();
-      await runner.close();
-      await provisioner.close();
-      maintenance.stop();
-      await db.close();
+      await core.close();
     },
+  };
+}
+
+export interface EmbeddedStdioOptions extends CoreOptions {
+  /** The local principal: the OS user, in the tenant the project is registered under. */
+  subject: string;
+  /** The MCP connection to serve (a StdioServerTransport on the process's stdin/stdout). */
+  connection: Transport;
+}
+
+export interface EmbeddedStdio {
+  /** Resolves when the peer closed the connection (stdin ended). */
+  readonly closed: Promise<void>;
+  /** Resolves once the services and the local Runner are up; rejects if they cannot start. */
+  readonly ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The embedded default served over one stdio connection: no HTTP listener and no token (the
+ * pipe belongs to the process that started it); the caller is the local principal.
+ */
+export async function startEmbeddedStdio(options: EmbeddedStdioOptions): Promise<EmbeddedStdio> {
+  // The connection is served at once: initialize and tools/list need no backing service, and
+  // calls wait (deferred clients) while the database, the services and the Runner start.
+  const starting = startCore(options);
+  starting.catch(() => undefined);
+  const clients = starting.then((core) => core.clients);
+  const gateway = await embeddedGateway(options, {
+    refResolver: deferredClient(clients.then((c) => c.refResolver)),
+    broker: deferredClient(clients.then((c) => c.broker)),
+    audit: deferredClient(clients.then((c) => c.audit)),
+  }, async () => (await starting).ping(), {
+    // No listener: nothing answers HTTP, so the authenticator never admits anyone.
+    authenticator: { authenticate: () => Promise.resolve(undefined) },
+    publicUrl: "http://127.0.0.1",
+    allowedHosts: [],
+  });
+  const caller: Caller = { principal: { clientId: options.clientId, subject: options.subject }, admissionProfile: "full", scopes: ["webcodex:read", "webcodex:write"] };
+  const connection = await gateway.serveLocal(options.connection, caller);
+  let closing: Promise<void> | undefined;
+  return {
+    closed: connection.closed,
+    ready: starting.then(() => undefined),
+    close: () => (closing ??= (async () => {
+      await connection.close();
+      await gateway.close();
+      const core = await starting.catch(() => undefined);
+      await core?.close();
+    })()),
   };
 }

@@ -1,5 +1,5 @@
-export { startEmbedded, defaultDataDir, projectIdFor } from "./embedded.js";
-export type { Embedded, EmbeddedOptions } from "./embedded.js";
+export { startEmbedded, startEmbeddedStdio, defaultDataDir, projectIdFor } from "./embedded.js";
+export type { Embedded, EmbeddedOptions, EmbeddedStdio, EmbeddedStdioOptions } from "./embedded.js";
 export { findFreeBasePort, startDistributed, waitForReady, SERVICES } from "./distributed.js";
 export type { DistributedStack, DistributedOptions, ServiceName } from "./distributed.js";
 export { run } from "./main.js";

@@ -3,26 +3,104 @@
  * runner, migrate.
  */
 import { parseArgs } from "node:util";
-import { createLogger, createPostgresDatabase, startTelemetry } from "@webcodex/platform";
+import { mkdirSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { homedir, userInfo } from "node:os";
+import { join, resolve } from "node:path";
+import type { Writable } from "node:stream";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { createLogger, createPostgresDatabase, logFormatFor, logWriter, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
 import { resolveDevTokens, tenancyOptions } from "@webcodex/gateway";
 import type { StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
 import { loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
-import { defaultDataDir, startEmbedded } from "./embedded.js";
+import { defaultDataDir, projectIdFor, startEmbedded, startEmbeddedStdio } from "./embedded.js";
 import type { EmbeddedOptions } from "./embedded.js";
 import { loadGitCredentials } from "./embedded-projects.js";
 import { startDistributed, SERVICES } from "./distributed.js";
 
+const serviceNames = SERVICES.filter((s) => s !== "runner").join(", ");
+
+/** What `webcodex <command> --help` prints; `webcodex --help` prints every first line. */
+export const COMMAND_USAGE: Record<string, string> = {
+  dev: `webcodex dev --project DIR [--port N] [--host H] [--data-dir D]   all services in one process (embedded), MCP over Streamable HTTP
+  --project DIR   the directory the local Runner works in (required)
+  --port N        port of the MCP endpoint (default 8080; 0 picks a free one)
+  --host H        address to listen on (default 127.0.0.1)
+  --data-dir D    embedded Postgres and audit spool (default ~/.webcodex/data, or WEBCODEX_DATA_DIR)
+  Prints the MCP URL and a bearer token; WEBCODEX_DEV_TOKEN keeps the token stable.`,
+  stdio: `webcodex stdio --project DIR [--data-dir D]   the embedded default over the MCP stdio transport, for local Hosts
+  --project DIR   the directory the local Runner works in (required)
+  --data-dir D    embedded Postgres and audit spool (default ~/.webcodex/stdio/<project>; one process at a time)
+  stdout carries only MCP JSON-RPC; logs go to stderr. No token: the caller is the OS user.
+  Exits when stdin closes, stopping every process it started.`,
+  up: `webcodex up --project DIR [--port N]   each service its own process (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)
+  --project DIR   the directory the local Runner works in (required)
+  --port N        the first of ${SERVICES.length} consecutive ports (default 8180; the gateway is the fifth)`,
+  serve: `webcodex serve <service>   one service, configured from WEBCODEX_* env
+  services: ${serviceNames}`,
+  runner: `webcodex runner   one Runner, configured from WEBCODEX_RUNNER_* env
+  needs WEBCODEX_RUNNER_ROOT, WEBCODEX_RUNNER_BROKER_URL, WEBCODEX_RUNNER_CLIENT_ID, WEBCODEX_RUNNER_PROJECT_ID`,
+  migrate: `webcodex migrate   apply migrations to WEBCODEX_POSTGRES_URL`,
+  "friction-report": `webcodex friction-report [--postgres-url URL | --data-dir D] [--format table|json]   friction patterns per tenant and tool`,
+};
+
 const usage = `usage:
-  webcodex dev --project DIR [--port N] [--data-dir D]   all services in one process (embedded)
-  webcodex up --project DIR [--port N]                   each service its own process (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)
-  webcodex serve <service>                                one service, configured from WEBCODEX_* env
-  webcodex runner                                         one Runner, configured from WEBCODEX_RUNNER_* env
-  webcodex migrate                                        apply migrations to WEBCODEX_POSTGRES_URL
-  webcodex friction-report [--postgres-url URL | --data-dir D] [--format table|json]   friction patterns per tenant and tool
-services: ${SERVICES.filter((s) => s !== "runner").join(", ")}`;
+${Object.values(COMMAND_USAGE).map((u) => `  ${u.split("\n")[0]}`).join("\n")}
+  webcodex <command> --help                               one command's options
+Logs go to stderr: readable lines on a terminal, JSON otherwise (WEBCODEX_LOG_FORMAT=json|text).`;
+
+const wantsHelp = (args: readonly string[]) => args.includes("--help") || args.includes("-h");
+
+
+/**
+ * Keeps fd 1 for the protocol: anything else in this process that writes to process.stdout
+ * (a library, a worker thread) is sent to stderr instead. Returns the stream the MCP transport
+ * writes to.
+ */
+function reserveStdoutForProtocol(): Writable {
+  const stdout = process.stdout;
+  const realWrite = stdout.write.bind(stdout);
+  stdout.write = ((chunk: string | Uint8Array, encoding?: unknown, cb?: unknown) =>
+    process.stderr.write(chunk, encoding as BufferEncoding, cb as () => void)) as typeof stdout.write;
+  // What the transport uses of a stream (write, and once("drain")), on the real stdout: no
+  // extra stream in the path of every message.
+  return { write: realWrite, once: (event: string, listener: () => void) => stdout.once(event, listener) } as unknown as Writable;
+}
+
+/**
+ * The stdio data dir serves one process at a time: a pid file taken with O_EXCL, replaced
+ * when the pid it names is gone.
+ */
+function lockDataDir(dir: string): () => void {
+  mkdirSync(dir, { recursive: true });
+  const lock = join(dir, "webcodex.pid");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lock, `${process.pid}\n`, { flag: "wx" });
+      return () => {
+        try {
+          if (readFileSync(lock, "utf8").trim() === String(process.pid)) unlinkSync(lock);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const pid = Number(readFileSync(lock, "utf8").trim());
+      let alive = false;
+      try {
+        if (Number.isInteger(pid) && pid > 0) alive = process.kill(pid, 0);
+      } catch (e) {
+        alive = (e as NodeJS.ErrnoException).code === "EPERM";
+      }
+      if (alive) throw new UsageError(`data dir ${dir} is in use by process ${pid}; pass another --data-dir`);
+      rmSync(lock, { force: true });
+    }
+  }
+  throw new Error(`could not lock data dir ${dir}`);
+}
 
 /**
  * Dev tokens from WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_TOKEN, or a random token (printed,
@@ -31,6 +109,18 @@ services: ${SERVICES.filter((s) => s !== "runner").join(", ")}`;
 function devTokens(env: NodeJS.ProcessEnv): { tokens: StaticTokenEntry[]; shown?: string; clientId: string } {
   const dev = resolveDevTokens({ devToken: env["WEBCODEX_DEV_TOKEN"], devTokensFile: env["WEBCODEX_DEV_TOKENS_FILE"], devClientId: env["WEBCODEX_DEV_CLIENT_ID"] || "local" });
   return { tokens: dev.tokens, ...(dev.token ? { shown: dev.token } : {}), clientId: dev.tokens[0]?.clientId ?? "local" };
+}
+
+/** Messages up to the HTTP endpoint's body limit (a 2 MB import is ~2.7 MB of base64). */
+const STDIO_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+
+/** The local principal of `webcodex stdio`: the OS user running it. */
+function localSubject(): string {
+  try {
+    return userInfo().username || `uid-${process.getuid?.() ?? "unknown"}`;
+  } catch {
+    return `uid-${process.getuid?.() ?? "unknown"}`;
+  }
 }
 
 /** `webcodex up` takes one port per process, consecutive from --port. */
@@ -80,7 +170,60 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
 export async function run(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   const env = process.env;
+  if (command !== undefined && command !== "friction-report" && COMMAND_USAGE[command] !== undefined && wantsHelp(rest)) {
+    process.stdout.write(`usage: ${COMMAND_USAGE[command]}\n`);
+    return;
+  }
   switch (command) {
+    case "stdio": {
+      const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, "data-dir": { type: "string" } } });
+      if (!values.project) throw new UsageError(`--project DIR is required\nusage: ${COMMAND_USAGE["stdio"]}`);
+      const protocolOut = reserveStdoutForProtocol();
+      // A Host shows stderr to a person at best: JSON unless asked otherwise.
+      const logger = createLogger({ service: "webcodex-stdio", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "warn", write: logWriter(logFormatFor(env, false)) });
+      const projectDir = realpathSync(resolve(values.project));
+      const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? join(homedir(), ".webcodex", "stdio", projectIdFor(projectDir));
+      const unlock = lockDataDir(dataDir);
+      const connection = new StdioServerTransport(process.stdin, protocolOut, { maxBufferSize: STDIO_MAX_MESSAGE_BYTES });
+      let served: Awaited<ReturnType<typeof startEmbeddedStdio>>;
+      try {
+        served = await startEmbeddedStdio({
+          projectDir, dataDir, clientId: env["WEBCODEX_DEV_CLIENT_ID"] || "local", subject: localSubject(), connection, logger,
+          auditRetention: loadRetentionConfig(env), runner: loadRunnerSettings(env),
+        });
+      } catch (error) {
+        unlock();
+        throw error;
+      }
+      let stopping = false;
+      const stop = (code: number) => {
+        if (stopping) return;
+        stopping = true;
+        void served.close().then(() => code, (error: unknown) => {
+          logger.error("shutdown failed", { error });
+          return 1;
+        }).then((exitCode) => {
+          unlock();
+          process.exit(exitCode);
+        });
+      };
+      // The Host closing stdin is the normal end of a stdio server.
+      process.stdin.once("end", () => stop(0));
+      process.stdin.once("close", () => stop(0));
+      void served.closed.then(() => stop(0));
+      process.once("SIGINT", () => stop(0));
+      process.once("SIGTERM", () => stop(0));
+      logger.info("serving MCP over stdio", { project: projectDir, data_dir: dataDir });
+      served.ready.then(
+        () => logger.info("the project's Runner is ready", { project: projectDir }),
+        (error: unknown) => {
+          // Nothing can be served without the services: say why on stderr and end.
+          process.stderr.write(`webcodex: ${error instanceof Error ? error.message : String(error)}\n`);
+          stop(1);
+        },
+      );
+      return;
+    }
     case "dev": {
       const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, port: { type: "string", default: "8080" }, "data-dir": { type: "string" }, host: { type: "string", default: "127.0.0.1" } } });
       if (!values.project) throw new UsageError(`--project DIR is required\n${usage}`);
@@ -175,7 +318,7 @@ export async function run(argv: string[]): Promise<void> {
     }
     case "friction-report": {
       const { runFrictionReport, frictionReportUsage } = await import("@webcodex/audit");
-      if (rest.includes("--help")) {
+      if (wantsHelp(rest)) {
         process.stdout.write(`${frictionReportUsage}\n`);
         return;
       }
@@ -184,6 +327,6 @@ export async function run(argv: string[]): Promise<void> {
     }
     default:
       process.stdout.write(`${usage}\n`);
-      if (command !== undefined && command !== "help" && command !== "--help") throw new UsageError(`unknown command ${command}`);
+      if (command !== undefined && command !== "help" && !wantsHelp([command])) throw new UsageError(`unknown command ${command}`);
   }
 }

@@ -10,6 +10,7 @@ import {
   CallToolRequestSchema, ErrorCode, ListPromptsRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ListToolsRequestSchema, McpError,
   SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { gatewayToolsInstruction, toolDefinitions } from "@webcodex/contracts";
 import type { HostProfile } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
 import type { CatalogCache } from "../catalog-cache.js";
@@ -19,8 +20,9 @@ import { MultiplexTransport } from "./multiplex-transport.js";
 export const SERVER_INSTRUCTIONS =
   "WebCodex gives you tools for project workspaces. Start with list_projects and pass its project_ref (~p1) as `project`. " +
   "Read with read_files (batch related ranges), search with search_project_texts (several queries per call), edit with edit_project_files " +
-  "using the read_revision you read. Tools not listed directly are reached through read_tool_manifest and call_runtime_tool. " +
-  "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged.";
+  "using the read_revision you read. More tools run through call_runtime_tool; read_tool_manifest gives their schemas. " +
+  "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. " +
+  gatewayToolsInstruction(toolDefinitions());
 
 const PROGRESS_INTERVAL_MS = 1_000;
 
@@ -35,6 +37,7 @@ export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: Cata
     { name: "webcodex", version: deps.version },
     { capabilities: { tools: { listChanged: false }, logging: {}, resources: {}, prompts: {} }, instructions: SERVER_INSTRUCTIONS },
   );
+  const transport = new MultiplexTransport();
   // Constant answers, built once: no per-request work on these paths.
   const noResources = { resources: [] };
   const noResourceTemplates = { resourceTemplates: [] };
@@ -67,13 +70,13 @@ export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: Cata
     } finally {
       if (heartbeat) clearInterval(heartbeat);
     }
+    if (result.delivered) transport.whenDelivered(Number(extra.requestId), result.delivered);
     return {
       content: [{ type: "text" as const, text: JSON.stringify(result.structuredContent) }],
       structuredContent: result.structuredContent,
       ...(result.isError ? { isError: true } : {}),
     };
   });
-  const transport = new MultiplexTransport();
   await server.connect(transport);
   return transport;
 }

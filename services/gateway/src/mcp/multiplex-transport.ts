@@ -33,6 +33,13 @@ export class MultiplexTransport implements Transport {
   private readonly pending = new Map<number, Pending>();
   /** (caller key, client request id) → internal ids, for notifications/cancelled. */
   private readonly byCancelKey = new Map<string, number[]>();
+  /** internal id → called once its response was handed to the exchange (never for an abandoned one). */
+  private readonly onDelivered = new Map<number, () => void>();
+
+  /** Calls `callback` after the response to `internal` reaches its exchange; dropped if the exchange went away. */
+  whenDelivered(internal: number, callback: () => void): void {
+    if (this.pending.has(internal)) this.onDelivered.set(internal, callback);
+  }
 
   async start(): Promise<void> {}
   async close(): Promise<void> {
@@ -79,8 +86,10 @@ export class MultiplexTransport implements Transport {
       const internal = Number(message.id);
       const p = this.pending.get(internal);
       if (!p) return; // abandoned or cancelled
+      const delivered = this.onDelivered.get(internal);
       this.forget(internal);
       p.sink.response({ ...message, id: p.clientId } as JSONRPCMessage);
+      delivered?.();
       return;
     }
     const related = options?.relatedRequestId;
@@ -95,6 +104,7 @@ export class MultiplexTransport implements Transport {
     const p = this.pending.get(internal);
     if (!p) return;
     this.pending.delete(internal);
+    this.onDelivered.delete(internal);
     const list = this.byCancelKey.get(p.cancelKey);
     if (!list) return;
     const rest = list.filter((i) => i !== internal);

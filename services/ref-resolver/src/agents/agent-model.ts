@@ -1,8 +1,8 @@
 /**
  * The pure parts of agent continuation Endpoints and task Attempts: identities, the
- * "ref or explicit tuple" selector rule, and failures. A stale ref (the caller's own, pinned
- * to an earlier generation or a superseded fence) is `stale_ref`; the same mismatch given
- * as an explicit tuple is `fence_rejected`; an unknown or foreign ref or record fails as
+ * "ref or explicit tuple" selector rule, and Endpoint failures. A stale continuation ref (the
+ * caller's own, pinned to an earlier generation) is `stale_ref`; the same mismatch given as an
+ * explicit tuple is `fence_rejected`; an unknown or foreign ref or record fails as
  * `invalid_value` with a `*_not_found` detail, identical for both.
  */
 import { randomBytes } from "node:crypto";
@@ -63,36 +63,11 @@ export function continuationRefNotFound(): ToolFailure {
   return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "agent_continuation_ref_not_found", message: "No such agent_continuation_ref for this caller." });
 }
 
-export function attemptNotFound(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "attempt_not_found", message: "No such attempt for this caller." });
-}
-
-export function attemptRefNotFound(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "attempt_ref_not_found", message: "No such attempt_ref for this caller." });
-}
-
 export function generationMismatch(): ToolFailure {
   return toolFailure(ReasonCode.fenceRejected, FailureStage.authorization, { detail_code: "controller_generation_mismatch", message: "The controller generation is not the current one." });
-}
-
-export function attemptSuperseded(viaRef: boolean): ToolFailure {
-  return viaRef
-    ? toolFailure(ReasonCode.staleRef, FailureStage.resolution, { detail_code: "attempt_superseded", message: "This attempt_ref names an attempt that was taken over; it is never moved to the successor." })
-    : toolFailure(ReasonCode.fenceRejected, FailureStage.authorization, { detail_code: "attempt_superseded", message: "This attempt fence was taken over by a newer attempt." });
 }
 
 export function staleContinuationRef(): ToolFailure {
   return toolFailure(ReasonCode.staleRef, FailureStage.resolution, { detail_code: "endpoint_generation_changed", message: "This agent_continuation_ref names an earlier endpoint generation; it is never moved to the successor." });
 }
 
-export function staleAttemptGeneration(): ToolFailure {
-  return toolFailure(ReasonCode.staleRef, FailureStage.resolution, { detail_code: "attempt_controller_generation_changed", message: "This attempt_ref names an earlier controller generation; it is never moved to the successor." });
-}
-
-export function attemptTupleMismatch(): ToolFailure {
-  return toolFailure(ReasonCode.fenceRejected, FailureStage.authorization, { detail_code: "attempt_tuple_mismatch", message: "The task, assignee or fence does not match this attempt." });
-}
-
-export function idempotencyKeyReused(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "idempotency_key_reused", message: "This idempotency_key already started an attempt with another assignee." });
-}

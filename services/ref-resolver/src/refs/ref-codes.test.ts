@@ -6,14 +6,14 @@ describe("ref codes", () => {
   it("formats each kind with its own prefix", () => {
     assert.equal(formatRef(RefKind.project, 1), "~p1");
     assert.equal(formatRef(RefKind.session, "12"), "~s12");
-    assert.equal(formatRef(RefKind.agentContinuation, 3n), "~c3");
-    assert.equal(formatRef(RefKind.attempt, 4), "~a4");
+    assert.equal(formatRef(RefKind.agentContinuation, 3n), "~a3");
+    assert.equal(formatRef(RefKind.attempt, 4), "~t4");
   });
 
   it("parses only exact refs of the requested kind", () => {
     assert.equal(parseRef(RefKind.project, "~p42"), "42");
     assert.equal(parseRef(RefKind.session, "~p42"), undefined);
-    assert.equal(parseRef(RefKind.attempt, "~c42"), undefined);
+    assert.equal(parseRef(RefKind.attempt, "~a42"), undefined);
     for (const bad of ["~p0", "~p01", "~p", "p1", " ~p1", "~p1 ", "~P1", "~p1.0", "~p-1", "~p1e3", "~p１"]) {
       assert.equal(parseRef(RefKind.project, bad), undefined, bad);
     }

@@ -1,6 +1,6 @@
 /**
- * Short ref codes: `~p<n>` project_ref, `~s<n>` session_ref, `~c<n>` agent_continuation_ref,
- * `~a<n>` attempt_ref. Each kind has its own table, counter and contract; a code of one kind
+ * Short ref codes: `~p<n>` project_ref, `~s<n>` session_ref, `~a<n>` agent_continuation_ref,
+ * `~t<n>` attempt_ref. Each kind has its own table, counter and contract; a code of one kind
  * is never accepted as another. Codes are kept as decimal strings end to end so no code is
  * ever rounded onto a neighbour (a JS number loses integers above 2^53).
  */
@@ -15,8 +15,8 @@ export type RefKind = (typeof RefKind)[keyof typeof RefKind];
 const prefixes: Readonly<Record<RefKind, string>> = {
   project: "~p",
   session: "~s",
-  agent_continuation: "~c",
-  attempt: "~a",
+  agent_continuation: "~a",
+  attempt: "~t",
 };
 
 /** At most 18 digits, no leading zero: every accepted code fits Postgres bigint exactly. */

@@ -50,7 +50,36 @@ export interface SessionCallInput {
   jobId: string;
   jobState: string;
   durationMs: number;
+  /** A validation result's verdict and counts, when the call gave one. */
+  validation?: SessionValidationInput;
+  /** Paths the call read or changed, with the file's read_revision after the call (never content). */
+  paths?: readonly SessionPathInput[];
+  /** A run call's command, cut to SESSION_COMMAND_MAX characters. */
+  commandSummary?: string;
+  exitCode?: number | undefined;
 }
+
+export interface SessionValidationInput {
+  status: string;
+  testsPassed: number;
+  testsFailed: number;
+  testsSkipped: number;
+  errors: number;
+  warnings: number;
+}
+
+export const VALIDATION_STATUSES = ["passed", "failed", "error", "unparsed"] as const;
+
+export interface SessionPathInput {
+  path: string;
+  readRevision: string;
+  changed: boolean;
+}
+
+/** Most paths one call record keeps. */
+export const SESSION_CALL_PATHS_MAX = 64;
+export const SESSION_PATH_MAX = 1024;
+export const SESSION_COMMAND_MAX = 200;
 
 const TOOL = /^[a-z][a-z0-9_]{0,63}$/;
 const REASON = /^[a-z][a-z0-9_]{0,63}$/;
@@ -74,6 +103,21 @@ export function sessionCallProblem(call: SessionCallInput): string | undefined {
   if ((call.jobId === "") !== (call.jobState === "")) return "job_id and job_state go together";
   if (call.jobId !== "" && !OPAQUE_ID.test(call.jobId)) return "job_id must be 1..128 visible ASCII characters";
   if (call.jobState !== "" && call.jobState !== "pending" && call.jobState !== "terminal") return "job_state must be pending or terminal";
+  const v = call.validation;
+  if (v !== undefined) {
+    if (!(VALIDATION_STATUSES as readonly string[]).includes(v.status)) return `validation.status must be one of ${VALIDATION_STATUSES.join(", ")}`;
+    for (const value of [v.testsPassed, v.testsFailed, v.testsSkipped, v.errors, v.warnings]) {
+      if (!Number.isInteger(value) || value < 0 || value > COUNT_MAX) return "validation counts must be bounded non-negative integers";
+    }
+  }
+  const paths = call.paths ?? [];
+  if (paths.length > SESSION_CALL_PATHS_MAX) return `at most ${SESSION_CALL_PATHS_MAX} paths per call`;
+  for (const p of paths) {
+    if (p.path === "" || p.path.length > SESSION_PATH_MAX || /[\u0000-\u001f\u007f]/.test(p.path)) return "paths must be 1..1024 characters without control characters";
+    if (p.readRevision !== "" && !OPAQUE_ID.test(p.readRevision)) return "read_revision must be 1..128 visible ASCII characters";
+  }
+  if (call.commandSummary !== undefined && [...call.commandSummary].length > SESSION_COMMAND_MAX) return `command_summary must be at most ${SESSION_COMMAND_MAX} characters`;
+  if (call.exitCode !== undefined && (!Number.isInteger(call.exitCode) || call.exitCode < -2_147_483_648 || call.exitCode > 2_147_483_647)) return "exit_code must be an int32";
   return undefined;
 }
 
@@ -146,6 +190,13 @@ export interface RecentCallRow {
   atMs: number;
 }
 
+export interface ValidationRecapRow {
+  seq: number;
+  tool: string;
+  validation: SessionValidationInput;
+  atMs: number;
+}
+
 export interface HandoffRecap {
   callsTotal: number;
   callsFailed: number;
@@ -157,10 +208,20 @@ export interface HandoffRecap {
   pendingJobs: PendingJobRow[];
   pendingJobsTotal: number;
   recentCalls: RecentCallRow[];
+  /** The latest validation results, newest first (bounded by the store's query). */
+  validations: ValidationRecapRow[];
   truncated: boolean;
 }
 
-export const HANDOFF_BOUNDS = { tools: 32, pendingJobs: 20, recentDefault: 10, recentMax: 50 } as const;
+export const HANDOFF_BOUNDS = { tools: 32, pendingJobs: 20, recentDefault: 10, recentMax: 50, paths: 50, commands: 20, validations: 5 } as const;
+
+/** The handoff's lists of what a fresh turn resumes from: paths with revisions, commands with outcomes. */
+export interface HandoffLists {
+  paths: SessionPathInput[];
+  pathsTruncated: boolean;
+  commands: Array<{ tool: string; commandSummary: string; outcome: string; exitCode?: number }>;
+  commandsTruncated: boolean;
+}
 
 /**
  * The bounded recap: per-tool counts (most used first), what was read / changed / run, the
@@ -172,6 +233,7 @@ export function buildHandoffRecap(
   pending: { rows: readonly PendingJobRow[]; total: number },
   recentNewestFirst: readonly RecentCallRow[],
   recentLimit: number,
+  validationsNewestFirst: readonly ValidationRecapRow[] = [],
 ): HandoffRecap {
   const byTool = new Map<string, { tool: string; calls: number; failed: number; lastMs: number }>();
   const bucket = () => ({ calls: 0, paths: 0, failed: 0 });
@@ -218,6 +280,7 @@ export function buildHandoffRecap(
     pendingJobs: pending.rows.slice(0, HANDOFF_BOUNDS.pendingJobs),
     pendingJobsTotal: Math.max(pending.total, pending.rows.length),
     recentCalls: [...recent].reverse(),
+    validations: validationsNewestFirst.slice(0, HANDOFF_BOUNDS.validations),
     // The recent window is a window by contract (calls_total says how many there are).
     truncated: tools.length > HANDOFF_BOUNDS.tools || Math.max(pending.total, pending.rows.length) > HANDOFF_BOUNDS.pendingJobs,
   };

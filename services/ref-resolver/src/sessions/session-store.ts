@@ -16,7 +16,7 @@ import {
   buildHandoffRecap, HANDOFF_BOUNDS, invalidSessionSelector, invalidTitle, newSessionId, parseSessionSelector, sessionClosed,
   sessionCallProblem, sessionNotFound, sessionProjectMismatch, sessionProjectUnavailable, titleProblem,
 } from "./session-model.js";
-import type { HandoffRecap, SessionCallInput } from "./session-model.js";
+import type { HandoffLists, HandoffRecap, SessionCallInput } from "./session-model.js";
 
 export interface SessionRecord {
   sessionId: string;
@@ -194,21 +194,29 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
         await tx.query(`UPDATE ${schema}.sessions SET calls_recorded = $2, last_activity_at = now() WHERE session_id = $1`, [sessionId, seq]);
         await tx.query(
           `INSERT INTO ${schema}.session_calls
-             (session_id, seq, call_id, tool, effect, outcome, reason_code, detail_code, paths_count, changed_paths_count, job_id, job_state, duration_ms)
-           VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, NULLIF($11, ''), NULLIF($12, ''), $13)`,
-          [sessionId, seq, call.callId, call.tool, call.effect, call.outcome, call.reasonCode, call.detailCode, call.pathsCount, call.changedPathsCount, call.jobId, call.jobState, call.durationMs],
+             (session_id, seq, call_id, tool, effect, outcome, reason_code, detail_code, paths_count, changed_paths_count, job_id, job_state, duration_ms,
+              validation_status, validation_tests_passed, validation_tests_failed, validation_tests_skipped, validation_errors, validation_warnings,
+              paths, command_summary, exit_code)
+           VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, NULLIF($11, ''), NULLIF($12, ''), $13, $14, $15, $16, $17, $18, $19, $20::jsonb, NULLIF($21, ''), $22)`,
+          [
+            sessionId, seq, call.callId, call.tool, call.effect, call.outcome, call.reasonCode, call.detailCode, call.pathsCount, call.changedPathsCount, call.jobId, call.jobState, call.durationMs,
+            call.validation?.status ?? null, call.validation?.testsPassed ?? null, call.validation?.testsFailed ?? null, call.validation?.testsSkipped ?? null,
+            call.validation?.errors ?? null, call.validation?.warnings ?? null,
+            call.paths && call.paths.length > 0 ? JSON.stringify(call.paths.map((p) => ({ path: p.path, read_revision: p.readRevision, changed: p.changed }))) : null,
+            call.commandSummary ?? "", call.exitCode ?? null,
+          ],
         );
         return { ok: true as const, sessionId, recorded: true, seq, duplicate: false, dropped: false };
       });
     },
 
     /** The bounded recap of what the Session did. Needs authority and Project visibility, not an open Session. */
-    async handoff(principal: Principal, input: { selector: string; maxRecentCalls?: number }): Promise<SessionResult<ResolvedSession & { recap: HandoffRecap }>> {
+    async handoff(principal: Principal, input: { selector: string; maxRecentCalls?: number }): Promise<SessionResult<ResolvedSession & { recap: HandoffRecap; lists: HandoffLists }>> {
       const found = await authorized(principal, input.selector);
       if (!found.ok) return found;
       const sessionId = found.session.sessionId;
       const recentLimit = Math.min(input.maxRecentCalls || HANDOFF_BOUNDS.recentDefault, HANDOFF_BOUNDS.recentMax);
-      const [aggregates, pending, recent] = await Promise.all([
+      const [aggregates, pending, recent, validations, paths, commands] = await Promise.all([
         db.query<{ tool: string; effect: string; calls: string; failed: string; unknown: string; paths: string; changed_paths: string; last_at: Date | string }>(
           `SELECT tool, effect, count(*) AS calls,
                   count(*) FILTER (WHERE outcome = 'failed') AS failed,
@@ -233,7 +241,42 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
           `SELECT seq, tool, outcome, reason_code, recorded_at FROM ${schema}.session_calls WHERE session_id = $1 ORDER BY seq DESC LIMIT $2`,
           [sessionId, recentLimit],
         ),
+        db.query<{ seq: string; tool: string; status: string; passed: number; failed: number; skipped: number; errors: number; warnings: number; recorded_at: Date | string }>(
+          `SELECT seq, tool, validation_status AS status, validation_tests_passed AS passed, validation_tests_failed AS failed, validation_tests_skipped AS skipped,
+                  validation_errors AS errors, validation_warnings AS warnings, recorded_at
+           FROM ${schema}.session_calls WHERE session_id = $1 AND validation_status IS NOT NULL ORDER BY seq DESC LIMIT $2`,
+          [sessionId, HANDOFF_BOUNDS.validations],
+        ),
+        // Each path once, with its latest revision and whether any call changed it; most recent first.
+        db.query<{ path: string; read_revision: string | null; changed: boolean }>(
+          `SELECT path, read_revision, changed FROM (
+             SELECT DISTINCT ON (p.elem->>'path') p.elem->>'path' AS path, p.elem->>'read_revision' AS read_revision,
+                    bool_or((p.elem->>'changed')::boolean) OVER (PARTITION BY p.elem->>'path') AS changed, c.seq, p.ordinality
+             FROM ${schema}.session_calls c CROSS JOIN LATERAL jsonb_array_elements(c.paths) WITH ORDINALITY AS p(elem, ordinality)
+             WHERE c.session_id = $1 AND c.paths IS NOT NULL
+             ORDER BY p.elem->>'path', c.seq DESC
+           ) AS latest ORDER BY seq DESC, ordinality LIMIT $2`,
+          [sessionId, HANDOFF_BOUNDS.paths + 1],
+        ),
+        // Each command once, in its latest state (a pending run and the wait that ended it are one Job).
+        db.query<{ tool: string; command_summary: string; outcome: string; exit_code: number | null }>(
+          `SELECT tool, command_summary, outcome, exit_code FROM (
+             SELECT DISTINCT ON (coalesce(job_id, call_id))
+                    first_value(tool) OVER w AS tool, first_value(command_summary) OVER w AS command_summary, outcome, exit_code, seq
+             FROM ${schema}.session_calls
+             WHERE session_id = $1 AND (command_summary IS NOT NULL OR job_id IS NOT NULL)
+             WINDOW w AS (PARTITION BY coalesce(job_id, call_id) ORDER BY seq)
+             ORDER BY coalesce(job_id, call_id), seq DESC
+           ) AS latest WHERE command_summary IS NOT NULL ORDER BY seq DESC LIMIT $2`,
+          [sessionId, HANDOFF_BOUNDS.commands + 1],
+        ),
       ]);
+      const lists: HandoffLists = {
+        paths: paths.rows.slice(0, HANDOFF_BOUNDS.paths).map((r) => ({ path: r.path, readRevision: r.read_revision ?? "", changed: r.changed === true })),
+        pathsTruncated: paths.rows.length > HANDOFF_BOUNDS.paths,
+        commands: commands.rows.slice(0, HANDOFF_BOUNDS.commands).map((r) => ({ tool: r.tool, commandSummary: r.command_summary, outcome: r.outcome, ...(r.exit_code !== null ? { exitCode: r.exit_code } : {}) })),
+        commandsTruncated: commands.rows.length > HANDOFF_BOUNDS.commands,
+      };
       const recap = buildHandoffRecap(
         aggregates.rows.map((r) => ({
           tool: r.tool, effect: r.effect, calls: Number(r.calls), failed: Number(r.failed), unknown: Number(r.unknown),
@@ -242,8 +285,12 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
         { rows: pending.rows.map((r) => ({ jobId: r.job_id, tool: r.tool, sinceMs: ms(r.since) })), total: Number(pending.rows[0]?.total ?? 0) },
         recent.rows.map((r) => ({ seq: Number(r.seq), tool: r.tool, outcome: r.outcome, reasonCode: r.reason_code ?? "", atMs: ms(r.recorded_at) })),
         recentLimit,
+        validations.rows.map((r) => ({
+          seq: Number(r.seq), tool: r.tool, atMs: ms(r.recorded_at),
+          validation: { status: r.status, testsPassed: r.passed, testsFailed: r.failed, testsSkipped: r.skipped, errors: r.errors, warnings: r.warnings },
+        })),
       );
-      return { ...found, recap };
+      return { ...found, recap, lists };
     },
   };
 }

@@ -19,7 +19,7 @@ import type { RunnerRegistry, RunnerState } from "../runner-registry.js";
 import type { JobKey, JobRecord, JobStore, JobTerminal } from "./job-store.js";
 
 /** Tools whose answer can start a Job. */
-export const JOB_START_TOOLS: ReadonlySet<string> = new Set(["run_process", "run_shell", "run_script", "run_detached_process"]);
+export const JOB_START_TOOLS: ReadonlySet<string> = new Set(["run_process", "run_shell", "run_script", "run_detached_process", "project_validate", "cargo_check", "cargo_test", "go_test"]);
 /** Tools answered through the Job records. */
 export const JOB_OBSERVE_TOOLS: ReadonlySet<string> = new Set(["observe_jobs", "wait_for_job_terminal"]);
 

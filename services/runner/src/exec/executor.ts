@@ -18,6 +18,7 @@ import type {
   ObserveJobsRequest,
   ObserveJobsResult,
   RunDetachedProcessRequest,
+  RunDerivedRequest,
   RunProcessRequest,
   RunResult,
   RunScriptRequest,
@@ -177,7 +178,8 @@ class JobExecutor implements Executor {
     const cwd = await resolveCwd(this.#realRoot, request.cwd);
     // The code travels as data on stdin (`python3 -`): no shell, no argv size limit, no temp
     // file, and sys.path[0] is the cwd, so project modules import as they would with -c.
-    const env = { ...this.#baseEnv, PYTHONUNBUFFERED: "1" };
+    // The caller's env additions are laid over the base like every run_* tool's.
+    const env = { ...childEnv(this.#baseEnv, request.env), PYTHONUNBUFFERED: "1" };
     const job = this.#start({
       kind: "script",
       program: PYTHON,
@@ -187,6 +189,26 @@ class JobExecutor implements Executor {
       stdin: code,
       timeoutMs: effective.timeout_ms,
       effective,
+    });
+    return this.#awaitWithin(job, effective, signal);
+  }
+
+  async runDerived(request: RunDerivedRequest, signal?: AbortSignal): Promise<RunResult> {
+    this.#assertOpen();
+    const args = checkArgs("args", request.args, true);
+    const effective = effectiveLimits(this.#limits, request);
+    const env = childEnv(this.#baseEnv, request.env);
+    const [program, ...rest] = args as [string, ...string[]];
+    const job = this.#start({
+      kind: request.kind,
+      program,
+      args: rest,
+      cwd: this.#realRoot,
+      env,
+      ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
+      timeoutMs: effective.timeout_ms,
+      effective,
+      finish: request.finish,
     });
     return this.#awaitWithin(job, effective, signal);
   }

@@ -36,6 +36,8 @@ export interface JobSpec {
   /** Starts the program (directly, or through the spawn host). */
   spawner: Spawner;
   emit: (event: JobEvent) => void;
+  /** Derives the stored terminal result from the process's (a Job kind with its own result shape). */
+  finish?: (result: TerminalResult) => TerminalResult;
 }
 
 /** The spawn host died before confirming a spawn (spawn-host.ts): the program may have started. */
@@ -222,10 +224,21 @@ export class Job {
     clearTimeout(this.#drainTimer);
     this.#durationMs = Math.round(performance.now() - this.#startMono);
     this.finishedAtMs = Date.now();
-    const result = this.#startError === undefined ? this.#completedResult() : this.#failedToStartResult(this.#startError);
+    const raw = this.#startError === undefined ? this.#completedResult() : this.#failedToStartResult(this.#startError);
+    const result = this.#derive(raw);
     this.#result = Object.freeze(result);
     this.#resolveTerminal(this.#result);
     this.#spec.emit({ job_id: this.id, kind: "terminal", bytes_so_far: this.#bytesSoFar(), state: result.state });
+  }
+
+  #derive(raw: TerminalResult): TerminalResult {
+    if (this.#spec.finish === undefined) return raw;
+    try {
+      return this.#spec.finish(raw);
+    } catch {
+      // A faulty derivation must not lose the Job's end: the process's own result stands.
+      return raw;
+    }
   }
 
   #failedToStartResult(errorCode: StartErrorCode): FailedToStartResult {

@@ -87,6 +87,12 @@ for (const [mode, makeSpawner] of SPAWNER_MODES) {
       assert.equal(result.stdout, "from helper\n");
     });
 
+    it("run_script honours env additions over the scrubbed base, and validates them like run_process", async () => {
+      const result = completed(await executor.runScript({ language: "python", code: "import os\nprint(os.environ.get('GREETING'), os.environ.get('PYTHONUNBUFFERED'))", env: { GREETING: "hi" } }));
+      assert.equal(result.stdout, "hi 1\n");
+      await assert.rejects(executor.runScript({ language: "python", code: "print(1)", env: { "1BAD": "x" } }), failsWith(ReasonCode.invalidValue, "env_key_invalid"));
+    });
+
     it("run_script refuses languages other than python", async () => {
       await assert.rejects(
         executor.runScript({ language: "python3" as "python", code: "print(1)" }),

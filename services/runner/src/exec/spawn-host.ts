@@ -269,7 +269,8 @@ class SpawnHostImpl implements SpawnHost {
       child = fork(this.#options.childModule ?? DEFAULT_CHILD_MODULE, [], {
         serialization: "advanced",
         execArgv: ["--max-old-space-size=64"],
-        stdio: ["ignore", "inherit", "inherit", "ipc"],
+        // Its stdout goes to our stderr: stdout may carry a protocol (`webcodex stdio`).
+        stdio: ["ignore", 2, "inherit", "ipc"],
       });
     } catch (error) {
       this.#fallBack(undefined, error);

@@ -50,7 +50,7 @@ export interface ExecutorOptions {
 export type ShellName = "sh" | "bash";
 
 /** Which tool created a job; decides the extra fields of its results. */
-export type JobKind = "process" | "shell" | "script" | "detached";
+export type JobKind = "process" | "shell" | "script" | "detached" | "validation";
 
 export type JobState = "running" | "completed" | "timed_out" | "cancelled" | "failed_to_start";
 export type TerminalJobState = Exclude<JobState, "running">;
@@ -84,6 +84,7 @@ export interface RunScriptRequest {
   code: string;
   args?: string[];
   cwd?: string;
+  env?: Record<string, string>;
   timeout_ms?: number;
   wait_ms?: number;
 }
@@ -250,6 +251,21 @@ export interface JobEvent {
 
 export type JobEventListener = (event: JobEvent) => void;
 
+/**
+ * A Job whose terminal result is derived from its process's result by `finish` (computed once,
+ * stored and replayed like any terminal result). Same wait_ms/timeout_ms rules as run_process.
+ */
+export interface RunDerivedRequest {
+  kind: "validation";
+  /** Literal argv. */
+  args: string[];
+  stdin?: string;
+  env?: Record<string, string>;
+  timeout_ms?: number;
+  wait_ms?: number;
+  finish: (result: TerminalResult) => TerminalResult;
+}
+
 /** The execution engine of one workspace. Create with {@link createExecutor}. */
 export interface Executor {
   /** Literal argv, no shell. Terminal result within wait_ms, else pending. */
@@ -258,6 +274,8 @@ export interface Executor {
   runShell(request: RunShellRequest, signal?: AbortSignal): Promise<RunResult>;
   /** `python3 -` with the code on stdin: data, never shell text. */
   runScript(request: RunScriptRequest, signal?: AbortSignal): Promise<RunResult>;
+  /** A Job run like run_process whose terminal result is `finish` of the process's result. */
+  runDerived(request: RunDerivedRequest, signal?: AbortSignal): Promise<RunResult>;
   /** Starts a job without timeout and returns once the spawn succeeded or failed. */
   runDetachedProcess(request: RunDetachedProcessRequest): Promise<DetachedResult>;
   /** Snapshot per id, in request order; unknown ids are job_not_found observations. */

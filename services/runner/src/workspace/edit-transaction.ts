@@ -4,6 +4,9 @@
  * atomically (temp file in the same directory + rename, mode preserved), and if any step
  * fails, everything already applied is rolled back. Only a failed rollback reports
  * state_changed/outcome_unknown.
+ *
+ * import_host_files runs through the same transaction: each Host file becomes a create (or,
+ * with overwrite and the current revision, a guarded whole-file replace) of raw bytes.
  */
 import { lstat, readFile, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
@@ -21,6 +24,10 @@ import type {
   EditProjectFilesRequest,
   EditProjectFilesResult,
   FileChange,
+  HostFile,
+  ImportHostFilesRequest,
+  ImportHostFilesResult,
+  ImportedFileReport,
   WorkspaceHooks,
 } from "./types.js";
 
@@ -67,7 +74,17 @@ interface PreparedMove extends PreparedBase {
   revision: string;
 }
 
-type Prepared = PreparedEdit | PreparedCreate | PreparedDelete | PreparedMove;
+/** A whole existing file replaced by new bytes (import_host_files with overwrite). */
+interface PreparedReplace extends PreparedBase {
+  kind: "replace";
+  target: string;
+  original: Buffer;
+  mode: number;
+  fingerprint: Fingerprint;
+  bytes: Buffer;
+}
+
+type Prepared = PreparedEdit | PreparedCreate | PreparedDelete | PreparedMove | PreparedReplace;
 
 export interface EditContext {
   resolver: PathResolver;
@@ -83,7 +100,10 @@ export async function editProjectFiles(context: EditContext, request: EditProjec
 
 // ---------------------------------------------------------------- preflight
 
-async function preflight(resolver: PathResolver, changes: readonly FileChange[]): Promise<Prepared[]> {
+/** What edit_project_files prepares (every kind but the import-only replace). */
+type EditPrepared = Exclude<Prepared, PreparedReplace>;
+
+async function preflight(resolver: PathResolver, changes: readonly FileChange[]): Promise<EditPrepared[]> {
   if (!Array.isArray(changes) || changes.length === 0) {
     fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "no_changes" });
   }
@@ -93,7 +113,7 @@ async function preflight(resolver: PathResolver, changes: readonly FileChange[])
     resolved.push(await resolveChange(resolver, change, index));
   }
   assertDistinctTargets(resolved);
-  const prepared: Prepared[] = [];
+  const prepared: EditPrepared[] = [];
   for (const [index, change] of changes.entries()) {
     const paths = resolved[index] as ResolvedChange;
     prepared.push(await withChangeIndex(index, () => prepareChange(resolver, change, index, paths)));
@@ -143,7 +163,7 @@ function assertDistinctTargets(changes: readonly ResolvedChange[]): void {
   }
 }
 
-async function prepareChange(resolver: PathResolver, change: FileChange, index: number, paths: ResolvedChange): Promise<Prepared> {
+async function prepareChange(resolver: PathResolver, change: FileChange, index: number, paths: ResolvedChange): Promise<EditPrepared> {
   const { source } = paths;
   switch (change.kind) {
     case "create": {
@@ -283,6 +303,11 @@ async function applyOne(change: Prepared, undo: UndoStep[], onCommit: Array<() =
       undo.push({ path: change.path, run: () => writeFileAtomic(change.target, change.original, change.mode) });
       return;
     }
+    case "replace": {
+      await writeFileAtomic(change.target, change.bytes, change.mode, () => assertUnchanged(change.target, change.fingerprint, false, change.path));
+      undo.push({ path: change.path, run: () => writeFileAtomic(change.target, change.original, change.mode) });
+      return;
+    }
     case "create": {
       const createdDirs = await makeParents(path.dirname(change.target));
       undo.push({ path: change.path, run: () => removeDirs(createdDirs) });
@@ -369,7 +394,7 @@ function isChanging(change: Prepared): boolean {
   return change.kind !== "edit" || change.plan.changed;
 }
 
-function summarize(prepared: readonly Prepared[]): { changed: boolean; paths: string[]; change_summary: ChangeSummary } {
+function summarize(prepared: readonly EditPrepared[]): { changed: boolean; paths: string[]; change_summary: ChangeSummary } {
   const summary: ChangeSummary = { files_changed: 0, edits_applied: 0, replacements: 0, created: 0, deleted: 0, moved: 0 };
   const paths = new Set<string>();
   for (const change of prepared) {
@@ -387,7 +412,7 @@ function summarize(prepared: readonly Prepared[]): { changed: boolean; paths: st
   return { changed: summary.files_changed > 0, paths: [...paths], change_summary: summary };
 }
 
-function dryRunReport(prepared: readonly Prepared[]): EditDryRunResult {
+function dryRunReport(prepared: readonly EditPrepared[]): EditDryRunResult {
   const files = prepared.map((change): DryRunFileReport => {
     const report: DryRunFileReport = { path: change.path, kind: change.kind, changed: isChanging(change), replacements: 0 };
     if (change.kind === "move") report.destination = change.destination;
@@ -405,7 +430,7 @@ function dryRunReport(prepared: readonly Prepared[]): EditDryRunResult {
   return { dry_run: true, ...summarize(prepared), files };
 }
 
-function appliedReport(prepared: readonly Prepared[]): EditAppliedResult {
+function appliedReport(prepared: readonly EditPrepared[]): EditAppliedResult {
   const files = prepared.map((change): AppliedFileReport => {
     const report: AppliedFileReport = { path: change.path, kind: change.kind, changed: isChanging(change), replacements: 0 };
     switch (change.kind) {
@@ -433,4 +458,118 @@ function appliedReport(prepared: readonly Prepared[]): EditAppliedResult {
     applied_count: prepared.filter(isChanging).length,
     files,
   };
+}
+
+// ---------------------------------------------------------------- import_host_files
+
+/** Largest file one import may write, decoded. */
+export const IMPORT_MAX_FILE_BYTES = 4 * 1024 * 1024;
+/** Largest total one import call may write, decoded (a request body is at most 8 MiB). */
+export const IMPORT_MAX_CALL_BYTES = 6 * 1024 * 1024;
+const IMPORT_MAX_FILES = 64;
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** Decoded size of content without decoding it, so an oversize file is refused before any copy. */
+function declaredBytes(file: HostFile): number {
+  if (typeof file.content_base64 === "string") {
+    const s = file.content_base64;
+    const padding = s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0;
+    return Math.max(0, Math.floor((s.length * 3) / 4) - padding);
+  }
+  return typeof file.content === "string" ? Buffer.byteLength(file.content, "utf8") : 0;
+}
+
+function decodeHostFile(file: HostFile, rel: string): Buffer {
+  const hasText = typeof file.content === "string";
+  const hasBase64 = typeof file.content_base64 === "string";
+  if (hasText === hasBase64) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "content_xor_content_base64", evidence: { path: rel } });
+  }
+  if (hasText) return Buffer.from(file.content as string, "utf8");
+  const encoded = file.content_base64 as string;
+  // Buffer.from(…, "base64") skips what it cannot read; a Host's bytes are taken only exactly.
+  if (!BASE64.test(encoded)) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+      detail_code: "invalid_base64", evidence: { path: rel },
+      message: "content_base64 must be standard base64 (A-Z a-z 0-9 + /, padded with =, no whitespace).",
+    });
+  }
+  return Buffer.from(encoded, "base64");
+}
+
+/**
+ * Writes files a Host holds in one transaction: every file passes preflight (path policy,
+ * sensitive paths, ceilings, base64, existence and revision) before any byte is written, then
+ * each is created (no clobber) or atomically replaced, and a failure rolls back the rest.
+ */
+export async function importHostFiles(context: EditContext, request: ImportHostFilesRequest): Promise<ImportHostFilesResult> {
+  const files = request.files;
+  if (!Array.isArray(files) || files.length === 0) fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "no_files" });
+  if (files.length > IMPORT_MAX_FILES) {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "too_many_files", evidence: { file_count: files.length, max_files: IMPORT_MAX_FILES } });
+  }
+  // Ceilings first, from the declared sizes: nothing large is decoded only to be refused.
+  let total = 0;
+  for (const [index, file] of files.entries()) {
+    const bytes = declaredBytes(file);
+    total += bytes;
+    if (bytes > IMPORT_MAX_FILE_BYTES) {
+      fail(ReasonCode.fileTooLarge, FailureStage.preflight, {
+        detail_code: "import_file_ceiling", evidence: { path: String(file.path), change_index: index, bytes, ceiling_bytes: IMPORT_MAX_FILE_BYTES },
+        message: `One imported file may hold at most ${IMPORT_MAX_FILE_BYTES} bytes.`,
+      });
+    }
+  }
+  if (total > IMPORT_MAX_CALL_BYTES) {
+    fail(ReasonCode.fileTooLarge, FailureStage.preflight, {
+      detail_code: "import_call_ceiling", evidence: { bytes: total, ceiling_bytes: IMPORT_MAX_CALL_BYTES },
+      message: `One import call may write at most ${IMPORT_MAX_CALL_BYTES} bytes in total; split it.`,
+    });
+  }
+  const resolved: ResolvedChange[] = [];
+  for (const [index, file] of files.entries()) {
+    resolved.push(await withChangeIndex(index, async () => {
+      const source = await context.resolver.resolve(file.path);
+      context.resolver.assertWritable(source);
+      return { index, source };
+    }));
+  }
+  assertDistinctTargets(resolved);
+  const prepared: Array<PreparedCreate | PreparedReplace> = [];
+  for (const [index, file] of files.entries()) {
+    const { source } = resolved[index] as ResolvedChange;
+    prepared.push(await withChangeIndex(index, () => prepareImport(context.resolver, file, index, source)));
+  }
+  await apply(context, prepared);
+  return {
+    files: prepared.map((change): ImportedFileReport => ({
+      path: change.path, bytes: change.bytes.length, read_revision: readRevision(change.bytes), ...(change.kind === "replace" ? { replaced: true as const } : {}),
+    })),
+  };
+}
+
+async function prepareImport(resolver: PathResolver, file: HostFile, index: number, source: ResolvedPath): Promise<PreparedCreate | PreparedReplace> {
+  const bytes = decodeHostFile(file, source.rel);
+  let existing: Awaited<ReturnType<typeof lstat>> | undefined;
+  try {
+    existing = await lstat(source.entry);
+  } catch (error) {
+    if (errnoCode(error) !== "ENOENT" && errnoCode(error) !== "ENOTDIR") throw error;
+  }
+  if (existing?.isDirectory()) {
+    fail(ReasonCode.notAFile, FailureStage.preflight, { detail_code: "directory_target", evidence: { path: source.rel } });
+  }
+  if (existing === undefined) {
+    if (file.expected_read_revision !== undefined) fail(ReasonCode.pathNotFound, FailureStage.preflight, { evidence: { path: source.rel } });
+    await assertParentCreatable(resolver, source);
+    return { kind: "create", index, path: source.rel, target: source.entry, bytes };
+  }
+  if (file.overwrite !== true) {
+    fail(ReasonCode.pathExists, FailureStage.preflight, {
+      evidence: { path: source.rel }, message: "The file exists; pass overwrite: true with its current expected_read_revision to replace it.",
+    });
+  }
+  const guarded = await loadGuardedFile(source, file.expected_read_revision);
+  return { kind: "replace", index, path: source.rel, target: source.real, original: guarded.bytes, mode: guarded.mode, fingerprint: guarded.fingerprint, bytes };
 }

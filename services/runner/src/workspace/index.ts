@@ -4,6 +4,7 @@ export { DEFAULT_SENSITIVE_WRITE_GLOBS } from "./path-policy.js";
 export { DEFAULT_MAX_BYTES_PER_FILE, MAX_BATCH_CONTENT_BYTES, MAX_READ_FILE_BYTES } from "./read-files.js";
 export { DEFAULT_MAX_LIST_RESULTS } from "./list-files.js";
 export { DEFAULT_MAX_SEARCH_RESULTS, MAX_MATCH_TEXT_CHARS, SEARCH_COUNT_CEILING } from "./search-texts.js";
+export { DEFAULT_FILE_CONTEXT_LINES, DEFAULT_MAX_FILE_MATCHES, MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_LINES } from "./search-context.js";
 export { MAX_EXPECTED_MATCH_COUNT, MAX_LISTED_MATCHES } from "./edit-plan.js";
 export { DEFAULT_CONTEXT_LINES, DEFAULT_MAX_HUNKS, MAX_HUNK_LINES, MAX_LISTED_CHANGES } from "./git-review.js";
 export type {

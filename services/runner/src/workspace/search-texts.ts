@@ -9,6 +9,7 @@ import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@
 import { BoundedSmallest } from "./bounded-smallest.js";
 import type { PathResolver } from "./path-policy.js";
 import { fileSetArgs, forEachLine, resolveSearchTarget, runRg, type RgCommand } from "./ripgrep.js";
+import { attachContext, checkContextLines } from "./search-context.js";
 import type { SearchMatch, SearchProjectTextsRequest, SearchProjectTextsResult, SearchQuery, SearchQueryResult, SearchQuerySuccess } from "./types.js";
 
 export const DEFAULT_MAX_SEARCH_RESULTS = 100;
@@ -21,7 +22,7 @@ const KEPT_TEXT_BYTES = MAX_MATCH_TEXT_CHARS * 4;
 const COLON = 0x3a;
 const REGEX_ERROR = /regex parse error|error parsing regex|not allowed in a regex|regex could not be compiled|size limit/i;
 
-interface Candidate {
+export interface Candidate {
   path: string;
   line: number;
   text: Buffer;
@@ -55,6 +56,14 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
   if (!Number.isInteger(maxResults) || maxResults < 1) {
     fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "max_results_not_positive", evidence: { max_results: maxResults } });
   }
+  const output = query.output ?? "matches";
+  if (output !== "matches" && output !== "files" && output !== "count") {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "unknown_output", evidence: { field: "output", allowed: ["matches", "files", "count"] } });
+  }
+  const contextLines = checkContextLines(query.context_lines, 0);
+  if (contextLines > 0 && output !== "matches") {
+    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "context_lines_needs_matches", evidence: { field: "context_lines" } });
+  }
   const target = await resolveSearchTarget(resolver, query.path);
 
   const args = [
@@ -73,6 +82,9 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
   let pathBytes: Buffer | null = null;
   let currentPath = "";
   let skipCurrentFile = false;
+  /** Match lines per file (output "files" and "count"); rg prints a file's lines together. */
+  const perFile = new Map<string, number>();
+  const countOnly = output !== "matches";
 
   const onLine = (line: Buffer): boolean => {
     const nul = line.indexOf(0);
@@ -83,8 +95,9 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
       const raw = pathBytes.toString("utf8");
       currentPath = target.stripPrefix !== "" && raw.startsWith(target.stripPrefix) ? raw.slice(target.stripPrefix.length) : raw;
       const threshold = kept.threshold;
-      skipCurrentFile = threshold !== undefined && currentPath > threshold.path;
+      skipCurrentFile = countOnly || (threshold !== undefined && currentPath > threshold.path);
     }
+    if (countOnly) perFile.set(currentPath, (perFile.get(currentPath) ?? 0) + 1);
     if (!skipCurrentFile) {
       let lineNumber = 0;
       let pos = nul + 1;
@@ -121,15 +134,21 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
     }
   }
 
-  const matches = kept.sorted().map(toMatch);
-  const result: SearchQuerySuccess = { success: true, error: null, matches, total, truncated: total > matches.length };
   // Stopped at the counting ceiling, or rg did not finish: matches were left unseen.
-  if (outcome.stopped || !finished) result.total_is_lower_bound = true;
-  if (!outcome.stopped && outcome.code === 2) result.search_errors = true;
+  const facts = { ...(outcome.stopped || !finished ? { total_is_lower_bound: true as const } : {}), ...(!outcome.stopped && outcome.code === 2 ? { search_errors: true as const } : {}) };
+  if (output === "count") return { success: true, error: null, match_count: total, file_count: perFile.size, ...facts };
+  if (output === "files") {
+    const paths = [...perFile.keys()].sort();
+    const files = paths.slice(0, maxResults).map((path) => ({ path, match_count: perFile.get(path) as number }));
+    return { success: true, error: null, files, file_count: paths.length, match_count: total, truncated: paths.length > files.length, ...facts };
+  }
+  const matches = kept.sorted().map(toMatch);
+  if (contextLines > 0) await attachContext(resolver, matches, contextLines);
+  const result: SearchQuerySuccess = { success: true, error: null, matches, total, truncated: total > matches.length, ...facts };
   return result;
 }
 
-function toMatch(candidate: Candidate): SearchMatch {
+export function toMatch(candidate: Candidate): SearchMatch {
   let bytes = candidate.text;
   if (!candidate.long && bytes.length > 0 && bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, -1);
   let text = bytes.toString("utf8");

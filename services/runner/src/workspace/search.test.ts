@@ -20,7 +20,13 @@ const TREE = {
 async function search(ws: Workspace, query: SearchQuery): Promise<SearchQuerySuccess> {
   const [result] = (await ws.searchProjectTexts({ queries: [query] })).results;
   assert.ok(result?.success === true, JSON.stringify(result));
-  return result;
+  return result as SearchQuerySuccess;
+}
+
+async function searchAny(ws: Workspace, query: SearchQuery): Promise<Record<string, unknown>> {
+  const [result] = (await ws.searchProjectTexts({ queries: [query] })).results;
+  assert.ok(result?.success === true, JSON.stringify(result));
+  return result as unknown as Record<string, unknown>;
 }
 
 describe("list_project_files", () => {
@@ -134,7 +140,7 @@ describe("search_project_texts", () => {
     assert.equal(results[0].error.reason_code, "path_not_found");
     assert.equal(results[0].error.failure_stage, "resolution");
     assert.ok(results[1]?.success === true);
-    assert.equal(results[1].total, 1);
+    assert.equal((results[1] as SearchQuerySuccess).total, 1);
   });
 
   it("reports an invalid regex as invalid_value with detail invalid_regex", async () => {
@@ -180,8 +186,56 @@ describe("search_project_texts", () => {
     const { ws } = await tempWorkspace(TREE);
     const { results } = await ws.searchProjectTexts({ queries: [{ pattern: "docs" }, { pattern: "zzz-nothing" }, { pattern: "../x", path: "../x" }] });
     assert.deepEqual(
-      results.map((r) => (r.success ? r.total : r.error.reason_code)),
+      results.map((r) => (r.success ? (r as SearchQuerySuccess).total : r.error.reason_code)),
       [1, 0, "path_outside_project"],
     );
+  });
+});
+
+describe("low-context search", () => {
+  const MANY = {
+    "src/a.ts": "one\nfoo 1\ntwo\nthree\nfoo 2\nfour\n",
+    "src/b.ts": "foo only\n",
+    "src/c.ts": "nothing\n",
+  };
+
+  it("output files lists matching files with counts, bounded by max_results", async () => {
+    const { ws } = await tempWorkspace(MANY);
+    const r = await searchAny(ws, { pattern: "foo", output: "files" });
+    assert.deepEqual(r["files"], [{ path: "src/a.ts", match_count: 2 }, { path: "src/b.ts", match_count: 1 }]);
+    assert.deepEqual([r["file_count"], r["match_count"], r["truncated"], "matches" in r], [2, 3, false, false]);
+    const cut = await searchAny(ws, { pattern: "foo", output: "files", max_results: 1 });
+    assert.deepEqual([cut["files"], cut["file_count"], cut["truncated"]], [[{ path: "src/a.ts", match_count: 2 }], 2, true]);
+  });
+
+  it("output count returns only the counts", async () => {
+    const { ws } = await tempWorkspace(MANY);
+    const r = await searchAny(ws, { pattern: "foo", output: "count" });
+    assert.deepEqual(r, { success: true, error: null, match_count: 3, file_count: 2 });
+  });
+
+  it("context_lines adds bounded lines before and after each match; out of range or with files output fails closed", async () => {
+    const { ws } = await tempWorkspace(MANY);
+    const r = await search(ws, { pattern: "foo", context_lines: 1, path: "src/a.ts" });
+    assert.deepEqual(r.matches, [
+      { path: "src/a.ts", line: 2, text: "foo 1", before: ["one"], after: ["two"] },
+      { path: "src/a.ts", line: 5, text: "foo 2", before: ["three"], after: ["four"] },
+    ]);
+    for (const bad of [{ pattern: "foo", context_lines: 6 }, { pattern: "foo", output: "count" as const, context_lines: 1 }]) {
+      const [res] = (await ws.searchProjectTexts({ queries: [bad] })).results;
+      assert.equal(res?.success, false, JSON.stringify(bad));
+    }
+  });
+
+  it("search_file_context returns the matches with context and the read_revision read_files reports", async () => {
+    const { ws } = await tempWorkspace(MANY);
+    const r = await ws.searchFileContext({ path: "src/a.ts", pattern: "foo", context_lines: 2, max_matches: 1 });
+    const [item] = (await ws.readFiles({ files: [{ path: "src/a.ts" }] })).items;
+    assert.equal(r.read_revision, (item as { read_revision: string }).read_revision);
+    assert.deepEqual(r, { path: "src/a.ts", read_revision: r.read_revision, total_lines: 6, match_count: 2, matches: [{ line: 2, text: "foo 1", before: ["one"], after: ["two", "three"] }], truncated: true });
+    const regex = await ws.searchFileContext({ path: "src/a.ts", pattern: "^foo \\d$", regex: true, context_lines: 0 });
+    assert.deepEqual(regex.matches.map((m) => m.line), [2, 5]);
+    await expectFailure(ws.searchFileContext({ path: "src/missing.ts", pattern: "x" }), ReasonCode.pathNotFound);
+    await expectFailure(ws.searchFileContext({ path: "../x", pattern: "x" }), ReasonCode.pathOutsideProject);
   });
 });

@@ -115,6 +115,9 @@ export interface ListProjectFilesResult {
   total_is_lower_bound?: true;
 }
 
+/** What a query returns: matching lines (default), matching files with counts, or counts only. */
+export type SearchOutput = "matches" | "files" | "count";
+
 export interface SearchQuery {
   pattern: string;
   regex?: boolean;
@@ -122,6 +125,9 @@ export interface SearchQuery {
   glob?: string;
   case_sensitive?: boolean;
   max_results?: number;
+  output?: SearchOutput;
+  /** Lines shown before and after each match (0..5; output "matches" only). */
+  context_lines?: number;
 }
 
 export interface SearchProjectTextsRequest {
@@ -133,6 +139,9 @@ export interface SearchMatch {
   line: number;
   text: string;
   text_truncated?: true;
+  /** Up to context_lines lines before the match, in order (absent when none were asked or exist). */
+  before?: string[];
+  after?: string[];
 }
 
 export interface SearchQuerySuccess {
@@ -149,12 +158,56 @@ export interface SearchQuerySuccess {
   search_errors?: true;
 }
 
+/** output "files": the matching files by path with their match counts. */
+export interface SearchFilesSuccess {
+  success: true;
+  error: null;
+  /** Sorted by path; the first max_results matching files. */
+  files: Array<{ path: string; match_count: number }>;
+  file_count: number;
+  match_count: number;
+  truncated: boolean;
+  total_is_lower_bound?: true;
+  search_errors?: true;
+}
+
+/** output "count": how many lines and files match, nothing else. */
+export interface SearchCountSuccess {
+  success: true;
+  error: null;
+  match_count: number;
+  file_count: number;
+  total_is_lower_bound?: true;
+  search_errors?: true;
+}
+
 export interface SearchQueryFailure {
   success: false;
   error: ToolFailure;
 }
 
-export type SearchQueryResult = SearchQuerySuccess | SearchQueryFailure;
+export type SearchQueryResult = SearchQuerySuccess | SearchFilesSuccess | SearchCountSuccess | SearchQueryFailure;
+
+export interface SearchFileContextRequest {
+  path: string;
+  pattern: string;
+  regex?: boolean;
+  case_sensitive?: boolean;
+  /** Default 3, at most 5. */
+  context_lines?: number;
+  /** Default 20. */
+  max_matches?: number;
+}
+
+export interface SearchFileContextResult {
+  path: string;
+  /** The revision of exactly the content searched: a guarded edit can follow at once. */
+  read_revision: string;
+  total_lines: number;
+  match_count: number;
+  matches: Array<{ line: number; text: string; text_truncated?: true; before?: string[]; after?: string[] }>;
+  truncated: boolean;
+}
 
 export interface SearchProjectTextsResult {
   results: SearchQueryResult[];
@@ -367,6 +420,34 @@ export interface ReviewTotals {
   files_with_unknown_counts?: number;
 }
 
+// ---------------------------------------------------------------- import_host_files
+
+/** One file a Host holds: UTF-8 `content` or binary `content_base64` (exactly one). */
+export interface HostFile {
+  path: string;
+  content?: string;
+  content_base64?: string;
+  /** Replace an existing file (with its current `expected_read_revision`); default: create only. */
+  overwrite?: boolean;
+  expected_read_revision?: string;
+}
+
+export interface ImportHostFilesRequest {
+  files: HostFile[];
+}
+
+export interface ImportedFileReport {
+  path: string;
+  bytes: number;
+  read_revision: string;
+  /** Present (true) only when an existing file was replaced. */
+  replaced?: true;
+}
+
+export interface ImportHostFilesResult {
+  files: ImportedFileReport[];
+}
+
 // ---------------------------------------------------------------- the engine
 
 /**
@@ -380,8 +461,12 @@ export interface Workspace {
   listProjectFiles(request: ListProjectFilesRequest): Promise<ListProjectFilesResult>;
   /** Independent queries, run concurrently, results in query order; failures per query. */
   searchProjectTexts(request: SearchProjectTextsRequest): Promise<SearchProjectTextsResult>;
+  /** The matches in one file with bounded surrounding lines and the file's read_revision. */
+  searchFileContext(request: SearchFileContextRequest): Promise<SearchFileContextResult>;
   /** All-or-nothing transaction: full preflight, then atomic per-file apply with rollback. */
   editProjectFiles(request: EditProjectFilesRequest): Promise<EditProjectFilesResult>;
+  /** Files a Host holds, written in one edit transaction (same path policy, atomicity, rollback). */
+  importHostFiles(request: ImportHostFilesRequest): Promise<ImportHostFilesResult>;
   /** Work tree vs HEAD (staged + unstaged) plus untracked files. */
   readWorkspaceChanges(request: ReadWorkspaceChangesRequest): Promise<WorkspaceChangesResult>;
   /** Bounded hunks of tracked changes vs HEAD; untracked files have no hunks. */

@@ -8,13 +8,14 @@ import { createHash } from "node:crypto";
 import { stat } from "node:fs/promises";
 import { rgPath as bundledRgPath } from "@vscode/ripgrep";
 import { createDirectSpawner } from "../exec/spawner.js";
-import { editProjectFiles } from "./edit-transaction.js";
+import { editProjectFiles, importHostFiles } from "./edit-transaction.js";
 import { readGitDiffHunks, readGitReviewSummary, readWorkspaceChanges } from "./git-review.js";
 import { listProjectFiles } from "./list-files.js";
 import { createPathPolicy, DEFAULT_SENSITIVE_WRITE_GLOBS, realRoot } from "./path-policy.js";
 import { readFiles } from "./read-files.js";
 import type { RgCommand } from "./ripgrep.js";
 import { searchProjectTexts } from "./search-texts.js";
+import { searchFileContext } from "./search-context.js";
 import type { Workspace, WorkspaceOptions } from "./types.js";
 
 /**
@@ -37,8 +38,14 @@ export function createWorkspace(options: WorkspaceOptions): Workspace {
     async searchProjectTexts(request) {
       return searchProjectTexts(await policy.open(), rg, request);
     },
+    async searchFileContext(request) {
+      return searchFileContext(await policy.open(), rg, request);
+    },
     async editProjectFiles(request) {
       return editProjectFiles({ resolver: await policy.open(), hooks }, request);
+    },
+    async importHostFiles(request) {
+      return importHostFiles({ resolver: await policy.open(), hooks }, request);
     },
     async readWorkspaceChanges() {
       return readWorkspaceChanges(await policy.open(), spawner);

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/audit/v1/audit.proto.
  */
 export const file_webcodex_audit_v1_audit: GenFile = /*@__PURE__*/
-  fileDesc("Ch13ZWJjb2RleC9hdWRpdC92MS9hdWRpdC5wcm90bxIRd2ViY29kZXguYXVkaXQudjEizQQKDEFjdGlvblJlY29yZBIPCgdjYWxsX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBHRvb2wYBCABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYBSABKAkSEgoKc2Vzc2lvbl9pZBgGIAEoCRIOCgZlZmZlY3QYByABKAkSDwoHb3V0Y29tZRgIIAEoCRITCgtyZWFzb25fY29kZRgJIAEoCRIVCg1zdGF0ZV9jaGFuZ2VkGAogASgIEhcKD291dGNvbWVfdW5rbm93bhgLIAEoCBIgChhpbnB1dF9ub3JtYWxpemF0aW9uX2NvZGUYDCABKAkSGgoSc3RhcnRlZF9hdF91bml4X21zGA0gASgDEhMKC2R1cmF0aW9uX3VzGA4gASgFElEKEnN0YWdlX2R1cmF0aW9uc191cxgPIAMoCzI1LndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZC5TdGFnZUR1cmF0aW9uc1VzRW50cnkSFQoNZmFpbHVyZV9zdGFnZRgQIAEoCRI4Cg5hcmd1bWVudF9zaGFwZRgRIAEoCzIgLndlYmNvZGV4LmF1ZGl0LnYxLkFyZ3VtZW50U2hhcGUSMgoLcmVzdWx0X3NpemUYEiABKAsyHS53ZWJjb2RleC5hdWRpdC52MS5SZXN1bHRTaXplGjcKFVN0YWdlRHVyYXRpb25zVXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAU6AjgBIjQKDUFyZ3VtZW50U2hhcGUSEwoLZmluZ2VycHJpbnQYASABKAkSDgoGbGVhdmVzGAIgAygJImAKClJlc3VsdFNpemUSFwoPY2Fub25pY2FsX2J5dGVzGAEgASgFEhcKD3Byb2plY3RlZF9ieXRlcxgCIAEoBRIgChhwcm9qZWN0ZWRfbWV0YWRhdGFfYnl0ZXMYAyABKAUiSAoUUmVjb3JkQWN0aW9uc1JlcXVlc3QSMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZCIpChVSZWNvcmRBY3Rpb25zUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUiIwoSTGlzdEFjdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFIkcKE0xpc3RBY3Rpb25zUmVzcG9uc2USMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZDLQAQoMQXVkaXRTZXJ2aWNlEmIKDVJlY29yZEFjdGlvbnMSJy53ZWJjb2RleC5hdWRpdC52MS5SZWNvcmRBY3Rpb25zUmVxdWVzdBooLndlYmNvZGV4LmF1ZGl0LnYxLlJlY29yZEFjdGlvbnNSZXNwb25zZRJcCgtMaXN0QWN0aW9ucxIlLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVxdWVzdBomLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Ch13ZWJjb2RleC9hdWRpdC92MS9hdWRpdC5wcm90bxIRd2ViY29kZXguYXVkaXQudjEihwUKDEFjdGlvblJlY29yZBIPCgdjYWxsX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBHRvb2wYBCABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYBSABKAkSEgoKc2Vzc2lvbl9pZBgGIAEoCRIOCgZlZmZlY3QYByABKAkSDwoHb3V0Y29tZRgIIAEoCRITCgtyZWFzb25fY29kZRgJIAEoCRIVCg1zdGF0ZV9jaGFuZ2VkGAogASgIEhcKD291dGNvbWVfdW5rbm93bhgLIAEoCBIgChhpbnB1dF9ub3JtYWxpemF0aW9uX2NvZGUYDCABKAkSGgoSc3RhcnRlZF9hdF91bml4X21zGA0gASgDEhMKC2R1cmF0aW9uX3VzGA4gASgFElEKEnN0YWdlX2R1cmF0aW9uc191cxgPIAMoCzI1LndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZC5TdGFnZUR1cmF0aW9uc1VzRW50cnkSFQoNZmFpbHVyZV9zdGFnZRgQIAEoCRI4Cg5hcmd1bWVudF9zaGFwZRgRIAEoCzIgLndlYmNvZGV4LmF1ZGl0LnYxLkFyZ3VtZW50U2hhcGUSMgoLcmVzdWx0X3NpemUYEiABKAsyHS53ZWJjb2RleC5hdWRpdC52MS5SZXN1bHRTaXplEjgKCnZhbGlkYXRpb24YEyABKAsyJC53ZWJjb2RleC5hdWRpdC52MS5WYWxpZGF0aW9uU3VtbWFyeRo3ChVTdGFnZUR1cmF0aW9uc1VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4ASKbAQoRVmFsaWRhdGlvblN1bW1hcnkSDgoGc3RhdHVzGAEgASgJEhEKCXByb3ZpZGVycxgCIAMoCRIUCgx0ZXN0c19wYXNzZWQYAyABKAUSFAoMdGVzdHNfZmFpbGVkGAQgASgFEhUKDXRlc3RzX3NraXBwZWQYBSABKAUSDgoGZXJyb3JzGAYgASgFEhAKCHdhcm5pbmdzGAcgASgFIjQKDUFyZ3VtZW50U2hhcGUSEwoLZmluZ2VycHJpbnQYASABKAkSDgoGbGVhdmVzGAIgAygJImAKClJlc3VsdFNpemUSFwoPY2Fub25pY2FsX2J5dGVzGAEgASgFEhcKD3Byb2plY3RlZF9ieXRlcxgCIAEoBRIgChhwcm9qZWN0ZWRfbWV0YWRhdGFfYnl0ZXMYAyABKAUiSAoUUmVjb3JkQWN0aW9uc1JlcXVlc3QSMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZCIpChVSZWNvcmRBY3Rpb25zUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUiIwoSTGlzdEFjdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFIkcKE0xpc3RBY3Rpb25zUmVzcG9uc2USMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZDLQAQoMQXVkaXRTZXJ2aWNlEmIKDVJlY29yZEFjdGlvbnMSJy53ZWJjb2RleC5hdWRpdC52MS5SZWNvcmRBY3Rpb25zUmVxdWVzdBooLndlYmNvZGV4LmF1ZGl0LnYxLlJlY29yZEFjdGlvbnNSZXNwb25zZRJcCgtMaXN0QWN0aW9ucxIlLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVxdWVzdBomLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message webcodex.audit.v1.ActionRecord
@@ -120,6 +120,14 @@ export type ActionRecord = Message<"webcodex.audit.v1.ActionRecord"> & {
    * @generated from field: webcodex.audit.v1.ResultSize result_size = 18;
    */
   resultSize?: ResultSize | undefined;
+
+  /**
+   * The verdict of a validation tool's result (project_validate, cargo_check, cargo_test,
+   * go_test, or wait_for_job_terminal of such a Job); absent otherwise. Never output text.
+   *
+   * @generated from field: webcodex.audit.v1.ValidationSummary validation = 19;
+   */
+  validation?: ValidationSummary | undefined;
 };
 
 /**
@@ -128,6 +136,59 @@ export type ActionRecord = Message<"webcodex.audit.v1.ActionRecord"> & {
  */
 export const ActionRecordSchema: GenMessage<ActionRecord> = /*@__PURE__*/
   messageDesc(file_webcodex_audit_v1_audit, 0);
+
+/**
+ * Providers, verdict and counts of one validation result: no messages, paths or commands.
+ *
+ * @generated from message webcodex.audit.v1.ValidationSummary
+ */
+export type ValidationSummary = Message<"webcodex.audit.v1.ValidationSummary"> & {
+  /**
+   * passed, failed, error or unparsed.
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+
+  /**
+   * node, python, go, rust (sorted, deduplicated).
+   *
+   * @generated from field: repeated string providers = 2;
+   */
+  providers: string[];
+
+  /**
+   * @generated from field: int32 tests_passed = 3;
+   */
+  testsPassed: number;
+
+  /**
+   * @generated from field: int32 tests_failed = 4;
+   */
+  testsFailed: number;
+
+  /**
+   * @generated from field: int32 tests_skipped = 5;
+   */
+  testsSkipped: number;
+
+  /**
+   * @generated from field: int32 errors = 6;
+   */
+  errors: number;
+
+  /**
+   * @generated from field: int32 warnings = 7;
+   */
+  warnings: number;
+};
+
+/**
+ * Describes the message webcodex.audit.v1.ValidationSummary.
+ * Use `create(ValidationSummarySchema)` to create a new message.
+ */
+export const ValidationSummarySchema: GenMessage<ValidationSummary> = /*@__PURE__*/
+  messageDesc(file_webcodex_audit_v1_audit, 1);
 
 /**
  * A non-reversible sketch of an argument object's shape: each leaf (key path with array
@@ -156,7 +217,7 @@ export type ArgumentShape = Message<"webcodex.audit.v1.ArgumentShape"> & {
  * Use `create(ArgumentShapeSchema)` to create a new message.
  */
 export const ArgumentShapeSchema: GenMessage<ArgumentShape> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 1);
+  messageDesc(file_webcodex_audit_v1_audit, 2);
 
 /**
  * Byte sizes (UTF-8 JSON) of a successful result before and after the model projection.
@@ -188,7 +249,7 @@ export type ResultSize = Message<"webcodex.audit.v1.ResultSize"> & {
  * Use `create(ResultSizeSchema)` to create a new message.
  */
 export const ResultSizeSchema: GenMessage<ResultSize> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 2);
+  messageDesc(file_webcodex_audit_v1_audit, 3);
 
 /**
  * @generated from message webcodex.audit.v1.RecordActionsRequest
@@ -205,7 +266,7 @@ export type RecordActionsRequest = Message<"webcodex.audit.v1.RecordActionsReque
  * Use `create(RecordActionsRequestSchema)` to create a new message.
  */
 export const RecordActionsRequestSchema: GenMessage<RecordActionsRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 3);
+  messageDesc(file_webcodex_audit_v1_audit, 4);
 
 /**
  * @generated from message webcodex.audit.v1.RecordActionsResponse
@@ -224,7 +285,7 @@ export type RecordActionsResponse = Message<"webcodex.audit.v1.RecordActionsResp
  * Use `create(RecordActionsResponseSchema)` to create a new message.
  */
 export const RecordActionsResponseSchema: GenMessage<RecordActionsResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 4);
+  messageDesc(file_webcodex_audit_v1_audit, 5);
 
 /**
  * @generated from message webcodex.audit.v1.ListActionsRequest
@@ -241,7 +302,7 @@ export type ListActionsRequest = Message<"webcodex.audit.v1.ListActionsRequest">
  * Use `create(ListActionsRequestSchema)` to create a new message.
  */
 export const ListActionsRequestSchema: GenMessage<ListActionsRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 5);
+  messageDesc(file_webcodex_audit_v1_audit, 6);
 
 /**
  * @generated from message webcodex.audit.v1.ListActionsResponse
@@ -258,7 +319,7 @@ export type ListActionsResponse = Message<"webcodex.audit.v1.ListActionsResponse
  * Use `create(ListActionsResponseSchema)` to create a new message.
  */
 export const ListActionsResponseSchema: GenMessage<ListActionsResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 6);
+  messageDesc(file_webcodex_audit_v1_audit, 7);
 
 /**
  * AuditService stores ActionAudit: one append-only record per tool call. It never

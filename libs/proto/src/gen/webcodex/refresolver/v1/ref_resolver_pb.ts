@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/refresolver/v1/ref_resolver.proto.
  */
 export const file_webcodex_refresolver_v1_ref_resolver: GenFile = /*@__PURE__*/
-  fileDesc("Cip3ZWJjb2RleC9yZWZyZXNvbHZlci92MS9yZWZfcmVzb2x2ZXIucHJvdG8SF3dlYmNvZGV4LnJlZnJlc29sdmVyLnYxIqsBCgdQcm9qZWN0EhQKDGNhbm9uaWNhbF9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhMKC2luY2FybmF0aW9uGAUgASgDEgwKBG5hbWUYBiABKAkSFQoNb3duZXJfc3ViamVjdBgHIAEoCRISCgp2aXNpYmlsaXR5GAggASgJIk0KFURlY2xhcmVQcm9qZWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKdmlzaWJpbGl0eRgDIAEoCSJMChZEZWNsYXJlUHJvamVjdFJlc3BvbnNlEjIKB2ZhaWx1cmUYASABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSI8ChRVcGRhdGVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCRISCgp2aXNpYmlsaXR5GAIgASgJIo8BChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSDwoHY2hhbmdlZBgCIAEoCBIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiZAoWUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBG5hbWUYBCABKAkiZQoXUmVnaXN0ZXJQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSFwoPbmV3X2luY2FybmF0aW9uGAIgASgIIj0KFFJldGlyZVByb2plY3RSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIlsKFVJldGlyZVByb2plY3RSZXNwb25zZRIPCgdyZXRpcmVkGAEgASgIEjEKB3Byb2plY3QYAiABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0ImYKG1NldFByb2plY3RWaXNpYmlsaXR5UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEg8KB3Zpc2libGUYBCABKAgiLwocU2V0UHJvamVjdFZpc2liaWxpdHlSZXNwb25zZRIPCgdjaGFuZ2VkGAEgASgIIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QiVgoMUHJvamVjdEVudHJ5EjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EhMKC3Byb2plY3RfcmVmGAIgASgJIk8KFExpc3RQcm9qZWN0c1Jlc3BvbnNlEjcKCHByb2plY3RzGAEgAygLMiUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdEVudHJ5IikKFVJlc29sdmVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCSJ/ChZSZXNvbHZlUHJvamVjdFJlc3BvbnNlEjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIqChZJc3N1ZVByb2plY3RSZWZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpUBChdJc3N1ZVByb2plY3RSZWZSZXNwb25zZRIxCgdwcm9qZWN0GAEgASgLMiAud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdBITCgtwcm9qZWN0X3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUi5gEKD1dvcmtmbG93U2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhsKE3Byb2plY3RfaW5jYXJuYXRpb24YAyABKAMSDQoFdGl0bGUYBCABKAkSDQoFc3RhdGUYBSABKAkSFwoPY3JlYXRlZF91bml4X21zGAYgASgDEh0KFWxhc3RfYWN0aXZpdHlfdW5peF9tcxgHIAEoAxIWCg5jbG9zZWRfdW5peF9tcxgIIAEoAxIWCg5jYWxsc19yZWNvcmRlZBgJIAEoAyI/ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIYChBwcm9qZWN0X3NlbGVjdG9yGAEgASgJEg0KBXRpdGxlGAIgASgJIpsBChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USOQoHc2Vzc2lvbhgBIAEoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLldvcmtmbG93U2Vzc2lvbhITCgtzZXNzaW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiXQoVUmVzb2x2ZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhQKDHJlcXVpcmVfb3BlbhgDIAEoCCKcAQoWUmVzb2x2ZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSInChNDbG9zZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpkBChRDbG9zZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhIKCmNsb3NlZF9ub3cYAiABKAgSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIuEBCgtTZXNzaW9uQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSDgoGZWZmZWN0GAMgASgJEg8KB291dGNvbWUYBCABKAkSEwoLcmVhc29uX2NvZGUYBSABKAkSEwoLZGV0YWlsX2NvZGUYBiABKAkSEwoLcGF0aHNfY291bnQYByABKA0SGwoTY2hhbmdlZF9wYXRoc19jb3VudBgIIAEoDRIOCgZqb2JfaWQYCSABKAkSEQoJam9iX3N0YXRlGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNIoYBChhSZWNvcmRTZXNzaW9uQ2FsbFJlcXVlc3QSGAoQc2Vzc2lvbl9zZWxlY3RvchgBIAEoCRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgCIAEoCRIyCgRjYWxsGAMgASgLMiQud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvbkNhbGwikgEKGVJlY29yZFNlc3Npb25DYWxsUmVzcG9uc2USEAoIcmVjb3JkZWQYASABKAgSCwoDc2VxGAIgASgDEhEKCWR1cGxpY2F0ZRgDIAEoCBIPCgdkcm9wcGVkGAQgASgIEjIKB2ZhaWx1cmUYBSABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJHChlSZWFkU2Vzc2lvbkhhbmRvZmZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhgKEG1heF9yZWNlbnRfY2FsbHMYAiABKA0iUgoNVG9vbENhbGxDb3VudBIMCgR0b29sGAEgASgJEg0KBWNhbGxzGAIgASgDEg4KBmZhaWxlZBgDIAEoAxIUCgxsYXN0X3VuaXhfbXMYBCABKAMiPQoNQWN0aXZpdHlDb3VudBINCgVjYWxscxgBIAEoAxINCgVwYXRocxgCIAEoAxIOCgZmYWlsZWQYAyABKAMiQQoKUGVuZGluZ0pvYhIOCgZqb2JfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIVCg1zaW5jZV91bml4X21zGAMgASgDImEKClJlY2VudENhbGwSCwoDc2VxGAEgASgDEgwKBHRvb2wYAiABKAkSDwoHb3V0Y29tZRgDIAEoCRITCgtyZWFzb25fY29kZRgEIAEoCRISCgphdF91bml4X21zGAUgASgDIskECg5TZXNzaW9uSGFuZG9mZhI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEhMKC2NhbGxzX3RvdGFsGAMgASgDEhQKDGNhbGxzX2ZhaWxlZBgEIAEoAxI9Cg1jYWxsc19ieV90b29sGAUgAygLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuVG9vbENhbGxDb3VudBI0CgRyZWFkGAYgASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBI3CgdjaGFuZ2VkGAcgASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBIzCgNydW4YCCABKAsyJi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BY3Rpdml0eUNvdW50EjkKDHBlbmRpbmdfam9icxgJIAMoCzIjLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlBlbmRpbmdKb2ISGgoScGVuZGluZ19qb2JzX3RvdGFsGAogASgDEjkKDHJlY2VudF9jYWxscxgLIAMoCzIjLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlY2VudENhbGwSFQoNY2FsbHNfZHJvcHBlZBgMIAEoAxIRCgl0cnVuY2F0ZWQYDSABKAgSHQoVY2FsbHNfb3V0Y29tZV91bmtub3duGA4gASgDIooBChpSZWFkU2Vzc2lvbkhhbmRvZmZSZXNwb25zZRI4CgdoYW5kb2ZmGAEgASgLMicud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvbkhhbmRvZmYSMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIlkKEUFnZW50Q29udGludWF0aW9uEhAKCGFnZW50X2lkGAEgASgJEhMKC2VuZHBvaW50X2lkGAIgASgJEh0KFWNvbnRyb2xsZXJfZ2VuZXJhdGlvbhgDIAEoAyJrChpSb3RhdGVBZ2VudEVuZHBvaW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiswEKG1JvdGF0ZUFnZW50RW5kcG9pbnRSZXNwb25zZRJACgxjb250aW51YXRpb24YASABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudENvbnRpbnVhdGlvbhIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJxCiBJc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiuQEKIUlzc3VlQWdlbnRDb250aW51YXRpb25SZWZSZXNwb25zZRJACgxjb250aW51YXRpb24YASABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudENvbnRpbnVhdGlvbhIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSKQAQofUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVxdWVzdBIeChZhZ2VudF9jb250aW51YXRpb25fcmVmGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhMKC2VuZHBvaW50X2lkGAMgASgJEiYKHmV4cGVjdGVkX2NvbnRyb2xsZXJfZ2VuZXJhdGlvbhgEIAEoAyKYAQogUmVzb2x2ZUFnZW50Q29udGludWF0aW9uUmVzcG9uc2USQAoMY29udGludWF0aW9uGAEgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRDb250aW51YXRpb24SMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIpABChBBZ2VudFRhc2tBdHRlbXB0Eg8KB3Rhc2tfaWQYASABKAkSEgoKYXR0ZW1wdF9pZBgCIAEoCRIZChFhc3NpZ25lZV9hZ2VudF9pZBgDIAEoCRIVCg1hdHRlbXB0X2ZlbmNlGAQgASgDEiUKHWF0dGVtcHRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAUgASgDImMKHFN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIZChFhc3NpZ25lZV9hZ2VudF9pZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkitgEKHVN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlc3BvbnNlEjoKB2F0dGVtcHQYASABKAsyKS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZ2VudFRhc2tBdHRlbXB0EhMKC2F0dGVtcHRfcmVmGAIgASgJEhAKCHJlcGxheWVkGAMgASgIEjIKB2ZhaWx1cmUYBCABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJ+CilBZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVxdWVzdBISCgphdHRlbXB0X2lkGAEgASgJEhUKDWF0dGVtcHRfZmVuY2UYAiABKAMSJgoeZXhwZWN0ZWRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAMgASgDIrEBCipBZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVzcG9uc2USOgoHYXR0ZW1wdBgBIAEoCzIpLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50VGFza0F0dGVtcHQSEwoLYXR0ZW1wdF9yZWYYAiABKAkSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIrMBCh5SZXNvbHZlQWdlbnRUYXNrQXR0ZW1wdFJlcXVlc3QSEwoLYXR0ZW1wdF9yZWYYASABKAkSDwoHdGFza19pZBgCIAEoCRISCgphdHRlbXB0X2lkGAMgASgJEhkKEWFzc2lnbmVlX2FnZW50X2lkGAQgASgJEhUKDWF0dGVtcHRfZmVuY2UYBSABKAMSJQodYXR0ZW1wdF9jb250cm9sbGVyX2dlbmVyYXRpb24YBiABKAMikQEKH1Jlc29sdmVBZ2VudFRhc2tBdHRlbXB0UmVzcG9uc2USOgoHYXR0ZW1wdBgBIAEoCzIpLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50VGFza0F0dGVtcHQSMgoHZmFpbHVyZRgCIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlMvYSChJSZWZSZXNvbHZlclNlcnZpY2USdAoPUmVnaXN0ZXJQcm9qZWN0Ei8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBowLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlZ2lzdGVyUHJvamVjdFJlc3BvbnNlEm4KDVJldGlyZVByb2plY3QSLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXRpcmVQcm9qZWN0UmVxdWVzdBouLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJldGlyZVByb2plY3RSZXNwb25zZRKDAQoUU2V0UHJvamVjdFZpc2liaWxpdHkSNC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlcXVlc3QaNS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlc3BvbnNlEnEKDkRlY2xhcmVQcm9qZWN0Ei4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuRGVjbGFyZVByb2plY3RSZXF1ZXN0Gi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuRGVjbGFyZVByb2plY3RSZXNwb25zZRJuCg1VcGRhdGVQcm9qZWN0Ei0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuVXBkYXRlUHJvamVjdFJlcXVlc3QaLi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5VcGRhdGVQcm9qZWN0UmVzcG9uc2USawoMTGlzdFByb2plY3RzEiwud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuTGlzdFByb2plY3RzUmVxdWVzdBotLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlEnEKDlJlc29sdmVQcm9qZWN0Ei4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVByb2plY3RSZXF1ZXN0Gi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVByb2plY3RSZXNwb25zZRJ0Cg9Jc3N1ZVByb2plY3RSZWYSLy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Jc3N1ZVByb2plY3RSZWZSZXF1ZXN0GjAud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVQcm9qZWN0UmVmUmVzcG9uc2USbgoNQ3JlYXRlU2Vzc2lvbhItLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0Gi4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEnEKDlJlc29sdmVTZXNzaW9uEi4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVNlc3Npb25SZXF1ZXN0Gi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVNlc3Npb25SZXNwb25zZRJrCgxDbG9zZVNlc3Npb24SLC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0Gi0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USegoRUmVjb3JkU2Vzc2lvbkNhbGwSMS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWNvcmRTZXNzaW9uQ2FsbFJlcXVlc3QaMi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWNvcmRTZXNzaW9uQ2FsbFJlc3BvbnNlEn0KElJlYWRTZXNzaW9uSGFuZG9mZhIyLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlYWRTZXNzaW9uSGFuZG9mZlJlcXVlc3QaMy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWFkU2Vzc2lvbkhhbmRvZmZSZXNwb25zZRKAAQoTUm90YXRlQWdlbnRFbmRwb2ludBIzLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJvdGF0ZUFnZW50RW5kcG9pbnRSZXF1ZXN0GjQud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUm90YXRlQWdlbnRFbmRwb2ludFJlc3BvbnNlEpIBChlJc3N1ZUFnZW50Q29udGludWF0aW9uUmVmEjkud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZlJlcXVlc3QaOi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Jc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVzcG9uc2USjwEKGFJlc29sdmVBZ2VudENvbnRpbnVhdGlvbhI4LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVBZ2VudENvbnRpbnVhdGlvblJlcXVlc3QaOS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlQWdlbnRDb250aW51YXRpb25SZXNwb25zZRKGAQoVU3RhcnRBZ2VudFRhc2tBdHRlbXB0EjUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU3RhcnRBZ2VudFRhc2tBdHRlbXB0UmVxdWVzdBo2LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlN0YXJ0QWdlbnRUYXNrQXR0ZW1wdFJlc3BvbnNlEq0BCiJBZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uEkIud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWR2YW5jZUF0dGVtcHRDb250cm9sbGVyR2VuZXJhdGlvblJlcXVlc3QaQy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BZHZhbmNlQXR0ZW1wdENvbnRyb2xsZXJHZW5lcmF0aW9uUmVzcG9uc2USjAEKF1Jlc29sdmVBZ2VudFRhc2tBdHRlbXB0Ejcud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZUFnZW50VGFza0F0dGVtcHRSZXF1ZXN0Gjgud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZUFnZW50VGFza0F0dGVtcHRSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
+  fileDesc("Cip3ZWJjb2RleC9yZWZyZXNvbHZlci92MS9yZWZfcmVzb2x2ZXIucHJvdG8SF3dlYmNvZGV4LnJlZnJlc29sdmVyLnYxIqsBCgdQcm9qZWN0EhQKDGNhbm9uaWNhbF9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhMKC2luY2FybmF0aW9uGAUgASgDEgwKBG5hbWUYBiABKAkSFQoNb3duZXJfc3ViamVjdBgHIAEoCRISCgp2aXNpYmlsaXR5GAggASgJIk0KFURlY2xhcmVQcm9qZWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKdmlzaWJpbGl0eRgDIAEoCSJMChZEZWNsYXJlUHJvamVjdFJlc3BvbnNlEjIKB2ZhaWx1cmUYASABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSI8ChRVcGRhdGVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCRISCgp2aXNpYmlsaXR5GAIgASgJIo8BChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSDwoHY2hhbmdlZBgCIAEoCBIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiZAoWUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCg1yb290X2lkZW50aXR5GAMgASgJEgwKBG5hbWUYBCABKAkiZQoXUmVnaXN0ZXJQcm9qZWN0UmVzcG9uc2USMQoHcHJvamVjdBgBIAEoCzIgLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlByb2plY3QSFwoPbmV3X2luY2FybmF0aW9uGAIgASgIIj0KFFJldGlyZVByb2plY3RSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIlsKFVJldGlyZVByb2plY3RSZXNwb25zZRIPCgdyZXRpcmVkGAEgASgIEjEKB3Byb2plY3QYAiABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0ImYKG1NldFByb2plY3RWaXNpYmlsaXR5UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEg8KB3Zpc2libGUYBCABKAgiLwocU2V0UHJvamVjdFZpc2liaWxpdHlSZXNwb25zZRIPCgdjaGFuZ2VkGAEgASgIIhUKE0xpc3RQcm9qZWN0c1JlcXVlc3QiVgoMUHJvamVjdEVudHJ5EjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EhMKC3Byb2plY3RfcmVmGAIgASgJIk8KFExpc3RQcm9qZWN0c1Jlc3BvbnNlEjcKCHByb2plY3RzGAEgAygLMiUud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdEVudHJ5IikKFVJlc29sdmVQcm9qZWN0UmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCSJ/ChZSZXNvbHZlUHJvamVjdFJlc3BvbnNlEjEKB3Byb2plY3QYASABKAsyIC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Qcm9qZWN0EjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIqChZJc3N1ZVByb2plY3RSZWZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpUBChdJc3N1ZVByb2plY3RSZWZSZXNwb25zZRIxCgdwcm9qZWN0GAEgASgLMiAud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUHJvamVjdBITCgtwcm9qZWN0X3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUi5gEKD1dvcmtmbG93U2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhsKE3Byb2plY3RfaW5jYXJuYXRpb24YAyABKAMSDQoFdGl0bGUYBCABKAkSDQoFc3RhdGUYBSABKAkSFwoPY3JlYXRlZF91bml4X21zGAYgASgDEh0KFWxhc3RfYWN0aXZpdHlfdW5peF9tcxgHIAEoAxIWCg5jbG9zZWRfdW5peF9tcxgIIAEoAxIWCg5jYWxsc19yZWNvcmRlZBgJIAEoAyI/ChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIYChBwcm9qZWN0X3NlbGVjdG9yGAEgASgJEg0KBXRpdGxlGAIgASgJIpsBChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USOQoHc2Vzc2lvbhgBIAEoCzIoLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLldvcmtmbG93U2Vzc2lvbhITCgtzZXNzaW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiXQoVUmVzb2x2ZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhQKDHJlcXVpcmVfb3BlbhgDIAEoCCKcAQoWUmVzb2x2ZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEjIKB2ZhaWx1cmUYAyABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSInChNDbG9zZVNlc3Npb25SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJIpkBChRDbG9zZVNlc3Npb25SZXNwb25zZRI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhIKCmNsb3NlZF9ub3cYAiABKAgSMgoHZmFpbHVyZRgDIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIpUDCgtTZXNzaW9uQ2FsbBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSDgoGZWZmZWN0GAMgASgJEg8KB291dGNvbWUYBCABKAkSEwoLcmVhc29uX2NvZGUYBSABKAkSEwoLZGV0YWlsX2NvZGUYBiABKAkSEwoLcGF0aHNfY291bnQYByABKA0SGwoTY2hhbmdlZF9wYXRoc19jb3VudBgIIAEoDRIOCgZqb2JfaWQYCSABKAkSEQoJam9iX3N0YXRlGAogASgJEhMKC2R1cmF0aW9uX21zGAsgASgNEj4KCnZhbGlkYXRpb24YDCABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXNzaW9uVmFsaWRhdGlvbhIzCgVwYXRocxgNIAMoCzIkLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlNlc3Npb25QYXRoEhcKD2NvbW1hbmRfc3VtbWFyeRgOIAEoCRIWCglleGl0X2NvZGUYDyABKAVIAIgBAUIMCgpfZXhpdF9jb2RlIogBChFTZXNzaW9uVmFsaWRhdGlvbhIOCgZzdGF0dXMYASABKAkSFAoMdGVzdHNfcGFzc2VkGAIgASgNEhQKDHRlc3RzX2ZhaWxlZBgDIAEoDRIVCg10ZXN0c19za2lwcGVkGAQgASgNEg4KBmVycm9ycxgFIAEoDRIQCgh3YXJuaW5ncxgGIAEoDSKAAQoPVmFsaWRhdGlvblJlY2FwEgsKA3NlcRgBIAEoAxIMCgR0b29sGAIgASgJEj4KCnZhbGlkYXRpb24YAyABKAsyKi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXNzaW9uVmFsaWRhdGlvbhISCgphdF91bml4X21zGAQgASgDIkMKC1Nlc3Npb25QYXRoEgwKBHBhdGgYASABKAkSFQoNcmVhZF9yZXZpc2lvbhgCIAEoCRIPCgdjaGFuZ2VkGAMgASgIIoYBChhSZWNvcmRTZXNzaW9uQ2FsbFJlcXVlc3QSGAoQc2Vzc2lvbl9zZWxlY3RvchgBIAEoCRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgCIAEoCRIyCgRjYWxsGAMgASgLMiQud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvbkNhbGwikgEKGVJlY29yZFNlc3Npb25DYWxsUmVzcG9uc2USEAoIcmVjb3JkZWQYASABKAgSCwoDc2VxGAIgASgDEhEKCWR1cGxpY2F0ZRgDIAEoCBIPCgdkcm9wcGVkGAQgASgIEjIKB2ZhaWx1cmUYBSABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJHChlSZWFkU2Vzc2lvbkhhbmRvZmZSZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhgKEG1heF9yZWNlbnRfY2FsbHMYAiABKA0iUgoNVG9vbENhbGxDb3VudBIMCgR0b29sGAEgASgJEg0KBWNhbGxzGAIgASgDEg4KBmZhaWxlZBgDIAEoAxIUCgxsYXN0X3VuaXhfbXMYBCABKAMiPQoNQWN0aXZpdHlDb3VudBINCgVjYWxscxgBIAEoAxINCgVwYXRocxgCIAEoAxIOCgZmYWlsZWQYAyABKAMiQQoKUGVuZGluZ0pvYhIOCgZqb2JfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIVCg1zaW5jZV91bml4X21zGAMgASgDImEKClJlY2VudENhbGwSCwoDc2VxGAEgASgDEgwKBHRvb2wYAiABKAkSDwoHb3V0Y29tZRgDIAEoCRITCgtyZWFzb25fY29kZRgEIAEoCRISCgphdF91bml4X21zGAUgASgDIq0GCg5TZXNzaW9uSGFuZG9mZhI5CgdzZXNzaW9uGAEgASgLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuV29ya2Zsb3dTZXNzaW9uEhMKC3Nlc3Npb25fcmVmGAIgASgJEhMKC2NhbGxzX3RvdGFsGAMgASgDEhQKDGNhbGxzX2ZhaWxlZBgEIAEoAxI9Cg1jYWxsc19ieV90b29sGAUgAygLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuVG9vbENhbGxDb3VudBI0CgRyZWFkGAYgASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBI3CgdjaGFuZ2VkGAcgASgLMiYud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWN0aXZpdHlDb3VudBIzCgNydW4YCCABKAsyJi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5BY3Rpdml0eUNvdW50EjkKDHBlbmRpbmdfam9icxgJIAMoCzIjLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlBlbmRpbmdKb2ISGgoScGVuZGluZ19qb2JzX3RvdGFsGAogASgDEjkKDHJlY2VudF9jYWxscxgLIAMoCzIjLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlY2VudENhbGwSFQoNY2FsbHNfZHJvcHBlZBgMIAEoAxIRCgl0cnVuY2F0ZWQYDSABKAgSHQoVY2FsbHNfb3V0Y29tZV91bmtub3duGA4gASgDEj0KC3ZhbGlkYXRpb25zGA8gAygLMigud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuVmFsaWRhdGlvblJlY2FwEjMKBXBhdGhzGBAgAygLMiQud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvblBhdGgSFwoPcGF0aHNfdHJ1bmNhdGVkGBEgASgIEjkKCGNvbW1hbmRzGBIgAygLMicud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuU2Vzc2lvbkNvbW1hbmQSGgoSY29tbWFuZHNfdHJ1bmNhdGVkGBMgASgIIm4KDlNlc3Npb25Db21tYW5kEgwKBHRvb2wYASABKAkSFwoPY29tbWFuZF9zdW1tYXJ5GAIgASgJEg8KB291dGNvbWUYAyABKAkSFgoJZXhpdF9jb2RlGAQgASgFSACIAQFCDAoKX2V4aXRfY29kZSKKAQoaUmVhZFNlc3Npb25IYW5kb2ZmUmVzcG9uc2USOAoHaGFuZG9mZhgBIAEoCzInLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlNlc3Npb25IYW5kb2ZmEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJZChFBZ2VudENvbnRpbnVhdGlvbhIQCghhZ2VudF9pZBgBIAEoCRITCgtlbmRwb2ludF9pZBgCIAEoCRIdChVjb250cm9sbGVyX2dlbmVyYXRpb24YAyABKAMiawoaUm90YXRlQWdlbnRFbmRwb2ludFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLZW5kcG9pbnRfaWQYAiABKAkSJgoeZXhwZWN0ZWRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAMgASgDIrMBChtSb3RhdGVBZ2VudEVuZHBvaW50UmVzcG9uc2USQAoMY29udGludWF0aW9uGAEgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRDb250aW51YXRpb24SHgoWYWdlbnRfY29udGludWF0aW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUicQogSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZlJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSEwoLZW5kcG9pbnRfaWQYAiABKAkSJgoeZXhwZWN0ZWRfY29udHJvbGxlcl9nZW5lcmF0aW9uGAMgASgDIrkBCiFJc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVzcG9uc2USQAoMY29udGludWF0aW9uGAEgASgLMioud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWdlbnRDb250aW51YXRpb24SHgoWYWdlbnRfY29udGludWF0aW9uX3JlZhgCIAEoCRIyCgdmYWlsdXJlGAMgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUikAEKH1Jlc29sdmVBZ2VudENvbnRpbnVhdGlvblJlcXVlc3QSHgoWYWdlbnRfY29udGludWF0aW9uX3JlZhgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRITCgtlbmRwb2ludF9pZBgDIAEoCRImCh5leHBlY3RlZF9jb250cm9sbGVyX2dlbmVyYXRpb24YBCABKAMimAEKIFJlc29sdmVBZ2VudENvbnRpbnVhdGlvblJlc3BvbnNlEkAKDGNvbnRpbnVhdGlvbhgBIAEoCzIqLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFnZW50Q29udGludWF0aW9uEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSI8ChRDYWxsQWdlbnRUb29sUmVxdWVzdBIMCgR0b29sGAEgASgJEhYKDmFyZ3VtZW50c19qc29uGAIgASgJIn4KFUNhbGxBZ2VudFRvb2xSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYAyABKAkiSwoWQWRtaXRBdHRlbXB0UmVmUmVxdWVzdBITCgthdHRlbXB0X3JlZhgBIAEoCRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgCIAEoCSKJAQoXQWRtaXRBdHRlbXB0UmVmUmVzcG9uc2USMgoHZmFpbHVyZRgBIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlEg8KB3Rhc2tfaWQYAiABKAkSEgoKYXR0ZW1wdF9pZBgDIAEoCRIVCg1hdHRlbXB0X2ZlbmNlGAQgASgDMpQRChJSZWZSZXNvbHZlclNlcnZpY2USdAoPUmVnaXN0ZXJQcm9qZWN0Ei8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVnaXN0ZXJQcm9qZWN0UmVxdWVzdBowLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlZ2lzdGVyUHJvamVjdFJlc3BvbnNlEm4KDVJldGlyZVByb2plY3QSLS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXRpcmVQcm9qZWN0UmVxdWVzdBouLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJldGlyZVByb2plY3RSZXNwb25zZRKDAQoUU2V0UHJvamVjdFZpc2liaWxpdHkSNC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlcXVlc3QaNS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5TZXRQcm9qZWN0VmlzaWJpbGl0eVJlc3BvbnNlEnEKDkRlY2xhcmVQcm9qZWN0Ei4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuRGVjbGFyZVByb2plY3RSZXF1ZXN0Gi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuRGVjbGFyZVByb2plY3RSZXNwb25zZRJuCg1VcGRhdGVQcm9qZWN0Ei0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuVXBkYXRlUHJvamVjdFJlcXVlc3QaLi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5VcGRhdGVQcm9qZWN0UmVzcG9uc2USawoMTGlzdFByb2plY3RzEiwud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuTGlzdFByb2plY3RzUmVxdWVzdBotLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlEnEKDlJlc29sdmVQcm9qZWN0Ei4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVByb2plY3RSZXF1ZXN0Gi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVByb2plY3RSZXNwb25zZRJ0Cg9Jc3N1ZVByb2plY3RSZWYSLy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Jc3N1ZVByb2plY3RSZWZSZXF1ZXN0GjAud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVQcm9qZWN0UmVmUmVzcG9uc2USbgoNQ3JlYXRlU2Vzc2lvbhItLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0Gi4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEnEKDlJlc29sdmVTZXNzaW9uEi4ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVNlc3Npb25SZXF1ZXN0Gi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUmVzb2x2ZVNlc3Npb25SZXNwb25zZRJrCgxDbG9zZVNlc3Npb24SLC53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5DbG9zZVNlc3Npb25SZXF1ZXN0Gi0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USegoRUmVjb3JkU2Vzc2lvbkNhbGwSMS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWNvcmRTZXNzaW9uQ2FsbFJlcXVlc3QaMi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWNvcmRTZXNzaW9uQ2FsbFJlc3BvbnNlEn0KElJlYWRTZXNzaW9uSGFuZG9mZhIyLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlYWRTZXNzaW9uSGFuZG9mZlJlcXVlc3QaMy53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZWFkU2Vzc2lvbkhhbmRvZmZSZXNwb25zZRKAAQoTUm90YXRlQWdlbnRFbmRwb2ludBIzLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJvdGF0ZUFnZW50RW5kcG9pbnRSZXF1ZXN0GjQud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuUm90YXRlQWdlbnRFbmRwb2ludFJlc3BvbnNlEpIBChlJc3N1ZUFnZW50Q29udGludWF0aW9uUmVmEjkud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuSXNzdWVBZ2VudENvbnRpbnVhdGlvblJlZlJlcXVlc3QaOi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5Jc3N1ZUFnZW50Q29udGludWF0aW9uUmVmUmVzcG9uc2USjwEKGFJlc29sdmVBZ2VudENvbnRpbnVhdGlvbhI4LndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLlJlc29sdmVBZ2VudENvbnRpbnVhdGlvblJlcXVlc3QaOS53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5SZXNvbHZlQWdlbnRDb250aW51YXRpb25SZXNwb25zZRJuCg1DYWxsQWdlbnRUb29sEi0ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQ2FsbEFnZW50VG9vbFJlcXVlc3QaLi53ZWJjb2RleC5yZWZyZXNvbHZlci52MS5DYWxsQWdlbnRUb29sUmVzcG9uc2USdAoPQWRtaXRBdHRlbXB0UmVmEi8ud2ViY29kZXgucmVmcmVzb2x2ZXIudjEuQWRtaXRBdHRlbXB0UmVmUmVxdWVzdBowLndlYmNvZGV4LnJlZnJlc29sdmVyLnYxLkFkbWl0QXR0ZW1wdFJlZlJlc3BvbnNlYgZwcm90bzM", [file_webcodex_common_v1_common]);
 
 /**
  * @generated from message webcodex.refresolver.v1.Project
@@ -764,6 +764,36 @@ export type SessionCall = Message<"webcodex.refresolver.v1.SessionCall"> & {
    * @generated from field: uint32 duration_ms = 11;
    */
   durationMs: number;
+
+  /**
+   * The verdict of a validation result the call gave (project_validate, cargo_check,
+   * cargo_test, go_test, or the wait that returned such a Job's end); absent otherwise.
+   *
+   * @generated from field: webcodex.refresolver.v1.SessionValidation validation = 12;
+   */
+  validation?: SessionValidation | undefined;
+
+  /**
+   * The paths the call read or changed, with the file's read_revision after the call (never
+   * content); bounded by the resolver.
+   *
+   * @generated from field: repeated webcodex.refresolver.v1.SessionPath paths = 13;
+   */
+  paths: SessionPath[];
+
+  /**
+   * A run call's command, cut to 200 characters; empty for other tools.
+   *
+   * @generated from field: string command_summary = 14;
+   */
+  commandSummary: string;
+
+  /**
+   * A completed run's exit code; absent when it did not complete.
+   *
+   * @generated from field: optional int32 exit_code = 15;
+   */
+  exitCode?: number | undefined;
 };
 
 /**
@@ -772,6 +802,115 @@ export type SessionCall = Message<"webcodex.refresolver.v1.SessionCall"> & {
  */
 export const SessionCallSchema: GenMessage<SessionCall> = /*@__PURE__*/
   messageDesc(file_webcodex_refresolver_v1_ref_resolver, 25);
+
+/**
+ * Status and counts of one validation result: never messages, paths or commands.
+ *
+ * @generated from message webcodex.refresolver.v1.SessionValidation
+ */
+export type SessionValidation = Message<"webcodex.refresolver.v1.SessionValidation"> & {
+  /**
+   * passed, failed, error or unparsed.
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+
+  /**
+   * @generated from field: uint32 tests_passed = 2;
+   */
+  testsPassed: number;
+
+  /**
+   * @generated from field: uint32 tests_failed = 3;
+   */
+  testsFailed: number;
+
+  /**
+   * @generated from field: uint32 tests_skipped = 4;
+   */
+  testsSkipped: number;
+
+  /**
+   * @generated from field: uint32 errors = 5;
+   */
+  errors: number;
+
+  /**
+   * @generated from field: uint32 warnings = 6;
+   */
+  warnings: number;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.SessionValidation.
+ * Use `create(SessionValidationSchema)` to create a new message.
+ */
+export const SessionValidationSchema: GenMessage<SessionValidation> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 26);
+
+/**
+ * One recorded validation result in a handoff.
+ *
+ * @generated from message webcodex.refresolver.v1.ValidationRecap
+ */
+export type ValidationRecap = Message<"webcodex.refresolver.v1.ValidationRecap"> & {
+  /**
+   * @generated from field: int64 seq = 1;
+   */
+  seq: bigint;
+
+  /**
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: webcodex.refresolver.v1.SessionValidation validation = 3;
+   */
+  validation?: SessionValidation | undefined;
+
+  /**
+   * @generated from field: int64 at_unix_ms = 4;
+   */
+  atUnixMs: bigint;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.ValidationRecap.
+ * Use `create(ValidationRecapSchema)` to create a new message.
+ */
+export const ValidationRecapSchema: GenMessage<ValidationRecap> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 27);
+
+/**
+ * @generated from message webcodex.refresolver.v1.SessionPath
+ */
+export type SessionPath = Message<"webcodex.refresolver.v1.SessionPath"> & {
+  /**
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * Empty when the call observed none (a delete, a failed read).
+   *
+   * @generated from field: string read_revision = 2;
+   */
+  readRevision: string;
+
+  /**
+   * @generated from field: bool changed = 3;
+   */
+  changed: boolean;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.SessionPath.
+ * Use `create(SessionPathSchema)` to create a new message.
+ */
+export const SessionPathSchema: GenMessage<SessionPath> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 28);
 
 /**
  * @generated from message webcodex.refresolver.v1.RecordSessionCallRequest
@@ -802,7 +941,7 @@ export type RecordSessionCallRequest = Message<"webcodex.refresolver.v1.RecordSe
  * Use `create(RecordSessionCallRequestSchema)` to create a new message.
  */
 export const RecordSessionCallRequestSchema: GenMessage<RecordSessionCallRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 26);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 29);
 
 /**
  * @generated from message webcodex.refresolver.v1.RecordSessionCallResponse
@@ -845,7 +984,7 @@ export type RecordSessionCallResponse = Message<"webcodex.refresolver.v1.RecordS
  * Use `create(RecordSessionCallResponseSchema)` to create a new message.
  */
 export const RecordSessionCallResponseSchema: GenMessage<RecordSessionCallResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 27);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 30);
 
 /**
  * @generated from message webcodex.refresolver.v1.ReadSessionHandoffRequest
@@ -869,7 +1008,7 @@ export type ReadSessionHandoffRequest = Message<"webcodex.refresolver.v1.ReadSes
  * Use `create(ReadSessionHandoffRequestSchema)` to create a new message.
  */
 export const ReadSessionHandoffRequestSchema: GenMessage<ReadSessionHandoffRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 28);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 31);
 
 /**
  * @generated from message webcodex.refresolver.v1.ToolCallCount
@@ -901,7 +1040,7 @@ export type ToolCallCount = Message<"webcodex.refresolver.v1.ToolCallCount"> & {
  * Use `create(ToolCallCountSchema)` to create a new message.
  */
 export const ToolCallCountSchema: GenMessage<ToolCallCount> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 29);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 32);
 
 /**
  * @generated from message webcodex.refresolver.v1.ActivityCount
@@ -928,7 +1067,7 @@ export type ActivityCount = Message<"webcodex.refresolver.v1.ActivityCount"> & {
  * Use `create(ActivityCountSchema)` to create a new message.
  */
 export const ActivityCountSchema: GenMessage<ActivityCount> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 30);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 33);
 
 /**
  * @generated from message webcodex.refresolver.v1.PendingJob
@@ -955,7 +1094,7 @@ export type PendingJob = Message<"webcodex.refresolver.v1.PendingJob"> & {
  * Use `create(PendingJobSchema)` to create a new message.
  */
 export const PendingJobSchema: GenMessage<PendingJob> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 31);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 34);
 
 /**
  * @generated from message webcodex.refresolver.v1.RecentCall
@@ -992,7 +1131,7 @@ export type RecentCall = Message<"webcodex.refresolver.v1.RecentCall"> & {
  * Use `create(RecentCallSchema)` to create a new message.
  */
 export const RecentCallSchema: GenMessage<RecentCall> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 32);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 35);
 
 /**
  * @generated from message webcodex.refresolver.v1.SessionHandoff
@@ -1079,6 +1218,39 @@ export type SessionHandoff = Message<"webcodex.refresolver.v1.SessionHandoff"> &
    * @generated from field: int64 calls_outcome_unknown = 14;
    */
   callsOutcomeUnknown: bigint;
+
+  /**
+   * The latest validation results, newest first (bounded).
+   *
+   * @generated from field: repeated webcodex.refresolver.v1.ValidationRecap validations = 15;
+   */
+  validations: ValidationRecap[];
+
+  /**
+   * Each path read or changed, with its latest revision, most recent first (bounded).
+   *
+   * @generated from field: repeated webcodex.refresolver.v1.SessionPath paths = 16;
+   */
+  paths: SessionPath[];
+
+  /**
+   * More paths than `paths` lists.
+   *
+   * @generated from field: bool paths_truncated = 17;
+   */
+  pathsTruncated: boolean;
+
+  /**
+   * The commands run, most recent first (bounded).
+   *
+   * @generated from field: repeated webcodex.refresolver.v1.SessionCommand commands = 18;
+   */
+  commands: SessionCommand[];
+
+  /**
+   * @generated from field: bool commands_truncated = 19;
+   */
+  commandsTruncated: boolean;
 };
 
 /**
@@ -1086,7 +1258,41 @@ export type SessionHandoff = Message<"webcodex.refresolver.v1.SessionHandoff"> &
  * Use `create(SessionHandoffSchema)` to create a new message.
  */
 export const SessionHandoffSchema: GenMessage<SessionHandoff> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 33);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 36);
+
+/**
+ * @generated from message webcodex.refresolver.v1.SessionCommand
+ */
+export type SessionCommand = Message<"webcodex.refresolver.v1.SessionCommand"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: string command_summary = 2;
+   */
+  commandSummary: string;
+
+  /**
+   * ok, failed, pending or unknown.
+   *
+   * @generated from field: string outcome = 3;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: optional int32 exit_code = 4;
+   */
+  exitCode?: number | undefined;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.SessionCommand.
+ * Use `create(SessionCommandSchema)` to create a new message.
+ */
+export const SessionCommandSchema: GenMessage<SessionCommand> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 37);
 
 /**
  * @generated from message webcodex.refresolver.v1.ReadSessionHandoffResponse
@@ -1108,7 +1314,7 @@ export type ReadSessionHandoffResponse = Message<"webcodex.refresolver.v1.ReadSe
  * Use `create(ReadSessionHandoffResponseSchema)` to create a new message.
  */
 export const ReadSessionHandoffResponseSchema: GenMessage<ReadSessionHandoffResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 34);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 38);
 
 /**
  * AgentContinuation is the exact Endpoint generation a continuation is pinned to.
@@ -1137,7 +1343,7 @@ export type AgentContinuation = Message<"webcodex.refresolver.v1.AgentContinuati
  * Use `create(AgentContinuationSchema)` to create a new message.
  */
 export const AgentContinuationSchema: GenMessage<AgentContinuation> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 35);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 39);
 
 /**
  * @generated from message webcodex.refresolver.v1.RotateAgentEndpointRequest
@@ -1166,7 +1372,7 @@ export type RotateAgentEndpointRequest = Message<"webcodex.refresolver.v1.Rotate
  * Use `create(RotateAgentEndpointRequestSchema)` to create a new message.
  */
 export const RotateAgentEndpointRequestSchema: GenMessage<RotateAgentEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 36);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 40);
 
 /**
  * @generated from message webcodex.refresolver.v1.RotateAgentEndpointResponse
@@ -1193,7 +1399,7 @@ export type RotateAgentEndpointResponse = Message<"webcodex.refresolver.v1.Rotat
  * Use `create(RotateAgentEndpointResponseSchema)` to create a new message.
  */
 export const RotateAgentEndpointResponseSchema: GenMessage<RotateAgentEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 37);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 41);
 
 /**
  * @generated from message webcodex.refresolver.v1.IssueAgentContinuationRefRequest
@@ -1220,7 +1426,7 @@ export type IssueAgentContinuationRefRequest = Message<"webcodex.refresolver.v1.
  * Use `create(IssueAgentContinuationRefRequestSchema)` to create a new message.
  */
 export const IssueAgentContinuationRefRequestSchema: GenMessage<IssueAgentContinuationRefRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 38);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 42);
 
 /**
  * @generated from message webcodex.refresolver.v1.IssueAgentContinuationRefResponse
@@ -1247,7 +1453,7 @@ export type IssueAgentContinuationRefResponse = Message<"webcodex.refresolver.v1
  * Use `create(IssueAgentContinuationRefResponseSchema)` to create a new message.
  */
 export const IssueAgentContinuationRefResponseSchema: GenMessage<IssueAgentContinuationRefResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 39);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 43);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveAgentContinuationRequest
@@ -1281,7 +1487,7 @@ export type ResolveAgentContinuationRequest = Message<"webcodex.refresolver.v1.R
  * Use `create(ResolveAgentContinuationRequestSchema)` to create a new message.
  */
 export const ResolveAgentContinuationRequestSchema: GenMessage<ResolveAgentContinuationRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 40);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 44);
 
 /**
  * @generated from message webcodex.refresolver.v1.ResolveAgentContinuationResponse
@@ -1303,172 +1509,97 @@ export type ResolveAgentContinuationResponse = Message<"webcodex.refresolver.v1.
  * Use `create(ResolveAgentContinuationResponseSchema)` to create a new message.
  */
 export const ResolveAgentContinuationResponseSchema: GenMessage<ResolveAgentContinuationResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 41);
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 45);
 
 /**
  * AgentTaskAttempt is the exact fenced Attempt an attempt_ref is pinned to.
  *
- * @generated from message webcodex.refresolver.v1.AgentTaskAttempt
+ * @generated from message webcodex.refresolver.v1.CallAgentToolRequest
  */
-export type AgentTaskAttempt = Message<"webcodex.refresolver.v1.AgentTaskAttempt"> & {
+export type CallAgentToolRequest = Message<"webcodex.refresolver.v1.CallAgentToolRequest"> & {
   /**
-   * @generated from field: string task_id = 1;
+   * @generated from field: string tool = 1;
    */
-  taskId: string;
+  tool: string;
 
   /**
-   * @generated from field: string attempt_id = 2;
-   */
-  attemptId: string;
-
-  /**
-   * @generated from field: string assignee_agent_id = 3;
-   */
-  assigneeAgentId: string;
-
-  /**
-   * @generated from field: int64 attempt_fence = 4;
-   */
-  attemptFence: bigint;
-
-  /**
-   * @generated from field: int64 attempt_controller_generation = 5;
-   */
-  attemptControllerGeneration: bigint;
-};
-
-/**
- * Describes the message webcodex.refresolver.v1.AgentTaskAttempt.
- * Use `create(AgentTaskAttemptSchema)` to create a new message.
- */
-export const AgentTaskAttemptSchema: GenMessage<AgentTaskAttempt> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 42);
-
-/**
- * @generated from message webcodex.refresolver.v1.StartAgentTaskAttemptRequest
- */
-export type StartAgentTaskAttemptRequest = Message<"webcodex.refresolver.v1.StartAgentTaskAttemptRequest"> & {
-  /**
-   * @generated from field: string task_id = 1;
-   */
-  taskId: string;
-
-  /**
-   * @generated from field: string assignee_agent_id = 2;
-   */
-  assigneeAgentId: string;
-
-  /**
-   * @generated from field: string idempotency_key = 3;
-   */
-  idempotencyKey: string;
-};
-
-/**
- * Describes the message webcodex.refresolver.v1.StartAgentTaskAttemptRequest.
- * Use `create(StartAgentTaskAttemptRequestSchema)` to create a new message.
- */
-export const StartAgentTaskAttemptRequestSchema: GenMessage<StartAgentTaskAttemptRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 43);
-
-/**
- * @generated from message webcodex.refresolver.v1.StartAgentTaskAttemptResponse
- */
-export type StartAgentTaskAttemptResponse = Message<"webcodex.refresolver.v1.StartAgentTaskAttemptResponse"> & {
-  /**
-   * @generated from field: webcodex.refresolver.v1.AgentTaskAttempt attempt = 1;
-   */
-  attempt?: AgentTaskAttempt | undefined;
-
-  /**
-   * @generated from field: string attempt_ref = 2;
-   */
-  attemptRef: string;
-
-  /**
-   * The idempotency key had been used for this Task: the original Attempt and ref.
+   * The tool's canonical arguments, as JSON.
    *
-   * @generated from field: bool replayed = 3;
+   * @generated from field: string arguments_json = 2;
    */
-  replayed: boolean;
-
-  /**
-   * @generated from field: webcodex.common.v1.DomainFailure failure = 4;
-   */
-  failure?: DomainFailure | undefined;
+  argumentsJson: string;
 };
 
 /**
- * Describes the message webcodex.refresolver.v1.StartAgentTaskAttemptResponse.
- * Use `create(StartAgentTaskAttemptResponseSchema)` to create a new message.
+ * Describes the message webcodex.refresolver.v1.CallAgentToolRequest.
+ * Use `create(CallAgentToolRequestSchema)` to create a new message.
  */
-export const StartAgentTaskAttemptResponseSchema: GenMessage<StartAgentTaskAttemptResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 44);
-
-/**
- * @generated from message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationRequest
- */
-export type AdvanceAttemptControllerGenerationRequest = Message<"webcodex.refresolver.v1.AdvanceAttemptControllerGenerationRequest"> & {
-  /**
-   * @generated from field: string attempt_id = 1;
-   */
-  attemptId: string;
-
-  /**
-   * @generated from field: int64 attempt_fence = 2;
-   */
-  attemptFence: bigint;
-
-  /**
-   * @generated from field: int64 expected_controller_generation = 3;
-   */
-  expectedControllerGeneration: bigint;
-};
-
-/**
- * Describes the message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationRequest.
- * Use `create(AdvanceAttemptControllerGenerationRequestSchema)` to create a new message.
- */
-export const AdvanceAttemptControllerGenerationRequestSchema: GenMessage<AdvanceAttemptControllerGenerationRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 45);
-
-/**
- * @generated from message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationResponse
- */
-export type AdvanceAttemptControllerGenerationResponse = Message<"webcodex.refresolver.v1.AdvanceAttemptControllerGenerationResponse"> & {
-  /**
-   * @generated from field: webcodex.refresolver.v1.AgentTaskAttempt attempt = 1;
-   */
-  attempt?: AgentTaskAttempt | undefined;
-
-  /**
-   * @generated from field: string attempt_ref = 2;
-   */
-  attemptRef: string;
-
-  /**
-   * @generated from field: webcodex.common.v1.DomainFailure failure = 3;
-   */
-  failure?: DomainFailure | undefined;
-};
-
-/**
- * Describes the message webcodex.refresolver.v1.AdvanceAttemptControllerGenerationResponse.
- * Use `create(AdvanceAttemptControllerGenerationResponseSchema)` to create a new message.
- */
-export const AdvanceAttemptControllerGenerationResponseSchema: GenMessage<AdvanceAttemptControllerGenerationResponse> = /*@__PURE__*/
+export const CallAgentToolRequestSchema: GenMessage<CallAgentToolRequest> = /*@__PURE__*/
   messageDesc(file_webcodex_refresolver_v1_ref_resolver, 46);
 
 /**
- * @generated from message webcodex.refresolver.v1.ResolveAgentTaskAttemptRequest
+ * @generated from message webcodex.refresolver.v1.CallAgentToolResponse
  */
-export type ResolveAgentTaskAttemptRequest = Message<"webcodex.refresolver.v1.ResolveAgentTaskAttemptRequest"> & {
+export type CallAgentToolResponse = Message<"webcodex.refresolver.v1.CallAgentToolResponse"> & {
   /**
-   * Either the ref, or the explicit tuple below; not both.
+   * The canonical result, as JSON; empty when failure is set.
    *
+   * @generated from field: string result_json = 1;
+   */
+  resultJson: string;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
+   */
+  failure?: DomainFailure | undefined;
+
+  /**
+   * The Project the call concerned, when it names one (for the audit record).
+   *
+   * @generated from field: string project_canonical_id = 3;
+   */
+  projectCanonicalId: string;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.CallAgentToolResponse.
+ * Use `create(CallAgentToolResponseSchema)` to create a new message.
+ */
+export const CallAgentToolResponseSchema: GenMessage<CallAgentToolResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 47);
+
+/**
+ * @generated from message webcodex.refresolver.v1.AdmitAttemptRefRequest
+ */
+export type AdmitAttemptRefRequest = Message<"webcodex.refresolver.v1.AdmitAttemptRefRequest"> & {
+  /**
    * @generated from field: string attempt_ref = 1;
    */
   attemptRef: string;
+
+  /**
+   * The resolved Project of the workspace call; the Attempt's Task must be in it.
+   *
+   * @generated from field: string project_canonical_id = 2;
+   */
+  projectCanonicalId: string;
+};
+
+/**
+ * Describes the message webcodex.refresolver.v1.AdmitAttemptRefRequest.
+ * Use `create(AdmitAttemptRefRequestSchema)` to create a new message.
+ */
+export const AdmitAttemptRefRequestSchema: GenMessage<AdmitAttemptRefRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 48);
+
+/**
+ * @generated from message webcodex.refresolver.v1.AdmitAttemptRefResponse
+ */
+export type AdmitAttemptRefResponse = Message<"webcodex.refresolver.v1.AdmitAttemptRefResponse"> & {
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 1;
+   */
+  failure?: DomainFailure | undefined;
 
   /**
    * @generated from field: string task_id = 2;
@@ -1481,55 +1612,23 @@ export type ResolveAgentTaskAttemptRequest = Message<"webcodex.refresolver.v1.Re
   attemptId: string;
 
   /**
-   * @generated from field: string assignee_agent_id = 4;
-   */
-  assigneeAgentId: string;
-
-  /**
-   * @generated from field: int64 attempt_fence = 5;
+   * @generated from field: int64 attempt_fence = 4;
    */
   attemptFence: bigint;
-
-  /**
-   * @generated from field: int64 attempt_controller_generation = 6;
-   */
-  attemptControllerGeneration: bigint;
 };
 
 /**
- * Describes the message webcodex.refresolver.v1.ResolveAgentTaskAttemptRequest.
- * Use `create(ResolveAgentTaskAttemptRequestSchema)` to create a new message.
+ * Describes the message webcodex.refresolver.v1.AdmitAttemptRefResponse.
+ * Use `create(AdmitAttemptRefResponseSchema)` to create a new message.
  */
-export const ResolveAgentTaskAttemptRequestSchema: GenMessage<ResolveAgentTaskAttemptRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 47);
-
-/**
- * @generated from message webcodex.refresolver.v1.ResolveAgentTaskAttemptResponse
- */
-export type ResolveAgentTaskAttemptResponse = Message<"webcodex.refresolver.v1.ResolveAgentTaskAttemptResponse"> & {
-  /**
-   * @generated from field: webcodex.refresolver.v1.AgentTaskAttempt attempt = 1;
-   */
-  attempt?: AgentTaskAttempt | undefined;
-
-  /**
-   * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
-   */
-  failure?: DomainFailure | undefined;
-};
-
-/**
- * Describes the message webcodex.refresolver.v1.ResolveAgentTaskAttemptResponse.
- * Use `create(ResolveAgentTaskAttemptResponseSchema)` to create a new message.
- */
-export const ResolveAgentTaskAttemptResponseSchema: GenMessage<ResolveAgentTaskAttemptResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 48);
+export const AdmitAttemptRefResponseSchema: GenMessage<AdmitAttemptRefResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_refresolver_v1_ref_resolver, 49);
 
 /**
  * RefResolverService owns durable identities: Projects with their incarnations, Workflow
  * Sessions, agent continuation Endpoints and task Attempts, and the four principal-scoped
- * short-ref tables (project_ref ~p<n>, session_ref ~s<n>, agent_continuation_ref ~c<n>,
- * attempt_ref ~a<n>). The caller is read from the request headers, never from the body.
+ * short-ref tables (project_ref ~p<n>, session_ref ~s<n>, agent_continuation_ref ~a<n>,
+ * attempt_ref ~t<n>). The caller is read from the request headers, never from the body.
  * Every resolution looks up the pinned identity and then re-runs the ordinary checks; a
  * stale, foreign or unknown ref fails closed with a DomainFailure, and a foreign ref fails
  * exactly like one that was never issued.
@@ -1715,38 +1814,31 @@ export const RefResolverService: GenService<{
     output: typeof ResolveAgentContinuationResponseSchema;
   },
   /**
-   * StartAgentTaskAttempt starts an Attempt on a Task with the next fence (a takeover of
-   * any earlier Attempt) and returns its attempt_ref. Keyed replay returns the same Attempt
-   * and the same ref.
+   * CallAgentTool runs one Agent/Task/Attempt tool (create_agent, create_agent_task,
+   * start_agent_task_attempt, wait_for_agent_events, ...) for the caller. The arguments are
+   * the tool's canonical arguments (already validated by the gateway against the tool's
+   * registered schema); the result is its canonical result. A domain failure travels as
+   * DomainFailure; a foreign agent, task, attempt, cursor or ref fails exactly like one that
+   * was never issued.
    *
-   * @generated from rpc webcodex.refresolver.v1.RefResolverService.StartAgentTaskAttempt
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.CallAgentTool
    */
-  startAgentTaskAttempt: {
+  callAgentTool: {
     methodKind: "unary";
-    input: typeof StartAgentTaskAttemptRequestSchema;
-    output: typeof StartAgentTaskAttemptResponseSchema;
+    input: typeof CallAgentToolRequestSchema;
+    output: typeof CallAgentToolResponseSchema;
   },
   /**
-   * AdvanceAttemptControllerGeneration moves an Attempt to its next controller generation
-   * and issues the ref of the new generation; earlier attempt_refs go stale.
+   * AdmitAttemptRef expands an attempt_ref given on a workspace call and re-runs the owner,
+   * lifecycle, lease, fence and generation checks for that Project. No failure means the
+   * Attempt holds the current fence at this moment.
    *
-   * @generated from rpc webcodex.refresolver.v1.RefResolverService.AdvanceAttemptControllerGeneration
+   * @generated from rpc webcodex.refresolver.v1.RefResolverService.AdmitAttemptRef
    */
-  advanceAttemptControllerGeneration: {
+  admitAttemptRef: {
     methodKind: "unary";
-    input: typeof AdvanceAttemptControllerGenerationRequestSchema;
-    output: typeof AdvanceAttemptControllerGenerationResponseSchema;
-  },
-  /**
-   * ResolveAgentTaskAttempt expands an attempt_ref (or checks the explicit tuple) and runs
-   * the ordinary owner, fence and generation checks.
-   *
-   * @generated from rpc webcodex.refresolver.v1.RefResolverService.ResolveAgentTaskAttempt
-   */
-  resolveAgentTaskAttempt: {
-    methodKind: "unary";
-    input: typeof ResolveAgentTaskAttemptRequestSchema;
-    output: typeof ResolveAgentTaskAttemptResponseSchema;
+    input: typeof AdmitAttemptRefRequestSchema;
+    output: typeof AdmitAttemptRefResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webcodex_refresolver_v1_ref_resolver, 0);

@@ -1,0 +1,107 @@
+/**
+ * Renders docs/results.md, the results-and-failures reference, from the code that decides
+ * them: each tool's result fields (ToolDefinition.resultFields), the pending shape and its
+ * follow-up (the named builders), and every reason code with its stages, retry posture and
+ * follow-up (reasonCodeTable). A test compares the committed file with this output.
+ */
+import { toolDefinitions } from "./catalog.js";
+import { toolRoute } from "./admission.js";
+import { FailureStage, ReasonCode, toolFailure } from "./failure.js";
+import { followUpBuilders, followUpTarget, rereadFollowUp, waitForJobFollowUp } from "./follow-up.js";
+import type { FollowUp } from "./follow-up.js";
+import { reasonCodeTable } from "./reason-codes.js";
+import type { FollowUpBuilderName, RetryPosture } from "./reason-codes.js";
+import type { ToolDefinition } from "./tool-definition.js";
+
+const RETRY: Record<RetryPosture, string> = {
+  same_call: "yes, the same call (nothing ran)",
+  change_first: "not unchanged: change the input first",
+  inspect_first: "inspect first: the effect may have happened",
+  no: "no",
+};
+
+/** The tool a builder's follow-up finally runs, its kind, and how it is called. */
+function followUpOf(name: FollowUpBuilderName): { target: string; kind: string; via: string } {
+  const entry = followUpBuilders[name] as { build: (...a: unknown[]) => FollowUp; samples: readonly unknown[][] };
+  const f = entry.build(...(entry.samples[0] ?? []));
+  return { target: followUpTarget(f).tool, kind: f.follow_up_kind, via: f.tool === "call_runtime_tool" ? "call_runtime_tool" : "direct" };
+}
+
+const pends = (d: ToolDefinition): boolean => d.inputSchema.properties?.["wait_ms"] !== undefined && d.execution === "runner";
+
+export function renderResultsDoc(): string {
+  const defs = toolDefinitions().filter((d) => d.implemented);
+  const pending = { execution_state: "pending", job_id: "job_1", follow_up: waitForJobFollowUp("~p1", "job_1") };
+  const failure = toolFailure(ReasonCode.staleReadRevision, FailureStage.preflight, {
+    evidence: { path: "src/a.ts", current_read_revision: "r_0123456789abcdef" },
+    follow_up: rereadFollowUp("~p1", "src/a.ts"),
+  });
+  const lines = [
+    "# Results and failures reference",
+    "",
+    "Generated from the code (`renderResultsDoc()` in `libs/contracts`) by `make docs`.",
+    "Do not edit by hand: a test fails when this file is stale.",
+    "",
+    "## Shapes every tool shares",
+    "",
+    "**Success** is sparse: only the fields listed for the tool below, and only those that say",
+    "something (a complete batch omits per-item `success`/`error`; a clean exit-zero `run_shell`",
+    "omits lifecycle bookkeeping). The gateway may add, to any success:",
+    "",
+    "- `input_normalization: {code, hint, effective?}` when it rewrote or clamped an argument;",
+    "- `job_attention: {items: [{job_id, state, exit_code?, outcome_unknown?}]}` once, on the first",
+    "  result for a project after a Job you started there ended;",
+    "- `follow_up` on a pending run (below).",
+    "",
+    "**Pending**: a run still going at `wait_ms` returns its Job and exactly one mechanically",
+    "followable follow-up that waits for it:",
+    "",
+    "```json",
+    JSON.stringify(pending),
+    "```",
+    "",
+    "**Failure** (`isError: true`): `reason_code`, `failure_stage`, `detail_code?`, `state_changed`,",
+    "`outcome_unknown`, `evidence?`, `message?` and, when the repair is known, one `follow_up`:",
+    "",
+    "```json",
+    JSON.stringify(failure),
+    "```",
+    "",
+    "## Follow-ups",
+    "",
+    "`follow_up_kind` is `mechanically_followable` (the server already chose this exact call: run it)",
+    "or `fallback_recovery` (run it only to recover or expand detail). Run a follow-up exactly as",
+    "returned: its `tool` with its `arguments`. A follow-up to a tool listed in `tools/list` names",
+    "it directly; a follow-up to any other tool is already the `call_runtime_tool` wrapper",
+    "`{tool: \"call_runtime_tool\", arguments: {tool, arguments}}`, so a Host that only knows",
+    "`tools/list` can run it unchanged.",
+    "",
+    "## Results per tool",
+    "",
+    "| tool | route | success fields | pending |",
+    "|---|---|---|---|",
+    ...defs.map((d) => {
+      const fields = d.resultFields === undefined ? "the result of the tool it runs" : d.resultFields.map((f) => `\`${f}\``).join(", ");
+      return `| \`${d.name}\` | ${toolRoute(d).primary} | ${fields} | ${pends(d) ? "yes: `execution_state`, `job_id`, `follow_up`" : "no"} |`;
+    }),
+    "",
+    "Every tool can fail with the shape above; the reason codes follow.",
+    "",
+    "## Reason codes",
+    "",
+    "| reason_code | stages | retry | follow-up | when there is none |",
+    "|---|---|---|---|---|",
+    ...Object.entries(reasonCodeTable).map(([code, row]) => {
+      const ups = [
+        ...(row.follow_up ? [row.follow_up] : []).map((b) => ({ detail: "", b })),
+        ...Object.entries(row.detail_follow_ups ?? {}).map(([detail, b]) => ({ detail, b })),
+      ].map(({ detail, b }) => {
+        const f = followUpOf(b);
+        return `${detail ? `${detail}: ` : ""}\`${f.target}\` (${f.kind}${f.via === "call_runtime_tool" ? ", via call_runtime_tool" : ""})`;
+      });
+      return `| \`${code}\` | ${row.stages.join(", ")} | ${RETRY[row.retry]} | ${ups.join("; ") || "none"} | ${row.no_follow_up ?? ""} |`;
+    }),
+    "",
+  ];
+  return lines.join("\n");
+}

@@ -1,0 +1,612 @@
+/**
+ * Agents, Tasks, fenced Attempts and per-Agent event logs: the durable side of the agent
+ * tools. Each tool takes its canonical arguments (validated by the gateway against the tool's
+ * registered schema) and returns its canonical result, or throws a ToolFailureError.
+ *
+ * Who sees what (all within one tenant, i.e. one client id; the principal is compared whole):
+ * - an Agent is owned by the principal that created it; any principal of its tenant may name
+ *   it as a Task's assignee, only its owner can start Attempts for it or read its events;
+ * - a Task is visible to its creator and to the owner of its assignee Agent;
+ * - an Attempt, its tuple and its attempt_ref belong to the principal that started it.
+ * Anything else (another tenant, another principal) fails exactly like an id never issued.
+ *
+ * Fences: a new Attempt takes a fence from the Task's counter ratcheted from the Task's
+ * recorded high-water mark, and records it as the new mark in the same transaction (a
+ * trigger makes the Attempt's fence equal that mark). Every later check compares the caller's
+ * fence to the mark: an old tuple or old attempt_ref fails closed with fence_stale.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { FailureStage, isToolFailureError, listAgentTasksFollowUp, readAgentTaskFollowUp, ReasonCode, toolFailure, waitForAgentEventsFollowUp } from "@webcodex/contracts";
+import type { ToolFailure } from "@webcodex/contracts";
+import type { Database, Principal, Queryable } from "@webcodex/platform";
+import type { ProjectStore } from "../projects/project-store.js";
+import { agentContinuationRefTable, attemptRefTable, issuePinnedRef } from "../refs/issue-ref.js";
+import { formatRef, parseRef, RefKind } from "../refs/ref-codes.js";
+import { continuationRefNotFound, generationMismatch, isAttemptId, isCallerId, newAttemptId, staleContinuationRef } from "./agent-model.js";
+import { AGENT_EVENTS_CHANNEL } from "./event-bus.js";
+import type { AgentEventBus } from "./event-bus.js";
+import type { TaskFenceCounter } from "./fence-counter.js";
+
+const schema = "refs";
+const AGENT_ID = /^wc_agent_[0-9a-f]{32}$/;
+const TASK_ID = /^wc_task_[0-9a-f]{32}$/;
+const CURSOR = /^(0|[1-9][0-9]{0,17})$/;
+const hex = () => randomBytes(16).toString("hex");
+
+export const DEFAULT_LEASE_MS = 60_000;
+export const DEFAULT_EVENT_WAIT_MS = 10_000;
+/** Events returned by one wait_for_agent_events call at most; the cursor continues. */
+export const EVENTS_PAGE = 100;
+const LIST_LIMIT = 100;
+
+export type AgentToolResult = { result: Record<string, unknown>; projectCanonicalId?: string };
+
+export interface AgentTasksDeps {
+  db: Database;
+  projects: ProjectStore;
+  fences: TaskFenceCounter;
+  bus: AgentEventBus;
+}
+
+// ── failures: the same answer for "never issued" and "not yours" ──
+const notFound = (what: "agent" | "task" | "attempt" | "attempt_ref" | "cursor", followUp?: boolean): ToolFailure =>
+  toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+    detail_code: `${what}_not_found`,
+    message: `No such ${what.replace(/_/g, " ")} for this caller.`,
+    ...(followUp ? { follow_up: listAgentTasksFollowUp() } : {}),
+  });
+
+const fenceStale = (detail: string, taskId: string, evidence: Record<string, unknown> = {}): ToolFailure =>
+  toolFailure(ReasonCode.fenceStale, FailureStage.authorization, {
+    detail_code: detail,
+    evidence,
+    message: "This attempt no longer holds its task's fence; nothing was done.",
+    follow_up: readAgentTaskFollowUp(taskId),
+  });
+
+const invalid = (detail: string, field: string, message?: string): ToolFailure =>
+  toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: detail, evidence: { field }, ...(message ? { message } : {}) });
+
+/** Sorted-key JSON, so equal arguments give one digest whatever their key order. */
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const iso = (v: unknown): string => (v instanceof Date ? v : new Date(String(v))).toISOString();
+const str = (args: Record<string, unknown>, k: string): string => (typeof args[k] === "string" ? (args[k] as string) : "");
+const num = (args: Record<string, unknown>, k: string): number | undefined => (typeof args[k] === "number" ? (args[k] as number) : undefined);
+
+interface AgentRow {
+  agent_id: string;
+  client_id: string;
+  subject: string;
+  endpoint_id: string;
+  last_event_seq: string;
+  controller_generation: string;
+}
+
+interface TaskRow {
+  task_id: string;
+  client_id: string;
+  creator_subject: string;
+  project_canonical_id: string;
+  project_incarnation: string;
+  title: string;
+  instructions: string;
+  assignee_agent_id: string;
+  requester_agent_id: string | null;
+  state: string;
+  current_fence: string;
+  summary: string | null;
+  stop_reason: string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+  assignee_subject: string;
+}
+
+interface AttemptRow {
+  attempt_id: string;
+  task_id: string;
+  client_id: string;
+  subject: string;
+  assignee_agent_id: string;
+  attempt_fence: string;
+  controller_generation: string;
+  state: string;
+  lease_ms: number;
+  lease_expires_at: Date | string;
+  lease_live: boolean;
+  summary: string | null;
+}
+
+const ownedBy = (row: { client_id: string; subject: string }, p: Principal) => row.client_id === p.clientId && row.subject === p.subject;
+const canSeeTask = (t: TaskRow, p: Principal) => t.client_id === p.clientId && (t.creator_subject === p.subject || t.assignee_subject === p.subject);
+
+export function createAgentTasks(deps: AgentTasksDeps) {
+  const { db, projects, fences, bus } = deps;
+
+  const taskSelect = `SELECT t.*, a.subject AS assignee_subject FROM ${schema}.agent_tasks t JOIN ${schema}.agents a ON a.agent_id = t.assignee_agent_id`;
+  const attemptSelect = `SELECT at.*, (at.lease_expires_at > now()) AS lease_live FROM ${schema}.agent_task_attempts at`;
+
+  async function agentOf(q: Queryable, principal: Principal, agentId: string): Promise<AgentRow> {
+    if (!AGENT_ID.test(agentId)) throw new FailureThrow(notFound("agent"));
+    const r = await q.query<AgentRow>(
+      `SELECT a.*, e.controller_generation FROM ${schema}.agents a
+       JOIN ${schema}.agent_endpoints e ON e.client_id = a.client_id AND e.subject = a.subject AND e.agent_id = a.agent_id AND e.endpoint_id = a.endpoint_id
+       WHERE a.agent_id = $1`,
+      [agentId],
+    );
+    const row = r.rows[0];
+    if (!row || !ownedBy(row, principal)) throw new FailureThrow(notFound("agent"));
+    return row;
+  }
+
+  async function taskFor(q: Queryable, principal: Principal, taskId: string, lock = false): Promise<TaskRow> {
+    if (!TASK_ID.test(taskId)) throw new FailureThrow(notFound("task", true));
+    const r = await q.query<TaskRow>(`${taskSelect} WHERE t.task_id = $1${lock ? " FOR UPDATE OF t" : ""}`, [taskId]);
+    const row = r.rows[0];
+    if (!row || !canSeeTask(row, principal)) throw new FailureThrow(notFound("task", true));
+    return row;
+  }
+
+  /**
+   * Appends one event to each recipient's log and NOTIFYs (delivered at commit); returns who to
+   * wake in-process. The recipients' rows are locked in id order first (a stable lock order).
+   */
+  async function appendEvents(tx: Queryable, recipients: ReadonlyArray<string | null>, kind: string, taskId: string, attemptId?: string): Promise<string[]> {
+    const agents = [...new Set(recipients.filter((a): a is string => !!a))].sort();
+    await tx.query(`SELECT 1 FROM ${schema}.agents WHERE agent_id = ANY($1::text[]) ORDER BY agent_id FOR UPDATE`, [agents]);
+    await tx.query(
+      `WITH bumped AS (
+         UPDATE ${schema}.agents SET last_event_seq = last_event_seq + 1 WHERE agent_id = ANY($1::text[]) RETURNING agent_id, last_event_seq
+       ), added AS (
+         INSERT INTO ${schema}.agent_events (agent_id, seq, kind, task_id, attempt_id) SELECT agent_id, last_event_seq, $2, $3, $4 FROM bumped RETURNING agent_id
+       )
+       SELECT pg_notify($5, agent_id) FROM added`,
+      [agents, kind, taskId, attemptId ?? null, AGENT_EVENTS_CHANNEL],
+    );
+    return agents;
+  }
+
+  /** Runs `fn` in a transaction; wakes the waiters of every Agent it appended to once committed. */
+  async function withEvents<T>(fn: (tx: Queryable, wake: (agents: string[]) => void) => Promise<T>): Promise<T> {
+    const woken: string[] = [];
+    const value = await db.transaction((tx) => fn(tx, (agents) => woken.push(...agents)));
+    for (const a of woken) bus.notify(a);
+    return value;
+  }
+
+  /** Keyed replay: the stored first result, or undefined; a key reused for another request fails. */
+  async function replayed(tx: Queryable, principal: Principal, tool: string, key: string, digest: string): Promise<Record<string, unknown> | undefined> {
+    const r = await tx.query<{ request_digest: string; result_json: string }>(
+      `SELECT request_digest, result_json FROM ${schema}.agent_replays WHERE client_id = $1 AND subject = $2 AND tool = $3 AND idempotency_key = $4`,
+      [principal.clientId, principal.subject, tool, key],
+    );
+    const row = r.rows[0];
+    if (!row) return undefined;
+    if (row.request_digest !== digest) throw new FailureThrow(invalid("idempotency_key_reused", "idempotency_key", "This idempotency_key was used for a different request."));
+    return JSON.parse(row.result_json) as Record<string, unknown>;
+  }
+
+  async function remember(tx: Queryable, principal: Principal, tool: string, key: string, digest: string, result: Record<string, unknown>): Promise<void> {
+    await tx.query(
+      `INSERT INTO ${schema}.agent_replays (client_id, subject, tool, idempotency_key, request_digest, result_json) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [principal.clientId, principal.subject, tool, key, digest, JSON.stringify(result)],
+    );
+  }
+
+  const digestOf = (tool: string, args: Record<string, unknown>) => createHash("sha256").update(`${tool}\u0000${stableJson(args)}`).digest("hex");
+
+  /** Serializes keyed calls of one principal and key (the replay row is written at the end). */
+  const keyLock = (tx: Queryable, principal: Principal, tool: string, key: string) =>
+    tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [JSON.stringify(["refs.agent_replay", principal.clientId, principal.subject, tool, key])]);
+
+  /**
+   * The checks every use of an Attempt re-runs, by tuple or by ref: owner, lifecycle, lease,
+   * fence and controller generation. The Task row is locked when `lock` (mutations).
+   */
+  async function checkAttempt(
+    tx: Queryable, principal: Principal, attemptId: string, expect: { taskId?: string; assigneeAgentId?: string; fence?: number; generation?: number }, lock: boolean,
+  ): Promise<{ task: TaskRow; attempt: AttemptRow }> {
+    if (!isAttemptId(attemptId)) throw new FailureThrow(notFound("attempt"));
+    // One statement: the Attempt, its Task (locked for mutations), both Agents and the
+    // assignee's current controller generation. Every change of an Attempt's state also
+    // changes its Task row (fence, state), so a caller that waited for the Task lock sees it.
+    const r = await tx.query<TaskRow & { attempt: AttemptRow; agent_generation: string }>(
+      `SELECT t.*, ta.subject AS assignee_subject, e.controller_generation AS agent_generation,
+              json_build_object('attempt_id', at.attempt_id, 'task_id', at.task_id, 'client_id', at.client_id, 'subject', at.subject,
+                'assignee_agent_id', at.assignee_agent_id, 'attempt_fence', at.attempt_fence, 'controller_generation', at.controller_generation,
+                'state', at.state, 'lease_ms', at.lease_ms, 'lease_expires_at', at.lease_expires_at, 'lease_live', at.lease_expires_at > now(), 'summary', at.summary) AS attempt
+       FROM ${schema}.agent_task_attempts at
+       JOIN ${schema}.agent_tasks t ON t.task_id = at.task_id
+       JOIN ${schema}.agents ta ON ta.agent_id = t.assignee_agent_id
+       JOIN ${schema}.agents aa ON aa.agent_id = at.assignee_agent_id
+       JOIN ${schema}.agent_endpoints e ON e.client_id = aa.client_id AND e.subject = aa.subject AND e.agent_id = aa.agent_id AND e.endpoint_id = aa.endpoint_id
+       WHERE at.attempt_id = $1${lock ? " FOR UPDATE OF t" : ""}`,
+      [attemptId],
+    );
+    const task = r.rows[0];
+    const attempt = task?.attempt;
+    if (!task || !attempt || !ownedBy(attempt, principal) || !canSeeTask(task, principal)) throw new FailureThrow(notFound("attempt"));
+    const agent = { controller_generation: task.agent_generation };
+    const fence = Number(attempt.attempt_fence);
+    const evidence = { attempt_fence: fence, current_fence: Number(task.current_fence) };
+    if ((expect.taskId !== undefined && expect.taskId !== attempt.task_id) || (expect.assigneeAgentId !== undefined && expect.assigneeAgentId !== attempt.assignee_agent_id)) {
+      throw new FailureThrow(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
+    }
+    if (expect.fence !== undefined && expect.fence !== fence) throw new FailureThrow(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
+    if (expect.generation !== undefined && expect.generation !== Number(attempt.controller_generation)) throw new FailureThrow(fenceStale("controller_generation_mismatch", task.task_id, evidence));
+    if (Number(task.current_fence) !== fence) throw new FailureThrow(fenceStale("attempt_superseded", task.task_id, evidence));
+    if (task.state !== "in_progress") throw new FailureThrow(fenceStale(`task_${task.state}`, task.task_id, evidence));
+    if (attempt.state !== "live") throw new FailureThrow(fenceStale(`attempt_${attempt.state}`, task.task_id, evidence));
+    if (Number(agent.controller_generation) !== Number(attempt.controller_generation)) throw new FailureThrow(fenceStale("controller_generation_changed", task.task_id, evidence));
+    if (!attempt.lease_live) throw new FailureThrow(fenceStale("lease_expired", task.task_id, { ...evidence, lease_expires_at: iso(attempt.lease_expires_at) }));
+    return { task, attempt };
+  }
+
+  /** Expands an attempt_ref to its stored tuple, then runs checkAttempt on exactly that tuple. */
+  async function checkAttemptRef(tx: Queryable, principal: Principal, ref: string, lock: boolean) {
+    const code = parseRef(RefKind.attempt, ref);
+    if (code === undefined) throw new FailureThrow(notFound("attempt_ref"));
+    const r = await tx.query<{ task_id: string; attempt_id: string; assignee_agent_id: string; attempt_fence: string; controller_generation: string }>(
+      `SELECT task_id, attempt_id, assignee_agent_id, attempt_fence, controller_generation FROM ${schema}.attempt_refs WHERE client_id = $1 AND subject = $2 AND code = $3`,
+      [principal.clientId, principal.subject, code],
+    );
+    const pin = r.rows[0];
+    if (!pin) throw new FailureThrow(notFound("attempt_ref"));
+    return checkAttempt(tx, principal, pin.attempt_id, { taskId: pin.task_id, assigneeAgentId: pin.assignee_agent_id, fence: Number(pin.attempt_fence), generation: Number(pin.controller_generation) }, lock);
+  }
+
+  const tupleOf = (args: Record<string, unknown>) => ({
+    taskId: str(args, "task_id"), assigneeAgentId: str(args, "assignee_agent_id"),
+    fence: num(args, "attempt_fence") ?? 0, generation: num(args, "attempt_controller_generation") ?? 0,
+  });
+
+  const recipientsOf = (t: TaskRow) => [t.assignee_agent_id, t.requester_agent_id];
+
+  async function continuationRefFor(tx: Queryable, principal: Principal, agentId: string, endpointId: string, generation: number): Promise<string> {
+    return formatRef(RefKind.agentContinuation, await issuePinnedRef(tx, schema, agentContinuationRefTable, principal, [agentId, endpointId, generation]));
+  }
+
+  // ── the tools ──
+  const tools: Record<string, (principal: Principal, args: Record<string, unknown>, signal?: AbortSignal) => Promise<AgentToolResult>> = {
+    async create_agent(principal, args) {
+      const agentId = `wc_agent_${hex()}`, endpointId = `wc_ep_${hex()}`;
+      return db.transaction(async (tx) => {
+        await tx.query(`INSERT INTO ${schema}.agent_endpoints (client_id, subject, agent_id, endpoint_id, controller_generation) VALUES ($1, $2, $3, $4, 1)`, [principal.clientId, principal.subject, agentId, endpointId]);
+        await tx.query(`INSERT INTO ${schema}.agents (agent_id, client_id, subject, name, endpoint_id) VALUES ($1, $2, $3, $4, $5)`, [agentId, principal.clientId, principal.subject, str(args, "name"), endpointId]);
+        const ref = await continuationRefFor(tx, principal, agentId, endpointId, 1);
+        return { result: { agent_id: agentId, endpoint_id: endpointId, controller_generation: 1, agent_continuation_ref: ref } };
+      });
+    },
+
+    async rotate_agent_continuation_endpoint(principal, args) {
+      const agentId = str(args, "agent_id"), endpointId = str(args, "endpoint_id"), expected = num(args, "expected_controller_generation") ?? 0;
+      return db.transaction(async (tx) => {
+        const agent = await agentOf(tx, principal, agentId);
+        if (agent.endpoint_id !== endpointId) throw new FailureThrow(notFound("agent"));
+        const r = await tx.query<{ controller_generation: string }>(
+          `SELECT controller_generation FROM ${schema}.agent_endpoints WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4 FOR UPDATE`,
+          [principal.clientId, principal.subject, agentId, endpointId],
+        );
+        const current = Number(r.rows[0]?.controller_generation ?? 0);
+        if (current !== expected) {
+          throw new FailureThrow(generationMismatch());
+        }
+        const next = current + 1;
+        await tx.query(`UPDATE ${schema}.agent_endpoints SET controller_generation = $5, rotated_at = now() WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4`, [principal.clientId, principal.subject, agentId, endpointId, next]);
+        const ref = await continuationRefFor(tx, principal, agentId, endpointId, next);
+        return { result: { agent_id: agentId, endpoint_id: endpointId, controller_generation: next, agent_continuation_ref: ref } };
+      });
+    },
+
+    async create_agent_task(principal, args) {
+      const key = str(args, "idempotency_key");
+      if (!isCallerId(key)) throw new FailureThrow(invalid("invalid_idempotency_key", "idempotency_key"));
+      const resolved = await projects.resolve(principal, str(args, "project"));
+      if (!resolved.ok) throw new FailureThrow(resolved.failure);
+      const project = resolved.project;
+      // The digest covers the resolved Project, so a ref and its canonical id are one request.
+      const digest = digestOf("create_agent_task", { ...args, project: `${project.canonicalId}#${project.incarnation}` });
+      return withEvents(async (tx, wake) => {
+        await keyLock(tx, principal, "create_agent_task", key);
+        const prior = await replayed(tx, principal, "create_agent_task", key, digest);
+        if (prior) return { result: prior, projectCanonicalId: project.canonicalId };
+        const assignee = str(args, "assignee_agent_id");
+        const requester = str(args, "requester_agent_id");
+        // Any Agent of the tenant may be the assignee; another tenant's is "not found".
+        const a = AGENT_ID.test(assignee) ? (await tx.query<{ client_id: string }>(`SELECT client_id FROM ${schema}.agents WHERE agent_id = $1`, [assignee])).rows[0] : undefined;
+        if (!a || a.client_id !== principal.clientId) throw new FailureThrow(notFound("agent"));
+        if (requester !== "") await agentOf(tx, principal, requester);
+        const taskId = `wc_task_${hex()}`;
+        await tx.query(
+          `INSERT INTO ${schema}.agent_tasks (task_id, client_id, creator_subject, project_canonical_id, project_incarnation, title, instructions, assignee_agent_id, requester_agent_id)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+          [taskId, principal.clientId, principal.subject, project.canonicalId, project.incarnation, str(args, "title"), str(args, "instructions"), assignee, requester || null],
+        );
+        wake(await appendEvents(tx, [assignee, requester || null], "task_assigned", taskId));
+        const result = { task_id: taskId, state: "open" };
+        await remember(tx, principal, "create_agent_task", key, digest, result);
+        return { result, projectCanonicalId: project.canonicalId };
+      });
+    },
+
+    async list_agent_tasks(principal, args) {
+      const where = ["t.client_id = $1", "(t.creator_subject = $2 OR a.subject = $2)"];
+      const params: unknown[] = [principal.clientId, principal.subject];
+      let projectCanonicalId: string | undefined;
+      if (args["project"] !== undefined) {
+        const resolved = await projects.resolve(principal, str(args, "project"));
+        if (!resolved.ok) throw new FailureThrow(resolved.failure);
+        projectCanonicalId = resolved.project.canonicalId;
+        params.push(resolved.project.canonicalId);
+        where.push(`t.project_canonical_id = $${params.length}`);
+      }
+      if (args["state"] !== undefined) {
+        params.push(str(args, "state"));
+        where.push(`t.state = $${params.length}`);
+      }
+      if (args["assignee_agent_id"] !== undefined) {
+        params.push(str(args, "assignee_agent_id"));
+        where.push(`t.assignee_agent_id = $${params.length}`);
+      }
+      const r = await db.query<TaskRow>(`${taskSelect} WHERE ${where.join(" AND ")} ORDER BY t.created_at DESC, t.task_id LIMIT ${LIST_LIMIT + 1}`, params);
+      const tasks = r.rows.slice(0, LIST_LIMIT).map((t) => ({
+        task_id: t.task_id, title: t.title, state: t.state, project_id: t.project_canonical_id, assignee_agent_id: t.assignee_agent_id, updated_at: iso(t.updated_at),
+      }));
+      return { result: { tasks, ...(r.rows.length > LIST_LIMIT ? { truncated: true } : {}) }, ...(projectCanonicalId ? { projectCanonicalId } : {}) };
+    },
+
+    async read_agent_task(principal, args) {
+      const t = await taskFor(db, principal, str(args, "task_id"));
+      const current = (await db.query<AttemptRow>(`${attemptSelect} WHERE at.task_id = $1 ORDER BY at.attempt_fence DESC LIMIT 1`, [t.task_id])).rows[0];
+      const result: Record<string, unknown> = {
+        task_id: t.task_id, project_id: t.project_canonical_id, title: t.title, instructions: t.instructions, state: t.state,
+        assignee_agent_id: t.assignee_agent_id, ...(t.requester_agent_id ? { requester_agent_id: t.requester_agent_id } : {}),
+        created_at: iso(t.created_at), updated_at: iso(t.updated_at),
+        ...(t.summary !== null ? { summary: t.summary } : {}), ...(t.stop_reason !== null ? { stop_reason: t.stop_reason } : {}),
+      };
+      if (current) {
+        const lapsed = current.state === "live" && !current.lease_live;
+        result["current_attempt"] = {
+          attempt_id: current.attempt_id, attempt_fence: Number(current.attempt_fence), state: lapsed ? "lease_expired" : current.state,
+          ...(current.state === "live" ? { lease_expires_at: iso(current.lease_expires_at) } : {}),
+        };
+      }
+      return { result, projectCanonicalId: t.project_canonical_id };
+    },
+
+    async stop_agent_task(principal, args) {
+      return withEvents(async (tx, wake) => {
+        const t = await taskFor(tx, principal, str(args, "task_id"), true);
+        if (t.state === "stopped") return { result: { task_id: t.task_id, state: "stopped" }, projectCanonicalId: t.project_canonical_id };
+        if (t.state === "completed" || t.state === "failed") {
+          throw new FailureThrow(toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "task_finished", evidence: { state: t.state }, message: "The task already finished; nothing was stopped." }));
+        }
+        const live = await tx.query<{ attempt_id: string }>(`UPDATE ${schema}.agent_task_attempts SET state = 'stopped', ended_at = now() WHERE task_id = $1 AND state = 'live' RETURNING attempt_id`, [t.task_id]);
+        await tx.query(`UPDATE ${schema}.agent_tasks SET state = 'stopped', stop_reason = $2, updated_at = now() WHERE task_id = $1`, [t.task_id, str(args, "reason")]);
+        wake(await appendEvents(tx, recipientsOf(t), "task_stopped", t.task_id, live.rows[0]?.attempt_id));
+        return { result: { task_id: t.task_id, state: "stopped" }, projectCanonicalId: t.project_canonical_id };
+      });
+    },
+
+    async start_agent_task_attempt(principal, args) {
+      const key = str(args, "idempotency_key");
+      if (!isCallerId(key)) throw new FailureThrow(invalid("invalid_idempotency_key", "idempotency_key"));
+      const leaseMs = num(args, "lease_ms") ?? DEFAULT_LEASE_MS;
+      const digest = digestOf("start_agent_task_attempt", args);
+      return withEvents(async (tx, wake) => {
+        // The Task row lock serializes every start of one Task (and its keyed replays).
+        const t = await taskFor(tx, principal, str(args, "task_id"), true);
+        const prior = await replayed(tx, principal, "start_agent_task_attempt", key, digest);
+        if (prior) return { result: prior, projectCanonicalId: t.project_canonical_id };
+        const agent = await agentOf(tx, principal, str(args, "assignee_agent_id"));
+        if (agent.agent_id !== t.assignee_agent_id) {
+          throw new FailureThrow(toolFailure(ReasonCode.invalidValue, FailureStage.authorization, { detail_code: "not_task_assignee", evidence: { field: "assignee_agent_id" }, message: "This agent is not the task's assignee." }));
+        }
+        if (t.state === "completed" || t.state === "failed" || t.state === "stopped") {
+          throw new FailureThrow(toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "task_finished", evidence: { state: t.state }, follow_up: readAgentTaskFollowUp(t.task_id) }));
+        }
+        const live = (await tx.query<AttemptRow>(`${attemptSelect} WHERE at.task_id = $1 AND at.state = 'live'`, [t.task_id])).rows[0];
+        if (live?.lease_live) {
+          throw new FailureThrow(toolFailure(ReasonCode.leaseHeld, FailureStage.preflight, {
+            detail_code: "attempt_lease_live", evidence: { attempt_fence: Number(live.attempt_fence), lease_expires_at: iso(live.lease_expires_at) },
+            message: "Another attempt holds this task's lease; start again after it ends or lapses.", follow_up: readAgentTaskFollowUp(t.task_id),
+          }));
+        }
+        if (live) {
+          // Takeover: the lapsed attempt ends as lost (its outcome is unknown) in this transaction.
+          await tx.query(`UPDATE ${schema}.agent_task_attempts SET state = 'lost', ended_at = now() WHERE attempt_id = $1`, [live.attempt_id]);
+          wake(await appendEvents(tx, recipientsOf(t), "attempt_lost", t.task_id, live.attempt_id));
+        }
+        const fence = await fences.next(t.task_id, Number(t.current_fence));
+        await tx.query(`UPDATE ${schema}.agent_tasks SET current_fence = $2, state = 'in_progress', updated_at = now() WHERE task_id = $1`, [t.task_id, fence]);
+        const attemptId = newAttemptId();
+        const generation = Number(agent.controller_generation);
+        const inserted = await tx.query<{ lease_expires_at: Date | string }>(
+          `INSERT INTO ${schema}.agent_task_attempts (attempt_id, task_id, client_id, subject, assignee_agent_id, attempt_fence, controller_generation, lease_ms, lease_expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int, now() + $8::int * interval '1 millisecond') RETURNING lease_expires_at`,
+          [attemptId, t.task_id, principal.clientId, principal.subject, agent.agent_id, fence, generation, leaseMs],
+        );
+        const code = await issuePinnedRef(tx, schema, attemptRefTable, principal, [t.task_id, attemptId, agent.agent_id, fence, generation]);
+        wake(await appendEvents(tx, recipientsOf(t), "attempt_started", t.task_id, attemptId));
+        const result = {
+          task_id: t.task_id, attempt_id: attemptId, assignee_agent_id: agent.agent_id, attempt_fence: fence, attempt_controller_generation: generation,
+          attempt_ref: formatRef(RefKind.attempt, code), lease_expires_at: iso(inserted.rows[0]?.lease_expires_at),
+        };
+        await remember(tx, principal, "start_agent_task_attempt", key, digest, result);
+        return { result, projectCanonicalId: t.project_canonical_id };
+      });
+    },
+
+    async heartbeat_agent_task_attempt(principal, args) {
+      return db.transaction(async (tx) => {
+        const { task, attempt } = await checkAttempt(tx, principal, str(args, "attempt_id"), tupleOf(args), true);
+        const r = await tx.query<{ lease_expires_at: Date | string }>(
+          `UPDATE ${schema}.agent_task_attempts SET lease_expires_at = now() + lease_ms * interval '1 millisecond' WHERE attempt_id = $1 RETURNING lease_expires_at`,
+          [attempt.attempt_id],
+        );
+        return { result: { lease_expires_at: iso(r.rows[0]?.lease_expires_at) }, projectCanonicalId: task.project_canonical_id };
+      });
+    },
+
+    async complete_agent_task_attempt(principal, args) {
+      const outcome = str(args, "outcome");
+      return withEvents(async (tx, wake) => {
+        const { task, attempt } = await checkAttempt(tx, principal, str(args, "attempt_id"), tupleOf(args), true);
+        const summary = str(args, "summary");
+        await tx.query(`UPDATE ${schema}.agent_task_attempts SET state = $2, summary = $3, ended_at = now() WHERE attempt_id = $1`, [attempt.attempt_id, outcome, summary]);
+        const taskState = outcome === "succeeded" ? "completed" : "failed";
+        await tx.query(`UPDATE ${schema}.agent_tasks SET state = $2, summary = $3, updated_at = now() WHERE task_id = $1`, [task.task_id, taskState, summary]);
+        wake(await appendEvents(tx, recipientsOf(task), outcome === "succeeded" ? "attempt_completed" : "attempt_failed", task.task_id, attempt.attempt_id));
+        return { result: { task_id: task.task_id, attempt_id: attempt.attempt_id, attempt_state: outcome, task_state: taskState }, projectCanonicalId: task.project_canonical_id };
+      });
+    },
+
+    async reconcile_agent_task_attempt(principal, args) {
+      const tuple = tupleOf(args);
+      const attemptId = str(args, "attempt_id");
+      if (!isAttemptId(attemptId)) throw new FailureThrow(notFound("attempt"));
+      const seen = (await db.query<AttemptRow>(`${attemptSelect} WHERE at.attempt_id = $1`, [attemptId])).rows[0];
+      if (!seen || !ownedBy(seen, principal)) throw new FailureThrow(notFound("attempt"));
+      const task = await taskFor(db, principal, seen.task_id);
+      if (seen.task_id !== tuple.taskId || seen.assignee_agent_id !== tuple.assigneeAgentId || Number(seen.attempt_fence) !== tuple.fence || Number(seen.controller_generation) !== tuple.generation) {
+        throw new FailureThrow(fenceStale("attempt_tuple_mismatch", task.task_id));
+      }
+      const agent = await agentOf(db, principal, seen.assignee_agent_id);
+      const holdsFence = seen.state === "live" && seen.lease_live && Number(task.current_fence) === Number(seen.attempt_fence) && Number(agent.controller_generation) === Number(seen.controller_generation);
+      // Ended without a completion (lost, or live with a lapsed lease, or stopped): whether its
+      // work finished is not known. Reported, never retried.
+      const unknown = seen.state === "lost" || seen.state === "stopped" || (seen.state === "live" && !holdsFence);
+      const state = seen.state === "live" && !seen.lease_live ? "lease_expired" : seen.state;
+      return {
+        result: {
+          attempt_id: seen.attempt_id, attempt_state: state, holds_fence: holdsFence, attempt_fence: Number(seen.attempt_fence), current_fence: Number(task.current_fence),
+          task_state: task.state, outcome_unknown: unknown, ...(seen.state === "live" ? { lease_expires_at: iso(seen.lease_expires_at) } : {}),
+          ...(seen.summary !== null ? { summary: seen.summary } : {}),
+        },
+        projectCanonicalId: task.project_canonical_id,
+      };
+    },
+
+    async start_agent_task_endpoint_continuation(principal, args) {
+      const ref = str(args, "attempt_ref");
+      const given = [args["task_id"], args["attempt_id"], args["assignee_agent_id"], args["attempt_fence"], args["attempt_controller_generation"]].map((v) => v !== undefined);
+      if (ref !== "" && given.some(Boolean)) throw new FailureThrow(toolFailure(ReasonCode.invalidValue, FailureStage.normalization, { detail_code: "ref_with_explicit_tuple", message: "Pass attempt_ref or the explicit tuple, not both." }));
+      if (ref === "" && !given.every(Boolean)) throw new FailureThrow(toolFailure(ReasonCode.missingField, FailureStage.normalization, { detail_code: "ref_or_complete_tuple_required", message: "Pass attempt_ref, or all of task_id, attempt_id, assignee_agent_id, attempt_fence and attempt_controller_generation." }));
+      return withEvents(async (tx, wake) => {
+        const { task, attempt } = ref !== "" ? await checkAttemptRef(tx, principal, ref, true) : await checkAttempt(tx, principal, str(args, "attempt_id"), tupleOf(args), true);
+        wake(await appendEvents(tx, [task.assignee_agent_id], "continuation_requested", task.task_id, attempt.attempt_id));
+        // Only the request is known here: a fresh model turn and its exact consume are later,
+        // separate observations of the Host.
+        return {
+          result: { task_id: task.task_id, attempt_id: attempt.attempt_id, dispatch: "accepted", fresh_turn: "unknown", consume: "unknown" },
+          projectCanonicalId: task.project_canonical_id,
+        };
+      });
+    },
+
+    async wait_for_agent_events(principal, args, signal) {
+      const ref = str(args, "agent_continuation_ref"), agentArg = str(args, "agent_id");
+      if ((ref === "") === (agentArg === "")) {
+        throw new FailureThrow(toolFailure(ReasonCode.missingField, FailureStage.normalization, { detail_code: "agent_selector_required", message: "Pass agent_id or agent_continuation_ref (one of them)." }));
+      }
+      let agentId = agentArg;
+      if (ref !== "") {
+        const code = parseRef(RefKind.agentContinuation, ref);
+        const pin = code === undefined ? undefined : (await db.query<{ agent_id: string; pinned: string; current: string }>(
+          `SELECT r.agent_id, r.controller_generation AS pinned, e.controller_generation AS current FROM ${schema}.agent_continuation_refs r
+           JOIN ${schema}.agent_endpoints e ON e.client_id = r.client_id AND e.subject = r.subject AND e.agent_id = r.agent_id AND e.endpoint_id = r.endpoint_id
+           WHERE r.client_id = $1 AND r.subject = $2 AND r.code = $3`,
+          [principal.clientId, principal.subject, code],
+        )).rows[0];
+        if (!pin) throw new FailureThrow(continuationRefNotFound());
+        if (Number(pin.pinned) !== Number(pin.current)) {
+          throw new FailureThrow(staleContinuationRef());
+        }
+        agentId = pin.agent_id;
+      }
+      const agent = await agentOf(db, principal, agentId);
+      const cursorText = args["after_cursor"] === undefined ? "0" : str(args, "after_cursor");
+      if (!CURSOR.test(cursorText) || BigInt(cursorText) > BigInt(agent.last_event_seq)) throw new FailureThrow(notFound("cursor"));
+      const cursor = cursorText;
+      const waitMs = num(args, "wait_ms") ?? DEFAULT_EVENT_WAIT_MS;
+      const deadline = Date.now() + waitMs;
+      const selector = ref !== "" ? { agent_continuation_ref: ref } : { agent_id: agentId };
+      for (;;) {
+        // Arm the wake before reading, so an append between the read and the wait is not missed.
+        const stop = new AbortController();
+        const onAbort = () => stop.abort();
+        signal?.addEventListener("abort", onAbort, { once: true });
+        const woken = bus.wait(agentId, Math.max(0, deadline - Date.now()), stop.signal);
+        const r = await db.query<{ seq: string; kind: string; task_id: string | null; attempt_id: string | null; at: Date | string }>(
+          `SELECT seq, kind, task_id, attempt_id, at FROM ${schema}.agent_events WHERE agent_id = $1 AND seq > $2 ORDER BY seq LIMIT ${EVENTS_PAGE + 1}`,
+          [agentId, cursor],
+        );
+        if (r.rows.length > 0 || Date.now() >= deadline || signal?.aborted) {
+          stop.abort();
+          signal?.removeEventListener("abort", onAbort);
+          const page = r.rows.slice(0, EVENTS_PAGE);
+          const next = page.length > 0 ? String(page[page.length - 1]?.seq) : cursor;
+          const events = page.map((e) => ({
+            event_id: `${agentId}:${e.seq}`, kind: e.kind, ...(e.task_id ? { task_id: e.task_id } : {}), ...(e.attempt_id ? { attempt_id: e.attempt_id } : {}), at: iso(e.at),
+          }));
+          const more = r.rows.length > EVENTS_PAGE;
+          return {
+            result: {
+              events, cursor: next, wait_state: page.length > 0 ? "ready" : "timeout", wait_ms: waitMs,
+              ...(more ? { more: true } : {}),
+              ...(page.length === 0 || more ? { follow_up: waitForAgentEventsFollowUp(selector, next, waitMs) } : {}),
+            },
+          };
+        }
+        await woken;
+        signal?.removeEventListener("abort", onAbort);
+      }
+    },
+  };
+
+  return {
+    tools,
+    /** Runs one agent tool; a domain failure comes back as `{failure}`. */
+    async call(principal: Principal, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<{ ok: true; value: AgentToolResult } | { ok: false; failure: ToolFailure }> {
+      const fn = tools[tool];
+      if (!fn) return { ok: false, failure: toolFailure(ReasonCode.unknownTool, FailureStage.dispatch, { detail_code: "not_an_agent_tool" }) };
+      try {
+        return { ok: true, value: await fn(principal, args, signal) };
+      } catch (error) {
+        if (error instanceof FailureThrow) return { ok: false, failure: error.failure };
+        if (isToolFailureError(error)) return { ok: false, failure: error.failure };
+        throw error;
+      }
+    },
+    /** attempt_ref on a workspace call: the Attempt must hold its fence now, on a Task of this Project. */
+    async admitAttemptRef(principal: Principal, ref: string, projectCanonicalId: string): Promise<{ ok: true; taskId: string; attemptId: string; fence: number } | { ok: false; failure: ToolFailure }> {
+      try {
+        const { task, attempt } = await checkAttemptRef(db, principal, ref, false);
+        if (task.project_canonical_id !== projectCanonicalId) {
+          return { ok: false, failure: toolFailure(ReasonCode.invalidValue, FailureStage.authorization, { detail_code: "attempt_other_project", evidence: { field: "attempt_ref" }, message: "This attempt's task is in another project." }) };
+        }
+        return { ok: true, taskId: task.task_id, attemptId: attempt.attempt_id, fence: Number(attempt.attempt_fence) };
+      } catch (error) {
+        if (error instanceof FailureThrow) return { ok: false, failure: error.failure };
+        throw error;
+      }
+    },
+  };
+}
+
+/** A failure thrown through a transaction (which rolls it back). */
+class FailureThrow extends Error {
+  readonly failure: ToolFailure;
+  constructor(failure: ToolFailure) {
+    super(failure.detail_code ?? failure.reason_code);
+    this.failure = failure;
+  }
+}
+
+export type AgentTasks = ReturnType<typeof createAgentTasks>;

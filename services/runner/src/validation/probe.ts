@@ -1,0 +1,27 @@
+/**
+ * Runtime probes for the validation capability rows: a row is advertised only when its
+ * toolchain answers on the PATH the Runner's child processes get. Probed once per process.
+ */
+import { spawnSync } from "node:child_process";
+import type { RunnerCapabilityId } from "@webcodex/contracts";
+
+const PROBES: ReadonlyArray<{ id: RunnerCapabilityId; argv: [string, ...string[]] }> = [
+  { id: "validationNode", argv: [process.execPath, "--version"] },
+  { id: "validationPython", argv: ["python3", "--version"] },
+  { id: "validationGo", argv: ["go", "version"] },
+  { id: "validationRust", argv: ["cargo", "--version"] },
+];
+
+const cache = new Map<string, readonly RunnerCapabilityId[]>();
+
+/** The validation capabilities whose toolchain runs with this PATH. */
+export function probeValidationCapabilities(pathEnv: string): readonly RunnerCapabilityId[] {
+  const hit = cache.get(pathEnv);
+  if (hit) return hit;
+  const found = PROBES.filter((p) => {
+    const r = spawnSync(p.argv[0], p.argv.slice(1), { env: { PATH: pathEnv, HOME: process.env["HOME"] ?? "/" }, stdio: "ignore", timeout: 15_000 });
+    return r.error === undefined && r.status === 0;
+  }).map((p) => p.id);
+  cache.set(pathEnv, found);
+  return found;
+}

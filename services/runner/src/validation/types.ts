@@ -1,0 +1,95 @@
+/**
+ * The StructuredValidation output family: what a validator's output says, parsed, bounded and
+ * ordered (errors before warnings, first failure first).
+ */
+export type CheckKind = "typecheck" | "lint" | "test" | "build";
+export const CHECK_KINDS: readonly CheckKind[] = ["typecheck", "lint", "test", "build"];
+
+export type ValidationStatus = "passed" | "failed" | "error" | "unparsed";
+
+export type ProviderName = "node" | "python" | "go" | "rust";
+
+export interface ValidationFailure {
+  check: CheckKind;
+  path?: string;
+  line?: number;
+  column?: number;
+  test?: string;
+  code?: string;
+  /** Only "warning" is spelled out; a failure without severity is an error. */
+  severity?: "warning";
+  message: string;
+}
+
+export interface TestCounts {
+  passed: number;
+  failed: number;
+  skipped: number;
+}
+
+export interface DiagnosticCounts {
+  errors: number;
+  warnings: number;
+}
+
+/** What one parser made of one validator run. */
+export interface ParsedRun {
+  status: ValidationStatus;
+  tests?: TestCounts;
+  diagnostics?: DiagnosticCounts;
+  failures: ValidationFailure[];
+  /** The output was read in a format other than a machine-readable one (e.g. libtest's human format). */
+  format?: string;
+  /** Why the status is not a clean verdict (killed, timed_out, output_truncated, ...). */
+  detail?: string;
+}
+
+/** One finished validator run, as a parser sees it. */
+export interface RunOutput {
+  stdout: string;
+  stderr: string;
+  /** Contents of a report file the validator wrote (JUnit XML, JSON reporter), if any. */
+  report?: string;
+  exitCode: number | null;
+  signal: string | null;
+  /** stdout or stderr was cut at the capture bound. */
+  truncated: boolean;
+  /** Absolute project root, for making paths project-relative. */
+  root: string;
+  /** Absolute directory the validator ran in. */
+  cwd: string;
+}
+
+export type Parser = (out: RunOutput) => ParsedRun;
+
+export interface CheckResult {
+  check: CheckKind;
+  provider: ProviderName;
+  command_summary: string;
+  status: ValidationStatus;
+  tests?: TestCounts;
+  diagnostics?: DiagnosticCounts;
+  format?: string;
+  detail?: string;
+  duration_ms: number;
+  /** Bounded raw output tail, only when the output could not be parsed. */
+  raw_tail?: string;
+}
+
+export interface SkippedCheck {
+  check: CheckKind;
+  provider: ProviderName;
+  reason: string;
+  capability?: string;
+  found?: string[];
+}
+
+export interface StructuredValidation {
+  status: ValidationStatus;
+  checks: CheckResult[];
+  failures: ValidationFailure[];
+  truncated: boolean;
+  skipped?: SkippedCheck[];
+  detected?: string[];
+  notes?: string[];
+}

@@ -1,0 +1,303 @@
+/**
+ * Agents handing work to agents, through real MCP SDK clients with two principals of one
+ * tenant (and a third principal of another tenant), on `webcodex dev` and on the distributed
+ * stack (real Postgres and Redis):
+ * - the lead creates a Task for the worker's Agent; the worker hears task_assigned, starts an
+ *   Attempt, edits a file with its attempt_ref and completes; the lead hears
+ *   attempt_completed and reads the Task as completed;
+ * - takeover: the first Attempt's lease lapses, a second starts with a higher fence, and the
+ *   first one's edit, run, heartbeat and completion all fail closed with nothing written;
+ * - keyed replay returns the same Attempt exactly; rotation leaves the old ~a ref stale;
+ * - another tenant's tries at every id and ref equal made-up ones;
+ * - every follow-up returned is executed exactly as returned.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { DistributedStack } from "@webcodex/cli";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, startDevServer, startTestStack, tempDir } from "../support/index.js";
+import type { DevServer, TestDatabase, ToolOutcome } from "../support/index.js";
+
+const TOKENS = {
+  lead: "agents-lead-token-0123456789abcdef",
+  worker: "agents-worker-token-0123456789abcd",
+  mallory: "agents-mallory-token-0123456789abc",
+};
+
+function tokensFile(): string {
+  const file = join(tempDir("wcx-agents-tokens-"), "tokens.json");
+  writeFileSync(file, JSON.stringify({
+    tokens: [
+      { token: TOKENS.lead, client_id: "local", subject: "lead" },
+      { token: TOKENS.worker, client_id: "local", subject: "worker" },
+      { token: TOKENS.mallory, client_id: "evil", subject: "mallory" },
+    ],
+  }));
+  return file;
+}
+
+interface Clients {
+  lead: Client;
+  worker: Client;
+  mallory: Client;
+  projectDir: string;
+}
+
+/** Calls a tool by name when tools/list shows it, else through call_runtime_tool. */
+async function call(client: Client, tool: string, args: Record<string, unknown>): Promise<ToolOutcome> {
+  const direct = new Set((await client.listTools()).tools.map((t) => t.name));
+  return direct.has(tool) ? callTool(client, tool, args) : callTool(client, "call_runtime_tool", { tool, arguments: args });
+}
+
+async function ok(client: Client, tool: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const r = await call(client, tool, args);
+  assert.equal(r.isError, false, `${tool}: ${JSON.stringify(r.result)}`);
+  return r.result;
+}
+
+async function failure(client: Client, tool: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const r = await call(client, tool, args);
+  assert.equal(r.isError, true, `${tool} should fail: ${JSON.stringify(r.result)}`);
+  return r.result;
+}
+
+/** Executes a returned follow-up exactly as returned: its tool name with its arguments. */
+async function followUp(client: Client, fu: unknown): Promise<ToolOutcome> {
+  const f = fu as { tool: string; arguments: Record<string, unknown> };
+  assert.ok(f && typeof f.tool === "string", `a follow-up: ${JSON.stringify(fu)}`);
+  return callTool(client, f.tool, f.arguments);
+}
+
+const tupleOf = (a: Record<string, unknown>) => ({
+  task_id: a["task_id"], attempt_id: a["attempt_id"], assignee_agent_id: a["assignee_agent_id"],
+  attempt_fence: a["attempt_fence"], attempt_controller_generation: a["attempt_controller_generation"],
+});
+
+type Event = { event_id: string; kind: string; task_id?: string; attempt_id?: string };
+
+/** Waits on `selector` until an event of `kind` (for `taskId`) arrives; returns it and the cursor after it. */
+async function waitFor(client: Client, selector: Record<string, unknown>, cursor: string, kind: string, taskId?: string): Promise<{ event: Event; cursor: string }> {
+  let at = cursor;
+  for (let i = 0; i < 10; i++) {
+    const r = await ok(client, "wait_for_agent_events", { ...selector, after_cursor: at, wait_ms: 10_000 });
+    const events = r["events"] as Event[];
+    const hit = events.find((e) => e.kind === kind && (taskId === undefined || e.task_id === taskId));
+    at = String(r["cursor"]);
+    if (hit) return { event: hit, cursor: at };
+  }
+  throw new Error(`no ${kind} event`);
+}
+
+function scenario(setup: () => Clients) {
+  let leadAgent: Record<string, unknown>;
+  let workerAgent: Record<string, unknown>;
+  let leadProject: string;
+  let workerProject: string;
+  let leadCursor = "0";
+  let workerCursor = "0";
+  const ids: { taskId?: string; attempt?: Record<string, unknown>; taskKey?: string } = {};
+
+  it("the lead assigns a Task; the worker hears it, attempts, edits with attempt_ref and completes; the lead hears it and reads completed", async () => {
+    const { lead, worker } = setup();
+    leadAgent = await ok(lead, "create_agent", { name: "lead" });
+    workerAgent = await ok(worker, "create_agent", { name: "worker" });
+    assert.match(String(workerAgent["agent_id"]), /^wc_agent_/);
+    assert.equal(workerAgent["controller_generation"], 1);
+    assert.match(String(workerAgent["agent_continuation_ref"]), /^~a\d+$/);
+    leadProject = await firstProjectRef(lead);
+    workerProject = await firstProjectRef(worker);
+
+    ids.taskKey = `task-${Date.now()}`;
+    const created = await ok(lead, "create_agent_task", {
+      project: leadProject, title: "Write notes", instructions: "Create notes.txt", assignee_agent_id: workerAgent["agent_id"],
+      requester_agent_id: leadAgent["agent_id"], idempotency_key: ids.taskKey,
+    });
+    assert.equal(created["state"], "open");
+    const taskId = String(created["task_id"]);
+    ids.taskId = taskId;
+    // The same key returns the first result exactly.
+    assert.deepEqual(await ok(lead, "create_agent_task", {
+      project: leadProject, title: "Write notes", instructions: "Create notes.txt", assignee_agent_id: workerAgent["agent_id"],
+      requester_agent_id: leadAgent["agent_id"], idempotency_key: ids.taskKey,
+    }), created);
+
+    const assigned = await waitFor(worker, { agent_continuation_ref: workerAgent["agent_continuation_ref"] }, workerCursor, "task_assigned", taskId);
+    workerCursor = assigned.cursor;
+    const attempt = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "attempt-1" });
+    assert.match(String(attempt["attempt_ref"]), /^~t\d+$/);
+    assert.equal(attempt["attempt_fence"], 1);
+    ids.attempt = attempt;
+    const replay = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "attempt-1" });
+    assert.deepEqual(replay, attempt, "keyed replay: same ids, fence and ref");
+
+    const edit = await ok(worker, "edit_project_files", { project: workerProject, attempt_ref: attempt["attempt_ref"], changes: [{ kind: "create", path: "notes.txt", content: "by the worker\n" }] });
+    assert.deepEqual(edit["paths"], ["notes.txt"]);
+    const ran = await ok(worker, "run_shell", { project: workerProject, attempt_ref: attempt["attempt_ref"], command: "cat notes.txt" });
+    assert.match(JSON.stringify(ran), /by the worker/);
+
+    // The lead is already waiting when the worker completes.
+    const leadSees = waitFor(lead, { agent_id: leadAgent["agent_id"] }, leadCursor, "attempt_completed", taskId);
+    await new Promise((r) => setTimeout(r, 200));
+    const done = await ok(worker, "complete_agent_task_attempt", { ...tupleOf(attempt), outcome: "succeeded", summary: "notes written" });
+    assert.equal(done["task_state"], "completed");
+    const heard = await leadSees;
+    leadCursor = heard.cursor;
+    assert.equal(heard.event.attempt_id, attempt["attempt_id"]);
+    const read = await ok(lead, "read_agent_task", { task_id: taskId });
+    assert.deepEqual([read["state"], read["summary"]], ["completed", "notes written"]);
+    const listed = await ok(lead, "list_agent_tasks", { state: "completed" });
+    assert.ok((listed["tasks"] as Array<{ task_id: string }>).some((t) => t.task_id === taskId));
+  });
+
+  it("takeover: after the lease lapses a second Attempt has a higher fence; the first one's edit, run, heartbeat and completion write nothing", async () => {
+    const { lead, worker, projectDir } = setup();
+    const created = await ok(lead, "create_agent_task", {
+      project: leadProject, title: "Rewrite", instructions: "Rewrite shared.txt", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `t2-${Date.now()}`,
+    });
+    const taskId = String(created["task_id"]);
+    const first = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "first", lease_ms: 1000 });
+    await ok(worker, "edit_project_files", { project: workerProject, attempt_ref: first["attempt_ref"], changes: [{ kind: "create", path: "shared.txt", content: "first attempt\n" }] });
+    const held = await failure(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "too-early" });
+    assert.equal(held["reason_code"], "lease_held");
+    const heldNext = await followUp(worker, held["follow_up"]);
+    assert.deepEqual([heldNext.isError, heldNext.result["task_id"], heldNext.result["state"]], [false, taskId, "in_progress"]);
+    await new Promise((r) => setTimeout(r, 1_200));
+
+    const second = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "second" });
+    assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
+    const revision = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "shared.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    await ok(worker, "edit_project_files", {
+      project: workerProject, attempt_ref: second["attempt_ref"],
+      changes: [{ kind: "edit", path: "shared.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "first attempt", new_text: "second attempt" } }] }],
+    });
+    const secondRevision = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "shared.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+
+    // Every use of the first Attempt now fails closed, and nothing is written or run.
+    const staleEdit = await failure(worker, "edit_project_files", {
+      project: workerProject, attempt_ref: first["attempt_ref"],
+      changes: [{ kind: "edit", path: "shared.txt", expected_read_revision: secondRevision, edits: [{ replace_exact: { old_text: "second attempt", new_text: "stale write" } }] }],
+    });
+    assert.deepEqual([staleEdit["reason_code"], staleEdit["state_changed"]], ["fence_stale", false]);
+    const staleCreate = await failure(worker, "edit_project_files", { project: workerProject, attempt_ref: first["attempt_ref"], changes: [{ kind: "create", path: "stale.txt", content: "x" }] });
+    assert.equal(staleCreate["reason_code"], "fence_stale");
+    const staleImport = await failure(worker, "import_host_files", { project: workerProject, attempt_ref: first["attempt_ref"], files: [{ path: "imported.txt", content: "x" }] });
+    assert.deepEqual([staleImport["reason_code"], staleImport["state_changed"]], ["fence_stale", false]);
+    const staleRun = await failure(worker, "run_shell", { project: workerProject, attempt_ref: first["attempt_ref"], command: "echo ran > ran.txt" });
+    assert.equal(staleRun["reason_code"], "fence_stale");
+    const staleBeat = await failure(worker, "heartbeat_agent_task_attempt", tupleOf(first));
+    assert.deepEqual([staleBeat["reason_code"], staleBeat["detail_code"]], ["fence_stale", "attempt_superseded"]);
+    const staleDone = await failure(worker, "complete_agent_task_attempt", { ...tupleOf(first), outcome: "succeeded", summary: "late" });
+    assert.equal(staleDone["reason_code"], "fence_stale");
+    // Its follow-up, executed exactly as returned, reads the Task: still in progress under the second fence.
+    const recovered = await followUp(worker, staleDone["follow_up"]);
+    assert.equal(recovered.isError, false, JSON.stringify(recovered.result));
+    assert.deepEqual([recovered.result["state"], (recovered.result["current_attempt"] as Record<string, unknown>)["attempt_fence"]], ["in_progress", second["attempt_fence"]]);
+    const reconciled = await ok(worker, "reconcile_agent_task_attempt", tupleOf(first));
+    assert.deepEqual([reconciled["attempt_state"], reconciled["outcome_unknown"]], ["lost", true]);
+
+    await ok(worker, "complete_agent_task_attempt", { ...tupleOf(second), outcome: "succeeded", summary: "rewritten" });
+    assert.equal(readFileSync(join(projectDir, "shared.txt"), "utf8"), "second attempt\n", "exactly what the second attempt wrote");
+    assert.throws(() => readFileSync(join(projectDir, "stale.txt")));
+    assert.throws(() => readFileSync(join(projectDir, "ran.txt")));
+    assert.throws(() => readFileSync(join(projectDir, "imported.txt")));
+    const lost = await waitFor(lead, { agent_id: leadAgent["agent_id"] }, leadCursor, "attempt_completed", taskId);
+    leadCursor = lost.cursor;
+    assert.equal(lost.event.attempt_id, second["attempt_id"]);
+  });
+
+  it("wait_for_agent_events timeout keeps the cursor and its follow-up runs unchanged; the same cursor replays the same events", async () => {
+    const { lead } = setup();
+    const idle = await ok(lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: leadCursor, wait_ms: 200 });
+    assert.deepEqual([idle["wait_state"], idle["cursor"], idle["events"], idle["wait_ms"]], ["timeout", leadCursor, [], 200]);
+    const again = await followUp(lead, idle["follow_up"]);
+    assert.equal(again.isError, false, JSON.stringify(again.result));
+    assert.deepEqual([again.result["wait_state"], again.result["cursor"]], ["timeout", leadCursor]);
+    const clamped = await ok(lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: leadCursor, wait_ms: 0 });
+    assert.equal(clamped["wait_ms"], 0);
+    const a = await ok(lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], wait_ms: 0 });
+    const b = await ok(lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], wait_ms: 0 });
+    assert.deepEqual(a, b);
+    assert.deepEqual((a["events"] as Event[]).map((e) => e.kind).slice(0, 3), ["task_assigned", "attempt_started", "attempt_completed"]);
+  });
+
+  it("another tenant gets the same answer for every id and ref as for a made-up one", async () => {
+    const { mallory } = setup();
+    const made = { agent: `wc_agent_${"1".repeat(32)}`, task: `wc_task_${"1".repeat(32)}`, attempt: `wc_att_${"1".repeat(32)}` };
+    const attempt = ids.attempt as Record<string, unknown>;
+    const same = async (tool: string, real: Record<string, unknown>, fake: Record<string, unknown>) => {
+      const [r, f] = [await call(mallory, tool, real), await call(mallory, tool, fake)];
+      assert.equal(r.isError, true, tool);
+      assert.deepEqual(r, f, tool);
+    };
+    await same("read_agent_task", { task_id: ids.taskId }, { task_id: made.task });
+    await same("stop_agent_task", { task_id: ids.taskId, reason: "x" }, { task_id: made.task, reason: "x" });
+    await same("start_agent_task_attempt", { task_id: ids.taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "m" }, { task_id: made.task, assignee_agent_id: made.agent, idempotency_key: "m" });
+    await same("heartbeat_agent_task_attempt", tupleOf(attempt), { ...tupleOf(attempt), attempt_id: made.attempt });
+    await same("complete_agent_task_attempt", { ...tupleOf(attempt), outcome: "failed", summary: "" }, { ...tupleOf(attempt), attempt_id: made.attempt, outcome: "failed", summary: "" });
+    await same("reconcile_agent_task_attempt", tupleOf(attempt), { ...tupleOf(attempt), attempt_id: made.attempt });
+    await same("start_agent_task_endpoint_continuation", { attempt_ref: attempt["attempt_ref"] }, { attempt_ref: "~t999999" });
+    await same("wait_for_agent_events", { agent_id: workerAgent["agent_id"], wait_ms: 0 }, { agent_id: made.agent, wait_ms: 0 });
+    await same("wait_for_agent_events", { agent_continuation_ref: workerAgent["agent_continuation_ref"], wait_ms: 0 }, { agent_continuation_ref: "~a999999", wait_ms: 0 });
+    await same("wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: leadCursor, wait_ms: 0 }, { agent_id: made.agent, after_cursor: leadCursor, wait_ms: 0 });
+    await same("rotate_agent_continuation_endpoint", { agent_id: workerAgent["agent_id"], endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 }, { agent_id: made.agent, endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 });
+    await same("create_agent_task", { project: leadProject, title: "t", instructions: "", assignee_agent_id: workerAgent["agent_id"], idempotency_key: "m1" }, { project: "~p999999", title: "t", instructions: "", assignee_agent_id: made.agent, idempotency_key: "m1" });
+    await same("edit_project_files", { project: leadProject, attempt_ref: attempt["attempt_ref"], changes: [{ kind: "create", path: "m.txt", content: "" }] }, { project: "~p999999", attempt_ref: "~t999999", changes: [{ kind: "create", path: "m.txt", content: "" }] });
+    assert.deepEqual((await ok(mallory, "list_agent_tasks", {}))["tasks"], []);
+    // The recovery offered for an unknown task runs unchanged.
+    const unknown = await failure(mallory, "read_agent_task", { task_id: made.task });
+    const listed = await followUp(mallory, unknown["follow_up"]);
+    assert.deepEqual([listed.isError, listed.result["tasks"]], [false, []]);
+  });
+
+  it("rotation: the old ~a ref fails closed (stale_ref), the new one works, a wrong expected generation fails closed", async () => {
+    const { worker } = setup();
+    const oldRef = workerAgent["agent_continuation_ref"];
+    const rotated = await ok(worker, "rotate_agent_continuation_endpoint", { agent_id: workerAgent["agent_id"], endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 });
+    assert.equal(rotated["controller_generation"], 2);
+    assert.notEqual(rotated["agent_continuation_ref"], oldRef);
+    const stale = await failure(worker, "wait_for_agent_events", { agent_continuation_ref: oldRef, wait_ms: 0 });
+    assert.deepEqual([stale["reason_code"], stale["detail_code"]], ["stale_ref", "endpoint_generation_changed"]);
+    const fresh = await ok(worker, "wait_for_agent_events", { agent_continuation_ref: rotated["agent_continuation_ref"], wait_ms: 0 });
+    assert.equal(fresh["wait_state"], "ready");
+    const wrong = await failure(worker, "rotate_agent_continuation_endpoint", { agent_id: workerAgent["agent_id"], endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 });
+    assert.deepEqual([wrong["reason_code"], wrong["detail_code"]], ["fence_rejected", "controller_generation_mismatch"]);
+  });
+}
+
+describe("agents on webcodex dev (two principals of one tenant, one of another)", { timeout: 240_000 }, () => {
+  let server: DevServer;
+  let clients: Clients;
+  before(async () => {
+    const projectDir = createProjectDir({ "README.md": "# agents\n" }, { name: "agents" });
+    server = await startDevServer({ projectDir, dataDir: tempDir("wcx-agents-data-"), tokensFile: tokensFile() });
+    const [lead, worker, mallory] = await Promise.all([connectMcp(server.mcpUrl, TOKENS.lead), connectMcp(server.mcpUrl, TOKENS.worker), connectMcp(server.mcpUrl, TOKENS.mallory)]);
+    clients = { lead, worker, mallory, projectDir };
+  });
+  after(async () => {
+    await Promise.all([clients?.lead.close(), clients?.worker.close(), clients?.mallory.close()]);
+    await server?.stop();
+  });
+  scenario(() => clients);
+});
+
+describe("agents on the distributed stack (real Postgres and Redis)", { timeout: 240_000 }, () => {
+  let db: TestDatabase;
+  let stack: DistributedStack;
+  let clients: Clients;
+  before(async () => {
+    const services = await backingServices();
+    db = await createTestDatabase();
+    const projectDir = createProjectDir({ "README.md": "# agents\n" }, { name: "agents" });
+    stack = await startTestStack({ postgresUrl: db.url, redisUrl: services.redisUrl, projectDir, gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile() } });
+    const [lead, worker, mallory] = await Promise.all([connectMcp(stack.mcpUrl, TOKENS.lead), connectMcp(stack.mcpUrl, TOKENS.worker), connectMcp(stack.mcpUrl, TOKENS.mallory)]);
+    clients = { lead, worker, mallory, projectDir };
+  });
+  after(async () => {
+    await Promise.all([clients?.lead.close(), clients?.worker.close(), clients?.mallory.close()]);
+    await stack?.stop();
+    await db?.drop();
+  });
+  scenario(() => clients);
+});

@@ -1,0 +1,107 @@
+/**
+ * agent_events: how long a lead's waiting wait_for_agent_events takes to return after a
+ * worker calls complete_agent_task_attempt, on the distributed stack (two MCP principals of
+ * one tenant; the event crosses the ref-resolver through Postgres NOTIFY), against a bare
+ * Postgres LISTEN/NOTIFY round trip between two connections to the same database, measured
+ * in the same run.
+ */
+import { writeFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { findFreeBasePort, startDistributed } from "@webcodex/cli";
+import { createBenchProject } from "./project.js";
+import { connect } from "./tool-call.js";
+import { percentile, round } from "./stats.js";
+import type { BenchResult } from "./stats.js";
+
+const ROUNDS = Number(process.env["WEBCODEX_BENCH_AGENT_ROUNDS"] ?? 200);
+
+async function gw(client: Client, tool: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const res = await client.callTool({ name: "call_runtime_tool", arguments: { tool, arguments: args } });
+  const out = (res.structuredContent ?? {}) as Record<string, unknown>;
+  if (res.isError) throw new Error(`${tool} failed during the benchmark: ${JSON.stringify(out)}`);
+  return out;
+}
+
+/** NOTIFY on one connection until the LISTENing one hears it, `rounds` times (ms). */
+async function bareNotifyRoundTrips(url: string, rounds: number): Promise<number[]> {
+  const listener = new pg.Client({ connectionString: url });
+  const sender = new pg.Client({ connectionString: url });
+  await Promise.all([listener.connect(), sender.connect()]);
+  try {
+    await listener.query("LISTEN wcx_bench_round_trip");
+    const samples: number[] = [];
+    for (let i = 0; i < rounds + 20; i++) {
+      const heard = new Promise<void>((resolve) => listener.once("notification", () => resolve()));
+      const t = performance.now();
+      await sender.query(`NOTIFY wcx_bench_round_trip, '${i}'`);
+      await heard;
+      if (i >= 20) samples.push(performance.now() - t);
+    }
+    return samples;
+  } finally {
+    await Promise.all([listener.end(), sender.end()]);
+  }
+}
+
+export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: string }): Promise<BenchResult> {
+  const projectDir = createBenchProject();
+  const tokens = { lead: `lead-${randomBytes(12).toString("hex")}`, worker: `worker-${randomBytes(12).toString("hex")}` };
+  const file = join(mkdtempSync(join(tmpdir(), "wcx-bench-agents-")), "tokens.json");
+  writeFileSync(file, JSON.stringify({ tokens: [{ token: tokens.lead, client_id: "local", subject: "lead" }, { token: tokens.worker, client_id: "local", subject: "worker" }] }));
+  const stack = await startDistributed({
+    basePort: await findFreeBasePort(), postgresUrl: o.postgresUrl, redisUrl: o.redisUrl, projectDir, clientId: "local",
+    gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: file }, extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-bench:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" }, stdio: "ignore",
+  });
+  try {
+    const [lead, worker] = await Promise.all([connect(stack.mcpUrl, tokens.lead), connect(stack.mcpUrl, tokens.worker)]);
+    const project = String(((await lead.callTool({ name: "list_projects", arguments: {} })).structuredContent as { projects: Array<{ project_ref: string }> }).projects[0]?.project_ref);
+    const leadAgent = await gw(lead, "create_agent", { name: "lead" });
+    const workerAgent = await gw(worker, "create_agent", { name: "worker" });
+    let cursor = "0";
+    const samples: number[] = [];
+    /** How much later than the complete call's own answer the waiting lead's answer arrived. */
+    const afterReturn: number[] = [];
+    for (let i = 0; i < ROUNDS + 10; i++) {
+      const task = await gw(lead, "create_agent_task", {
+        project, title: `round ${i}`, instructions: "", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `round-${i}`,
+      });
+      const attempt = await gw(worker, "start_agent_task_attempt", { task_id: task["task_id"], assignee_agent_id: workerAgent["agent_id"], idempotency_key: `round-${i}` });
+      // Catch up past task_assigned and attempt_started, then wait for the completion.
+      cursor = String((await gw(lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: cursor, wait_ms: 0 }))["cursor"]);
+      const waiting = gw(lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: cursor, wait_ms: 10_000 });
+      await new Promise((r) => setTimeout(r, 30));
+      const t = performance.now();
+      await gw(worker, "complete_agent_task_attempt", {
+        task_id: attempt["task_id"], attempt_id: attempt["attempt_id"], assignee_agent_id: attempt["assignee_agent_id"],
+        attempt_fence: attempt["attempt_fence"], attempt_controller_generation: attempt["attempt_controller_generation"], outcome: "succeeded", summary: "",
+      });
+      const completedAt = performance.now() - t;
+      const woke = await waiting;
+      const elapsed = performance.now() - t;
+      if (woke["wait_state"] !== "ready" || !(woke["events"] as Array<{ kind: string }>).some((e) => e.kind === "attempt_completed")) throw new Error(`round ${i}: ${JSON.stringify(woke)}`);
+      cursor = String(woke["cursor"]);
+      if (i >= 10) {
+        samples.push(elapsed);
+        afterReturn.push(elapsed - completedAt);
+      }
+    }
+    await Promise.all([lead.close(), worker.close()]);
+    const bare = await bareNotifyRoundTrips(o.postgresUrl, ROUNDS);
+    const p = (s: number[], q: number) => round(percentile(s, q));
+    return {
+      name: "agent_events",
+      metrics: {
+        rounds: ROUNDS, notify_p50_ms: p(bare, 50), notify_p99_ms: p(bare, 99), agent_events_p50_ms: p(samples, 50), agent_events_p99_ms: p(samples, 99),
+        wake_after_complete_returned_p50_ms: p(afterReturn, 50), wake_after_complete_returned_p99_ms: p(afterReturn, 99),
+        ratio_p50: round(percentile(samples, 50) / percentile(bare, 50), 2), ratio_p99: round(percentile(samples, 99) / percentile(bare, 99), 2),
+      },
+      notes: "complete_agent_task_attempt (worker) until the lead's waiting wait_for_agent_events returns, distributed stack, vs a bare Postgres LISTEN/NOTIFY round trip (target ratio <= 3)",
+    };
+  } finally {
+    await stack.stop();
+  }
+}
