@@ -503,6 +503,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_HOST_PROFILE: "the generic host profile",
     WEBCODEX_OAUTH_HOST_PROFILE_CLAIM: "no per-token Host profile claim: every JWT caller gets WEBCODEX_HOST_PROFILE",
     WEBCODEX_OAUTH_ADMIN_CLAIM: "set from oauth.adminClaim when not empty; empty uses the tenant preset's claim",
+    WEBCODEX_READY_PROJECTS: "on Kubernetes Runners start per Project on demand, so readiness waits for no particular Project",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
   "ref-resolver": { WEBCODEX_REDIS_KEY_PREFIX: "one release per Redis database" },
