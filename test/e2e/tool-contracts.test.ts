@@ -208,6 +208,10 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       complete_agent_task_attempt: () => ({ ...tuple(), outcome: "succeeded", summary: "done" }),
       wait_for_agent_events: () => ({ agent_continuation_ref: got["rotate_agent_continuation_endpoint"]?.["agent_continuation_ref"], wait_ms: 0 }),
       close_session: () => ({ session_id: sessionId() }),
+      create_project: () => ({ name: "discovery-made", source: { empty: {} } }),
+      wait_for_project_ready: () => ({ project: String(got["create_project"]?.["project_id"]), wait_ms: 5_000 }),
+      update_project: () => ({ project: String(got["create_project"]?.["project_id"]), visibility: "tenant" }),
+      delete_project: () => ({ project: String(got["create_project"]?.["project_id"]) }),
       };
     };
 
@@ -246,6 +250,7 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       }
       assert.match(jobId, /\S/);
       const status = await runtime("get_runtime_status", {});
+      // The Runner of the Project made and deleted above is forgotten with it.
       assert.deepEqual(status.result["runners"], { total: 1, connected: 1, lost: 0, standby: 0 });
     });
 

@@ -310,4 +310,16 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("the Redis registry forgets a deleted Project's Runner: not listed, not routed to", async () => {
+    const registry = createRedisRunnerRegistry(await redis(), { lostAfterMs: 5_000, prefix: redisKeyPrefix() });
+    const reg = { runnerId: "r-forget", clientId: "acme", projectId: "gone", canonicalId: "agent:acme:gone", rootIdentity: "root", protocolGeneration: 2, build: "b", capabilities: [], endpointUrl: "http://127.0.0.1:1", registeredAtMs: Date.now() };
+    await registry.register(reg);
+    assert.equal((await registry.forProject("agent:acme:gone"))?.runnerId, "r-forget");
+    await registry.forgetProject("agent:acme:gone");
+    assert.equal(await registry.forProject("agent:acme:gone"), undefined);
+    assert.equal(await registry.get("r-forget"), undefined);
+    assert.ok(!(await registry.list()).some((r) => r.runnerId === "r-forget"));
+    assert.equal(await registry.heartbeat("r-forget"), false, "a late heartbeat finds nothing (the Runner must register again)");
+  });
 });

@@ -6,6 +6,9 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import { spawn } from "node:child_process";
 import pg from "pg";
 import { cliPath, createTestDatabase } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
@@ -34,6 +37,45 @@ describe("webcodex migrate", () => {
       assert.deepEqual(rows.map((r) => r.t).filter((t) => t !== "schema_migrations"), ["fence_hwm", "job_continuations", "jobs"]);
     } finally {
       await client.end();
+    }
+  });
+
+  it("waits for a database that is not up yet (WEBCODEX_MIGRATE_WAIT_S), and gives up after it with the reason", async () => {
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", () => r()));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const target = new URL(db.url);
+    const late = new URL(db.url);
+    late.port = String(port);
+    const env = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", WEBCODEX_POSTGRES_URL: late.toString(), WEBCODEX_LOG_LEVEL: "warn" };
+    // Nothing listens yet: without a wait budget the hook fails at once.
+    await assert.rejects(run(process.execPath, [cliPath, "migrate"], { env }), /did not accept connections within 0 s/);
+    const child = spawn(process.execPath, [cliPath, "migrate"], { env: { ...env, WEBCODEX_MIGRATE_WAIT_S: "60" }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    let exitedAt = 0;
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => { exitedAt = Date.now(); r(code); }));
+    await new Promise((r) => setTimeout(r, 2_500));
+    assert.equal(exitedAt, 0, `still waiting while the database is down: ${err}`);
+    const upAt = Date.now();
+    // The database comes up (a proxy to it starts listening on the port).
+    const proxy = net.createServer((socket) => {
+      const upstream = net.connect(Number(target.port || 5432), target.hostname);
+      socket.pipe(upstream).pipe(socket);
+      socket.on("error", () => upstream.destroy());
+      upstream.on("error", () => socket.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(port, "127.0.0.1", () => r()));
+    try {
+      const code = await exited;
+      assert.equal(code, 0, err);
+      assert.ok(exitedAt >= upAt, "it finished only after the database came up");
+      assert.match(out, /migrations applied/);
+    } finally {
+      await new Promise<void>((r) => { proxy.close(() => r()); });
     }
   });
 });

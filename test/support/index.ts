@@ -19,3 +19,7 @@ export { createBrokerTestDatabase } from "./broker-database.js";
 export type { BrokerTestDatabase } from "./broker-database.js";
 export { startPrivatePostgres } from "./private-postgres.js";
 export type { PrivatePostgres } from "./private-postgres.js";
+export { startUserAuthServer } from "./oidc.js";
+export type { UserAuthServer } from "./oidc.js";
+export { createBareRepo, startGitDaemon, startGitHttpServer } from "./git-servers.js";
+export type { GitServer } from "./git-servers.js";

@@ -14,7 +14,7 @@ export const cliPath = join(repoRoot, "tools/cli/bin/webcodex.js");
 /** Scratch dirs of this test process, removed when it exits (WEBCODEX_KEEP_TEST_DIRS=1 keeps them). */
 const scratchDirs: string[] = [];
 
-function scratchDir(prefix: string): string {
+export function scratchDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   if (scratchDirs.length === 0 && process.env["WEBCODEX_KEEP_TEST_DIRS"] !== "1") {
     process.once("exit", () => {
@@ -53,6 +53,8 @@ export interface DevServer {
   readonly baseUrl: string;
   readonly token: string;
   readonly child: ChildProcess;
+  /** Everything the server wrote to stdout and stderr so far (its logs). */
+  output(): string;
   /** SIGTERM and wait for exit. */
   stop(): Promise<void>;
 }
@@ -72,7 +74,7 @@ export async function startDevServer(options: { projectDir: string; dataDir: str
   let err = "";
   child.stderr?.on("data", (d: Buffer) => { err += d.toString(); });
   const mcpUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`webcodex dev did not start in 60 s\n${out}\n${err}`)), 60_000);
+    const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error(`webcodex dev did not start in 120 s\n${out}\n${err}`)); }, 120_000);
     child.stdout?.on("data", (d: Buffer) => {
       out += d.toString();
       const m = /MCP URL: (\S+)/.exec(out);
@@ -85,6 +87,7 @@ export async function startDevServer(options: { projectDir: string; dataDir: str
     baseUrl: mcpUrl.replace(/\/mcp$/, ""),
     token,
     child,
+    output: () => `${out}\n${err}`,
     stop: () => new Promise<void>((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) return resolve();
       child.once("exit", () => resolve());

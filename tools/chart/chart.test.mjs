@@ -517,6 +517,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_GOAL_SELECTION: "ModelWorkflowPolicy default: Goal plans on demand",
     WEBCODEX_UNATTENDED_CONTINUATION: "ModelWorkflowPolicy default: unknown until an operator validated the actual Host",
     WEBCODEX_MCP_SESSION_KEY: "a random key per gateway process: an MCP Apps Host routed to another replica sees no cards until it initializes again",
+    WEBCODEX_OAUTH_ADMIN_CLAIM: "set from oauth.adminClaim when not empty; empty uses the tenant preset's claim",
     WEBCODEX_READY_PROJECTS: "on Kubernetes Runners start per Project on demand, so readiness waits for no particular Project",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
@@ -535,6 +536,10 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_RUNNER_SPAWN_HOST: "on: programs are forked by the Runner's small spawn host, not the Runner itself",
     WEBCODEX_RUNNER_SENSITIVE_WRITE_GLOBS: "set from runner.sensitiveWriteGlobs when not empty; empty keeps the Runner's built-in globs",
     WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "set from runner.disabledCapabilities when not empty; empty withholds nothing",
+    WEBCODEX_RUNNER_CLONE_URL: "set per pod by the broker for a Project created from git",
+    WEBCODEX_RUNNER_CLONE_REF: "set per pod by the broker for a Project created from git with a ref",
+    WEBCODEX_RUNNER_CLONE_USERNAME: "set per pod by the broker from the tenant's Secret (runner.gitCredentialSecrets)",
+    WEBCODEX_RUNNER_CLONE_PASSWORD: "set per pod by the broker from the tenant's Secret (runner.gitCredentialSecrets)",
   },
 };
 
@@ -737,9 +742,11 @@ describe("production specifics", () => {
     assert.equal(pvc.spec.storageClassName, "fast-ssd");
     assert.equal(pvc.spec.resources.requests.storage, "20Gi");
     assert.equal(t.namespace, "webcodex-runners");
-    const ns = byKind(objs, "Namespace")[0];
-    assert.equal(ns.metadata.name, "webcodex-runners");
-    assert.equal(ns.metadata.labels["pod-security.kubernetes.io/enforce"], "restricted");
+    // docs/operators.md pre-creates the runner namespace (its token Secret lives there): the
+    // production values must not make the chart own it, or Helm refuses the install.
+    assert.deepEqual(byKind(objs, "Namespace"), []);
+    assert.equal(pod.metadata.annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"], "false");
+    assert.match(pod.metadata.name, /^webcodex-runner-/, "Runner pod names start with the release");
     const env = envOf(pod.spec.containers[0]);
     assert.equal(env.WEBCODEX_RUNNER_TOKEN, undefined);
     assert.equal(env.WEBCODEX_RUNNER_ROOT.value, "/workspace");
@@ -1027,5 +1034,122 @@ describe("images", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("first install: the Runner namespace, its keep policy and its egress", () => {
+  const npOfRunner = (objs) => byKind(objs, "NetworkPolicy").find((n) => n.metadata.namespace !== NAMESPACE && n.metadata.name.endsWith("-runner"));
+  const prod = ["-f", productionValues];
+
+  test("the production values install with the Runner namespace pre-existing (not owned) or created by the chart (kept on uninstall)", async () => {
+    const preExisting = await template(prod);
+    assert.deepEqual(byKind(preExisting, "Namespace"), [], "pre-created by the operator: the chart must not own it");
+    const owned = await template([...prod, "--set", "runner.createNamespace=true", "--set", "runner.token.existingSecret="]);
+    const [ns] = byKind(owned, "Namespace");
+    assert.equal(ns.metadata.name, "webcodex-runners");
+    assert.equal(ns.metadata.annotations["helm.sh/resource-policy"], "keep", "helm uninstall keeps the namespace and every workspace PVC in it");
+    for (const mode of ["enforce", "warn", "audit"]) assert.equal(ns.metadata.labels[`pod-security.kubernetes.io/${mode}`], "restricted");
+    // Workspace PVCs are the broker's, never the chart's: uninstall cannot delete them.
+    assert.deepEqual(byKind(owned, "PersistentVolumeClaim"), []);
+    // The key Runner credentials derive from stays in the release namespace; Runner pods get
+    // only their own per-Runner Secret, made by the broker.
+    const tokens = byKind(owned, "Secret").filter((s) => s.metadata.name.endsWith("runner-token"));
+    assert.deepEqual(tokens.map((s) => s.metadata.namespace), [NAMESPACE]);
+  });
+
+  test("Runners must live in a namespace other than the release's; the default is <release namespace>-runners", async () => {
+    const err = await templateError(["--set", `runner.namespace=${NAMESPACE}`]);
+    assert.match(err, /runner\.namespace: Runners must live in a namespace other than the release's \(webcodex\)/);
+    const objs = await rendered("defaults");
+    assert.equal(runnerTemplate(objs).namespace, `${NAMESPACE}-runners`);
+  });
+
+  test("clone egress is a typed allow-list, closed by default", async () => {
+    const closed = npOfRunner(await template(["--set", "networkPolicy.enabled=true"]));
+    assert.ok(closed, "the Runner NetworkPolicy is rendered");
+    assert.ok(!closed.spec.egress.some((r) => (r.to ?? []).some((t) => t.ipBlock)), "no clone destination by default");
+    const open = npOfRunner(await template(prod));
+    const rule = open.spec.egress.find((r) => (r.to ?? []).some((t) => t.ipBlock?.cidr === "203.0.113.0/24"));
+    assert.deepEqual(rule, { to: [{ ipBlock: { cidr: "203.0.113.0/24" } }], ports: [{ protocol: "TCP", port: 443 }] });
+    assert.match(await templateError(["--set", "runner.cloneEgress[0].name=git", "--set", "runner.cloneEgress[0].cidr=git.example.com"]), /cloneEgress|cidr/);
+  });
+
+  test("with otel.endpoint and no OTLP destinations, Runners get no egress to arbitrary IPs; named destinations are allowed", async () => {
+    const set = ["--set", "networkPolicy.enabled=true", "--set", "otel.endpoint=http://collector.observability.svc:4318"];
+    const runnerNp = npOfRunner(await template(set));
+    for (const rule of runnerNp.spec.egress) assert.ok(rule.to && rule.to.length > 0, `a Runner egress rule without destinations allows any IP: ${JSON.stringify(rule)}`);
+    assert.ok(!runnerNp.spec.egress.some((r) => r.ports?.some((p) => p.port === 4318)));
+    const named = npOfRunner(await template([...set, "--set", "networkPolicy.otel.to[0].namespaceSelector.matchLabels.name=observability"]));
+    const otlp = named.spec.egress.find((r) => r.ports?.some((p) => p.port === 4318));
+    assert.deepEqual(otlp.to, [{ namespaceSelector: { matchLabels: { name: "observability" } } }]);
+  });
+
+  test("the Runner pod template carries the release, the safe-to-evict value and the tenants' clone Secrets", async () => {
+    const t = runnerTemplate(await template(prod));
+    assert.equal(t.release, RELEASE);
+    assert.equal(t.safeToEvict, false);
+    assert.deepEqual(t.gitCredentialSecrets, { acme: "webcodex-git-acme" });
+    const { pod } = brokerCode().buildRunnerObjects(brokerCode().parseRunnerPodTemplate(t), { clientId: "acme", projectId: "app" }, t.namespace, { git: { url: "https://git.example.com/app.git" } });
+    const env = envOf(pod.spec.containers[0]);
+    assert.deepEqual(env.WEBCODEX_RUNNER_CLONE_PASSWORD.valueFrom.secretKeyRef, { name: "webcodex-git-acme", key: "password" });
+    assert.equal(pod.metadata.annotations["webcodex.dev/template-hash"], brokerCode().templateHash(brokerCode().parseRunnerPodTemplate(t)));
+  });
+});
+
+describe("first install: migrations and the Runner token", () => {
+  test("the migration hook waits for the database within its deadline, and the documented helm --timeout exceeds that deadline", async () => {
+    for (const name of ["defaults", "production"]) {
+      const objs = await rendered(name);
+      const job = byKind(objs, "Job").find((j) => j.metadata.name.endsWith("-migrate"));
+      const wait = Number(envOf(job.spec.template.spec.containers[0]).WEBCODEX_MIGRATE_WAIT_S.value);
+      assert.ok(wait > 0 && wait < job.spec.activeDeadlineSeconds, `${name}: wait ${wait} s within the ${job.spec.activeDeadlineSeconds} s deadline`);
+      const doc = readFileSync(join(root, "docs/operators.md"), "utf8");
+      const timeouts = [...doc.matchAll(/helm upgrade[^\n]*--timeout (\d+)m/g)].map((m) => Number(m[1]) * 60);
+      assert.ok(timeouts.length >= 2, "the install and upgrade commands give Helm a timeout");
+      for (const t of timeouts) assert.ok(t > job.spec.activeDeadlineSeconds, `${name}: helm --timeout ${t} s must exceed the hook's ${job.spec.activeDeadlineSeconds} s deadline`);
+    }
+    assert.match(await templateError(["--set", "migrations.waitForDatabaseSeconds=600"]), /waitForDatabaseSeconds must be less than/);
+  });
+
+  test("the broker restarts when the Runner token changes; the generated key lives only in the release namespace", async () => {
+    const objs = await rendered("defaults");
+    const broker = find(objs, "Deployment", "runner-broker");
+    const secrets = byKind(objs, "Secret").filter((s) => s.metadata.name.endsWith("runner-token"));
+    assert.deepEqual(secrets.map((s) => s.metadata.namespace), [NAMESPACE], "never in the Runner namespace");
+    const { createHash } = await import("node:crypto");
+    assert.equal(broker.spec.template.metadata.annotations["checksum/runner-token"], createHash("sha256").update(secrets[0].data.token).digest("hex"));
+    const prod = find(await rendered("production"), "Deployment", "runner-broker");
+    const other = find(await template(["-f", productionValues, "--set", "runner.token.existingSecret=rotated-token"]), "Deployment", "runner-broker");
+    assert.notEqual(prod.spec.template.metadata.annotations["checksum/runner-token"], other.spec.template.metadata.annotations["checksum/runner-token"], "naming another Secret restarts the broker");
+  });
+});
+
+describe("scraping", () => {
+  test("a ServiceMonitor per service when asked, and the metrics ports open to the configured scrapers", async () => {
+    const set = ["-f", productionValues, "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.labels.release=prometheus"];
+    const objs = await template(set);
+    const monitors = byKind(objs, "ServiceMonitor");
+    assert.deepEqual(monitors.map((m) => component(m)).sort(), ["audit", "gateway", "ref-resolver", "runner-broker", "tool-registry"]);
+    for (const m of monitors) {
+      assert.equal(m.apiVersion, "monitoring.coreos.com/v1");
+      assert.equal(m.metadata.labels.release, "prometheus");
+      assert.deepEqual(m.spec.endpoints, [{ port: "http", path: "/metrics", interval: "30s" }]);
+      const svc = find(objs, "Service", component(m));
+      assert.ok(svc.spec.ports.some((p) => p.name === "http"), `${component(m)}: the Service has the named port`);
+      for (const [k, v] of Object.entries(m.spec.selector.matchLabels)) assert.equal(svc.spec.selector[k], v);
+      const np = find(objs, "NetworkPolicy", component(m));
+      const scrape = np.spec.ingress.find((r) => JSON.stringify(r.from ?? []).includes("monitoring"));
+      assert.ok(scrape, `${component(m)}: the scrapers may reach the metrics port`);
+      assert.deepEqual(scrape.ports, [{ protocol: "TCP", port: svc.spec.ports.find((p) => p.name === "http").port }]);
+    }
+    assert.deepEqual(byKind(await rendered("defaults"), "ServiceMonitor"), [], "off by default");
+  });
+
+  test("scraping without naming the scrapers is a validation error while NetworkPolicies are on", async () => {
+    for (const flag of ["metrics.podAnnotations=true", "metrics.serviceMonitor.enabled=true"]) {
+      const err = await templateError(["--set", flag, "--set", "networkPolicy.enabled=true"]);
+      assert.match(err, /networkPolicy\.metricsFrom names no scraper/, flag);
+    }
+    await template(["--set", "metrics.podAnnotations=true", "--set", "networkPolicy.enabled=false"]);
   });
 });

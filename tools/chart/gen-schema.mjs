@@ -277,18 +277,25 @@ export const schema = {
       audience: str(),
       clientIdClaim: str({ pattern: "^$|^\\S+$" }),
       admissionClaim: str({ pattern: "^$|^\\S+$" }),
+      tenantPreset: { enum: ["client", "keycloak", "okta", "entra", "issuer"] },
+      adminClaim: str({ pattern: "^$|^\\S+$" }),
+      adminValues: arr(str({ minLength: 1, pattern: "^[^,]+$" })),
       clockToleranceSeconds: int({ minimum: 0, maximum: 300 }),
     }),
     otel: obj({
       endpoint: ref("optionalUrl"),
       serviceNamePrefix: str({ minLength: 1, pattern: "^[a-zA-Z0-9._-]+$" }),
     }),
-    metrics: obj({ podAnnotations: bool() }),
+    metrics: obj({
+      podAnnotations: bool(),
+      serviceMonitor: obj({ enabled: bool(), interval: str({ pattern: "^[0-9]+(ms|s|m|h)$" }), labels: ref("stringMap") }),
+    }),
     gateway: serviceBlock({
       publicUrl: ref("url"),
       allowedHosts: arr(hostname),
       readOnlyClients: arr(ref("clientId")),
       rateLimitPerMinute: int({ minimum: 0 }),
+      rateLimitTenantPerMinute: int({ minimum: 0 }),
       rateLimitBurst: int({ minimum: 0 }),
       rateLimits: map(int({ minimum: 0 }), { propertyNames: ref("clientId") }),
       auditSpool: obj({ sizeLimit: ref("quantity") }),
@@ -342,6 +349,14 @@ export const schema = {
       terminationGracePeriodSeconds: int({ minimum: 0 }),
       token: obj({ existingSecret: str(), existingSecretKey: str({ minLength: 1 }) }),
       extraEgress: arr(ref("egressRule")),
+      safeToEvict: { type: ["boolean", "null"] },
+      gitCredentialSecrets: { type: "object", additionalProperties: str({ minLength: 1, maxLength: 253, pattern: "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$" }) },
+      // Typed clone egress: which hosts (by CIDR) and ports Runners may clone from; closed by default.
+      cloneEgress: arr(obj({
+        name: str({ minLength: 1 }),
+        cidr: str({ pattern: "^[0-9a-fA-F.:]+/[0-9]{1,3}$" }),
+        ports: arr(ref("port"), { minItems: 1 }),
+      }), {}),
       resourceQuota: obj({ enabled: bool(), hard: ref("resourceList") }),
       sensitiveWriteGlobs: arr(str({ minLength: 1, pattern: "\\S" })),
       // The Runner refuses unknown names and the frozen baseline, so the chart does too.
@@ -352,6 +367,7 @@ export const schema = {
       image: ref("imageOverride"),
       backoffLimit: int({ minimum: 0 }),
       activeDeadlineSeconds: int({ minimum: 1 }),
+      waitForDatabaseSeconds: int({ minimum: 0 }),
       resources: ref("resources"),
     }),
     networkPolicy: obj({

@@ -93,8 +93,34 @@ runner-broker: [gateway]
 {{- end -}}
 
 {{/* Namespace of Runner pods. */}}
+{{/*
+The generated Runner token (base64), decided once per render: the value already in the
+cluster (lookup), else a new random one. Under `helm template` (GitOps) lookup sees nothing,
+so every render makes a new token: set runner.token.existingSecret there.
+*/}}
+{{- define "webcodex.runnerToken.generated" -}}
+{{- if not (hasKey .Values.runner.token "_generated") -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "webcodex.runnerToken.secretName" .) -}}
+{{- $token := randAlphaNum 48 | b64enc -}}
+{{- if and $existing $existing.data (hasKey $existing.data "token") -}}
+{{- $token = index $existing.data "token" -}}
+{{- end -}}
+{{- $_ := set .Values.runner.token "_generated" $token -}}
+{{- end -}}
+{{- index .Values.runner.token "_generated" -}}
+{{- end -}}
+
+{{/* What the broker's pods must restart on when the Runner token changes. */}}
+{{- define "webcodex.runnerToken.checksum" -}}
+{{- if .Values.runner.token.existingSecret -}}
+{{- printf "existing:%s/%s" .Values.runner.token.existingSecret .Values.runner.token.existingSecretKey | sha256sum -}}
+{{- else -}}
+{{- include "webcodex.runnerToken.generated" . | sha256sum -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "webcodex.runnerNamespace" -}}
-{{- default .Release.Namespace .Values.runner.namespace -}}
+{{- default (printf "%s-runners" .Release.Namespace) .Values.runner.namespace -}}
 {{- end -}}
 
 {{/* In-cluster URL of a component. Args: dict ctx component port. */}}
@@ -476,17 +502,23 @@ spec:
 {{- end }}
 {{- end -}}
 
-{{/* Egress rules every chart pod gets: DNS (and OTLP export when configured). Args: root ctx. */}}
+{{/*
+Egress rules every chart pod gets: DNS (and OTLP export when configured). Args: root ctx, or
+dict ctx strict: with strict (Runner pods), OTLP egress exists only towards the destinations
+networkPolicy.otel.to names: never to any IP on the OTLP ports.
+*/}}
 {{- define "webcodex.np.baseEgress" -}}
+{{- $ctx := .ctx | default . -}}
+{{- $strict := and (hasKey . "strict") .strict -}}
 - to:
-    {{- toYaml .Values.networkPolicy.dns | nindent 4 }}
+    {{- toYaml $ctx.Values.networkPolicy.dns | nindent 4 }}
   ports:
     - protocol: UDP
       port: 53
     - protocol: TCP
       port: 53
-{{- if .Values.otel.endpoint }}
-{{ include "webcodex.np.egressTarget" .Values.networkPolicy.otel }}
+{{- if and $ctx.Values.otel.endpoint (or (not $strict) $ctx.Values.networkPolicy.otel.to) }}
+{{ include "webcodex.np.egressTarget" $ctx.Values.networkPolicy.otel }}
 {{- end }}
 {{- end -}}
 
@@ -588,6 +620,21 @@ fails with all of them at once.
 */}}
 {{- define "webcodex.validateValues" -}}
 {{- $messages := list -}}
+{{- if eq (include "webcodex.runnerNamespace" .) .Release.Namespace -}}
+{{- $messages = append $messages (printf "runner.namespace: Runners must live in a namespace other than the release's (%s), one that enforces Pod Security \"restricted\"" .Release.Namespace) -}}
+{{- end -}}
+{{- if and .Values.migrations.enabled (ge (int .Values.migrations.waitForDatabaseSeconds) (int .Values.migrations.activeDeadlineSeconds)) -}}
+{{- $messages = append $messages "migrations.waitForDatabaseSeconds must be less than migrations.activeDeadlineSeconds (the Job needs time to migrate after the database is up)" -}}
+{{- end -}}
+{{- $scraped := or .Values.metrics.podAnnotations .Values.metrics.serviceMonitor.enabled -}}
+{{- if and $scraped .Values.networkPolicy.enabled (not .Values.networkPolicy.metricsFrom) -}}
+{{- $messages = append $messages "metrics: scraping is on (metrics.podAnnotations or metrics.serviceMonitor.enabled) but networkPolicy.metricsFrom names no scraper, so the NetworkPolicies would block it; set networkPolicy.metricsFrom (e.g. your Prometheus namespace)" -}}
+{{- end -}}
+{{- range .Values.runner.cloneEgress -}}
+{{- if or (not .name) (not .cidr) (not .ports) -}}
+{{- $messages = append $messages "runner.cloneEgress: every entry needs name, cidr and ports" -}}
+{{- end -}}
+{{- end -}}
 {{- $needsPostgres := or .Values.refResolver.enabled .Values.audit.enabled .Values.runnerBroker.enabled .Values.migrations.enabled -}}
 {{- if and $needsPostgres (not .Values.postgres.url) (not .Values.postgres.existingSecret) -}}
 {{- $messages = append $messages "postgres: set postgres.url or postgres.existingSecret (ref-resolver, audit, runner-broker and the migration Job need PostgreSQL)" -}}

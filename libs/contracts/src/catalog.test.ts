@@ -11,7 +11,7 @@ import { sampleToolArgVariants } from "./sample-args.js";
 
 const defs = toolDefinitions();
 const VALIDATOR_NAMES = new Set(["project_validate", "cargo_check", "cargo_test", "go_test"]);
-const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "assign", "complete", "heartbeat", "reconcile", "stop", "start", "rotate", "run", "search", "edit", "import", "call", "close"];
+const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "delete", "assign", "complete", "heartbeat", "reconcile", "stop", "start", "rotate", "run", "search", "edit", "import", "call", "close"];
 
 test("tool names are unique", () => {
   assert.equal(new Set(defs.map((d) => d.name)).size, defs.length);

@@ -21,6 +21,10 @@ export const ReasonCode = {
   unauthenticated: "unauthenticated",
   insufficientScope: "insufficient_scope",
   rateLimited: "rate_limited",
+  // project lifecycle
+  projectExists: "project_exists",
+  notProjectOwner: "not_project_owner",
+  cloneFailed: "clone_failed",
   // paths
   pathOutsideProject: "path_outside_project",
   sensitivePath: "sensitive_path",

@@ -72,6 +72,11 @@ export function inspectWorkspaceFollowUp(project: string): FollowUp {
   return buildFollowUp("fallback_recovery", "read_workspace_changes", { project });
 }
 
+/** The one follow-up of a pending create_project (gateway): wait for the same Project to be ready. */
+export function waitForProjectFollowUp(projectId: string): FollowUp {
+  return buildFollowUp("mechanically_followable", "wait_for_project_ready", { project: projectId });
+}
+
 /** After a stale fence, a held lease or an unknown task id (ref-resolver): read the Task's current state. */
 export function readAgentTaskFollowUp(taskId: string): FollowUp {
   return buildFollowUp("fallback_recovery", "read_agent_task", { task_id: taskId });
@@ -112,6 +117,7 @@ export const followUpBuilders = {
   waitForJobFollowUp: builder(waitForJobFollowUp, [["~p1", "job_1"], ["agent:acme:demo", "job_1", "~s1"], ["~p1", "job_1", "wc_sess_0123"]]),
   rereadFollowUp: builder(rereadFollowUp, [["~p1", "src/a.ts"], ["agent:acme:demo", "README.md"]]),
   listProjectsFollowUp: builder(listProjectsFollowUp, [[]]),
+  waitForProjectFollowUp: builder(waitForProjectFollowUp, [["agent:acme:demo"]]),
   inspectWorkspaceFollowUp: builder(inspectWorkspaceFollowUp, [["agent:acme:demo"], ["~p1"]]),
   readAgentTaskFollowUp: builder(readAgentTaskFollowUp, [["wc_task_0123456789abcdef0123456789abcdef"]]),
   listAgentTasksFollowUp: builder(listAgentTasksFollowUp, [[]]),

@@ -26,6 +26,7 @@ export type JsonSchema = {
   /** Ajv/OpenAPI discriminator for oneOf branches keyed by a const property. */
   discriminator?: { propertyName: string };
   minProperties?: number;
+  maxProperties?: number;
 };
 
 type Props = Record<string, JsonSchema>;

@@ -59,6 +59,19 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
   unauthenticated: { stages: ["admission"], retry: "no", meaning: "No valid credentials (answered at the transport as HTTP 401).", no_follow_up: "Credentials come from the Host's authorization flow, not from a tool call." },
   insufficient_scope: { stages: ["admission"], retry: "no", meaning: "The token lacks the scope this tool needs.", no_follow_up: "Scopes come from the Host's authorization flow, not from a tool call." },
   rate_limited: { stages: ["admission", "preflight", "dispatch"], retry: "same_call", meaning: "Too many calls or Jobs right now; nothing was run (evidence says when to retry).", no_follow_up: "The same call is the repair, after the wait the evidence names." },
+  project_exists: {
+    stages: ["preflight"], retry: "change_first", meaning: "A project with this name already exists in the caller's tenant; nothing was created.",
+    no_follow_up: "Another name, or using the existing project, is the caller's choice.",
+  },
+  not_project_owner: {
+    stages: ["authorization"], retry: "no", meaning: "Only the project's owner or a tenant admin may change or delete it; nothing was changed.",
+    no_follow_up: "No call grants ownership; the owner or a tenant admin makes the change.",
+  },
+  clone_failed: {
+    stages: ["execution"], retry: "change_first",
+    meaning: "The repository could not be cloned (detail_code: bad URL, missing ref, refused credential); no project was left behind.",
+    no_follow_up: "The evidence shows why; a different URL or ref, or the operator's credential, is the repair.",
+  },
   path_outside_project: { stages: ["resolution", "preflight"], retry: "change_first", meaning: "The path leaves the project (absolute, .., or a symlink out).", no_follow_up: NEEDS_INPUT },
   sensitive_path: { stages: ["resolution"], retry: "no", meaning: "The path is protected from writes by policy.", no_follow_up: "No call lifts the policy." },
   path_not_found: { stages: ["resolution", "preflight"], retry: "change_first", meaning: "The path does not exist.", no_follow_up: "Which path was meant is the caller's choice; list_project_files or search_project_texts find candidates." },
@@ -84,7 +97,13 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
   occurrence_out_of_range: { stages: ["preflight"], retry: "change_first", meaning: "occurrence is larger than the number of matches.", no_follow_up: NEEDS_INPUT },
   overlapping_edits: { stages: ["preflight"], retry: "change_first", meaning: "Two edits of one file overlap.", no_follow_up: NEEDS_INPUT },
   apply_failed: { stages: ["apply"], retry: "inspect_first", meaning: "A write failed after preflight; state_changed says whether anything was written.", no_follow_up: "Which files to inspect is in the evidence; a re-read of the named file is one read_files call." },
-  runner_unavailable: { stages: ["dispatch"], retry: "same_call", meaning: "No Runner serves the project right now; nothing was run.", no_follow_up: "The same call is the repair once a Runner serves the project (runner_starting says one is on its way)." },
+  runner_unavailable: {
+    stages: ["dispatch"],
+    retry: "same_call",
+    meaning: "No Runner serves the project right now; nothing was run (detail runner_starting: one is on its way, after retry_after_ms; runner_unschedulable: its pod cannot start, with the pod's condition).",
+    detail_follow_ups: { runner_starting: "waitForProjectFollowUp", runner_unschedulable: "waitForProjectFollowUp" },
+    no_follow_up: "Otherwise (no_live_runner, runner_lost) the same call is the repair once a Runner serves the project.",
+  },
   runner_lost: {
     stages: ["dispatch", "execution"],
     retry: "inspect_first",

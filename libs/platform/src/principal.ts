@@ -5,18 +5,26 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 
+/**
+ * A person (or service) within a tenant: (tenant, subject). The tenant comes from the
+ * configured token claim (see the gateway's tenancy presets); Projects belong to a tenant
+ * and are owned by one subject in it.
+ */
 export interface Principal {
-  /** Tenant / OAuth client id; Projects are owned by a client id. */
+  /** Tenant id; Projects live at `agent:<tenant>:<project>`. */
   readonly clientId: string;
   readonly subject: string;
+  /** The token maps to the tenant admin role: may change any tenant Project's settings. */
+  readonly tenantAdmin?: boolean;
 }
 
 const clientHeader = "x-webcodex-client-id";
 const subjectHeader = "x-webcodex-subject";
+const adminHeader = "x-webcodex-tenant-admin";
 
 /** Call options that carry `principal` to the next service. */
 export function principalHeaders(principal: Principal): Record<string, string> {
-  return { [clientHeader]: principal.clientId, [subjectHeader]: principal.subject };
+  return { [clientHeader]: principal.clientId, [subjectHeader]: principal.subject, ...(principal.tenantAdmin ? { [adminHeader]: "1" } : {}) };
 }
 
 /** Reads the caller from request headers; a request without one is rejected. */
@@ -24,7 +32,7 @@ export function principalFromHeaders(headers: Headers): Principal {
   const clientId = headers.get(clientHeader);
   const subject = headers.get(subjectHeader);
   if (!clientId || !subject) throw new ConnectError("missing principal", Code.Unauthenticated);
-  return { clientId, subject };
+  return headers.get(adminHeader) === "1" ? { clientId, subject, tenantAdmin: true } : { clientId, subject };
 }
 
 /** Header carrying the Runner fleet token between broker and Runners; never a Host credential. */

@@ -41,6 +41,8 @@ export interface StaticTokenEntry {
   token: string;
   clientId: string;
   subject: string;
+  /** The tenant admin role: may change any of the tenant's Projects' settings. */
+  tenantAdmin?: boolean;
   admissionProfile?: AdmissionProfile;
   /** The Host this token is for (e.g. "app" for an MCP App Host); default: the gateway's. */
   hostProfile?: HostProfile;
@@ -53,7 +55,7 @@ export function createStaticTokenAuthenticator(entries: readonly StaticTokenEntr
   const table = entries.map((e) => ({
     hash: digest(e.token),
     caller: {
-      principal: { clientId: e.clientId, subject: e.subject }, admissionProfile: e.admissionProfile ?? "full",
+      principal: e.tenantAdmin ? { clientId: e.clientId, subject: e.subject, tenantAdmin: true } : { clientId: e.clientId, subject: e.subject }, admissionProfile: e.admissionProfile ?? "full",
       ...(e.hostProfile ? { hostProfile: e.hostProfile } : {}), scopes: [...(e.scopes ?? DEFAULT_STATIC_SCOPES)],
     } satisfies Caller,
   }));

@@ -2,6 +2,7 @@ import { readConfig } from "@webcodex/platform";
 import type { Env } from "@webcodex/platform";
 import { GOAL_SELECTIONS, HOST_PROFILES, modelWorkflowPolicyFrom, UNATTENDED_CONTINUATIONS } from "@webcodex/contracts";
 import type { HostProfile, ModelWorkflowPolicy } from "@webcodex/contracts";
+import type { TenantPreset } from "./auth/tenancy.js";
 
 export const gatewayConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8080, min: 0, max: 65535 },
@@ -22,14 +23,21 @@ export const gatewayConfigSpec = {
   oauthAudience: { kind: "string", env: "WEBCODEX_OAUTH_AUDIENCE", doc: "Expected token audience; default <public URL>/mcp" },
   oauthJwksUrl: { kind: "string", env: "WEBCODEX_OAUTH_JWKS_URL", doc: "JWKS URL; default discovered from the issuer metadata" },
   oauthClientIdClaim: { kind: "string", env: "WEBCODEX_OAUTH_CLIENT_ID_CLAIM", doc: "Claim naming the tenant; default client_id, then azp" },
+  oauthTenantPreset: {
+    kind: "enum", env: "WEBCODEX_OAUTH_TENANT_PRESET", values: ["client", "keycloak", "okta", "entra", "issuer"], default: "client",
+    doc: "Where the tenant comes from: client (client_id/azp), keycloak (organization), okta (tenant), entra (tid), issuer (one tenant per issuer)",
+  },
+  oauthAdminClaim: { kind: "string", env: "WEBCODEX_OAUTH_ADMIN_CLAIM", doc: "Claim (dotted path) with roles/groups; default from the tenant preset (groups, or roles for entra)" },
+  oauthAdminValues: { kind: "string", env: "WEBCODEX_OAUTH_ADMIN_VALUES", default: "", doc: "Comma-separated admin-claim values that make a caller a tenant admin; empty: nobody is" },
   oauthAdmissionClaim: { kind: "string", env: "WEBCODEX_OAUTH_ADMISSION_CLAIM", doc: "Claim whose value read_only admits a caller read-only" },
   oauthHostProfileClaim: { kind: "string", env: "WEBCODEX_OAUTH_HOST_PROFILE_CLAIM", doc: "Claim naming the caller's Host profile (generic or app); other values are refused" },
   oauthClockToleranceS: { kind: "int", env: "WEBCODEX_OAUTH_CLOCK_TOLERANCE_S", default: 30, min: 0, max: 300 },
   readOnlyClients: { kind: "string", env: "WEBCODEX_READ_ONLY_CLIENTS", default: "", doc: "Comma-separated tenants admitted read-only" },
-  // Per-tenant rate limit on tools/call (token bucket per client id).
-  rateLimitPerMinute: { kind: "int", env: "WEBCODEX_RATE_LIMIT_PER_MINUTE", default: 600, min: 0 },
+  // Rate limits on tools/call: a token bucket per principal (tenant, subject) and one per tenant.
+  rateLimitPerMinute: { kind: "int", env: "WEBCODEX_RATE_LIMIT_PER_MINUTE", default: 600, min: 0, doc: "Calls per minute per principal (tenant, subject); 0 = none" },
   rateLimitBurst: { kind: "int", env: "WEBCODEX_RATE_LIMIT_BURST", default: 0, min: 0, doc: "Bucket size; 0 = the per-minute rate" },
-  rateLimits: { kind: "string", env: "WEBCODEX_RATE_LIMITS", default: "", doc: "Per-tenant overrides: client=per_minute,..." },
+  rateLimitTenantPerMinute: { kind: "int", env: "WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE", default: 0, min: 0, doc: "Ceiling per tenant, all its principals together; 0 = none" },
+  rateLimits: { kind: "string", env: "WEBCODEX_RATE_LIMITS", default: "", doc: "Per-tenant ceilings overriding the tenant default: client=per_minute,..." },
   // Fails at startup on any other value; a token may name its own (dev tokens file, OAuth claim).
   hostProfile: { kind: "enum", env: "WEBCODEX_HOST_PROFILE", values: HOST_PROFILES, default: "generic" },
   // ModelWorkflowPolicy: deployment facts; they never change tool names, schemas or ranks.
@@ -52,6 +60,6 @@ export const loadConfig = (env: Env) => {
   // readConfig has checked the value against HOST_PROFILES.
   // readConfig has checked both values against their vocabularies.
   const workflowPolicy: ModelWorkflowPolicy = modelWorkflowPolicyFrom(config.goalSelection, config.unattendedContinuation);
-  return { ...config, hostProfile: config.hostProfile as HostProfile, workflowPolicy };
+  return { ...config, hostProfile: config.hostProfile as HostProfile, oauthTenantPreset: config.oauthTenantPreset as TenantPreset, workflowPolicy };
 };
 export type GatewayConfig = ReturnType<typeof loadConfig>;

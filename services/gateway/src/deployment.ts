@@ -4,9 +4,18 @@
  */
 import type { HostProfile } from "@webcodex/contracts";
 import type { GatewayConfig } from "./config.js";
+import { isTenantPreset, TENANT_PRESETS } from "./auth/tenancy.js";
+import type { TenancyOptions } from "./auth/tenancy.js";
 import type { GatewayDeps } from "./gateway.js";
 
 const splitList = (text: string) => text.split(",").map((s) => s.trim()).filter(Boolean);
+
+/** Tenant preset and admin mapping from their settings (shared by `webcodex dev`). */
+export function tenancyOptions(preset: string | undefined, adminClaim: string | undefined, adminValues: string | undefined): Omit<TenancyOptions, "tenantClaim"> {
+  if (preset !== undefined && preset !== "" && !isTenantPreset(preset)) throw new Error(`WEBCODEX_OAUTH_TENANT_PRESET must be one of ${TENANT_PRESETS.join(", ")}`);
+  const values = splitList(adminValues ?? "");
+  return { ...(preset ? { preset } : {}), ...(adminClaim ? { adminClaim } : {}), ...(values.length > 0 ? { adminValues: values } : {}) };
+}
 
 export type DeploymentOptions = Pick<GatewayDeps, "publicUrl" | "allowedHosts" | "hostProfile" | "auditSpoolDir" | "oauth" | "readOnlyClients" | "rateLimit" | "workflowPolicy" | "mcpSessionKey">;
 
@@ -28,6 +37,7 @@ export function deploymentOptions(config: GatewayConfig): DeploymentOptions {
             ...(config.oauthAudience ? { audience: config.oauthAudience } : {}),
             ...(config.oauthJwksUrl ? { jwksUrl: config.oauthJwksUrl } : {}),
             ...(config.oauthClientIdClaim ? { clientIdClaim: config.oauthClientIdClaim } : {}),
+            tenancy: tenancyOptions(config.oauthTenantPreset, config.oauthAdminClaim, config.oauthAdminValues),
             ...(config.oauthAdmissionClaim ? { admissionProfileClaim: config.oauthAdmissionClaim } : {}),
             ...(config.oauthHostProfileClaim ? { hostProfileClaim: config.oauthHostProfileClaim } : {}),
             clockToleranceSec: config.oauthClockToleranceS,
@@ -35,6 +45,6 @@ export function deploymentOptions(config: GatewayConfig): DeploymentOptions {
         }
       : {}),
     readOnlyClients: splitList(config.readOnlyClients),
-    rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, perClient: config.rateLimits },
+    rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, tenantPerMinute: config.rateLimitTenantPerMinute, perClient: config.rateLimits },
   };
 }

@@ -11,6 +11,7 @@ import { parseCanonicalProjectId } from "@webcodex/contracts";
 import type { Authenticator } from "./auth.js";
 import { createChainAuthenticator } from "./auth.js";
 import { createJwtAuthenticator } from "./auth/jwt.js";
+import type { TenancyOptions } from "./auth/tenancy.js";
 import { createResourceMetadataHandler } from "./auth/resource-metadata.js";
 import { SUPPORTED_SCOPES } from "./auth/scopes.js";
 import { createRateLimiter, parseRateLimitOverrides } from "./rate-limit.js";
@@ -44,6 +45,8 @@ export interface GatewayDeps {
     audience?: string;
     jwksUrl?: string;
     clientIdClaim?: string;
+    /** Tenant preset and tenant-admin mapping. */
+    tenancy?: Omit<TenancyOptions, "tenantClaim">;
     admissionProfileClaim?: string;
     /** Claim naming the caller's Host profile; absent: every JWT caller gets `hostProfile`. */
     hostProfileClaim?: string;
@@ -51,8 +54,11 @@ export interface GatewayDeps {
   };
   /** Tenants admitted read-only whatever their token says (JWT callers). */
   readOnlyClients?: readonly string[];
-  /** Per-tenant tools/call limit; absent or perMinute 0 without overrides: no limit. */
-  rateLimit?: { perMinute: number; burst?: number; perClient?: string | Readonly<Record<string, number>> };
+  /**
+   * tools/call limits: `perMinute` per principal, `tenantPerMinute` per tenant (overridden per
+   * tenant by `perClient`); all 0 or absent: no limit.
+   */
+  rateLimit?: { perMinute: number; burst?: number; tenantPerMinute?: number; perClient?: string | Readonly<Record<string, number>> };
   /** Named probes of the services the gateway needs; /readyz fails when one fails. */
   dependencyProbes: Record<string, () => Promise<void>>;
   /**
@@ -88,7 +94,7 @@ export interface GatewayDeps {
 
 export interface Gateway {
   httpRoutes: Record<string, HttpHandler>;
-  /** The per-tenant limiter the HTTP layer enforces (for a pipeline hook), if any. */
+  /** The per-principal/tenant limiter the HTTP layer enforces (for a pipeline hook), if any. */
   rateLimiter?: RateLimiter;
   readiness: () => Promise<ReadinessReport>;
   /**
@@ -137,6 +143,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
           audience: resource,
           ...(deps.oauth.jwksUrl ? { jwksUrl: deps.oauth.jwksUrl } : {}),
           ...(deps.oauth.clientIdClaim ? { clientIdClaim: deps.oauth.clientIdClaim } : {}),
+          ...(deps.oauth.tenancy ? { tenancy: deps.oauth.tenancy } : {}),
           ...(deps.oauth.admissionProfileClaim ? { admissionProfileClaim: deps.oauth.admissionProfileClaim } : {}),
           ...(deps.oauth.hostProfileClaim ? { hostProfileClaim: deps.oauth.hostProfileClaim } : {}),
           ...(deps.oauth.clockToleranceSec !== undefined ? { clockToleranceSec: deps.oauth.clockToleranceSec } : {}),
@@ -146,8 +153,9 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
       ])
     : deps.authenticator;
   const perClient = typeof deps.rateLimit?.perClient === "string" ? parseRateLimitOverrides(deps.rateLimit.perClient) : deps.rateLimit?.perClient;
-  const rateLimiter = deps.rateLimit && (deps.rateLimit.perMinute > 0 || Object.keys(perClient ?? {}).length > 0)
-    ? createRateLimiter({ perMinute: deps.rateLimit.perMinute, ...(deps.rateLimit.burst ? { burst: deps.rateLimit.burst } : {}), ...(perClient ? { perClient } : {}) })
+  const tenantPerMinute = deps.rateLimit?.tenantPerMinute ?? 0;
+  const rateLimiter = deps.rateLimit && (deps.rateLimit.perMinute > 0 || tenantPerMinute > 0 || Object.keys(perClient ?? {}).length > 0)
+    ? createRateLimiter({ perMinute: deps.rateLimit.perMinute, tenantPerMinute, ...(deps.rateLimit.burst ? { burst: deps.rateLimit.burst } : {}), ...(perClient ? { perClient } : {}) })
     : undefined;
   // Calls refused before the pipeline (scope, rate limit) are audited like any failed call.
   const recordDenied = (d: DeniedToolCall) => {

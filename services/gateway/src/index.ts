@@ -12,5 +12,5 @@ export { main } from "./main.js";
 export { devTokenEntries, parseDevTokensFile, resolveDevTokens } from "./dev-tokens.js";
 export type { DevTokens, DevTokenSettings } from "./dev-tokens.js";
 export { httpReadinessProbe, peerReadinessProbes } from "./peer-readiness.js";
-export { deploymentOptions } from "./deployment.js";
+export { deploymentOptions, tenancyOptions } from "./deployment.js";
 export type { DeploymentOptions } from "./deployment.js";

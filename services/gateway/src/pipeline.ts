@@ -10,7 +10,7 @@ import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
   createSessionFollowUp, readAgentTaskFollowUp, FailureStage, failureFollowUpBuilder, forwardedCall, gatewayRefusal, groupToolNamesByCategory, inspectWorkspaceFollowUp,
-  listProjectsFollowUp, modelVisible, normalizeToolCall, projectSuccess, ReasonCode, rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp,
+  listProjectsFollowUp, modelVisible, normalizeToolCall, canonicalProjectId, parseCanonicalProjectId, projectSuccess, ReasonCode, rereadFollowUp, toolDefinition, toolFailure, toolRoute, waitForJobFollowUp, waitForProjectFollowUp,
 } from "@webcodex/contracts";
 import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
 import type { CanonicalCall, FailureStage as Stage, FollowUp, HostProfile, ModelWorkflowPolicy, InputNormalization, ToolCategory, ToolDefinition, ToolFailure } from "@webcodex/contracts";
@@ -192,6 +192,9 @@ export function withRecovery(failure: ToolFailure, project: string | undefined):
       if (typeof taskId === "string") followUp = readAgentTaskFollowUp(taskId);
       break;
     }
+    case "waitForProjectFollowUp":
+      if (project !== undefined) followUp = waitForProjectFollowUp(project);
+      break;
     case "waitForJobFollowUp":
     case "listAgentTasksFollowUp":
     case "waitForAgentEventsFollowUp":
@@ -262,9 +265,91 @@ export function createPipeline(deps: PipelineDeps) {
       }
       case "get_runtime_status":
         return runtimeStatus(args, ctx);
+      case "create_project":
+        return createProject(args, ctx);
+      case "wait_for_project_ready": {
+        const address = parseCanonicalProjectId(args["project"] as string);
+        if (!address || address.clientId !== ctx.caller.principal.clientId) return { ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }) };
+        return awaitProjectReady(address.projectId, (args["wait_ms"] as number | undefined) ?? 10_000, ctx);
+      }
+      case "delete_project":
+        return deleteProject(args, ctx);
       default:
         return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_gateway_handler" }) };
     }
+  }
+
+  /**
+   * create_project: the ref-resolver records the owner and visibility of the new address, the
+   * broker's provisioner starts its Runner (which clones the repository with the tenant's
+   * credential); then the call waits up to wait_ms for the Project to be ready.
+   */
+  async function createProject(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+    const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
+    const name = args["name"] as string;
+    const source = args["source"] as { git?: { url: string; ref?: string }; empty?: Record<string, never> };
+    const declared = await deps.refResolver.declareProject({ projectId: name, name, visibility: (args["visibility"] as string | undefined) ?? "private" }, options);
+    if (declared.failure) return { ok: false, failure: failureFromWire(declared.failure) };
+    ctx.projectCanonicalId = canonicalProjectId(ctx.caller.principal.clientId, name);
+    try {
+      await deps.broker.ensureProjectRunner({ clientId: ctx.caller.principal.clientId, projectId: name, sourceGitUrl: source.git?.url ?? "", sourceGitRef: source.git?.ref ?? "", createWorkspace: true }, options);
+    } catch (error) {
+      if (ConnectError.from(error).code === Code.FailedPrecondition) {
+        return { ok: false, failure: toolFailure(ReasonCode.dependencyUnavailable, FailureStage.dispatch, { detail_code: "no_provisioner", message: "This deployment cannot create projects (no Runner provisioner is configured); nothing was created." }) };
+      }
+      return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, true) };
+    }
+    return awaitProjectReady(name, (args["wait_ms"] as number | undefined) ?? 10_000, ctx);
+  }
+
+  /**
+   * Ready: the caller can resolve the Project and its Runner takes calls. Failed: the
+   * provisioner's structured reason. Otherwise pending once wait_ms has passed.
+   */
+  async function awaitProjectReady(projectId: string, waitMs: number, ctx: CallContext): Promise<Outcome> {
+    const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
+    const clientId = ctx.caller.principal.clientId;
+    const id = canonicalProjectId(clientId, projectId);
+    const deadline = now() + waitMs;
+    for (;;) {
+      const provisioning = await deps.broker.getProjectProvisioning({ clientId, projectId }, options);
+      if (provisioning.state === "failed" && provisioning.failure) {
+        // Nothing is left behind: the Runner (a crash-looping pod, say) and its volume go.
+        await deps.broker.removeProjectRunner({ clientId, projectId, keepWorkspace: false }, options).catch((error: unknown) => deps.logger.warn("cleanup after a failed create_project failed", { error: ConnectError.from(error).message }));
+        return { ok: false, failure: failureFromWire(provisioning.failure) };
+      }
+      if (provisioning.state === "unschedulable" && provisioning.failure) return { ok: false, failure: failureFromWire(provisioning.failure) };
+      const issued = await deps.refResolver.issueProjectRef({ selector: id }, options);
+      if (!issued.failure && issued.project) {
+        const states = await runnerStates([issued.project], ctx);
+        if (states[id] === "ready") return { ok: true, result: { project_ref: issued.projectRef, project_id: id } };
+      } else if (provisioning.state === "unknown" || provisioning.state === "ready") {
+        return { ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }) };
+      }
+      const left = deadline - now();
+      if (left <= 0) return { ok: true, result: { project_id: id, project_state: "pending" } };
+      await new Promise((r) => setTimeout(r, Math.min(100, left)));
+    }
+  }
+
+  /** delete_project: its owner or a tenant admin stops its Runner, then retires it (refs fail closed). */
+  async function deleteProject(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+    const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
+    const resolved = await deps.refResolver.resolveProject({ selector: args["project"] as string }, options);
+    if (resolved.failure || !resolved.project) return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+    const project = resolved.project;
+    ctx.projectCanonicalId = project.canonicalId;
+    if (project.ownerSubject !== ctx.caller.principal.subject && !ctx.caller.principal.tenantAdmin) {
+      return { ok: false, failure: toolFailure(ReasonCode.notProjectOwner, FailureStage.authorization, { message: "Only the project's owner or a tenant admin may delete it." }) };
+    }
+    const keep = args["keep_workspace"] === true;
+    try {
+      await deps.broker.removeProjectRunner({ clientId: project.clientId, projectId: project.projectId, keepWorkspace: keep }, options);
+    } catch (error) {
+      if (ConnectError.from(error).code !== Code.FailedPrecondition) return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, true) };
+    }
+    await deps.refResolver.retireProject({ clientId: project.clientId, projectId: project.projectId }, options);
+    return { ok: true, result: { project_id: project.canonicalId, ...(keep ? { workspace_kept: true } : {}) } };
   }
 
   /**
@@ -461,6 +546,12 @@ export function createPipeline(deps: PipelineDeps) {
         ctx.sessionId = res.session.sessionId;
         return { ok: true, result: { session_ref: res.sessionRef, session_id: res.session.sessionId } };
       }
+      case "update_project": {
+        const res = await deps.refResolver.updateProject({ selector: args["project"] as string, visibility: args["visibility"] as string }, options);
+        if (res.failure || !res.project) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_project" }) };
+        ctx.projectCanonicalId = res.project.canonicalId;
+        return { ok: true, result: { project_id: res.project.canonicalId, visibility: res.project.visibility, ...(res.changed ? {} : { unchanged: true }) } };
+      }
       case "close_session": {
         const res = await deps.refResolver.closeSession({ selector: args["session_id"] as string }, options);
         if (res.failure || !res.session) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }) };
@@ -515,7 +606,10 @@ export function createPipeline(deps: PipelineDeps) {
     if (!outcome.ok) return { structuredContent: outcome.failure as unknown as Record<string, unknown>, isError: true };
     const canonical = outcome.result;
     const pendingJob = canonical["execution_state"] === "pending" && typeof canonical["job_id"] === "string" ? canonical["job_id"] : undefined;
-    const followUp = pendingJob !== undefined ? waitForJobFollowUp(args["project"] as string, pendingJob, args["session_id"] as string | undefined) : undefined;
+    const pendingProject = canonical["project_state"] === "pending" && typeof canonical["project_id"] === "string" ? canonical["project_id"] : undefined;
+    const followUp = pendingJob !== undefined
+      ? waitForJobFollowUp(args["project"] as string, pendingJob, args["session_id"] as string | undefined)
+      : pendingProject !== undefined ? waitForProjectFollowUp(pendingProject) : undefined;
     const extras = { ...(normalization ? { normalization } : {}), ...(followUp ? { followUp } : {}) };
     const result = def ? projectSuccess(def, canonical, extras) : { ...canonical };
     const text = def?.direct !== undefined && def.category === "presentation" ? presentationText(def.name, args, result) : undefined;
@@ -556,7 +650,10 @@ export function createPipeline(deps: PipelineDeps) {
       return await execute(def, args, ctx, callId);
     } catch (error) {
       const effectful = def.effect !== "read_only";
-      if (error instanceof ConnectError) return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, effectful) };
+      if (error instanceof ConnectError) {
+        deps.logger.warn("tool call dependency failed", { tool: def.name, error: error.message });
+        return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, effectful) };
+      }
       deps.logger.error("tool call failed unexpectedly", { tool: def.name, error });
       return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "unhandled_error", outcome_unknown: effectful }) };
     }

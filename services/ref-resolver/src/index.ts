@@ -15,3 +15,4 @@ export type { AgentEventBus } from "./agents/event-bus.js";
 export { formatRef, parseRef, RefKind } from "./refs/ref-codes.js";
 export { routes } from "./routes.js";
 export { main } from "./main.js";
+export { refResolverMigrations } from "./migrations.js";

@@ -572,6 +572,60 @@ CREATE TRIGGER agent_replays_no_truncate BEFORE TRUNCATE ON {{schema}}.agent_rep
   FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
 `;
 
+/**
+ * 0006 (expand only): who owns a Project address and who in its tenant may see it. One row per
+ * canonical address, kept across incarnations; existing addresses become tenant-visible with
+ * no owner, as they were. The 0002 resolution functions stay for replicas still running the
+ * previous release; the _v2 ones add the owner and visibility.
+ */
+const MIGRATION_0006 = `
+CREATE TABLE {{schema}}.project_settings (
+  canonical_id text PRIMARY KEY,
+  client_id text NOT NULL,
+  owner_subject text,
+  visibility text NOT NULL DEFAULT 'tenant' CHECK (visibility IN ('private', 'tenant')),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  CHECK (visibility = 'tenant' OR owner_subject IS NOT NULL)
+);
+CREATE TRIGGER project_settings_no_truncate BEFORE TRUNCATE ON {{schema}}.project_settings
+  FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.refuse_truncate();
+INSERT INTO {{schema}}.project_settings (canonical_id, client_id, owner_subject, visibility)
+  SELECT DISTINCT ON (canonical_id) canonical_id, client_id, NULL, 'tenant' FROM {{schema}}.projects
+  ORDER BY canonical_id, incarnation DESC
+  ON CONFLICT (canonical_id) DO NOTHING;
+
+CREATE FUNCTION {{schema}}.resolve_project_ref_v2(p_client text, p_subject text, p_code bigint)
+RETURNS TABLE (pin_canonical_id text, pin_incarnation bigint, live_incarnation bigint, live_client_id text, live_project_id text,
+               live_root_identity text, live_name text, hidden boolean, owner_subject text, visibility text)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
+    SELECT r.canonical_id, r.incarnation, p.incarnation, p.client_id, p.project_id, p.root_identity, p.name,
+           EXISTS (SELECT 1 FROM {{schema}}.hidden_projects h
+                   WHERE h.canonical_id = r.canonical_id AND h.client_id = r.client_id AND h.subject = r.subject),
+           s.owner_subject, coalesce(s.visibility, 'tenant')
+    FROM {{schema}}.project_refs r
+    LEFT JOIN {{schema}}.projects p ON p.canonical_id = r.canonical_id AND p.retired_at IS NULL
+    LEFT JOIN {{schema}}.project_settings s ON s.canonical_id = r.canonical_id
+    WHERE r.client_id = p_client AND r.subject = p_subject AND r.code = p_code;
+END $$;
+
+CREATE FUNCTION {{schema}}.resolve_live_project_v2(p_canonical text, p_client text, p_subject text)
+RETURNS TABLE (live_incarnation bigint, live_client_id text, live_project_id text, live_root_identity text, live_name text, hidden boolean,
+               owner_subject text, visibility text)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN QUERY
+    SELECT p.incarnation, p.client_id, p.project_id, p.root_identity, p.name,
+           EXISTS (SELECT 1 FROM {{schema}}.hidden_projects h
+                   WHERE h.canonical_id = p.canonical_id AND h.client_id = p_client AND h.subject = p_subject),
+           s.owner_subject, coalesce(s.visibility, 'tenant')
+    FROM {{schema}}.projects p
+    LEFT JOIN {{schema}}.project_settings s ON s.canonical_id = p.canonical_id
+    WHERE p.canonical_id = p_canonical AND p.retired_at IS NULL;
+END $$;
+`;
+
 /** The ref-resolver owns schema `refs`. Never edit a shipped migration; add a new one. */
 export const refResolverMigrations: readonly Migration[] = [
   {
@@ -657,6 +711,10 @@ ALTER TABLE {{schema}}.session_calls
   ADD COLUMN command_summary text CHECK (char_length(command_summary) <= 200),
   ADD COLUMN exit_code integer;
 `,
+  },
+  {
+    id: "0006_project_owner_and_visibility",
+    sql: MIGRATION_0006,
   },
   {
     id: "0007_goal_plans",

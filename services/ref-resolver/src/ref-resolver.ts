@@ -20,7 +20,7 @@ import { createMemoryTaskFenceCounter } from "./agents/fence-counter.js";
 import type { TaskFenceCounter } from "./agents/fence-counter.js";
 import { refResolverMigrations } from "./migrations.js";
 import { createGoalPlanStore } from "./plans/goal-plan-store.js";
-import { createProjectStore, ProjectOwnershipError } from "./projects/project-store.js";
+import { createProjectStore, isProjectVisibility, ProjectOwnershipError } from "./projects/project-store.js";
 import type { ProjectRecord } from "./projects/project-store.js";
 import { createSessionStore, SessionCallRecordError } from "./sessions/session-store.js";
 import type { SessionRecord } from "./sessions/session-store.js";
@@ -51,6 +51,8 @@ const toProto = (p: ProjectRecord) => ({
   rootIdentity: p.rootIdentity,
   incarnation: BigInt(p.incarnation),
   name: p.name,
+  ownerSubject: p.ownerSubject,
+  visibility: p.visibility,
 });
 
 const sessionToProto = (s: SessionRecord) => ({
@@ -133,6 +135,18 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
       const principal = principalFromHeaders(ctx.requestHeader);
       validAddress(req.clientId, req.projectId);
       return guarded(() => projects.setVisibility(principal, { clientId: req.clientId, projectId: req.projectId, subject: req.subject, visible: req.visible }));
+    },
+    async declareProject(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      if (!isProjectVisibility(req.visibility)) throw new ConnectError("visibility must be private or tenant", Code.InvalidArgument);
+      const declared = await projects.declare(principal, { projectId: req.projectId, visibility: req.visibility });
+      return declared.ok ? {} : failed(declared.failure);
+    },
+    async updateProject(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      if (!isProjectVisibility(req.visibility)) throw new ConnectError("visibility must be private or tenant", Code.InvalidArgument);
+      const updated = await projects.update(principal, { selector: req.selector, visibility: req.visibility });
+      return updated.ok ? { project: toProto(updated.project), changed: updated.changed } : failed(updated.failure);
     },
     async listProjects(_req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);

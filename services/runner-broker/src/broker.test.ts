@@ -4,9 +4,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, ServiceImpl } from "@connectrpc/connect";
 import { RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import type { RefResolverService } from "@webcodex/proto";
-import { parseCanonicalProjectId, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
+import { followUpTarget, parseCanonicalProjectId, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
-import { createInProcessClient, createLogger, principalHeaders } from "@webcodex/platform";
+import { createInProcessClient, createLogger, failureFromWire, principalHeaders } from "@webcodex/platform";
 import { createRunnerBroker } from "./broker.js";
 import type { RunnerBrokerDeps } from "./broker.js";
 import { createMemoryRunnerRegistry } from "./runner-registry.js";
@@ -254,11 +254,49 @@ describe("runner-broker", () => {
     const s = setup({ provisioner });
     const res = await s.dispatch("read_files", { files: [{ path: "a" }] });
     assert.equal(res.failure?.detailCode, "runner_starting");
+    const starting = failureFromWire(res.failure!);
+    assert.equal(starting.evidence?.["retry_after_ms"], 2000, "runner_starting says when to retry");
+    assert.deepEqual(starting.follow_up, { follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_project_ready", arguments: { project: "agent:c1:p1" } } });
     const own = { headers: principalHeaders({ clientId: "c1", subject: "u" }) };
     assert.equal((await s.broker.ensureProjectRunner({ clientId: "c1", projectId: "p1" }, own)).action, "created");
     assert.equal((await s.broker.removeProjectRunner({ clientId: "c1", projectId: "p1", keepWorkspace: true }, own)).removed, true);
     await assert.rejects(s.broker.removeProjectRunner({ clientId: "c2", projectId: "p1" }, own), (e: unknown) => e instanceof ConnectError && e.code === Code.PermissionDenied);
     assert.deepEqual(calls, ["ensure c1/p1", "ensure c1/p1", "remove c1/p1 keep=true"]);
+  });
+
+  it("a Runner that cannot be scheduled is runner_unschedulable with the pod's condition, not an endless runner_starting", async () => {
+    const condition = { type: "PodScheduled", reason: "Unschedulable", message: "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims." };
+    const provisioner: Provisioner = {
+      kind: "kubernetes",
+      ensureRunner: async () => ({ action: "exists", name: "wcx-runner-x" }),
+      provisioningState: async () => ({ state: "unschedulable", condition }),
+      removeRunner: async () => true,
+      close: async () => undefined,
+    };
+    const s = setup({ provisioner });
+    const res = await s.dispatch("read_files", { files: [{ path: "a" }] });
+    const f = failureFromWire(res.failure!);
+    assert.deepEqual([f.reason_code, f.detail_code, f.state_changed, f.outcome_unknown], ["runner_unavailable", "runner_unschedulable", false, false]);
+    // The broker just started, so the call first waited (bounded) for a Runner to register.
+    const { waited_for_runner_ms: _waited, ...evidence } = f.evidence ?? {};
+    assert.deepEqual(evidence, { condition });
+    assert.equal(f.follow_up && followUpTarget(f.follow_up).tool, "wait_for_project_ready");
+    const own = { headers: principalHeaders({ clientId: "c1", subject: "u" }) };
+    const prov = await s.broker.getProjectProvisioning({ clientId: "c1", projectId: "p1" }, own);
+    assert.equal(prov.state, "unschedulable");
+    assert.equal(prov.failure?.detailCode, "runner_unschedulable");
+  });
+
+  it("removing a Project's Runner forgets its registration: not listed, counted or routed to", async () => {
+    const provisioner: Provisioner = { kind: "kubernetes", ensureRunner: async () => ({ action: "exists", name: "x" }), removeRunner: async () => true, close: async () => undefined };
+    const s = setup({ provisioner });
+    await s.register("ra");
+    assert.equal((await s.broker.getFleetStatus({ clientId: "c1", summaryOnly: true })).summary?.runnersTotal, 1);
+    const own = { headers: principalHeaders({ clientId: "c1", subject: "u" }) };
+    await s.broker.removeProjectRunner({ clientId: "c1", projectId: "p1" }, own);
+    assert.equal((await s.broker.getFleetStatus({ clientId: "c1", summaryOnly: true })).summary?.runnersTotal, 0);
+    const res = await s.dispatch("read_files", { files: [{ path: "a" }] });
+    assert.equal(res.failure?.reasonCode, "runner_unavailable");
   });
 
   it("parses canonical project ids whose client id contains colons", () => {

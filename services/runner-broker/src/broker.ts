@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
-import { canonicalProjectId, capabilityMissingFailure, FailureStage, missingCapabilities, parseCanonicalProjectId, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure } from "@webcodex/contracts";
+import { canonicalProjectId, capabilityMissingFailure, FailureStage, missingCapabilities, parseCanonicalProjectId, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure, waitForProjectFollowUp } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { failureToWire, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
 import type { DomainFailureInit, Logger } from "@webcodex/platform";
@@ -72,6 +72,22 @@ export interface RunnerBrokerDeps {
 
 const failure = (f: ToolFailure) => ({ resultJson: "", failure: failureToWire(f) });
 
+/** How long a caller should wait before retrying when a Runner is starting. */
+const RUNNER_STARTING_RETRY_MS = 2_000;
+
+/**
+ * A Runner that cannot start until something changes, with the pod's own condition: not an
+ * endless runner_starting. Nothing ran; waiting for the Project is the follow-up.
+ */
+function unschedulableFailure(condition: { type: string; reason: string; message: string }, canonicalId: string): ToolFailure {
+  return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+    detail_code: "runner_unschedulable",
+    evidence: { condition: { type: condition.type, reason: condition.reason, message: condition.message.slice(0, 500) } },
+    message: `The project's Runner cannot start: ${condition.reason}. Nothing was run; your operator can see the cause in the evidence.`,
+    follow_up: waitForProjectFollowUp(canonicalId),
+  });
+}
+
 export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof RunnerBrokerService> {
   const clients = new Map<string, Client<typeof RunnerService>>();
   const runnerClient = (url: string) => {
@@ -122,10 +138,13 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     if (deps.provisioner && workspace) {
       try {
         const r = await deps.provisioner.ensureRunner(workspace);
+        const state = deps.provisioner.provisioningState ? await deps.provisioner.provisioningState(workspace) : { state: "starting" as const };
+        if (state.state === "unschedulable") return unschedulableFailure(state.condition, canonicalId);
         return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
           detail_code: "runner_starting",
-          evidence: { provisioning: r.action },
-          message: "A Runner for this project is starting; nothing was run. Retry shortly.",
+          evidence: { provisioning: r.action, retry_after_ms: RUNNER_STARTING_RETRY_MS },
+          message: "A Runner for this project is starting; nothing was run. Wait for it, then retry.",
+          follow_up: waitForProjectFollowUp(canonicalId),
         });
       } catch (error) {
         deps.logger.warn("runner provisioning failed", { project: canonicalId, error });
@@ -462,15 +481,28 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const w = { clientId: req.clientId, projectId: req.projectId };
       ownWorkspace(ctx, w);
       if (!deps.provisioner) throw new ConnectError("no Runner provisioner is configured", Code.FailedPrecondition);
-      const r = await deps.provisioner.ensureRunner(w);
+      const source = req.sourceGitUrl ? { git: { url: req.sourceGitUrl, ...(req.sourceGitRef ? { ref: req.sourceGitRef } : {}) } } : req.createWorkspace ? {} : undefined;
+      const r = await deps.provisioner.ensureRunner(w, source ? { source } : {});
       return { action: r.action, runnerName: r.name };
+    },
+
+    async getProjectProvisioning(req, ctx) {
+      const w = { clientId: req.clientId, projectId: req.projectId };
+      ownWorkspace(ctx, w);
+      const state = deps.provisioner?.provisioningState ? await deps.provisioner.provisioningState(w) : { state: "unknown" as const };
+      if (state.state === "failed") return { state: state.state, failure: failureToWire(state.failure) };
+      if (state.state === "unschedulable") return { state: state.state, failure: failureToWire(unschedulableFailure(state.condition, canonicalProjectId(w.clientId, w.projectId))) };
+      return { state: state.state };
     },
 
     async removeProjectRunner(req, ctx) {
       const w = { clientId: req.clientId, projectId: req.projectId };
       ownWorkspace(ctx, w);
       if (!deps.provisioner) throw new ConnectError("no Runner provisioner is configured", Code.FailedPrecondition);
-      return { removed: await deps.provisioner.removeRunner(w, { keepWorkspace: req.keepWorkspace }) };
+      const removed = await deps.provisioner.removeRunner(w, { keepWorkspace: req.keepWorkspace });
+      // Its Runner is gone for good: no longer listed, counted or routed to.
+      await deps.registry.forgetProject(canonicalProjectId(w.clientId, w.projectId));
+      return { removed };
     },
   };
 }

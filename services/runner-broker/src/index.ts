@@ -18,7 +18,7 @@ export { createMemoryLiveJobBackend, createRedisLiveJobBackend } from "./jobs/li
 export { observeFleet, summarizeFleet, fleetRows } from "./fleet/fleet-status.js";
 export type { FleetObservation, FleetSummaryFacts, FleetRow } from "./fleet/fleet-status.js";
 export { runnerNames } from "./provisioning/provisioner.js";
-export type { Provisioner, ProjectWorkspace, EnsureResult, EnsureAction, RunnerNames } from "./provisioning/provisioner.js";
+export type { Provisioner, ProjectWorkspace, EnsureResult, EnsureAction, RunnerNames, ProvisioningState, WorkspaceSource } from "./provisioning/provisioner.js";
 export { createKubernetesProvisioner, buildRunnerObjects, loadRunnerPodTemplate, parseRunnerPodTemplate } from "./provisioning/kubernetes.js";
 export type { KubernetesProvisionerOptions, RunnerPodTemplate } from "./provisioning/kubernetes.js";
 export { createLocalProcessProvisioner } from "./provisioning/local-process.js";

@@ -38,6 +38,8 @@ export interface RunnerRegistry {
   /** The live Runner last registered for a Project, if any. */
   forProject(canonicalId: string): Promise<RunnerState | undefined>;
   list(): Promise<RunnerState[]>;
+  /** Forgets the Runner last registered for a Project (the Project was deleted). */
+  forgetProject(canonicalId: string): Promise<void>;
 }
 
 export interface RegistryOptions {
@@ -90,6 +92,11 @@ export function createMemoryRunnerRegistry(options: RegistryOptions & { now?: ()
     },
     async list() {
       return [...runners.keys()].map(entry).filter((e) => e !== undefined).map(state);
+    },
+    async forgetProject(canonicalId) {
+      const id = byProject.get(canonicalId);
+      if (id !== undefined) runners.delete(id);
+      byProject.delete(canonicalId);
     },
   };
   return registry;
@@ -150,6 +157,12 @@ export function createRedisRunnerRegistry(redis: Redis, options: RegistryOptions
       const gone = ids.filter((_, i) => states[i] === undefined);
       if (gone.length > 0) await redis.srem(`${p}runners`, ...gone);
       return states.filter((s): s is RunnerState => s !== undefined);
+    },
+    async forgetProject(canonicalId) {
+      const id = await redis.get(`${p}project:${canonicalId}`);
+      const multi = redis.multi().del(`${p}project:${canonicalId}`);
+      if (id) multi.del(`${p}runner:${id}`, `${p}alive:${id}`).srem(`${p}runners`, id);
+      await multi.exec();
     },
   };
   return registry;

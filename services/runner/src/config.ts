@@ -8,6 +8,11 @@ export const runnerConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8085, min: 0, max: 65535 },
   host: { kind: "string", env: "WEBCODEX_HOST" },
   root: { kind: "string", env: "WEBCODEX_RUNNER_ROOT", required: true },
+  // A created Project's source: cloned into an empty root at start, with the tenant's credential.
+  cloneUrl: { kind: "string", env: "WEBCODEX_RUNNER_CLONE_URL", doc: "Repository an empty workspace is cloned from at start" },
+  cloneRef: { kind: "string", env: "WEBCODEX_RUNNER_CLONE_REF", doc: "Branch or tag to clone (default: the remote's HEAD)" },
+  cloneUsername: { kind: "string", env: "WEBCODEX_RUNNER_CLONE_USERNAME", doc: "Clone credential user (from the tenant's Secret)" },
+  clonePassword: { kind: "string", env: "WEBCODEX_RUNNER_CLONE_PASSWORD", doc: "Clone credential password or token (from the tenant's Secret); never logged" },
   brokerUrl: { kind: "string", env: "WEBCODEX_RUNNER_BROKER_URL", required: true },
   clientId: { kind: "string", env: "WEBCODEX_RUNNER_CLIENT_ID", required: true },
   projectId: { kind: "string", env: "WEBCODEX_RUNNER_PROJECT_ID", required: true },

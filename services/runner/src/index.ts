@@ -14,3 +14,5 @@ export { createDirectSpawner } from "./exec/spawner.js";
 export type { SpawnedChild, SpawnOptions, Spawner } from "./exec/spawner.js";
 export type { Workspace } from "./workspace/index.js";
 export { processGroupAlive } from "./exec/process-group.js";
+export { cloneWorkspace, cloneUrlProblem } from "./workspace/clone.js";
+export type { CloneOptions, GitCredential } from "./workspace/clone.js";

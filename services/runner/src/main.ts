@@ -6,6 +6,7 @@ import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createRunner, RUNNER_BUILD, runnerSettingsOptions } from "./runner.js";
 import { startRegistration } from "./registration.js";
+import { seedWorkspaceRoot, writeTerminationMessage } from "./workspace/clone.js";
 
 /**
  * Runner entry point: config → workspace → server → registration with the broker → shutdown.
@@ -19,6 +20,16 @@ export async function main(env: Env = process.env): Promise<void> {
   const metrics = createMetrics();
   const credential = config.runnerTokenFile !== undefined ? readFileSync(config.runnerTokenFile, "utf8").trim() : config.runnerToken;
   const token = credential ? { runnerToken: credential } : {};
+  if (config.cloneUrl) {
+    const cloneCredential = config.cloneUsername && config.clonePassword ? { credential: { username: config.cloneUsername, password: config.clonePassword } } : {};
+    const failure = await seedWorkspaceRoot(config.root, { url: config.cloneUrl, ...(config.cloneRef ? { ref: config.cloneRef } : {}), ...cloneCredential });
+    if (failure) {
+      logger.error("workspace clone failed", { reason_code: failure.reason_code, detail_code: failure.detail_code });
+      writeTerminationMessage(failure);
+      await telemetry.shutdown();
+      process.exit(3);
+    }
+  }
   const runner = createRunner({
     root: config.root, logger, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), ...runnerSettingsOptions(config),
     ...(config.stateDir ? { stateDir: config.stateDir } : {}),

@@ -21,7 +21,8 @@ import {
   createPostgresFenceHighWaterMark, createRunnerBroker, migrateRunnerBroker, startJobReconciler,
 } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, runnerSettingsOptions, startRegistration } from "@webcodex/runner";
-import type { RunnerSettings } from "@webcodex/runner";
+import type { GitCredential, RunnerSettings } from "@webcodex/runner";
+import { createInProcessProvisioner } from "./embedded-projects.js";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
 import type { Caller, Gateway, GatewayDeps, StaticTokenEntry } from "@webcodex/gateway";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
@@ -50,6 +51,8 @@ export interface EmbeddedOptions {
    * `webcodex runner` (spawn host, sensitive write globs, withheld capabilities).
    */
   runner?: RunnerSettings;
+  /** Per-tenant git credentials for create_project clones (the operator's; never shown). */
+  gitCredentials?: Readonly<Record<string, GitCredential>>;
   logger: Logger;
 }
 
@@ -137,6 +140,19 @@ async function startCore(options: CoreOptions): Promise<Core> {
   const localRunners = new Map<string, Client<typeof RunnerService>>([["local:runner", createInProcessClient(RunnerService, runner.service, { traceAs: "runner" })]]);
   const refResolver = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }), { traceAs: "ref-resolver" });
   const jobs = createJobStore({ live: createMemoryLiveJobBackend(), db });
+  // Projects made by create_project: one in-process Runner each, on a workspace in the data dir.
+  let brokerClient: Client<typeof RunnerBrokerService> | undefined;
+  const provisioner = createInProcessProvisioner({
+    dataDir,
+    broker: () => {
+      if (!brokerClient) throw new Error("broker not ready");
+      return brokerClient;
+    },
+    runners: localRunners,
+    runnerOptions: options.runner === undefined ? {} : runnerSettingsOptions(options.runner),
+    gitCredentials: options.gitCredentials ?? {},
+    logger,
+  });
   // Records left open by an earlier run (its in-process live state died with it) are closed
   // as lost_after_reconcile.
   const reconciler = startJobReconciler(jobs, 30_000, logger.child({ component: "runner-broker" }));
@@ -152,10 +168,12 @@ async function startCore(options: CoreOptions): Promise<Core> {
       leases: createLeaseStore(createMemoryLeaseBackend(), createPostgresFenceHighWaterMark(db)),
       jobs,
       continuations: createJobContinuationStore({ db }),
+      provisioner,
       logger: logger.child({ component: "runner-broker" }),
     }),
     { traceAs: "runner-broker" },
   );
+  brokerClient = broker;
   const registration = startRegistration({
     broker,
     runnerId: runner.runnerId,
@@ -183,6 +201,7 @@ async function startCore(options: CoreOptions): Promise<Core> {
       reconciler.stop();
       registration.stop();
       await runner.close();
+      await provisioner.close();
       maintenance.stop();
       await db.close();
     },

@@ -10,7 +10,7 @@ import type { Writable } from "node:stream";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createLogger, createPostgresDatabase, logFormatFor, logWriter, sealSecretEnvironment, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
-import { resolveDevTokens } from "@webcodex/gateway";
+import { resolveDevTokens, tenancyOptions } from "@webcodex/gateway";
 import { modelWorkflowPolicyFrom } from "@webcodex/contracts";
 import type { StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, UsageError } from "./args.js";
@@ -18,6 +18,7 @@ import { loadRetentionConfig } from "@webcodex/audit";
 import { loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
 import { defaultDataDir, projectIdFor, startEmbedded, startEmbeddedStdio } from "./embedded.js";
 import type { EmbeddedOptions } from "./embedded.js";
+import { loadGitCredentials } from "./embedded-projects.js";
 import { startDistributed, SERVICES } from "./distributed.js";
 
 const serviceNames = SERVICES.filter((s) => s !== "runner").join(", ");
@@ -128,8 +129,8 @@ const UP_PORTS = SERVICES.length;
 
 /**
  * OAuth and rate-limit settings for `webcodex dev`, from the same WEBCODEX_* variables the
- * distributed gateway reads. The dev rate limit is off unless WEBCODEX_RATE_LIMIT_PER_MINUTE
- * or WEBCODEX_RATE_LIMITS is set.
+ * distributed gateway reads. The dev rate limit is off unless WEBCODEX_RATE_LIMIT_PER_MINUTE,
+ * WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE or WEBCODEX_RATE_LIMITS is set.
  */
 function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" | "readOnlyClients" | "rateLimit"> {
   const int = (name: string): number | undefined => {
@@ -143,6 +144,7 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
   const tolerance = int("WEBCODEX_OAUTH_CLOCK_TOLERANCE_S");
   const perMinute = int("WEBCODEX_RATE_LIMIT_PER_MINUTE") ?? 0;
   const burst = int("WEBCODEX_RATE_LIMIT_BURST");
+  const tenantPerMinute = int("WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE") ?? 0;
   const overrides = env["WEBCODEX_RATE_LIMITS"];
   const readOnly = (env["WEBCODEX_READ_ONLY_CLIENTS"] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   const opt = (key: string, name: string) => (env[name] ? { [key]: env[name] } : {});
@@ -154,6 +156,7 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
             ...opt("audience", "WEBCODEX_OAUTH_AUDIENCE"),
             ...opt("jwksUrl", "WEBCODEX_OAUTH_JWKS_URL"),
             ...opt("clientIdClaim", "WEBCODEX_OAUTH_CLIENT_ID_CLAIM"),
+            tenancy: tenancyOptions(env["WEBCODEX_OAUTH_TENANT_PRESET"], env["WEBCODEX_OAUTH_ADMIN_CLAIM"], env["WEBCODEX_OAUTH_ADMIN_VALUES"]),
             ...opt("admissionProfileClaim", "WEBCODEX_OAUTH_ADMISSION_CLAIM"),
             ...opt("hostProfileClaim", "WEBCODEX_OAUTH_HOST_PROFILE_CLAIM"),
             ...(tolerance !== undefined ? { clockToleranceSec: tolerance } : {}),
@@ -161,7 +164,7 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
         }
       : {}),
     ...(readOnly.length > 0 ? { readOnlyClients: readOnly } : {}),
-    ...(perMinute > 0 || overrides ? { rateLimit: { perMinute, ...(burst ? { burst } : {}), ...(overrides ? { perClient: overrides } : {}) } } : {}),
+    ...(perMinute > 0 || tenantPerMinute > 0 || overrides ? { rateLimit: { perMinute, tenantPerMinute, ...(burst ? { burst } : {}), ...(overrides ? { perClient: overrides } : {}) } } : {}),
   };
 }
 
@@ -234,7 +237,7 @@ export async function run(argv: string[]): Promise<void> {
       const embedded = await startEmbedded({
         projectDir: values.project, port, host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env),
         workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
-        auditRetention: loadRetentionConfig(env), runner: loadRunnerSettings(env),
+        auditRetention: loadRetentionConfig(env), runner: loadRunnerSettings(env), gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
       });
       process.stdout.write(`WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`);
       const stop = () => void embedded.close().then(() => telemetry.shutdown()).then(() => process.exit(0), () => process.exit(1));
@@ -292,6 +295,21 @@ export async function run(argv: string[]): Promise<void> {
       if (!url) throw new Error("webcodex migrate needs WEBCODEX_POSTGRES_URL");
       const db = createPostgresDatabase({ url });
       try {
+        // The chart's hook may start before the database accepts connections: wait for it,
+        // up to WEBCODEX_MIGRATE_WAIT_S (default 0: one attempt).
+        const waitS = Number(env["WEBCODEX_MIGRATE_WAIT_S"] ?? "0");
+        if (!Number.isInteger(waitS) || waitS < 0) throw new Error("WEBCODEX_MIGRATE_WAIT_S must be a non-negative integer");
+        const deadline = Date.now() + waitS * 1000;
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await db.ping();
+            break;
+          } catch (error) {
+            if (Date.now() >= deadline) throw new Error(`the database did not accept connections within ${waitS} s: ${error instanceof Error ? error.message : String(error)}`);
+            process.stderr.write(`waiting for the database (attempt ${attempt})\n`);
+            await new Promise((r) => setTimeout(r, 1_000));
+          }
+        }
         const refs = await (await import("@webcodex/ref-resolver")).migrateRefResolver(db);
         const audit = await (await import("@webcodex/audit")).migrateAudit(db);
         const broker = await (await import("@webcodex/runner-broker")).migrateRunnerBroker(db);

@@ -3,18 +3,23 @@
  *
  * A token is accepted only when its signature verifies against the authorization server's
  * JWKS, `iss` is the configured issuer, `aud` names this MCP resource, and it has not
- * expired. Claims map to the principal: the tenant (client id) from a configured claim or
- * `client_id`/`azp`, the subject from `sub`, scopes from `scope`/`scp`. Tokens are never
+ * expired. Claims map to the principal: the tenant from a configured claim or preset
+ * (tenancy.ts; default `client_id`/`azp`), the subject from `sub`, the tenant admin role from
+ * a claim/group mapping, scopes from `scope`/`scp`. Tokens are never
  * logged (only jose's error code is) and never forwarded.
  */
 import { createHash } from "node:crypto";
 import { createRemoteJWKSet, errors, jwtVerify } from "jose";
 import type { JWTPayload, JWTVerifyGetKey } from "jose";
-import { isCanonicalIdPart, isHostProfile } from "@webcodex/contracts";
+import { isHostProfile } from "@webcodex/contracts";
 import type { AdmissionProfile } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import { AuthUnavailableError } from "../auth.js";
 import type { Authenticator, Caller } from "../auth.js";
+import { createTenancy } from "./tenancy.js";
+import type { TenancyOptions } from "./tenancy.js";
+
+export { tenantIdFromClaim } from "./tenancy.js";
 
 export interface JwtAuthenticatorOptions {
   /** Expected `iss`, exactly as the authorization server's metadata spells it. */
@@ -25,6 +30,8 @@ export interface JwtAuthenticatorOptions {
   jwksUrl?: string;
   /** Claim naming the tenant; `client_id`, then `azp` are used when it is absent. */
   clientIdClaim?: string;
+  /** Tenant preset and tenant-admin mapping (see tenancy.ts); `clientIdClaim` is its tenant claim. */
+  tenancy?: Omit<TenancyOptions, "tenantClaim">;
   /** Claim whose value "read_only" admits the caller read-only. */
   admissionProfileClaim?: string;
   /**
@@ -47,15 +54,6 @@ export interface JwtAuthenticatorOptions {
 const ASYMMETRIC_ALGS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
 const ACCESS_TOKEN_TYPES = new Set(["at+jwt", "application/at+jwt", "jwt"]);
 const SAFE_SUBJECT = /^[\x21-\x7e]{1,256}$/;
-
-/**
- * A tenant id usable in canonical project ids (`agent:<client_id>:<project>`). Ids with other
- * characters (URL client ids of Client ID Metadata Documents, for example) map to a stable
- * digest so they can never collide with or impersonate a plain id.
- */
-export function tenantIdFromClaim(raw: string): string {
-  return isCanonicalIdPart(raw) ? raw : `h-${createHash("sha256").update(raw).digest("hex").slice(0, 40)}`;
-}
 
 function subjectFromClaim(raw: string): string {
   return SAFE_SUBJECT.test(raw) ? raw : `h-${createHash("sha256").update(raw).digest("hex").slice(0, 40)}`;
@@ -114,6 +112,7 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
   const algorithms = [...(options.algorithms ?? ASYMMETRIC_ALGS)];
   const clockTolerance = options.clockToleranceSec ?? 30;
   const readOnly = new Set(options.readOnlyClients ?? []);
+  const tenancy = createTenancy({ ...options.tenancy, ...(options.clientIdClaim ? { tenantClaim: options.clientIdClaim } : {}) });
   const timeoutDuration = options.fetchTimeoutMs ?? 5_000;
   let keys: Promise<JWTVerifyGetKey> | undefined = options.keys ? Promise.resolve(options.keys) : undefined;
 
@@ -132,13 +131,12 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
   };
 
   function callerFrom(payload: JWTPayload): Caller | undefined {
-    const claim = options.clientIdClaim ? payload[options.clientIdClaim] : undefined;
-    const rawClient = [claim, payload["client_id"], payload["azp"]].find((v): v is string => typeof v === "string" && v.length > 0);
-    if (rawClient === undefined) {
-      options.logger?.debug("bearer token rejected", { reason: "no_client_claim" });
+    const rawClient = tenancy.rawTenantOf(payload);
+    const clientId = tenancy.tenantOf(payload);
+    if (rawClient === undefined || clientId === undefined) {
+      options.logger?.debug("bearer token rejected", { reason: "no_tenant_claim" });
       return undefined;
     }
-    const clientId = tenantIdFromClaim(rawClient);
     const subject = subjectFromClaim(typeof payload.sub === "string" && payload.sub ? payload.sub : rawClient);
     const profileClaim = options.admissionProfileClaim ? payload[options.admissionProfileClaim] : undefined;
     const admissionProfile: AdmissionProfile = readOnly.has(clientId) || readOnly.has(rawClient) || profileClaim === "read_only" ? "read_only" : "full";
@@ -147,7 +145,8 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
       options.logger?.debug("bearer token rejected", { reason: "unknown_host_profile" });
       return undefined;
     }
-    return { principal: { clientId, subject }, admissionProfile, ...(host !== undefined ? { hostProfile: host } : {}), scopes: scopesFromClaims(payload) };
+    const principal = tenancy.isAdmin(payload) ? { clientId, subject, tenantAdmin: true } : { clientId, subject };
+    return { principal, admissionProfile, ...(host !== undefined ? { hostProfile: host } : {}), scopes: scopesFromClaims(payload) };
   }
 
   return {

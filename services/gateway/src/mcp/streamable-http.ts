@@ -202,7 +202,7 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
     let retryAfterMs = 0;
     if (options.rateLimiter) {
       for (const m of batch ? requests : toolCalls) {
-        const decision = options.rateLimiter.take(caller.principal.clientId);
+        const decision = options.rateLimiter.take(caller.principal);
         if (decision.ok) continue;
         const failure = rateLimitedFailure(decision);
         retryAfterMs = Math.max(retryAfterMs, decision.retryAfterMs);

@@ -21,7 +21,13 @@ export interface ProjectRecord {
   projectId: string;
   rootIdentity: string;
   name: string;
+  /** The subject that created it; "" for a Project a Runner registered itself. */
+  ownerSubject: string;
+  visibility: ProjectVisibility;
 }
+
+export type ProjectVisibility = "private" | "tenant";
+export const isProjectVisibility = (v: unknown): v is ProjectVisibility => v === "private" || v === "tenant";
 
 /** The canonical id of a Project address; throws when a part cannot be in one. */
 export function validCanonicalProjectId(clientId: string, projectId: string): string {
@@ -37,6 +43,8 @@ interface Row {
   project_id: string;
   root_identity: string;
   name: string;
+  owner_subject?: string | null;
+  visibility?: string | null;
 }
 const toRecord = (r: Row): ProjectRecord => ({
   canonicalId: r.canonical_id,
@@ -45,6 +53,8 @@ const toRecord = (r: Row): ProjectRecord => ({
   projectId: r.project_id,
   rootIdentity: r.root_identity,
   name: r.name,
+  ownerSubject: r.owner_subject ?? "",
+  visibility: r.visibility === "private" ? "private" : "tenant",
 });
 
 export type Resolution = { ok: true; project: ProjectRecord } | { ok: false; failure: ToolFailure };
@@ -95,9 +105,12 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
   const principalKey = (p: Principal) => `${p.clientId}\u0000${p.subject}`;
   const hiddenKey = (canonicalId: string, clientId: string, subject: string) => `${canonicalId}\u0000${clientId}\u0000${subject}`;
 
-  /** Ordinary visibility: a principal sees the live Projects of its own client id that are not hidden from its subject. */
+  /**
+   * Ordinary visibility: a principal sees the live Projects of its own tenant that are shared
+   * with the tenant or that it owns, unless hidden from its subject.
+   */
   const visible = (principal: Principal, project: ProjectRecord | undefined, isHidden: boolean): project is ProjectRecord =>
-    project !== undefined && project.clientId === principal.clientId && !isHidden;
+    project !== undefined && project.clientId === principal.clientId && !isHidden && (project.visibility === "tenant" || project.ownerSubject === principal.subject);
 
   interface LiveRow {
     live_incarnation: string | number | null;
@@ -106,6 +119,8 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     live_root_identity: string | null;
     live_name: string | null;
     hidden: boolean;
+    owner_subject: string | null;
+    visibility: string | null;
   }
 
   /** Caches what one resolution read: the live incarnation of `canonicalId` (or none) and the caller's visibility. */
@@ -118,6 +133,8 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
           projectId: row.live_project_id ?? "",
           rootIdentity: row.live_root_identity ?? "",
           name: row.live_name ?? "",
+          ownerSubject: row.owner_subject ?? "",
+          visibility: row.visibility === "private" ? "private" as const : "tenant" as const,
         }
       : undefined;
     live.set(canonicalId, { project });
@@ -131,7 +148,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     if (cached && cached.project === undefined) return undefined;
     const cachedHidden = hidden.get(hiddenKey(canonicalId, principal.clientId, principal.subject));
     if (cached && cachedHidden !== undefined) return visible(principal, cached.project, cachedHidden) ? cached.project : undefined;
-    const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project($1, $2, $3)`, [canonicalId, principal.clientId, principal.subject]);
+    const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project_v2($1, $2, $3)`, [canonicalId, principal.clientId, principal.subject]);
     const row = r.rows[0];
     const project = rememberLive(canonicalId, row, principal);
     return visible(principal, project, row?.hidden === true) ? project : undefined;
@@ -149,7 +166,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     if (pin) return judgePin(pin, await visibleLive(principal, pin.canonicalId));
     // Cold: the pin, the live incarnation and the caller's visibility in one round trip.
     const r = await db.query<{ pin_canonical_id: string; pin_incarnation: string | number } & LiveRow>(
-      `SELECT * FROM ${schema}.resolve_project_ref($1, $2, $3)`,
+      `SELECT * FROM ${schema}.resolve_project_ref_v2($1, $2, $3)`,
       [principal.clientId, principal.subject, code],
     );
     const row = r.rows[0];
@@ -233,8 +250,15 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
       const canonicalId = validCanonicalProjectId(input.clientId, input.projectId);
       const outcome = await db.transaction(async (tx) => {
         await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [canonicalId]);
+        // A Project no one declared (a Runner registered it itself) is shared with its tenant.
+        await tx.query(
+          `INSERT INTO ${schema}.project_settings (canonical_id, client_id, owner_subject, visibility) VALUES ($1,$2,NULL,'tenant') ON CONFLICT (canonical_id) DO NOTHING`,
+          [canonicalId, input.clientId],
+        );
+        const settings = (await tx.query<{ owner_subject: string | null; visibility: string }>(`SELECT owner_subject, visibility FROM ${schema}.project_settings WHERE canonical_id=$1`, [canonicalId])).rows[0];
+        const owned = { ownerSubject: settings?.owner_subject ?? "", visibility: settings?.visibility === "private" ? "private" as const : "tenant" as const };
         const liveRow = await tx.query<Row>(`SELECT * FROM ${schema}.projects WHERE canonical_id=$1 AND retired_at IS NULL`, [canonicalId]);
-        const current = liveRow.rows[0] ? toRecord(liveRow.rows[0]) : undefined;
+        const current = liveRow.rows[0] ? { ...toRecord(liveRow.rows[0]), ...owned } : undefined;
         if (current && current.rootIdentity === input.rootIdentity) {
           if (current.name !== input.name) await tx.query(`UPDATE ${schema}.projects SET name=$3 WHERE canonical_id=$1 AND incarnation=$2`, [canonicalId, current.incarnation, input.name]);
           return { project: { ...current, name: input.name }, newIncarnation: false };
@@ -246,7 +270,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
           `INSERT INTO ${schema}.projects (canonical_id, incarnation, client_id, project_id, root_identity, name) VALUES ($1,$2,$3,$4,$5,$6)`,
           [canonicalId, incarnation, input.clientId, input.projectId, input.rootIdentity, input.name],
         );
-        return { project: { canonicalId, incarnation, clientId: input.clientId, projectId: input.projectId, rootIdentity: input.rootIdentity, name: input.name }, newIncarnation: true };
+        return { project: { canonicalId, incarnation, clientId: input.clientId, projectId: input.projectId, rootIdentity: input.rootIdentity, name: input.name, ...owned }, newIncarnation: true };
       });
       // Invalidate after commit so no reader can re-cache the retired incarnation.
       live.delete(canonicalId);
@@ -280,11 +304,70 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
       return { changed: r.rowCount > 0 };
     },
 
+    /**
+     * Records the owner and visibility of an address the caller's tenant is about to create.
+     * Refused (project_exists) while a live incarnation holds the address, or while another
+     * subject's declaration of it is recent (its Runner may still be starting).
+     */
+    async declare(principal: Principal, input: { projectId: string; visibility: ProjectVisibility }): Promise<{ ok: true } | { ok: false; failure: ToolFailure }> {
+      if (!isCanonicalIdPart(input.projectId)) {
+        return { ok: false, failure: toolFailure(ReasonCode.invalidValue, FailureStage.normalization, { detail_code: "invalid_project_name", evidence: { field: "/name" }, message: "name must match [A-Za-z0-9._-]{1,128}." }) };
+      }
+      const canonicalId = validCanonicalProjectId(principal.clientId, input.projectId);
+      const exists = () => ({ ok: false as const, failure: toolFailure(ReasonCode.projectExists, FailureStage.preflight, { message: "A project with this name exists in your tenant; choose another name." }) });
+      const outcome = await db.transaction(async (tx) => {
+        await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [canonicalId]);
+        const liveRow = await tx.query(`SELECT 1 FROM ${schema}.projects WHERE canonical_id=$1 AND retired_at IS NULL`, [canonicalId]);
+        if (liveRow.rowCount > 0) return exists();
+        const prior = (await tx.query<{ owner_subject: string | null; recent: boolean }>(
+          `SELECT owner_subject, updated_at > now() - interval '15 minutes' AS recent FROM ${schema}.project_settings WHERE canonical_id=$1`, [canonicalId],
+        )).rows[0];
+        if (prior && prior.recent && prior.owner_subject !== null && prior.owner_subject !== principal.subject) return exists();
+        await tx.query(
+          `INSERT INTO ${schema}.project_settings (canonical_id, client_id, owner_subject, visibility) VALUES ($1,$2,$3,$4)
+           ON CONFLICT (canonical_id) DO UPDATE SET owner_subject=EXCLUDED.owner_subject, visibility=EXCLUDED.visibility, updated_at=now()`,
+          [canonicalId, principal.clientId, principal.subject, input.visibility],
+        );
+        return { ok: true as const };
+      });
+      live.delete(canonicalId);
+      return outcome;
+    },
+
+    /**
+     * Changes a Project's visibility. Its owner may, and so may a tenant admin (who can name
+     * a private Project by canonical id). Someone who sees the Project but owns it not gets
+     * not_project_owner; anyone else learns nothing (project_not_found).
+     */
+    async update(principal: Principal, input: { selector: string; visibility: ProjectVisibility }): Promise<{ ok: true; project: ProjectRecord; changed: boolean } | { ok: false; failure: ToolFailure }> {
+      let project: ProjectRecord | undefined;
+      const resolution = await resolve(principal, input.selector);
+      if (resolution.ok) project = resolution.project;
+      else if (principal.tenantAdmin && isCanonicalProjectId(input.selector)) {
+        const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project_v2($1, $2, $3)`, [input.selector, principal.clientId, principal.subject]);
+        const candidate = rememberLive(input.selector, r.rows[0], principal);
+        if (candidate && candidate.clientId === principal.clientId) project = candidate;
+      }
+      if (!project) return resolution.ok ? { ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) } : resolution;
+      if (project.ownerSubject !== principal.subject && !principal.tenantAdmin) {
+        return { ok: false, failure: toolFailure(ReasonCode.notProjectOwner, FailureStage.authorization, { message: "Only the project's owner or a tenant admin may change it." }) };
+      }
+      if (input.visibility === "private" && !project.ownerSubject) {
+        return { ok: false, failure: toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "project_has_no_owner", evidence: { field: "/visibility" }, message: "This project was registered by its Runner and has no owner; it stays shared with the tenant." }) };
+      }
+      if (project.visibility === input.visibility) return { ok: true, project, changed: false };
+      await db.query(`UPDATE ${schema}.project_settings SET visibility=$2, updated_at=now() WHERE canonical_id=$1`, [project.canonicalId, input.visibility]);
+      live.delete(project.canonicalId);
+      return { ok: true, project: { ...project, visibility: input.visibility }, changed: true };
+    },
+
     /** Live Projects visible to `principal`, each with its project_ref (issued on first sight, in one batch). */
     async list(principal: Principal): Promise<Array<{ project: ProjectRecord; ref: string }>> {
       const r = await db.query<Row>(
-        `SELECT p.* FROM ${schema}.projects p
+        `SELECT p.*, s.owner_subject, s.visibility FROM ${schema}.projects p
+         LEFT JOIN ${schema}.project_settings s ON s.canonical_id = p.canonical_id
          WHERE p.client_id=$1 AND p.retired_at IS NULL
+           AND (s.visibility IS NULL OR s.visibility = 'tenant' OR s.owner_subject = $2)
            AND NOT EXISTS (SELECT 1 FROM ${schema}.hidden_projects h WHERE h.canonical_id=p.canonical_id AND h.client_id=$1 AND h.subject=$2)
          ORDER BY p.canonical_id`,
         [principal.clientId, principal.subject],

@@ -5,7 +5,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createLogger } from "@webcodex/platform";
-import { buildRunnerObjects, createKubernetesProvisioner, parseRunnerPodTemplate } from "./kubernetes.js";
+import { buildRunnerObjects, createKubernetesProvisioner, parseRunnerPodTemplate, podProvisioningState, runnerPodName, SAFE_TO_EVICT_ANNOTATION, TEMPLATE_HASH_ANNOTATION, templateHash } from "./kubernetes.js";
 import { runnerNames } from "./provisioner.js";
 import { runnerCredential } from "../runner-auth.js";
 
@@ -138,7 +138,7 @@ describe("kubernetes provisioner against a fake API server", () => {
     const p = createKubernetesProvisioner({ template, kubeConfig, logger });
     const r = await p.ensureRunner(workspace);
     const names = runnerNames(workspace);
-    assert.deepEqual(r, { action: "created", name: names.name });
+    assert.deepEqual(r, { action: "created", name: runnerPodName(template, workspace) });
     assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path}`), [
       "POST /api/v1/namespaces/webcodex-runners/persistentvolumeclaims",
       "POST /api/v1/namespaces/webcodex-runners/pods",
@@ -167,6 +167,11 @@ describe("kubernetes provisioner against a fake API server", () => {
     assert.notEqual(runnerNames({ ...workspace, projectId: "other" }).projectLabel, names.projectLabel);
     assert.match(pod.metadata.name, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
     assert.ok(pod.metadata.name.length <= 63);
+    assert.ok(pod.metadata.name.startsWith("wcx-runner-"), "the pod name starts with the release");
+    assert.notEqual(runnerPodName({ ...template, release: "other" }, workspace), pod.metadata.name, "another release never names (and adopts) this pod");
+    const annotations = (pod.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+    assert.equal(annotations[TEMPLATE_HASH_ANNOTATION], templateHash(template));
+    assert.equal(SAFE_TO_EVICT_ANNOTATION in annotations, false, "no safe-to-evict annotation unless the value asks for one");
 
     // PVC.
     assert.equal(pvc.metadata.name, `${pod.metadata.name}-workspace`);
@@ -235,7 +240,7 @@ describe("kubernetes provisioner against a fake API server", () => {
 
   it("replaces a pod that has ended", async () => {
     const p = createKubernetesProvisioner({ template, kubeConfig, logger });
-    const podKey = `pods/webcodex-runners/${runnerNames(workspace).name}`;
+    const podKey = `pods/webcodex-runners/${runnerPodName(template, workspace)}`;
     api.store.get(podKey)!.status = { phase: "Failed" };
     api.requests.length = 0;
     const r = await p.ensureRunner(workspace);
@@ -248,7 +253,7 @@ describe("kubernetes provisioner against a fake API server", () => {
 
   it("deletes the pod and the PVC when the project is removed, idempotently", async () => {
     const p = createKubernetesProvisioner({ template, kubeConfig, logger });
-    const name = runnerNames(workspace).name;
+    const name = runnerPodName(template, workspace);
     api.requests.length = 0;
     assert.equal(await p.removeRunner(workspace), true);
     assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path}`), [
@@ -264,8 +269,72 @@ describe("kubernetes provisioner against a fake API server", () => {
     await p.ensureRunner(workspace);
     api.requests.length = 0;
     assert.equal(await p.removeRunner(workspace, { keepWorkspace: true }), true);
-    assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path}`), [`DELETE /api/v1/namespaces/other-ns/pods/${runnerNames(workspace).name}`]);
+    assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path}`), [`DELETE /api/v1/namespaces/other-ns/pods/${runnerPodName(template, workspace)}`]);
     assert.equal(api.store.size, 1, "the PVC stays");
+  });
+
+  it("a created Project from git: the clone source as env and the tenant's credential as a Secret reference, field by field", async () => {
+    const withSecrets = parseRunnerPodTemplate({ ...chartTemplate, gitCredentialSecrets: { [workspace.clientId]: "acme-git-credentials" }, safeToEvict: false });
+    const p = createKubernetesProvisioner({ template: withSecrets, kubeConfig, logger });
+    const created = { ...workspace, projectId: "from-git" };
+    api.requests.length = 0;
+    await p.ensureRunner(created, { source: { git: { url: "https://git.example.com/acme/app.git", ref: "main" } } });
+    const pvc = api.requests[0]!.body as { metadata: { name: string; namespace: string }; spec: Record<string, unknown> };
+    const pod = api.requests[1]!.body as { metadata: { name: string; annotations: Record<string, string> }; spec: { volumes: unknown[]; containers: Array<{ env: Array<Record<string, unknown>> }> } };
+    const podName = runnerPodName(withSecrets, created);
+    assert.deepEqual([pvc.metadata.name, pvc.metadata.namespace], [`${podName}-workspace`, "webcodex-runners"]);
+    assert.deepEqual(pvc.spec, { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "10Gi" } } });
+    assert.equal(pod.metadata.name, podName);
+    assert.deepEqual(pod.spec.volumes[0], { name: "workspace", persistentVolumeClaim: { claimName: `${podName}-workspace` } });
+    assert.equal(pod.metadata.annotations[SAFE_TO_EVICT_ANNOTATION], "false");
+    assert.equal(pod.metadata.annotations[TEMPLATE_HASH_ANNOTATION], templateHash(withSecrets));
+    assert.deepEqual(pod.spec.containers[0]!.env.slice(-6), [
+      { name: "WEBCODEX_RUNNER_CLIENT_ID", value: created.clientId },
+      { name: "WEBCODEX_RUNNER_PROJECT_ID", value: "from-git" },
+      { name: "WEBCODEX_RUNNER_CLONE_URL", value: "https://git.example.com/acme/app.git" },
+      { name: "WEBCODEX_RUNNER_CLONE_REF", value: "main" },
+      { name: "WEBCODEX_RUNNER_CLONE_USERNAME", valueFrom: { secretKeyRef: { name: "acme-git-credentials", key: "username" } } },
+      { name: "WEBCODEX_RUNNER_CLONE_PASSWORD", valueFrom: { secretKeyRef: { name: "acme-git-credentials", key: "password" } } },
+    ]);
+    // Another tenant (no Secret named for it) gets no credential reference at all.
+    const other = buildRunnerObjects(withSecrets, { clientId: "beta", projectId: "x" }, "webcodex-runners", { git: { url: "https://git.example.com/b.git" } });
+    const otherEnv = (other.pod.spec?.containers[0]?.env ?? []).map((e) => e.name);
+    assert.ok(otherEnv.includes("WEBCODEX_RUNNER_CLONE_URL") && !otherEnv.some((n) => n.startsWith("WEBCODEX_RUNNER_CLONE_USER") || n.startsWith("WEBCODEX_RUNNER_CLONE_PASS")));
+    await p.removeRunner(created);
+  });
+
+  it("a pod from another template (an upgrade) is replaced; one from this template is kept", async () => {
+    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    await p.ensureRunner(workspace);
+    const key = `pods/webcodex-runners/${runnerPodName(template, workspace)}`;
+    const stored = api.store.get(key)!;
+    stored.status = { phase: "Running" };
+    (stored.metadata as { annotations?: Record<string, string> }).annotations = { [TEMPLATE_HASH_ANNOTATION]: "0000000000000000" };
+    api.requests.length = 0;
+    assert.equal((await p.ensureRunner(workspace)).action, "recreated");
+    assert.deepEqual(api.requests.map((q) => q.method), ["POST", "POST", "GET", "DELETE", "POST"]);
+    api.store.get(key)!.status = { phase: "Running" };
+    assert.equal((await p.ensureRunner(workspace)).action, "exists");
+    await p.removeRunner(workspace);
+  });
+
+  it("a Pending pod with an unschedulable condition is runner_unschedulable with that condition; a clone failure is failed with its reason", async () => {
+    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    assert.deepEqual(await p.provisioningState!(workspace), { state: "unknown" });
+    await p.ensureRunner(workspace);
+    const key = `pods/webcodex-runners/${runnerPodName(template, workspace)}`;
+    const message = "0/3 nodes are available: 3 pod has unbound immediate PersistentVolumeClaims.";
+    api.store.get(key)!.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message }] } as unknown as { phase?: string };
+    assert.deepEqual(await p.provisioningState!(workspace), { state: "unschedulable", condition: { type: "PodScheduled", reason: "Unschedulable", message } });
+    await p.removeRunner(workspace);
+    // Pure mapping of the other causes.
+    const waiting = podProvisioningState({ status: { phase: "Pending", containerStatuses: [{ name: "runner", image: "i", imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "CreateContainerConfigError", message: 'secret "acme-git" not found' } } }] } });
+    assert.deepEqual(waiting, { state: "unschedulable", condition: { type: "ContainerWaiting", reason: "CreateContainerConfigError", message: 'secret "acme-git" not found' } });
+    const cloneFailed = podProvisioningState({ status: { phase: "Running", containerStatuses: [{ name: "runner", image: "i", imageID: "", ready: false, restartCount: 1, state: { waiting: { reason: "CrashLoopBackOff" } }, lastState: { terminated: { exitCode: 3, message: JSON.stringify({ reason_code: "clone_failed", detail_code: "authentication_failed", message: "refused" }) } } }] } });
+    assert.equal(cloneFailed.state, "failed");
+    assert.deepEqual(cloneFailed.state === "failed" ? [cloneFailed.failure.reason_code, cloneFailed.failure.detail_code] : [], ["clone_failed", "authentication_failed"]);
+    assert.deepEqual(podProvisioningState({ status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] } }), { state: "ready" });
+    assert.deepEqual(podProvisioningState({ status: { phase: "Pending" } }), { state: "starting" });
   });
 
   it("refuses a template that would mount a token or run as root", () => {

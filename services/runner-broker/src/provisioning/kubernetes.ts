@@ -7,12 +7,14 @@
  * and are checked when it is loaded. Create is idempotent (409 means it exists; a pod in a
  * terminal phase is replaced), delete is idempotent (404 means gone).
  */
+import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import { ApiException, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import type { V1PersistentVolumeClaim, V1Pod, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "@webcodex/platform";
 import { runnerNames } from "./provisioner.js";
-import type { EnsureResult, ProjectWorkspace, Provisioner } from "./provisioner.js";
+import type { EnsureResult, ProjectWorkspace, Provisioner, ProvisioningState, WorkspaceSource } from "./provisioner.js";
 
 type Json = Record<string, unknown>;
 
@@ -48,6 +50,28 @@ export interface RunnerPodTemplate {
   startupProbe: Json;
   livenessProbe: Json;
   readinessProbe: Json;
+  /** The Helm release: pod names start with it, so two releases never adopt each other's pods. */
+  release?: string;
+  /** cluster-autoscaler.kubernetes.io/safe-to-evict on Runner pods; null: no annotation. */
+  safeToEvict?: boolean | null;
+  /** Tenant → name of the Secret (keys username, password) a created Project is cloned with. */
+  gitCredentialSecrets?: Record<string, string>;
+}
+
+export const TEMPLATE_HASH_ANNOTATION = "webcodex.dev/template-hash";
+export const SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict";
+
+/** A stable digest of the template: a pod made from another template is replaced on ensure. */
+export function templateHash(t: RunnerPodTemplate): string {
+  const sorted = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(sorted) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Json)[k])])) : v;
+  return createHash("sha256").update(JSON.stringify(sorted(t))).digest("hex").slice(0, 16);
+}
+
+/** The Runner pod's name: `<release>-runner-<hash of the canonical id>`, at most 63 characters. */
+export function runnerPodName(t: RunnerPodTemplate, w: ProjectWorkspace): string {
+  const release = (t.release ?? t.labels["app.kubernetes.io/instance"] ?? "wcx").toLowerCase().replace(/[^a-z0-9-]/g, "-").replace(/^-+|-+$/g, "").slice(0, 30) || "wcx";
+  return `${release}-runner-${runnerNames(w).name.slice("wcx-runner-".length)}`.slice(0, 63);
 }
 
 const REQUIRED: ReadonlyArray<keyof RunnerPodTemplate> = [
@@ -87,11 +111,32 @@ const RUNNER_CREDENTIAL_KEY = "credential";
  * With `credential` the pod mounts its own workspace-bound credential from the Secret named
  * `<pod>-credential`; the key it is derived from never enters the pod.
  */
-export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, namespace = t.namespace, credential?: string): { pod: V1Pod; pvc: V1PersistentVolumeClaim; secret?: V1Secret } {
+export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, namespace = t.namespace, source?: WorkspaceSource, credential?: string): { pod: V1Pod; pvc: V1PersistentVolumeClaim; secret?: V1Secret } {
   const n = runnerNames(w);
-  const secretName = `${n.name}-credential`;
   const labels = { ...t.labels, [t.tenantLabelKey]: n.tenantLabel, [t.projectLabelKey]: n.projectLabel };
-  const pvcName = `${n.name}-workspace`;
+  const podName = runnerPodName(t, w);
+  const pvcName = `${podName}-workspace`;
+  const secretName = `${podName}-credential`;
+  const annotations = {
+    ...t.annotations,
+    [TEMPLATE_HASH_ANNOTATION]: templateHash(t),
+    ...(t.safeToEvict === true || t.safeToEvict === false ? { [SAFE_TO_EVICT_ANNOTATION]: String(t.safeToEvict) } : {}),
+  };
+  // A created Project's first start clones its repository; the credential is a reference to
+  // the tenant's Secret, never a value in the pod spec.
+  const gitSecret = t.gitCredentialSecrets?.[w.clientId];
+  const cloneEnv = source?.git
+    ? [
+        { name: "WEBCODEX_RUNNER_CLONE_URL", value: source.git.url },
+        ...(source.git.ref ? [{ name: "WEBCODEX_RUNNER_CLONE_REF", value: source.git.ref }] : []),
+        ...(gitSecret
+          ? [
+              { name: "WEBCODEX_RUNNER_CLONE_USERNAME", valueFrom: { secretKeyRef: { name: gitSecret, key: "username" } } },
+              { name: "WEBCODEX_RUNNER_CLONE_PASSWORD", valueFrom: { secretKeyRef: { name: gitSecret, key: "password" } } },
+            ]
+          : []),
+      ]
+    : [];
   const pvc = {
     apiVersion: "v1",
     kind: "PersistentVolumeClaim",
@@ -105,7 +150,7 @@ export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, na
   const pod = {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name: n.name, namespace, labels, annotations: t.annotations },
+    metadata: { name: podName, namespace, labels, annotations },
     spec: {
       serviceAccountName: t.serviceAccountName,
       automountServiceAccountToken: t.automountServiceAccountToken,
@@ -129,6 +174,7 @@ export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, na
             ...t.env.filter((e) => (e as { name?: unknown }).name !== "WEBCODEX_RUNNER_TOKEN"),
             { name: "WEBCODEX_RUNNER_CLIENT_ID", value: w.clientId }, { name: "WEBCODEX_RUNNER_PROJECT_ID", value: w.projectId },
             ...(credential !== undefined ? [{ name: "WEBCODEX_RUNNER_TOKEN_FILE", value: `${RUNNER_CREDENTIAL_DIR}/${RUNNER_CREDENTIAL_KEY}` }] : []),
+            ...cloneEnv,
           ],
           resources: t.resources,
           securityContext: t.securityContext,
@@ -180,6 +226,7 @@ export function defaultKubeConfig(): KubeConfig {
 export function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Provisioner {
   const api = (o.kubeConfig ?? defaultKubeConfig()).makeApiClient(CoreV1Api);
   const namespace = o.namespace ?? o.template.namespace;
+  const hash = templateHash(o.template);
 
   const createPod = async (pod: V1Pod): Promise<"created" | "exists"> => {
     try {
@@ -193,8 +240,8 @@ export function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Pr
 
   return {
     kind: "kubernetes",
-    async ensureRunner(w): Promise<EnsureResult> {
-      const { pod, pvc, secret } = buildRunnerObjects(o.template, w, namespace, o.credentialFor?.(w));
+    async ensureRunner(w, options: { source?: WorkspaceSource } = {}): Promise<EnsureResult> {
+      const { pod, pvc, secret } = buildRunnerObjects(o.template, w, namespace, options.source, o.credentialFor?.(w));
       const name = pod.metadata?.name ?? "";
       if (secret) {
         try {
@@ -220,7 +267,9 @@ export function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Pr
         if (status(e) !== 404) throw e;
       }
       const phase = existing?.status?.phase;
-      if (existing && phase !== "Failed" && phase !== "Succeeded") return { action: "exists", name };
+      // A pod of another template (an upgrade changed it) is replaced as well.
+      const current = existing?.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION] === hash;
+      if (existing && current && phase !== "Failed" && phase !== "Succeeded") return { action: "exists", name };
       if (existing) {
         try {
           await api.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
@@ -229,12 +278,23 @@ export function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Pr
         }
       }
       const action = (await createPod(pod)) === "created" ? "recreated" : "exists";
-      o.logger.info("runner pod replaced", { pod: name, namespace, previous_phase: phase ?? "gone", action });
+      o.logger.info("runner pod replaced", { pod: name, namespace, previous_phase: phase ?? "gone", template_changed: existing !== undefined && !current, action });
       return { action, name };
     },
 
+    async provisioningState(w): Promise<ProvisioningState> {
+      let pod: V1Pod;
+      try {
+        pod = await api.readNamespacedPod({ name: runnerPodName(o.template, w), namespace });
+      } catch (e) {
+        if (status(e) === 404) return { state: "unknown" };
+        throw e;
+      }
+      return podProvisioningState(pod);
+    },
+
     async removeRunner(w, options = {}) {
-      const { name } = runnerNames(w);
+      const name = runnerPodName(o.template, w);
       let removed = false;
       const del = async (fn: () => Promise<unknown>) => {
         try {
@@ -253,4 +313,37 @@ export function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Pr
 
     async close() {},
   };
+}
+
+/** Container waiting reasons that will not clear by themselves (a missing Secret, a bad image). */
+const STUCK_WAITING = new Set(["ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError"]);
+
+/**
+ * What a Runner pod's status says: ready; failed with the failure its Runner left as its
+ * termination message (a clone that failed); unschedulable with the pod's own condition
+ * (no node fits, an unbound volume, a quota) or the container's stuck waiting reason; else
+ * starting.
+ */
+export function podProvisioningState(pod: V1Pod): ProvisioningState {
+  const st = pod.status;
+  const container = st?.containerStatuses?.[0];
+  const terminated = container?.state?.terminated ?? container?.lastState?.terminated;
+  if (terminated?.message) {
+    try {
+      const f = JSON.parse(terminated.message) as { reason_code?: string; detail_code?: string; message?: string };
+      if (f.reason_code === ReasonCode.cloneFailed || f.reason_code === ReasonCode.invalidValue) {
+        return { state: "failed", failure: toolFailure(f.reason_code, FailureStage.execution, { ...(f.detail_code ? { detail_code: f.detail_code } : {}), ...(f.message ? { message: f.message } : {}) }) };
+      }
+    } catch {
+      // Not ours: an ordinary crash; the pod restarts.
+    }
+  }
+  if (st?.phase === "Running" && st.conditions?.some((c) => c.type === "Ready" && c.status === "True")) return { state: "ready" };
+  const unscheduled = st?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False");
+  if (st?.phase === "Pending" && unscheduled) {
+    return { state: "unschedulable", condition: { type: unscheduled.type, reason: unscheduled.reason ?? "Unschedulable", message: unscheduled.message ?? "" } };
+  }
+  const waiting = container?.state?.waiting;
+  if (waiting?.reason && STUCK_WAITING.has(waiting.reason)) return { state: "unschedulable", condition: { type: "ContainerWaiting", reason: waiting.reason, message: waiting.message ?? "" } };
+  return { state: "starting" };
 }

@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { canonicalProjectId } from "@webcodex/contracts";
+import type { ToolFailure } from "@webcodex/contracts";
 
 export interface ProjectWorkspace {
   clientId: string;
@@ -19,10 +20,24 @@ export interface EnsureResult {
   name: string;
 }
 
+/** Where a new workspace starts from; the clone credential is the provisioner's own, per tenant. */
+export interface WorkspaceSource {
+  git?: { url: string; ref?: string };
+}
+
+/** How a created workspace is coming along. */
+export type ProvisioningState =
+  | { state: "starting" | "ready" | "unknown" }
+  /** The Runner cannot start until something changes (no node fits, no volume, missing Secret, image pull). */
+  | { state: "unschedulable"; condition: { type: string; reason: string; message: string } }
+  | { state: "failed"; failure: ToolFailure };
+
 export interface Provisioner {
-  readonly kind: "local-process" | "kubernetes";
-  /** Starts the workspace's Runner unless one exists (recreating a dead one). */
-  ensureRunner(workspace: ProjectWorkspace): Promise<EnsureResult>;
+  readonly kind: "local-process" | "kubernetes" | "in-process";
+  /** Starts the workspace's Runner unless one exists (recreating a dead one); `source` seeds a new workspace. */
+  ensureRunner(workspace: ProjectWorkspace, options?: { source?: WorkspaceSource }): Promise<EnsureResult>;
+  /** The provisioning state of a workspace created here (absent: not tracked). */
+  provisioningState?(workspace: ProjectWorkspace): Promise<ProvisioningState>;
   /** Stops the Runner and, unless keepWorkspace, deletes its workspace storage. True if anything existed. */
   removeRunner(workspace: ProjectWorkspace, options?: { keepWorkspace?: boolean }): Promise<boolean>;
   /** Releases the provisioner's own resources (a local provisioner stops its Runners). */
