@@ -128,7 +128,8 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
     for (const tool of ["heartbeat_agent_task_attempt", "complete_agent_task_attempt"]) {
       const f = await failed(client, worker, tool, { ...tupleOf(first), ...(tool.startsWith("complete") ? { outcome: "succeeded", summary: "late" } : {}) });
       assert.deepEqual([f.reasonCode, f.detailCode], ["fence_stale", "attempt_superseded"], tool);
-      assert.deepEqual(JSON.parse(f.evidenceJson).follow_up, { follow_up_kind: "fallback_recovery", tool: "read_agent_task", arguments: { task_id: taskId } });
+      // read_agent_task is a Gateway tool: its follow-up is the call_runtime_tool wrapper a Host can run as is.
+      assert.deepEqual(JSON.parse(f.evidenceJson).follow_up, { follow_up_kind: "fallback_recovery", tool: "call_runtime_tool", arguments: { tool: "read_agent_task", arguments: { task_id: taskId } } });
     }
     const staleRef = await client.admitAttemptRef({ attemptRef: String(first["attempt_ref"]), projectCanonicalId: "agent:acme:app" }, as(worker));
     assert.equal(staleRef.failure?.reasonCode, "fence_stale");

@@ -66,9 +66,12 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
     await server?.stop();
   });
 
-  /** Calls a tool directly when tools/list shows it, else through call_runtime_tool. */
+  /**
+   * Calls a tool directly when tools/list shows it or it is a Direct-only presentation tool
+   * (callable by name, refused by call_runtime_tool), else through call_runtime_tool.
+   */
   const call = (client: Client, tool: string, args: Record<string, unknown>): Promise<ToolOutcome> =>
-    directTools.has(tool) ? callTool(client, tool, args) : callTool(client, "call_runtime_tool", { tool, arguments: args });
+    directTools.has(tool) || toolDefinition(tool)?.category === "presentation" ? callTool(client, tool, args) : callTool(client, "call_runtime_tool", { tool, arguments: args });
 
   /** The admitted tools (full profile) whose schema has `field`. */
   async function admittedToolsWith(field: string): Promise<string[]> {
@@ -188,9 +191,14 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
       ...mutating.map((d): [string, Record<string, unknown>] => [d.name, { ...sampleToolArgs(d.name), project: aliceProject }]),
     ];
     for (const [tool, args] of attempts) {
-      for (const outcome of [await callTool(auditor, tool, args), await callTool(auditor, "call_runtime_tool", { tool, arguments: args })]) {
+      const presentation = toolDefinition(tool)?.category === "presentation";
+      for (const [outcome, expected] of [
+        [await callTool(auditor, tool, args), "tool_not_admitted"],
+        // call_runtime_tool refuses a presentation tool before admission is even asked.
+        [await callTool(auditor, "call_runtime_tool", { tool, arguments: args }), presentation ? "presentation_tool_not_callable" : "tool_not_admitted"],
+      ] as const) {
         assert.equal(outcome.isError, true, `${tool}: ${JSON.stringify(outcome.result)}`);
-        assert.equal(outcome.result["reason_code"], "tool_not_admitted", `${tool}: ${JSON.stringify(outcome.result)}`);
+        assert.equal(outcome.result["reason_code"], expected, `${tool}: ${JSON.stringify(outcome.result)}`);
         assert.equal(outcome.result["state_changed"], false, `${tool}: ${JSON.stringify(outcome.result)}`);
       }
     }
