@@ -135,6 +135,21 @@ describe("principals within one tenant (two people, one OAuth client)", { timeou
     assert.equal(bobsRef.result["reason_code"], "project_not_found");
   });
 
+  it("a Task in a private Project cannot be assigned to an Agent of someone the Project is hidden from; in a shared one it can", async () => {
+    const aliceAgent = await call(alice, "create_agent", { name: "alice-worker" });
+    assert.equal(aliceAgent.isError, false, JSON.stringify(aliceAgent.result));
+    const task = (project: string | undefined, assignee: unknown, key: string) =>
+      call(bob, "create_agent_task", { project, title: "look", instructions: "the secret plan", assignee_agent_id: assignee, idempotency_key: key });
+    const hidden = await task(created["bob"]?.ref, aliceAgent.result["agent_id"], "k1");
+    const unknown = await task(created["bob"]?.ref, `wc_agent_${"0".repeat(32)}`, "k2");
+    assert.equal(hidden.isError, true, JSON.stringify(hidden.result));
+    assert.deepEqual(hidden, unknown, "answered exactly like an Agent that does not exist");
+    const tasks = await call(alice, "list_agent_tasks", {});
+    assert.doesNotMatch(JSON.stringify(tasks.result), /secret plan|bob-app/, "nothing of the private Project reaches alice");
+    const shared = await task(`agent:${CLIENT}:shared-repo`, aliceAgent.result["agent_id"], "k3");
+    assert.equal(shared.isError, false, JSON.stringify(shared.result));
+  });
+
   it("a name taken in the tenant cannot be created again; update_project and create_project need the write scope", async () => {
     const again = await call(bob, "create_project", { name: "alice-app", source: { empty: {} } });
     assert.deepEqual([again.isError, again.result["reason_code"], again.result["state_changed"]], [true, "project_exists", false]);

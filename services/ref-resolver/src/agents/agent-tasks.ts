@@ -310,6 +310,16 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       const resolved = await projects.resolve(principal, str(args, "project"));
       if (!resolved.ok) throw new FailureThrow(resolved.failure);
       const project = resolved.project;
+      // The assignee's owner must be able to see the Project (a private Project is its owner's
+      // alone): otherwise the Task would show its title, instructions and Project id to someone
+      // the Project is hidden from. Checked before the transaction (the resolver has its own
+      // connection use; embedded mode has one connection). Answered like an unknown Agent.
+      const assigneeId = str(args, "assignee_agent_id");
+      const owner = AGENT_ID.test(assigneeId) ? (await db.query<{ client_id: string; subject: string }>(`SELECT client_id, subject FROM ${schema}.agents WHERE agent_id = $1`, [assigneeId])).rows[0] : undefined;
+      if (owner && owner.client_id === principal.clientId && owner.subject !== principal.subject) {
+        const seen = await projects.resolve({ clientId: owner.client_id, subject: owner.subject }, project.canonicalId);
+        if (!seen.ok) throw new FailureThrow(notFound("agent"));
+      }
       // The digest covers the resolved Project, so a ref and its canonical id are one request.
       const digest = digestOf("create_agent_task", { ...args, project: `${project.canonicalId}#${project.incarnation}` });
       return withEvents(async (tx, wake) => {
