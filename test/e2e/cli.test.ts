@@ -13,7 +13,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Redis } from "ioredis";
 import { findFreeBasePort } from "@webcodex/cli";
 import {
-  backingServices, callTool, cliPath, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, processGroupAlive, redisKeyPrefix, tempDir, until,
+  backingServices, callTool, cliPath, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, pidGone, processGroupAlive, redisKeyPrefix, tempDir, until,
 } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
@@ -104,16 +104,6 @@ async function redisKeys(url: string, prefix: string, drop = false): Promise<str
     return keys;
   } finally {
     redis.disconnect();
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
   }
 }
 
@@ -304,7 +294,7 @@ describe("webcodex up as a real process", () => {
     );
     up.child.kill("SIGINT");
     assert.deepEqual(await exited(up.child, 30_000), { code: 0, signal: null }, up.stderr());
-    await until("every process of the stack has exited", () => processes.every((p) => !alive(p.pid)) && !processGroupAlive(pid), 5_000);
-    assert.deepEqual(processes.filter((p) => alive(p.pid)), []);
+    await until("every process of the stack has exited", () => processes.every((p) => pidGone(p.pid)) && !processGroupAlive(pid), 5_000);
+    assert.deepEqual(processes.filter((p) => !pidGone(p.pid)), []);
   });
 });

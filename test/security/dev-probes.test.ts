@@ -11,7 +11,7 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { callTool, connectMcp, createProjectDir, startDevServer, tempDir, until } from "../support/index.js";
+import { callTool, connectMcp, createProjectDir, pidGone, startDevServer, tempDir, until } from "../support/index.js";
 import type { DevServer } from "../support/index.js";
 
 const secret = (label: string) => `${label}-${randomBytes(16).toString("hex")}`;
@@ -22,20 +22,6 @@ const other = secret("other");
 /** Given in the environment but never used: only there to be looked for. */
 const envDevToken = secret("envdev");
 const envRunnerToken = secret("envrunner");
-
-function pidGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-  } catch {
-    return true;
-  }
-}
 
 function postRaw(url: string, token: string, body: string): Promise<{ status: number; text: string; ms: number }> {
   const u = new URL(url);

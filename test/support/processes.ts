@@ -1,7 +1,7 @@
 /** Test helpers that run WebCodex as real processes, the way users and Kubernetes do. */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { execFileSync } from "node:child_process";
@@ -99,4 +99,20 @@ export async function startDevServer(options: { projectDir: string; dataDir: str
 
 export function tempDir(prefix: string): string {
   return scratchDir(prefix);
+}
+
+/** True when the pid no longer runs: gone, or a zombie nobody has reaped yet. */
+export function pidGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+    return state === "Z" || state === "X";
+  } catch {
+    return true;
+  }
 }
