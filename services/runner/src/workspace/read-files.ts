@@ -304,15 +304,15 @@ async function scanFile(handle: ChunkReader, size: number, range: ScanRange, lim
         }
       }
     }
+    // The lines captured from this chunk are contiguous: one copy per chunk, not per line.
+    const from = i;
     while (phase === "capture" && i < c.length) {
       const j = c.indexOf(LF, i);
       const segmentEnd = j === -1 ? c.length : j + 1;
       const take = Math.min(segmentEnd - i, range.capture - kept);
-      if (take > 0) {
-        window.push(Buffer.from(c.subarray(i, i + take)));
-        kept += take;
-      }
+      kept += take;
       if (take < segmentEnd - i) {
+        i += take;
         overflow = true;
         phase = "done";
         break;
@@ -323,6 +323,7 @@ async function scanFile(handle: ChunkReader, size: number, range: ScanRange, lim
         line++;
       }
     }
+    if (i > from) window.push(Buffer.from(c.subarray(from, i)));
   }
   if (phase === "skip") columnPastLineEnd = true;
 
