@@ -1,7 +1,7 @@
 /**
  * A Connect client that calls a ServiceImpl in the same process without serializing:
  * request and response are real protobuf messages (built with `create`), the handler gets a
- * real HandlerContext with the caller's headers, signal and deadline, and errors surface as
+ * HandlerContext with the caller's headers, signal and deadline, and errors surface as
  * ConnectError — the contract a network client gives, at in-memory cost. Connect's own
  * router transport serializes every message and costs ~0.5 ms per hop on these machines,
  * which the embedded hot path cannot afford (docs/decisions/0002-embedded-transport.md).
@@ -9,8 +9,9 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type { DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
-import type { CallOptions, Client, ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
+import type { CallOptions, Client, ContextValues, HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { DescMethod } from "@bufbuild/protobuf";
 import { runServerSpan } from "./tracing.js";
 
 export interface InProcessClientOptions {
@@ -36,26 +37,76 @@ export function createInProcessClient<S extends DescService>(service: S, impl: S
     const handler = (impl as unknown as Record<string, (req: unknown, ctx: unknown) => unknown>)[method.localName];
     if (!handler) throw new Error(`${service.typeName}.${method.name} is not implemented`);
     client[method.localName] = async (init, options = {}) => {
-      const ctx = createHandlerContext({
-        service,
-        method,
-        protocolName: "in-process",
-        requestMethod: "POST",
-        url: `in-process:///${service.typeName}/${method.name}`,
-        ...(options.headers !== undefined ? { requestHeader: options.headers } : {}),
-        ...(options.signal !== undefined ? { requestSignal: options.signal } : {}),
-        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-        ...(options.contextValues !== undefined ? { contextValues: options.contextValues } : {}),
-      });
+      const ctx = inProcessContext(service, method, options);
       const invoke = async () => create(method.output, (await handler.call(impl, create(method.input, init as never), ctx)) as never);
       try {
         return traceAs === undefined ? await invoke() : await runServerSpan(service.typeName, method.name, ctx.requestHeader, invoke, { service: traceAs });
       } catch (error) {
         throw ConnectError.from(error);
       } finally {
-        ctx.abort(CALL_FINISHED);
+        ctx.finish();
       }
     };
   }
   return client as unknown as Client<S>;
+}
+
+/**
+ * The HandlerContext of one in-process call: what Connect's createHandlerContext gives (the
+ * caller's headers, a signal that aborts on the caller's abort, at the deadline and when the
+ * call finishes), built lazily. Connect's copies the request headers and makes three Headers,
+ * two AbortControllers and a deadline timer for every call, used or not; here the caller's
+ * Headers object is handed over as it is, and the signal and its deadline timer exist only
+ * once a handler reads `signal`.
+ */
+function inProcessContext(service: DescService, method: DescMethod, options: CallOptions): HandlerContext & { finish(): void } {
+  const requestHeader = options.headers instanceof Headers ? options.headers : new Headers(options.headers);
+  const deadlineAt = options.timeoutMs !== undefined ? Date.now() + options.timeoutMs : undefined;
+  const parent = options.signal;
+  let controller: AbortController | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let responseHeader: Headers | undefined;
+  let responseTrailer: Headers | undefined;
+  let values: ContextValues | undefined = options.contextValues;
+  const onParentAbort = () => controller?.abort(parent?.reason);
+  const signal = (): AbortSignal => {
+    if (controller) return controller.signal;
+    const c = (controller = new AbortController());
+    if (parent?.aborted) c.abort(parent.reason);
+    else parent?.addEventListener("abort", onParentAbort, { once: true });
+    if (deadlineAt !== undefined && !c.signal.aborted) {
+      const timedOut = () => c.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+      const remaining = deadlineAt - Date.now();
+      if (remaining <= 0) timedOut();
+      else timer = setTimeout(timedOut, remaining);
+    }
+    return c.signal;
+  };
+  return {
+    service,
+    method,
+    protocolName: "in-process",
+    requestMethod: "POST",
+    url: `in-process:///${service.typeName}/${method.name}`,
+    requestHeader,
+    timeoutMs: () => (deadlineAt === undefined ? undefined : deadlineAt - Date.now()),
+    get signal() {
+      return signal();
+    },
+    get responseHeader() {
+      return (responseHeader ??= new Headers());
+    },
+    get responseTrailer() {
+      return (responseTrailer ??= new Headers());
+    },
+    get values() {
+      return (values ??= createContextValues());
+    },
+    finish() {
+      if (timer !== undefined) clearTimeout(timer);
+      if (!controller) return;
+      parent?.removeEventListener("abort", onParentAbort);
+      controller.abort(CALL_FINISHED);
+    },
+  };
 }
