@@ -7,7 +7,7 @@
 import type { SessionHandoff } from "@webcodex/proto";
 import { waitForJobFollowUp } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
-import type { Outcome } from "./pipeline.js";
+import type { Outcome } from "./call-context.js";
 
 /** The SessionCall fields the gateway derives from a canonical outcome. */
 export interface SessionCallFacts {

@@ -1,0 +1,68 @@
+/**
+ * What every layer of one tools/call shares: the outcome type, the call's context, stage
+ * timing, and the mapping of a transport error to a failure that says what is known.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import type { CanonicalCall, FailureStage as Stage, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import { provenNotSent, withSpan } from "@webcodex/platform";
+import type { Caller } from "./auth.js";
+import type { AdmittedCatalog } from "./catalog-cache.js";
+import type { JobAttentionItem } from "./job-attention.js";
+
+/** A call's canonical outcome: the result the audit captures, or the structured failure. */
+export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
+
+/** A resolved Project as the executors address it. */
+export interface ProjectAddress {
+  canonicalId: string;
+  rootIdentity: string;
+}
+
+export interface CallContext {
+  caller: Caller;
+  catalog: AdmittedCatalog;
+  signal: AbortSignal;
+  stages: Record<string, number>;
+  projectCanonicalId: string;
+  /** Canonical wc_sess_* the call is recorded into (or targets), once resolved and authorized; else "". */
+  sessionId: string;
+  /** The call without its rewrite to another tool, which the broker may run instead (run_process for run_shell). */
+  literal?: CanonicalCall | undefined;
+  /** Set when the broker answered for `literal` (the Runner lacked a capability the rewrite needs): the tool that ran. */
+  ranLiteral?: ToolDefinition | undefined;
+  /** Ended Jobs of this caller and project the result may carry, and whose watch list they are on. */
+  attention?: { key: string; items: JobAttentionItem[] } | undefined;
+}
+
+export const now = () => performance.now();
+export const micros = (since: number) => Math.round((now() - since) * 1000);
+
+/** The pipeline stages, each a child span of the call's `tools/call` span. */
+export type StageName = "normalize" | "resolve" | "dispatch" | "project" | "record";
+
+/** Runs `fn` as one pipeline stage (a child span of the call's span) and stores its duration (µs) in `stages`. */
+export async function timedStage<T>(stages: Record<string, number>, name: StageName, fn: () => T | Promise<T>): Promise<T> {
+  const t = now();
+  try {
+    return await withSpan(name, { "webcodex.stage": name }, async () => fn());
+  } finally {
+    stages[name] = micros(t);
+  }
+}
+
+/**
+ * Maps a transport/dependency error to a failure that says what is known about the effect. An
+ * effectful dispatch may say "nothing was run" only when the request provably never left (the
+ * connection was refused or never established); any other error, whatever its Connect code,
+ * leaves the effect unknown.
+ */
+export function dependencyFailure(error: unknown, stage: Stage, effectful: boolean): ToolFailure {
+  const ce = ConnectError.from(error);
+  const unknown = stage === FailureStage.dispatch && effectful && !provenNotSent(error);
+  return toolFailure(ReasonCode.dependencyUnavailable, stage, {
+    detail_code: Code[ce.code]?.toLowerCase() ?? "unknown",
+    outcome_unknown: unknown,
+    message: `A platform dependency failed during ${stage}; ${unknown ? "the effect is unknown: inspect before retrying" : "nothing was run"}.`,
+  });
+}

@@ -1,0 +1,114 @@
+/**
+ * The tools the gateway runs itself (execution "gateway"): discovery (list_tools,
+ * read_tool_manifest), get_runtime_status, and the Project lifecycle.
+ */
+import type { Client } from "@connectrpc/connect";
+import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
+import { FailureStage, groupToolNamesByCategory, modelVisible, ReasonCode, toolDefinition, toolFailure, toolRoute } from "@webcodex/contracts";
+import type { HostProfile, ToolCategory, ToolDefinition } from "@webcodex/contracts";
+import { principalHeaders } from "@webcodex/platform";
+import type { Logger } from "@webcodex/platform";
+import type { AuditRecorder } from "../audit-recorder.js";
+import { dependencyFailure } from "../call-context.js";
+import type { CallContext, Outcome } from "../call-context.js";
+import { createProjectLifecycle } from "./project-lifecycle.js";
+import type { RunnerStates } from "./runner-states.js";
+
+export interface GatewayToolsDeps {
+  refResolver: Client<typeof RefResolverService>;
+  broker: Client<typeof RunnerBrokerService>;
+  /** Its backlog is reported by get_runtime_status. */
+  audit: Pick<AuditRecorder, "backlog">;
+  hostProfile: HostProfile;
+  serverInfo: { name: string; version: string; mode: "embedded" | "distributed" };
+  logger: Logger;
+  runnerStates: RunnerStates;
+}
+
+export function createGatewayTools(deps: GatewayToolsDeps) {
+  const lifecycle = createProjectLifecycle(deps);
+
+  async function runOnGateway(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+    switch (def.name) {
+      case "list_tools": {
+        // App-only card helpers are not part of the model's discovery.
+        const admitted = [...ctx.catalog.admitted.values()].filter(modelVisible);
+        const groups = groupToolNamesByCategory(admitted);
+        // The schema's enum has already rejected an unknown category; a known one may be empty.
+        const category = args["category"] as ToolCategory | undefined;
+        if (category !== undefined) return { ok: true, result: { categories: groups[category] ? { [category]: groups[category] } : {} } };
+        return { ok: true, result: { categories: groups } };
+      }
+      case "read_tool_manifest": {
+        const name = args["tool"] as string;
+        const admittedTarget = ctx.catalog.admitted.get(name);
+        const target = admittedTarget && modelVisible(admittedTarget) ? admittedTarget : undefined;
+        if (!target) {
+          const known = toolDefinition(name) !== undefined;
+          return {
+            ok: false,
+            failure: toolFailure(known ? ReasonCode.toolNotAdmitted : ReasonCode.unknownTool, FailureStage.admission, {
+              detail_code: known ? "not_admitted" : "unknown_tool",
+              evidence: { field: "/tool" },
+              message: known ? "This tool is not admitted for you; see list_tools." : "No tool has this name; see list_tools.",
+            }),
+          };
+        }
+        return { ok: true, result: { tool: target.name, category: target.category, description: target.description, input_schema: target.inputSchema, route: toolRoute(target) } };
+      }
+      case "get_runtime_status":
+        return runtimeStatus(args, ctx);
+      case "create_project":
+        return lifecycle.createProject(args, ctx);
+      case "wait_for_project_ready":
+        return lifecycle.waitForProjectReady(args, ctx);
+      case "delete_project":
+        return lifecycle.deleteProject(args, ctx);
+      default:
+        return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_gateway_handler" }) };
+    }
+  }
+
+  /**
+   * get_runtime_status: projected from the broker's canonical fleet summary (one counting
+   * path for both modes). Compact asks the broker for the summary only, so no Runner row is
+   * built; compact: false adds the diagnostic rows, catalog version and audit backlog.
+   */
+  async function runtimeStatus(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+    const compact = args["summary_only"] === true || args["compact"] !== false;
+    let fleet;
+    try {
+      fleet = await deps.broker.getFleetStatus({ clientId: ctx.caller.principal.clientId, summaryOnly: compact }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+    } catch (error) {
+      return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, false) };
+    }
+    const s = fleet.summary;
+    const jobs = s?.jobs;
+    const status: Record<string, unknown> = {
+      server: deps.serverInfo,
+      host_profile: ctx.caller.hostProfile ?? deps.hostProfile,
+      runners: { total: s?.runnersTotal ?? 0, connected: s?.runnersConnected ?? 0, lost: s?.runnersLost ?? 0, standby: s?.runnersStandby ?? 0 },
+      projects: { total: s?.projectsTotal ?? 0, routable: s?.projectsRoutable ?? 0 },
+      jobs: {
+        active: jobs?.active ?? 0, running: jobs?.running ?? 0, queued: jobs?.queued ?? 0,
+        recovering: jobs?.recovering ?? 0, lost_after_reconcile: jobs?.lostAfterReconcile ?? 0,
+      },
+      protocol: { server_generation: s?.serverProtocolGeneration ?? 0, generations: s?.protocolGenerations ?? [], aligned: s?.protocolAligned ?? true },
+      build: { builds: s?.builds ?? [], aligned: s?.buildAligned ?? true },
+      connection_states: { ...(s?.connectionStates ?? {}) },
+      concurrency: { project_limit: s?.projectConcurrencyLimit ?? 0, in_flight: s?.inFlight ?? 0 },
+    };
+    if ((s?.baselineFaults ?? 0) > 0) status["baseline_faults"] = s?.baselineFaults;
+    if (compact) return { ok: true, result: status };
+    status["runner_details"] = fleet.runners.map((r) => ({
+      runner_id: r.runnerId, project_id: r.projectId, project_canonical_id: r.projectCanonicalId, connection_state: r.connectionState,
+      protocol_generation: r.protocolGeneration, build: r.build, capabilities: r.capabilities, baseline_complete: r.baselineComplete,
+      lease_held: r.leaseHeld, fence: Number(r.fence), in_flight: r.inFlight, last_heartbeat: new Date(Number(r.lastHeartbeatUnixMs)).toISOString(),
+    }));
+    status["catalog_version"] = ctx.catalog.version;
+    status["audit_backlog"] = deps.audit.backlog();
+    return { ok: true, result: status };
+  }
+
+  return { runOnGateway };
+}

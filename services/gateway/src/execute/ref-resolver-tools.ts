@@ -1,0 +1,74 @@
+/**
+ * The tools the ref-resolver serves (execution "ref_resolver"): list_projects (with each
+ * Project's runner_state), Workflow Sessions, update_project, and the agent tools.
+ */
+import type { Client } from "@connectrpc/connect";
+import type { RefResolverService } from "@webcodex/proto";
+import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import type { ToolDefinition } from "@webcodex/contracts";
+import { failureFromWire, principalHeaders } from "@webcodex/platform";
+import type { CallContext, Outcome } from "../call-context.js";
+import { handoffView } from "../session-facts.js";
+import type { RunnerStates } from "./runner-states.js";
+
+export interface RefResolverToolsDeps {
+  refResolver: Client<typeof RefResolverService>;
+  serverInfo: { mode: "embedded" | "distributed" };
+  runnerStates: RunnerStates;
+}
+
+export function createRefResolverTools(deps: RefResolverToolsDeps) {
+  async function runOnRefResolver(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+    const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
+    switch (def.name) {
+      case "list_projects": {
+        const res = await deps.refResolver.listProjects({}, options);
+        const states = await deps.runnerStates(res.projects.flatMap((p) => (p.project ? [p.project] : [])), ctx);
+        const listed = res.projects.map((p) => {
+          const id = p.project?.canonicalId ?? "";
+          return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
+        });
+        // Embedded mode serves one project root per process: a project of an earlier run that no
+        // Runner here can serve (runner_state none) is not offered to the model, which would pick
+        // it and fail. Its ref is kept for when it is served again.
+        return { ok: true, result: { projects: deps.serverInfo.mode === "embedded" ? listed.filter((p) => p.runner_state !== "none") : listed } };
+      }
+      case "create_session": {
+        const res = await deps.refResolver.createSession({ projectSelector: args["project"] as string, title: (args["title"] as string | undefined) ?? "" }, options);
+        if (res.failure || !res.session) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }) };
+        ctx.projectCanonicalId = res.session.projectCanonicalId;
+        ctx.sessionId = res.session.sessionId;
+        return { ok: true, result: { session_ref: res.sessionRef, session_id: res.session.sessionId } };
+      }
+      case "update_project": {
+        const res = await deps.refResolver.updateProject({ selector: args["project"] as string, visibility: args["visibility"] as string }, options);
+        if (res.failure || !res.project) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_project" }) };
+        ctx.projectCanonicalId = res.project.canonicalId;
+        return { ok: true, result: { project_id: res.project.canonicalId, visibility: res.project.visibility, ...(res.changed ? {} : { unchanged: true }) } };
+      }
+      case "close_session": {
+        const res = await deps.refResolver.closeSession({ selector: args["session_id"] as string }, options);
+        if (res.failure || !res.session) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }) };
+        ctx.projectCanonicalId = res.session.projectCanonicalId;
+        ctx.sessionId = res.session.sessionId;
+        return { ok: true, result: { session_id: res.session.sessionId, state: res.session.state, ...(res.closedNow ? {} : { closed_now: false }) } };
+      }
+      case "read_session_handoff": {
+        const res = await deps.refResolver.readSessionHandoff({ selector: args["session_id"] as string }, options);
+        if (res.failure || !res.handoff) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handoff" }) };
+        ctx.projectCanonicalId = res.handoff.session?.projectCanonicalId ?? "";
+        ctx.sessionId = res.handoff.session?.sessionId ?? "";
+        return { ok: true, result: handoffView(res.handoff) };
+      }
+      default: {
+        if (def.category !== "agents") return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
+        const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, options);
+        ctx.projectCanonicalId = res.projectCanonicalId;
+        if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
+        return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
+      }
+    }
+  }
+
+  return { runOnRefResolver };
+}

@@ -1,0 +1,169 @@
+/**
+ * The tools a Project's Runner runs (execution "runner"), reached through the broker: the
+ * Project is resolved and authorized, the call's Workflow Session and attempt_ref admitted,
+ * the call dispatched, and the outcome recorded into its Session. Passive job attention
+ * rides along.
+ */
+import { randomUUID } from "node:crypto";
+import { ConnectError } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
+import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
+import { FailureStage, ReasonCode, toolDefinition, toolFailure } from "@webcodex/contracts";
+import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import { failureFromWire, principalHeaders } from "@webcodex/platform";
+import type { Logger } from "@webcodex/platform";
+import { dependencyFailure, micros, now, timedStage } from "../call-context.js";
+import type { CallContext, Outcome, ProjectAddress } from "../call-context.js";
+import { attentionItems, jobFactsOf, jobsOfCall, watchKey } from "../job-attention.js";
+import type { JobAttention, JobAttentionItem } from "../job-attention.js";
+import { sessionCallFacts } from "../session-facts.js";
+
+export interface RunnerToolsDeps {
+  refResolver: Client<typeof RefResolverService>;
+  broker: Client<typeof RunnerBrokerService>;
+  logger: Logger;
+  /** Longest a call waits for its Workflow Session record before answering anyway (default 1000 ms). */
+  sessionRecordBudgetMs?: number | undefined;
+  attention: JobAttention;
+}
+
+/** A project tool's arguments as the Runner gets them: the target and Session are the gateway's. */
+function runnerArguments(args: Record<string, unknown>): Record<string, unknown> {
+  const { project: _p, session_id: _s, attempt_ref: _a, ...rest } = args;
+  return rest;
+}
+
+export function createRunnerTools(deps: RunnerToolsDeps) {
+  /**
+   * The watched Jobs of this caller and project that have ended, from one observe_jobs on the
+   * project's Runner; secondary to the call, so a failure means no attention this time.
+   */
+  async function endedJobs(jobIds: string[], project: ProjectAddress, ctx: CallContext): Promise<JobAttentionItem[]> {
+    try {
+      const res = await deps.broker.dispatch(
+        { callId: randomUUID(), projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: "observe_jobs", argumentsJson: JSON.stringify({ job_ids: jobIds }) },
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
+      return res.failure ? [] : attentionItems(JSON.parse(res.resultJson));
+    } catch (error) {
+      deps.logger.debug("job attention not observed", { error: ConnectError.from(error).message });
+      return [];
+    }
+  }
+
+  /**
+   * A project tool call. With session_id, the Session is resolved against the resolved
+   * Project (authority, visibility, lifecycle) before anything is dispatched, and the outcome
+   * is recorded into it afterwards. Only the call's own session_id selects a Session.
+   */
+  async function runOnRunner(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
+    const started = now();
+    const selector = args["project"] as string;
+    let resolved;
+    try {
+      resolved = await timedStage(ctx.stages, "resolve", () => deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }));
+    } catch (error) {
+      return { ok: false, failure: dependencyFailure(error, FailureStage.resolution, false) };
+    }
+    if (resolved.failure || !resolved.project) return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+    const project = resolved.project;
+    ctx.projectCanonicalId = project.canonicalId;
+    const sessionSelector = args["session_id"] as string | undefined;
+    if (sessionSelector !== undefined) {
+      const failure = await resolveSession(sessionSelector, project.canonicalId, ctx);
+      if (failure) return { ok: false, failure };
+    }
+    // attempt_ref: admitted only while that Attempt holds its Task's fence; else nothing runs.
+    const attemptRef = args["attempt_ref"] as string | undefined;
+    if (attemptRef !== undefined) {
+      const failure = await admitAttempt(attemptRef, project.canonicalId, ctx);
+      if (failure) return { ok: false, failure };
+    }
+    const key = watchKey(ctx.caller.principal.clientId, ctx.caller.principal.subject, project.canonicalId);
+    const watched = deps.attention.watched(key, jobsOfCall(def.name, args));
+    const [outcome, items] = await Promise.all([
+      dispatch(def, runnerArguments(args), project, ctx, callId),
+      watched.length > 0 ? endedJobs(watched, project, ctx) : Promise.resolve([]),
+    ]);
+    if (outcome.ok) {
+      const facts = jobFactsOf((ctx.ranLiteral ?? def).name, args, outcome.result);
+      if (facts.started !== undefined) deps.attention.watch(key, facts.started);
+      if (facts.ended.length > 0) deps.attention.seen(key, facts.ended);
+    }
+    if (items.length > 0) ctx.attention = { key, items };
+    if (ctx.sessionId !== "") await recordSessionCall(ctx.ranLiteral ?? def, outcome, ctx, callId, Math.round(now() - started), args);
+    return outcome;
+  }
+
+  /** Re-runs an attempt_ref's owner, lifecycle, lease, fence and generation checks for this Project; a failure means no dispatch. */
+  async function admitAttempt(attemptRef: string, projectCanonicalId: string, ctx: CallContext): Promise<ToolFailure | undefined> {
+    const t = now();
+    try {
+      const res = await deps.refResolver.admitAttemptRef({ attemptRef, projectCanonicalId }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+      return res.failure ? failureFromWire(res.failure) : undefined;
+    } catch (error) {
+      return dependencyFailure(error, FailureStage.authorization, false);
+    } finally {
+      ctx.stages["admit_attempt"] = micros(t);
+    }
+  }
+
+  /** Canonicalizes and authorizes a business session_id for `projectCanonicalId`; a failure means no dispatch. */
+  async function resolveSession(selector: string, projectCanonicalId: string, ctx: CallContext): Promise<ToolFailure | undefined> {
+    const t = now();
+    try {
+      const res = await deps.refResolver.resolveSession({ selector, projectCanonicalId, requireOpen: true }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+      if (res.failure || !res.session) return res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "session_not_found" });
+      ctx.sessionId = res.session.sessionId;
+      return undefined;
+    } catch (error) {
+      return dependencyFailure(error, FailureStage.resolution, false);
+    } finally {
+      ctx.stages["resolve_session"] = micros(t);
+    }
+  }
+
+  /**
+   * Secondary to the business result: bounded by sessionRecordBudgetMs, independent of the
+   * caller's cancellation, and a failure is logged, never returned.
+   */
+  async function recordSessionCall(def: ToolDefinition, outcome: Outcome, ctx: CallContext, callId: string, durationMs: number, args: Record<string, unknown>): Promise<void> {
+    const t = now();
+    const facts = sessionCallFacts(def, outcome, args);
+    // A ref'd timer (AbortSignal.timeout is unref'd): the budget holds even on an idle loop.
+    const budget = new AbortController();
+    const timer = setTimeout(() => budget.abort(), deps.sessionRecordBudgetMs ?? 1_000);
+    try {
+      const res = await deps.refResolver.recordSessionCall(
+        { sessionSelector: ctx.sessionId, projectCanonicalId: ctx.projectCanonicalId, call: { callId, tool: def.name, effect: def.effect, durationMs, ...facts } },
+        { signal: budget.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
+      if (res.failure) deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, reason_code: res.failure.reasonCode, detail_code: res.failure.detailCode });
+    } catch (error) {
+      deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, error: ConnectError.from(error).message });
+    } finally {
+      clearTimeout(timer);
+      ctx.stages["record_session"] = micros(t);
+    }
+  }
+
+  /** The dispatch stage: the broker runs the call on the Project's Runner (or, for a rewrite it cannot serve, the literal call). */
+  async function dispatch(
+    def: ToolDefinition, runnerArgs: Record<string, unknown>, project: ProjectAddress, ctx: CallContext, callId: string,
+  ): Promise<Outcome> {
+    const fallback = ctx.literal ? { tool: ctx.literal.tool, argumentsJson: JSON.stringify(runnerArguments(ctx.literal.arguments)) } : undefined;
+    try {
+      const res = await timedStage(ctx.stages, "dispatch", () => deps.broker.dispatch(
+        { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs), ...(fallback ? { fallback } : {}) },
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+      ));
+      if (res.answeredFallback && ctx.literal) ctx.ranLiteral = toolDefinition(ctx.literal.tool);
+      if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
+      return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
+    } catch (error) {
+      return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, def.effect !== "read_only") };
+    }
+  }
+
+  return { runOnRunner };
+}

@@ -1,0 +1,55 @@
+/** The recovery follow-up a failure carries, as the reason-code table names it. */
+import {
+  createSessionFollowUp, failureFollowUpBuilder, inspectWorkspaceFollowUp, listProjectsFollowUp, readAgentTaskFollowUp, rereadFollowUp, waitForProjectFollowUp,
+} from "@webcodex/contracts";
+import type { FollowUp, ToolFailure } from "@webcodex/contracts";
+
+/**
+ * The recovery follow-up a failure carries, as the reason-code table names it, built from
+ * what the call and the failure's evidence prove (the caller's own project selector, the
+ * path the evidence names). A failure that already carries one keeps it; a row whose inputs
+ * are not known here (no project, no single path, an effect that cannot have happened)
+ * carries none, as the table records.
+ */
+export function withRecovery(failure: ToolFailure, project: string | undefined): ToolFailure {
+  if (failure.follow_up) return failure;
+  const builder = failureFollowUpBuilder(failure.reason_code, failure.detail_code);
+  const path = typeof failure.evidence?.["path"] === "string" ? (failure.evidence["path"] as string) : undefined;
+  let followUp: FollowUp | undefined;
+  switch (builder) {
+    case "listProjectsFollowUp":
+      followUp = listProjectsFollowUp();
+      break;
+    case "rereadFollowUp":
+      if (project !== undefined && path !== undefined) followUp = rereadFollowUp(project, path);
+      break;
+    case "inspectWorkspaceFollowUp":
+      if (project !== undefined && failure.outcome_unknown) followUp = inspectWorkspaceFollowUp(project);
+      break;
+    case "createSessionFollowUp":
+      if (project !== undefined) followUp = createSessionFollowUp(project);
+      break;
+    case "readAgentTaskFollowUp": {
+      const taskId = failure.evidence?.["task_id"];
+      if (typeof taskId === "string") followUp = readAgentTaskFollowUp(taskId);
+      break;
+    }
+    case "waitForProjectFollowUp":
+      if (project !== undefined) followUp = waitForProjectFollowUp(project);
+      break;
+    case "waitForJobFollowUp":
+    case "listAgentTasksFollowUp":
+    case "waitForAgentEventsFollowUp":
+    case undefined:
+      break;
+  }
+  return followUp ? { ...failure, follow_up: followUp } : failure;
+}
+
+/** The caller's own project selector, from the normalized arguments or, before normalization, the raw ones. */
+export function projectSelector(args: Record<string, unknown>, rawArgs: unknown): string | undefined {
+  const own = args["project"];
+  if (typeof own === "string") return own;
+  const raw = typeof rawArgs === "object" && rawArgs !== null ? (rawArgs as Record<string, unknown>)["project"] : undefined;
+  return typeof raw === "string" && raw !== "" ? raw : undefined;
+}
