@@ -6,6 +6,7 @@ import { Job, type JobSpec } from "./job.js";
 import { effectiveLimits, effectiveWaitMs, resolveLimits } from "./limits.js";
 import { resolveCwd } from "./resolve-cwd.js";
 import { createDirectSpawner, type Spawner } from "./spawner.js";
+import type { Containment } from "./containment.js";
 import type {
   DetachedResult,
   EffectiveLimits,
@@ -101,13 +102,15 @@ function sleep(ms: number, signal?: AbortSignal): { done: Promise<void>; cancel:
 }
 
 /** A JobSpec minus what the executor fills in itself. */
-type StartParts = Omit<JobSpec, "id" | "limits" | "emit" | "combineOutput" | "spawner"> & { combineOutput?: boolean };
+type StartParts = Omit<JobSpec, "id" | "limits" | "emit" | "combineOutput" | "spawner" | "containment" | "uid" | "gid"> & { combineOutput?: boolean };
 
 class JobExecutor implements Executor {
   readonly #limits: ExecLimits;
   readonly #realRoot: string;
   readonly #baseEnv: Record<string, string>;
   readonly #spawner: Spawner;
+  readonly #containment: Containment | undefined;
+  readonly #jobUser: { uid: number; gid: number } | undefined;
   readonly #jobs = new Map<string, Job>();
   readonly #running = new Set<Job>();
   readonly #listeners = new Set<JobEventListener>();
@@ -118,6 +121,8 @@ class JobExecutor implements Executor {
     this.#realRoot = realpathSync(options.root);
     this.#baseEnv = scrubbedBaseEnv(options.baseEnv);
     this.#spawner = options.spawner ?? createDirectSpawner();
+    this.#containment = options.containment;
+    this.#jobUser = options.jobUser;
   }
 
   async runProcess(request: RunProcessRequest, signal?: AbortSignal): Promise<RunResult> {
@@ -265,6 +270,8 @@ class JobExecutor implements Executor {
     const running = [...this.#running];
     for (const job of running) job.cancel();
     await Promise.all(running.map((job) => job.terminal));
+    // Nothing a Job started outlives the Runner's shutdown.
+    await Promise.all(running.map((job) => job.contained));
   }
 
   #assertOpen(): void {
@@ -289,6 +296,8 @@ class JobExecutor implements Executor {
       limits: this.#limits,
       combineOutput: false,
       spawner: this.#spawner,
+      ...(this.#containment === undefined ? {} : { containment: this.#containment }),
+      ...(this.#jobUser === undefined ? {} : { uid: this.#jobUser.uid, gid: this.#jobUser.gid }),
       emit: (event) => this.#emit(event),
       ...parts,
     });

@@ -4,6 +4,8 @@
  */
 export { createExecutor, commandSummary } from "./executor.js";
 export { DEFAULT_EXEC_LIMITS } from "./limits.js";
+export { DEFAULT_CONTAINMENT, detectContainment, processTreeContainment } from "./containment.js";
+export type { Containment, ContainmentConfig, ContainmentMode, LimitExceeded } from "./containment.js";
 export type {
   CompletedResult,
   DetachedResult,

@@ -2,6 +2,7 @@ import { performance } from "node:perf_hooks";
 import { OutputCapture } from "./output-capture.js";
 import { randomBytes } from "node:crypto";
 import { JOB_TAG_ENV, terminateJob } from "./process-group.js";
+import type { Containment, JobCgroup, LimitExceeded } from "./containment.js";
 import type { SpawnedChild, Spawner } from "./spawner.js";
 import type {
   CompletedResult,
@@ -36,6 +37,11 @@ export interface JobSpec {
   limits: ExecLimits;
   /** Starts the program (directly, or through the spawn host). */
   spawner: Spawner;
+  /** A cgroup per Job where available; absent: process-tree tracking only. */
+  containment?: Containment;
+  /** The user and group the Job runs as (absent: the Runner's own). */
+  uid?: number;
+  gid?: number;
   emit: (event: JobEvent) => void;
   /** Derives the stored terminal result from the process's (a Job kind with its own result shape). */
   finish?: (result: TerminalResult) => TerminalResult;
@@ -73,6 +79,8 @@ export class Job {
   readonly #stderr: OutputCapture;
   readonly #output: OutputCapture | undefined;
   #child: SpawnedChild | undefined;
+  #cgroup: JobCgroup | undefined;
+  #cgroupEnded: Promise<void> | undefined;
   #pgid: number | undefined;
   #exitCode: number | null = null;
   #signal: string | null = null;
@@ -122,6 +130,8 @@ export class Job {
     const spec = this.#spec;
     let child: SpawnedChild;
     try {
+      // Made before the spawn, so the Job's first process is born inside it (fails closed).
+      this.#cgroup = spec.containment?.create(this.id);
       child = spec.spawner.spawn(spec.program, spec.args, {
         cwd: spec.cwd,
         // The tag finds the Job's processes even after they leave its group (setsid).
@@ -129,8 +139,12 @@ export class Job {
         // Own session and process group: the whole tree can be signalled as one.
         detached: true,
         stdin: spec.stdin === undefined ? "ignore" : "pipe",
+        ...(this.#cgroup === undefined ? {} : { cgroups: this.#cgroup.dirs }),
+        ...(spec.uid === undefined ? {} : { uid: spec.uid }),
+        ...(spec.gid === undefined ? {} : { gid: spec.gid }),
       });
     } catch (error) {
+      this.#cgroup?.remove();
       this.#failStart(error);
       return;
     }
@@ -182,6 +196,8 @@ export class Job {
     if (this.#result !== undefined || this.#startError !== undefined) return;
     this.#startError = startErrorCode(error);
     this.#startUnconfirmed = (error as NodeJS.ErrnoException | undefined)?.code === SPAWN_UNCONFIRMED;
+    // An unconfirmed start may have left a process in the cgroup: end it like any Job's.
+    if (this.#cgroup !== undefined && this.#cgroupEnded === undefined) this.#cgroupEnded = this.#endCgroup(this.#cgroup);
     this.#child?.stdout?.destroy();
     this.#child?.stderr?.destroy();
     this.#child?.stdin?.destroy();
@@ -210,6 +226,39 @@ export class Job {
     this.#killing = true;
     // The escalation is deliberately left running past finalize: it must reach stragglers.
     void terminateJob(this.#pgid, this.#tag, this.#spec.limits.killGraceMs);
+    if (this.#cgroup !== undefined) this.#cgroupEnded = this.#endCgroup(this.#cgroup);
+  }
+
+  /**
+   * SIGTERM to every process of the Job's cgroup, then (after the grace, or at once when none
+   * is left) the cgroup's kill, which reaches processes however they detached; then removal.
+   */
+  async #endCgroup(cgroup: JobCgroup): Promise<void> {
+    const grace = this.#spec.limits.killGraceMs;
+    const first = cgroup.pids();
+    for (const pid of first) {
+      try {
+        process.kill(pid, "SIGTERM");
+      } catch {
+        // Gone.
+      }
+    }
+    const deadline = Date.now() + grace;
+    while (first.length > 0 && cgroup.pids().length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    await cgroup.kill();
+    for (let attempt = 0; attempt < 50; attempt++) {
+      cgroup.remove();
+      if (cgroup.pids().length === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    cgroup.remove();
+  }
+
+  /** Resolves once the Job's cgroup is gone (at once without one): tests and shutdown. */
+  get contained(): Promise<void> {
+    return this.#cgroupEnded ?? Promise.resolve();
   }
 
   /** Requests cancellation; false when the job had already ended (nothing changes then). */
@@ -274,6 +323,7 @@ export class Job {
       signal: this.#signal,
       timed_out: this.#timedOut,
       ...(this.#child?.lostWithHost === true ? { outcome_unknown: true as const } : {}),
+      ...this.#limitFacts(),
       stdout: stdout.text,
       stderr: stderr.text,
       ...(output ? { output: output.text } : {}),
@@ -294,6 +344,11 @@ export class Job {
     };
     if (this.#spec.effective) result.effective = this.#spec.effective;
     return result;
+  }
+
+  #limitFacts(): { limit_exceeded?: LimitExceeded } {
+    const exceeded = this.#cgroup?.exceeded();
+    return exceeded === undefined ? {} : { limit_exceeded: exceeded };
   }
 
   /** What observeJobs shows: state, exit facts so far, stream tails and exact byte counts. */

@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
+import { spawnWithin } from "./cgroup-enter.js";
 import type { HostEvent, HostRequest, SerializedError } from "./spawn-host-protocol.js";
 
 const children = new Map<number, ChildProcess>();
@@ -38,13 +39,15 @@ function start(request: Extract<HostRequest, { t: "spawn" }>): void {
   const { id } = request;
   let child: ChildProcess;
   try {
-    child = spawn(request.program, request.args, {
+    child = spawnWithin(request.cgroups, () => spawn(request.program, request.args, {
       cwd: request.cwd,
       env: request.env,
       detached: request.detached,
       stdio: [request.stdin ? "pipe" : "ignore", "pipe", "pipe"],
       windowsHide: true,
-    });
+      ...(request.uid === undefined ? {} : { uid: request.uid }),
+      ...(request.gid === undefined ? {} : { gid: request.gid }),
+    }));
   } catch (error) {
     send({ t: "error", id, error: serializeError(error) });
     send({ t: "close", id, code: null, signal: null });

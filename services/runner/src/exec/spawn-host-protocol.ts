@@ -15,6 +15,9 @@ export type HostRequest =
       env: Record<string, string>;
       detached: boolean;
       stdin: boolean;
+      cgroups?: string[];
+      uid?: number;
+      gid?: number;
     }
   | { t: "stdin"; id: number; data: Buffer }
   | { t: "stdin-end"; id: number };

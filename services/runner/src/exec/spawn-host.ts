@@ -245,6 +245,9 @@ class SpawnHostImpl implements SpawnHost {
       env: options.env ?? minimalProcessEnv(),
       detached,
       stdin: pipeStdin,
+      ...(options.cgroups === undefined || options.cgroups.length === 0 ? {} : { cgroups: [...options.cgroups] }),
+      ...(options.uid === undefined ? {} : { uid: options.uid }),
+      ...(options.gid === undefined ? {} : { gid: options.gid }),
     });
     return proxy;
   }

@@ -5,6 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
+import { spawnWithin } from "./cgroup-enter.js";
 import { minimalProcessEnv } from "./child-env.js";
 
 export interface SpawnOptions {
@@ -15,6 +16,11 @@ export interface SpawnOptions {
   detached?: boolean;
   /** "pipe" gives a writable `stdin`; default "ignore" (/dev/null). stdout and stderr are always piped. */
   stdin?: "ignore" | "pipe";
+  /** Cgroup directories the child is born in (a Job's; see cgroup-enter.ts). */
+  cgroups?: readonly string[];
+  /** Run the child as this user and group (a Runner running as root drops Jobs to an unprivileged uid). */
+  uid?: number;
+  gid?: number;
 }
 
 /**
@@ -53,13 +59,15 @@ export interface Spawner {
 
 /** The Runner forks itself for every program: `child_process.spawn`. */
 export function spawnDirect(program: string, args: readonly string[], options: SpawnOptions): SpawnedChild {
-  return spawn(program, args, {
+  return spawnWithin(options.cgroups, () => spawn(program, args, {
     cwd: options.cwd,
     env: options.env ?? minimalProcessEnv(),
     detached: options.detached === true,
     stdio: [options.stdin ?? "ignore", "pipe", "pipe"],
     windowsHide: true,
-  }) as SpawnedChild;
+    ...(options.uid === undefined ? {} : { uid: options.uid }),
+    ...(options.gid === undefined ? {} : { gid: options.gid }),
+  })) as SpawnedChild;
 }
 
 /** A Spawner that forks the calling process (WEBCODEX_RUNNER_SPAWN_HOST=off, and the fallback). */

@@ -3,6 +3,7 @@
  * spellings of TOOL-CONTRACT.md ("Processes and jobs"), so the RPC layer can serialize them
  * without renaming; the Gateway projects (and compacts) them later.
  */
+import type { Containment, LimitExceeded } from "./containment.js";
 import type { Spawner } from "./spawner.js";
 
 /** Bounds of the engine. Every request value is clamped to these ceilings defensively. */
@@ -45,6 +46,10 @@ export interface ExecutorOptions {
   baseEnv?: Record<string, string>;
   /** How programs are started; default: directly from this process. */
   spawner?: Spawner;
+  /** A cgroup per Job (detectContainment); default: process-tree tracking only. */
+  containment?: Containment;
+  /** Run Jobs as this user and group (the Runner must be able to switch to them). */
+  jobUser?: { uid: number; gid: number };
 }
 
 export type ShellName = "sh" | "bash";
@@ -151,6 +156,11 @@ export interface CompletedResult extends ShellFacts {
    * the program's process group was killed. It may have done part or all of its work.
    */
   outcome_unknown?: true;
+  /**
+   * Present when the Job ran into a limit of its cgroup: `pids_max` (a fork failed) or
+   * `memory_max_bytes` (a process was killed for memory), with the limit's value.
+   */
+  limit_exceeded?: LimitExceeded;
 }
 
 /** The program never started: nothing ran, so retrying with a fixed program is safe. */
