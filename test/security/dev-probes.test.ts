@@ -11,8 +11,20 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { detectContainment } from "@webcodex/runner";
 import { callTool, connectMcp, createProjectDir, pidGone, startDevServer, tempDir, until } from "../support/index.js";
 import type { DevServer } from "../support/index.js";
+
+/** What this machine allows a Runner started by this test's user (the dev server detects the same). */
+const machine = detectContainment();
+const cgroupSkip = machine.mode === "process_tree" ? `no writable cgroup here (${machine.fallbackReason})` : false;
+
+async function runtimeContainment(client: Client): Promise<{ summary: unknown; rows: unknown[] }> {
+  const { isError, result } = await callTool(client, "call_runtime_tool", { tool: "get_runtime_status", arguments: { compact: false } });
+  assert.equal(isError, false, JSON.stringify(result));
+  const rows = (result["runner_details"] as Array<Record<string, unknown>>).map((r) => ({ containment: r["containment"], separate_job_uid: r["separate_job_uid"] }));
+  return { summary: result["containment"], rows };
+}
 
 const secret = (label: string) => `${label}-${randomBytes(16).toString("hex")}`;
 
@@ -69,7 +81,10 @@ describe("security probes against webcodex dev", () => {
     }));
     server = await startDevServer({
       projectDir, dataDir: tempDir("wcx-data-"), tokensFile, token: writer,
-      env: { WEBCODEX_DEV_TOKEN: envDevToken, WEBCODEX_RUNNER_TOKEN: envRunnerToken },
+      env: {
+        WEBCODEX_DEV_TOKEN: envDevToken, WEBCODEX_RUNNER_TOKEN: envRunnerToken,
+        WEBCODEX_RUNNER_JOB_PIDS_MAX: "64", WEBCODEX_RUNNER_JOB_MEMORY_MAX_MB: "128",
+      },
     });
     writerClient = await connectMcp(server.mcpUrl, writer);
     readerClient = await connectMcp(server.mcpUrl, reader);
@@ -125,6 +140,36 @@ describe("security probes against webcodex dev", () => {
     const pid = Number(readFileSync(join(projectDir, "escaped.pid"), "utf8").trim());
     leftovers.push(pid);
     await until(`setsid child ${pid} to be gone`, () => pidGone(pid), 5_000);
+  });
+
+  it("get_runtime_status reports how the Runner contains its Jobs", async () => {
+    const { summary, rows } = await runtimeContainment(writerClient);
+    const separate = process.getuid?.() === 0 ? 1 : 0;
+    assert.deepEqual(summary, { modes: { [machine.mode]: 1 }, separate_job_uid: separate });
+    assert.deepEqual(rows, [{ containment: machine.mode, separate_job_uid: separate === 1 }]);
+  });
+
+  it("a fork bomb in run_shell is capped by the Job's pids limit, reported, and ends with its Job", { skip: cgroupSkip }, async () => {
+    const { isError, result } = await callTool(writerClient, "run_shell", {
+      project, command: "bomb() { bomb | bomb & }; bomb; sleep 30", timeout_ms: 1_500, wait_ms: 20_000,
+    });
+    assert.equal(isError, false, JSON.stringify(result).slice(0, 500));
+    assert.equal(result["timed_out"], true);
+    assert.deepEqual(result["limit_exceeded"], { pids_max: 64 });
+    // The next Job starts normally: nothing of the bomb is left to compete with it.
+    const next = await callTool(writerClient, "run_shell", { project, command: "echo fine", wait_ms: 20_000 });
+    assert.equal(next.isError, false, JSON.stringify(next.result));
+    assert.match(String(next.result["output"]), /fine/);
+  });
+
+  it("a memory hog in run_script is killed at the Job's memory limit and reported", { skip: cgroupSkip }, async () => {
+    const { isError, result } = await callTool(writerClient, "call_runtime_tool", {
+      tool: "run_script", arguments: { project, language: "python", code: "x = b'a' * (1024 * 1024 * 1024)\nprint('survived')", wait_ms: 20_000 },
+    });
+    assert.equal(isError, false, JSON.stringify(result).slice(0, 500));
+    assert.equal(result["signal"], "SIGKILL");
+    assert.deepEqual(result["limit_exceeded"], { memory_max_bytes: 128 * 1024 * 1024 });
+    assert.doesNotMatch(String(result["stdout"] ?? ""), /survived/);
   });
 
   it("a 160,000-request batch is refused while another tenant's ping stays under 100 ms", async () => {
@@ -201,5 +246,53 @@ describe("security probes against webcodex dev", () => {
     }
     assert.ok(reads >= 10_000);
     assert.ok(inside > 0, "some reads saw the inside file (the probe ran)");
+  });
+});
+
+describe("webcodex dev with Job containment forced to process_tree", () => {
+  let server: DevServer;
+  let client: Client;
+  let project: string;
+  let projectDir: string;
+  const leftovers: number[] = [];
+
+  before(async () => {
+    projectDir = createProjectDir({ "README.md": "# fallback\n" }, { name: "fallback" });
+    const token = secret("fallback");
+    server = await startDevServer({ projectDir, dataDir: tempDir("wcx-data-"), token, env: { WEBCODEX_RUNNER_CONTAINMENT: "process_tree" } });
+    client = await connectMcp(server.mcpUrl, token);
+    const listed = await callTool(client, "list_projects", {});
+    project = String((listed.result["projects"] as Array<Record<string, unknown>>)[0]?.["project_ref"]);
+  });
+
+  after(async () => {
+    for (const pid of leftovers) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+    await client?.close();
+    await server?.stop();
+  });
+
+  it("get_runtime_status reports the fallback", async () => {
+    const { summary, rows } = await runtimeContainment(client);
+    const separate = process.getuid?.() === 0 ? 1 : 0;
+    assert.deepEqual(summary, { modes: { process_tree: 1 }, separate_job_uid: separate });
+    assert.deepEqual(rows, [{ containment: "process_tree", separate_job_uid: separate === 1 }]);
+  });
+
+  it("a setsid child is still gone once its Job times out (found by its tag)", async () => {
+    const { isError, result } = await callTool(client, "run_shell", {
+      project, command: "setsid sh -c 'echo $$ > escaped.pid; exec sleep 97' </dev/null >/dev/null 2>&1 & sleep 30", timeout_ms: 1_000, wait_ms: 20_000,
+    });
+    assert.equal(isError, false, JSON.stringify(result));
+    assert.equal(result["timed_out"], true);
+    assert.equal(result["limit_exceeded"], undefined);
+    const pid = Number(readFileSync(join(projectDir, "escaped.pid"), "utf8").trim());
+    leftovers.push(pid);
+    await until(`setsid child ${pid} to be gone`, () => pidGone(pid), 5_000);
   });
 });

@@ -59,7 +59,7 @@ const fileChange: JsonSchema = {
 /** Top-level fields of a run result (completed, failed to start, or pending). */
 const runResult = [
   "execution_state", "job_id", "exit_code", "signal", "timed_out", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "truncated", "omitted_bytes",
-  "duration_ms", "started_at", "effective", "outcome_unknown", "error_code", "program", "command_summary", "cwd", "shell",
+  "duration_ms", "started_at", "effective", "outcome_unknown", "limit_exceeded", "error_code", "program", "command_summary", "cwd", "shell",
 ] as const;
 
 /** Top-level fields of a StructuredValidation result (completed, or pending like a run). */
@@ -177,7 +177,7 @@ const definitions: readonly ToolDefinition[] = [
     inputSchema: object({ compact: bool(undefined, { default: true }), summary_only: bool("Alias for sparse status.") }),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
     implemented: true,
-    resultFields: ["server", "host_profile", "runners", "projects", "jobs", "protocol", "build", "connection_states", "concurrency", "baseline_faults", "runner_details", "catalog_version", "audit_backlog"],
+    resultFields: ["server", "host_profile", "runners", "projects", "jobs", "protocol", "build", "connection_states", "concurrency", "baseline_faults", "containment", "runner_details", "catalog_version", "audit_backlog"],
   },
   // ── files ──
   {

@@ -344,6 +344,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         capabilities: [...req.capabilities],
         endpointUrl: req.endpointUrl,
         registeredAtMs: Date.now(),
+        ...(req.containment === "" ? {} : { containment: req.containment, separateJobUid: req.separateJobUid }),
       });
       const lease = await claimLease(canonicalId, req.runnerId, true);
       // A Runner registering again (restarted, or forgotten by the broker) is asked about the
@@ -456,6 +457,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         serverProtocolGeneration: s.serverProtocolGeneration, protocolGenerations: s.protocolGenerations, builds: s.builds,
         protocolAligned: s.protocolAligned, buildAligned: s.buildAligned, baselineFaults: s.baselineFaults,
         connectionStates: s.connectionStates, projectConcurrencyLimit: s.projectConcurrencyLimit, inFlight: s.inFlight,
+        containmentModes: s.containmentModes, separateJobUidRunners: s.separateJobUidRunners,
       };
       // Sparse status branches here, before any row is built.
       if (req.summaryOnly) return { summary };
@@ -465,6 +467,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
           runnerId: r.runnerId, clientId: r.clientId, projectId: r.projectId, connectionState: r.connectionState,
           protocolGeneration: r.protocolGeneration, build: r.build, capabilities: r.capabilities, lastHeartbeatUnixMs: BigInt(r.lastHeartbeatMs),
           projectCanonicalId: r.canonicalId, leaseHeld: r.leaseHeld, fence: BigInt(r.fence), baselineComplete: r.baselineComplete, inFlight: r.inFlight,
+          containment: r.containment ?? "", separateJobUid: r.separateJobUid === true,
         })),
       };
     },

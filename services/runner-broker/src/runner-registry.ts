@@ -20,6 +20,10 @@ export interface RunnerRegistration {
   capabilities: string[];
   endpointUrl: string;
   registeredAtMs: number;
+  /** How the Runner contains its Jobs ("" or absent: not reported). */
+  containment?: string;
+  /** The Runner's Jobs run under a uid of their own. */
+  separateJobUid?: boolean;
 }
 
 export interface RunnerState extends RunnerRegistration {

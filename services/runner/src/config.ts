@@ -3,6 +3,7 @@ import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { ConfigError, readConfig } from "@webcodex/platform";
 import type { Env } from "@webcodex/platform";
 import { globToRegExp } from "./workspace/path-policy.js";
+import type { ContainmentConfig } from "./exec/containment.js";
 
 export const runnerConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8085, min: 0, max: 65535 },
@@ -35,6 +36,12 @@ export const runnerSettingsSpec = {
   sensitiveWriteGlobs: { kind: "string", env: "WEBCODEX_RUNNER_SENSITIVE_WRITE_GLOBS" },
   /** Comma-separated capability wire names this Runner withholds: not advertised, and calls needing them refused. */
   disabledCapabilities: { kind: "string", env: "WEBCODEX_RUNNER_DISABLED_CAPABILITIES" },
+  /** "auto": a cgroup per Job where the machine allows it; "process_tree": Job process tracking only. */
+  containment: { kind: "enum", env: "WEBCODEX_RUNNER_CONTAINMENT", values: ["auto", "process_tree"], default: "auto" },
+  /** Most processes (and threads) one Job may have at once, where Jobs get a cgroup. */
+  jobPidsMax: { kind: "int", env: "WEBCODEX_RUNNER_JOB_PIDS_MAX", default: 512, min: 16, max: 1_000_000 },
+  /** Most memory one Job's processes may use together, in MiB, where Jobs get a cgroup. */
+  jobMemoryMaxMb: { kind: "int", env: "WEBCODEX_RUNNER_JOB_MEMORY_MAX_MB", default: 2048, min: 16, max: 1_048_576 },
 } as const;
 
 export interface RunnerSettings {
@@ -42,6 +49,7 @@ export interface RunnerSettings {
   /** Absent: the workspace's default globs. */
   sensitiveWriteGlobs?: string[];
   disabledCapabilities: RunnerCapabilityId[];
+  containment: ContainmentConfig;
 }
 
 export function loadConfig(env: Env) {
@@ -59,6 +67,7 @@ export function loadRunnerSettings(env: Env): RunnerSettings {
   const settings: RunnerSettings = {
     spawnHost: raw.spawnHost === "on",
     disabledCapabilities: raw.disabledCapabilities === undefined ? [] : parseDisabledCapabilities(raw.disabledCapabilities, problems),
+    containment: { mode: raw.containment === "process_tree" ? "process_tree" : "auto", pidsMax: raw.jobPidsMax, memoryMaxBytes: raw.jobMemoryMaxMb * 1024 * 1024 },
   };
   if (raw.sensitiveWriteGlobs !== undefined) settings.sensitiveWriteGlobs = parseGlobList(raw.sensitiveWriteGlobs, problems);
   if (problems.length > 0) throw new ConfigError(problems);

@@ -14,5 +14,7 @@ export { createDirectSpawner } from "./exec/spawner.js";
 export type { SpawnedChild, SpawnOptions, Spawner } from "./exec/spawner.js";
 export type { Workspace } from "./workspace/index.js";
 export { processGroupAlive } from "./exec/process-group.js";
+export { detectContainment } from "./exec/containment.js";
+export type { Containment, ContainmentMode } from "./exec/containment.js";
 export { cloneWorkspace, cloneUrlProblem } from "./workspace/clone.js";
 export type { CloneOptions, GitCredential } from "./workspace/clone.js";

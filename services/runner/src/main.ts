@@ -44,6 +44,7 @@ export async function main(env: Env = process.env): Promise<void> {
     build: RUNNER_BUILD,
     capabilities: runner.handlers.capabilities,
     endpointUrl: config.advertiseUrl ?? server.url,
+    containment: runner.containment,
     fence: runner.fence,
     ...token,
     logger,

@@ -25,6 +25,8 @@ export interface RegistrationOptions {
   logger: Logger;
   /** Shared with the RunnerService: raised from every lease answer. */
   fence?: FenceGuard;
+  /** How the Runner contains its Jobs (get_runtime_status shows it). */
+  containment?: { mode: string; jobsSeparateUid: boolean };
   /** Runner credential for the broker (WEBCODEX_RUNNER_TOKEN); separate from Host credentials. */
   runnerToken?: string;
 }
@@ -68,6 +70,7 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
     const res = await o.broker.registerRunner({
       runnerId: o.runnerId, clientId: o.clientId, projectId: o.projectId, rootIdentity: o.rootIdentity,
       protocolGeneration: RUNNER_PROTOCOL_GENERATION, build: o.build, capabilities: new RunnerCapabilities(o.capabilities).toWire(), endpointUrl: o.endpointUrl,
+      ...(o.containment === undefined ? {} : { containment: o.containment.mode, separateJobUid: o.containment.jobsSeparateUid }),
     }, callOptions);
     interval = res.heartbeatIntervalMs || interval;
     known = true;

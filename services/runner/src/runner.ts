@@ -12,7 +12,8 @@ import type { Logger } from "@webcodex/platform";
 import { createEditJournal, createWorkspace, defaultJournalDir } from "./workspace/index.js";
 import type { RecoveredTransaction } from "./workspace/index.js";
 import { runnerHandlers } from "./handlers.js";
-import { createExecutor } from "./exec/index.js";
+import { createExecutor, detectContainment } from "./exec/index.js";
+import type { Containment, ContainmentConfig } from "./exec/index.js";
 import { scrubbedBaseEnv } from "./exec/child-env.js";
 import { probeValidationCapabilities } from "./validation/probe.js";
 import { createSpawnHost } from "./exec/spawn-host.js";
@@ -25,6 +26,8 @@ export const RUNNER_BUILD = "webcodex-runner/0.1.0";
 
 export interface Runner {
   readonly runnerId: string;
+  /** How this Runner contains its Jobs (reported to the broker at registration). */
+  readonly containment: ContainmentFacts;
   readonly handlers: RunnerHandlers;
   /** The RunnerService's fence floor: give it to startRegistration, so fences the broker reports on heartbeats raise it. */
   readonly fence: FenceGuard;
@@ -60,16 +63,39 @@ export interface RunnerOptions {
    * (WEBCODEX_RUNNER_STATE_DIR; default: a sibling of the root named `.<root>.webcodex-runner-state`).
    */
   stateDir?: string;
+  /** How Jobs are contained: a cgroup per Job where available (WEBCODEX_RUNNER_CONTAINMENT, _JOB_PIDS_MAX, _JOB_MEMORY_MAX_MB). */
+  containment?: Partial<ContainmentConfig>;
   /** Finish interrupted transactions on start (default true; false only to show what a crash leaves without it). */
   recoverJournal?: boolean;
 }
 
 /** The RunnerOptions a Runner's settings (WEBCODEX_RUNNER_* variables) select: one mapping for `webcodex runner` and `webcodex dev`. */
-export function runnerSettingsOptions(settings: RunnerSettings): Pick<RunnerOptions, "spawnHost" | "sensitiveWriteGlobs" | "disabledCapabilities"> {
+export function runnerSettingsOptions(settings: RunnerSettings): Pick<RunnerOptions, "spawnHost" | "sensitiveWriteGlobs" | "disabledCapabilities" | "containment"> {
   return {
     spawnHost: settings.spawnHost,
+    containment: settings.containment,
     disabledCapabilities: settings.disabledCapabilities,
     ...(settings.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: settings.sensitiveWriteGlobs }),
+  };
+}
+
+/** What get_runtime_status shows of a Runner's Job containment. */
+export interface ContainmentFacts {
+  /** cgroup_v2, cgroup_v1 or process_tree. */
+  mode: string;
+  /** Jobs run under a uid of their own, not the Runner's. */
+  jobsSeparateUid: boolean;
+  pidsMax?: number;
+  memoryMaxBytes?: number;
+  fallbackReason?: string;
+}
+
+function containmentFacts(c: Containment, jobsSeparateUid = false): ContainmentFacts {
+  return {
+    mode: c.mode, jobsSeparateUid,
+    ...(c.pidsMax === undefined ? {} : { pidsMax: c.pidsMax }),
+    ...(c.memoryMaxBytes === undefined ? {} : { memoryMaxBytes: c.memoryMaxBytes }),
+    ...(c.fallbackReason === undefined ? {} : { fallbackReason: c.fallbackReason }),
   };
 }
 
@@ -98,7 +124,9 @@ export function createRunner(options: RunnerOptions): Runner {
   const workspace = createWorkspace({
     root: options.root, spawner, journal: { journal, recovery: journalReady }, ...(options.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: [...options.sensitiveWriteGlobs] }),
   });
-  const executor = createExecutor({ root: options.root, spawner });
+  const containment = detectContainment(options.containment);
+  options.logger.info("job containment", { ...containmentFacts(containment) });
+  const executor = createExecutor({ root: options.root, spawner, containment });
   // Validation rows: only toolchains that answer on the PATH the Runner's children get.
   const validation = probeValidationCapabilities(scrubbedBaseEnv().PATH as string);
   let advertised: readonly RunnerCapabilityId[] = [];
@@ -117,6 +145,7 @@ export function createRunner(options: RunnerOptions): Runner {
   });
   return {
     runnerId,
+    containment: containmentFacts(containment),
     handlers,
     fence,
     service,

@@ -69,7 +69,7 @@ export function createInProcessProvisioner(o: InProcessProvisionerOptions): Prov
     o.runners.set(endpoint, createInProcessClient(RunnerService, runner.service, { traceAs: "runner" }));
     const registration = startRegistration({
       broker: o.broker(), runnerId: runner.runnerId, clientId: w.clientId, projectId: w.projectId, rootIdentity: await runner.rootIdentity(),
-      build: RUNNER_BUILD, capabilities: runner.handlers.capabilities, endpointUrl: endpoint, fence: runner.fence, logger: o.logger.child({ component: "runner", runner: name }),
+      build: RUNNER_BUILD, capabilities: runner.handlers.capabilities, endpointUrl: endpoint, containment: runner.containment, fence: runner.fence, logger: o.logger.child({ component: "runner", runner: name }),
     });
     await registration.registered;
     return { runner, registration, endpoint };

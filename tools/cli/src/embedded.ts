@@ -183,6 +183,7 @@ async function startCore(options: CoreOptions): Promise<Core> {
     build: RUNNER_BUILD,
     capabilities: runner.handlers.capabilities,
     endpointUrl: "local:runner",
+    containment: runner.containment,
     fence: runner.fence,
     logger: logger.child({ component: "runner" }),
   });

@@ -99,11 +99,14 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
       concurrency: { project_limit: s?.projectConcurrencyLimit ?? 0, in_flight: s?.inFlight ?? 0 },
     };
     if ((s?.baselineFaults ?? 0) > 0) status["baseline_faults"] = s?.baselineFaults;
+    const modes = s?.containmentModes ?? {};
+    if (Object.keys(modes).length > 0) status["containment"] = { modes: { ...modes }, separate_job_uid: s?.separateJobUidRunners ?? 0 };
     if (compact) return { ok: true, result: status };
     status["runner_details"] = fleet.runners.map((r) => ({
       runner_id: r.runnerId, project_id: r.projectId, project_canonical_id: r.projectCanonicalId, connection_state: r.connectionState,
       protocol_generation: r.protocolGeneration, build: r.build, capabilities: r.capabilities, baseline_complete: r.baselineComplete,
       lease_held: r.leaseHeld, fence: Number(r.fence), in_flight: r.inFlight, last_heartbeat: new Date(Number(r.lastHeartbeatUnixMs)).toISOString(),
+      ...(r.containment === "" ? {} : { containment: r.containment, separate_job_uid: r.separateJobUid }),
     }));
     status["catalog_version"] = ctx.catalog.version;
     status["audit_backlog"] = deps.audit.backlog();

@@ -36,6 +36,10 @@ export interface FleetSummaryFacts {
   connectionStates: Record<string, number>;
   projectConcurrencyLimit: number;
   inFlight: number;
+  /** Job containment mode -> connected Runners that reported it. */
+  containmentModes: Record<string, number>;
+  /** Connected Runners whose Jobs run under a uid of their own. */
+  separateJobUidRunners: number;
 }
 
 export interface FleetRow extends RunnerState {
@@ -86,6 +90,8 @@ export function summarizeFleet(o: FleetObservation): FleetSummaryFacts {
   const connectionStates: Record<string, number> = {};
   for (const r of o.runners) connectionStates[r.connectionState] = (connectionStates[r.connectionState] ?? 0) + 1;
   const routable = new Set(connected.filter((r) => holds(o, r)).map((r) => r.canonicalId));
+  const containmentModes: Record<string, number> = {};
+  for (const r of connected) if (r.containment) containmentModes[r.containment] = (containmentModes[r.containment] ?? 0) + 1;
   return {
     runnersTotal: o.runners.length,
     runnersConnected: connected.length,
@@ -103,6 +109,8 @@ export function summarizeFleet(o: FleetObservation): FleetSummaryFacts {
     connectionStates,
     projectConcurrencyLimit: o.concurrencyLimit,
     inFlight: [...o.inFlight.values()].reduce((a, b) => a + b, 0),
+    containmentModes,
+    separateJobUidRunners: connected.filter((r) => r.separateJobUid === true).length,
   };
 }
 
