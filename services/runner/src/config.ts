@@ -4,6 +4,7 @@ import { ConfigError, readConfig } from "@webcodex/platform";
 import type { Env } from "@webcodex/platform";
 import { globToRegExp } from "./workspace/path-policy.js";
 import type { ContainmentConfig } from "./exec/containment.js";
+import { jobUserSettingProblem } from "./exec/job-user.js";
 
 export const runnerConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8085, min: 0, max: 65535 },
@@ -41,6 +42,8 @@ export const runnerSettingsSpec = {
   /** Most processes (and threads) one Job may have at once, where Jobs get a cgroup. */
   jobPidsMax: { kind: "int", env: "WEBCODEX_RUNNER_JOB_PIDS_MAX", default: 512, min: 16, max: 1_000_000 },
   /** Most memory one Job's processes may use together, in MiB, where Jobs get a cgroup. */
+  /** Who Jobs (and git, rg) run as: auto, runner (the Runner's own user) or <uid>[:<gid>]; see docs/security.md. */
+  jobUser: { kind: "string", env: "WEBCODEX_RUNNER_JOB_USER", default: "auto" },
   jobMemoryMaxMb: { kind: "int", env: "WEBCODEX_RUNNER_JOB_MEMORY_MAX_MB", default: 2048, min: 16, max: 1_048_576 },
 } as const;
 
@@ -50,6 +53,8 @@ export interface RunnerSettings {
   sensitiveWriteGlobs?: string[];
   disabledCapabilities: RunnerCapabilityId[];
   containment: ContainmentConfig;
+  /** auto, runner or <uid>[:<gid>] (WEBCODEX_RUNNER_JOB_USER). */
+  jobUser: string;
 }
 
 export function loadConfig(env: Env) {
@@ -67,8 +72,11 @@ export function loadRunnerSettings(env: Env): RunnerSettings {
   const settings: RunnerSettings = {
     spawnHost: raw.spawnHost === "on",
     disabledCapabilities: raw.disabledCapabilities === undefined ? [] : parseDisabledCapabilities(raw.disabledCapabilities, problems),
+    jobUser: raw.jobUser,
     containment: { mode: raw.containment === "process_tree" ? "process_tree" : "auto", pidsMax: raw.jobPidsMax, memoryMaxBytes: raw.jobMemoryMaxMb * 1024 * 1024 },
   };
+  const jobUserProblem = jobUserSettingProblem(raw.jobUser);
+  if (jobUserProblem !== undefined) problems.push(`WEBCODEX_RUNNER_JOB_USER ${jobUserProblem}`);
   if (raw.sensitiveWriteGlobs !== undefined) settings.sensitiveWriteGlobs = parseGlobList(raw.sensitiveWriteGlobs, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return settings;

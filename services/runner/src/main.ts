@@ -6,6 +6,7 @@ import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createRunner, RUNNER_BUILD, runnerSettingsOptions } from "./runner.js";
 import { startRegistration } from "./registration.js";
+import { readableBy } from "./exec/job-user.js";
 import { seedWorkspaceRoot, writeTerminationMessage } from "./workspace/clone.js";
 
 /**
@@ -34,6 +35,9 @@ export async function main(env: Env = process.env): Promise<void> {
     root: config.root, logger, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), ...runnerSettingsOptions(config),
     ...(config.stateDir ? { stateDir: config.stateDir } : {}),
   });
+  if (config.runnerTokenFile !== undefined && runner.jobUser !== undefined && readableBy(config.runnerTokenFile, runner.jobUser)) {
+    logger.warn("the Runner credential file is readable by the Job user; make it readable by the Runner's user only (mode 0400 or 0600)", { file: config.runnerTokenFile });
+  }
   const server = await startServiceServer({ name: "runner", port: config.port, host: config.host ?? defaultBindHost(env), routes: runner.routes, metrics, logger });
   const registration = startRegistration({
     broker: createClient(RunnerBrokerService, createServiceTransport(config.brokerUrl, { metrics })),

@@ -3,6 +3,7 @@
  * same in a pod, a local process or the embedded dev server.
  */
 import { hostname } from "node:os";
+import { rm } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { RunnerService } from "@webcodex/proto";
@@ -14,7 +15,8 @@ import type { RecoveredTransaction } from "./workspace/index.js";
 import { runnerHandlers } from "./handlers.js";
 import { createExecutor, detectContainment } from "./exec/index.js";
 import type { Containment, ContainmentConfig } from "./exec/index.js";
-import { scrubbedBaseEnv } from "./exec/child-env.js";
+import { minimalProcessEnv, scrubbedBaseEnv } from "./exec/child-env.js";
+import { resolveJobUser, spawnAs } from "./exec/job-user.js";
 import { probeValidationCapabilities } from "./validation/probe.js";
 import { createSpawnHost } from "./exec/spawn-host.js";
 import { createDirectSpawner } from "./exec/spawner.js";
@@ -28,6 +30,8 @@ export interface Runner {
   readonly runnerId: string;
   /** How this Runner contains its Jobs (reported to the broker at registration). */
   readonly containment: ContainmentFacts;
+  /** The user Jobs run as, when not the Runner's own. */
+  readonly jobUser?: { uid: number; gid: number };
   readonly handlers: RunnerHandlers;
   /** The RunnerService's fence floor: give it to startRegistration, so fences the broker reports on heartbeats raise it. */
   readonly fence: FenceGuard;
@@ -65,14 +69,17 @@ export interface RunnerOptions {
   stateDir?: string;
   /** How Jobs are contained: a cgroup per Job where available (WEBCODEX_RUNNER_CONTAINMENT, _JOB_PIDS_MAX, _JOB_MEMORY_MAX_MB). */
   containment?: Partial<ContainmentConfig>;
+  /** Who Jobs, git and rg run as: "auto" (default), "runner" or "<uid>[:<gid>]" (WEBCODEX_RUNNER_JOB_USER; see exec/job-user.ts). */
+  jobUser?: string;
   /** Finish interrupted transactions on start (default true; false only to show what a crash leaves without it). */
   recoverJournal?: boolean;
 }
 
 /** The RunnerOptions a Runner's settings (WEBCODEX_RUNNER_* variables) select: one mapping for `webcodex runner` and `webcodex dev`. */
-export function runnerSettingsOptions(settings: RunnerSettings): Pick<RunnerOptions, "spawnHost" | "sensitiveWriteGlobs" | "disabledCapabilities" | "containment"> {
+export function runnerSettingsOptions(settings: RunnerSettings): Pick<RunnerOptions, "spawnHost" | "sensitiveWriteGlobs" | "disabledCapabilities" | "containment" | "jobUser"> {
   return {
     spawnHost: settings.spawnHost,
+    jobUser: settings.jobUser,
     containment: settings.containment,
     disabledCapabilities: settings.disabledCapabilities,
     ...(settings.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: settings.sensitiveWriteGlobs }),
@@ -100,8 +107,13 @@ function containmentFacts(c: Containment, jobsSeparateUid = false): ContainmentF
 }
 
 export function createRunner(options: RunnerOptions): Runner {
-  const spawner =
+  const jobUser = resolveJobUser(options.jobUser ?? "auto", options.root);
+  if (jobUser !== undefined) {
+    options.logger.info("jobs run as their own user", { uid: jobUser.uid, gid: jobUser.gid, ...(jobUser.handedOver > 0 ? { workspace_entries_handed_over: jobUser.handedOver } : {}) });
+  }
+  const hostSpawner =
     options.spawnHost === false ? createDirectSpawner() : createSpawnHost({ logger: options.logger.child({ component: "spawn-host" }) });
+  const spawner = jobUser === undefined ? hostSpawner : spawnAs(hostSpawner, jobUser, minimalProcessEnv);
   const journal = createEditJournal({ dir: options.stateDir ?? defaultJournalDir(options.root) });
   const recovery = options.recoverJournal === false ? Promise.resolve([]) : journal.recover();
   // A configured state directory that cannot be used refuses workspace calls; the default
@@ -125,7 +137,7 @@ export function createRunner(options: RunnerOptions): Runner {
     root: options.root, spawner, journal: { journal, recovery: journalReady }, ...(options.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: [...options.sensitiveWriteGlobs] }),
   });
   const containment = detectContainment(options.containment);
-  options.logger.info("job containment", { ...containmentFacts(containment) });
+  options.logger.info("job containment", { ...containmentFacts(containment, jobUser !== undefined) });
   const executor = createExecutor({ root: options.root, spawner, containment });
   // Validation rows: only toolchains that answer on the PATH the Runner's children get.
   const validation = probeValidationCapabilities(scrubbedBaseEnv().PATH as string);
@@ -145,7 +157,8 @@ export function createRunner(options: RunnerOptions): Runner {
   });
   return {
     runnerId,
-    containment: containmentFacts(containment),
+    containment: containmentFacts(containment, jobUser !== undefined),
+    ...(jobUser === undefined ? {} : { jobUser: { uid: jobUser.uid, gid: jobUser.gid } }),
     handlers,
     fence,
     service,
@@ -155,6 +168,7 @@ export function createRunner(options: RunnerOptions): Runner {
     close: async () => {
       await executor.shutdown();
       await spawner.close();
+      if (jobUser !== undefined) await rm(jobUser.home, { recursive: true, force: true }).catch(() => undefined);
     },
   };
 }

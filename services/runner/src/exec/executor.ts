@@ -102,7 +102,7 @@ function sleep(ms: number, signal?: AbortSignal): { done: Promise<void>; cancel:
 }
 
 /** A JobSpec minus what the executor fills in itself. */
-type StartParts = Omit<JobSpec, "id" | "limits" | "emit" | "combineOutput" | "spawner" | "containment" | "uid" | "gid"> & { combineOutput?: boolean };
+type StartParts = Omit<JobSpec, "id" | "limits" | "emit" | "combineOutput" | "spawner" | "containment"> & { combineOutput?: boolean };
 
 class JobExecutor implements Executor {
   readonly #limits: ExecLimits;
@@ -110,7 +110,6 @@ class JobExecutor implements Executor {
   readonly #baseEnv: Record<string, string>;
   readonly #spawner: Spawner;
   readonly #containment: Containment | undefined;
-  readonly #jobUser: { uid: number; gid: number } | undefined;
   readonly #jobs = new Map<string, Job>();
   readonly #running = new Set<Job>();
   readonly #listeners = new Set<JobEventListener>();
@@ -122,7 +121,6 @@ class JobExecutor implements Executor {
     this.#baseEnv = scrubbedBaseEnv(options.baseEnv);
     this.#spawner = options.spawner ?? createDirectSpawner();
     this.#containment = options.containment;
-    this.#jobUser = options.jobUser;
   }
 
   async runProcess(request: RunProcessRequest, signal?: AbortSignal): Promise<RunResult> {
@@ -297,7 +295,6 @@ class JobExecutor implements Executor {
       combineOutput: false,
       spawner: this.#spawner,
       ...(this.#containment === undefined ? {} : { containment: this.#containment }),
-      ...(this.#jobUser === undefined ? {} : { uid: this.#jobUser.uid, gid: this.#jobUser.gid }),
       emit: (event) => this.#emit(event),
       ...parts,
     });

@@ -39,9 +39,6 @@ export interface JobSpec {
   spawner: Spawner;
   /** A cgroup per Job where available; absent: process-tree tracking only. */
   containment?: Containment;
-  /** The user and group the Job runs as (absent: the Runner's own). */
-  uid?: number;
-  gid?: number;
   emit: (event: JobEvent) => void;
   /** Derives the stored terminal result from the process's (a Job kind with its own result shape). */
   finish?: (result: TerminalResult) => TerminalResult;
@@ -140,8 +137,6 @@ export class Job {
         detached: true,
         stdin: spec.stdin === undefined ? "ignore" : "pipe",
         ...(this.#cgroup === undefined ? {} : { cgroups: this.#cgroup.dirs }),
-        ...(spec.uid === undefined ? {} : { uid: spec.uid }),
-        ...(spec.gid === undefined ? {} : { gid: spec.gid }),
       });
     } catch (error) {
       this.#cgroup?.remove();

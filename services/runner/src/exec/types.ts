@@ -48,8 +48,6 @@ export interface ExecutorOptions {
   spawner?: Spawner;
   /** A cgroup per Job (detectContainment); default: process-tree tracking only. */
   containment?: Containment;
-  /** Run Jobs as this user and group (the Runner must be able to switch to them). */
-  jobUser?: { uid: number; gid: number };
 }
 
 export type ShellName = "sh" | "bash";

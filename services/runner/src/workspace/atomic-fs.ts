@@ -4,9 +4,33 @@
  * final rename never crosses a filesystem.
  */
 import { randomBytes } from "node:crypto";
-import { link, lstat, mkdir, open, rename, rm, rmdir } from "node:fs/promises";
+import { chown, lchown, link, lstat, mkdir, open, rename, rm, rmdir, stat } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode } from "./path-policy.js";
+
+const AS_ROOT = process.getuid?.() === 0;
+
+/**
+ * The owner an entry the Runner writes should have: the file's it replaces, else its
+ * directory's. A Runner running as root writes into a workspace that belongs to the user its
+ * Jobs run as (exec/job-user.ts); this keeps what it writes theirs. Undefined: keep ours.
+ */
+async function ownerFor(existing: string | undefined, dir: string): Promise<{ uid: number; gid: number } | undefined> {
+  if (!AS_ROOT) return undefined;
+  const s = (existing === undefined ? undefined : await stat(existing).catch(() => undefined)) ?? (await stat(dir).catch(() => undefined));
+  return s === undefined || (s.uid === 0 && s.gid === 0) ? undefined : { uid: s.uid, gid: s.gid };
+}
+
+/** Gives an entry just made (a symlink itself, never its target) the owner its place calls for (see ownerFor). */
+export async function inheritOwner(entry: string, replaces?: string): Promise<void> {
+  const owner = await ownerFor(replaces, path.dirname(entry));
+  if (owner !== undefined) await lchown(entry, owner.uid, owner.gid);
+}
+
+async function giveTo(handle: FileHandle, owner: { uid: number; gid: number } | undefined): Promise<void> {
+  if (owner !== undefined) await handle.chown(owner.uid, owner.gid);
+}
 
 /**
  * Replaces `target` with `data` atomically: write a temp file in the same directory, give it
@@ -15,9 +39,11 @@ import { errnoCode } from "./path-policy.js";
 export async function writeFileAtomic(target: string, data: Uint8Array, mode: number, beforeRename?: () => Promise<void>): Promise<void> {
   const temp = siblingTempName(target, "tmp");
   try {
+    const owner = await ownerFor(target, path.dirname(target));
     const handle = await open(temp, "wx", 0o600);
     try {
       await handle.writeFile(data);
+      await giveTo(handle, owner);
       await handle.chmod(mode & 0o7777);
     } finally {
       await handle.close();
@@ -33,10 +59,12 @@ export async function writeFileAtomic(target: string, data: Uint8Array, mode: nu
 /** Creates `target` without ever replacing an existing entry: hard-link a complete temp file into place. */
 export async function createExclusive(target: string, data: Uint8Array): Promise<void> {
   const temp = siblingTempName(target, "new");
+  const owner = await ownerFor(undefined, path.dirname(target));
   const handle = await open(temp, "wx", 0o666);
   try {
     try {
       await handle.writeFile(data);
+      await giveTo(handle, owner);
     } finally {
       await handle.close();
     }
@@ -64,6 +92,8 @@ export async function makeParents(dir: string): Promise<string[]> {
     try {
       await mkdir(directory);
       created.push(directory);
+      const owner = await ownerFor(undefined, path.dirname(directory));
+      if (owner !== undefined) await chown(directory, owner.uid, owner.gid);
     } catch (error) {
       if (errnoCode(error) !== "EEXIST") throw error;
     }

@@ -21,6 +21,7 @@ import { randomBytes } from "node:crypto";
 import { copyFile, link, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode } from "./path-policy.js";
+import { inheritOwner } from "./atomic-fs.js";
 
 export type JournalTool = "edit_project_files" | "import_host_files";
 
@@ -285,6 +286,7 @@ async function install(dir: string, target: string, state: StoredBefore | Stored
         await handle.close();
       }
     }
+    await inheritOwner(temp, target);
     await rename(temp, target);
   } catch (error) {
     await rm(temp, { force: true }).catch(() => undefined);

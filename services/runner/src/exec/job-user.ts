@@ -1,0 +1,115 @@
+/**
+ * The user Jobs run as. A Runner running as root starts every program (Jobs, git, rg) as an
+ * unprivileged user instead, so nothing a Job runs can read what only the Runner may read (its
+ * credential file, a tokens file) or signal and trace the Runner:
+ *
+ * - `auto` (the default): as root, the owner of the workspace root when that is not root (a
+ *   developer's checkout keeps its owner), else uid/gid 65532, to which a root-owned workspace
+ *   is handed over at start; not root: the Runner's own user (nothing to switch to).
+ * - `runner`: the Runner's own user (Jobs can then read whatever the Runner can).
+ * - `<uid>[:<gid>]`: that user (gid defaults to the uid); needs root.
+ *
+ * Files the Runner writes into the workspace afterwards get the owner of the file they replace
+ * or of the directory they are created in (atomic-fs.ts), so Jobs can keep writing them.
+ */
+import { chmodSync, chownSync, lchownSync, lstatSync, mkdtempSync, readdirSync, statSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { SpawnedChild, SpawnOptions, Spawner } from "./spawner.js";
+
+export const DEFAULT_JOB_UID = 65532;
+
+export interface JobUser {
+  uid: number;
+  gid: number;
+  /** A home directory of the Job user's own (the Runner's home is not theirs to read). */
+  home: string;
+}
+
+/** Parses WEBCODEX_RUNNER_JOB_USER; undefined when valid, else the problem. */
+export function jobUserSettingProblem(value: string): string | undefined {
+  if (value === "auto" || value === "runner") return undefined;
+  const m = /^(\d{1,10})(?::(\d{1,10}))?$/.exec(value);
+  if (m === null) return `must be auto, runner or <uid>[:<gid>], got ${JSON.stringify(value)}`;
+  if (Number(m[1]) === 0 || Number(m[2] ?? m[1]) === 0) return "must not name root (uid or gid 0)";
+  return undefined;
+}
+
+/** Hands a tree to the Job user: every entry, symlinks themselves, never followed. */
+function handOver(root: string, uid: number, gid: number): number {
+  let changed = 0;
+  const stack = [root];
+  while (stack.length > 0) {
+    const dir = stack.pop()!;
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      const full = path.join(dir, entry.name);
+      try {
+        lchownSync(full, uid, gid);
+        changed++;
+      } catch {
+        // Vanished meanwhile: nothing to hand over.
+      }
+      if (entry.isDirectory()) stack.push(full);
+    }
+  }
+  chownSync(root, uid, gid);
+  return changed + 1;
+}
+
+/**
+ * Decides the Job user for a workspace (see the module comment) and prepares it: hands a
+ * root-owned workspace over and makes the Job user's home. Undefined: Jobs run as the Runner.
+ */
+export function resolveJobUser(setting: string, root: string): (JobUser & { handedOver: number }) | undefined {
+  const asRoot = process.getuid?.() === 0;
+  if (setting === "runner") return undefined;
+  if (!asRoot) {
+    if (setting === "auto") return undefined;
+    throw new Error(`WEBCODEX_RUNNER_JOB_USER=${setting} needs a Runner running as root`);
+  }
+  const owner = statSync(root);
+  let uid: number;
+  let gid: number;
+  if (setting === "auto") {
+    [uid, gid] = owner.uid !== 0 ? [owner.uid, owner.gid] : [DEFAULT_JOB_UID, DEFAULT_JOB_UID];
+  } else {
+    const [u, g] = setting.split(":");
+    uid = Number(u);
+    gid = Number(g ?? u);
+  }
+  const handedOver = owner.uid === uid && owner.gid === gid ? 0 : handOver(root, uid, gid);
+  const home = mkdtempSync(path.join(os.tmpdir(), "webcodex-job-home-"));
+  chownSync(home, uid, gid);
+  chmodSync(home, 0o700);
+  return { uid, gid, home, handedOver };
+}
+
+/** True when the file can be read by the Job user through its "other" or group bits. */
+export function readableBy(file: string, user: { uid: number; gid: number }): boolean {
+  const s = lstatSync(file);
+  if (s.uid === user.uid) return (s.mode & 0o400) !== 0;
+  if (s.gid === user.gid) return (s.mode & 0o040) !== 0;
+  return (s.mode & 0o004) !== 0;
+}
+
+/**
+ * Every program started through this spawner runs as the Job user, with the Job user's home
+ * in place of the Runner's.
+ */
+export function spawnAs(spawner: Spawner, user: JobUser, defaultEnv: () => Record<string, string>): Spawner {
+  const runnerHome = os.homedir();
+  return {
+    spawn(program: string, args: readonly string[], options: SpawnOptions): SpawnedChild {
+      const env = { ...(options.env ?? defaultEnv()) };
+      if (env["HOME"] === undefined || env["HOME"] === runnerHome) env["HOME"] = user.home;
+      return spawner.spawn(program, args, { ...options, env, uid: user.uid, gid: user.gid });
+    },
+    close: () => spawner.close(),
+  };
+}
