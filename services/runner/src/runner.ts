@@ -140,7 +140,7 @@ export function createRunner(options: RunnerOptions): Runner {
   options.logger.info("job containment", { ...containmentFacts(containment, jobUser !== undefined) });
   const executor = createExecutor({ root: options.root, spawner, containment });
   // Validation rows: only toolchains that answer on the PATH the Runner's children get.
-  const validation = probeValidationCapabilities(scrubbedBaseEnv().PATH as string);
+  const validation = probeValidationCapabilities(scrubbedBaseEnv().PATH as string, jobUser);
   let advertised: readonly RunnerCapabilityId[] = [];
   const implemented = runnerHandlers(workspace, executor, validation, () => advertised);
   const withheld = new Set(options.disabledCapabilities ?? []);
