@@ -6,9 +6,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { detectContainment } from "@webcodex/runner";
@@ -25,6 +25,9 @@ async function runtimeContainment(client: Client): Promise<{ summary: unknown; r
   const rows = (result["runner_details"] as Array<Record<string, unknown>>).map((r) => ({ containment: r["containment"], separate_job_uid: r["separate_job_uid"] }));
   return { summary: result["containment"], rows };
 }
+
+/** A Runner running as root runs its Jobs as a user of their own (when that user can reach the workspace). */
+const separateUid = process.getuid?.() === 0;
 
 const secret = (label: string) => `${label}-${randomBytes(16).toString("hex")}`;
 
@@ -62,23 +65,28 @@ describe("security probes against webcodex dev", () => {
   /** The read-only caller's own ref for the same project (refs are per principal). */
   let readerProject: string;
   let filterMarker: string;
+  let tokensFile: string;
   const leftovers: number[] = [];
 
   before(async () => {
     filterMarker = join(tempDir("wcx-marker-"), "filter-ran");
     projectDir = createProjectDir({ "README.md": "# probes\n", "data.txt": "one\n" }, { name: "probes" });
+    // As a workspace would be placed for a Runner: reachable by the unprivileged Job user.
+    chmodSync(dirname(projectDir), 0o755);
     // A writer plants a clean filter; a read-only caller's read must never run it.
     execFileSync("git", ["config", "filter.probe.clean", `touch ${JSON.stringify(filterMarker)}; cat`], { cwd: projectDir });
     writeFileSync(join(projectDir, ".gitattributes"), "* filter=probe\n");
     writeFileSync(join(projectDir, "data.txt"), "two\n");
-    const tokensFile = join(tempDir("wcx-tokens-"), "tokens.json");
+    tokensFile = join(tempDir("wcx-tokens-"), "tokens.json");
+    chmodSync(dirname(tokensFile), 0o755);
+    // Readable by the server's user only, as an operator keeps it.
     writeFileSync(tokensFile, JSON.stringify({
       tokens: [
         { token: writer, client_id: "acme", subject: "writer" },
         { token: reader, client_id: "acme", subject: "reader", admission_profile: "read_only" },
         { token: other, client_id: "globex", subject: "someone" },
       ],
-    }));
+    }), { mode: 0o600 });
     server = await startDevServer({
       projectDir, dataDir: tempDir("wcx-data-"), tokensFile, token: writer,
       env: {
@@ -118,8 +126,20 @@ describe("security probes against webcodex dev", () => {
     assert.equal(isError, false, JSON.stringify(result));
     const output = String(result["output"] ?? result["stdout"] ?? "");
     assert.match(output, /readable=[1-9]/, "the probe could read environments");
-    assert.match(output, /parent_path=1/, "the probe read its parent's environment");
+    // Under a uid of its own a Job cannot even open its parent's environment; under the Runner's it can and finds nothing.
+    assert.match(output, separateUid ? /parent_path=0/ : /parent_path=1/, output.slice(-500));
     assert.doesNotMatch(output, /LEAK/, output);
+  });
+
+  it("a Job cannot read the server's tokens file", { skip: separateUid ? false : "Jobs run as the server's own user when it is not root" }, async () => {
+    const { isError, result } = await callTool(writerClient, "run_shell", {
+      project, command: `id -u; cat ${JSON.stringify(tokensFile)} || echo unreadable`, wait_ms: 20_000,
+    });
+    assert.equal(isError, false, JSON.stringify(result));
+    const output = String(result["output"] ?? "");
+    assert.doesNotMatch(output, /^0$/m, "the Job ran as root");
+    assert.match(output, /unreadable/);
+    for (const token of [writer, reader, other]) assert.equal(output.includes(token), false, "a token leaked");
   });
 
   it("a read-only caller's read_workspace_changes never runs a planted git filter", async () => {
@@ -144,7 +164,7 @@ describe("security probes against webcodex dev", () => {
 
   it("get_runtime_status reports how the Runner contains its Jobs", async () => {
     const { summary, rows } = await runtimeContainment(writerClient);
-    const separate = process.getuid?.() === 0 ? 1 : 0;
+    const separate = separateUid ? 1 : 0;
     assert.deepEqual(summary, { modes: { [machine.mode]: 1 }, separate_job_uid: separate });
     assert.deepEqual(rows, [{ containment: machine.mode, separate_job_uid: separate === 1 }]);
   });
@@ -258,6 +278,7 @@ describe("webcodex dev with Job containment forced to process_tree", () => {
 
   before(async () => {
     projectDir = createProjectDir({ "README.md": "# fallback\n" }, { name: "fallback" });
+    chmodSync(dirname(projectDir), 0o755);
     const token = secret("fallback");
     server = await startDevServer({ projectDir, dataDir: tempDir("wcx-data-"), token, env: { WEBCODEX_RUNNER_CONTAINMENT: "process_tree" } });
     client = await connectMcp(server.mcpUrl, token);
@@ -279,7 +300,7 @@ describe("webcodex dev with Job containment forced to process_tree", () => {
 
   it("get_runtime_status reports the fallback", async () => {
     const { summary, rows } = await runtimeContainment(client);
-    const separate = process.getuid?.() === 0 ? 1 : 0;
+    const separate = separateUid ? 1 : 0;
     assert.deepEqual(summary, { modes: { process_tree: 1 }, separate_job_uid: separate });
     assert.deepEqual(rows, [{ containment: "process_tree", separate_job_uid: separate === 1 }]);
   });

@@ -136,3 +136,17 @@ describe("the user Jobs run as", () => {
     assert.equal(loadRunnerSettings({}).jobUser, "auto");
   });
 });
+
+describe("a Job user that cannot reach the workspace", () => {
+  it("auto keeps Jobs on the Runner's user (reported), an explicit user refuses to start", { skip: asRoot ? false : "needs root" }, async () => {
+    const closed = mkdtempSync(path.join(os.tmpdir(), "wc-closed-")); // 0700, root's
+    cleanups.push(() => rm(closed, { recursive: true, force: true }));
+    const root = path.join(closed, "ws");
+    mkdirSync(root);
+    const { runner } = await runnerOn(root, {}, "off");
+    assert.equal(runner.jobUser, undefined);
+    assert.equal(runner.containment.jobsSeparateUid, false);
+    assert.equal(lstatSync(root).uid, 0, "nothing was handed over");
+    await assert.rejects(runnerOn(root, { WEBCODEX_RUNNER_JOB_USER: "2345" }, "off"), /cannot reach/);
+  });
+});

@@ -107,7 +107,8 @@ function containmentFacts(c: Containment, jobsSeparateUid = false): ContainmentF
 }
 
 export function createRunner(options: RunnerOptions): Runner {
-  const jobUser = resolveJobUser(options.jobUser ?? "auto", options.root);
+  const jobUser = resolveJobUser(options.jobUser ?? "auto", options.root, () =>
+    options.logger.warn("jobs run as the Runner's own user: an unprivileged user cannot reach the workspace (a directory above it is closed to others)", { root: options.root }));
   if (jobUser !== undefined) {
     options.logger.info("jobs run as their own user", { uid: jobUser.uid, gid: jobUser.gid, ...(jobUser.handedOver > 0 ? { workspace_entries_handed_over: jobUser.handedOver } : {}) });
   }

@@ -13,6 +13,7 @@
  * or of the directory they are created in (atomic-fs.ts), so Jobs can keep writing them.
  */
 import { chmodSync, chownSync, lchownSync, lstatSync, mkdtempSync, readdirSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import type { SpawnedChild, SpawnOptions, Spawner } from "./spawner.js";
@@ -62,11 +63,19 @@ function handOver(root: string, uid: number, gid: number): number {
   return changed + 1;
 }
 
+/** True when `user` can reach `dir` (search permission on every directory on the way). */
+function reachable(dir: string, user: { uid: number; gid: number }): boolean {
+  const r = spawnSync("/bin/sh", ["-c", 'cd -- "$1"', "sh", dir], { uid: user.uid, gid: user.gid, stdio: "ignore", env: { PATH: "/usr/bin:/bin" }, timeout: 10_000 });
+  return r.error === undefined && r.status === 0;
+}
+
 /**
  * Decides the Job user for a workspace (see the module comment) and prepares it: hands a
- * root-owned workspace over and makes the Job user's home. Undefined: Jobs run as the Runner.
+ * root-owned workspace over and makes the Job user's home. Undefined: Jobs run as the Runner
+ * (`auto` also ends there, with `unreachable` set, when the Job user could not reach the
+ * workspace because a directory above it is closed to others).
  */
-export function resolveJobUser(setting: string, root: string): (JobUser & { handedOver: number }) | undefined {
+export function resolveJobUser(setting: string, root: string, onUnreachable?: () => void): (JobUser & { handedOver: number }) | undefined {
   const asRoot = process.getuid?.() === 0;
   if (setting === "runner") return undefined;
   if (!asRoot) {
@@ -82,6 +91,11 @@ export function resolveJobUser(setting: string, root: string): (JobUser & { hand
     const [u, g] = setting.split(":");
     uid = Number(u);
     gid = Number(g ?? u);
+  }
+  if (!reachable(path.dirname(root), { uid, gid })) {
+    if (setting !== "auto") throw new Error(`WEBCODEX_RUNNER_JOB_USER=${setting}: that user cannot reach ${path.dirname(root)}`);
+    onUnreachable?.();
+    return undefined;
   }
   const handedOver = owner.uid === uid && owner.gid === gid ? 0 : handOver(root, uid, gid);
   const home = mkdtempSync(path.join(os.tmpdir(), "webcodex-job-home-"));
