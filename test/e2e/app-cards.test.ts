@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { chromium } from "playwright-core";
 import type { BrowserContext, Page } from "playwright-core";
+import { createPgliteDatabase } from "@webcodex/platform";
 import { callTool, openDevProject, tempDir, until } from "../support/index.js";
 import type { DevProject } from "../support/index.js";
 
@@ -59,6 +60,11 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
   let appTools: Array<{ name: string; meta: Json | null }>;
   let appToolsBytes = 0;
   const xssSignals: string[] = [];
+  /** The continued Job, the uncertain one and the continued Agent, whose audit rows the last test reads. */
+  let continuedJobId = "";
+  let uncertainJobId = "";
+  let continuedAgentId = "";
+  let stopped = false;
 
   const call = (name: string, args: Json) => page.evaluate(([n, a]) => (globalThis as never as { host: { callTool(n: string, a: Json): Promise<HostCall> } }).host.callTool(n, a), [name, args] as const);
   const present = (name: string, args: Json, slot: string) =>
@@ -100,21 +106,21 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
   after(async () => {
     await context?.close();
     host?.server.close();
-    await dev?.close();
+    if (!stopped) await dev?.close();
   });
 
   it("an App Host sees the card tools with _meta.ui.resourceUri, app-only helpers marked for the app, and the ui:// resources with a CSP allowing no origin", async (t) => {
     t.diagnostic(`tools/list for this App Host: ${appToolsBytes} bytes, ${appTools.length} tools`);
     const byName = new Map(appTools.map((x) => [x.name, x.meta]));
-    for (const name of ["present_job_terminal_continuation", "present_work_result", "present_goal_plan"]) {
+    for (const name of ["present_agent_continuation", "present_job_terminal_continuation", "present_work_result", "present_goal_plan"]) {
       assert.match(String((byName.get(name)?.["ui"] as Json | undefined)?.["resourceUri"]), /^ui:\/\/webcodex\/.+\.html$/, name);
     }
-    for (const name of ["read_job_continuation", "update_job_continuation"]) assert.deepEqual((byName.get(name)?.["ui"] as Json | undefined)?.["visibility"], ["app"], name);
+    for (const name of ["read_job_continuation", "update_job_continuation", "read_agent_continuation", "update_agent_continuation"]) assert.deepEqual((byName.get(name)?.["ui"] as Json | undefined)?.["visibility"], ["app"], name);
     const modelTools = await page.evaluate(() => (globalThis as never as { host: { modelToolNames(): string[] } }).host.modelToolNames());
-    assert.ok(!modelTools.includes("read_job_continuation") && !modelTools.includes("update_job_continuation"));
+    for (const helper of ["read_job_continuation", "update_job_continuation", "read_agent_continuation", "update_agent_continuation"]) assert.ok(!modelTools.includes(helper), helper);
     assert.ok(modelTools.includes("present_work_result"));
     const resources = (await page.evaluate(() => (globalThis as never as { host: { listResources(): Promise<Json[]> } }).host.listResources()));
-    assert.deepEqual(resources.map((r) => r["uri"]).sort(), ["ui://webcodex/goal-plan.html", "ui://webcodex/job-continuation.html", "ui://webcodex/work-result.html"]);
+    assert.deepEqual(resources.map((r) => r["uri"]).sort(), ["ui://webcodex/agent-continuation.html", "ui://webcodex/goal-plan.html", "ui://webcodex/job-continuation.html", "ui://webcodex/work-result.html"]);
     const [content] = await page.evaluate(() => (globalThis as never as { host: { readResource(u: string): Promise<Json[]> } }).host.readResource("ui://webcodex/work-result.html"));
     assert.equal(content?.["mimeType"], "text/html;profile=mcp-app");
     assert.deepEqual(((content?.["_meta"] as Json)["ui"] as Json)["csp"], { connectDomains: [], resourceDomains: [], frameDomains: [], baseUriDomains: [] });
@@ -131,6 +137,7 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     const started = await call("run_shell", { project: dev.project, command: "sleep 2; echo card-job-output", wait_ms: 0 });
     assert.equal(started.result["execution_state"], "pending");
     const jobId = String(started.result["job_id"]);
+    continuedJobId = jobId;
     const presented = await present("present_job_terminal_continuation", { project: dev.project, job_id: jobId }, "job");
     assert.equal(presented.isError, false, JSON.stringify(presented.result));
     assert.equal(presented.result["state"], "running");
@@ -179,6 +186,7 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     const before = (await messages()).length;
     const started = await call("run_shell", { project: dev.project, command: "sleep 1; echo second-job", wait_ms: 0 });
     const jobId = String(started.result["job_id"]);
+    uncertainJobId = jobId;
     await present("present_job_terminal_continuation", { project: dev.project, job_id: jobId }, "job_uncertain");
     await card("job_uncertain").getByTestId("dispatch").filter({ hasText: "uncertain" }).waitFor({ timeout: 20_000 });
     assert.equal((await messages()).length, before + 1);
@@ -191,6 +199,66 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.equal((await messages()).length, before + 1, "no second ui/message");
     const record = await call("read_job_continuation", { project: dev.project, job_id: jobId });
     assert.deepEqual([(record.result["continuation"] as Json)["fresh_turn"], (record.result["continuation"] as Json)["consumed"]], ["not_observed", false]);
+  });
+
+  it("present_agent_continuation: the card shows the Agent's pending events live, sends exactly one ui/message once an event arrives, and its call_runtime_tool follow-up run unchanged returns that event", async () => {
+    const created = await call("call_runtime_tool", { tool: "create_agent", arguments: { name: "card-lead" } });
+    assert.equal(created.isError, false, JSON.stringify(created.result));
+    const agentId = String(created.result["agent_id"]);
+    continuedAgentId = agentId;
+    const before = (await messages()).length;
+    const presented = await present("present_agent_continuation", { agent_continuation_ref: created.result["agent_continuation_ref"] }, "agent");
+    assert.equal(presented.isError, false, JSON.stringify(presented.result));
+    assert.deepEqual([presented.result["agent_id"], presented.result["pending_count"], presented.result["after_cursor"]], [agentId, 0, "0"]);
+    const c0 = presented.result["continuation"] as Json;
+    assert.deepEqual([c0["dispatch"], c0["fresh_turn"], c0["consumed"], c0["unattended_continuation"]], ["none", "not_observed", false, "unknown"]);
+    // The carried call is the Gateway wrapper, exactly as a Host runs it.
+    assert.deepEqual(c0["follow_up"], { follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_agent_events", arguments: { agent_id: agentId, after_cursor: "0" } } });
+    assert.match(presented.text, /End your turn now/);
+    await card("agent").getByTestId("pending-count").filter({ hasText: "0" }).waitFor({ timeout: 10_000 });
+    assert.equal((await messages()).length, before, "no message while nothing is pending");
+
+    // Work for this Agent arrives: a Task assigned to it appends task_assigned to its log.
+    const task = await call("call_runtime_tool", { tool: "create_agent_task", arguments: { project: dev.project, title: "Review <b>the</b> parser", instructions: "Look at src/app.ts.", assignee_agent_id: agentId, idempotency_key: "card-task-1" } });
+    assert.equal(task.isError, false, JSON.stringify(task.result));
+    await until("the agent card sent its ui/message", async () => (await messages()).length > before, 20_000, 100).catch(async (e: unknown) => {
+      throw new Error(`${String(e)}; the card shows: ${await card("agent").locator("#card").textContent()}`);
+    });
+    await card("agent").getByTestId("dispatch").filter({ hasText: "accepted" }).waitFor({ timeout: 10_000 });
+    assert.equal(await card("agent").getByTestId("pending-count").textContent(), "1");
+    assert.deepEqual(await card("agent").locator(".event").allTextContents(), [`task_assigned ${String(task.result["task_id"])}`]);
+    assert.equal(await card("agent").getByTestId("fresh-turn").textContent(), "not observed", "an accepted dispatch is not a fresh turn");
+    assert.equal(await card("agent").getByTestId("consumed").textContent(), "no");
+    await shot("agent", "agent-continuation-dispatched.png");
+    // Nothing else arrives: the card never re-sends (a fixed wait for "nothing happened").
+    await new Promise((r) => setTimeout(r, 2_500));
+    const sent = (await messages()).slice(before);
+    assert.equal(sent.length, 1, "exactly one ui/message");
+    const text = sent[0]?.content[0]?.text ?? "";
+    const followUp = JSON.parse(text.slice(text.lastIndexOf("\n") + 1)) as { tool: string; arguments: Json };
+    assert.deepEqual(followUp, { tool: "call_runtime_tool", arguments: { tool: "wait_for_agent_events", arguments: { agent_id: agentId, after_cursor: "0" } } });
+    const dispatched = await call("read_agent_continuation", { agent_id: agentId, endpoint_id: presented.result["endpoint_id"], expected_controller_generation: presented.result["controller_generation"], after_cursor: "0" });
+    assert.deepEqual([(dispatched.result["continuation"] as Json)["fresh_turn"], (dispatched.result["continuation"] as Json)["consumed"]], ["not_observed", false]);
+
+    // The Host's fresh turn runs the follow-up exactly as the card sent it.
+    const consumed = await call(followUp.tool, followUp.arguments);
+    assert.equal(consumed.isError, false, JSON.stringify(consumed.result));
+    assert.deepEqual((consumed.result["events"] as Json[]).map((e) => [e["kind"], e["task_id"]]), [["task_assigned", task.result["task_id"]]]);
+
+    const target = { agent_id: agentId, endpoint_id: presented.result["endpoint_id"], expected_controller_generation: presented.result["controller_generation"], after_cursor: "0" };
+    const record = await call("read_agent_continuation", target);
+    const c = record.result["continuation"] as Json;
+    assert.deepEqual([c["dispatch"], c["fresh_turn"], c["consumed"]], ["accepted", "observed", true]);
+    // A second claim is refused: an answered dispatch is never sent again.
+    const again = await call("update_agent_continuation", { ...target, step: "claim" });
+    assert.deepEqual([again.isError, again.result["detail_code"]], [true, "dispatch_already_claimed"]);
+    // The model cannot reach the card helpers through the gateway, nor present through it.
+    const viaGateway = await call("call_runtime_tool", { tool: "read_agent_continuation", arguments: target });
+    assert.deepEqual([viaGateway.isError, viaGateway.result["reason_code"], viaGateway.result["detail_code"]], [true, "presentation_tool_not_callable", "app_only"]);
+    // A later card starts after the delivered events: nothing pending, nothing dispatched.
+    const next = await call("present_agent_continuation", { agent_id: agentId, endpoint_id: presented.result["endpoint_id"], expected_controller_generation: presented.result["controller_generation"] });
+    assert.equal(next.isError, false, JSON.stringify(next.result));
+    assert.deepEqual([next.result["after_cursor"], next.result["pending_count"], (next.result["continuation"] as Json)["dispatch"]], ["1", 0, "none"]);
   });
 
   it("present_work_result shows the summary, changed files with +/- counts and pending Jobs, all as text: markup in names and titles never runs", async () => {
@@ -254,5 +322,28 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.match(text, /src\/app\.ts \(modified, \+2 -1\)/);
     const plan = await callTool(client, "present_goal_plan", { goal: "Ship it", steps: [{ title: "Review", state: "pending" }] });
     assert.deepEqual([plan.isError, plan.result["revision"]], [false, 1]);
+  });
+
+  it("the Job and Agent records' three facts are also in the audit: dispatch on the card helper's row, fresh turn and consume on the follow-up's row", async () => {
+    await context.close();
+    await dev.close();
+    stopped = true;
+    const db = await createPgliteDatabase(join(dev.dataDir, "postgres"));
+    let rows: Array<{ tool: string; summary: { continuation?: Array<{ subject: string; id: string; fact: string }> } }>;
+    try {
+      rows = (await db.query<{ tool: string; summary: never }>("SELECT tool, summary FROM audit.action_audit WHERE summary ? 'continuation' ORDER BY started_at, call_id")).rows;
+    } finally {
+      await db.close();
+    }
+    const factsOf = (subject: string, id: string) => rows.flatMap((r) => (r.summary.continuation ?? []).filter((f) => f.subject === subject && f.id === id).map((f) => `${r.tool}:${f.fact}`));
+    assert.deepEqual(factsOf("job", continuedJobId), [
+      "update_job_continuation:dispatch_claimed", "update_job_continuation:dispatch_accepted",
+      "wait_for_job_terminal:fresh_turn_observed", "wait_for_job_terminal:consumed",
+    ]);
+    assert.deepEqual(factsOf("job", uncertainJobId), ["update_job_continuation:dispatch_claimed", "update_job_continuation:dispatch_uncertain"]);
+    assert.deepEqual(factsOf("agent", continuedAgentId), [
+      "update_agent_continuation:dispatch_claimed", "update_agent_continuation:dispatch_accepted",
+      "wait_for_agent_events:fresh_turn_observed", "wait_for_agent_events:consumed",
+    ]);
   });
 });

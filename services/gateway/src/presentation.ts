@@ -6,14 +6,18 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
-import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, toolFailure, waitForJobFollowUp } from "@webcodex/contracts";
+import type { ContinuationFact, RefResolverService, RunnerBrokerService } from "@webcodex/proto";
+import { FailureStage, ReasonCode, toolFailure, waitForAgentEventsFollowUp, waitForJobFollowUp } from "@webcodex/contracts";
 import type { ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { failureFromWire } from "@webcodex/platform";
 
 type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
 type CallOptions = { signal: AbortSignal; headers: Record<string, string> };
 type Json = Record<string, unknown>;
+/** One continuation fact for the call's audit row. */
+export type ContinuationFactInit = Pick<ContinuationFact, "subject" | "id" | "fact">;
+/** Receives the continuation facts a presentation call established. */
+export type RecordFacts = (facts: ContinuationFactInit[]) => void;
 
 export interface PresentationDeps {
   refResolver: Client<typeof RefResolverService>;
@@ -52,7 +56,7 @@ function continuationView(project: string, jobId: string, res: { jobJson: string
 }
 
 export function createPresentation(deps: PresentationDeps) {
-  async function jobContinuation(args: Json, action: string, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
+  async function jobContinuation(args: Json, action: string, resolve: ResolveProject, options: CallOptions, facts: RecordFacts): Promise<Outcome> {
     const project = args["project"] as string;
     const jobId = args["job_id"] as string;
     const p = await resolve(project);
@@ -60,6 +64,7 @@ export function createPresentation(deps: PresentationDeps) {
     const res = await deps.broker.recordJobContinuation({ projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, jobId, action }, options);
     if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
     const view = continuationView(project, jobId, res, deps.policy);
+    if (res.applied && ["claim", "accepted", "rejected", "uncertain"].includes(action)) facts([{ subject: "job", id: jobId, fact: `dispatch_${action === "claim" ? "claimed" : action}` }]);
     if (action === "claim" && !res.applied) {
       // Someone already claimed (or answered) this dispatch: never send a second message.
       return {
@@ -71,6 +76,21 @@ export function createPresentation(deps: PresentationDeps) {
         }),
       };
     }
+    return { ok: true, result: view };
+  }
+
+  /** present_agent_continuation and its card helpers: the record lives with the Agent (ref-resolver). */
+  async function agentContinuation(def: ToolDefinition, args: Json, options: CallOptions, facts: RecordFacts): Promise<Outcome> {
+    const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, options);
+    if (res.continuationFacts.length > 0) facts(res.continuationFacts.map((f) => ({ subject: f.subject, id: f.id, fact: f.fact })));
+    if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
+    const view = JSON.parse(res.resultJson) as Json;
+    const c = view["continuation"] as Json;
+    view["continuation"] = {
+      ...c,
+      unattended_continuation: deps.policy.hostInteraction.unattendedContinuation,
+      follow_up: waitForAgentEventsFollowUp({ agent_id: view["agent_id"] as string }, view["after_cursor"] as string),
+    };
     return { ok: true, result: view };
   }
 
@@ -112,14 +132,18 @@ export function createPresentation(deps: PresentationDeps) {
 
   return {
     /** Runs a presentation tool or card helper; undefined for any other tool. */
-    run(def: ToolDefinition, args: Json, resolve: ResolveProject, options: CallOptions): Promise<Outcome> | undefined {
+    run(def: ToolDefinition, args: Json, resolve: ResolveProject, options: CallOptions, facts: RecordFacts): Promise<Outcome> | undefined {
       switch (def.name) {
         case "present_job_terminal_continuation":
-          return jobContinuation(args, "present", resolve, options);
+          return jobContinuation(args, "present", resolve, options, facts);
         case "read_job_continuation":
-          return jobContinuation(args, "read", resolve, options);
+          return jobContinuation(args, "read", resolve, options, facts);
         case "update_job_continuation":
-          return jobContinuation(args, args["step"] as string, resolve, options);
+          return jobContinuation(args, args["step"] as string, resolve, options, facts);
+        case "present_agent_continuation":
+        case "read_agent_continuation":
+        case "update_agent_continuation":
+          return agentContinuation(def, args, options, facts);
         case "present_work_result":
           return workResult(args, resolve, options);
         case "present_goal_plan":
@@ -139,6 +163,13 @@ export function presentationText(tool: string, args: Json, result: Json): string
       return `Job ${String(result["job_id"])} is ${String(result["state"])}${typeof result["exit_code"] === "number" ? ` (exit ${String(result["exit_code"])})` : ""}. ` +
         `When it ends, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
         "End your turn now; do not wait for the Job in this turn.";
+    }
+    case "present_agent_continuation": {
+      const c = result["continuation"] as Json;
+      const events = (result["pending_events"] as Json[]).map((e) => `- ${String(e["kind"])}${e["task_id"] ? ` (${String(e["task_id"])})` : ""}`);
+      return `Agent ${String(result["agent_id"])}: ${String(result["pending_count"])} pending event(s) after cursor ${String(result["after_cursor"])}${events.length > 0 ? `:\n${events.join("\n")}` : "."}\n` +
+        `When events are pending, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
+        "End your turn now; do not wait for events in this turn.";
     }
     case "present_work_result": {
       const files = (result["changed_files"] as Json[] | undefined) ?? [];
