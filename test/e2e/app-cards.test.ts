@@ -77,7 +77,12 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
   };
 
   before(async () => {
-    dev = await openDevProject({ "README.md": "# cards\n", "src/app.ts": "export const a = 1;\n" }, { name: "cards" });
+    dev = await openDevProject({
+      "README.md": "# cards\n", "src/app.ts": "export const a = 1;\n",
+      // A validator project_validate finds: node --test with one passing and one failing test.
+      "package.json": JSON.stringify({ name: "cards", private: true, scripts: { test: "node --test" } }),
+      "app.test.mjs": "import test from 'node:test';\nimport assert from 'node:assert';\ntest('adds', () => assert.equal(1 + 1, 2));\ntest('breaks', () => assert.equal(1, 2));\n",
+    }, { name: "cards" });
     // Uncommitted work for the review facts: one modified file and two new ones.
     writeFileSync(join(dev.projectDir, "src/app.ts"), "export const a = 2;\nexport const b = 3;\n");
     writeFileSync(join(dev.projectDir, "notes.md"), "one\ntwo\n");
@@ -261,16 +266,23 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.deepEqual([next.result["after_cursor"], next.result["pending_count"], (next.result["continuation"] as Json)["dispatch"]], ["1", 0, "none"]);
   });
 
-  it("present_work_result shows the summary, changed files with +/- counts and pending Jobs, all as text: markup in names and titles never runs", async () => {
+  it("present_work_result shows the summary, changed files with +/- counts, the latest validation result and pending Jobs, all as text: markup in names and titles never runs", async () => {
+    const session = await call("create_session", { project: dev.project, title: "cards" });
+    const validated = await call("call_runtime_tool", { tool: "project_validate", arguments: { project: dev.project, session_id: session.result["session_ref"], wait_ms: 30_000 } });
+    assert.equal(validated.result["status"], "failed", JSON.stringify(validated.result));
     const detached = await call("run_detached_process", { project: dev.project, args: ["sleep", "30"] });
-    const presented = await present("present_work_result", { project: dev.project, title: NASTY_TITLE, summary: "Bumped a, added b and notes." }, "work");
+    const presented = await present("present_work_result", { project: dev.project, title: NASTY_TITLE, summary: "Bumped a, added b and notes.", session_id: session.result["session_ref"] }, "work");
     assert.equal(presented.isError, false, JSON.stringify(presented.result));
     const files = presented.result["changed_files"] as Json[];
     assert.deepEqual(files.find((f) => f["path"] === "src/app.ts"), { path: "src/app.ts", status: "modified", added_lines: 2, removed_lines: 1 });
     assert.ok(files.some((f) => f["path"] === NASTY_FILE));
     assert.ok((presented.result["pending_jobs"] as Json[]).some((j) => j["job_id"] === detached.result["job_id"]));
+    const { at, ...latest } = presented.result["latest_validation"] as Json;
+    assert.deepEqual(latest, { tool: "project_validate", status: "failed", tests: { passed: 1, failed: 1, skipped: 0 }, session_id: session.result["session_id"] });
+    assert.ok(Date.parse(String(at)) > Date.now() - 120_000);
     // A Host without a renderer gets the same facts as text.
     assert.match(presented.text, /src\/app\.ts \(modified, \+2 -1\)/);
+    assert.match(presented.text, /Latest validation: failed \(project_validate\): tests 1 passed, 1 failed, 0 skipped/);
     const work = card("work");
     await work.getByTestId("title").waitFor({ timeout: 10_000 });
     assert.equal(await work.getByTestId("title").textContent(), NASTY_TITLE);
@@ -279,6 +291,8 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.ok(paths.includes("src/app.ts") && paths.includes(NASTY_FILE), paths.join(" | "));
     assert.match(await work.locator("#card").textContent() ?? "", /src\/app\.ts modified \+2 -1/);
     assert.match(await work.getByTestId("jobs").textContent() ?? "", new RegExp(`${String(detached.result["job_id"])}: running`));
+    assert.equal(await work.getByTestId("validation-status").textContent(), "failed");
+    assert.equal(await work.getByTestId("validation-counts").textContent(), "tests 1 passed, 1 failed, 0 skipped");
     assert.equal(await work.locator("img").count(), 0, "the file name's <img> is text, not an element");
     assert.equal(await work.locator("#card script").count(), 0, "the title's <script> is text, not an element");
     await new Promise((r) => setTimeout(r, 300));
@@ -320,6 +334,12 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     const text = (res.content as Array<{ type: string; text: string }>)[0]?.text ?? "";
     assert.match(text, /^Done\nBumped a\.\nChanged files:\n/);
     assert.match(text, /src\/app\.ts \(modified, \+2 -1\)/);
+    // Without session_id: the latest validation in any of the caller's Sessions on the Project.
+    assert.deepEqual([(facts["latest_validation"] as Json)["tool"], (facts["latest_validation"] as Json)["status"]], ["project_validate", "failed"]);
+    assert.match(text, /\nLatest validation: failed \(project_validate\)/);
+    // A session_id that is not the caller's Session fails like any unknown selector.
+    const badSession = await callTool(client, "present_work_result", { project: dev.project, title: "Done", summary: "x", session_id: "~s999" });
+    assert.deepEqual([badSession.isError, badSession.result["detail_code"]], [true, "session_not_found"]);
     const plan = await callTool(client, "present_goal_plan", { goal: "Ship it", steps: [{ title: "Review", state: "pending" }] });
     assert.deepEqual([plan.isError, plan.result["revision"]], [false, 1]);
   });

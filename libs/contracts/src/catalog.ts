@@ -634,12 +634,12 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "present_work_result",
     category: "presentation",
-    description: "Show a work result card: your summary, the changed files with +/- line counts, and the project's pending Jobs.",
+    description: "Show a work result card: your summary, the changed files with +/- line counts, the latest validation result and the project's pending Jobs.",
     inputSchema: object({ project, title: str(undefined, { minLength: 1 }), summary: str(), session_id: sessionId }, ["project", "title", "summary"]),
     effect: "presentation", risk: "low", authority: "project_read", execution: "gateway",
     direct: { rank: 22, reason: "Presentation" },
     appResource: "ui://webcodex/work-result.html",
-    resultFields: ["changed_files", "total_changed_files", "changes_unavailable", "pending_jobs", "pending_jobs_truncated"],
+    resultFields: ["changed_files", "total_changed_files", "changes_unavailable", "latest_validation", "pending_jobs", "pending_jobs_truncated"],
     implemented: true,
   },
   {

@@ -10,6 +10,7 @@ import type { ContinuationFact, RefResolverService, RunnerBrokerService } from "
 import { FailureStage, ReasonCode, toolFailure, waitForAgentEventsFollowUp, waitForJobFollowUp } from "@webcodex/contracts";
 import type { ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { failureFromWire } from "@webcodex/platform";
+import { validationView } from "./session-facts.js";
 
 type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
 type CallOptions = { signal: AbortSignal; headers: Record<string, string> };
@@ -97,10 +98,13 @@ export function createPresentation(deps: PresentationDeps) {
   async function workResult(args: Json, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
     const p = await resolve(args["project"] as string);
     if (!p.ok) return p;
-    const [changes, jobs] = await Promise.all([
+    const [changes, jobs, validation] = await Promise.all([
       deps.broker.dispatch({ callId: randomUUID(), projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, tool: "read_workspace_changes", argumentsJson: "{}" }, options),
       deps.broker.listProjectJobs({ projectCanonicalId: p.canonicalId }, options),
+      deps.refResolver.latestProjectValidation({ projectCanonicalId: p.canonicalId, sessionSelector: typeof args["session_id"] === "string" ? args["session_id"] : "" }, options),
     ]);
+    // A session_id that is not the caller's Session on this Project fails the call like any other selector.
+    if (validation.failure) return { ok: false, failure: failureFromWire(validation.failure) };
     const result: Json = {};
     if (changes.failure) {
       // No review facts (not a git repository, Runner away): say so; the card still shows the rest.
@@ -110,6 +114,11 @@ export function createPresentation(deps: PresentationDeps) {
       const files = (c.changes ?? []).slice(0, MAX_CARD_FILES).map((f) => ({ path: f["path"], status: f["status"], added_lines: f["added_lines"], removed_lines: f["removed_lines"] }));
       result["changed_files"] = files;
       if ((c.total_changes ?? files.length) > files.length) result["total_changed_files"] = c.total_changes;
+    }
+    // The latest validation result recorded in the caller's Sessions on this Project (or the given one).
+    if (validation.latest) {
+      const { seq: _seq, ...latest } = validationView(validation.latest);
+      result["latest_validation"] = { ...latest, session_id: validation.sessionId };
     }
     result["pending_jobs"] = jobs.jobs.map((j) => ({ job_id: j.jobId, state: j.state }));
     if (jobs.truncated) result["pending_jobs_truncated"] = true;
@@ -155,6 +164,14 @@ export function createPresentation(deps: PresentationDeps) {
   };
 }
 
+/** "failed (project_validate): tests 1 passed, 1 failed, 0 skipped; 1 error, 0 warnings". */
+export function validationLine(v: Json): string {
+  const t = v["tests"] as Json | undefined;
+  const d = v["diagnostics"] as Json | undefined;
+  const parts = [t ? `tests ${String(t["passed"])} passed, ${String(t["failed"])} failed, ${String(t["skipped"])} skipped` : "", d ? `${String(d["errors"])} errors, ${String(d["warnings"])} warnings` : ""].filter(Boolean);
+  return `${String(v["status"])} (${String(v["tool"])})${parts.length > 0 ? `: ${parts.join("; ")}` : ""}`;
+}
+
 /** The compact text a Host without a renderer shows for a presentation result. */
 export function presentationText(tool: string, args: Json, result: Json): string | undefined {
   switch (tool) {
@@ -175,7 +192,11 @@ export function presentationText(tool: string, args: Json, result: Json): string
       const files = (result["changed_files"] as Json[] | undefined) ?? [];
       const lines = files.map((f) => `- ${String(f["path"])} (${String(f["status"])}, +${String(f["added_lines"] ?? "?")} -${String(f["removed_lines"] ?? "?")})`);
       const jobs = (result["pending_jobs"] as Json[]).map((j) => `${String(j["job_id"])} ${String(j["state"])}`);
-      return [String(args["title"]), String(args["summary"]), files.length > 0 ? `Changed files:\n${lines.join("\n")}` : "No changed files.", jobs.length > 0 ? `Pending Jobs: ${jobs.join(", ")}` : ""].filter(Boolean).join("\n");
+      const v = result["latest_validation"] as Json | undefined;
+      return [
+        String(args["title"]), String(args["summary"]), files.length > 0 ? `Changed files:\n${lines.join("\n")}` : "No changed files.",
+        v ? `Latest validation: ${validationLine(v)}` : "", jobs.length > 0 ? `Pending Jobs: ${jobs.join(", ")}` : "",
+      ].filter(Boolean).join("\n");
     }
     case "present_goal_plan": {
       const steps = (args["steps"] as Json[]).map((s, i) => `${i + 1}. [${String(s["state"])}] ${String(s["title"])}`);

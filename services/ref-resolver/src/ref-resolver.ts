@@ -205,6 +205,14 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
       );
       return recorded.ok ? { recorded: recorded.recorded, seq: BigInt(recorded.seq), duplicate: recorded.duplicate, dropped: recorded.dropped } : failed(recorded.failure);
     },
+    async latestProjectValidation(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const r = await sessions.latestValidation(principal, { projectCanonicalId: req.projectCanonicalId, selector: req.sessionSelector });
+      if (!r.ok) return failed(r.failure);
+      if (!r.latest) return {};
+      const v = r.latest;
+      return { sessionId: v.sessionId, latest: { seq: BigInt(v.seq), tool: v.tool, atUnixMs: BigInt(v.atMs), validation: v.validation } };
+    },
     async readSessionHandoff(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
       const handoff = await sessions.handoff(principal, { selector: req.selector, maxRecentCalls: req.maxRecentCalls });
