@@ -126,16 +126,18 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.ok(modelTools.includes("present_work_result"));
     const resources = (await page.evaluate(() => (globalThis as never as { host: { listResources(): Promise<Json[]> } }).host.listResources()));
     assert.deepEqual(resources.map((r) => r["uri"]).sort(), ["ui://webcodex/agent-continuation.html", "ui://webcodex/goal-plan.html", "ui://webcodex/job-continuation.html", "ui://webcodex/work-result.html"]);
-    const [content] = await page.evaluate(() => (globalThis as never as { host: { readResource(u: string): Promise<Json[]> } }).host.readResource("ui://webcodex/work-result.html"));
-    assert.equal(content?.["mimeType"], "text/html;profile=mcp-app");
-    assert.deepEqual(((content?.["_meta"] as Json)["ui"] as Json)["csp"], { connectDomains: [], resourceDomains: [], frameDomains: [], baseUriDomains: [] });
-    const html = String(content?.["text"]);
-    const csp = /http-equiv="Content-Security-Policy" content="([^"]+)"/.exec(html)?.[1] ?? "";
-    assert.match(csp, /default-src 'none'/);
-    assert.match(csp, /script-src 'sha256-[A-Za-z0-9+/=]+'(;|$)/, "scripts only by hash: no remote or inline-by-default script");
-    assert.match(csp, /connect-src 'none'/);
-    assert.ok(!/<script[^>]+src=/.test(html) && !/<link[^>]+href=/.test(html), "no script or stylesheet is loaded from anywhere");
-    assert.equal(html.match(/<script>/g)?.length, 1, "one inline script, the bundled card");
+    for (const uri of resources.map((r) => String(r["uri"]))) {
+      const [content] = await page.evaluate((u) => (globalThis as never as { host: { readResource(u: string): Promise<Json[]> } }).host.readResource(u), uri);
+      assert.equal(content?.["mimeType"], "text/html;profile=mcp-app", uri);
+      assert.deepEqual(((content?.["_meta"] as Json)["ui"] as Json)["csp"], { connectDomains: [], resourceDomains: [], frameDomains: [], baseUriDomains: [] }, uri);
+      const html = String(content?.["text"]);
+      const csp = /http-equiv="Content-Security-Policy" content="([^"]+)"/.exec(html)?.[1] ?? "";
+      assert.match(csp, /default-src 'none'/, uri);
+      assert.match(csp, /script-src 'sha256-[A-Za-z0-9+/=]+'(;|$)/, `${uri}: scripts only by hash, no remote or inline-by-default script`);
+      assert.match(csp, /connect-src 'none'/, uri);
+      assert.ok(!/<script[^>]+src=/.test(html) && !/<link[^>]+href=/.test(html), `${uri}: no script or stylesheet is loaded from anywhere`);
+      assert.equal(html.match(/<script>/g)?.length, 1, `${uri}: one inline script, the bundled card`);
+    }
   });
 
   it("present_job_terminal_continuation on a sleep 2 Job: the card shows running, the Host gets exactly one ui/message after the Job ends, and its follow-up run unchanged returns the Job's output", async () => {
@@ -167,6 +169,12 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.equal(sent[0]?.role, "user");
     const text = sent[0]?.content[0]?.text ?? "";
     const followUp = JSON.parse(text.slice(text.lastIndexOf("\n") + 1)) as { tool: string; arguments: Json };
+    // The exact Gateway wrapper call (wait_for_job_terminal is a Gateway tool), as the tool result announced it.
+    assert.deepEqual(followUp, { tool: "call_runtime_tool", arguments: { tool: "wait_for_job_terminal", arguments: { project: dev.project, job_id: jobId } } });
+    const announced = (presented.result["continuation"] as Json)["follow_up"] as Json;
+    assert.deepEqual({ tool: announced["tool"], arguments: announced["arguments"] }, followUp);
+    const record0 = await call("read_job_continuation", { project: dev.project, job_id: jobId });
+    assert.deepEqual([(record0.result["continuation"] as Json)["dispatch"], (record0.result["continuation"] as Json)["fresh_turn"], (record0.result["continuation"] as Json)["consumed"]], ["accepted", "not_observed", false], "dispatch alone is neither a fresh turn nor a consume");
 
     // The Host's fresh turn runs the follow-up exactly as the card sent it.
     const consumed = await call(followUp.tool, followUp.arguments);
@@ -320,12 +328,14 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     const listed = (await client.listTools()).tools;
     assert.ok(Buffer.byteLength(JSON.stringify({ tools: listed })) <= 8192);
     assert.ok(listed.every((x) => x._meta === undefined && !x.name.startsWith("present_")), listed.map((x) => x.name).join(","));
-    assert.ok(!listed.some((x) => x.name === "read_job_continuation" || x.name === "update_job_continuation"));
+    assert.ok(!listed.some((x) => ["read_job_continuation", "update_job_continuation", "read_agent_continuation", "update_agent_continuation"].includes(x.name)));
     assert.deepEqual((await client.listResources()).resources, []);
     await assert.rejects(client.readResource({ uri: "ui://webcodex/job-continuation.html" }), /Resource not found/);
     const refused = await callTool(client, "read_job_continuation", { project: dev.project, job_id: "job_1" });
     assert.equal(refused.isError, true);
     assert.equal(refused.result["reason_code"], "tool_not_admitted");
+    const refusedAgent = await callTool(client, "update_agent_continuation", { agent_id: continuedAgentId, endpoint_id: "wc_ep_x", expected_controller_generation: 1, after_cursor: "0", step: "claim" });
+    assert.deepEqual([refusedAgent.isError, refusedAgent.result["reason_code"]], [true, "tool_not_admitted"]);
     // Without a renderer the same facts arrive as structured content and text.
     const res = await client.callTool({ name: "present_work_result", arguments: { project: dev.project, title: "Done", summary: "Bumped a." } });
     assert.notEqual(res.isError, true);
@@ -342,6 +352,17 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.deepEqual([badSession.isError, badSession.result["detail_code"]], [true, "session_not_found"]);
     const plan = await callTool(client, "present_goal_plan", { goal: "Ship it", steps: [{ title: "Review", state: "pending" }] });
     assert.deepEqual([plan.isError, plan.result["revision"]], [false, 1]);
+    // The continuation tools too: the Job's state and the continuation facts, as structured content and text.
+    const job = await client.callTool({ name: "present_job_terminal_continuation", arguments: { project: dev.project, job_id: continuedJobId } });
+    const jobFacts = job.structuredContent as Json;
+    assert.deepEqual([jobFacts["state"], jobFacts["exit_code"], (jobFacts["continuation"] as Json)["dispatch"], (jobFacts["continuation"] as Json)["fresh_turn"], (jobFacts["continuation"] as Json)["consumed"]], ["completed", 0, "accepted", "observed", true]);
+    assert.match((job.content as Array<{ text: string }>)[0]?.text ?? "", /^Job \S+ is completed \(exit 0\)\./);
+    const agent = await client.callTool({ name: "present_agent_continuation", arguments: { agent_id: continuedAgentId, endpoint_id: "wc_ep_unknown00000000000000000000000000", expected_controller_generation: 1 } });
+    assert.equal(agent.isError, true, "an Endpoint that is not the caller's is refused");
+    const created = await callTool(client, "call_runtime_tool", { tool: "create_agent", arguments: { name: "plain-host" } });
+    const plain = await client.callTool({ name: "present_agent_continuation", arguments: { agent_continuation_ref: created.result["agent_continuation_ref"] } });
+    assert.deepEqual([(plain.structuredContent as Json)["pending_count"], ((plain.structuredContent as Json)["continuation"] as Json)["dispatch"]], [0, "none"]);
+    assert.match((plain.content as Array<{ text: string }>)[0]?.text ?? "", /0 pending event\(s\) after cursor 0\./);
   });
 
   it("the Job and Agent records' three facts are also in the audit: dispatch on the card helper's row, fresh turn and consume on the follow-up's row", async () => {
