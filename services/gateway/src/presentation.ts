@@ -83,7 +83,7 @@ export function createPresentation(deps: PresentationDeps) {
   /** present_agent_continuation and its card helpers: the record lives with the Agent (ref-resolver). */
   async function agentContinuation(def: ToolDefinition, args: Json, options: CallOptions, facts: RecordFacts): Promise<Outcome> {
     const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, options);
-    if (res.continuationFacts.length > 0) facts(res.continuationFacts.map((f) => ({ subject: f.subject, id: f.id, fact: f.fact })));
+    if (res.continuationFacts?.length) facts(res.continuationFacts.map((f) => ({ subject: f.subject, id: f.id, fact: f.fact })));
     if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
     const view = JSON.parse(res.resultJson) as Json;
     const c = view["continuation"] as Json;
