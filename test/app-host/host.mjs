@@ -50,6 +50,10 @@ window.host = {
       if (window.host.failMessages) throw new Error("the Host could not deliver the message");
       return {};
     };
+    // Cards report their content size; the frame follows it, as a real Host does.
+    bridge.onsizechange = ({ height }) => {
+      if (typeof height === "number" && height > 0) frame.style.height = `${Math.ceil(height) + 2}px`;
+    };
     bridge.oninitialized = () => {
       void bridge.sendToolInput({ arguments: args });
       void bridge.sendToolResult(result);

@@ -36,12 +36,13 @@ describe("job continuation records", () => {
     assert.equal((await store.apply(key, "acme", "accepted")).record?.dispatch, "accepted");
     r = await store.get(key);
     assert.equal(r?.freshTurnAtMs, undefined, "an accepted dispatch is not a fresh turn");
-    await store.observeModelCall(project);
+    assert.deepEqual(await store.observeModelCall(project), ["job_a"], "the fresh turn names the Job it continued (for the audit row)");
     r = await store.get(key);
     assert.ok(r?.freshTurnAtMs !== undefined && r.consumedAtMs === undefined, "a fresh turn is not a consume");
     const firstTurn = r.freshTurnAtMs;
-    await store.observeConsume(key);
-    await store.observeModelCall(project);
+    assert.equal(await store.observeConsume(key), true);
+    assert.equal(await store.observeConsume(key), false, "consumed once");
+    assert.deepEqual(await store.observeModelCall(project), []);
     r = await store.get(key);
     assert.ok(r?.consumedAtMs !== undefined);
     assert.equal(r.freshTurnAtMs, firstTurn, "the fresh turn is recorded once");

@@ -6,6 +6,8 @@ import type { DevServer } from "./processes.js";
 
 export interface DevProject {
   readonly projectDir: string;
+  /** The server's data dir (its PGlite database is readable once the server stopped). */
+  readonly dataDir: string;
   readonly server: DevServer;
   readonly client: Client;
   /** The project's ref from list_projects. */
@@ -25,10 +27,11 @@ export interface DevProjectOptions {
 export async function openDevProject(files: Record<string, string>, options: DevProjectOptions): Promise<DevProject> {
   const projectDir = createProjectDir(files, { name: options.name });
   options.prepare?.(projectDir);
-  const server = await startDevServer({ projectDir, dataDir: tempDir("wcx-data-"), ...(options.env ? { env: options.env } : {}) });
+  const dataDir = tempDir("wcx-data-");
+  const server = await startDevServer({ projectDir, dataDir, ...(options.env ? { env: options.env } : {}) });
   const client = await connectMcp(server.mcpUrl, server.token);
   return {
-    projectDir, server, client,
+    projectDir, dataDir, server, client,
     project: await firstProjectRef(client),
     close: async () => {
       await client.close();

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 const root = fileURLToPath(new URL("../../services/gateway/", import.meta.url));
-const CARDS = { "job-continuation": "Job", "work-result": "Work result", "goal-plan": "Goal plan" };
+const CARDS = { "job-continuation": "Job", "agent-continuation": "Agent", "work-result": "Work result", "goal-plan": "Goal plan" };
 const STYLE = `
 :root { color-scheme: light dark; font: 14px/1.45 system-ui, sans-serif; }
 body { margin: 0; padding: 12px 14px; }

@@ -76,6 +76,9 @@ const execClamps = [
 
 /** A Job continuation card's facts: live state, then dispatch, fresh turn and consume. */
 const jobContinuationResult = ["job_id", "project", "state", "terminal", "exit_code", "outcome_unknown", "continuation"];
+const agentContinuationResult = ["agent_id", "endpoint_id", "controller_generation", "after_cursor", "pending_events", "pending_count", "continuation"];
+/** The explicit Endpoint tuple and the cursor a card's continuation waits after (card helpers keep the tuple, never a ref). */
+const agentCardTarget = { agent_id: str(), endpoint_id: str(), expected_controller_generation: int(undefined, { minimum: 1 }), after_cursor: str() };
 
 const definitions: readonly ToolDefinition[] = [
   // ── discovery ──
@@ -609,11 +612,13 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "present_agent_continuation",
     category: "presentation",
-    description: "Mount the agent continuation card in the Host. Pass agent_continuation_ref, or agent_id, endpoint_id and expected_controller_generation. Finish your turn normally afterwards.",
+    description: "Show your Agent's pending events in a card. When events are pending the card asks the Host for a fresh turn carrying the exact wait_for_agent_events call; it never sends twice. Pass agent_continuation_ref, or agent_id, endpoint_id and expected_controller_generation. End your turn normally after presenting.",
     inputSchema: object({ agent_continuation_ref: str(), agent_id: str(), endpoint_id: str(), expected_controller_generation: int(undefined, { minimum: 0 }) }),
-    effect: "presentation", risk: "low", authority: "principal", execution: "gateway",
+    effect: "presentation", risk: "low", authority: "principal", execution: "ref_resolver",
     direct: { rank: 20, reason: "Continuation" },
-    implemented: false,
+    appResource: "ui://webcodex/agent-continuation.html",
+    resultFields: agentContinuationResult,
+    implemented: true,
   },
   {
     name: "present_job_terminal_continuation",
@@ -629,12 +634,12 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "present_work_result",
     category: "presentation",
-    description: "Show a work result card: your summary, the changed files with +/- line counts, and the project's pending Jobs.",
+    description: "Show a work result card: your summary, the changed files with +/- line counts, the latest validation result and the project's pending Jobs.",
     inputSchema: object({ project, title: str(undefined, { minLength: 1 }), summary: str(), session_id: sessionId }, ["project", "title", "summary"]),
     effect: "presentation", risk: "low", authority: "project_read", execution: "gateway",
     direct: { rank: 22, reason: "Presentation" },
     appResource: "ui://webcodex/work-result.html",
-    resultFields: ["changed_files", "total_changed_files", "changes_unavailable", "pending_jobs", "pending_jobs_truncated"],
+    resultFields: ["changed_files", "total_changed_files", "changes_unavailable", "latest_validation", "pending_jobs", "pending_jobs_truncated"],
     implemented: true,
   },
   {
@@ -674,6 +679,26 @@ const definitions: readonly ToolDefinition[] = [
     effect: "durable_state", risk: "low", authority: "project_read", execution: "broker",
     appOnly: true,
     resultFields: jobContinuationResult,
+    implemented: true,
+  },
+  {
+    name: "read_agent_continuation",
+    category: "presentation",
+    description: "Card helper: the Agent's pending events after the card's cursor and the continuation facts.",
+    inputSchema: object(agentCardTarget, ["agent_id", "endpoint_id", "expected_controller_generation", "after_cursor"]),
+    effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
+    appOnly: true,
+    resultFields: agentContinuationResult,
+    implemented: true,
+  },
+  {
+    name: "update_agent_continuation",
+    category: "presentation",
+    description: "Card helper: claim the one continuation message before sending it, then record the Host's answer (accepted, rejected, or uncertain).",
+    inputSchema: object({ ...agentCardTarget, step: str(undefined, { enum: ["claim", "accepted", "rejected", "uncertain"] }) }, ["agent_id", "endpoint_id", "expected_controller_generation", "after_cursor", "step"]),
+    effect: "durable_state", risk: "low", authority: "principal", execution: "ref_resolver",
+    appOnly: true,
+    resultFields: agentContinuationResult,
     implemented: true,
   },
 ];

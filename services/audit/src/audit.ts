@@ -33,9 +33,30 @@ export interface ValidationAuditSummary {
   diagnostics: { errors: number; warnings: number };
 }
 
+/** `summary.continuation`: what followed a continuation card, one entry per fact this call established. */
+export interface ContinuationAuditFact {
+  subject: "job" | "agent";
+  id: string;
+  fact: string;
+}
+
 export interface ActionSummary {
   model_ergonomics: ModelErgonomicsSummary;
   validation?: ValidationAuditSummary;
+  continuation?: ContinuationAuditFact[];
+}
+
+const CONTINUATION_FACT = /^(dispatch_(claimed|accepted|rejected|uncertain)|fresh_turn_observed|consumed)$/;
+/** Job and Agent ids are short opaque words; anything else is never stored. */
+const CONTINUATION_ID = /^[A-Za-z0-9_.:-]{1,80}$/;
+
+/** The stored form of a record's continuation facts: known subjects and facts, opaque ids only, bounded. */
+export function continuationFacts(facts: ActionRecord["continuationFacts"]): ContinuationAuditFact[] | undefined {
+  const kept = facts
+    .filter((f) => (f.subject === "job" || f.subject === "agent") && CONTINUATION_ID.test(f.id) && CONTINUATION_FACT.test(f.fact))
+    .slice(0, 16)
+    .map((f) => ({ subject: f.subject as "job" | "agent", id: f.id, fact: f.fact }));
+  return kept.length > 0 ? kept : undefined;
 }
 
 const VALIDATION_STATUS = /^(passed|failed|error|unparsed)$/;
@@ -93,7 +114,7 @@ function rowValues(r: ActionRecord): unknown[] {
     clampInt(r.durationUs), JSON.stringify(stages),
     shape?.fingerprint ?? null, shape ? [...new Set(shape.leaves.filter((l) => HEX12.test(l)))].sort().slice(0, 64) : null,
     size ? clampInt(size.canonicalBytes) : null, size ? clampInt(size.projectedBytes) : null, size ? clampInt(size.projectedMetadataBytes) : null,
-    JSON.stringify(withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined)),
+    JSON.stringify(withContinuation(withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined), continuationFacts(r.continuationFacts))),
   ];
 }
 
@@ -160,6 +181,10 @@ function withValidation(summary: ActionSummary, validation: ValidationAuditSumma
   return validation ? { ...summary, validation } : summary;
 }
 
+function withContinuation(summary: ActionSummary, continuation: ContinuationAuditFact[] | undefined): ActionSummary {
+  return continuation ? { ...summary, continuation } : summary;
+}
+
 interface AuditRow {
   call_id: string; client_id: string; subject: string; tool: string; project_canonical_id: string | null; session_id: string | null;
   effect: string; outcome: string; reason_code: string | null; failure_stage: string | null; state_changed: boolean; outcome_unknown: boolean;
@@ -193,6 +218,7 @@ export function recordFromRow(row: AuditRow): MessageInitShape<typeof ActionReco
           },
         }
       : {}),
+    ...(summary.continuation ? { continuationFacts: summary.continuation } : {}),
   };
 }
 

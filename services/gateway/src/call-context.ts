@@ -9,6 +9,7 @@ import { provenNotSent, withSpan } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import type { AdmittedCatalog } from "./catalog-cache.js";
 import type { JobAttentionItem } from "./job-attention.js";
+import type { ContinuationFactInit } from "./presentation.js";
 
 /** A call's canonical outcome: the result the audit captures, or the structured failure. */
 export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
@@ -33,6 +34,8 @@ export interface CallContext {
   ranLiteral?: ToolDefinition | undefined;
   /** Ended Jobs of this caller and project the result may carry, and whose watch list they are on. */
   attention?: { key: string; items: JobAttentionItem[] } | undefined;
+  /** Continuation facts (Job or Agent) this call established, for its audit row. */
+  continuationFacts?: ContinuationFactInit[] | undefined;
 }
 
 export const now = () => performance.now();

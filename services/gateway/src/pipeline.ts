@@ -95,7 +95,7 @@ export function createPipeline(deps: PipelineDeps) {
   /** Runs a normalized call where its tool runs (a presentation tool the gateway composes first). */
   async function run(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
     if (def.category === "presentation") {
-      const presented = presentation.run(def, args, resolveFor(ctx), { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+      const presented = presentation.run(def, args, resolveFor(ctx), { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }, (facts) => (ctx.continuationFacts = facts));
       if (presented) return presented;
     }
     switch (def.execution) {
@@ -203,6 +203,7 @@ export function createPipeline(deps: PipelineDeps) {
     let projectCanonicalId = "";
     let sessionId = "";
     let jobAttention: CallContext["attention"];
+    let continuationFacts: CallContext["continuationFacts"];
     if (!admission.ok) {
       outcome = { ok: false, failure: admission.failure };
     } else {
@@ -228,6 +229,7 @@ export function createPipeline(deps: PipelineDeps) {
         projectCanonicalId = ctx.projectCanonicalId;
         sessionId = ctx.sessionId;
         jobAttention = ctx.attention;
+        continuationFacts = ctx.continuationFacts;
       }
     }
 
@@ -247,6 +249,7 @@ export function createPipeline(deps: PipelineDeps) {
     const record: ActionRecordInit = {
       ...captured,
       ...(validation ? { validation } : {}),
+      ...(continuationFacts ? { continuationFacts } : {}),
       durationUs: micros(t0),
       // A copy: the record stage's own time is not part of the record (batched records are serialized later).
       stageDurationsUs: { ...stages },

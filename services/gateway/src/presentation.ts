@@ -6,14 +6,19 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
-import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, toolFailure, waitForJobFollowUp } from "@webcodex/contracts";
+import type { ContinuationFact, RefResolverService, RunnerBrokerService } from "@webcodex/proto";
+import { FailureStage, ReasonCode, toolFailure, waitForAgentEventsFollowUp, waitForJobFollowUp } from "@webcodex/contracts";
 import type { ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { failureFromWire } from "@webcodex/platform";
+import { validationView } from "./session-facts.js";
 
 type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
 type CallOptions = { signal: AbortSignal; headers: Record<string, string> };
 type Json = Record<string, unknown>;
+/** One continuation fact for the call's audit row. */
+export type ContinuationFactInit = Pick<ContinuationFact, "subject" | "id" | "fact">;
+/** Receives the continuation facts a presentation call established. */
+export type RecordFacts = (facts: ContinuationFactInit[]) => void;
 
 export interface PresentationDeps {
   refResolver: Client<typeof RefResolverService>;
@@ -52,7 +57,7 @@ function continuationView(project: string, jobId: string, res: { jobJson: string
 }
 
 export function createPresentation(deps: PresentationDeps) {
-  async function jobContinuation(args: Json, action: string, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
+  async function jobContinuation(args: Json, action: string, resolve: ResolveProject, options: CallOptions, facts: RecordFacts): Promise<Outcome> {
     const project = args["project"] as string;
     const jobId = args["job_id"] as string;
     const p = await resolve(project);
@@ -60,6 +65,7 @@ export function createPresentation(deps: PresentationDeps) {
     const res = await deps.broker.recordJobContinuation({ projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, jobId, action }, options);
     if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
     const view = continuationView(project, jobId, res, deps.policy);
+    if (res.applied && ["claim", "accepted", "rejected", "uncertain"].includes(action)) facts([{ subject: "job", id: jobId, fact: `dispatch_${action === "claim" ? "claimed" : action}` }]);
     if (action === "claim" && !res.applied) {
       // Someone already claimed (or answered) this dispatch: never send a second message.
       return {
@@ -74,13 +80,31 @@ export function createPresentation(deps: PresentationDeps) {
     return { ok: true, result: view };
   }
 
+  /** present_agent_continuation and its card helpers: the record lives with the Agent (ref-resolver). */
+  async function agentContinuation(def: ToolDefinition, args: Json, options: CallOptions, facts: RecordFacts): Promise<Outcome> {
+    const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, options);
+    if (res.continuationFacts?.length) facts(res.continuationFacts.map((f) => ({ subject: f.subject, id: f.id, fact: f.fact })));
+    if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
+    const view = JSON.parse(res.resultJson) as Json;
+    const c = view["continuation"] as Json;
+    view["continuation"] = {
+      ...c,
+      unattended_continuation: deps.policy.hostInteraction.unattendedContinuation,
+      follow_up: waitForAgentEventsFollowUp({ agent_id: view["agent_id"] as string }, view["after_cursor"] as string),
+    };
+    return { ok: true, result: view };
+  }
+
   async function workResult(args: Json, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
     const p = await resolve(args["project"] as string);
     if (!p.ok) return p;
-    const [changes, jobs] = await Promise.all([
+    const [changes, jobs, validation] = await Promise.all([
       deps.broker.dispatch({ callId: randomUUID(), projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, tool: "read_workspace_changes", argumentsJson: "{}" }, options),
       deps.broker.listProjectJobs({ projectCanonicalId: p.canonicalId }, options),
+      deps.refResolver.latestProjectValidation({ projectCanonicalId: p.canonicalId, sessionSelector: typeof args["session_id"] === "string" ? args["session_id"] : "" }, options),
     ]);
+    // A session_id that is not the caller's Session on this Project fails the call like any other selector.
+    if (validation.failure) return { ok: false, failure: failureFromWire(validation.failure) };
     const result: Json = {};
     if (changes.failure) {
       // No review facts (not a git repository, Runner away): say so; the card still shows the rest.
@@ -90,6 +114,11 @@ export function createPresentation(deps: PresentationDeps) {
       const files = (c.changes ?? []).slice(0, MAX_CARD_FILES).map((f) => ({ path: f["path"], status: f["status"], added_lines: f["added_lines"], removed_lines: f["removed_lines"] }));
       result["changed_files"] = files;
       if ((c.total_changes ?? files.length) > files.length) result["total_changed_files"] = c.total_changes;
+    }
+    // The latest validation result recorded in the caller's Sessions on this Project (or the given one).
+    if (validation.latest) {
+      const { seq: _seq, ...latest } = validationView(validation.latest);
+      result["latest_validation"] = { ...latest, session_id: validation.sessionId };
     }
     result["pending_jobs"] = jobs.jobs.map((j) => ({ job_id: j.jobId, state: j.state }));
     if (jobs.truncated) result["pending_jobs_truncated"] = true;
@@ -112,14 +141,18 @@ export function createPresentation(deps: PresentationDeps) {
 
   return {
     /** Runs a presentation tool or card helper; undefined for any other tool. */
-    run(def: ToolDefinition, args: Json, resolve: ResolveProject, options: CallOptions): Promise<Outcome> | undefined {
+    run(def: ToolDefinition, args: Json, resolve: ResolveProject, options: CallOptions, facts: RecordFacts): Promise<Outcome> | undefined {
       switch (def.name) {
         case "present_job_terminal_continuation":
-          return jobContinuation(args, "present", resolve, options);
+          return jobContinuation(args, "present", resolve, options, facts);
         case "read_job_continuation":
-          return jobContinuation(args, "read", resolve, options);
+          return jobContinuation(args, "read", resolve, options, facts);
         case "update_job_continuation":
-          return jobContinuation(args, args["step"] as string, resolve, options);
+          return jobContinuation(args, args["step"] as string, resolve, options, facts);
+        case "present_agent_continuation":
+        case "read_agent_continuation":
+        case "update_agent_continuation":
+          return agentContinuation(def, args, options, facts);
         case "present_work_result":
           return workResult(args, resolve, options);
         case "present_goal_plan":
@@ -131,6 +164,14 @@ export function createPresentation(deps: PresentationDeps) {
   };
 }
 
+/** "failed (project_validate): tests 1 passed, 1 failed, 0 skipped; 1 error, 0 warnings". */
+export function validationLine(v: Json): string {
+  const t = v["tests"] as Json | undefined;
+  const d = v["diagnostics"] as Json | undefined;
+  const parts = [t ? `tests ${String(t["passed"])} passed, ${String(t["failed"])} failed, ${String(t["skipped"])} skipped` : "", d ? `${String(d["errors"])} errors, ${String(d["warnings"])} warnings` : ""].filter(Boolean);
+  return `${String(v["status"])} (${String(v["tool"])})${parts.length > 0 ? `: ${parts.join("; ")}` : ""}`;
+}
+
 /** The compact text a Host without a renderer shows for a presentation result. */
 export function presentationText(tool: string, args: Json, result: Json): string | undefined {
   switch (tool) {
@@ -140,11 +181,22 @@ export function presentationText(tool: string, args: Json, result: Json): string
         `When it ends, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
         "End your turn now; do not wait for the Job in this turn.";
     }
+    case "present_agent_continuation": {
+      const c = result["continuation"] as Json;
+      const events = (result["pending_events"] as Json[]).map((e) => `- ${String(e["kind"])}${e["task_id"] ? ` (${String(e["task_id"])})` : ""}`);
+      return `Agent ${String(result["agent_id"])}: ${String(result["pending_count"])} pending event(s) after cursor ${String(result["after_cursor"])}${events.length > 0 ? `:\n${events.join("\n")}` : "."}\n` +
+        `When events are pending, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
+        "End your turn now; do not wait for events in this turn.";
+    }
     case "present_work_result": {
       const files = (result["changed_files"] as Json[] | undefined) ?? [];
       const lines = files.map((f) => `- ${String(f["path"])} (${String(f["status"])}, +${String(f["added_lines"] ?? "?")} -${String(f["removed_lines"] ?? "?")})`);
       const jobs = (result["pending_jobs"] as Json[]).map((j) => `${String(j["job_id"])} ${String(j["state"])}`);
-      return [String(args["title"]), String(args["summary"]), files.length > 0 ? `Changed files:\n${lines.join("\n")}` : "No changed files.", jobs.length > 0 ? `Pending Jobs: ${jobs.join(", ")}` : ""].filter(Boolean).join("\n");
+      const v = result["latest_validation"] as Json | undefined;
+      return [
+        String(args["title"]), String(args["summary"]), files.length > 0 ? `Changed files:\n${lines.join("\n")}` : "No changed files.",
+        v ? `Latest validation: ${validationLine(v)}` : "", jobs.length > 0 ? `Pending Jobs: ${jobs.join(", ")}` : "",
+      ].filter(Boolean).join("\n");
     }
     case "present_goal_plan": {
       const steps = (args["steps"] as Json[]).map((s, i) => `${i + 1}. [${String(s["state"])}] ${String(s["title"])}`);

@@ -4,7 +4,7 @@
  * run's command summary and exit code — never contents), and the model-facing projection of
  * a handoff. Both are pure.
  */
-import type { SessionHandoff } from "@webcodex/proto";
+import type { SessionHandoff, ValidationRecap } from "@webcodex/proto";
 import { waitForJobFollowUp } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
 import type { Outcome } from "./call-context.js";
@@ -153,6 +153,14 @@ export function sessionCallFacts(def: ToolDefinition, outcome: Outcome, args: Re
 
 const iso = (ms: bigint) => new Date(Number(ms)).toISOString();
 
+/** One recorded validation result: tool, verdict and the non-zero counts (never messages or paths). */
+export function validationView(v: ValidationRecap): Record<string, unknown> {
+  const x = v.validation;
+  const tests = x && x.testsPassed + x.testsFailed + x.testsSkipped > 0 ? { tests: { passed: x.testsPassed, failed: x.testsFailed, skipped: x.testsSkipped } } : {};
+  const diagnostics = x && x.errors + x.warnings > 0 ? { diagnostics: { errors: x.errors, warnings: x.warnings } } : {};
+  return { seq: Number(v.seq), tool: v.tool, status: x?.status ?? "", ...tests, ...diagnostics, at: iso(v.atUnixMs) };
+}
+
 /**
  * The model-facing recap of a Session: what was read, changed and run, what is still
  * pending, and the latest calls, each list already bounded by the resolver. Both Session
@@ -199,12 +207,7 @@ export function handoffView(h: SessionHandoff): Record<string, unknown> {
   view["tools"] = h.callsByTool.map((t) => ({ tool: t.tool, calls: n(t.calls), ...(t.failed > 0n ? { failed: n(t.failed) } : {}) }));
   view["recent_calls"] = h.recentCalls.map((c) => ({ seq: n(c.seq), tool: c.tool, outcome: c.outcome, ...(c.reasonCode ? { reason_code: c.reasonCode } : {}), at: iso(c.atUnixMs) }));
   if (h.validations.length > 0) {
-    view["validations"] = h.validations.map((v) => {
-      const x = v.validation;
-      const tests = x && x.testsPassed + x.testsFailed + x.testsSkipped > 0 ? { tests: { passed: x.testsPassed, failed: x.testsFailed, skipped: x.testsSkipped } } : {};
-      const diagnostics = x && x.errors + x.warnings > 0 ? { diagnostics: { errors: x.errors, warnings: x.warnings } } : {};
-      return { seq: n(v.seq), tool: v.tool, status: x?.status ?? "", ...tests, ...diagnostics, at: iso(v.atUnixMs) };
-    });
+    view["validations"] = h.validations.map(validationView);
   }
   if (h.truncated) view["truncated"] = true;
   return view;

@@ -732,4 +732,42 @@ CREATE TABLE {{schema}}.goal_plans (
 );
 `,
   },
+  {
+    id: "0008_agent_continuations",
+    sql: `
+-- What followed an agent continuation card, as separate observations: one row per (owner,
+-- Endpoint generation, cursor the carried wait starts after). The one dispatch is claimed
+-- before it is sent and then answered (accepted, rejected, uncertain); nothing moves it back
+-- to none, so an uncertain dispatch is never re-sent. The fresh turn and the exact consume
+-- (wait_for_agent_events called with that cursor) are later, separate observations.
+CREATE TABLE {{schema}}.agent_continuations (
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  agent_id text NOT NULL,
+  endpoint_id text NOT NULL,
+  controller_generation bigint NOT NULL CHECK (controller_generation > 0),
+  after_cursor bigint NOT NULL CHECK (after_cursor >= 0),
+  dispatch text NOT NULL DEFAULT 'none' CHECK (dispatch IN ('none', 'claimed', 'accepted', 'rejected', 'uncertain')),
+  presented_at timestamptz NOT NULL DEFAULT now(),
+  dispatch_at timestamptz,
+  fresh_turn_at timestamptz,
+  consumed_at timestamptz,
+  PRIMARY KEY (client_id, subject, agent_id, endpoint_id, controller_generation, after_cursor),
+  CHECK ((dispatch = 'none') = (dispatch_at IS NULL)),
+  CHECK (fresh_turn_at IS NULL OR dispatch = 'accepted'),
+  CHECK (consumed_at IS NULL OR dispatch <> 'none')
+);
+CREATE INDEX agent_continuations_awaiting_turn ON {{schema}}.agent_continuations (client_id, subject) WHERE dispatch = 'accepted' AND fresh_turn_at IS NULL;
+
+-- Per owner and Agent, the furthest cursor wait_for_agent_events has delivered events up to:
+-- a card's pending events are the ones after it. Only rises.
+CREATE TABLE {{schema}}.agent_event_reads (
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  agent_id text NOT NULL,
+  delivered_cursor bigint NOT NULL CHECK (delivered_cursor >= 0),
+  PRIMARY KEY (client_id, subject, agent_id)
+);
+`,
+  },
 ];

@@ -11,6 +11,7 @@ import { failureToWire, principalFromHeaders, runMigrations } from "@webcodex/pl
 import type { Database } from "@webcodex/platform";
 import { isCanonicalIdPart } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
+import { createAgentContinuations } from "./agents/agent-continuations.js";
 import { createAgentStore } from "./agents/agent-store.js";
 import type { AgentContinuation } from "./agents/agent-store.js";
 import { createAgentTasks } from "./agents/agent-tasks.js";
@@ -107,6 +108,7 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
   const projects = createProjectStore(deps.db, deps.liveCacheTtlMs !== undefined ? { liveCacheTtlMs: deps.liveCacheTtlMs } : {});
   const sessions = createSessionStore(deps.db, projects, deps.maxCallsPerSession !== undefined ? { maxCallsPerSession: deps.maxCallsPerSession } : {});
   const agents = createAgentStore(deps.db);
+  const agentContinuations = createAgentContinuations({ db: deps.db, agents });
   const agentTasks = createAgentTasks({ db: deps.db, projects, fences: deps.taskFences ?? createMemoryTaskFenceCounter(), bus: deps.agentEvents ?? createAgentEventBus() });
   const validAddress = (clientId: string, projectId: string) => {
     if (!isCanonicalIdPart(clientId) || !isCanonicalIdPart(projectId)) throw new ConnectError("invalid client_id or project_id", Code.InvalidArgument);
@@ -203,6 +205,14 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
       );
       return recorded.ok ? { recorded: recorded.recorded, seq: BigInt(recorded.seq), duplicate: recorded.duplicate, dropped: recorded.dropped } : failed(recorded.failure);
     },
+    async latestProjectValidation(req, ctx) {
+      const principal = principalFromHeaders(ctx.requestHeader);
+      const r = await sessions.latestValidation(principal, { projectCanonicalId: req.projectCanonicalId, selector: req.sessionSelector });
+      if (!r.ok) return failed(r.failure);
+      if (!r.latest) return {};
+      const v = r.latest;
+      return { sessionId: v.sessionId, latest: { seq: BigInt(v.seq), tool: v.tool, atUnixMs: BigInt(v.atMs), validation: v.validation } };
+    },
     async readSessionHandoff(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
       const handoff = await sessions.handoff(principal, { selector: req.selector, maxRecentCalls: req.maxRecentCalls });
@@ -248,9 +258,17 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
         throw new ConnectError("arguments_json is not JSON", Code.InvalidArgument);
       }
       if (!args || typeof args !== "object" || Array.isArray(args)) throw new ConnectError("arguments_json must be an object", Code.InvalidArgument);
-      const r = await agentTasks.call(principal, req.tool, args as Record<string, unknown>, ctx.signal);
-      if (!r.ok) return failed(r.failure);
-      return { resultJson: JSON.stringify(r.value.result), projectCanonicalId: r.value.projectCanonicalId ?? "" };
+      const input = args as Record<string, unknown>;
+      if (agentContinuations.isContinuationTool(req.tool)) {
+        const c = await agentContinuations.call(principal, req.tool, input);
+        return c.ok ? { resultJson: JSON.stringify(c.result), continuationFacts: c.facts } : failed(c.failure);
+      }
+      const r = await agentTasks.call(principal, req.tool, input, ctx.signal);
+      // Continuation facts (fresh turn, consume) are observations: one that cannot be recorded
+      // never fails the call it rides on.
+      const continuationFacts = await agentContinuations.observe(principal, req.tool, input, r.ok ? r.value.result : undefined).catch(() => []);
+      if (!r.ok) return { ...failed(r.failure), continuationFacts };
+      return { resultJson: JSON.stringify(r.value.result), projectCanonicalId: r.value.projectCanonicalId ?? "", continuationFacts };
     },
     async admitAttemptRef(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);

@@ -392,17 +392,26 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const def = toolDefinition(req.tool);
       if (!def) throw new ConnectError("unknown tool", Code.InvalidArgument);
       // Every Dispatch is a model call (card helpers use RecordJobContinuation): after an
-      // accepted continuation dispatch, the first one is the fresh turn.
-      if (deps.continuations) await deps.continuations.observeModelCall(req.projectCanonicalId).catch((error: unknown) => deps.logger.warn("fresh turn not recorded", { error }));
+      // accepted continuation dispatch, the first one is the fresh turn. The facts this call
+      // established go back to the gateway for the call's audit row.
+      const facts: Array<{ subject: string; id: string; fact: string }> = [];
+      if (deps.continuations) {
+        const fresh = await deps.continuations.observeModelCall(req.projectCanonicalId).catch((error: unknown) => (deps.logger.warn("fresh turn not recorded", { error }), [] as string[]));
+        for (const id of fresh) facts.push({ subject: "job", id, fact: "fresh_turn_observed" });
+      }
+      const withFacts = async <A extends object>(answer: Promise<A>) => ({ ...(await answer), continuationFacts: facts });
       if (desk && JOB_OBSERVE_TOOLS.has(req.tool)) {
         const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
         if (req.tool === "wait_for_job_terminal" && deps.continuations && typeof args["job_id"] === "string") {
-          await deps.continuations.observeConsume({ projectCanonicalId: req.projectCanonicalId, jobId: args["job_id"] }).catch((error: unknown) => deps.logger.warn("consume not recorded", { error }));
+          const jobId = args["job_id"];
+          if (await deps.continuations.observeConsume({ projectCanonicalId: req.projectCanonicalId, jobId }).catch((error: unknown) => (deps.logger.warn("consume not recorded", { error }), false))) {
+            facts.push({ subject: "job", id: jobId, fact: "consumed" });
+          }
         }
-        if (req.tool === "wait_for_job_terminal") return desk.wait(req.projectCanonicalId, args, ctx.signal, () => dispatchToHolder(req, def, ctx.signal));
-        return desk.observe(req.projectCanonicalId, args, ctx.signal, (jobIds) => dispatchToHolder({ ...req, argumentsJson: JSON.stringify({ ...args, job_ids: jobIds }) }, def, ctx.signal));
+        if (req.tool === "wait_for_job_terminal") return withFacts(desk.wait(req.projectCanonicalId, args, ctx.signal, () => dispatchToHolder(req, def, ctx.signal)));
+        return withFacts(desk.observe(req.projectCanonicalId, args, ctx.signal, (jobIds) => dispatchToHolder({ ...req, argumentsJson: JSON.stringify({ ...args, job_ids: jobIds }) }, def, ctx.signal)));
       }
-      return dispatchToHolder(req, def, ctx.signal);
+      return withFacts(dispatchToHolder(req, def, ctx.signal));
     },
 
     async recordJobContinuation(req, ctx) {

@@ -64,6 +64,7 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         if (def.category !== "agents") return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
         const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, options);
         ctx.projectCanonicalId = res.projectCanonicalId;
+        if (res.continuationFacts?.length) ctx.continuationFacts = res.continuationFacts;
         if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
         return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
       }

@@ -158,6 +158,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       ));
       if (res.answeredFallback && ctx.literal) ctx.ranLiteral = toolDefinition(ctx.literal.tool);
+      if (res.continuationFacts?.length) ctx.continuationFacts = res.continuationFacts;
       if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
       return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
     } catch (error) {

@@ -16,7 +16,7 @@ import {
   buildHandoffRecap, HANDOFF_BOUNDS, invalidSessionSelector, invalidTitle, newSessionId, parseSessionSelector, sessionClosed,
   sessionCallProblem, sessionNotFound, sessionProjectMismatch, sessionProjectUnavailable, titleProblem,
 } from "./session-model.js";
-import type { HandoffLists, HandoffRecap, SessionCallInput } from "./session-model.js";
+import type { HandoffLists, HandoffRecap, SessionCallInput, ValidationRecapRow } from "./session-model.js";
 
 export interface SessionRecord {
   sessionId: string;
@@ -211,6 +211,36 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
     },
 
     /** The bounded recap of what the Session did. Needs authority and Project visibility, not an open Session. */
+    /**
+     * The latest validation result recorded for the caller on a Project: in one Session (the
+     * selector, which must be on that Project), or else in any of the caller's Sessions on it.
+     */
+    async latestValidation(principal: Principal, input: { projectCanonicalId: string; selector: string }): Promise<SessionResult<{ latest?: ValidationRecapRow & { sessionId: string } }>> {
+      let sessionId: string | undefined;
+      if (input.selector !== "") {
+        const found = await resolve(principal, { selector: input.selector, projectCanonicalId: input.projectCanonicalId });
+        if (!found.ok) return found;
+        sessionId = found.session.sessionId;
+      }
+      const r = await db.query<{ session_id: string; seq: string; tool: string; status: string; passed: number; failed: number; skipped: number; errors: number; warnings: number; recorded_at: Date | string }>(
+        `SELECT c.session_id, c.seq, c.tool, c.validation_status AS status, c.validation_tests_passed AS passed, c.validation_tests_failed AS failed,
+                c.validation_tests_skipped AS skipped, c.validation_errors AS errors, c.validation_warnings AS warnings, c.recorded_at
+         FROM ${schema}.session_calls c JOIN ${schema}.sessions s ON s.session_id = c.session_id
+         WHERE s.client_id = $1 AND s.subject = $2 AND s.project_canonical_id = $3 AND ($4::text IS NULL OR c.session_id = $4) AND c.validation_status IS NOT NULL
+         ORDER BY c.recorded_at DESC, c.seq DESC LIMIT 1`,
+        [principal.clientId, principal.subject, input.projectCanonicalId, sessionId ?? null],
+      );
+      const v = r.rows[0];
+      if (!v) return { ok: true };
+      return {
+        ok: true,
+        latest: {
+          sessionId: v.session_id, seq: Number(v.seq), tool: v.tool, atMs: new Date(v.recorded_at).getTime(),
+          validation: { status: v.status, testsPassed: v.passed, testsFailed: v.failed, testsSkipped: v.skipped, errors: v.errors, warnings: v.warnings },
+        },
+      };
+    },
+
     async handoff(principal: Principal, input: { selector: string; maxRecentCalls?: number }): Promise<SessionResult<ResolvedSession & { recap: HandoffRecap; lists: HandoffLists }>> {
       const found = await authorized(principal, input.selector);
       if (!found.ok) return found;

@@ -30,10 +30,10 @@ export interface JobContinuationStore {
   /** Applies an action; `applied` is false when the record's state refuses it (a second claim, a receipt without a claim). */
   apply(key: JobKey, clientId: string, action: ContinuationAction): Promise<{ applied: boolean; record: JobContinuationRecord | undefined }>;
   get(key: JobKey): Promise<JobContinuationRecord | undefined>;
-  /** A model call reached the Project: marks the fresh turn of accepted dispatches that lack one. Cheap when none is waiting. */
-  observeModelCall(projectCanonicalId: string): Promise<void>;
-  /** wait_for_job_terminal ran for the Job: marks the consume of a dispatched continuation once. */
-  observeConsume(key: JobKey): Promise<void>;
+  /** A model call reached the Project: marks the fresh turn of accepted dispatches that lack one, and returns their Job ids. Cheap when none is waiting. */
+  observeModelCall(projectCanonicalId: string): Promise<string[]>;
+  /** wait_for_job_terminal ran for the Job: marks the consume of a dispatched continuation once; true when this call marked it. */
+  observeConsume(key: JobKey): Promise<boolean>;
 }
 
 interface Row {
@@ -99,15 +99,20 @@ export function createJobContinuationStore(o: { db: Queryable; schema?: string }
     },
     async observeModelCall(projectCanonicalId) {
       await seed();
-      if (!awaiting.has(projectCanonicalId)) return;
+      if (!awaiting.has(projectCanonicalId)) return [];
       awaiting.delete(projectCanonicalId);
-      await o.db.query(`UPDATE ${s}.job_continuations SET fresh_turn_at = now() WHERE project_canonical_id = $1 AND dispatch = 'accepted' AND fresh_turn_at IS NULL`, [projectCanonicalId]);
+      const marked = await o.db.query<{ job_id: string }>(
+        `UPDATE ${s}.job_continuations SET fresh_turn_at = now() WHERE project_canonical_id = $1 AND dispatch = 'accepted' AND fresh_turn_at IS NULL RETURNING job_id`,
+        [projectCanonicalId],
+      );
+      return marked.rows.map((r) => r.job_id);
     },
     async observeConsume(key) {
-      await o.db.query(
+      const marked = await o.db.query(
         `UPDATE ${s}.job_continuations SET consumed_at = now() WHERE project_canonical_id = $1 AND job_id = $2 AND dispatch <> 'none' AND consumed_at IS NULL`,
         [key.projectCanonicalId, key.jobId],
       );
+      return (marked.rowCount ?? 0) > 0;
     },
   };
 }

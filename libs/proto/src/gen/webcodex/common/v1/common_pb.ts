@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/common/v1/common.proto.
  */
 export const file_webcodex_common_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJjb2RleC9jb21tb24vdjEvY29tbW9uLnByb3RvEhJ3ZWJjb2RleC5jb21tb24udjEiLwoJUHJpbmNpcGFsEhEKCWNsaWVudF9pZBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJIpcBCg1Eb21haW5GYWlsdXJlEhMKC3JlYXNvbl9jb2RlGAEgASgJEhUKDWZhaWx1cmVfc3RhZ2UYAiABKAkSEwoLZGV0YWlsX2NvZGUYAyABKAkSFQoNc3RhdGVfY2hhbmdlZBgEIAEoCBIXCg9vdXRjb21lX3Vua25vd24YBSABKAgSFQoNZXZpZGVuY2VfanNvbhgGIAEoCWIGcHJvdG8z");
+  fileDesc("Ch93ZWJjb2RleC9jb21tb24vdjEvY29tbW9uLnByb3RvEhJ3ZWJjb2RleC5jb21tb24udjEiLwoJUHJpbmNpcGFsEhEKCWNsaWVudF9pZBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJIpcBCg1Eb21haW5GYWlsdXJlEhMKC3JlYXNvbl9jb2RlGAEgASgJEhUKDWZhaWx1cmVfc3RhZ2UYAiABKAkSEwoLZGV0YWlsX2NvZGUYAyABKAkSFQoNc3RhdGVfY2hhbmdlZBgEIAEoCBIXCg9vdXRjb21lX3Vua25vd24YBSABKAgSFQoNZXZpZGVuY2VfanNvbhgGIAEoCSI9ChBDb250aW51YXRpb25GYWN0Eg8KB3N1YmplY3QYASABKAkSCgoCaWQYAiABKAkSDAoEZmFjdBgDIAEoCWIGcHJvdG8z");
 
 /**
  * Principal is the authenticated caller every service re-checks. It travels in
@@ -88,4 +88,43 @@ export type DomainFailure = Message<"webcodex.common.v1.DomainFailure"> & {
  */
 export const DomainFailureSchema: GenMessage<DomainFailure> = /*@__PURE__*/
   messageDesc(file_webcodex_common_v1_common, 1);
+
+/**
+ * ContinuationFact is one observation of what followed a continuation card: the message
+ * dispatch (claimed, then accepted, rejected or uncertain), the fresh model turn after an
+ * accepted dispatch, and the exact consume of the carried wait call. Each is recorded on the
+ * call that observed it (the Job or Agent record, and that call's audit row).
+ *
+ * @generated from message webcodex.common.v1.ContinuationFact
+ */
+export type ContinuationFact = Message<"webcodex.common.v1.ContinuationFact"> & {
+  /**
+   * "job" or "agent".
+   *
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * The Job id or the Agent id.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * dispatch_claimed, dispatch_accepted, dispatch_rejected, dispatch_uncertain,
+   * fresh_turn_observed or consumed.
+   *
+   * @generated from field: string fact = 3;
+   */
+  fact: string;
+};
+
+/**
+ * Describes the message webcodex.common.v1.ContinuationFact.
+ * Use `create(ContinuationFactSchema)` to create a new message.
+ */
+export const ContinuationFactSchema: GenMessage<ContinuationFact> = /*@__PURE__*/
+  messageDesc(file_webcodex_common_v1_common, 2);
 

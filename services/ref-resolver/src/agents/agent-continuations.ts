@@ -1,0 +1,195 @@
+/**
+ * Agent continuation records: what followed an agent continuation card, as separate
+ * observations (Postgres table `refs.agent_continuations`), one record per (owner, Endpoint
+ * generation, cursor the carried wait starts after):
+ * - dispatch: the card claims the one message before it sends it (none → claimed, once),
+ *   then records the Host's answer (accepted, rejected or uncertain). A claim without an
+ *   answer is itself uncertain delivery, and nothing moves a record back to none: an
+ *   uncertain dispatch is never re-sent;
+ * - fresh turn: the first agent tool call of the owner after an accepted dispatch;
+ * - consume: wait_for_agent_events called by the owner for the Agent with exactly that cursor.
+ * Accepted dispatch alone proves neither of the others.
+ *
+ * A card's pending events are the Agent's events after the furthest cursor
+ * wait_for_agent_events has delivered to the owner (`refs.agent_event_reads`).
+ */
+import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import type { ToolFailure } from "@webcodex/contracts";
+import type { Database, Principal } from "@webcodex/platform";
+import type { AgentContinuation, AgentStore } from "./agent-store.js";
+
+const schema = "refs";
+/** Pending events shown on a card at most; pending_count says how many there are. */
+export const CARD_EVENTS = 20;
+const CURSOR = /^(0|[1-9][0-9]{0,17})$/;
+
+export const AGENT_CONTINUATION_TOOLS = ["present_agent_continuation", "read_agent_continuation", "update_agent_continuation"] as const;
+export type ContinuationFact = { subject: "agent"; id: string; fact: string };
+type Json = Record<string, unknown>;
+type Outcome = { ok: true; result: Json; facts: ContinuationFact[] } | { ok: false; failure: ToolFailure };
+
+interface Row {
+  dispatch: string;
+  fresh_turn_at: Date | string | null;
+  consumed_at: Date | string | null;
+}
+
+const str = (args: Json, k: string): string => (typeof args[k] === "string" ? (args[k] as string) : "");
+const num = (args: Json, k: string): number => (typeof args[k] === "number" ? (args[k] as number) : 0);
+const iso = (v: unknown): string => (v instanceof Date ? v : new Date(String(v))).toISOString();
+
+const recordNotFound = (): ToolFailure =>
+  toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+    detail_code: "continuation_not_found",
+    message: "No agent continuation card was presented for this Endpoint generation and cursor.",
+  });
+
+export function createAgentContinuations(deps: { db: Database; agents: AgentStore }) {
+  const { db, agents } = deps;
+  /** Owners with an accepted dispatch and no fresh turn yet (per process; seeded from the table). */
+  const awaiting = new Set<string>();
+  const ownerKey = (p: Principal) => `${p.clientId}\u0000${p.subject}`;
+  let seeded: Promise<void> | undefined;
+  const seed = () =>
+    (seeded ??= db
+      .query<{ client_id: string; subject: string }>(`SELECT DISTINCT client_id, subject FROM ${schema}.agent_continuations WHERE dispatch = 'accepted' AND fresh_turn_at IS NULL`)
+      .then((r) => r.rows.forEach((x) => awaiting.add(`${x.client_id}\u0000${x.subject}`)))
+      .catch(() => {
+        seeded = undefined;
+      }));
+
+  const keyOf = (p: Principal, c: AgentContinuation, cursor: string) => [p.clientId, p.subject, c.agentId, c.endpointId, c.controllerGeneration, cursor];
+  const where = "client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4 AND controller_generation = $5 AND after_cursor = $6";
+
+  async function view(p: Principal, c: AgentContinuation, cursor: string): Promise<Outcome> {
+    const rec = (await db.query<Row>(`SELECT dispatch, fresh_turn_at, consumed_at FROM ${schema}.agent_continuations WHERE ${where}`, keyOf(p, c, cursor))).rows[0];
+    if (!rec) return { ok: false, failure: recordNotFound() };
+    const [events, agent] = await Promise.all([
+      db.query<{ seq: string; kind: string; task_id: string | null; attempt_id: string | null; at: Date | string }>(
+        `SELECT seq, kind, task_id, attempt_id, at FROM ${schema}.agent_events WHERE agent_id = $1 AND seq > $2 ORDER BY seq LIMIT ${CARD_EVENTS}`,
+        [c.agentId, cursor],
+      ),
+      db.query<{ last_event_seq: string }>(`SELECT last_event_seq FROM ${schema}.agents WHERE agent_id = $1`, [c.agentId]),
+    ]);
+    const last = BigInt(agent.rows[0]?.last_event_seq ?? cursor);
+    return {
+      ok: true,
+      facts: [],
+      result: {
+        agent_id: c.agentId,
+        endpoint_id: c.endpointId,
+        controller_generation: c.controllerGeneration,
+        after_cursor: cursor,
+        pending_events: events.rows.map((e) => ({ event_id: `${c.agentId}:${e.seq}`, kind: e.kind, ...(e.task_id ? { task_id: e.task_id } : {}), ...(e.attempt_id ? { attempt_id: e.attempt_id } : {}), at: iso(e.at) })),
+        pending_count: Number(last > BigInt(cursor) ? last - BigInt(cursor) : 0n),
+        continuation: {
+          dispatch: rec.dispatch,
+          fresh_turn: rec.fresh_turn_at !== null ? "observed" : "not_observed",
+          consumed: rec.consumed_at !== null,
+        },
+      },
+    };
+  }
+
+  /** The card's explicit target: the current Endpoint generation of an Agent of this owner, and a cursor. */
+  async function cardTarget(p: Principal, args: Json): Promise<{ ok: true; c: AgentContinuation; cursor: string } | { ok: false; failure: ToolFailure }> {
+    const r = await agents.resolveContinuation(p, { ref: "", agentId: str(args, "agent_id"), endpointId: str(args, "endpoint_id"), expectedGeneration: num(args, "expected_controller_generation") });
+    if (!r.ok) return r;
+    const cursor = str(args, "after_cursor");
+    if (!CURSOR.test(cursor)) return { ok: false, failure: recordNotFound() };
+    return { ok: true, c: r.continuation, cursor };
+  }
+
+  async function present(p: Principal, args: Json): Promise<Outcome> {
+    const r = await agents.resolveContinuation(p, { ref: str(args, "agent_continuation_ref"), agentId: str(args, "agent_id"), endpointId: str(args, "endpoint_id"), expectedGeneration: num(args, "expected_controller_generation") });
+    if (!r.ok) return r;
+    const c = r.continuation;
+    const read = await db.query<{ delivered_cursor: string }>(`SELECT delivered_cursor FROM ${schema}.agent_event_reads WHERE client_id = $1 AND subject = $2 AND agent_id = $3`, [p.clientId, p.subject, c.agentId]);
+    const cursor = String(read.rows[0]?.delivered_cursor ?? "0");
+    await db.query(
+      `INSERT INTO ${schema}.agent_continuations (client_id, subject, agent_id, endpoint_id, controller_generation, after_cursor) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+      keyOf(p, c, cursor),
+    );
+    return view(p, c, cursor);
+  }
+
+  async function update(p: Principal, args: Json): Promise<Outcome> {
+    const t = await cardTarget(p, args);
+    if (!t.ok) return t;
+    const step = str(args, "step");
+    const sql = step === "claim"
+      ? `UPDATE ${schema}.agent_continuations SET dispatch = 'claimed', dispatch_at = now() WHERE ${where} AND dispatch = 'none'`
+      : `UPDATE ${schema}.agent_continuations SET dispatch = $7, dispatch_at = now() WHERE ${where} AND dispatch = 'claimed'`;
+    const res = await db.query(sql, step === "claim" ? keyOf(p, t.c, t.cursor) : [...keyOf(p, t.c, t.cursor), step]);
+    const applied = (res.rowCount ?? 0) > 0;
+    if (applied && step === "accepted") awaiting.add(ownerKey(p));
+    const v = await view(p, t.c, t.cursor);
+    if (!v.ok) return v;
+    if (step === "claim" && !applied) {
+      // Someone already claimed (or answered) this dispatch: never send a second message.
+      return {
+        ok: false,
+        failure: toolFailure(ReasonCode.invalidValue, FailureStage.preflight, {
+          detail_code: "dispatch_already_claimed",
+          evidence: { dispatch: (v.result["continuation"] as Json)["dispatch"] as string },
+          message: "This continuation was already dispatched (or its delivery is uncertain); it is never sent twice.",
+        }),
+      };
+    }
+    return { ...v, facts: applied ? [{ subject: "agent", id: t.c.agentId, fact: step === "claim" ? "dispatch_claimed" : `dispatch_${step}` }] : [] };
+  }
+
+  return {
+    isContinuationTool: (tool: string) => (AGENT_CONTINUATION_TOOLS as readonly string[]).includes(tool),
+
+    /** Runs present_agent_continuation or a card helper. */
+    async call(p: Principal, tool: string, args: Json): Promise<Outcome> {
+      if (tool === "present_agent_continuation") return present(p, args);
+      if (tool === "update_agent_continuation") return update(p, args);
+      const t = await cardTarget(p, args);
+      return t.ok ? view(p, t.c, t.cursor) : t;
+    },
+
+    /**
+     * An agent tool call of this owner ran: the first one after an accepted dispatch is the
+     * fresh turn; a successful wait_for_agent_events consumes the dispatched continuation with
+     * exactly its cursor and moves the delivered cursor on. Returns the facts it recorded.
+     */
+    async observe(p: Principal, tool: string, args: Json, result: Json | undefined): Promise<ContinuationFact[]> {
+      const facts: ContinuationFact[] = [];
+      await seed();
+      if (awaiting.has(ownerKey(p))) {
+        awaiting.delete(ownerKey(p));
+        const marked = await db.query<{ agent_id: string }>(
+          `UPDATE ${schema}.agent_continuations SET fresh_turn_at = now() WHERE client_id = $1 AND subject = $2 AND dispatch = 'accepted' AND fresh_turn_at IS NULL RETURNING agent_id`,
+          [p.clientId, p.subject],
+        );
+        for (const r of marked.rows) facts.push({ subject: "agent", id: r.agent_id, fact: "fresh_turn_observed" });
+      }
+      if (tool !== "wait_for_agent_events" || result === undefined) return facts;
+      let agentId = str(args, "agent_id");
+      if (agentId === "") {
+        const r = await agents.resolveContinuation(p, { ref: str(args, "agent_continuation_ref"), agentId: "", endpointId: "", expectedGeneration: 0 });
+        if (!r.ok) return facts;
+        agentId = r.continuation.agentId;
+      }
+      const after = args["after_cursor"] === undefined ? "0" : str(args, "after_cursor");
+      const consumed = await db.query(
+        `UPDATE ${schema}.agent_continuations SET consumed_at = now() WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND after_cursor = $4 AND dispatch <> 'none' AND consumed_at IS NULL`,
+        [p.clientId, p.subject, agentId, after],
+      );
+      if ((consumed.rowCount ?? 0) > 0) facts.push({ subject: "agent", id: agentId, fact: "consumed" });
+      const cursor = result["cursor"];
+      if (typeof cursor === "string" && CURSOR.test(cursor) && cursor !== after) {
+        await db.query(
+          `INSERT INTO ${schema}.agent_event_reads (client_id, subject, agent_id, delivered_cursor) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (client_id, subject, agent_id) DO UPDATE SET delivered_cursor = GREATEST(${schema}.agent_event_reads.delivered_cursor, EXCLUDED.delivered_cursor)`,
+          [p.clientId, p.subject, agentId, cursor],
+        );
+      }
+      return facts;
+    },
+  };
+}
+
+export type AgentContinuations = ReturnType<typeof createAgentContinuations>;
