@@ -273,7 +273,7 @@ const definitions: readonly ToolDefinition[] = [
     direct: { rank: 3, reason: "CoreWorkflow" },
     projectSuccess: compactEdit,
     implemented: true,
-    resultFields: ["changed", "paths", "change_summary", "files", "dry_run", "execution_state"],
+    resultFields: ["changed", "paths", "change_summary", "files", "dry_run", "execution_state", "undo"],
     requiredCapabilities: (args) => {
       const changes = Array.isArray(args["changes"]) ? (args["changes"] as Array<Record<string, unknown>>) : [];
       const bulk = changes.some((c) => Array.isArray(c["edits"]) && (c["edits"] as Array<Record<string, unknown>>).some((e) => e["expected_match_count"] !== undefined));

@@ -11,7 +11,7 @@ export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, R
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess, compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./projection.js";
-export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, readAgentTaskFollowUp, listAgentTasksFollowUp, waitForAgentEventsFollowUp, createSessionFollowUp, waitForProjectFollowUp, followUpTarget, GATEWAY_WRAPPER } from "./follow-up.js";
+export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, readAgentTaskFollowUp, listAgentTasksFollowUp, waitForAgentEventsFollowUp, createSessionFollowUp, waitForProjectFollowUp, undoEditFollowUp, followUpTarget, GATEWAY_WRAPPER } from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { reasonCodeTable, failureFollowUpBuilder } from "./reason-codes.js";
 export type { ReasonCodeRow, RetryPosture, FollowUpBuilderName } from "./reason-codes.js";
