@@ -1,6 +1,7 @@
 // Public surface of @webcodex/contracts: pure TypeScript, no I/O.
 // For services and the gateway:
-export { toolDefinitions, toolDefinition } from "./catalog.js";
+export { toolDefinitions, toolDefinition, clampRule, toolLimit } from "./catalog.js";
+export { renderLimitText, clampText } from "./limit-text.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
 export {

@@ -4,11 +4,11 @@
  * edits are checked for overlap, and the output is assembled from slices in one pass. Matching
  * is byte-exact (`Buffer.indexOf`), so `$&`, `$1`, CRLF and invalid UTF-8 need no special care.
  */
-import { FailureStage, ReasonCode, fail } from "@webcodex/contracts";
+import { FailureStage, ReasonCode, fail, toolLimit } from "@webcodex/contracts";
 import { charStart, LineIndex } from "./text-bytes.js";
 import type { MatchRange, ReplaceExactEdit } from "./types.js";
 
-export const MAX_EXPECTED_MATCH_COUNT = 1024;
+export const MAX_EXPECTED_MATCH_COUNT = toolLimit("edit_project_files", "max_expected_match_count");
 /** Line numbers and ranges listed in evidence or dry-run reports are bounded to this many. */
 export const MAX_LISTED_MATCHES = 50;
 

@@ -11,7 +11,7 @@
 import { closeSync, constants, fstatSync, readFileSync } from "node:fs";
 import { lstat, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure, toolLimit } from "@webcodex/contracts";
 import { createExclusive, entryExists, makeParents, removeDirs, siblingTempName, writeFileAtomic } from "./atomic-fs.js";
 import { describeRanges, planFileEdits, staleAnchors, type FilePlan } from "./edit-plan.js";
 import { journalSpecsFor, type EditJournal, type JournalTool, type JournalTransaction } from "./edit-journal.js";
@@ -504,7 +504,7 @@ function appliedReport(prepared: readonly EditPrepared[]): EditAppliedResult {
 }
 
 /** The inverse of one applied call is offered only while its changes fit in this many bytes (JSON). */
-export const UNDO_MAX_BYTES = 8 * 1024;
+export const UNDO_MAX_BYTES = toolLimit("edit_project_files", "undo_max_bytes");
 
 /**
  * The exact inverse of an applied transaction, as changes for one edit_project_files call
@@ -578,15 +578,15 @@ function inverseEdits(change: PreparedEdit): ReplaceExactEdit[] | undefined {
 }
 
 /** edits per change the edit_project_files schema accepts. */
-const MAX_EDITS_PER_CHANGE = 256;
+const MAX_EDITS_PER_CHANGE = toolLimit("edit_project_files", "max_edits_per_change");
 
 // ---------------------------------------------------------------- import_host_files
 
 /** Largest file one import may write, decoded. */
-export const IMPORT_MAX_FILE_BYTES = 4 * 1024 * 1024;
+export const IMPORT_MAX_FILE_BYTES = toolLimit("import_host_files", "max_file_bytes");
 /** Largest total one import call may write, decoded (a request body is at most 8 MiB). */
-export const IMPORT_MAX_CALL_BYTES = 6 * 1024 * 1024;
-const IMPORT_MAX_FILES = 64;
+export const IMPORT_MAX_CALL_BYTES = toolLimit("import_host_files", "max_call_bytes");
+const IMPORT_MAX_FILES = toolLimit("import_host_files", "max_files");
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 

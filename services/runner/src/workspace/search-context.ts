@@ -5,16 +5,16 @@
  * revision); the matching lines come from the same rg flags as search_project_texts, and
  * each is checked against the content read, so the revision is of exactly what was searched.
  */
-import { FailureStage, ReasonCode, ToolFailureError, fail } from "@webcodex/contracts";
+import { clampRule, FailureStage, ReasonCode, ToolFailureError, fail, toolLimit } from "@webcodex/contracts";
 import type { PathResolver } from "./path-policy.js";
 import { DEFAULT_READ_LIMITS, readFiles } from "./read-files.js";
 import { fileSetArgs, forEachLine, runRg, type RgCommand } from "./ripgrep.js";
 import type { SearchFileContextRequest, SearchFileContextResult, SearchMatch } from "./types.js";
 
 /** Most lines shown on either side of a match. */
-export const MAX_CONTEXT_LINES = 5;
-export const DEFAULT_FILE_CONTEXT_LINES = 3;
-export const DEFAULT_MAX_FILE_MATCHES = 20;
+export const MAX_CONTEXT_LINES = clampRule("search_file_context", "context_lines").ceiling;
+export const DEFAULT_FILE_CONTEXT_LINES = clampRule("search_file_context", "context_lines").default;
+export const DEFAULT_MAX_FILE_MATCHES = clampRule("search_file_context", "max_matches").default;
 /** Files larger than this are not read whole for context (file_too_large for search_file_context). */
 export const MAX_CONTEXT_FILE_BYTES = 4 * 1024 * 1024;
 /** A shown line (match or context) is cut to this many characters. */
@@ -65,9 +65,9 @@ function contextOf(lines: readonly string[], line: number, n: number): { before?
 }
 
 /** Files read whole to prove a search's matches against one revision, at most. */
-export const MAX_REVISION_FILES = 20;
+export const MAX_REVISION_FILES = toolLimit("search_project_texts", "revision_files");
 /** Larger files get no read_revision from a search (search_file_context or read_files give one). */
-export const MAX_REVISION_FILE_BYTES = 1024 * 1024;
+export const MAX_REVISION_FILE_BYTES = toolLimit("search_project_texts", "revision_file_bytes");
 
 export interface VerifyOptions {
   /** Lines of context to attach (0: none). */

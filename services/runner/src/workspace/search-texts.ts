@@ -5,14 +5,14 @@
  * stated as `total_is_lower_bound`. The kept
  * matches are the first max_results by (path, line), independent of rg's thread order.
  */
-import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { clampRule, FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { BoundedSmallest } from "./bounded-smallest.js";
 import type { PathResolver } from "./path-policy.js";
 import { fileSetArgs, forEachLine, resolveSearchTarget, runRg, type RgCommand } from "./ripgrep.js";
 import { checkContextLines, verifyMatches } from "./search-context.js";
 import type { SearchMatch, SearchProjectTextsRequest, SearchProjectTextsResult, SearchQuery, SearchQueryResult, SearchQuerySuccess } from "./types.js";
 
-export const DEFAULT_MAX_SEARCH_RESULTS = 100;
+export const DEFAULT_MAX_SEARCH_RESULTS = clampRule("search_project_texts", "queries.*.max_results").default;
 /** Match lines counted per query before rg is stopped and the total becomes a lower bound. */
 export const SEARCH_COUNT_CEILING = 100_000;
 /** Returned match text is cut to this many characters. */
