@@ -52,10 +52,35 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     for (const key of Object.keys(result)) assert.ok(declared.has(key), `${tool}: result field ${key} is declared in its ToolDefinition`);
   };
 
+  /**
+   * Every follow-up any result of this suite carries (at any depth: follow_up, undo, a
+   * handoff's pending Jobs), and whether a later call ran it exactly as returned (same name,
+   * same arguments). The last test runs the ones no test ran.
+   */
+  const received = new Map<string, { followUp: FollowUp; from: string; executed: boolean }>();
+  const collectFollowUps = (value: unknown, from: string): void => {
+    if (Array.isArray(value)) return value.forEach((v) => collectFollowUps(v, from));
+    if (typeof value !== "object" || value === null) return;
+    const v = value as Record<string, unknown>;
+    if (typeof v["follow_up_kind"] === "string" && typeof v["tool"] === "string" && typeof v["arguments"] === "object") {
+      const key = JSON.stringify([v["tool"], v["arguments"]]);
+      if (!received.has(key)) received.set(key, { followUp: v as unknown as FollowUp, from, executed: false });
+    }
+    for (const child of Object.values(v)) collectFollowUps(child, from);
+  };
+
   before(async () => {
     dev = await openDevProject(FILES, { name: "contracts" });
     ({ projectDir, client, project } = dev);
     directTools = new Set((await client.listTools()).tools.map((t) => t.name));
+    const callToolOf = client.callTool.bind(client);
+    client.callTool = (async (params: { name: string; arguments?: Record<string, unknown> }, ...rest: unknown[]) => {
+      const match = received.get(JSON.stringify([params.name, params.arguments ?? {}]));
+      if (match) match.executed = true;
+      const res = await (callToolOf as (...a: unknown[]) => Promise<{ structuredContent?: unknown }>)(params, ...rest);
+      collectFollowUps(res.structuredContent, params.name === "call_runtime_tool" ? String(params.arguments?.["tool"]) : params.name);
+      return res;
+    }) as typeof client.callTool;
   });
   after(() => dev?.close());
 
@@ -475,6 +500,25 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       while (next.result["execution_state"] === "pending") next = await execute(next.result["follow_up"] as FollowUp);
       assert.equal(next.result["output"], "slow\n");
       assert.equal(readFileSync(join(projectDir, "slow.sh"), "utf8"), "sleep 1\necho slow\n");
+    });
+  });
+
+  describe("every follow-up the suite received", () => {
+    it("runs exactly as returned through a client that knows only tools/list: admitted and valid, never refused for its name or arguments", async () => {
+      assert.ok(received.size >= 8, `follow-ups received across the suite: ${received.size}`);
+      const kinds = new Set([...received.values()].map((r) => followUpTargetTool(r.followUp)));
+      for (const tool of ["read_files", "list_projects", "create_session", "wait_for_job_terminal", "edit_project_files"]) assert.ok(kinds.has(tool), `a follow-up to ${tool} was received`);
+      // Running one may return another (an undo's own undo, a wait pending again): to a fixed point.
+      for (let round = 0; round < 5 && [...received.values()].some((r) => !r.executed); round++) {
+        for (const entry of [...received.values()]) {
+          if (entry.executed) continue;
+          const outcome = await execute(entry.followUp);
+          entry.executed = true;
+          const stage = outcome.result["failure_stage"];
+          assert.ok(!outcome.isError || (stage !== "admission" && stage !== "normalization"), `${entry.from} → ${followUpTargetTool(entry.followUp)}: ${JSON.stringify(outcome.result)}`);
+        }
+      }
+      assert.deepEqual([...received.values()].filter((r) => !r.executed).map((r) => r.from), []);
     });
   });
 });
