@@ -137,7 +137,7 @@ describe("webcodex: bad arguments", () => {
 
 describe("webcodex --help", () => {
   it("every command and subcommand answers --help and -h with its usage on stdout and exit 0", async () => {
-    const commands = [[], ["dev"], ["stdio"], ["up"], ["serve"], ["serve", "gateway"], ["serve", "runner-broker"], ["runner"], ["migrate"], ["friction-report"]];
+    const commands = [[], ["dev"], ["stdio"], ["up"], ["serve"], ["serve", "gateway"], ["serve", "runner-broker"], ["runner"], ["migrate"], ["friction-report"], ["projects"], ["projects", "list"]];
     for (const command of commands) {
       for (const flag of ["--help", "-h"]) {
         const { code, stdout, stderr } = await runCli([...command, flag]);

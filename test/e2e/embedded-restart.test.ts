@@ -3,7 +3,18 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { callTool, connectMcp, createProjectDir, executeFollowUp, startDevServer, tempDir } from "../support/index.js";
+import { execFile } from "node:child_process";
+import { callTool, cliPath, connectMcp, createProjectDir, executeFollowUp, startDevServer, tempDir } from "../support/index.js";
+
+/** `webcodex projects list` on a data dir: what an operator sees. */
+function operatorList(dataDir: string, ...flags: string[]): Promise<Array<Record<string, unknown>>> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [cliPath, "projects", "list", "--data-dir", dataDir, "--format", "json", ...flags], { timeout: 60_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${error.message}\n${stderr}`));
+      else resolve((JSON.parse(stdout) as { projects: Array<Record<string, unknown>> }).projects);
+    });
+  });
+}
 
 async function projectsOf(projectDir: string, dataDir: string): Promise<{ projects: Array<Record<string, string>>; fence: number; readStale?: Record<string, unknown>; recovered?: Record<string, unknown> }> {
   const server = await startDevServer({ projectDir, dataDir });
@@ -41,6 +52,9 @@ describe("project refs are durable across restarts", () => {
     const withB = await projectsOf(b, dataDir);
     // alpha of the earlier runs has no Runner in this process: the model's list does not offer it.
     assert.deepEqual(withB.projects, [{ project_ref: "~p2", project_id: "agent:local:beta", name: "beta", runner_state: "ready" }]);
+    // An operator still sees it: `webcodex projects list` reads the same store.
+    const listed = await operatorList(dataDir);
+    assert.deepEqual(listed.map((p) => [p["canonical_id"], p["name"], p["retired_at"]]), [["agent:local:alpha", "alpha", undefined], ["agent:local:beta", "beta", undefined]]);
     // Its ref is kept, not reused: served again, alpha is ~p1 again.
     assert.deepEqual((await projectsOf(a, dataDir)).projects, first.projects);
 
@@ -52,5 +66,9 @@ describe("project refs are durable across restarts", () => {
     assert.equal(moved.readStale?.["reason_code"], "stale_ref");
     assert.equal((moved.readStale?.["follow_up"] as Record<string, unknown>)["tool"], "list_projects");
     assert.deepEqual(moved.recovered?.["projects"], moved.projects, "the recovery, executed as returned, lists the current refs");
+    // The earlier incarnation of alpha is retired: listed only with --all.
+    assert.deepEqual((await operatorList(dataDir)).map((p) => [p["canonical_id"], p["incarnation"]]), [["agent:local:alpha", 2], ["agent:local:beta", 1]]);
+    const all = await operatorList(dataDir, "--all");
+    assert.deepEqual(all.map((p) => [p["canonical_id"], p["incarnation"], typeof p["retired_at"]]), [["agent:local:alpha", 1, "string"], ["agent:local:alpha", 2, "undefined"], ["agent:local:beta", 1, "undefined"]]);
   });
 });

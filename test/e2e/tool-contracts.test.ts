@@ -52,10 +52,35 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     for (const key of Object.keys(result)) assert.ok(declared.has(key), `${tool}: result field ${key} is declared in its ToolDefinition`);
   };
 
+  /**
+   * Every follow-up any result of this suite carries (at any depth: follow_up, undo, a
+   * handoff's pending Jobs), and whether a later call ran it exactly as returned (same name,
+   * same arguments). The last test runs the ones no test ran.
+   */
+  const received = new Map<string, { followUp: FollowUp; from: string; executed: boolean }>();
+  const collectFollowUps = (value: unknown, from: string): void => {
+    if (Array.isArray(value)) return value.forEach((v) => collectFollowUps(v, from));
+    if (typeof value !== "object" || value === null) return;
+    const v = value as Record<string, unknown>;
+    if (typeof v["follow_up_kind"] === "string" && typeof v["tool"] === "string" && typeof v["arguments"] === "object") {
+      const key = JSON.stringify([v["tool"], v["arguments"]]);
+      if (!received.has(key)) received.set(key, { followUp: v as unknown as FollowUp, from, executed: false });
+    }
+    for (const child of Object.values(v)) collectFollowUps(child, from);
+  };
+
   before(async () => {
     dev = await openDevProject(FILES, { name: "contracts" });
     ({ projectDir, client, project } = dev);
     directTools = new Set((await client.listTools()).tools.map((t) => t.name));
+    const callToolOf = client.callTool.bind(client);
+    client.callTool = (async (params: { name: string; arguments?: Record<string, unknown> }, ...rest: unknown[]) => {
+      const match = received.get(JSON.stringify([params.name, params.arguments ?? {}]));
+      if (match) match.executed = true;
+      const res = await (callToolOf as (...a: unknown[]) => Promise<{ structuredContent?: unknown }>)(params, ...rest);
+      collectFollowUps(res.structuredContent, params.name === "call_runtime_tool" ? String(params.arguments?.["tool"]) : params.name);
+      return res;
+    }) as typeof client.callTool;
   });
   after(() => dev?.close());
 
@@ -351,9 +376,56 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const stale = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "ctx.ts", expected_read_revision: found.result["read_revision"], edits: [{ replace_exact: { old_text: "y = 2", new_text: "y = 3" } }] }] });
       assert.equal(stale.result["reason_code"], "stale_read_revision", "the revision is of the content searched: a later change still needs a re-read");
     });
+    it("search_project_texts gives each matched file's read_revision, so a guarded edit follows the search at once", async () => {
+      writeFileSync(join(projectDir, "uses.ts"), "old(1);\nkeep;\nold(2);\n");
+      const found = await callTool(client, "search_project_texts", { project, queries: [{ pattern: "old(", path: "uses.ts" }] });
+      assert.equal(found.isError, false, JSON.stringify(found.result));
+      const query = (found.result["results"] as Array<Record<string, unknown>>)[0] ?? {};
+      const revisions = query["read_revisions"] as Record<string, string>;
+      assert.deepEqual(revisions, { "uses.ts": await revisionOf("uses.ts") });
+      const edited = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "uses.ts", expected_read_revision: revisions["uses.ts"], edits: [{ replace_exact: { old_text: "old(", new_text: "new(" }, expected_match_count: 2 }] }] });
+      assert.equal(edited.isError, false, JSON.stringify(edited.result));
+      assert.equal(readFileSync(join(projectDir, "uses.ts"), "utf8"), "new(1);\nkeep;\nnew(2);\n");
+    });
   });
 
   describe("follow-ups returned by tools execute unchanged", () => {
+    it("a stale revision's failure is the re-read: the current lines around old_text and the revision a retry applies with", async () => {
+      writeFileSync(join(projectDir, "notes.md"), "# Notes\n\nstatus: draft\n");
+      const first = await revisionOf("notes.md");
+      writeFileSync(join(projectDir, "notes.md"), "# Notes\n\nstatus: draft\nowner: ops\n");
+      const change = { kind: "edit", path: "notes.md", edits: [{ replace_exact: { old_text: "status: draft", new_text: "status: final" } }] };
+      const stale = await callTool(client, "edit_project_files", { project, changes: [{ ...change, expected_read_revision: first }] });
+      assert.deepEqual([stale.isError, stale.result["reason_code"]], [true, "stale_read_revision"]);
+      const evidence = stale.result["evidence"] as Record<string, unknown>;
+      assert.deepEqual(evidence["anchors"], [{ edit_index: 0, match_count: 1, excerpts: [{ start_line: 1, text: "# Notes\n\nstatus: draft\nowner: ops\n" }] }]);
+      assert.equal(evidence["current_read_revision"], await revisionOf("notes.md"));
+      const retried = await callTool(client, "edit_project_files", { project, changes: [{ ...change, expected_read_revision: evidence["current_read_revision"] }] });
+      assert.equal(retried.isError, false, JSON.stringify(retried.result));
+      assert.equal(readFileSync(join(projectDir, "notes.md"), "utf8"), "# Notes\n\nstatus: final\nowner: ops\n");
+    });
+
+    it("an applied edit's undo, executed unchanged, restores the exact bytes; run after a later change it fails stale", async () => {
+      writeFileSync(join(projectDir, "tax.ts"), "export const rate = 0.2;\nexport const other = 0.2;\n");
+      const before = readFileSync(join(projectDir, "tax.ts"), "utf8");
+      const edit = (rev: unknown) => callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "tax.ts", expected_read_revision: rev, edits: [{ replace_exact: { old_text: "rate = 0.2", new_text: "rate = 0.25" } }] }, { kind: "create", path: "made.txt", content: "x\n" }] });
+      const edited = await edit(await revisionOf("tax.ts"));
+      assert.equal(edited.isError, false, JSON.stringify(edited.result));
+      assertDeclaredFields("edit_project_files", edited.result);
+      const undo = edited.result["undo"] as FollowUp;
+      assert.deepEqual([undo.follow_up_kind, undo.tool], ["fallback_recovery", "edit_project_files"]);
+      const undone = await execute(undo);
+      assert.equal(undone.isError, false, JSON.stringify(undone.result));
+      assert.equal(readFileSync(join(projectDir, "tax.ts"), "utf8"), before);
+      assert.ok(!readdirSync(projectDir).includes("made.txt"), "the created file is gone again");
+      // The undo of the undo redoes; after a later change to the file, it is stale and writes nothing.
+      const redo = undone.result["undo"] as FollowUp;
+      writeFileSync(join(projectDir, "tax.ts"), before + "// later\n");
+      const refused = await execute(redo);
+      assert.deepEqual([refused.isError, refused.result["reason_code"]], [true, "stale_read_revision"]);
+      assert.equal(readFileSync(join(projectDir, "tax.ts"), "utf8"), before + "// later\n");
+    });
+
     it("the re-read after a stale revision returns the current revision", async () => {
       const stale = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "src/a.ts", expected_read_revision: "r_0000000000000000", edits: [{ replace_exact: { old_text: "a = 1", new_text: "a = 2" } }] }] });
       assert.equal(stale.result["reason_code"], "stale_read_revision");
@@ -428,6 +500,25 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       while (next.result["execution_state"] === "pending") next = await execute(next.result["follow_up"] as FollowUp);
       assert.equal(next.result["output"], "slow\n");
       assert.equal(readFileSync(join(projectDir, "slow.sh"), "utf8"), "sleep 1\necho slow\n");
+    });
+  });
+
+  describe("every follow-up the suite received", () => {
+    it("runs exactly as returned through a client that knows only tools/list: admitted and valid, never refused for its name or arguments", async () => {
+      assert.ok(received.size >= 8, `follow-ups received across the suite: ${received.size}`);
+      const kinds = new Set([...received.values()].map((r) => followUpTargetTool(r.followUp)));
+      for (const tool of ["read_files", "list_projects", "create_session", "wait_for_job_terminal", "edit_project_files"]) assert.ok(kinds.has(tool), `a follow-up to ${tool} was received`);
+      // Running one may return another (an undo's own undo, a wait pending again): to a fixed point.
+      for (let round = 0; round < 5 && [...received.values()].some((r) => !r.executed); round++) {
+        for (const entry of [...received.values()]) {
+          if (entry.executed) continue;
+          const outcome = await execute(entry.followUp);
+          entry.executed = true;
+          const stage = outcome.result["failure_stage"];
+          assert.ok(!outcome.isError || (stage !== "admission" && stage !== "normalization"), `${entry.from} → ${followUpTargetTool(entry.followUp)}: ${JSON.stringify(outcome.result)}`);
+        }
+      }
+      assert.deepEqual([...received.values()].filter((r) => !r.executed).map((r) => r.from), []);
     });
   });
 });

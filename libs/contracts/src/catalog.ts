@@ -4,14 +4,15 @@
 import { array, bool, int, object, str, stringMap } from "./json-schema.js";
 import type { JsonSchema } from "./json-schema.js";
 import { ToolCategory } from "./tool-definition.js";
-import type { ToolDefinition } from "./tool-definition.js";
+import type { ClampRule, ToolDefinition } from "./tool-definition.js";
+import { renderLimitText } from "./limit-text.js";
 import { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./projection.js";
 
 const project = str("~p1 or canonical id from list_projects.");
 const path = str("Project-relative path.");
 const revision = str("read_revision from read_files.");
-const timeoutMs = int("Kill after ms (default 120000, clamped to 600000).", { minimum: 1 });
-const waitMs = int("Pending job_id after ms (default 10000, clamped to 30000).", { minimum: 0 });
+const timeoutMs = int("Kill after ms ({{timeout_ms}}).", { minimum: 1 });
+const waitMs = int("Pending job_id after ms ({{wait_ms}}).", { minimum: 0 });
 const cwd = str("Working directory (default: root).");
 const env = stringMap("Added to a scrubbed base environment.");
 const jobId = str("job_id from a pending result.");
@@ -32,11 +33,18 @@ function attemptTuple(extra: Record<string, JsonSchema> = {}, required: string[]
   );
 }
 
+/** edit_project_files' limits: the schema, the Runner and its description read them here. */
+const EDIT_LIMITS = { max_changes: 256, max_edits_per_change: 256, max_expected_match_count: 1024, undo_max_bytes: 8 * 1024 } as const;
+/** import_host_files' ceilings (decoded bytes; a request body is at most 8 MiB). */
+const IMPORT_LIMITS = { max_files: 64, max_file_bytes: 4 * 1024 * 1024, max_call_bytes: 6 * 1024 * 1024 } as const;
+/** What a search proves with read_revisions: at most this many files, each at most this large. */
+const SEARCH_LIMITS = { revision_files: 20, revision_file_bytes: 1024 * 1024 } as const;
+
 const replaceExact = object({ old_text: str(undefined, { minLength: 1 }), new_text: str() }, ["old_text", "new_text"]);
 const textEdit = object(
   {
     replace_exact: replaceExact,
-    expected_match_count: int("Replace all N matches only if exactly N exist.", { minimum: 1, maximum: 1024 }),
+    expected_match_count: int("Replace all N matches only if exactly N exist.", { minimum: 1, maximum: EDIT_LIMITS.max_expected_match_count }),
     occurrence: int("Only the n-th match (1-based); not with expected_match_count.", { minimum: 1 }),
     line_scope: object({ start_line: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["start_line", "end_line"]),
   },
@@ -49,7 +57,7 @@ const fileChange: JsonSchema = {
   discriminator: { propertyName: "kind" },
   required: ["kind"],
   oneOf: [
-    object({ kind: str(undefined, { const: "edit" }), path, expected_read_revision: revision, edits: array(textEdit, undefined, { minItems: 1, maxItems: 256 }) }, ["kind", "path", "expected_read_revision", "edits"]),
+    object({ kind: str(undefined, { const: "edit" }), path, expected_read_revision: revision, edits: array(textEdit, undefined, { minItems: 1, maxItems: EDIT_LIMITS.max_edits_per_change }) }, ["kind", "path", "expected_read_revision", "edits"]),
     object({ kind: str(undefined, { const: "create" }), path: bare, content: str() }, ["kind", "path", "content"]),
     object({ kind: str(undefined, { const: "delete" }), path: bare, expected_read_revision: bare }, ["kind", "path", "expected_read_revision"]),
     object({ kind: str(undefined, { const: "move" }), path: bare, destination: bare, expected_read_revision: bare }, ["kind", "path", "destination", "expected_read_revision"]),
@@ -69,9 +77,15 @@ const validationResult = [
 ] as const;
 
 const execCommon = { project, cwd, env, timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId, attempt_ref: attemptRef };
+/**
+ * The wait every pending-capable call takes: the one place its default and ceiling are
+ * written (descriptions render them; the Runner, the broker's Job desk and the ref-resolver
+ * read them through clampRule).
+ */
+const WAIT_MS = { path: "wait_ms", ceiling: 30_000, minimum: 0, default: 10_000 } as const;
 const execClamps = [
-  { path: "timeout_ms", ceiling: 600_000, minimum: 1 },
-  { path: "wait_ms", ceiling: 30_000, minimum: 0 },
+  { path: "timeout_ms", ceiling: 600_000, minimum: 1, default: 120_000 },
+  WAIT_MS,
 ] as const;
 
 /** A Job continuation card's facts: live state, then dispatch, fresh turn and consume. */
@@ -80,7 +94,7 @@ const agentContinuationResult = ["agent_id", "endpoint_id", "controller_generati
 /** The explicit Endpoint tuple and the cursor a card's continuation waits after (card helpers keep the tuple, never a ref). */
 const agentCardTarget = { agent_id: str(), endpoint_id: str(), expected_controller_generation: int(undefined, { minimum: 1 }), after_cursor: str() };
 
-const definitions: readonly ToolDefinition[] = [
+const definitions: readonly ToolDefinition[] = ([
   // ── discovery ──
   {
     name: "list_projects",
@@ -108,12 +122,12 @@ const definitions: readonly ToolDefinition[] = [
           ],
         },
         visibility: str(undefined, { enum: ["private", "tenant"], default: "private" }),
-        wait_ms: int("Return pending after this many ms (default 10000, clamped to 30000).", { minimum: 0 }),
+        wait_ms: int("Return pending after this many ms ({{wait_ms}}).", { minimum: 0 }),
       },
       ["name", "source"],
     ),
     effect: "durable_state", risk: "medium", authority: "principal", execution: "gateway",
-    clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
+    clamps: [WAIT_MS],
     implemented: true,
     resultFields: ["project_ref", "project_id", "project_state"],
   },
@@ -121,9 +135,9 @@ const definitions: readonly ToolDefinition[] = [
     name: "wait_for_project_ready",
     category: "discovery",
     description: "Wait until a Project created with create_project is ready (its Runner serves it), up to wait_ms; pending again returns the same call to continue. A failed clone reports its reason; nothing was left behind.",
-    inputSchema: object({ project: str("agent:<tenant>:<name> from create_project."), wait_ms: int("Wait at most this many ms (default 10000, clamped to 30000).", { minimum: 0 }) }, ["project"]),
+    inputSchema: object({ project: str("agent:<tenant>:<name> from create_project."), wait_ms: int("Wait at most this many ms ({{wait_ms}}).", { minimum: 0 }) }, ["project"]),
     effect: "read_only", risk: "low", authority: "principal", execution: "gateway",
-    clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
+    clamps: [WAIT_MS],
     implemented: true,
     resultFields: ["project_ref", "project_id", "project_state"],
   },
@@ -192,10 +206,10 @@ const definitions: readonly ToolDefinition[] = [
         project,
         files: array(
           object({ path, start_line: int(undefined, { minimum: 1 }), start_column: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) }, ["path"]),
-          "Up to 64 files or ranges.",
+          "Up to {{maxItems}} files or ranges.",
           { minItems: 1, maxItems: 64 },
         ),
-        max_bytes_per_file: int("Per-file byte budget (default 65536, clamped to 1048576).", { minimum: 1 }),
+        max_bytes_per_file: int("Per-file byte budget ({{max_bytes_per_file}}).", { minimum: 1 }),
         session_id: sessionId,
       },
       ["project", "files"],
@@ -205,24 +219,24 @@ const definitions: readonly ToolDefinition[] = [
     projectSuccess: (r) => compactBatch(r, "items"),
     implemented: true,
     resultFields: ["items"],
-    clamps: [{ path: "max_bytes_per_file", ceiling: 1_048_576, minimum: 1 }],
+    clamps: [{ path: "max_bytes_per_file", ceiling: 1_048_576, minimum: 1, default: 65_536 }],
     requiredCapabilities: () => ["readFiles"],
   },
   {
     name: "list_project_files",
     category: "files",
-    description: "List project files (.gitignore-aware) under an optional path and glob, bounded by max_results (default 1000, clamped to 10000); reports total and truncated.",
+    description: "List project files (.gitignore-aware) under an optional path and glob, bounded by max_results ({{max_results}}); reports total and truncated.",
     inputSchema: object({ project, path, glob: str("Glob such as src/**/*.ts."), max_results: int(undefined, { minimum: 1 }), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
     resultFields: ["paths", "total", "truncated", "total_is_lower_bound"],
-    clamps: [{ path: "max_results", ceiling: 10_000, minimum: 1 }],
+    clamps: [{ path: "max_results", ceiling: 10_000, minimum: 1, default: 1000 }],
     requiredCapabilities: () => ["searchTexts"],
   },
   {
     name: "search_project_texts",
     category: "files",
-    description: "Several independent text searches in one call (.gitignore-aware; literal unless regex:true; case-sensitive unless case_sensitive:false). Per query: matches [{path,line,text}] (+before/after with context_lines 0..5), total, truncated; output:\"files\" or \"count\" for less. max_results default 100, clamped to 2000.",
+    description: "Several independent text searches in one call (.gitignore-aware; literal unless regex:true; case-sensitive unless case_sensitive:false). Per query: matches [{path,line,text}] (+before/after with context_lines 0..{{queries.*.context_lines:ceiling}}), total, truncated; output:\"files\" or \"count\" for less. max_results {{queries.*.max_results}}.",
     inputSchema: object(
       {
         project,
@@ -231,7 +245,7 @@ const definitions: readonly ToolDefinition[] = [
             pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), path, glob: str(), case_sensitive: bool(undefined, { default: true }), max_results: int(undefined, { minimum: 1 }),
             output: str(undefined, { enum: ["matches", "files", "count"], default: "matches" }), context_lines: int(undefined, { minimum: 0 }),
           }, ["pattern"]),
-          "Up to 16 independent queries.",
+          "Up to {{maxItems}} independent queries.",
           { minItems: 1, maxItems: 16 },
         ),
         session_id: sessionId,
@@ -239,11 +253,12 @@ const definitions: readonly ToolDefinition[] = [
       ["project", "queries"],
     ),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
+    limits: SEARCH_LIMITS,
     direct: { rank: 2, reason: "CoreWorkflow" },
     projectSuccess: (r) => compactBatch(r, "results"),
     implemented: true,
     resultFields: ["results"],
-    clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1 }, { path: "queries.*.context_lines", ceiling: 5, minimum: 0 }],
+    clamps: [{ path: "queries.*.max_results", ceiling: 2_000, minimum: 1, default: 100 }, { path: "queries.*.context_lines", ceiling: 5, minimum: 0, default: 0 }],
     requiredCapabilities: (args) => {
       const queries = Array.isArray(args["queries"]) ? (args["queries"] as Array<Record<string, unknown>>) : [];
       const lowContext = queries.some((q) => (q["output"] !== undefined && q["output"] !== "matches") || (typeof q["context_lines"] === "number" && q["context_lines"] > 0));
@@ -253,7 +268,7 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "search_file_context",
     category: "files",
-    description: "Matches of one pattern in one file with context_lines (default 3, clamped to 5) around each, plus the file's read_revision so an edit can follow without a read. Literal unless regex:true. max_matches default 20, clamped to 200.",
+    description: "Matches of one pattern in one file with context_lines ({{context_lines}}) around each, plus the file's read_revision so an edit can follow without a read. Literal unless regex:true. max_matches {{max_matches}}.",
     inputSchema: object(
       {
         project, path, pattern: str(undefined, { minLength: 1 }), regex: bool(undefined, { default: false }), case_sensitive: bool(undefined, { default: true }),
@@ -264,19 +279,20 @@ const definitions: readonly ToolDefinition[] = [
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
     resultFields: ["path", "read_revision", "total_lines", "match_count", "matches", "truncated"],
-    clamps: [{ path: "context_lines", ceiling: 5, minimum: 0 }, { path: "max_matches", ceiling: 200, minimum: 1 }],
+    clamps: [{ path: "context_lines", ceiling: 5, minimum: 0, default: 3 }, { path: "max_matches", ceiling: 200, minimum: 1, default: 20 }],
     requiredCapabilities: () => ["searchLowContext"],
   },
   {
     name: "edit_project_files",
     category: "files",
     description: "Guarded, all-or-nothing change to files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. dry_run:true returns match_count and match_ranges, writes nothing.",
-    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1, maxItems: 256 }), dry_run: bool(undefined, { default: false }), session_id: sessionId, attempt_ref: attemptRef }, ["project", "changes"]),
+    inputSchema: object({ project, changes: array(fileChange, undefined, { minItems: 1, maxItems: EDIT_LIMITS.max_changes }), dry_run: bool(undefined, { default: false }), session_id: sessionId, attempt_ref: attemptRef }, ["project", "changes"]),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
+    limits: EDIT_LIMITS,
     direct: { rank: 3, reason: "CoreWorkflow" },
     projectSuccess: compactEdit,
     implemented: true,
-    resultFields: ["changed", "paths", "change_summary", "files", "dry_run", "execution_state"],
+    resultFields: ["changed", "paths", "change_summary", "files", "dry_run", "execution_state", "undo"],
     requiredCapabilities: (args) => {
       const changes = Array.isArray(args["changes"]) ? (args["changes"] as Array<Record<string, unknown>>) : [];
       const bulk = changes.some((c) => Array.isArray(c["edits"]) && (c["edits"] as Array<Record<string, unknown>>).some((e) => e["expected_match_count"] !== undefined));
@@ -286,14 +302,14 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "import_host_files",
     category: "files",
-    description: "Write Host-held files (uploads, attachments) into the project, all or nothing: content (UTF-8) or content_base64 each. Replaces a file only with overwrite:true + its expected_read_revision. Max 4 MiB a file, 6 MiB a call.",
+    description: "Write Host-held files (uploads, attachments) into the project, all or nothing: content (UTF-8) or content_base64 each. Replaces a file only with overwrite:true + its expected_read_revision. Max {{max_file_bytes:MiB}} a file, {{max_call_bytes:MiB}} a call.",
     inputSchema: object(
       {
         project,
         files: array(
           object({ path: bare, content: str(), content_base64: str(), overwrite: bool(undefined, { default: false }), expected_read_revision: bare }, ["path"]),
           undefined,
-          { minItems: 1, maxItems: 64 },
+          { minItems: 1, maxItems: IMPORT_LIMITS.max_files },
         ),
         session_id: sessionId,
         attempt_ref: attemptRef,
@@ -301,6 +317,7 @@ const definitions: readonly ToolDefinition[] = [
       ["project", "files"],
     ),
     effect: "workspace_write", risk: "medium", authority: "project_write", execution: "runner",
+    limits: IMPORT_LIMITS,
     direct: { rank: 7, reason: "HostIntegration" },
     implemented: true,
     resultFields: ["files"],
@@ -367,13 +384,13 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "wait_for_job_terminal",
     category: "jobs",
-    description: "Wait up to wait_ms (clamped to 30000) for a Job to finish; returns its terminal result, or pending again with the same follow-up. Repeating after terminal returns the same result.",
+    description: "Wait up to wait_ms ({{wait_ms}}) for a Job to finish; returns its terminal result, or pending again with the same follow-up. Repeating after terminal returns the same result.",
     inputSchema: object({ project, job_id: jobId, wait_ms: waitMs, session_id: sessionId }, ["project", "job_id"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     projectSuccess: compactRun,
     implemented: true,
     resultFields: [...new Set([...runResult, "output", "reason_code", ...validationResult])],
-    clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
+    clamps: [WAIT_MS],
   },
   // ── validation ──
   {
@@ -445,12 +462,12 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "read_git_diff_hunks",
     category: "git",
-    description: "Bounded diff hunks of the working tree (max_hunks default 50, clamped to 500). A hunk cut by the producer says truncated.",
+    description: "Bounded diff hunks of the working tree (max_hunks {{max_hunks}}; context_lines {{context_lines}}). A hunk cut by the producer says truncated.",
     inputSchema: object({ project, paths: array(path), max_hunks: int(undefined, { minimum: 1 }), context_lines: int(undefined, { minimum: 0 }), session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
     resultFields: ["hunks", "total_hunks", "truncated", "total_is_lower_bound"],
-    clamps: [{ path: "max_hunks", ceiling: 500, minimum: 1 }, { path: "context_lines", ceiling: 20, minimum: 0 }],
+    clamps: [{ path: "max_hunks", ceiling: 500, minimum: 1, default: 50 }, { path: "context_lines", ceiling: 20, minimum: 0, default: 3 }],
     requiredCapabilities: () => ["gitReview"],
   },
   {
@@ -528,9 +545,10 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "list_agent_tasks",
     category: "agents",
-    description: "Tasks you created or that are assigned to your Agents, newest first (at most 100), optionally filtered.",
+    description: "Tasks you created or that are assigned to your Agents, newest first (at most {{max_tasks}}), optionally filtered.",
     inputSchema: object({ project, state: str(undefined, { enum: [...taskStates] }), assignee_agent_id: agentId }),
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
+    limits: { max_tasks: 100 },
     implemented: true,
     resultFields: ["tasks", "truncated"],
   },
@@ -555,12 +573,12 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "start_agent_task_attempt",
     category: "agents",
-    description: "Start an Attempt on a Task assigned to your Agent: a lease (lease_ms, default 60000, clamped to 600000) and a fence higher than any earlier one. Returns attempt_ref (~t1) for edit_project_files/run_* calls. Keyed replay returns the same Attempt.",
+    description: "Start an Attempt on a Task assigned to your Agent: a lease (lease_ms, {{lease_ms}}) and a fence higher than any earlier one. Returns attempt_ref (~t1) for edit_project_files/run_* calls. Keyed replay returns the same Attempt.",
     inputSchema: object({ task_id: taskId, assignee_agent_id: agentId, idempotency_key: idempotencyKey, lease_ms: int(undefined, { minimum: 1000 }) }, ["task_id", "assignee_agent_id", "idempotency_key"]),
     effect: "durable_state", risk: "medium", authority: "principal", execution: "ref_resolver",
     implemented: true,
     resultFields: ["task_id", "attempt_id", "assignee_agent_id", "attempt_fence", "attempt_controller_generation", "attempt_ref", "lease_expires_at"],
-    clamps: [{ path: "lease_ms", ceiling: 600_000, minimum: 1000 }],
+    clamps: [{ path: "lease_ms", ceiling: 600_000, minimum: 1000, default: 60_000 }],
   },
   {
     name: "heartbeat_agent_task_attempt",
@@ -601,12 +619,12 @@ const definitions: readonly ToolDefinition[] = [
   {
     name: "wait_for_agent_events",
     category: "agents",
-    description: "Wait up to wait_ms (default 10000, clamped to 30000) for events of your Agent after after_cursor (default: the start). Returns events, the next cursor and wait_state ready or timeout; the same cursor replays the same events.",
+    description: "Wait up to wait_ms ({{wait_ms}}) for events of your Agent after after_cursor (default: the start). Returns events, the next cursor and wait_state ready or timeout; the same cursor replays the same events.",
     inputSchema: object({ agent_continuation_ref: str(), agent_id: agentId, after_cursor: str(), wait_ms: int(undefined, { minimum: 0 }) }),
     effect: "read_only", risk: "low", authority: "principal", execution: "ref_resolver",
     implemented: true,
     resultFields: ["events", "cursor", "wait_state", "wait_ms", "more"],
-    clamps: [{ path: "wait_ms", ceiling: 30_000, minimum: 0 }],
+    clamps: [WAIT_MS],
   },
   // ── presentation ──
   {
@@ -650,7 +668,7 @@ const definitions: readonly ToolDefinition[] = [
       {
         project,
         goal: str(undefined, { minLength: 1, maxLength: 200 }),
-        steps: array(object({ title: str(undefined, { minLength: 1, maxLength: 200 }), state: str(undefined, { enum: ["pending", "in_progress", "completed", "blocked"] }) }, ["title", "state"]), "Up to 50 steps.", { minItems: 1, maxItems: 50 }),
+        steps: array(object({ title: str(undefined, { minLength: 1, maxLength: 200 }), state: str(undefined, { enum: ["pending", "in_progress", "completed", "blocked"] }) }, ["title", "state"]), "Up to {{maxItems}} steps.", { minItems: 1, maxItems: 50 }),
       },
       ["goal", "steps"],
     ),
@@ -701,7 +719,7 @@ const definitions: readonly ToolDefinition[] = [
     resultFields: agentContinuationResult,
     implemented: true,
   },
-];
+] satisfies ToolDefinition[]).map(renderLimitText);
 
 const byName = new Map(definitions.map((d) => [d.name, d]));
 
@@ -712,4 +730,22 @@ export function toolDefinitions(): readonly ToolDefinition[] {
 
 export function toolDefinition(name: string): ToolDefinition | undefined {
   return byName.get(name);
+}
+
+/** A named limit of a tool (ToolDefinition.limits), for the service that enforces it. Throws when absent. */
+export function toolLimit(tool: string, name: string): number {
+  const limit = byName.get(tool)?.limits?.[name];
+  if (limit === undefined) throw new Error(`no limit ${name} for ${tool}`);
+  return limit;
+}
+
+/**
+ * A tool's clamp rule for one argument: the one owner of that limit's ceiling and default,
+ * read by the Runner, the broker and the services that apply it. Throws for a rule the
+ * catalog does not have (a programming error, caught at startup).
+ */
+export function clampRule(tool: string, path: string): ClampRule & { readonly default: number } {
+  const rule = byName.get(tool)?.clamps?.find((r) => r.path === path);
+  if (!rule || rule.default === undefined) throw new Error(`no clamp rule with a default for ${tool} ${path}`);
+  return rule as ClampRule & { readonly default: number };
 }

@@ -104,6 +104,18 @@ export function createSessionFollowUp(project: string): FollowUp {
   return buildFollowUp("fallback_recovery", "create_session", { project });
 }
 
+/**
+ * The exact inverse of an applied edit_project_files call (gateway, from the Runner's
+ * undo_changes): one call that restores what the edit changed, guarded by the revisions the
+ * edit produced, so it fails as stale rather than overwrite a later change. Only for an
+ * explicit decision to undo. The same Session and Attempt fence as the edit.
+ */
+export function undoEditFollowUp(project: string, changes: readonly Record<string, unknown>[], sessionId?: string, attemptRef?: string): FollowUp {
+  return buildFollowUp("fallback_recovery", "edit_project_files", {
+    project, changes, ...(sessionId !== undefined ? { session_id: sessionId } : {}), ...(attemptRef !== undefined ? { attempt_ref: attemptRef } : {}),
+  });
+}
+
 interface FollowUpBuilder<A extends unknown[]> {
   readonly build: (...args: A) => FollowUp;
   /** Inputs the contract test builds it with: each must give arguments that validate. */
@@ -123,4 +135,8 @@ export const followUpBuilders = {
   listAgentTasksFollowUp: builder(listAgentTasksFollowUp, [[]]),
   waitForAgentEventsFollowUp: builder(waitForAgentEventsFollowUp, [[{ agent_id: "wc_agent_0123456789abcdef0123456789abcdef" }, "0"], [{ agent_continuation_ref: "~a1" }, "12", 30000]]),
   createSessionFollowUp: builder(createSessionFollowUp, [["~p1"], ["agent:acme:demo"]]),
+  undoEditFollowUp: builder(undoEditFollowUp, [
+    ["~p1", [{ kind: "edit", path: "src/a.ts", expected_read_revision: "r_0123456789abcdef", edits: [{ replace_exact: { old_text: "b", new_text: "a" }, occurrence: 2 }] }]],
+    ["agent:acme:demo", [{ kind: "delete", path: "new.txt", expected_read_revision: "r_0123456789abcdef" }, { kind: "move", path: "b.ts", destination: "a.ts", expected_read_revision: "r_0123456789abcdef" }], "~s1", "~t1"],
+  ]),
 } as const;

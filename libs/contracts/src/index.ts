@@ -1,6 +1,7 @@
 // Public surface of @webcodex/contracts: pure TypeScript, no I/O.
 // For services and the gateway:
-export { toolDefinitions, toolDefinition } from "./catalog.js";
+export { toolDefinitions, toolDefinition, clampRule, toolLimit } from "./catalog.js";
+export { renderLimitText, clampText } from "./limit-text.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
 export {
@@ -11,7 +12,7 @@ export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, R
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess, compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./projection.js";
-export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, readAgentTaskFollowUp, listAgentTasksFollowUp, waitForAgentEventsFollowUp, createSessionFollowUp, waitForProjectFollowUp, followUpTarget, GATEWAY_WRAPPER } from "./follow-up.js";
+export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, readAgentTaskFollowUp, listAgentTasksFollowUp, waitForAgentEventsFollowUp, createSessionFollowUp, waitForProjectFollowUp, undoEditFollowUp, followUpTarget, GATEWAY_WRAPPER } from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { reasonCodeTable, failureFollowUpBuilder } from "./reason-codes.js";
 export type { ReasonCodeRow, RetryPosture, FollowUpBuilderName } from "./reason-codes.js";

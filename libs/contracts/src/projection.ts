@@ -49,7 +49,8 @@ export function compactBatch(result: Json, key: string): Json {
  */
 export function compactEdit(result: Json): Json {
   if (result["dry_run"] !== false) return result;
-  const { dry_run: _d, applied_count: _a, ...rest } = result;
+  // undo_changes reach the model as the `undo` follow-up the gateway builds from them.
+  const { dry_run: _d, applied_count: _a, undo_changes: _u, ...rest } = result;
   if (rest["execution_state"] === "completed") delete rest["execution_state"];
   if (Array.isArray(rest["files"])) rest["files"] = rest["files"].map((f: unknown) => (isObject(f) ? (({ replacements: _r, ...file }: Json) => file)(f) : f));
   return rest;
@@ -142,6 +143,8 @@ export function compactValidation(result: Json): Json {
 export interface ProjectionExtras {
   normalization?: InputNormalization;
   followUp?: FollowUp;
+  /** The exact inverse of an applied edit (fallback_recovery), beside the result. */
+  undo?: FollowUp;
 }
 
 /**
@@ -152,5 +155,6 @@ export function projectSuccess(def: ToolDefinition, canonical: Readonly<Json>, e
   const out = def.projectSuccess ? { ...def.projectSuccess(canonical) } : { ...canonical };
   if (extras.normalization) out["input_normalization"] = extras.normalization;
   if (extras.followUp) out["follow_up"] = extras.followUp;
+  if (extras.undo) out["undo"] = extras.undo;
   return out;
 }

@@ -4,7 +4,7 @@
  * follow-up (the named builders), and every reason code with its stages, retry posture and
  * follow-up (reasonCodeTable). A test compares the committed file with this output.
  */
-import { toolDefinitions } from "./catalog.js";
+import { toolDefinitions, toolLimit } from "./catalog.js";
 import { toolRoute } from "./admission.js";
 import { FailureStage, ReasonCode, toolFailure } from "./failure.js";
 import { followUpBuilders, followUpTarget, rereadFollowUp, waitForJobFollowUp } from "./follow-up.js";
@@ -33,7 +33,10 @@ export function renderResultsDoc(): string {
   const defs = toolDefinitions().filter((d) => d.implemented);
   const pending = { execution_state: "pending", job_id: "job_1", follow_up: waitForJobFollowUp("~p1", "job_1") };
   const failure = toolFailure(ReasonCode.staleReadRevision, FailureStage.preflight, {
-    evidence: { path: "src/a.ts", current_read_revision: "r_0123456789abcdef" },
+    evidence: {
+      path: "src/a.ts", current_read_revision: "r_0123456789abcdef",
+      anchors: [{ edit_index: 0, match_count: 1, excerpts: [{ start_line: 11, text: "const x = 1;\nconst y = old(x);\nreturn y;\n" }] }],
+    },
     follow_up: rereadFollowUp("~p1", "src/a.ts"),
   });
   const lines = [
@@ -53,6 +56,17 @@ export function renderResultsDoc(): string {
     "  result for a project after a Job you started there ended;",
     "- `follow_up` on a pending run (below).",
     "",
+    "An applied `edit_project_files` carries `undo`: the exact inverse of the call as one",
+    "`fallback_recovery` call to `edit_project_files`, guarded by the revisions the edit produced",
+    "(after a later change it fails as stale and writes nothing). It is absent when the change has no",
+    "exact inverse (an edit that only deleted text, a large or binary delete) or the inverse exceeds",
+    `${toolLimit("edit_project_files", "undo_max_bytes") / 1024} KiB; the git review tools still show the change.`,
+    "",
+    "`search_project_texts` (matches output) carries, per query, `read_revisions`: the",
+    "`read_revision` of each matched file whose listed matches were checked against that exact",
+    "content, so a guarded edit can follow the search without a read. A path absent there was not",
+    `proven (changed while searched, larger than ${toolLimit("search_project_texts", "revision_file_bytes") / (1024 * 1024)} MiB, or past the first ${toolLimit("search_project_texts", "revision_files")} files).`,
+    "",
     "**Pending**: a run still going at `wait_ms` returns its Job and exactly one mechanically",
     "followable follow-up that waits for it:",
     "",
@@ -61,7 +75,11 @@ export function renderResultsDoc(): string {
     "```",
     "",
     "**Failure** (`isError: true`): `reason_code`, `failure_stage`, `detail_code?`, `state_changed`,",
-    "`outcome_unknown`, `evidence?`, `message?` and, when the repair is known, one `follow_up`:",
+    "`outcome_unknown`, `evidence?`, `message?` and, when the repair is known, one `follow_up`. A",
+    "stale `read_revision` on an edit is its own re-read: `evidence` holds the current revision and,",
+    "per edit, where its `old_text` occurs now with the lines around it (bounded, `anchors_truncated`",
+    "when cut). If they still show what you meant to change, retry with `current_read_revision`;",
+    "otherwise run the follow-up re-read:",
     "",
     "```json",
     JSON.stringify(failure),

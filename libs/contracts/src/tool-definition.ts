@@ -55,6 +55,8 @@ export interface ClampRule {
   readonly path: string;
   readonly ceiling: number;
   readonly minimum?: number;
+  /** The value used when the argument is absent (stated in the description; the Runner, broker and services read it). */
+  readonly default?: number;
 }
 
 export interface ToolDefinition {
@@ -74,6 +76,12 @@ export interface ToolDefinition {
   /** False until the behaviour is built: such a tool is not admitted, never stubbed. */
   readonly implemented: boolean;
   readonly clamps?: readonly ClampRule[];
+  /**
+   * Other limits of the tool, by name (ceilings it refuses above, bounds of what it returns):
+   * written here once; descriptions render them (`{{name}}`, `{{name:MiB}}`, `{{name:KiB}}`)
+   * and the services that enforce them read them through `toolLimit`.
+   */
+  readonly limits?: Readonly<Record<string, number>>;
   /**
    * Top-level fields a success result may carry, as the model sees it (after projection;
    * job_attention, input_normalization and follow_up are added by the gateway to any tool).

@@ -40,6 +40,7 @@ export function withRecovery(failure: ToolFailure, project: string | undefined):
     case "waitForJobFollowUp":
     case "listAgentTasksFollowUp":
     case "waitForAgentEventsFollowUp":
+    case "undoEditFollowUp":
     case undefined:
       break;
   }

@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, forwardedCall, gatewayRefusal, normalizeToolCall, projectSuccess, ReasonCode, toolDefinition, toolFailure, waitForJobFollowUp, waitForProjectFollowUp } from "@webcodex/contracts";
+import { FailureStage, forwardedCall, gatewayRefusal, normalizeToolCall, projectSuccess, ReasonCode, toolDefinition, toolFailure, undoEditFollowUp, waitForJobFollowUp, waitForProjectFollowUp } from "@webcodex/contracts";
 import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
 import type { HostProfile, InputNormalization, ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape, createCallMetrics, failureFromWire, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
@@ -127,7 +127,10 @@ export function createPipeline(deps: PipelineDeps) {
     const followUp = pendingJob !== undefined
       ? waitForJobFollowUp(args["project"] as string, pendingJob, args["session_id"] as string | undefined)
       : pendingProject !== undefined ? waitForProjectFollowUp(pendingProject) : undefined;
-    const extras = { ...(normalization ? { normalization } : {}), ...(followUp ? { followUp } : {}) };
+    const undo = Array.isArray(canonical["undo_changes"]) && canonical["undo_changes"].length > 0
+      ? undoEditFollowUp(args["project"] as string, canonical["undo_changes"] as Array<Record<string, unknown>>, args["session_id"] as string | undefined, args["attempt_ref"] as string | undefined)
+      : undefined;
+    const extras = { ...(normalization ? { normalization } : {}), ...(followUp ? { followUp } : {}), ...(undo ? { undo } : {}) };
     const result = def ? projectSuccess(def, canonical, extras) : { ...canonical };
     const text = def?.direct !== undefined && def.category === "presentation" ? presentationText(def.name, args, result) : undefined;
     return { structuredContent: result, isError: false, ...(text !== undefined ? { text } : {}) };

@@ -1,7 +1,7 @@
 export { createRefResolver, migrateRefResolver, REF_RESOLVER_SCHEMA } from "./ref-resolver.js";
 export type { RefResolverDeps } from "./ref-resolver.js";
-export { createProjectStore, validCanonicalProjectId, ProjectOwnershipError } from "./projects/project-store.js";
-export type { ProjectStore, ProjectStoreOptions, ProjectRecord, Resolution } from "./projects/project-store.js";
+export { createProjectStore, listStoredProjects, validCanonicalProjectId, ProjectOwnershipError } from "./projects/project-store.js";
+export type { ProjectStore, ProjectStoreOptions, ProjectRecord, Resolution, StoredProject } from "./projects/project-store.js";
 export { createSessionStore } from "./sessions/session-store.js";
 export type { SessionStore, SessionRecord } from "./sessions/session-store.js";
 export { createAgentStore } from "./agents/agent-store.js";

@@ -114,11 +114,12 @@ const tasks: Task[] = [
   {
     name: "change_three_uses",
     async webcodex(s, project) {
+      // The search proves each matched file's read_revision, so the guarded edit follows at once.
       const found = await s.m.call("search_project_texts", { project, queries: [{ pattern: "useLegacy(", glob: "!src/legacy.ts" }] });
-      const matches = ((found.structured["results"] as Json[])[0]?.["matches"] ?? []) as Array<{ path: string; line: number }>;
+      const query = (found.structured["results"] as Json[])[0] ?? {};
+      const matches = (query["matches"] ?? []) as Array<{ path: string; line: number }>;
       const uses = matches.filter((m) => !/^import/.test(String((m as unknown as Json)["text"])));
-      const ranges = await s.m.call("read_files", { project, files: uses.map((m) => ({ path: m.path, start_line: m.line, end_line: m.line })) });
-      const rev = revisionsByPath(ranges.structured);
+      const rev = (query["read_revisions"] ?? {}) as Record<string, string>;
       await s.m.call("edit_project_files", { project, changes: uses.map((m) => ({ kind: "edit", path: m.path, expected_read_revision: rev[m.path], edits: [{ replace_exact: { old_text: "= useLegacy(", new_text: "= useModern(" } }] })) });
       return ["src/cart.ts", "src/orders.ts", "src/invoice.ts"].every((p) => read(s.root, p).includes("= useModern("));
     },
@@ -134,11 +135,11 @@ const tasks: Task[] = [
     name: "rename_across_files",
     async webcodex(s, project) {
       const found = await s.m.call("search_project_texts", { project, queries: [{ pattern: "parseConfig" }] });
-      const matches = ((found.structured["results"] as Json[])[0]?.["matches"] ?? []) as Array<{ path: string; line: number }>;
+      const query = (found.structured["results"] as Json[])[0] ?? {};
+      const matches = (query["matches"] ?? []) as Array<{ path: string; line: number }>;
       const byPath = new Map<string, number>();
       for (const m of matches) byPath.set(m.path, (byPath.get(m.path) ?? 0) + 1);
-      const ranges = await s.m.call("read_files", { project, files: matches.map((m) => ({ path: m.path, start_line: m.line, end_line: m.line })) });
-      const rev = revisionsByPath(ranges.structured);
+      const rev = (query["read_revisions"] ?? {}) as Record<string, string>;
       await s.m.call("edit_project_files", {
         project,
         changes: [...byPath].map(([path, n]) => ({ kind: "edit", path, expected_read_revision: rev[path], edits: [{ replace_exact: { old_text: "parseConfig", new_text: "loadConfig" }, expected_match_count: n }] })),
@@ -191,9 +192,18 @@ const tasks: Task[] = [
       writeFileSync(join(s.root, "docs/notes.md"), read(s.root, "docs/notes.md") + "owner: ops\n");
       const stale = await s.m.call("edit_project_files", { project, changes: [{ kind: "edit", path: "docs/notes.md", expected_read_revision: revisionsByPath(first.structured)["docs/notes.md"], edits: [{ replace_exact: { old_text: "status: draft", new_text: "status: final" } }] }] });
       if (stale.structured["reason_code"] !== "stale_read_revision") return false;
-      const f = stale.structured["follow_up"] as { tool: string; arguments: Json };
-      const again = await s.m.call(f.tool, f.arguments);
-      await s.m.call("edit_project_files", { project, changes: [{ kind: "edit", path: "docs/notes.md", expected_read_revision: revisionsByPath(again.structured)["docs/notes.md"], edits: [{ replace_exact: { old_text: "status: draft", new_text: "status: final" } }] }] });
+      // The failure is the re-read: the current revision and the current lines around old_text.
+      // The anchor still says what the model meant to change, so it retries with that revision;
+      // had it not, the model would run the follow-up (a full re-read) instead.
+      const evidence = (stale.structured["evidence"] ?? {}) as Json;
+      const anchor = ((evidence["anchors"] ?? []) as Json[])[0] ?? {};
+      const excerpt = (((anchor["excerpts"] ?? []) as Json[])[0] ?? {})["text"];
+      let current = evidence["current_read_revision"];
+      if (anchor["match_count"] !== 1 || !String(excerpt).includes("status: draft")) {
+        const f = stale.structured["follow_up"] as { tool: string; arguments: Json };
+        current = revisionsByPath((await s.m.call(f.tool, f.arguments)).structured)["docs/notes.md"];
+      }
+      await s.m.call("edit_project_files", { project, changes: [{ kind: "edit", path: "docs/notes.md", expected_read_revision: current, edits: [{ replace_exact: { old_text: "status: draft", new_text: "status: final" } }] }] });
       const now = read(s.root, "docs/notes.md");
       return now.includes("status: final") && now.includes("owner: ops");
     },
@@ -212,11 +222,12 @@ const tasks: Task[] = [
       const before = read(s.root, "src/tax.ts");
       const ctx = await gw(s, "search_file_context", { project, path: "src/tax.ts", pattern: "total * 0.2", context_lines: 0 });
       const edited = await s.m.call("edit_project_files", { project, changes: [{ kind: "edit", path: "src/tax.ts", expected_read_revision: ctx.structured["read_revision"], edits: [{ replace_exact: { old_text: "total * 0.2", new_text: "total * 0.25" } }] }] });
-      const hunks = await gw(s, "read_git_diff_hunks", { project, paths: ["src/tax.ts"], context_lines: 0 });
-      if (!JSON.stringify(hunks.structured).includes("0.25")) return false;
-      const rev = ((edited.structured["files"] as Json[])[0] ?? {})["read_revision"];
-      await s.m.call("edit_project_files", { project, changes: [{ kind: "edit", path: "src/tax.ts", expected_read_revision: rev, edits: [{ replace_exact: { old_text: "total * 0.25", new_text: "total * 0.2" } }] }] });
-      return read(s.root, "src/tax.ts") === before;
+      // The review: what the runtime replaced, as the exact guarded inverse it offers (like the
+      // filesystem server's edit_file diff). Undo is that call, run exactly as returned.
+      const undo = edited.structured["undo"] as { tool: string; arguments: Json } | undefined;
+      if (undo === undefined || !JSON.stringify(undo.arguments).includes('"old_text":"total * 0.25","new_text":"total * 0.2"')) return false;
+      const undone = await s.m.call(undo.tool, undo.arguments);
+      return !undone.isError && read(s.root, "src/tax.ts") === before;
     },
     async filesystem(s) {
       const before = read(s.root, "src/tax.ts");

@@ -1,6 +1,6 @@
 /**
  * The `webcodex` command: dev (embedded), up (distributed on localhost), serve <service>,
- * runner, migrate.
+ * runner, migrate, and the operator listings (projects, friction-report).
  */
 import { parseArgs } from "node:util";
 import { mkdirSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
@@ -20,6 +20,7 @@ import { defaultDataDir, projectIdFor, startEmbedded, startEmbeddedStdio } from 
 import type { EmbeddedOptions } from "./embedded.js";
 import { loadGitCredentials } from "./embedded-projects.js";
 import { startDistributed, SERVICES } from "./distributed.js";
+import { PROJECTS_USAGE, runProjects } from "./projects.js";
 
 const serviceNames = SERVICES.filter((s) => s !== "runner").join(", ");
 
@@ -45,6 +46,7 @@ export const COMMAND_USAGE: Record<string, string> = {
   needs WEBCODEX_RUNNER_ROOT, WEBCODEX_RUNNER_BROKER_URL, WEBCODEX_RUNNER_CLIENT_ID, WEBCODEX_RUNNER_PROJECT_ID`,
   migrate: `webcodex migrate   apply migrations to WEBCODEX_POSTGRES_URL`,
   "friction-report": `webcodex friction-report [--postgres-url URL | --data-dir D] [--format table|json]   friction patterns per tenant and tool`,
+  projects: PROJECTS_USAGE,
 };
 
 const usage = `usage:
@@ -317,6 +319,10 @@ export async function run(argv: string[]): Promise<void> {
       } finally {
         await db.close();
       }
+      return;
+    }
+    case "projects": {
+      await runProjects(rest, { env, write: (text) => process.stdout.write(text), defaultDataDir: defaultDataDir(), lockDataDir });
       return;
     }
     case "friction-report": {

@@ -6,7 +6,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { canonicalProjectId, FailureStage, parseCanonicalProjectId, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { canonicalProjectId, clampRule, FailureStage, parseCanonicalProjectId, ReasonCode, toolFailure } from "@webcodex/contracts";
 import { failureFromWire, principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 import { dependencyFailure, now } from "../call-context.js";
@@ -19,6 +19,9 @@ export interface ProjectLifecycleDeps {
   logger: Logger;
   runnerStates: RunnerStates;
 }
+
+/** The wait create_project and wait_for_project_ready take when none is given (their clamp rule owns it). */
+const WAIT_DEFAULT_MS = clampRule("wait_for_project_ready", "wait_ms").default;
 
 export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
   /**
@@ -41,14 +44,14 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
       }
       return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, true) };
     }
-    return awaitProjectReady(name, (args["wait_ms"] as number | undefined) ?? 10_000, ctx);
+    return awaitProjectReady(name, (args["wait_ms"] as number | undefined) ?? WAIT_DEFAULT_MS, ctx);
   }
 
   /** wait_for_project_ready: the caller's own Project only. */
   function waitForProjectReady(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     const address = parseCanonicalProjectId(args["project"] as string);
     if (!address || address.clientId !== ctx.caller.principal.clientId) return Promise.resolve({ ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }) });
-    return awaitProjectReady(address.projectId, (args["wait_ms"] as number | undefined) ?? 10_000, ctx);
+    return awaitProjectReady(address.projectId, (args["wait_ms"] as number | undefined) ?? WAIT_DEFAULT_MS, ctx);
   }
 
   /**

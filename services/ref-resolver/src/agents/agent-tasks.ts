@@ -16,7 +16,7 @@
  * fence to the mark: an old tuple or old attempt_ref fails closed with fence_stale.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { FailureStage, isToolFailureError, listAgentTasksFollowUp, readAgentTaskFollowUp, ReasonCode, toolFailure, waitForAgentEventsFollowUp } from "@webcodex/contracts";
+import { clampRule, FailureStage, isToolFailureError, listAgentTasksFollowUp, readAgentTaskFollowUp, ReasonCode, toolFailure, toolLimit, waitForAgentEventsFollowUp } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { Database, Principal, Queryable } from "@webcodex/platform";
 import type { ProjectStore } from "../projects/project-store.js";
@@ -33,11 +33,11 @@ const TASK_ID = /^wc_task_[0-9a-f]{32}$/;
 const CURSOR = /^(0|[1-9][0-9]{0,17})$/;
 const hex = () => randomBytes(16).toString("hex");
 
-export const DEFAULT_LEASE_MS = 60_000;
-export const DEFAULT_EVENT_WAIT_MS = 10_000;
+export const DEFAULT_LEASE_MS = clampRule("start_agent_task_attempt", "lease_ms").default;
+export const DEFAULT_EVENT_WAIT_MS = clampRule("wait_for_agent_events", "wait_ms").default;
 /** Events returned by one wait_for_agent_events call at most; the cursor continues. */
 export const EVENTS_PAGE = 100;
-const LIST_LIMIT = 100;
+const LIST_LIMIT = toolLimit("list_agent_tasks", "max_tasks");
 
 export type AgentToolResult = { result: Record<string, unknown>; projectCanonicalId?: string };
 

@@ -7,7 +7,7 @@
  * incarnation and the caller's visibility in one query. Pins never change and are cached
  * without expiry; live incarnations and visibility are cached for `liveCacheTtlMs`.
  */
-import type { Database, Principal } from "@webcodex/platform";
+import type { Database, Principal, Queryable } from "@webcodex/platform";
 import { canonicalProjectId, FailureStage, isCanonicalIdPart, isCanonicalProjectId, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { createBoundedCache } from "../refs/bounded-cache.js";
@@ -413,3 +413,31 @@ export class ProjectOwnershipError extends Error {
 }
 
 export type ProjectStore = ReturnType<typeof createProjectStore>;
+
+/** One Project incarnation as an operator sees it (`webcodex projects list`). */
+export interface StoredProject {
+  canonical_id: string;
+  incarnation: number;
+  name: string;
+  created_at: string;
+  /** Absent while the incarnation is live. */
+  retired_at?: string;
+}
+
+/**
+ * Every Project the store holds, for operators: the live incarnations (and with
+ * `includeRetired` the retired ones too), whatever a caller may see or a Runner may serve.
+ * The model's list_projects is narrower (visibility, and in embedded mode only what this
+ * process can serve); this is the listing that still shows the rest.
+ */
+export async function listStoredProjects(db: Queryable, options: { includeRetired?: boolean } = {}): Promise<StoredProject[]> {
+  const { rows } = await db.query<{ canonical_id: string; incarnation: string | number; name: string; created_at: Date | string; retired_at: Date | string | null }>(
+    `SELECT canonical_id, incarnation, name, created_at, retired_at FROM refs.projects
+       ${options.includeRetired === true ? "" : "WHERE retired_at IS NULL"} ORDER BY canonical_id, incarnation`,
+  );
+  const iso = (v: Date | string) => new Date(v).toISOString();
+  return rows.map((r) => ({
+    canonical_id: r.canonical_id, incarnation: Number(r.incarnation), name: r.name, created_at: iso(r.created_at),
+    ...(r.retired_at !== null ? { retired_at: iso(r.retired_at) } : {}),
+  }));
+}

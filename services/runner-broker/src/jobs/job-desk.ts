@@ -13,7 +13,7 @@
  * another tenant's Job id fails exactly like a nonexistent one.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { inspectWorkspaceFollowUp, parseCanonicalProjectId } from "@webcodex/contracts";
+import { clampRule, inspectWorkspaceFollowUp, parseCanonicalProjectId } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "../runner-registry.js";
 import type { JobKey, JobRecord, JobStore, JobTerminal } from "./job-store.js";
@@ -23,8 +23,8 @@ export const JOB_START_TOOLS: ReadonlySet<string> = new Set(["run_process", "run
 /** Tools answered through the Job records. */
 export const JOB_OBSERVE_TOOLS: ReadonlySet<string> = new Set(["observe_jobs", "wait_for_job_terminal"]);
 
-const DEFAULT_WAIT_MS = 10_000;
-const MAX_WAIT_MS = 30_000;
+/** wait_for_job_terminal's wait: its ToolDefinition owns the default and ceiling. */
+const { default: DEFAULT_WAIT_MS, ceiling: MAX_WAIT_MS } = clampRule("wait_for_job_terminal", "wait_ms");
 const RECORD_POLL_MS = 250;
 const OBSERVE_BATCH = 256;
 /** Exit facts kept in the terminal summary: bounded, no command text, args, paths or output. */

@@ -1,15 +1,19 @@
-import { fail, FailureStage, ReasonCode } from "@webcodex/contracts";
+import { clampRule, fail, FailureStage, ReasonCode } from "@webcodex/contracts";
 import type { EffectiveLimits, ExecLimits } from "./types.js";
+
+const TIMEOUT_MS = clampRule("run_process", "timeout_ms");
+const WAIT_MS = clampRule("run_process", "wait_ms");
 
 /**
  * Default bounds. Ceilings are enforced here even though the Gateway clamps upstream: the
- * Runner must stay safe when called with uncanonical input.
+ * Runner must stay safe when called with uncanonical input. timeout_ms and wait_ms come from
+ * the tools' clamp rules (the ToolDefinition owns them).
  */
 export const DEFAULT_EXEC_LIMITS: Readonly<ExecLimits> = Object.freeze({
-  timeoutMsDefault: 120_000,
-  timeoutMsCeiling: 600_000,
-  waitMsDefault: 10_000,
-  waitMsCeiling: 30_000,
+  timeoutMsDefault: TIMEOUT_MS.default,
+  timeoutMsCeiling: TIMEOUT_MS.ceiling,
+  waitMsDefault: WAIT_MS.default,
+  waitMsCeiling: WAIT_MS.ceiling,
   outputHeadBytes: 16_384,
   outputTailBytes: 16_384,
   observeTailBytes: 4_096,

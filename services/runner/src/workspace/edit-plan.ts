@@ -4,11 +4,11 @@
  * edits are checked for overlap, and the output is assembled from slices in one pass. Matching
  * is byte-exact (`Buffer.indexOf`), so `$&`, `$1`, CRLF and invalid UTF-8 need no special care.
  */
-import { FailureStage, ReasonCode, fail } from "@webcodex/contracts";
+import { FailureStage, ReasonCode, fail, toolLimit } from "@webcodex/contracts";
 import { charStart, LineIndex } from "./text-bytes.js";
 import type { MatchRange, ReplaceExactEdit } from "./types.js";
 
-export const MAX_EXPECTED_MATCH_COUNT = 1024;
+export const MAX_EXPECTED_MATCH_COUNT = toolLimit("edit_project_files", "max_expected_match_count");
 /** Line numbers and ranges listed in evidence or dry-run reports are bounded to this many. */
 export const MAX_LISTED_MATCHES = 50;
 
@@ -177,4 +177,60 @@ export function describeRanges(original: Buffer, lines: LineIndex, ranges: reado
     return { start_line: start.line, start_column: start.column, end_line: end.line, end_column: end.column };
   });
   return ranges.length > MAX_LISTED_MATCHES ? { match_ranges, ranges_truncated: true } : { match_ranges };
+}
+
+/** Lines shown on either side of an anchor in a stale-revision failure. */
+export const STALE_ANCHOR_CONTEXT_LINES = 2;
+/** Excerpts shown per edit, and the text bytes all excerpts of one failure may hold. */
+const STALE_EXCERPTS_PER_EDIT = 3;
+const STALE_EXCERPT_BYTES = 8 * 1024;
+
+export interface StaleAnchor {
+  edit_index: number;
+  /** Where old_text occurs in the current content (inside line_scope when given). */
+  match_count: number;
+  /** The current lines around the first matches: start_line and the text of those lines. */
+  excerpts: Array<{ start_line: number; text: string }>;
+}
+
+/**
+ * The re-observation a stale edit needs, taken from the file's current bytes (the ones whose
+ * revision the failure reports): for each edit, where its old_text occurs now and the lines
+ * around it. A caller that finds its anchor unchanged can retry with the current revision;
+ * one that does not has the follow-up re-read. Bounded; `anchors_truncated` says when cut.
+ */
+export function staleAnchors(current: Buffer, edits: readonly ReplaceExactEdit[]): { anchors: StaleAnchor[]; anchors_truncated?: true } {
+  const lines = new LineIndex(current);
+  const anchors: StaleAnchor[] = [];
+  let budget = STALE_EXCERPT_BYTES;
+  let cut = false;
+  for (const [editIndex, edit] of edits.entries()) {
+    const oldText = edit?.replace_exact?.old_text;
+    if (typeof oldText !== "string" || oldText === "") continue;
+    const needle = Buffer.from(oldText, "utf8");
+    let low = 0;
+    let high = current.length;
+    if (edit.line_scope !== undefined && Number.isInteger(edit.line_scope.start_line) && Number.isInteger(edit.line_scope.end_line) && edit.line_scope.start_line >= 1) {
+      low = lines.startOf(edit.line_scope.start_line);
+      high = Math.max(low, lines.endOf(edit.line_scope.end_line));
+    }
+    let count = 0;
+    const excerpts: StaleAnchor["excerpts"] = [];
+    for (let at = current.indexOf(needle, low); at !== -1 && at + needle.length <= high && count <= MAX_EXPECTED_MATCH_COUNT; at = current.indexOf(needle, at + needle.length)) {
+      count++;
+      if (excerpts.length >= STALE_EXCERPTS_PER_EDIT) continue;
+      const first = Math.max(1, lines.lineOf(at) - STALE_ANCHOR_CONTEXT_LINES);
+      const last = Math.min(lines.totalLines, lines.lineOf(at + needle.length - 1) + STALE_ANCHOR_CONTEXT_LINES);
+      const text = current.subarray(lines.startOf(first), lines.endOf(last)).toString("utf8");
+      if (Buffer.byteLength(text) > budget) {
+        cut = true;
+        continue;
+      }
+      budget -= Buffer.byteLength(text);
+      excerpts.push({ start_line: first, text });
+    }
+    if (count > excerpts.length) cut = true;
+    anchors.push({ edit_index: editIndex, match_count: count, excerpts });
+  }
+  return cut ? { anchors, anchors_truncated: true } : { anchors };
 }

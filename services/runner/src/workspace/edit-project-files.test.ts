@@ -457,3 +457,96 @@ describe("edit_project_files: dry run", () => {
     assert.equal(report?.ranges_truncated, true);
   });
 });
+
+describe("edit_project_files: a stale revision carries the re-read around each anchor", () => {
+  it("shows where each old_text occurs now, with the lines around it, and the current revision a retry can use", async () => {
+    const { root, ws } = await tempWorkspace({ "n.md": "# Notes\n\nstatus: draft\n" });
+    const old = await revisionOf(ws, "n.md");
+    await writeFile(path.join(root, "n.md"), "# Notes\n\nstatus: draft\nowner: ops\n");
+    const failure = await expectFailure(
+      ws.editProjectFiles({ changes: [{ kind: "edit", path: "n.md", expected_read_revision: old, edits: [replace("status: draft", "status: final"), replace("gone", "x")] }] }),
+      ReasonCode.staleReadRevision,
+    );
+    assert.equal(failure.evidence?.current_read_revision, await revisionOf(ws, "n.md"));
+    assert.deepEqual(failure.evidence?.anchors, [
+      { edit_index: 0, match_count: 1, excerpts: [{ start_line: 1, text: "# Notes\n\nstatus: draft\nowner: ops\n" }] },
+      { edit_index: 1, match_count: 0, excerpts: [] },
+    ]);
+    assert.equal(failure.evidence?.anchors_truncated, undefined);
+    assert.equal(await readText(root, "n.md"), "# Notes\n\nstatus: draft\nowner: ops\n", "nothing written");
+    const retried = (await ws.editProjectFiles({ changes: [{ kind: "edit", path: "n.md", expected_read_revision: failure.evidence?.current_read_revision as string, edits: [replace("status: draft", "status: final")] }] })) as EditAppliedResult;
+    assert.equal(retried.changed, true);
+  });
+
+  it("bounds the excerpts per edit and says so", async () => {
+    const text = Array.from({ length: 40 }, (_, i) => `line ${i} MARK`).join("\n") + "\n";
+    const { root, ws } = await tempWorkspace({ "m.txt": text });
+    const old = await revisionOf(ws, "m.txt");
+    await writeFile(path.join(root, "m.txt"), text + "tail\n");
+    const failure = await expectFailure(
+      ws.editProjectFiles({ changes: [{ kind: "edit", path: "m.txt", expected_read_revision: old, edits: [replace("MARK", "DONE", { expected_match_count: 40 })] }] }),
+      ReasonCode.staleReadRevision,
+    );
+    const [anchor] = failure.evidence?.anchors as Array<{ match_count: number; excerpts: unknown[] }>;
+    assert.equal(anchor?.match_count, 40);
+    assert.equal(anchor?.excerpts.length, 3);
+    assert.equal(failure.evidence?.anchors_truncated, true);
+  });
+
+  it("a stale delete or move carries the current revision only", async () => {
+    const { root, ws } = await tempWorkspace({ "d.txt": "v1\n" });
+    const old = await revisionOf(ws, "d.txt");
+    await writeFile(path.join(root, "d.txt"), "v2\n");
+    const failure = await expectFailure(ws.editProjectFiles({ changes: [{ kind: "delete", path: "d.txt", expected_read_revision: old }] }), ReasonCode.staleReadRevision);
+    assert.deepEqual(failure.evidence, { path: "d.txt", current_read_revision: await revisionOf(ws, "d.txt"), change_index: 0 });
+  });
+});
+
+describe("edit_project_files: undo_changes, the exact inverse of an applied call", () => {
+  const undoOf = async (ws: Awaited<ReturnType<typeof tempWorkspace>>["ws"], changes: Parameters<typeof ws.editProjectFiles>[0]["changes"]) => {
+    const result = (await ws.editProjectFiles({ changes })) as EditAppliedResult;
+    return result.undo_changes;
+  };
+
+  it("swaps each edit back, guarded by the new revision; applying it restores the exact bytes", async () => {
+    const { root, ws } = await tempWorkspace({ "a.ts": FIXTURE, "b.ts": "x\n" });
+    const before = await readFile(path.join(root, "a.ts"));
+    const undo = await undoOf(ws, [
+      { kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 1;", "= 10;", { expected_match_count: 3 }), replace("let d", "var d")] },
+      { kind: "create", path: "new/c.txt", content: "made\n" },
+      { kind: "move", path: "b.ts", destination: "moved/b.ts", expected_read_revision: await revisionOf(ws, "b.ts") },
+    ]);
+    assert.deepEqual(undo, [
+      { kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 10;", "= 1;", { expected_match_count: 3 }), replace("var d", "let d")] },
+      { kind: "delete", path: "new/c.txt", expected_read_revision: await revisionOf(ws, "new/c.txt") },
+      { kind: "move", path: "moved/b.ts", destination: "b.ts", expected_read_revision: await revisionOf(ws, "moved/b.ts") },
+    ]);
+    await ws.editProjectFiles({ changes: undo ?? [] });
+    assert.deepEqual(await readFile(path.join(root, "a.ts")), before);
+    assert.equal(await readText(root, "b.ts"), "x\n");
+    await assert.rejects(lstat(path.join(root, "new/c.txt")));
+  });
+
+  it("picks occurrences when the new text also occurs elsewhere, and re-creates a small deleted text file", async () => {
+    const { root, ws } = await tempWorkspace({ "a.ts": "a = 1;\nb = 2;\nc = 1;\n", "gone.txt": "bye\n" });
+    const undo = await undoOf(ws, [
+      { kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("c = 1", "b = 2")] },
+      { kind: "delete", path: "gone.txt", expected_read_revision: await revisionOf(ws, "gone.txt") },
+    ]);
+    assert.deepEqual(undo?.[0], { kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("b = 2", "c = 1", { occurrence: 2 })] });
+    assert.deepEqual(undo?.[1], { kind: "create", path: "gone.txt", content: "bye\n" });
+    await ws.editProjectFiles({ changes: undo ?? [] });
+    assert.equal(await readText(root, "a.ts"), "a = 1;\nb = 2;\nc = 1;\n");
+    assert.equal(await readText(root, "gone.txt"), "bye\n");
+  });
+
+  it("is absent when an edit deleted text (no exact anchor) and when nothing changed; a later change makes it stale", async () => {
+    const { root, ws } = await tempWorkspace({ "a.ts": FIXTURE });
+    assert.equal(await undoOf(ws, [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("let ", "")] }]), undefined);
+    assert.equal(await undoOf(ws, [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("d = 2", "d = 2")] }]), undefined);
+    const undo = await undoOf(ws, [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("d = 2", "d = 3")] }]);
+    await writeFile(path.join(root, "a.ts"), (await readText(root, "a.ts")) + "// later\n");
+    await expectFailure(ws.editProjectFiles({ changes: undo ?? [] }), ReasonCode.staleReadRevision);
+    assert.match(await readText(root, "a.ts"), /d = 3;\n\/\/ later\n$/, "the later change is kept");
+  });
+});

@@ -11,9 +11,9 @@
 import { closeSync, constants, fstatSync, readFileSync } from "node:fs";
 import { lstat, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure, toolLimit } from "@webcodex/contracts";
 import { createExclusive, entryExists, makeParents, removeDirs, siblingTempName, writeFileAtomic } from "./atomic-fs.js";
-import { describeRanges, planFileEdits, type FilePlan } from "./edit-plan.js";
+import { describeRanges, planFileEdits, staleAnchors, type FilePlan } from "./edit-plan.js";
 import { journalSpecsFor, type EditJournal, type JournalTool, type JournalTransaction } from "./edit-journal.js";
 import { errnoCode, openInside, withPinnedParent, type PathResolver, type ResolvedPath } from "./path-policy.js";
 import { isBinary, readRevision } from "./text-bytes.js";
@@ -30,6 +30,7 @@ import type {
   ImportHostFilesRequest,
   ImportHostFilesResult,
   ImportedFileReport,
+  ReplaceExactEdit,
   WorkspaceHooks,
 } from "./types.js";
 
@@ -53,6 +54,7 @@ interface PreparedEdit extends PreparedBase {
   fingerprint: Fingerprint;
   revision: string;
   plan: FilePlan;
+  edits: readonly ReplaceExactEdit[];
 }
 
 interface PreparedCreate extends PreparedBase {
@@ -65,6 +67,8 @@ interface PreparedDelete extends PreparedBase {
   kind: "delete";
   target: string;
   fingerprint: Fingerprint;
+  /** The deleted file's bytes, kept only when small enough to offer their re-creation as undo. */
+  original?: Buffer;
 }
 
 interface PreparedMove extends PreparedBase {
@@ -179,16 +183,19 @@ async function prepareChange(resolver: PathResolver, change: FileChange, index: 
       return { kind: "create", index, path: source.rel, target: source.entry, bytes: Buffer.from(change.content, "utf8") };
     }
     case "edit": {
-      const file = await loadGuardedFile(resolver.rootReal, source, change.expected_read_revision);
+      const file = await loadGuardedFile(resolver.rootReal, source, change.expected_read_revision, Array.isArray(change.edits) ? change.edits : undefined);
       if (isBinary(file.bytes)) {
         fail(ReasonCode.binaryFile, FailureStage.preflight, { evidence: { path: source.rel } });
       }
       const plan = planFileEdits(source.rel, file.bytes, change.edits ?? []);
-      return { kind: "edit", index, path: source.rel, target: source.real, original: file.bytes, mode: file.mode, fingerprint: file.fingerprint, revision: file.revision, plan };
+      return { kind: "edit", index, path: source.rel, target: source.real, original: file.bytes, mode: file.mode, fingerprint: file.fingerprint, revision: file.revision, plan, edits: change.edits };
     }
     case "delete": {
       const file = await loadGuardedFile(resolver.rootReal, source, change.expected_read_revision);
-      return { kind: "delete", index, path: source.rel, target: source.entry, fingerprint: (await entryFingerprint(source)) ?? file.fingerprint };
+      return {
+        kind: "delete", index, path: source.rel, target: source.entry, fingerprint: (await entryFingerprint(source)) ?? file.fingerprint,
+        ...(file.bytes.length <= UNDO_MAX_BYTES ? { original: file.bytes } : {}),
+      };
     }
     case "move": {
       const destination = paths.destination as ResolvedPath;
@@ -216,8 +223,12 @@ interface GuardedFile {
   revision: string;
 }
 
-/** Reads an existing regular file and checks the caller's read revision against its bytes. */
-async function loadGuardedFile(rootReal: string, resolved: ResolvedPath, expected: string | undefined): Promise<GuardedFile> {
+/**
+ * Reads an existing regular file and checks the caller's read revision against its bytes. A
+ * stale revision fails with the current revision and, for an edit (`anchorEdits`), the current
+ * lines around each old_text: the re-read the caller needs before retrying.
+ */
+async function loadGuardedFile(rootReal: string, resolved: ResolvedPath, expected: string | undefined, anchorEdits?: readonly ReplaceExactEdit[]): Promise<GuardedFile> {
   if (typeof expected !== "string" || expected === "") {
     fail(ReasonCode.missingField, FailureStage.preflight, { detail_code: "expected_read_revision", evidence: { path: resolved.rel } });
   }
@@ -244,8 +255,10 @@ async function loadGuardedFile(rootReal: string, resolved: ResolvedPath, expecte
   const revision = readRevision(bytes);
   if (revision !== expected) {
     fail(ReasonCode.staleReadRevision, FailureStage.preflight, {
-      evidence: { path: resolved.rel, current_read_revision: revision },
-      message: "The file changed since it was read; re-read it or retry with the current revision.",
+      evidence: { path: resolved.rel, current_read_revision: revision, ...(anchorEdits !== undefined && !isBinary(bytes) ? staleAnchors(bytes, anchorEdits) : {}) },
+      message: anchorEdits !== undefined
+        ? "The file changed since it was read; nothing was written. anchors shows the current lines around each old_text: if they still hold what you meant to change, retry with current_read_revision; otherwise re-read."
+        : "The file changed since it was read; nothing was written. Re-read it before retrying.",
     });
   }
   return { bytes, mode: info.mode, fingerprint: fingerprintOf(info), revision };
@@ -479,22 +492,101 @@ function appliedReport(prepared: readonly EditPrepared[]): EditAppliedResult {
     return report;
   });
   const summary = summarize(prepared);
+  const undo = summary.changed ? inverseChanges(prepared) : undefined;
   return {
     dry_run: false,
     execution_state: "completed",
     ...summary,
     applied_count: prepared.filter(isChanging).length,
     files,
+    ...(undo !== undefined ? { undo_changes: undo } : {}),
   };
 }
+
+/** The inverse of one applied call is offered only while its changes fit in this many bytes (JSON). */
+export const UNDO_MAX_BYTES = toolLimit("edit_project_files", "undo_max_bytes");
+
+/**
+ * The exact inverse of an applied transaction, as changes for one edit_project_files call
+ * guarded by the revisions this call produced: each edit's replacements swapped back (checked
+ * by planning the inverse against the new content, which must give the original bytes), a
+ * create deleted, a move moved back, a small text delete re-created. Undefined when some
+ * change has no exact inverse (an edit that deleted text, a large or binary delete) or the
+ * inverse would exceed UNDO_MAX_BYTES; the git review tools still show the change.
+ */
+function inverseChanges(prepared: readonly EditPrepared[]): FileChange[] | undefined {
+  const inverse: FileChange[] = [];
+  for (const change of prepared) {
+    if (!isChanging(change)) continue;
+    switch (change.kind) {
+      case "edit": {
+        const edits = inverseEdits(change);
+        if (edits === undefined) return undefined;
+        inverse.push({ kind: "edit", path: change.path, expected_read_revision: readRevision(change.plan.output), edits });
+        break;
+      }
+      case "create":
+        inverse.push({ kind: "delete", path: change.path, expected_read_revision: readRevision(change.bytes) });
+        break;
+      case "move":
+        inverse.push({ kind: "move", path: change.destination, destination: change.path, expected_read_revision: change.revision });
+        break;
+      case "delete": {
+        const text = change.original?.toString("utf8");
+        if (change.original === undefined || isBinary(change.original) || text === undefined || !Buffer.from(text, "utf8").equals(change.original)) return undefined;
+        inverse.push({ kind: "create", path: change.path, content: text });
+        break;
+      }
+    }
+  }
+  return Buffer.byteLength(JSON.stringify(inverse)) <= UNDO_MAX_BYTES ? inverse : undefined;
+}
+
+/** Edits that turn the new content of `change` back into its original bytes, or undefined. */
+function inverseEdits(change: PreparedEdit): ReplaceExactEdit[] | undefined {
+  const texts = (i: number) => change.edits[i]?.replace_exact;
+  const restores = (edits: ReplaceExactEdit[]): boolean => {
+    try {
+      return planFileEdits(change.path, change.plan.output, edits).output.equals(change.original);
+    } catch (error) {
+      if (error instanceof ToolFailureError) return false;
+      throw error;
+    }
+  };
+  const effective = change.plan.edits.filter((edit) => edit.effective && edit.ranges.length > 0);
+  if (effective.some((edit) => !texts(edit.editIndex)?.new_text)) return undefined;
+  // Per edit: its new text back to its old text, every replacement at once.
+  const byEdit = effective.map((edit): ReplaceExactEdit => {
+    const t = texts(edit.editIndex) as { old_text: string; new_text: string };
+    return { replace_exact: { old_text: t.new_text, new_text: t.old_text }, ...(edit.ranges.length > 1 ? { expected_match_count: edit.ranges.length } : {}) };
+  });
+  if (restores(byEdit)) return byEdit;
+  // Per replacement: the n-th occurrence of its new text in the new content.
+  const ranges = effective.flatMap((edit) => edit.ranges).sort((a, b) => a.start - b.start);
+  let shift = 0;
+  const byRange: ReplaceExactEdit[] = [];
+  for (const range of ranges) {
+    const t = texts(range.editIndex) as { old_text: string; new_text: string };
+    const at = range.start + shift;
+    shift += range.replacement.length - (range.end - range.start);
+    const needle = range.replacement;
+    let occurrence = 0;
+    for (let i = change.plan.output.indexOf(needle); i !== -1 && i <= at; i = change.plan.output.indexOf(needle, i + needle.length)) occurrence++;
+    byRange.push({ replace_exact: { old_text: t.new_text, new_text: t.old_text }, occurrence });
+  }
+  return byRange.length <= MAX_EDITS_PER_CHANGE && restores(byRange) ? byRange : undefined;
+}
+
+/** edits per change the edit_project_files schema accepts. */
+const MAX_EDITS_PER_CHANGE = toolLimit("edit_project_files", "max_edits_per_change");
 
 // ---------------------------------------------------------------- import_host_files
 
 /** Largest file one import may write, decoded. */
-export const IMPORT_MAX_FILE_BYTES = 4 * 1024 * 1024;
+export const IMPORT_MAX_FILE_BYTES = toolLimit("import_host_files", "max_file_bytes");
 /** Largest total one import call may write, decoded (a request body is at most 8 MiB). */
-export const IMPORT_MAX_CALL_BYTES = 6 * 1024 * 1024;
-const IMPORT_MAX_FILES = 64;
+export const IMPORT_MAX_CALL_BYTES = toolLimit("import_host_files", "max_call_bytes");
+const IMPORT_MAX_FILES = toolLimit("import_host_files", "max_files");
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 

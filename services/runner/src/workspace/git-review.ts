@@ -6,7 +6,7 @@
  */
 import { lstat, readFile } from "node:fs/promises";
 import path from "node:path";
-import { FailureStage, ReasonCode, fail } from "@webcodex/contracts";
+import { clampRule, FailureStage, ReasonCode, fail } from "@webcodex/contracts";
 import type { Spawner } from "../exec/spawner.js";
 import { assertGitRepository, currentBranch, emptyTree, headCommit, resolveCommit, runGit, runGitBounded, type GitContext } from "./git-cli.js";
 import type { PathResolver } from "./path-policy.js";
@@ -22,8 +22,8 @@ import type {
   WorkspaceChangesResult,
 } from "./types.js";
 
-export const DEFAULT_MAX_HUNKS = 50;
-export const DEFAULT_CONTEXT_LINES = 3;
+export const DEFAULT_MAX_HUNKS = clampRule("read_git_diff_hunks", "max_hunks").default;
+export const DEFAULT_CONTEXT_LINES = clampRule("read_git_diff_hunks", "context_lines").default;
 export const MAX_HUNK_LINES = 200;
 export const MAX_HUNK_LINE_CHARS = 1000;
 /** Bytes of `git diff` read per call; past it the answer is cut and says so. */

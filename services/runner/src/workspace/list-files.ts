@@ -3,13 +3,13 @@
  * returned paths are the first max_results of the complete sorted listing, so the answer does
  * not depend on rg's thread scheduling.
  */
-import { FailureStage, ReasonCode, fail } from "@webcodex/contracts";
+import { clampRule, FailureStage, ReasonCode, fail } from "@webcodex/contracts";
 import { BoundedSmallest } from "./bounded-smallest.js";
 import type { PathResolver } from "./path-policy.js";
 import { fileSetArgs, resolveSearchTarget, runRg, type RgCommand } from "./ripgrep.js";
 import type { ListProjectFilesRequest, ListProjectFilesResult } from "./types.js";
 
-export const DEFAULT_MAX_LIST_RESULTS = 1000;
+export const DEFAULT_MAX_LIST_RESULTS = clampRule("list_project_files", "max_results").default;
 
 export async function listProjectFiles(resolver: PathResolver, rg: RgCommand, request: ListProjectFilesRequest): Promise<ListProjectFilesResult> {
   const maxResults = request.max_results ?? DEFAULT_MAX_LIST_RESULTS;

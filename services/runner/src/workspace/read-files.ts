@@ -8,12 +8,12 @@
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, read as readCallback, readSync } from "node:fs";
 import { promisify } from "node:util";
-import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { clampRule, FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { errnoCode, openInside, type PathResolver } from "./path-policy.js";
 import { BINARY_PROBE_BYTES, charStart, countCodePoints, isBinary, lineEndingOf, revisionFromSha256Hex } from "./text-bytes.js";
 import type { LineEnding, ReadFilesRequest, ReadFileSpec, ReadItem, ReadFilesResult, ReadTextItem } from "./types.js";
 
-export const DEFAULT_MAX_BYTES_PER_FILE = 65536;
+export const DEFAULT_MAX_BYTES_PER_FILE = clampRule("read_files", "max_bytes_per_file").default;
 /** Content bytes one call returns over all its items, spent in request order. */
 export const MAX_BATCH_CONTENT_BYTES = 4 * 1024 * 1024;
 /** Larger files are refused: producing their read_revision means reading all of them. */

@@ -5,16 +5,16 @@
  * revision); the matching lines come from the same rg flags as search_project_texts, and
  * each is checked against the content read, so the revision is of exactly what was searched.
  */
-import { FailureStage, ReasonCode, ToolFailureError, fail } from "@webcodex/contracts";
+import { clampRule, FailureStage, ReasonCode, ToolFailureError, fail, toolLimit } from "@webcodex/contracts";
 import type { PathResolver } from "./path-policy.js";
 import { DEFAULT_READ_LIMITS, readFiles } from "./read-files.js";
 import { fileSetArgs, forEachLine, runRg, type RgCommand } from "./ripgrep.js";
 import type { SearchFileContextRequest, SearchFileContextResult, SearchMatch } from "./types.js";
 
 /** Most lines shown on either side of a match. */
-export const MAX_CONTEXT_LINES = 5;
-export const DEFAULT_FILE_CONTEXT_LINES = 3;
-export const DEFAULT_MAX_FILE_MATCHES = 20;
+export const MAX_CONTEXT_LINES = clampRule("search_file_context", "context_lines").ceiling;
+export const DEFAULT_FILE_CONTEXT_LINES = clampRule("search_file_context", "context_lines").default;
+export const DEFAULT_MAX_FILE_MATCHES = clampRule("search_file_context", "max_matches").default;
 /** Files larger than this are not read whole for context (file_too_large for search_file_context). */
 export const MAX_CONTEXT_FILE_BYTES = 4 * 1024 * 1024;
 /** A shown line (match or context) is cut to this many characters. */
@@ -40,20 +40,22 @@ interface WholeFile {
   path: string;
   read_revision: string;
   lines: string[];
+  bytes: number;
 }
 
 /** Reads a text file whole (up to MAX_CONTEXT_FILE_BYTES) with its read_revision; failures throw. */
-async function readWhole(resolver: PathResolver, path: string): Promise<WholeFile> {
-  const limits = { ...DEFAULT_READ_LIMITS, maxBatchBytes: MAX_CONTEXT_FILE_BYTES };
-  const { items } = await readFiles(resolver, { files: [{ path }], max_bytes_per_file: MAX_CONTEXT_FILE_BYTES }, limits);
+async function readWhole(resolver: PathResolver, path: string, maxBytes = MAX_CONTEXT_FILE_BYTES): Promise<WholeFile> {
+  const limits = { ...DEFAULT_READ_LIMITS, maxBatchBytes: maxBytes };
+  const { items } = await readFiles(resolver, { files: [{ path }], max_bytes_per_file: maxBytes }, limits);
   const item = items[0];
   if (!item) throw new Error("read_files returned no item");
   if (!item.success) throw new ToolFailureError(item.error);
   if (!("content" in item)) fail(ReasonCode.binaryFile, FailureStage.preflight, { evidence: { path: item.path } });
-  if (item.truncated) fail(ReasonCode.fileTooLarge, FailureStage.preflight, { evidence: { path: item.path, max_bytes: MAX_CONTEXT_FILE_BYTES } });
+  if (item.truncated) fail(ReasonCode.fileTooLarge, FailureStage.preflight, { evidence: { path: item.path, max_bytes: maxBytes } });
+  const bytes = Buffer.byteLength(item.content);
   const lines = item.content.split("\n").map((l) => (l.endsWith("\r") ? l.slice(0, -1) : l));
   if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
-  return { path: item.path, read_revision: item.read_revision, lines };
+  return { path: item.path, read_revision: item.read_revision, lines, bytes };
 }
 
 function contextOf(lines: readonly string[], line: number, n: number): { before?: string[]; after?: string[] } {
@@ -62,28 +64,62 @@ function contextOf(lines: readonly string[], line: number, n: number): { before?
   return { ...(before.length > 0 ? { before } : {}), ...(after.length > 0 ? { after } : {}) };
 }
 
+/** Files read whole to prove a search's matches against one revision, at most. */
+export const MAX_REVISION_FILES = toolLimit("search_project_texts", "revision_files");
+/** Larger files get no read_revision from a search (search_file_context or read_files give one). */
+export const MAX_REVISION_FILE_BYTES = toolLimit("search_project_texts", "revision_file_bytes");
+
+export interface VerifyOptions {
+  /** Lines of context to attach (0: none). */
+  contextLines: number;
+  /** Set when the query is a case-sensitive fixed string: its matching lines can be recounted exactly. */
+  fixedString?: string;
+  /** rg's matching-line count per path, to compare with the recount. */
+  perFile?: ReadonlyMap<string, number>;
+}
+
 /**
- * Adds before/after lines to matches (search_project_texts with context_lines). A file that
- * cannot be read whole, or whose line no longer holds the matched text (it changed since rg
- * saw it), gets no context rather than lines of another version.
+ * Reads each matched file once and checks the matches against that content: a match whose line
+ * no longer holds the matched text (the file changed since rg saw it) gets no context rather
+ * than lines of another version. Returns the read_revision of every file (at most
+ * MAX_REVISION_FILES, each at most MAX_REVISION_FILE_BYTES) whose listed matches all hold in
+ * the content read, and, for a case-sensitive fixed string, whose matching-line count equals
+ * rg's: the revision a guarded edit of those lines can use without a separate read.
  */
-export async function attachContext(resolver: PathResolver, matches: SearchMatch[], n: number): Promise<void> {
+export async function verifyMatches(resolver: PathResolver, matches: SearchMatch[], options: VerifyOptions): Promise<Record<string, string>> {
   const byPath = new Map<string, SearchMatch[]>();
   for (const m of matches) (byPath.get(m.path) ?? byPath.set(m.path, []).get(m.path) as SearchMatch[]).push(m);
+  const revisions: Record<string, string> = {};
+  let revisionFiles = 0;
   for (const [path, ms] of byPath) {
+    const wantRevision = revisionFiles < MAX_REVISION_FILES;
+    if (!wantRevision && options.contextLines === 0) break;
     let file: WholeFile;
     try {
-      file = await readWhole(resolver, path);
+      file = await readWhole(resolver, path, options.contextLines > 0 ? MAX_CONTEXT_FILE_BYTES : MAX_REVISION_FILE_BYTES);
     } catch (error) {
       if (error instanceof ToolFailureError) continue;
       throw error;
     }
+    let allHold = true;
     for (const m of ms) {
       const current = file.lines[m.line - 1];
-      if (current === undefined || cut(current) !== m.text) continue;
-      Object.assign(m, contextOf(file.lines, m.line, n));
+      if (current === undefined || cut(current) !== m.text) {
+        allHold = false;
+        continue;
+      }
+      if (options.contextLines > 0) Object.assign(m, contextOf(file.lines, m.line, options.contextLines));
     }
+    if (!wantRevision || !allHold || file.bytes > MAX_REVISION_FILE_BYTES) continue;
+    if (options.fixedString !== undefined) {
+      const needle = options.fixedString;
+      const recount = file.lines.reduce((n, line) => n + (line.includes(needle) ? 1 : 0), 0);
+      if (recount !== options.perFile?.get(path)) continue;
+    }
+    revisions[path] = file.read_revision;
+    revisionFiles++;
   }
+  return revisions;
 }
 
 /** Matching line numbers in one file, from rg with the flags search_project_texts uses. */

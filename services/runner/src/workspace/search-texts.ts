@@ -5,14 +5,14 @@
  * stated as `total_is_lower_bound`. The kept
  * matches are the first max_results by (path, line), independent of rg's thread order.
  */
-import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { clampRule, FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { BoundedSmallest } from "./bounded-smallest.js";
 import type { PathResolver } from "./path-policy.js";
 import { fileSetArgs, forEachLine, resolveSearchTarget, runRg, type RgCommand } from "./ripgrep.js";
-import { attachContext, checkContextLines } from "./search-context.js";
+import { checkContextLines, verifyMatches } from "./search-context.js";
 import type { SearchMatch, SearchProjectTextsRequest, SearchProjectTextsResult, SearchQuery, SearchQueryResult, SearchQuerySuccess } from "./types.js";
 
-export const DEFAULT_MAX_SEARCH_RESULTS = 100;
+export const DEFAULT_MAX_SEARCH_RESULTS = clampRule("search_project_texts", "queries.*.max_results").default;
 /** Match lines counted per query before rg is stopped and the total becomes a lower bound. */
 export const SEARCH_COUNT_CEILING = 100_000;
 /** Returned match text is cut to this many characters. */
@@ -82,7 +82,7 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
   let pathBytes: Buffer | null = null;
   let currentPath = "";
   let skipCurrentFile = false;
-  /** Match lines per file (output "files" and "count"); rg prints a file's lines together. */
+  /** Match lines per file; rg prints a file's lines together. */
   const perFile = new Map<string, number>();
   const countOnly = output !== "matches";
 
@@ -97,7 +97,7 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
       const threshold = kept.threshold;
       skipCurrentFile = countOnly || (threshold !== undefined && currentPath > threshold.path);
     }
-    if (countOnly) perFile.set(currentPath, (perFile.get(currentPath) ?? 0) + 1);
+    perFile.set(currentPath, (perFile.get(currentPath) ?? 0) + 1);
     if (!skipCurrentFile) {
       let lineNumber = 0;
       let pos = nul + 1;
@@ -143,8 +143,13 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
     return { success: true, error: null, files, file_count: paths.length, match_count: total, truncated: paths.length > files.length, ...facts };
   }
   const matches = kept.sorted().map(toMatch);
-  if (contextLines > 0) await attachContext(resolver, matches, contextLines);
+  // Revisions only from a finished count: a stopped rg leaves per-file counts short.
+  const exactCounts = finished && !outcome.stopped && outcome.code !== 2;
+  const fixedString = query.regex !== true && query.case_sensitive !== false && exactCounts ? query.pattern : undefined;
+  const revisions = await verifyMatches(resolver, matches, { contextLines, ...(fixedString !== undefined ? { fixedString, perFile } : {}) });
+  if (!exactCounts) for (const path of Object.keys(revisions)) delete revisions[path];
   const result: SearchQuerySuccess = { success: true, error: null, matches, total, truncated: total > matches.length, ...facts };
+  if (Object.keys(revisions).length > 0) result.read_revisions = revisions;
   return result;
 }
 

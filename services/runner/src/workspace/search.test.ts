@@ -5,6 +5,8 @@ import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
 import { expectFailure, git, tempDir, tempWorkspace } from "./fixtures.js";
 import { SEARCH_COUNT_CEILING } from "./search-texts.js";
+import { verifyMatches } from "./search-context.js";
+import { createPathPolicy } from "./path-policy.js";
 import type { SearchQuerySuccess, Workspace, SearchQuery } from "./types.js";
 
 const TREE = {
@@ -261,5 +263,31 @@ describe("low-context search", () => {
     assert.deepEqual(regex.matches.map((m) => m.line), [2, 5]);
     await expectFailure(ws.searchFileContext({ path: "src/missing.ts", pattern: "x" }), ReasonCode.pathNotFound);
     await expectFailure(ws.searchFileContext({ path: "../x", pattern: "x" }), ReasonCode.pathOutsideProject);
+  });
+
+  it("matches carry the read_revision of each matched file, proven against the content read, so a guarded edit can follow", async () => {
+    const { root, ws } = await tempWorkspace({ "a.ts": "use(1);\nx\nuse(2);\n", "b.ts": "use(3);\n", "c.ts": "nothing\n" });
+    const revision = async (p: string) => ((await ws.readFiles({ files: [{ path: p }] })).items[0] as { read_revision: string }).read_revision;
+    const found = await search(ws, { pattern: "use(" });
+    assert.deepEqual(found.read_revisions, { "a.ts": await revision("a.ts"), "b.ts": await revision("b.ts") });
+    const edited = await ws.editProjectFiles({ changes: [{ kind: "edit", path: "a.ts", expected_read_revision: found.read_revisions?.["a.ts"] as string, edits: [{ replace_exact: { old_text: "use(", new_text: "run(" }, expected_match_count: 2 }] }] });
+    assert.equal(edited.changed, true);
+    // Regex and case-insensitive queries prove the listed lines; a cut listing still proves what it lists.
+    assert.deepEqual((await search(ws, { pattern: "run\\(\\d\\)", regex: true })).read_revisions, { "a.ts": await revision("a.ts") });
+    assert.deepEqual(Object.keys((await search(ws, { pattern: "USE", case_sensitive: false })).read_revisions ?? {}), ["b.ts"]);
+    assert.deepEqual((await search(ws, { pattern: "run(", max_results: 1 })).read_revisions, { "a.ts": await revision("a.ts") });
+    // No revision for a file above the revision read ceiling, nor from files/count output.
+    await writeFile(path.join(root, "big.ts"), "use(9);\n" + "y\n".repeat(600_000));
+    assert.equal((await search(ws, { pattern: "use(9)" })).read_revisions, undefined, "a file above the revision read ceiling gets none");
+    assert.equal((await searchAny(ws, { pattern: "use(", output: "files" }))["read_revisions"], undefined);
+  });
+
+  it("a file that changed after rg saw it gets no read_revision: listed lines and the recount must hold in the content read", async () => {
+    const { root } = await tempWorkspace({ "a.ts": "use(1);\nuse(2);\n" });
+    const resolver = await createPathPolicy(root).open();
+    const listed = [{ path: "a.ts", line: 1, text: "use(1);" }, { path: "a.ts", line: 2, text: "use(2);" }];
+    assert.deepEqual(Object.keys(await verifyMatches(resolver, listed.map((m) => ({ ...m })), { contextLines: 0, fixedString: "use(", perFile: new Map([["a.ts", 2]]) })), ["a.ts"]);
+    assert.deepEqual(await verifyMatches(resolver, listed.map((m) => ({ ...m })), { contextLines: 0, fixedString: "use(", perFile: new Map([["a.ts", 3]]) }), {}, "rg counted a match the content read lacks");
+    assert.deepEqual(await verifyMatches(resolver, [{ path: "a.ts", line: 2, text: "use(3);" }], { contextLines: 1 }), {}, "a listed line the content read does not hold");
   });
 });

@@ -166,6 +166,11 @@ export interface SearchQuerySuccess {
   total_is_lower_bound?: true;
   /** rg reported errors for some files (e.g. unreadable); results cover the rest. */
   search_errors?: true;
+  /**
+   * path → read_revision of a matched file whose listed matches were checked against that exact
+   * content (bounded; a path absent here was not proven): a guarded edit can follow at once.
+   */
+  read_revisions?: Record<string, string>;
 }
 
 /** output "files": the matching files by path with their match counts. */
@@ -333,6 +338,8 @@ export interface EditAppliedResult {
   applied_count: number;
   change_summary: ChangeSummary;
   files: AppliedFileReport[];
+  /** The exact inverse of this call, guarded by the revisions it produced (absent when it has none or is large). */
+  undo_changes?: FileChange[];
 }
 
 export type EditProjectFilesResult = EditDryRunResult | EditAppliedResult;
