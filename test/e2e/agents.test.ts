@@ -9,15 +9,23 @@
  *   first one's edit, run, heartbeat and completion all fail closed with nothing written;
  * - keyed replay returns the same Attempt exactly; rotation leaves the old ~a ref stale;
  * - another tenant's tries at every id and ref equal made-up ones;
+ * - the storage side of the fence: a call of the first Attempt admitted before the takeover
+ *   and reaching the Runner after the second Attempt's fence did writes and runs nothing, also
+ *   after the Runner restarts;
  * - every follow-up returned is executed exactly as returned.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, startDevServer, startTestStack, tempDir } from "../support/index.js";
+import { createInProcessClient, createLogger, createServiceIdentity, principalHeaders } from "@webcodex/platform";
+import { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
+import { createRunner } from "@webcodex/runner";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, startDevServer, startTestStack, tempDir, until } from "../support/index.js";
 import type { DevServer, TestDatabase, ToolOutcome } from "../support/index.js";
 
 const TOKENS = {
@@ -38,11 +46,21 @@ function tokensFile(): string {
   return file;
 }
 
+/** What the Runner answered to a call delivered without the gateway's admission. */
+type RunnerAnswer = { resultJson: string; failure?: { reasonCode: string; failureStage: string; detailCode: string; stateChanged: boolean; evidenceJson: string } | undefined };
+
 interface Clients {
   lead: Client;
   worker: Client;
   mallory: Client;
   projectDir: string;
+  /**
+   * Delivers a workspace call made for an Attempt to the Runner's dispatch path as the worker,
+   * skipping the gateway's admission: a call admitted before a takeover arriving late.
+   */
+  lateDispatch(project: string, tool: string, args: Record<string, unknown>, attempt: { taskId: string; fence: bigint }): Promise<RunnerAnswer>;
+  /** Stops the Project's Runner and starts it again on the same workspace (clients reconnect when needed). */
+  restartRunner(): Promise<void>;
 }
 
 /** Calls a tool by name when tools/list shows it, else through call_runtime_tool. */
@@ -264,6 +282,58 @@ function scenario(setup: () => Clients) {
     const wrong = await failure(worker, "rotate_agent_continuation_endpoint", { agent_id: workerAgent["agent_id"], endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 });
     assert.deepEqual([wrong["reason_code"], wrong["detail_code"]], ["fence_rejected", "controller_generation_mismatch"]);
   });
+  it("storage fence: a first-Attempt call admitted before the takeover reaches the Runner late and writes and runs nothing, also after a Runner restart", async () => {
+    const { lead, worker, projectDir } = setup();
+    const created = await ok(lead, "create_agent_task", {
+      project: leadProject, title: "Fenced", instructions: "Own fenced.txt", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `t-storage-${Date.now()}`,
+    });
+    const taskId = String(created["task_id"]);
+    const first = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "storage-first", lease_ms: 1000 });
+    await ok(worker, "edit_project_files", { project: workerProject, attempt_ref: first["attempt_ref"], changes: [{ kind: "create", path: "fenced.txt", content: "first attempt\n" }] });
+    // The first Attempt's call has passed the gateway's admission (its fence was current then);
+    // the lease lapses and the second Attempt takes over and writes before that call arrives.
+    const second = await until("the takeover", async () => {
+      const r = await call(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "storage-second" });
+      return r.isError ? undefined : r.result;
+    }, 10_000, 100);
+    assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
+    const revision = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "fenced.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    await ok(worker, "edit_project_files", {
+      project: workerProject, attempt_ref: second["attempt_ref"],
+      changes: [{ kind: "edit", path: "fenced.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "first attempt", new_text: "second attempt" } }] }],
+    });
+    const current = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "fenced.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    const late = { taskId, fence: BigInt(Number(first["attempt_fence"])) };
+
+    const refusedLate = async (label: string) => {
+      const edit = await setup().lateDispatch(workerProject, "edit_project_files", { changes: [{ kind: "delete", path: "fenced.txt", expected_read_revision: current }, { kind: "create", path: "late.txt", content: "late" }] }, late);
+      assert.ok(edit.failure, `${label}: refused: ${edit.resultJson}`);
+      assert.deepEqual([edit.failure.reasonCode, edit.failure.failureStage, edit.failure.detailCode, edit.failure.stateChanged], ["fence_stale", "authorization", "attempt_superseded", false], label);
+      const extra = JSON.parse(edit.failure.evidenceJson) as { evidence: unknown; follow_up: unknown };
+      assert.deepEqual(extra.evidence, { attempt_fence: Number(first["attempt_fence"]), current_fence: Number(second["attempt_fence"]) }, label);
+      // Its follow-up, executed exactly as returned, reads the Task under the second fence.
+      const next = await followUp(setup().worker, extra.follow_up);
+      assert.deepEqual([next.isError, (next.result["current_attempt"] as Record<string, unknown>)["attempt_fence"]], [false, second["attempt_fence"]], label);
+      const run = await setup().lateDispatch(workerProject, "run_shell", { command: "echo ran > late-ran.txt" }, late);
+      assert.equal(run.failure?.reasonCode, "fence_stale", `${label}: ${run.resultJson}`);
+      assert.equal(readFileSync(join(projectDir, "fenced.txt"), "utf8"), "second attempt\n", `${label}: exactly what the second attempt wrote`);
+      assert.throws(() => readFileSync(join(projectDir, "late.txt")), label);
+      assert.throws(() => readFileSync(join(projectDir, "late-ran.txt")), label);
+    };
+    await refusedLate("late call");
+
+    // The Runner's high-water mark is durable: after a restart the late call is still refused,
+    // and the second Attempt still writes.
+    await setup().restartRunner();
+    await refusedLate("after a Runner restart");
+    await until("the restarted Runner serves", async () => {
+      const r = await call(setup().worker, "edit_project_files", { project: workerProject, attempt_ref: second["attempt_ref"], changes: [{ kind: "create", path: "after-restart.txt", content: "second\n" }] });
+      if (r.isError && r.result["reason_code"] !== "runner_unavailable") assert.fail(JSON.stringify(r.result));
+      return !r.isError;
+    }, 30_000, 200);
+    assert.equal(readFileSync(join(projectDir, "after-restart.txt"), "utf8"), "second\n");
+    await ok(setup().worker, "complete_agent_task_attempt", { ...tupleOf(second), outcome: "succeeded", summary: "fenced" });
+  });
 }
 
 describe("agents on webcodex dev (two principals of one tenant, one of another)", { timeout: 240_000 }, () => {
@@ -271,12 +341,38 @@ describe("agents on webcodex dev (two principals of one tenant, one of another)"
   let clients: Clients;
   before(async () => {
     const projectDir = createProjectDir({ "README.md": "# agents\n" }, { name: "agents" });
-    server = await startDevServer({ projectDir, dataDir: tempDir("wcx-agents-data-"), tokensFile: tokensFile() });
-    const [lead, worker, mallory] = await Promise.all([connectMcp(server.mcpUrl, TOKENS.lead), connectMcp(server.mcpUrl, TOKENS.worker), connectMcp(server.mcpUrl, TOKENS.mallory)]);
-    clients = { lead, worker, mallory, projectDir };
+    const dataDir = tempDir("wcx-agents-data-");
+    const tokens = tokensFile();
+    const connectAll = async () => {
+      const [lead, worker, mallory] = await Promise.all([connectMcp(server.mcpUrl, TOKENS.lead), connectMcp(server.mcpUrl, TOKENS.worker), connectMcp(server.mcpUrl, TOKENS.mallory)]);
+      return { lead, worker, mallory };
+    };
+    server = await startDevServer({ projectDir, dataDir, tokensFile: tokens });
+    clients = {
+      ...(await connectAll()),
+      projectDir,
+      // The embedded Runner runs inside the dev process; the late call is delivered to a Runner
+      // built as `webcodex dev` builds it, on the same workspace and state directory.
+      async lateDispatch(_project, tool, args, attempt) {
+        const states = join(dataDir, "runner-state");
+        const [only] = readdirSync(states);
+        const runner = createRunner({ root: projectDir, stateDir: join(states, String(only)), logger: createLogger({ service: "test", level: "silent" }), spawnHost: false, recoverJournal: false });
+        try {
+          return await createInProcessClient(RunnerService, runner.service).execute({ callId: `late-${Date.now()}`, tool, argumentsJson: JSON.stringify(args), attempt });
+        } finally {
+          await runner.close();
+        }
+      },
+      async restartRunner() {
+        await Promise.all([clients.lead.close(), clients.worker.close(), clients.mallory.close()]);
+        await server.stop();
+        server = await startDevServer({ projectDir, dataDir, tokensFile: tokens });
+        Object.assign(clients, await connectAll());
+      },
+    };
   });
   after(async () => {
-    await Promise.all([clients?.lead.close(), clients?.worker.close(), clients?.mallory.close()]);
+    await Promise.all([clients?.lead?.close(), clients?.worker?.close(), clients?.mallory?.close()]);
     await server?.stop();
   });
   scenario(() => clients);
@@ -292,7 +388,31 @@ describe("agents on the distributed stack (real Postgres and Redis)", { timeout:
     const projectDir = createProjectDir({ "README.md": "# agents\n" }, { name: "agents" });
     stack = await startTestStack({ postgresUrl: db.url, redisUrl: services.redisUrl, projectDir, gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile() } });
     const [lead, worker, mallory] = await Promise.all([connectMcp(stack.mcpUrl, TOKENS.lead), connectMcp(stack.mcpUrl, TOKENS.worker), connectMcp(stack.mcpUrl, TOKENS.mallory)]);
-    clients = { lead, worker, mallory, projectDir };
+    // The late call is made as the gateway makes it after admission: signed with the gateway's
+    // service identity, straight to the broker, which dispatches it to the Runner.
+    const gateway = createServiceIdentity({ service: "gateway", key: stack.serviceKey });
+    const transport = (service: "ref-resolver" | "runner-broker") => createConnectTransport({ baseUrl: `http://127.0.0.1:${stack.ports[service]}`, httpVersion: "2", interceptors: [gateway.clientInterceptor] });
+    const resolver = createClient(RefResolverService, transport("ref-resolver"));
+    const broker = createClient(RunnerBrokerService, transport("runner-broker"));
+    const as = { headers: principalHeaders({ clientId: "local", subject: "worker" }) };
+    const dispatch = async (selector: string, tool: string, args: Record<string, unknown>, attempt?: { taskId: string; fence: bigint }) => {
+      const { project } = await resolver.resolveProject({ selector }, as);
+      assert.ok(project, selector);
+      return broker.dispatch({ callId: `late-${Date.now()}`, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool, argumentsJson: JSON.stringify(args), ...(attempt ? { attempt } : {}) }, as);
+    };
+    clients = {
+      lead, worker, mallory, projectDir,
+      lateDispatch: (project, tool, args, attempt) => dispatch(project, tool, args, attempt),
+      async restartRunner() {
+        const runner = stack.processes.get("runner");
+        const exited = new Promise((r) => runner?.once("exit", r));
+        runner?.kill("SIGTERM");
+        await exited;
+        await stack.restart("runner");
+        const project = await firstProjectRef(lead);
+        await until("the restarted Runner serves", async () => !(await dispatch(project, "read_files", { files: [{ path: "README.md" }] })).failure, 30_000, 200);
+      },
+    };
   });
   after(async () => {
     await Promise.all([clients?.lead.close(), clients?.worker.close(), clients?.mallory.close()]);
