@@ -138,6 +138,19 @@ const canSeeTask = (t: TaskRow, p: Principal) => t.client_id === p.clientId && (
 export function createAgentTasks(deps: AgentTasksDeps) {
   const { db, projects, fences, bus } = deps;
 
+  const startQueues = new Map<string, Promise<unknown>>();
+  /** Runs `fn` after every earlier call queued under `key` in this process has finished. */
+  function oneAtATime<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prior = startQueues.get(key) ?? Promise.resolve();
+    const next = prior.then(fn, fn);
+    const settled = next.then(() => undefined, () => undefined);
+    startQueues.set(key, settled);
+    void settled.then(() => {
+      if (startQueues.get(key) === settled) startQueues.delete(key);
+    });
+    return next;
+  }
+
   const taskSelect = `SELECT t.*, a.subject AS assignee_subject FROM ${schema}.agent_tasks t JOIN ${schema}.agents a ON a.agent_id = t.assignee_agent_id`;
   const attemptSelect = `SELECT at.*, (at.lease_expires_at > now()) AS lease_live FROM ${schema}.agent_task_attempts at`;
 
@@ -425,7 +438,10 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       if (!isCallerId(key)) throw new FailureThrow(invalid("invalid_idempotency_key", "idempotency_key"));
       const leaseMs = num(args, "lease_ms") ?? DEFAULT_LEASE_MS;
       const digest = digestOf("start_agent_task_attempt", args);
-      return withEvents(async (tx, wake) => {
+      // Starts of one Task wait here, in memory, rather than each holding a pooled connection
+      // while it waits for the Task's row lock: a burst of starts then answers lease_held one
+      // after another instead of running the pool dry. The row lock still decides (replicas).
+      return oneAtATime(str(args, "task_id"), () => withEvents(async (tx, wake) => {
         // The Task row lock serializes every start of one Task (and its keyed replays).
         const t = await taskFor(tx, principal, str(args, "task_id"), true);
         const prior = await replayed(tx, principal, "start_agent_task_attempt", key, digest);
@@ -466,7 +482,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         };
         await remember(tx, principal, "start_agent_task_attempt", key, digest, result);
         return { result, projectCanonicalId: t.project_canonical_id };
-      });
+      }));
     },
 
     async heartbeat_agent_task_attempt(principal, args) {
