@@ -61,7 +61,7 @@ describe("a Runner's Attempt fence marks", () => {
       await assert.rejects(readFile(path.join(root, "bad.txt")));
       // The marks live outside the workspace: not in the tree, not in git status.
       assert.deepEqual((await readdir(root)).sort(), [".git", "one.txt", "other.txt", "plain.txt", "two-again.txt", "two.txt"]);
-      assert.doesNotMatch(execFileSync("git", ["status", "--porcelain", "--ignored"], { cwd: root, encoding: "utf8" }), /fence/);
+      assert.doesNotMatch(execFileSync("git", ["-c", "safe.directory=*", "status", "--porcelain", "--ignored"], { cwd: root, encoding: "utf8" }), /fence/);
     } finally {
       await first.close();
     }
