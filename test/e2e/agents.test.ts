@@ -7,17 +7,31 @@
  *   attempt_completed and reads the Task as completed;
  * - takeover: the first Attempt's lease lapses, a second starts with a higher fence, and the
  *   first one's edit, run, heartbeat and completion all fail closed with nothing written;
- * - keyed replay returns the same Attempt exactly; rotation leaves the old ~a ref stale;
+ * - keyed replay returns the same Attempt exactly, also across a ref-resolver restart; 100
+ *   concurrent starts of one Task give exactly one live Attempt; after the fence counters are
+ *   lost (Redis FLUSHALL; embedded: a restart) the next fence is above every earlier one;
+ * - rotation leaves the old ~a ref stale;
  * - another tenant's tries at every id and ref equal made-up ones;
+ * - the storage side of the fence: a call of the first Attempt admitted before the takeover
+ *   and reaching the Runner after the second Attempt's fence did writes and runs nothing, also
+ *   after the Runner restarts;
  * - every follow-up returned is executed exactly as returned.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, startDevServer, startTestStack, tempDir } from "../support/index.js";
+import { createInProcessClient, createLogger, createRedis, createServiceIdentity, principalHeaders } from "@webcodex/platform";
+import { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
+import { createRunner } from "@webcodex/runner";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, startDevServer, startTestStack, tempDir, until } from "../support/index.js";
 import type { DevServer, TestDatabase, ToolOutcome } from "../support/index.js";
 
 const TOKENS = {
@@ -38,11 +52,25 @@ function tokensFile(): string {
   return file;
 }
 
+/** What the Runner answered to a call delivered without the gateway's admission. */
+type RunnerAnswer = { resultJson: string; failure?: { reasonCode: string; failureStage: string; detailCode: string; stateChanged: boolean; evidenceJson: string } | undefined };
+
 interface Clients {
   lead: Client;
   worker: Client;
   mallory: Client;
   projectDir: string;
+  /**
+   * Delivers a workspace call made for an Attempt to the Runner's dispatch path as the worker,
+   * skipping the gateway's admission: a call admitted before a takeover arriving late.
+   */
+  lateDispatch(project: string, tool: string, args: Record<string, unknown>, attempt: { taskId: string; fence: bigint }): Promise<RunnerAnswer>;
+  /** Stops the Project's Runner and starts it again on the same workspace (clients reconnect when needed). */
+  restartRunner(): Promise<void>;
+  /** Stops the ref-resolver and starts it again on the same database. */
+  restartRefResolver(): Promise<void>;
+  /** Loses every Task fence counter (Redis FLUSHALL; embedded: its in-memory counter, by a restart). */
+  loseFenceCounters(): Promise<void>;
 }
 
 /** Calls a tool by name when tools/list shows it, else through call_runtime_tool. */
@@ -157,15 +185,17 @@ function scenario(setup: () => Clients) {
       project: leadProject, title: "Rewrite", instructions: "Rewrite shared.txt", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `t2-${Date.now()}`,
     });
     const taskId = String(created["task_id"]);
-    const first = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "first", lease_ms: 1000 });
+    const first = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "first", lease_ms: 5000 });
     await ok(worker, "edit_project_files", { project: workerProject, attempt_ref: first["attempt_ref"], changes: [{ kind: "create", path: "shared.txt", content: "first attempt\n" }] });
     const held = await failure(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "too-early" });
     assert.equal(held["reason_code"], "lease_held");
     const heldNext = await followUp(worker, held["follow_up"]);
     assert.deepEqual([heldNext.isError, heldNext.result["task_id"], heldNext.result["state"]], [false, taskId, "in_progress"]);
-    await new Promise((r) => setTimeout(r, 1_200));
-
-    const second = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "second" });
+    const second = await until("the lease lapses and a second Attempt starts", async () => {
+      const r = await call(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "second" });
+      if (r.isError && r.result["reason_code"] !== "lease_held") assert.fail(JSON.stringify(r.result));
+      return r.isError ? undefined : r.result;
+    }, 20_000, 200);
     assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
     const revision = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "shared.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
     await ok(worker, "edit_project_files", {
@@ -264,6 +294,104 @@ function scenario(setup: () => Clients) {
     const wrong = await failure(worker, "rotate_agent_continuation_endpoint", { agent_id: workerAgent["agent_id"], endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 });
     assert.deepEqual([wrong["reason_code"], wrong["detail_code"]], ["fence_rejected", "controller_generation_mismatch"]);
   });
+  it("storage fence: a first-Attempt call admitted before the takeover reaches the Runner late and writes and runs nothing, also after a Runner restart", async () => {
+    const { lead, worker, projectDir } = setup();
+    const created = await ok(lead, "create_agent_task", {
+      project: leadProject, title: "Fenced", instructions: "Own fenced.txt", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `t-storage-${Date.now()}`,
+    });
+    const taskId = String(created["task_id"]);
+    const first = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "storage-first", lease_ms: 1000 });
+    await ok(worker, "edit_project_files", { project: workerProject, attempt_ref: first["attempt_ref"], changes: [{ kind: "create", path: "fenced.txt", content: "first attempt\n" }] });
+    // The first Attempt's call has passed the gateway's admission (its fence was current then);
+    // the lease lapses and the second Attempt takes over and writes before that call arrives.
+    const second = await until("the takeover", async () => {
+      const r = await call(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "storage-second" });
+      return r.isError ? undefined : r.result;
+    }, 10_000, 100);
+    assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
+    const revision = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "fenced.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    await ok(worker, "edit_project_files", {
+      project: workerProject, attempt_ref: second["attempt_ref"],
+      changes: [{ kind: "edit", path: "fenced.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "first attempt", new_text: "second attempt" } }] }],
+    });
+    const current = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "fenced.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    const late = { taskId, fence: BigInt(Number(first["attempt_fence"])) };
+
+    const refusedLate = async (label: string) => {
+      const edit = await setup().lateDispatch(workerProject, "edit_project_files", { changes: [{ kind: "delete", path: "fenced.txt", expected_read_revision: current }, { kind: "create", path: "late.txt", content: "late" }] }, late);
+      assert.ok(edit.failure, `${label}: refused: ${edit.resultJson}`);
+      assert.deepEqual([edit.failure.reasonCode, edit.failure.failureStage, edit.failure.detailCode, edit.failure.stateChanged], ["fence_stale", "authorization", "attempt_superseded", false], label);
+      const extra = JSON.parse(edit.failure.evidenceJson) as { evidence: unknown; follow_up: unknown };
+      assert.deepEqual(extra.evidence, { attempt_fence: Number(first["attempt_fence"]), current_fence: Number(second["attempt_fence"]) }, label);
+      // Its follow-up, executed exactly as returned, reads the Task under the second fence.
+      const next = await followUp(setup().worker, extra.follow_up);
+      assert.deepEqual([next.isError, (next.result["current_attempt"] as Record<string, unknown>)["attempt_fence"]], [false, second["attempt_fence"]], label);
+      const run = await setup().lateDispatch(workerProject, "run_shell", { command: "echo ran > late-ran.txt" }, late);
+      assert.equal(run.failure?.reasonCode, "fence_stale", `${label}: ${run.resultJson}`);
+      assert.equal(readFileSync(join(projectDir, "fenced.txt"), "utf8"), "second attempt\n", `${label}: exactly what the second attempt wrote`);
+      assert.throws(() => readFileSync(join(projectDir, "late.txt")), label);
+      assert.throws(() => readFileSync(join(projectDir, "late-ran.txt")), label);
+    };
+    await refusedLate("late call");
+
+    // The Runner's high-water mark is durable: after a restart the late call is still refused,
+    // and the second Attempt still writes.
+    await setup().restartRunner();
+    await refusedLate("after a Runner restart");
+    await until("the restarted Runner serves", async () => {
+      const r = await call(setup().worker, "edit_project_files", { project: workerProject, attempt_ref: second["attempt_ref"], changes: [{ kind: "create", path: "after-restart.txt", content: "second\n" }] });
+      if (r.isError && r.result["reason_code"] !== "runner_unavailable") assert.fail(JSON.stringify(r.result));
+      return !r.isError;
+    }, 30_000, 200);
+    assert.equal(readFileSync(join(projectDir, "after-restart.txt"), "utf8"), "second\n");
+    await ok(setup().worker, "complete_agent_task_attempt", { ...tupleOf(second), outcome: "succeeded", summary: "fenced" });
+  });
+  it("100 concurrent starts give one live Attempt; its key replays it exactly across a ref-resolver restart; a lost fence counter never repeats a fence", async () => {
+    const { lead, worker } = setup();
+    const created = await ok(lead, "create_agent_task", {
+      project: leadProject, title: "Race", instructions: "Only one starts", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `t-race-${Date.now()}`,
+    });
+    const taskId = String(created["task_id"]);
+    const startOn = (task: string, client: Client, key: string, leaseMs: number) => callTool(client, "call_runtime_tool", { tool: "start_agent_task_attempt", arguments: { task_id: task, assignee_agent_id: workerAgent["agent_id"], idempotency_key: key, lease_ms: leaseMs } });
+    // A lease long enough that none lapses during the burst: every other start meets the live one.
+    const start = (client: Client, key: string) => startOn(taskId, client, key, 600_000);
+    const starts = await Promise.all(Array.from({ length: 100 }, (_, i) => start(worker, `race-${i}`)));
+    const winners = starts.filter((r) => !r.isError);
+    assert.equal(winners.length, 1, JSON.stringify(starts.filter((r) => r.isError && r.result["reason_code"] !== "lease_held").map((r) => r.result)));
+    assert.deepEqual(starts.filter((r) => r.isError && r.result["reason_code"] !== "lease_held").map((r) => r.result), [], "every other start met the live lease");
+    const winner = (winners[0] as ToolOutcome).result;
+    const winnerKey = `race-${starts.indexOf(winners[0] as ToolOutcome)}`;
+    const read = await ok(lead, "read_agent_task", { task_id: taskId });
+    assert.deepEqual([(read["current_attempt"] as Record<string, unknown>)["attempt_id"], (read["current_attempt"] as Record<string, unknown>)["state"]], [winner["attempt_id"], "live"]);
+
+    // The same key, after the ref-resolver restarted, returns the first result exactly.
+    await setup().restartRefResolver();
+    const replay = await until("the ref-resolver answers again", async () => {
+      const r = await start(setup().worker, winnerKey);
+      if (r.isError && !["dependency_unavailable", "internal"].includes(String(r.result["reason_code"]))) assert.fail(JSON.stringify(r.result));
+      return r.isError ? undefined : r.result;
+    }, 30_000, 200);
+    assert.deepEqual(replay, winner, "same ids, fence, ref and lease expiry");
+
+    await ok(setup().worker, "complete_agent_task_attempt", { ...tupleOf(winner), outcome: "succeeded", summary: "raced" });
+
+    // Fences only rise, also when every counter is lost (a Task whose Attempts lapse quickly).
+    const other = await ok(setup().lead, "create_agent_task", {
+      project: leadProject, title: "Fences", instructions: "", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `t-fences-${Date.now()}`,
+    });
+    const first = await ok(setup().worker, "start_agent_task_attempt", { task_id: other["task_id"], assignee_agent_id: workerAgent["agent_id"], idempotency_key: "fences-first", lease_ms: 1000 });
+    const takeOver = async (key: string, leaseMs: number) => until(`a takeover (${key})`, async () => {
+      const r = await startOn(String(other["task_id"]), setup().worker, key, leaseMs);
+      if (r.isError && !["lease_held", "dependency_unavailable", "internal"].includes(String(r.result["reason_code"]))) assert.fail(JSON.stringify(r.result));
+      return r.isError ? undefined : r.result;
+    }, 30_000, 200);
+    const afterRestart = await takeOver("fences-second", 1000);
+    assert.ok(Number(afterRestart["attempt_fence"]) > Number(first["attempt_fence"]));
+    await setup().loseFenceCounters();
+    const afterLoss = await takeOver("fences-after-counter-loss", 600_000);
+    assert.ok(Number(afterLoss["attempt_fence"]) > Number(afterRestart["attempt_fence"]), `${String(afterLoss["attempt_fence"])} > ${String(afterRestart["attempt_fence"])}`);
+    await ok(setup().worker, "complete_agent_task_attempt", { ...tupleOf(afterLoss), outcome: "succeeded", summary: "fenced" });
+  });
 }
 
 describe("agents on webcodex dev (two principals of one tenant, one of another)", { timeout: 240_000 }, () => {
@@ -271,12 +399,42 @@ describe("agents on webcodex dev (two principals of one tenant, one of another)"
   let clients: Clients;
   before(async () => {
     const projectDir = createProjectDir({ "README.md": "# agents\n" }, { name: "agents" });
-    server = await startDevServer({ projectDir, dataDir: tempDir("wcx-agents-data-"), tokensFile: tokensFile() });
-    const [lead, worker, mallory] = await Promise.all([connectMcp(server.mcpUrl, TOKENS.lead), connectMcp(server.mcpUrl, TOKENS.worker), connectMcp(server.mcpUrl, TOKENS.mallory)]);
-    clients = { lead, worker, mallory, projectDir };
+    const dataDir = tempDir("wcx-agents-data-");
+    const tokens = tokensFile();
+    const connectAll = async () => {
+      const [lead, worker, mallory] = await Promise.all([connectMcp(server.mcpUrl, TOKENS.lead), connectMcp(server.mcpUrl, TOKENS.worker), connectMcp(server.mcpUrl, TOKENS.mallory)]);
+      return { lead, worker, mallory };
+    };
+    server = await startDevServer({ projectDir, dataDir, tokensFile: tokens });
+    clients = {
+      ...(await connectAll()),
+      projectDir,
+      // The embedded Runner runs inside the dev process; the late call is delivered to a Runner
+      // built as `webcodex dev` builds it, on the same workspace and state directory.
+      async lateDispatch(_project, tool, args, attempt) {
+        const states = join(dataDir, "runner-state");
+        const [only] = readdirSync(states);
+        const runner = createRunner({ root: projectDir, stateDir: join(states, String(only)), logger: createLogger({ service: "test", level: "silent" }), spawnHost: false, recoverJournal: false });
+        try {
+          return await createInProcessClient(RunnerService, runner.service).execute({ callId: `late-${Date.now()}`, tool, argumentsJson: JSON.stringify(args), attempt });
+        } finally {
+          await runner.close();
+        }
+      },
+      // The embedded Runner, ref-resolver and fence counter (in memory) live in the dev process.
+      restartRunner: restartDev,
+      restartRefResolver: restartDev,
+      loseFenceCounters: restartDev,
+    };
+    async function restartDev() {
+      await Promise.all([clients.lead.close(), clients.worker.close(), clients.mallory.close()]);
+      await server.stop();
+      server = await startDevServer({ projectDir, dataDir, tokensFile: tokens });
+      Object.assign(clients, await connectAll());
+    }
   });
   after(async () => {
-    await Promise.all([clients?.lead.close(), clients?.worker.close(), clients?.mallory.close()]);
+    await Promise.all([clients?.lead?.close(), clients?.worker?.close(), clients?.mallory?.close()]);
     await server?.stop();
   });
   scenario(() => clients);
@@ -286,18 +444,72 @@ describe("agents on the distributed stack (real Postgres and Redis)", { timeout:
   let db: TestDatabase;
   let stack: DistributedStack;
   let clients: Clients;
+  let redisServer: ChildProcess | undefined;
+  let redis: ReturnType<typeof createRedis>;
   before(async () => {
-    const services = await backingServices();
+    await backingServices();
     db = await createTestDatabase();
+    // A private Redis: the test flushes it.
+    const port = await freePort();
+    redisServer = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+    redis = createRedis(`redis://127.0.0.1:${port}`);
+    await until("private redis", async () => (await redis.ping().catch(() => "")) === "PONG");
     const projectDir = createProjectDir({ "README.md": "# agents\n" }, { name: "agents" });
-    stack = await startTestStack({ postgresUrl: db.url, redisUrl: services.redisUrl, projectDir, gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile() } });
+    stack = await startTestStack({ postgresUrl: db.url, redisUrl: `redis://127.0.0.1:${port}`, projectDir, gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile() } });
     const [lead, worker, mallory] = await Promise.all([connectMcp(stack.mcpUrl, TOKENS.lead), connectMcp(stack.mcpUrl, TOKENS.worker), connectMcp(stack.mcpUrl, TOKENS.mallory)]);
-    clients = { lead, worker, mallory, projectDir };
+    // The late call is made as the gateway makes it after admission: signed with the gateway's
+    // service identity, straight to the broker, which dispatches it to the Runner.
+    const gateway = createServiceIdentity({ service: "gateway", key: stack.serviceKey });
+    const transport = (service: "ref-resolver" | "runner-broker") => createConnectTransport({ baseUrl: `http://127.0.0.1:${stack.ports[service]}`, httpVersion: "2", interceptors: [gateway.clientInterceptor] });
+    const resolver = createClient(RefResolverService, transport("ref-resolver"));
+    const broker = createClient(RunnerBrokerService, transport("runner-broker"));
+    const as = { headers: principalHeaders({ clientId: "local", subject: "worker" }) };
+    const dispatch = async (selector: string, tool: string, args: Record<string, unknown>, attempt?: { taskId: string; fence: bigint }) => {
+      const { project } = await resolver.resolveProject({ selector }, as);
+      assert.ok(project, selector);
+      // A Runner that missed heartbeats is briefly not routable (nothing runs): ask again.
+      return until(`${tool} reaches the Runner`, async () => {
+        const res = await broker.dispatch({ callId: `late-${Date.now()}`, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool, argumentsJson: JSON.stringify(args), ...(attempt ? { attempt } : {}) }, as);
+        return res.failure?.reasonCode === "runner_unavailable" ? undefined : res;
+      }, 30_000, 200);
+    };
+    const restart = async (name: "runner" | "ref-resolver") => {
+      const child = stack.processes.get(name);
+      const exited = new Promise((r) => child?.once("exit", r));
+      child?.kill("SIGTERM");
+      await exited;
+      await stack.restart(name);
+    };
+    clients = {
+      lead, worker, mallory, projectDir,
+      lateDispatch: (project, tool, args, attempt) => dispatch(project, tool, args, attempt),
+      restartRefResolver: () => restart("ref-resolver"),
+      async loseFenceCounters() {
+        await redis.flushall();
+      },
+      async restartRunner() {
+        await restart("runner");
+        const project = await firstProjectRef(lead);
+        assert.equal((await dispatch(project, "read_files", { files: [{ path: "README.md" }] })).failure, undefined, "the restarted Runner serves");
+      },
+    };
   });
   after(async () => {
     await Promise.all([clients?.lead.close(), clients?.worker.close(), clients?.mallory.close()]);
     await stack?.stop();
     await db?.drop();
+    redis?.disconnect();
+    redisServer?.kill("SIGTERM");
   });
   scenario(() => clients);
 });
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}

@@ -222,6 +222,32 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
       assert.ok(Date.now() - started < 5_000, "woken by NOTIFY, not by the deadline");
       assert.deepEqual([woke["wait_state"], (woke["events"] as Array<{ kind: string }>).map((e) => e.kind)], ["ready", ["attempt_started"]]);
       assert.equal((await failed(client, lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: "999999" })).detailCode, "cursor_not_found");
+
+      // The other replica's waiter was answered with the event its NOTIFY carried: exactly what
+      // reading the log from its cursor returns.
+      const pickOf = (r: Record<string, unknown>) => [r["events"], r["cursor"], r["wait_state"]];
+      assert.deepEqual(pickOf(woke), pickOf(await ok(replica, lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: cursor, wait_ms: 0 })));
+
+      // A waiter on the appending replica is answered with the events its wake carried: exactly
+      // what reading the log from its cursor returns, also for a takeover's two events at once.
+      const at = String(woke["cursor"]);
+      const sameReplica = ok(client, lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: at, wait_ms: 20_000 });
+      await new Promise((r) => setTimeout(r, 100));
+      await ok(client, lead, "stop_agent_task", { task_id: taskId, reason: "done" });
+      const stopped = await sameReplica;
+      assert.deepEqual((stopped["events"] as Array<{ kind: string }>).map((e) => e.kind), ["task_stopped"]);
+      const pick = (r: Record<string, unknown>) => [r["events"], r["cursor"], r["wait_state"]];
+      assert.deepEqual(pick(stopped), pick(await ok(client, lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: at, wait_ms: 0 })), "the same cursor replays the same events");
+      const t2 = await setupTask();
+      const first = await ok(client, worker, "start_agent_task_attempt", { task_id: t2.taskId, assignee_agent_id: t2.workerAgent["agent_id"], idempotency_key: "h1", lease_ms: 300 });
+      const before = String((await ok(client, lead, "wait_for_agent_events", { agent_id: t2.leadAgent["agent_id"], wait_ms: 0 }))["cursor"]);
+      await until("the lease lapses", async () => (await call(client, worker, "reconcile_agent_task_attempt", tupleOf(first))).ok && (await ok(client, worker, "reconcile_agent_task_attempt", tupleOf(first)))["attempt_state"] === "lease_expired");
+      const takeover = ok(client, lead, "wait_for_agent_events", { agent_id: t2.leadAgent["agent_id"], after_cursor: before, wait_ms: 20_000 });
+      await new Promise((r) => setTimeout(r, 100));
+      await ok(client, worker, "start_agent_task_attempt", { task_id: t2.taskId, assignee_agent_id: t2.workerAgent["agent_id"], idempotency_key: "h2" });
+      const heard = await takeover;
+      assert.deepEqual((heard["events"] as Array<{ kind: string }>).map((e) => e.kind), ["attempt_lost", "attempt_started"]);
+      assert.deepEqual(pick(heard), pick(await ok(client, lead, "wait_for_agent_events", { agent_id: t2.leadAgent["agent_id"], after_cursor: before, wait_ms: 0 })));
     } finally {
       await bus.close();
       await db2.close();

@@ -32,6 +32,8 @@ const rows = [
   { id: "validationRust", wire: "validation_rust_v1", default: false, baselineV2: false },
   /** Mutating calls carry the Project lease fence; a fence below the highest seen is refused. */
   { id: "fencedExecution", wire: "fenced_execution_v1", default: false, baselineV2: false },
+  /** Calls made for an Agent Attempt carry its (task, fence); a fence below the Task's durable mark is refused. */
+  { id: "attemptFencing", wire: "attempt_fencing_v1", default: false, baselineV2: false },
 ] as const satisfies ReadonlyArray<{ id: string; wire: string; default: false; baselineV2: boolean }>;
 
 export type RunnerCapabilityId = (typeof rows)[number]["id"];

@@ -167,6 +167,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     callId: string; tool: string; argumentsJson: string; rootIdentity: string; projectCanonicalId: string;
     /** The caller's call without a rewrite to another tool (see DispatchRequest.fallback). */
     fallback?: { tool: string; argumentsJson: string } | undefined;
+    /** The Agent Attempt the call was admitted for (attempt_ref): the Runner checks its fence against the Task's mark. */
+    attempt?: { taskId: string; fence: bigint } | undefined;
   }
 
   /**
@@ -201,7 +203,10 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     }
     try {
       const res = await runnerClient(runner.endpointUrl).execute(
-        { callId: call.callId, tool: call.tool, argumentsJson: call.argumentsJson, rootIdentity: call.rootIdentity, fence: BigInt(fence) },
+        {
+          callId: call.callId, tool: call.tool, argumentsJson: call.argumentsJson, rootIdentity: call.rootIdentity, fence: BigInt(fence),
+          ...(call.attempt ? { attempt: { taskId: call.attempt.taskId, fence: call.attempt.fence } } : {}),
+        },
         { timeoutMs: dispatchTimeoutMs, headers: toRunner(runner), signal },
       );
       return { reached: true, answer: { resultJson: res.resultJson, ...(res.failure ? { failure: res.failure } : {}) } };
@@ -308,6 +313,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       answeredFallback = true;
       missing = missingFor(fallbackDef, call.argumentsJson);
     }
+    // A call made for an Agent Attempt runs only where the Runner checks the Attempt's fence.
+    if (call.attempt && !have.has("attemptFencing")) missing = [...missing, "attemptFencing"];
     const flag = answeredFallback ? { answeredFallback } : {};
     if (missing.length > 0) {
       return {

@@ -43,10 +43,10 @@ describe("advertised capabilities", () => {
     for (const def of runnerTools().filter((d) => d.implemented)) assert.ok(runner.handlers.tools[def.name], def.name);
   });
 
-  it("equal exactly what its tools need, plus the fenced execution its service enforces and the validation toolchains its probe found", () => {
+  it("equal exactly what its tools need, plus the lease and Attempt fencing its service enforces and the validation toolchains its probe found", () => {
     // project_validate picks providers from the project's files on the Runner, so each probed
     // toolchain row is advertised for it even when no call's arguments name it.
-    const needed = new Set<RunnerCapabilityId>(["fencedExecution", ...probeValidationCapabilities(scrubbedBaseEnv().PATH as string)]);
+    const needed = new Set<RunnerCapabilityId>(["fencedExecution", "attemptFencing", ...probeValidationCapabilities(scrubbedBaseEnv().PATH as string)]);
     for (const def of runnerTools()) {
       if (runner.handlers.tools[def.name] === undefined) continue;
       for (const id of requiredBy(def.name)) needed.add(id);

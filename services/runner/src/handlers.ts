@@ -21,8 +21,8 @@ interface ImplementedTool {
   run: ToolHandler;
 }
 
-/** Enforced by the RunnerService every handler runs behind (stale fences are refused). */
-const SERVICE_CAPABILITIES: readonly RunnerCapabilityId[] = ["fencedExecution"];
+/** Enforced by the RunnerService every handler runs behind (stale lease and Attempt fences are refused). */
+const SERVICE_CAPABILITIES: readonly RunnerCapabilityId[] = ["fencedExecution", "attemptFencing"];
 
 /**
  * `validation` lists the validation capability rows a runtime probe found toolchains for;

@@ -3,16 +3,20 @@
  * capabilities its handlers implement (less any withheld by configuration) and refuses a call
  * whose prerequisites are not among them.
  * Mutating calls are fenced: a call carrying a fence lower than the highest this Runner has
- * seen (from a dispatch or from the broker's lease grants) is rejected before it runs.
+ * seen (from a dispatch or from the broker's lease grants) is rejected before it runs; one made
+ * for an Agent Attempt is also refused (fence_stale) when a higher fence of the same Task has
+ * reached this Runner (the durable per-Task mark of AttemptFenceStore).
  */
 import { timingSafeEqual, createHash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "@webcodex/proto";
-import { capabilityMissingFailure, FailureStage, isToolFailureError, missingCapabilities, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, toolDefinition, toolFailure } from "@webcodex/contracts";
+import { capabilityMissingFailure, FailureStage, isToolFailureError, missingCapabilities, readAgentTaskFollowUp, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, toolDefinition, toolFailure } from "@webcodex/contracts";
+import type { ToolFailure } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { failureToWire, RUNNER_TOKEN_HEADER } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
+import type { AttemptFenceStore } from "./attempt-fences.js";
 
 export type ToolHandler = (args: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>;
 
@@ -66,6 +70,8 @@ export interface RunnerServiceDeps {
   fence?: FenceGuard;
   /** When set, Execute and Describe require it in RUNNER_TOKEN_HEADER. */
   runnerToken?: string;
+  /** Per-Task Attempt fence marks; without it a call made for an Attempt is refused (nothing can check its fence). */
+  attemptFences?: AttemptFenceStore;
 }
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
@@ -89,6 +95,31 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
     if (!expected) return;
     const got = headers.get(RUNNER_TOKEN_HEADER);
     if (!got || !timingSafeEqual(digest(got), expected)) throw new ConnectError("runner token required", Code.Unauthenticated);
+  };
+  /**
+   * The storage side of Attempt fencing: the gateway admitted the call's attempt_ref, but a
+   * takeover may have reached this Runner since. Nothing is written or run when refused.
+   */
+  const admitAttempt = async (taskId: string, attemptFence: number, tool: string, callId: string): Promise<ToolFailure | undefined> => {
+    if (!deps.attemptFences) {
+      return toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, { detail_code: "attempt_fencing_unavailable", message: "This Runner cannot check Attempt fences; nothing was run." });
+    }
+    let admission;
+    try {
+      admission = await deps.attemptFences.admit(taskId, attemptFence);
+    } catch (error) {
+      deps.logger.error("attempt fence mark unavailable; call refused", { tool, call_id: callId, task_id: taskId, error: String(error) });
+      return toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "attempt_fence_store_unavailable", message: "The Runner could not record the Attempt's fence; nothing was run." });
+    }
+    if (admission.admitted) return undefined;
+    if (admission.why === "invalid_task_id") return toolFailure(ReasonCode.invalidValue, FailureStage.dispatch, { detail_code: "task_not_found", message: "No such task for this caller." });
+    deps.logger.warn("stale attempt fence rejected", { tool, call_id: callId, task_id: taskId, attempt_fence: attemptFence, current_fence: admission.highest });
+    return toolFailure(ReasonCode.fenceStale, FailureStage.authorization, {
+      detail_code: "attempt_superseded",
+      evidence: { attempt_fence: attemptFence, current_fence: admission.highest },
+      message: "This attempt no longer holds its task's fence; nothing was done.",
+      follow_up: readAgentTaskFollowUp(taskId),
+    });
   };
   return {
     async execute(req, ctx) {
@@ -119,6 +150,10 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         };
       }
       if (!mutating) fence.observe(callFence);
+      if (mutating && req.attempt) {
+        const refused = await admitAttempt(req.attempt.taskId, Number(req.attempt.fence), req.tool, req.callId);
+        if (refused) return { resultJson: "", failure: failureToWire(refused) };
+      }
       try {
         const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
         const result = await handler(args, ctx.signal);

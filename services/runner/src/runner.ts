@@ -23,6 +23,7 @@ import { createDirectSpawner } from "./exec/spawner.js";
 import { createFenceGuard, createRunnerService } from "./runner-service.js";
 import type { FenceGuard, RunnerHandlers } from "./runner-service.js";
 import type { RunnerSettings } from "./config.js";
+import { createAttemptFenceStore } from "./attempt-fences.js";
 
 export const RUNNER_BUILD = "webcodex-runner/0.1.0";
 
@@ -63,8 +64,9 @@ export interface RunnerOptions {
    */
   disabledCapabilities?: readonly RunnerCapabilityId[];
   /**
-   * State directory for the write-transaction journal, outside the workspace
-   * (WEBCODEX_RUNNER_STATE_DIR; default: a sibling of the root named `.<root>.webcodex-runner-state`).
+   * State directory for the write-transaction journal and the per-Task Attempt fence marks,
+   * outside the workspace (WEBCODEX_RUNNER_STATE_DIR; default: a sibling of the root named
+   * `.<root>.webcodex-runner-state`).
    */
   stateDir?: string;
   /** How Jobs are contained: a cgroup per Job where available (WEBCODEX_RUNNER_CONTAINMENT, _JOB_PIDS_MAX, _JOB_MEMORY_MAX_MB). */
@@ -115,7 +117,8 @@ export function createRunner(options: RunnerOptions): Runner {
   const hostSpawner =
     options.spawnHost === false ? createDirectSpawner() : createSpawnHost({ logger: options.logger.child({ component: "spawn-host" }) });
   const spawner = jobUser === undefined ? hostSpawner : spawnAs(hostSpawner, jobUser, minimalProcessEnv);
-  const journal = createEditJournal({ dir: options.stateDir ?? defaultJournalDir(options.root) });
+  const stateDir = options.stateDir ?? defaultJournalDir(options.root);
+  const journal = createEditJournal({ dir: stateDir });
   const recovery = options.recoverJournal === false ? Promise.resolve([]) : journal.recover();
   // A configured state directory that cannot be used refuses workspace calls; the default
   // (a sibling of the root, which may be read-only in a container) degrades to no journal.
@@ -154,6 +157,8 @@ export function createRunner(options: RunnerOptions): Runner {
   const fence = createFenceGuard();
   const service = createRunnerService({
     runnerId, build: RUNNER_BUILD, rootIdentity, handlers, logger: options.logger, fence,
+    // Beside the write journal, outside the workspace: per-Task Attempt fence marks survive a restart.
+    attemptFences: createAttemptFenceStore(stateDir),
     ...(options.runnerToken ? { runnerToken: options.runnerToken } : {}),
   });
   return {

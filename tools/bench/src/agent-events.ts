@@ -1,9 +1,16 @@
 /**
- * agent_events: how long a lead's waiting wait_for_agent_events takes to return after a
- * worker calls complete_agent_task_attempt, on the distributed stack (two MCP principals of
- * one tenant; the event crosses the ref-resolver through Postgres NOTIFY), against a bare
- * Postgres LISTEN/NOTIFY round trip between two connections to the same database, measured
- * in the same run.
+ * agent_events: how fast a lead's waiting wait_for_agent_events hears a worker's
+ * complete_agent_task_attempt, on the distributed stack (two MCP principals of one tenant; the
+ * event crosses the ref-resolver, which Postgres NOTIFY wakes), against a bare Postgres
+ * LISTEN/NOTIFY round trip between two connections to the same database, measured in the same
+ * run. Two figures, both per round and reported as p50/p99:
+ * - call_to_wake: from sending complete_agent_task_attempt to the lead's wait returning (the
+ *   whole completion call, including its durable audit record, plus the wake);
+ * - propagation: from the completion's commit (the event row's `at`, Postgres'
+ *   clock_timestamp() in the committing transaction's last statement) to the lead's wait
+ *   returning in this process, the quantity a NOTIFY round trip compares with. The Postgres
+ *   clock and this process' clock are related per round by one query (error at most half its
+ *   round trip).
  */
 import { writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -62,7 +69,17 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
     const leadAgent = await gw(lead, "create_agent", { name: "lead" });
     const workerAgent = await gw(worker, "create_agent", { name: "worker" });
     let cursor = "0";
-    const samples: number[] = [];
+    const sql = new pg.Client({ connectionString: o.postgresUrl });
+    await sql.connect();
+    /** Postgres' clock minus this process' performance clock (ms), from one round trip. */
+    const clockOffset = async (): Promise<number> => {
+      const t0 = performance.now();
+      const r = await sql.query<{ ms: string }>("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS ms");
+      const t1 = performance.now();
+      return Number(r.rows[0]?.ms) - (t0 + t1) / 2;
+    };
+    const callToWake: number[] = [];
+    const propagation: number[] = [];
     /** How much later than the complete call's own answer the waiting lead's answer arrived. */
     const afterReturn: number[] = [];
     for (let i = 0; i < ROUNDS + 10; i++) {
@@ -72,34 +89,47 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
       const attempt = await gw(worker, "start_agent_task_attempt", { task_id: task["task_id"], assignee_agent_id: workerAgent["agent_id"], idempotency_key: `round-${i}` });
       // Catch up past task_assigned and attempt_started, then wait for the completion.
       cursor = String((await gw(lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: cursor, wait_ms: 0 }))["cursor"]);
-      const waiting = gw(lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: cursor, wait_ms: 10_000 });
+      let wokeAt = 0;
+      const waiting = gw(lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: cursor, wait_ms: 10_000 }).then((r) => {
+        wokeAt = performance.now();
+        return r;
+      });
       await new Promise((r) => setTimeout(r, 30));
+      const offset = await clockOffset();
       const t = performance.now();
       await gw(worker, "complete_agent_task_attempt", {
         task_id: attempt["task_id"], attempt_id: attempt["attempt_id"], assignee_agent_id: attempt["assignee_agent_id"],
         attempt_fence: attempt["attempt_fence"], attempt_controller_generation: attempt["attempt_controller_generation"], outcome: "succeeded", summary: "",
       });
-      const completedAt = performance.now() - t;
+      const completedAt = performance.now();
       const woke = await waiting;
-      const elapsed = performance.now() - t;
-      if (woke["wait_state"] !== "ready" || !(woke["events"] as Array<{ kind: string }>).some((e) => e.kind === "attempt_completed")) throw new Error(`round ${i}: ${JSON.stringify(woke)}`);
+      const event = (woke["events"] as Array<{ event_id: string; kind: string }>).find((e) => e.kind === "attempt_completed");
+      if (woke["wait_state"] !== "ready" || !event) throw new Error(`round ${i}: ${JSON.stringify(woke)}`);
       cursor = String(woke["cursor"]);
+      const seq = event.event_id.slice(event.event_id.lastIndexOf(":") + 1);
+      const at = await sql.query<{ ms: string }>("SELECT (extract(epoch FROM at) * 1000)::text AS ms FROM refs.agent_events WHERE agent_id = $1 AND seq = $2", [leadAgent["agent_id"], seq]);
+      const committedAt = Number(at.rows[0]?.ms) - offset;
       if (i >= 10) {
-        samples.push(elapsed);
-        afterReturn.push(elapsed - completedAt);
+        callToWake.push(wokeAt - t);
+        propagation.push(wokeAt - committedAt);
+        afterReturn.push(wokeAt - completedAt);
       }
     }
+    await sql.end();
     await Promise.all([lead.close(), worker.close()]);
     const bare = await bareNotifyRoundTrips(o.postgresUrl, ROUNDS);
     const p = (s: number[], q: number) => round(percentile(s, q));
+    const ratio = (s: number[], q: number) => round(percentile(s, q) / percentile(bare, q), 2);
+    const meets = (s: number[]) => ratio(s, 50) <= 3 && ratio(s, 99) <= 3;
     return {
       name: "agent_events",
       metrics: {
-        rounds: ROUNDS, notify_p50_ms: p(bare, 50), notify_p99_ms: p(bare, 99), agent_events_p50_ms: p(samples, 50), agent_events_p99_ms: p(samples, 99),
+        rounds: ROUNDS, notify_p50_ms: p(bare, 50), notify_p99_ms: p(bare, 99),
+        call_to_wake_p50_ms: p(callToWake, 50), call_to_wake_p99_ms: p(callToWake, 99), call_to_wake_ratio_p50: ratio(callToWake, 50), call_to_wake_ratio_p99: ratio(callToWake, 99),
+        propagation_p50_ms: p(propagation, 50), propagation_p99_ms: p(propagation, 99), propagation_ratio_p50: ratio(propagation, 50), propagation_ratio_p99: ratio(propagation, 99),
         wake_after_complete_returned_p50_ms: p(afterReturn, 50), wake_after_complete_returned_p99_ms: p(afterReturn, 99),
-        ratio_p50: round(percentile(samples, 50) / percentile(bare, 50), 2), ratio_p99: round(percentile(samples, 99) / percentile(bare, 99), 2),
       },
-      notes: "complete_agent_task_attempt (worker) until the lead's waiting wait_for_agent_events returns, distributed stack, vs a bare Postgres LISTEN/NOTIFY round trip (target ratio <= 3)",
+      notes: `target ratio <= 3 against a bare LISTEN/NOTIFY round trip: propagation (commit of the completion to the lead's waiting wait_for_agent_events returning) ${meets(propagation) ? "meets" : "misses"} it; call_to_wake (sending complete_agent_task_attempt, whose answer waits for its durable audit record, to the lead's wait returning) ${meets(callToWake) ? "meets" : "misses"} it`,
     };
   } finally {
     await stack.stop();

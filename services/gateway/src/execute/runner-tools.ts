@@ -16,6 +16,9 @@ import { dependencyFailure, micros, now, timedStage } from "../call-context.js";
 import type { CallContext, Outcome, ProjectAddress } from "../call-context.js";
 import { attentionItems, jobFactsOf, jobsOfCall, watchKey } from "../job-attention.js";
 import type { JobAttention, JobAttentionItem } from "../job-attention.js";
+
+/** The Attempt a workspace call was admitted for, as the dispatch carries it to the Runner. */
+type AttemptFence = { taskId: string; fence: bigint };
 import { sessionCallFacts } from "../session-facts.js";
 
 export interface RunnerToolsDeps {
@@ -74,15 +77,19 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
       if (failure) return { ok: false, failure };
     }
     // attempt_ref: admitted only while that Attempt holds its Task's fence; else nothing runs.
+    // The admitted (task, fence) travels with the dispatch: the Runner refuses it too once a
+    // takeover's higher fence has reached it (the storage side of the fence).
     const attemptRef = args["attempt_ref"] as string | undefined;
+    let attempt: AttemptFence | undefined;
     if (attemptRef !== undefined) {
-      const failure = await admitAttempt(attemptRef, project.canonicalId, ctx);
-      if (failure) return { ok: false, failure };
+      const admitted = await admitAttempt(attemptRef, project.canonicalId, ctx);
+      if ("failure" in admitted) return { ok: false, failure: admitted.failure };
+      attempt = admitted.attempt;
     }
     const key = watchKey(ctx.caller.principal.clientId, ctx.caller.principal.subject, project.canonicalId);
     const watched = deps.attention.watched(key, jobsOfCall(def.name, args));
     const [outcome, items] = await Promise.all([
-      dispatch(def, runnerArguments(args), project, ctx, callId),
+      dispatch(def, runnerArguments(args), project, ctx, callId, attempt),
       watched.length > 0 ? endedJobs(watched, project, ctx) : Promise.resolve([]),
     ]);
     if (outcome.ok) {
@@ -96,13 +103,13 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
   }
 
   /** Re-runs an attempt_ref's owner, lifecycle, lease, fence and generation checks for this Project; a failure means no dispatch. */
-  async function admitAttempt(attemptRef: string, projectCanonicalId: string, ctx: CallContext): Promise<ToolFailure | undefined> {
+  async function admitAttempt(attemptRef: string, projectCanonicalId: string, ctx: CallContext): Promise<{ failure: ToolFailure } | { attempt: AttemptFence }> {
     const t = now();
     try {
       const res = await deps.refResolver.admitAttemptRef({ attemptRef, projectCanonicalId }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
-      return res.failure ? failureFromWire(res.failure) : undefined;
+      return res.failure ? { failure: failureFromWire(res.failure) } : { attempt: { taskId: res.taskId, fence: res.attemptFence } };
     } catch (error) {
-      return dependencyFailure(error, FailureStage.authorization, false);
+      return { failure: dependencyFailure(error, FailureStage.authorization, false) };
     } finally {
       ctx.stages["admit_attempt"] = micros(t);
     }
@@ -149,12 +156,12 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
 
   /** The dispatch stage: the broker runs the call on the Project's Runner (or, for a rewrite it cannot serve, the literal call). */
   async function dispatch(
-    def: ToolDefinition, runnerArgs: Record<string, unknown>, project: ProjectAddress, ctx: CallContext, callId: string,
+    def: ToolDefinition, runnerArgs: Record<string, unknown>, project: ProjectAddress, ctx: CallContext, callId: string, attempt?: AttemptFence,
   ): Promise<Outcome> {
     const fallback = ctx.literal ? { tool: ctx.literal.tool, argumentsJson: JSON.stringify(runnerArguments(ctx.literal.arguments)) } : undefined;
     try {
       const res = await timedStage(ctx.stages, "dispatch", () => deps.broker.dispatch(
-        { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs), ...(fallback ? { fallback } : {}) },
+        { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs), ...(fallback ? { fallback } : {}), ...(attempt ? { attempt } : {}) },
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       ));
       if (res.answeredFallback && ctx.literal) ctx.ranLiteral = toolDefinition(ctx.literal.tool);

@@ -24,7 +24,7 @@ import { agentContinuationRefTable, attemptRefTable, issuePinnedRef } from "../r
 import { formatRef, parseRef, RefKind } from "../refs/ref-codes.js";
 import { continuationRefNotFound, generationMismatch, isAttemptId, isCallerId, newAttemptId, staleContinuationRef } from "./agent-model.js";
 import { AGENT_EVENTS_CHANNEL } from "./event-bus.js";
-import type { AgentEventBus } from "./event-bus.js";
+import type { AgentEventBus, AppendedEvent } from "./event-bus.js";
 import type { TaskFenceCounter } from "./fence-counter.js";
 
 const schema = "refs";
@@ -38,6 +38,15 @@ export const DEFAULT_EVENT_WAIT_MS = clampRule("wait_for_agent_events", "wait_ms
 /** Events returned by one wait_for_agent_events call at most; the cursor continues. */
 export const EVENTS_PAGE = 100;
 const LIST_LIMIT = toolLimit("list_agent_tasks", "max_tasks");
+
+type Appended = { agentId: string; event: AppendedEvent };
+
+/** The events a wake carried, when they continue `cursor` exactly (seq cursor+1, cursor+2, …); else undefined. */
+function continuing(events: readonly AppendedEvent[] | undefined, cursor: string): readonly AppendedEvent[] | undefined {
+  if (!events || events.length === 0) return undefined;
+  const first = BigInt(cursor) + 1n;
+  return events.every((e, i) => BigInt(e.seq) === first + BigInt(i)) ? events : undefined;
+}
 
 export type AgentToolResult = { result: Record<string, unknown>; projectCanonicalId?: string };
 
@@ -129,6 +138,19 @@ const canSeeTask = (t: TaskRow, p: Principal) => t.client_id === p.clientId && (
 export function createAgentTasks(deps: AgentTasksDeps) {
   const { db, projects, fences, bus } = deps;
 
+  const startQueues = new Map<string, Promise<unknown>>();
+  /** Runs `fn` after every earlier call queued under `key` in this process has finished. */
+  function oneAtATime<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prior = startQueues.get(key) ?? Promise.resolve();
+    const next = prior.then(fn, fn);
+    const settled = next.then(() => undefined, () => undefined);
+    startQueues.set(key, settled);
+    void settled.then(() => {
+      if (startQueues.get(key) === settled) startQueues.delete(key);
+    });
+    return next;
+  }
+
   const taskSelect = `SELECT t.*, a.subject AS assignee_subject FROM ${schema}.agent_tasks t JOIN ${schema}.agents a ON a.agent_id = t.assignee_agent_id`;
   const attemptSelect = `SELECT at.*, (at.lease_expires_at > now()) AS lease_live FROM ${schema}.agent_task_attempts at`;
 
@@ -154,29 +176,36 @@ export function createAgentTasks(deps: AgentTasksDeps) {
   }
 
   /**
-   * Appends one event to each recipient's log and NOTIFYs (delivered at commit); returns who to
-   * wake in-process. The recipients' rows are locked in id order first (a stable lock order).
+   * Appends one event to each recipient's log and NOTIFYs (delivered at commit); returns the
+   * appended events, to wake in-process waiters with once committed. The recipients' rows are
+   * locked in id order first (a stable lock order). An event's `at` is the clock when it was
+   * appended, in the transaction's last statement before its commit (not the transaction's start).
    */
-  async function appendEvents(tx: Queryable, recipients: ReadonlyArray<string | null>, kind: string, taskId: string, attemptId?: string): Promise<string[]> {
+  async function appendEvents(tx: Queryable, recipients: ReadonlyArray<string | null>, kind: string, taskId: string, attemptId?: string): Promise<Appended[]> {
     const agents = [...new Set(recipients.filter((a): a is string => !!a))].sort();
     await tx.query(`SELECT 1 FROM ${schema}.agents WHERE agent_id = ANY($1::text[]) ORDER BY agent_id FOR UPDATE`, [agents]);
-    await tx.query(
+    const r = await tx.query<{ agent_id: string; seq: string; at: Date | string }>(
       `WITH bumped AS (
          UPDATE ${schema}.agents SET last_event_seq = last_event_seq + 1 WHERE agent_id = ANY($1::text[]) RETURNING agent_id, last_event_seq
        ), added AS (
-         INSERT INTO ${schema}.agent_events (agent_id, seq, kind, task_id, attempt_id) SELECT agent_id, last_event_seq, $2, $3, $4 FROM bumped RETURNING agent_id
+         INSERT INTO ${schema}.agent_events (agent_id, seq, kind, task_id, attempt_id, at) SELECT agent_id, last_event_seq, $2, $3, $4, clock_timestamp() FROM bumped RETURNING agent_id, seq, at
        )
-       SELECT pg_notify($5, agent_id) FROM added`,
+       SELECT pg_notify($5, json_build_object('agent_id', agent_id, 'seq', seq::text, 'kind', $2::text, 'task_id', $3::text, 'attempt_id', $4::text, 'at', at)::text), agent_id, seq::text AS seq, at FROM added`,
       [agents, kind, taskId, attemptId ?? null, AGENT_EVENTS_CHANNEL],
     );
-    return agents;
+    return r.rows.map((row) => ({ agentId: row.agent_id, event: { seq: String(row.seq), kind, task_id: taskId, attempt_id: attemptId ?? null, at: row.at } }));
   }
 
-  /** Runs `fn` in a transaction; wakes the waiters of every Agent it appended to once committed. */
-  async function withEvents<T>(fn: (tx: Queryable, wake: (agents: string[]) => void) => Promise<T>): Promise<T> {
-    const woken: string[] = [];
-    const value = await db.transaction((tx) => fn(tx, (agents) => woken.push(...agents)));
-    for (const a of woken) bus.notify(a);
+  /**
+   * Runs `fn` in a transaction; once committed, wakes the waiters of every Agent it appended to
+   * with the events appended to that Agent's log (in append order).
+   */
+  async function withEvents<T>(fn: (tx: Queryable, wake: (appended: Appended[]) => void) => Promise<T>): Promise<T> {
+    const woken = new Map<string, AppendedEvent[]>();
+    const value = await db.transaction((tx) => fn(tx, (appended) => {
+      for (const a of appended) woken.set(a.agentId, [...(woken.get(a.agentId) ?? []), a.event]);
+    }));
+    for (const [agentId, events] of woken) bus.notify(agentId, events);
     return value;
   }
 
@@ -409,7 +438,10 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       if (!isCallerId(key)) throw new FailureThrow(invalid("invalid_idempotency_key", "idempotency_key"));
       const leaseMs = num(args, "lease_ms") ?? DEFAULT_LEASE_MS;
       const digest = digestOf("start_agent_task_attempt", args);
-      return withEvents(async (tx, wake) => {
+      // Starts of one Task wait here, in memory, rather than each holding a pooled connection
+      // while it waits for the Task's row lock: a burst of starts then answers lease_held one
+      // after another instead of running the pool dry. The row lock still decides (replicas).
+      return oneAtATime(str(args, "task_id"), () => withEvents(async (tx, wake) => {
         // The Task row lock serializes every start of one Task (and its keyed replays).
         const t = await taskFor(tx, principal, str(args, "task_id"), true);
         const prior = await replayed(tx, principal, "start_agent_task_attempt", key, digest);
@@ -450,7 +482,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         };
         await remember(tx, principal, "start_agent_task_attempt", key, digest, result);
         return { result, projectCanonicalId: t.project_canonical_id };
-      });
+      }));
     },
 
     async heartbeat_agent_task_attempt(principal, args) {
@@ -547,13 +579,16 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       const waitMs = num(args, "wait_ms") ?? DEFAULT_EVENT_WAIT_MS;
       const deadline = Date.now() + waitMs;
       const selector = ref !== "" ? { agent_continuation_ref: ref } : { agent_id: agentId };
+      // Events an in-process wake handed over that continue the cursor exactly: they are what
+      // reading the log would return (committed, in order), so the log is not read again.
+      let handed: readonly AppendedEvent[] | undefined;
       for (;;) {
         // Arm the wake before reading, so an append between the read and the wait is not missed.
         const stop = new AbortController();
         const onAbort = () => stop.abort();
         signal?.addEventListener("abort", onAbort, { once: true });
-        const woken = bus.wait(agentId, Math.max(0, deadline - Date.now()), stop.signal);
-        const r = await db.query<{ seq: string; kind: string; task_id: string | null; attempt_id: string | null; at: Date | string }>(
+        const woken = handed ? undefined : bus.wait(agentId, Math.max(0, deadline - Date.now()), stop.signal);
+        const r = handed ? { rows: handed } : await db.query<AppendedEvent>(
           `SELECT seq, kind, task_id, attempt_id, at FROM ${schema}.agent_events WHERE agent_id = $1 AND seq > $2 ORDER BY seq LIMIT ${EVENTS_PAGE + 1}`,
           [agentId, cursor],
         );
@@ -574,8 +609,9 @@ export function createAgentTasks(deps: AgentTasksDeps) {
             },
           };
         }
-        await woken;
+        const wake = await woken;
         signal?.removeEventListener("abort", onAbort);
+        if (wake?.how === "notified") handed = continuing(wake.events, cursor);
       }
     },
   };

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/common/v1/common.proto.
  */
 export const file_webcodex_common_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJjb2RleC9jb21tb24vdjEvY29tbW9uLnByb3RvEhJ3ZWJjb2RleC5jb21tb24udjEiLwoJUHJpbmNpcGFsEhEKCWNsaWVudF9pZBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJIpcBCg1Eb21haW5GYWlsdXJlEhMKC3JlYXNvbl9jb2RlGAEgASgJEhUKDWZhaWx1cmVfc3RhZ2UYAiABKAkSEwoLZGV0YWlsX2NvZGUYAyABKAkSFQoNc3RhdGVfY2hhbmdlZBgEIAEoCBIXCg9vdXRjb21lX3Vua25vd24YBSABKAgSFQoNZXZpZGVuY2VfanNvbhgGIAEoCSI9ChBDb250aW51YXRpb25GYWN0Eg8KB3N1YmplY3QYASABKAkSCgoCaWQYAiABKAkSDAoEZmFjdBgDIAEoCWIGcHJvdG8z");
+  fileDesc("Ch93ZWJjb2RleC9jb21tb24vdjEvY29tbW9uLnByb3RvEhJ3ZWJjb2RleC5jb21tb24udjEiLwoJUHJpbmNpcGFsEhEKCWNsaWVudF9pZBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJIpcBCg1Eb21haW5GYWlsdXJlEhMKC3JlYXNvbl9jb2RlGAEgASgJEhUKDWZhaWx1cmVfc3RhZ2UYAiABKAkSEwoLZGV0YWlsX2NvZGUYAyABKAkSFQoNc3RhdGVfY2hhbmdlZBgEIAEoCBIXCg9vdXRjb21lX3Vua25vd24YBSABKAgSFQoNZXZpZGVuY2VfanNvbhgGIAEoCSI9ChBDb250aW51YXRpb25GYWN0Eg8KB3N1YmplY3QYASABKAkSCgoCaWQYAiABKAkSDAoEZmFjdBgDIAEoCSIuCgxBdHRlbXB0RmVuY2USDwoHdGFza19pZBgBIAEoCRINCgVmZW5jZRgCIAEoA2IGcHJvdG8z");
 
 /**
  * Principal is the authenticated caller every service re-checks. It travels in
@@ -127,4 +127,31 @@ export type ContinuationFact = Message<"webcodex.common.v1.ContinuationFact"> & 
  */
 export const ContinuationFactSchema: GenMessage<ContinuationFact> = /*@__PURE__*/
   messageDesc(file_webcodex_common_v1_common, 2);
+
+/**
+ * AttemptFence names the Agent Attempt a mutating workspace call is made for (attempt_ref):
+ * its Task and the fence it held when the call was admitted. The Runner keeps, durably, the
+ * highest fence it has seen per Task and refuses a call whose fence is lower before anything
+ * is written or run.
+ *
+ * @generated from message webcodex.common.v1.AttemptFence
+ */
+export type AttemptFence = Message<"webcodex.common.v1.AttemptFence"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: int64 fence = 2;
+   */
+  fence: bigint;
+};
+
+/**
+ * Describes the message webcodex.common.v1.AttemptFence.
+ * Use `create(AttemptFenceSchema)` to create a new message.
+ */
+export const AttemptFenceSchema: GenMessage<AttemptFence> = /*@__PURE__*/
+  messageDesc(file_webcodex_common_v1_common, 3);
 

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { DomainFailure } from "../../common/v1/common_pb.js";
+import type { AttemptFence, DomainFailure } from "../../common/v1/common_pb.js";
 import { file_webcodex_common_v1_common } from "../../common/v1/common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/runner/v1/runner.proto.
  */
 export const file_webcodex_runner_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJjb2RleC9ydW5uZXIvdjEvcnVubmVyLnByb3RvEhJ3ZWJjb2RleC5ydW5uZXIudjEibQoORXhlY3V0ZVJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoCRIMCgR0b29sGAIgASgJEhYKDmFyZ3VtZW50c19qc29uGAMgASgJEhUKDXJvb3RfaWRlbnRpdHkYBCABKAkSDQoFZmVuY2UYBSABKAMiWgoPRXhlY3V0ZVJlc3BvbnNlEhMKC3Jlc3VsdF9qc29uGAEgASgJEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSIRCg9EZXNjcmliZVJlcXVlc3QifgoQRGVzY3JpYmVSZXNwb25zZRIRCglydW5uZXJfaWQYASABKAkSFQoNcm9vdF9pZGVudGl0eRgCIAEoCRIbChNwcm90b2NvbF9nZW5lcmF0aW9uGAMgASgFEg0KBWJ1aWxkGAQgASgJEhQKDGNhcGFiaWxpdGllcxgFIAMoCTK6AQoNUnVubmVyU2VydmljZRJSCgdFeGVjdXRlEiIud2ViY29kZXgucnVubmVyLnYxLkV4ZWN1dGVSZXF1ZXN0GiMud2ViY29kZXgucnVubmVyLnYxLkV4ZWN1dGVSZXNwb25zZRJVCghEZXNjcmliZRIjLndlYmNvZGV4LnJ1bm5lci52MS5EZXNjcmliZVJlcXVlc3QaJC53ZWJjb2RleC5ydW5uZXIudjEuRGVzY3JpYmVSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
+  fileDesc("Ch93ZWJjb2RleC9ydW5uZXIvdjEvcnVubmVyLnByb3RvEhJ3ZWJjb2RleC5ydW5uZXIudjEioAEKDkV4ZWN1dGVSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEg0KBWZlbmNlGAUgASgDEjEKB2F0dGVtcHQYBiABKAsyIC53ZWJjb2RleC5jb21tb24udjEuQXR0ZW1wdEZlbmNlIloKD0V4ZWN1dGVSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiEQoPRGVzY3JpYmVSZXF1ZXN0In4KEERlc2NyaWJlUmVzcG9uc2USEQoJcnVubmVyX2lkGAEgASgJEhUKDXJvb3RfaWRlbnRpdHkYAiABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgDIAEoBRINCgVidWlsZBgEIAEoCRIUCgxjYXBhYmlsaXRpZXMYBSADKAkyugEKDVJ1bm5lclNlcnZpY2USUgoHRXhlY3V0ZRIiLndlYmNvZGV4LnJ1bm5lci52MS5FeGVjdXRlUmVxdWVzdBojLndlYmNvZGV4LnJ1bm5lci52MS5FeGVjdXRlUmVzcG9uc2USVQoIRGVzY3JpYmUSIy53ZWJjb2RleC5ydW5uZXIudjEuRGVzY3JpYmVSZXF1ZXN0GiQud2ViY29kZXgucnVubmVyLnYxLkRlc2NyaWJlUmVzcG9uc2ViBnByb3RvMw", [file_webcodex_common_v1_common]);
 
 /**
  * @generated from message webcodex.runner.v1.ExecuteRequest
@@ -45,6 +45,15 @@ export type ExecuteRequest = Message<"webcodex.runner.v1.ExecuteRequest"> & {
    * @generated from field: int64 fence = 5;
    */
   fence: bigint;
+
+  /**
+   * The Agent Attempt the call is made for (absent: none). The Runner keeps the highest fence
+   * it has seen per Task, durably, and refuses a call whose fence is lower (fence_stale)
+   * before anything is written or run.
+   *
+   * @generated from field: webcodex.common.v1.AttemptFence attempt = 6;
+   */
+  attempt?: AttemptFence | undefined;
 };
 
 /**

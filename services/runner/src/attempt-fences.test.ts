@@ -1,0 +1,105 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
+import { createInProcessClient, createLogger } from "@webcodex/platform";
+import { RunnerService } from "@webcodex/proto";
+import { createAttemptFenceStore } from "./attempt-fences.js";
+import { createRunner } from "./runner.js";
+
+const logger = createLogger({ service: "test", level: "silent" });
+const dirs: string[] = [];
+after(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+async function temp(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "wc-attempt-fences-"));
+  dirs.push(dir);
+  return dir;
+}
+
+const TASK = `wc_task_${"a".repeat(32)}`;
+const OTHER_TASK = `wc_task_${"b".repeat(32)}`;
+const edit = (callId: string, file: string, content: string, attempt?: { taskId: string; fence: bigint }) => ({
+  callId, tool: "edit_project_files", fence: 1n, argumentsJson: JSON.stringify({ changes: [{ kind: "create", path: file, content }] }), ...(attempt ? { attempt } : {}),
+});
+
+describe("a Runner's Attempt fence marks", () => {
+  it("refuse a call whose Attempt fence is below the Task's mark before anything is written or run; the mark survives a restart", async () => {
+    const root = await temp();
+    const stateDir = await temp();
+    execFileSync("git", ["init", "-q"], { cwd: root });
+    const first = createRunner({ root, stateDir, logger, spawnHost: false });
+    try {
+      const client = createInProcessClient(RunnerService, first.service);
+      // Attempt 1 (fence 1) writes; attempt 2 (fence 2) takes over and writes.
+      assert.equal((await client.execute(edit("c1", "one.txt", "1", { taskId: TASK, fence: 1n }))).failure, undefined);
+      assert.equal((await client.execute(edit("c2", "two.txt", "2", { taskId: TASK, fence: 2n }))).failure, undefined);
+      // Attempt 1's call arrives late (admitted before the takeover): refused, nothing written.
+      const stale = await client.execute(edit("c3", "stale.txt", "stale", { taskId: TASK, fence: 1n }));
+      assert.equal(stale.failure?.reasonCode, "fence_stale");
+      assert.equal(stale.failure?.failureStage, "authorization");
+      assert.equal(stale.failure?.detailCode, "attempt_superseded");
+      assert.equal(stale.failure?.stateChanged, false);
+      const extra = JSON.parse(stale.failure?.evidenceJson ?? "{}") as { evidence: unknown; follow_up: { tool: string; arguments: unknown } };
+      assert.deepEqual(extra.evidence, { attempt_fence: 1, current_fence: 2 });
+      assert.deepEqual(extra.follow_up.arguments, { tool: "read_agent_task", arguments: { task_id: TASK } });
+      await assert.rejects(readFile(path.join(root, "stale.txt")));
+      // Nor is anything spawned.
+      const run = await client.execute({ callId: "c4", tool: "run_shell", fence: 1n, argumentsJson: JSON.stringify({ command: "echo ran > ran.txt" }), attempt: { taskId: TASK, fence: 1n } });
+      assert.equal(run.failure?.reasonCode, "fence_stale");
+      await assert.rejects(readFile(path.join(root, "ran.txt")));
+      // The same fence keeps working; another Task's marks are its own; calls without an Attempt are not affected.
+      assert.equal((await client.execute(edit("c5", "two-again.txt", "2", { taskId: TASK, fence: 2n }))).failure, undefined);
+      assert.equal((await client.execute(edit("c6", "other.txt", "o", { taskId: OTHER_TASK, fence: 1n }))).failure, undefined);
+      assert.equal((await client.execute(edit("c7", "plain.txt", "p"))).failure, undefined);
+      // A malformed task id is refused, never used as a file name.
+      const bad = await client.execute(edit("c8", "bad.txt", "b", { taskId: "../../etc/passwd", fence: 9n }));
+      assert.equal(bad.failure?.detailCode, "task_not_found");
+      await assert.rejects(readFile(path.join(root, "bad.txt")));
+      // The marks live outside the workspace: not in the tree, not in git status.
+      assert.deepEqual((await readdir(root)).sort(), [".git", "one.txt", "other.txt", "plain.txt", "two-again.txt", "two.txt"]);
+      assert.doesNotMatch(execFileSync("git", ["-c", "safe.directory=*", "status", "--porcelain", "--ignored"], { cwd: root, encoding: "utf8" }), /fence/);
+    } finally {
+      await first.close();
+    }
+
+    // A new Runner process on the same workspace and state directory keeps the high-water mark.
+    const second = createRunner({ root, stateDir, logger, spawnHost: false });
+    try {
+      const client = createInProcessClient(RunnerService, second.service);
+      const stale = await client.execute(edit("d1", "stale-after-restart.txt", "stale", { taskId: TASK, fence: 1n }));
+      assert.deepEqual([stale.failure?.reasonCode, JSON.parse(stale.failure?.evidenceJson ?? "{}").evidence], ["fence_stale", { attempt_fence: 1, current_fence: 2 }]);
+      await assert.rejects(readFile(path.join(root, "stale-after-restart.txt")));
+      assert.equal((await client.execute(edit("d2", "three.txt", "3", { taskId: TASK, fence: 3n }))).failure, undefined);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("admits concurrent calls of one Task in one order: a lower fence arriving with a higher one never slips under the mark", async () => {
+    const store = createAttemptFenceStore(await temp());
+    const fences = Array.from({ length: 50 }, (_, i) => (i * 7) % 50 + 1);
+    const answers = await Promise.all(fences.map((f) => store.admit(TASK, f)));
+    // Every admitted fence was at least every fence admitted before it, in admission order.
+    let mark = 0;
+    for (const [i, a] of answers.entries()) {
+      const f = fences[i] as number;
+      if (a.admitted) {
+        assert.ok(f >= mark);
+        mark = f;
+      } else assert.ok(f < mark);
+    }
+    assert.equal(await store.highest(TASK), 50);
+    assert.equal(await createAttemptFenceStore(store.dir.replace(/\/attempt-fences$/, "")).highest(TASK), 50, "read back from disk");
+  });
+
+  it("fails closed when the mark cannot be recorded", async () => {
+    const blocker = path.join(await temp(), "not-a-directory");
+    await writeFile(blocker, "x");
+    const store = createAttemptFenceStore(blocker);
+    await assert.rejects(store.admit(TASK, 1));
+  });
+});
