@@ -177,9 +177,23 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
     // lifted as `WEBCODEX_RATE_LIMIT_PER_MINUTE=0 webcodex up` would, so the load is not throttled.
     stack = await startDistributed({
       basePort: await findFreeBasePort(), postgresUrl: postgres.url, redisUrl: redis.url, projectDir, clientId: "local",
-      gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile, WEBCODEX_RATE_LIMIT_PER_MINUTE: "0" }, stdio: "ignore",
+      gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile, WEBCODEX_RATE_LIMIT_PER_MINUTE: "0" },
+      // The services' own logs (warnings and errors) only when asked for.
+      stdio: process.env["WEBCODEX_FAULTS_VERBOSE"] ? "inherit" : "ignore",
     });
     const theStack = stack;
+    // The last lines each service wrote to stderr, to say why one exited by itself.
+    const tails = new Map<string, string>();
+    const watched = new WeakSet<object>();
+    const watch = () => {
+      for (const [service, proc] of theStack.processes) {
+        if (watched.has(proc)) continue;
+        watched.add(proc);
+        tails.set(service, "");
+        proc.stderr?.on("data", (d: Buffer) => tails.set(service, ((tails.get(service) ?? "") + d.toString()).slice(-2_000)));
+      }
+    };
+    watch();
     for (const t of tokens) {
       const c = new Client({ name: `fault-client-${t.subject}`, version: "1.0.0" });
       await c.connect(new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${t.token}` } } }));
@@ -298,6 +312,13 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
           else if (fault === "redis") await redis.start();
           else await theStack.restart(fault as ServiceName);
           const restartReadyMs = Date.now() - restartAt;
+          // No other process may have died of the fault (a service that exits when its datastore goes away).
+          for (const [service, proc] of theStack.processes) {
+            if (proc.exitCode === null && proc.signalCode === null) continue;
+            problems.push(`${name}: ${service} exited by itself (${proc.exitCode ?? proc.signalCode}); started again. Its last output:\n${tails.get(service) ?? ""}`);
+            await theStack.restart(service);
+          }
+          watch();
           // Every kind that failed (in any way) from the fault on must work again.
           const failedKinds = kindsOf(faultAt, Date.now(), (c) => c.verdict !== "succeeded");
           const rec = await recovered(restartAt, failedKinds.size > 0 ? failedKinds : new Set(ALL_KINDS), options.recoveryBoundMs);
