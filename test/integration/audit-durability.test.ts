@@ -2,7 +2,8 @@
  * Audit durability with the real audit service process (`webcodex serve audit`) and real
  * Postgres, driven through the gateway's audit recorder: the audit service is killed in the
  * middle of 1,000 effectful calls and restarted, and every call has exactly one row; a
- * gateway restart replays its spool; a record that cannot be made durable is not acknowledged.
+ * gateway restart replays its spool; a record that cannot be made durable is not acknowledged;
+ * a read-only call's record is stored before the call is answered.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -132,6 +133,17 @@ describe("audit durability across audit-service and gateway restarts", () => {
     assert.deepEqual(await countRows(db, "kill-run"), { rows: total, distinct: total });
     await recorder.close();
     assert.deepEqual(readdirSync(spoolDir).filter((f) => f.endsWith(".jsonl")), [], "delivered segments are deleted");
+  });
+
+  it("a read-only call's record is stored before record() resolves (concurrent ones share a batch), so a gateway killed after answering loses no row", async () => {
+    const recorder = createAuditRecorder(client, logger, { flushMs: 60_000 });
+    const readOnly = () => ({ ...effectfulRecord("group-commit"), tool: "read_files", effect: "read_only", stateChanged: false });
+    await recorder.record(readOnly(), false);
+    assert.deepEqual(await countRows(db, "group-commit"), { rows: 1, distinct: 1 }, "stored when record() resolved, without waiting for a batch window");
+    await Promise.all(Array.from({ length: 50 }, () => recorder.record(readOnly(), false)));
+    assert.deepEqual(await countRows(db, "group-commit"), { rows: 51, distinct: 51 });
+    assert.equal(recorder.backlog(), 0);
+    await recorder.close();
   });
 
   it("a gateway restart replays its spool (a torn last line is skipped) and read-only batches are spooled too", async () => {

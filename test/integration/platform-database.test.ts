@@ -112,3 +112,34 @@ describe("Database.ping", () => {
     }
   });
 });
+
+describe("Database.transaction when the server ends the connection", () => {
+  let database: TestDatabase;
+  before(async () => {
+    database = await createTestDatabase();
+  });
+  after(async () => {
+    await database?.drop();
+  });
+
+  it("a connection terminated between two statements fails the transaction instead of ending the process, and the pool recovers", async () => {
+    const db = createPostgresDatabase({ url: database.url, max: 1 });
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      await assert.rejects(db.transaction(async (tx) => {
+        const pid = Number((await tx.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]?.pid);
+        // The server ends this backend while the transaction awaits something else (as a
+        // restart does): the checked-out client emits 'error' with no statement running.
+        await admin.query("SELECT pg_terminate_backend($1)", [pid]);
+        await new Promise((r) => setTimeout(r, 300));
+        await tx.query("SELECT 1");
+      }));
+      // The broken client was destroyed, not returned: the only pool slot works again.
+      assert.deepEqual((await db.query<{ one: number }>("SELECT 1 AS one")).rows, [{ one: 1 }]);
+    } finally {
+      await admin.end();
+      await db.close();
+    }
+  });
+});

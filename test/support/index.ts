@@ -23,3 +23,5 @@ export { startUserAuthServer } from "./oidc.js";
 export type { UserAuthServer } from "./oidc.js";
 export { createBareRepo, startGitDaemon, startGitHttpServer } from "./git-servers.js";
 export type { GitServer } from "./git-servers.js";
+export { startPrivateRedis } from "./private-redis.js";
+export type { PrivateRedis } from "./private-redis.js";

@@ -49,6 +49,15 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
     query,
     async transaction(fn) {
       const client = await pool.connect();
+      // While checked out the pool does not listen for this client's errors: a server that
+      // goes away between two statements (a restart, `pg_ctl stop`) would emit an unhandled
+      // 'error' and end the process. The next statement reports the loss instead, and the
+      // broken client is destroyed rather than returned to the pool.
+      let lost: Error | undefined;
+      const onError = (error: Error) => {
+        lost = error;
+      };
+      client.on("error", onError);
       try {
         await client.query("BEGIN");
         const tx: Queryable = {
@@ -64,7 +73,8 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
         await client.query("ROLLBACK").catch(() => undefined);
         throw error;
       } finally {
-        client.release();
+        client.off("error", onError);
+        client.release(lost);
       }
     },
     async ping() {

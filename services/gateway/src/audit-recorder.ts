@@ -5,8 +5,12 @@
  *   service, or appended and fsync'd to the gateway's spool (when a spool directory is
  *   configured). If neither is possible, `record` rejects with AuditNotDurableError and the
  *   pipeline must not report the call as a plain success.
- * - Read-only records are batched in memory; a batch that cannot be delivered goes to the
- *   spool too (or stays queued in memory without one).
+ * - A read-only record (or a refused call's) is delivered at once, in one batch with the
+ *   records that arrive while a delivery is in flight (group commit), and `record` resolves
+ *   once its batch is stored, spooled, or, when delivery fails without a spool, queued in
+ *   memory for retry: a call is answered only after its record left the gateway's memory, so
+ *   a gateway killed right after answering loses no row. While deliveries are failing, such
+ *   records are queued at once (the call is not held up) and retried in batches.
  * - The spool is replayed on start, whenever a delivery succeeds again (reconnect), and on a
  *   backoff timer while it is not empty. Replays are idempotent: records are deduplicated by
  *   call_id within a segment and the audit service ignores a (call_id, started_at) it has.
@@ -25,7 +29,7 @@ export type ActionRecordInit = MessageInitShape<typeof ActionRecordSchema>;
 export interface AuditRecorder {
   /**
    * durable=true: resolves once the record is stored or durably spooled; rejects with
-   * AuditNotDurableError when neither is possible. durable=false: resolves once queued.
+   * AuditNotDurableError when neither is possible. durable=false: resolves once its batch is stored or spooled (at once, queued, while deliveries are failing).
    */
   record(record: ActionRecordInit, durable: boolean): Promise<void>;
   /** Delivers the in-memory queue now (undeliverable records go to the spool). */
@@ -38,7 +42,7 @@ export interface AuditRecorder {
 }
 
 export interface AuditRecorderOptions {
-  /** How long read-only records may wait to be batched (ms). */
+  /** While deliveries are failing: how long read-only records wait to be batched for a retry (ms). */
   flushMs?: number;
   maxBatch?: number;
   /**
@@ -65,6 +69,8 @@ export class AuditNotDurableError extends Error {
 interface Queued {
   record: ActionRecordInit;
   link: ReturnType<typeof activeSpanContext>;
+  /** Resolves the caller waiting for this record's batch to settle. */
+  settled?: () => void;
 }
 
 export function createAuditRecorder(audit: Client<typeof AuditService>, logger: Logger, options: AuditRecorderOptions = {}): AuditRecorder {
@@ -74,6 +80,7 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
   const retryMaxMs = options.retryMaxMs ?? 5_000;
   let queue: Queued[] = [];
   let flushTimer: NodeJS.Timeout | undefined;
+  let flushTimerDelay = 0;
   let replayTimer: NodeJS.Timeout | undefined;
   let inflight: Promise<void> | undefined;
   let replaying: Promise<number> | undefined;
@@ -112,8 +119,17 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
 
   const scheduleFlush = (delay: number) => {
     if (flushTimer || closed) return;
+    flushTimerDelay = delay;
     flushTimer = setTimeout(() => { flushTimer = undefined; void flush(); }, delay);
     flushTimer.unref();
+  };
+  /** Flush on the next turn (records of this turn join the batch), cancelling a slower retry timer. */
+  const flushSoon = () => {
+    if (flushTimer && flushTimerDelay > 0) {
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
+    }
+    scheduleFlush(0);
   };
   const scheduleReplay = () => {
     if (replayTimer || closed) return;
@@ -146,7 +162,10 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
         noteFailure(error, "records kept in memory for retry");
         scheduleFlush(Math.min(100 * 2 ** Math.min(failures, 6), retryMaxMs));
       })
-      .finally(() => { inflight = undefined; });
+      .finally(() => {
+        inflight = undefined;
+        for (const q of batch) q.settled?.();
+      });
     await inflight;
     if (queue.length > 0 && failures === 0) scheduleFlush(0);
   }
@@ -193,10 +212,19 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
   return {
     async record(record, durable) {
       if (!durable) {
-        queue.push({ record, link: activeSpanContext() });
-        if (queue.length >= maxBatch) void flush();
-        else scheduleFlush(flushMs);
-        return;
+        if (failures > 0 || closed) {
+          // The audit service is failing: answer now, retry in batches.
+          queue.push({ record, link: activeSpanContext() });
+          if (queue.length >= maxBatch) void flush();
+          else scheduleFlush(flushMs);
+          return;
+        }
+        // Group commit: delivered now with whatever else is queued; answered once its batch settled.
+        return new Promise<void>((settled) => {
+          queue.push({ record, link: activeSpanContext(), settled });
+          if (queue.length >= maxBatch) void flush();
+          else flushSoon();
+        });
       }
       const s = await spoolReady;
       if (!(degraded && s)) {

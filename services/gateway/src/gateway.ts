@@ -158,10 +158,10 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
   const rateLimiter = deps.rateLimit && (deps.rateLimit.perMinute > 0 || tenantPerMinute > 0 || Object.keys(perClient ?? {}).length > 0)
     ? createRateLimiter({ perMinute: deps.rateLimit.perMinute, tenantPerMinute, ...(deps.rateLimit.burst ? { burst: deps.rateLimit.burst } : {}), ...(perClient ? { perClient } : {}) })
     : undefined;
-  // Calls refused before the pipeline (scope, rate limit) are audited like any failed call.
-  const recordDenied = (d: DeniedToolCall) => {
+  // Calls refused before the pipeline (scope, rate limit) are audited like any failed call,
+  // and answered once the record left the gateway's memory (as the pipeline's calls are).
+  const recordDenied = (d: DeniedToolCall): Promise<void> =>
     audit.record(refusedCallRecord(d.caller, d.tool, d.args, d.failure), false).catch((error: unknown) => deps.logger.warn("audit of a denied call failed", { error }));
-  };
   const mcp = createStreamableHttpHandler({
     transport,
     authenticator,

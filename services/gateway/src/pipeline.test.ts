@@ -127,6 +127,10 @@ describe("pipeline audit", () => {
     assert.equal(records[0]?.record.failureStage, FailureStage.admission);
     assert.equal(records[0]?.record.resultSize, undefined, "failures carry no result size");
     assert.match(records[0]?.record.argumentShape?.fingerprint ?? "", /^[0-9a-f]{16}$/);
+    // Through call_runtime_tool: recorded under the tool it forwarded, as every other refusal.
+    const wrapped = await pipelineWith({ audit, catalogs }).call(caller, "call_runtime_tool", { tool: "create_session", arguments: { project: "~p1" } }, signal);
+    assert.equal(wrapped.structuredContent["reason_code"], ReasonCode.dependencyUnavailable);
+    assert.deepEqual([records[1]?.record.tool, records[1]?.record.effect, records[1]?.record.failureStage], ["create_session", "durable_state", FailureStage.admission]);
   });
 
   it("call_runtime_tool rejections are recorded under the inner tool, with the inner arguments' shape", async () => {

@@ -149,7 +149,8 @@ export function createPipeline(deps: PipelineDeps) {
     try {
       catalog = await deps.catalogs.get(caller.admissionProfile, caller.hostProfile ?? deps.hostProfile);
     } catch (error) {
-      return { ok: false, failure: dependencyFailure(error, FailureStage.admission, false), tool, args: rawArgs };
+      // Audited as the tool call_runtime_tool would have run, as every other refusal here.
+      return { ok: false, failure: dependencyFailure(error, FailureStage.admission, false), ...forwardedCall(tool, rawArgs) };
     }
     if (tool !== "call_runtime_tool" || !catalog.admitted.has(tool)) return { ok: true, catalog, tool, args: rawArgs };
     const outer = normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) });

@@ -93,7 +93,8 @@ function embeddedGateway(options: CoreOptions, clients: CoreClients, ping: () =>
     ...(options.workflowPolicy ? { workflowPolicy: options.workflowPolicy } : {}),
     dependencyProbes: { postgres: ping },
     mode: "embedded",
-    // PGlite blocks the event loop for each statement: fewer, larger audit batches.
+    // PGlite blocks the event loop for each statement: while audit deliveries are failing,
+    // records wait longer to be retried in fewer, larger batches.
     auditFlushMs: 250,
     // Records the in-process audit cannot take (PGlite busy or failing) survive a restart here.
     auditSpoolDir: join(options.dataDir ?? defaultDataDir(), "audit-spool"),

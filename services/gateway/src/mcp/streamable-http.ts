@@ -50,8 +50,8 @@ export interface StreamableHttpOptions {
   challengeScopes?: readonly string[];
   /** Per-tenant limit on tools/call. */
   rateLimiter?: RateLimiter;
-  /** Told about each tools/call refused here (insufficient scope, rate limited). */
-  onDenied?: (denied: DeniedToolCall) => void;
+  /** Told about each tools/call refused here (insufficient scope, rate limited); the answer waits for it (the refusal's audit record). */
+  onDenied?: (denied: DeniedToolCall) => void | Promise<void>;
   maxBodyBytes: number;
   logger: Logger;
   /** Issues Mcp-Session-Ids that remember whether the Host declared MCP Apps. */
@@ -189,7 +189,7 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       if (!failure) continue;
       const required = requiredScope(tool, args);
       const description = `tools/call ${tool} needs the ${required} scope`;
-      options.onDenied?.({ caller, tool, args, failure });
+      await options.onDenied?.({ caller, tool, args, failure });
       return sendJson(res, 403, jsonRpcError(-32003, `insufficient_scope: ${description}`, batch ? null : m["id"]), {
         "www-authenticate": bearerChallenge({ resourceMetadataUrl: options.resourceMetadataUrl, error: "insufficient_scope", errorDescription: description, scope: stepUpScopes(caller.scopes, required) }),
       });
@@ -211,7 +211,7 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
           continue;
         }
         const { name, arguments: args } = toolCallParams(m);
-        options.onDenied?.({ caller, tool: typeof name === "string" ? name : "", args, failure });
+        await options.onDenied?.({ caller, tool: typeof name === "string" ? name : "", args, failure });
         local.set(m, { jsonrpc: "2.0", id: m["id"] as string | number, result: { content: [{ type: "text", text: JSON.stringify(failure) }], structuredContent: failure, isError: true } } as JSONRPCMessage);
       }
     }
