@@ -146,6 +146,19 @@ describe("audit durability across audit-service and gateway restarts", () => {
     await recorder.close();
   });
 
+  it("with readsWaitForStore false (one process holds gateway and store), a read-only record() resolves when queued and its batch is stored after flushMs", async () => {
+    const recorder = createAuditRecorder(client, logger, { flushMs: 300, readsWaitForStore: false });
+    const readOnly = () => ({ ...effectfulRecord("batched-reads"), tool: "read_files", effect: "read_only", stateChanged: false });
+    await Promise.all(Array.from({ length: 20 }, () => recorder.record(readOnly(), false)));
+    assert.deepEqual(await countRows(db, "batched-reads"), { rows: 0, distinct: 0 }, "answered before the batch window closed");
+    await eventually(async () => (await countRows(db, "batched-reads")).rows === 20, 10_000, "batch stored");
+    assert.deepEqual(await countRows(db, "batched-reads"), { rows: 20, distinct: 20 });
+    // Effectful records are still answered only once stored.
+    await recorder.record(effectfulRecord("batched-reads-effectful"), true);
+    assert.deepEqual(await countRows(db, "batched-reads-effectful"), { rows: 1, distinct: 1 });
+    await recorder.close();
+  });
+
   it("a gateway restart replays its spool (a torn last line is skipped) and read-only batches are spooled too", async () => {
     const spoolDir = tempDir("wcx-spool-");
     const dead = createClient(AuditService, createConnectTransport({ baseUrl: `http://127.0.0.1:${await freePort()}`, httpVersion: "2" }));

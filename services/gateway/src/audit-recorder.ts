@@ -42,8 +42,18 @@ export interface AuditRecorder {
 }
 
 export interface AuditRecorderOptions {
-  /** While deliveries are failing: how long read-only records wait to be batched for a retry (ms). */
+  /**
+   * How long read-only records wait to be batched (ms): while deliveries are failing, or always
+   * when `readsWaitForStore` is false.
+   */
   flushMs?: number;
+  /**
+   * true (default): a read-only or refused call is answered once its group-committed batch is
+   * stored, so a gateway process killed right after answering loses no row. false: it is
+   * answered once queued, and rows of the last `flushMs` are lost with the process; for the
+   * embedded default, where the audit store lives and dies in the same process.
+   */
+  readsWaitForStore?: boolean;
   maxBatch?: number;
   /**
    * Directory of the durable spool. Without one, undeliverable records wait in memory only
@@ -76,6 +86,7 @@ interface Queued {
 export function createAuditRecorder(audit: Client<typeof AuditService>, logger: Logger, options: AuditRecorderOptions = {}): AuditRecorder {
   const flushMs = options.flushMs ?? 25;
   const maxBatch = options.maxBatch ?? 500;
+  const readsWaitForStore = options.readsWaitForStore ?? true;
   const deliveryTimeoutMs = options.deliveryTimeoutMs ?? 2_000;
   const retryMaxMs = options.retryMaxMs ?? 5_000;
   let queue: Queued[] = [];
@@ -212,8 +223,8 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
   return {
     async record(record, durable) {
       if (!durable) {
-        if (failures > 0 || closed) {
-          // The audit service is failing: answer now, retry in batches.
+        if (failures > 0 || closed || !readsWaitForStore) {
+          // The audit service is failing (or the caller need not wait): answer now, deliver in batches.
           queue.push({ record, link: activeSpanContext() });
           if (queue.length >= maxBatch) void flush();
           else scheduleFlush(flushMs);

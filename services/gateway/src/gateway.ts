@@ -86,6 +86,8 @@ export interface GatewayDeps {
   maxBodyBytes?: number;
   /** How long read-only audit records may wait to be batched. */
   auditFlushMs?: number;
+  /** Whether read-only and refused calls are answered only once their audit row is stored (default true). */
+  auditReadsWaitForStore?: boolean;
   /**
    * Directory of the audit spool (one gateway process per directory): records the audit
    * service cannot take now are fsync'd here and replayed. Without it they wait in memory.
@@ -124,6 +126,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
   const catalogs = createCatalogCache(deps.clients.toolRegistry, { ttlMs: 30_000 });
   const audit = createAuditRecorder(deps.clients.audit, deps.logger, {
     ...(deps.auditFlushMs !== undefined ? { flushMs: deps.auditFlushMs } : {}),
+    ...(deps.auditReadsWaitForStore !== undefined ? { readsWaitForStore: deps.auditReadsWaitForStore } : {}),
     ...(deps.auditSpoolDir !== undefined ? { spoolDir: deps.auditSpoolDir } : {}),
   });
   const pipeline = createPipeline({

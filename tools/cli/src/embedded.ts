@@ -93,9 +93,11 @@ function embeddedGateway(options: CoreOptions, clients: CoreClients, ping: () =>
     ...(options.workflowPolicy ? { workflowPolicy: options.workflowPolicy } : {}),
     dependencyProbes: { postgres: ping },
     mode: "embedded",
-    // PGlite blocks the event loop for each statement: while audit deliveries are failing,
-    // records wait longer to be retried in fewer, larger batches.
+    // One process holds the gateway and the audit store, so no gateway can die alone: read
+    // rows are batched (PGlite blocks a thread for each statement) and answered at once;
+    // effectful calls are still answered only once their row is durable.
     auditFlushMs: 250,
+    auditReadsWaitForStore: false,
     // Records the in-process audit cannot take (PGlite busy or failing) survive a restart here.
     auditSpoolDir: join(options.dataDir ?? defaultDataDir(), "audit-spool"),
     version: "0.1.0",
