@@ -8,15 +8,20 @@
  * of cases (`make faults` runs 100,000; `make test` a bounded sample).
  */
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { toolDefinitions } from "@webcodex/contracts";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { openDevProject, type DevProject } from "../support/dev-project.js";
+import { connectMcp } from "../support/mcp.js";
 import { recordFigures } from "./figures.js";
 
 const cases = Number(process.env["WEBCODEX_FAULTS_FUZZ_CASES"] ?? 250);
+const CLIENT_CASES = 500;
+const verbose = process.env["WEBCODEX_FAULTS_VERBOSE"] === "1";
 
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[]; minimum?: number; maximum?: number };
 
@@ -100,9 +105,12 @@ describe("fuzzing every admitted tool's input through the gateway pipeline", () 
   it(`${cases} cases: every call answers, every failure is structured, nothing is written outside the project`, { timeout: Math.max(110_000, cases * 200) }, async () => {
     const outsideBefore = tree(outsideRoot);
     const tools = toolDefinitions().filter((t) => t.implemented !== false);
-    const perTool = new Map<string, { calls: number; failures: number }>();
-    const listed = new Set((await dev.client.listTools()).tools.map((t) => t.name));
+    const perTool = new Map<string, { calls: number; failures: number; ms: number }>();
+    let client: Client = await connectMcp(dev.server.mcpUrl, dev.server.token);
+    const listed = new Set((await client.listTools()).tools.map((t) => t.name));
     let failures = 0;
+    let done = 0;
+    const runStarted = performance.now();
     const problems: string[] = [];
     const caseArb = fc.constantFrom(...tools).chain((tool) =>
       argumentsArb(tool.inputSchema as Schema, dev.project).map((args) => ({ tool, args: tool.effect === "process_execution" ? harmless(args) : args })));
@@ -111,13 +119,25 @@ describe("fuzzing every admitted tool's input through the gateway pipeline", () 
         const direct = listed.has(tool.name);
         const name = direct ? tool.name : "call_runtime_tool";
         const callArgs = direct ? args : { tool: tool.name, arguments: args };
-        const counts = perTool.get(tool.name) ?? { calls: 0, failures: 0 };
+        const counts = perTool.get(tool.name) ?? { calls: 0, failures: 0, ms: 0 };
         counts.calls++;
         perTool.set(tool.name, counts);
         // A thrown error here (HTTP 5xx, broken session, protocol error) fails the property.
         let res: Awaited<ReturnType<typeof dev.client.callTool>>;
+        if (verbose && (done + 1) % 1000 === 0) console.log(`${done + 1} cases ${Math.round(performance.now() - runStarted)} ms, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB, heap ${Math.round(process.memoryUsage().heapUsed / 2 ** 20)} MiB`);
+        // A fresh MCP session every CLIENT_CASES cases, as a long-running Host reconnects: the
+        // SDK's client transport hangs every request's abort listener on one signal for its
+        // whole life, which grows without bound over 100,000 calls.
+        if (++done % CLIENT_CASES === 0) {
+          const old = client;
+          client = await connectMcp(dev.server.mcpUrl, dev.server.token);
+          await (old.transport as StreamableHTTPClientTransport | undefined)?.terminateSession();
+          await old.close();
+        }
+        const callStarted = performance.now();
         try {
-          res = await dev.client.callTool({ name, arguments: callArgs as Record<string, unknown> });
+          res = await client.callTool({ name, arguments: callArgs as Record<string, unknown> });
+          counts.ms += performance.now() - callStarted;
         } catch (error) {
           throw new Error(`${tool.name}: the call did not answer: ${String(error)}`);
         }
@@ -132,7 +152,14 @@ describe("fuzzing every admitted tool's input through the gateway pipeline", () 
       }),
       { numRuns: cases, seed: Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000), endOnFailure: true },
     );
+    await client.close();
     assert.deepEqual(tree(outsideRoot), outsideBefore, "nothing outside the project changed");
+    for (const c of perTool.values()) c.ms = Math.round(c.ms);
+    if (verbose) {
+      const stat = readFileSync(`/proc/${dev.server.child.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+      console.log(`cpu: test ${Math.round((process.cpuUsage().user + process.cpuUsage().system) / 1000)} ms, server ${(Number(stat[11]) + Number(stat[12])) * 10} ms`);
+    }
+    if (verbose) console.log(JSON.stringify(Object.fromEntries(perTool)));
     await recordFigures("fuzz", { cases, tools: tools.length, tool_failures_structured: failures, property_failures: problems.length, per_tool: Object.fromEntries(perTool) });
   });
 });
