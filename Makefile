@@ -16,7 +16,7 @@ help:
 	@echo "make run [PROJECT=dir] [PORT=8080]  start WebCodex embedded on a directory"
 	@echo "make test                           lint, codegen check, unit, chart, integration and e2e tests"
 	@echo "make bench                          benchmarks (ratios against same-run baselines)"
-	@echo "make faults                         long fault suite (1,000 Runner kills, 100,000 fuzz cases, 3 rounds of service kills); figures to bench-results/faults.json"
+	@echo "make faults                         long fault suite (1,000 Runner kills, 100,000 fuzz cases, 3 rounds of service kills, 10-minute soak); figures to bench-results/faults.json"
 	@echo "make up PROJECT=dir                 distributed mode on localhost (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)"
 
 $(STAMP): package.json package-lock.json
@@ -81,10 +81,11 @@ test-integration: build $(CONFORMANCE_STAMP)
 	@bash tools/scripts/ensure-chromium.sh
 	node tools/scripts/run-tests.mjs integration e2e
 
-# The long fault suite: 1,000 Runner kills, 100,000 fuzz cases, 3 rounds of service kills and
-# datastore restarts; figures to bench-results/faults.json.
+# The long fault suite: 1,000 Runner kills (4 harnesses side by side), 100,000 fuzz cases, 3 rounds
+# of service kills and datastore restarts, and a 10-minute soak at 32 callers; figures to
+# bench-results/faults.json.
 faults: build
-	WEBCODEX_FAULTS_REPORT=1 WEBCODEX_FAULTS_KILLS=1000 WEBCODEX_FAULTS_FUZZ_CASES=100000 WEBCODEX_FAULTS_SERVICE_ROUNDS=3 node tools/scripts/run-tests.mjs faults
+	WEBCODEX_FAULTS_REPORT=1 WEBCODEX_FAULTS_KILLS=1000 WEBCODEX_FAULTS_KILL_SHARDS=4 WEBCODEX_FAULTS_FUZZ_CASES=100000 WEBCODEX_FAULTS_SERVICE_ROUNDS=3 WEBCODEX_FAULTS_SOAK_SECONDS=600 node tools/scripts/run-tests.mjs faults
 
 # `make bench <part>...` runs only the named parts (e.g. `make bench economy`).
 BENCH_PARTS := tool_calls tool_call_distributed tool_call_stdio spawn edit search audit ref_resolution validate_overhead agent_events economy

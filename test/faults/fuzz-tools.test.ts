@@ -21,6 +21,7 @@ import { recordFigures } from "./figures.js";
 
 const cases = Number(process.env["WEBCODEX_FAULTS_FUZZ_CASES"] ?? 250);
 const CLIENT_CASES = 500;
+const streams = Math.max(1, Number(process.env["WEBCODEX_FAULTS_FUZZ_STREAMS"] ?? 2));
 const verbose = process.env["WEBCODEX_FAULTS_VERBOSE"] === "1";
 
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[]; minimum?: number; maximum?: number };
@@ -106,60 +107,78 @@ describe("fuzzing every admitted tool's input through the gateway pipeline", () 
     const outsideBefore = tree(outsideRoot);
     const tools = toolDefinitions().filter((t) => t.implemented !== false);
     const perTool = new Map<string, { calls: number; failures: number; ms: number }>();
-    let client: Client = await connectMcp(dev.server.mcpUrl, dev.server.token);
-    const listed = new Set((await client.listTools()).tools.map((t) => t.name));
+    const listed = await connectMcp(dev.server.mcpUrl, dev.server.token).then(async (c) => {
+      const names = new Set((await c.listTools()).tools.map((t) => t.name));
+      await c.close();
+      return names;
+    });
     let failures = 0;
     let done = 0;
     const runStarted = performance.now();
     const problems: string[] = [];
+    const seed = Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000);
+    const figures = (complete: boolean) => ({
+      cases_planned: cases, cases: done, run_complete: complete, streams, seed, tools: tools.length, tool_failures_structured: failures,
+      property_failures: problems.length, seconds: Math.round((performance.now() - runStarted) / 1000), per_tool: Object.fromEntries([...perTool].map(([k, v]) => [k, { ...v, ms: Math.round(v.ms) }])),
+    });
     const caseArb = fc.constantFrom(...tools).chain((tool) =>
       argumentsArb(tool.inputSchema as Schema, dev.project).map((args) => ({ tool, args: tool.effect === "process_execution" ? harmless(args) : args })));
-    await fc.assert(
-      fc.asyncProperty(caseArb, async ({ tool, args }) => {
-        const direct = listed.has(tool.name);
-        const name = direct ? tool.name : "call_runtime_tool";
-        const callArgs = direct ? args : { tool: tool.name, arguments: args };
-        const counts = perTool.get(tool.name) ?? { calls: 0, failures: 0, ms: 0 };
-        counts.calls++;
-        perTool.set(tool.name, counts);
-        // A thrown error here (HTTP 5xx, broken session, protocol error) fails the property.
-        let res: Awaited<ReturnType<typeof dev.client.callTool>>;
-        if (verbose && (done + 1) % 1000 === 0) console.log(`${done + 1} cases ${Math.round(performance.now() - runStarted)} ms, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB, heap ${Math.round(process.memoryUsage().heapUsed / 2 ** 20)} MiB`);
-        // A fresh MCP session every CLIENT_CASES cases, as a long-running Host reconnects: the
-        // SDK's client transport hangs every request's abort listener on one signal for its
-        // whole life, which grows without bound over 100,000 calls.
-        if (++done % CLIENT_CASES === 0) {
-          const old = client;
-          client = await connectMcp(dev.server.mcpUrl, dev.server.token);
-          await (old.transport as StreamableHTTPClientTransport | undefined)?.terminateSession();
-          await old.close();
-        }
-        const callStarted = performance.now();
-        try {
-          res = await client.callTool({ name, arguments: callArgs as Record<string, unknown> });
-          counts.ms += performance.now() - callStarted;
-        } catch (error) {
-          throw new Error(`${tool.name}: the call did not answer: ${String(error)}`);
-        }
-        if (res.isError === true) {
-          failures++;
-          counts.failures++;
-          const content = (res.structuredContent ?? {}) as Record<string, unknown>;
-          const structured = typeof content["reason_code"] === "string" && typeof content["failure_stage"] === "string";
-          if (!structured) problems.push(`${tool.name}: unstructured failure ${JSON.stringify(res).slice(0, 300)}`);
-          assert.ok(structured, `${tool.name}: a failure without reason_code/failure_stage: ${JSON.stringify(res).slice(0, 300)}`);
-        }
-      }),
-      { numRuns: cases, seed: Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000), endOnFailure: true },
-    );
-    await client.close();
+    // `streams` property runs side by side (own client and seed each, the cases split between
+    // them) keep the client and the server busy at once; each is the same property.
+    const runStream = async (index: number): Promise<void> => {
+      let client: Client = await connectMcp(dev.server.mcpUrl, dev.server.token);
+      let own = 0;
+      await fc.assert(
+        fc.asyncProperty(caseArb, async ({ tool, args }) => {
+          const direct = listed.has(tool.name);
+          const name = direct ? tool.name : "call_runtime_tool";
+          const callArgs = direct ? args : { tool: tool.name, arguments: args };
+          const counts = perTool.get(tool.name) ?? { calls: 0, failures: 0, ms: 0 };
+          counts.calls++;
+          perTool.set(tool.name, counts);
+          if (++done % 1000 === 0 && verbose) console.log(`${done} cases ${Math.round(performance.now() - runStarted)} ms, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB, heap ${Math.round(process.memoryUsage().heapUsed / 2 ** 20)} MiB`);
+          if (done % 10_000 === 0) await recordFigures("fuzz", figures(false));
+          // A fresh MCP session every CLIENT_CASES cases, as a long-running Host reconnects: the
+          // SDK's client transport hangs every request's abort listener on one signal for its
+          // whole life, which grows without bound over 100,000 calls.
+          if (++own % CLIENT_CASES === 0) {
+            const old = client;
+            client = await connectMcp(dev.server.mcpUrl, dev.server.token);
+            await (old.transport as StreamableHTTPClientTransport | undefined)?.terminateSession();
+            await old.close();
+          }
+          // A thrown error here (HTTP 5xx, broken session, protocol error) fails the property.
+          let res: Awaited<ReturnType<Client["callTool"]>>;
+          const callStarted = performance.now();
+          try {
+            res = await client.callTool({ name, arguments: callArgs as Record<string, unknown> });
+            counts.ms += performance.now() - callStarted;
+          } catch (error) {
+            throw new Error(`${tool.name}: the call did not answer: ${String(error)}`);
+          }
+          if (res.isError === true) {
+            failures++;
+            counts.failures++;
+            const content = (res.structuredContent ?? {}) as Record<string, unknown>;
+            const structured = typeof content["reason_code"] === "string" && typeof content["failure_stage"] === "string";
+            if (!structured) problems.push(`${tool.name}: unstructured failure ${JSON.stringify(res).slice(0, 300)}`);
+            assert.ok(structured, `${tool.name}: a failure without reason_code/failure_stage: ${JSON.stringify(res).slice(0, 300)}`);
+          }
+        }),
+        { numRuns: Math.floor(cases / streams) + (index < cases % streams ? 1 : 0), seed: seed + index, endOnFailure: true },
+      );
+      await client.close();
+    };
+    try {
+      await Promise.all(Array.from({ length: streams }, (_, i) => runStream(i)));
+    } finally {
+      await recordFigures("fuzz", { ...figures(false), problems: problems.slice(0, 10) });
+    }
     assert.deepEqual(tree(outsideRoot), outsideBefore, "nothing outside the project changed");
-    for (const c of perTool.values()) c.ms = Math.round(c.ms);
     if (verbose) {
       const stat = readFileSync(`/proc/${dev.server.child.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
       console.log(`cpu: test ${Math.round((process.cpuUsage().user + process.cpuUsage().system) / 1000)} ms, server ${(Number(stat[11]) + Number(stat[12])) * 10} ms`);
     }
-    if (verbose) console.log(JSON.stringify(Object.fromEntries(perTool)));
-    await recordFigures("fuzz", { cases, tools: tools.length, tool_failures_structured: failures, property_failures: problems.length, per_tool: Object.fromEntries(perTool) });
+    await recordFigures("fuzz", figures(true));
   });
 });

@@ -28,6 +28,8 @@ export interface KillRunOptions {
   seed?: number;
   /** Called every 25 transactions with the figures so far (a long run leaves figures even if stopped). */
   onCheckpoint?: (figures: KillRunFigures) => Promise<void>;
+  /** Receives every restart time (ms), to merge figures of runs made side by side. */
+  restartSamples?: number[];
 }
 
 export interface KillRunFigures {
@@ -162,6 +164,7 @@ export async function runKillHarness(options: KillRunOptions): Promise<KillRunFi
       const files = [...chosen];
       const read = await runner.client.execute({ callId: `r${n}`, tool: "read_files", fence: ++fence, argumentsJson: JSON.stringify({ files: files.map((i) => ({ path: name(i), end_line: 1 })) }) });
       restarts.push(performance.now() - started);
+      options.restartSamples?.push(performance.now() - started);
       if (read.failure !== undefined) throw new Error(`read_files failed: ${read.failure.reasonCode} ${read.failure.detailCode}\n${runner.log()}`);
       const items = (JSON.parse(read.resultJson) as { items: Array<{ read_revision?: string }> }).items;
 

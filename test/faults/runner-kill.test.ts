@@ -2,23 +2,46 @@
  * kill -9 a real Runner process during multi-file transactions: with the write journal every
  * transaction is fully applied or fully absent after the restart, and what the caller was told
  * matches; without recovery the same harness finds partial transactions. WEBCODEX_FAULTS_KILLS
- * sets the number of kills (`make faults` runs 1,000; `make test` a bounded sample).
+ * sets the number of kills (`make faults` runs 1,000; `make test` a bounded sample);
+ * WEBCODEX_FAULTS_KILL_SHARDS runs them as that many harnesses side by side (each its own
+ * workspace and Runner process), which only shortens the wall time.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { runKillHarness } from "./kill-harness.js";
+import { runKillHarness, type KillRunFigures } from "./kill-harness.js";
 import { recordFigures } from "./figures.js";
 
 const kills = Number(process.env["WEBCODEX_FAULTS_KILLS"] ?? 10);
+const shards = Math.max(1, Math.min(kills, Number(process.env["WEBCODEX_FAULTS_KILL_SHARDS"] ?? 1)));
+
+/** Sums the counts of side-by-side runs; restart times come from all their samples. */
+function merge(runs: KillRunFigures[], restarts: number[]): KillRunFigures {
+  const out = { ...runs[0] } as KillRunFigures & Record<string, unknown>;
+  for (const key of Object.keys(out) as Array<keyof KillRunFigures>) {
+    if (typeof out[key] === "number") (out as Record<string, number>)[key] = runs.reduce((sum, r) => sum + (r[key] as number), 0);
+  }
+  out.problems = runs.flatMap((r) => r.problems);
+  const sorted = [...restarts].sort((a, b) => a - b);
+  out.restart_ms_p50 = Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0);
+  out.restart_ms_max = Math.round(sorted[sorted.length - 1] ?? 0);
+  return out;
+}
 
 describe("Runner killed with SIGKILL during write transactions", () => {
-  it(`${kills} kills: every transaction is fully applied or fully absent, and the caller's view matches`, { timeout: Math.max(120_000, kills * 5_000) }, async () => {
-    const figures = await runKillHarness({
-      transactions: kills, recover: true, seed: Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000),
+  it(`${kills} kills: every transaction is fully applied or fully absent, and the caller's view matches`, { timeout: Math.max(120_000, (kills / shards) * 6_000) }, async () => {
+    const seed = Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000);
+    const restarts: number[] = [];
+    const latest: KillRunFigures[] = [];
+    const figuresList = await Promise.all(Array.from({ length: shards }, (_, s) => runKillHarness({
+      transactions: Math.floor(kills / shards) + (s < kills % shards ? 1 : 0), recover: true, seed: seed + s, restartSamples: restarts,
       // Judged so far (the transaction in flight at a checkpoint is judged after the next restart).
-      onCheckpoint: (partial) => recordFigures("runner_kill", { ...partial, run_complete: false, kills_planned: kills }),
-    });
-    await recordFigures("runner_kill", { ...figures, run_complete: true, kills_planned: kills });
+      onCheckpoint: (partial) => {
+        latest[s] = partial;
+        return recordFigures("runner_kill", { ...merge(latest.filter((f) => f !== undefined), restarts), run_complete: false, kills_planned: kills, shards, seed });
+      },
+    })));
+    const figures = merge(figuresList, restarts);
+    await recordFigures("runner_kill", { ...figures, run_complete: true, kills_planned: kills, shards, seed });
     assert.deepEqual(figures.problems, []);
     assert.equal(figures.partial, 0);
     assert.equal(figures.misreported, 0);
