@@ -452,11 +452,11 @@ const definitions: readonly ToolDefinition[] = ([
   {
     name: "read_workspace_changes",
     category: "git",
-    description: "Changed paths in the working tree with status and line counts.",
+    description: "Changed paths in the working tree with status and line counts. After a Runner crash, recovered_writes says how each interrupted write ended (rolled_back or completed), by the call_id its outcome_unknown failure named.",
     inputSchema: object({ project, session_id: sessionId }, ["project"]),
     effect: "read_only", risk: "low", authority: "project_read", execution: "runner",
     implemented: true,
-    resultFields: ["changes", "total_changes", "truncated", "branch", "head"],
+    resultFields: ["changes", "total_changes", "truncated", "branch", "head", "recovered_writes"],
     requiredCapabilities: () => ["gitReview"],
   },
   {

@@ -17,6 +17,7 @@ import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { failureToWire, RUNNER_TOKEN_HEADER } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 import type { AttemptFenceStore } from "./attempt-fences.js";
+import { withCall } from "./call-context.js";
 
 export type ToolHandler = (args: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>;
 
@@ -156,7 +157,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
       }
       try {
         const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
-        const result = await handler(args, ctx.signal);
+        const result = await withCall(req.callId, () => handler(args, ctx.signal));
         return { resultJson: JSON.stringify(result) };
       } catch (error) {
         if (isToolFailureError(error)) return { resultJson: "", failure: failureToWire(error.failure) };

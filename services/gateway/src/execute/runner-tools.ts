@@ -21,6 +21,9 @@ import type { JobAttention, JobAttentionItem } from "../job-attention.js";
 type AttemptFence = { taskId: string; fence: bigint };
 import { sessionCallFacts } from "../session-facts.js";
 
+/** Tools whose writes go through the Runner's write journal (crash recovery names them by call id). */
+const JOURNALED_TOOLS = new Set(["edit_project_files", "import_host_files"]);
+
 export interface RunnerToolsDeps {
   refResolver: Client<typeof RefResolverService>;
   broker: Client<typeof RunnerBrokerService>;
@@ -88,10 +91,15 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     }
     const key = watchKey(ctx.caller.principal.clientId, ctx.caller.principal.subject, project.canonicalId);
     const watched = deps.attention.watched(key, jobsOfCall(def.name, args));
-    const [outcome, items] = await Promise.all([
+    const [dispatched, items] = await Promise.all([
       dispatch(def, runnerArguments(args), project, ctx, callId, attempt),
       watched.length > 0 ? endedJobs(watched, project, ctx) : Promise.resolve([]),
     ]);
+    // A write transaction cut off mid-call is finished by the Runner's start-up recovery, which
+    // records it under this call id; read_workspace_changes reports it as recovered_writes.
+    const outcome: Outcome = !dispatched.ok && dispatched.failure.outcome_unknown && JOURNALED_TOOLS.has(def.name)
+      ? { ok: false, failure: { ...dispatched.failure, evidence: { ...dispatched.failure.evidence, call_id: callId } } }
+      : dispatched;
     if (outcome.ok) {
       const facts = jobFactsOf((ctx.ranLiteral ?? def).name, args, outcome.result);
       if (facts.started !== undefined) deps.attention.watch(key, facts.started);

@@ -5,7 +5,8 @@ import { describe, it } from "node:test";
 import { createEditJournal, type EditJournal } from "./edit-journal.js";
 import { ReasonCode } from "@webcodex/contracts";
 import { expectFailure, revisionOf, tempDir, writeTree } from "./fixtures.js";
-import { createWorkspace } from "./workspace.js";
+import { createWorkspace, recentRecoveries } from "./workspace.js";
+import { withCall } from "../call-context.js";
 import type { FileChange, Workspace, WorkspaceHooks } from "./types.js";
 
 /** Every entry under root: files as text, symlinks as "-> target", directories as "/". */
@@ -112,6 +113,25 @@ describe("edit journal: recovery from each crash point", () => {
       assert.deepEqual(await readdir(path.join(c.stateDir, "transactions")), []);
     });
   }
+
+  it("the recovered outcome names the call that ran the transaction (the id the caller's outcome_unknown failure carries)", async () => {
+    const c = await crashable({ afterFile: 1 });
+    const { recovered } = await crashAndRecover(c, () => withCall("call-123", async () => c.ws.editProjectFiles({ changes: await changes(c.ws) })));
+    assert.equal(recovered[0]?.call_id, "call-123");
+    assert.equal(recovered[0]?.outcome, "rolled_back");
+  });
+
+  it("read_workspace_changes lists recent recoveries as recovered_writes: last 24 hours, newest first, at most 5, paths capped", () => {
+    const now = Date.parse("2026-01-02T12:00:00Z");
+    const at = (minutesAgo: number) => new Date(now - minutesAgo * 60_000).toISOString();
+    const t = (id: string, minutesAgo: number, paths = ["a.txt"]) => ({ transaction_id: id, call_id: `c-${id}`, tool: "edit_project_files" as const, outcome: "completed" as const, paths, started_at: at(minutesAgo + 1), recovered_at: at(minutesAgo) });
+    const listed = recentRecoveries([t("old", 25 * 60), t("1", 50), t("2", 40), t("3", 30), t("4", 20), t("5", 10), t("6", 5, Array.from({ length: 30 }, (_, i) => `f${i}`))], now);
+    assert.deepEqual(listed.map((w) => w.call_id), ["c-6", "c-5", "c-4", "c-3", "c-2"]);
+    assert.equal(listed[0]?.paths.length, 20);
+    assert.equal(listed[0]?.paths_truncated, true);
+    assert.equal(listed[1]?.paths_truncated, undefined);
+    assert.deepEqual(recentRecoveries([t("old", 25 * 60)], now), []);
+  });
 
   it("a crash after the commit point is completed: every after-image is in place, no temp file left", async () => {
     const c = await crashable({ step: "committed" });

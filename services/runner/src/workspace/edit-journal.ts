@@ -53,6 +53,8 @@ interface IntentRecord {
   version: 1;
   id: string;
   tool: JournalTool;
+  /** The call that ran the transaction (the gateway's call id), when known. */
+  call_id?: string;
   started_at: string;
   entries: StoredEntry[];
   /** Directories the transaction may create, outermost first. */
@@ -64,6 +66,8 @@ export type RecoveredOutcome = "rolled_back" | "completed";
 /** What recovery did with one interrupted transaction. */
 export interface RecoveredTransaction {
   transaction_id: string;
+  /** The call that ran the transaction: what the caller's outcome_unknown failure names. */
+  call_id?: string;
   tool: JournalTool;
   outcome: RecoveredOutcome;
   paths: string[];
@@ -85,7 +89,7 @@ export interface JournalTransaction {
 export interface EditJournal {
   readonly dir: string;
   /** Durably records the intent; nothing may be written to the workspace before this resolves. */
-  begin(tool: JournalTool, files: readonly JournalFileSpec[]): Promise<JournalTransaction>;
+  begin(tool: JournalTool, files: readonly JournalFileSpec[], callId?: string): Promise<JournalTransaction>;
   /** Finishes every transaction left unfinished by an earlier process. Run once, before serving. */
   recover(): Promise<RecoveredTransaction[]>;
   /** Outcomes recovery recorded (newest last). */
@@ -117,7 +121,7 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
     await fsyncPath(root);
   })());
 
-  async function begin(tool: JournalTool, files: readonly JournalFileSpec[]): Promise<JournalTransaction> {
+  async function begin(tool: JournalTool, files: readonly JournalFileSpec[], callId?: string): Promise<JournalTransaction> {
     await ensure();
     const id = `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`;
     const partial = path.join(txDir, id + PARTIAL);
@@ -149,7 +153,7 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
         }
       }
       const createdDirs = await missingParents(files.filter((f) => !("absent" in f.after)).map((f) => f.target));
-      const record: IntentRecord = { version: 1, id, tool, started_at: new Date().toISOString(), entries, created_dirs: createdDirs };
+      const record: IntentRecord = { version: 1, id, tool, ...(callId === undefined ? {} : { call_id: callId }), started_at: new Date().toISOString(), entries, created_dirs: createdDirs };
       await writeDurable(path.join(partial, INTENT), Buffer.from(JSON.stringify(record)));
       await fsyncPath(partial);
       await step("intent_written");
@@ -205,6 +209,7 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
       await removeStrayTemps(record);
       const outcome: RecoveredTransaction = {
         transaction_id: record.id,
+        ...(record.call_id === undefined ? {} : { call_id: record.call_id }),
         tool: record.tool,
         outcome: committed ? "completed" : "rolled_back",
         paths: record.entries.map((e) => e.rel),

@@ -14,6 +14,7 @@ import path from "node:path";
 import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure, toolLimit } from "@webcodex/contracts";
 import { createExclusive, entryExists, makeParents, removeDirs, siblingTempName, writeFileAtomic } from "./atomic-fs.js";
 import { describeRanges, planFileEdits, staleAnchors, type FilePlan } from "./edit-plan.js";
+import { currentCallId } from "../call-context.js";
 import { journalSpecsFor, type EditJournal, type JournalTool, type JournalTransaction } from "./edit-journal.js";
 import { errnoCode, openInside, withPinnedParent, type PathResolver, type ResolvedPath } from "./path-policy.js";
 import { isBinary, readRevision } from "./text-bytes.js";
@@ -309,7 +310,7 @@ async function apply(context: EditContext, prepared: readonly Prepared[], tool: 
   const onCommit: Array<() => Promise<void>> = [];
   // -- journal hook (intent): durable before the first write; without it nothing is written.
   const intent = prepared.some(isChanging)
-    ? await context.journal?.begin(tool, journalSpecsFor(prepared)).catch((error: unknown) => fail(ReasonCode.applyFailed, FailureStage.apply, {
+    ? await context.journal?.begin(tool, journalSpecsFor(prepared), currentCallId()).catch((error: unknown) => fail(ReasonCode.applyFailed, FailureStage.apply, {
       detail_code: "journal_unavailable", evidence: errnoCode(error) === undefined ? {} : { errno: errnoCode(error) },
       message: "The Runner could not record the transaction's intent; nothing was written.",
     }))

@@ -371,6 +371,20 @@ export interface WorkspaceChangesResult {
   truncated: boolean;
   branch?: string;
   head?: string;
+  /** Write transactions a Runner crash cut off, as start-up recovery finished them (last 24 h, newest first, at most 5). */
+  recovered_writes?: RecoveredWrite[];
+}
+
+/** One interrupted write transaction as recovery finished it: what an `outcome_unknown` edit turned out to be. */
+export interface RecoveredWrite {
+  /** The call id the caller's outcome_unknown failure named (evidence.call_id). */
+  call_id?: string;
+  tool: string;
+  outcome: "rolled_back" | "completed";
+  /** The transaction's paths (at most 20; paths_truncated when there were more). */
+  paths: string[];
+  paths_truncated?: true;
+  recovered_at: string;
 }
 
 export interface GitDiffHunksRequest {

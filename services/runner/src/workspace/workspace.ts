@@ -16,7 +16,8 @@ import { readFiles } from "./read-files.js";
 import type { RgCommand } from "./ripgrep.js";
 import { searchProjectTexts } from "./search-texts.js";
 import { searchFileContext } from "./search-context.js";
-import type { Workspace, WorkspaceOptions } from "./types.js";
+import type { RecoveredWrite, Workspace, WorkspaceOptions } from "./types.js";
+import type { RecoveredTransaction } from "./edit-journal.js";
 
 /**
  * Creates the engine for one workspace root. `sensitiveWriteGlobs` replaces the default
@@ -55,7 +56,10 @@ export function createWorkspace(options: WorkspaceOptions): Workspace {
       return importHostFiles({ resolver: await open(), hooks, journal: await journalFor() }, request);
     },
     async readWorkspaceChanges() {
-      return readWorkspaceChanges(await open(), spawner);
+      const changes = await readWorkspaceChanges(await open(), spawner);
+      const journal = await journalFor();
+      const recent = journal === undefined ? [] : recentRecoveries(await journal.recovered(), Date.now());
+      return recent.length === 0 ? changes : { ...changes, recovered_writes: recent };
     },
     async readGitDiffHunks(request) {
       return readGitDiffHunks(await open(), spawner, request);
@@ -73,4 +77,17 @@ export function createWorkspace(options: WorkspaceOptions): Workspace {
       return "sha256:" + createHash("sha256").update(`${real}\0${info.dev}\0${info.ino}`).digest("hex");
     },
   };
+}
+
+const RECOVERED_WINDOW_MS = 24 * 60 * 60 * 1000;
+const RECOVERED_LISTED = 5;
+const RECOVERED_PATHS = 20;
+
+/** The recoveries read_workspace_changes reports: the last 24 hours', newest first, at most 5 (paths capped at 20 each). */
+export function recentRecoveries(all: readonly RecoveredTransaction[], nowMs: number): RecoveredWrite[] {
+  return all
+    .filter((t) => nowMs - Date.parse(t.recovered_at) <= RECOVERED_WINDOW_MS)
+    .sort((a, b) => b.recovered_at.localeCompare(a.recovered_at))
+    .slice(0, RECOVERED_LISTED)
+    .map((t) => ({ ...(t.call_id === undefined ? {} : { call_id: t.call_id }), tool: t.tool, outcome: t.outcome, paths: t.paths.slice(0, RECOVERED_PATHS), ...(t.paths.length > RECOVERED_PATHS ? { paths_truncated: true as const } : {}), recovered_at: t.recovered_at }));
 }
