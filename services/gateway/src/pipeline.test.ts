@@ -46,7 +46,7 @@ function recordingAudit(refuseDurable = false) {
 }
 
 type DispatchAnswer = ({ resultJson: string } | { failure: ReturnType<typeof failureToWire> }) & { answeredFallback?: boolean };
-type DispatchRequest = { tool: string; argumentsJson: string; fallback?: { tool: string; argumentsJson: string } };
+type DispatchRequest = { callId: string; tool: string; argumentsJson: string; fallback?: { tool: string; argumentsJson: string } };
 
 type ProjectEntry = { projectRef: string; project: { canonicalId: string; rootIdentity: string; name: string } };
 
@@ -189,6 +189,22 @@ describe("pipeline audit", () => {
       ["audit_not_durable", true, false, { call_outcome: "failure", call_reason_code: "apply_failed" }],
       ["audit_not_durable", false, true, { call_outcome: "failure", call_reason_code: "runner_lost" }],
     ]);
+  });
+
+  it("an edit whose outcome is unknown names its call id (what the Runner's crash recovery records), with the inspection follow-up", async () => {
+    const { audit } = recordingAudit();
+    const seen: string[] = [];
+    const pipeline = pipelineWith({ audit, dispatch: (req) => {
+      seen.push(req.callId);
+      return { failure: failureToWire(toolFailure(ReasonCode.runnerLost, FailureStage.execution, { outcome_unknown: true })) };
+    } });
+    const edit = await pipeline.call(caller, "edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "n.txt", content: "x" }] }, signal);
+    assert.equal(edit.structuredContent["outcome_unknown"], true);
+    assert.deepEqual(edit.structuredContent["evidence"], { call_id: seen[0] });
+    assert.equal((edit.structuredContent["follow_up"] as Record<string, unknown>)["tool"], "call_runtime_tool");
+    const run = await pipeline.call(caller, "run_process", { project: "~p1", args: ["true"] }, signal);
+    assert.equal(run.structuredContent["outcome_unknown"], true);
+    assert.equal(run.structuredContent["evidence"], undefined, "no write journal behind a process: no call id to look up");
   });
 
   it("a call needing a scope the caller lacks is refused at admission, recorded, and never dispatched", async () => {
