@@ -142,6 +142,7 @@ describe("soak: 32 concurrent MCP callers against webcodex dev", () => {
       ["list_project_files", 1, (c) => callTool(c, "list_project_files", { project, glob: "src/**/*.ts", max_results: 50 })],
       ["edit_project_files", 2, async (c, i, n) => {
         const read = await callTool(c, "read_files", { project, files: [{ path: `work/c${i}.txt` }] });
+        if (read.isError) return read; // refused at admission: no revision to guard an edit with
         const item = (read.result["items"] as Array<Record<string, unknown>> | undefined)?.[0] ?? {};
         const old = /count: \d+\n/.exec(String(item["content"] ?? ""))?.[0] ?? "count: 0\n";
         return callTool(c, "edit_project_files", { project, changes: [{ kind: "edit", path: `work/c${i}.txt`, expected_read_revision: item["read_revision"], edits: [{ replace_exact: { old_text: old, new_text: `count: ${n}\n` } }] }] });
