@@ -55,6 +55,7 @@ setup: build
 
 lint: build
 	$(NODE_BIN)/eslint .
+	node tools/scripts/check-import-cycles.mjs
 
 run: build
 	node tools/cli/bin/webcodex.js dev --project $(PROJECT) --port $(PORT)

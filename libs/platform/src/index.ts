@@ -16,8 +16,6 @@ export { createRedis } from "./redis.js";
 export type { Redis } from "./redis.js";
 export { startTelemetry } from "./telemetry.js";
 export type { Telemetry } from "./telemetry.js";
-export { failureToWire, failureFromWire } from "./domain-failure.js";
-export type { DomainFailureInit } from "./domain-failure.js";
 export { createInProcessClient } from "./in-process-client.js";
 export type { InProcessClientOptions } from "./in-process-client.js";
 export { argumentShape, measureCanonical, measureProjection, measureResult } from "./telemetry.js";

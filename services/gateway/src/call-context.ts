@@ -6,10 +6,13 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { CanonicalCall, FailureStage as Stage, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { provenNotSent, withSpan } from "@webcodex/platform";
+import type { ContinuationFact } from "@webcodex/proto";
 import type { Caller } from "./auth.js";
 import type { AdmittedCatalog } from "./catalog-cache.js";
 import type { JobAttentionItem } from "./job-attention.js";
-import type { ContinuationFactInit } from "./presentation.js";
+
+/** A continuation fact a presentation call established (recorded with the call's audit row). */
+export type ContinuationFactInit = Pick<ContinuationFact, "subject" | "id" | "fact">;
 
 /** A call's canonical outcome: the result the audit captures, or the structured failure. */
 export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };

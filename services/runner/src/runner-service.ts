@@ -9,9 +9,9 @@ import { timingSafeEqual, createHash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "@webcodex/proto";
-import { capabilityMissingFailure, FailureStage, isToolFailureError, missingCapabilities, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, toolDefinition, toolFailure } from "@webcodex/contracts";
+import { capabilityMissingFailure, FailureStage, isToolFailureError, missingCapabilities, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, toolDefinition, toolFailure, failureToWire } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
-import { failureToWire, RUNNER_TOKEN_HEADER } from "@webcodex/platform";
+import { RUNNER_TOKEN_HEADER } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 
 export type ToolHandler = (args: Record<string, unknown>, signal: AbortSignal) => Promise<unknown>;
