@@ -34,3 +34,5 @@ export { createServiceTransport, provenNotSent } from "./service-transport.js";
 export type { ServiceTransportOptions } from "./service-transport.js";
 export { humanLine, logFormatFor, logWriter } from "./log-format.js";
 export type { LogFormat } from "./log-format.js";
+export { connectCodeName, connectCodeFromName } from "./connect-code.js";
+export type { ConnectCodeName } from "./connect-code.js";

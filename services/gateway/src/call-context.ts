@@ -2,10 +2,10 @@
  * What every layer of one tools/call shares: the outcome type, the call's context, stage
  * timing, and the mapping of a transport error to a failure that says what is known.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { CanonicalCall, FailureStage as Stage, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { provenNotSent, withSpan } from "@webcodex/platform";
+import { connectCodeName, provenNotSent, withSpan } from "@webcodex/platform";
 import type { ContinuationFact } from "@webcodex/proto";
 import type { Caller } from "./auth.js";
 import type { AdmittedCatalog } from "./catalog-cache.js";
@@ -67,7 +67,7 @@ export function dependencyFailure(error: unknown, stage: Stage, effectful: boole
   const ce = ConnectError.from(error);
   const unknown = stage === FailureStage.dispatch && effectful && !provenNotSent(error);
   return toolFailure(ReasonCode.dependencyUnavailable, stage, {
-    detail_code: Code[ce.code]?.toLowerCase() ?? "unknown",
+    detail_code: connectCodeName(ce.code),
     outcome_unknown: unknown,
     message: `A platform dependency failed during ${stage}; ${unknown ? "the effect is unknown: inspect before retrying" : "nothing was run"}.`,
   });

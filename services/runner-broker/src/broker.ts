@@ -12,7 +12,7 @@ import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { canonicalProjectId, capabilityMissingFailure, FailureStage, missingCapabilities, parseCanonicalProjectId, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure, waitForProjectFollowUp, failureToWire } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure, DomainFailureInit } from "@webcodex/contracts";
-import { principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
+import { connectCodeName, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend, FenceUnavailableError } from "./leases/lease-store.js";
@@ -211,7 +211,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const notStarted = provenNotSent(error);
       const mayHaveEffect = def?.effect !== "read_only";
       if (signal.aborted) deps.logger.info("runner call cancelled by the caller", { runner_id: runner.runnerId, tool: call.tool });
-      else deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: Code[ce.code], tool: call.tool });
+      else deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: connectCodeName(ce.code), tool: call.tool });
       return { reached: false, answer: failure(toolFailure(notStarted ? ReasonCode.runnerUnavailable : ReasonCode.runnerLost, FailureStage.dispatch, {
         detail_code: notStarted ? "runner_unreachable" : "runner_connection_lost",
         outcome_unknown: !notStarted && mayHaveEffect,
