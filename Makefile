@@ -56,6 +56,7 @@ setup: build
 lint: build
 	$(NODE_BIN)/eslint .
 	node tools/scripts/check-import-cycles.mjs
+	node tools/scripts/check-file-size.mjs
 
 run: build
 	node tools/cli/bin/webcodex.js dev --project $(PROJECT) --port $(PORT)

@@ -1,5 +1,7 @@
 /**
  * The canonical tool catalog. `toolDefinitions()` is the one list.
+ *
+ * One concept over 400 lines: the tool catalog, one table.
  */
 import { array, bool, int, object, str, stringMap } from "./json-schema.js";
 import type { JsonSchema } from "./json-schema.js";

@@ -3,6 +3,8 @@
  * one ActionAudit record (refusals included) carrying the argument shape, the failure stage
  * and, for a success, the result sizes; an effectful call whose record cannot be made durable
  * is not acknowledged as a success.
+ *
+ * One concept over 400 lines: the pipeline's contract, against one set of in-memory peers.
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";

@@ -4,6 +4,9 @@
  * routing a call to the lease holder with the lease's fence, admission before dispatch
  * (capability prerequisites, per-Project concurrency: a refusal is structured and nothing
  * runs), fleet status from one counting path, and provisioning Runners on demand.
+ *
+ * One concept over 400 lines: the broker's RPC surface (registration, leases and routing share the
+ * registry and lease state); jobs, fleet, leases and provisioning live in their folders.
  */
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";

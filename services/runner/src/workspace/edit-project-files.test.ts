@@ -1,3 +1,4 @@
+/** edit_project_files through the workspace engine. One concept over 400 lines: one tool's behaviour, case by case. */
 import assert from "node:assert/strict";
 import { chmod, lstat, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
