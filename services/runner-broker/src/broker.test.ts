@@ -1,3 +1,4 @@
+/** The runner-broker service against in-memory Runners. One concept over 400 lines: the broker's RPC contract, one fake fleet. */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Code, ConnectError } from "@connectrpc/connect";
