@@ -10,7 +10,7 @@ STAMP := node_modules/.webcodex-install-stamp
 docs: build
 	node tools/scripts/gen-tools-doc.mjs
 
-.PHONY: docs setup install generate codegen-check build lint run dev up test test-unit test-integration test-e2e faults bench chart images clean help
+.PHONY: docs setup install generate codegen-check build lint format run dev up test test-unit test-integration test-e2e faults bench chart images clean help
 
 help:
 	@echo "make run [PROJECT=dir] [PORT=8080]  start WebCodex embedded on a directory"
@@ -55,6 +55,13 @@ setup: build
 
 lint: build
 	$(NODE_BIN)/eslint .
+	$(NODE_BIN)/prettier --check --log-level warn .
+	node tools/scripts/check-import-cycles.mjs
+	node tools/scripts/check-file-size.mjs
+
+# Formats the tree in place (what `make lint` checks); .prettierignore says what is left alone.
+format: install
+	$(NODE_BIN)/prettier --write --log-level warn .
 
 run: build
 	node tools/cli/bin/webcodex.js dev --project $(PROJECT) --port $(PORT)

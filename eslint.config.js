@@ -1,5 +1,7 @@
 // ESLint flat config: typescript-eslint with type information where rules need it.
 import tseslint from "typescript-eslint";
+import { importX } from "eslint-plugin-import-x";
+import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
 
 export default tseslint.config(
   { ignores: ["**/dist/**", "**/node_modules/**", "libs/proto/src/gen/**", "libs/proto/src/index.ts", ".tools/**", "charts/**", "examples/**"] },
@@ -9,8 +11,17 @@ export default tseslint.config(
       parser: tseslint.parser,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
-    plugins: { "@typescript-eslint": tseslint.plugin },
+    plugins: { "@typescript-eslint": tseslint.plugin, "import-x": importX },
+    // Relative imports name the emitted .js; the TypeScript resolver maps them to the .ts source.
+    settings: {
+      "import-x/extensions": [".ts"],
+      "import-x/parsers": { "@typescript-eslint/parser": [".ts"] },
+      "import-x/resolver-next": [createTypeScriptImportResolver({ project: ["*/*/tsconfig.json"], noWarnOnMultipleProjects: true })],
+    },
     rules: {
+      // No runtime import cycles (type-only imports are checked by tools/scripts/check-import-cycles.mjs,
+      // run by `make lint`). Packages cannot form one (tsc -b project references).
+      "import-x/no-cycle": ["error", { ignoreExternal: true }],
       "@typescript-eslint/no-floating-promises": [
         "error",
         { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["test", "it", "describe", "suite", "before", "after", "beforeEach", "afterEach"] }] },

@@ -16,6 +16,8 @@
  *   and reaching the Runner after the second Attempt's fence did writes and runs nothing, also
  *   after the Runner restarts;
  * - every follow-up returned is executed exactly as returned.
+ *
+ * One concept over 400 lines: the agent tools end to end, one scenario per test.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";

@@ -4,6 +4,8 @@
  * headless Debian chromium through playwright-core. What a person sees is asserted as DOM
  * text, and each card is saved as a screenshot (into docs/images/cards/ when
  * WEBCODEX_WRITE_DOC_IMAGES=1, else into the test's output dir).
+ *
+ * One concept over 400 lines: the MCP App cards in one browser session, one card per test.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";

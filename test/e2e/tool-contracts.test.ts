@@ -2,6 +2,8 @@
  * The tool contract as a Host sees it: every known normalization, every fail-closed input,
  * the discovery surface for every admitted Gateway tool, and follow-ups executed unchanged.
  * Against `webcodex dev` as a real child process, with the official MCP SDK client.
+ *
+ * One concept over 400 lines: the Host-visible tool contract, one suite against one dev server.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";

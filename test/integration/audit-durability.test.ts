@@ -21,7 +21,7 @@ import { createLogger, createPostgresDatabase } from "@webcodex/platform";
 import type { Database } from "@webcodex/platform";
 import { AuditNotDurableError, createAuditRecorder } from "@webcodex/gateway";
 import type { ActionRecordInit } from "@webcodex/gateway";
-import { cliPath, createTestDatabase, tempDir } from "../support/index.js";
+import { cliPath, createTestDatabase, tempDir, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 
@@ -81,13 +81,6 @@ async function countRows(db: Database, subject: string): Promise<{ rows: number;
   return { rows: Number(r.rows[0]?.rows), distinct: Number(r.rows[0]?.distinct) };
 }
 
-async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe("audit durability across audit-service and gateway restarts", () => {
   let database: TestDatabase;
@@ -129,7 +122,7 @@ describe("audit durability across audit-service and gateway restarts", () => {
     assert.equal(done, total, "every call was acknowledged (stored or spooled)");
     await restarted;
     assert.ok(maxBacklog > 0, "some records were spooled while the audit service was down");
-    await eventually(async () => (await recorder.replay()) >= 0 && recorder.backlog() === 0, 30_000, "spool drained");
+    await until("spool drained", async () => (await recorder.replay()) >= 0 && recorder.backlog() === 0, 30_000);
     assert.deepEqual(await countRows(db, "kill-run"), { rows: total, distinct: total });
     await recorder.close();
     assert.deepEqual(readdirSync(spoolDir).filter((f) => f.endsWith(".jsonl")), [], "delivered segments are deleted");
@@ -151,7 +144,7 @@ describe("audit durability across audit-service and gateway restarts", () => {
     const readOnly = () => ({ ...effectfulRecord("batched-reads"), tool: "read_files", effect: "read_only", stateChanged: false });
     await Promise.all(Array.from({ length: 20 }, () => recorder.record(readOnly(), false)));
     assert.deepEqual(await countRows(db, "batched-reads"), { rows: 0, distinct: 0 }, "answered before the batch window closed");
-    await eventually(async () => (await countRows(db, "batched-reads")).rows === 20, 10_000, "batch stored");
+    await until("batch stored", async () => (await countRows(db, "batched-reads")).rows === 20, 10_000);
     assert.deepEqual(await countRows(db, "batched-reads"), { rows: 20, distinct: 20 });
     // Effectful records are still answered only once stored.
     await recorder.record(effectfulRecord("batched-reads-effectful"), true);
@@ -174,8 +167,8 @@ describe("audit durability across audit-service and gateway restarts", () => {
     assert.deepEqual(await countRows(db, "gateway-restart"), { rows: 0, distinct: 0 });
 
     const second = createAuditRecorder(client, logger, { spoolDir, retryMaxMs: 100 });
-    await eventually(async () => (await countRows(db, "gateway-restart")).rows === 50, 10_000, "replay on start");
-    await eventually(async () => second.backlog() === 0, 5_000, "backlog empty");
+    await until("replay on start", async () => (await countRows(db, "gateway-restart")).rows === 50, 10_000);
+    await until("backlog empty", async () => second.backlog() === 0, 5_000);
     // Replaying again (e.g. after a crash between delivery and deletion) adds nothing.
     await second.replay();
     assert.deepEqual(await countRows(db, "gateway-restart"), { rows: 50, distinct: 50 });

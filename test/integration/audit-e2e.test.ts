@@ -11,7 +11,7 @@ import { join } from "node:path";
 import pg from "pg";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startTestStack, tempDir } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startTestStack, tempDir, until } from "../support/index.js";
 import type { TestDatabase, ToolOutcome } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
@@ -95,13 +95,10 @@ describe("ActionAudit in an end-to-end run", () => {
 
   it("every call has exactly one row (read-only batches included), with the right outcome", async () => {
     assert.ok(calls.some((c) => c.outcome.isError) && calls.some((c) => !c.outcome.isError), "the run has successes and failures");
-    let stored = await rows();
-    for (let i = 0; i < 100 && stored.length < calls.length; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      stored = await rows();
-    }
+    await until("a row for every call", async () => (await rows()).length >= calls.length, 10_000, 100);
+    // Not a synchronization: no second row for any call may arrive within 300 ms.
     await new Promise((r) => setTimeout(r, 300));
-    stored = await rows();
+    const stored = await rows();
     assert.equal(stored.length, calls.length, `${stored.length} rows for ${calls.length} calls`);
     assert.equal(new Set(stored.map((r) => r["call_id"])).size, stored.length, "call ids are unique");
     const count = (list: string[]) => list.reduce<Record<string, number>>((m, t) => ({ ...m, [t]: (m[t] ?? 0) + 1 }), {});
@@ -128,13 +125,10 @@ describe("ActionAudit in an end-to-end run", () => {
   it("a call_runtime_tool rejection is audited too", async () => {
     const before = (await rows()).length;
     await callTool(client, "call_runtime_tool", { tool: "present_work_result", arguments: {} });
-    let stored = await rows();
-    for (let i = 0; i < 50 && stored.length === before; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      stored = await rows();
-    }
+    await until("the refused call's row", async () => (await rows()).length > before, 5_000, 100);
+    // Not a synchronization: no second row may arrive within 300 ms.
     await new Promise((r) => setTimeout(r, 300));
-    stored = await rows();
+    const stored = await rows();
     assert.equal(stored.length, before + 1);
     const refused = stored.find((r) => r["tool"] === "present_work_result");
     assert.deepEqual([refused?.["outcome"], refused?.["reason_code"], refused?.["failure_stage"]], ["failure", "presentation_tool_not_callable", "admission"]);
@@ -148,11 +142,8 @@ describe("ActionAudit in an end-to-end run", () => {
     } finally {
       await reader.close();
     }
-    let stored = await rows();
-    for (let i = 0; i < 50 && stored.length === before; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      stored = await rows();
-    }
+    await until("the denied call's row", async () => (await rows()).length > before, 5_000, 100);
+    const stored = await rows();
     const denied = stored.filter((r) => r["subject"] === "reader");
     assert.deepEqual(denied.map((r) => [r["tool"], r["reason_code"], r["failure_stage"]]), [["edit_project_files", "insufficient_scope", "admission"]]);
     assert.match(String(denied[0]?.["args_shape_fingerprint"]), /^[0-9a-f]{16}$/);

@@ -17,19 +17,12 @@ import { projectIdFor, startEmbedded } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
 import { AUDIT_SCHEMA, dayOf, ensurePartitions, listPartitionDays, migrateAudit } from "@webcodex/audit";
 import { createLogger, createPgliteDatabase } from "@webcodex/platform";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startTestStack, tempDir } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startTestStack, tempDir, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 const DAY_MS = 86_400_000;
 const token = `t-${randomBytes(16).toString("hex")}`;
 
-async function eventually(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** A distributed stack whose gateway uses `spoolDir`, with an MCP client and a SQL connection. */
 async function stackWithSpool(spoolDir: string) {
@@ -81,9 +74,9 @@ describe("gateway audit spool (distributed, WEBCODEX_AUDIT_SPOOL_DIR)", () => {
     assert.ok(segments(spoolDir).length > 0, "the record was spooled");
     const stored = async () => (await env.sql.query(`SELECT outcome FROM audit.action_audit WHERE tool = 'edit_project_files'`).catch(() => ({ rows: [] }))).rows;
     await env.stack.restart("audit");
-    await eventually(async () => (await stored()).length === 1, 20_000, "the spooled record delivered");
+    await until("the spooled record delivered", async () => (await stored()).length === 1, 20_000);
     assert.deepEqual(await stored(), [{ outcome: "success" }]);
-    await eventually(async () => segments(spoolDir).length === 0, 10_000, "the delivered segment deleted");
+    await until("the delivered segment deleted", async () => segments(spoolDir).length === 0, 10_000);
   });
 });
 
@@ -135,7 +128,7 @@ describe("embedded mode: spool in the data dir, retention drives partition maint
     });
     let client: Client | undefined;
     try {
-      await eventually(async () => existsSync(join(dataDir, "audit-spool", "spool.lock")), 5_000, "the spool is opened");
+      await until("the spool is opened", async () => existsSync(join(dataDir, "audit-spool", "spool.lock")), 5_000);
       client = await connectMcp(embedded.mcpUrl, token);
       const listed = await callTool(client, "list_projects", {});
       assert.equal(listed.isError, false);

@@ -3,6 +3,8 @@
  * prerequisites checked before dispatch, the per-Project concurrency limit shared by broker
  * replicas, and a killed Runner process (started by the local-process provisioner) marked
  * lost within two heartbeat intervals with calls failing with a structured reason.
+ *
+ * One concept over 400 lines: broker routing and admission against real Redis and Postgres.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";

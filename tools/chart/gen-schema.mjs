@@ -6,6 +6,7 @@
 //
 //   node tools/chart/gen-schema.mjs          # rewrite the schema
 //   node tools/chart/gen-schema.mjs --check  # exit 1 if the checked-in file is stale
+// One concept over 400 lines: the values schema, authored as one document with its shared definitions.
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";

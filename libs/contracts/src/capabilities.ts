@@ -7,7 +7,6 @@
  */
 import { FailureStage, ReasonCode, toolFailure } from "./failure.js";
 import type { ToolFailure } from "./failure.js";
-import type { ToolDefinition } from "./tool-definition.js";
 
 export const RUNNER_PROTOCOL_GENERATION = 2;
 
@@ -90,8 +89,8 @@ export class RunnerCapabilities {
   }
 }
 
-/** Capabilities a call of `def` with `args` needs that `have` does not offer. */
-export function missingCapabilities(def: ToolDefinition | undefined, args: Record<string, unknown>, have: RunnerCapabilities): RunnerCapabilityId[] {
+/** Capabilities a call of `def` (a ToolDefinition) with `args` needs that `have` does not offer. */
+export function missingCapabilities(def: { readonly requiredCapabilities?: (args: Record<string, unknown>) => readonly RunnerCapabilityId[] } | undefined, args: Record<string, unknown>, have: RunnerCapabilities): RunnerCapabilityId[] {
   return (def?.requiredCapabilities?.(args) ?? []).filter((id) => !have.has(id));
 }
 

@@ -1,12 +1,14 @@
 /**
  * The canonical tool catalog. `toolDefinitions()` is the one list.
+ *
+ * One concept over 400 lines: the tool catalog, one table.
  */
 import { array, bool, int, object, str, stringMap } from "./json-schema.js";
 import type { JsonSchema } from "./json-schema.js";
 import { ToolCategory } from "./tool-definition.js";
 import type { ClampRule, ToolDefinition } from "./tool-definition.js";
 import { renderLimitText } from "./limit-text.js";
-import { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./projection.js";
+import { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./compaction.js";
 
 const project = str("~p1 or canonical id from list_projects.");
 const path = str("Project-relative path.");
@@ -326,6 +328,7 @@ const definitions: readonly ToolDefinition[] = ([
   // ── execution ──
   {
     name: "run_process",
+    jobs: "start",
     category: "execution",
     description: "Run one executable with literal args (no shell). Returns exit_code and output if done within wait_ms, else execution_state pending with a job_id and a wait_for_job_terminal follow-up.",
     inputSchema: object({ ...execCommon, args: array(str(), "argv: executable then arguments.", { minItems: 1 }), argv: array(str(), "Alias of args."), stdin: str() }, ["project"]),
@@ -338,6 +341,7 @@ const definitions: readonly ToolDefinition[] = ([
   },
   {
     name: "run_shell",
+    jobs: "start",
     category: "execution",
     description: "Run a shell command or a short related chain (sh default; bash on request; login:true = bash login shell). Done within wait_ms: output; else pending with job_id and a wait_for_job_terminal follow-up.",
     inputSchema: object({ ...execCommon, command: str(undefined, { minLength: 1 }), shell: str(undefined, { enum: ["sh", "bash"], default: "sh" }), login: bool(undefined, { default: false }) }, ["project", "command"]),
@@ -351,6 +355,7 @@ const definitions: readonly ToolDefinition[] = ([
   },
   {
     name: "run_script",
+    jobs: "start",
     category: "execution",
     description: "Run a Python program passed as data (language: python). Same result and pending contract as run_process.",
     inputSchema: object({ ...execCommon, language: str(undefined, { enum: ["python"] }), code: str(undefined, { minLength: 1 }), args: array(str()) }, ["project", "language", "code"]),
@@ -363,6 +368,7 @@ const definitions: readonly ToolDefinition[] = ([
   },
   {
     name: "run_detached_process",
+    jobs: "start",
     category: "execution",
     description: "Start a long-running process (server, watcher) as a Job and return its job_id at once. Observe with observe_jobs.",
     inputSchema: object({ project, args: array(str(), undefined, { minItems: 1 }), argv: array(str(), "Alias of args."), cwd, env, session_id: sessionId, attempt_ref: attemptRef }, ["project"]),
@@ -374,6 +380,7 @@ const definitions: readonly ToolDefinition[] = ([
   // ── jobs ──
   {
     name: "observe_jobs",
+    jobs: "observe",
     category: "jobs",
     description: "Current state and output tails of several Jobs in one call. An unknown job_id is reported per item, not as a Job failure.",
     inputSchema: object({ project, job_ids: array(jobId, undefined, { minItems: 1, maxItems: 64 }), session_id: sessionId }, ["project", "job_ids"]),
@@ -383,6 +390,7 @@ const definitions: readonly ToolDefinition[] = ([
   },
   {
     name: "wait_for_job_terminal",
+    jobs: "observe",
     category: "jobs",
     description: "Wait up to wait_ms ({{wait_ms}}) for a Job to finish; returns its terminal result, or pending again with the same follow-up. Repeating after terminal returns the same result.",
     inputSchema: object({ project, job_id: jobId, wait_ms: waitMs, session_id: sessionId }, ["project", "job_id"]),
@@ -395,6 +403,7 @@ const definitions: readonly ToolDefinition[] = ([
   // ── validation ──
   {
     name: "project_validate",
+    jobs: "start",
     category: "validation",
     description: "Run the project's own validators, detected from its files (tsconfig, ESLint config, package.json test script, pytest, go.mod, Cargo.toml), and return parsed results: status passed|failed|error|unparsed, per-check counts, failures with path/line/column/test. checks narrows (default typecheck, lint, test; build on request); skipped checks say why. Pending with job_id like run_* when still running at wait_ms.",
     inputSchema: object(
@@ -414,6 +423,7 @@ const definitions: readonly ToolDefinition[] = ([
   },
   {
     name: "cargo_check",
+    jobs: "start",
     category: "validation",
     description: "cargo check --message-format=json, parsed: compiler errors and warnings with path/line/column/code. Same result shape and pending contract as project_validate.",
     inputSchema: object({ project, package: str("Only this package (-p)."), all_targets: bool("Also tests, benches, examples.", { default: false }), timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId }, ["project"]),
@@ -426,6 +436,7 @@ const definitions: readonly ToolDefinition[] = ([
   },
   {
     name: "cargo_test",
+    jobs: "start",
     category: "validation",
     description: "cargo test, parsed: test counts, failing tests with their panic location, compile errors. Same result shape and pending contract as project_validate.",
     inputSchema: object({ project, package: str("Only this package (-p)."), test_filter: str("Only tests whose name contains this."), timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId }, ["project"]),
@@ -438,6 +449,7 @@ const definitions: readonly ToolDefinition[] = ([
   },
   {
     name: "go_test",
+    jobs: "start",
     category: "validation",
     description: "go test -json, parsed: test counts, failing tests with file/line, build errors. Same result shape and pending contract as project_validate.",
     inputSchema: object({ project, packages: array(str(), "Package patterns (default [\"./...\"]).", { minItems: 1 }), run: str("Only tests matching this regexp (-run)."), timeout_ms: timeoutMs, wait_ms: waitMs, session_id: sessionId }, ["project"]),

@@ -3,7 +3,7 @@
  * stable codes rather than prose: reason_code (what), failure_stage (where in the pipeline),
  * detail_code (a bounded refinement), state_changed and outcome_unknown (what it may retry).
  */
-import type { FollowUp } from "./follow-up.js";
+import type { FollowUp } from "./follow-up-shape.js";
 
 /** Stable reason codes. Add here; never spell one inline elsewhere. */
 export const ReasonCode = {
@@ -64,6 +64,12 @@ export const ReasonCode = {
 } as const;
 export type ReasonCode = (typeof ReasonCode)[keyof typeof ReasonCode];
 
+const reasonCodes = new Set<string>(Object.values(ReasonCode));
+/** The ReasonCode a wire string names, or undefined for one this build does not know. */
+export function reasonCodeFromString(value: string): ReasonCode | undefined {
+  return reasonCodes.has(value) ? (value as ReasonCode) : undefined;
+}
+
 /** Where in the call pipeline a failure was decided. */
 export const FailureStage = {
   admission: "admission",
@@ -79,6 +85,12 @@ export const FailureStage = {
   record: "record",
 } as const;
 export type FailureStage = (typeof FailureStage)[keyof typeof FailureStage];
+
+const failureStages = new Set<string>(Object.values(FailureStage));
+/** The FailureStage a wire string names, or undefined for one this build does not know. */
+export function failureStageFromString(value: string): FailureStage | undefined {
+  return failureStages.has(value) ? (value as FailureStage) : undefined;
+}
 
 export interface ToolFailure {
   reason_code: ReasonCode;

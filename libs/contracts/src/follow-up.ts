@@ -11,14 +11,9 @@
 import { toolRoute } from "./admission.js";
 import { toolDefinition } from "./catalog.js";
 import { validateToolArguments } from "./schema-validator.js";
+import type { FollowUp, FollowUpKind } from "./follow-up-shape.js";
 
-export type FollowUpKind = "mechanically_followable" | "fallback_recovery";
-
-export interface FollowUp {
-  follow_up_kind: FollowUpKind;
-  tool: string;
-  arguments: Record<string, unknown>;
-}
+export type { FollowUp, FollowUpKind } from "./follow-up-shape.js";
 
 /** The Gateway wrapper a Host that only knows tools/list calls to reach any admitted Gateway tool. */
 export const GATEWAY_WRAPPER = "call_runtime_tool";

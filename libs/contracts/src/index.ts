@@ -11,12 +11,15 @@ export {
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
-export { projectSuccess, compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./projection.js";
+export { projectSuccess } from "./projection.js";
+export { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./compaction.js";
 export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, readAgentTaskFollowUp, listAgentTasksFollowUp, waitForAgentEventsFollowUp, createSessionFollowUp, waitForProjectFollowUp, undoEditFollowUp, followUpTarget, GATEWAY_WRAPPER } from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { reasonCodeTable, failureFollowUpBuilder } from "./reason-codes.js";
 export type { ReasonCodeRow, RetryPosture, FollowUpBuilderName } from "./reason-codes.js";
-export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFailureError } from "./failure.js";
+export { ReasonCode, FailureStage, ToolFailureError, toolFailure, fail, isToolFailureError, reasonCodeFromString, failureStageFromString } from "./failure.js";
+export { failureToWire, failureFromWire } from "./domain-failure.js";
+export type { DomainFailureInit } from "./domain-failure.js";
 export type { ToolFailure, FailureOptions } from "./failure.js";
 export { DEFAULT_MODEL_WORKFLOW_POLICY, GOAL_SELECTIONS, modelWorkflowPolicyFrom, UNATTENDED_CONTINUATIONS } from "./workflow-policy.js";
 export type { GoalSelection, ModelWorkflowPolicy, UnattendedContinuation } from "./workflow-policy.js";

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { compactBatch, compactEdit, compactRun, compactShell, compactValidation, projectSuccess } from "./projection.js";
+import { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./compaction.js";
+import { projectSuccess } from "./projection.js";
 import { toolDefinitions } from "./catalog.js";
 import { waitForJobFollowUp } from "./follow-up.js";
 import { normalizationHints } from "./normalize.js";

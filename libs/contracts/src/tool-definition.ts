@@ -103,6 +103,11 @@ export interface ToolDefinition {
    * never in the model's discovery (list_tools, read_tool_manifest), refused by call_runtime_tool.
    */
   readonly appOnly?: boolean;
+  /**
+   * The tool's part in detached Jobs, which the broker's job desk keeps records of: "start"
+   * when its answer can start a Job, "observe" when it is answered from the Job records.
+   */
+  readonly jobs?: "start" | "observe";
   /** Runner capabilities the given canonical arguments need; checked before dispatch. */
   readonly requiredCapabilities?: (args: Record<string, unknown>) => readonly RunnerCapabilityId[];
 }

@@ -2,14 +2,17 @@
  * What every layer of one tools/call shares: the outcome type, the call's context, stage
  * timing, and the mapping of a transport error to a failure that says what is known.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { CanonicalCall, FailureStage as Stage, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { provenNotSent, withSpan } from "@webcodex/platform";
+import { connectCodeName, provenNotSent, withSpan } from "@webcodex/platform";
+import type { ContinuationFact } from "@webcodex/proto";
 import type { Caller } from "./auth.js";
 import type { AdmittedCatalog } from "./catalog-cache.js";
 import type { JobAttentionItem } from "./job-attention.js";
-import type { ContinuationFactInit } from "./presentation.js";
+
+/** A continuation fact a presentation call established (recorded with the call's audit row). */
+export type ContinuationFactInit = Pick<ContinuationFact, "subject" | "id" | "fact">;
 
 /** A call's canonical outcome: the result the audit captures, or the structured failure. */
 export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
@@ -64,7 +67,7 @@ export function dependencyFailure(error: unknown, stage: Stage, effectful: boole
   const ce = ConnectError.from(error);
   const unknown = stage === FailureStage.dispatch && effectful && !provenNotSent(error);
   return toolFailure(ReasonCode.dependencyUnavailable, stage, {
-    detail_code: Code[ce.code]?.toLowerCase() ?? "unknown",
+    detail_code: connectCodeName(ce.code),
     outcome_unknown: unknown,
     message: `A platform dependency failed during ${stage}; ${unknown ? "the effect is unknown: inspect before retrying" : "nothing was run"}.`,
   });

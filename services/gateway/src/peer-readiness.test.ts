@@ -21,7 +21,8 @@ describe("peer readiness probes", () => {
 
   it("passes when the peer is ready", async () => {
     answer = { status: 200, body: JSON.stringify({ ready: true, checks: { postgres: { ok: true } } }) };
-    await httpReadinessProbe(url)();
+    await assert.doesNotReject(httpReadinessProbe(url)());
+    assert.deepEqual(await readinessFrom(peerReadinessProbes({ audit: url }))(), { ready: true, checks: { audit: { ok: true } } });
   });
 
   it("names the peer's failing checks and their reasons", async () => {

@@ -3,6 +3,8 @@
  * one ActionAudit record (refusals included) carrying the argument shape, the failure stage
  * and, for a success, the result sizes; an effectful call whose record cannot be made durable
  * is not acknowledged as a success.
+ *
+ * One concept over 400 lines: the pipeline's contract, against one set of in-memory peers.
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -12,9 +14,9 @@ import { ConnectError, Code, createClient } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import { RunnerBrokerService } from "@webcodex/proto";
 import type { RefResolverService } from "@webcodex/proto";
-import { admittedTools, failureFollowUpBuilder, followUpTarget, listedTools, reasonCodeTable, ReasonCode, FailureStage, toolDefinitions, toolFailure, validateToolArguments } from "@webcodex/contracts";
+import { admittedTools, failureFollowUpBuilder, followUpTarget, listedTools, reasonCodeTable, ReasonCode, FailureStage, toolDefinitions, toolFailure, validateToolArguments, failureToWire } from "@webcodex/contracts";
 import type { FollowUp, ToolDefinition } from "@webcodex/contracts";
-import { argumentShape, createLogger, createMetrics, createServiceTransport, failureToWire } from "@webcodex/platform";
+import { argumentShape, createLogger, createMetrics, createServiceTransport } from "@webcodex/platform";
 import type { Metrics } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import { AuditNotDurableError } from "./audit-recorder.js";

@@ -7,16 +7,17 @@
 import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import type { ContinuationFact, RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, toolFailure, waitForAgentEventsFollowUp, waitForJobFollowUp } from "@webcodex/contracts";
+import { FailureStage, ReasonCode, toolFailure, waitForAgentEventsFollowUp, waitForJobFollowUp, failureFromWire } from "@webcodex/contracts";
 import type { ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { failureFromWire } from "@webcodex/platform";
+import type { ContinuationFactInit } from "./call-context.js";
 import { validationView } from "./session-facts.js";
+
+export type { ContinuationFactInit } from "./call-context.js";
 
 type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
 type CallOptions = { signal: AbortSignal; headers: Record<string, string> };
 type Json = Record<string, unknown>;
 /** One continuation fact for the call's audit row. */
-export type ContinuationFactInit = Pick<ContinuationFact, "subject" | "id" | "fact">;
 /** Receives the continuation facts a presentation call established. */
 export type RecordFacts = (facts: ContinuationFactInit[]) => void;
 

@@ -4,7 +4,7 @@
  * run's command summary and exit code — never contents), and the model-facing projection of
  * a handoff. Both are pure.
  */
-import type { SessionHandoff, ValidationRecap } from "@webcodex/proto";
+import type { SessionHandoff, SessionPath, SessionValidation, ValidationRecap } from "@webcodex/proto";
 import { waitForJobFollowUp } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
 import type { Outcome } from "./call-context.js";
@@ -20,20 +20,14 @@ export interface SessionCallFacts {
   jobState: "" | "pending" | "terminal";
   /** Set when the result is a validation verdict (status and counts only). */
   validation?: SessionValidationFacts;
-  paths: Array<{ path: string; readRevision: string; changed: boolean }>;
+  /** The SessionPath message's fields. */
+  paths: Array<Omit<SessionPath, "$typeName" | "$unknown">>;
   commandSummary: string;
   exitCode?: number;
 }
 
-/** A validation result's verdict and counts (the Session's and the audit row's view of it). */
-export interface SessionValidationFacts {
-  status: string;
-  testsPassed: number;
-  testsFailed: number;
-  testsSkipped: number;
-  errors: number;
-  warnings: number;
-}
+/** A validation result's verdict and counts (the Session's and the audit row's view of it): the SessionValidation message's fields. */
+export type SessionValidationFacts = Omit<SessionValidation, "$typeName" | "$unknown">;
 
 const VALIDATION_STATUSES = new Set(["passed", "failed", "error", "unparsed"]);
 

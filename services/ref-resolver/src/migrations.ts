@@ -1,3 +1,4 @@
+/** The ref-resolver's schema migrations. One concept over 400 lines: the migration list, append-only. */
 import type { Migration } from "@webcodex/platform";
 
 /**

@@ -7,9 +7,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService } from "@webcodex/proto";
-import { failureToWire, principalFromHeaders, runMigrations } from "@webcodex/platform";
+import { principalFromHeaders, runMigrations } from "@webcodex/platform";
 import type { Database } from "@webcodex/platform";
-import { isCanonicalIdPart } from "@webcodex/contracts";
+import { isCanonicalIdPart, failureToWire } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { createAgentContinuations } from "./agents/agent-continuations.js";
 import { createAgentStore } from "./agents/agent-store.js";

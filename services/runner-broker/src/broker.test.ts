@@ -1,12 +1,13 @@
+/** The runner-broker service against in-memory Runners. One concept over 400 lines: the broker's RPC contract, one fake fleet. */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, ServiceImpl } from "@connectrpc/connect";
 import { RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import type { RefResolverService } from "@webcodex/proto";
-import { followUpTarget, parseCanonicalProjectId, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
+import { followUpTarget, parseCanonicalProjectId, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, failureFromWire } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
-import { createInProcessClient, createLogger, failureFromWire, principalHeaders } from "@webcodex/platform";
+import { createInProcessClient, createLogger, principalHeaders } from "@webcodex/platform";
 import { createRunnerBroker } from "./broker.js";
 import type { RunnerBrokerDeps } from "./broker.js";
 import { createMemoryRunnerRegistry } from "./runner-registry.js";
@@ -179,6 +180,7 @@ describe("runner-broker", () => {
     const first = s.dispatch("read_files", { files: [{ path: "a" }] });
     while (fake.calls.length === 0) await new Promise((r) => setImmediate(r));
     const second = s.dispatch("read_files", { files: [{ path: "b" }] });
+    // Not a synchronization: "nothing of the second call runs within 60 ms" is the assertion.
     await new Promise((r) => setTimeout(r, 60));
     assert.equal(fake.calls.length, 1, "the second call waits: nothing of it has run");
     open();
@@ -309,6 +311,7 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
   it("waits for the Runner (bounded) instead of failing, then runs on it", async () => {
     const { register, dispatch } = setup({ runnerStartWaitMs: 5_000 });
     const call = dispatch("read_files", { files: [{ path: "a.txt" }] });
+    // Not a synchronization: the Runner appears 150 ms after the call, which must still be waiting.
     await new Promise((r) => setTimeout(r, 150));
     const { fake } = await register("r1");
     const res = await call;
@@ -328,6 +331,7 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
 
   it("does not wait once the broker has run past the start window and no Runner was ever seen", async () => {
     const { dispatch } = setup({ runnerStartWaitMs: 50 });
+    // Not a synchronization: the condition is the passing of time (the 50 ms start window).
     await new Promise((r) => setTimeout(r, 80));
     const started = Date.now();
     const res = await dispatch("read_files", { files: [{ path: "a.txt" }] });

@@ -4,16 +4,19 @@
  * routing a call to the lease holder with the lease's fence, admission before dispatch
  * (capability prerequisites, per-Project concurrency: a refusal is structured and nothing
  * runs), fleet status from one counting path, and provisioning Runners on demand.
+ *
+ * One concept over 400 lines: the broker's RPC surface (registration, leases and routing share the
+ * registry and lease state); jobs, fleet, leases and provisioning live in their folders.
  */
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
-import { canonicalProjectId, capabilityMissingFailure, FailureStage, missingCapabilities, parseCanonicalProjectId, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure, waitForProjectFollowUp } from "@webcodex/contracts";
-import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { failureToWire, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
-import type { DomainFailureInit, Logger } from "@webcodex/platform";
+import { canonicalProjectId, capabilityMissingFailure, FailureStage, missingCapabilities, parseCanonicalProjectId, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure, waitForProjectFollowUp, failureToWire } from "@webcodex/contracts";
+import type { ToolDefinition, ToolFailure, DomainFailureInit } from "@webcodex/contracts";
+import { connectCodeName, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
+import type { Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend, FenceUnavailableError } from "./leases/lease-store.js";
 import type { LeaseStore } from "./leases/lease-store.js";
@@ -216,7 +219,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const notStarted = provenNotSent(error);
       const mayHaveEffect = def?.effect !== "read_only";
       if (signal.aborted) deps.logger.info("runner call cancelled by the caller", { runner_id: runner.runnerId, tool: call.tool });
-      else deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: Code[ce.code], tool: call.tool });
+      else deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: connectCodeName(ce.code), tool: call.tool });
       return { reached: false, answer: failure(toolFailure(notStarted ? ReasonCode.runnerUnavailable : ReasonCode.runnerLost, FailureStage.dispatch, {
         detail_code: notStarted ? "runner_unreachable" : "runner_connection_lost",
         outcome_unknown: !notStarted && mayHaveEffect,

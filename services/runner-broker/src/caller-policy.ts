@@ -9,10 +9,10 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Interceptor } from "@connectrpc/connect";
-import { FailureStage, ReasonCode, parseCanonicalProjectId, toolFailure } from "@webcodex/contracts";
+import { FailureStage, ReasonCode, parseCanonicalProjectId, toolFailure, failureToWire } from "@webcodex/contracts";
 import { DispatchResponseSchema, GetProjectRunnerStatesResponseSchema, RunnerBrokerService } from "@webcodex/proto";
 import type { DispatchRequest, GetFleetStatusRequest, GetProjectRunnerStatesRequest } from "@webcodex/proto";
-import { failureToWire, principalFromHeaders, serviceCallerKey } from "@webcodex/platform";
+import { principalFromHeaders, serviceCallerKey } from "@webcodex/platform";
 import type { Principal } from "@webcodex/platform";
 
 /** Procedures a Runner calls (with its Runner credential, not a service identity). */

@@ -13,7 +13,6 @@ export type { SpawnHost, SpawnHostOptions } from "./exec/spawn-host.js";
 export { createDirectSpawner } from "./exec/spawner.js";
 export type { SpawnedChild, SpawnOptions, Spawner } from "./exec/spawner.js";
 export type { Workspace } from "./workspace/index.js";
-export { processGroupAlive } from "./exec/process-group.js";
 export { detectContainment } from "./exec/containment.js";
 export type { Containment, ContainmentMode } from "./exec/containment.js";
 export { cloneWorkspace, cloneUrlProblem } from "./workspace/clone.js";

@@ -7,6 +7,8 @@
  * its whole result, as both servers put them on the wire) and whether the task was done,
  * checked on disk or in what the script received. The scripts use what a model would know
  * at that point: nothing about file contents it has not read, except the task itself.
+ *
+ * One concept over 400 lines: the economy bench (its scripted tasks and their accounting).
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";

@@ -7,7 +7,6 @@ import { join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { findFreeBasePort, startDistributed } from "@webcodex/cli";
 import { benchDir, cliPathForBench, createBenchProject } from "./project.js";
 import { baselineServerPath, connect, connectStdio, filesystemServerPath, latency, projectRefOf, throughput } from "./tool-call.js";
@@ -17,6 +16,7 @@ import { benchRefResolution } from "./ref-resolution.js";
 import { benchValidateOverhead } from "./validate-overhead.js";
 import { benchAgentEvents } from "./agent-events.js";
 import { benchEconomy } from "./economy.js";
+import { withScratchDatabase } from "./scratch-database.js";
 import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
@@ -35,23 +35,7 @@ const CALLS = Number(process.env["WEBCODEX_BENCH_CALLS"] ?? 600);
 /** Admin URL for the ref-resolution bench (it creates and drops its own database there). */
 const benchPostgresUrl = process.env["WEBCODEX_BENCH_POSTGRES_URL"] ?? postgresAdminUrl;
 
-async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
-  const name = `wcx_bench_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: postgresAdminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(postgresAdminUrl);
-  url.pathname = `/${name}`;
-  try {
-    return await fn(url.toString());
-  } finally {
-    const c = new pg.Client({ connectionString: postgresAdminUrl });
-    await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await c.end();
-  }
-}
+const withDatabase = <T>(fn: (url: string) => Promise<T>): Promise<T> => withScratchDatabase(postgresAdminUrl, "wcx_bench", fn);
 
 async function spawnLatency(runs: number): Promise<number> {
   const samples: number[] = [];

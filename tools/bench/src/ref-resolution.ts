@@ -8,10 +8,10 @@
  * primary key, the live incarnation and the caller's visibility, then re-runs the ordinary
  * visibility check. A warm-cache pass (no round trip) is reported separately.
  */
-import { randomBytes } from "node:crypto";
 import { createPostgresDatabase } from "@webcodex/platform";
 import type { Database, Principal } from "@webcodex/platform";
 import { createProjectStore, migrateRefResolver } from "@webcodex/ref-resolver";
+import { createScratchDatabase } from "./scratch-database.js";
 import { percentile, round } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
@@ -50,12 +50,8 @@ export async function benchRefResolution(options: RefResolutionBenchOptions): Pr
   const refsPerPrincipal = Math.ceil(totalRefs / principals);
   const clients = Math.ceil(principals / SUBJECTS_PER_CLIENT);
 
-  const admin = createPostgresDatabase({ url: options.postgresUrl, max: 1 });
-  const name = `wcx_bench_refs_${randomBytes(5).toString("hex")}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(options.postgresUrl);
-  url.pathname = `/${name}`;
-  const db: Database = createPostgresDatabase({ url: url.toString(), max: 4, statementTimeoutMs: 900_000 });
+  const scratch = await createScratchDatabase(options.postgresUrl, "wcx_bench_refs");
+  const db: Database = createPostgresDatabase({ url: scratch.url, max: 4, statementTimeoutMs: 900_000 });
   try {
     await migrateRefResolver(db);
 
@@ -169,7 +165,6 @@ export async function benchRefResolution(options: RefResolutionBenchOptions): Pr
     };
   } finally {
     await db.close();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-    await admin.close();
+    await scratch.drop().catch(() => undefined);
   }
 }

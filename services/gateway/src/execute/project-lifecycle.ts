@@ -6,8 +6,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { canonicalProjectId, clampRule, FailureStage, parseCanonicalProjectId, ReasonCode, toolFailure } from "@webcodex/contracts";
-import { failureFromWire, principalHeaders } from "@webcodex/platform";
+import { canonicalProjectId, clampRule, FailureStage, parseCanonicalProjectId, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
+import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 import { dependencyFailure, now } from "../call-context.js";
 import type { CallContext, Outcome } from "../call-context.js";

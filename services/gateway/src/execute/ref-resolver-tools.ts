@@ -4,9 +4,9 @@
  */
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { FailureStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
-import { failureFromWire, principalHeaders } from "@webcodex/platform";
+import { principalHeaders } from "@webcodex/platform";
 import type { CallContext, Outcome } from "../call-context.js";
 import { handoffView } from "../session-facts.js";
 import type { RunnerStates } from "./runner-states.js";

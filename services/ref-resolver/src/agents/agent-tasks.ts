@@ -14,6 +14,9 @@
  * recorded high-water mark, and records it as the new mark in the same transaction (a
  * trigger makes the Attempt's fence equal that mark). Every later check compares the caller's
  * fence to the mark: an old tuple or old attempt_ref fails closed with fence_stale.
+ *
+ * One concept over 400 lines: the agent tools' durable store (Agents, Tasks, Attempts and events
+ * change in shared transactions).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { clampRule, FailureStage, isToolFailureError, listAgentTasksFollowUp, readAgentTaskFollowUp, ReasonCode, toolFailure, toolLimit, waitForAgentEventsFollowUp } from "@webcodex/contracts";

@@ -6,6 +6,9 @@
  * Resolution costs at most one round trip: a cold ref resolution reads the pin, the live
  * incarnation and the caller's visibility in one query. Pins never change and are cached
  * without expiry; live incarnations and visibility are cached for `liveCacheTtlMs`.
+ *
+ * One concept over 400 lines: the Project store (Projects and their refs change in the same
+ * transactions).
  */
 import type { Database, Principal, Queryable } from "@webcodex/platform";
 import { canonicalProjectId, FailureStage, isCanonicalIdPart, isCanonicalProjectId, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";

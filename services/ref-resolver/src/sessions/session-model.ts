@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { FailureStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
+import type { SessionCall, SessionPath, SessionValidation } from "@webcodex/proto";
 import { parseRef, RefKind } from "../refs/ref-codes.js";
 
 const SESSION_ID = /^wc_sess_[0-9a-f]{32}$/;
@@ -32,49 +33,33 @@ export function titleProblem(title: string): "title_too_long" | "title_control_c
   return undefined;
 }
 
+/** A generated message's own fields. */
+type ProtoFields<M> = Omit<M, "$typeName" | "$unknown">;
+
 export const SessionEffects = ["read_only", "workspace_write", "process_execution", "durable_state", "presentation"] as const;
 export type SessionEffect = (typeof SessionEffects)[number];
 export const SessionOutcomes = ["ok", "failed", "pending", "unknown"] as const;
 export type SessionOutcome = (typeof SessionOutcomes)[number];
 
-/** One bounded record of a call made with session_id: facts only, never arguments or content. */
-export interface SessionCallInput {
-  callId: string;
-  tool: string;
-  effect: string;
-  outcome: string;
-  reasonCode: string;
-  detailCode: string;
-  pathsCount: number;
-  changedPathsCount: number;
-  jobId: string;
-  jobState: string;
-  durationMs: number;
+/**
+ * One bounded record of a call made with session_id: facts only, never arguments or content.
+ * The SessionCall message's fields (derived from the generated types, so a proto change
+ * breaks the build here); paths and the command summary may be left out.
+ */
+export type SessionCallInput = Omit<ProtoFields<SessionCall>, "validation" | "paths" | "commandSummary"> & {
   /** A validation result's verdict and counts, when the call gave one. */
   validation?: SessionValidationInput;
   /** Paths the call read or changed, with the file's read_revision after the call (never content). */
   paths?: readonly SessionPathInput[];
   /** A run call's command, cut to SESSION_COMMAND_MAX characters. */
   commandSummary?: string;
-  exitCode?: number | undefined;
-}
+};
 
-export interface SessionValidationInput {
-  status: string;
-  testsPassed: number;
-  testsFailed: number;
-  testsSkipped: number;
-  errors: number;
-  warnings: number;
-}
+export type SessionValidationInput = ProtoFields<SessionValidation>;
 
 export const VALIDATION_STATUSES = ["passed", "failed", "error", "unparsed"] as const;
 
-export interface SessionPathInput {
-  path: string;
-  readRevision: string;
-  changed: boolean;
-}
+export type SessionPathInput = ProtoFields<SessionPath>;
 
 /** Most paths one call record keeps. */
 export const SESSION_CALL_PATHS_MAX = 64;

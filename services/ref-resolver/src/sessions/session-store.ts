@@ -6,6 +6,9 @@
  * order: Session authority (a foreign Session fails exactly like an unknown one), Project
  * visibility of the pinned incarnation, and, for business targeting, the Project match and
  * lifecycle. No MCP session, connection or recent activity selects a Session.
+ *
+ * One concept over 400 lines: the Workflow Session store (its records change in shared
+ * transactions).
  */
 import type { Database, Principal, Queryable } from "@webcodex/platform";
 import type { ToolFailure } from "@webcodex/contracts";

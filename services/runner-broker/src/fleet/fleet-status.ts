@@ -6,6 +6,7 @@
  */
 import { RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
 import type { ConcurrencyLimiter } from "../admission/concurrency.js";
+import type { FleetSummary } from "@webcodex/proto";
 import type { JobCounts, JobStore } from "../jobs/job-store.js";
 import type { Lease, LeaseStore } from "../leases/lease-store.js";
 import type { RunnerRegistry, RunnerState } from "../runner-registry.js";
@@ -19,28 +20,11 @@ export interface FleetObservation {
   concurrencyLimit: number;
 }
 
-export interface FleetSummaryFacts {
-  runnersTotal: number;
-  runnersConnected: number;
-  runnersLost: number;
-  runnersStandby: number;
-  projectsTotal: number;
-  projectsRoutable: number;
-  jobs: JobCounts;
-  serverProtocolGeneration: number;
-  protocolGenerations: number[];
-  builds: string[];
-  protocolAligned: boolean;
-  buildAligned: boolean;
-  baselineFaults: number;
-  connectionStates: Record<string, number>;
-  projectConcurrencyLimit: number;
-  inFlight: number;
-  /** Job containment mode -> connected Runners that reported it. */
-  containmentModes: Record<string, number>;
-  /** Connected Runners whose Jobs run under a uid of their own. */
-  separateJobUidRunners: number;
-}
+/**
+ * The fleet summary as the broker computes it: the FleetSummary message's fields, derived
+ * from the generated type so a proto change breaks the build here, with job counts always set.
+ */
+export type FleetSummaryFacts = Omit<FleetSummary, "$typeName" | "$unknown" | "jobs"> & { jobs: JobCounts };
 
 export interface FleetRow extends RunnerState {
   leaseHeld: boolean;

@@ -13,15 +13,15 @@
  * another tenant's Job id fails exactly like a nonexistent one.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { clampRule, inspectWorkspaceFollowUp, parseCanonicalProjectId } from "@webcodex/contracts";
+import { clampRule, inspectWorkspaceFollowUp, parseCanonicalProjectId, toolDefinitions } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "../runner-registry.js";
 import type { JobKey, JobRecord, JobStore, JobTerminal } from "./job-store.js";
 
-/** Tools whose answer can start a Job. */
-export const JOB_START_TOOLS: ReadonlySet<string> = new Set(["run_process", "run_shell", "run_script", "run_detached_process", "project_validate", "cargo_check", "cargo_test", "go_test"]);
-/** Tools answered through the Job records. */
-export const JOB_OBSERVE_TOOLS: ReadonlySet<string> = new Set(["observe_jobs", "wait_for_job_terminal"]);
+/** Tools whose answer can start a Job (the catalog's `jobs: "start"`). */
+export const JOB_START_TOOLS: ReadonlySet<string> = new Set(toolDefinitions().filter((d) => d.jobs === "start").map((d) => d.name));
+/** Tools answered through the Job records (the catalog's `jobs: "observe"`). */
+export const JOB_OBSERVE_TOOLS: ReadonlySet<string> = new Set(toolDefinitions().filter((d) => d.jobs === "observe").map((d) => d.name));
 
 /** wait_for_job_terminal's wait: its ToolDefinition owns the default and ceiling. */
 const { default: DEFAULT_WAIT_MS, ceiling: MAX_WAIT_MS } = clampRule("wait_for_job_terminal", "wait_ms");

@@ -10,6 +10,7 @@
  * reported as success. `counts` is the one canonical Job counting path for fleet status.
  */
 import type { Logger, Queryable } from "@webcodex/platform";
+import type { JobCounts as ProtoJobCounts } from "@webcodex/proto";
 
 export const LIVE_JOB_STATES = ["queued", "running", "recovering"] as const;
 export type LiveJobState = (typeof LIVE_JOB_STATES)[number];
@@ -69,13 +70,8 @@ export type FencedWrite =
   | { ok: false; reason: "not_found" }
   | { ok: false; reason: "already_terminal"; state: JobState };
 
-export interface JobCounts {
-  active: number;
-  running: number;
-  queued: number;
-  recovering: number;
-  lostAfterReconcile: number;
-}
+/** Job counts by state: the JobCounts message's fields (derived from the generated type). */
+export type JobCounts = Omit<ProtoJobCounts, "$typeName" | "$unknown">;
 
 export interface JobStore {
   /** Opens the durable record and the live state. Idempotent for the same Job and fence. */

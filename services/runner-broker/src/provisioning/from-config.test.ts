@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@webcodex/platform";
@@ -23,6 +24,30 @@ describe("createConfiguredProvisioner", () => {
       const provisioner = await createConfiguredProvisioner(loadConfig({ ...base, WEBCODEX_PROVISIONER: "local-process", WEBCODEX_RUNNER_WORKSPACES_DIR: dir }), () => "http://127.0.0.1:1", logger);
       assert.ok(provisioner);
       await provisioner.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("local-process starts a Runner with the CLI WEBCODEX_RUNNER_CLI names, in a workspace under WEBCODEX_RUNNER_WORKSPACES_DIR", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "wcx-prov-"));
+    const marker = join(dir, "started.json");
+    const cli = join(dir, "fake-cli.mjs");
+    writeFileSync(cli, `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(marker)}, JSON.stringify({ argv: process.argv.slice(2), root: process.env.WEBCODEX_RUNNER_ROOT, project: process.env.WEBCODEX_RUNNER_PROJECT_ID }));\n`);
+    try {
+      const provisioner = await createConfiguredProvisioner(loadConfig({ ...base, WEBCODEX_PROVISIONER: "local-process", WEBCODEX_RUNNER_WORKSPACES_DIR: dir, WEBCODEX_RUNNER_CLI: cli }), () => "http://127.0.0.1:1", logger);
+      assert.ok(provisioner);
+      try {
+        assert.equal((await provisioner.ensureRunner({ clientId: "acme", projectId: "demo" })).action, "created");
+        const deadline = Date.now() + 10_000;
+        while (!existsSync(marker) && Date.now() < deadline) await sleep(20);
+        const started = JSON.parse(readFileSync(marker, "utf8")) as { argv: string[]; root: string; project: string };
+        assert.deepEqual(started.argv, ["runner"]);
+        assert.equal(started.project, "demo");
+        assert.ok(started.root.startsWith(`${dir}/`) && started.root.endsWith("/demo"), started.root);
+      } finally {
+        await provisioner.close();
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

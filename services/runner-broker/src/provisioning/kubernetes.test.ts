@@ -1,3 +1,4 @@
+/** The Kubernetes provisioner against a fake API server. One concept over 400 lines: one provisioner's objects and lifecycle. */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";

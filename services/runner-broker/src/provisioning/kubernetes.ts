@@ -6,6 +6,9 @@
  * dropped capabilities, no service-account token, resource limits) come from the template
  * and are checked when it is loaded. Create is idempotent (409 means it exists; a pod in a
  * terminal phase is replaced), delete is idempotent (404 means gone).
+ *
+ * One concept over 400 lines: the Kubernetes provisioner (the objects of one Runner and their
+ * lifecycle).
  */
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { eventually, pidGone, SPAWNER_MODES, tempRoot } from "./exec-fixtures.js";
+import { eventually, pidGone, SPAWNER_MODES, tempRoot } from "./exec.test-support.js";
 import { createExecutor, detectContainment } from "./index.js";
 import type { CompletedResult, Containment } from "./index.js";
 

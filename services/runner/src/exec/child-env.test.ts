@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
 import { childEnv, scrubbedBaseEnv } from "./child-env.js";
-import { failsWith } from "./exec-fixtures.js";
+import { failsWith } from "./exec.test-support.js";
 
 describe("child environment", () => {
   it("keeps only PATH, HOME, LANG, TMPDIR and TERM=dumb from the base", () => {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { eventually, pidGone, SPAWNER_MODES, tempRoot } from "./exec-fixtures.js";
+import { eventually, pidGone, SPAWNER_MODES, tempRoot } from "./exec.test-support.js";
 import { createExecutor } from "./index.js";
 import type { CompletedResult } from "./index.js";
 

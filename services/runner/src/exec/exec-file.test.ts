@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { after, before, describe, it } from "node:test";
-import { SPAWNER_MODES, tempRoot } from "./exec-fixtures.js";
+import { SPAWNER_MODES, tempRoot } from "./exec.test-support.js";
 import { execFileVia, type ExecFileError } from "./exec-file.js";
 import type { Spawner } from "./spawner.js";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
-import { eventually, failsWith, tempRoot } from "./exec-fixtures.js";
+import { eventually, failsWith, tempRoot } from "./exec.test-support.js";
 import { createExecutor } from "./index.js";
 import type { CompletedResult, Executor, JobEvent, JobSnapshot } from "./index.js";
 

@@ -3,7 +3,7 @@ import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { isToolFailureError, ReasonCode } from "@webcodex/contracts";
-import { failsWith, tempRoot } from "./exec-fixtures.js";
+import { failsWith, tempRoot } from "./exec.test-support.js";
 import { resolveCwd } from "./resolve-cwd.js";
 
 describe("resolveCwd", () => {

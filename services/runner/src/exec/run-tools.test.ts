@@ -3,7 +3,7 @@ import { mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
-import { SPAWNER_MODES, failsWith, tempRoot } from "./exec-fixtures.js";
+import { SPAWNER_MODES, failsWith, tempRoot } from "./exec.test-support.js";
 import { createExecutor } from "./index.js";
 import type { Spawner } from "./spawner.js";
 import type { CompletedResult, Executor, RunResult } from "./index.js";

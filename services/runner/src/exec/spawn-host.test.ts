@@ -6,7 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import type { Logger } from "@webcodex/platform";
-import { eventually, pidGone, tempRoot } from "./exec-fixtures.js";
+import { eventually, pidGone, tempRoot } from "./exec.test-support.js";
 import { processGroupAlive } from "./process-group.js";
 import { createExecutor } from "./index.js";
 import type { CompletedResult, FailedToStartResult, JobSnapshot } from "./index.js";

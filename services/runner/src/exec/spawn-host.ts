@@ -11,6 +11,9 @@
  * null); a child whose spawn was not yet confirmed reports an "error" (ESPAWNHOST). The
  * next spawn starts a new host. A host that never becomes ready makes the Runner spawn
  * directly from then on, with a warning.
+ *
+ * One concept over 400 lines: the spawn host (its protocol, the host process and the
+ * Runner-side client share one message vocabulary).
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";

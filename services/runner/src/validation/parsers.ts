@@ -6,6 +6,9 @@
  *   complete JSON document, an exit code the tool documents as "clean");
  * - output that cannot be read is `unparsed` (the engine attaches a bounded raw tail), and a
  *   run whose output was cut can be `failed` (problems were seen) but never `passed`.
+ *
+ * One concept over 400 lines: the validator output parsers, one per toolchain, under the shared
+ * rules above.
  */
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { createEditJournal, type EditJournal } from "./edit-journal.js";
 import { ReasonCode } from "@webcodex/contracts";
-import { expectFailure, revisionOf, tempDir, writeTree } from "./fixtures.js";
+import { expectFailure, revisionOf, tempDir, writeTree } from "./workspace.test-support.js";
 import { createWorkspace, recentRecoveries } from "./workspace.js";
 import { withCall } from "../call-context.js";
 import type { FileChange, Workspace, WorkspaceHooks } from "./types.js";

@@ -16,6 +16,8 @@
  * commit point is completed (after-images installed), any other is rolled back (before-images
  * restored, created directories removed), and stray temp files of the transaction are
  * removed. Each result is kept as an outcome record that can be listed afterwards.
+ *
+ * One concept over 400 lines: the intent journal (its records, writes and recovery).
  */
 import { randomBytes } from "node:crypto";
 import { copyFile, link, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, symlink, writeFile } from "node:fs/promises";

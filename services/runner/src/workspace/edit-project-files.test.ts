@@ -1,9 +1,10 @@
+/** edit_project_files through the workspace engine. One concept over 400 lines: one tool's behaviour, case by case. */
 import assert from "node:assert/strict";
 import { chmod, lstat, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
-import { expectFailure, readText, revisionOf, tempWorkspace } from "./fixtures.js";
+import { expectFailure, readText, revisionOf, tempWorkspace } from "./workspace.test-support.js";
 import type { EditAppliedResult, EditDryRunResult, ReplaceExactEdit } from "./types.js";
 
 const replace = (old_text: string, new_text: string, extra: Omit<ReplaceExactEdit, "replace_exact"> = {}): ReplaceExactEdit => ({

@@ -7,6 +7,8 @@
  *
  * import_host_files runs through the same transaction: each Host file becomes a create (or,
  * with overwrite and the current revision, a guarded whole-file replace) of raw bytes.
+ *
+ * One concept over 400 lines: the edit transaction (preflight, apply and rollback share one state).
  */
 import { closeSync, constants, fstatSync, readFileSync } from "node:fs";
 import { lstat, rename, rm, stat } from "node:fs/promises";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
 import { createDirectSpawner } from "../exec/spawner.js";
-import { expectFailure, git, tempWorkspace, writeTree } from "./fixtures.js";
+import { expectFailure, git, tempWorkspace, writeTree } from "./workspace.test-support.js";
 import { runGitBounded } from "./git-cli.js";
 import { MAX_COUNTED_UNTRACKED } from "./git-review.js";
 import type { TextHunk } from "./types.js";

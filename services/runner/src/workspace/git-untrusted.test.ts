@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { appendFile, chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { git, tempDir, tempWorkspace, writeTree } from "./fixtures.js";
+import { git, tempDir, tempWorkspace, writeTree } from "./workspace.test-support.js";
 import { gitEnv } from "./git-cli.js";
 import type { Workspace } from "./types.js";
 

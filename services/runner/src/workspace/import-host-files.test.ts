@@ -4,7 +4,7 @@ import { readFile, symlink } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
-import { expectFailure, readText, revisionOf, tempWorkspace } from "./fixtures.js";
+import { expectFailure, readText, revisionOf, tempWorkspace } from "./workspace.test-support.js";
 
 describe("import_host_files: one edit transaction", () => {
   it("a failure while applying the last file rolls back the created and the replaced ones", async () => {

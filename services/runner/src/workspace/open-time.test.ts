@@ -4,7 +4,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { link, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { expectFailure, revisionOf, tempDir, tempWorkspace } from "./fixtures.js";
+import { expectFailure, revisionOf, tempDir, tempWorkspace } from "./workspace.test-support.js";
 import { ReasonCode } from "@webcodex/contracts";
 
 /**

@@ -3,7 +3,7 @@ import { mkdir, symlink } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { ReasonCode, ToolFailureError } from "@webcodex/contracts";
-import { expectFailure, tempDir } from "./fixtures.js";
+import { expectFailure, tempDir } from "./workspace.test-support.js";
 import { createPathPolicy, globToRegExp, normalizeProjectPath } from "./path-policy.js";
 
 const reasonOf = (run: () => unknown): string | undefined => {

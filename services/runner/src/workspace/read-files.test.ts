@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { mkdir, symlink, truncate, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { readItem, tempWorkspace } from "./fixtures.js";
+import { readItem, tempWorkspace } from "./workspace.test-support.js";
 import { createPathPolicy } from "./path-policy.js";
 import { DEFAULT_READ_LIMITS, MAX_READ_FILE_BYTES, readFiles } from "./read-files.js";
 import { detectLineEnding, LineIndex, readRevision } from "./text-bytes.js";

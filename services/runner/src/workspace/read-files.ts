@@ -4,6 +4,8 @@
  * later edit, whatever range was shown) while only the requested window is kept, so memory
  * follows the byte budgets, not the file size. Every cut says exactly where to continue: at
  * the next line, or at a column when one line is longer than the budget.
+ *
+ * One concept over 400 lines: read_files (ranges, budgets and revisions share one streaming pass).
  */
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, read as readCallback, readSync } from "node:fs";

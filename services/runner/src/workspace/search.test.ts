@@ -3,7 +3,7 @@ import { chmod, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
-import { expectFailure, git, tempDir, tempWorkspace } from "./fixtures.js";
+import { expectFailure, git, tempDir, tempWorkspace } from "./workspace.test-support.js";
 import { SEARCH_COUNT_CEILING } from "./search-texts.js";
 import { verifyMatches } from "./search-context.js";
 import { createPathPolicy } from "./path-policy.js";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
 import { createSpawnHost } from "../exec/spawn-host.js";
-import { expectFailure, git, tempWorkspace } from "./fixtures.js";
+import { expectFailure, git, tempWorkspace } from "./workspace.test-support.js";
 import { createWorkspace } from "./workspace.js";
 
 describe("workspace through the spawn host", () => {

@@ -2,6 +2,8 @@
  * Canonical request and result types of the Runner workspace engine. Requests arrive already
  * canonical (the `project` selector removed, ceilings clamped by the caller); results are the
  * full canonical truth, which the model projection later thins out.
+ *
+ * One concept over 400 lines: the workspace engine's request and result types.
  */
 import type { ToolFailure } from "@webcodex/contracts";
 import type { Spawner } from "../exec/spawner.js";

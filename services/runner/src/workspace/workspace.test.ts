@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { mkdir, rename } from "node:fs/promises";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
-import { expectFailure, tempDir } from "./fixtures.js";
+import { expectFailure, tempDir } from "./workspace.test-support.js";
 import { createWorkspace } from "./workspace.js";
 
 describe("workspace root identity", () => {

@@ -1,5 +1,5 @@
 /**
- * Test support (not part of the public surface): temp workspaces on the real filesystem,
+ * Test support (not part of the public surface; a *.test-support file, pruned from images with the tests): temp workspaces on the real filesystem,
  * removed when the test process ends.
  */
 import assert from "node:assert/strict";

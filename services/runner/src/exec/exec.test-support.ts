@@ -1,4 +1,4 @@
-/** Shared helpers for the exec tests: temp workspaces and process-liveness checks. */
+/** Shared helpers for the exec tests: temp workspaces and process-liveness checks (a *.test-support file: built beside the tests, pruned from images with them). */
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";

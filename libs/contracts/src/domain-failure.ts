@@ -2,18 +2,13 @@
  * The one mapping between a ToolFailure and its wire form (DomainFailure) between services.
  * Evidence, message and follow-up travel as one bounded JSON object.
  */
-import { toolFailure } from "@webcodex/contracts";
-import type { FailureStage, ReasonCode, ToolFailure } from "@webcodex/contracts";
-import type { DomainFailure } from "@webcodex/proto";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { DomainFailure, DomainFailureSchema } from "@webcodex/proto";
+import { FailureStage, failureStageFromString, ReasonCode, reasonCodeFromString, toolFailure } from "./failure.js";
+import type { ToolFailure } from "./failure.js";
 
-export interface DomainFailureInit {
-  reasonCode: string;
-  failureStage: string;
-  detailCode: string;
-  stateChanged: boolean;
-  outcomeUnknown: boolean;
-  evidenceJson: string;
-}
+/** A DomainFailure as services build it (derived from the generated message). */
+export type DomainFailureInit = MessageInitShape<typeof DomainFailureSchema>;
 
 export function failureToWire(f: ToolFailure): DomainFailureInit {
   return {
@@ -26,6 +21,11 @@ export function failureToWire(f: ToolFailure): DomainFailureInit {
   };
 }
 
+/**
+ * The ToolFailure a DomainFailure carries. Codes are parsed back with checked functions: a
+ * reason or stage this build does not know (a newer peer) reads as an internal failure at
+ * dispatch, with the unknown codes kept in evidence, never as an unchecked string.
+ */
 export function failureFromWire(f: DomainFailure): ToolFailure {
   let extra: { evidence?: Record<string, unknown>; message?: string; follow_up?: ToolFailure["follow_up"] } = {};
   try {
@@ -33,7 +33,12 @@ export function failureFromWire(f: DomainFailure): ToolFailure {
   } catch {
     extra = {};
   }
-  return toolFailure(f.reasonCode as ReasonCode, f.failureStage as FailureStage, {
+  const reason = reasonCodeFromString(f.reasonCode);
+  const stage = failureStageFromString(f.failureStage);
+  if (reason === undefined || stage === undefined) {
+    extra = { ...extra, evidence: { ...extra.evidence, wire_reason_code: f.reasonCode, wire_failure_stage: f.failureStage } };
+  }
+  return toolFailure(reason ?? ReasonCode.internal, stage ?? FailureStage.dispatch, {
     ...(f.detailCode ? { detail_code: f.detailCode } : {}),
     state_changed: f.stateChanged,
     outcome_unknown: f.outcomeUnknown,
