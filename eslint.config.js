@@ -24,12 +24,19 @@ export default tseslint.config(
       "import-x/no-cycle": ["error", { ignoreExternal: true }],
       "@typescript-eslint/no-floating-promises": [
         "error",
-        { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["test", "it", "describe", "suite", "before", "after", "beforeEach", "afterEach"] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: "package", package: "node:test", name: ["test", "it", "describe", "suite", "before", "after", "beforeEach", "afterEach"] },
+          ],
+        },
       ],
       "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: false }],
       "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "separate-type-imports" }],
       "no-restricted-syntax": ["error", { selector: "ExportAllDeclaration", message: "Export named symbols; no export *." }],
-      "no-restricted-imports": ["error", { patterns: [{ group: ["@webcodex/*/src/*", "@webcodex/*/dist/*"], message: "Import a package's public surface, not its internals." }] }],
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ group: ["@webcodex/*/src/*", "@webcodex/*/dist/*"], message: "Import a package's public surface, not its internals." }] },
+      ],
     },
   },
   {
@@ -46,7 +53,10 @@ export default tseslint.config(
       "no-restricted-syntax": [
         "error",
         { selector: "ExportAllDeclaration", message: "Export named symbols; no export *." },
-        { selector: "Property[key.name='follow_up_kind'], Property[key.value='follow_up_kind']", message: "Build follow-ups with a named builder in libs/contracts/src/follow-up.ts." },
+        {
+          selector: "Property[key.name='follow_up_kind'], Property[key.value='follow_up_kind']",
+          message: "Build follow-ups with a named builder in libs/contracts/src/follow-up.ts.",
+        },
       ],
     },
   },

@@ -60,7 +60,13 @@ window.host = {
     };
     await bridge.connect(new PostMessageTransport(frame.contentWindow, frame.contentWindow));
     frame.srcdoc = content.text;
-    return { isError: result.isError === true, result: result.structuredContent ?? {}, text: result.content?.[0]?.text ?? "", mimeType: content.mimeType, uiMeta: content._meta?.ui ?? null };
+    return {
+      isError: result.isError === true,
+      result: result.structuredContent ?? {},
+      text: result.content?.[0]?.text ?? "",
+      mimeType: content.mimeType,
+      uiMeta: content._meta?.ui ?? null,
+    };
   },
 };
 document.title = "host ready";

@@ -33,7 +33,18 @@ import type { DistributedStack } from "@webcodex/cli";
 import { createInProcessClient, createLogger, createRedis, createServiceIdentity, principalHeaders } from "@webcodex/platform";
 import { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { createRunner } from "@webcodex/runner";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, startDevServer, startTestStack, tempDir, until } from "../support/index.js";
+import {
+  backingServices,
+  callTool,
+  connectMcp,
+  createProjectDir,
+  createTestDatabase,
+  firstProjectRef,
+  startDevServer,
+  startTestStack,
+  tempDir,
+  until,
+} from "../support/index.js";
 import type { DevServer, TestDatabase, ToolOutcome } from "../support/index.js";
 
 const TOKENS = {
@@ -44,18 +55,24 @@ const TOKENS = {
 
 function tokensFile(): string {
   const file = join(tempDir("wcx-agents-tokens-"), "tokens.json");
-  writeFileSync(file, JSON.stringify({
-    tokens: [
-      { token: TOKENS.lead, client_id: "local", subject: "lead" },
-      { token: TOKENS.worker, client_id: "local", subject: "worker" },
-      { token: TOKENS.mallory, client_id: "evil", subject: "mallory" },
-    ],
-  }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      tokens: [
+        { token: TOKENS.lead, client_id: "local", subject: "lead" },
+        { token: TOKENS.worker, client_id: "local", subject: "worker" },
+        { token: TOKENS.mallory, client_id: "evil", subject: "mallory" },
+      ],
+    }),
+  );
   return file;
 }
 
 /** What the Runner answered to a call delivered without the gateway's admission. */
-type RunnerAnswer = { resultJson: string; failure?: { reasonCode: string; failureStage: string; detailCode: string; stateChanged: boolean; evidenceJson: string } | undefined };
+type RunnerAnswer = {
+  resultJson: string;
+  failure?: { reasonCode: string; failureStage: string; detailCode: string; stateChanged: boolean; evidenceJson: string } | undefined;
+};
 
 interface Clients {
   lead: Client;
@@ -101,14 +118,23 @@ async function followUp(client: Client, fu: unknown): Promise<ToolOutcome> {
 }
 
 const tupleOf = (a: Record<string, unknown>) => ({
-  task_id: a["task_id"], attempt_id: a["attempt_id"], assignee_agent_id: a["assignee_agent_id"],
-  attempt_fence: a["attempt_fence"], attempt_controller_generation: a["attempt_controller_generation"],
+  task_id: a["task_id"],
+  attempt_id: a["attempt_id"],
+  assignee_agent_id: a["assignee_agent_id"],
+  attempt_fence: a["attempt_fence"],
+  attempt_controller_generation: a["attempt_controller_generation"],
 });
 
 type Event = { event_id: string; kind: string; task_id?: string; attempt_id?: string };
 
 /** Waits on `selector` until an event of `kind` (for `taskId`) arrives; returns it and the cursor after it. */
-async function waitFor(client: Client, selector: Record<string, unknown>, cursor: string, kind: string, taskId?: string): Promise<{ event: Event; cursor: string }> {
+async function waitFor(
+  client: Client,
+  selector: Record<string, unknown>,
+  cursor: string,
+  kind: string,
+  taskId?: string,
+): Promise<{ event: Event; cursor: string }> {
   let at = cursor;
   for (let i = 0; i < 10; i++) {
     const r = await ok(client, "wait_for_agent_events", { ...selector, after_cursor: at, wait_ms: 10_000 });
@@ -141,17 +167,28 @@ function scenario(setup: () => Clients) {
 
     ids.taskKey = `task-${Date.now()}`;
     const created = await ok(lead, "create_agent_task", {
-      project: leadProject, title: "Write notes", instructions: "Create notes.txt", assignee_agent_id: workerAgent["agent_id"],
-      requester_agent_id: leadAgent["agent_id"], idempotency_key: ids.taskKey,
+      project: leadProject,
+      title: "Write notes",
+      instructions: "Create notes.txt",
+      assignee_agent_id: workerAgent["agent_id"],
+      requester_agent_id: leadAgent["agent_id"],
+      idempotency_key: ids.taskKey,
     });
     assert.equal(created["state"], "open");
     const taskId = String(created["task_id"]);
     ids.taskId = taskId;
     // The same key returns the first result exactly.
-    assert.deepEqual(await ok(lead, "create_agent_task", {
-      project: leadProject, title: "Write notes", instructions: "Create notes.txt", assignee_agent_id: workerAgent["agent_id"],
-      requester_agent_id: leadAgent["agent_id"], idempotency_key: ids.taskKey,
-    }), created);
+    assert.deepEqual(
+      await ok(lead, "create_agent_task", {
+        project: leadProject,
+        title: "Write notes",
+        instructions: "Create notes.txt",
+        assignee_agent_id: workerAgent["agent_id"],
+        requester_agent_id: leadAgent["agent_id"],
+        idempotency_key: ids.taskKey,
+      }),
+      created,
+    );
 
     const assigned = await waitFor(worker, { agent_continuation_ref: workerAgent["agent_continuation_ref"] }, workerCursor, "task_assigned", taskId);
     workerCursor = assigned.cursor;
@@ -162,7 +199,11 @@ function scenario(setup: () => Clients) {
     const replay = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "attempt-1" });
     assert.deepEqual(replay, attempt, "keyed replay: same ids, fence and ref");
 
-    const edit = await ok(worker, "edit_project_files", { project: workerProject, attempt_ref: attempt["attempt_ref"], changes: [{ kind: "create", path: "notes.txt", content: "by the worker\n" }] });
+    const edit = await ok(worker, "edit_project_files", {
+      project: workerProject,
+      attempt_ref: attempt["attempt_ref"],
+      changes: [{ kind: "create", path: "notes.txt", content: "by the worker\n" }],
+    });
     assert.deepEqual(edit["paths"], ["notes.txt"]);
     const ran = await ok(worker, "run_shell", { project: workerProject, attempt_ref: attempt["attempt_ref"], command: "cat notes.txt" });
     assert.match(JSON.stringify(ran), /by the worker/);
@@ -184,37 +225,92 @@ function scenario(setup: () => Clients) {
   it("takeover: after the lease lapses a second Attempt has a higher fence; the first one's edit, run, heartbeat and completion write nothing", async () => {
     const { lead, worker, projectDir } = setup();
     const created = await ok(lead, "create_agent_task", {
-      project: leadProject, title: "Rewrite", instructions: "Rewrite shared.txt", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `t2-${Date.now()}`,
+      project: leadProject,
+      title: "Rewrite",
+      instructions: "Rewrite shared.txt",
+      assignee_agent_id: workerAgent["agent_id"],
+      requester_agent_id: leadAgent["agent_id"],
+      idempotency_key: `t2-${Date.now()}`,
     });
     const taskId = String(created["task_id"]);
-    const first = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "first", lease_ms: 5000 });
-    await ok(worker, "edit_project_files", { project: workerProject, attempt_ref: first["attempt_ref"], changes: [{ kind: "create", path: "shared.txt", content: "first attempt\n" }] });
-    const held = await failure(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "too-early" });
+    const first = await ok(worker, "start_agent_task_attempt", {
+      task_id: taskId,
+      assignee_agent_id: workerAgent["agent_id"],
+      idempotency_key: "first",
+      lease_ms: 5000,
+    });
+    await ok(worker, "edit_project_files", {
+      project: workerProject,
+      attempt_ref: first["attempt_ref"],
+      changes: [{ kind: "create", path: "shared.txt", content: "first attempt\n" }],
+    });
+    const held = await failure(worker, "start_agent_task_attempt", {
+      task_id: taskId,
+      assignee_agent_id: workerAgent["agent_id"],
+      idempotency_key: "too-early",
+    });
     assert.equal(held["reason_code"], "lease_held");
     const heldNext = await followUp(worker, held["follow_up"]);
     assert.deepEqual([heldNext.isError, heldNext.result["task_id"], heldNext.result["state"]], [false, taskId, "in_progress"]);
-    const second = await until("the lease lapses and a second Attempt starts", async () => {
-      const r = await call(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "second" });
-      if (r.isError && r.result["reason_code"] !== "lease_held") assert.fail(JSON.stringify(r.result));
-      return r.isError ? undefined : r.result;
-    }, 20_000, 200);
+    const second = await until(
+      "the lease lapses and a second Attempt starts",
+      async () => {
+        const r = await call(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "second" });
+        if (r.isError && r.result["reason_code"] !== "lease_held") assert.fail(JSON.stringify(r.result));
+        return r.isError ? undefined : r.result;
+      },
+      20_000,
+      200,
+    );
     assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
-    const revision = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "shared.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    const revision = String(
+      ((await ok(worker, "read_files", { project: workerProject, files: [{ path: "shared.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.[
+        "read_revision"
+      ],
+    );
     await ok(worker, "edit_project_files", {
-      project: workerProject, attempt_ref: second["attempt_ref"],
-      changes: [{ kind: "edit", path: "shared.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "first attempt", new_text: "second attempt" } }] }],
+      project: workerProject,
+      attempt_ref: second["attempt_ref"],
+      changes: [
+        {
+          kind: "edit",
+          path: "shared.txt",
+          expected_read_revision: revision,
+          edits: [{ replace_exact: { old_text: "first attempt", new_text: "second attempt" } }],
+        },
+      ],
     });
-    const secondRevision = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "shared.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    const secondRevision = String(
+      ((await ok(worker, "read_files", { project: workerProject, files: [{ path: "shared.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.[
+        "read_revision"
+      ],
+    );
 
     // Every use of the first Attempt now fails closed, and nothing is written or run.
     const staleEdit = await failure(worker, "edit_project_files", {
-      project: workerProject, attempt_ref: first["attempt_ref"],
-      changes: [{ kind: "edit", path: "shared.txt", expected_read_revision: secondRevision, edits: [{ replace_exact: { old_text: "second attempt", new_text: "stale write" } }] }],
+      project: workerProject,
+      attempt_ref: first["attempt_ref"],
+      changes: [
+        {
+          kind: "edit",
+          path: "shared.txt",
+          expected_read_revision: secondRevision,
+          edits: [{ replace_exact: { old_text: "second attempt", new_text: "stale write" } }],
+        },
+      ],
     });
     assert.deepEqual([staleEdit["reason_code"], staleEdit["state_changed"]], ["fence_stale", false]);
-    const staleCreate = await failure(worker, "edit_project_files", { project: workerProject, attempt_ref: first["attempt_ref"], changes: [{ kind: "create", path: "stale.txt", content: "x" }] });
+    const staleCreate = await failure(worker, "edit_project_files", {
+      project: workerProject,
+      attempt_ref: first["attempt_ref"],
+      changes: [{ kind: "create", path: "stale.txt", content: "x" }],
+    });
     assert.equal(staleCreate["reason_code"], "fence_stale");
-    const staleImport = await failure(worker, "import_host_files", { project: workerProject, attempt_ref: first["attempt_ref"], files: [{ path: "imported.txt", content: "x" }] });
+    const staleImport = await failure(worker, "import_host_files", {
+      project: workerProject,
+      attempt_ref: first["attempt_ref"],
+      files: [{ path: "imported.txt", content: "x" }],
+    });
     assert.deepEqual([staleImport["reason_code"], staleImport["state_changed"]], ["fence_stale", false]);
     const staleRun = await failure(worker, "run_shell", { project: workerProject, attempt_ref: first["attempt_ref"], command: "echo ran > ran.txt" });
     assert.equal(staleRun["reason_code"], "fence_stale");
@@ -225,7 +321,10 @@ function scenario(setup: () => Clients) {
     // Its follow-up, executed exactly as returned, reads the Task: still in progress under the second fence.
     const recovered = await followUp(worker, staleDone["follow_up"]);
     assert.equal(recovered.isError, false, JSON.stringify(recovered.result));
-    assert.deepEqual([recovered.result["state"], (recovered.result["current_attempt"] as Record<string, unknown>)["attempt_fence"]], ["in_progress", second["attempt_fence"]]);
+    assert.deepEqual(
+      [recovered.result["state"], (recovered.result["current_attempt"] as Record<string, unknown>)["attempt_fence"]],
+      ["in_progress", second["attempt_fence"]],
+    );
     const reconciled = await ok(worker, "reconcile_agent_task_attempt", tupleOf(first));
     assert.deepEqual([reconciled["attempt_state"], reconciled["outcome_unknown"]], ["lost", true]);
 
@@ -265,17 +364,45 @@ function scenario(setup: () => Clients) {
     };
     await same("read_agent_task", { task_id: ids.taskId }, { task_id: made.task });
     await same("stop_agent_task", { task_id: ids.taskId, reason: "x" }, { task_id: made.task, reason: "x" });
-    await same("start_agent_task_attempt", { task_id: ids.taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "m" }, { task_id: made.task, assignee_agent_id: made.agent, idempotency_key: "m" });
+    await same(
+      "start_agent_task_attempt",
+      { task_id: ids.taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "m" },
+      { task_id: made.task, assignee_agent_id: made.agent, idempotency_key: "m" },
+    );
     await same("heartbeat_agent_task_attempt", tupleOf(attempt), { ...tupleOf(attempt), attempt_id: made.attempt });
-    await same("complete_agent_task_attempt", { ...tupleOf(attempt), outcome: "failed", summary: "" }, { ...tupleOf(attempt), attempt_id: made.attempt, outcome: "failed", summary: "" });
+    await same(
+      "complete_agent_task_attempt",
+      { ...tupleOf(attempt), outcome: "failed", summary: "" },
+      { ...tupleOf(attempt), attempt_id: made.attempt, outcome: "failed", summary: "" },
+    );
     await same("reconcile_agent_task_attempt", tupleOf(attempt), { ...tupleOf(attempt), attempt_id: made.attempt });
     await same("start_agent_task_endpoint_continuation", { attempt_ref: attempt["attempt_ref"] }, { attempt_ref: "~t999999" });
     await same("wait_for_agent_events", { agent_id: workerAgent["agent_id"], wait_ms: 0 }, { agent_id: made.agent, wait_ms: 0 });
-    await same("wait_for_agent_events", { agent_continuation_ref: workerAgent["agent_continuation_ref"], wait_ms: 0 }, { agent_continuation_ref: "~a999999", wait_ms: 0 });
-    await same("wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: leadCursor, wait_ms: 0 }, { agent_id: made.agent, after_cursor: leadCursor, wait_ms: 0 });
-    await same("rotate_agent_continuation_endpoint", { agent_id: workerAgent["agent_id"], endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 }, { agent_id: made.agent, endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 });
-    await same("create_agent_task", { project: leadProject, title: "t", instructions: "", assignee_agent_id: workerAgent["agent_id"], idempotency_key: "m1" }, { project: "~p999999", title: "t", instructions: "", assignee_agent_id: made.agent, idempotency_key: "m1" });
-    await same("edit_project_files", { project: leadProject, attempt_ref: attempt["attempt_ref"], changes: [{ kind: "create", path: "m.txt", content: "" }] }, { project: "~p999999", attempt_ref: "~t999999", changes: [{ kind: "create", path: "m.txt", content: "" }] });
+    await same(
+      "wait_for_agent_events",
+      { agent_continuation_ref: workerAgent["agent_continuation_ref"], wait_ms: 0 },
+      { agent_continuation_ref: "~a999999", wait_ms: 0 },
+    );
+    await same(
+      "wait_for_agent_events",
+      { agent_id: leadAgent["agent_id"], after_cursor: leadCursor, wait_ms: 0 },
+      { agent_id: made.agent, after_cursor: leadCursor, wait_ms: 0 },
+    );
+    await same(
+      "rotate_agent_continuation_endpoint",
+      { agent_id: workerAgent["agent_id"], endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 },
+      { agent_id: made.agent, endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 },
+    );
+    await same(
+      "create_agent_task",
+      { project: leadProject, title: "t", instructions: "", assignee_agent_id: workerAgent["agent_id"], idempotency_key: "m1" },
+      { project: "~p999999", title: "t", instructions: "", assignee_agent_id: made.agent, idempotency_key: "m1" },
+    );
+    await same(
+      "edit_project_files",
+      { project: leadProject, attempt_ref: attempt["attempt_ref"], changes: [{ kind: "create", path: "m.txt", content: "" }] },
+      { project: "~p999999", attempt_ref: "~t999999", changes: [{ kind: "create", path: "m.txt", content: "" }] },
+    );
     assert.deepEqual((await ok(mallory, "list_agent_tasks", {}))["tasks"], []);
     // The recovery offered for an unknown task runs unchanged.
     const unknown = await failure(mallory, "read_agent_task", { task_id: made.task });
@@ -286,43 +413,104 @@ function scenario(setup: () => Clients) {
   it("rotation: the old ~a ref fails closed (stale_ref), the new one works, a wrong expected generation fails closed", async () => {
     const { worker } = setup();
     const oldRef = workerAgent["agent_continuation_ref"];
-    const rotated = await ok(worker, "rotate_agent_continuation_endpoint", { agent_id: workerAgent["agent_id"], endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 });
+    const rotated = await ok(worker, "rotate_agent_continuation_endpoint", {
+      agent_id: workerAgent["agent_id"],
+      endpoint_id: workerAgent["endpoint_id"],
+      expected_controller_generation: 1,
+    });
     assert.equal(rotated["controller_generation"], 2);
     assert.notEqual(rotated["agent_continuation_ref"], oldRef);
     const stale = await failure(worker, "wait_for_agent_events", { agent_continuation_ref: oldRef, wait_ms: 0 });
     assert.deepEqual([stale["reason_code"], stale["detail_code"]], ["stale_ref", "endpoint_generation_changed"]);
     const fresh = await ok(worker, "wait_for_agent_events", { agent_continuation_ref: rotated["agent_continuation_ref"], wait_ms: 0 });
     assert.equal(fresh["wait_state"], "ready");
-    const wrong = await failure(worker, "rotate_agent_continuation_endpoint", { agent_id: workerAgent["agent_id"], endpoint_id: workerAgent["endpoint_id"], expected_controller_generation: 1 });
+    const wrong = await failure(worker, "rotate_agent_continuation_endpoint", {
+      agent_id: workerAgent["agent_id"],
+      endpoint_id: workerAgent["endpoint_id"],
+      expected_controller_generation: 1,
+    });
     assert.deepEqual([wrong["reason_code"], wrong["detail_code"]], ["fence_rejected", "controller_generation_mismatch"]);
   });
   it("storage fence: a first-Attempt call admitted before the takeover reaches the Runner late and writes and runs nothing, also after a Runner restart", async () => {
     const { lead, worker, projectDir } = setup();
     const created = await ok(lead, "create_agent_task", {
-      project: leadProject, title: "Fenced", instructions: "Own fenced.txt", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `t-storage-${Date.now()}`,
+      project: leadProject,
+      title: "Fenced",
+      instructions: "Own fenced.txt",
+      assignee_agent_id: workerAgent["agent_id"],
+      requester_agent_id: leadAgent["agent_id"],
+      idempotency_key: `t-storage-${Date.now()}`,
     });
     const taskId = String(created["task_id"]);
-    const first = await ok(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "storage-first", lease_ms: 1000 });
-    await ok(worker, "edit_project_files", { project: workerProject, attempt_ref: first["attempt_ref"], changes: [{ kind: "create", path: "fenced.txt", content: "first attempt\n" }] });
+    const first = await ok(worker, "start_agent_task_attempt", {
+      task_id: taskId,
+      assignee_agent_id: workerAgent["agent_id"],
+      idempotency_key: "storage-first",
+      lease_ms: 1000,
+    });
+    await ok(worker, "edit_project_files", {
+      project: workerProject,
+      attempt_ref: first["attempt_ref"],
+      changes: [{ kind: "create", path: "fenced.txt", content: "first attempt\n" }],
+    });
     // The first Attempt's call has passed the gateway's admission (its fence was current then);
     // the lease lapses and the second Attempt takes over and writes before that call arrives.
-    const second = await until("the takeover", async () => {
-      const r = await call(worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "storage-second" });
-      return r.isError ? undefined : r.result;
-    }, 10_000, 100);
+    const second = await until(
+      "the takeover",
+      async () => {
+        const r = await call(worker, "start_agent_task_attempt", {
+          task_id: taskId,
+          assignee_agent_id: workerAgent["agent_id"],
+          idempotency_key: "storage-second",
+        });
+        return r.isError ? undefined : r.result;
+      },
+      10_000,
+      100,
+    );
     assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
-    const revision = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "fenced.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    const revision = String(
+      ((await ok(worker, "read_files", { project: workerProject, files: [{ path: "fenced.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.[
+        "read_revision"
+      ],
+    );
     await ok(worker, "edit_project_files", {
-      project: workerProject, attempt_ref: second["attempt_ref"],
-      changes: [{ kind: "edit", path: "fenced.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "first attempt", new_text: "second attempt" } }] }],
+      project: workerProject,
+      attempt_ref: second["attempt_ref"],
+      changes: [
+        {
+          kind: "edit",
+          path: "fenced.txt",
+          expected_read_revision: revision,
+          edits: [{ replace_exact: { old_text: "first attempt", new_text: "second attempt" } }],
+        },
+      ],
     });
-    const current = String(((await ok(worker, "read_files", { project: workerProject, files: [{ path: "fenced.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
+    const current = String(
+      ((await ok(worker, "read_files", { project: workerProject, files: [{ path: "fenced.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.[
+        "read_revision"
+      ],
+    );
     const late = { taskId, fence: BigInt(Number(first["attempt_fence"])) };
 
     const refusedLate = async (label: string) => {
-      const edit = await setup().lateDispatch(workerProject, "edit_project_files", { changes: [{ kind: "delete", path: "fenced.txt", expected_read_revision: current }, { kind: "create", path: "late.txt", content: "late" }] }, late);
+      const edit = await setup().lateDispatch(
+        workerProject,
+        "edit_project_files",
+        {
+          changes: [
+            { kind: "delete", path: "fenced.txt", expected_read_revision: current },
+            { kind: "create", path: "late.txt", content: "late" },
+          ],
+        },
+        late,
+      );
       assert.ok(edit.failure, `${label}: refused: ${edit.resultJson}`);
-      assert.deepEqual([edit.failure.reasonCode, edit.failure.failureStage, edit.failure.detailCode, edit.failure.stateChanged], ["fence_stale", "authorization", "attempt_superseded", false], label);
+      assert.deepEqual(
+        [edit.failure.reasonCode, edit.failure.failureStage, edit.failure.detailCode, edit.failure.stateChanged],
+        ["fence_stale", "authorization", "attempt_superseded", false],
+        label,
+      );
       const extra = JSON.parse(edit.failure.evidenceJson) as { evidence: unknown; follow_up: unknown };
       assert.deepEqual(extra.evidence, { attempt_fence: Number(first["attempt_fence"]), current_fence: Number(second["attempt_fence"]) }, label);
       // Its follow-up, executed exactly as returned, reads the Task under the second fence.
@@ -340,58 +528,108 @@ function scenario(setup: () => Clients) {
     // and the second Attempt still writes.
     await setup().restartRunner();
     await refusedLate("after a Runner restart");
-    await until("the restarted Runner serves", async () => {
-      const r = await call(setup().worker, "edit_project_files", { project: workerProject, attempt_ref: second["attempt_ref"], changes: [{ kind: "create", path: "after-restart.txt", content: "second\n" }] });
-      if (r.isError && r.result["reason_code"] !== "runner_unavailable") assert.fail(JSON.stringify(r.result));
-      return !r.isError;
-    }, 30_000, 200);
+    await until(
+      "the restarted Runner serves",
+      async () => {
+        const r = await call(setup().worker, "edit_project_files", {
+          project: workerProject,
+          attempt_ref: second["attempt_ref"],
+          changes: [{ kind: "create", path: "after-restart.txt", content: "second\n" }],
+        });
+        if (r.isError && r.result["reason_code"] !== "runner_unavailable") assert.fail(JSON.stringify(r.result));
+        return !r.isError;
+      },
+      30_000,
+      200,
+    );
     assert.equal(readFileSync(join(projectDir, "after-restart.txt"), "utf8"), "second\n");
     await ok(setup().worker, "complete_agent_task_attempt", { ...tupleOf(second), outcome: "succeeded", summary: "fenced" });
   });
   it("100 concurrent starts give one live Attempt; its key replays it exactly across a ref-resolver restart; a lost fence counter never repeats a fence", async () => {
     const { lead, worker } = setup();
     const created = await ok(lead, "create_agent_task", {
-      project: leadProject, title: "Race", instructions: "Only one starts", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `t-race-${Date.now()}`,
+      project: leadProject,
+      title: "Race",
+      instructions: "Only one starts",
+      assignee_agent_id: workerAgent["agent_id"],
+      requester_agent_id: leadAgent["agent_id"],
+      idempotency_key: `t-race-${Date.now()}`,
     });
     const taskId = String(created["task_id"]);
-    const startOn = (task: string, client: Client, key: string, leaseMs: number) => callTool(client, "call_runtime_tool", { tool: "start_agent_task_attempt", arguments: { task_id: task, assignee_agent_id: workerAgent["agent_id"], idempotency_key: key, lease_ms: leaseMs } });
+    const startOn = (task: string, client: Client, key: string, leaseMs: number) =>
+      callTool(client, "call_runtime_tool", {
+        tool: "start_agent_task_attempt",
+        arguments: { task_id: task, assignee_agent_id: workerAgent["agent_id"], idempotency_key: key, lease_ms: leaseMs },
+      });
     // A lease long enough that none lapses during the burst: every other start meets the live one.
     const start = (client: Client, key: string) => startOn(taskId, client, key, 600_000);
     const starts = await Promise.all(Array.from({ length: 100 }, (_, i) => start(worker, `race-${i}`)));
     const winners = starts.filter((r) => !r.isError);
     assert.equal(winners.length, 1, JSON.stringify(starts.filter((r) => r.isError && r.result["reason_code"] !== "lease_held").map((r) => r.result)));
-    assert.deepEqual(starts.filter((r) => r.isError && r.result["reason_code"] !== "lease_held").map((r) => r.result), [], "every other start met the live lease");
+    assert.deepEqual(
+      starts.filter((r) => r.isError && r.result["reason_code"] !== "lease_held").map((r) => r.result),
+      [],
+      "every other start met the live lease",
+    );
     const winner = (winners[0] as ToolOutcome).result;
     const winnerKey = `race-${starts.indexOf(winners[0] as ToolOutcome)}`;
     const read = await ok(lead, "read_agent_task", { task_id: taskId });
-    assert.deepEqual([(read["current_attempt"] as Record<string, unknown>)["attempt_id"], (read["current_attempt"] as Record<string, unknown>)["state"]], [winner["attempt_id"], "live"]);
+    assert.deepEqual(
+      [(read["current_attempt"] as Record<string, unknown>)["attempt_id"], (read["current_attempt"] as Record<string, unknown>)["state"]],
+      [winner["attempt_id"], "live"],
+    );
 
     // The same key, after the ref-resolver restarted, returns the first result exactly.
     await setup().restartRefResolver();
-    const replay = await until("the ref-resolver answers again", async () => {
-      const r = await start(setup().worker, winnerKey);
-      if (r.isError && !["dependency_unavailable", "internal"].includes(String(r.result["reason_code"]))) assert.fail(JSON.stringify(r.result));
-      return r.isError ? undefined : r.result;
-    }, 30_000, 200);
+    const replay = await until(
+      "the ref-resolver answers again",
+      async () => {
+        const r = await start(setup().worker, winnerKey);
+        if (r.isError && !["dependency_unavailable", "internal"].includes(String(r.result["reason_code"]))) assert.fail(JSON.stringify(r.result));
+        return r.isError ? undefined : r.result;
+      },
+      30_000,
+      200,
+    );
     assert.deepEqual(replay, winner, "same ids, fence, ref and lease expiry");
 
     await ok(setup().worker, "complete_agent_task_attempt", { ...tupleOf(winner), outcome: "succeeded", summary: "raced" });
 
     // Fences only rise, also when every counter is lost (a Task whose Attempts lapse quickly).
     const other = await ok(setup().lead, "create_agent_task", {
-      project: leadProject, title: "Fences", instructions: "", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `t-fences-${Date.now()}`,
+      project: leadProject,
+      title: "Fences",
+      instructions: "",
+      assignee_agent_id: workerAgent["agent_id"],
+      requester_agent_id: leadAgent["agent_id"],
+      idempotency_key: `t-fences-${Date.now()}`,
     });
-    const first = await ok(setup().worker, "start_agent_task_attempt", { task_id: other["task_id"], assignee_agent_id: workerAgent["agent_id"], idempotency_key: "fences-first", lease_ms: 1000 });
-    const takeOver = async (key: string, leaseMs: number) => until(`a takeover (${key})`, async () => {
-      const r = await startOn(String(other["task_id"]), setup().worker, key, leaseMs);
-      if (r.isError && !["lease_held", "dependency_unavailable", "internal"].includes(String(r.result["reason_code"]))) assert.fail(JSON.stringify(r.result));
-      return r.isError ? undefined : r.result;
-    }, 30_000, 200);
+    const first = await ok(setup().worker, "start_agent_task_attempt", {
+      task_id: other["task_id"],
+      assignee_agent_id: workerAgent["agent_id"],
+      idempotency_key: "fences-first",
+      lease_ms: 1000,
+    });
+    const takeOver = async (key: string, leaseMs: number) =>
+      until(
+        `a takeover (${key})`,
+        async () => {
+          const r = await startOn(String(other["task_id"]), setup().worker, key, leaseMs);
+          if (r.isError && !["lease_held", "dependency_unavailable", "internal"].includes(String(r.result["reason_code"])))
+            assert.fail(JSON.stringify(r.result));
+          return r.isError ? undefined : r.result;
+        },
+        30_000,
+        200,
+      );
     const afterRestart = await takeOver("fences-second", 1000);
     assert.ok(Number(afterRestart["attempt_fence"]) > Number(first["attempt_fence"]));
     await setup().loseFenceCounters();
     const afterLoss = await takeOver("fences-after-counter-loss", 600_000);
-    assert.ok(Number(afterLoss["attempt_fence"]) > Number(afterRestart["attempt_fence"]), `${String(afterLoss["attempt_fence"])} > ${String(afterRestart["attempt_fence"])}`);
+    assert.ok(
+      Number(afterLoss["attempt_fence"]) > Number(afterRestart["attempt_fence"]),
+      `${String(afterLoss["attempt_fence"])} > ${String(afterRestart["attempt_fence"])}`,
+    );
     await ok(setup().worker, "complete_agent_task_attempt", { ...tupleOf(afterLoss), outcome: "succeeded", summary: "fenced" });
   });
 }
@@ -404,7 +642,11 @@ describe("agents on webcodex dev (two principals of one tenant, one of another)"
     const dataDir = tempDir("wcx-agents-data-");
     const tokens = tokensFile();
     const connectAll = async () => {
-      const [lead, worker, mallory] = await Promise.all([connectMcp(server.mcpUrl, TOKENS.lead), connectMcp(server.mcpUrl, TOKENS.worker), connectMcp(server.mcpUrl, TOKENS.mallory)]);
+      const [lead, worker, mallory] = await Promise.all([
+        connectMcp(server.mcpUrl, TOKENS.lead),
+        connectMcp(server.mcpUrl, TOKENS.worker),
+        connectMcp(server.mcpUrl, TOKENS.mallory),
+      ]);
       return { lead, worker, mallory };
     };
     server = await startDevServer({ projectDir, dataDir, tokensFile: tokens });
@@ -416,9 +658,20 @@ describe("agents on webcodex dev (two principals of one tenant, one of another)"
       async lateDispatch(_project, tool, args, attempt) {
         const states = join(dataDir, "runner-state");
         const [only] = readdirSync(states);
-        const runner = createRunner({ root: projectDir, stateDir: join(states, String(only)), logger: createLogger({ service: "test", level: "silent" }), spawnHost: false, recoverJournal: false });
+        const runner = createRunner({
+          root: projectDir,
+          stateDir: join(states, String(only)),
+          logger: createLogger({ service: "test", level: "silent" }),
+          spawnHost: false,
+          recoverJournal: false,
+        });
         try {
-          return await createInProcessClient(RunnerService, runner.service).execute({ callId: `late-${Date.now()}`, tool, argumentsJson: JSON.stringify(args), attempt });
+          return await createInProcessClient(RunnerService, runner.service).execute({
+            callId: `late-${Date.now()}`,
+            tool,
+            argumentsJson: JSON.stringify(args),
+            attempt,
+          });
         } finally {
           await runner.close();
         }
@@ -457,12 +710,22 @@ describe("agents on the distributed stack (real Postgres and Redis)", { timeout:
     redis = createRedis(`redis://127.0.0.1:${port}`);
     await until("private redis", async () => (await redis.ping().catch(() => "")) === "PONG");
     const projectDir = createProjectDir({ "README.md": "# agents\n" }, { name: "agents" });
-    stack = await startTestStack({ postgresUrl: db.url, redisUrl: `redis://127.0.0.1:${port}`, projectDir, gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile() } });
-    const [lead, worker, mallory] = await Promise.all([connectMcp(stack.mcpUrl, TOKENS.lead), connectMcp(stack.mcpUrl, TOKENS.worker), connectMcp(stack.mcpUrl, TOKENS.mallory)]);
+    stack = await startTestStack({
+      postgresUrl: db.url,
+      redisUrl: `redis://127.0.0.1:${port}`,
+      projectDir,
+      gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile() },
+    });
+    const [lead, worker, mallory] = await Promise.all([
+      connectMcp(stack.mcpUrl, TOKENS.lead),
+      connectMcp(stack.mcpUrl, TOKENS.worker),
+      connectMcp(stack.mcpUrl, TOKENS.mallory),
+    ]);
     // The late call is made as the gateway makes it after admission: signed with the gateway's
     // service identity, straight to the broker, which dispatches it to the Runner.
     const gateway = createServiceIdentity({ service: "gateway", key: stack.serviceKey });
-    const transport = (service: "ref-resolver" | "runner-broker") => createConnectTransport({ baseUrl: `http://127.0.0.1:${stack.ports[service]}`, httpVersion: "2", interceptors: [gateway.clientInterceptor] });
+    const transport = (service: "ref-resolver" | "runner-broker") =>
+      createConnectTransport({ baseUrl: `http://127.0.0.1:${stack.ports[service]}`, httpVersion: "2", interceptors: [gateway.clientInterceptor] });
     const resolver = createClient(RefResolverService, transport("ref-resolver"));
     const broker = createClient(RunnerBrokerService, transport("runner-broker"));
     const as = { headers: principalHeaders({ clientId: "local", subject: "worker" }) };
@@ -470,10 +733,25 @@ describe("agents on the distributed stack (real Postgres and Redis)", { timeout:
       const { project } = await resolver.resolveProject({ selector }, as);
       assert.ok(project, selector);
       // A Runner that missed heartbeats is briefly not routable (nothing runs): ask again.
-      return until(`${tool} reaches the Runner`, async () => {
-        const res = await broker.dispatch({ callId: `late-${Date.now()}`, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool, argumentsJson: JSON.stringify(args), ...(attempt ? { attempt } : {}) }, as);
-        return res.failure?.reasonCode === "runner_unavailable" ? undefined : res;
-      }, 30_000, 200);
+      return until(
+        `${tool} reaches the Runner`,
+        async () => {
+          const res = await broker.dispatch(
+            {
+              callId: `late-${Date.now()}`,
+              projectCanonicalId: project.canonicalId,
+              rootIdentity: project.rootIdentity,
+              tool,
+              argumentsJson: JSON.stringify(args),
+              ...(attempt ? { attempt } : {}),
+            },
+            as,
+          );
+          return res.failure?.reasonCode === "runner_unavailable" ? undefined : res;
+        },
+        30_000,
+        200,
+      );
     };
     const restart = async (name: "runner" | "ref-resolver") => {
       const child = stack.processes.get(name);
@@ -483,7 +761,10 @@ describe("agents on the distributed stack (real Postgres and Redis)", { timeout:
       await stack.restart(name);
     };
     clients = {
-      lead, worker, mallory, projectDir,
+      lead,
+      worker,
+      mallory,
+      projectDir,
       lateDispatch: (project, tool, args, attempt) => dispatch(project, tool, args, attempt),
       restartRefResolver: () => restart("ref-resolver"),
       async loseFenceCounters() {

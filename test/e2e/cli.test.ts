@@ -13,7 +13,18 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Redis } from "ioredis";
 import { findFreeBasePort } from "@webcodex/cli";
 import {
-  backingServices, callTool, cliPath, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, pidGone, processGroupAlive, redisKeyPrefix, tempDir, until,
+  backingServices,
+  callTool,
+  cliPath,
+  connectMcp,
+  createProjectDir,
+  createTestDatabase,
+  firstProjectRef,
+  pidGone,
+  processGroupAlive,
+  redisKeyPrefix,
+  tempDir,
+  until,
 } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
@@ -39,7 +50,9 @@ async function startCli(args: string[], env: Record<string, string>, options: { 
   const child = spawn(process.execPath, [cliPath, ...args], { env, stdio: ["ignore", "pipe", "pipe"], detached: options.detached ?? false });
   let out = "";
   let err = "";
-  child.stderr?.on("data", (d: Buffer) => { err += d.toString(); });
+  child.stderr?.on("data", (d: Buffer) => {
+    err += d.toString();
+  });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`webcodex ${args[0]} did not start in 90 s\n${out}\n${err}`)), 90_000);
     child.stdout?.on("data", (d: Buffer) => {
@@ -49,7 +62,10 @@ async function startCli(args: string[], env: Record<string, string>, options: { 
         resolve();
       }
     });
-    child.once("exit", (code) => { clearTimeout(timer); reject(new Error(`webcodex ${args[0]} exited with ${code}\n${out}\n${err}`)); });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`webcodex ${args[0]} exited with ${code}\n${out}\n${err}`));
+    });
   });
   const printed = Object.fromEntries([...out.matchAll(/^ +([A-Za-z ]+): +(\S+)$/gm)].map((m) => [m[1] ?? "", m[2] ?? ""]));
   return { child, printed, stderr: () => err };
@@ -59,7 +75,10 @@ function exited(child: ChildProcess, timeoutMs: number): Promise<{ code: number 
   return new Promise((resolve, reject) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve({ code: child.exitCode, signal: child.signalCode });
     const timer = setTimeout(() => reject(new Error(`process ${child.pid} did not exit in ${timeoutMs} ms`)), timeoutMs);
-    child.once("exit", (code, signal) => { clearTimeout(timer); resolve({ code, signal }); });
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal });
+    });
   });
 }
 
@@ -137,7 +156,20 @@ describe("webcodex: bad arguments", () => {
 
 describe("webcodex --help", () => {
   it("every command and subcommand answers --help and -h with its usage on stdout and exit 0", async () => {
-    const commands = [[], ["dev"], ["stdio"], ["up"], ["serve"], ["serve", "gateway"], ["serve", "runner-broker"], ["runner"], ["migrate"], ["friction-report"], ["projects"], ["projects", "list"]];
+    const commands = [
+      [],
+      ["dev"],
+      ["stdio"],
+      ["up"],
+      ["serve"],
+      ["serve", "gateway"],
+      ["serve", "runner-broker"],
+      ["runner"],
+      ["migrate"],
+      ["friction-report"],
+      ["projects"],
+      ["projects", "list"],
+    ];
     for (const command of commands) {
       for (const flag of ["--help", "-h"]) {
         const { code, stdout, stderr } = await runCli([...command, flag]);
@@ -165,7 +197,9 @@ describe("webcodex dev on a terminal", () => {
         stdio: ["pipe", "pipe", "pipe"],
       });
       let out = "";
-      child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
+      child.stdout.on("data", (d: Buffer) => {
+        out += d.toString();
+      });
       try {
         await until("the banner", () => /Token: +tty-token-at-least-16/.test(out), 90_000);
       } finally {
@@ -175,10 +209,19 @@ describe("webcodex dev on a terminal", () => {
       return out.split(/\r?\n/).filter(Boolean);
     };
     const lines = await runOnTty({});
-    assert.ok(lines.some((l) => /^\d\d:\d\d:\d\d info +registered with broker/.test(l)), lines.join("\n"));
-    assert.deepEqual(lines.filter((l) => l.startsWith("{")), []);
+    assert.ok(
+      lines.some((l) => /^\d\d:\d\d:\d\d info +registered with broker/.test(l)),
+      lines.join("\n"),
+    );
+    assert.deepEqual(
+      lines.filter((l) => l.startsWith("{")),
+      [],
+    );
     const json = await runOnTty({ WEBCODEX_LOG_FORMAT: "json" });
-    assert.ok(json.some((l) => l.startsWith("{") && (JSON.parse(l) as { msg?: string }).msg === "registered with broker"), json.join("\n"));
+    assert.ok(
+      json.some((l) => l.startsWith("{") && (JSON.parse(l) as { msg?: string }).msg === "registered with broker"),
+      json.join("\n"),
+    );
   });
 });
 
@@ -212,8 +255,18 @@ describe("webcodex dev with no token and no data dir given", () => {
     const read = await callTool(client, "read_files", { project: "~p1", files: [{ path: "README.md" }] });
     assert.equal((read.result["items"] as Array<Record<string, unknown>>)[0]?.["content"], "# defaults\n", JSON.stringify(read.result));
 
-    const initialize = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
-    const post = (headers: Record<string, string>) => fetch(mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body: initialize });
+    const initialize = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    });
+    const post = (headers: Record<string, string>) =>
+      fetch(mcpUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+        body: initialize,
+      });
     const wrong = `${token.slice(0, -1)}${token.endsWith("A") ? "B" : "A"}`;
     assert.equal((await post({ authorization: `Bearer ${wrong}` })).status, 401);
     assert.equal((await post({})).status, 401);
@@ -259,10 +312,17 @@ describe("webcodex up as a real process", () => {
   it("serves MCP through six processes on Postgres and Redis; SIGINT stops every one of them", async () => {
     const projectDir = createProjectDir({ "README.md": "# up\n", "src/a.ts": "export const a = 1;\n" }, { name: "updemo" });
     const basePort = await findFreeBasePort();
-    up = await startCli(["up", "--project", projectDir, "--port", String(basePort)], {
-      ...baseEnv(), HOME: tempDir("wcx-home-"),
-      WEBCODEX_POSTGRES_URL: database.url, WEBCODEX_REDIS_URL: redisUrl, WEBCODEX_REDIS_KEY_PREFIX: prefix,
-    }, { detached: true });
+    up = await startCli(
+      ["up", "--project", projectDir, "--port", String(basePort)],
+      {
+        ...baseEnv(),
+        HOME: tempDir("wcx-home-"),
+        WEBCODEX_POSTGRES_URL: database.url,
+        WEBCODEX_REDIS_URL: redisUrl,
+        WEBCODEX_REDIS_KEY_PREFIX: prefix,
+      },
+      { detached: true },
+    );
     const pid = up.child.pid ?? 0;
     assert.equal(up.printed["MCP URL"], `http://127.0.0.1:${basePort + 4}/mcp`);
 
@@ -288,13 +348,20 @@ describe("webcodex up as a real process", () => {
 
     const processes = descendants(pid);
     const services = processes.filter((p) => p.cmd.includes(cliPath));
-    assert.deepEqual(
-      services.map((p) => p.cmd.slice(p.cmd.indexOf(cliPath) + cliPath.length + 1)).sort(),
-      ["runner", "serve audit", "serve gateway", "serve ref-resolver", "serve runner-broker", "serve tool-registry"],
-    );
+    assert.deepEqual(services.map((p) => p.cmd.slice(p.cmd.indexOf(cliPath) + cliPath.length + 1)).sort(), [
+      "runner",
+      "serve audit",
+      "serve gateway",
+      "serve ref-resolver",
+      "serve runner-broker",
+      "serve tool-registry",
+    ]);
     up.child.kill("SIGINT");
     assert.deepEqual(await exited(up.child, 30_000), { code: 0, signal: null }, up.stderr());
     await until("every process of the stack has exited", () => processes.every((p) => pidGone(p.pid)) && !processGroupAlive(pid), 5_000);
-    assert.deepEqual(processes.filter((p) => !pidGone(p.pid)), []);
+    assert.deepEqual(
+      processes.filter((p) => !pidGone(p.pid)),
+      [],
+    );
   });
 });

@@ -36,14 +36,28 @@ interface Run {
 
 function run(command: string, args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs: number }): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd ?? repoRoot, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...options.env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, args, {
+      cwd: options.cwd ?? repoRoot,
+      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...options.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on("data", (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
     const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
-    child.once("error", (error) => { clearTimeout(timer); reject(error); });
-    child.once("close", (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+    child.once("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -68,7 +82,10 @@ function scenarioResults(outputDir: string): Map<string, boolean> {
   for (const dir of readdirSync(outputDir)) {
     const scenario = dir.replace(/^server-/, "").replace(/-\d{4}-\d{2}-\d{2}T[\d-]+Z$/, "");
     const checks = JSON.parse(readFileSync(join(outputDir, dir, "checks.json"), "utf8")) as Array<{ status: string }>;
-    results.set(scenario, checks.some((c) => c.status === "FAILURE" || c.status === "WARNING"));
+    results.set(
+      scenario,
+      checks.some((c) => c.status === "FAILURE" || c.status === "WARNING"),
+    );
   }
   return results;
 }
@@ -92,10 +109,20 @@ describe("MCP conformance and third-party MCP clients against webcodex dev", { t
   it("passes the official conformance suite except scenarios that need the suite's own fixtures", async (t) => {
     const expected = readExpectedFailures();
     const outputDir = tempDir("wcx-conformance-");
-    const res = await run(process.execPath, [conformanceCli, "server", "--url", `${proxy.url}/mcp`, "--expected-failures", expectedFailuresFile, "-o", outputDir], { env: { HOME: home }, timeoutMs: 120_000 });
+    const res = await run(
+      process.execPath,
+      [conformanceCli, "server", "--url", `${proxy.url}/mcp`, "--expected-failures", expectedFailuresFile, "-o", outputDir],
+      { env: { HOME: home }, timeoutMs: 120_000 },
+    );
     const results = scenarioResults(outputDir);
-    const failing = [...results].filter(([, failed]) => failed).map(([s]) => s).sort();
-    const passing = [...results].filter(([, failed]) => !failed).map(([s]) => s).sort();
+    const failing = [...results]
+      .filter(([, failed]) => failed)
+      .map(([s]) => s)
+      .sort();
+    const passing = [...results]
+      .filter(([, failed]) => !failed)
+      .map(([s]) => s)
+      .sort();
     const unexpected = failing.filter((s) => !expected.has(s));
     const stale = [...expected.keys()].filter((s) => results.get(s) === false);
     const notRun = [...expected.keys()].filter((s) => !results.has(s));
@@ -116,12 +143,17 @@ describe("MCP conformance and third-party MCP clients against webcodex dev", { t
       stderr: "pipe",
     });
     let stderr = "";
-    transport.stderr?.on("data", (d: Buffer) => { stderr += d.toString(); });
+    transport.stderr?.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
     const client = new Client({ name: "webcodex-conformance", version: "1.0.0" });
     try {
       await client.connect(transport);
       const { tools } = await client.listTools();
-      assert.ok(tools.some((tool) => tool.name === "read_files"), stderr);
+      assert.ok(
+        tools.some((tool) => tool.name === "read_files"),
+        stderr,
+      );
       const listed = await client.callTool({ name: "list_projects", arguments: {} });
       assert.equal(listed.isError, undefined, stderr);
       const projects = (listed.structuredContent as { projects: Array<Record<string, string>> }).projects;
@@ -135,10 +167,16 @@ describe("MCP conformance and third-party MCP clients against webcodex dev", { t
 
   it("the MCP Inspector CLI 2.12 (on Node 22 from npm) lists and calls tools", async () => {
     // `make test` installs the pinned tools (a separate lockfile: they need Node >= 22).
-    assert.ok(existsSync(node22) && existsSync(inspectorCli), "tools/conformance is not installed: run `npm ci --prefix tools/conformance --ignore-scripts` (make test does)");
+    assert.ok(
+      existsSync(node22) && existsSync(inspectorCli),
+      "tools/conformance is not installed: run `npm ci --prefix tools/conformance --ignore-scripts` (make test does)",
+    );
     mkdirSync(join(home, "inspector"), { recursive: true });
     const inspector = (...args: string[]) =>
-      run(node22, [inspectorCli, "--cli", server.mcpUrl, "--transport", "http", "--header", `Authorization: Bearer ${server.token}`, ...args], { env: { HOME: join(home, "inspector") }, timeoutMs: 60_000 });
+      run(node22, [inspectorCli, "--cli", server.mcpUrl, "--transport", "http", "--header", `Authorization: Bearer ${server.token}`, ...args], {
+        env: { HOME: join(home, "inspector") },
+        timeoutMs: 60_000,
+      });
     const listed = await inspector("--method", "tools/list");
     assert.equal(listed.code, 0, `${listed.stdout}\n${listed.stderr}`);
     const names = (JSON.parse(listed.stdout) as { tools: Array<{ name: string }> }).tools.map((tool) => tool.name);

@@ -13,7 +13,17 @@ import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createPgliteDatabase } from "@webcodex/platform";
-import { callTool, connectMcp, createBareRepo, executeFollowUp, createProjectDir, startDevServer, startGitDaemon, startGitHttpServer, tempDir } from "../support/index.js";
+import {
+  callTool,
+  connectMcp,
+  createBareRepo,
+  executeFollowUp,
+  createProjectDir,
+  startDevServer,
+  startGitDaemon,
+  startGitHttpServer,
+  tempDir,
+} from "../support/index.js";
 import type { DevServer, GitServer, ToolOutcome } from "../support/index.js";
 
 const SECRET = "clone-secret-Zx81-do-not-leak";
@@ -33,19 +43,39 @@ describe("create_project from git (embedded)", { timeout: 240_000 }, () => {
     results.push(outcome);
     return outcome;
   };
-  const ids = async (client: Client) => ((await callTool(client, "list_projects", {})).result["projects"] as Array<Record<string, string>>).map((p) => p["project_id"]).sort();
+  const ids = async (client: Client) =>
+    ((await callTool(client, "list_projects", {})).result["projects"] as Array<Record<string, string>>).map((p) => p["project_id"]).sort();
   const workspaces = () => (existsSync(join(dataDir, "workspaces")) ? readdirSync(join(dataDir, "workspaces")) : []);
 
   before(async () => {
     const base = tempDir("wcx-git-repos-");
-    createBareRepo(base, "app", { "README.md": "# app from git\n", "src/main.ts": "export const main = 1;\n" }, { feature: { "FEATURE.md": "only on feature\n" } });
+    createBareRepo(
+      base,
+      "app",
+      { "README.md": "# app from git\n", "src/main.ts": "export const main = 1;\n" },
+      { feature: { "FEATURE.md": "only on feature\n" } },
+    );
     daemon = await startGitDaemon(base);
     httpGit = await startGitHttpServer(base, { username: "clone-bot", password: SECRET });
     const dir = tempDir("wcx-create-cfg-");
-    writeFileSync(join(dir, "tokens.json"), JSON.stringify({ tokens: [{ token: TOKENS.acme, client_id: "acme", subject: "alice" }, { token: TOKENS.wrong, client_id: "wrong", subject: "eve" }] }));
-    writeFileSync(join(dir, "git-credentials.json"), JSON.stringify({
-      tenants: { acme: { username: "clone-bot", password: SECRET, url_prefix: `${httpGit.url}/` }, wrong: { username: "clone-bot", password: "not-the-secret" } },
-    }));
+    writeFileSync(
+      join(dir, "tokens.json"),
+      JSON.stringify({
+        tokens: [
+          { token: TOKENS.acme, client_id: "acme", subject: "alice" },
+          { token: TOKENS.wrong, client_id: "wrong", subject: "eve" },
+        ],
+      }),
+    );
+    writeFileSync(
+      join(dir, "git-credentials.json"),
+      JSON.stringify({
+        tenants: {
+          acme: { username: "clone-bot", password: SECRET, url_prefix: `${httpGit.url}/` },
+          wrong: { username: "clone-bot", password: "not-the-secret" },
+        },
+      }),
+    );
     dataDir = tempDir("wcx-create-data-");
     server = await startDevServer({
       projectDir: createProjectDir({ "LOCAL.md": "local dir\n" }, { name: "local-dir" }),
@@ -66,8 +96,13 @@ describe("create_project from git (embedded)", { timeout: 240_000 }, () => {
     assert.deepEqual(pending, {
       isError: false,
       result: {
-        project_id: "agent:acme:from-daemon", project_state: "pending",
-        follow_up: { follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_project_ready", arguments: { project: "agent:acme:from-daemon" } } },
+        project_id: "agent:acme:from-daemon",
+        project_state: "pending",
+        follow_up: {
+          follow_up_kind: "mechanically_followable",
+          tool: "call_runtime_tool",
+          arguments: { tool: "wait_for_project_ready", arguments: { project: "agent:acme:from-daemon" } },
+        },
       },
     });
     let outcome: ToolOutcome = pending;
@@ -80,12 +115,19 @@ describe("create_project from git (embedded)", { timeout: 240_000 }, () => {
     const ref = String(outcome.result["project_ref"]);
     const read = await callTool(acme, "read_files", { project: ref, files: [{ path: "README.md" }, { path: "src/main.ts" }] });
     const items = read.result["items"] as Array<Record<string, string>>;
-    assert.deepEqual(items.map((i) => i["content"]), ["# app from git\n", "export const main = 1;\n"]);
+    assert.deepEqual(
+      items.map((i) => i["content"]),
+      ["# app from git\n", "export const main = 1;\n"],
+    );
     assert.ok((await ids(acme)).includes("agent:acme:from-daemon"));
   });
 
   it("git over HTTP with the tenant's credential and a ref: ready, on that branch", async () => {
-    const ready = await call(acme, "create_project", { name: "from-http", source: { git: { url: `${httpGit.url}/app.git`, ref: "feature" } }, visibility: "tenant" });
+    const ready = await call(acme, "create_project", {
+      name: "from-http",
+      source: { git: { url: `${httpGit.url}/app.git`, ref: "feature" } },
+      visibility: "tenant",
+    });
     assert.equal(ready.isError, false, JSON.stringify(ready.result));
     assert.match(String(ready.result["project_ref"]), /^~p\d+$/);
     assert.ok(httpGit.requests.authorized > 0, "the clone authenticated");
@@ -136,14 +178,20 @@ describe("create_project from git (embedded)", { timeout: 240_000 }, () => {
 
   it("the credential appears in no result, log line or audit row", async () => {
     const needles = [SECRET, Buffer.from(`clone-bot:${SECRET}`).toString("base64")];
-    const haystacks: Array<[string, string]> = [["results", JSON.stringify(results)], ["logs", server.output()]];
+    const haystacks: Array<[string, string]> = [
+      ["results", JSON.stringify(results)],
+      ["logs", server.output()],
+    ];
     await Promise.all([acme.close(), wrong.close()]);
     await server.stop();
     haystacks.push(["logs", server.output()]);
     const db = await createPgliteDatabase(join(dataDir, "postgres"));
     try {
       const rows = (await db.query("SELECT * FROM audit.action_audit")).rows;
-      assert.ok(rows.some((r) => JSON.stringify(r).includes("create_project")), "create_project calls were audited");
+      assert.ok(
+        rows.some((r) => JSON.stringify(r).includes("create_project")),
+        "create_project calls were audited",
+      );
       haystacks.push(["audit", JSON.stringify(rows)]);
     } finally {
       await db.close();

@@ -16,7 +16,16 @@ import { RefResolverService } from "@webcodex/proto";
 import { createServiceIdentity, principalHeaders } from "@webcodex/platform";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, startTcpProxy, startTestStack } from "../support/index.js";
+import {
+  backingServices,
+  callTool,
+  connectMcp,
+  createProjectDir,
+  createTestDatabase,
+  firstProjectRef,
+  startTcpProxy,
+  startTestStack,
+} from "../support/index.js";
 import type { TcpProxy, TestDatabase } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
@@ -85,7 +94,11 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
     assert.equal(read.isError, false, JSON.stringify(read.result));
     const revision = String((read.result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
     const edit = (sessionId: string, rev: string, to: string) =>
-      callTool(client, "edit_project_files", { project, session_id: sessionId, changes: [{ kind: "edit", path: "src/a.ts", expected_read_revision: rev, edits: [{ replace_exact: { old_text: "x = 1", new_text: to } }] }] });
+      callTool(client, "edit_project_files", {
+        project,
+        session_id: sessionId,
+        changes: [{ kind: "edit", path: "src/a.ts", expected_read_revision: rev, edits: [{ replace_exact: { old_text: "x = 1", new_text: to } }] }],
+      });
     const edited = await edit(ref, revision, "x = 2");
     assert.equal(edited.isError, false, JSON.stringify(edited.result));
     const ran = await callTool(client, "run_shell", { project, session_id: ref, command: "cat src/a.ts" });
@@ -104,10 +117,18 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
     try {
       let rows: Array<Record<string, unknown>> = [];
       for (let i = 0; i < 50 && rows.length < 3; i++) {
-        rows = (await sql.query("SELECT tool FROM audit.action_audit WHERE session_id = $1 AND tool IN ('read_files', 'edit_project_files', 'run_shell') ORDER BY started_at", [id])).rows;
+        rows = (
+          await sql.query(
+            "SELECT tool FROM audit.action_audit WHERE session_id = $1 AND tool IN ('read_files', 'edit_project_files', 'run_shell') ORDER BY started_at",
+            [id],
+          )
+        ).rows;
         if (rows.length < 3) await new Promise((r) => setTimeout(r, 100));
       }
-      assert.deepEqual(rows.map((r) => r["tool"]), ["read_files", "edit_project_files", "run_shell"]);
+      assert.deepEqual(
+        rows.map((r) => r["tool"]),
+        ["read_files", "edit_project_files", "run_shell"],
+      );
     } finally {
       await sql.end();
     }
@@ -115,18 +136,32 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
     // Close it at the ref-resolver (no model tool closes Sessions yet): it then fails closed.
     // Internal calls need a service identity: this one is made as the gateway would.
     const gatewayIdentity = createServiceIdentity({ service: "gateway", key: stack.serviceKey });
-    const resolver = createClient(RefResolverService, createConnectTransport({ baseUrl: `http://127.0.0.1:${stack.ports["ref-resolver"]}`, httpVersion: "2", interceptors: [gatewayIdentity.clientInterceptor] }));
+    const resolver = createClient(
+      RefResolverService,
+      createConnectTransport({
+        baseUrl: `http://127.0.0.1:${stack.ports["ref-resolver"]}`,
+        httpVersion: "2",
+        interceptors: [gatewayIdentity.clientInterceptor],
+      }),
+    );
     const closed = await resolver.closeSession({ selector: id }, { headers: principalHeaders({ clientId: "local", subject: "dev" }) });
     assert.equal(closed.closedNow, true, JSON.stringify(closed.failure));
     const current = String((edited.result["files"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
     for (const selector of [ref, id]) {
       const refused = await edit(selector, current, "x = 3");
       assert.equal(refused.isError, true, JSON.stringify(refused.result));
-      assert.deepEqual([refused.result["reason_code"], refused.result["detail_code"], refused.result["state_changed"]], ["invalid_value", "session_closed", false]);
+      assert.deepEqual(
+        [refused.result["reason_code"], refused.result["detail_code"], refused.result["state_changed"]],
+        ["invalid_value", "session_closed", false],
+      );
     }
     assert.equal(readFileSync(join(projectDir, "src/a.ts"), "utf8"), "export const x = 2;\n", "nothing was dispatched");
     const closedHandoff = await runtime("read_session_handoff", { session_id: ref });
-    assert.deepEqual([closedHandoff.result["state"], closedHandoff.result["calls"]], ["closed", { total: 3, failed: 0 }], "a closed Session keeps its handoff and records nothing more");
+    assert.deepEqual(
+      [closedHandoff.result["state"], closedHandoff.result["calls"]],
+      ["closed", { total: 3, failed: 0 }],
+      "a closed Session keeps its handoff and records nothing more",
+    );
   });
 
   it("a killed Runner gives a structured failure, not a hang, and a restarted one serves again", async () => {
@@ -163,7 +198,10 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
       const report = (await ready.json()) as { checks: Record<string, { ok: boolean; detail?: string }> };
       assert.equal(report.checks["ref-resolver"]?.ok, false);
       // The refused connection names the dependency and why, through the peer's own report.
-      assert.match(String(report.checks["ref-resolver"]?.detail), /^not ready \(503\): postgres unreachable \((connect ECONNREFUSED|read ECONNRESET|Connection terminated)/);
+      assert.match(
+        String(report.checks["ref-resolver"]?.detail),
+        /^not ready \(503\): postgres unreachable \((connect ECONNREFUSED|read ECONNRESET|Connection terminated)/,
+      );
       assert.equal(report.checks["tool-registry"]?.ok, true, "a service without Postgres stays ready");
       const { isError, result } = await callTool(client, "list_projects", {});
       assert.equal(isError, true);

@@ -64,10 +64,14 @@ describe("the edit engine through a real MCP client (webcodex dev)", () => {
   });
 
   it("line_scope narrows the counted matches: a count right inside the scope replaces only there", async () => {
-    const wrong = await editOne("src/dup.ts", [{ replace_exact: { old_text: "= 1;", new_text: "= 3;" }, expected_match_count: 3, line_scope: { start_line: 3, end_line: 4 } }]);
+    const wrong = await editOne("src/dup.ts", [
+      { replace_exact: { old_text: "= 1;", new_text: "= 3;" }, expected_match_count: 3, line_scope: { start_line: 3, end_line: 4 } },
+    ]);
     assert.deepEqual([wrong.result["reason_code"], wrong.result["detail_code"]], ["expected_match_count_mismatch", "observed_2"]);
     assert.deepEqual((wrong.result["evidence"] as Record<string, unknown>)["match_lines"], [3, 4]);
-    const right = await editOne("src/dup.ts", [{ replace_exact: { old_text: "= 1;", new_text: "= 3;" }, expected_match_count: 2, line_scope: { start_line: 3, end_line: 4 } }]);
+    const right = await editOne("src/dup.ts", [
+      { replace_exact: { old_text: "= 1;", new_text: "= 3;" }, expected_match_count: 2, line_scope: { start_line: 3, end_line: 4 } },
+    ]);
     assert.equal(right.isError, false, JSON.stringify(right.result));
     assert.equal(read("src/dup.ts"), "let x = 1;\nlet y = 2;\nlet z = 3;\nlet w = 3;\n");
   });
@@ -86,7 +90,11 @@ describe("the edit engine through a real MCP client (webcodex dev)", () => {
     const { isError, result } = await editOne("src/pair.ts", [{ replace_exact: { old_text: "beta", new_text: "BETA" } }], { dry_run: true });
     assert.equal(isError, false, JSON.stringify(result));
     const file = (result["files"] as Array<Record<string, unknown>>)[0];
-    assert.deepEqual((file?.["edits"] as unknown[])[0], { edit_index: 0, match_count: 1, match_ranges: [{ start_line: 1, start_column: 7, end_line: 1, end_column: 10 }] });
+    assert.deepEqual((file?.["edits"] as unknown[])[0], {
+      edit_index: 0,
+      match_count: 1,
+      match_ranges: [{ start_line: 1, start_column: 7, end_line: 1, end_column: 10 }],
+    });
     assert.equal(read("src/pair.ts"), FILES["src/pair.ts"]);
   });
 
@@ -105,7 +113,14 @@ describe("the edit engine through a real MCP client (webcodex dev)", () => {
     assert.equal(existsSync(join(projectDir, "src/old.ts")), false);
     assert.equal(read("src/moved/renamed.ts"), "export const old = true;\n");
     const files = result["files"] as Array<Record<string, unknown>>;
-    assert.deepEqual(files.map((f) => [f["path"], f["kind"]]), [["src/new.ts", "create"], ["src/gone.ts", "delete"], ["src/old.ts", "move"]]);
+    assert.deepEqual(
+      files.map((f) => [f["path"], f["kind"]]),
+      [
+        ["src/new.ts", "create"],
+        ["src/gone.ts", "delete"],
+        ["src/old.ts", "move"],
+      ],
+    );
     assert.equal(files[2]?.["destination"], "src/moved/renamed.ts");
     assert.equal(files[0]?.["read_revision"], await revisionOf("src/new.ts"), "the reported revision guards the next edit");
   });
@@ -156,19 +171,35 @@ describe("a Runner without apply_text_edit_expected_match_count (webcodex dev)",
   let project: string;
 
   before(async () => {
-    dev = await openDevProject({ "a.txt": "x x x\n" }, { name: "older", env: { WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "apply_text_edit_expected_match_count" } });
+    dev = await openDevProject(
+      { "a.txt": "x x x\n" },
+      { name: "older", env: { WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "apply_text_edit_expected_match_count" } },
+    );
     ({ projectDir, client, project } = dev);
   });
   after(() => dev?.close());
 
   it("a bulk edit is rejected before dispatch; a plain edit keeps working", async () => {
     const revision = await readRevision(client, project, "a.txt");
-    const bulk = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "a.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "x", new_text: "y" }, expected_match_count: 3 }] }] });
+    const bulk = await callTool(client, "edit_project_files", {
+      project,
+      changes: [
+        {
+          kind: "edit",
+          path: "a.txt",
+          expected_read_revision: revision,
+          edits: [{ replace_exact: { old_text: "x", new_text: "y" }, expected_match_count: 3 }],
+        },
+      ],
+    });
     assert.equal(bulk.isError, true);
     assert.deepEqual([bulk.result["reason_code"], bulk.result["state_changed"], bulk.result["outcome_unknown"]], ["capability_missing", false, false]);
     assert.notEqual(bulk.result["failure_stage"], "apply");
     assert.equal(readFileSync(join(projectDir, "a.txt"), "utf8"), "x x x\n");
-    const plain = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "a.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "x x x", new_text: "y y y" } }] }] });
+    const plain = await callTool(client, "edit_project_files", {
+      project,
+      changes: [{ kind: "edit", path: "a.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "x x x", new_text: "y y y" } }] }],
+    });
     assert.equal(plain.isError, false, JSON.stringify(plain.result));
     assert.equal(readFileSync(join(projectDir, "a.txt"), "utf8"), "y y y\n");
   });

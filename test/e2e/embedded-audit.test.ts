@@ -50,7 +50,10 @@ describe("embedded mode: ActionAudit through webcodex dev", () => {
     const read = await call("read_files", { project: "~p1", files: [{ path }] });
     const revision = ((read.result["items"] as Array<Record<string, string>>)[0] ?? {})["read_revision"] ?? "";
     await call("search_project_texts", { project: "~p1", queries: [{ pattern: M.content }, { pattern: M.pattern }] });
-    await call("edit_project_files", { project: "~p1", changes: [{ kind: "edit", path, expected_read_revision: revision, edits: [{ replace_exact: { old_text: M.content, new_text: M.replaced } }] }] });
+    await call("edit_project_files", {
+      project: "~p1",
+      changes: [{ kind: "edit", path, expected_read_revision: revision, edits: [{ replace_exact: { old_text: M.content, new_text: M.replaced } }] }],
+    });
     await call("read_files", { project: "~p99", files: [{ path: `${M.missing}.txt` }] });
     await call("read_files", { project: "~p1", files: `${M.missing}.txt` });
     window.to = Date.now() + 1;
@@ -71,9 +74,18 @@ describe("embedded mode: ActionAudit through webcodex dev", () => {
   });
 
   it("the run has successes, an edit that changed the file and failures at two stages", () => {
-    assert.deepEqual(calls.map((c) => [c.tool, c.outcome.isError]), [
-      ["list_projects", false], ["read_files", false], ["search_project_texts", false], ["edit_project_files", false], ["read_files", true], ["read_files", true],
-    ], JSON.stringify(calls.map((c) => c.outcome.result)));
+    assert.deepEqual(
+      calls.map((c) => [c.tool, c.outcome.isError]),
+      [
+        ["list_projects", false],
+        ["read_files", false],
+        ["search_project_texts", false],
+        ["edit_project_files", false],
+        ["read_files", true],
+        ["read_files", true],
+      ],
+      JSON.stringify(calls.map((c) => c.outcome.result)),
+    );
     assert.equal(readFileSync(join(projectDir, path), "utf8"), `first\n${M.replaced}\n`);
     assert.equal(calls[4]?.outcome.result["reason_code"], "project_not_found");
   });
@@ -86,11 +98,22 @@ describe("embedded mode: ActionAudit through webcodex dev", () => {
       rows.map((r) => [r["tool"], r["client_id"], r["subject"], r["project_canonical_id"], r["outcome"], r["reason_code"] ?? null]),
       calls.map((c, i) => [
         // list_projects has no project; the other two failures end before it is resolved.
-        c.tool, "local", "dev", i === 0 || i >= 4 ? null : project, c.outcome.isError ? "failure" : "success", c.outcome.isError ? c.outcome.result["reason_code"] : null,
+        c.tool,
+        "local",
+        "dev",
+        i === 0 || i >= 4 ? null : project,
+        c.outcome.isError ? "failure" : "success",
+        c.outcome.isError ? c.outcome.result["reason_code"] : null,
       ]),
     );
-    assert.deepEqual(rows.map((r) => r["state_changed"]), [false, false, false, true, false, false]);
-    assert.deepEqual(rows.map((r) => r["outcome_unknown"]), [false, false, false, false, false, false]);
+    assert.deepEqual(
+      rows.map((r) => r["state_changed"]),
+      [false, false, false, true, false, false],
+    );
+    assert.deepEqual(
+      rows.map((r) => r["outcome_unknown"]),
+      [false, false, false, false, false, false],
+    );
     for (const r of rows.filter((x) => x["outcome"] === "failure")) assert.match(String(r["failure_stage"]), /^[a-z_]+$/);
     assert.notEqual(rows[4]?.["failure_stage"], rows[5]?.["failure_stage"], "an unknown project and invalid arguments fail at different stages");
   });

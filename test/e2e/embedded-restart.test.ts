@@ -9,14 +9,22 @@ import { callTool, cliPath, connectMcp, createProjectDir, executeFollowUp, start
 /** `webcodex projects list` on a data dir: what an operator sees. */
 function operatorList(dataDir: string, ...flags: string[]): Promise<Array<Record<string, unknown>>> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [cliPath, "projects", "list", "--data-dir", dataDir, "--format", "json", ...flags], { timeout: 60_000 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${error.message}\n${stderr}`));
-      else resolve((JSON.parse(stdout) as { projects: Array<Record<string, unknown>> }).projects);
-    });
+    execFile(
+      process.execPath,
+      [cliPath, "projects", "list", "--data-dir", dataDir, "--format", "json", ...flags],
+      { timeout: 60_000 },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`${error.message}\n${stderr}`));
+        else resolve((JSON.parse(stdout) as { projects: Array<Record<string, unknown>> }).projects);
+      },
+    );
   });
 }
 
-async function projectsOf(projectDir: string, dataDir: string): Promise<{ projects: Array<Record<string, string>>; fence: number; readStale?: Record<string, unknown>; recovered?: Record<string, unknown> }> {
+async function projectsOf(
+  projectDir: string,
+  dataDir: string,
+): Promise<{ projects: Array<Record<string, string>>; fence: number; readStale?: Record<string, unknown>; recovered?: Record<string, unknown> }> {
   const server = await startDevServer({ projectDir, dataDir });
   try {
     const client = await connectMcp(server.mcpUrl, server.token);
@@ -28,8 +36,10 @@ async function projectsOf(projectDir: string, dataDir: string): Promise<{ projec
     const recovered = readOld.isError && readOld.result["follow_up"] ? await executeFollowUp(client, readOld.result["follow_up"]) : undefined;
     await client.close();
     return {
-      projects: result["projects"] as Array<Record<string, string>>, fence: Number(held?.["fence"] ?? 0),
-      ...(readOld.isError ? { readStale: readOld.result } : {}), ...(recovered && !recovered.isError ? { recovered: recovered.result } : {}),
+      projects: result["projects"] as Array<Record<string, string>>,
+      fence: Number(held?.["fence"] ?? 0),
+      ...(readOld.isError ? { readStale: readOld.result } : {}),
+      ...(recovered && !recovered.isError ? { recovered: recovered.result } : {}),
     };
   } finally {
     await server.stop();
@@ -54,7 +64,13 @@ describe("project refs are durable across restarts", () => {
     assert.deepEqual(withB.projects, [{ project_ref: "~p2", project_id: "agent:local:beta", name: "beta", runner_state: "ready" }]);
     // An operator still sees it: `webcodex projects list` reads the same store.
     const listed = await operatorList(dataDir);
-    assert.deepEqual(listed.map((p) => [p["canonical_id"], p["name"], p["retired_at"]]), [["agent:local:alpha", "alpha", undefined], ["agent:local:beta", "beta", undefined]]);
+    assert.deepEqual(
+      listed.map((p) => [p["canonical_id"], p["name"], p["retired_at"]]),
+      [
+        ["agent:local:alpha", "alpha", undefined],
+        ["agent:local:beta", "beta", undefined],
+      ],
+    );
     // Its ref is kept, not reused: served again, alpha is ~p1 again.
     assert.deepEqual((await projectsOf(a, dataDir)).projects, first.projects);
 
@@ -67,8 +83,21 @@ describe("project refs are durable across restarts", () => {
     assert.equal((moved.readStale?.["follow_up"] as Record<string, unknown>)["tool"], "list_projects");
     assert.deepEqual(moved.recovered?.["projects"], moved.projects, "the recovery, executed as returned, lists the current refs");
     // The earlier incarnation of alpha is retired: listed only with --all.
-    assert.deepEqual((await operatorList(dataDir)).map((p) => [p["canonical_id"], p["incarnation"]]), [["agent:local:alpha", 2], ["agent:local:beta", 1]]);
+    assert.deepEqual(
+      (await operatorList(dataDir)).map((p) => [p["canonical_id"], p["incarnation"]]),
+      [
+        ["agent:local:alpha", 2],
+        ["agent:local:beta", 1],
+      ],
+    );
     const all = await operatorList(dataDir, "--all");
-    assert.deepEqual(all.map((p) => [p["canonical_id"], p["incarnation"], typeof p["retired_at"]]), [["agent:local:alpha", 1, "string"], ["agent:local:alpha", 2, "undefined"], ["agent:local:beta", 1, "undefined"]]);
+    assert.deepEqual(
+      all.map((p) => [p["canonical_id"], p["incarnation"], typeof p["retired_at"]]),
+      [
+        ["agent:local:alpha", 1, "string"],
+        ["agent:local:alpha", 2, "undefined"],
+        ["agent:local:beta", 1, "undefined"],
+      ],
+    );
   });
 });

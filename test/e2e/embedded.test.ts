@@ -7,7 +7,17 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, rmSync, statSync, chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { callTool, connectMcp, createProjectDir, executeFollowUp, followUpTargetTool, processGroupAlive, readRevision, startDevServer, tempDir } from "../support/index.js";
+import {
+  callTool,
+  connectMcp,
+  createProjectDir,
+  executeFollowUp,
+  followUpTargetTool,
+  processGroupAlive,
+  readRevision,
+  startDevServer,
+  tempDir,
+} from "../support/index.js";
 import type { DevServer, FollowUpCall } from "../support/index.js";
 
 const FILES = {
@@ -55,7 +65,10 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
   });
 
   it("reads a file range with a read_revision, omitting per-item success on a complete batch", async () => {
-    const { isError, result } = await callTool(client, "read_files", { project, files: [{ path: "src/config.ts", start_line: 2, end_line: 2 }, { path: "README.md" }] });
+    const { isError, result } = await callTool(client, "read_files", {
+      project,
+      files: [{ path: "src/config.ts", start_line: 2, end_line: 2 }, { path: "README.md" }],
+    });
     assert.equal(isError, false);
     const items = result["items"] as Array<Record<string, unknown>>;
     assert.equal(items[0]?.["content"], "export const b = 1;\n");
@@ -83,7 +96,11 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       const p = await callTool(client, "call_runtime_tool", { tool: "run_process", arguments: { project, args: ["echo", "a"] } });
       assert.equal(p.result["stdout"], "a\n");
       const s = await callTool(client, "run_shell", { project, command: "echo b" });
-      assert.deepEqual(s.result, { command_summary: "echo b", cwd: ".", shell: "sh", output: "b\n", truncated: false }, "synchronous exit-zero shell success is compact");
+      assert.deepEqual(
+        s.result,
+        { command_summary: "echo b", cwd: ".", shell: "sh", output: "b\n", truncated: false },
+        "synchronous exit-zero shell success is compact",
+      );
       const py = await callTool(client, "call_runtime_tool", { tool: "run_script", arguments: { project, language: "python", code: "print('c')" } });
       assert.equal(py.result["stdout"], "c\n");
     });
@@ -95,7 +112,10 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(result["timed_out"], false);
       assert.equal(result["execution_state"], "completed");
       assert.equal(result["output"], "out\nerr\n");
-      assert.ok(!("stdout" in result) && !("stderr" in result) && !("state" in result) && !("effective" in result), "output once, one state field, no limits that did not matter");
+      assert.ok(
+        !("stdout" in result) && !("stderr" in result) && !("state" in result) && !("effective" in result),
+        "output once, one state field, no limits that did not matter",
+      );
     });
 
     it("sleep past wait_ms returns pending with a follow-up that, executed unchanged, yields the output", async () => {
@@ -113,7 +133,9 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
 
     it("MCP cancellation of a running call stops its process group (in-process transports carry the abort too)", async () => {
       const controller = new AbortController();
-      const call = client.callTool({ name: "run_shell", arguments: { project, command: "echo $$ > cancel.pid; sleep 30", wait_ms: 25_000 } }, undefined, { signal: controller.signal });
+      const call = client.callTool({ name: "run_shell", arguments: { project, command: "echo $$ > cancel.pid; sleep 30", wait_ms: 25_000 } }, undefined, {
+        signal: controller.signal,
+      });
       const pidFile = join(projectDir, "cancel.pid");
       let pgid = 0;
       for (let i = 0; i < 200 && !pgid; i++) {
@@ -130,7 +152,9 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
 
     it("20 concurrent jobs in one project all reach a correct terminal state", async () => {
       // 20 is above the project concurrency limit (16): the calls beyond it queue for a slot.
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => callTool(client, "run_shell", { project, command: `sleep 0.$((${i} % 5)); echo job-${i}` })));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => callTool(client, "run_shell", { project, command: `sleep 0.$((${i} % 5)); echo job-${i}` })),
+      );
       results.forEach((r, i) => {
         assert.equal(r.isError, false, JSON.stringify(r.result));
         assert.equal(r.result["output"], `job-${i}\n`);
@@ -145,7 +169,9 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
 
     it("a count mismatch writes nothing and reports the observed count and match lines", async () => {
       const before = readFileSync(join(projectDir, "src/config.ts"), "utf8");
-      const { isError, result } = await edit("src/config.ts", await revisionOf("src/config.ts"), [{ replace_exact: { old_text: "= 1;", new_text: "= 2;" }, expected_match_count: 2 }]);
+      const { isError, result } = await edit("src/config.ts", await revisionOf("src/config.ts"), [
+        { replace_exact: { old_text: "= 1;", new_text: "= 2;" }, expected_match_count: 2 },
+      ]);
       assert.equal(isError, true);
       assert.equal(result["reason_code"], "expected_match_count_mismatch");
       assert.equal(result["detail_code"], "observed_3");
@@ -156,13 +182,18 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
     });
 
     it("the exact count replaces every match, with compact success", async () => {
-      const { isError, result } = await edit("src/config.ts", await revisionOf("src/config.ts"), [{ replace_exact: { old_text: "= 1;", new_text: "= 2;" }, expected_match_count: 3 }]);
+      const { isError, result } = await edit("src/config.ts", await revisionOf("src/config.ts"), [
+        { replace_exact: { old_text: "= 1;", new_text: "= 2;" }, expected_match_count: 3 },
+      ]);
       assert.equal(isError, false, JSON.stringify(result));
       assert.equal(result["changed"], true);
       assert.ok(!("dry_run" in result) && !("execution_state" in result));
       assert.equal((result["change_summary"] as Record<string, unknown>)["replacements"], 3);
       const [file] = result["files"] as Array<Record<string, unknown>>;
-      assert.ok(file && !("replacements" in file) && typeof file["read_revision"] === "string", "the file carries its revision, not the summary's counts again");
+      assert.ok(
+        file && !("replacements" in file) && typeof file["read_revision"] === "string",
+        "the file carries its revision, not the summary's counts again",
+      );
       assert.equal(readFileSync(join(projectDir, "src/config.ts"), "utf8"), "export const a = 2;\nexport const b = 2;\nexport const c = 2;\n");
     });
 
@@ -220,7 +251,10 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
 
   describe("search", () => {
     it("runs several queries in one call; a missing path is path_not_found", async () => {
-      const { result } = await callTool(client, "search_project_texts", { project, queries: [{ pattern: "export const" }, { pattern: "c\\s*=", regex: true }, { pattern: "x", path: "nope" }] });
+      const { result } = await callTool(client, "search_project_texts", {
+        project,
+        queries: [{ pattern: "export const" }, { pattern: "c\\s*=", regex: true }, { pattern: "x", path: "nope" }],
+      });
       const results = result["results"] as Array<Record<string, unknown>>;
       assert.equal(results[0]?.["total"], 3);
       assert.equal(results[1]?.["total"], 1);
@@ -232,7 +266,15 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
     const handoff = async (sessionId: string) => {
       const { isError, result } = await runtime("read_session_handoff", { session_id: sessionId });
       assert.equal(isError, false, JSON.stringify(result));
-      return result as Record<string, unknown> & { calls: { total: number; failed: number }; read: Record<string, number>; changed: Record<string, number>; run: Record<string, number>; pending_jobs: Array<Record<string, unknown>>; tools: Array<Record<string, unknown>>; recent_calls: Array<Record<string, unknown>> };
+      return result as Record<string, unknown> & {
+        calls: { total: number; failed: number };
+        read: Record<string, number>;
+        changed: Record<string, number>;
+        run: Record<string, number>;
+        pending_jobs: Array<Record<string, unknown>>;
+        tools: Array<Record<string, unknown>>;
+        recent_calls: Array<Record<string, unknown>>;
+      };
     };
 
     it("a session_ref works as session_id on read, edit and run, and the handoff lists what was read, changed, run and pending", async () => {
@@ -249,7 +291,11 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.equal(read.isError, false, JSON.stringify(read.result));
       const revision = String((read.result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
       // The canonical wc_sess_* selects the same Session.
-      const edited = await callTool(client, "edit_project_files", { project, session_id: id, changes: [{ kind: "edit", path: "notes.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "draft", new_text: "final" } }] }] });
+      const edited = await callTool(client, "edit_project_files", {
+        project,
+        session_id: id,
+        changes: [{ kind: "edit", path: "notes.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "draft", new_text: "final" } }] }],
+      });
       assert.equal(edited.isError, false, JSON.stringify(edited.result));
       assert.equal(readFileSync(join(projectDir, "notes.txt"), "utf8"), "final\n");
       const ran = await callTool(client, "run_shell", { project, session_id: ref, command: "echo ran" });
@@ -265,11 +311,38 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.deepEqual(mid.read, { calls: 1, paths: 2, failed: 0 }, "what was read");
       assert.deepEqual(mid.changed, { calls: 1, paths: 1, failed: 0 }, "what was changed");
       assert.deepEqual(mid.run, { calls: 2, failed: 0 }, "what was run");
-      assert.deepEqual(mid.pending_jobs.map((j) => [j["job_id"], j["tool"]]), [[slow.result["job_id"], "run_shell"]], "what is pending");
-      assert.deepEqual(mid.recent_calls.map((c) => [c["tool"], c["outcome"]]), [["read_files", "ok"], ["edit_project_files", "ok"], ["run_shell", "ok"], ["run_shell", "pending"]], "the latest calls, oldest first");
+      assert.deepEqual(
+        mid.pending_jobs.map((j) => [j["job_id"], j["tool"]]),
+        [[slow.result["job_id"], "run_shell"]],
+        "what is pending",
+      );
+      assert.deepEqual(
+        mid.recent_calls.map((c) => [c["tool"], c["outcome"]]),
+        [
+          ["read_files", "ok"],
+          ["edit_project_files", "ok"],
+          ["run_shell", "ok"],
+          ["run_shell", "pending"],
+        ],
+        "the latest calls, oldest first",
+      );
       const editedRevision = ((edited.result["files"] as Array<Record<string, unknown>>)[0] ?? {})["read_revision"];
-      assert.deepEqual(mid["paths"], [{ path: "notes.txt", read_revision: editedRevision, changed: true }, { path: "README.md", read_revision: (read.result["items"] as Array<Record<string, unknown>>)[1]?.["read_revision"] }], "each path once, with its latest revision");
-      assert.deepEqual(mid["commands"], [{ tool: "run_shell", command: "sleep 2; echo slow", outcome: "pending" }, { tool: "run_shell", command: "echo ran", outcome: "ok", exit_code: 0 }], "the commands with their outcomes");
+      assert.deepEqual(
+        mid["paths"],
+        [
+          { path: "notes.txt", read_revision: editedRevision, changed: true },
+          { path: "README.md", read_revision: (read.result["items"] as Array<Record<string, unknown>>)[1]?.["read_revision"] },
+        ],
+        "each path once, with its latest revision",
+      );
+      assert.deepEqual(
+        mid["commands"],
+        [
+          { tool: "run_shell", command: "sleep 2; echo slow", outcome: "pending" },
+          { tool: "run_shell", command: "echo ran", outcome: "ok", exit_code: 0 },
+        ],
+        "the commands with their outcomes",
+      );
       assert.ok(!JSON.stringify(mid).includes("final") && !JSON.stringify(mid).includes("draft"), "never file contents");
       // The pending Job's follow-up in the handoff collects it, executed exactly as given.
       const handoffFollowUp = mid.pending_jobs[0]?.["follow_up"];
@@ -297,11 +370,20 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       writeFileSync(join(projectDir, "guarded.txt"), "keep\n");
       const revision = await readRevision(client, project, "guarded.txt");
       for (const sessionId of ["~s999", "wc_sess_00000000000000000000000000000000"]) {
-        const edit = await callTool(client, "edit_project_files", { project, session_id: sessionId, changes: [{ kind: "edit", path: "guarded.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "keep", new_text: "lost" } }] }] });
+        const edit = await callTool(client, "edit_project_files", {
+          project,
+          session_id: sessionId,
+          changes: [
+            { kind: "edit", path: "guarded.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "keep", new_text: "lost" } }] },
+          ],
+        });
         const run = await callTool(client, "run_shell", { project, session_id: sessionId, command: "touch ran-without-session" });
         for (const outcome of [edit, run]) {
           assert.equal(outcome.isError, true, JSON.stringify(outcome.result));
-          assert.deepEqual([outcome.result["reason_code"], outcome.result["detail_code"], outcome.result["state_changed"]], ["invalid_value", "session_not_found", false]);
+          assert.deepEqual(
+            [outcome.result["reason_code"], outcome.result["detail_code"], outcome.result["state_changed"]],
+            ["invalid_value", "session_not_found", false],
+          );
         }
         const missing = await runtime("read_session_handoff", { session_id: sessionId });
         assert.deepEqual([missing.isError, missing.result["detail_code"]], [true, "session_not_found"]);

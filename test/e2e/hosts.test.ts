@@ -54,11 +54,21 @@ function run(args: readonly string[], options: { cwd: string; env: Record<string
     const child = spawn(node22, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on("data", (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
     const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
-    child.once("error", (error) => { clearTimeout(timer); reject(error); });
-    child.once("close", (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+    child.once("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -84,7 +94,14 @@ describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout:
     stdioDataDir = tempDir("wcx-hosts-stdio-");
     stdioCommand = [process.execPath, cliPath, "stdio", "--project", projectDir, "--data-dir", stdioDataDir];
     const client = new Client({ name: "warm-up", version: "1" });
-    await client.connect(new StdioClientTransport({ command: stdioCommand[0] ?? "", args: stdioCommand.slice(1), env: { PATH: process.env["PATH"] ?? "", HOME: tempDir("wcx-home-") }, stderr: "ignore" }));
+    await client.connect(
+      new StdioClientTransport({
+        command: stdioCommand[0] ?? "",
+        args: stdioCommand.slice(1),
+        env: { PATH: process.env["PATH"] ?? "", HOME: tempDir("wcx-home-") },
+        stderr: "ignore",
+      }),
+    );
     assert.equal((await callTool(client, "list_projects", {})).isError, false);
     await client.close();
   });
@@ -105,13 +122,19 @@ describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout:
   });
 
   /** Every stdio server a Host started on the data dir has exited (it is free for the next Host). */
-  const stdioReleased = () => until("the stdio servers the Host started have exited", () => !readdirSync("/proc").some((pid) => {
-    try {
-      return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(stdioDataDir);
-    } catch {
-      return false;
-    }
-  }), 30_000);
+  const stdioReleased = () =>
+    until(
+      "the stdio servers the Host started have exited",
+      () =>
+        !readdirSync("/proc").some((pid) => {
+          try {
+            return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(stdioDataDir);
+          } catch {
+            return false;
+          }
+        }),
+      30_000,
+    );
 
   it("Claude Code: claude mcp add (HTTP with bearer header, and stdio), then claude mcp list reports both connected", async () => {
     const home = tempDir("wcx-claude-home-");
@@ -134,7 +157,8 @@ describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout:
 
   it("Codex CLI: codex mcp add (--url with --bearer-token-env-var, and stdio); codex debug prompt-input connects to both without a model", async () => {
     const home = tempDir("wcx-codex-home-");
-    const codex = (args: string[], extra: Record<string, string> = {}, timeoutMs = 120_000) => run([codexCli, ...args], { cwd: projectDir, env: hostEnv(home, extra), timeoutMs });
+    const codex = (args: string[], extra: Record<string, string> = {}, timeoutMs = 120_000) =>
+      run([codexCli, ...args], { cwd: projectDir, env: hostEnv(home, extra), timeoutMs });
     const added = [];
     for (const args of documentedAdds("codex", fill())) added.push(await codex(args));
     for (const a of added) assert.equal(a.code, 0, `${a.stdout}\n${a.stderr}`);
@@ -142,8 +166,18 @@ describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout:
     assert.equal(listed.code, 0, listed.stderr);
     const servers = JSON.parse(listed.stdout) as Array<{ name: string; enabled: boolean; transport: Record<string, unknown> }>;
     const byName = new Map(servers.map((s) => [s.name, s]));
-    assert.deepEqual([byName.get("webcodex-http")?.transport["type"], byName.get("webcodex-http")?.transport["url"], byName.get("webcodex-http")?.transport["bearer_token_env_var"]], ["streamable_http", server.mcpUrl, "WEBCODEX_TOKEN"]);
-    assert.deepEqual([byName.get("webcodex")?.transport["type"], byName.get("webcodex")?.transport["command"], byName.get("webcodex")?.transport["args"]], ["stdio", stdioCommand[0], stdioCommand.slice(1)]);
+    assert.deepEqual(
+      [
+        byName.get("webcodex-http")?.transport["type"],
+        byName.get("webcodex-http")?.transport["url"],
+        byName.get("webcodex-http")?.transport["bearer_token_env_var"],
+      ],
+      ["streamable_http", server.mcpUrl, "WEBCODEX_TOKEN"],
+    );
+    assert.deepEqual(
+      [byName.get("webcodex")?.transport["type"], byName.get("webcodex")?.transport["command"], byName.get("webcodex")?.transport["args"]],
+      ["stdio", stdioCommand[0], stdioCommand.slice(1)],
+    );
 
     // Required servers must initialize before Codex renders the prompt: a real MCP handshake.
     const required = ["-c", "mcp_servers.webcodex-http.required=true", "-c", "mcp_servers.webcodex.required=true"];
@@ -151,7 +185,11 @@ describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout:
     assert.equal(prompt.code, 0, prompt.stderr.slice(-2_000));
     for (const name of ["webcodex-http", "webcodex"]) {
       // Codex names a server's tool namespace mcp__<name>, with `-` as `_`.
-      assert.match(prompt.stdout, new RegExp(`mcp__${name.replace(/-/g, "[-_]")}: WebCodex gives you tools for project workspaces`), `${name} not connected\n${prompt.stderr.slice(-2_000)}`);
+      assert.match(
+        prompt.stdout,
+        new RegExp(`mcp__${name.replace(/-/g, "[-_]")}: WebCodex gives you tools for project workspaces`),
+        `${name} not connected\n${prompt.stderr.slice(-2_000)}`,
+      );
     }
     await stdioReleased();
 

@@ -8,16 +8,34 @@ import { request } from "node:http";
 import { createProjectDir, startDevServer, tempDir } from "../support/index.js";
 import type { DevServer } from "../support/index.js";
 
-function post(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+function post(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
   const u = new URL(url);
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "content-length": String(Buffer.byteLength(data)), ...headers } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-    });
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "content-length": String(Buffer.byteLength(data)),
+          ...headers,
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+      },
+    );
     req.on("error", reject);
     req.end(data);
   });
@@ -35,7 +53,10 @@ describe("HTTP surface of the MCP endpoint", () => {
     for (const headers of [{}, { authorization: "Bearer wrong-token-000000000000" }]) {
       const res = await post(server.mcpUrl, headers, list);
       assert.equal(res.status, 401);
-      assert.match(String(res.headers["www-authenticate"]), /^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"/);
+      assert.match(
+        String(res.headers["www-authenticate"]),
+        /^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"/,
+      );
     }
     const meta = await fetch(`${server.baseUrl}/.well-known/oauth-protected-resource/mcp`);
     assert.equal(((await meta.json()) as Record<string, unknown>)["resource"], server.mcpUrl);
@@ -56,7 +77,19 @@ describe("HTTP surface of the MCP endpoint", () => {
     assert.equal((await post(server.mcpUrl, { ...auth, accept: "application/json" }, list)).status, 406);
     const bad = await new Promise<number>((resolve) => {
       const u = new URL(server.mcpUrl);
-      const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: "POST", headers: { ...auth, "content-type": "application/json", accept: "application/json, text/event-stream" } }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+      const req = request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          method: "POST",
+          headers: { ...auth, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.end("{not json");
     });
     assert.equal(bad, 400);

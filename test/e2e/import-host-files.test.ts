@@ -60,9 +60,18 @@ describe("import_host_files", () => {
   });
 
   it("UTF-8 content and several files in one call; replacing needs overwrite:true and the current revision", async () => {
-    const res = await call([{ path: "a.txt", content: "héllo\n" }, { path: "deep/new/b.txt", content: "b\n" }]);
+    const res = await call([
+      { path: "a.txt", content: "héllo\n" },
+      { path: "deep/new/b.txt", content: "b\n" },
+    ]);
     assert.equal(res.isError, false, JSON.stringify(res.result));
-    assert.deepEqual((res.result["files"] as Array<Record<string, unknown>>).map((f) => [f["path"], f["bytes"]]), [["a.txt", 7], ["deep/new/b.txt", 2]]);
+    assert.deepEqual(
+      (res.result["files"] as Array<Record<string, unknown>>).map((f) => [f["path"], f["bytes"]]),
+      [
+        ["a.txt", 7],
+        ["deep/new/b.txt", 2],
+      ],
+    );
     assert.equal(readFileSync(join(dev.projectDir, "a.txt"), "utf8"), "héllo\n");
 
     const read = await callTool(dev.client, "read_files", { project: dev.project, files: [{ path: "notes.txt" }] });
@@ -79,19 +88,37 @@ describe("import_host_files", () => {
     const bigText = (n: number) => "a".repeat(n);
     const cases: Array<{ name: string; files: () => Promise<unknown[]> | unknown[]; reason: string; detail?: string }> = [
       { name: "bad base64", files: () => [good, { path: "bad.bin", content_base64: "not base64!" }], reason: "invalid_value", detail: "invalid_base64" },
-      { name: "base64 with a wrong length", files: () => [good, { path: "bad.bin", content_base64: "QUJD0" }], reason: "invalid_value", detail: "invalid_base64" },
+      {
+        name: "base64 with a wrong length",
+        files: () => [good, { path: "bad.bin", content_base64: "QUJD0" }],
+        reason: "invalid_value",
+        detail: "invalid_base64",
+      },
       { name: "a path escape", files: () => [good, { path: "../escaped.txt", content: "x" }], reason: "path_outside_project" },
       { name: "an absolute path", files: () => [good, { path: "/tmp/escaped.txt", content: "x" }], reason: "path_outside_project" },
       { name: "a directory target", files: () => [good, { path: "src", content: "x", overwrite: true }], reason: "not_a_file" },
       { name: "a sensitive path", files: () => [good, { path: ".git/hooks/pre-commit", content: "#!/bin/sh\n" }], reason: "sensitive_path" },
-      { name: "the per-file ceiling", files: () => [good, { path: "big.bin", content_base64: Buffer.alloc(4 * 1024 * 1024 + 3).toString("base64") }], reason: "file_too_large", detail: "import_file_ceiling" },
-      { name: "the per-call ceiling", files: () => [good, { path: "big1.txt", content: bigText(3_200_000) }, { path: "big2.txt", content: bigText(3_200_000) }], reason: "file_too_large", detail: "import_call_ceiling" },
+      {
+        name: "the per-file ceiling",
+        files: () => [good, { path: "big.bin", content_base64: Buffer.alloc(4 * 1024 * 1024 + 3).toString("base64") }],
+        reason: "file_too_large",
+        detail: "import_file_ceiling",
+      },
+      {
+        name: "the per-call ceiling",
+        files: () => [good, { path: "big1.txt", content: bigText(3_200_000) }, { path: "big2.txt", content: bigText(3_200_000) }],
+        reason: "file_too_large",
+        detail: "import_call_ceiling",
+      },
       {
         name: "a stale revision",
         files: async () => {
           const read = await callTool(dev.client, "read_files", { project: dev.project, files: [{ path: "src/keep.ts" }] });
           const revision = String((read.result["items"] as Array<Record<string, unknown>>)[0]?.["read_revision"]);
-          return [good, { path: "src/keep.ts", content: "changed\n", overwrite: true, expected_read_revision: revision.replace(/.$/, (c) => (c === "0" ? "1" : "0")) }];
+          return [
+            good,
+            { path: "src/keep.ts", content: "changed\n", overwrite: true, expected_read_revision: revision.replace(/.$/, (c) => (c === "0" ? "1" : "0")) },
+          ];
         },
         reason: "stale_read_revision",
       },

@@ -12,13 +12,23 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, executeFollowUp, firstProjectRef, followUpTargetTool, processGroupAlive, startTestStack, until } from "../support/index.js";
+import {
+  backingServices,
+  callTool,
+  connectMcp,
+  createProjectDir,
+  createTestDatabase,
+  executeFollowUp,
+  firstProjectRef,
+  followUpTargetTool,
+  processGroupAlive,
+  startTestStack,
+  until,
+} from "../support/index.js";
 import type { FollowUpCall, TestDatabase, ToolOutcome } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-
 
 describe("Jobs end to end in distributed mode through a real MCP client", () => {
   let db: TestDatabase;
@@ -49,11 +59,12 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     await db?.drop();
   });
 
-  const pidOf = (file: string) => until(`${file} written`, () => {
-    const path = join(projectDir, file);
-    const text = existsSync(path) ? readFileSync(path, "utf8").trim() : "";
-    return text ? Number(text) : undefined;
-  });
+  const pidOf = (file: string) =>
+    until(`${file} written`, () => {
+      const path = join(projectDir, file);
+      const text = existsSync(path) ? readFileSync(path, "utf8").trim() : "";
+      return text ? Number(text) : undefined;
+    });
 
   const follow = async (first: ToolOutcome) => {
     const f = first.result["follow_up"] as FollowUpCall;
@@ -65,7 +76,9 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
 
   it("MCP cancellation of a running run_shell stops its process group: no orphan", async () => {
     const controller = new AbortController();
-    const call = client.callTool({ name: "run_shell", arguments: { project, command: "echo $$ > cancel.pid; sleep 30", wait_ms: 25_000 } }, undefined, { signal: controller.signal });
+    const call = client.callTool({ name: "run_shell", arguments: { project, command: "echo $$ > cancel.pid; sleep 30", wait_ms: 25_000 } }, undefined, {
+      signal: controller.signal,
+    });
     const pgid = await pidOf("cancel.pid");
     leftovers.push(pgid);
     assert.equal(processGroupAlive(pgid), true);
@@ -78,7 +91,12 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
 
   it("a process that ignores SIGTERM is killed at its timeout, with no orphan left", async () => {
     const started = Date.now();
-    const { isError, result } = await callTool(client, "run_shell", { project, command: "trap '' TERM; echo $$ > stubborn.pid; sleep 30", timeout_ms: 1_000, wait_ms: 20_000 });
+    const { isError, result } = await callTool(client, "run_shell", {
+      project,
+      command: "trap '' TERM; echo $$ > stubborn.pid; sleep 30",
+      timeout_ms: 1_000,
+      wait_ms: 20_000,
+    });
     const pgid = await pidOf("stubborn.pid");
     leftovers.push(pgid);
     assert.equal(isError, false, JSON.stringify(result));
@@ -98,12 +116,18 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
   });
 
   it("20 concurrent pending Jobs in one project all reach their correct terminal state", async () => {
-    const started = await Promise.all(Array.from({ length: 20 }, (_, i) => callTool(client, "run_shell", { project, command: `sleep 1; echo job-${i}; exit ${i % 3}`, wait_ms: 200 })));
+    const started = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => callTool(client, "run_shell", { project, command: `sleep 1; echo job-${i}; exit ${i % 3}`, wait_ms: 200 })),
+    );
     started.forEach((s, i) => assert.equal(s.result["execution_state"], "pending", `job ${i}: ${JSON.stringify(s.result)}`));
     const ids = started.map((s) => String(s.result["job_id"]));
     assert.equal(new Set(ids).size, 20);
     const observed = await callTool(client, "call_runtime_tool", { tool: "observe_jobs", arguments: { project, job_ids: ids } });
-    assert.deepEqual((observed.result["jobs"] as Array<Record<string, unknown>>).map((j) => j["job_id"]), ids, "one call, request order");
+    assert.deepEqual(
+      (observed.result["jobs"] as Array<Record<string, unknown>>).map((j) => j["job_id"]),
+      ids,
+      "one call, request order",
+    );
     const done = await Promise.all(started.map(follow));
     done.forEach((d, i) => {
       assert.equal(d.result["output"], `job-${i}\n`, JSON.stringify(d.result));
@@ -161,10 +185,14 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     runner?.kill("SIGKILL");
     await new Promise((r) => runner?.once("exit", r));
     await stack.restart("runner");
-    const lost = await until("the Job is reconciled", async () => {
-      const r = await executeFollowUp(client, first.result["follow_up"]);
-      return r.result["execution_state"] === "pending" ? undefined : r;
-    }, 20_000);
+    const lost = await until(
+      "the Job is reconciled",
+      async () => {
+        const r = await executeFollowUp(client, first.result["follow_up"]);
+        return r.result["execution_state"] === "pending" ? undefined : r;
+      },
+      20_000,
+    );
     assert.equal(lost.isError, false, JSON.stringify(lost.result));
     assert.equal(lost.result["execution_state"], "lost_after_reconcile", JSON.stringify(lost.result));
     assert.equal(lost.result["outcome_unknown"], true);

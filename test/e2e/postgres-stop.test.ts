@@ -56,16 +56,25 @@ describe("distributed mode with its PostgreSQL stopped and started again", () =>
     assert.deepEqual([listed.result["reason_code"], listed.result["outcome_unknown"]], ["dependency_unavailable", false], JSON.stringify(listed.result));
     // The ref-resolver may answer a read from its live-Project cache (1 s TTL); once that
     // lapses, resolving the ref needs Postgres and the read fails the same way.
-    const read = await until("a read fails once the live cache lapses", async () => {
-      const r = await readme();
-      return r.isError ? r : undefined;
-    }, 5_000, 200);
+    const read = await until(
+      "a read fails once the live cache lapses",
+      async () => {
+        const r = await readme();
+        return r.isError ? r : undefined;
+      },
+      5_000,
+      200,
+    );
     assert.deepEqual([read.result["reason_code"], read.result["outcome_unknown"]], ["dependency_unavailable", false], JSON.stringify(read.result));
 
     await postgres.start();
     await until("the gateway is ready again", async () => (await fetch(`${gateway}/readyz`)).status === 200, 15_000, 200);
     const relisted = await callTool(client, "list_projects", {});
-    assert.deepEqual(relisted.result["projects"], [{ project_ref: "~p1", project_id: "agent:local:outage", name: "outage", runner_state: "ready" }], JSON.stringify(relisted.result));
+    assert.deepEqual(
+      relisted.result["projects"],
+      [{ project_ref: "~p1", project_id: "agent:local:outage", name: "outage", runner_state: "ready" }],
+      JSON.stringify(relisted.result),
+    );
     const back = await readme();
     assert.equal(back.isError, false, JSON.stringify(back.result));
     assert.equal((back.result["items"] as Array<Record<string, unknown>>)[0]?.["content"], "# outage\n");

@@ -28,7 +28,11 @@ function descendantsOf(pid: number): number[] {
   }
   const out: number[] = [];
   const walk = (p: number) => {
-    for (const [child, parent] of parentOf) if (parent === p) { out.push(child); walk(child); }
+    for (const [child, parent] of parentOf)
+      if (parent === p) {
+        out.push(child);
+        walk(child);
+      }
   };
   walk(pid);
   return out;
@@ -52,7 +56,7 @@ const stdioEnv = (dataDir: string) => ({
 });
 
 describe("webcodex stdio through the SDK stdio client", () => {
-  const projectDir = createProjectDir({ "src/app.ts": "export const greeting = \"hello\";\n", "README.md": "# demo\n" }, { name: "stdio-demo" });
+  const projectDir = createProjectDir({ "src/app.ts": 'export const greeting = "hello";\n', "README.md": "# demo\n" }, { name: "stdio-demo" });
   const dataDir = tempDir("wcx-stdio-data-");
   let transport: StdioClientTransport;
   let client: Client;
@@ -60,8 +64,15 @@ describe("webcodex stdio through the SDK stdio client", () => {
   let stderr = "";
 
   before(async () => {
-    transport = new StdioClientTransport({ command: process.execPath, args: [cliPath, "stdio", "--project", projectDir], env: stdioEnv(dataDir), stderr: "pipe" });
-    transport.stderr?.on("data", (d: Buffer) => { stderr += d.toString(); });
+    transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [cliPath, "stdio", "--project", projectDir],
+      env: stdioEnv(dataDir),
+      stderr: "pipe",
+    });
+    transport.stderr?.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
     client = new Client({ name: "webcodex-stdio-tests", version: "1.0.0" });
     // Every stdout line that is not a JSON-RPC message surfaces here (the SDK's ReadBuffer).
     client.onerror = (error) => protocolErrors.push(error);
@@ -86,21 +97,25 @@ describe("webcodex stdio through the SDK stdio client", () => {
     const read = await callTool(client, "read_files", { project, files: [{ path: "src/app.ts" }] });
     assert.equal(read.isError, false, JSON.stringify(read.result));
     const item = (read.result["items"] as Array<Record<string, unknown>>)[0] ?? {};
-    assert.equal(item["content"], "export const greeting = \"hello\";\n");
+    assert.equal(item["content"], 'export const greeting = "hello";\n');
     const edit = await callTool(client, "edit_project_files", {
       project,
-      changes: [{ kind: "edit", path: "src/app.ts", expected_read_revision: item["read_revision"], edits: [{ replace_exact: { old_text: "hello", new_text: "hi" } }] }],
+      changes: [
+        { kind: "edit", path: "src/app.ts", expected_read_revision: item["read_revision"], edits: [{ replace_exact: { old_text: "hello", new_text: "hi" } }] },
+      ],
     });
     assert.equal(edit.isError, false, JSON.stringify(edit.result));
-    assert.equal(readFileSync(join(projectDir, "src/app.ts"), "utf8"), "export const greeting = \"hi\";\n");
+    assert.equal(readFileSync(join(projectDir, "src/app.ts"), "utf8"), 'export const greeting = "hi";\n');
     // The same revision again is stale now: the guard holds over stdio too.
     const stale = await callTool(client, "edit_project_files", {
       project,
-      changes: [{ kind: "edit", path: "src/app.ts", expected_read_revision: item["read_revision"], edits: [{ replace_exact: { old_text: "hi", new_text: "hey" } }] }],
+      changes: [
+        { kind: "edit", path: "src/app.ts", expected_read_revision: item["read_revision"], edits: [{ replace_exact: { old_text: "hi", new_text: "hey" } }] },
+      ],
     });
     assert.equal(stale.isError, true);
     assert.equal(stale.result["state_changed"], false);
-    assert.equal(readFileSync(join(projectDir, "src/app.ts"), "utf8"), "export const greeting = \"hi\";\n");
+    assert.equal(readFileSync(join(projectDir, "src/app.ts"), "utf8"), 'export const greeting = "hi";\n');
   });
 
   it("run_shell still running at wait_ms is a pending Job; its follow-up, run exactly as returned, reaches the result", async () => {
@@ -116,7 +131,10 @@ describe("webcodex stdio through the SDK stdio client", () => {
   });
 
   it("nothing but JSON-RPC reached stdout, while logs went to stderr", () => {
-    assert.deepEqual(protocolErrors.map((e) => e.message), []);
+    assert.deepEqual(
+      protocolErrors.map((e) => e.message),
+      [],
+    );
     assert.match(stderr, /serving MCP over stdio/);
   });
 
@@ -127,7 +145,15 @@ describe("webcodex stdio through the SDK stdio client", () => {
     assert.equal(started.result["execution_state"], "pending");
     const family = await until("the Job's sleep is a descendant", () => {
       const d = descendantsOf(pid);
-      return d.some((p) => { try { return readFileSync(`/proc/${p}/cmdline`, "utf8").startsWith("sleep"); } catch { return false; } }) ? d : undefined;
+      return d.some((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, "utf8").startsWith("sleep");
+        } catch {
+          return false;
+        }
+      })
+        ? d
+        : undefined;
     });
     await client.close();
     await until("the server and all its descendants are gone", () => !alive(pid) && family.every((p) => !alive(p)), 15_000);
@@ -137,19 +163,31 @@ describe("webcodex stdio through the SDK stdio client", () => {
 describe("webcodex stdio lifecycle", () => {
   it("exits 0 on its own when stdin closes, leaving no process behind", async () => {
     const projectDir = createProjectDir({ "a.txt": "a\n" }, { name: "stdio-eof" });
-    const child = spawn(process.execPath, [cliPath, "stdio", "--project", projectDir], { env: stdioEnv(tempDir("wcx-stdio-data-")), stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [cliPath, "stdio", "--project", projectDir], {
+      env: stdioEnv(tempDir("wcx-stdio-data-")),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let out = "";
     let err = "";
-    child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
-    child.stderr.on("data", (d: Buffer) => { err += d.toString(); });
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
     const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     // Initialize and run one command, so the spawn host and the embedded database are up.
     const send = (m: unknown) => child.stdin.write(JSON.stringify(m) + "\n");
-    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
-    await until("initialize answered", () => out.includes("\"id\":1"), 60_000);
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+    });
+    await until("initialize answered", () => out.includes('"id":1'), 60_000);
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_projects", arguments: {} } });
-    await until("list_projects answered", () => out.includes("\"id\":2"), 30_000);
+    await until("list_projects answered", () => out.includes('"id":2'), 30_000);
     const family = descendantsOf(child.pid ?? 0);
     child.stdin.end();
     const code = await Promise.race([exit, new Promise<"hung">((r) => setTimeout(() => r("hung"), 20_000))]);
@@ -163,8 +201,12 @@ describe("webcodex stdio lifecycle", () => {
     const child = spawn(process.execPath, [cliPath, "stdio"], { env: stdioEnv(tempDir("wcx-stdio-data-")), stdio: ["pipe", "pipe", "pipe"] });
     let out = "";
     let err = "";
-    child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
-    child.stderr.on("data", (d: Buffer) => { err += d.toString(); });
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
     const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
     assert.equal(code, 2);
     assert.equal(out, "");

@@ -45,7 +45,8 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
   const runtime = (tool: string, args: Record<string, unknown>) => callTool(client, "call_runtime_tool", { tool, arguments: args });
   /** Executes a follow-up exactly as returned, refusing any name tools/list does not show. */
   const execute = (followUp: FollowUp) => executeFollowUp(client, followUp);
-  const normalization = (outcome: ToolOutcome) => outcome.result["input_normalization"] as { code: string; hint: string; effective?: Record<string, number> } | undefined;
+  const normalization = (outcome: ToolOutcome) =>
+    outcome.result["input_normalization"] as { code: string; hint: string; effective?: Record<string, number> } | undefined;
   const revisionOf = (path: string) => readRevision(client, project, path);
 
   /** A success carries only the fields its ToolDefinition declares (docs/results.md), plus what the gateway adds to any. */
@@ -105,7 +106,10 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     it("argv and args with different values fail closed (conflicting_alias) and run nothing", async () => {
       const outcome = await runtime("run_process", { project, argv: ["touch", "ran-argv"], args: ["touch", "ran-args"] });
       assert.equal(outcome.isError, true);
-      assert.deepEqual([outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"]], ["conflicting_alias", "normalization", false]);
+      assert.deepEqual(
+        [outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"]],
+        ["conflicting_alias", "normalization", false],
+      );
       assert.ok(!allFiles(projectDir).some((p) => p.includes("ran-")), "nothing ran");
     });
 
@@ -134,10 +138,22 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     const clampCases: Array<[string, () => Promise<ToolOutcome>, Record<string, number>]> = [
       ["run_shell wait_ms", () => callTool(client, "run_shell", { project, command: "echo ok", wait_ms: 99_999_999 }), { wait_ms: 30_000 }],
       ["run_shell timeout_ms", () => callTool(client, "run_shell", { project, command: "echo ok", timeout_ms: 99_999_999 }), { timeout_ms: 600_000 }],
-      ["read_files max_bytes_per_file", () => callTool(client, "read_files", { project, files: [{ path: "README.md" }], max_bytes_per_file: 1e9 }), { max_bytes_per_file: 1_048_576 }],
+      [
+        "read_files max_bytes_per_file",
+        () => callTool(client, "read_files", { project, files: [{ path: "README.md" }], max_bytes_per_file: 1e9 }),
+        { max_bytes_per_file: 1_048_576 },
+      ],
       ["list_project_files max_results", () => runtime("list_project_files", { project, max_results: 1e9 }), { max_results: 10_000 }],
-      ["search_project_texts per-query max_results", () => callTool(client, "search_project_texts", { project, queries: [{ pattern: "const" }, { pattern: "a", max_results: 1e9 }] }), { "queries.1.max_results": 2_000 }],
-      ["read_git_diff_hunks max_hunks and context_lines", () => runtime("read_git_diff_hunks", { project, max_hunks: 1e9, context_lines: 1e9 }), { max_hunks: 500, context_lines: 20 }],
+      [
+        "search_project_texts per-query max_results",
+        () => callTool(client, "search_project_texts", { project, queries: [{ pattern: "const" }, { pattern: "a", max_results: 1e9 }] }),
+        { "queries.1.max_results": 2_000 },
+      ],
+      [
+        "read_git_diff_hunks max_hunks and context_lines",
+        () => runtime("read_git_diff_hunks", { project, max_hunks: 1e9, context_lines: 1e9 }),
+        { max_hunks: 500, context_lines: 20 },
+      ],
     ];
     for (const [label, call, effective] of clampCases) {
       it(`${label} above its ceiling is clamped (clamped_to_ceiling) with the effective value`, async () => {
@@ -162,7 +178,10 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     it("an unknown tool name in a direct tools/call", async () => {
       const outcome = await callTool(client, "read_filez", { project });
       assert.equal(outcome.isError, true);
-      assert.deepEqual([outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"]], ["unknown_tool", "normalization", false]);
+      assert.deepEqual(
+        [outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"]],
+        ["unknown_tool", "normalization", false],
+      );
     });
 
     it("an unknown field on a Direct tool is not fuzzy-corrected", async () => {
@@ -182,7 +201,10 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       it(`${label}: ${reason} at the normalization stage, no file created anywhere`, async () => {
         const outcome = tool === "run_shell" ? await callTool(client, tool, { project, ...args }) : await runtime(tool, { project, ...args });
         assert.equal(outcome.isError, true);
-        assert.deepEqual([outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"], outcome.result["outcome_unknown"]], [reason, "normalization", false, false]);
+        assert.deepEqual(
+          [outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"], outcome.result["outcome_unknown"]],
+          [reason, "normalization", false, false],
+        );
         assert.ok(!allFiles(projectDir).some((p) => p.includes("ran-")), "nothing ran, in any directory");
       });
     }
@@ -194,51 +216,61 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
      * entry here fails the test below, so the table cannot silently fall behind the catalog.
      */
     const successfulCalls = (
-      jobId: () => string, sessionId: () => string, got: Record<string, Record<string, unknown>>, spareTaskId: () => string,
+      jobId: () => string,
+      sessionId: () => string,
+      got: Record<string, Record<string, unknown>>,
+      spareTaskId: () => string,
     ): Record<string, () => Record<string, unknown>> => {
       const agent = () => got["create_agent"] ?? {};
       const attempt = () => got["start_agent_task_attempt"] ?? {};
       const tuple = () => ({
-        task_id: attempt()["task_id"], attempt_id: attempt()["attempt_id"], assignee_agent_id: attempt()["assignee_agent_id"],
-        attempt_fence: attempt()["attempt_fence"], attempt_controller_generation: attempt()["attempt_controller_generation"],
+        task_id: attempt()["task_id"],
+        attempt_id: attempt()["attempt_id"],
+        assignee_agent_id: attempt()["assignee_agent_id"],
+        attempt_fence: attempt()["attempt_fence"],
+        attempt_controller_generation: attempt()["attempt_controller_generation"],
       });
       return {
-      list_tools: () => ({}),
-      get_runtime_status: () => ({ compact: false }),
-      list_project_files: () => ({ project, path: "src" }),
-      search_file_context: () => ({ project, path: "src/a.ts", pattern: "const" }),
-      run_process: () => ({ project, args: ["echo", "process"] }),
-      run_script: () => ({ project, language: "python", code: "print('script')" }),
-      run_detached_process: () => ({ project, args: ["sh", "-c", "echo detached"] }),
-      observe_jobs: () => ({ project, job_ids: [jobId()] }),
-      wait_for_job_terminal: () => ({ project, job_id: jobId(), wait_ms: 5_000 }),
-      read_workspace_changes: () => ({ project }),
-      read_git_diff_hunks: () => ({ project }),
-      read_git_review_summary: () => ({ project }),
-      create_session: () => ({ project, title: "discovery" }),
-      read_session_handoff: () => ({ session_id: sessionId() }),
-      // This project defines no validators: a verdict-less result that says so, not a tool failure.
-      project_validate: () => ({ project, checks: ["typecheck"], wait_ms: 30_000 }),
-      cargo_check: () => ({ project, wait_ms: 30_000 }),
-      cargo_test: () => ({ project, wait_ms: 30_000 }),
-      go_test: () => ({ project, wait_ms: 30_000 }),
-      create_agent: () => ({ name: "discovery" }),
-      rotate_agent_continuation_endpoint: () => ({ agent_id: agent()["agent_id"], endpoint_id: agent()["endpoint_id"], expected_controller_generation: 1 }),
-      create_agent_task: () => ({ project, title: "discovery", instructions: "", assignee_agent_id: agent()["agent_id"], idempotency_key: "discovery" }),
-      list_agent_tasks: () => ({ project }),
-      read_agent_task: () => ({ task_id: got["create_agent_task"]?.["task_id"] }),
-      stop_agent_task: () => ({ task_id: spareTaskId(), reason: "not needed" }),
-      start_agent_task_attempt: () => ({ task_id: got["create_agent_task"]?.["task_id"], assignee_agent_id: agent()["agent_id"], idempotency_key: "discovery" }),
-      heartbeat_agent_task_attempt: () => tuple(),
-      start_agent_task_endpoint_continuation: () => ({ attempt_ref: attempt()["attempt_ref"] }),
-      reconcile_agent_task_attempt: () => tuple(),
-      complete_agent_task_attempt: () => ({ ...tuple(), outcome: "succeeded", summary: "done" }),
-      wait_for_agent_events: () => ({ agent_continuation_ref: got["rotate_agent_continuation_endpoint"]?.["agent_continuation_ref"], wait_ms: 0 }),
-      close_session: () => ({ session_id: sessionId() }),
-      create_project: () => ({ name: "discovery-made", source: { empty: {} } }),
-      wait_for_project_ready: () => ({ project: String(got["create_project"]?.["project_id"]), wait_ms: 5_000 }),
-      update_project: () => ({ project: String(got["create_project"]?.["project_id"]), visibility: "tenant" }),
-      delete_project: () => ({ project: String(got["create_project"]?.["project_id"]) }),
+        list_tools: () => ({}),
+        get_runtime_status: () => ({ compact: false }),
+        list_project_files: () => ({ project, path: "src" }),
+        search_file_context: () => ({ project, path: "src/a.ts", pattern: "const" }),
+        run_process: () => ({ project, args: ["echo", "process"] }),
+        run_script: () => ({ project, language: "python", code: "print('script')" }),
+        run_detached_process: () => ({ project, args: ["sh", "-c", "echo detached"] }),
+        observe_jobs: () => ({ project, job_ids: [jobId()] }),
+        wait_for_job_terminal: () => ({ project, job_id: jobId(), wait_ms: 5_000 }),
+        read_workspace_changes: () => ({ project }),
+        read_git_diff_hunks: () => ({ project }),
+        read_git_review_summary: () => ({ project }),
+        create_session: () => ({ project, title: "discovery" }),
+        read_session_handoff: () => ({ session_id: sessionId() }),
+        // This project defines no validators: a verdict-less result that says so, not a tool failure.
+        project_validate: () => ({ project, checks: ["typecheck"], wait_ms: 30_000 }),
+        cargo_check: () => ({ project, wait_ms: 30_000 }),
+        cargo_test: () => ({ project, wait_ms: 30_000 }),
+        go_test: () => ({ project, wait_ms: 30_000 }),
+        create_agent: () => ({ name: "discovery" }),
+        rotate_agent_continuation_endpoint: () => ({ agent_id: agent()["agent_id"], endpoint_id: agent()["endpoint_id"], expected_controller_generation: 1 }),
+        create_agent_task: () => ({ project, title: "discovery", instructions: "", assignee_agent_id: agent()["agent_id"], idempotency_key: "discovery" }),
+        list_agent_tasks: () => ({ project }),
+        read_agent_task: () => ({ task_id: got["create_agent_task"]?.["task_id"] }),
+        stop_agent_task: () => ({ task_id: spareTaskId(), reason: "not needed" }),
+        start_agent_task_attempt: () => ({
+          task_id: got["create_agent_task"]?.["task_id"],
+          assignee_agent_id: agent()["agent_id"],
+          idempotency_key: "discovery",
+        }),
+        heartbeat_agent_task_attempt: () => tuple(),
+        start_agent_task_endpoint_continuation: () => ({ attempt_ref: attempt()["attempt_ref"] }),
+        reconcile_agent_task_attempt: () => tuple(),
+        complete_agent_task_attempt: () => ({ ...tuple(), outcome: "succeeded", summary: "done" }),
+        wait_for_agent_events: () => ({ agent_continuation_ref: got["rotate_agent_continuation_endpoint"]?.["agent_continuation_ref"], wait_ms: 0 }),
+        close_session: () => ({ session_id: sessionId() }),
+        create_project: () => ({ name: "discovery-made", source: { empty: {} } }),
+        wait_for_project_ready: () => ({ project: String(got["create_project"]?.["project_id"]), wait_ms: 5_000 }),
+        update_project: () => ({ project: String(got["create_project"]?.["project_id"]), visibility: "tenant" }),
+        delete_project: () => ({ project: String(got["create_project"]?.["project_id"]) }),
       };
     };
 
@@ -247,15 +279,29 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const admitted = Object.values(result["categories"] as Record<string, string[]>).flat();
       // Card tools (present_*) are Direct but listed only for MCP App Hosts; this Host reaches them by name.
       const unlistedDirect = admitted.filter((n) => !directTools.has(n) && toolDefinition(n)?.direct !== undefined);
-      assert.ok(unlistedDirect.every((n) => toolDefinition(n)?.appResource !== undefined), unlistedDirect.join(","));
+      assert.ok(
+        unlistedDirect.every((n) => toolDefinition(n)?.appResource !== undefined),
+        unlistedDirect.join(","),
+      );
       const gatewayTools = admitted.filter((n) => !directTools.has(n) && toolDefinition(n)?.direct === undefined);
       let jobId = "";
       let sessionId = "";
       const got: Record<string, Record<string, unknown>> = {};
       // A second Task (of another Agent) for stop_agent_task.
       const helper = await runtime("create_agent", { name: "helper" });
-      const spare = await runtime("create_agent_task", { project, title: "spare", instructions: "", assignee_agent_id: helper.result["agent_id"], idempotency_key: "spare" });
-      const calls = successfulCalls(() => jobId, () => sessionId, got, () => String(spare.result["task_id"]));
+      const spare = await runtime("create_agent_task", {
+        project,
+        title: "spare",
+        instructions: "",
+        assignee_agent_id: helper.result["agent_id"],
+        idempotency_key: "spare",
+      });
+      const calls = successfulCalls(
+        () => jobId,
+        () => sessionId,
+        got,
+        () => String(spare.result["task_id"]),
+      );
       const order = Object.keys(calls);
       assert.deepEqual([...gatewayTools].sort(), [...order].sort(), "every admitted Gateway tool has a successful call here, and nothing else");
       const instructions = client.getInstructions() ?? "";
@@ -325,7 +371,12 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
 
   describe("results state only what the runtime can prove", () => {
     it("run_script honours the env its schema accepts", async () => {
-      const outcome = await runtime("run_script", { project, language: "python", code: "import os\nprint(os.environ.get('GREETING'))", env: { GREETING: "hello" } });
+      const outcome = await runtime("run_script", {
+        project,
+        language: "python",
+        code: "import os\nprint(os.environ.get('GREETING'))",
+        env: { GREETING: "hello" },
+      });
       assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
       assert.equal(outcome.result["stdout"], "hello\n");
     });
@@ -346,7 +397,7 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       await new Promise((r) => setTimeout(r, 1_800));
       const first = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
       assert.deepEqual(first.result["job_attention"], { items: [{ job_id: jobId, state: "completed", exit_code: 3 }] });
-      assert.equal(((first.result["items"] as Array<Record<string, unknown>>)[0])?.["content"], "# contracts\n", "the business result is unchanged");
+      assert.equal((first.result["items"] as Array<Record<string, unknown>>)[0]?.["content"], "# contracts\n", "the business result is unchanged");
       const second = await callTool(client, "search_project_texts", { project, queries: [{ pattern: "contracts", output: "count" }] });
       assert.equal(second.result["job_attention"], undefined, "delivered once, not again");
     });
@@ -356,11 +407,18 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     it("search_project_texts answers with files or counts only, and with bounded context lines", async () => {
       const outcome = await callTool(client, "search_project_texts", {
         project,
-        queries: [{ pattern: "export const", output: "files" }, { pattern: "export const", output: "count" }, { pattern: "b = 1", path: "src/a.ts", context_lines: 9 }],
+        queries: [
+          { pattern: "export const", output: "files" },
+          { pattern: "export const", output: "count" },
+          { pattern: "b = 1", path: "src/a.ts", context_lines: 9 },
+        ],
       });
       assert.equal(outcome.isError, false, JSON.stringify(outcome.result));
       const [files, count, context] = outcome.result["results"] as Array<Record<string, unknown>>;
-      assert.deepEqual(files?.["files"], [{ path: "src/a.ts", match_count: 2 }, { path: "src/deep/b.ts", match_count: 1 }]);
+      assert.deepEqual(files?.["files"], [
+        { path: "src/a.ts", match_count: 2 },
+        { path: "src/deep/b.ts", match_count: 1 },
+      ]);
       assert.ok(!("matches" in (files ?? {})), "no match lines when files were asked for");
       assert.deepEqual([count?.["match_count"], count?.["file_count"]], [3, 2]);
       assert.deepEqual(context?.["matches"], [{ path: "src/a.ts", line: 2, text: "export const b = 1;", before: ["export const a = 1;"] }]);
@@ -372,10 +430,30 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const found = await runtime("search_file_context", { project, path: "ctx.ts", pattern: "use(x)", context_lines: 1 });
       assert.equal(found.isError, false, JSON.stringify(found.result));
       assert.deepEqual(found.result["matches"], [{ line: 2, text: "use(x);", before: ["const x = 1;"], after: ["const y = 2;"] }]);
-      const edited = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "ctx.ts", expected_read_revision: found.result["read_revision"], edits: [{ replace_exact: { old_text: "use(x)", new_text: "use(x, y)" } }] }] });
+      const edited = await callTool(client, "edit_project_files", {
+        project,
+        changes: [
+          {
+            kind: "edit",
+            path: "ctx.ts",
+            expected_read_revision: found.result["read_revision"],
+            edits: [{ replace_exact: { old_text: "use(x)", new_text: "use(x, y)" } }],
+          },
+        ],
+      });
       assert.equal(edited.isError, false, JSON.stringify(edited.result));
       assert.equal(readFileSync(join(projectDir, "ctx.ts"), "utf8"), "const x = 1;\nuse(x, y);\nconst y = 2;\n");
-      const stale = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "ctx.ts", expected_read_revision: found.result["read_revision"], edits: [{ replace_exact: { old_text: "y = 2", new_text: "y = 3" } }] }] });
+      const stale = await callTool(client, "edit_project_files", {
+        project,
+        changes: [
+          {
+            kind: "edit",
+            path: "ctx.ts",
+            expected_read_revision: found.result["read_revision"],
+            edits: [{ replace_exact: { old_text: "y = 2", new_text: "y = 3" } }],
+          },
+        ],
+      });
       assert.equal(stale.result["reason_code"], "stale_read_revision", "the revision is of the content searched: a later change still needs a re-read");
     });
     it("search_project_texts gives each matched file's read_revision, so a guarded edit follows the search at once", async () => {
@@ -385,7 +463,17 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const query = (found.result["results"] as Array<Record<string, unknown>>)[0] ?? {};
       const revisions = query["read_revisions"] as Record<string, string>;
       assert.deepEqual(revisions, { "uses.ts": await revisionOf("uses.ts") });
-      const edited = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "uses.ts", expected_read_revision: revisions["uses.ts"], edits: [{ replace_exact: { old_text: "old(", new_text: "new(" }, expected_match_count: 2 }] }] });
+      const edited = await callTool(client, "edit_project_files", {
+        project,
+        changes: [
+          {
+            kind: "edit",
+            path: "uses.ts",
+            expected_read_revision: revisions["uses.ts"],
+            edits: [{ replace_exact: { old_text: "old(", new_text: "new(" }, expected_match_count: 2 }],
+          },
+        ],
+      });
       assert.equal(edited.isError, false, JSON.stringify(edited.result));
       assert.equal(readFileSync(join(projectDir, "uses.ts"), "utf8"), "new(1);\nkeep;\nnew(2);\n");
     });
@@ -402,7 +490,10 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const evidence = stale.result["evidence"] as Record<string, unknown>;
       assert.deepEqual(evidence["anchors"], [{ edit_index: 0, match_count: 1, excerpts: [{ start_line: 1, text: "# Notes\n\nstatus: draft\nowner: ops\n" }] }]);
       assert.equal(evidence["current_read_revision"], await revisionOf("notes.md"));
-      const retried = await callTool(client, "edit_project_files", { project, changes: [{ ...change, expected_read_revision: evidence["current_read_revision"] }] });
+      const retried = await callTool(client, "edit_project_files", {
+        project,
+        changes: [{ ...change, expected_read_revision: evidence["current_read_revision"] }],
+      });
       assert.equal(retried.isError, false, JSON.stringify(retried.result));
       assert.equal(readFileSync(join(projectDir, "notes.md"), "utf8"), "# Notes\n\nstatus: final\nowner: ops\n");
     });
@@ -410,7 +501,14 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     it("an applied edit's undo, executed unchanged, restores the exact bytes; run after a later change it fails stale", async () => {
       writeFileSync(join(projectDir, "tax.ts"), "export const rate = 0.2;\nexport const other = 0.2;\n");
       const before = readFileSync(join(projectDir, "tax.ts"), "utf8");
-      const edit = (rev: unknown) => callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "tax.ts", expected_read_revision: rev, edits: [{ replace_exact: { old_text: "rate = 0.2", new_text: "rate = 0.25" } }] }, { kind: "create", path: "made.txt", content: "x\n" }] });
+      const edit = (rev: unknown) =>
+        callTool(client, "edit_project_files", {
+          project,
+          changes: [
+            { kind: "edit", path: "tax.ts", expected_read_revision: rev, edits: [{ replace_exact: { old_text: "rate = 0.2", new_text: "rate = 0.25" } }] },
+            { kind: "create", path: "made.txt", content: "x\n" },
+          ],
+        });
       const edited = await edit(await revisionOf("tax.ts"));
       assert.equal(edited.isError, false, JSON.stringify(edited.result));
       assertDeclaredFields("edit_project_files", edited.result);
@@ -429,7 +527,17 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     });
 
     it("the re-read after a stale revision returns the current revision", async () => {
-      const stale = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "src/a.ts", expected_read_revision: "r_0000000000000000", edits: [{ replace_exact: { old_text: "a = 1", new_text: "a = 2" } }] }] });
+      const stale = await callTool(client, "edit_project_files", {
+        project,
+        changes: [
+          {
+            kind: "edit",
+            path: "src/a.ts",
+            expected_read_revision: "r_0000000000000000",
+            edits: [{ replace_exact: { old_text: "a = 1", new_text: "a = 2" } }],
+          },
+        ],
+      });
       assert.equal(stale.result["reason_code"], "stale_read_revision");
       const followUp = stale.result["follow_up"] as FollowUp;
       assert.equal(followUp.follow_up_kind, "fallback_recovery");
@@ -440,7 +548,17 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     });
 
     it("the re-read after a count mismatch shows the lines that matched", async () => {
-      const mismatch = await callTool(client, "edit_project_files", { project, changes: [{ kind: "edit", path: "src/a.ts", expected_read_revision: await revisionOf("src/a.ts"), edits: [{ replace_exact: { old_text: "= 1;", new_text: "= 2;" }, expected_match_count: 5 }] }] });
+      const mismatch = await callTool(client, "edit_project_files", {
+        project,
+        changes: [
+          {
+            kind: "edit",
+            path: "src/a.ts",
+            expected_read_revision: await revisionOf("src/a.ts"),
+            edits: [{ replace_exact: { old_text: "= 1;", new_text: "= 2;" }, expected_match_count: 5 }],
+          },
+        ],
+      });
       assert.equal(mismatch.result["reason_code"], "expected_match_count_mismatch");
       const reread = await execute(mismatch.result["follow_up"] as FollowUp);
       assert.equal(reread.isError, false, JSON.stringify(reread.result));
@@ -461,12 +579,22 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     it("observe_jobs and the git review tools record into a Session; a closed Session refuses calls with create_session as recovery", async () => {
       const created = await runtime("create_session", { project, title: "review" });
       const ref = String(created.result["session_ref"]);
-      for (const [tool, args] of [["read_workspace_changes", {}], ["read_git_diff_hunks", {}], ["read_git_review_summary", {}], ["observe_jobs", { job_ids: ["job_none"] }]] as const) {
+      for (const [tool, args] of [
+        ["read_workspace_changes", {}],
+        ["read_git_diff_hunks", {}],
+        ["read_git_review_summary", {}],
+        ["observe_jobs", { job_ids: ["job_none"] }],
+      ] as const) {
         const outcome = await runtime(tool, { project, session_id: ref, ...args });
         assert.equal(outcome.isError, false, `${tool}: ${JSON.stringify(outcome.result)}`);
       }
       const handoff = await runtime("read_session_handoff", { session_id: ref });
-      assert.deepEqual((handoff.result["tools"] as Array<Record<string, unknown>>).map((t) => t["tool"]).sort(), ["observe_jobs", "read_git_diff_hunks", "read_git_review_summary", "read_workspace_changes"]);
+      assert.deepEqual((handoff.result["tools"] as Array<Record<string, unknown>>).map((t) => t["tool"]).sort(), [
+        "observe_jobs",
+        "read_git_diff_hunks",
+        "read_git_review_summary",
+        "read_workspace_changes",
+      ]);
       const closed = await runtime("close_session", { session_id: ref });
       assert.deepEqual(closed.result, { session_id: created.result["session_id"], state: "closed" });
       assert.deepEqual((await runtime("close_session", { session_id: ref })).result["closed_now"], false, "closing twice is a no-op");
@@ -509,7 +637,8 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     it("runs exactly as returned through a client that knows only tools/list: admitted and valid, never refused for its name or arguments", async () => {
       assert.ok(received.size >= 8, `follow-ups received across the suite: ${received.size}`);
       const kinds = new Set([...received.values()].map((r) => followUpTargetTool(r.followUp)));
-      for (const tool of ["read_files", "list_projects", "create_session", "wait_for_job_terminal", "edit_project_files"]) assert.ok(kinds.has(tool), `a follow-up to ${tool} was received`);
+      for (const tool of ["read_files", "list_projects", "create_session", "wait_for_job_terminal", "edit_project_files"])
+        assert.ok(kinds.has(tool), `a follow-up to ${tool} was received`);
       // Running one may return another (an undo's own undo, a wait pending again): to a fixed point.
       for (let round = 0; round < 5 && [...received.values()].some((r) => !r.executed); round++) {
         for (const entry of [...received.values()]) {
@@ -517,10 +646,16 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
           const outcome = await execute(entry.followUp);
           entry.executed = true;
           const stage = outcome.result["failure_stage"];
-          assert.ok(!outcome.isError || (stage !== "admission" && stage !== "normalization"), `${entry.from} → ${followUpTargetTool(entry.followUp)}: ${JSON.stringify(outcome.result)}`);
+          assert.ok(
+            !outcome.isError || (stage !== "admission" && stage !== "normalization"),
+            `${entry.from} → ${followUpTargetTool(entry.followUp)}: ${JSON.stringify(outcome.result)}`,
+          );
         }
       }
-      assert.deepEqual([...received.values()].filter((r) => !r.executed).map((r) => r.from), []);
+      assert.deepEqual(
+        [...received.values()].filter((r) => !r.executed).map((r) => r.from),
+        [],
+      );
     });
   });
 });

@@ -14,7 +14,19 @@ import { createPgliteDatabase } from "@webcodex/platform";
 import { fixtureFiles, sharedNodeModules } from "@webcodex/runner/validation-fixtures";
 import { randomBytes } from "node:crypto";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, firstProjectRef, openDevProject, readRevision, startDevServer, startTestStack, tempDir } from "../support/index.js";
+import {
+  backingServices,
+  callTool,
+  connectMcp,
+  createProjectDir,
+  createTestDatabase,
+  firstProjectRef,
+  openDevProject,
+  readRevision,
+  startDevServer,
+  startTestStack,
+  tempDir,
+} from "../support/index.js";
 import type { DevProject, DevServer, TestDatabase, ToolOutcome } from "../support/index.js";
 
 const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
@@ -22,13 +34,17 @@ const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 describe("validation tools through a real MCP client (embedded)", () => {
   let dev: DevProject;
   let project: string;
-  const validate = (args: Record<string, unknown> = {}) => callTool(dev.client, "call_runtime_tool", { tool: "project_validate", arguments: { project, ...args } });
+  const validate = (args: Record<string, unknown> = {}) =>
+    callTool(dev.client, "call_runtime_tool", { tool: "project_validate", arguments: { project, ...args } });
 
   before(async () => {
-    dev = await openDevProject({ ...fixtureFiles("node", false), ".gitignore": "node_modules\n" }, {
-      name: "validate",
-      prepare: (dir) => symlinkSync(sharedNodeModules(), join(dir, "node_modules"), "dir"),
-    });
+    dev = await openDevProject(
+      { ...fixtureFiles("node", false), ".gitignore": "node_modules\n" },
+      {
+        name: "validate",
+        prepare: (dir) => symlinkSync(sharedNodeModules(), join(dir, "node_modules"), "dir"),
+      },
+    );
     project = dev.project;
   });
   after(async () => {
@@ -39,13 +55,28 @@ describe("validation tools through a real MCP client (embedded)", () => {
     const clean = await validate({ wait_ms: 30_000 });
     assert.equal(clean.isError, false, JSON.stringify(clean.result));
     assert.equal(clean.result["status"], "passed", JSON.stringify(clean.result));
-    for (const k of ["execution_state", "job_id", "exit_code", "duration_ms", "started_at"]) assert.equal(clean.result[k], undefined, `a clean result omits ${k}`);
-    assert.deepEqual((clean.result["checks"] as Array<Record<string, unknown>>).map((c) => [c["check"], c["status"]]), [["typecheck", "passed"], ["lint", "passed"], ["test", "passed"]]);
+    for (const k of ["execution_state", "job_id", "exit_code", "duration_ms", "started_at"])
+      assert.equal(clean.result[k], undefined, `a clean result omits ${k}`);
+    assert.deepEqual(
+      (clean.result["checks"] as Array<Record<string, unknown>>).map((c) => [c["check"], c["status"]]),
+      [
+        ["typecheck", "passed"],
+        ["lint", "passed"],
+        ["test", "passed"],
+      ],
+    );
 
     const revision = await readRevision(dev.client, project, "src/index.ts");
     const broken = await callTool(dev.client, "edit_project_files", {
       project,
-      changes: [{ kind: "edit", path: "src/index.ts", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "  return a + b;", new_text: '  const label: number = "sum";\n  return a + b + label;' } }] }],
+      changes: [
+        {
+          kind: "edit",
+          path: "src/index.ts",
+          expected_read_revision: revision,
+          edits: [{ replace_exact: { old_text: "  return a + b;", new_text: '  const label: number = "sum";\n  return a + b + label;' } }],
+        },
+      ],
     });
     assert.equal(broken.isError, false, JSON.stringify(broken.result));
 
@@ -59,13 +90,22 @@ describe("validation tools through a real MCP client (embedded)", () => {
     const commands = (failed.result["checks"] as Array<Record<string, string>>).map((c) => c["command_summary"]).join("; ");
     const raw = await callTool(dev.client, "run_shell", { project, command: `PATH=node_modules/.bin:$PATH; ${commands}`, wait_ms: 30_000 });
     assert.match(String(raw.result["output"] ?? raw.result["stdout"]), /TS2322/u, "the raw run saw the same error");
-    t.diagnostic(`project_validate failed result: ${bytes(failed.result)} B; run_shell raw output of the same commands: ${bytes(raw.result)} B; passed result: ${bytes(clean.result)} B`);
+    t.diagnostic(
+      `project_validate failed result: ${bytes(failed.result)} B; run_shell raw output of the same commands: ${bytes(raw.result)} B; passed result: ${bytes(clean.result)} B`,
+    );
     assert.ok(bytes(failed.result) < bytes(raw.result), `${bytes(failed.result)} B structured vs ${bytes(raw.result)} B raw`);
 
     const revision2 = await readRevision(dev.client, project, "src/index.ts");
     const fixed = await callTool(dev.client, "edit_project_files", {
       project,
-      changes: [{ kind: "edit", path: "src/index.ts", expected_read_revision: revision2, edits: [{ replace_exact: { old_text: '  const label: number = "sum";\n  return a + b + label;', new_text: "  return a + b;" } }] }],
+      changes: [
+        {
+          kind: "edit",
+          path: "src/index.ts",
+          expected_read_revision: revision2,
+          edits: [{ replace_exact: { old_text: '  const label: number = "sum";\n  return a + b + label;', new_text: "  return a + b;" } }],
+        },
+      ],
     });
     assert.equal(fixed.isError, false);
     const again = await validate({ wait_ms: 30_000 });
@@ -81,7 +121,10 @@ describe("validation tools through a real MCP client (embedded)", () => {
     let next: ToolOutcome = await callTool(dev.client, f.tool, f.arguments);
     while (next.result["execution_state"] === "pending") next = await callTool(dev.client, f.tool, f.arguments);
     assert.equal(next.result["status"], "passed", JSON.stringify(next.result));
-    assert.deepEqual((next.result["checks"] as Array<Record<string, unknown>>).map((c) => c["check"]), ["typecheck"]);
+    assert.deepEqual(
+      (next.result["checks"] as Array<Record<string, unknown>>).map((c) => c["check"]),
+      ["typecheck"],
+    );
   });
 
   it("bad input fails closed before anything runs", async () => {
@@ -109,7 +152,10 @@ describe("a validation tool whose toolchain the Runner lacks", () => {
     assert.deepEqual([r.result["reason_code"], r.result["detail_code"], r.result["state_changed"]], ["capability_missing", "validation_rust_v1", false]);
     // project_validate still runs what it can and says what it skipped and why.
     const v = await callTool(dev.client, "call_runtime_tool", { tool: "project_validate", arguments: { project: dev.project, wait_ms: 30_000 } });
-    assert.deepEqual(v.result["skipped"], [{ check: "typecheck", provider: "rust", reason: "capability_missing", capability: "validation_rust_v1" }, { check: "test", provider: "rust", reason: "capability_missing", capability: "validation_rust_v1" }]);
+    assert.deepEqual(v.result["skipped"], [
+      { check: "typecheck", provider: "rust", reason: "capability_missing", capability: "validation_rust_v1" },
+      { check: "test", provider: "rust", reason: "capability_missing", capability: "validation_rust_v1" },
+    ]);
     assert.equal(v.result["status"], "error");
   });
 });
@@ -160,7 +206,12 @@ describe("validation results in the session handoff and the audit row", () => {
     const row = rows.find((r) => JSON.stringify(r["summary"]).includes("validation"));
     assert.ok(row, JSON.stringify(rows));
     const summary = (typeof row["summary"] === "string" ? JSON.parse(row["summary"]) : row["summary"]) as Record<string, unknown>;
-    assert.deepEqual(summary["validation"], { status: "failed", providers: ["go"], tests: { passed: 1, failed: 1, skipped: 0 }, diagnostics: { errors: 1, warnings: 0 } });
+    assert.deepEqual(summary["validation"], {
+      status: "failed",
+      providers: ["go"],
+      tests: { passed: 1, failed: 1, skipped: 0 },
+      diagnostics: { errors: 1, warnings: 0 },
+    });
     assert.doesNotMatch(JSON.stringify(row), /calc|Sprintf|TestAdd|go vet/u);
   });
 });

@@ -40,7 +40,10 @@ describe("reads, listings and searches through a real MCP client (webcodex dev)"
   after(() => dev?.close());
 
   it("read_files batches files and ranges, keeps CRLF, and reports binary files instead of their bytes", async () => {
-    const { isError, result } = await callTool(client, "read_files", { project, files: [{ path: "src/crlf.txt" }, { path: "logo.bin" }, { path: "src/app.ts", start_line: 2, end_line: 2 }] });
+    const { isError, result } = await callTool(client, "read_files", {
+      project,
+      files: [{ path: "src/crlf.txt" }, { path: "logo.bin" }, { path: "src/app.ts", start_line: 2, end_line: 2 }],
+    });
     assert.equal(isError, false, JSON.stringify(result));
     const [crlf, binary, range] = result["items"] as Array<Record<string, unknown>>;
     assert.equal(crlf?.["content"], "one\r\ntwo\r\n");
@@ -102,7 +105,11 @@ describe("reads, listings and searches through a real MCP client (webcodex dev)"
     });
     assert.equal(isError, false, JSON.stringify(result));
     const [literal, regex, bounded, ignored, scoped] = result["results"] as Array<Record<string, unknown>>;
-    assert.deepEqual((literal?.["matches"] as Array<Record<string, unknown>>).map((m) => [m["path"], m["line"]]), [["src/app.ts", 2]], "literal and case-sensitive by default");
+    assert.deepEqual(
+      (literal?.["matches"] as Array<Record<string, unknown>>).map((m) => [m["path"], m["line"]]),
+      [["src/app.ts", 2]],
+      "literal and case-sensitive by default",
+    );
     assert.equal(regex?.["total"], 2);
     assert.deepEqual([bounded?.["total"], (bounded?.["matches"] as unknown[]).length, bounded?.["truncated"]], [30, 3, true]);
     assert.equal(ignored?.["total"], 0, "matches in ignored files are not reported");

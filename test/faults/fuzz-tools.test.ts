@@ -24,13 +24,59 @@ const CLIENT_CASES = 500;
 const streams = Math.max(1, Number(process.env["WEBCODEX_FAULTS_FUZZ_STREAMS"] ?? 2));
 const verbose = process.env["WEBCODEX_FAULTS_VERBOSE"] === "1";
 
-type Schema = { type?: string | string[]; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[]; minimum?: number; maximum?: number };
+type Schema = {
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+};
 
 const HOSTILE_STRINGS = [
-  "", " ", ".", "..", "../", "../../../../etc/passwd", "/etc/passwd", "/", "~", "~/.ssh/id_rsa", ".git/config", ".git/HEAD", ".env",
-  "a/../../outside.txt", "src/../../outside.txt", "%2e%2e/%2e%2e/x", "..\\..\\x", "C:\\Windows\\win.ini", "a\u0000b", "\u0000",
-  "x".repeat(70_000), "💥".repeat(5_000), "\u202e.txt", "con", "aux.txt", "-rf", "--help", "\n", "\r\n", "*", "**/*", "?", "[",
-  "(?<", "\\", "proc/self/environ", "/proc/self/environ", "file:///etc/passwd", "http://169.254.169.254/", "null", "undefined", "NaN",
+  "",
+  " ",
+  ".",
+  "..",
+  "../",
+  "../../../../etc/passwd",
+  "/etc/passwd",
+  "/",
+  "~",
+  "~/.ssh/id_rsa",
+  ".git/config",
+  ".git/HEAD",
+  ".env",
+  "a/../../outside.txt",
+  "src/../../outside.txt",
+  "%2e%2e/%2e%2e/x",
+  "..\\..\\x",
+  "C:\\Windows\\win.ini",
+  "a\u0000b",
+  "\u0000",
+  "x".repeat(70_000),
+  "💥".repeat(5_000),
+  "\u202e.txt",
+  "con",
+  "aux.txt",
+  "-rf",
+  "--help",
+  "\n",
+  "\r\n",
+  "*",
+  "**/*",
+  "?",
+  "[",
+  "(?<",
+  "\\",
+  "proc/self/environ",
+  "/proc/self/environ",
+  "file:///etc/passwd",
+  "http://169.254.169.254/",
+  "null",
+  "undefined",
+  "NaN",
 ];
 const HOSTILE_NUMBERS = [-1, 0, 1, -0, 2 ** 31, 2 ** 53, -(2 ** 53), 1e308, -1e308, 0.5, Number.MAX_SAFE_INTEGER + 2];
 
@@ -49,7 +95,8 @@ function arbFor(schema: Schema | undefined, depth: number, project: string, key 
   let valid: fc.Arbitrary<unknown>;
   if (schema.enum !== undefined && schema.enum.length > 0) valid = fc.constantFrom(...schema.enum);
   else if (type === "string") valid = stringArb();
-  else if (type === "integer") valid = fc.oneof(fc.integer({ min: schema.minimum ?? -5, max: Math.min(schema.maximum ?? 1_000, 1_000) }), fc.constantFrom(...HOSTILE_NUMBERS));
+  else if (type === "integer")
+    valid = fc.oneof(fc.integer({ min: schema.minimum ?? -5, max: Math.min(schema.maximum ?? 1_000, 1_000) }), fc.constantFrom(...HOSTILE_NUMBERS));
   else if (type === "number") valid = fc.oneof(fc.double({ noNaN: true }), fc.constantFrom(...HOSTILE_NUMBERS));
   else if (type === "boolean") valid = fc.boolean();
   else if (type === "array") valid = fc.array(arbFor(schema.items, depth + 1, project), { maxLength: 4 });
@@ -64,8 +111,13 @@ function arbFor(schema: Schema | undefined, depth: number, project: string, key 
 
 /** Tool arguments are a JSON object on the wire (MCP); inside it, anything goes. */
 function argumentsArb(schema: Schema, project: string): fc.Arbitrary<Record<string, unknown>> {
-  const shaped = arbFor({ ...schema, type: "object" }, 0, project).filter((v): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v));
-  return fc.oneof({ weight: 6, arbitrary: shaped }, { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 }) });
+  const shaped = arbFor({ ...schema, type: "object" }, 0, project).filter(
+    (v): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v),
+  );
+  return fc.oneof(
+    { weight: 6, arbitrary: shaped },
+    { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 }) },
+  );
 }
 
 function harmless(args: unknown): unknown {
@@ -92,93 +144,116 @@ describe("fuzzing every admitted tool's input through the gateway pipeline", () 
   let dev: DevProject;
   let outsideRoot: string;
   before(async () => {
-    dev = await openDevProject({ "src/a.ts": "export const a = 1;\n", "README.md": "# fuzz\n" }, {
-      name: "fuzz",
-      prepare: (projectDir) => {
-        mkdirSync(join(dirname(projectDir), "outside"), { recursive: true });
-        writeFileSync(join(dirname(projectDir), "outside", "outside.txt"), "sentinel\n");
+    dev = await openDevProject(
+      { "src/a.ts": "export const a = 1;\n", "README.md": "# fuzz\n" },
+      {
+        name: "fuzz",
+        prepare: (projectDir) => {
+          mkdirSync(join(dirname(projectDir), "outside"), { recursive: true });
+          writeFileSync(join(dirname(projectDir), "outside", "outside.txt"), "sentinel\n");
+        },
       },
-    });
+    );
     outsideRoot = dirname(dev.projectDir);
   });
   after(async () => dev?.close());
 
-  it(`${cases} cases: every call answers, every failure is structured, nothing is written outside the project`, { timeout: Math.max(110_000, cases * 200) }, async () => {
-    const outsideBefore = tree(outsideRoot);
-    const tools = toolDefinitions().filter((t) => t.implemented !== false);
-    const perTool = new Map<string, { calls: number; failures: number; ms: number }>();
-    const listed = await connectMcp(dev.server.mcpUrl, dev.server.token).then(async (c) => {
-      const names = new Set((await c.listTools()).tools.map((t) => t.name));
-      await c.close();
-      return names;
-    });
-    let failures = 0;
-    let done = 0;
-    const runStarted = performance.now();
-    const problems: string[] = [];
-    const seed = Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000);
-    const figures = (complete: boolean) => ({
-      cases_planned: cases, cases: done, run_complete: complete, streams, seed, tools: tools.length, tool_failures_structured: failures,
-      property_failures: problems.length, seconds: Math.round((performance.now() - runStarted) / 1000), per_tool: Object.fromEntries([...perTool].map(([k, v]) => [k, { ...v, ms: Math.round(v.ms) }])),
-    });
-    const caseArb = fc.constantFrom(...tools).chain((tool) =>
-      argumentsArb(tool.inputSchema as Schema, dev.project).map((args) => ({ tool, args: tool.effect === "process_execution" ? harmless(args) : args })));
-    // `streams` property runs side by side (own client and seed each, the cases split between
-    // them) keep the client and the server busy at once; each is the same property.
-    const runStream = async (index: number): Promise<void> => {
-      let client: Client = await connectMcp(dev.server.mcpUrl, dev.server.token);
-      let own = 0;
-      await fc.assert(
-        fc.asyncProperty(caseArb, async ({ tool, args }) => {
-          const direct = listed.has(tool.name);
-          const name = direct ? tool.name : "call_runtime_tool";
-          const callArgs = direct ? args : { tool: tool.name, arguments: args };
-          const counts = perTool.get(tool.name) ?? { calls: 0, failures: 0, ms: 0 };
-          counts.calls++;
-          perTool.set(tool.name, counts);
-          if (++done % 1000 === 0 && verbose) console.log(`${done} cases ${Math.round(performance.now() - runStarted)} ms, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB, heap ${Math.round(process.memoryUsage().heapUsed / 2 ** 20)} MiB`);
-          if (done % 10_000 === 0) await recordFigures("fuzz", figures(false));
-          // A fresh MCP session every CLIENT_CASES cases, as a long-running Host reconnects: the
-          // SDK's client transport hangs every request's abort listener on one signal for its
-          // whole life, which grows without bound over 100,000 calls.
-          if (++own % CLIENT_CASES === 0) {
-            const old = client;
-            client = await connectMcp(dev.server.mcpUrl, dev.server.token);
-            await (old.transport as StreamableHTTPClientTransport | undefined)?.terminateSession();
-            await old.close();
-          }
-          // A thrown error here (HTTP 5xx, broken session, protocol error) fails the property.
-          let res: Awaited<ReturnType<Client["callTool"]>>;
-          const callStarted = performance.now();
-          try {
-            res = await client.callTool({ name, arguments: callArgs as Record<string, unknown> });
-            counts.ms += performance.now() - callStarted;
-          } catch (error) {
-            throw new Error(`${tool.name}: the call did not answer: ${String(error)}`);
-          }
-          if (res.isError === true) {
-            failures++;
-            counts.failures++;
-            const content = (res.structuredContent ?? {}) as Record<string, unknown>;
-            const structured = typeof content["reason_code"] === "string" && typeof content["failure_stage"] === "string";
-            if (!structured) problems.push(`${tool.name}: unstructured failure ${JSON.stringify(res).slice(0, 300)}`);
-            assert.ok(structured, `${tool.name}: a failure without reason_code/failure_stage: ${JSON.stringify(res).slice(0, 300)}`);
-          }
-        }),
-        { numRuns: Math.floor(cases / streams) + (index < cases % streams ? 1 : 0), seed: seed + index, endOnFailure: true },
-      );
-      await client.close();
-    };
-    try {
-      await Promise.all(Array.from({ length: streams }, (_, i) => runStream(i)));
-    } finally {
-      await recordFigures("fuzz", { ...figures(false), problems: problems.slice(0, 10) });
-    }
-    assert.deepEqual(tree(outsideRoot), outsideBefore, "nothing outside the project changed");
-    if (verbose) {
-      const stat = readFileSync(`/proc/${dev.server.child.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-      console.log(`cpu: test ${Math.round((process.cpuUsage().user + process.cpuUsage().system) / 1000)} ms, server ${(Number(stat[11]) + Number(stat[12])) * 10} ms`);
-    }
-    await recordFigures("fuzz", figures(true));
-  });
+  it(
+    `${cases} cases: every call answers, every failure is structured, nothing is written outside the project`,
+    { timeout: Math.max(110_000, cases * 200) },
+    async () => {
+      const outsideBefore = tree(outsideRoot);
+      const tools = toolDefinitions().filter((t) => t.implemented !== false);
+      const perTool = new Map<string, { calls: number; failures: number; ms: number }>();
+      const listed = await connectMcp(dev.server.mcpUrl, dev.server.token).then(async (c) => {
+        const names = new Set((await c.listTools()).tools.map((t) => t.name));
+        await c.close();
+        return names;
+      });
+      let failures = 0;
+      let done = 0;
+      const runStarted = performance.now();
+      const problems: string[] = [];
+      const seed = Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000);
+      const figures = (complete: boolean) => ({
+        cases_planned: cases,
+        cases: done,
+        run_complete: complete,
+        streams,
+        seed,
+        tools: tools.length,
+        tool_failures_structured: failures,
+        property_failures: problems.length,
+        seconds: Math.round((performance.now() - runStarted) / 1000),
+        per_tool: Object.fromEntries([...perTool].map(([k, v]) => [k, { ...v, ms: Math.round(v.ms) }])),
+      });
+      const caseArb = fc
+        .constantFrom(...tools)
+        .chain((tool) =>
+          argumentsArb(tool.inputSchema as Schema, dev.project).map((args) => ({ tool, args: tool.effect === "process_execution" ? harmless(args) : args })),
+        );
+      // `streams` property runs side by side (own client and seed each, the cases split between
+      // them) keep the client and the server busy at once; each is the same property.
+      const runStream = async (index: number): Promise<void> => {
+        let client: Client = await connectMcp(dev.server.mcpUrl, dev.server.token);
+        let own = 0;
+        await fc.assert(
+          fc.asyncProperty(caseArb, async ({ tool, args }) => {
+            const direct = listed.has(tool.name);
+            const name = direct ? tool.name : "call_runtime_tool";
+            const callArgs = direct ? args : { tool: tool.name, arguments: args };
+            const counts = perTool.get(tool.name) ?? { calls: 0, failures: 0, ms: 0 };
+            counts.calls++;
+            perTool.set(tool.name, counts);
+            if (++done % 1000 === 0 && verbose)
+              console.log(
+                `${done} cases ${Math.round(performance.now() - runStarted)} ms, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB, heap ${Math.round(process.memoryUsage().heapUsed / 2 ** 20)} MiB`,
+              );
+            if (done % 10_000 === 0) await recordFigures("fuzz", figures(false));
+            // A fresh MCP session every CLIENT_CASES cases, as a long-running Host reconnects: the
+            // SDK's client transport hangs every request's abort listener on one signal for its
+            // whole life, which grows without bound over 100,000 calls.
+            if (++own % CLIENT_CASES === 0) {
+              const old = client;
+              client = await connectMcp(dev.server.mcpUrl, dev.server.token);
+              await (old.transport as StreamableHTTPClientTransport | undefined)?.terminateSession();
+              await old.close();
+            }
+            // A thrown error here (HTTP 5xx, broken session, protocol error) fails the property.
+            let res: Awaited<ReturnType<Client["callTool"]>>;
+            const callStarted = performance.now();
+            try {
+              res = await client.callTool({ name, arguments: callArgs as Record<string, unknown> });
+              counts.ms += performance.now() - callStarted;
+            } catch (error) {
+              throw new Error(`${tool.name}: the call did not answer: ${String(error)}`);
+            }
+            if (res.isError === true) {
+              failures++;
+              counts.failures++;
+              const content = (res.structuredContent ?? {}) as Record<string, unknown>;
+              const structured = typeof content["reason_code"] === "string" && typeof content["failure_stage"] === "string";
+              if (!structured) problems.push(`${tool.name}: unstructured failure ${JSON.stringify(res).slice(0, 300)}`);
+              assert.ok(structured, `${tool.name}: a failure without reason_code/failure_stage: ${JSON.stringify(res).slice(0, 300)}`);
+            }
+          }),
+          { numRuns: Math.floor(cases / streams) + (index < cases % streams ? 1 : 0), seed: seed + index, endOnFailure: true },
+        );
+        await client.close();
+      };
+      try {
+        await Promise.all(Array.from({ length: streams }, (_, i) => runStream(i)));
+      } finally {
+        await recordFigures("fuzz", { ...figures(false), problems: problems.slice(0, 10) });
+      }
+      assert.deepEqual(tree(outsideRoot), outsideBefore, "nothing outside the project changed");
+      if (verbose) {
+        const stat = readFileSync(`/proc/${dev.server.child.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+        console.log(
+          `cpu: test ${Math.round((process.cpuUsage().user + process.cpuUsage().system) / 1000)} ms, server ${(Number(stat[11]) + Number(stat[12])) * 10} ms`,
+        );
+      }
+      await recordFigures("fuzz", figures(true));
+    },
+  );
 });

@@ -145,8 +145,22 @@ export async function runKillHarness(options: KillRunOptions): Promise<KillRunFi
   await mkdir(join(root, "created"), { recursive: true });
   for (let i = 0; i < FILES; i++) await writeFile(join(root, name(i)), body(i, "t0"));
   const figures: KillRunFigures = {
-    transactions_tried: 0, killed_mid_call: 0, told_succeeded: 0, told_failed: 0, told_unknown: 0, applied: 0, absent: 0, partial: 0,
-    misreported: 0, recovered_rolled_back: 0, recovered_completed: 0, recovery_mismatches: 0, leftover_temp_files: 0, restart_ms_p50: 0, restart_ms_max: 0, problems: [],
+    transactions_tried: 0,
+    killed_mid_call: 0,
+    told_succeeded: 0,
+    told_failed: 0,
+    told_unknown: 0,
+    applied: 0,
+    absent: 0,
+    partial: 0,
+    misreported: 0,
+    recovered_rolled_back: 0,
+    recovered_completed: 0,
+    recovery_mismatches: 0,
+    leftover_temp_files: 0,
+    restart_ms_p50: 0,
+    restart_ms_max: 0,
+    problems: [],
   };
   const restarts: number[] = [];
   let estimateMs = 80;
@@ -162,7 +176,12 @@ export async function runKillHarness(options: KillRunOptions): Promise<KillRunFi
       const chosen = new Set<number>();
       while (chosen.size < count) chosen.add(Math.floor(random() * FILES));
       const files = [...chosen];
-      const read = await runner.client.execute({ callId: `r${n}`, tool: "read_files", fence: ++fence, argumentsJson: JSON.stringify({ files: files.map((i) => ({ path: name(i), end_line: 1 })) }) });
+      const read = await runner.client.execute({
+        callId: `r${n}`,
+        tool: "read_files",
+        fence: ++fence,
+        argumentsJson: JSON.stringify({ files: files.map((i) => ({ path: name(i), end_line: 1 })) }),
+      });
       restarts.push(performance.now() - started);
       options.restartSamples?.push(performance.now() - started);
       if (read.failure !== undefined) throw new Error(`read_files failed: ${read.failure.reasonCode} ${read.failure.detailCode}\n${runner.log()}`);
@@ -180,7 +199,12 @@ export async function runKillHarness(options: KillRunOptions): Promise<KillRunFi
       const changes: unknown[] = [];
       for (const [k, i] of files.entries()) {
         const old = await markerOf(root, i);
-        changes.push({ kind: "edit", path: name(i), expected_read_revision: items[k]?.read_revision, edits: [{ replace_exact: { old_text: `txn: ${old}\n`, new_text: `txn: ${id}\n` } }] });
+        changes.push({
+          kind: "edit",
+          path: name(i),
+          expected_read_revision: items[k]?.read_revision,
+          edits: [{ replace_exact: { old_text: `txn: ${old}\n`, new_text: `txn: ${id}\n` } }],
+        });
       }
       if (created !== undefined) changes.push({ kind: "create", path: created, content: `created by ${id}\n` });
       figures.transactions_tried++;
@@ -195,7 +219,9 @@ export async function runKillHarness(options: KillRunOptions): Promise<KillRunFi
           told = res.failure === undefined ? "succeeded" : res.failure.outcomeUnknown ? "unknown" : "failed";
           if (res.failure === undefined) estimateMs = 0.7 * estimateMs + 0.3 * (performance.now() - callStarted);
         },
-        () => { told = "unknown"; },
+        () => {
+          told = "unknown";
+        },
       );
       if (random() < 0.5) {
         // A random moment of the call.
@@ -256,7 +282,12 @@ interface Judged {
   told: string;
 }
 
-async function judgeRecovery(figures: KillRunFigures, recovered: RunnerProcess["recovered"], previous: Judged, root: string): Promise<"applied" | "absent" | "partial"> {
+async function judgeRecovery(
+  figures: KillRunFigures,
+  recovered: RunnerProcess["recovered"],
+  previous: Judged,
+  root: string,
+): Promise<"applied" | "absent" | "partial"> {
   {
     const state = await transactionState(root, previous.id, previous.files, previous.created);
     if (state === "applied") figures.applied++;

@@ -13,7 +13,16 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, executeFollowUp, firstProjectRef, startTestStack } from "../support/index.js";
+import {
+  backingServices,
+  callTool,
+  connectMcp,
+  createProjectDir,
+  createTestDatabase,
+  executeFollowUp,
+  firstProjectRef,
+  startTestStack,
+} from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 import { until } from "../support/until.js";
 
@@ -55,61 +64,79 @@ describe("an edit cut off by a Runner crash: outcome_unknown, then its recovered
     await db?.drop();
   });
 
-  it("the model is told outcome_unknown with the call id, and after the restart the follow-up reports rolled_back or completed", { timeout: 300_000 }, async () => {
-    let cut: { result: Record<string, unknown>; marker: string; previous: string } | undefined;
-    for (let attempt = 1; attempt <= 10 && cut === undefined; attempt++) {
-      const marker = `a${attempt}`;
-      const previous = await markerOf(projectDir, 0);
-      const read = await callTool(client, "read_files", { project, files: Array.from({ length: FILES }, (_, i) => ({ path: name(i), end_line: 1 })) });
-      assert.equal(read.isError, false, JSON.stringify(read.result));
-      const items = read.result["items"] as Array<Record<string, unknown>>;
-      const changes = await Promise.all(Array.from({ length: FILES }, async (_, i) => ({
-        kind: "edit", path: name(i), expected_read_revision: items[i]?.["read_revision"],
-        edits: [{ replace_exact: { old_text: `txn: ${await markerOf(projectDir, i)}\n`, new_text: `txn: ${marker}\n` } }],
-      })));
-      let answered = false;
-      const call = callTool(client, "edit_project_files", { project, changes }).finally(() => { answered = true; });
-      // Kill the Runner once the transaction's first change is on disk (its intent is durable by then).
-      const runner = stack.processes.get("runner");
-      while (!answered && (await markerOf(projectDir, 0)) !== marker) await new Promise((resolve) => setImmediate(resolve));
-      const exited = new Promise((resolve) => runner?.once("exit", resolve));
-      runner?.kill("SIGKILL");
-      await exited;
-      const outcome = await call;
-      if (outcome.isError && outcome.result["outcome_unknown"] === true) cut = { result: outcome.result, marker, previous };
-      else await stack.restart("runner"); // the edit answered before the kill: try again
-    }
-    assert.ok(cut !== undefined, "one of ten kills landed inside a transaction");
-    const failure = cut.result;
-    const callId = (failure["evidence"] as Record<string, unknown> | undefined)?.["call_id"];
-    assert.equal(typeof callId, "string", `the failure names its call: ${JSON.stringify(failure)}`);
-    assert.ok(failure["follow_up"] !== undefined, `the failure carries a follow-up: ${JSON.stringify(failure)}`);
+  it(
+    "the model is told outcome_unknown with the call id, and after the restart the follow-up reports rolled_back or completed",
+    { timeout: 300_000 },
+    async () => {
+      let cut: { result: Record<string, unknown>; marker: string; previous: string } | undefined;
+      for (let attempt = 1; attempt <= 10 && cut === undefined; attempt++) {
+        const marker = `a${attempt}`;
+        const previous = await markerOf(projectDir, 0);
+        const read = await callTool(client, "read_files", { project, files: Array.from({ length: FILES }, (_, i) => ({ path: name(i), end_line: 1 })) });
+        assert.equal(read.isError, false, JSON.stringify(read.result));
+        const items = read.result["items"] as Array<Record<string, unknown>>;
+        const changes = await Promise.all(
+          Array.from({ length: FILES }, async (_, i) => ({
+            kind: "edit",
+            path: name(i),
+            expected_read_revision: items[i]?.["read_revision"],
+            edits: [{ replace_exact: { old_text: `txn: ${await markerOf(projectDir, i)}\n`, new_text: `txn: ${marker}\n` } }],
+          })),
+        );
+        let answered = false;
+        const call = callTool(client, "edit_project_files", { project, changes }).finally(() => {
+          answered = true;
+        });
+        // Kill the Runner once the transaction's first change is on disk (its intent is durable by then).
+        const runner = stack.processes.get("runner");
+        while (!answered && (await markerOf(projectDir, 0)) !== marker) await new Promise((resolve) => setImmediate(resolve));
+        const exited = new Promise((resolve) => runner?.once("exit", resolve));
+        runner?.kill("SIGKILL");
+        await exited;
+        const outcome = await call;
+        if (outcome.isError && outcome.result["outcome_unknown"] === true) cut = { result: outcome.result, marker, previous };
+        else await stack.restart("runner"); // the edit answered before the kill: try again
+      }
+      assert.ok(cut !== undefined, "one of ten kills landed inside a transaction");
+      const failure = cut.result;
+      const callId = (failure["evidence"] as Record<string, unknown> | undefined)?.["call_id"];
+      assert.equal(typeof callId, "string", `the failure names its call: ${JSON.stringify(failure)}`);
+      assert.ok(failure["follow_up"] !== undefined, `the failure carries a follow-up: ${JSON.stringify(failure)}`);
 
-    // Until the Runner is back (and recovery has run) the follow-up cannot report the outcome.
-    const early = await executeFollowUp(client, failure["follow_up"]);
-    assert.equal(early.isError, true, JSON.stringify(early.result));
-    assert.equal(typeof early.result["reason_code"], "string");
+      // Until the Runner is back (and recovery has run) the follow-up cannot report the outcome.
+      const early = await executeFollowUp(client, failure["follow_up"]);
+      assert.equal(early.isError, true, JSON.stringify(early.result));
+      assert.equal(typeof early.result["reason_code"], "string");
 
-    await stack.restart("runner");
-    const later = await until("read_workspace_changes answers after the restart", async () => {
-      const res = await executeFollowUp(client, failure["follow_up"]);
-      return res.isError ? undefined : res;
-    }, 60_000, 200);
-    const recovered = (later.result["recovered_writes"] as Array<Record<string, unknown>> | undefined) ?? [];
-    const mine = recovered.find((w) => w["call_id"] === callId);
-    assert.ok(mine !== undefined, `recovered_writes names the call: ${JSON.stringify(later.result)}`);
-    assert.equal(mine["tool"], "edit_project_files");
-    assert.deepEqual([...(mine["paths"] as string[])].sort(), Array.from({ length: FILES }, (_, i) => name(i)));
-    const markers = await Promise.all(Array.from({ length: FILES }, (_, i) => markerOf(projectDir, i)));
-    if (mine["outcome"] === "completed") assert.deepEqual(markers, Array(FILES).fill(cut.marker), "completed: every change is on disk");
-    else {
-      assert.equal(mine["outcome"], "rolled_back");
-      assert.deepEqual(markers, Array(FILES).fill(cut.previous), "rolled back: no change is on disk");
-    }
-    // What the model reads now agrees with the recorded outcome.
-    const reread = await callTool(client, "read_files", { project, files: [{ path: name(0), end_line: 1 }] });
-    const content = String((reread.result["items"] as Array<Record<string, unknown>>)[0]?.["content"] ?? "");
-    assert.ok(content.startsWith(`txn: ${mine["outcome"] === "completed" ? cut.marker : cut.previous}`), content.slice(0, 40));
-    assert.equal((await readFile(join(projectDir, "README.md"), "utf8")), "# recovered\n");
-  });
+      await stack.restart("runner");
+      const later = await until(
+        "read_workspace_changes answers after the restart",
+        async () => {
+          const res = await executeFollowUp(client, failure["follow_up"]);
+          return res.isError ? undefined : res;
+        },
+        60_000,
+        200,
+      );
+      const recovered = (later.result["recovered_writes"] as Array<Record<string, unknown>> | undefined) ?? [];
+      const mine = recovered.find((w) => w["call_id"] === callId);
+      assert.ok(mine !== undefined, `recovered_writes names the call: ${JSON.stringify(later.result)}`);
+      assert.equal(mine["tool"], "edit_project_files");
+      assert.deepEqual(
+        [...(mine["paths"] as string[])].sort(),
+        Array.from({ length: FILES }, (_, i) => name(i)),
+      );
+      const markers = await Promise.all(Array.from({ length: FILES }, (_, i) => markerOf(projectDir, i)));
+      if (mine["outcome"] === "completed") assert.deepEqual(markers, Array(FILES).fill(cut.marker), "completed: every change is on disk");
+      else {
+        assert.equal(mine["outcome"], "rolled_back");
+        assert.deepEqual(markers, Array(FILES).fill(cut.previous), "rolled back: no change is on disk");
+      }
+      // What the model reads now agrees with the recorded outcome.
+      const reread = await callTool(client, "read_files", { project, files: [{ path: name(0), end_line: 1 }] });
+      const content = String((reread.result["items"] as Array<Record<string, unknown>>)[0]?.["content"] ?? "");
+      assert.ok(content.startsWith(`txn: ${mine["outcome"] === "completed" ? cut.marker : cut.previous}`), content.slice(0, 40));
+      assert.equal(await readFile(join(projectDir, "README.md"), "utf8"), "# recovered\n");
+    },
+  );
 });

@@ -28,28 +28,48 @@ function merge(runs: KillRunFigures[], restarts: number[]): KillRunFigures {
 }
 
 describe("Runner killed with SIGKILL during write transactions", () => {
-  it(`${kills} kills: every transaction is fully applied or fully absent, and the caller's view matches`, { timeout: Math.max(120_000, (kills / shards) * 20_000) }, async () => {
-    const seed = Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000);
-    const restarts: number[] = [];
-    const latest: KillRunFigures[] = [];
-    const figuresList = await Promise.all(Array.from({ length: shards }, (_, s) => runKillHarness({
-      transactions: Math.floor(kills / shards) + (s < kills % shards ? 1 : 0), recover: true, seed: seed + s, restartSamples: restarts,
-      // Judged so far (the transaction in flight at a checkpoint is judged after the next restart).
-      onCheckpoint: (partial) => {
-        latest[s] = partial;
-        return recordFigures("runner_kill", { ...merge(latest.filter((f) => f !== undefined), restarts), run_complete: false, kills_planned: kills, shards, seed });
-      },
-    })));
-    const figures = merge(figuresList, restarts);
-    await recordFigures("runner_kill", { ...figures, run_complete: true, kills_planned: kills, shards, seed });
-    assert.deepEqual(figures.problems, []);
-    assert.equal(figures.partial, 0);
-    assert.equal(figures.misreported, 0);
-    assert.equal(figures.recovery_mismatches, 0);
-    assert.equal(figures.leftover_temp_files, 0, "recovery removes the temp files a killed transaction left");
-    assert.equal(figures.applied + figures.absent, kills);
-    assert.ok(figures.killed_mid_call > 0, "some kills landed during a call");
-  });
+  it(
+    `${kills} kills: every transaction is fully applied or fully absent, and the caller's view matches`,
+    { timeout: Math.max(120_000, (kills / shards) * 20_000) },
+    async () => {
+      const seed = Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000);
+      const restarts: number[] = [];
+      const latest: KillRunFigures[] = [];
+      const figuresList = await Promise.all(
+        Array.from({ length: shards }, (_, s) =>
+          runKillHarness({
+            transactions: Math.floor(kills / shards) + (s < kills % shards ? 1 : 0),
+            recover: true,
+            seed: seed + s,
+            restartSamples: restarts,
+            // Judged so far (the transaction in flight at a checkpoint is judged after the next restart).
+            onCheckpoint: (partial) => {
+              latest[s] = partial;
+              return recordFigures("runner_kill", {
+                ...merge(
+                  latest.filter((f) => f !== undefined),
+                  restarts,
+                ),
+                run_complete: false,
+                kills_planned: kills,
+                shards,
+                seed,
+              });
+            },
+          }),
+        ),
+      );
+      const figures = merge(figuresList, restarts);
+      await recordFigures("runner_kill", { ...figures, run_complete: true, kills_planned: kills, shards, seed });
+      assert.deepEqual(figures.problems, []);
+      assert.equal(figures.partial, 0);
+      assert.equal(figures.misreported, 0);
+      assert.equal(figures.recovery_mismatches, 0);
+      assert.equal(figures.leftover_temp_files, 0, "recovery removes the temp files a killed transaction left");
+      assert.equal(figures.applied + figures.absent, kills);
+      assert.ok(figures.killed_mid_call > 0, "some kills landed during a call");
+    },
+  );
 
   it("the journal is needed: with recovery off, the same harness finds a partial transaction", { timeout: 180_000 }, async () => {
     const figures = await runKillHarness({ transactions: 40, recover: false, stopOnPartial: true, seed: 7 });

@@ -90,7 +90,16 @@ export interface ServiceKillFigures {
   clients: number;
   recovery_bound_ms: number;
   faults: FaultFigures[];
-  totals: { calls_tried: number; misreported: number; unstructured: number; audit_rows_expected: number; audit_rows_found: number; audit_rows_lost: number; audit_rows_duplicated: number; recovery_ms_max: number };
+  totals: {
+    calls_tried: number;
+    misreported: number;
+    unstructured: number;
+    audit_rows_expected: number;
+    audit_rows_found: number;
+    audit_rows_lost: number;
+    audit_rows_duplicated: number;
+    recovery_ms_max: number;
+  };
   /** Everything that violated a guarantee, one line each (must be empty). */
   problems: string[];
 }
@@ -170,13 +179,21 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
     [postgres, redis] = await Promise.all([startPrivatePostgres(), startPrivateRedis()]);
     const projectDir = createProjectDir({ "README.md": README, "src/needle.txt": "a haystack with one needle-7f3 in it\n" }, { name: "servicekills" });
     const project = `agent:local:${projectIdFor(projectDir)}`;
-    const tokens = Array.from({ length: options.clients }, (_, i) => ({ token: `tk-${i}-${randomBytes(16).toString("hex")}`, client_id: "local", subject: `c${i}` }));
+    const tokens = Array.from({ length: options.clients }, (_, i) => ({
+      token: `tk-${i}-${randomBytes(16).toString("hex")}`,
+      client_id: "local",
+      subject: `c${i}`,
+    }));
     const tokensFile = join(tempDir("wcx-kills-tokens-"), "tokens.json");
     writeFileSync(tokensFile, JSON.stringify({ tokens }));
     // What `webcodex up` gives the gateway (a tokens file); the per-principal rate limit is
     // lifted as `WEBCODEX_RATE_LIMIT_PER_MINUTE=0 webcodex up` would, so the load is not throttled.
     stack = await startDistributed({
-      basePort: await findFreeBasePort(), postgresUrl: postgres.url, redisUrl: redis.url, projectDir, clientId: "local",
+      basePort: await findFreeBasePort(),
+      postgresUrl: postgres.url,
+      redisUrl: redis.url,
+      projectDir,
+      clientId: "local",
       gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile, WEBCODEX_RATE_LIMIT_PER_MINUTE: "0" },
       // The services' own logs (warnings and errors) only when asked for.
       stdio: process.env["WEBCODEX_FAULTS_VERBOSE"] ? "inherit" : "ignore",
@@ -209,7 +226,19 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
     const rngs = clients.map(() => mulberry32(Math.floor(random() * 2 ** 32)));
 
     const invoke = async (i: number, seq: number, kind: Kind, tool: string, args: Record<string, unknown>, effect?: CallRecord["effect"]) => {
-      const rec: CallRecord = { client: i, seq, kind, tool, phase, startedAt: Date.now(), endedAt: 0, verdict: "unstructured", auditRows: 0, auditOutcomes: [], ...(effect ? { effect } : {}) };
+      const rec: CallRecord = {
+        client: i,
+        seq,
+        kind,
+        tool,
+        phase,
+        startedAt: Date.now(),
+        endedAt: 0,
+        verdict: "unstructured",
+        auditRows: 0,
+        auditOutcomes: [],
+        ...(effect ? { effect } : {}),
+      };
       calls.push(rec);
       const downAtStart = gatewayDown;
       try {
@@ -221,7 +250,10 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
         else if (sc && typeof sc["reason_code"] === "string" && typeof sc["failure_stage"] === "string") rec.verdict = "failed";
         else rec.verdict = "unstructured";
       } catch (error) {
-        rec.error = error instanceof Error ? `${error.name}: ${error.message}${(error as { cause?: { code?: string } }).cause?.code ? ` (${(error as { cause?: { code?: string } }).cause?.code})` : ""}` : String(error);
+        rec.error =
+          error instanceof Error
+            ? `${error.name}: ${error.message}${(error as { cause?: { code?: string } }).cause?.code ? ` (${(error as { cause?: { code?: string } }).cause?.code})` : ""}`
+            : String(error);
         if ((downAtStart || gatewayDown) && transportError(error)) rec.verdict = refused(error) ? "unreachable" : "cut_off";
         else rec.verdict = "unstructured";
       }
@@ -241,23 +273,41 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
         else if (r < 0.42) rec = await invoke(i, seq, "list", "list_projects", {});
         else if (r < 0.67) {
           const tok = randomBytes(6).toString("hex");
-          const files = [{ path: `c${i}/e${seq}-a.txt`, content: `a ${tok}\n` }, { path: `c${i}/e${seq}-b.txt`, content: `b ${tok}\n` }];
-          rec = await invoke(i, seq, "edit", "edit_project_files", { project, changes: files.map((f) => ({ kind: "create", path: f.path, content: f.content })) }, { files });
+          const files = [
+            { path: `c${i}/e${seq}-a.txt`, content: `a ${tok}\n` },
+            { path: `c${i}/e${seq}-b.txt`, content: `b ${tok}\n` },
+          ];
+          rec = await invoke(
+            i,
+            seq,
+            "edit",
+            "edit_project_files",
+            { project, changes: files.map((f) => ({ kind: "create", path: f.path, content: f.content })) },
+            { files },
+          );
         } else if (r < 0.82) {
           const tok = randomBytes(6).toString("hex");
           const path = `c${i}/s${seq}.txt`;
-          rec = await invoke(i, seq, "shell", "run_shell", { project, command: `mkdir -p c${i} && printf '%s' ${tok} > ${path}`, wait_ms: 20_000 }, { files: [{ path, content: tok }] });
+          rec = await invoke(
+            i,
+            seq,
+            "shell",
+            "run_shell",
+            { project, command: `mkdir -p c${i} && printf '%s' ${tok} > ${path}`, wait_ms: 20_000 },
+            { files: [{ path, content: tok }] },
+          );
         } else {
           const title = `c${i}-s${seq}-${randomBytes(4).toString("hex")}`;
           rec = await invoke(i, seq, "session", "create_session", { project, title }, { title });
         }
         // A caller whose call failed backs off a little, as a real client would; otherwise a
         // short pause between calls (a model's turn is never back to back).
-        await sleep(rec.verdict === "succeeded" ? options.thinkMs ?? 0 : 200);
+        await sleep(rec.verdict === "succeeded" ? (options.thinkMs ?? 0) : 200);
       }
     };
 
-    const kindsOf = (from: number, to: number, pred: (c: CallRecord) => boolean) => new Set(calls.filter((c) => c.startedAt >= from && c.startedAt < to && pred(c)).map((c) => c.kind));
+    const kindsOf = (from: number, to: number, pred: (c: CallRecord) => boolean) =>
+      new Set(calls.filter((c) => c.startedAt >= from && c.startedAt < to && pred(c)).map((c) => c.kind));
     const ALL_KINDS: Kind[] = ["read", "search", "list", "edit", "shell", "session"];
 
     /** Waits until every kind in `kinds` has a success that started at or after `since`; returns when (ms since `since`). */
@@ -279,7 +329,15 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
       }
     };
 
-    interface PhaseMark { name: string; start: number; end: number; restartAt: number; restartReadyMs: number; firstMs: number; recoveryMs: number }
+    interface PhaseMark {
+      name: string;
+      start: number;
+      end: number;
+      restartAt: number;
+      restartReadyMs: number;
+      firstMs: number;
+      recoveryMs: number;
+    }
     const marks: PhaseMark[] = [];
     const verbose = (line: string) => void (process.env["WEBCODEX_FAULTS_VERBOSE"] ? process.stderr.write(`${line}\n`) : undefined);
     verbose(`stack up and 16 clients connected after ${Date.now() - began} ms`);
@@ -315,7 +373,9 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
           // No other process may have died of the fault (a service that exits when its datastore goes away).
           for (const [service, proc] of theStack.processes) {
             if (proc.exitCode === null && proc.signalCode === null) continue;
-            problems.push(`${name}: ${service} exited by itself (${proc.exitCode ?? proc.signalCode}); started again. Its last output:\n${tails.get(service) ?? ""}`);
+            problems.push(
+              `${name}: ${service} exited by itself (${proc.exitCode ?? proc.signalCode}); started again. Its last output:\n${tails.get(service) ?? ""}`,
+            );
             await theStack.restart(service);
           }
           watch();
@@ -344,26 +404,47 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
     const partial = new Set<CallRecord>();
     const onDisk = (path: string) => (existsSync(join(projectDir, path)) ? readFileSync(join(projectDir, path), "utf8") : undefined);
     const sessionTitles = new Map<string, number>();
-    for (const row of (await db.query<{ title: string }>(`SELECT title FROM refs.sessions WHERE client_id = 'local'`)).rows) sessionTitles.set(row.title, (sessionTitles.get(row.title) ?? 0) + 1);
+    for (const row of (await db.query<{ title: string }>(`SELECT title FROM refs.sessions WHERE client_id = 'local'`)).rows)
+      sessionTitles.set(row.title, (sessionTitles.get(row.title) ?? 0) + 1);
     for (const c of calls) {
-      const nothingChanged = c.verdict === "unreachable" || (c.verdict === "failed" && c.result?.["state_changed"] === false && c.result?.["outcome_unknown"] !== true);
+      const nothingChanged =
+        c.verdict === "unreachable" || (c.verdict === "failed" && c.result?.["state_changed"] === false && c.result?.["outcome_unknown"] !== true);
       const changed = c.verdict === "succeeded" || (c.verdict === "failed" && c.result?.["state_changed"] === true);
       if (c.kind === "read" && c.verdict === "succeeded") {
         const content = (c.result?.["items"] as Array<Record<string, unknown>> | undefined)?.[0]?.["content"];
         if (content !== README) misreports.set(c, `read_files succeeded with content ${JSON.stringify(content)?.slice(0, 80)}`);
       } else if (c.kind === "search" && c.verdict === "succeeded") {
-        if (!JSON.stringify(c.result).includes("needle.txt")) misreports.set(c, `search succeeded without the match: ${JSON.stringify(c.result).slice(0, 200)}`);
+        if (!JSON.stringify(c.result).includes("needle.txt"))
+          misreports.set(c, `search succeeded without the match: ${JSON.stringify(c.result).slice(0, 200)}`);
       } else if (c.kind === "list" && c.verdict === "succeeded") {
-        if (!JSON.stringify(c.result).includes(project)) misreports.set(c, `list_projects succeeded without the project: ${JSON.stringify(c.result).slice(0, 200)}`);
+        if (!JSON.stringify(c.result).includes(project))
+          misreports.set(c, `list_projects succeeded without the project: ${JSON.stringify(c.result).slice(0, 200)}`);
       } else if ((c.kind === "edit" || c.kind === "shell") && c.effect?.files) {
         const present = c.effect.files.map((f) => onDisk(f.path) === f.content);
         const somethingThere = c.effect.files.map((f) => onDisk(f.path) !== undefined);
         const r = c.result ?? {};
-        const shellUnsettled = c.kind === "shell" && c.verdict === "succeeded" && (r["execution_state"] === "pending" || r["outcome_unknown"] === true || (r["exit_code"] !== undefined && r["exit_code"] !== 0));
+        const shellUnsettled =
+          c.kind === "shell" &&
+          c.verdict === "succeeded" &&
+          (r["execution_state"] === "pending" || r["outcome_unknown"] === true || (r["exit_code"] !== undefined && r["exit_code"] !== 0));
         if (shellUnsettled) {
           // Still running, unknown, or the command itself failed: run_shell said so; the file may or may not be there.
-        } else if (changed && present.some((p) => !p)) misreports.set(c, `${c.tool} told ${c.verdict}${c.verdict === "failed" ? " with state_changed" : ""}, but ${c.effect.files.filter((_, k) => !present[k]).map((f) => f.path).join(", ")} not on disk as written`);
-        else if (nothingChanged && somethingThere.some((p) => p)) misreports.set(c, `${c.tool} told ${c.verdict} with nothing changed, but ${c.effect.files.filter((_, k) => somethingThere[k]).map((f) => f.path).join(", ")} exists`);
+        } else if (changed && present.some((p) => !p))
+          misreports.set(
+            c,
+            `${c.tool} told ${c.verdict}${c.verdict === "failed" ? " with state_changed" : ""}, but ${c.effect.files
+              .filter((_, k) => !present[k])
+              .map((f) => f.path)
+              .join(", ")} not on disk as written`,
+          );
+        else if (nothingChanged && somethingThere.some((p) => p))
+          misreports.set(
+            c,
+            `${c.tool} told ${c.verdict} with nothing changed, but ${c.effect.files
+              .filter((_, k) => somethingThere[k])
+              .map((f) => f.path)
+              .join(", ")} exists`,
+          );
         if (c.kind === "edit" && present.some((p) => p) && present.some((p) => !p)) partial.add(c);
       } else if (c.kind === "session" && c.effect?.title) {
         const n = sessionTitles.get(c.effect.title) ?? 0;
@@ -379,18 +460,36 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
       if (typeof sid !== "string") continue;
       phase = "verify";
       const rec = await invoke(i, 1_000_000, "handoff", "read_session_handoff", { session_id: sid });
-      if (rec.verdict !== "succeeded") misreports.set(last!, `the Session create_session reported (${sid}) cannot be read back: ${JSON.stringify(rec.result ?? rec.error).slice(0, 200)}`);
+      if (rec.verdict !== "succeeded")
+        misreports.set(last!, `the Session create_session reported (${sid}) cannot be read back: ${JSON.stringify(rec.result ?? rec.error).slice(0, 200)}`);
       const ref = last?.result?.["session_ref"];
       if (typeof ref === "string") {
         const byRef = await invoke(i, 1_000_001, "handoff", "read_session_handoff", { session_id: ref });
-        if (byRef.verdict !== "succeeded") misreports.set(last!, `the session_ref create_session reported (${ref}) does not resolve: ${JSON.stringify(byRef.result ?? byRef.error).slice(0, 200)}`);
+        if (byRef.verdict !== "succeeded")
+          misreports.set(
+            last!,
+            `the session_ref create_session reported (${ref}) does not resolve: ${JSON.stringify(byRef.result ?? byRef.error).slice(0, 200)}`,
+          );
       }
     }
 
     // Audit: wait until the rows stop changing (records held while a service was down are delivered late).
-    interface Row { subject: string; tool: string; outcome: string; call_id: string; started: string }
-    const readRows = async () => (await db.query<Row>(`SELECT subject, tool, outcome, call_id, (extract(epoch from started_at) * 1000)::bigint::text AS started FROM audit.action_audit WHERE client_id = 'local'`)).rows;
-    const answered = calls.filter((c) => c.verdict === "succeeded" || c.verdict === "failed" || (c.verdict === "unstructured" && c.result !== undefined)).length;
+    interface Row {
+      subject: string;
+      tool: string;
+      outcome: string;
+      call_id: string;
+      started: string;
+    }
+    const readRows = async () =>
+      (
+        await db.query<Row>(
+          `SELECT subject, tool, outcome, call_id, (extract(epoch from started_at) * 1000)::bigint::text AS started FROM audit.action_audit WHERE client_id = 'local'`,
+        )
+      ).rows;
+    const answered = calls.filter(
+      (c) => c.verdict === "succeeded" || c.verdict === "failed" || (c.verdict === "unstructured" && c.result !== undefined),
+    ).length;
     let rows = await readRows();
     {
       const deadline = Date.now() + 30_000;
@@ -439,10 +538,25 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
       const mine = calls.filter((c) => c.startedAt >= m.start && c.startedAt < m.end);
       const reason: Record<string, number> = {};
       const f: FaultFigures = {
-        fault: m.name, calls_tried: mine.length, succeeded: 0, failed_structured: 0, gateway_unreachable: 0, cut_off: 0, unstructured: 0, misreported: 0, partial_edits: 0,
-        audit_rows_expected: 0, audit_rows_found: 0, audit_rows_lost: 0, audit_rows_duplicated: 0, audit_outcome_mismatches: 0,
-        first_success_ms: m.firstMs, recovery_ms: m.recoveryMs, restart_ready_ms: m.restartReadyMs,
-        recovery_after_ready_ms: m.recoveryMs < 0 ? -1 : Math.max(0, m.recoveryMs - m.restartReadyMs), reason_codes: reason,
+        fault: m.name,
+        calls_tried: mine.length,
+        succeeded: 0,
+        failed_structured: 0,
+        gateway_unreachable: 0,
+        cut_off: 0,
+        unstructured: 0,
+        misreported: 0,
+        partial_edits: 0,
+        audit_rows_expected: 0,
+        audit_rows_found: 0,
+        audit_rows_lost: 0,
+        audit_rows_duplicated: 0,
+        audit_outcome_mismatches: 0,
+        first_success_ms: m.firstMs,
+        recovery_ms: m.recoveryMs,
+        restart_ready_ms: m.restartReadyMs,
+        recovery_after_ready_ms: m.recoveryMs < 0 ? -1 : Math.max(0, m.recoveryMs - m.restartReadyMs),
+        reason_codes: reason,
       };
       for (const c of mine) {
         if (c.verdict === "succeeded") f.succeeded++;
@@ -470,7 +584,10 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
         f.audit_rows_lost += j.lost;
         f.audit_rows_duplicated += j.dup;
         f.audit_outcome_mismatches += j.mismatch;
-        if (j.lost) problems.push(`${m.name}: audit row lost for ${c.tool} (client c${c.client}, told ${c.verdict}${c.result?.["reason_code"] ? ` ${String(c.result["reason_code"])}` : ""}, ${c.startedAt}..${c.endedAt})`);
+        if (j.lost)
+          problems.push(
+            `${m.name}: audit row lost for ${c.tool} (client c${c.client}, told ${c.verdict}${c.result?.["reason_code"] ? ` ${String(c.result["reason_code"])}` : ""}, ${c.startedAt}..${c.endedAt})`,
+          );
         if (j.dup) problems.push(`${m.name}: ${j.dup} extra audit row(s) for ${c.tool} (client c${c.client}, ${c.verdict})`);
         if (j.mismatch) problems.push(`${m.name}: audit outcome ${c.auditOutcomes.join(",")} for ${c.tool} told ${c.verdict} (client c${c.client})`);
       }
@@ -481,7 +598,8 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
       if (c.verdict === "unstructured") problems.push(`${c.phase}: unstructured answer to ${c.tool}: ${c.error ?? JSON.stringify(c.result).slice(0, 300)}`);
       if (misreports.has(c)) problems.push(`${c.phase}: misreported ${c.tool}: ${misreports.get(c)}`);
       const j = judge(c);
-      if (j.lost || j.dup || j.mismatch) problems.push(`${c.phase}: audit ${j.lost ? "row lost" : j.dup ? "row duplicated" : "outcome mismatch"} for ${c.tool} (client c${c.client})`);
+      if (j.lost || j.dup || j.mismatch)
+        problems.push(`${c.phase}: audit ${j.lost ? "row lost" : j.dup ? "row duplicated" : "outcome mismatch"} for ${c.tool} (client c${c.client})`);
     }
     for (const o of orphans) problems.push(`audit row matches no call: ${o.subject} ${o.tool} ${o.outcome} at ${o.started}`);
     if (duplicateIds > 0) problems.push(`${duplicateIds} call_id(s) stored more than once`);
@@ -492,9 +610,14 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
       recovery_bound_ms: options.recoveryBoundMs,
       faults: figures,
       totals: {
-        calls_tried: sum("calls_tried"), misreported: sum("misreported"), unstructured: sum("unstructured"),
-        audit_rows_expected: sum("audit_rows_expected"), audit_rows_found: sum("audit_rows_found"), audit_rows_lost: sum("audit_rows_lost"),
-        audit_rows_duplicated: sum("audit_rows_duplicated") + orphans.length, recovery_ms_max: Math.max(...figures.map((f) => f.recovery_ms)),
+        calls_tried: sum("calls_tried"),
+        misreported: sum("misreported"),
+        unstructured: sum("unstructured"),
+        audit_rows_expected: sum("audit_rows_expected"),
+        audit_rows_found: sum("audit_rows_found"),
+        audit_rows_lost: sum("audit_rows_lost"),
+        audit_rows_duplicated: sum("audit_rows_duplicated") + orphans.length,
+        recovery_ms_max: Math.max(...figures.map((f) => f.recovery_ms)),
       },
       problems,
     };

@@ -41,7 +41,13 @@ describe("agent continuation records on Postgres", () => {
     const a = (await call(client, lead, "create_agent", { name: "lead" })).result as Json;
     const target = { agent_id: a["agent_id"], endpoint_id: a["endpoint_id"], expected_controller_generation: a["controller_generation"] };
     const assign = async () => {
-      const t = await call(client, lead, "create_agent_task", { project: "agent:acme:app", title: "t", instructions: "i", assignee_agent_id: a["agent_id"], idempotency_key: `k${++taskN}` });
+      const t = await call(client, lead, "create_agent_task", {
+        project: "agent:acme:app",
+        title: "t",
+        instructions: "i",
+        assignee_agent_id: a["agent_id"],
+        idempotency_key: `k${++taskN}`,
+      });
       assert.equal(t.failure, undefined, JSON.stringify(t.failure));
     };
     return { a, target, assign };
@@ -62,7 +68,10 @@ describe("agent continuation records on Postgres", () => {
   it("an accepted dispatch: one claim, then the fresh turn and the exact consume, each recorded and reported once", async () => {
     const { a, target, assign } = await newAgent();
     const presented = await call(client, lead, "present_agent_continuation", { agent_continuation_ref: a["agent_continuation_ref"] });
-    assert.deepEqual([presented.result?.["after_cursor"], presented.result?.["pending_count"], presented.result?.["continuation"]], ["0", 0, { dispatch: "none", fresh_turn: "not_observed", consumed: false }]);
+    assert.deepEqual(
+      [presented.result?.["after_cursor"], presented.result?.["pending_count"], presented.result?.["continuation"]],
+      ["0", 0, { dispatch: "none", fresh_turn: "not_observed", consumed: false }],
+    );
     const card = { ...target, after_cursor: "0" };
     await assign();
     const read = await call(client, lead, "read_agent_continuation", card);
@@ -76,22 +85,37 @@ describe("agent continuation records on Postgres", () => {
     const second = await call(client, lead, "update_agent_continuation", { ...card, step: "claim" });
     assert.deepEqual([second.failure?.detailCode, second.facts], ["dispatch_already_claimed", []]);
     const accepted = await call(client, lead, "update_agent_continuation", { ...card, step: "accepted" });
-    assert.deepEqual([(accepted.result?.["continuation"] as Json)["dispatch"], (accepted.result?.["continuation"] as Json)["fresh_turn"], accepted.facts], ["accepted", "not_observed", ["agent:dispatch_accepted"]]);
+    assert.deepEqual(
+      [(accepted.result?.["continuation"] as Json)["dispatch"], (accepted.result?.["continuation"] as Json)["fresh_turn"], accepted.facts],
+      ["accepted", "not_observed", ["agent:dispatch_accepted"]],
+    );
     assert.equal((await call(client, lead, "update_agent_continuation", { ...card, step: "uncertain" })).result?.["continuation"] !== undefined, true);
-    assert.equal(((await call(client, lead, "read_agent_continuation", card)).result?.["continuation"] as Json)["dispatch"], "accepted", "an answer is recorded once");
+    assert.equal(
+      ((await call(client, lead, "read_agent_continuation", card)).result?.["continuation"] as Json)["dispatch"],
+      "accepted",
+      "an answer is recorded once",
+    );
 
     // Another principal's call is not this owner's fresh turn.
     assert.deepEqual((await call(client, other, "list_agent_tasks", {})).facts, []);
     // The owner's next agent call is the fresh turn; it is not a consume.
     const turn = await call(client, lead, "list_agent_tasks", {});
     assert.deepEqual(turn.facts, ["agent:fresh_turn_observed"]);
-    assert.deepEqual((await call(client, lead, "read_agent_continuation", card)).result?.["continuation"], { dispatch: "accepted", fresh_turn: "observed", consumed: false });
+    assert.deepEqual((await call(client, lead, "read_agent_continuation", card)).result?.["continuation"], {
+      dispatch: "accepted",
+      fresh_turn: "observed",
+      consumed: false,
+    });
     // A wait with another cursor is not the exact consume.
     assert.deepEqual((await call(client, lead, "wait_for_agent_events", { agent_id: a["agent_id"], after_cursor: "1", wait_ms: 0 })).facts, []);
     const consume = await call(client, lead, "wait_for_agent_events", { agent_continuation_ref: a["agent_continuation_ref"], after_cursor: "0" });
     assert.deepEqual(consume.facts, ["agent:consumed"]);
     assert.deepEqual((await call(client, lead, "wait_for_agent_events", { agent_id: a["agent_id"], after_cursor: "0" })).facts, [], "consumed once");
-    assert.deepEqual((await call(client, lead, "read_agent_continuation", card)).result?.["continuation"], { dispatch: "accepted", fresh_turn: "observed", consumed: true });
+    assert.deepEqual((await call(client, lead, "read_agent_continuation", card)).result?.["continuation"], {
+      dispatch: "accepted",
+      fresh_turn: "observed",
+      consumed: true,
+    });
 
     // The next card starts after the delivered events.
     const next = await call(client, lead, "present_agent_continuation", target);
@@ -112,7 +136,9 @@ describe("agent continuation records on Postgres", () => {
     assert.equal((again.result?.["continuation"] as Json)["dispatch"], "uncertain");
     assert.equal((await call(client, lead, "update_agent_continuation", { ...card, step: "claim" })).failure?.detailCode, "dispatch_already_claimed");
     assert.deepEqual((await call(client, lead, "list_agent_tasks", {})).facts, [], "no fresh turn without an accepted dispatch");
-    const r = await db.query<{ dispatch: string; fresh_turn_at: unknown }>(`SELECT dispatch, fresh_turn_at FROM refs.agent_continuations WHERE agent_id = $1`, [target.agent_id]);
+    const r = await db.query<{ dispatch: string; fresh_turn_at: unknown }>(`SELECT dispatch, fresh_turn_at FROM refs.agent_continuations WHERE agent_id = $1`, [
+      target.agent_id,
+    ]);
     assert.deepEqual(r.rows, [{ dispatch: "uncertain", fresh_turn_at: null }]);
 
     // Another principal of the tenant: the same answer as for an Agent that does not exist.

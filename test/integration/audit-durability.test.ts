@@ -24,7 +24,6 @@ import type { ActionRecordInit } from "@webcodex/gateway";
 import { cliPath, createTestDatabase, tempDir, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
-
 const logger = createLogger({ service: "test", level: "silent" });
 
 async function freePort(): Promise<number> {
@@ -43,11 +42,19 @@ interface AuditProcess {
 /** `webcodex serve audit` on a fixed port; resolves once /readyz answers 200. */
 async function startAudit(port: number, postgresUrl: string): Promise<AuditProcess> {
   const child = spawn(process.execPath, [cliPath, "serve", "audit"], {
-    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", WEBCODEX_PORT: String(port), WEBCODEX_HOST: "127.0.0.1", WEBCODEX_POSTGRES_URL: postgresUrl, WEBCODEX_LOG_LEVEL: "warn" },
+    env: {
+      PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+      WEBCODEX_PORT: String(port),
+      WEBCODEX_HOST: "127.0.0.1",
+      WEBCODEX_POSTGRES_URL: postgresUrl,
+      WEBCODEX_LOG_LEVEL: "warn",
+    },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => { stderr += d.toString(); });
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`audit exited with ${child.exitCode}: ${stderr}`);
@@ -61,26 +68,38 @@ async function startAudit(port: number, postgresUrl: string): Promise<AuditProce
   }
   return {
     child,
-    kill: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once("exit", () => resolve());
-      child.kill("SIGKILL");
-    }),
+    kill: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGKILL");
+      }),
   };
 }
 
 function effectfulRecord(tag: string): ActionRecordInit {
   return {
-    callId: randomUUID(), clientId: "acme", subject: tag, tool: "edit_project_files", projectCanonicalId: "agent:acme:p", effect: "workspace_write",
-    outcome: "success", stateChanged: true, startedAtUnixMs: BigInt(Date.now()), durationUs: 2000, stageDurationsUs: { normalize: 10, resolve: 100, dispatch: 1800 },
+    callId: randomUUID(),
+    clientId: "acme",
+    subject: tag,
+    tool: "edit_project_files",
+    projectCanonicalId: "agent:acme:p",
+    effect: "workspace_write",
+    outcome: "success",
+    stateChanged: true,
+    startedAtUnixMs: BigInt(Date.now()),
+    durationUs: 2000,
+    stageDurationsUs: { normalize: 10, resolve: 100, dispatch: 1800 },
   };
 }
 
 async function countRows(db: Database, subject: string): Promise<{ rows: number; distinct: number }> {
-  const r = await db.query<{ rows: string; distinct: string }>(`SELECT count(*) AS rows, count(DISTINCT call_id) AS distinct FROM audit.action_audit WHERE subject = $1`, [subject]);
+  const r = await db.query<{ rows: string; distinct: string }>(
+    `SELECT count(*) AS rows, count(DISTINCT call_id) AS distinct FROM audit.action_audit WHERE subject = $1`,
+    [subject],
+  );
   return { rows: Number(r.rows[0]?.rows), distinct: Number(r.rows[0]?.distinct) };
 }
-
 
 describe("audit durability across audit-service and gateway restarts", () => {
   let database: TestDatabase;
@@ -115,7 +134,10 @@ describe("audit durability across audit-service and gateway restarts", () => {
         done += 1;
         maxBacklog = Math.max(maxBacklog, recorder.backlog());
         if (done === 300) await audit?.kill();
-        if (done === 700) restarted = startAudit(port, database.url).then((a) => { audit = a; });
+        if (done === 700)
+          restarted = startAudit(port, database.url).then((a) => {
+            audit = a;
+          });
       }
     };
     await Promise.all(Array.from({ length: 8 }, (_, w) => worker(w)));
@@ -125,7 +147,11 @@ describe("audit durability across audit-service and gateway restarts", () => {
     await until("spool drained", async () => (await recorder.replay()) >= 0 && recorder.backlog() === 0, 30_000);
     assert.deepEqual(await countRows(db, "kill-run"), { rows: total, distinct: total });
     await recorder.close();
-    assert.deepEqual(readdirSync(spoolDir).filter((f) => f.endsWith(".jsonl")), [], "delivered segments are deleted");
+    assert.deepEqual(
+      readdirSync(spoolDir).filter((f) => f.endsWith(".jsonl")),
+      [],
+      "delivered segments are deleted",
+    );
   });
 
   it("a read-only call's record is stored before record() resolves (concurrent ones share a batch), so a gateway killed after answering loses no row", async () => {
@@ -157,12 +183,17 @@ describe("audit durability across audit-service and gateway restarts", () => {
     const dead = createClient(AuditService, createConnectTransport({ baseUrl: `http://127.0.0.1:${await freePort()}`, httpVersion: "2" }));
     const first = createAuditRecorder(dead, logger, { spoolDir, deliveryTimeoutMs: 500, retryMaxMs: 100 });
     for (let i = 0; i < 40; i++) await first.record(effectfulRecord("gateway-restart"), true);
-    for (let i = 0; i < 10; i++) await first.record({ ...effectfulRecord("gateway-restart"), tool: "read_files", effect: "read_only", stateChanged: false }, false);
+    for (let i = 0; i < 10; i++)
+      await first.record({ ...effectfulRecord("gateway-restart"), tool: "read_files", effect: "read_only", stateChanged: false }, false);
     await first.flush();
     assert.equal(first.backlog(), 50);
     await first.close();
     // A crash mid-append leaves a partial line behind.
-    const segment = readdirSync(spoolDir).filter((f) => f.endsWith(".jsonl")).sort().at(-1) ?? "";
+    const segment =
+      readdirSync(spoolDir)
+        .filter((f) => f.endsWith(".jsonl"))
+        .sort()
+        .at(-1) ?? "";
     appendFileSync(join(spoolDir, segment), '{"callId":"torn-');
     assert.deepEqual(await countRows(db, "gateway-restart"), { rows: 0, distinct: 0 });
 

@@ -48,10 +48,15 @@ describe("ActionAudit in an end-to-end run", () => {
     database = await createTestDatabase();
     const path = `${M.dir}/${M.file}.txt`;
     const tokensFile = join(tempDir("wcx-audit-tokens-"), "tokens.json");
-    writeFileSync(tokensFile, JSON.stringify({ tokens: [
-      { token, client_id: "local", subject: "dev" },
-      { token: readerToken, client_id: "local", subject: "reader", scopes: ["webcodex:read"] },
-    ] }));
+    writeFileSync(
+      tokensFile,
+      JSON.stringify({
+        tokens: [
+          { token, client_id: "local", subject: "dev" },
+          { token: readerToken, client_id: "local", subject: "reader", scopes: ["webcodex:read"] },
+        ],
+      }),
+    );
     const projectDir = createProjectDir({ "README.md": "# audit e2e\n", [path]: `first line\n${M.content}\n` }, { name: "auditdemo" });
     stack = await startTestStack({
       postgresUrl: database.url,
@@ -72,8 +77,14 @@ describe("ActionAudit in an end-to-end run", () => {
     const revision = ((read.result["items"] as Array<Record<string, string>>)[0] ?? {})["read_revision"] ?? "";
     await call("search_project_texts", { project, queries: [{ pattern: M.content }] });
     await call("list_project_files", { project, path: M.dir });
-    await call("edit_project_files", { project, changes: [{ kind: "edit", path, expected_read_revision: revision, edits: [{ replace_exact: { old_text: M.content, new_text: M.replaced } }] }] });
-    await call("edit_project_files", { project, changes: [{ kind: "edit", path, expected_read_revision: revision, edits: [{ replace_exact: { old_text: M.replaced, new_text: M.content } }] }] });
+    await call("edit_project_files", {
+      project,
+      changes: [{ kind: "edit", path, expected_read_revision: revision, edits: [{ replace_exact: { old_text: M.content, new_text: M.replaced } }] }],
+    });
+    await call("edit_project_files", {
+      project,
+      changes: [{ kind: "edit", path, expected_read_revision: revision, edits: [{ replace_exact: { old_text: M.replaced, new_text: M.content } }] }],
+    });
     await call("run_shell", { project, command: `echo ${M.command}` });
     await call("run_process", { project, argv: ["echo", M.argv] });
     await call("run_shell", { project, command: `echo ${M.command}`, workdir: M.workdir });
@@ -103,17 +114,26 @@ describe("ActionAudit in an end-to-end run", () => {
     assert.equal(new Set(stored.map((r) => r["call_id"])).size, stored.length, "call ids are unique");
     const count = (list: string[]) => list.reduce<Record<string, number>>((m, t) => ({ ...m, [t]: (m[t] ?? 0) + 1 }), {});
     assert.deepEqual(count(stored.map((r) => String(r["tool"]))), count(calls.map((c) => (c.tool === "run_process" ? "run_process" : c.tool))));
-    assert.deepEqual(
-      stored.map((r) => r["outcome"]).sort(),
-      calls.map((c) => (c.outcome.isError ? "failure" : "success")).sort(),
+    assert.deepEqual(stored.map((r) => r["outcome"]).sort(), calls.map((c) => (c.outcome.isError ? "failure" : "success")).sort());
+    const normalized = stored.filter(
+      (r) => (r["summary"] as { model_ergonomics?: { input_normalization_code?: string } }).model_ergonomics?.input_normalization_code,
     );
-    const normalized = stored.filter((r) => (r["summary"] as { model_ergonomics?: { input_normalization_code?: string } }).model_ergonomics?.input_normalization_code);
-    assert.deepEqual(normalized.map((r) => [r["tool"], (r["summary"] as { model_ergonomics: { input_normalization_code: string } }).model_ergonomics.input_normalization_code]), [["run_process", "argv_to_args"]]);
+    assert.deepEqual(
+      normalized.map((r) => [
+        r["tool"],
+        (r["summary"] as { model_ergonomics: { input_normalization_code: string } }).model_ergonomics.input_normalization_code,
+      ]),
+      [["run_process", "argv_to_args"]],
+    );
     for (const r of stored) assert.equal((r["summary"] as { model_ergonomics: { version: number } }).model_ergonomics.version, 13);
   });
 
   it("no row contains an argument value, a path, file content, a command or the token (searched by value)", async () => {
-    const columns = (await sql.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'audit' AND table_name = 'action_audit'`)).rows;
+    const columns = (
+      await sql.query<{ column_name: string }>(
+        `SELECT column_name FROM information_schema.columns WHERE table_schema = 'audit' AND table_name = 'action_audit'`,
+      )
+    ).rows;
     const values = [...Object.values(M), token, "echo"];
     for (const value of values) {
       const where = columns.map((c) => `${c.column_name}::text ILIKE $1`).join(" OR ");
@@ -138,14 +158,20 @@ describe("ActionAudit in an end-to-end run", () => {
     const before = (await rows()).length;
     const reader = await connectMcp(stack.mcpUrl, readerToken);
     try {
-      await assert.rejects(callTool(reader, "edit_project_files", { project: "~p1", changes: [{ kind: "create", path: `${M.file}.txt`, content: M.content }] }), /403|insufficient_scope/);
+      await assert.rejects(
+        callTool(reader, "edit_project_files", { project: "~p1", changes: [{ kind: "create", path: `${M.file}.txt`, content: M.content }] }),
+        /403|insufficient_scope/,
+      );
     } finally {
       await reader.close();
     }
     await until("the denied call's row", async () => (await rows()).length > before, 5_000, 100);
     const stored = await rows();
     const denied = stored.filter((r) => r["subject"] === "reader");
-    assert.deepEqual(denied.map((r) => [r["tool"], r["reason_code"], r["failure_stage"]]), [["edit_project_files", "insufficient_scope", "admission"]]);
+    assert.deepEqual(
+      denied.map((r) => [r["tool"], r["reason_code"], r["failure_stage"]]),
+      [["edit_project_files", "insufficient_scope", "admission"]],
+    );
     assert.match(String(denied[0]?.["args_shape_fingerprint"]), /^[0-9a-f]{16}$/);
   });
 

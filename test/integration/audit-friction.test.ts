@@ -38,17 +38,34 @@ const SECRETS = ["npm run lint-zq7", "pkg-dir-x81", "OLD-TEXT-k2", "NEW-TEXT-k2"
 
 const project = "~p1";
 const content = (n: number) => `line of source code ${"x".repeat(60)}\n`.repeat(n);
-const readResult = (path: string) => ({ items: [{ path, content: content(40), read_revision: `r-${path.length}`, start_line: 1, end_line: 40, total_lines: 40 }] });
+const readResult = (path: string) => ({
+  items: [{ path, content: content(40), read_revision: `r-${path.length}`, start_line: 1, end_line: 40, total_lines: 40 }],
+});
 const shellResult = { command_summary: "npm", output: content(30), exit_code: 0 };
-const listing = (n: number) => ({ project, items: Array.from({ length: n }, (_, i) => ({ path: `src/m${i}.ts`, kind: "file", binary: false, truncated: false, success: true, error: null })) });
-const catalogListing = { tools: toolDefinitions().filter((d) => d.implemented).map((d) => ({ name: d.name, description: d.description, inputSchema: d.inputSchema })) };
+const listing = (n: number) => ({
+  project,
+  items: Array.from({ length: n }, (_, i) => ({ path: `src/m${i}.ts`, kind: "file", binary: false, truncated: false, success: true, error: null })),
+});
+const catalogListing = {
+  tools: toolDefinitions()
+    .filter((d) => d.implemented)
+    .map((d) => ({ name: d.name, description: d.description, inputSchema: d.inputSchema })),
+};
 const manifestOf = (tool: string) => {
   const d = toolDefinition(tool);
   return { name: d?.name, description: d?.description, inputSchema: d?.inputSchema, route: { primary: "direct" } };
 };
 
 const edit = (revision: string, extra: Record<string, unknown> = {}) => ({
-  project, changes: [{ kind: "edit", path: "src/planted-a.ts", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "OLD-TEXT-k2", new_text: "NEW-TEXT-k2" }, ...extra }] }],
+  project,
+  changes: [
+    {
+      kind: "edit",
+      path: "src/planted-a.ts",
+      expected_read_revision: revision,
+      edits: [{ replace_exact: { old_text: "OLD-TEXT-k2", new_text: "NEW-TEXT-k2" }, ...extra }],
+    },
+  ],
 });
 
 /** acme/alice: every planted pattern once, plus near misses that must not be reported. */
@@ -102,10 +119,20 @@ function recordsOf(steps: readonly Step[], who: { clientId: string; subject: str
     const shape = argumentShape(s.args, def?.inputSchema as ShapeSchema | undefined);
     const size = s.result ? measureResult(s.result, s.projected ?? s.result, s.args) : undefined;
     return {
-      callId: randomUUID(), ...who, tool: s.tool, projectCanonicalId: "project" in s.args ? "agent:acme:demo" : "", effect: def?.effect ?? "read_only",
-      outcome: s.failure ? "failure" : "success", reasonCode: s.failure?.reason ?? "", failureStage: s.failure?.stage ?? "",
-      stateChanged: !s.failure && def?.effect !== "read_only", startedAtUnixMs: BigInt(start + i * 3_000), durationUs: 1_000,
-      stageDurationsUs: { normalize: 20 }, ...(shape ? { argumentShape: shape } : {}), ...(size ? { resultSize: size } : {}),
+      callId: randomUUID(),
+      ...who,
+      tool: s.tool,
+      projectCanonicalId: "project" in s.args ? "agent:acme:demo" : "",
+      effect: def?.effect ?? "read_only",
+      outcome: s.failure ? "failure" : "success",
+      reasonCode: s.failure?.reason ?? "",
+      failureStage: s.failure?.stage ?? "",
+      stateChanged: !s.failure && def?.effect !== "read_only",
+      startedAtUnixMs: BigInt(start + i * 3_000),
+      durationUs: 1_000,
+      stageDurationsUs: { normalize: 20 },
+      ...(shape ? { argumentShape: shape } : {}),
+      ...(size ? { resultSize: size } : {}),
     };
   });
 }
@@ -152,14 +179,17 @@ describe("friction report over a recorded scripted session", () => {
     assert.equal(by("schema_rejection_corrected")?.["correction"], "field_renamed_or_retyped");
     assert.equal(by("failure_reread_retry")?.["reason_code"], "stale_read_revision");
     assert.deepEqual(by("repeated_sequence")?.["sequence"], ["run_process", "read_files"]);
-    assert.deepEqual(report.summary.map((r) => [r.clientId, r.tool, r.pattern, r.count]), [
-      ["acme", "edit_project_files", "failure_reread_retry", 1],
-      ["acme", "list_project_files", "metadata_dominated", 1],
-      ["acme", "list_tools", "discovery_oversized", 1],
-      ["acme", "run_process", "repeated_sequence", 1],
-      ["acme", "run_shell", "schema_rejection_corrected", 1],
-      ["globex", "list_project_files", "metadata_dominated", 1],
-    ]);
+    assert.deepEqual(
+      report.summary.map((r) => [r.clientId, r.tool, r.pattern, r.count]),
+      [
+        ["acme", "edit_project_files", "failure_reread_retry", 1],
+        ["acme", "list_project_files", "metadata_dominated", 1],
+        ["acme", "list_tools", "discovery_oversized", 1],
+        ["acme", "run_process", "repeated_sequence", 1],
+        ["acme", "run_shell", "schema_rejection_corrected", 1],
+        ["globex", "list_project_files", "metadata_dominated", 1],
+      ],
+    );
     for (const secret of SECRETS) assert.ok(!stdout.includes(secret), `report leaks ${secret}`);
   });
 

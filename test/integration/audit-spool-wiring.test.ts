@@ -23,7 +23,6 @@ import type { TestDatabase } from "../support/index.js";
 const DAY_MS = 86_400_000;
 const token = `t-${randomBytes(16).toString("hex")}`;
 
-
 /** A distributed stack whose gateway uses `spoolDir`, with an MCP client and a SQL connection. */
 async function stackWithSpool(spoolDir: string) {
   const services = await backingServices();
@@ -69,10 +68,14 @@ describe("gateway audit spool (distributed, WEBCODEX_AUDIT_SPOOL_DIR)", () => {
 
   it("an edit during an audit outage is acknowledged from the spool and stored once the audit service is back", async () => {
     await env.killAudit();
-    const edit = await callTool(env.client, "edit_project_files", { project: env.project, changes: [{ kind: "create", path: "while-down.txt", content: "x\n" }] });
+    const edit = await callTool(env.client, "edit_project_files", {
+      project: env.project,
+      changes: [{ kind: "create", path: "while-down.txt", content: "x\n" }],
+    });
     assert.equal(edit.isError, false, JSON.stringify(edit.result));
     assert.ok(segments(spoolDir).length > 0, "the record was spooled");
-    const stored = async () => (await env.sql.query(`SELECT outcome FROM audit.action_audit WHERE tool = 'edit_project_files'`).catch(() => ({ rows: [] }))).rows;
+    const stored = async () =>
+      (await env.sql.query(`SELECT outcome FROM audit.action_audit WHERE tool = 'edit_project_files'`).catch(() => ({ rows: [] }))).rows;
     await env.stack.restart("audit");
     await until("the spooled record delivered", async () => (await stored()).length === 1, 20_000);
     assert.deepEqual(await stored(), [{ outcome: "success" }]);
@@ -93,7 +96,10 @@ describe("gateway audit spool that cannot be opened", () => {
 
   it("an edit while the audit service is down answers audit_not_durable and says the change happened", async () => {
     await env.killAudit();
-    const edit = await callTool(env.client, "edit_project_files", { project: env.project, changes: [{ kind: "create", path: "unaudited.txt", content: "y\n" }] });
+    const edit = await callTool(env.client, "edit_project_files", {
+      project: env.project,
+      changes: [{ kind: "create", path: "unaudited.txt", content: "y\n" }],
+    });
     assert.equal(edit.isError, true);
     assert.deepEqual(
       [edit.result["reason_code"], edit.result["failure_stage"], edit.result["detail_code"], edit.result["state_changed"], edit.result["outcome_unknown"]],

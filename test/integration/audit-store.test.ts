@@ -10,7 +10,16 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { ActionRecordSchema, AuditService } from "@webcodex/proto";
 import type { ActionRecord } from "@webcodex/proto";
 import {
-  AUDIT_SCHEMA, appendActions, auditMigrations, createAudit, dayOf, dropExpiredPartitions, listPartitionDays, maintainPartitions, migrateAudit, partitionName,
+  AUDIT_SCHEMA,
+  appendActions,
+  auditMigrations,
+  createAudit,
+  dayOf,
+  dropExpiredPartitions,
+  listPartitionDays,
+  maintainPartitions,
+  migrateAudit,
+  partitionName,
 } from "@webcodex/audit";
 import { createInProcessClient, createPostgresDatabase, principalHeaders, runMigrations } from "@webcodex/platform";
 import type { Database } from "@webcodex/platform";
@@ -22,8 +31,16 @@ let n = 0;
 function record(over: Omit<MessageInitShape<typeof ActionRecordSchema>, "$typeName"> = {}): ActionRecord {
   n += 1;
   return create(ActionRecordSchema, {
-    callId: `call-${n}-${Date.now()}`, clientId: "acme", subject: "alice", tool: "read_files", projectCanonicalId: "agent:acme:p", effect: "read_only",
-    outcome: "success", startedAtUnixMs: BigInt(Date.now()), durationUs: 1500, stageDurationsUs: { normalize: 10, resolve: 200, dispatch: 1200 },
+    callId: `call-${n}-${Date.now()}`,
+    clientId: "acme",
+    subject: "alice",
+    tool: "read_files",
+    projectCanonicalId: "agent:acme:p",
+    effect: "read_only",
+    outcome: "success",
+    startedAtUnixMs: BigInt(Date.now()),
+    durationUs: 1500,
+    stageDurationsUs: { normalize: 10, resolve: 200, dispatch: 1200 },
     argumentShape: { fingerprint: "0123456789abcdef", leaves: ["aaaaaaaaaaaa", "bbbbbbbbbbbb"] },
     resultSize: { canonicalBytes: 900, projectedBytes: 700, projectedMetadataBytes: 60 },
     ...over,
@@ -55,7 +72,9 @@ describe("ActionAudit store on Postgres", () => {
     assert.equal(kind.rows[0]?.relkind, "p", "partitioned table");
     const key = await db.query<{ def: string }>(`SELECT pg_get_partkeydef('audit.action_audit'::regclass) AS def`);
     assert.equal(key.rows[0]?.def, "RANGE (started_at)");
-    const pk = await db.query<{ def: string }>(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'audit.action_audit'::regclass AND contype = 'p'`);
+    const pk = await db.query<{ def: string }>(
+      `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'audit.action_audit'::regclass AND contype = 'p'`,
+    );
     assert.equal(pk.rows[0]?.def, "PRIMARY KEY (call_id, started_at)");
   });
 
@@ -125,7 +144,9 @@ describe("ActionAudit store on Postgres", () => {
     const failed = record({ outcome: "failure", reasonCode: "execution_failed", failureStage: "execution", inputNormalizationCode: "argv_to_args" });
     const unknown = record({ inputNormalizationCode: "python3_alias" });
     await appendActions(db, [ok, failed, unknown]);
-    const rows = await db.query<{ call_id: string; summary: unknown }>(`SELECT call_id, summary FROM audit.action_audit WHERE call_id = ANY($1)`, [[ok.callId, failed.callId, unknown.callId]]);
+    const rows = await db.query<{ call_id: string; summary: unknown }>(`SELECT call_id, summary FROM audit.action_audit WHERE call_id = ANY($1)`, [
+      [ok.callId, failed.callId, unknown.callId],
+    ]);
     const by = new Map(rows.rows.map((r) => [r.call_id, r.summary]));
     assert.deepEqual(by.get(ok.callId), { model_ergonomics: { version: 13, input_normalization_code: "argv_to_args" } });
     assert.deepEqual(by.get(failed.callId), { model_ergonomics: { version: 13 } });
@@ -140,15 +161,33 @@ describe("ActionAudit store on Postgres", () => {
 
   it("free text never lands in code or hash columns: the service drops it and the table refuses it", async () => {
     const prose = record({
-      outcome: "failure", reasonCode: "expected ';' at line 3 of /etc/passwd", failureStage: "parse error near 'rm -rf'",
-      tool: "run_shell", effect: "process_execution",
+      outcome: "failure",
+      reasonCode: "expected ';' at line 3 of /etc/passwd",
+      failureStage: "parse error near 'rm -rf'",
+      tool: "run_shell",
+      effect: "process_execution",
       argumentShape: { fingerprint: "cat /etc/shadow", leaves: ["/home/alice/.ssh/id_rsa"] },
-      stageDurationsUs: { "normalize": 5, "token=abc123 secret": 7 },
+      stageDurationsUs: { normalize: 5, "token=abc123 secret": 7 },
     });
     await appendActions(db, [prose]);
-    const row = (await db.query<Record<string, unknown>>(`SELECT reason_code, failure_stage, args_shape_fingerprint, args_shape_leaves, stage_durations_us FROM audit.action_audit WHERE call_id = $1`, [prose.callId])).rows[0];
-    assert.deepEqual(row, { reason_code: null, failure_stage: null, args_shape_fingerprint: null, args_shape_leaves: null, stage_durations_us: { normalize: 5 } });
-    for (const [column, value] of [["reason_code", "'no such file: /etc/passwd'"], ["args_shape_fingerprint", "'rm -rf /'"], ["args_shape_leaves", "ARRAY['src/secret.ts']"]] as const) {
+    const row = (
+      await db.query<Record<string, unknown>>(
+        `SELECT reason_code, failure_stage, args_shape_fingerprint, args_shape_leaves, stage_durations_us FROM audit.action_audit WHERE call_id = $1`,
+        [prose.callId],
+      )
+    ).rows[0];
+    assert.deepEqual(row, {
+      reason_code: null,
+      failure_stage: null,
+      args_shape_fingerprint: null,
+      args_shape_leaves: null,
+      stage_durations_us: { normalize: 5 },
+    });
+    for (const [column, value] of [
+      ["reason_code", "'no such file: /etc/passwd'"],
+      ["args_shape_fingerprint", "'rm -rf /'"],
+      ["args_shape_leaves", "ARRAY['src/secret.ts']"],
+    ] as const) {
       await assert.rejects(
         db.query(`INSERT INTO audit.action_audit (call_id, started_at, client_id, subject, tool, effect, outcome, state_changed, outcome_unknown, duration_us, summary, ${column})
                   VALUES ('x-${column}', now(), 'acme', 'a', 'run_shell', 'process_execution', 'failure', false, false, 1, '{}', ${value})`),

@@ -20,8 +20,16 @@ import { createInProcessClient, createLogger, createRedis, startServiceServer } 
 import type { Database, Redis } from "@webcodex/platform";
 import { createRefResolver } from "@webcodex/ref-resolver";
 import {
-  createLeaseStore, createLocalProcessProvisioner, createPostgresFenceHighWaterMark, createRedisConcurrencyLimiter, createRedisLeaseBackend,
-  createRedisRunnerRegistry, createRunnerBroker, routes, RUNNER_TOKEN_HEADER, runnerCredential,
+  createLeaseStore,
+  createLocalProcessProvisioner,
+  createPostgresFenceHighWaterMark,
+  createRedisConcurrencyLimiter,
+  createRedisLeaseBackend,
+  createRedisRunnerRegistry,
+  createRunnerBroker,
+  routes,
+  RUNNER_TOKEN_HEADER,
+  runnerCredential,
 } from "@webcodex/runner-broker";
 import type { RunnerBrokerDeps } from "@webcodex/runner-broker";
 import { createRunnerService } from "@webcodex/runner";
@@ -31,7 +39,6 @@ import type { BrokerTestDatabase } from "../support/index.js";
 const logger = createLogger({ service: "test", level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const cliPath = resolve(import.meta.dirname, "../../../tools/cli/bin/webcodex.js");
-
 
 const evidence = (json: string | undefined) => (JSON.parse(json || "{}") as { evidence?: Record<string, unknown> }).evidence;
 
@@ -59,7 +66,11 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
   };
 
   /** Broker deps for one replica over shared Redis keys and Postgres. */
-  const brokerDeps = async (prefix: string, over: Partial<RunnerBrokerDeps> & Pick<RunnerBrokerDeps, "runnerClient">, heartbeatIntervalMs = 100): Promise<RunnerBrokerDeps> => {
+  const brokerDeps = async (
+    prefix: string,
+    over: Partial<RunnerBrokerDeps> & Pick<RunnerBrokerDeps, "runnerClient">,
+    heartbeatIntervalMs = 100,
+  ): Promise<RunnerBrokerDeps> => {
     const conn = await redis();
     return {
       registry: createRedisRunnerRegistry(conn, { lostAfterMs: heartbeatIntervalMs * 2, prefix }),
@@ -76,11 +87,18 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
   const fakeRunner = (capabilities: RunnerCapabilityId[], onEdit: (args: Record<string, unknown>) => Promise<void> | void = () => undefined) => {
     const edits: Array<Record<string, unknown>> = [];
     const service = createRunnerService({
-      runnerId: "r", build: "test", rootIdentity: async () => "root-1", logger,
+      runnerId: "r",
+      build: "test",
+      rootIdentity: async () => "root-1",
+      logger,
       handlers: {
         capabilities,
         tools: {
-          edit_project_files: async (a) => { edits.push(a); await onEdit(a); return { changed: true }; },
+          edit_project_files: async (a) => {
+            edits.push(a);
+            await onEdit(a);
+            return { changed: true };
+          },
           read_files: async () => ({ items: [] }),
         },
       },
@@ -88,25 +106,56 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
     return { edits, client: createInProcessClient(RunnerService, service) };
   };
 
-  const register = (broker: ReturnType<typeof createInProcessClient<typeof RunnerBrokerService>>, runnerId: string, projectId: string, capabilities: RunnerCapabilityId[]) =>
+  const register = (
+    broker: ReturnType<typeof createInProcessClient<typeof RunnerBrokerService>>,
+    runnerId: string,
+    projectId: string,
+    capabilities: RunnerCapabilityId[],
+  ) =>
     broker.registerRunner({
-      runnerId, clientId: "tenant-d", projectId, rootIdentity: "root-1", protocolGeneration: RUNNER_PROTOCOL_GENERATION, build: "test",
-      capabilities: new RunnerCapabilities(capabilities).toWire(), endpointUrl: runnerId,
+      runnerId,
+      clientId: "tenant-d",
+      projectId,
+      rootIdentity: "root-1",
+      protocolGeneration: RUNNER_PROTOCOL_GENERATION,
+      build: "test",
+      capabilities: new RunnerCapabilities(capabilities).toWire(),
+      endpointUrl: runnerId,
     });
 
-  const editArgs = (expectedMatchCount?: number) => JSON.stringify({
-    changes: [{ kind: "edit", path: "a.txt", expected_read_revision: "rev-1", edits: [{ replace_exact: { old_text: "x", new_text: "y" }, ...(expectedMatchCount ? { expected_match_count: expectedMatchCount } : {}) }] }],
-  });
+  const editArgs = (expectedMatchCount?: number) =>
+    JSON.stringify({
+      changes: [
+        {
+          kind: "edit",
+          path: "a.txt",
+          expected_read_revision: "rev-1",
+          edits: [{ replace_exact: { old_text: "x", new_text: "y" }, ...(expectedMatchCount ? { expected_match_count: expectedMatchCount } : {}) }],
+        },
+      ],
+    });
 
   it("rejects a bulk edit before dispatch on a Runner without apply_text_edit_expected_match_count, while a plain edit still works", async () => {
     const old = fakeRunner(["readFiles", "searchTexts", "applyTextEdit"]);
     const current = fakeRunner(["readFiles", "searchTexts", "applyTextEdit", "applyTextEditExpectedMatchCount"]);
     const runners: Record<string, typeof old> = { "old-runner": old, "new-runner": current };
-    const broker = createInProcessClient(RunnerBrokerService, createRunnerBroker(await brokerDeps(redisKeyPrefix(), { runnerClient: (url) => runners[url]!.client })));
+    const broker = createInProcessClient(
+      RunnerBrokerService,
+      createRunnerBroker(await brokerDeps(redisKeyPrefix(), { runnerClient: (url) => runners[url]!.client })),
+    );
     assert.equal((await register(broker, "old-runner", "legacy", ["readFiles", "searchTexts", "applyTextEdit"])).leaseHeld, true);
-    assert.equal((await register(broker, "new-runner", "modern", ["readFiles", "searchTexts", "applyTextEdit", "applyTextEditExpectedMatchCount"])).leaseHeld, true);
+    assert.equal(
+      (await register(broker, "new-runner", "modern", ["readFiles", "searchTexts", "applyTextEdit", "applyTextEditExpectedMatchCount"])).leaseHeld,
+      true,
+    );
     const dispatch = (project: string, argumentsJson: string) =>
-      broker.dispatch({ callId: `c-${Math.random()}`, projectCanonicalId: `agent:tenant-d:${project}`, rootIdentity: "root-1", tool: "edit_project_files", argumentsJson });
+      broker.dispatch({
+        callId: `c-${Math.random()}`,
+        projectCanonicalId: `agent:tenant-d:${project}`,
+        rootIdentity: "root-1",
+        tool: "edit_project_files",
+        argumentsJson,
+      });
 
     const bulk = await dispatch("legacy", editArgs(3));
     assert.equal(bulk.failure?.reasonCode, "capability_missing");
@@ -130,27 +179,47 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
   it("a real `webcodex runner` withholding apply_text_edit_expected_match_count by configuration gets no bulk edit: the broker rejects it before dispatch", async () => {
     const interval = 150;
     const executes: string[] = [];
-    const deps = await brokerDeps(redisKeyPrefix(), {
-      runnerClient: (url) => {
-        const client = createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" }));
-        return { ...client, execute: (req, options) => { executes.push(req.tool ?? ""); return client.execute(req, options); } } as typeof client;
+    const deps = await brokerDeps(
+      redisKeyPrefix(),
+      {
+        runnerClient: (url) => {
+          const client = createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" }));
+          return {
+            ...client,
+            execute: (req, options) => {
+              executes.push(req.tool ?? "");
+              return client.execute(req, options);
+            },
+          } as typeof client;
+        },
       },
-    }, interval);
+      interval,
+    );
     const server = await startServiceServer({ name: "runner-broker", port: 0, host: "127.0.0.1", routes: routes(deps), logger });
     const dir = mkdtempSync(join(tmpdir(), "wcx-withheld-"));
     writeFileSync(join(dir, "a.txt"), "x x x\n");
     const provisioner = createLocalProcessProvisioner({
-      cliPath, brokerUrl: server.url, directoryFor: () => dir, logger, stopGraceMs: 2_000,
+      cliPath,
+      brokerUrl: server.url,
+      directoryFor: () => dir,
+      logger,
+      stopGraceMs: 2_000,
       env: { WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "apply_text_edit_expected_match_count" },
     });
     const broker = createClient(RunnerBrokerService, createConnectTransport({ baseUrl: server.url, httpVersion: "2" }));
     const workspace = { clientId: "tenant-d", projectId: "withheld" };
     try {
       const started = await provisioner.ensureRunner(workspace);
-      const row = await until("the Runner registers and holds the lease", async () => {
-        const s = await broker.getFleetStatus({ clientId: "tenant-d" });
-        return s.runners.find((r) => r.runnerId === started.name && r.leaseHeld);
-      }, 20_000).catch((e: unknown) => { throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`); });
+      const row = await until(
+        "the Runner registers and holds the lease",
+        async () => {
+          const s = await broker.getFleetStatus({ clientId: "tenant-d" });
+          return s.runners.find((r) => r.runnerId === started.name && r.leaseHeld);
+        },
+        20_000,
+      ).catch((e: unknown) => {
+        throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`);
+      });
       assert.ok(!row.capabilities.includes("apply_text_edit_expected_match_count"), "not advertised at registration");
       assert.ok(row.capabilities.includes("apply_text_edit_v1"));
       const rootIdentity = (await deps.registry.get(row.runnerId))!.rootIdentity;
@@ -158,7 +227,9 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
         broker.dispatch({ callId: `c-${Math.random()}`, projectCanonicalId: row.projectCanonicalId, rootIdentity, tool, argumentsJson: JSON.stringify(args) });
       const read = await dispatch("read_files", { files: [{ path: "a.txt" }] });
       const revision = (JSON.parse(read.resultJson) as { items: Array<{ read_revision: string }> }).items[0]?.read_revision;
-      const edit = (extra: Record<string, unknown>) => ({ changes: [{ kind: "edit", path: "a.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "x", new_text: "y" }, ...extra }] }] });
+      const edit = (extra: Record<string, unknown>) => ({
+        changes: [{ kind: "edit", path: "a.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "x", new_text: "y" }, ...extra }] }],
+      });
 
       const before = executes.length;
       const bulk = await dispatch("edit_project_files", edit({ expected_match_count: 3 }));
@@ -185,14 +256,27 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     const runner = fakeRunner(["readFiles", "searchTexts", "applyTextEdit"], () => held);
-    const mk = async () => createInProcessClient(RunnerBrokerService, createRunnerBroker(await brokerDeps(prefix, {
-      runnerClient: () => runner.client,
-      concurrency: createRedisConcurrencyLimiter(await redis(), { limit: 2, prefix }),
-      admissionWaitMs: 100,
-    })));
+    const mk = async () =>
+      createInProcessClient(
+        RunnerBrokerService,
+        createRunnerBroker(
+          await brokerDeps(prefix, {
+            runnerClient: () => runner.client,
+            concurrency: createRedisConcurrencyLimiter(await redis(), { limit: 2, prefix }),
+            admissionWaitMs: 100,
+          }),
+        ),
+      );
     const [b1, b2] = [await mk(), await mk()];
     await register(b1, "busy-runner", "busy", ["readFiles", "searchTexts", "applyTextEdit"]);
-    const call = (b: typeof b1) => b.dispatch({ callId: `c-${Math.random()}`, projectCanonicalId: "agent:tenant-d:busy", rootIdentity: "root-1", tool: "edit_project_files", argumentsJson: editArgs() });
+    const call = (b: typeof b1) =>
+      b.dispatch({
+        callId: `c-${Math.random()}`,
+        projectCanonicalId: "agent:tenant-d:busy",
+        rootIdentity: "root-1",
+        tool: "edit_project_files",
+        argumentsJson: editArgs(),
+      });
     const inflight = [call(b1), call(b2)];
     await until("two calls in flight", async () => runner.edits.length === 2);
     const refused = await call(b2);
@@ -211,7 +295,11 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
   it("marks a killed Runner process lost within two heartbeat intervals; calls then fail with a structured reason", async () => {
     const interval = 300;
     const prefix = redisKeyPrefix();
-    const deps = await brokerDeps(prefix, { runnerClient: (url) => createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" })) }, interval);
+    const deps = await brokerDeps(
+      prefix,
+      { runnerClient: (url) => createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" })) },
+      interval,
+    );
     const server = await startServiceServer({ name: "runner-broker", port: 0, host: "127.0.0.1", routes: routes(deps), logger });
     const dir = mkdtempSync(join(tmpdir(), "wcx-broker-"));
     writeFileSync(join(dir, "hello.txt"), "hello\n");
@@ -222,12 +310,25 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
       const started = await provisioner.ensureRunner(workspace);
       assert.equal(started.action, "created");
       assert.equal((await provisioner.ensureRunner(workspace)).action, "exists", "idempotent");
-      const runner = await until("the Runner process registers and holds the lease", async () => {
-        const s = await broker.getFleetStatus({ clientId: "tenant-d" });
-        return s.runners.find((r) => r.runnerId === started.name && r.connectionState === "connected" && r.leaseHeld);
-      }, 20_000).catch((e: unknown) => { throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`); });
+      const runner = await until(
+        "the Runner process registers and holds the lease",
+        async () => {
+          const s = await broker.getFleetStatus({ clientId: "tenant-d" });
+          return s.runners.find((r) => r.runnerId === started.name && r.connectionState === "connected" && r.leaseHeld);
+        },
+        20_000,
+      ).catch((e: unknown) => {
+        throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`);
+      });
       const rootIdentity = (await deps.registry.get(runner.runnerId))!.rootIdentity;
-      const read = () => broker.dispatch({ callId: `c-${Math.random()}`, projectCanonicalId: runner.projectCanonicalId, rootIdentity, tool: "read_files", argumentsJson: JSON.stringify({ files: [{ path: "hello.txt" }] }) });
+      const read = () =>
+        broker.dispatch({
+          callId: `c-${Math.random()}`,
+          projectCanonicalId: runner.projectCanonicalId,
+          rootIdentity,
+          tool: "read_files",
+          argumentsJson: JSON.stringify({ files: [{ path: "hello.txt" }] }),
+        });
       const ok = await read();
       assert.equal(ok.failure, undefined, ok.failure?.detailCode);
       assert.match(ok.resultJson, /hello/);
@@ -237,10 +338,15 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
       process.kill(pid, "SIGKILL");
       const killedAt = Date.now();
       await until("the Runner process exits", async () => provisioner.describe(workspace)?.running === false);
-      await until("the Runner is reported lost", async () => {
-        const s = await broker.getFleetStatus({ clientId: "tenant-d", summaryOnly: true });
-        return s.summary?.runnersLost === 1;
-      }, 3 * interval, 10);
+      await until(
+        "the Runner is reported lost",
+        async () => {
+          const s = await broker.getFleetStatus({ clientId: "tenant-d", summaryOnly: true });
+          return s.summary?.runnersLost === 1;
+        },
+        3 * interval,
+        10,
+      );
       const lostAfter = Date.now() - killedAt;
       assert.ok(lostAfter <= 2 * interval + 60, `lost after ${lostAfter} ms (two intervals: ${2 * interval} ms)`);
 
@@ -251,7 +357,10 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
       assert.equal(failed.failure?.stateChanged, false);
       assert.equal(failed.failure?.outcomeUnknown, false);
       const full = await broker.getFleetStatus({ clientId: "tenant-d" });
-      assert.deepEqual(full.runners.map((r) => [r.runnerId, r.connectionState, r.leaseHeld]), [[started.name, "lost", false]]);
+      assert.deepEqual(
+        full.runners.map((r) => [r.runnerId, r.connectionState, r.leaseHeld]),
+        [[started.name, "lost", false]],
+      );
       assert.equal(full.summary?.projectsRoutable, 0);
 
       // The provisioner brings a Runner back for the workspace; the Project is routable again.
@@ -268,7 +377,11 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
     const interval = 150;
     const prefix = redisKeyPrefix();
     const runnerToken = `rt-${Math.random().toString(36).slice(2)}`;
-    const deps = await brokerDeps(prefix, { runnerToken, runnerClient: (url) => createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" })) }, interval);
+    const deps = await brokerDeps(
+      prefix,
+      { runnerToken, runnerClient: (url) => createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2" })) },
+      interval,
+    );
     const server = await startServiceServer({ name: "runner-broker", port: 0, host: "127.0.0.1", routes: routes(deps), logger });
     const dir = mkdtempSync(join(tmpdir(), "wcx-fence-"));
     const provisioner = createLocalProcessProvisioner({ cliPath, brokerUrl: server.url, directoryFor: () => dir, runnerToken, logger, stopGraceMs: 2_000 });
@@ -276,19 +389,40 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
     const workspace = { clientId: "tenant-d", projectId: "fenced" };
     try {
       const started = await provisioner.ensureRunner(workspace);
-      const row = await until("the Runner registers with its token and holds the lease", async () => {
-        const s = await broker.getFleetStatus({ clientId: "tenant-d" });
-        return s.runners.find((r) => r.runnerId === started.name && r.leaseHeld);
-      }, 20_000).catch((e: unknown) => { throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`); });
+      const row = await until(
+        "the Runner registers with its token and holds the lease",
+        async () => {
+          const s = await broker.getFleetStatus({ clientId: "tenant-d" });
+          return s.runners.find((r) => r.runnerId === started.name && r.leaseHeld);
+        },
+        20_000,
+      ).catch((e: unknown) => {
+        throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`);
+      });
       const reg = (await deps.registry.get(row.runnerId))!;
       const runner = createClient(RunnerService, createConnectTransport({ baseUrl: reg.endpointUrl, httpVersion: "2" }));
       const fenceA = Number(row.fence);
-      const create = (path: string, fence: number, headers: Record<string, string> = { [RUNNER_TOKEN_HEADER]: runnerCredential(runnerToken, workspace) }) => runner.execute(
-        { callId: `c-${Math.random()}`, tool: "edit_project_files", rootIdentity: reg.rootIdentity, fence: BigInt(fence), argumentsJson: JSON.stringify({ changes: [{ kind: "create", path, content: "x\n" }] }) },
-        { headers },
+      const create = (path: string, fence: number, headers: Record<string, string> = { [RUNNER_TOKEN_HEADER]: runnerCredential(runnerToken, workspace) }) =>
+        runner.execute(
+          {
+            callId: `c-${Math.random()}`,
+            tool: "edit_project_files",
+            rootIdentity: reg.rootIdentity,
+            fence: BigInt(fence),
+            argumentsJson: JSON.stringify({ changes: [{ kind: "create", path, content: "x\n" }] }),
+          },
+          { headers },
+        );
+      await assert.rejects(
+        create("no-token.txt", fenceA, {}),
+        (e: unknown) => ConnectError.from(e).code === Code.Unauthenticated,
+        "serving requires the Runner token",
       );
-      await assert.rejects(create("no-token.txt", fenceA, {}), (e: unknown) => ConnectError.from(e).code === Code.Unauthenticated, "serving requires the Runner token");
-      await assert.rejects(create("key.txt", fenceA, { [RUNNER_TOKEN_HEADER]: runnerToken }), (e: unknown) => ConnectError.from(e).code === Code.Unauthenticated, "the broker's key is not this Runner's credential");
+      await assert.rejects(
+        create("key.txt", fenceA, { [RUNNER_TOKEN_HEADER]: runnerToken }),
+        (e: unknown) => ConnectError.from(e).code === Code.Unauthenticated,
+        "the broker's key is not this Runner's credential",
+      );
       assert.equal((await create("first.txt", fenceA)).failure, undefined, "a write under the held fence runs");
 
       // The lease moves to another Runner with a higher fence. No call reaches this Runner with
@@ -315,7 +449,18 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
 
   it("the Redis registry forgets a deleted Project's Runner: not listed, not routed to", async () => {
     const registry = createRedisRunnerRegistry(await redis(), { lostAfterMs: 5_000, prefix: redisKeyPrefix() });
-    const reg = { runnerId: "r-forget", clientId: "acme", projectId: "gone", canonicalId: "agent:acme:gone", rootIdentity: "root", protocolGeneration: 2, build: "b", capabilities: [], endpointUrl: "http://127.0.0.1:1", registeredAtMs: Date.now() };
+    const reg = {
+      runnerId: "r-forget",
+      clientId: "acme",
+      projectId: "gone",
+      canonicalId: "agent:acme:gone",
+      rootIdentity: "root",
+      protocolGeneration: 2,
+      build: "b",
+      capabilities: [],
+      endpointUrl: "http://127.0.0.1:1",
+      registeredAtMs: Date.now(),
+    };
     await registry.register(reg);
     assert.equal((await registry.forProject("agent:acme:gone"))?.runnerId, "r-forget");
     await registry.forgetProject("agent:acme:gone");

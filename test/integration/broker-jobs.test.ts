@@ -15,8 +15,14 @@ import { createInProcessClient, createLogger, createRedis } from "@webcodex/plat
 import type { Database, Redis } from "@webcodex/platform";
 import { createRefResolver } from "@webcodex/ref-resolver";
 import {
-  createJobStore, createLeaseStore, createPostgresFenceHighWaterMark, createRedisConcurrencyLimiter, createRedisLeaseBackend,
-  createRedisLiveJobBackend, createRedisRunnerRegistry, createRunnerBroker,
+  createJobStore,
+  createLeaseStore,
+  createPostgresFenceHighWaterMark,
+  createRedisConcurrencyLimiter,
+  createRedisLeaseBackend,
+  createRedisLiveJobBackend,
+  createRedisRunnerRegistry,
+  createRunnerBroker,
 } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
 import type { RegistrationLoop, Runner } from "@webcodex/runner";
@@ -26,7 +32,6 @@ import type { BrokerTestDatabase } from "../support/index.js";
 const logger = createLogger({ service: "test", level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HEARTBEAT_MS = 200;
-
 
 const alive = (pid: number) => {
   try {
@@ -48,22 +53,34 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
 
   let redisUrl: string;
   /** A broker over real Redis (its own key prefix) and Postgres, reaching Runners by endpoint. */
-  const newBroker = (prefix: string, concurrencyLimit: number) => createInProcessClient(RunnerBrokerService, createRunnerBroker({
-    registry: createRedisRunnerRegistry(redis, { lostAfterMs: HEARTBEAT_MS * 2, prefix }),
-    leases: createLeaseStore(createRedisLeaseBackend(redis, { prefix }), createPostgresFenceHighWaterMark(db)),
-    concurrency: createRedisConcurrencyLimiter(redis, { limit: concurrencyLimit, prefix }),
-    // Over the limit, refuse at once: these tests observe saturation itself.
-    admissionWaitMs: 0,
-    jobs: createJobStore({ live: createRedisLiveJobBackend(redis, { prefix }), db }),
-    refResolver: createInProcessClient(RefResolverService, createRefResolver({ db })),
-    runnerClient: (url) => {
-      // Resolved per call: a "restarted" Runner serves the same endpoint.
-      const service = new Proxy({}, { get: (_t, method: string) => (...a: unknown[]) => (endpoints.get(url)!.service as unknown as Record<string, (...x: unknown[]) => unknown>)[method]!(...a) });
-      return createInProcessClient(RunnerService, service as Runner["service"]);
-    },
-    heartbeatIntervalMs: HEARTBEAT_MS,
-    logger,
-  }));
+  const newBroker = (prefix: string, concurrencyLimit: number) =>
+    createInProcessClient(
+      RunnerBrokerService,
+      createRunnerBroker({
+        registry: createRedisRunnerRegistry(redis, { lostAfterMs: HEARTBEAT_MS * 2, prefix }),
+        leases: createLeaseStore(createRedisLeaseBackend(redis, { prefix }), createPostgresFenceHighWaterMark(db)),
+        concurrency: createRedisConcurrencyLimiter(redis, { limit: concurrencyLimit, prefix }),
+        // Over the limit, refuse at once: these tests observe saturation itself.
+        admissionWaitMs: 0,
+        jobs: createJobStore({ live: createRedisLiveJobBackend(redis, { prefix }), db }),
+        refResolver: createInProcessClient(RefResolverService, createRefResolver({ db })),
+        runnerClient: (url) => {
+          // Resolved per call: a "restarted" Runner serves the same endpoint.
+          const service = new Proxy(
+            {},
+            {
+              get:
+                (_t, method: string) =>
+                (...a: unknown[]) =>
+                  (endpoints.get(url)!.service as unknown as Record<string, (...x: unknown[]) => unknown>)[method]!(...a),
+            },
+          );
+          return createInProcessClient(RunnerService, service as Runner["service"]);
+        },
+        heartbeatIntervalMs: HEARTBEAT_MS,
+        logger,
+      }),
+    );
 
   before(async () => {
     database = await createBrokerTestDatabase();
@@ -80,13 +97,28 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
   });
 
   /** Starts a real Runner on a directory and keeps it registered (heartbeats) with the broker. */
-  const startRunner = async (o: { clientId: string; projectId: string; dir: string; runnerId: string; endpoint: string; via?: Client<typeof RunnerBrokerService> }) => {
+  const startRunner = async (o: {
+    clientId: string;
+    projectId: string;
+    dir: string;
+    runnerId: string;
+    endpoint: string;
+    via?: Client<typeof RunnerBrokerService>;
+  }) => {
     const runner = createRunner({ root: o.dir, logger, runnerId: o.runnerId });
     runners.push(runner);
     endpoints.set(o.endpoint, runner);
     const loop = startRegistration({
-      broker: o.via ?? broker, runnerId: runner.runnerId, clientId: o.clientId, projectId: o.projectId, rootIdentity: await runner.rootIdentity(),
-      build: RUNNER_BUILD, capabilities: runner.handlers.capabilities, endpointUrl: o.endpoint, fence: runner.fence, logger,
+      broker: o.via ?? broker,
+      runnerId: runner.runnerId,
+      clientId: o.clientId,
+      projectId: o.projectId,
+      rootIdentity: await runner.rootIdentity(),
+      build: RUNNER_BUILD,
+      capabilities: runner.handlers.capabilities,
+      endpointUrl: o.endpoint,
+      fence: runner.fence,
+      logger,
     });
     loops.push(loop);
     await loop.registered;
@@ -99,9 +131,12 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
   };
 
   const jobRow = async (project: string, jobId: string) =>
-    (await db.query<{ state: string; outcome_unknown: boolean; exit_code: number | null; summary: Record<string, unknown> | null }>(
-      "SELECT state, outcome_unknown, exit_code, summary FROM broker.jobs WHERE project_canonical_id = $1 AND job_id = $2", [project, jobId],
-    )).rows[0];
+    (
+      await db.query<{ state: string; outcome_unknown: boolean; exit_code: number | null; summary: Record<string, unknown> | null }>(
+        "SELECT state, outcome_unknown, exit_code, summary FROM broker.jobs WHERE project_canonical_id = $1 AND job_id = $2",
+        [project, jobId],
+      )
+    ).rows[0];
 
   it("a Job that outlives its wait is recorded; its live Runner answers and the terminal summary lands in Postgres", async () => {
     const dir = createProjectDir({ "a.txt": "a\n" }, { name: "jobs-ok" });
@@ -133,16 +168,23 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
     first.loop.stop();
     const restartedAt = Date.now();
     await startRunner({ clientId: "tenant-j", projectId: "jobs-restart", dir, runnerId: "runner-restart", endpoint: "ep-restart" });
-    const lost = await until("the restarted Runner's answer closes the Job", async () => {
-      const r = await call(project, first.rootIdentity, "wait_for_job_terminal", { job_id: jobId, wait_ms: 0 });
-      return r.result["execution_state"] === "lost_after_reconcile" ? r : undefined;
-    }, 5_000);
+    const lost = await until(
+      "the restarted Runner's answer closes the Job",
+      async () => {
+        const r = await call(project, first.rootIdentity, "wait_for_job_terminal", { job_id: jobId, wait_ms: 0 });
+        return r.result["execution_state"] === "lost_after_reconcile" ? r : undefined;
+      },
+      5_000,
+    );
     assert.ok(Date.now() - restartedAt < 3 * HEARTBEAT_MS + 1_000, "closed on re-registration, not after a lease lapse");
     assert.equal(lost.failure, undefined, "an observation of a lost Job, not a tool failure");
     assert.equal(lost.result["outcome_unknown"], true);
     assert.equal(lost.result["state"], "lost_after_reconcile");
     const observed = await call(project, first.rootIdentity, "observe_jobs", { job_ids: [jobId] });
-    assert.deepEqual((observed.result["jobs"] as Array<Record<string, unknown>>).map((j) => [j["job_id"], j["state"], j["outcome_unknown"]]), [[jobId, "lost_after_reconcile", true]]);
+    assert.deepEqual(
+      (observed.result["jobs"] as Array<Record<string, unknown>>).map((j) => [j["job_id"], j["state"], j["outcome_unknown"]]),
+      [[jobId, "lost_after_reconcile", true]],
+    );
     assert.deepEqual(await jobRow(project, jobId).then((r) => [r?.state, r?.outcome_unknown]), ["lost_after_reconcile", true]);
     await first.runner.close();
     assert.equal(alive(pid), false, "the old incarnation's process is gone");
@@ -185,7 +227,11 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
     // Both admission slots are held by waits for longer than the Job's live lease (600 ms).
     const waits = [0, 1].map(() => call(project, r.rootIdentity, "wait_for_job_terminal", { job_id: key.jobId, wait_ms: 5_000 }, busy));
     await sleep(300);
-    assert.equal((await call(project, r.rootIdentity, "observe_jobs", { job_ids: [key.jobId] }, busy)).failure?.reasonCode, "rate_limited", "the Project is saturated");
+    assert.equal(
+      (await call(project, r.rootIdentity, "observe_jobs", { job_ids: [key.jobId] }, busy)).failure?.reasonCode,
+      "rate_limited",
+      "the Project is saturated",
+    );
     await sleep(1_200);
     assert.ok(await createRedisLiveJobBackend(redis, { prefix }).get(key), "the sync renewed the live lease past its TTL");
     for (const w of await Promise.all(waits)) assert.equal(w.result["output"], "ok\n");

@@ -15,8 +15,13 @@ import { createInProcessClient, createLogger, createRedis } from "@webcodex/plat
 import type { Database, Redis } from "@webcodex/platform";
 import { createRefResolver } from "@webcodex/ref-resolver";
 import {
-  createJobStore, createLeaseStore, createPostgresFenceHighWaterMark, createRedisLeaseBackend, createRedisLiveJobBackend,
-  createRedisRunnerRegistry, createRunnerBroker,
+  createJobStore,
+  createLeaseStore,
+  createPostgresFenceHighWaterMark,
+  createRedisLeaseBackend,
+  createRedisLiveJobBackend,
+  createRedisRunnerRegistry,
+  createRunnerBroker,
 } from "@webcodex/runner-broker";
 import type { LeaseStore } from "@webcodex/runner-broker";
 import { createFenceGuard, createRunnerService, startRegistration } from "@webcodex/runner";
@@ -27,20 +32,32 @@ import type { BrokerTestDatabase } from "../support/index.js";
 const logger = createLogger({ service: "test", level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-
 /** A broker client whose calls can be held, like a Runner process that is paused (SIGSTOP). */
 function pausable(broker: Client<typeof RunnerBrokerService>) {
   let gate: Promise<void> | undefined;
   let open: () => void = () => undefined;
-  const hold = async () => { while (gate) await gate; };
+  const hold = async () => {
+    while (gate) await gate;
+  };
   const client = {
-    registerRunner: async (...a: Parameters<typeof broker.registerRunner>) => { await hold(); return broker.registerRunner(...a); },
-    heartbeat: async (...a: Parameters<typeof broker.heartbeat>) => { await hold(); return broker.heartbeat(...a); },
+    registerRunner: async (...a: Parameters<typeof broker.registerRunner>) => {
+      await hold();
+      return broker.registerRunner(...a);
+    },
+    heartbeat: async (...a: Parameters<typeof broker.heartbeat>) => {
+      await hold();
+      return broker.heartbeat(...a);
+    },
   } as unknown as Client<typeof RunnerBrokerService>;
   return {
     client,
-    pause: () => { gate = new Promise((r) => (open = r)); },
-    resume: () => { gate = undefined; open(); },
+    pause: () => {
+      gate = new Promise((r) => (open = r));
+    },
+    resume: () => {
+      gate = undefined;
+      open();
+    },
   };
 }
 
@@ -70,7 +87,9 @@ describe("runner-broker leases and fences (real Redis + Postgres)", () => {
       registry: createRedisRunnerRegistry(conn, { lostAfterMs: heartbeatIntervalMs * 2, prefix }),
       leases,
       refResolver: createInProcessClient(RefResolverService, createRefResolver({ db })),
-      runnerClient: () => { throw new Error("no runner client in this test"); },
+      runnerClient: () => {
+        throw new Error("no runner client in this test");
+      },
       heartbeatIntervalMs,
       logger,
     });
@@ -79,8 +98,14 @@ describe("runner-broker leases and fences (real Redis + Postgres)", () => {
   };
 
   const registration = (runnerId: string) => ({
-    runnerId, clientId: "tenant-a", projectId: "race", rootIdentity: "root-1", protocolGeneration: RUNNER_PROTOCOL_GENERATION,
-    build: "test", capabilities: ["read_files_v1", "search_texts_v1", "apply_text_edit_v1"], endpointUrl: `http://${runnerId}`,
+    runnerId,
+    clientId: "tenant-a",
+    projectId: "race",
+    rootIdentity: "root-1",
+    protocolGeneration: RUNNER_PROTOCOL_GENERATION,
+    build: "test",
+    capabilities: ["read_files_v1", "search_texts_v1", "apply_text_edit_v1"],
+    endpointUrl: `http://${runnerId}`,
   });
 
   it("two Runners racing for one Project through two broker replicas: exactly one holds the lease", async () => {
@@ -119,29 +144,53 @@ describe("runner-broker leases and fences (real Redis + Postgres)", () => {
     const r = replica(prefix, interval);
     await r.ready;
     const edits: string[] = [];
-    const runner = (id: string, fence: FenceGuard) => createInProcessClient(RunnerService, createRunnerService({
-      runnerId: id, build: "test", rootIdentity: async () => "root-1", logger, fence,
-      handlers: {
-        capabilities: ["readFiles", "searchTexts", "applyTextEdit"],
-        tools: {
-          edit_project_files: async () => { edits.push(id); return { changed: true }; },
-          read_files: async () => ({ items: [] }),
-        },
-      },
-    }));
+    const runner = (id: string, fence: FenceGuard) =>
+      createInProcessClient(
+        RunnerService,
+        createRunnerService({
+          runnerId: id,
+          build: "test",
+          rootIdentity: async () => "root-1",
+          logger,
+          fence,
+          handlers: {
+            capabilities: ["readFiles", "searchTexts", "applyTextEdit"],
+            tools: {
+              edit_project_files: async () => {
+                edits.push(id);
+                return { changed: true };
+              },
+              read_files: async () => ({ items: [] }),
+            },
+          },
+        }),
+      );
     const fenceA = createFenceGuard();
     const fenceB = createFenceGuard();
     const runnerA = runner("ra", fenceA);
     const runnerB = runner("rb", fenceB);
     const linkA = pausable(r.broker);
-    const base = { clientId: "tenant-a", projectId: "paused", rootIdentity: "root-1", build: "test", capabilities: ["readFiles", "searchTexts", "applyTextEdit"] as const, logger };
+    const base = {
+      clientId: "tenant-a",
+      projectId: "paused",
+      rootIdentity: "root-1",
+      build: "test",
+      capabilities: ["readFiles", "searchTexts", "applyTextEdit"] as const,
+      logger,
+    };
     const loopA = startRegistration({ ...base, broker: linkA.client, runnerId: "ra", endpointUrl: "http://ra", fence: fenceA });
     let loopB: ReturnType<typeof startRegistration> | undefined;
     try {
       await loopA.registered;
       await until("A holds the lease", async () => loopA.lease().held);
       const fenceOfA = loopA.lease().fence;
-      const edit = (fence: number) => ({ callId: `c-${Math.random()}`, tool: "edit_project_files", argumentsJson: JSON.stringify({ changes: [] }), rootIdentity: "root-1", fence: BigInt(fence) });
+      const edit = (fence: number) => ({
+        callId: `c-${Math.random()}`,
+        tool: "edit_project_files",
+        argumentsJson: JSON.stringify({ changes: [] }),
+        rootIdentity: "root-1",
+        fence: BigInt(fence),
+      });
       assert.equal((await runnerA.execute(edit(fenceOfA))).failure, undefined, "A writes under its fence");
 
       // A pauses: its heartbeats stop reaching the broker. B registers as a standby and takes
@@ -240,10 +289,18 @@ describe("runner-broker leases and fences (real Redis + Postgres)", () => {
     assert.deepEqual(await jobs.update(j1, 5, { state: "running" }, 60_000), { ok: false, reason: "stale_fence", fence: 6 });
     assert.deepEqual(await jobs.finish(j1, 5, { state: "succeeded", exitCode: 0 }), { ok: false, reason: "stale_fence", fence: 6 });
     assert.deepEqual(await jobs.finish(j1, 6, { state: "failed", exitCode: 2, summary: { output_lines: 3 } }), { ok: true, adopted: false });
-    assert.deepEqual(await jobs.finish(j1, 6, { state: "succeeded", exitCode: 0 }), { ok: false, reason: "already_terminal", state: "failed" }, "terminal once");
+    assert.deepEqual(
+      await jobs.finish(j1, 6, { state: "succeeded", exitCode: 0 }),
+      { ok: false, reason: "already_terminal", state: "failed" },
+      "terminal once",
+    );
     const rec = await jobs.get(j1);
     assert.equal(rec?.state, "failed");
-    assert.deepEqual(rec?.terminal && { exitCode: rec.terminal.exitCode, outcomeUnknown: rec.terminal.outcomeUnknown, summary: rec.terminal.summary }, { exitCode: 2, outcomeUnknown: false, summary: { output_lines: 3 } });
+    assert.deepEqual(rec?.terminal && { exitCode: rec.terminal.exitCode, outcomeUnknown: rec.terminal.outcomeUnknown, summary: rec.terminal.summary }, {
+      exitCode: 2,
+      outcomeUnknown: false,
+      summary: { output_lines: 3 },
+    });
     assert.equal(rec?.runnerId, "rb");
     assert.equal(rec?.fence, 6);
 
@@ -296,10 +353,11 @@ async function startPrivateRedis(): Promise<{ url: string; stop(): Promise<void>
   if (!started) return undefined;
   return {
     url: `redis://127.0.0.1:${port}`,
-    stop: () => new Promise<void>((r) => {
-      if (proc.exitCode !== null) return r();
-      proc.once("exit", () => r());
-      proc.kill("SIGTERM");
-    }),
+    stop: () =>
+      new Promise<void>((r) => {
+        if (proc.exitCode !== null) return r();
+        proc.once("exit", () => r());
+        proc.kill("SIGTERM");
+      }),
   };
 }

@@ -34,7 +34,10 @@ describe("webcodex migrate", () => {
     await client.connect();
     try {
       const { rows } = await client.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'broker' ORDER BY 1");
-      assert.deepEqual(rows.map((r) => r.t).filter((t) => t !== "schema_migrations"), ["fence_hwm", "job_continuations", "jobs"]);
+      assert.deepEqual(
+        rows.map((r) => r.t).filter((t) => t !== "schema_migrations"),
+        ["fence_hwm", "job_continuations", "jobs"],
+      );
     } finally {
       await client.end();
     }
@@ -57,7 +60,12 @@ describe("webcodex migrate", () => {
     let exitedAt = 0;
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => { exitedAt = Date.now(); r(code); }));
+    const exited = new Promise<number | null>((r) =>
+      child.once("exit", (code) => {
+        exitedAt = Date.now();
+        r(code);
+      }),
+    );
     await new Promise((r) => setTimeout(r, 2_500));
     assert.equal(exitedAt, 0, `still waiting while the database is down: ${err}`);
     const upAt = Date.now();
@@ -75,7 +83,9 @@ describe("webcodex migrate", () => {
       assert.ok(exitedAt >= upAt, "it finished only after the database came up");
       assert.match(out, /migrations applied/);
     } finally {
-      await new Promise<void>((r) => { proxy.close(() => r()); });
+      await new Promise<void>((r) => {
+        proxy.close(() => r());
+      });
     }
   });
 });

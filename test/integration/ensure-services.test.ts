@@ -17,9 +17,14 @@ const script = join(repoRoot, "tools/scripts/ensure-services.sh");
 
 function runScript(env: Record<string, string>): Promise<{ code: number; stdout: string }> {
   return new Promise((resolve) => {
-    execFile("bash", [script], { env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: tempDir("wcx-ensure-home-"), ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout: `${stdout}${stderr}` });
-    });
+    execFile(
+      "bash",
+      [script],
+      { env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: tempDir("wcx-ensure-home-"), ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -67,7 +72,11 @@ describe("ensure-services.sh", () => {
   it("with WEBCODEX_TEST_POSTGRES_URL set, Docker is not used: the configured servers are checked", async () => {
     requests.length = 0;
     const services = await backingServices();
-    const { code, stdout } = await runScript({ DOCKER_HOST: dockerHost, WEBCODEX_TEST_POSTGRES_URL: services.postgresAdminUrl, WEBCODEX_TEST_REDIS_URL: services.redisUrl });
+    const { code, stdout } = await runScript({
+      DOCKER_HOST: dockerHost,
+      WEBCODEX_TEST_POSTGRES_URL: services.postgresAdminUrl,
+      WEBCODEX_TEST_REDIS_URL: services.redisUrl,
+    });
     assert.equal(code, 0, stdout);
     assert.match(stdout, /Postgres and Redis are up/);
     assert.doesNotMatch(stdout, /testcontainers/);

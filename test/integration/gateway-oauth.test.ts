@@ -32,7 +32,14 @@ async function startAuthorizationServer(): Promise<AuthServer> {
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const { privateKey } = await generateKeyPair("RS256", { extractable: true });
   const key = { ...(await exportJWK(privateKey)), kid: "as-key-1", alg: "RS256", use: "sig" };
-  const client = (client_id: string) => ({ client_id, client_secret: SECRET, grant_types: ["client_credentials"], redirect_uris: [], response_types: [], scope: SCOPES });
+  const client = (client_id: string) => ({
+    client_id,
+    client_secret: SECRET,
+    grant_types: ["client_credentials"],
+    redirect_uris: [],
+    response_types: [],
+    scope: SCOPES,
+  });
   const provider = new Provider(issuer, {
     clients: [client("tenant-a"), client("tenant-b"), client("tenant-short")],
     scopes: ["webcodex:read", "webcodex:write"],
@@ -67,7 +74,11 @@ async function startAuthorizationServer(): Promise<AuthServer> {
       assert.equal(res.status, 200, JSON.stringify(body));
       return body.access_token ?? "";
     },
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -98,10 +109,20 @@ describe("OAuth resource server with a real authorization server (oidc-provider)
   const post = (token: string | undefined, body: unknown) =>
     fetch(mcpUrl, {
       method: "POST",
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+      },
       body: JSON.stringify(body),
     });
-  const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+  const initialize = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+  };
   const toolCall = (name: string, args: Record<string, unknown>) => ({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name, arguments: args } });
 
   async function assertInvalidToken(token: string) {
@@ -174,7 +195,8 @@ describe("OAuth resource server with a real authorization server (oidc-provider)
     const genuine = await as.token("tenant-a", mcpUrl);
     const { privateKey } = await generateKeyPair("RS256");
     const claims = decodeJwt(genuine);
-    const forge = (kid: string | undefined) => new SignJWT(claims).setProtectedHeader({ alg: "RS256", typ: "at+jwt", ...(kid ? { kid } : {}) }).sign(privateKey);
+    const forge = (kid: string | undefined) =>
+      new SignJWT(claims).setProtectedHeader({ alg: "RS256", typ: "at+jwt", ...(kid ? { kid } : {}) }).sign(privateKey);
     await assertInvalidToken(await forge(decodeProtectedHeader(genuine).kid));
     await assertInvalidToken(await forge("attacker-key"));
     await assertInvalidToken(await forge(undefined));

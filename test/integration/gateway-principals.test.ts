@@ -45,10 +45,15 @@ describe("principals within one tenant (two people, one OAuth client)", { timeou
     return { ref: String(outcome.result["project_ref"]), id: String(outcome.result["project_id"]) };
   }
 
-  const listed = async (client: Client) => ((await callTool(client, "list_projects", {})).result["projects"] as Array<Record<string, string>>).map((p) => p["project_id"]).sort();
+  const listed = async (client: Client) =>
+    ((await callTool(client, "list_projects", {})).result["projects"] as Array<Record<string, string>>).map((p) => p["project_id"]).sort();
 
   before(async () => {
-    as = await startUserAuthServer({ clientId: CLIENT, scopes: "webcodex:read webcodex:write", extraClaims: (login) => (login === "carol" ? { groups: ["webcodex-admins"] } : { groups: ["developers"] }) });
+    as = await startUserAuthServer({
+      clientId: CLIENT,
+      scopes: "webcodex:read webcodex:write",
+      extraClaims: (login) => (login === "carol" ? { groups: ["webcodex-admins"] } : { groups: ["developers"] }),
+    });
     server = await startDevServer({
       projectDir: createProjectDir({ "README.md": "# shared\n" }, { name: "shared-repo" }),
       dataDir: tempDir("wcx-principals-data-"),
@@ -61,7 +66,11 @@ describe("principals within one tenant (two people, one OAuth client)", { timeou
       },
     });
     const [a, b, c] = await Promise.all(["alice", "bob", "carol"].map((login) => as.userToken(login, server.mcpUrl)));
-    assert.deepEqual([decodeJwt(a ?? "").sub, decodeJwt(b ?? "").sub, decodeJwt(a ?? "").client_id, decodeJwt(b ?? "").client_id], ["alice", "bob", CLIENT, CLIENT], "two subjects of one client");
+    assert.deepEqual(
+      [decodeJwt(a ?? "").sub, decodeJwt(b ?? "").sub, decodeJwt(a ?? "").client_id, decodeJwt(b ?? "").client_id],
+      ["alice", "bob", CLIENT, CLIENT],
+      "two subjects of one client",
+    );
     [alice, bob, carol] = await Promise.all([connectMcp(server.mcpUrl, a ?? ""), connectMcp(server.mcpUrl, b ?? ""), connectMcp(server.mcpUrl, c ?? "")]);
     direct = new Set((await alice.listTools()).tools.map((t) => t.name));
     created["alice"] = await createProject(alice, "alice-app");
@@ -81,7 +90,10 @@ describe("principals within one tenant (two people, one OAuth client)", { timeou
   });
 
   it("neither can address the other's Project by ref or canonical id: the failure equals the one for a Project that does not exist", async () => {
-    const bobWrote = await call(bob, "edit_project_files", { project: created["bob"]?.ref, changes: [{ kind: "create", path: "bob-secret.txt", content: "bob only\n" }] });
+    const bobWrote = await call(bob, "edit_project_files", {
+      project: created["bob"]?.ref,
+      changes: [{ kind: "create", path: "bob-secret.txt", content: "bob only\n" }],
+    });
     assert.equal(bobWrote.isError, false, JSON.stringify(bobWrote.result));
     for (const tool of ["read_files", "list_project_files", "run_shell", "create_session", "read_workspace_changes"]) {
       const sample = tool === "read_files" ? { files: [{ path: "bob-secret.txt" }] } : tool === "run_shell" ? { command: "cat bob-secret.txt" } : {};
@@ -94,7 +106,11 @@ describe("principals within one tenant (two people, one OAuth client)", { timeou
     const viaRef = await call(alice, "read_files", { project: created["bob"]?.ref, files: [{ path: "bob-secret.txt" }] });
     assert.doesNotMatch(JSON.stringify(viaRef.result), /bob only/);
     const items = viaRef.result["items"] as Array<Record<string, unknown>> | undefined;
-    assert.ok(viaRef.result["reason_code"] === "project_not_found" || (items?.[0]?.["error"] as Record<string, unknown> | undefined)?.["reason_code"] === "path_not_found", JSON.stringify(viaRef.result));
+    assert.ok(
+      viaRef.result["reason_code"] === "project_not_found" ||
+        (items?.[0]?.["error"] as Record<string, unknown> | undefined)?.["reason_code"] === "path_not_found",
+      JSON.stringify(viaRef.result),
+    );
   });
 
   it("neither can observe the other's Jobs or use the other's Sessions", async () => {
@@ -109,7 +125,10 @@ describe("principals within one tenant (two people, one OAuth client)", { timeou
     assert.equal(viaOwn.result["reason_code"], "job_not_found", JSON.stringify(viaOwn.result));
     assert.deepEqual({ ...viaOwn.result, job_id: "" }, { ...absent.result, job_id: "" });
     const session = await call(bob, "create_session", { project: created["bob"]?.ref });
-    for (const [selector, absent] of [[session.result["session_ref"], "~s77"], [session.result["session_id"], `wc_sess_${"0".repeat(32)}`]] as const) {
+    for (const [selector, absent] of [
+      [session.result["session_ref"], "~s77"],
+      [session.result["session_id"], `wc_sess_${"0".repeat(32)}`],
+    ] as const) {
       assert.deepEqual(await call(alice, "read_session_handoff", { session_id: selector }), await call(alice, "read_session_handoff", { session_id: absent }));
     }
   });
@@ -119,7 +138,11 @@ describe("principals within one tenant (two people, one OAuth client)", { timeou
     assert.equal(denied.isError, false, `a tenant admin may change a private Project it names by canonical id: ${JSON.stringify(denied.result)}`);
     assert.deepEqual(denied.result, { project_id: created["alice"]?.id, visibility: "private", unchanged: true });
     const byBob = await call(bob, "update_project", { project: created["alice"]?.id, visibility: "tenant" });
-    assert.deepEqual(byBob, await call(bob, "update_project", { project: `agent:${CLIENT}:no-such-project`, visibility: "tenant" }), "a non-owner learns nothing about a private Project");
+    assert.deepEqual(
+      byBob,
+      await call(bob, "update_project", { project: `agent:${CLIENT}:no-such-project`, visibility: "tenant" }),
+      "a non-owner learns nothing about a private Project",
+    );
     const shared = await call(alice, "update_project", { project: created["alice"]?.ref, visibility: "tenant" });
     assert.deepEqual(shared.result, { project_id: created["alice"]?.id, visibility: "tenant" });
     assert.ok((await listed(bob)).includes(`agent:${CLIENT}:alice-app`), "bob sees the shared Project");

@@ -40,17 +40,24 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
   before(async () => {
     projectDir = createProjectDir({ "README.md": "# tenant A\n", "src/a.ts": "export const a = 1;\n" }, { name: "demo" });
     const tokensFile = join(tempDir("wcx-tokens-"), "tokens.json");
-    writeFileSync(tokensFile, JSON.stringify({
-      tokens: [
-        // The first entry's tenant owns the local Project.
-        { token: TOKENS.alice, client_id: "tenant-a", subject: "alice" },
-        { token: TOKENS.bob, client_id: "tenant-b", subject: "bob" },
-        { token: TOKENS.auditor, client_id: "tenant-a", subject: "auditor", admission_profile: "read_only" },
-        { token: TOKENS.limited, client_id: "tenant-l", subject: "lim" },
-      ],
-    }));
+    writeFileSync(
+      tokensFile,
+      JSON.stringify({
+        tokens: [
+          // The first entry's tenant owns the local Project.
+          { token: TOKENS.alice, client_id: "tenant-a", subject: "alice" },
+          { token: TOKENS.bob, client_id: "tenant-b", subject: "bob" },
+          { token: TOKENS.auditor, client_id: "tenant-a", subject: "auditor", admission_profile: "read_only" },
+          { token: TOKENS.limited, client_id: "tenant-l", subject: "lim" },
+        ],
+      }),
+    );
     server = await startDevServer({ projectDir, dataDir: tempDir("wcx-tenancy-data-"), tokensFile, env: { WEBCODEX_RATE_LIMITS: "tenant-l=3" } });
-    [alice, bob, auditor] = await Promise.all([connectMcp(server.mcpUrl, TOKENS.alice), connectMcp(server.mcpUrl, TOKENS.bob), connectMcp(server.mcpUrl, TOKENS.auditor)]);
+    [alice, bob, auditor] = await Promise.all([
+      connectMcp(server.mcpUrl, TOKENS.alice),
+      connectMcp(server.mcpUrl, TOKENS.bob),
+      connectMcp(server.mcpUrl, TOKENS.auditor),
+    ]);
     directTools = new Set((await alice.listTools()).tools.map((t) => t.name));
     const listed = await callTool(alice, "list_projects", {});
     const project = (listed.result["projects"] as Array<Record<string, string>>)[0];
@@ -71,7 +78,9 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
    * (callable by name, refused by call_runtime_tool), else through call_runtime_tool.
    */
   const call = (client: Client, tool: string, args: Record<string, unknown>): Promise<ToolOutcome> =>
-    directTools.has(tool) || toolDefinition(tool)?.category === "presentation" ? callTool(client, tool, args) : callTool(client, "call_runtime_tool", { tool, arguments: args });
+    directTools.has(tool) || toolDefinition(tool)?.category === "presentation"
+      ? callTool(client, tool, args)
+      : callTool(client, "call_runtime_tool", { tool, arguments: args });
 
   /** The admitted tools (full profile) whose schema has `field`. */
   async function admittedToolsWith(field: string): Promise<string[]> {
@@ -139,7 +148,10 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
 
   it("A's session refs fail closed for B like unknown ones", async () => {
     const sessionTools = await admittedToolsWith("session_id");
-    assert.ok(sessionTools.includes("read_session_handoff") && sessionTools.includes("edit_project_files") && sessionTools.includes("run_shell"), sessionTools.join(", "));
+    assert.ok(
+      sessionTools.includes("read_session_handoff") && sessionTools.includes("edit_project_files") && sessionTools.includes("run_shell"),
+      sessionTools.join(", "),
+    );
     const created = await call(alice, "create_session", { project: aliceRef, title: "tenancy" });
     assert.equal(created.isError, false, JSON.stringify(created.result));
     const selectors = [created.result["session_ref"], created.result["session_id"]].filter((s): s is string => typeof s === "string");
@@ -160,12 +172,18 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
     const id = String(created.result["session_id"]);
     const handoff = async () => (await call(alice, "read_session_handoff", { session_id: ref })).result["calls"];
     const recorded = await handoff();
-    for (const [selector, missing] of [[ref, "~s77"], [id, `wc_sess_${"0".repeat(32)}`]] as const) {
+    for (const [selector, missing] of [
+      [ref, "~s77"],
+      [id, `wc_sess_${"0".repeat(32)}`],
+    ] as const) {
       const foreign = await callTool(auditor, "read_files", { project: aliceProject, session_id: selector, files: [{ path: "README.md" }] });
       const absent = await callTool(auditor, "read_files", { project: aliceProject, session_id: missing, files: [{ path: "README.md" }] });
       assert.deepEqual(foreign, absent);
       assert.deepEqual([foreign.isError, foreign.result["detail_code"]], [true, "session_not_found"], JSON.stringify(foreign.result));
-      assert.deepEqual(await callTool(auditor, "call_runtime_tool", { tool: "read_session_handoff", arguments: { session_id: selector } }), await callTool(auditor, "call_runtime_tool", { tool: "read_session_handoff", arguments: { session_id: missing } }));
+      assert.deepEqual(
+        await callTool(auditor, "call_runtime_tool", { tool: "read_session_handoff", arguments: { session_id: selector } }),
+        await callTool(auditor, "call_runtime_tool", { tool: "read_session_handoff", arguments: { session_id: missing } }),
+      );
     }
     assert.deepEqual(await handoff(), recorded, "nothing was recorded into A's Session");
     // Positive control: A's own call with the same selector is recorded.
@@ -223,7 +241,12 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
       // The HTTP answer carries Retry-After too.
       const res = await fetch(server.mcpUrl, {
         method: "POST",
-        headers: { authorization: `Bearer ${TOKENS.limited}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" },
+        headers: {
+          authorization: `Bearer ${TOKENS.limited}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "list_projects", arguments: {} } }),
       });
       assert.equal(res.status, 200);

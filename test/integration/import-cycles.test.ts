@@ -29,8 +29,13 @@ test("ESLint reports a runtime import cycle introduced into libs/contracts", asy
   const filePath = join(root, "libs/contracts/src/compaction.ts");
   const source = readFileSync(filePath, "utf8");
   const [clean] = await eslint.lintText(source, { filePath });
-  assert.deepEqual(clean?.messages.filter((m) => m.ruleId === "import-x/no-cycle"), []);
+  assert.deepEqual(
+    clean?.messages.filter((m) => m.ruleId === "import-x/no-cycle"),
+    [],
+  );
   // catalog.ts imports compaction.ts; compaction.ts importing catalog.ts closes a cycle.
-  const [cyclic] = await eslint.lintText(`import { toolDefinitions } from "./catalog.js";\nexport const definitions = toolDefinitions;\n${source}`, { filePath });
+  const [cyclic] = await eslint.lintText(`import { toolDefinitions } from "./catalog.js";\nexport const definitions = toolDefinitions;\n${source}`, {
+    filePath,
+  });
   assert.equal(cyclic?.messages.filter((m) => m.ruleId === "import-x/no-cycle").length, 1);
 });

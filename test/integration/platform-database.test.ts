@@ -11,7 +11,10 @@ import type { TestDatabase } from "../support/index.js";
 // Each migration logs itself into {{schema}}.log (no unique key), so a migration applied twice
 // leaves two rows.
 const migrations: Migration[] = [
-  { id: "0001_log", sql: "CREATE TABLE {{schema}}.log (id text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp()); INSERT INTO {{schema}}.log (id) VALUES ('0001_log')" },
+  {
+    id: "0001_log",
+    sql: "CREATE TABLE {{schema}}.log (id text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp()); INSERT INTO {{schema}}.log (id) VALUES ('0001_log')",
+  },
   { id: "0002_items", sql: "CREATE TABLE {{schema}}.items (name text PRIMARY KEY); INSERT INTO {{schema}}.log (id) VALUES ('0002_items')" },
 ];
 const slow: Migration = { id: "0003_slow", sql: "SELECT pg_sleep(0.5); INSERT INTO {{schema}}.log (id) VALUES ('0003_slow')" };
@@ -25,7 +28,8 @@ describe("runMigrations against Postgres", () => {
     return db;
   };
   const log = async (db: Database, schema: string) => (await db.query<{ id: string }>(`SELECT id FROM ${schema}.log ORDER BY at`)).rows.map((r) => r.id);
-  const recorded = async (db: Database, schema: string) => (await db.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations ORDER BY id`)).rows.map((r) => r.id);
+  const recorded = async (db: Database, schema: string) =>
+    (await db.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations ORDER BY id`)).rows.map((r) => r.id);
 
   before(async () => {
     database = await createTestDatabase();
@@ -40,8 +44,13 @@ describe("runMigrations against Postgres", () => {
     assert.deepEqual(await runMigrations(db, "ordered", migrations), ["0001_log", "0002_items"]);
     assert.deepEqual(await log(db, "ordered"), ["0001_log", "0002_items"]);
     assert.deepEqual(await recorded(db, "ordered"), ["0001_log", "0002_items"]);
-    const tables = await db.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = 'ordered' ORDER BY table_name");
-    assert.deepEqual(tables.rows.map((r) => r.table_name), ["items", "log", "schema_migrations"]);
+    const tables = await db.query<{ table_name: string }>(
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'ordered' ORDER BY table_name",
+    );
+    assert.deepEqual(
+      tables.rows.map((r) => r.table_name),
+      ["items", "log", "schema_migrations"],
+    );
   });
 
   it("is idempotent: a second run applies nothing; a new migration is applied alone", async () => {
@@ -71,7 +80,9 @@ describe("runMigrations against Postgres", () => {
     let watching = true;
     const watch = (async () => {
       while (watching) {
-        const r = await watcher.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
+        const r = await watcher.query(
+          "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        );
         if ((r.rows[0] as { n: number }).n > 0) sawWaiter = true;
         await new Promise((res) => setTimeout(res, 20));
       }
@@ -127,14 +138,16 @@ describe("Database.transaction when the server ends the connection", () => {
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
     try {
-      await assert.rejects(db.transaction(async (tx) => {
-        const pid = Number((await tx.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]?.pid);
-        // The server ends this backend while the transaction awaits something else (as a
-        // restart does): the checked-out client emits 'error' with no statement running.
-        await admin.query("SELECT pg_terminate_backend($1)", [pid]);
-        await new Promise((r) => setTimeout(r, 300));
-        await tx.query("SELECT 1");
-      }));
+      await assert.rejects(
+        db.transaction(async (tx) => {
+          const pid = Number((await tx.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]?.pid);
+          // The server ends this backend while the transaction awaits something else (as a
+          // restart does): the checked-out client emits 'error' with no statement running.
+          await admin.query("SELECT pg_terminate_backend($1)", [pid]);
+          await new Promise((r) => setTimeout(r, 300));
+          await tx.query("SELECT 1");
+        }),
+      );
       // The broken client was destroyed, not returned: the only pool slot works again.
       assert.deepEqual((await db.query<{ one: number }>("SELECT 1 AS one")).rows, [{ one: 1 }]);
     } finally {

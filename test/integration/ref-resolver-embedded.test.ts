@@ -20,15 +20,34 @@ describe("ref-resolver on embedded PGlite", () => {
     const dir = mkdtempSync(join(tmpdir(), "wcx-refs-pglite-"));
     try {
       let db = await createPgliteDatabase(dir);
-      assert.deepEqual(await migrateRefResolver(db), ["0001_projects_and_project_refs", "0002_refs_sessions_agents", "0003_agents_tasks_attempts_events", "0004_session_call_validation", "0005_session_call_paths_and_commands", "0006_project_owner_and_visibility", "0007_goal_plans", "0008_agent_continuations"]);
+      assert.deepEqual(await migrateRefResolver(db), [
+        "0001_projects_and_project_refs",
+        "0002_refs_sessions_agents",
+        "0003_agents_tasks_attempts_events",
+        "0004_session_call_validation",
+        "0005_session_call_paths_and_commands",
+        "0006_project_owner_and_visibility",
+        "0007_goal_plans",
+        "0008_agent_continuations",
+      ]);
       let client = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }));
       await client.registerProject({ clientId: "local", projectId: "alpha", rootIdentity: "/a", name: "alpha" }, as(local));
       await client.registerProject({ clientId: "local", projectId: "beta", rootIdentity: "/b", name: "beta" }, as(local));
       const listed = await client.listProjects({}, as(local));
-      assert.deepEqual(listed.projects.map((e) => e.projectRef), ["~p1", "~p2"]);
+      assert.deepEqual(
+        listed.projects.map((e) => e.projectRef),
+        ["~p1", "~p2"],
+      );
       const session = await client.createSession({ projectSelector: "~p1", title: "t" }, as(local));
       assert.equal(session.sessionRef, "~s1");
-      const recorded = await client.recordSessionCall({ sessionSelector: "~s1", projectCanonicalId: "agent:local:alpha", call: { callId: "c1", tool: "read_files", effect: "read_only", outcome: "ok", pathsCount: 1 } }, as(local));
+      const recorded = await client.recordSessionCall(
+        {
+          sessionSelector: "~s1",
+          projectCanonicalId: "agent:local:alpha",
+          call: { callId: "c1", tool: "read_files", effect: "read_only", outcome: "ok", pathsCount: 1 },
+        },
+        as(local),
+      );
       assert.equal(recorded.seq, 1n);
       const rotated = await client.rotateAgentEndpoint({ agentId: "a", endpointId: "e", expectedControllerGeneration: 0n }, as(local));
       assert.equal(rotated.agentContinuationRef, "~a1");
@@ -38,11 +57,20 @@ describe("ref-resolver on embedded PGlite", () => {
         return JSON.parse(res.resultJson) as Record<string, unknown>;
       };
       const agent = await call("create_agent", { name: "w" });
-      const task = await call("create_agent_task", { project: "~p1", title: "t", instructions: "", assignee_agent_id: agent["agent_id"], idempotency_key: "k" });
+      const task = await call("create_agent_task", {
+        project: "~p1",
+        title: "t",
+        instructions: "",
+        assignee_agent_id: agent["agent_id"],
+        idempotency_key: "k",
+      });
       const attempt = await call("start_agent_task_attempt", { task_id: task["task_id"], assignee_agent_id: agent["agent_id"], idempotency_key: "k" });
       assert.equal(attempt["attempt_ref"], "~t1");
       const events = await call("wait_for_agent_events", { agent_id: agent["agent_id"], wait_ms: 0 });
-      assert.deepEqual((events["events"] as Array<{ kind: string }>).map((e) => e.kind), ["task_assigned", "attempt_started"]);
+      assert.deepEqual(
+        (events["events"] as Array<{ kind: string }>).map((e) => e.kind),
+        ["task_assigned", "attempt_started"],
+      );
       await assert.rejects(db.query("DELETE FROM refs.project_refs"));
       await db.close();
 

@@ -32,8 +32,14 @@ describe("ref-resolver: project owner and visibility", { timeout: 60_000 }, () =
     database = await createTestDatabase();
     db = createPostgresDatabase({ url: database.url, max: 5 });
     // The previous release's schema with a Project and a ref in it …
-    await runMigrations(db, REF_RESOLVER_SCHEMA, refResolverMigrations.filter((m) => m.id < "0006"));
-    await db.query("INSERT INTO refs.projects (canonical_id, incarnation, client_id, project_id, root_identity, name) VALUES ('agent:acme:legacy', 1, 'acme', 'legacy', '/w/legacy', 'legacy')");
+    await runMigrations(
+      db,
+      REF_RESOLVER_SCHEMA,
+      refResolverMigrations.filter((m) => m.id < "0006"),
+    );
+    await db.query(
+      "INSERT INTO refs.projects (canonical_id, incarnation, client_id, project_id, root_identity, name) VALUES ('agent:acme:legacy', 1, 'acme', 'legacy', '/w/legacy', 'legacy')",
+    );
     await db.query("INSERT INTO refs.ref_counters (client_id, subject, kind, last_code) VALUES ('acme', 'bob', 'project', 1)");
     await db.query("INSERT INTO refs.project_refs (client_id, subject, code, canonical_id, incarnation) VALUES ('acme', 'bob', 1, 'agent:acme:legacy', 1)");
     // … then this release's migrations.
@@ -70,7 +76,11 @@ describe("ref-resolver: project owner and visibility", { timeout: 60_000 }, () =
   it("another subject cannot take the name, while it is live or still being created", async () => {
     assert.equal((await client.declareProject({ projectId: "alpha", name: "alpha", visibility: "tenant" }, as(bob))).failure?.reasonCode, "project_exists");
     assert.equal((await client.declareProject({ projectId: "beta", name: "beta", visibility: "private" }, as(alice))).failure, undefined);
-    assert.equal((await client.declareProject({ projectId: "beta", name: "beta", visibility: "private" }, as(bob))).failure?.reasonCode, "project_exists", "pending: not yet registered");
+    assert.equal(
+      (await client.declareProject({ projectId: "beta", name: "beta", visibility: "private" }, as(bob))).failure?.reasonCode,
+      "project_exists",
+      "pending: not yet registered",
+    );
     assert.equal((await client.declareProject({ projectId: "no:pe", name: "x", visibility: "private" }, as(bob))).failure?.detailCode, "invalid_project_name");
   });
 
@@ -81,7 +91,10 @@ describe("ref-resolver: project owner and visibility", { timeout: 60_000 }, () =
     assert.deepEqual([shared.changed, shared.project?.visibility], [true, "tenant"]);
     assert.ok((await listed(bob)).includes("agent:acme:alpha"));
     assert.equal((await client.updateProject({ selector: "agent:acme:alpha", visibility: "private" }, as(bob))).failure?.reasonCode, "not_project_owner");
-    assert.equal((await client.updateProject({ selector: "agent:acme:alpha", visibility: "private" }, as(foreignAdmin))).failure?.reasonCode, "project_not_found");
+    assert.equal(
+      (await client.updateProject({ selector: "agent:acme:alpha", visibility: "private" }, as(foreignAdmin))).failure?.reasonCode,
+      "project_not_found",
+    );
     const back = await client.updateProject({ selector: "agent:acme:alpha", visibility: "private" }, as(admin));
     assert.deepEqual([back.changed, back.project?.visibility], [true, "private"]);
     assert.ok(!(await listed(bob)).includes("agent:acme:alpha"));
@@ -92,7 +105,9 @@ describe("ref-resolver: project owner and visibility", { timeout: 60_000 }, () =
   it("no table was dropped and the previous release's resolution functions still answer", async () => {
     const { rows } = await db.query<{ n: string }>("SELECT count(*) AS n FROM refs.resolve_live_project('agent:acme:legacy', 'acme', 'bob')");
     assert.equal(Number(rows[0]?.n), 1);
-    const tables = (await db.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema='refs' ORDER BY 1")).rows.map((r) => r.t);
+    const tables = (await db.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema='refs' ORDER BY 1")).rows.map(
+      (r) => r.t,
+    );
     for (const t of ["projects", "project_refs", "ref_counters", "hidden_projects", "sessions", "project_settings"]) assert.ok(tables.includes(t), t);
   });
 });

@@ -39,7 +39,15 @@ async function setup(): Promise<Env> {
   const db = createPostgresDatabase({ url: database.url, max: 20 });
   await migrateRefResolver(db);
   const client = createInProcessClient(RefResolverService, createRefResolver({ db }));
-  return { database, db, client, close: async () => { await db.close(); await database.drop(); } };
+  return {
+    database,
+    db,
+    client,
+    close: async () => {
+      await db.close();
+      await database.drop();
+    },
+  };
 }
 
 const register = (client: RefClient, projectId: string, root: string, clientId = "acme") =>
@@ -77,23 +85,31 @@ async function startProcess(postgresUrl: string): Promise<{ url: string; child: 
         resolve(match[1]);
       }
     });
-    child.once("exit", (code) => { clearTimeout(timer); reject(new Error(`ref-resolver exited ${code}: ${buffered}`)); });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`ref-resolver exited ${code}: ${buffered}`));
+    });
   });
   return {
     url,
     child,
-    stop: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once("exit", () => resolve());
-      child.kill("SIGTERM");
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
   };
 }
 
 describe("ref-resolver: durable project refs", () => {
   let env: Env;
-  before(async () => { env = await setup(); });
-  after(async () => { await env.close(); });
+  before(async () => {
+    env = await setup();
+  });
+  after(async () => {
+    await env.close();
+  });
 
   it("refs survive a restart of the service process: same ref, same canonical id, same pinned targets", async () => {
     const database = await createTestDatabase();
@@ -101,7 +117,16 @@ describe("ref-resolver: durable project refs", () => {
       const first = await startProcess(database.url);
       let startArgs: Record<string, unknown> = {};
       let firstStart: Record<string, unknown> = {};
-      let before: { projectRef: string; canonicalId: string; incarnation: bigint; sessionRef: string; sessionId: string; continuationRef: string; attemptRef: string; attemptId: string };
+      let before: {
+        projectRef: string;
+        canonicalId: string;
+        incarnation: bigint;
+        sessionRef: string;
+        sessionId: string;
+        continuationRef: string;
+        attemptRef: string;
+        attemptId: string;
+      };
       try {
         const client = createClient(RefResolverService, createConnectTransport({ baseUrl: first.url, httpVersion: "2" }));
         await register(client, "alpha", "/srv/alpha");
@@ -112,14 +137,29 @@ describe("ref-resolver: durable project refs", () => {
         const session = await client.createSession({ projectSelector: "~p2", title: "restart" }, as(alice));
         const endpoint = await client.rotateAgentEndpoint({ agentId: "agent-1", endpointId: "ep-1", expectedControllerGeneration: 0n }, as(alice));
         const agent = await agentTool(client, alice, "create_agent", { name: "worker" });
-        const task = await agentTool(client, alice, "create_agent_task", { project: "~p2", title: "t", instructions: "i", assignee_agent_id: agent["agent_id"], idempotency_key: "task-k1" });
-        const attempt = await agentTool(client, alice, "start_agent_task_attempt", { task_id: task["task_id"], assignee_agent_id: agent["agent_id"], idempotency_key: "k1" });
+        const task = await agentTool(client, alice, "create_agent_task", {
+          project: "~p2",
+          title: "t",
+          instructions: "i",
+          assignee_agent_id: agent["agent_id"],
+          idempotency_key: "task-k1",
+        });
+        const attempt = await agentTool(client, alice, "start_agent_task_attempt", {
+          task_id: task["task_id"],
+          assignee_agent_id: agent["agent_id"],
+          idempotency_key: "k1",
+        });
         startArgs = { task_id: task["task_id"], assignee_agent_id: agent["agent_id"], idempotency_key: "k1" };
         firstStart = attempt;
         before = {
-          projectRef: "~p1", canonicalId: resolved.project?.canonicalId ?? "", incarnation: resolved.project?.incarnation ?? 0n,
-          sessionRef: session.sessionRef, sessionId: session.session?.sessionId ?? "", continuationRef: endpoint.agentContinuationRef,
-          attemptRef: String(attempt["attempt_ref"]), attemptId: String(attempt["attempt_id"]),
+          projectRef: "~p1",
+          canonicalId: resolved.project?.canonicalId ?? "",
+          incarnation: resolved.project?.incarnation ?? 0n,
+          sessionRef: session.sessionRef,
+          sessionId: session.session?.sessionId ?? "",
+          continuationRef: endpoint.agentContinuationRef,
+          attemptRef: String(attempt["attempt_ref"]),
+          attemptId: String(attempt["attempt_id"]),
         };
         assert.equal(before.sessionRef, "~s1");
         assert.equal(before.continuationRef, "~a1");
@@ -141,7 +181,10 @@ describe("ref-resolver: durable project refs", () => {
         assert.equal(session.session?.sessionId, before.sessionId);
         assert.equal(session.session?.projectCanonicalId, "agent:acme:beta");
         const continuation = await client.resolveAgentContinuation({ agentContinuationRef: before.continuationRef }, as(alice));
-        assert.deepEqual([continuation.continuation?.agentId, continuation.continuation?.endpointId, continuation.continuation?.controllerGeneration], ["agent-1", "ep-1", 1n]);
+        assert.deepEqual(
+          [continuation.continuation?.agentId, continuation.continuation?.endpointId, continuation.continuation?.controllerGeneration],
+          ["agent-1", "ep-1", 1n],
+        );
         // Keyed replay across the restart: the first result exactly (same ids, fence and ref).
         assert.deepEqual(await agentTool(client, alice, "start_agent_task_attempt", startArgs), firstStart);
         // A new issuance continues the counter; nothing restarts from 1.
@@ -175,13 +218,19 @@ describe("ref-resolver: durable project refs", () => {
     assert.deepEqual(issuedForeign, issuedNever);
 
     // Another tenant: alice's ref and her canonical id both look exactly like nothing.
-    for (const [selector, baseline] of [[aliceRef, "~p999999"], ["agent:acme:secret", "agent:acme:does-not-exist"]] as const) {
+    for (const [selector, baseline] of [
+      [aliceRef, "~p999999"],
+      ["agent:acme:secret", "agent:acme:does-not-exist"],
+    ] as const) {
       const a = await client.resolveProject({ selector }, as(mallory));
       const b = await client.resolveProject({ selector: baseline }, as(mallory));
       assert.equal(a.failure?.reasonCode, "project_not_found");
       assert.deepEqual(a, b, selector);
       // Creating a Session through it reveals nothing either.
-      assert.deepEqual(await client.createSession({ projectSelector: selector }, as(mallory)), await client.createSession({ projectSelector: baseline }, as(mallory)));
+      assert.deepEqual(
+        await client.createSession({ projectSelector: selector }, as(mallory)),
+        await client.createSession({ projectSelector: baseline }, as(mallory)),
+      );
     }
     assert.deepEqual(Object.keys(await refsOf(client, mallory)), ["agent:evil:other"]);
 
@@ -219,8 +268,17 @@ describe("ref-resolver: durable project refs", () => {
     assert.equal((await client.resolveProject({ selector: first }, as(carol))).failure?.reasonCode, "stale_ref");
     assert.equal((await client.resolveProject({ selector: second }, as(carol))).failure?.reasonCode, "stale_ref");
     // The stored pins never moved.
-    const pins = await db.query<{ code: string; incarnation: string }>(`SELECT code, incarnation FROM refs.project_refs WHERE client_id='acme' AND subject='carol' AND canonical_id='agent:acme:moving' ORDER BY code`);
-    assert.deepEqual(pins.rows.map((r) => [`~p${r.code}`, Number(r.incarnation)]), [[first, 1], [second, 2], [third, 3]]);
+    const pins = await db.query<{ code: string; incarnation: string }>(
+      `SELECT code, incarnation FROM refs.project_refs WHERE client_id='acme' AND subject='carol' AND canonical_id='agent:acme:moving' ORDER BY code`,
+    );
+    assert.deepEqual(
+      pins.rows.map((r) => [`~p${r.code}`, Number(r.incarnation)]),
+      [
+        [first, 1],
+        [second, 2],
+        [third, 3],
+      ],
+    );
   });
 
   it("a retired project disappears: its refs go stale, its canonical id is not found, and it is not listed", async () => {
@@ -243,7 +301,10 @@ describe("ref-resolver: durable project refs", () => {
     assert.notEqual(fresh, ref);
     assert.equal((await client.resolveProject({ selector: ref }, as(dave))).failure?.reasonCode, "stale_ref");
     // Another client id cannot retire it.
-    await assert.rejects(client.retireProject({ clientId: "acme", projectId: "retiring" }, as(mallory)), (e: unknown) => ConnectError.from(e).code === Code.PermissionDenied);
+    await assert.rejects(
+      client.retireProject({ clientId: "acme", projectId: "retiring" }, as(mallory)),
+      (e: unknown) => ConnectError.from(e).code === Code.PermissionDenied,
+    );
   });
 
   it("a project hidden from one subject is invisible to that subject only, and its same ref works again when shown", async () => {
@@ -258,7 +319,10 @@ describe("ref-resolver: durable project refs", () => {
     const hidden = await client.resolveProject({ selector: erinRef }, as(erin));
     assert.equal(hidden.failure?.reasonCode, "stale_ref");
     assert.equal(hidden.failure?.detailCode, "project_unavailable", "hidden and retired look the same");
-    assert.deepEqual(await client.resolveProject({ selector: "agent:acme:shared" }, as(erin)), await client.resolveProject({ selector: "agent:acme:nothing" }, as(erin)));
+    assert.deepEqual(
+      await client.resolveProject({ selector: "agent:acme:shared" }, as(erin)),
+      await client.resolveProject({ selector: "agent:acme:nothing" }, as(erin)),
+    );
     assert.equal((await refsOf(client, erin))["agent:acme:shared"], undefined);
     assert.equal((await client.resolveProject({ selector: frankRef }, as(frank))).project?.canonicalId, "agent:acme:shared");
 
@@ -284,13 +348,15 @@ describe("ref-resolver: durable project refs", () => {
       const replicas = pools.map((pool) => createInProcessClient(RefResolverService, createRefResolver({ db: pool })));
       const who: Principal = { clientId: "bulk", subject: "agent" };
       // Every project once, plus 2,000 repeated requests (on other replicas) racing their first issuance.
-      const targets = [...Array.from({ length: n }, (_, i) => i + 1), ...Array.from({ length: 2_000 }, (_, i) => (i * 7919) % n + 1)];
+      const targets = [...Array.from({ length: n }, (_, i) => i + 1), ...Array.from({ length: 2_000 }, (_, i) => ((i * 7919) % n) + 1)];
       const started = performance.now();
-      const results = await Promise.all(targets.map(async (i, k) => {
-        const r = await (replicas[k % replicas.length] as RefClient).issueProjectRef({ selector: `agent:bulk:p${i}` }, as(who));
-        assert.equal(r.failure, undefined);
-        return [i, r.projectRef] as const;
-      }));
+      const results = await Promise.all(
+        targets.map(async (i, k) => {
+          const r = await (replicas[k % replicas.length] as RefClient).issueProjectRef({ selector: `agent:bulk:p${i}` }, as(who));
+          assert.equal(r.failure, undefined);
+          return [i, r.projectRef] as const;
+        }),
+      );
       const seconds = (performance.now() - started) / 1000;
       t.diagnostic(`12,000 concurrent issuances (10,000 distinct, 4 replicas, 20 connections) in ${seconds.toFixed(2)} s`);
       const byProject = new Map<number, string>();
@@ -302,7 +368,9 @@ describe("ref-resolver: durable project refs", () => {
       const codes = [...byProject.values()].map((ref) => Number(ref.slice(2))).sort((a, b) => a - b);
       assert.equal(new Set(codes).size, n, "no duplicate");
       assert.deepEqual([codes[0], codes[n - 1]], [1, n], "no gap: exactly 1..n");
-      const counter = await db.query<{ last_code: string }>(`SELECT last_code FROM refs.ref_counters WHERE client_id='bulk' AND subject='agent' AND kind='project'`);
+      const counter = await db.query<{ last_code: string }>(
+        `SELECT last_code FROM refs.ref_counters WHERE client_id='bulk' AND subject='agent' AND kind='project'`,
+      );
       assert.equal(Number(counter.rows[0]?.last_code), n);
       assert.ok(seconds < 60, `took ${seconds.toFixed(1)} s`);
 
@@ -313,11 +381,19 @@ describe("ref-resolver: durable project refs", () => {
          SELECT 'agent:bulk:p' || i, 2, 'bulk', 'p' || i, '/srv/moved' || i, 'p' || i FROM generate_series(1, 100) AS i`,
       );
       const relisted = await (replicas[1] as RefClient).listProjects({}, as(who));
-      const newCodes = relisted.projects.filter((e) => e.project?.incarnation === 2n).map((e) => Number(e.projectRef.slice(2))).sort((a, b) => a - b);
-      assert.deepEqual(newCodes, Array.from({ length: 100 }, (_, i) => n + 1 + i));
+      const newCodes = relisted.projects
+        .filter((e) => e.project?.incarnation === 2n)
+        .map((e) => Number(e.projectRef.slice(2)))
+        .sort((a, b) => a - b);
+      assert.deepEqual(
+        newCodes,
+        Array.from({ length: 100 }, (_, i) => n + 1 + i),
+      );
       const old = await (replicas[2] as RefClient).resolveProject({ selector: byProject.get(1) ?? "" }, as(who));
       assert.equal(old.failure?.reasonCode, "stale_ref");
-      const total = await db.query<{ c: string; d: string }>(`SELECT count(*) AS c, count(DISTINCT code) AS d FROM refs.project_refs WHERE client_id='bulk' AND subject='agent'`);
+      const total = await db.query<{ c: string; d: string }>(
+        `SELECT count(*) AS c, count(DISTINCT code) AS d FROM refs.project_refs WHERE client_id='bulk' AND subject='agent'`,
+      );
       assert.deepEqual([Number(total.rows[0]?.c), Number(total.rows[0]?.d)], [n + 100, n + 100]);
     } finally {
       await Promise.all(pools.map((p) => p.close()));
@@ -334,7 +410,13 @@ describe("ref-resolver: durable project refs", () => {
     const session = await client.createSession({ projectSelector: ref }, as(grace));
     await client.rotateAgentEndpoint({ agentId: "a", endpointId: "e", expectedControllerGeneration: 0n }, as(grace));
     const agent = await agentTool(client, grace, "create_agent", { name: "g" });
-    const task = await agentTool(client, grace, "create_agent_task", { project: ref, title: "t", instructions: "", assignee_agent_id: agent["agent_id"], idempotency_key: "k" });
+    const task = await agentTool(client, grace, "create_agent_task", {
+      project: ref,
+      title: "t",
+      instructions: "",
+      assignee_agent_id: agent["agent_id"],
+      idempotency_key: "k",
+    });
     await agentTool(client, grace, "start_agent_task_attempt", { task_id: task["task_id"], assignee_agent_id: agent["agent_id"], idempotency_key: "k" });
 
     const refused = async (sql: string, params: unknown[] = []) => {
@@ -344,7 +426,9 @@ describe("ref-resolver: durable project refs", () => {
     await refused(`UPDATE refs.project_refs SET incarnation = incarnation + 1 WHERE ${who} AND code = $1`, [code]);
     await refused(`DELETE FROM refs.project_refs WHERE ${who}`);
     await refused(`TRUNCATE refs.project_refs CASCADE`);
-    await refused(`INSERT INTO refs.project_refs (client_id, subject, code, canonical_id, incarnation) VALUES ('acme', 'grace', $1, 'agent:acme:secret', 1)`, [code]);
+    await refused(`INSERT INTO refs.project_refs (client_id, subject, code, canonical_id, incarnation) VALUES ('acme', 'grace', $1, 'agent:acme:secret', 1)`, [
+      code,
+    ]);
     await refused(`UPDATE refs.ref_counters SET last_code = 0 WHERE ${who}`);
     await refused(`DELETE FROM refs.ref_counters WHERE ${who}`);
     await refused(`UPDATE refs.ref_counters SET kind = 'session' WHERE ${who} AND kind = 'project'`);

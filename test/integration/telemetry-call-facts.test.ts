@@ -47,9 +47,17 @@ describe("argumentShape", () => {
   it("is undefined for a non-object and bounded for a huge one", () => {
     assert.equal(argumentShape("rm -rf /"), undefined);
     assert.equal(argumentShape(null), undefined);
-    const huge = { project: "~p1", command: "x", nested: Array.from({ length: 100 }, (_, i) => Object.fromEntries(Array.from({ length: i + 1 }, (_, k) => [`k${k}`, k]))) };
-    assert.ok((shape(huge).leaves.length) <= 64);
-    const wide = { project: "~p1", command: "x", env: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`K${i}`, i % 2 === 0 ? "s" : [1, "2", true, null, { a: 1 }][i % 5]])) };
+    const huge = {
+      project: "~p1",
+      command: "x",
+      nested: Array.from({ length: 100 }, (_, i) => Object.fromEntries(Array.from({ length: i + 1 }, (_, k) => [`k${k}`, k]))),
+    };
+    assert.ok(shape(huge).leaves.length <= 64);
+    const wide = {
+      project: "~p1",
+      command: "x",
+      env: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`K${i}`, i % 2 === 0 ? "s" : [1, "2", true, null, { a: 1 }][i % 5]])),
+    };
     assert.ok(shape(wide).leaves.length <= 64);
   });
 

@@ -17,7 +17,14 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { projectIdFor, SERVICES } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
 import {
-  backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, spanAttribute, startOtlpCollector, startTestStack,
+  backingServices,
+  callTool,
+  connectMcp,
+  createProjectDir,
+  createTestDatabase,
+  spanAttribute,
+  startOtlpCollector,
+  startTestStack,
 } from "../support/index.js";
 import type { OtlpCollector, OtlpSpan, TestDatabase, ToolOutcome } from "../support/index.js";
 
@@ -81,7 +88,11 @@ describe("telemetry of the distributed stack", () => {
     assert.ok(root, "the gateway exported the tools/call span");
     assert.equal(root.service, "webcodex-gateway");
     assert.equal(root.parentSpanId ?? "", "", "tools/call is the root of its trace");
-    assert.deepEqual([...new Set(spans.map((s) => s.service))].sort(), [...SERVICE_NAMES].sort(), `services in the trace: ${JSON.stringify(spans.map((s) => [s.service, s.name]))}`);
+    assert.deepEqual(
+      [...new Set(spans.map((s) => s.service))].sort(),
+      [...SERVICE_NAMES].sort(),
+      `services in the trace: ${JSON.stringify(spans.map((s) => [s.service, s.name]))}`,
+    );
 
     // Every span hangs off the root: each parent is in the same trace.
     const byId = new Map(spans.map((s) => [s.spanId, s]));
@@ -118,7 +129,8 @@ describe("telemetry of the distributed stack", () => {
     }
     const gateway = await (await fetch(`http://127.0.0.1:${stack.ports.gateway}/metrics`)).text();
     assert.match(gateway, /webcodex_tool_calls_total\{outcome="success",tool="edit_project_files"\} 1/);
-    for (const stage of ["normalize", "resolve", "dispatch", "project", "record"]) assert.match(gateway, new RegExp(`webcodex_tool_call_stage_seconds_count\\{stage="${stage}"\\} 1`));
+    for (const stage of ["normalize", "resolve", "dispatch", "project", "record"])
+      assert.match(gateway, new RegExp(`webcodex_tool_call_stage_seconds_count\\{stage="${stage}"\\} 1`));
     assert.match(gateway, /webcodex_rpc_client_seconds_count\{code="ok",method="RecordActions"/);
     // The broker's work metrics: Jobs by state (none running here) and lease operations (the Runner's lease).
     const broker = await (await fetch(`http://127.0.0.1:${stack.ports["runner-broker"]}/metrics`)).text();

@@ -17,8 +17,15 @@ import type { Client } from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
 import { AuditService } from "@webcodex/proto";
 import {
-  createLogger, createMetrics, createCallMetrics, createPostgresDatabase, createTracingClientInterceptor, createTracingServerInterceptor,
-  runServerSpan, startTelemetry, withSpan,
+  createLogger,
+  createMetrics,
+  createCallMetrics,
+  createPostgresDatabase,
+  createTracingClientInterceptor,
+  createTracingServerInterceptor,
+  runServerSpan,
+  startTelemetry,
+  withSpan,
 } from "@webcodex/platform";
 import type { Database, Metrics, Telemetry } from "@webcodex/platform";
 import { createTestDatabase, repoRoot, spanAttribute, startOtlpCollector } from "../support/index.js";
@@ -71,14 +78,22 @@ describe("tracing across services", () => {
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";
-    child.stderr?.on("data", (d: Buffer) => { stderr += d.toString(); });
+    child.stderr?.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
     const auditPort = await new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`audit process did not start: ${stderr}`)), 30_000);
       child.stdout?.on("data", (d: Buffer) => {
         const m = /PORT (\d+)/.exec(d.toString());
-        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+        if (m) {
+          clearTimeout(timer);
+          resolve(Number(m[1]));
+        }
       });
-      child.once("exit", (code) => { clearTimeout(timer); reject(new Error(`audit process exited ${code}: ${stderr}`)); });
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`audit process exited ${code}: ${stderr}`));
+      });
     });
 
     // This process plays the gateway and a relay service; the SDK reads process.env.
@@ -87,19 +102,29 @@ describe("tracing across services", () => {
     assert.equal(telemetry.enabled, true);
     metrics = createMetrics();
 
-    const toAudit = createClient(AuditService, createConnectTransport({ baseUrl: `http://127.0.0.1:${auditPort}`, httpVersion: "2", interceptors: [createTracingClientInterceptor({ metrics })] }));
+    const toAudit = createClient(
+      AuditService,
+      createConnectTransport({ baseUrl: `http://127.0.0.1:${auditPort}`, httpVersion: "2", interceptors: [createTracingClientInterceptor({ metrics })] }),
+    );
     const relay = connectNodeAdapter({
-      routes: (r) => r.service(AuditService, {
-        recordActions: (req) => toAudit.recordActions(req),
-        listActions: (req, ctx) => toAudit.listActions(req, { headers: ctx.requestHeader }),
-      }),
+      routes: (r) =>
+        r.service(AuditService, {
+          recordActions: (req) => toAudit.recordActions(req),
+          listActions: (req, ctx) => toAudit.listActions(req, { headers: ctx.requestHeader }),
+        }),
       interceptors: [createTracingServerInterceptor({ service: "relay", metrics })],
     });
     relayServer = http2.createServer(relay);
-    relayServer.on("session", (session) => { relaySessions.add(session); session.once("close", () => relaySessions.delete(session)); });
+    relayServer.on("session", (session) => {
+      relaySessions.add(session);
+      session.once("close", () => relaySessions.delete(session));
+    });
     await new Promise<void>((resolve) => relayServer.listen(0, "127.0.0.1", resolve));
     const relayPort = (relayServer.address() as { port: number }).port;
-    relayClient = createClient(AuditService, createConnectTransport({ baseUrl: `http://127.0.0.1:${relayPort}`, httpVersion: "2", interceptors: [createTracingClientInterceptor()] }));
+    relayClient = createClient(
+      AuditService,
+      createConnectTransport({ baseUrl: `http://127.0.0.1:${relayPort}`, httpVersion: "2", interceptors: [createTracingClientInterceptor()] }),
+    );
   });
 
   after(async () => {
@@ -121,7 +146,18 @@ describe("tracing across services", () => {
     await withSpan("tools/call edit_project_files", { "webcodex.tool": "edit_project_files" }, async () => {
       await runServerSpan("webcodex.toolregistry.v1.ToolRegistryService", "GetAdmittedCatalog", undefined, async () => undefined, { service: "tool-registry" });
       await relayClient.recordActions({
-        records: [{ callId, clientId: "acme", subject: "alice", tool: "edit_project_files", effect: "workspace_write", outcome: "success", startedAtUnixMs: BigInt(Date.now()), durationUs: 10 }],
+        records: [
+          {
+            callId,
+            clientId: "acme",
+            subject: "alice",
+            tool: "edit_project_files",
+            effect: "workspace_write",
+            outcome: "success",
+            startedAtUnixMs: BigInt(Date.now()),
+            durationUs: 10,
+          },
+        ],
       });
     });
   }
@@ -172,10 +208,21 @@ describe("tracing across services", () => {
 
   it("metrics leave by OTLP and on /metrics (Prometheus text) from the same instruments", async () => {
     const calls = createCallMetrics(metrics);
-    calls.observeCall({ tool: "run_shell", outcome: "failure", reasonCode: "execution_failed", durationSeconds: 0.02, stagesUs: { normalize: 30, dispatch: 15_000 } });
+    calls.observeCall({
+      tool: "run_shell",
+      outcome: "failure",
+      reasonCode: "execution_failed",
+      durationSeconds: 0.02,
+      stagesUs: { normalize: 30, dispatch: 15_000 },
+    });
     await telemetry.flush();
     const names = collector.metricNames();
-    for (const name of ["webcodex_tool_calls_total", "webcodex_tool_call_failures_total", "webcodex_tool_call_stage_seconds", "webcodex_rpc_server_requests_total"]) {
+    for (const name of [
+      "webcodex_tool_calls_total",
+      "webcodex_tool_call_failures_total",
+      "webcodex_tool_call_stage_seconds",
+      "webcodex_rpc_server_requests_total",
+    ]) {
       assert.ok(names.has(name), `${name} exported by OTLP (got ${[...names].join(", ")})`);
     }
     const text = metrics.render();

@@ -22,7 +22,10 @@ const cgroupSkip = machine.mode === "process_tree" ? `no writable cgroup here ($
 async function runtimeContainment(client: Client): Promise<{ summary: unknown; rows: unknown[] }> {
   const { isError, result } = await callTool(client, "call_runtime_tool", { tool: "get_runtime_status", arguments: { compact: false } });
   assert.equal(isError, false, JSON.stringify(result));
-  const rows = (result["runner_details"] as Array<Record<string, unknown>>).map((r) => ({ containment: r["containment"], separate_job_uid: r["separate_job_uid"] }));
+  const rows = (result["runner_details"] as Array<Record<string, unknown>>).map((r) => ({
+    containment: r["containment"],
+    separate_job_uid: r["separate_job_uid"],
+  }));
   return { summary: result["containment"], rows };
 }
 
@@ -42,15 +45,26 @@ function postRaw(url: string, token: string, body: string): Promise<{ status: nu
   const u = new URL(url);
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = request({
-      host: u.hostname, port: u.port, path: u.pathname, method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", "content-length": String(Buffer.byteLength(body)) },
-    }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text, ms: performance.now() - started }));
-    });
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "content-length": String(Buffer.byteLength(body)),
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, ms: performance.now() - started }));
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -80,18 +94,27 @@ describe("security probes against webcodex dev", () => {
     tokensFile = join(tempDir("wcx-tokens-"), "tokens.json");
     chmodSync(dirname(tokensFile), 0o755);
     // Readable by the server's user only, as an operator keeps it.
-    writeFileSync(tokensFile, JSON.stringify({
-      tokens: [
-        { token: writer, client_id: "acme", subject: "writer" },
-        { token: reader, client_id: "acme", subject: "reader", admission_profile: "read_only" },
-        { token: other, client_id: "globex", subject: "someone" },
-      ],
-    }), { mode: 0o600 });
+    writeFileSync(
+      tokensFile,
+      JSON.stringify({
+        tokens: [
+          { token: writer, client_id: "acme", subject: "writer" },
+          { token: reader, client_id: "acme", subject: "reader", admission_profile: "read_only" },
+          { token: other, client_id: "globex", subject: "someone" },
+        ],
+      }),
+      { mode: 0o600 },
+    );
     server = await startDevServer({
-      projectDir, dataDir: tempDir("wcx-data-"), tokensFile, token: writer,
+      projectDir,
+      dataDir: tempDir("wcx-data-"),
+      tokensFile,
+      token: writer,
       env: {
-        WEBCODEX_DEV_TOKEN: envDevToken, WEBCODEX_RUNNER_TOKEN: envRunnerToken,
-        WEBCODEX_RUNNER_JOB_PIDS_MAX: "64", WEBCODEX_RUNNER_JOB_MEMORY_MAX_MB: "128",
+        WEBCODEX_DEV_TOKEN: envDevToken,
+        WEBCODEX_RUNNER_TOKEN: envRunnerToken,
+        WEBCODEX_RUNNER_JOB_PIDS_MAX: "64",
+        WEBCODEX_RUNNER_JOB_MEMORY_MAX_MB: "128",
       },
     });
     writerClient = await connectMcp(server.mcpUrl, writer);
@@ -133,7 +156,9 @@ describe("security probes against webcodex dev", () => {
 
   it("a Job cannot read the server's tokens file", { skip: separateUid ? false : "Jobs run as the server's own user when it is not root" }, async () => {
     const { isError, result } = await callTool(writerClient, "run_shell", {
-      project, command: `id -u; cat ${JSON.stringify(tokensFile)} || echo unreadable`, wait_ms: 20_000,
+      project,
+      command: `id -u; cat ${JSON.stringify(tokensFile)} || echo unreadable`,
+      wait_ms: 20_000,
     });
     assert.equal(isError, false, JSON.stringify(result));
     const output = String(result["output"] ?? "");
@@ -153,7 +178,10 @@ describe("security probes against webcodex dev", () => {
 
   it("a setsid child is gone once its Job times out", async () => {
     const { isError, result } = await callTool(writerClient, "run_shell", {
-      project, command: "setsid sh -c 'echo $$ > escaped.pid; exec sleep 97' </dev/null >/dev/null 2>&1 & sleep 30", timeout_ms: 1_000, wait_ms: 20_000,
+      project,
+      command: "setsid sh -c 'echo $$ > escaped.pid; exec sleep 97' </dev/null >/dev/null 2>&1 & sleep 30",
+      timeout_ms: 1_000,
+      wait_ms: 20_000,
     });
     assert.equal(isError, false, JSON.stringify(result));
     assert.equal(result["timed_out"], true);
@@ -171,7 +199,10 @@ describe("security probes against webcodex dev", () => {
 
   it("a fork bomb in run_shell is capped by the Job's pids limit, reported, and ends with its Job", { skip: cgroupSkip }, async () => {
     const { isError, result } = await callTool(writerClient, "run_shell", {
-      project, command: "bomb() { bomb | bomb & }; bomb; sleep 30", timeout_ms: 1_500, wait_ms: 20_000,
+      project,
+      command: "bomb() { bomb | bomb & }; bomb; sleep 30",
+      timeout_ms: 1_500,
+      wait_ms: 20_000,
     });
     assert.equal(isError, false, JSON.stringify(result).slice(0, 500));
     assert.equal(result["timed_out"], true);
@@ -184,7 +215,8 @@ describe("security probes against webcodex dev", () => {
 
   it("a memory hog in run_script is killed at the Job's memory limit and reported", { skip: cgroupSkip }, async () => {
     const { isError, result } = await callTool(writerClient, "call_runtime_tool", {
-      tool: "run_script", arguments: { project, language: "python", code: "x = b'a' * (1024 * 1024 * 1024)\nprint('survived')", wait_ms: 20_000 },
+      tool: "run_script",
+      arguments: { project, language: "python", code: "x = b'a' * (1024 * 1024 * 1024)\nprint('survived')", wait_ms: 20_000 },
     });
     assert.equal(isError, false, JSON.stringify(result).slice(0, 500));
     assert.equal(result["signal"], "SIGKILL");
@@ -240,7 +272,10 @@ describe("security probes against webcodex dev", () => {
       "} catch {} }",
     ].join(" ");
     const started = await callTool(writerClient, "run_shell", {
-      project, command: `exec ${JSON.stringify(process.execPath)} -e ${JSON.stringify(script)} "$PWD" ${JSON.stringify(outside)}`, wait_ms: 100, timeout_ms: 600_000,
+      project,
+      command: `exec ${JSON.stringify(process.execPath)} -e ${JSON.stringify(script)} "$PWD" ${JSON.stringify(outside)}`,
+      wait_ms: 100,
+      timeout_ms: 600_000,
     });
     assert.equal(started.result["execution_state"], "pending", JSON.stringify(started.result));
     await until("the swapper to start", () => existsSync(join(projectDir, "swapper.pid")));
@@ -250,7 +285,10 @@ describe("security probes against webcodex dev", () => {
     let inside = 0;
     try {
       while (reads < 10_000) {
-        const { isError, result } = await callTool(readerClient, "read_files", { project: readerProject, files: Array.from({ length: 64 }, () => ({ path: "swap.txt" })) });
+        const { isError, result } = await callTool(readerClient, "read_files", {
+          project: readerProject,
+          files: Array.from({ length: 64 }, () => ({ path: "swap.txt" })),
+        });
         const items = result["items"] as Array<Record<string, unknown>> | undefined;
         assert.ok(!isError && Array.isArray(items) && items.length === 64, JSON.stringify(result).slice(0, 500));
         for (const item of items) {
@@ -307,7 +345,10 @@ describe("webcodex dev with Job containment forced to process_tree", () => {
 
   it("a setsid child is still gone once its Job times out (found by its tag)", async () => {
     const { isError, result } = await callTool(client, "run_shell", {
-      project, command: "setsid sh -c 'echo $$ > escaped.pid; exec sleep 97' </dev/null >/dev/null 2>&1 & sleep 30", timeout_ms: 1_000, wait_ms: 20_000,
+      project,
+      command: "setsid sh -c 'echo $$ > escaped.pid; exec sleep 97' </dev/null >/dev/null 2>&1 & sleep 30",
+      timeout_ms: 1_000,
+      wait_ms: 20_000,
     });
     assert.equal(isError, false, JSON.stringify(result));
     assert.equal(result["timed_out"], true);

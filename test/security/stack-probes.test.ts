@@ -25,16 +25,36 @@ describe("service boundaries of the distributed stack", () => {
   let canonicalId: string;
   let brokerUrl: string;
 
-  const broker = (identity?: ServiceIdentity) => createClient(RunnerBrokerService, createConnectTransport({
-    baseUrl: brokerUrl, httpVersion: "2", ...(identity ? { interceptors: [identity.clientInterceptor] } : {}),
-  }));
+  const broker = (identity?: ServiceIdentity) =>
+    createClient(
+      RunnerBrokerService,
+      createConnectTransport({
+        baseUrl: brokerUrl,
+        httpVersion: "2",
+        ...(identity ? { interceptors: [identity.clientInterceptor] } : {}),
+      }),
+    );
   const dispatchFor = (client: ReturnType<typeof broker>, clientId: string, project: string) =>
-    client.dispatch({ callId: randomBytes(8).toString("hex"), tool: "read_files", argumentsJson: JSON.stringify({ files: [{ path: "README.md" }] }), projectCanonicalId: project, rootIdentity: "whatever" }, { headers: principalHeaders({ clientId, subject: "mallory" }) });
+    client.dispatch(
+      {
+        callId: randomBytes(8).toString("hex"),
+        tool: "read_files",
+        argumentsJson: JSON.stringify({ files: [{ path: "README.md" }] }),
+        projectCanonicalId: project,
+        rootIdentity: "whatever",
+      },
+      { headers: principalHeaders({ clientId, subject: "mallory" }) },
+    );
 
   before(async () => {
     const services = await backingServices();
     db = await createTestDatabase();
-    stack = await startTestStack({ postgresUrl: db.url, redisUrl: services.redisUrl, projectDir: createProjectDir({ "README.md": "# secret readme\n" }, { name: "victim" }), gatewayEnv: { WEBCODEX_DEV_TOKEN: token } });
+    stack = await startTestStack({
+      postgresUrl: db.url,
+      redisUrl: services.redisUrl,
+      projectDir: createProjectDir({ "README.md": "# secret readme\n" }, { name: "victim" }),
+      gatewayEnv: { WEBCODEX_DEV_TOKEN: token },
+    });
     brokerUrl = `http://127.0.0.1:${stack.ports["runner-broker"]}`;
     mcp = await connectMcp(stack.mcpUrl, token);
     const listed = await callTool(mcp, "list_projects", {});
@@ -45,7 +65,10 @@ describe("service boundaries of the distributed stack", () => {
     }
     assert.match(canonicalId, /^agent:local:/);
     // The gateway's own path works with identity on.
-    const read = await callTool(mcp, "read_files", { project: String((listed.result["projects"] as Array<Record<string, unknown>>)[0]?.["project_ref"]), files: [{ path: "README.md" }] });
+    const read = await callTool(mcp, "read_files", {
+      project: String((listed.result["projects"] as Array<Record<string, unknown>>)[0]?.["project_ref"]),
+      files: [{ path: "README.md" }],
+    });
     assert.equal(read.isError, false, JSON.stringify(read.result));
   });
 
@@ -94,10 +117,11 @@ describe("service boundaries of the distributed stack", () => {
     // What code running in the stack's Runner could steal: that Runner's own credential.
     const stolen = runnerCredential(stack.runnerKey, { clientId: "local", projectId: canonicalId.slice(canonicalId.lastIndexOf(":") + 1) });
     const anonymous = broker();
-    const register = (clientId: string, projectId: string, credential: string) => anonymous.registerRunner(
-      { runnerId: `thief-${randomBytes(4).toString("hex")}`, clientId, projectId, rootIdentity: "thief-root", endpointUrl: "http://127.0.0.1:9" },
-      { headers: { [RUNNER_TOKEN_HEADER]: credential } },
-    );
+    const register = (clientId: string, projectId: string, credential: string) =>
+      anonymous.registerRunner(
+        { runnerId: `thief-${randomBytes(4).toString("hex")}`, clientId, projectId, rootIdentity: "thief-root", endpointUrl: "http://127.0.0.1:9" },
+        { headers: { [RUNNER_TOKEN_HEADER]: credential } },
+      );
     const refused = (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated;
     await assert.rejects(register("local", "another-project", stolen), refused);
     await assert.rejects(register("victim-tenant", "their-project", stolen), refused);
@@ -105,7 +129,10 @@ describe("service boundaries of the distributed stack", () => {
     // Nothing registered: the fleet still shows only the genuine Runner.
     const client = broker(createServiceIdentity({ service: "gateway", key: stack.serviceKey }));
     const fleet = await client.getFleetStatus({ clientId: "local" }, { headers: principalHeaders({ clientId: "local", subject: "dev" }) });
-    assert.equal(fleet.runners.some((r) => r.runnerId.startsWith("thief-")), false);
+    assert.equal(
+      fleet.runners.some((r) => r.runnerId.startsWith("thief-")),
+      false,
+    );
   });
 
   it("fleet status and project states are scoped to the signed principal", async () => {
@@ -115,7 +142,10 @@ describe("service boundaries of the distributed stack", () => {
     const theirs = await client.getFleetStatus({ clientId: "local" }, { headers: principalHeaders({ clientId: "mallory", subject: "m" }) });
     assert.equal(theirs.summary?.runnersTotal, 0, "asking for another tenant's fleet shows the caller's own (none)");
     assert.equal(theirs.runners.length, 0);
-    const states = await client.getProjectRunnerStates({ projects: [{ projectCanonicalId: canonicalId, rootIdentity: "x" }] }, { headers: principalHeaders({ clientId: "mallory", subject: "m" }) });
+    const states = await client.getProjectRunnerStates(
+      { projects: [{ projectCanonicalId: canonicalId, rootIdentity: "x" }] },
+      { headers: principalHeaders({ clientId: "mallory", subject: "m" }) },
+    );
     assert.equal(states.states[canonicalId], "none");
   });
 });

@@ -39,7 +39,9 @@ async function start(): Promise<BackingServices> {
       postgresAdminUrl: postgres.getConnectionUri(),
       redisUrl: redis.getConnectionUrl(),
       source: "testcontainers",
-      stop: async () => { await Promise.all([postgres.stop(), redis.stop()]); },
+      stop: async () => {
+        await Promise.all([postgres.stop(), redis.stop()]);
+      },
     };
   }
   const postgresAdminUrl = process.env["WEBCODEX_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -49,7 +51,9 @@ async function start(): Promise<BackingServices> {
     await client.connect();
     await client.query("SELECT 1");
   } catch (error) {
-    throw new Error(`integration tests need Postgres: no Docker engine for testcontainers, and ${postgresAdminUrl} is not reachable (${String(error)}). Set WEBCODEX_TEST_POSTGRES_URL or run tools/scripts/ensure-services.sh.`);
+    throw new Error(
+      `integration tests need Postgres: no Docker engine for testcontainers, and ${postgresAdminUrl} is not reachable (${String(error)}). Set WEBCODEX_TEST_POSTGRES_URL or run tools/scripts/ensure-services.sh.`,
+    );
   } finally {
     await client.end().catch(() => undefined);
   }

@@ -31,7 +31,10 @@ export async function openDevProject(files: Record<string, string>, options: Dev
   const server = await startDevServer({ projectDir, dataDir, ...(options.env ? { env: options.env } : {}) });
   const client = await connectMcp(server.mcpUrl, server.token);
   return {
-    projectDir, dataDir, server, client,
+    projectDir,
+    dataDir,
+    server,
+    client,
     project: await firstProjectRef(client),
     close: async () => {
       await client.close();

@@ -56,12 +56,21 @@ export interface GitServer {
 export async function startGitDaemon(base: string): Promise<GitServer> {
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
-    const child: ChildProcess = spawn("git", ["daemon", "--reuseaddr", "--export-all", `--base-path=${base}`, "--listen=127.0.0.1", `--port=${port}`, base], { stdio: ["ignore", "ignore", "pipe"] });
+    const child: ChildProcess = spawn("git", ["daemon", "--reuseaddr", "--export-all", `--base-path=${base}`, "--listen=127.0.0.1", `--port=${port}`, base], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     const ready = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), 5_000);
-      child.once("exit", () => { clearTimeout(timer); resolve(false); });
+      child.once("exit", () => {
+        clearTimeout(timer);
+        resolve(false);
+      });
       const poll = () => {
-        const s = net.connect(port, "127.0.0.1", () => { s.destroy(); clearTimeout(timer); resolve(true); });
+        const s = net.connect(port, "127.0.0.1", () => {
+          s.destroy();
+          clearTimeout(timer);
+          resolve(true);
+        });
         s.once("error", () => setTimeout(poll, 50));
       };
       poll();
@@ -69,7 +78,12 @@ export async function startGitDaemon(base: string): Promise<GitServer> {
     if (ready) {
       return {
         url: `git://127.0.0.1:${port}`,
-        close: () => new Promise<void>((r) => { if (child.exitCode !== null) return r(); child.once("exit", () => r()); child.kill("SIGTERM"); }),
+        close: () =>
+          new Promise<void>((r) => {
+            if (child.exitCode !== null) return r();
+            child.once("exit", () => r());
+            child.kill("SIGTERM");
+          }),
       };
     }
     child.kill("SIGKILL");
@@ -78,7 +92,10 @@ export async function startGitDaemon(base: string): Promise<GitServer> {
 }
 
 /** `git http-backend` (CGI) behind HTTP Basic authentication with one username and password. */
-export async function startGitHttpServer(base: string, credential: { username: string; password: string }): Promise<GitServer & { requests: { authorized: number; refused: number } }> {
+export async function startGitHttpServer(
+  base: string,
+  credential: { username: string; password: string },
+): Promise<GitServer & { requests: { authorized: number; refused: number } }> {
   const expected = `Basic ${Buffer.from(`${credential.username}:${credential.password}`).toString("base64")}`;
   const requests = { authorized: 0, refused: 0 };
   const server = http.createServer((req, res) => {
@@ -91,9 +108,17 @@ export async function startGitHttpServer(base: string, credential: { username: s
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const cgi = spawn("git", ["http-backend"], {
       env: {
-        PATH: process.env["PATH"] ?? "/usr/bin:/bin", GIT_PROJECT_ROOT: base, GIT_HTTP_EXPORT_ALL: "1", REQUEST_METHOD: req.method ?? "GET",
-        PATH_INFO: decodeURIComponent(url.pathname), QUERY_STRING: url.search.slice(1), CONTENT_TYPE: req.headers["content-type"] ?? "",
-        REMOTE_USER: credential.username, REMOTE_ADDR: "127.0.0.1", GATEWAY_INTERFACE: "CGI/1.1", ...(req.headers["git-protocol"] ? { GIT_PROTOCOL: String(req.headers["git-protocol"]) } : {}),
+        PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+        GIT_PROJECT_ROOT: base,
+        GIT_HTTP_EXPORT_ALL: "1",
+        REQUEST_METHOD: req.method ?? "GET",
+        PATH_INFO: decodeURIComponent(url.pathname),
+        QUERY_STRING: url.search.slice(1),
+        CONTENT_TYPE: req.headers["content-type"] ?? "",
+        REMOTE_USER: credential.username,
+        REMOTE_ADDR: "127.0.0.1",
+        GATEWAY_INTERFACE: "CGI/1.1",
+        ...(req.headers["git-protocol"] ? { GIT_PROTOCOL: String(req.headers["git-protocol"]) } : {}),
       },
       stdio: ["pipe", "pipe", "ignore"],
     });
@@ -101,7 +126,10 @@ export async function startGitHttpServer(base: string, credential: { username: s
     let head = Buffer.alloc(0);
     let headersDone = false;
     cgi.stdout.on("data", (chunk: Buffer) => {
-      if (headersDone) { res.write(chunk); return; }
+      if (headersDone) {
+        res.write(chunk);
+        return;
+      }
       head = Buffer.concat([head, chunk]);
       const end = head.indexOf("\r\n\r\n");
       if (end < 0) return;
@@ -110,7 +138,8 @@ export async function startGitHttpServer(base: string, credential: { username: s
       const headers: Record<string, string> = {};
       for (const line of head.subarray(0, end).toString("latin1").split("\r\n")) {
         const i = line.indexOf(":");
-        const name = line.slice(0, i).trim().toLowerCase(), value = line.slice(i + 1).trim();
+        const name = line.slice(0, i).trim().toLowerCase(),
+          value = line.slice(i + 1).trim();
         if (name === "status") status = Number(value.split(" ")[0]);
         else if (name) headers[name] = value;
       }
@@ -123,6 +152,10 @@ export async function startGitHttpServer(base: string, credential: { username: s
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

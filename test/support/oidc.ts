@@ -20,7 +20,11 @@ export interface UserAuthServer {
 const SECRET = "a-client-secret-for-tests-only-0123456789";
 const REDIRECT = "http://127.0.0.1/callback";
 
-export async function startUserAuthServer(options: { clientId: string; scopes: string; extraClaims?: (login: string) => Record<string, unknown> }): Promise<UserAuthServer> {
+export async function startUserAuthServer(options: {
+  clientId: string;
+  scopes: string;
+  extraClaims?: (login: string) => Record<string, unknown>;
+}): Promise<UserAuthServer> {
   const server = http.createServer();
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -28,18 +32,34 @@ export async function startUserAuthServer(options: { clientId: string; scopes: s
   const key = { ...(await exportJWK(privateKey)), kid: "as-key-1", alg: "RS256", use: "sig" };
   const scopes = options.scopes.split(" ");
   const provider = new Provider(issuer, {
-    clients: [{ client_id: options.clientId, client_secret: SECRET, grant_types: ["authorization_code"], redirect_uris: [REDIRECT], response_types: ["code"], scope: `openid ${options.scopes}` }],
+    clients: [
+      {
+        client_id: options.clientId,
+        client_secret: SECRET,
+        grant_types: ["authorization_code"],
+        redirect_uris: [REDIRECT],
+        response_types: ["code"],
+        scope: `openid ${options.scopes}`,
+      },
+    ],
     scopes: ["openid", ...scopes],
     jwks: { keys: [key as never] },
     pkce: { required: () => true },
-    extraTokenClaims: (_ctx, token) => (options.extraClaims && "accountId" in token && typeof token.accountId === "string" ? options.extraClaims(token.accountId) : undefined),
+    extraTokenClaims: (_ctx, token) =>
+      options.extraClaims && "accountId" in token && typeof token.accountId === "string" ? options.extraClaims(token.accountId) : undefined,
     features: {
       devInteractions: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => undefined as unknown as string,
         useGrantedResource: () => true,
-        getResourceServerInfo: (_ctx, resource) => ({ scope: options.scopes, audience: resource, accessTokenFormat: "jwt", accessTokenTTL: 600, jwt: { sign: { alg: "RS256" } } }),
+        getResourceServerInfo: (_ctx, resource) => ({
+          scope: options.scopes,
+          audience: resource,
+          accessTokenFormat: "jwt",
+          accessTokenTTL: 600,
+          jwt: { sign: { alg: "RS256" } },
+        }),
       },
     },
   });
@@ -48,7 +68,11 @@ export async function startUserAuthServer(options: { clientId: string; scopes: s
   async function userToken(login: string, resource: string): Promise<string> {
     const jar = new Map<string, string>();
     const go = async (url: string, init: RequestInit = {}): Promise<string> => {
-      const res = await fetch(new URL(url, issuer), { ...init, redirect: "manual", headers: { ...(init.headers as Record<string, string> | undefined), cookie: [...jar].map(([k, v]) => `${k}=${v}`).join("; ") } });
+      const res = await fetch(new URL(url, issuer), {
+        ...init,
+        redirect: "manual",
+        headers: { ...(init.headers as Record<string, string> | undefined), cookie: [...jar].map(([k, v]) => `${k}=${v}`).join("; ") },
+      });
       for (const c of res.headers.getSetCookie()) {
         const [pair] = c.split(";");
         const eq = pair?.indexOf("=") ?? -1;
@@ -59,10 +83,16 @@ export async function startUserAuthServer(options: { clientId: string; scopes: s
       if (!location) throw new Error(`no redirect from ${url}: HTTP ${res.status}`);
       return location;
     };
-    const form = (body: Record<string, string>): RequestInit => ({ method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(body) });
+    const form = (body: Record<string, string>): RequestInit => ({
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(body),
+    });
     const verifier = randomBytes(32).toString("base64url");
     const challenge = createHash("sha256").update(verifier).digest("base64url");
-    let at = await go(`/auth?${new URLSearchParams({ client_id: options.clientId, response_type: "code", redirect_uri: REDIRECT, scope: `openid ${options.scopes}`, resource, code_challenge: challenge, code_challenge_method: "S256", state: "s" })}`);
+    let at = await go(
+      `/auth?${new URLSearchParams({ client_id: options.clientId, response_type: "code", redirect_uri: REDIRECT, scope: `openid ${options.scopes}`, resource, code_challenge: challenge, code_challenge_method: "S256", state: "s" })}`,
+    );
     for (let step = 0; step < 8 && !at.startsWith(REDIRECT); step++) {
       if (/\/interaction\//.test(at)) {
         const uid = at.split("/interaction/")[1] ?? "";
@@ -78,7 +108,10 @@ export async function startUserAuthServer(options: { clientId: string; scopes: s
     if (!code) throw new Error(`no authorization code: ${at}`);
     const res = await fetch(`${issuer}/token`, {
       method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${Buffer.from(`${options.clientId}:${SECRET}`).toString("base64")}` },
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: `Basic ${Buffer.from(`${options.clientId}:${SECRET}`).toString("base64")}`,
+      },
       body: new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, code_verifier: verifier, resource }),
     });
     const body = (await res.json()) as { access_token?: string };
@@ -89,6 +122,10 @@ export async function startUserAuthServer(options: { clientId: string; scopes: s
   return {
     issuer,
     userToken,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

@@ -25,7 +25,9 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
   const metricNames = new Set<string>();
   const server = http.createServer((req, res) => {
     let body = "";
-    req.on("data", (d: Buffer) => { body += d.toString(); });
+    req.on("data", (d: Buffer) => {
+      body += d.toString();
+    });
     req.on("end", () => {
       try {
         const json = JSON.parse(body) as Record<string, unknown>;
@@ -53,7 +55,11 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
     url: `http://127.0.0.1:${port}`,
     spans: () => [...spans],
     metricNames: () => new Set(metricNames),
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

@@ -34,10 +34,14 @@ function binDir(): string {
     return configured;
   }
   const root = "/usr/lib/postgresql";
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(join(root, v, "bin", "initdb")) && existsSync(join(root, v, "bin", "pg_ctl"))) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root).filter((v) => existsSync(join(root, v, "bin", "initdb")) && existsSync(join(root, v, "bin", "pg_ctl")))
+    : [];
   const newest = versions.sort((a, b) => Number(b) - Number(a))[0];
   if (!newest) {
-    throw new Error(`this test needs the PostgreSQL server binaries (initdb, pg_ctl) under ${root}/<version>/bin, or WEBCODEX_TEST_PG_BIN naming their directory; none found (Debian: apt-get install postgresql)`);
+    throw new Error(
+      `this test needs the PostgreSQL server binaries (initdb, pg_ctl) under ${root}/<version>/bin, or WEBCODEX_TEST_PG_BIN naming their directory; none found (Debian: apt-get install postgresql)`,
+    );
   }
   return join(root, newest, "bin");
 }
@@ -45,9 +49,14 @@ function binDir(): string {
 /** As root, the `postgres` user's uid and gid (postgres will not run as root). */
 function runAs(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const line = readFileSync("/etc/passwd", "utf8").split("\n").find((l) => l.startsWith("postgres:"));
+  const line = readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("postgres:"));
   const [, , uid, gid] = line?.split(":") ?? [];
-  if (!uid || !gid) throw new Error(`this test runs as root (${userInfo().username}) and PostgreSQL refuses root; it needs a "postgres" user to run the server as, and there is none`);
+  if (!uid || !gid)
+    throw new Error(
+      `this test runs as root (${userInfo().username}) and PostgreSQL refuses root; it needs a "postgres" user to run the server as, and there is none`,
+    );
   return { uid: Number(uid), gid: Number(gid) };
 }
 

@@ -45,12 +45,16 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   let child: ChildProcess | undefined;
   let log = "";
   const start = async () => {
-    const proc = spawn(binary, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no"], { stdio: ["ignore", "pipe", "pipe"] });
+    const proc = spawn(binary, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     child = proc;
     proc.stdout?.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-4_000)));
     proc.stderr?.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-4_000)));
     const failed = new Promise<never>((_, reject) => {
-      proc.once("error", (error) => reject(new Error(`${binary} could not start (${error.message}); this test needs redis-server on PATH or WEBCODEX_TEST_REDIS_SERVER`)));
+      proc.once("error", (error) =>
+        reject(new Error(`${binary} could not start (${error.message}); this test needs redis-server on PATH or WEBCODEX_TEST_REDIS_SERVER`)),
+      );
       proc.once("exit", (code) => reject(new Error(`${binary} exited with ${code} during start:\n${log}`)));
     });
     failed.catch(() => undefined);

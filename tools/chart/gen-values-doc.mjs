@@ -23,8 +23,13 @@ export const SERVICE_BLOCKS = ["gateway", "toolRegistry", "refResolver", "audit"
 /** Closed objects shown as one row (Kubernetes shapes passed through), not one row per field. */
 const LEAF_REFS = new Set(["resources", "affinity"]);
 const K8S_NAMES = {
-  toleration: "Toleration", envVar: "EnvVar", networkPolicyPeer: "NetworkPolicyPeer", egressRule: "NetworkPolicyEgressRule",
-  topologySpreadConstraint: "TopologySpreadConstraint", affinity: "Affinity", resources: "ResourceRequirements",
+  toleration: "Toleration",
+  envVar: "EnvVar",
+  networkPolicyPeer: "NetworkPolicyPeer",
+  egressRule: "NetworkPolicyEgressRule",
+  topologySpreadConstraint: "TopologySpreadConstraint",
+  affinity: "Affinity",
+  resources: "ResourceRequirements",
 };
 
 /** Comments of values.yaml: dotted key -> its `# --` description. */
@@ -79,10 +84,15 @@ export function render({ schema, valuesText }) {
   const fmt = (v) => {
     if (v === undefined) return "—";
     if (v && typeof v === "object" && !Array.isArray(v) && ("limits" in v || "requests" in v)) {
-      const part = (k) => (v[k] ? `${k} ${Object.entries(v[k]).map(([r, q]) => `${r} ${q}`).join(", ")}` : "");
+      const part = (k) =>
+        v[k]
+          ? `${k} ${Object.entries(v[k])
+              .map(([r, q]) => `${r} ${q}`)
+              .join(", ")}`
+          : "";
       return [part("requests"), part("limits")].filter(Boolean).join("; ");
     }
-    const text = typeof v === "string" ? JSON.stringify(v) === `"${v}"` && v !== "" ? v : JSON.stringify(v) : JSON.stringify(v);
+    const text = typeof v === "string" ? (JSON.stringify(v) === `"${v}"` && v !== "" ? v : JSON.stringify(v)) : JSON.stringify(v);
     return text.length > 60 ? "see values.yaml" : `\`${text}\``;
   };
   const cell = (s) => String(s).replace(/\|/g, "\\|");
@@ -99,7 +109,13 @@ export function render({ schema, valuesText }) {
       if (c.type === "object" && c.properties && c.additionalProperties === false && !LEAF_REFS.has(refName(child))) {
         out.push(...rows(child, `${key}.`, v));
       } else {
-        out.push({ key, rel: key.split(".").slice(1).join("."), type: typeOf(child), desc: comments.get(key) ?? c.description ?? resolveRef(child).description, value: v });
+        out.push({
+          key,
+          rel: key.split(".").slice(1).join("."),
+          type: typeOf(child),
+          desc: comments.get(key) ?? c.description ?? resolveRef(child).description,
+          value: v,
+        });
       }
     }
     return out;
@@ -118,7 +134,9 @@ export function render({ schema, valuesText }) {
   }
 
   // Shared service keys: one row each, the description from the first block that has one.
-  const perBlock = Object.fromEntries(SERVICE_BLOCKS.map((b) => [b, rows(schema.properties[b], `${b}.`, values[b]).filter((r) => shared.has(r.rel.split(".")[0]))]));
+  const perBlock = Object.fromEntries(
+    SERVICE_BLOCKS.map((b) => [b, rows(schema.properties[b], `${b}.`, values[b]).filter((r) => shared.has(r.rel.split(".")[0]))]),
+  );
   const sharedRows = perBlock.toolRegistry.map((r) => {
     const defaults = SERVICE_BLOCKS.map((b) => [b, perBlock[b].find((x) => x.rel === r.rel)]);
     const present = defaults.filter(([, x]) => x);
@@ -130,11 +148,12 @@ export function render({ schema, valuesText }) {
     return { key: `<service>.${r.rel}`, type: r.type, desc: desc && missing.length ? `${desc} (not ${missing.join(", ")})` : desc, shown: value };
   });
 
-  const table = (list) => [
-    "| Key | Type | Default | Description |",
-    "|---|---|---|---|",
-    ...list.map((r) => `| \`${r.key}\` | ${cell(r.type)} | ${cell(r.shown ?? fmt(r.value))} | ${cell(r.desc ?? "")} |`),
-  ].join("\n");
+  const table = (list) =>
+    [
+      "| Key | Type | Default | Description |",
+      "|---|---|---|---|",
+      ...list.map((r) => `| \`${r.key}\` | ${cell(r.type)} | ${cell(r.shown ?? fmt(r.value))} | ${cell(r.desc ?? "")} |`),
+    ].join("\n");
 
   const undocumented = [...main, ...sharedRows].filter((r) => !r.desc).map((r) => r.key);
   const text = [

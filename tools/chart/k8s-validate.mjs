@@ -81,7 +81,8 @@ function collectUnknown(value, path, seen, out) {
   const isMap = seen.enumerated.has(path);
   for (const [k, v] of Object.entries(value)) {
     const p = `${path}/${escape(k)}`;
-    if (!isMap && !seen.read.has(p)) out.push(p); // report the unknown field, not its contents
+    if (!isMap && !seen.read.has(p))
+      out.push(p); // report the unknown field, not its contents
     else collectUnknown(v, p, seen, out);
   }
 }

@@ -120,7 +120,12 @@ export function loadBrokerProvisioning() {
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
-    return { parseRunnerPodTemplate: k8s.parseRunnerPodTemplate, buildRunnerObjects: k8s.buildRunnerObjects, templateHash: k8s.templateHash, runnerNames: prov.runnerNames };
+    return {
+      parseRunnerPodTemplate: k8s.parseRunnerPodTemplate,
+      buildRunnerObjects: k8s.buildRunnerObjects,
+      templateHash: k8s.templateHash,
+      runnerNames: prov.runnerNames,
+    };
   })();
   return brokerPromise;
 }

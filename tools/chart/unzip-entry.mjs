@@ -55,9 +55,18 @@ export function extractEntry(archive, entryName) {
           const len = cd.readUInt16LE(e + 2);
           if (id === 0x0001) {
             let q = e + 4;
-            if (rawSize === 0xffffffff) { rawSize = Number(cd.readBigUInt64LE(q)); q += 8; }
-            if (compSize === 0xffffffff) { compSize = Number(cd.readBigUInt64LE(q)); q += 8; }
-            if (localOffset === 0xffffffff) { localOffset = Number(cd.readBigUInt64LE(q)); q += 8; }
+            if (rawSize === 0xffffffff) {
+              rawSize = Number(cd.readBigUInt64LE(q));
+              q += 8;
+            }
+            if (compSize === 0xffffffff) {
+              compSize = Number(cd.readBigUInt64LE(q));
+              q += 8;
+            }
+            if (localOffset === 0xffffffff) {
+              localOffset = Number(cd.readBigUInt64LE(q));
+              q += 8;
+            }
           }
           e += 4 + len;
         }

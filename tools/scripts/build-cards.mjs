@@ -25,14 +25,27 @@ const sha = (s) => `'sha256-${createHash("sha256").update(s, "utf8").digest("bas
 await mkdir(`${root}dist/cards`, { recursive: true });
 for (const [name, title] of Object.entries(CARDS)) {
   const out = await build({
-    entryPoints: [`${root}cards/${name}.ts`], bundle: true, write: false, format: "iife", platform: "browser",
-    target: "es2022", minify: true, legalComments: "none", logLevel: "warning",
+    entryPoints: [`${root}cards/${name}.ts`],
+    bundle: true,
+    write: false,
+    format: "iife",
+    platform: "browser",
+    target: "es2022",
+    minify: true,
+    legalComments: "none",
+    logLevel: "warning",
   });
   // A literal "</script" inside the bundle would end the element early.
   const js = out.outputFiles[0].text.replaceAll("</script", "<\\/script");
   const csp = [
-    "default-src 'none'", `script-src ${sha(js)}`, `style-src ${sha(STYLE)}`, "img-src data:", "connect-src 'none'",
-    "frame-src 'none'", "base-uri 'none'", "form-action 'none'",
+    "default-src 'none'",
+    `script-src ${sha(js)}`,
+    `style-src ${sha(STYLE)}`,
+    "img-src data:",
+    "connect-src 'none'",
+    "frame-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
   ].join("; ");
   const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

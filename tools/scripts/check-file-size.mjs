@@ -17,7 +17,14 @@ for (const f of files) {
     continue; // deleted in the work tree
   }
   const lines = text.split("\n").length;
-  if (lines > LIMIT && !text.split("\n").slice(0, 30).some((l) => l.includes("One concept over 400 lines:"))) offenders.push(`${f} (${lines} lines)`);
+  if (
+    lines > LIMIT &&
+    !text
+      .split("\n")
+      .slice(0, 30)
+      .some((l) => l.includes("One concept over 400 lines:"))
+  )
+    offenders.push(`${f} (${lines} lines)`);
 }
 for (const o of offenders) process.stderr.write(`over ${LIMIT} lines with no "One concept over 400 lines:" header: ${o}\n`);
 if (offenders.length > 0) process.exit(1);

@@ -26,24 +26,40 @@ export function findCycles(dirs) {
   for (const f of files) {
     const targets = [];
     for (const m of readFileSync(f, "utf8").matchAll(IMPORT)) {
-      const t = normalize(join(dirname(f), m[1])).replace(/\.js$/, ".ts").replace(/\.mjs$/, ".mts");
+      const t = normalize(join(dirname(f), m[1]))
+        .replace(/\.js$/, ".ts")
+        .replace(/\.mjs$/, ".mts");
       if (files.has(t)) targets.push(t);
     }
     edges.set(f, targets);
   }
   // Tarjan's strongly connected components; any component of two or more files is a cycle.
   let index = 0;
-  const idx = new Map(), low = new Map(), stack = [], on = new Set(), cycles = [];
+  const idx = new Map(),
+    low = new Map(),
+    stack = [],
+    on = new Set(),
+    cycles = [];
   const visit = (v) => {
-    idx.set(v, index); low.set(v, index); index++; stack.push(v); on.add(v);
+    idx.set(v, index);
+    low.set(v, index);
+    index++;
+    stack.push(v);
+    on.add(v);
     for (const w of edges.get(v)) {
-      if (!idx.has(w)) { visit(w); low.set(v, Math.min(low.get(v), low.get(w))); }
-      else if (on.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
+      if (!idx.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
     }
     if (low.get(v) === idx.get(v)) {
       const comp = [];
       let w;
-      do { w = stack.pop(); on.delete(w); comp.push(w); } while (w !== v);
+      do {
+        w = stack.pop();
+        on.delete(w);
+        comp.push(w);
+      } while (w !== v);
       if (comp.length > 1) cycles.push(comp.sort());
     }
   };

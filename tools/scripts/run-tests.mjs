@@ -44,7 +44,15 @@ for (const suite of suites) {
   const counts = join(scratch, `${suite.name}.counts`);
   const res = spawnSync(
     process.execPath,
-    ["--test", `--test-concurrency=${suite.concurrency}`, "--test-reporter=spec", "--test-reporter-destination=stdout", `--test-reporter=${join(root, "tools/scripts/count-reporter.mjs")}`, `--test-reporter-destination=${counts}`, ...suite.files],
+    [
+      "--test",
+      `--test-concurrency=${suite.concurrency}`,
+      "--test-reporter=spec",
+      "--test-reporter-destination=stdout",
+      `--test-reporter=${join(root, "tools/scripts/count-reporter.mjs")}`,
+      `--test-reporter-destination=${counts}`,
+      ...suite.files,
+    ],
     { stdio: "inherit", cwd: root, env: process.env },
   );
   if (!existsSync(counts)) {

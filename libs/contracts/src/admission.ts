@@ -46,7 +46,9 @@ export function admittedTools(context: AdmissionContext): ToolDefinition[] {
  */
 export function listedTools(admitted: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): ToolDefinition[] {
   // A card tool is listed where its card can be mounted; elsewhere it is reached by name.
-  const direct = admitted.filter((d) => d.direct !== undefined && (d.appResource === undefined || hostProfile === "app")).sort((a, b) => (a.direct?.rank ?? 0) - (b.direct?.rank ?? 0));
+  const direct = admitted
+    .filter((d) => d.direct !== undefined && (d.appResource === undefined || hostProfile === "app"))
+    .sort((a, b) => (a.direct?.rank ?? 0) - (b.direct?.rank ?? 0));
   const entries = admitted.filter((d) => d.gatewayEntry === true);
   const appOnly = admitted.filter((d) => d.appOnly === true);
   return [...direct, ...appOnly, ...entries];
@@ -74,7 +76,9 @@ export function mcpToolDescriptor(def: ToolDefinition): Record<string, unknown> 
  */
 export function gatewayOnlyToolNames(admitted: readonly ToolDefinition[]): string[] {
   // Card helpers are the App's own and presentation tools are Direct: neither is named here.
-  return admitted.filter((d) => toolRoute(d).primary === "call_runtime_tool" && modelVisible(d) && d.appResource === undefined && d.direct === undefined).map((d) => d.name);
+  return admitted
+    .filter((d) => toolRoute(d).primary === "call_runtime_tool" && modelVisible(d) && d.appResource === undefined && d.direct === undefined)
+    .map((d) => d.name);
 }
 
 /** The MCP tools/list result for an admitted selection (the gateway serves it pre-built). */
@@ -104,7 +108,13 @@ export type Route = { primary: "direct" | "call_runtime_tool"; fallback: "call_r
 /** How a tool is reached. Presentation tools and app-only helpers have no gateway fallback. */
 export function toolRoute(def: ToolDefinition): Route {
   if (def.direct !== undefined || def.gatewayEntry === true || def.appOnly === true) {
-    return { primary: "direct", fallback: def.direct?.reason === "Presentation" || def.direct?.reason === "Continuation" || def.gatewayEntry === true || def.appOnly === true ? null : "call_runtime_tool" };
+    return {
+      primary: "direct",
+      fallback:
+        def.direct?.reason === "Presentation" || def.direct?.reason === "Continuation" || def.gatewayEntry === true || def.appOnly === true
+          ? null
+          : "call_runtime_tool",
+    };
   }
   return { primary: "call_runtime_tool", fallback: null };
 }
@@ -132,12 +142,17 @@ export interface GatewayRefusal {
 export function gatewayRefusal(tool: string): GatewayRefusal | undefined {
   const def = toolDefinition(tool);
   if (!def) return { reason_code: ReasonCode.unknownTool, detail_code: "unknown_tool", message: "No tool has this name; see list_tools." };
-  if (def.gatewayEntry === true) return { reason_code: ReasonCode.invalidValue, detail_code: "gateway_entry_point", message: `Call ${def.name} directly, not through call_runtime_tool.` };
+  if (def.gatewayEntry === true)
+    return { reason_code: ReasonCode.invalidValue, detail_code: "gateway_entry_point", message: `Call ${def.name} directly, not through call_runtime_tool.` };
   if (def.appOnly === true) {
     return { reason_code: ReasonCode.presentationToolNotCallable, detail_code: "app_only", message: "Only a mounted card calls this tool." };
   }
   if (def.direct?.reason === "Presentation" || def.direct?.reason === "Continuation") {
-    return { reason_code: ReasonCode.presentationToolNotCallable, detail_code: "not_gateway_callable", message: "Call this tool directly so the Host can present it." };
+    return {
+      reason_code: ReasonCode.presentationToolNotCallable,
+      detail_code: "not_gateway_callable",
+      message: "Call this tool directly so the Host can present it.",
+    };
   }
   return undefined;
 }

@@ -20,7 +20,10 @@ test("every capability defaults to false: absent from the wire means unsupported
 });
 
 test("the frozen V2 baseline is exactly read, search and single edits; bulk edits are outside it", () => {
-  assert.deepEqual(catalog.filter((r) => r.baselineV2).map((r) => r.wire), ["read_files_v1", "search_texts_v1", "apply_text_edit_v1"]);
+  assert.deepEqual(
+    catalog.filter((r) => r.baselineV2).map((r) => r.wire),
+    ["read_files_v1", "search_texts_v1", "apply_text_edit_v1"],
+  );
   assert.equal(runnerCapabilityByWire("apply_text_edit_expected_match_count")?.baselineV2, false);
 });
 

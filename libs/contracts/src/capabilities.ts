@@ -90,7 +90,11 @@ export class RunnerCapabilities {
 }
 
 /** Capabilities a call of `def` (a ToolDefinition) with `args` needs that `have` does not offer. */
-export function missingCapabilities(def: { readonly requiredCapabilities?: (args: Record<string, unknown>) => readonly RunnerCapabilityId[] } | undefined, args: Record<string, unknown>, have: RunnerCapabilities): RunnerCapabilityId[] {
+export function missingCapabilities(
+  def: { readonly requiredCapabilities?: (args: Record<string, unknown>) => readonly RunnerCapabilityId[] } | undefined,
+  args: Record<string, unknown>,
+  have: RunnerCapabilities,
+): RunnerCapabilityId[] {
   return (def?.requiredCapabilities?.(args) ?? []).filter((id) => !have.has(id));
 }
 

@@ -2,7 +2,17 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { toolDefinitions } from "./catalog.js";
 import type { ToolDefinition } from "./tool-definition.js";
-import { ADMISSION_PROFILES, admittedTools, gatewayRefusal, gatewayToolsInstruction, groupToolNamesByCategory, HOST_PROFILES, toolRoute, toolsListResult, TOOLS_LIST_MAX_BYTES } from "./admission.js";
+import {
+  ADMISSION_PROFILES,
+  admittedTools,
+  gatewayRefusal,
+  gatewayToolsInstruction,
+  groupToolNamesByCategory,
+  HOST_PROFILES,
+  toolRoute,
+  toolsListResult,
+  TOOLS_LIST_MAX_BYTES,
+} from "./admission.js";
 import { DESCRIPTION_MAX_CHARS, ToolCategory } from "./tool-definition.js";
 import type { JsonSchema } from "./json-schema.js";
 import { validateToolArguments } from "./schema-validator.js";
@@ -11,7 +21,30 @@ import { sampleToolArgVariants } from "./sample-args.js";
 
 const defs = toolDefinitions();
 const VALIDATOR_NAMES = new Set(["project_validate", "cargo_check", "cargo_test", "go_test"]);
-const verbs = ["list", "read", "get", "observe", "wait_for", "present", "create", "update", "delete", "assign", "complete", "heartbeat", "reconcile", "stop", "start", "rotate", "run", "search", "edit", "import", "call", "close"];
+const verbs = [
+  "list",
+  "read",
+  "get",
+  "observe",
+  "wait_for",
+  "present",
+  "create",
+  "update",
+  "delete",
+  "assign",
+  "complete",
+  "heartbeat",
+  "reconcile",
+  "stop",
+  "start",
+  "rotate",
+  "run",
+  "search",
+  "edit",
+  "import",
+  "call",
+  "close",
+];
 
 test("tool names are unique", () => {
   assert.equal(new Set(defs.map((d) => d.name)).size, defs.length);
@@ -21,7 +54,11 @@ test("names are verb_object with no routing prefix, and *_tool only for the runt
   for (const d of defs) {
     assert.match(d.name, /^[a-z]+(_[a-z]+)+$/, d.name);
     // The validators are named after the tool they run (contract names); every other tool is verb_object.
-    if (!VALIDATOR_NAMES.has(d.name)) assert.ok(verbs.some((v) => d.name.startsWith(`${v}_`)), `${d.name} starts with a known verb`);
+    if (!VALIDATOR_NAMES.has(d.name))
+      assert.ok(
+        verbs.some((v) => d.name.startsWith(`${v}_`)),
+        `${d.name} starts with a known verb`,
+      );
     assert.ok(!/^(direct|gateway|hidden|host|adaptive)_/.test(d.name), `${d.name} has no routing prefix`);
     if (d.name.endsWith("_tool")) assert.equal(d.name, "call_runtime_tool");
   }
@@ -98,10 +135,21 @@ test("tools/list of the Direct surface stays within the 8 KiB budget on a generi
       const result = toolsListResult(admittedTools({ admissionProfile, hostProfile }), hostProfile);
       const bytes = Buffer.byteLength(JSON.stringify(result));
       // An App Host also gets the card descriptors (_meta.ui) and the app-only helpers it keeps from the model.
-      if (hostProfile === "generic") assert.ok(bytes <= TOOLS_LIST_MAX_BYTES, `tools/list for ${hostProfile}/${admissionProfile} is ${bytes} bytes (budget ${TOOLS_LIST_MAX_BYTES})`);
-      else assert.ok(result.tools.every((d) => !String(d["name"]).startsWith("present_") || (d["_meta"] as { ui?: { resourceUri?: string } } | undefined)?.ui?.resourceUri?.startsWith("ui://webcodex/")));
+      if (hostProfile === "generic")
+        assert.ok(bytes <= TOOLS_LIST_MAX_BYTES, `tools/list for ${hostProfile}/${admissionProfile} is ${bytes} bytes (budget ${TOOLS_LIST_MAX_BYTES})`);
+      else
+        assert.ok(
+          result.tools.every(
+            (d) =>
+              !String(d["name"]).startsWith("present_") ||
+              (d["_meta"] as { ui?: { resourceUri?: string } } | undefined)?.ui?.resourceUri?.startsWith("ui://webcodex/"),
+          ),
+        );
       // Direct tools by rank, then the two entry points.
-      assert.deepEqual(result.tools.slice(-2).map((d) => d["name"]), ["read_tool_manifest", "call_runtime_tool"]);
+      assert.deepEqual(
+        result.tools.slice(-2).map((d) => d["name"]),
+        ["read_tool_manifest", "call_runtime_tool"],
+      );
       figures.push(`${hostProfile}/${admissionProfile}: ${bytes} B (${result.tools.length} tools)`);
     }
   }
@@ -110,18 +158,36 @@ test("tools/list of the Direct surface stays within the 8 KiB budget on a generi
 
 test("the server instructions name every tool reached through call_runtime_tool, by category; tools/list pays nothing for them", () => {
   const sentence = gatewayToolsInstruction(defs);
-  const named = sentence.replace(/^Through call_runtime_tool: /, "").replace(/\.$/, "").split("; ").flatMap((g) => g.split(": ")[1]?.split(", ") ?? []);
-  const expected = defs.filter((d) => d.implemented && toolRoute(d).primary === "call_runtime_tool" && d.category !== "presentation" && d.appOnly !== true).map((d) => d.name);
+  const named = sentence
+    .replace(/^Through call_runtime_tool: /, "")
+    .replace(/\.$/, "")
+    .split("; ")
+    .flatMap((g) => g.split(": ")[1]?.split(", ") ?? []);
+  const expected = defs
+    .filter((d) => d.implemented && toolRoute(d).primary === "call_runtime_tool" && d.category !== "presentation" && d.appOnly !== true)
+    .map((d) => d.name);
   assert.deepEqual([...named].sort(), [...expected].sort());
   // Card helpers belong to the App and presentation tools are Direct cards: never named as Gateway tools.
   const cardTools = defs.filter((d) => d.category === "presentation" || d.appOnly === true || d.appResource !== undefined).map((d) => d.name);
-  assert.ok(cardTools.includes("present_work_result") && cardTools.some((n) => defs.find((d) => d.name === n)?.appOnly === true), "the catalog has presentation tools and app-only helpers");
+  assert.ok(
+    cardTools.includes("present_work_result") && cardTools.some((n) => defs.find((d) => d.name === n)?.appOnly === true),
+    "the catalog has presentation tools and app-only helpers",
+  );
   for (const name of cardTools) assert.ok(!new RegExp(`\\b${name}\\b`).test(sentence), `${name} is not named in the Gateway tools instruction`);
   // Even if an app-only helper or a card were handed in without its Direct route, it is filtered out.
-  const disguised = defs.filter((d) => cardTools.includes(d.name) && d.implemented).map((d): ToolDefinition => { const { direct: _direct, ...rest } = d; return rest; });
+  const disguised = defs
+    .filter((d) => cardTools.includes(d.name) && d.implemented)
+    .map((d): ToolDefinition => {
+      const { direct: _direct, ...rest } = d;
+      return rest;
+    });
   const disguisedSentence = gatewayToolsInstruction([...defs.filter((d) => !cardTools.includes(d.name)), ...disguised]);
-  for (const d of disguised.filter((x) => x.appOnly === true || x.appResource !== undefined)) assert.ok(!disguisedSentence.includes(d.name), `${d.name} filtered from the instruction`);
-  assert.ok(named.includes("list_project_files") && named.includes("read_git_diff_hunks") && named.includes("run_process"), "Gateway file, git and execution tools are named");
+  for (const d of disguised.filter((x) => x.appOnly === true || x.appResource !== undefined))
+    assert.ok(!disguisedSentence.includes(d.name), `${d.name} filtered from the instruction`);
+  assert.ok(
+    named.includes("list_project_files") && named.includes("read_git_diff_hunks") && named.includes("run_process"),
+    "Gateway file, git and execution tools are named",
+  );
   for (const hostProfile of HOST_PROFILES) {
     for (const admissionProfile of ADMISSION_PROFILES) {
       const listed = JSON.stringify(toolsListResult(admittedTools({ admissionProfile, hostProfile })));

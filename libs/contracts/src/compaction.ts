@@ -78,7 +78,19 @@ export function compactRun(result: Json): Json {
 }
 
 /** Lifecycle, Job and timing bookkeeping a proven clean synchronous exit-zero run_shell success omits. */
-const SHELL_BOOKKEEPING = ["execution_state", "job_id", "state", "exit_code", "signal", "timed_out", "duration_ms", "started_at", "effective", "stdout_bytes", "stderr_bytes"] as const;
+const SHELL_BOOKKEEPING = [
+  "execution_state",
+  "job_id",
+  "state",
+  "exit_code",
+  "signal",
+  "timed_out",
+  "duration_ms",
+  "started_at",
+  "effective",
+  "stdout_bytes",
+  "stderr_bytes",
+] as const;
 
 /**
  * A proven clean synchronous exit-zero completion: ended by itself with code 0 within the
@@ -86,9 +98,16 @@ const SHELL_BOOKKEEPING = ["execution_state", "job_id", "state", "exit_code", "s
  * attached. Anything else (failure, timeout, pending, uncertainty, handoff) stays rich.
  */
 function isCleanShellSuccess(r: Json): boolean {
-  return r["execution_state"] === "completed" && (r["state"] === undefined || r["state"] === "completed") && r["exit_code"] === 0 && r["timed_out"] === false
-    && (r["signal"] === null || r["signal"] === undefined) && (r["outcome_unknown"] === undefined || r["outcome_unknown"] === false)
-    && r["follow_up"] === undefined && r["recovery"] === undefined;
+  return (
+    r["execution_state"] === "completed" &&
+    (r["state"] === undefined || r["state"] === "completed") &&
+    r["exit_code"] === 0 &&
+    r["timed_out"] === false &&
+    (r["signal"] === null || r["signal"] === undefined) &&
+    (r["outcome_unknown"] === undefined || r["outcome_unknown"] === false) &&
+    r["follow_up"] === undefined &&
+    r["recovery"] === undefined
+  );
 }
 
 /**
@@ -120,8 +139,12 @@ const VALIDATION_BOOKKEEPING = ["execution_state", "job_id", "state", "exit_code
  * out, uncertain or unreadable run stays rich.
  */
 export function compactValidation(result: Json): Json {
-  const clean = result["execution_state"] === "completed" && result["state"] === "completed" && (result["status"] === "passed" || result["status"] === "failed")
-    && result["outcome_unknown"] === undefined && result["follow_up"] === undefined;
+  const clean =
+    result["execution_state"] === "completed" &&
+    result["state"] === "completed" &&
+    (result["status"] === "passed" || result["status"] === "failed") &&
+    result["outcome_unknown"] === undefined &&
+    result["follow_up"] === undefined;
   if (!clean) return result;
   const out: Json = { ...result };
   for (const k of VALIDATION_BOOKKEEPING) delete out[k];

@@ -6,7 +6,12 @@ import { failureFromWire, failureToWire } from "./domain-failure.js";
 import { failureStageFromString, reasonCodeFromString, toolFailure } from "./failure.js";
 
 test("a failure crosses the wire and back unchanged", () => {
-  const failure = toolFailure("stale_read_revision", "preflight", { detail_code: "changed", state_changed: false, evidence: { path: "a.ts" }, message: "Re-read a.ts." });
+  const failure = toolFailure("stale_read_revision", "preflight", {
+    detail_code: "changed",
+    state_changed: false,
+    evidence: { path: "a.ts" },
+    message: "Re-read a.ts.",
+  });
   assert.deepEqual(failureFromWire(create(DomainFailureSchema, failureToWire(failure))), failure);
 });
 
@@ -18,7 +23,12 @@ test("reason codes and stages parse back only when this build knows them", () =>
 });
 
 test("an unknown reason code from a newer peer reads as internal, keeping the wire codes as evidence", () => {
-  const wire = create(DomainFailureSchema, { reasonCode: "brand_new_reason", failureStage: "dispatch", detailCode: "x", evidenceJson: JSON.stringify({ evidence: { path: "a.ts" } }) });
+  const wire = create(DomainFailureSchema, {
+    reasonCode: "brand_new_reason",
+    failureStage: "dispatch",
+    detailCode: "x",
+    evidenceJson: JSON.stringify({ evidence: { path: "a.ts" } }),
+  });
   const failure = failureFromWire(wire);
   assert.equal(failure.reason_code, "internal");
   assert.equal(failure.failure_stage, "dispatch");

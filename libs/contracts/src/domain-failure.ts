@@ -17,7 +17,11 @@ export function failureToWire(f: ToolFailure): DomainFailureInit {
     detailCode: f.detail_code ?? "",
     stateChanged: f.state_changed,
     outcomeUnknown: f.outcome_unknown,
-    evidenceJson: JSON.stringify({ ...(f.evidence ? { evidence: f.evidence } : {}), ...(f.message ? { message: f.message } : {}), ...(f.follow_up ? { follow_up: f.follow_up } : {}) }),
+    evidenceJson: JSON.stringify({
+      ...(f.evidence ? { evidence: f.evidence } : {}),
+      ...(f.message ? { message: f.message } : {}),
+      ...(f.follow_up ? { follow_up: f.follow_up } : {}),
+    }),
   };
 }
 

@@ -49,7 +49,13 @@ test("a follow-up whose arguments do not validate is a programming error", () =>
 
 test("a pending run's wait edge is the call_runtime_tool wrapper; a re-read of a file is a bare Direct read_files", () => {
   assert.deepEqual(followUpBuilders.waitForJobFollowUp.build("~p1", "job_1"), {
-    follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } },
+    follow_up_kind: "mechanically_followable",
+    tool: "call_runtime_tool",
+    arguments: { tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } },
   });
-  assert.deepEqual(followUpBuilders.rereadFollowUp.build("~p1", "a.ts"), { follow_up_kind: "fallback_recovery", tool: "read_files", arguments: { project: "~p1", files: [{ path: "a.ts" }] } });
+  assert.deepEqual(followUpBuilders.rereadFollowUp.build("~p1", "a.ts"), {
+    follow_up_kind: "fallback_recovery",
+    tool: "read_files",
+    arguments: { project: "~p1", files: [{ path: "a.ts" }] },
+  });
 });

@@ -46,7 +46,11 @@ export function followUpTarget(followUp: FollowUp): { tool: string; arguments: R
  * session_id carries it on, so the Job's terminal result is recorded in the same Session.
  */
 export function waitForJobFollowUp(project: string, jobId: string, sessionId?: string): FollowUp {
-  return buildFollowUp("mechanically_followable", "wait_for_job_terminal", { project, job_id: jobId, ...(sessionId !== undefined ? { session_id: sessionId } : {}) });
+  return buildFollowUp("mechanically_followable", "wait_for_job_terminal", {
+    project,
+    job_id: jobId,
+    ...(sessionId !== undefined ? { session_id: sessionId } : {}),
+  });
 }
 
 /** Recovery after a stale read_revision or an expected_match_count mismatch (gateway): re-read the file. */
@@ -87,7 +91,11 @@ export function listAgentTasksFollowUp(): FollowUp {
  * wait from the returned cursor, with the same selector.
  */
 export function waitForAgentEventsFollowUp(selector: { agent_id: string } | { agent_continuation_ref: string }, cursor: string, waitMs?: number): FollowUp {
-  return buildFollowUp("mechanically_followable", "wait_for_agent_events", { ...selector, after_cursor: cursor, ...(waitMs !== undefined ? { wait_ms: waitMs } : {}) });
+  return buildFollowUp("mechanically_followable", "wait_for_agent_events", {
+    ...selector,
+    after_cursor: cursor,
+    ...(waitMs !== undefined ? { wait_ms: waitMs } : {}),
+  });
 }
 
 /**
@@ -107,7 +115,10 @@ export function createSessionFollowUp(project: string): FollowUp {
  */
 export function undoEditFollowUp(project: string, changes: readonly Record<string, unknown>[], sessionId?: string, attemptRef?: string): FollowUp {
   return buildFollowUp("fallback_recovery", "edit_project_files", {
-    project, changes, ...(sessionId !== undefined ? { session_id: sessionId } : {}), ...(attemptRef !== undefined ? { attempt_ref: attemptRef } : {}),
+    project,
+    changes,
+    ...(sessionId !== undefined ? { session_id: sessionId } : {}),
+    ...(attemptRef !== undefined ? { attempt_ref: attemptRef } : {}),
   });
 }
 
@@ -121,17 +132,45 @@ const builder = <A extends unknown[]>(build: (...args: A) => FollowUp, samples: 
 
 /** Every follow-up builder, by name. A new builder is added here, or the contract test fails. */
 export const followUpBuilders = {
-  waitForJobFollowUp: builder(waitForJobFollowUp, [["~p1", "job_1"], ["agent:acme:demo", "job_1", "~s1"], ["~p1", "job_1", "wc_sess_0123"]]),
-  rereadFollowUp: builder(rereadFollowUp, [["~p1", "src/a.ts"], ["agent:acme:demo", "README.md"]]),
+  waitForJobFollowUp: builder(waitForJobFollowUp, [
+    ["~p1", "job_1"],
+    ["agent:acme:demo", "job_1", "~s1"],
+    ["~p1", "job_1", "wc_sess_0123"],
+  ]),
+  rereadFollowUp: builder(rereadFollowUp, [
+    ["~p1", "src/a.ts"],
+    ["agent:acme:demo", "README.md"],
+  ]),
   listProjectsFollowUp: builder(listProjectsFollowUp, [[]]),
   waitForProjectFollowUp: builder(waitForProjectFollowUp, [["agent:acme:demo"]]),
   inspectWorkspaceFollowUp: builder(inspectWorkspaceFollowUp, [["agent:acme:demo"], ["~p1"]]),
   readAgentTaskFollowUp: builder(readAgentTaskFollowUp, [["wc_task_0123456789abcdef0123456789abcdef"]]),
   listAgentTasksFollowUp: builder(listAgentTasksFollowUp, [[]]),
-  waitForAgentEventsFollowUp: builder(waitForAgentEventsFollowUp, [[{ agent_id: "wc_agent_0123456789abcdef0123456789abcdef" }, "0"], [{ agent_continuation_ref: "~a1" }, "12", 30000]]),
+  waitForAgentEventsFollowUp: builder(waitForAgentEventsFollowUp, [
+    [{ agent_id: "wc_agent_0123456789abcdef0123456789abcdef" }, "0"],
+    [{ agent_continuation_ref: "~a1" }, "12", 30000],
+  ]),
   createSessionFollowUp: builder(createSessionFollowUp, [["~p1"], ["agent:acme:demo"]]),
   undoEditFollowUp: builder(undoEditFollowUp, [
-    ["~p1", [{ kind: "edit", path: "src/a.ts", expected_read_revision: "r_0123456789abcdef", edits: [{ replace_exact: { old_text: "b", new_text: "a" }, occurrence: 2 }] }]],
-    ["agent:acme:demo", [{ kind: "delete", path: "new.txt", expected_read_revision: "r_0123456789abcdef" }, { kind: "move", path: "b.ts", destination: "a.ts", expected_read_revision: "r_0123456789abcdef" }], "~s1", "~t1"],
+    [
+      "~p1",
+      [
+        {
+          kind: "edit",
+          path: "src/a.ts",
+          expected_read_revision: "r_0123456789abcdef",
+          edits: [{ replace_exact: { old_text: "b", new_text: "a" }, occurrence: 2 }],
+        },
+      ],
+    ],
+    [
+      "agent:acme:demo",
+      [
+        { kind: "delete", path: "new.txt", expected_read_revision: "r_0123456789abcdef" },
+        { kind: "move", path: "b.ts", destination: "a.ts", expected_read_revision: "r_0123456789abcdef" },
+      ],
+      "~s1",
+      "~t1",
+    ],
   ]),
 } as const;

@@ -5,15 +5,43 @@ export { renderLimitText, clampText } from "./limit-text.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
 export {
-  admittedTools, gatewayOnlyToolNames, gatewayToolsInstruction, listedTools, toolRoute, groupToolNamesByCategory, gatewayRefusal, isAdmitted, mcpToolDescriptor, toolsListResult,
-  TOOLS_LIST_MAX_BYTES, ADMISSION_PROFILES, modelVisible, HOST_PROFILES, isAdmissionProfile, isHostProfile, forwardedCall,
+  admittedTools,
+  gatewayOnlyToolNames,
+  gatewayToolsInstruction,
+  listedTools,
+  toolRoute,
+  groupToolNamesByCategory,
+  gatewayRefusal,
+  isAdmitted,
+  mcpToolDescriptor,
+  toolsListResult,
+  TOOLS_LIST_MAX_BYTES,
+  ADMISSION_PROFILES,
+  modelVisible,
+  HOST_PROFILES,
+  isAdmissionProfile,
+  isHostProfile,
+  forwardedCall,
 } from "./admission.js";
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess } from "./projection.js";
 export { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./compaction.js";
-export { waitForJobFollowUp, rereadFollowUp, listProjectsFollowUp, inspectWorkspaceFollowUp, readAgentTaskFollowUp, listAgentTasksFollowUp, waitForAgentEventsFollowUp, createSessionFollowUp, waitForProjectFollowUp, undoEditFollowUp, followUpTarget, GATEWAY_WRAPPER } from "./follow-up.js";
+export {
+  waitForJobFollowUp,
+  rereadFollowUp,
+  listProjectsFollowUp,
+  inspectWorkspaceFollowUp,
+  readAgentTaskFollowUp,
+  listAgentTasksFollowUp,
+  waitForAgentEventsFollowUp,
+  createSessionFollowUp,
+  waitForProjectFollowUp,
+  undoEditFollowUp,
+  followUpTarget,
+  GATEWAY_WRAPPER,
+} from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { reasonCodeTable, failureFollowUpBuilder } from "./reason-codes.js";
 export type { ReasonCodeRow, RetryPosture, FollowUpBuilderName } from "./reason-codes.js";
@@ -25,7 +53,15 @@ export { DEFAULT_MODEL_WORKFLOW_POLICY, GOAL_SELECTIONS, modelWorkflowPolicyFrom
 export type { GoalSelection, ModelWorkflowPolicy, UnattendedContinuation } from "./workflow-policy.js";
 export { validateToolArguments } from "./schema-validator.js";
 export type { SchemaViolation } from "./schema-validator.js";
-export { RUNNER_PROTOCOL_GENERATION, runnerCapabilityCatalog, runnerCapabilityWire, runnerCapabilityByWire, RunnerCapabilities, missingCapabilities, capabilityMissingFailure } from "./capabilities.js";
+export {
+  RUNNER_PROTOCOL_GENERATION,
+  runnerCapabilityCatalog,
+  runnerCapabilityWire,
+  runnerCapabilityByWire,
+  RunnerCapabilities,
+  missingCapabilities,
+  capabilityMissingFailure,
+} from "./capabilities.js";
 export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } from "./capabilities.js";
 // For contract tests and docs generation:
 export type { JsonSchema } from "./json-schema.js";

@@ -38,10 +38,27 @@ export function object(properties: Props, required: string[] = [], description?:
   if (description !== undefined) schema.description = description;
   return schema;
 }
-export const str = (description?: string, extra: Partial<JsonSchema> = {}): JsonSchema => ({ type: "string", ...(description ? { description } : {}), ...extra });
-export const int = (description?: string, extra: Partial<JsonSchema> = {}): JsonSchema => ({ type: "integer", ...(description ? { description } : {}), ...extra });
-export const bool = (description?: string, extra: Partial<JsonSchema> = {}): JsonSchema => ({ type: "boolean", ...(description ? { description } : {}), ...extra });
-export const array = (items: JsonSchema, description?: string, extra: Partial<JsonSchema> = {}): JsonSchema => ({ type: "array", items, ...(description ? { description } : {}), ...extra });
+export const str = (description?: string, extra: Partial<JsonSchema> = {}): JsonSchema => ({
+  type: "string",
+  ...(description ? { description } : {}),
+  ...extra,
+});
+export const int = (description?: string, extra: Partial<JsonSchema> = {}): JsonSchema => ({
+  type: "integer",
+  ...(description ? { description } : {}),
+  ...extra,
+});
+export const bool = (description?: string, extra: Partial<JsonSchema> = {}): JsonSchema => ({
+  type: "boolean",
+  ...(description ? { description } : {}),
+  ...extra,
+});
+export const array = (items: JsonSchema, description?: string, extra: Partial<JsonSchema> = {}): JsonSchema => ({
+  type: "array",
+  items,
+  ...(description ? { description } : {}),
+  ...extra,
+});
 /** A declared map of names to strings (e.g. env additions): keys are data, not fields. */
 export const stringMap = (description?: string): JsonSchema => ({
   type: "object",

@@ -47,12 +47,19 @@ test("a limit is written once: the rendered text states each clamp rule, and nor
   for (const def of toolDefinitions().filter((d) => d.clamps !== undefined)) {
     const text = texts(def).join("\n");
     for (const rule of def.clamps ?? []) {
-      assert.ok(text.includes(`clamped to ${rule.ceiling}`) || text.includes(`..${rule.ceiling}`), `${def.name}: the text states ${rule.path}'s ceiling ${rule.ceiling}`);
+      assert.ok(
+        text.includes(`clamped to ${rule.ceiling}`) || text.includes(`..${rule.ceiling}`),
+        `${def.name}: the text states ${rule.path}'s ceiling ${rule.ceiling}`,
+      );
       const args = structuredClone(sampleToolArgs(def.name));
       if (!setAt(args, rule.path, rule.ceiling + 1)) continue;
       const r = normalizeToolCall(def.name, args, { isAdmitted: () => true });
       assert.ok(r.ok, `${def.name}: ${JSON.stringify(r)}`);
-      assert.equal(Object.values(r.normalization?.effective ?? {})[0], rule.ceiling, `${def.name}: ${rule.path} above the ceiling is clamped to the rule's ceiling`);
+      assert.equal(
+        Object.values(r.normalization?.effective ?? {})[0],
+        rule.ceiling,
+        `${def.name}: ${rule.path} above the ceiling is clamped to the rule's ceiling`,
+      );
       checked++;
     }
   }
@@ -75,13 +82,20 @@ test("no description states a limit by hand: every ceiling and batch size in the
       for (const o of s.oneOf ?? []) walk(o);
     };
     walk(def.inputSchema);
-    for (const t of texts(def)) for (const m of t.matchAll(/Up to (\d+)/g)) assert.ok(maxItems.has(Number(m[1])), `${def.name}: "Up to ${m[1]}" is a schema's maxItems`);
+    for (const t of texts(def))
+      for (const m of t.matchAll(/Up to (\d+)/g)) assert.ok(maxItems.has(Number(m[1])), `${def.name}: "Up to ${m[1]}" is a schema's maxItems`);
   }
 });
 
 test("changing a definition's ceiling, default, maxItems or limit changes the text rendered from it", () => {
   const def = (ceiling: number, maxItems: number, bytes: number): ToolDefinition => ({
-    name: "probe", category: "files", effect: "read_only", risk: "low", authority: "project_read", execution: "runner", implemented: true,
+    name: "probe",
+    category: "files",
+    effect: "read_only",
+    risk: "low",
+    authority: "project_read",
+    execution: "runner",
+    implemented: true,
     description: "Waits ({{wait_ms}}); hunks 0..{{wait_ms:ceiling}}; max {{max_bytes:MiB}} or {{small:KiB}}; {{count}} items.",
     inputSchema: object({ wait_ms: int("Wait ({{wait_ms}})."), list: array(str(), "Up to {{maxItems}} entries.", { maxItems }) }),
     clamps: [{ path: "wait_ms", ceiling, minimum: 0, default: 10 }],

@@ -46,7 +46,10 @@ test("a run_shell rewrite carries the literal run_process call, canonicalized wi
     normalization: { code: "clamped_to_ceiling", hint: login.literal?.normalization?.hint, effective: { timeout_ms: 600_000 } },
   });
   const alias = ok(normalizeToolCall("run_process", { project: "~p1", argv: ["sh", "-c", "ls"] }, all));
-  assert.deepEqual([alias.normalization?.code, alias.literal?.tool, alias.literal?.normalization?.code], ["process_shell_to_run_shell", "run_process", "argv_to_args"]);
+  assert.deepEqual(
+    [alias.normalization?.code, alias.literal?.tool, alias.literal?.normalization?.code],
+    ["process_shell_to_run_shell", "run_process", "argv_to_args"],
+  );
   const plain = ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls"] }, all));
   assert.equal(plain.literal?.normalization, undefined, "the literal call reports no code when nothing else was normalized");
   assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["ls"] }, all)).literal, undefined, "no rewrite, no literal");
@@ -54,7 +57,10 @@ test("a run_shell rewrite carries the literal run_process call, canonicalized wi
 
 test("a shell rewrite that would lose stdin, or is not admitted, stays run_process", () => {
   assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "cat"], stdin: "x" }, all)).tool, "run_process");
-  assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls"] }, { isAdmitted: (t) => t !== "run_shell" })).tool, "run_process");
+  assert.equal(
+    ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls"] }, { isAdmitted: (t) => t !== "run_shell" })).tool,
+    "run_process",
+  );
   assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls", "extra"] }, all)).tool, "run_process");
 });
 
@@ -66,7 +72,19 @@ test("a timeout above its ceiling is clamped and the effective value reported", 
 });
 
 test("nested limits clamp per item", () => {
-  const r = ok(normalizeToolCall("search_project_texts", { project: "~p1", queries: [{ pattern: "a", max_results: 5 }, { pattern: "b", max_results: 50_000 }] }, all));
+  const r = ok(
+    normalizeToolCall(
+      "search_project_texts",
+      {
+        project: "~p1",
+        queries: [
+          { pattern: "a", max_results: 5 },
+          { pattern: "b", max_results: 50_000 },
+        ],
+      },
+      all,
+    ),
+  );
   assert.equal((r.arguments["queries"] as Array<Record<string, unknown>>)[1]?.["max_results"], 2_000);
   assert.deepEqual(r.normalization?.effective, { "queries.1.max_results": 2_000 });
 });
@@ -95,7 +113,11 @@ test("unknown tools and tools not admitted are rejected without fuzzy matching",
 
 test("occurrence with expected_match_count is rejected; reversed ranges too", () => {
   const edit = { replace_exact: { old_text: "a", new_text: "b" }, occurrence: 1, expected_match_count: 2 };
-  rejected(normalizeToolCall("edit_project_files", { project: "~p1", changes: [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [edit] }] }, all), "invalid_value", "occurrence_with_expected_match_count");
+  rejected(
+    normalizeToolCall("edit_project_files", { project: "~p1", changes: [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [edit] }] }, all),
+    "invalid_value",
+    "occurrence_with_expected_match_count",
+  );
   rejected(normalizeToolCall("read_files", { project: "~p1", files: [{ path: "a", start_line: 5, end_line: 2 }] }, all), "invalid_value", "range_reversed");
 });
 
@@ -106,8 +128,18 @@ test("null on an optional field means omitted, at any depth; on a required field
   const read = ok(normalizeToolCall("read_files", { project: "~p1", files: [{ path: "a", start_line: null, end_line: null }], max_bytes_per_file: null }, all));
   assert.deepEqual(read.arguments, { project: "~p1", files: [{ path: "a" }] });
   const edit = { replace_exact: { old_text: "a", new_text: "b" }, occurrence: null, expected_match_count: 2, line_scope: null };
-  const change = ok(normalizeToolCall("edit_project_files", { project: "~p1", dry_run: null, changes: [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [edit] }] }, all));
-  assert.deepEqual(change.arguments["changes"], [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [{ replace_exact: { old_text: "a", new_text: "b" }, expected_match_count: 2 }] }], "occurrence: null does not collide with expected_match_count");
+  const change = ok(
+    normalizeToolCall(
+      "edit_project_files",
+      { project: "~p1", dry_run: null, changes: [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [edit] }] },
+      all,
+    ),
+  );
+  assert.deepEqual(
+    change.arguments["changes"],
+    [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [{ replace_exact: { old_text: "a", new_text: "b" }, expected_match_count: 2 }] }],
+    "occurrence: null does not collide with expected_match_count",
+  );
   rejected(normalizeToolCall("run_shell", { project: "~p1", command: null }, all), "invalid_value");
   rejected(normalizeToolCall("read_files", { project: "~p1", files: [{ path: null }] }, all), "invalid_value");
   rejected(normalizeToolCall("edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "a", content: null }] }, all), "invalid_value");
@@ -121,9 +153,16 @@ test("null never hides an unknown field or a map value", () => {
 
 test("dropping nulls never adds or displaces the one reported normalization code", () => {
   assert.equal(ok(normalizeToolCall("run_process", { project: "~p1", argv: ["ls"], cwd: null }, all)).normalization?.code, "argv_to_args");
-  assert.equal(ok(normalizeToolCall("run_shell", { project: "~p1", command: "ls", timeout_ms: 9_999_999, wait_ms: null }, all)).normalization?.code, "clamped_to_ceiling");
+  assert.equal(
+    ok(normalizeToolCall("run_shell", { project: "~p1", command: "ls", timeout_ms: 9_999_999, wait_ms: null }, all)).normalization?.code,
+    "clamped_to_ceiling",
+  );
   const rewrite = ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "cat"], stdin: null }, all));
-  assert.deepEqual([rewrite.tool, rewrite.normalization?.code], ["run_shell", "process_shell_to_run_shell"], "stdin: null is no stdin, so the rewrite stays lossless");
+  assert.deepEqual(
+    [rewrite.tool, rewrite.normalization?.code],
+    ["run_shell", "process_shell_to_run_shell"],
+    "stdin: null is no stdin, so the rewrite stays lossless",
+  );
 });
 
 test("normalization does not modify the caller's arguments", () => {
@@ -140,5 +179,9 @@ test("an explicit default (dry_run false) is accepted as is", () => {
 
 test("edits past the 1024 cardinality bound are rejected, not clamped", () => {
   const edit = { replace_exact: { old_text: "a", new_text: "b" }, expected_match_count: 1025 };
-  rejected(normalizeToolCall("edit_project_files", { project: "~p1", changes: [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [edit] }] }, all), "invalid_value", "maximum");
+  rejected(
+    normalizeToolCall("edit_project_files", { project: "~p1", changes: [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [edit] }] }, all),
+    "invalid_value",
+    "maximum",
+  );
 });

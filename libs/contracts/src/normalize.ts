@@ -88,7 +88,8 @@ export function normalizeToolCall(tool: string, rawArguments: unknown, context: 
   // values canonicalize, different values fail closed.
   if ("argv" in args && (tool === "run_process" || tool === "run_detached_process")) {
     const { argv, ...rest } = args;
-    if ("args" in rest && JSON.stringify(rest["args"]) !== JSON.stringify(argv)) return reject(ReasonCode.conflictingAlias, "argv_args_differ", { field: "/argv" });
+    if ("args" in rest && JSON.stringify(rest["args"]) !== JSON.stringify(argv))
+      return reject(ReasonCode.conflictingAlias, "argv_args_differ", { field: "/argv" });
     args = { ...rest, args: argv };
     codes.add(ToolInputNormalizationCode.argvToArgs);
   }
@@ -113,7 +114,12 @@ export function normalizeToolCall(tool: string, rawArguments: unknown, context: 
 }
 
 /** A canonical call reporting the one code of `codes` that wins by precedence, with any clamped values. */
-function canonicalCall(tool: string, args: Record<string, unknown>, codes: ReadonlySet<ToolInputNormalizationCode>, effective: Record<string, number> | undefined): CanonicalCall {
+function canonicalCall(
+  tool: string,
+  args: Record<string, unknown>,
+  codes: ReadonlySet<ToolInputNormalizationCode>,
+  effective: Record<string, number> | undefined,
+): CanonicalCall {
   const code = precedence.find((c) => codes.has(c));
   return { tool, arguments: args, ...(code ? { normalization: { code, hint: normalizationHints[code], ...(effective ? { effective } : {}) } } : {}) };
 }
@@ -139,7 +145,10 @@ function dropOptionalNulls(schema: JsonSchema, value: unknown): unknown {
   }
   if (typeof value !== "object" || value === null) return value;
   const record = value as Record<string, unknown>;
-  const branch = schema.oneOf && schema.discriminator ? schema.oneOf.find((b) => b.properties?.[schema.discriminator!.propertyName]?.const === record[schema.discriminator!.propertyName]) : undefined;
+  const branch =
+    schema.oneOf && schema.discriminator
+      ? schema.oneOf.find((b) => b.properties?.[schema.discriminator!.propertyName]?.const === record[schema.discriminator!.propertyName])
+      : undefined;
   const target = branch ?? schema;
   const properties = target.properties;
   if (!properties) return value;
@@ -167,19 +176,22 @@ function checkCrossField(tool: string, args: Record<string, unknown>): Normalize
         if (edit["occurrence"] !== undefined && edit["expected_match_count"] !== undefined)
           return reject(ReasonCode.invalidValue, "occurrence_with_expected_match_count", { field: `/changes/${ci}/edits/${ei}/occurrence` });
         const scope = edit["line_scope"] as { start_line: number; end_line: number } | undefined;
-        if (scope && scope.end_line < scope.start_line) return reject(ReasonCode.invalidValue, "line_scope_reversed", { field: `/changes/${ci}/edits/${ei}/line_scope` });
+        if (scope && scope.end_line < scope.start_line)
+          return reject(ReasonCode.invalidValue, "line_scope_reversed", { field: `/changes/${ci}/edits/${ei}/line_scope` });
       }
     }
   }
   if (tool === "read_files") {
     for (const [i, f] of (args["files"] as Array<Record<string, number | undefined>>).entries()) {
-      if (f["start_line"] !== undefined && f["end_line"] !== undefined && f["end_line"] < f["start_line"]) return reject(ReasonCode.invalidValue, "range_reversed", { field: `/files/${i}/end_line` });
+      if (f["start_line"] !== undefined && f["end_line"] !== undefined && f["end_line"] < f["start_line"])
+        return reject(ReasonCode.invalidValue, "range_reversed", { field: `/files/${i}/end_line` });
     }
   }
-  if (tool === "run_shell" && args["login"] === true && args["shell"] !== "bash") return reject(ReasonCode.invalidValue, "login_requires_bash", { field: "/login" });
+  if (tool === "run_shell" && args["login"] === true && args["shell"] !== "bash")
+    return reject(ReasonCode.invalidValue, "login_requires_bash", { field: "/login" });
   if (tool === "import_host_files") {
     for (const [i, f] of (args["files"] as Array<Record<string, unknown>>).entries()) {
-      if (("content" in f) === ("content_base64" in f)) return reject(ReasonCode.invalidValue, "content_xor_content_base64", { field: `/files/${i}` });
+      if ("content" in f === "content_base64" in f) return reject(ReasonCode.invalidValue, "content_xor_content_base64", { field: `/files/${i}` });
     }
   }
   return undefined;
@@ -224,7 +236,9 @@ function shellCanonicalForm(args: Record<string, unknown>): { arguments: Record<
   const [exe, flag, command] = argv as [string, string, string];
   if (command.length === 0) return undefined;
   const { args: _argv, ...rest } = args;
-  if ((exe === "sh" || exe === "bash") && flag === "-c") return { arguments: { ...rest, command, shell: exe }, code: ToolInputNormalizationCode.processShellToRunShell };
-  if (exe === "bash" && flag === "-lc") return { arguments: { ...rest, command, shell: "bash", login: true }, code: ToolInputNormalizationCode.processBashLoginToRunShell };
+  if ((exe === "sh" || exe === "bash") && flag === "-c")
+    return { arguments: { ...rest, command, shell: exe }, code: ToolInputNormalizationCode.processShellToRunShell };
+  if (exe === "bash" && flag === "-lc")
+    return { arguments: { ...rest, command, shell: "bash", login: true }, code: ToolInputNormalizationCode.processBashLoginToRunShell };
   return undefined;
 }

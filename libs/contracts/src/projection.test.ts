@@ -17,12 +17,41 @@ function deepFreeze<T>(value: T): T {
 }
 
 const shellSuccess = (): Json => ({
-  execution_state: "completed", job_id: "job_1", state: "completed", exit_code: 0, signal: null, timed_out: false, command_summary: "ls", cwd: ".", shell: "sh",
-  output: "a\n", stdout: "a\n", stderr: "", stdout_bytes: 2, stderr_bytes: 0, duration_ms: 3, started_at: "t", effective: { timeout_ms: 1000, wait_ms: 100 }, truncated: false,
+  execution_state: "completed",
+  job_id: "job_1",
+  state: "completed",
+  exit_code: 0,
+  signal: null,
+  timed_out: false,
+  command_summary: "ls",
+  cwd: ".",
+  shell: "sh",
+  output: "a\n",
+  stdout: "a\n",
+  stderr: "",
+  stdout_bytes: 2,
+  stderr_bytes: 0,
+  duration_ms: 3,
+  started_at: "t",
+  effective: { timeout_ms: 1000, wait_ms: 100 },
+  truncated: false,
 });
-const readBatch = (): Json => ({ items: [{ success: true, error: null, path: "a", content: "x", read_revision: "r1", truncated: false }, { success: true, error: null, path: "b", binary: true, size_bytes: 3, read_revision: "r2" }] });
+const readBatch = (): Json => ({
+  items: [
+    { success: true, error: null, path: "a", content: "x", read_revision: "r1", truncated: false },
+    { success: true, error: null, path: "b", binary: true, size_bytes: 3, read_revision: "r2" },
+  ],
+});
 const searchBatch = (): Json => ({ results: [{ success: true, error: null, matches: [{ path: "a", line: 1, text: "x" }], total: 1, truncated: false }] });
-const appliedEdit = (): Json => ({ dry_run: false, execution_state: "completed", changed: true, paths: ["a"], applied_count: 1, change_summary: { files_changed: 1 }, files: [{ path: "a", kind: "edit", changed: true, read_revision: "r2" }] });
+const appliedEdit = (): Json => ({
+  dry_run: false,
+  execution_state: "completed",
+  changed: true,
+  paths: ["a"],
+  applied_count: 1,
+  change_summary: { files_changed: 1 },
+  files: [{ path: "a", kind: "edit", changed: true, read_revision: "r2" }],
+});
 
 /** Canonical results of every shape a projection treats specially, plus pending and failure-like runs. */
 const fixtures: Record<string, () => Json> = {
@@ -35,7 +64,10 @@ const fixtures: Record<string, () => Json> = {
   dryRunEdit: () => ({ dry_run: true, changed: true, paths: ["a"], change_summary: {}, files: [] }),
 };
 
-const extras = { normalization: { code: "clamped_to_ceiling" as const, hint: normalizationHints.clamped_to_ceiling, effective: { timeout_ms: 600_000 } }, followUp: waitForJobFollowUp("~p1", "job_1") };
+const extras = {
+  normalization: { code: "clamped_to_ceiling" as const, hint: normalizationHints.clamped_to_ceiling, effective: { timeout_ms: 600_000 } },
+  followUp: waitForJobFollowUp("~p1", "job_1"),
+};
 
 test("projections are pure: a deep-frozen canonical result projects through every tool's projection unchanged", () => {
   for (const def of toolDefinitions()) {
@@ -56,13 +88,21 @@ test("projections are pure: a deep-frozen canonical result projects through ever
 
 test("a complete all-success batch omits per-item success and error", () => {
   assert.deepEqual(compactBatch(readBatch(), "items"), {
-    items: [{ path: "a", content: "x", read_revision: "r1", truncated: false }, { path: "b", binary: true, size_bytes: 3, read_revision: "r2" }],
+    items: [
+      { path: "a", content: "x", read_revision: "r1", truncated: false },
+      { path: "b", binary: true, size_bytes: 3, read_revision: "r2" },
+    ],
   });
   assert.deepEqual(compactBatch(searchBatch(), "results"), { results: [{ matches: [{ path: "a", line: 1, text: "x" }], total: 1, truncated: false }] });
 });
 
 test("a partial batch keeps full envelopes", () => {
-  const input = { items: [{ success: true, error: null, path: "a" }, { success: false, path: "b", error: { reason_code: "path_not_found" } }] };
+  const input = {
+    items: [
+      { success: true, error: null, path: "a" },
+      { success: false, path: "b", error: { reason_code: "path_not_found" } },
+    ],
+  };
   assert.deepEqual(compactBatch(input, "items"), input);
 });
 
@@ -96,9 +136,14 @@ test("an applied edit omits dry_run=false, a completed execution state and appli
 
 test("a proven synchronous exit-zero shell success drops bookkeeping; failures, timeouts and pending stay rich", () => {
   assert.deepEqual(compactShell(shellSuccess()), { command_summary: "ls", cwd: ".", shell: "sh", output: "a\n", truncated: false });
-  for (const rich of [{ ...shellSuccess(), exit_code: 2 }, { ...shellSuccess(), timed_out: true, exit_code: null, signal: "SIGKILL" }, { execution_state: "pending", job_id: "job_1" }]) {
+  for (const rich of [
+    { ...shellSuccess(), exit_code: 2 },
+    { ...shellSuccess(), timed_out: true, exit_code: null, signal: "SIGKILL" },
+    { execution_state: "pending", job_id: "job_1" },
+  ]) {
     const projected = compactShell(rich);
-    for (const k of ["execution_state", "job_id", "exit_code", "signal", "timed_out", "output", "duration_ms"]) assertSameFact(rich, projected, k, JSON.stringify(rich));
+    for (const k of ["execution_state", "job_id", "exit_code", "signal", "timed_out", "output", "duration_ms"])
+      assertSameFact(rich, projected, k, JSON.stringify(rich));
   }
 });
 
@@ -113,8 +158,22 @@ test("a rich run result carries its output once and one state field; effective l
   assert.ok(!("state" in timedOut));
   const cancelled = compactRun({ ...shellSuccess(), state: "cancelled", exit_code: null, signal: "SIGTERM" });
   assert.equal(cancelled["execution_state"], "cancelled");
-  const proc = compactRun({ execution_state: "completed", job_id: "j", state: "completed", exit_code: 1, signal: null, timed_out: false, stdout: "o", stderr: "e", effective: { timeout_ms: 1, wait_ms: 2 } });
-  assert.deepEqual([proc["stdout"], proc["stderr"], "state" in proc, "effective" in proc], ["o", "e", false, false], "run_process has no combined output: both streams stay");
+  const proc = compactRun({
+    execution_state: "completed",
+    job_id: "j",
+    state: "completed",
+    exit_code: 1,
+    signal: null,
+    timed_out: false,
+    stdout: "o",
+    stderr: "e",
+    effective: { timeout_ms: 1, wait_ms: 2 },
+  });
+  assert.deepEqual(
+    [proc["stdout"], proc["stderr"], "state" in proc, "effective" in proc],
+    ["o", "e", false, false],
+    "run_process has no combined output: both streams stay",
+  );
   const pending = compactRun({ execution_state: "pending", job_id: "j", effective: { timeout_ms: 1, wait_ms: 2 } });
   assert.deepEqual(pending, { execution_state: "pending", job_id: "j" });
 });
@@ -128,12 +187,19 @@ test("a shell success with an unobserved end, a follow-up or recovery is not com
   for (const extra of [{ outcome_unknown: true }, { follow_up: waitForJobFollowUp("~p1", "job_1") }, { recovery: { kind: "x" } }]) {
     const r = { ...shellSuccess(), ...extra };
     const projected = compactShell(r);
-    for (const k of ["execution_state", "job_id", "exit_code", "signal", "timed_out", "duration_ms", "started_at", "output", ...Object.keys(extra)]) assertSameFact(r, projected, k, JSON.stringify(extra));
+    for (const k of ["execution_state", "job_id", "exit_code", "signal", "timed_out", "duration_ms", "started_at", "output", ...Object.keys(extra)])
+      assertSameFact(r, projected, k, JSON.stringify(extra));
   }
 });
 
 test("a clean shell success keeps truncation/loss facts, outcome_unknown=false and unknown sidecars", () => {
-  const r = compactShell({ ...shellSuccess(), truncated: true, omitted_bytes: { stdout: 10, stderr: 0, output: 10 }, outcome_unknown: false, expectations: { met: true } });
+  const r = compactShell({
+    ...shellSuccess(),
+    truncated: true,
+    omitted_bytes: { stdout: 10, stderr: 0, output: 10 },
+    outcome_unknown: false,
+    expectations: { met: true },
+  });
   assert.equal(r["truncated"], true);
   assert.deepEqual(r["omitted_bytes"], { stdout: 10, stderr: 0, output: 10 });
   assert.equal(r["outcome_unknown"], false);
@@ -181,10 +247,47 @@ test("truncated false/true/null/absent and outcome_unknown stay distinct through
 });
 
 test("a validation verdict reached within the wait drops Job bookkeeping; timeouts, pending and uncertainty stay rich", () => {
-  const life = { execution_state: "completed", job_id: "job_1", state: "completed", exit_code: 1, signal: null, timed_out: false, duration_ms: 900, started_at: "2026-01-01T00:00:00.000Z", effective: { timeout_ms: 120000, wait_ms: 10000 } };
-  const verdict = { status: "failed", checks: [{ check: "test", provider: "go", command_summary: "go test -json ./...", status: "failed", tests: { passed: 1, failed: 1, skipped: 0 }, duration_ms: 800 }], failures: [{ check: "test", test: "TestAdd", path: "calc_test.go", line: 7, message: "boom" }], truncated: false };
-  assert.deepEqual(compactValidation({ ...life, ...verdict }), { ...verdict, checks: [{ check: "test", provider: "go", command_summary: "go test -json ./...", status: "failed", tests: { passed: 1, failed: 1, skipped: 0 } }] });
-  const timedOut = { ...life, state: "timed_out", timed_out: true, signal: "SIGTERM", status: "error", detail: "timed_out", checks: [], failures: [], truncated: false };
+  const life = {
+    execution_state: "completed",
+    job_id: "job_1",
+    state: "completed",
+    exit_code: 1,
+    signal: null,
+    timed_out: false,
+    duration_ms: 900,
+    started_at: "2026-01-01T00:00:00.000Z",
+    effective: { timeout_ms: 120000, wait_ms: 10000 },
+  };
+  const verdict = {
+    status: "failed",
+    checks: [
+      {
+        check: "test",
+        provider: "go",
+        command_summary: "go test -json ./...",
+        status: "failed",
+        tests: { passed: 1, failed: 1, skipped: 0 },
+        duration_ms: 800,
+      },
+    ],
+    failures: [{ check: "test", test: "TestAdd", path: "calc_test.go", line: 7, message: "boom" }],
+    truncated: false,
+  };
+  assert.deepEqual(compactValidation({ ...life, ...verdict }), {
+    ...verdict,
+    checks: [{ check: "test", provider: "go", command_summary: "go test -json ./...", status: "failed", tests: { passed: 1, failed: 1, skipped: 0 } }],
+  });
+  const timedOut = {
+    ...life,
+    state: "timed_out",
+    timed_out: true,
+    signal: "SIGTERM",
+    status: "error",
+    detail: "timed_out",
+    checks: [],
+    failures: [],
+    truncated: false,
+  };
   assert.deepEqual(compactValidation(timedOut), timedOut);
   const pending = { execution_state: "pending", job_id: "job_1", effective: { timeout_ms: 120000, wait_ms: 0 } };
   assert.deepEqual(compactValidation(pending), pending);

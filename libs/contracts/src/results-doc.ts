@@ -34,7 +34,8 @@ export function renderResultsDoc(): string {
   const pending = { execution_state: "pending", job_id: "job_1", follow_up: waitForJobFollowUp("~p1", "job_1") };
   const failure = toolFailure(ReasonCode.staleReadRevision, FailureStage.preflight, {
     evidence: {
-      path: "src/a.ts", current_read_revision: "r_0123456789abcdef",
+      path: "src/a.ts",
+      current_read_revision: "r_0123456789abcdef",
       anchors: [{ edit_index: 0, match_count: 1, excerpts: [{ start_line: 11, text: "const x = 1;\nconst y = old(x);\nreturn y;\n" }] }],
     },
     follow_up: rereadFollowUp("~p1", "src/a.ts"),
@@ -91,7 +92,7 @@ export function renderResultsDoc(): string {
     "or `fallback_recovery` (run it only to recover or expand detail). Run a follow-up exactly as",
     "returned: its `tool` with its `arguments`. A follow-up to a tool listed in `tools/list` names",
     "it directly; a follow-up to any other tool is already the `call_runtime_tool` wrapper",
-    "`{tool: \"call_runtime_tool\", arguments: {tool, arguments}}`, so a Host that only knows",
+    '`{tool: "call_runtime_tool", arguments: {tool, arguments}}`, so a Host that only knows',
     "`tools/list` can run it unchanged.",
     "",
     "## Results per tool",

@@ -4,7 +4,9 @@ import { sampleSchemaVariants, sampleToolArgs, sampleToolArgVariants } from "./s
 import type { JsonSchema } from "./json-schema.js";
 
 test("edit_project_files samples every change kind: edit, create, delete and move", () => {
-  const kinds = sampleToolArgVariants("edit_project_files").map((a) => ((a["changes"] as Array<Record<string, unknown>>)[0] as Record<string, unknown>)["kind"]);
+  const kinds = sampleToolArgVariants("edit_project_files").map(
+    (a) => ((a["changes"] as Array<Record<string, unknown>>)[0] as Record<string, unknown>)["kind"],
+  );
   assert.deepEqual(kinds, ["edit", "create", "delete", "move"]);
   assert.deepEqual(sampleToolArgs("edit_project_files"), sampleToolArgVariants("edit_project_files")[0]);
 });
@@ -19,7 +21,11 @@ test("every anyOf branch is sampled, and variants of two children are substitute
     required: ["a", "b"],
     additionalProperties: false,
   };
-  assert.deepEqual(sampleSchemaVariants(schema), [{ a: "x", b: "x" }, { a: 3, b: "x" }, { a: "x", b: "y" }]);
+  assert.deepEqual(sampleSchemaVariants(schema), [
+    { a: "x", b: "x" },
+    { a: 3, b: "x" },
+    { a: "x", b: "y" },
+  ]);
 });
 
 test("a schema node without a type, const or enum fails instead of inventing a value", () => {

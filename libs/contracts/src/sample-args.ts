@@ -42,8 +42,26 @@ const crossFieldOverrides: Record<string, Record<string, unknown>> = {
 
 /** The schema keywords the sampler understands; any other keyword is an unsupported construct. */
 const understood = new Set<string>([
-  "type", "description", "properties", "required", "additionalProperties", "propertyNames", "items", "enum", "const", "default",
-  "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern", "oneOf", "anyOf", "discriminator",
+  "type",
+  "description",
+  "properties",
+  "required",
+  "additionalProperties",
+  "propertyNames",
+  "items",
+  "enum",
+  "const",
+  "default",
+  "minimum",
+  "maximum",
+  "minLength",
+  "maxLength",
+  "minItems",
+  "maxItems",
+  "pattern",
+  "oneOf",
+  "anyOf",
+  "discriminator",
 ]);
 
 /**

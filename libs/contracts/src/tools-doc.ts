@@ -20,7 +20,9 @@ function describeSchema(schema: JsonSchema): string {
       if (typeof schema.additionalProperties === "object") return "map<string, string>";
       if (!schema.properties) return "object";
       const required = new Set(schema.required ?? []);
-      return `{${Object.entries(schema.properties).map(([k, v]) => `${k}${required.has(k) ? "" : "?"}: ${describeSchema(v)}`).join(", ")}}`;
+      return `{${Object.entries(schema.properties)
+        .map(([k, v]) => `${k}${required.has(k) ? "" : "?"}: ${describeSchema(v)}`)
+        .join(", ")}}`;
     }
     case "array":
       return `${schema.items ? describeSchema(schema.items) : "unknown"}[]`;
@@ -29,7 +31,9 @@ function describeSchema(schema: JsonSchema): string {
       if (schema.enum) return schema.enum.map((e) => JSON.stringify(e)).join(" | ");
       return "string";
     case "integer": {
-      const bounds = [schema.minimum !== undefined ? `>=${schema.minimum}` : "", schema.maximum !== undefined ? `<=${schema.maximum}` : ""].filter(Boolean).join(" ");
+      const bounds = [schema.minimum !== undefined ? `>=${schema.minimum}` : "", schema.maximum !== undefined ? `<=${schema.maximum}` : ""]
+        .filter(Boolean)
+        .join(" ");
       return bounds ? `integer (${bounds})` : "integer";
     }
     default:

@@ -6,7 +6,10 @@ import { toolDefinitions } from "./catalog.js";
 test("ModelWorkflowPolicy defaults to on-demand goals and unknown unattended continuation; bad values fail fast", () => {
   assert.deepEqual(modelWorkflowPolicyFrom(undefined, ""), { goalSelection: "on_demand", hostInteraction: { unattendedContinuation: "unknown" } });
   assert.deepEqual(DEFAULT_MODEL_WORKFLOW_POLICY, modelWorkflowPolicyFrom(undefined, undefined));
-  assert.deepEqual(modelWorkflowPolicyFrom("recommended", "validated"), { goalSelection: "recommended", hostInteraction: { unattendedContinuation: "validated" } });
+  assert.deepEqual(modelWorkflowPolicyFrom("recommended", "validated"), {
+    goalSelection: "recommended",
+    hostInteraction: { unattendedContinuation: "validated" },
+  });
   assert.throws(() => modelWorkflowPolicyFrom("always", undefined), /WEBCODEX_GOAL_SELECTION must be one of on_demand, recommended/);
   assert.throws(() => modelWorkflowPolicyFrom(undefined, "yes"), /WEBCODEX_UNATTENDED_CONTINUATION/);
 });

@@ -34,6 +34,13 @@ export function modelWorkflowPolicyFrom(goalSelection: string | undefined, unatt
   };
   return {
     goalSelection: pick("WEBCODEX_GOAL_SELECTION", goalSelection, GOAL_SELECTIONS, DEFAULT_MODEL_WORKFLOW_POLICY.goalSelection),
-    hostInteraction: { unattendedContinuation: pick("WEBCODEX_UNATTENDED_CONTINUATION", unattendedContinuation, UNATTENDED_CONTINUATIONS, DEFAULT_MODEL_WORKFLOW_POLICY.hostInteraction.unattendedContinuation) },
+    hostInteraction: {
+      unattendedContinuation: pick(
+        "WEBCODEX_UNATTENDED_CONTINUATION",
+        unattendedContinuation,
+        UNATTENDED_CONTINUATIONS,
+        DEFAULT_MODEL_WORKFLOW_POLICY.hostInteraction.unattendedContinuation,
+      ),
+    },
   };
 }

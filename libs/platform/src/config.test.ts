@@ -23,10 +23,13 @@ function problemsOf(env: Record<string, string>): string[] {
 describe("readConfig", () => {
   it("parses every kind and applies defaults", () => {
     assert.deepEqual(readConfig(spec, { T_URL: "postgres://x" }), { url: "postgres://x", name: "svc", port: 8080, debug: false, level: "info" });
-    assert.deepEqual(
-      readConfig(spec, { T_URL: "u", T_NAME: "n", T_PORT: "9000", T_DEBUG: "yes", T_LEVEL: "warn" }),
-      { url: "u", name: "n", port: 9000, debug: true, level: "warn" },
-    );
+    assert.deepEqual(readConfig(spec, { T_URL: "u", T_NAME: "n", T_PORT: "9000", T_DEBUG: "yes", T_LEVEL: "warn" }), {
+      url: "u",
+      name: "n",
+      port: 9000,
+      debug: true,
+      level: "warn",
+    });
     assert.equal(readConfig(spec, { T_URL: "u", T_DEBUG: "OFF" }).debug, false);
   });
 
@@ -51,7 +54,10 @@ describe("readConfig", () => {
     } catch (error) {
       assert.ok(error instanceof ConfigError);
       assert.equal(error.problems.length, 3);
-      assert.equal(error.message, 'invalid configuration:\n  - T_URL is required\n  - T_PORT must be an integer, got "x"\n  - T_LEVEL must be one of info, warn, got "loud"');
+      assert.equal(
+        error.message,
+        'invalid configuration:\n  - T_URL is required\n  - T_PORT must be an integer, got "x"\n  - T_LEVEL must be one of info, warn, got "loud"',
+      );
     }
   });
 });

@@ -41,7 +41,7 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
   pool.on("error", () => {
     // An idle client lost its server; the pool drops it and the next query reports the outage.
   });
-  const query = async <R,>(sql: string, params?: unknown[]) => {
+  const query = async <R>(sql: string, params?: unknown[]) => {
     const result = await pool.query(sql, params as unknown[]);
     return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
   };
@@ -61,7 +61,7 @@ export function createPostgresDatabase(options: PostgresOptions): Database {
       try {
         await client.query("BEGIN");
         const tx: Queryable = {
-          query: async <R,>(sql: string, params?: unknown[]) => {
+          query: async <R>(sql: string, params?: unknown[]) => {
             const r = await client.query(sql, params as unknown[]);
             return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
           },

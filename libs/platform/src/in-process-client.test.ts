@@ -13,7 +13,8 @@ function runnerWith(body: (ctx: HandlerContext) => Promise<string>) {
   });
 }
 
-const aborted = (signal: AbortSignal) => new Promise<unknown>((resolve) => (signal.aborted ? resolve(signal.reason) : signal.addEventListener("abort", () => resolve(signal.reason), { once: true })));
+const aborted = (signal: AbortSignal) =>
+  new Promise<unknown>((resolve) => (signal.aborted ? resolve(signal.reason) : signal.addEventListener("abort", () => resolve(signal.reason), { once: true })));
 
 describe("in-process client", () => {
   it("delivers the request as a message and the caller's headers to the handler", async () => {

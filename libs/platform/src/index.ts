@@ -23,12 +23,27 @@ export type { ArgumentShapeSketch, ShapeSchema, ResultSizes } from "./telemetry.
 export { createCallMetrics, createWorkMetrics } from "./metrics.js";
 export type { Gauge, CallMetrics, CallObservation, WorkMetrics } from "./metrics.js";
 export {
-  createTracingClientInterceptor, createTracingServerInterceptor, runServerSpan, withSpan, withLinkedSpan, activeSpanContext, extractTraceContext,
+  createTracingClientInterceptor,
+  createTracingServerInterceptor,
+  runServerSpan,
+  withSpan,
+  withLinkedSpan,
+  activeSpanContext,
+  extractTraceContext,
 } from "./tracing.js";
 export type { TracingOptions } from "./tracing.js";
 export { sealSecretEnvironment, isSecretEnvName } from "./sealed-env.js";
 export type { SealedEnvironment } from "./sealed-env.js";
-export { createServiceIdentity, serviceIdentityFromEnv, defaultBindHost, serviceCallerKey, serviceKeyProblem, SERVICE_TOKEN_HEADER, SERVICE_KEY_ENV, MIN_SERVICE_KEY_LENGTH } from "./service-identity.js";
+export {
+  createServiceIdentity,
+  serviceIdentityFromEnv,
+  defaultBindHost,
+  serviceCallerKey,
+  serviceKeyProblem,
+  SERVICE_TOKEN_HEADER,
+  SERVICE_KEY_ENV,
+  MIN_SERVICE_KEY_LENGTH,
+} from "./service-identity.js";
 export type { ServiceIdentity } from "./service-identity.js";
 export { createServiceTransport, provenNotSent } from "./service-transport.js";
 export type { ServiceTransportOptions } from "./service-transport.js";

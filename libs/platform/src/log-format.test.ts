@@ -12,7 +12,17 @@ test("log format: text on a terminal, JSON otherwise, WEBCODEX_LOG_FORMAT wins; 
 });
 
 test("a human line: time, level, message, then the fields as key=value (strings with spaces quoted)", () => {
-  const line = humanLine(JSON.stringify({ time: "2026-12-03T10:11:12.345Z", level: "warn", service: "webcodex-dev", msg: "runner lost", runner_id: "r-1", why: "no heartbeat", n: 3 }));
+  const line = humanLine(
+    JSON.stringify({
+      time: "2026-12-03T10:11:12.345Z",
+      level: "warn",
+      service: "webcodex-dev",
+      msg: "runner lost",
+      runner_id: "r-1",
+      why: "no heartbeat",
+      n: 3,
+    }),
+  );
   assert.equal(line, '10:11:12 warn  runner lost runner_id=r-1 why="no heartbeat" n=3');
 });
 

@@ -29,7 +29,9 @@ export function humanLine(json: string): string {
   }
   const time = typeof record["time"] === "string" ? record["time"].slice(11, 19) : "";
   const level = String(record["level"] ?? "info").padEnd(5);
-  const fields = Object.entries(record).filter(([k]) => !RESERVED.has(k)).map(([k, v]) => `${k}=${show(v)}`);
+  const fields = Object.entries(record)
+    .filter(([k]) => !RESERVED.has(k))
+    .map(([k, v]) => `${k}=${show(v)}`);
   return [time, level, String(record["msg"] ?? ""), ...fields].filter((s) => s !== "").join(" ");
 }
 

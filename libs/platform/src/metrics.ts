@@ -24,7 +24,12 @@ export interface Metrics {
 }
 
 const labelKey = (labels: Record<string, string> | undefined) =>
-  labels ? Object.keys(labels).sort().map((k) => `${k}="${String(labels[k]).replace(/["\\\n]/g, "_")}"`).join(",") : "";
+  labels
+    ? Object.keys(labels)
+        .sort()
+        .map((k) => `${k}="${String(labels[k]).replace(/["\\\n]/g, "_")}"`)
+        .join(",")
+    : "";
 
 const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -60,65 +65,85 @@ export function createMetrics(): Metrics {
     return made;
   };
   return {
-    counter: (name, help) => once(name, () => {
-      const values = new Map<string, number>();
-      const otel = mirrored((m) => m.createCounter(name, { description: help }));
-      renderers.push(() => {
-        let out = `# HELP ${name} ${help}\n# TYPE ${name} counter\n`;
-        for (const [k, v] of values) out += `${name}${k ? `{${k}}` : ""} ${v}\n`;
-        return out;
-      });
-      return {
-        inc: (labels, value = 1) => {
-          const k = labelKey(labels);
-          values.set(k, (values.get(k) ?? 0) + value);
-          try { otel()?.add(value, labels as Attributes | undefined); } catch { /* telemetry never breaks the app */ }
-        },
-      };
-    }),
-    histogram: (name, help, buckets = DEFAULT_BUCKETS) => once(name, () => {
-      const series = new Map<string, { counts: number[]; sum: number; count: number }>();
-      const otel = mirrored((m) => m.createHistogram(name, { description: help, unit: "s", advice: { explicitBucketBoundaries: buckets } }));
-      renderers.push(() => {
-        let out = `# HELP ${name} ${help}\n# TYPE ${name} histogram\n`;
-        for (const [k, s] of series) {
-          const sep = k ? "," : "";
-          buckets.forEach((b, i) => { out += `${name}_bucket{${k}${sep}le="${b}"} ${s.counts[i]}\n`; });
-          out += `${name}_bucket{${k}${sep}le="+Inf"} ${s.count}\n${name}_sum${k ? `{${k}}` : ""} ${s.sum}\n${name}_count${k ? `{${k}}` : ""} ${s.count}\n`;
-        }
-        return out;
-      });
-      return {
-        observe(value, labels) {
-          const k = labelKey(labels);
-          let s = series.get(k);
-          if (!s) { s = { counts: buckets.map(() => 0), sum: 0, count: 0 }; series.set(k, s); }
-          buckets.forEach((b, i) => { if (value <= b) s.counts[i] = (s.counts[i] ?? 0) + 1; });
-          s.sum += value;
-          s.count += 1;
-          try { otel()?.record(value, labels as Attributes | undefined); } catch { /* telemetry never breaks the app */ }
-        },
-      };
-    }),
-    gauge: (name, help) => once(name, () => {
-      const values = new Map<string, { value: number; labels: Record<string, string> | undefined }>();
-      const otel = mirrored((m) => {
-        const g = m.createObservableGauge(name, { description: help });
-        g.addCallback((result) => { for (const v of values.values()) result.observe(v.value, v.labels as Attributes | undefined); });
-        return g;
-      });
-      renderers.push(() => {
-        let out = `# HELP ${name} ${help}\n# TYPE ${name} gauge\n`;
-        for (const [k, v] of values) out += `${name}${k ? `{${k}}` : ""} ${v.value}\n`;
-        return out;
-      });
-      return {
-        set(value, labels) {
-          values.set(labelKey(labels), { value, labels });
-          otel();
-        },
-      };
-    }),
+    counter: (name, help) =>
+      once(name, () => {
+        const values = new Map<string, number>();
+        const otel = mirrored((m) => m.createCounter(name, { description: help }));
+        renderers.push(() => {
+          let out = `# HELP ${name} ${help}\n# TYPE ${name} counter\n`;
+          for (const [k, v] of values) out += `${name}${k ? `{${k}}` : ""} ${v}\n`;
+          return out;
+        });
+        return {
+          inc: (labels, value = 1) => {
+            const k = labelKey(labels);
+            values.set(k, (values.get(k) ?? 0) + value);
+            try {
+              otel()?.add(value, labels as Attributes | undefined);
+            } catch {
+              /* telemetry never breaks the app */
+            }
+          },
+        };
+      }),
+    histogram: (name, help, buckets = DEFAULT_BUCKETS) =>
+      once(name, () => {
+        const series = new Map<string, { counts: number[]; sum: number; count: number }>();
+        const otel = mirrored((m) => m.createHistogram(name, { description: help, unit: "s", advice: { explicitBucketBoundaries: buckets } }));
+        renderers.push(() => {
+          let out = `# HELP ${name} ${help}\n# TYPE ${name} histogram\n`;
+          for (const [k, s] of series) {
+            const sep = k ? "," : "";
+            buckets.forEach((b, i) => {
+              out += `${name}_bucket{${k}${sep}le="${b}"} ${s.counts[i]}\n`;
+            });
+            out += `${name}_bucket{${k}${sep}le="+Inf"} ${s.count}\n${name}_sum${k ? `{${k}}` : ""} ${s.sum}\n${name}_count${k ? `{${k}}` : ""} ${s.count}\n`;
+          }
+          return out;
+        });
+        return {
+          observe(value, labels) {
+            const k = labelKey(labels);
+            let s = series.get(k);
+            if (!s) {
+              s = { counts: buckets.map(() => 0), sum: 0, count: 0 };
+              series.set(k, s);
+            }
+            buckets.forEach((b, i) => {
+              if (value <= b) s.counts[i] = (s.counts[i] ?? 0) + 1;
+            });
+            s.sum += value;
+            s.count += 1;
+            try {
+              otel()?.record(value, labels as Attributes | undefined);
+            } catch {
+              /* telemetry never breaks the app */
+            }
+          },
+        };
+      }),
+    gauge: (name, help) =>
+      once(name, () => {
+        const values = new Map<string, { value: number; labels: Record<string, string> | undefined }>();
+        const otel = mirrored((m) => {
+          const g = m.createObservableGauge(name, { description: help });
+          g.addCallback((result) => {
+            for (const v of values.values()) result.observe(v.value, v.labels as Attributes | undefined);
+          });
+          return g;
+        });
+        renderers.push(() => {
+          let out = `# HELP ${name} ${help}\n# TYPE ${name} gauge\n`;
+          for (const [k, v] of values) out += `${name}${k ? `{${k}}` : ""} ${v.value}\n`;
+          return out;
+        });
+        return {
+          set(value, labels) {
+            values.set(labelKey(labels), { value, labels });
+            otel();
+          },
+        };
+      }),
     render() {
       const mem = process.memoryUsage();
       let out = `# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ${mem.rss}\n`;
@@ -179,8 +204,12 @@ export function createWorkMetrics(metrics: Metrics): WorkMetrics {
   const leases = metrics.gauge("webcodex_leases", "Leases by state");
   const leaseOps = metrics.counter("webcodex_lease_operations_total", "Lease operations by operation and result");
   return {
-    setJobs: (counts) => { for (const [state, n] of Object.entries(counts)) jobs.set(n, { state }); },
-    setLeases: (counts) => { for (const [state, n] of Object.entries(counts)) leases.set(n, { state }); },
+    setJobs: (counts) => {
+      for (const [state, n] of Object.entries(counts)) jobs.set(n, { state });
+    },
+    setLeases: (counts) => {
+      for (const [state, n] of Object.entries(counts)) leases.set(n, { state });
+    },
     leaseOperation: (op, result) => leaseOps.inc({ op, result }),
   };
 }

@@ -29,7 +29,9 @@ const workerUrl = new URL("./pglite-worker.js", import.meta.url);
 async function initializeCluster(dataDir: string): Promise<void> {
   const child = fork(fileURLToPath(new URL("./pglite-init.js", import.meta.url)), [dataDir], { stdio: ["ignore", "ignore", "pipe", "ipc"] });
   let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => { stderr += d.toString(); });
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once("error", reject);
     child.once("exit", (exitCode) => resolve(exitCode));
@@ -69,7 +71,7 @@ export async function createPgliteDatabase(dataDir: string): Promise<Database> {
       worker.postMessage({ id, op, sql, params });
     });
   };
-  const run = async <R,>(sql: string, params?: unknown[]): Promise<QueryResult<R>> => {
+  const run = async <R>(sql: string, params?: unknown[]): Promise<QueryResult<R>> => {
     // exec runs several statements (migrations) but takes no parameters.
     const multi = (params === undefined || params.length === 0) && sql.includes(";");
     const reply = await send(multi ? "exec" : "query", sql, multi ? undefined : (params ?? []));
@@ -79,7 +81,7 @@ export async function createPgliteDatabase(dataDir: string): Promise<Database> {
 
   // PGlite has one session: statements are queued so a transaction never interleaves with others.
   let tail: Promise<unknown> = Promise.resolve();
-  const serial = <T,>(fn: () => Promise<T>): Promise<T> => {
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
     const result = tail.then(fn, fn);
     tail = result.catch(() => undefined);
     return result;

@@ -18,10 +18,17 @@ describe("sealSecretEnvironment", () => {
         live: process.env.WEBCODEX_DEV_TOKEN ?? null, proc: readFileSync("/proc/self/environ", "utf8"), viaChild: child,
         kept: process.env.WEBCODEX_LOG_LEVEL,
       }));`;
-    const out = JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", script], {
-      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", WEBCODEX_DEV_TOKEN: "dev-token-probe-0123456789", WEBCODEX_POSTGRES_URL: "postgres://u:pw-probe@h/db", WEBCODEX_LOG_LEVEL: "warn" },
-      encoding: "utf8",
-    })) as Record<string, unknown>;
+    const out = JSON.parse(
+      execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+        env: {
+          PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+          WEBCODEX_DEV_TOKEN: "dev-token-probe-0123456789",
+          WEBCODEX_POSTGRES_URL: "postgres://u:pw-probe@h/db",
+          WEBCODEX_LOG_LEVEL: "warn",
+        },
+        encoding: "utf8",
+      }),
+    ) as Record<string, unknown>;
     assert.equal(out["copy"], "dev-token-probe-0123456789");
     assert.equal(out["url"], "postgres://u:pw-probe@h/db");
     assert.deepEqual(out["sealed"], ["WEBCODEX_DEV_TOKEN", "WEBCODEX_POSTGRES_URL"]);
@@ -35,10 +42,24 @@ describe("sealSecretEnvironment", () => {
   });
 
   it("names what counts as secret", () => {
-    for (const name of ["WEBCODEX_DEV_TOKEN", "WEBCODEX_RUNNER_TOKEN", "WEBCODEX_AUDIT_KEY_SECRET", "WEBCODEX_POSTGRES_URL", "WEBCODEX_REDIS_URL", "WEBCODEX_SERVICE_SIGNING_KEY"]) {
+    for (const name of [
+      "WEBCODEX_DEV_TOKEN",
+      "WEBCODEX_RUNNER_TOKEN",
+      "WEBCODEX_AUDIT_KEY_SECRET",
+      "WEBCODEX_POSTGRES_URL",
+      "WEBCODEX_REDIS_URL",
+      "WEBCODEX_SERVICE_SIGNING_KEY",
+    ]) {
       assert.equal(isSecretEnvName(name), true, name);
     }
-    for (const name of ["WEBCODEX_DEV_TOKENS_FILE", "WEBCODEX_RUNNER_TOKEN_FILE", "WEBCODEX_REDIS_KEY_PREFIX", "WEBCODEX_LOG_LEVEL", "WEBCODEX_PUBLIC_URL", "PATH"]) {
+    for (const name of [
+      "WEBCODEX_DEV_TOKENS_FILE",
+      "WEBCODEX_RUNNER_TOKEN_FILE",
+      "WEBCODEX_REDIS_KEY_PREFIX",
+      "WEBCODEX_LOG_LEVEL",
+      "WEBCODEX_PUBLIC_URL",
+      "PATH",
+    ]) {
       assert.equal(isSecretEnvName(name), false, name);
     }
   });

@@ -19,8 +19,12 @@ async function getJson(url: string): Promise<{ status: number; body: Record<stri
 function heldRoute(): { entered: Promise<void>; release: () => void; handler: NonNullable<ServiceServerOptions["httpRoutes"]> } {
   let release = () => undefined as void;
   let entered = () => undefined as void;
-  const gate = new Promise<void>((r) => { release = r; });
-  const inside = new Promise<void>((r) => { entered = r; });
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const inside = new Promise<void>((r) => {
+    entered = r;
+  });
   return {
     entered: inside,
     release,
@@ -37,7 +41,10 @@ function heldRoute(): { entered: Promise<void>; release: () => void; handler: No
 function connectResult(port: number): Promise<string> {
   return new Promise((resolve) => {
     const s = net.connect(port, "127.0.0.1");
-    s.once("connect", () => { s.destroy(); resolve("connected"); });
+    s.once("connect", () => {
+      s.destroy();
+      resolve("connected");
+    });
     s.once("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
   });
 }
@@ -59,7 +66,9 @@ describe("startServiceServer: health and readiness", () => {
     const server = await start({
       readiness: readinessFrom({
         postgres: async () => undefined,
-        redis: async () => { if (!redisUp) throw new Error("connect ECONNREFUSED 127.0.0.1:6379"); },
+        redis: async () => {
+          if (!redisUp) throw new Error("connect ECONNREFUSED 127.0.0.1:6379");
+        },
       }),
     });
     try {
@@ -79,7 +88,10 @@ describe("startServiceServer: health and readiness", () => {
   it("/readyz is 503 when the readiness function itself throws, with the error as the reason", async () => {
     const server = await start({ readiness: () => Promise.reject(new Error("probe crashed")) });
     try {
-      assert.deepEqual(await getJson(`${server.url}/readyz`), { status: 503, body: { ready: false, checks: { readiness: { ok: false, detail: "Error: probe crashed" } } } });
+      assert.deepEqual(await getJson(`${server.url}/readyz`), {
+        status: 503,
+        body: { ready: false, checks: { readiness: { ok: false, detail: "Error: probe crashed" } } },
+      });
     } finally {
       await server.close();
     }
@@ -101,14 +113,18 @@ describe("startServiceServer: graceful shutdown", () => {
     const inflight = new Promise<{ status: number; connection: string | undefined; body: string }>((resolve, reject) => {
       const req = http.get(`${server.url}/slow`, { agent: new http.Agent({ keepAlive: true }) }, (res) => {
         let body = "";
-        res.on("data", (c: Buffer) => { body += c.toString(); });
+        res.on("data", (c: Buffer) => {
+          body += c.toString();
+        });
         res.on("end", () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, body }));
       });
       req.on("error", reject);
     });
     await held.entered;
     let closed = false;
-    const closing = server.close().then(() => { closed = true; });
+    const closing = server.close().then(() => {
+      closed = true;
+    });
 
     await idleClosed;
     assert.equal(await connectResult(server.port), "ECONNREFUSED");
@@ -124,7 +140,9 @@ describe("startServiceServer: graceful shutdown", () => {
     const early = net.connect(server.port, "127.0.0.1");
     await new Promise<void>((r) => early.once("connect", () => r()));
     let out = "";
-    early.on("data", (c: Buffer) => { out += c.toString(); });
+    early.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
     const ended = new Promise<void>((r) => early.once("close", () => r()));
     const closing = server.close();
     early.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
@@ -145,8 +163,12 @@ describe("startServiceServer: graceful shutdown", () => {
     const inflight = new Promise<{ status: number; body: string }>((resolve, reject) => {
       let status = 0;
       let body = "";
-      stream.on("response", (h) => { status = Number(h[":status"]); });
-      stream.on("data", (c: Buffer) => { body += c.toString(); });
+      stream.on("response", (h) => {
+        status = Number(h[":status"]);
+      });
+      stream.on("data", (c: Buffer) => {
+        body += c.toString();
+      });
       stream.on("end", () => resolve({ status, body }));
       stream.on("error", reject);
     });

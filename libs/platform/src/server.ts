@@ -103,7 +103,10 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
   const h2 = http2.createServer({}, handle);
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.Http2Session>();
-  h2.on("session", (s) => { sessions.add(s); s.once("close", () => sessions.delete(s)); });
+  h2.on("session", (s) => {
+    sessions.add(s);
+    s.once("close", () => sessions.delete(s));
+  });
   const tcp = net.createServer({ noDelay: true, keepAlive: true }, (socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
@@ -125,7 +128,10 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
   tcp.on("error", (error) => options.logger.error("server error", { error }));
   await new Promise<void>((resolve, reject) => {
     tcp.once("error", reject);
-    tcp.listen(options.port, options.host ?? "127.0.0.1", () => { tcp.off("error", reject); resolve(); });
+    tcp.listen(options.port, options.host ?? "127.0.0.1", () => {
+      tcp.off("error", reject);
+      resolve();
+    });
   });
   const address = tcp.address() as net.AddressInfo;
   const host = options.host && options.host !== "0.0.0.0" && options.host !== "::" ? options.host : "127.0.0.1";
@@ -138,7 +144,9 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
       for (const s of sessions) s.close();
       for (const res of inflight) if (!res.headersSent) res.setHeader("connection", "close");
       for (const [socket, busy] of h1Busy) if (busy === 0) socket.destroy();
-      const deadline = setTimeout(() => { for (const s of sockets) s.destroy(); }, 2_000);
+      const deadline = setTimeout(() => {
+        for (const s of sockets) s.destroy();
+      }, 2_000);
       deadline.unref();
       await closed;
       clearTimeout(deadline);
@@ -161,7 +169,13 @@ export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
     if (stopping) process.exit(1);
     stopping = true;
     logger.info("shutting down", { signal });
-    stop().then(() => process.exit(0), (error: unknown) => { logger.error("shutdown failed", { error }); process.exit(1); });
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error("shutdown failed", { error });
+        process.exit(1);
+      },
+    );
   };
   process.once("SIGINT", handler);
   process.once("SIGTERM", handler);

@@ -10,11 +10,16 @@ const KEY = "k".repeat(40);
 
 /** A ToolRegistry whose ListTools reports the verified caller in its catalog version. */
 function setup(server: Interceptor[], client: Interceptor[]) {
-  const transport = createRouterTransport(({ service }) => {
-    service(ToolRegistryService, {
-      getAdmittedCatalog: (_req: unknown, ctx: HandlerContext) => ({ catalogVersion: `${ctx.values.get(serviceCallerKey) ?? "none"}|${ctx.requestHeader.get("x-webcodex-client-id") ?? ""}` }),
-    } as never);
-  }, { router: { interceptors: server }, transport: { interceptors: client } });
+  const transport = createRouterTransport(
+    ({ service }) => {
+      service(ToolRegistryService, {
+        getAdmittedCatalog: (_req: unknown, ctx: HandlerContext) => ({
+          catalogVersion: `${ctx.values.get(serviceCallerKey) ?? "none"}|${ctx.requestHeader.get("x-webcodex-client-id") ?? ""}`,
+        }),
+      } as never);
+    },
+    { router: { interceptors: server }, transport: { interceptors: client } },
+  );
   return createClient(ToolRegistryService, transport);
 }
 
@@ -31,7 +36,10 @@ describe("service identity", () => {
   });
 
   it("a call without a token, with a token of another key, or with a principal header changed after signing is refused", async () => {
-    await assert.rejects(setup([receiver.serverInterceptor()], []).getAdmittedCatalog({}, { headers: principalHeaders({ clientId: "acme", subject: "a" }) }), unauthenticated);
+    await assert.rejects(
+      setup([receiver.serverInterceptor()], []).getAdmittedCatalog({}, { headers: principalHeaders({ clientId: "acme", subject: "a" }) }),
+      unauthenticated,
+    );
     const forger = createServiceIdentity({ service: "gateway", key: "f".repeat(40) });
     await assert.rejects(setup([receiver.serverInterceptor()], [forger.clientInterceptor]).getAdmittedCatalog({}), unauthenticated);
     const swap: Interceptor = (next) => (req) => {
@@ -39,12 +47,24 @@ describe("service identity", () => {
       return next(req);
     };
     // Signed first, then the header is swapped (a man in the middle, or a confused proxy).
-    await assert.rejects(setup([receiver.serverInterceptor()], [gateway.clientInterceptor, swap]).getAdmittedCatalog({}, { headers: principalHeaders({ clientId: "acme", subject: "a" }) }), unauthenticated);
+    await assert.rejects(
+      setup([receiver.serverInterceptor()], [gateway.clientInterceptor, swap]).getAdmittedCatalog(
+        {},
+        { headers: principalHeaders({ clientId: "acme", subject: "a" }) },
+      ),
+      unauthenticated,
+    );
     const added: Interceptor = (next) => (req) => {
       req.header.set("x-webcodex-tenant", "other");
       return next(req);
     };
-    await assert.rejects(setup([receiver.serverInterceptor()], [gateway.clientInterceptor, added]).getAdmittedCatalog({}, { headers: principalHeaders({ clientId: "acme", subject: "a" }) }), unauthenticated);
+    await assert.rejects(
+      setup([receiver.serverInterceptor()], [gateway.clientInterceptor, added]).getAdmittedCatalog(
+        {},
+        { headers: principalHeaders({ clientId: "acme", subject: "a" }) },
+      ),
+      unauthenticated,
+    );
   });
 
   it("a token expires and is bound to one procedure", async () => {

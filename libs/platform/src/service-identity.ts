@@ -105,26 +105,32 @@ export function createServiceIdentity(options: { service: string; key: string; n
   return {
     service: options.service,
     clientInterceptor: (next) => (req) => {
-      req.header.set(SERVICE_TOKEN_HEADER, sign({ iss: options.service, aud: procedureOf(req.url), exp: now() + TOKEN_TTL_MS, hdr: signedHeaders(req.header) }));
+      req.header.set(
+        SERVICE_TOKEN_HEADER,
+        sign({ iss: options.service, aud: procedureOf(req.url), exp: now() + TOKEN_TTL_MS, hdr: signedHeaders(req.header) }),
+      );
       return next(req);
     },
-    serverInterceptor: (open = new Set()) => (next) => (req) => {
-      const procedure = `/${req.service.typeName}/${req.method.name}`;
-      const token = req.header.get(SERVICE_TOKEN_HEADER);
-      if (token === null) {
-        if (open.has(procedure)) return next(req);
-        throw new ConnectError("service identity required", Code.Unauthenticated);
-      }
-      let caller: string;
-      try {
-        caller = verify(token, procedure, req.header);
-      } catch (error) {
-        if (error instanceof ConnectError) throw error;
-        throw new ConnectError("invalid service token", Code.Unauthenticated);
-      }
-      req.contextValues.set(serviceCallerKey, caller);
-      return next(req);
-    },
+    serverInterceptor:
+      (open = new Set()) =>
+      (next) =>
+      (req) => {
+        const procedure = `/${req.service.typeName}/${req.method.name}`;
+        const token = req.header.get(SERVICE_TOKEN_HEADER);
+        if (token === null) {
+          if (open.has(procedure)) return next(req);
+          throw new ConnectError("service identity required", Code.Unauthenticated);
+        }
+        let caller: string;
+        try {
+          caller = verify(token, procedure, req.header);
+        } catch (error) {
+          if (error instanceof ConnectError) throw error;
+          throw new ConnectError("invalid service token", Code.Unauthenticated);
+        }
+        req.contextValues.set(serviceCallerKey, caller);
+        return next(req);
+      },
   };
 }
 

@@ -43,7 +43,10 @@ describe("startTelemetry", () => {
     const telemetry = await startTelemetry("svc", { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "not a url" }, logger);
     assert.equal(telemetry.enabled, false);
     assert.equal(spansRecorded(), false);
-    assert.deepEqual(lines.map((l) => [l["level"], l["msg"]]), [["warn", "telemetry disabled: invalid OpenTelemetry configuration"]]);
+    assert.deepEqual(
+      lines.map((l) => [l["level"], l["msg"]]),
+      [["warn", "telemetry disabled: invalid OpenTelemetry configuration"]],
+    );
   });
 
   it("bad OTEL_* values beside a good endpoint warn and fall back to defaults; spans still go out by OTLP/HTTP", async () => {
@@ -73,8 +76,14 @@ describe("startTelemetry", () => {
       await telemetry.shutdown();
       assert.ok(received.includes("POST /v1/traces application/x-protobuf"), received.join(", "));
       const warnings = lines.filter((l) => l["level"] === "warn").map((l) => String(l["message"]));
-      assert.ok(warnings.some((w) => /traces protocol: carrier-pigeon/.test(w)), warnings.join(" | "));
-      assert.ok(warnings.some((w) => /OTEL_TRACES_SAMPLER value "bogus"/.test(w)), warnings.join(" | "));
+      assert.ok(
+        warnings.some((w) => /traces protocol: carrier-pigeon/.test(w)),
+        warnings.join(" | "),
+      );
+      assert.ok(
+        warnings.some((w) => /OTEL_TRACES_SAMPLER value "bogus"/.test(w)),
+        warnings.join(" | "),
+      );
     } finally {
       for (const [k, v] of Object.entries(saved)) {
         if (v === undefined) delete process.env[k];

@@ -26,12 +26,20 @@ export async function startTelemetry(serviceName: string, env: Env, logger: Logg
     new URL(endpoint);
     const [{ NodeSDK }, api] = await Promise.all([import("@opentelemetry/sdk-node"), import("@opentelemetry/api")]);
     // The SDK's own complaints (bad OTEL_* values, exporter failures) become our warnings.
-    const warn = (message: string, ...args: unknown[]) => logger.warn("opentelemetry", { message, detail: args.map((a) => (a instanceof Error ? a.message : String(a))).join(" ") });
-    api.diag.setLogger({ error: warn, warn, info: () => undefined, debug: () => undefined, verbose: () => undefined }, { logLevel: api.DiagLogLevel.WARN, suppressOverrideMessage: true });
+    const warn = (message: string, ...args: unknown[]) =>
+      logger.warn("opentelemetry", { message, detail: args.map((a) => (a instanceof Error ? a.message : String(a))).join(" ") });
+    api.diag.setLogger(
+      { error: warn, warn, info: () => undefined, debug: () => undefined, verbose: () => undefined },
+      { logLevel: api.DiagLogLevel.WARN, suppressOverrideMessage: true },
+    );
     const sdk = new NodeSDK({ serviceName: env["OTEL_SERVICE_NAME"] ?? serviceName });
     sdk.start();
     logger.info("telemetry enabled", { endpoint });
-    const providers = () => [api.trace.getTracerProvider(), api.metrics.getMeterProvider()] as unknown as Array<{ forceFlush?: () => Promise<void>; getDelegate?: () => { forceFlush?: () => Promise<void> } }>;
+    const providers = () =>
+      [api.trace.getTracerProvider(), api.metrics.getMeterProvider()] as unknown as Array<{
+        forceFlush?: () => Promise<void>;
+        getDelegate?: () => { forceFlush?: () => Promise<void> };
+      }>;
     return {
       enabled: true,
       async flush() {
@@ -161,7 +169,8 @@ function scalarMembers(value: unknown, visit: (member: string) => void, depth = 
     return;
   }
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    if (v === null || typeof v === "boolean" || typeof v === "number" || (typeof v === "string" && v.length <= MAX_SCALAR)) visit(`${JSON.stringify(k)}:${JSON.stringify(v)}`);
+    if (v === null || typeof v === "boolean" || typeof v === "number" || (typeof v === "string" && v.length <= MAX_SCALAR))
+      visit(`${JSON.stringify(k)}:${JSON.stringify(v)}`);
     else scalarMembers(v, visit, depth + 1);
   }
 }

@@ -60,9 +60,15 @@ export function createTracingClientInterceptor(options: TracingOptions = {}): In
   const seconds = options.metrics?.histogram("webcodex_rpc_client_seconds", "Outgoing RPC latency by service, method and code");
   return (next) => async (req) => {
     const started = performance.now();
-    const span = safe(() => tracer().startSpan(`${req.service.typeName}/${req.method.name}`, { kind: SpanKind.CLIENT, attributes: rpcAttributes(req.service.typeName, req.method.name) }));
+    const span = safe(() =>
+      tracer().startSpan(`${req.service.typeName}/${req.method.name}`, {
+        kind: SpanKind.CLIENT,
+        attributes: rpcAttributes(req.service.typeName, req.method.name),
+      }),
+    );
     safe(() => propagation.inject(span ? trace.setSpan(context.active(), span) : context.active(), req.header, setter));
-    const observe = (code: string) => safe(() => seconds?.observe((performance.now() - started) / 1000, { service: req.service.typeName, method: req.method.name, code }));
+    const observe = (code: string) =>
+      safe(() => seconds?.observe((performance.now() - started) / 1000, { service: req.service.typeName, method: req.method.name, code }));
     try {
       const res = await next(req);
       endSpan(span);
@@ -86,9 +92,21 @@ export function extractTraceContext(headers: Headers | undefined): Context {
  * Runs `fn` in a SERVER span for `service/method`, child of the context in `headers` (or of
  * the active span). The span is active while `fn` runs, so outgoing calls join the trace.
  */
-export async function runServerSpan<T>(service: string, method: string, headers: Headers | undefined, fn: () => Promise<T>, options: TracingOptions = {}): Promise<T> {
+export async function runServerSpan<T>(
+  service: string,
+  method: string,
+  headers: Headers | undefined,
+  fn: () => Promise<T>,
+  options: TracingOptions = {},
+): Promise<T> {
   const parent = extractTraceContext(headers);
-  const span = safe(() => tracer().startSpan(`${service}/${method}`, { kind: SpanKind.SERVER, attributes: rpcAttributes(service, method, options.service ? { "webcodex.service": options.service } : undefined) }, parent));
+  const span = safe(() =>
+    tracer().startSpan(
+      `${service}/${method}`,
+      { kind: SpanKind.SERVER, attributes: rpcAttributes(service, method, options.service ? { "webcodex.service": options.service } : undefined) },
+      parent,
+    ),
+  );
   const active = span ? (safe(() => trace.setSpan(parent, span)) ?? parent) : parent;
   try {
     const result = await context.with(active, fn);
@@ -135,7 +153,10 @@ export async function withSpan<T>(name: string, attributes: Attributes, fn: (spa
     safe(() => span?.end());
     return result;
   } catch (error) {
-    safe(() => { span?.setStatus({ code: SpanStatusCode.ERROR }); span?.end(); });
+    safe(() => {
+      span?.setStatus({ code: SpanStatusCode.ERROR });
+      span?.end();
+    });
     throw error;
   }
 }
@@ -149,7 +170,11 @@ export function activeSpanContext(): { traceId: string; spanId: string; traceFla
 }
 
 /** Runs `fn` in a span linked to (not parented by) the given span contexts. */
-export async function withLinkedSpan<T>(name: string, links: ReadonlyArray<{ traceId: string; spanId: string; traceFlags: number }>, fn: () => Promise<T>): Promise<T> {
+export async function withLinkedSpan<T>(
+  name: string,
+  links: ReadonlyArray<{ traceId: string; spanId: string; traceFlags: number }>,
+  fn: () => Promise<T>,
+): Promise<T> {
   const span = safe(() => tracer().startSpan(name, { kind: SpanKind.INTERNAL, root: true, links: links.slice(0, 128).map((l) => ({ context: l })) }));
   const active = span ? (safe(() => trace.setSpan(context.active(), span)) ?? context.active()) : context.active();
   try {
@@ -157,7 +182,10 @@ export async function withLinkedSpan<T>(name: string, links: ReadonlyArray<{ tra
     safe(() => span?.end());
     return result;
   } catch (error) {
-    safe(() => { span?.setStatus({ code: SpanStatusCode.ERROR }); span?.end(); });
+    safe(() => {
+      span?.setStatus({ code: SpanStatusCode.ERROR });
+      span?.end();
+    });
     throw error;
   }
 }

@@ -96,9 +96,27 @@ const codeOrNull = (s: string) => (CODE.test(s) ? s : null);
 const clampInt = (n: number) => Math.max(0, Math.min(2_147_483_647, Math.round(n)));
 
 const COLUMNS = [
-  "call_id", "started_at", "client_id", "subject", "tool", "project_canonical_id", "session_id", "effect", "outcome", "reason_code",
-  "failure_stage", "state_changed", "outcome_unknown", "duration_us", "stage_durations_us", "args_shape_fingerprint", "args_shape_leaves",
-  "result_canonical_bytes", "result_projected_bytes", "result_metadata_bytes", "summary",
+  "call_id",
+  "started_at",
+  "client_id",
+  "subject",
+  "tool",
+  "project_canonical_id",
+  "session_id",
+  "effect",
+  "outcome",
+  "reason_code",
+  "failure_stage",
+  "state_changed",
+  "outcome_unknown",
+  "duration_us",
+  "stage_durations_us",
+  "args_shape_fingerprint",
+  "args_shape_leaves",
+  "result_canonical_bytes",
+  "result_projected_bytes",
+  "result_metadata_bytes",
+  "summary",
 ] as const;
 
 function rowValues(r: ActionRecord): unknown[] {
@@ -108,13 +126,32 @@ function rowValues(r: ActionRecord): unknown[] {
   const stages: Record<string, number> = {};
   for (const [k, v] of Object.entries(r.stageDurationsUs)) if (CODE.test(k)) stages[k] = clampInt(v);
   return [
-    r.callId, new Date(Number(r.startedAtUnixMs)).toISOString(), r.clientId, r.subject, codeOrNull(r.tool) ?? "unknown_tool",
-    orNull(r.projectCanonicalId), orNull(r.sessionId), codeOrNull(r.effect) ?? "unknown", ok ? "success" : "failure",
-    ok ? null : codeOrNull(r.reasonCode), ok ? null : codeOrNull(r.failureStage), r.stateChanged, r.outcomeUnknown,
-    clampInt(r.durationUs), JSON.stringify(stages),
-    shape?.fingerprint ?? null, shape ? [...new Set(shape.leaves.filter((l) => HEX12.test(l)))].sort().slice(0, 64) : null,
-    size ? clampInt(size.canonicalBytes) : null, size ? clampInt(size.projectedBytes) : null, size ? clampInt(size.projectedMetadataBytes) : null,
-    JSON.stringify(withContinuation(withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined), continuationFacts(r.continuationFacts))),
+    r.callId,
+    new Date(Number(r.startedAtUnixMs)).toISOString(),
+    r.clientId,
+    r.subject,
+    codeOrNull(r.tool) ?? "unknown_tool",
+    orNull(r.projectCanonicalId),
+    orNull(r.sessionId),
+    codeOrNull(r.effect) ?? "unknown",
+    ok ? "success" : "failure",
+    ok ? null : codeOrNull(r.reasonCode),
+    ok ? null : codeOrNull(r.failureStage),
+    r.stateChanged,
+    r.outcomeUnknown,
+    clampInt(r.durationUs),
+    JSON.stringify(stages),
+    shape?.fingerprint ?? null,
+    shape ? [...new Set(shape.leaves.filter((l) => HEX12.test(l)))].sort().slice(0, 64) : null,
+    size ? clampInt(size.canonicalBytes) : null,
+    size ? clampInt(size.projectedBytes) : null,
+    size ? clampInt(size.projectedMetadataBytes) : null,
+    JSON.stringify(
+      withContinuation(
+        withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined),
+        continuationFacts(r.continuationFacts),
+      ),
+    ),
   ];
 }
 
@@ -186,35 +223,70 @@ function withContinuation(summary: ActionSummary, continuation: ContinuationAudi
 }
 
 interface AuditRow {
-  call_id: string; client_id: string; subject: string; tool: string; project_canonical_id: string | null; session_id: string | null;
-  effect: string; outcome: string; reason_code: string | null; failure_stage: string | null; state_changed: boolean; outcome_unknown: boolean;
-  started_at: Date | string; duration_us: number; stage_durations_us: Record<string, number> | string;
-  args_shape_fingerprint: string | null; args_shape_leaves: string[] | null;
-  result_canonical_bytes: number | null; result_projected_bytes: number | null; result_metadata_bytes: number | null;
+  call_id: string;
+  client_id: string;
+  subject: string;
+  tool: string;
+  project_canonical_id: string | null;
+  session_id: string | null;
+  effect: string;
+  outcome: string;
+  reason_code: string | null;
+  failure_stage: string | null;
+  state_changed: boolean;
+  outcome_unknown: boolean;
+  started_at: Date | string;
+  duration_us: number;
+  stage_durations_us: Record<string, number> | string;
+  args_shape_fingerprint: string | null;
+  args_shape_leaves: string[] | null;
+  result_canonical_bytes: number | null;
+  result_projected_bytes: number | null;
+  result_metadata_bytes: number | null;
   summary: ActionSummary | string;
 }
 
-const json = <T,>(v: T | string): T => (typeof v === "string" ? (JSON.parse(v) as T) : v);
+const json = <T>(v: T | string): T => (typeof v === "string" ? (JSON.parse(v) as T) : v);
 
 export function recordFromRow(row: AuditRow): MessageInitShape<typeof ActionRecordSchema> {
   const summary = json<ActionSummary>(row.summary);
   return {
-    callId: row.call_id, clientId: row.client_id, subject: row.subject, tool: row.tool,
-    projectCanonicalId: row.project_canonical_id ?? "", sessionId: row.session_id ?? "", effect: row.effect, outcome: row.outcome,
-    reasonCode: row.reason_code ?? "", failureStage: row.failure_stage ?? "", stateChanged: row.state_changed, outcomeUnknown: row.outcome_unknown,
+    callId: row.call_id,
+    clientId: row.client_id,
+    subject: row.subject,
+    tool: row.tool,
+    projectCanonicalId: row.project_canonical_id ?? "",
+    sessionId: row.session_id ?? "",
+    effect: row.effect,
+    outcome: row.outcome,
+    reasonCode: row.reason_code ?? "",
+    failureStage: row.failure_stage ?? "",
+    stateChanged: row.state_changed,
+    outcomeUnknown: row.outcome_unknown,
     inputNormalizationCode: summary.model_ergonomics?.input_normalization_code ?? "",
-    startedAtUnixMs: BigInt(new Date(row.started_at).getTime()), durationUs: row.duration_us,
+    startedAtUnixMs: BigInt(new Date(row.started_at).getTime()),
+    durationUs: row.duration_us,
     stageDurationsUs: json<Record<string, number>>(row.stage_durations_us),
     ...(row.args_shape_fingerprint ? { argumentShape: { fingerprint: row.args_shape_fingerprint, leaves: row.args_shape_leaves ?? [] } } : {}),
     ...(row.result_canonical_bytes !== null
-      ? { resultSize: { canonicalBytes: row.result_canonical_bytes, projectedBytes: row.result_projected_bytes ?? 0, projectedMetadataBytes: row.result_metadata_bytes ?? 0 } }
+      ? {
+          resultSize: {
+            canonicalBytes: row.result_canonical_bytes,
+            projectedBytes: row.result_projected_bytes ?? 0,
+            projectedMetadataBytes: row.result_metadata_bytes ?? 0,
+          },
+        }
       : {}),
     ...(summary.validation
       ? {
           validation: {
-            status: summary.validation.status, providers: summary.validation.providers,
-            testsPassed: summary.validation.tests.passed, testsFailed: summary.validation.tests.failed, testsSkipped: summary.validation.tests.skipped,
-            errors: summary.validation.diagnostics.errors, warnings: summary.validation.diagnostics.warnings,
+            status: summary.validation.status,
+            providers: summary.validation.providers,
+            testsPassed: summary.validation.tests.passed,
+            testsFailed: summary.validation.tests.failed,
+            testsSkipped: summary.validation.tests.skipped,
+            errors: summary.validation.diagnostics.errors,
+            warnings: summary.validation.diagnostics.warnings,
           },
         }
       : {}),
@@ -236,10 +308,10 @@ export function createAudit(deps: AuditDeps): ServiceImpl<typeof AuditService> {
     async listActions(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
       const limit = Math.min(Math.max(req.limit || 100, 1), 1000);
-      const r = await deps.db.query<AuditRow>(
-        `SELECT * FROM ${AUDIT_SCHEMA}.action_audit WHERE client_id=$1 ORDER BY started_at DESC, call_id LIMIT $2`,
-        [principal.clientId, limit],
-      );
+      const r = await deps.db.query<AuditRow>(`SELECT * FROM ${AUDIT_SCHEMA}.action_audit WHERE client_id=$1 ORDER BY started_at DESC, call_id LIMIT $2`, [
+        principal.clientId,
+        limit,
+      ]);
       return { records: r.rows.map(recordFromRow) };
     },
   };

@@ -3,8 +3,22 @@ import type { Env } from "@webcodex/platform";
 
 /** Retention and partition settings: the audit service's, and embedded mode's (`webcodex dev`). */
 export const auditRetentionConfigSpec = {
-  retentionDays: { kind: "int", env: "WEBCODEX_AUDIT_RETENTION_DAYS", default: 90, min: 1, max: 3650, doc: "Days ActionAudit rows are kept; older daily partitions are dropped." },
-  partitionsAheadDays: { kind: "int", env: "WEBCODEX_AUDIT_PARTITIONS_AHEAD_DAYS", default: 7, min: 0, max: 366, doc: "Daily partitions created ahead of today." },
+  retentionDays: {
+    kind: "int",
+    env: "WEBCODEX_AUDIT_RETENTION_DAYS",
+    default: 90,
+    min: 1,
+    max: 3650,
+    doc: "Days ActionAudit rows are kept; older daily partitions are dropped.",
+  },
+  partitionsAheadDays: {
+    kind: "int",
+    env: "WEBCODEX_AUDIT_PARTITIONS_AHEAD_DAYS",
+    default: 7,
+    min: 0,
+    max: 366,
+    doc: "Daily partitions created ahead of today.",
+  },
   maintenanceIntervalMs: { kind: "int", env: "WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS", default: 3_600_000, min: 1_000 },
 } as const;
 

@@ -8,8 +8,13 @@ test("continuation facts keep known subjects and facts with opaque ids; anything
   const f = (subject: string, id: string, fact: string) => create(ContinuationFactSchema, { subject, id, fact });
   assert.deepEqual(
     continuationFacts([
-      f("job", "job_12", "dispatch_accepted"), f("agent", "wc_agent_0123", "fresh_turn_observed"), f("job", "job_12", "consumed"),
-      f("job", "src/secret file.ts", "consumed"), f("task", "x", "consumed"), f("job", "job_1", "sent twice"), f("agent", "wc_agent_1", "dispatch_maybe"),
+      f("job", "job_12", "dispatch_accepted"),
+      f("agent", "wc_agent_0123", "fresh_turn_observed"),
+      f("job", "job_12", "consumed"),
+      f("job", "src/secret file.ts", "consumed"),
+      f("task", "x", "consumed"),
+      f("job", "job_1", "sent twice"),
+      f("agent", "wc_agent_1", "dispatch_maybe"),
     ]),
     [
       { subject: "job", id: "job_12", fact: "dispatch_accepted" },

@@ -9,7 +9,14 @@ export { loadRetentionConfig } from "./config.js";
 export type { AuditRetentionConfig } from "./config.js";
 // Partitions and retention (embedded mode runs maintenance itself):
 export {
-  ensurePartitions, dropExpiredPartitions, maintainPartitions, startPartitionMaintenance, listPartitionDays, partitionName, dayOf, defaultPartitionPolicy,
+  ensurePartitions,
+  dropExpiredPartitions,
+  maintainPartitions,
+  startPartitionMaintenance,
+  listPartitionDays,
+  partitionName,
+  dayOf,
+  defaultPartitionPolicy,
 } from "./partitions.js";
 export type { PartitionPolicy, Maintenance } from "./partitions.js";
 export { startAuditRetention } from "./retention.js";

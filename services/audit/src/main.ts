@@ -1,4 +1,14 @@
-import { createLogger, createMetrics, createPostgresDatabase, defaultBindHost, onShutdown, readinessFrom, serviceIdentityFromEnv, startServiceServer, startTelemetry } from "@webcodex/platform";
+import {
+  createLogger,
+  createMetrics,
+  createPostgresDatabase,
+  defaultBindHost,
+  onShutdown,
+  readinessFrom,
+  serviceIdentityFromEnv,
+  startServiceServer,
+  startTelemetry,
+} from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
@@ -17,9 +27,19 @@ export async function main(env: Env = process.env): Promise<void> {
   if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
   const server = await startServiceServer({
     ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
-    name: "audit", port: config.port, host: config.host ?? defaultBindHost(env), routes: routes({ db, retentionDays: config.retentionDays }), metrics: createMetrics(), logger,
+    name: "audit",
+    port: config.port,
+    host: config.host ?? defaultBindHost(env),
+    routes: routes({ db, retentionDays: config.retentionDays }),
+    metrics: createMetrics(),
+    logger,
     readiness: readinessFrom({ postgres: () => db.ping() }),
   });
   logger.info("listening", { url: server.url });
-  onShutdown(logger, async () => { maintenance.stop(); await server.close(); await db.close(); await telemetry.shutdown(); });
+  onShutdown(logger, async () => {
+    maintenance.stop();
+    await server.close();
+    await db.close();
+    await telemetry.shutdown();
+  });
 }

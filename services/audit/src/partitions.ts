@@ -41,7 +41,10 @@ export async function listPartitionDays(db: Queryable, schema: string): Promise<
       WHERE n.nspname = $1 AND p.relname = 'action_audit'`,
     [schema],
   );
-  return r.rows.map((row) => dayOfName(row.name)).filter((d): d is number => d !== undefined).sort((a, b) => a - b);
+  return r.rows
+    .map((row) => dayOfName(row.name))
+    .filter((d): d is number => d !== undefined)
+    .sort((a, b) => a - b);
 }
 
 /**
@@ -58,9 +61,12 @@ export async function ensurePartitions(db: Database, schema: string, days: Itera
     for (const day of wanted) {
       if (existing.has(day)) continue;
       const name = partitionName(day);
-      const from = new Date(day).toISOString(), to = new Date(day + DAY_MS).toISOString();
+      const from = new Date(day).toISOString(),
+        to = new Date(day + DAY_MS).toISOString();
       await tx.query(`CREATE TABLE ${schema}.${name} PARTITION OF ${schema}.action_audit FOR VALUES FROM ('${from}') TO ('${to}')`);
-      await tx.query(`CREATE TRIGGER action_audit_no_truncate BEFORE TRUNCATE ON ${schema}.${name} FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.action_audit_append_only()`);
+      await tx.query(
+        `CREATE TRIGGER action_audit_no_truncate BEFORE TRUNCATE ON ${schema}.${name} FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.action_audit_append_only()`,
+      );
       created.push(day);
     }
     return created;
@@ -86,9 +92,18 @@ export async function dropExpiredPartitions(db: Database, schema: string, policy
 }
 
 /** Creates today's and the next `aheadDays` partitions, then applies retention. */
-export async function maintainPartitions(db: Database, schema: string, policy: PartitionPolicy, now = Date.now()): Promise<{ created: number[]; dropped: number[] }> {
+export async function maintainPartitions(
+  db: Database,
+  schema: string,
+  policy: PartitionPolicy,
+  now = Date.now(),
+): Promise<{ created: number[]; dropped: number[] }> {
   const today = dayOf(now);
-  const created = await ensurePartitions(db, schema, Array.from({ length: Math.max(0, Math.floor(policy.aheadDays)) + 1 }, (_, i) => today + i * DAY_MS));
+  const created = await ensurePartitions(
+    db,
+    schema,
+    Array.from({ length: Math.max(0, Math.floor(policy.aheadDays)) + 1 }, (_, i) => today + i * DAY_MS),
+  );
   const dropped = await dropExpiredPartitions(db, schema, policy, now);
   return { created, dropped };
 }
@@ -108,10 +123,13 @@ export function startPartitionMaintenance(db: Database, schema: string, policy: 
   const runOnce = () => {
     running ??= maintainPartitions(db, schema, policy)
       .then(({ created, dropped }) => {
-        if (created.length || dropped.length) logger.info("audit partitions maintained", { created: created.map(partitionName), dropped: dropped.map(partitionName) });
+        if (created.length || dropped.length)
+          logger.info("audit partitions maintained", { created: created.map(partitionName), dropped: dropped.map(partitionName) });
       })
       .catch((error: unknown) => logger.warn("audit partition maintenance failed; retrying later", { error }))
-      .finally(() => { running = undefined; });
+      .finally(() => {
+        running = undefined;
+      });
     return running;
   };
   void runOnce();

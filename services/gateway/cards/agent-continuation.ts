@@ -41,7 +41,12 @@ async function call(card: Card, name: string, args: Json): Promise<{ view: Json;
 
 async function advance(card: Card, view: Json): Promise<void> {
   render(card, view);
-  const target = { agent_id: view["agent_id"], endpoint_id: view["endpoint_id"], expected_controller_generation: view["controller_generation"], after_cursor: view["after_cursor"] };
+  const target = {
+    agent_id: view["agent_id"],
+    endpoint_id: view["endpoint_id"],
+    expected_controller_generation: view["controller_generation"],
+    after_cursor: view["after_cursor"],
+  };
   const c = view["continuation"] as Json;
   if (c["dispatch"] !== "none" || dispatching) return;
   if (Number(view["pending_count"]) === 0) {

@@ -49,5 +49,8 @@ export async function startCard(name: string, onResult: (card: Card, result: Jso
 
 /** Renders a structured failure as text. */
 export function failureView(result: Json): HTMLElement {
-  return el("div", `Failed: ${String(result["reason_code"] ?? "unknown")}${result["message"] ? ` — ${String(result["message"])}` : ""}`, { cls: "error", id: "error" });
+  return el("div", `Failed: ${String(result["reason_code"] ?? "unknown")}${result["message"] ? ` — ${String(result["message"])}` : ""}`, {
+    cls: "error",
+    id: "error",
+  });
 }

@@ -23,15 +23,29 @@ void startCard("webcodex-work-result", (card, result, isError) => {
   const v = result["latest_validation"] as Json | undefined;
   const t = v?.["tests"] as Json | undefined;
   const d = v?.["diagnostics"] as Json | undefined;
-  const counts = [t ? `tests ${String(t["passed"])} passed, ${String(t["failed"])} failed, ${String(t["skipped"])} skipped` : "", d ? `${String(d["errors"])} errors, ${String(d["warnings"])} warnings` : ""].filter(Boolean).join("; ");
+  const counts = [
+    t ? `tests ${String(t["passed"])} passed, ${String(t["failed"])} failed, ${String(t["skipped"])} skipped` : "",
+    d ? `${String(d["errors"])} errors, ${String(d["warnings"])} warnings` : "",
+  ]
+    .filter(Boolean)
+    .join("; ");
   const validation = v
-    ? [el("h3", "Latest validation"), fact(String(v["tool"]), String(v["status"]), "validation-status"), ...(counts ? [el("div", counts, { cls: "fact", id: "validation-counts" })] : [])]
+    ? [
+        el("h3", "Latest validation"),
+        fact(String(v["tool"]), String(v["status"]), "validation-status"),
+        ...(counts ? [el("div", counts, { cls: "fact", id: "validation-counts" })] : []),
+      ]
     : [el("h3", "No validation result recorded", { id: "validation-none" })];
   replace(
     card.root,
     el("h2", String(input["title"] ?? "Work result"), { id: "title" }),
     el("p", String(input["summary"] ?? ""), { id: "summary" }),
-    el("h3", result["changes_unavailable"] ? `Changed files unavailable (${String(result["changes_unavailable"])})` : `Changed files (${String(result["total_changed_files"] ?? files.length)})`),
+    el(
+      "h3",
+      result["changes_unavailable"]
+        ? `Changed files unavailable (${String(result["changes_unavailable"])})`
+        : `Changed files (${String(result["total_changed_files"] ?? files.length)})`,
+    ),
     list,
     ...validation,
     el("h3", `Pending Jobs (${jobs.length})`),

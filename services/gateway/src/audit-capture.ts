@@ -67,10 +67,23 @@ export function refusedCallRecord(caller: Caller, requestedTool: string, request
   const def = toolDefinition(tool);
   const shape = argumentShape(args, def?.inputSchema as ShapeSchema | undefined);
   return {
-    callId: randomUUID(), clientId: caller.principal.clientId, subject: caller.principal.subject, tool: def?.name ?? "unknown_tool",
-    projectCanonicalId: "", sessionId: "", effect: def?.effect ?? "read_only", outcome: "failure", reasonCode: failure.reason_code,
-    failureStage: failure.failure_stage, ...(shape ? { argumentShape: shape } : {}),
-    stateChanged: false, outcomeUnknown: false, inputNormalizationCode: "", startedAtUnixMs: BigInt(Date.now()), durationUs: 0, stageDurationsUs: {},
+    callId: randomUUID(),
+    clientId: caller.principal.clientId,
+    subject: caller.principal.subject,
+    tool: def?.name ?? "unknown_tool",
+    projectCanonicalId: "",
+    sessionId: "",
+    effect: def?.effect ?? "read_only",
+    outcome: "failure",
+    reasonCode: failure.reason_code,
+    failureStage: failure.failure_stage,
+    ...(shape ? { argumentShape: shape } : {}),
+    stateChanged: false,
+    outcomeUnknown: false,
+    inputNormalizationCode: "",
+    startedAtUnixMs: BigInt(Date.now()),
+    durationUs: 0,
+    stageDurationsUs: {},
   };
 }
 
@@ -82,7 +95,9 @@ export function refusedCallRecord(caller: Caller, requestedTool: string, request
 export function auditNotDurableFailure(outcome: Outcome, stateChanged: boolean, outcomeUnknown: boolean): ToolFailure {
   const effect = outcomeUnknown
     ? "its effect is unknown: inspect the project before retrying"
-    : stateChanged ? "it did change the project: do not repeat it" : "it changed nothing";
+    : stateChanged
+      ? "it did change the project: do not repeat it"
+      : "it changed nothing";
   return toolFailure(ReasonCode.dependencyUnavailable, FailureStage.record, {
     detail_code: "audit_not_durable",
     state_changed: stateChanged,

@@ -131,7 +131,10 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
   const scheduleFlush = (delay: number) => {
     if (flushTimer || closed) return;
     flushTimerDelay = delay;
-    flushTimer = setTimeout(() => { flushTimer = undefined; void flush(); }, delay);
+    flushTimer = setTimeout(() => {
+      flushTimer = undefined;
+      void flush();
+    }, delay);
     flushTimer.unref();
   };
   /** Flush on the next turn (records of this turn join the batch), cancelling a slower retry timer. */
@@ -145,7 +148,10 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
   const scheduleReplay = () => {
     if (replayTimer || closed) return;
     const delay = Math.min(100 * 2 ** Math.min(failures, 8), retryMaxMs);
-    replayTimer = setTimeout(() => { replayTimer = undefined; void replay(); }, delay);
+    replayTimer = setTimeout(() => {
+      replayTimer = undefined;
+      void replay();
+    }, delay);
     replayTimer.unref();
   };
 
@@ -212,7 +218,9 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
         scheduleReplay();
         return 0;
       })
-      .finally(() => { replaying = undefined; });
+      .finally(() => {
+        replaying = undefined;
+      });
     return replaying;
   }
 

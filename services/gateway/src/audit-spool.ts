@@ -80,7 +80,8 @@ function lockDir(dir: string): () => void {
       } catch {
         // removed meanwhile
       }
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && pidAlive(holder)) throw new Error(`audit spool ${dir} is in use by process ${holder}`);
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && pidAlive(holder))
+        throw new Error(`audit spool ${dir} is in use by process ${holder}`);
       try {
         unlinkSync(path);
       } catch {
@@ -108,7 +109,11 @@ export class Spool {
   private queue: Pending[] = [];
   private writing: Promise<void> | undefined;
 
-  private constructor(readonly dir: string, private readonly maxBytes: number, private readonly unlock: () => void) {}
+  private constructor(
+    readonly dir: string,
+    private readonly maxBytes: number,
+    private readonly unlock: () => void,
+  ) {}
 
   static async open(dir: string, maxBytes: number): Promise<Spool> {
     await mkdir(dir, { recursive: true });
@@ -210,7 +215,10 @@ export class Spool {
   }
 
   async remove(segment: Segment): Promise<void> {
-    const size = await stat(segment.path).then((s) => s.size, () => 0);
+    const size = await stat(segment.path).then(
+      (s) => s.size,
+      () => 0,
+    );
     await unlink(segment.path).catch(() => undefined);
     await fsyncDir(this.dir).catch(() => undefined);
     this.bytes = Math.max(0, this.bytes - size);

@@ -55,8 +55,10 @@ export function createStaticTokenAuthenticator(entries: readonly StaticTokenEntr
   const table = entries.map((e) => ({
     hash: digest(e.token),
     caller: {
-      principal: e.tenantAdmin ? { clientId: e.clientId, subject: e.subject, tenantAdmin: true } : { clientId: e.clientId, subject: e.subject }, admissionProfile: e.admissionProfile ?? "full",
-      ...(e.hostProfile ? { hostProfile: e.hostProfile } : {}), scopes: [...(e.scopes ?? DEFAULT_STATIC_SCOPES)],
+      principal: e.tenantAdmin ? { clientId: e.clientId, subject: e.subject, tenantAdmin: true } : { clientId: e.clientId, subject: e.subject },
+      admissionProfile: e.admissionProfile ?? "full",
+      ...(e.hostProfile ? { hostProfile: e.hostProfile } : {}),
+      scopes: [...(e.scopes ?? DEFAULT_STATIC_SCOPES)],
     } satisfies Caller,
   }));
   return {

@@ -8,16 +8,28 @@ import { isTenantPreset, TENANT_PRESETS } from "./auth/tenancy.js";
 import type { TenancyOptions } from "./auth/tenancy.js";
 import type { GatewayDeps } from "./gateway.js";
 
-const splitList = (text: string) => text.split(",").map((s) => s.trim()).filter(Boolean);
+const splitList = (text: string) =>
+  text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** Tenant preset and admin mapping from their settings (shared by `webcodex dev`). */
-export function tenancyOptions(preset: string | undefined, adminClaim: string | undefined, adminValues: string | undefined): Omit<TenancyOptions, "tenantClaim"> {
-  if (preset !== undefined && preset !== "" && !isTenantPreset(preset)) throw new Error(`WEBCODEX_OAUTH_TENANT_PRESET must be one of ${TENANT_PRESETS.join(", ")}`);
+export function tenancyOptions(
+  preset: string | undefined,
+  adminClaim: string | undefined,
+  adminValues: string | undefined,
+): Omit<TenancyOptions, "tenantClaim"> {
+  if (preset !== undefined && preset !== "" && !isTenantPreset(preset))
+    throw new Error(`WEBCODEX_OAUTH_TENANT_PRESET must be one of ${TENANT_PRESETS.join(", ")}`);
   const values = splitList(adminValues ?? "");
   return { ...(preset ? { preset } : {}), ...(adminClaim ? { adminClaim } : {}), ...(values.length > 0 ? { adminValues: values } : {}) };
 }
 
-export type DeploymentOptions = Pick<GatewayDeps, "publicUrl" | "allowedHosts" | "hostProfile" | "auditSpoolDir" | "oauth" | "readOnlyClients" | "rateLimit" | "workflowPolicy" | "mcpSessionKey">;
+export type DeploymentOptions = Pick<
+  GatewayDeps,
+  "publicUrl" | "allowedHosts" | "hostProfile" | "auditSpoolDir" | "oauth" | "readOnlyClients" | "rateLimit" | "workflowPolicy" | "mcpSessionKey"
+>;
 
 export function deploymentOptions(config: GatewayConfig): DeploymentOptions {
   // The base URL; the MCP URL (…/mcp) is accepted too, as the Helm chart passes that.
@@ -45,6 +57,11 @@ export function deploymentOptions(config: GatewayConfig): DeploymentOptions {
         }
       : {}),
     readOnlyClients: splitList(config.readOnlyClients),
-    rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, tenantPerMinute: config.rateLimitTenantPerMinute, perClient: config.rateLimits },
+    rateLimit: {
+      perMinute: config.rateLimitPerMinute,
+      burst: config.rateLimitBurst,
+      tenantPerMinute: config.rateLimitTenantPerMinute,
+      perClient: config.rateLimits,
+    },
   };
 }

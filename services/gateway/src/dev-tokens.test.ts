@@ -10,10 +10,12 @@ const T = "0123456789abcdef-token";
 
 describe("parseDevTokensFile", () => {
   it("maps each entry to a principal, with the optional admission profile and scopes", () => {
-    const text = JSON.stringify({ tokens: [
-      { token: T, client_id: "acme", subject: "alice" },
-      { token: `${T}-2`, client_id: "acme.dev_1", subject: "bob", admission_profile: "read_only", scopes: ["webcodex:read"] },
-    ] });
+    const text = JSON.stringify({
+      tokens: [
+        { token: T, client_id: "acme", subject: "alice" },
+        { token: `${T}-2`, client_id: "acme.dev_1", subject: "bob", admission_profile: "read_only", scopes: ["webcodex:read"] },
+      ],
+    });
     assert.deepEqual(parseDevTokensFile(text), [
       { token: T, clientId: "acme", subject: "alice" },
       { token: `${T}-2`, clientId: "acme.dev_1", subject: "bob", admissionProfile: "read_only", scopes: ["webcodex:read"] },
@@ -41,7 +43,10 @@ describe("resolveDevTokens and devTokenEntries", () => {
     try {
       const file = join(dir, "tokens.json");
       writeFileSync(file, JSON.stringify({ tokens: [{ token: T, client_id: "acme", subject: "alice" }] }));
-      assert.deepEqual(resolveDevTokens({ devTokensFile: file, devToken: "ignored-ignored-1", devClientId: "local" }), { tokens: [{ token: T, clientId: "acme", subject: "alice" }], generated: false });
+      assert.deepEqual(resolveDevTokens({ devTokensFile: file, devToken: "ignored-ignored-1", devClientId: "local" }), {
+        tokens: [{ token: T, clientId: "acme", subject: "alice" }],
+        generated: false,
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -59,7 +64,10 @@ describe("resolveDevTokens and devTokenEntries", () => {
     const logger = createLogger({ service: "t", write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
     const [first] = devTokenEntries({ devClientId: "local", devToken: "" }, logger);
     assert.match(first?.token ?? "", /^[A-Za-z0-9_-]{32}$/);
-    assert.deepEqual(lines.map((l) => [l["msg"], l["token"]]), [["generated dev token (set WEBCODEX_DEV_TOKEN to fix it)", first?.token]]);
+    assert.deepEqual(
+      lines.map((l) => [l["msg"], l["token"]]),
+      [["generated dev token (set WEBCODEX_DEV_TOKEN to fix it)", first?.token]],
+    );
     const again = resolveDevTokens({ devClientId: "local" });
     assert.equal(again.generated, true);
     assert.notEqual(again.token, first?.token);
@@ -67,7 +75,9 @@ describe("resolveDevTokens and devTokenEntries", () => {
 
   it("with OAuth configured and no dev token, there is no dev token at all", () => {
     assert.deepEqual(resolveDevTokens({ devClientId: "local", oauthIssuer: "https://issuer.example" }), { tokens: [], generated: false });
-    assert.deepEqual(resolveDevTokens({ devClientId: "local", oauthIssuer: "https://issuer.example", devToken: T }).tokens, [{ token: T, clientId: "local", subject: "dev" }]);
+    assert.deepEqual(resolveDevTokens({ devClientId: "local", oauthIssuer: "https://issuer.example", devToken: T }).tokens, [
+      { token: T, clientId: "local", subject: "dev" },
+    ]);
   });
 });
 

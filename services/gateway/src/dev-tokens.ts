@@ -17,15 +17,31 @@ export function parseDevTokensFile(text: string): StaticTokenEntry[] {
   const parsed = JSON.parse(text) as { tokens?: Array<Record<string, unknown>> };
   if (!Array.isArray(parsed.tokens)) throw new Error("dev tokens file needs a tokens array");
   return parsed.tokens.map((t, i) => {
-    const token = t["token"], clientId = t["client_id"], subject = t["subject"], profile = t["admission_profile"], host = t["host_profile"], scopes = t["scopes"], admin = t["tenant_admin"];
-    if (typeof token !== "string" || token.length < MIN_DEV_TOKEN_LENGTH) throw new Error(`tokens[${i}].token must be a string of at least ${MIN_DEV_TOKEN_LENGTH} characters`);
+    const token = t["token"],
+      clientId = t["client_id"],
+      subject = t["subject"],
+      profile = t["admission_profile"],
+      host = t["host_profile"],
+      scopes = t["scopes"],
+      admin = t["tenant_admin"];
+    if (typeof token !== "string" || token.length < MIN_DEV_TOKEN_LENGTH)
+      throw new Error(`tokens[${i}].token must be a string of at least ${MIN_DEV_TOKEN_LENGTH} characters`);
     if (typeof clientId !== "string" || typeof subject !== "string") throw new Error(`tokens[${i}] needs client_id and subject`);
     if (!isCanonicalIdPart(clientId)) throw new Error(`tokens[${i}].client_id must match [A-Za-z0-9._-]{1,128}`);
     if (profile !== undefined && !isAdmissionProfile(profile)) throw new Error(`tokens[${i}].admission_profile must be full or read_only`);
     if (host !== undefined && !isHostProfile(host)) throw new Error(`tokens[${i}].host_profile must be generic or app`);
     if (admin !== undefined && typeof admin !== "boolean") throw new Error(`tokens[${i}].tenant_admin must be true or false`);
-    if (scopes !== undefined && (!Array.isArray(scopes) || scopes.some((x) => typeof x !== "string"))) throw new Error(`tokens[${i}].scopes must be an array of strings`);
-    return { token, clientId, subject, ...(admin ? { tenantAdmin: true } : {}), ...(profile ? { admissionProfile: profile } : {}), ...(host !== undefined ? { hostProfile: host } : {}), ...(scopes ? { scopes: scopes as string[] } : {}) };
+    if (scopes !== undefined && (!Array.isArray(scopes) || scopes.some((x) => typeof x !== "string")))
+      throw new Error(`tokens[${i}].scopes must be an array of strings`);
+    return {
+      token,
+      clientId,
+      subject,
+      ...(admin ? { tenantAdmin: true } : {}),
+      ...(profile ? { admissionProfile: profile } : {}),
+      ...(host !== undefined ? { hostProfile: host } : {}),
+      ...(scopes ? { scopes: scopes as string[] } : {}),
+    };
   });
 }
 

@@ -1,6 +1,12 @@
 /** The recovery follow-up a failure carries, as the reason-code table names it. */
 import {
-  createSessionFollowUp, failureFollowUpBuilder, inspectWorkspaceFollowUp, listProjectsFollowUp, readAgentTaskFollowUp, rereadFollowUp, waitForProjectFollowUp,
+  createSessionFollowUp,
+  failureFollowUpBuilder,
+  inspectWorkspaceFollowUp,
+  listProjectsFollowUp,
+  readAgentTaskFollowUp,
+  rereadFollowUp,
+  waitForProjectFollowUp,
 } from "@webcodex/contracts";
 import type { FollowUp, ToolFailure } from "@webcodex/contracts";
 

@@ -110,15 +110,23 @@ export interface Gateway {
 
 /** One readiness probe per project: it is registered and a Runner takes its calls now. */
 function projectRunnerProbes(clients: GatewayDeps["clients"], projects: readonly string[]): Record<string, () => Promise<void>> {
-  return Object.fromEntries(projects.map((canonicalId) => [`project ${canonicalId}`, async () => {
-    const workspace = parseCanonicalProjectId(canonicalId);
-    if (!workspace) throw new Error(`not a canonical project id: ${canonicalId}`);
-    const headers = principalHeaders({ clientId: workspace.clientId, subject: "webcodex:readiness" });
-    const resolved = await clients.refResolver.resolveProject({ selector: canonicalId }, { headers });
-    if (!resolved.project) throw new Error("its Runner has not registered yet");
-    const { states } = await clients.broker.getProjectRunnerStates({ projects: [{ projectCanonicalId: canonicalId, rootIdentity: resolved.project.rootIdentity }] }, { headers });
-    if (states[canonicalId] !== "ready") throw new Error(`its Runner is not ready (${states[canonicalId] ?? "none"})`);
-  }]));
+  return Object.fromEntries(
+    projects.map((canonicalId) => [
+      `project ${canonicalId}`,
+      async () => {
+        const workspace = parseCanonicalProjectId(canonicalId);
+        if (!workspace) throw new Error(`not a canonical project id: ${canonicalId}`);
+        const headers = principalHeaders({ clientId: workspace.clientId, subject: "webcodex:readiness" });
+        const resolved = await clients.refResolver.resolveProject({ selector: canonicalId }, { headers });
+        if (!resolved.project) throw new Error("its Runner has not registered yet");
+        const { states } = await clients.broker.getProjectRunnerStates(
+          { projects: [{ projectCanonicalId: canonicalId, rootIdentity: resolved.project.rootIdentity }] },
+          { headers },
+        );
+        if (states[canonicalId] !== "ready") throw new Error(`its Runner is not ready (${states[canonicalId] ?? "none"})`);
+      },
+    ]),
+  );
 }
 
 export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
@@ -130,8 +138,14 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     ...(deps.auditSpoolDir !== undefined ? { spoolDir: deps.auditSpoolDir } : {}),
   });
   const pipeline = createPipeline({
-    catalogs, refResolver: deps.clients.refResolver, broker: deps.clients.broker, audit, hostProfile,
-    serverInfo: { name: "webcodex", version: deps.version, mode: deps.mode }, logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    catalogs,
+    refResolver: deps.clients.refResolver,
+    broker: deps.clients.broker,
+    audit,
+    hostProfile,
+    serverInfo: { name: "webcodex", version: deps.version, mode: deps.mode },
+    logger: deps.logger,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.workflowPolicy ? { workflowPolicy: deps.workflowPolicy } : {}),
   });
   const appResources = await loadAppResources(deps.logger);
@@ -158,13 +172,21 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     : deps.authenticator;
   const perClient = typeof deps.rateLimit?.perClient === "string" ? parseRateLimitOverrides(deps.rateLimit.perClient) : deps.rateLimit?.perClient;
   const tenantPerMinute = deps.rateLimit?.tenantPerMinute ?? 0;
-  const rateLimiter = deps.rateLimit && (deps.rateLimit.perMinute > 0 || tenantPerMinute > 0 || Object.keys(perClient ?? {}).length > 0)
-    ? createRateLimiter({ perMinute: deps.rateLimit.perMinute, tenantPerMinute, ...(deps.rateLimit.burst ? { burst: deps.rateLimit.burst } : {}), ...(perClient ? { perClient } : {}) })
-    : undefined;
+  const rateLimiter =
+    deps.rateLimit && (deps.rateLimit.perMinute > 0 || tenantPerMinute > 0 || Object.keys(perClient ?? {}).length > 0)
+      ? createRateLimiter({
+          perMinute: deps.rateLimit.perMinute,
+          tenantPerMinute,
+          ...(deps.rateLimit.burst ? { burst: deps.rateLimit.burst } : {}),
+          ...(perClient ? { perClient } : {}),
+        })
+      : undefined;
   // Calls refused before the pipeline (scope, rate limit) are audited like any failed call,
   // and answered once the record left the gateway's memory (as the pipeline's calls are).
   const recordDenied = (d: DeniedToolCall): Promise<void> =>
-    audit.record(refusedCallRecord(d.caller, d.tool, d.args, d.failure), false).catch((error: unknown) => deps.logger.warn("audit of a denied call failed", { error }));
+    audit
+      .record(refusedCallRecord(d.caller, d.tool, d.args, d.failure), false)
+      .catch((error: unknown) => deps.logger.warn("audit of a denied call failed", { error }));
   const mcp = createStreamableHttpHandler({
     transport,
     authenticator,

@@ -113,6 +113,7 @@ export function jobFactsOf(tool: string, args: Record<string, unknown>, result: 
 /** Job ids a call is itself about: they are answered by the call, not by attention. */
 export function jobsOfCall(tool: string, args: Record<string, unknown>): Set<string> {
   if (tool === "wait_for_job_terminal" && typeof args["job_id"] === "string") return new Set([args["job_id"]]);
-  if (tool === "observe_jobs" && Array.isArray(args["job_ids"])) return new Set((args["job_ids"] as unknown[]).filter((x): x is string => typeof x === "string"));
+  if (tool === "observe_jobs" && Array.isArray(args["job_ids"]))
+    return new Set((args["job_ids"] as unknown[]).filter((x): x is string => typeof x === "string"));
   return new Set();
 }

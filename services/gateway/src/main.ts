@@ -1,6 +1,15 @@
 import { createClient } from "@connectrpc/connect";
 import { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
-import { createLogger, createMetrics, createServiceTransport, defaultBindHost, onShutdown, serviceIdentityFromEnv, startServiceServer, startTelemetry } from "@webcodex/platform";
+import {
+  createLogger,
+  createMetrics,
+  createServiceTransport,
+  defaultBindHost,
+  onShutdown,
+  serviceIdentityFromEnv,
+  startServiceServer,
+  startTelemetry,
+} from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
@@ -30,16 +39,34 @@ export async function main(env: Env = process.env): Promise<void> {
     },
     authenticator: createStaticTokenAuthenticator(devTokenEntries(config, logger)),
     dependencyProbes: peerReadinessProbes({
-      "tool-registry": config.toolRegistryUrl, "ref-resolver": config.refResolverUrl, audit: config.auditUrl, "runner-broker": config.runnerBrokerUrl,
+      "tool-registry": config.toolRegistryUrl,
+      "ref-resolver": config.refResolverUrl,
+      audit: config.auditUrl,
+      "runner-broker": config.runnerBrokerUrl,
     }),
     ...options,
-    readyProjects: config.readyProjects.split(",").map((id) => id.trim()).filter(Boolean),
+    readyProjects: config.readyProjects
+      .split(",")
+      .map((id) => id.trim())
+      .filter(Boolean),
     mode: "distributed",
     version: "0.1.0",
     logger,
     metrics,
   });
-  const server = await startServiceServer({ name: "gateway", port: config.port, host: config.host ?? defaultBindHost(env), httpRoutes: gateway.httpRoutes, readiness: gateway.readiness, metrics, logger });
+  const server = await startServiceServer({
+    name: "gateway",
+    port: config.port,
+    host: config.host ?? defaultBindHost(env),
+    httpRoutes: gateway.httpRoutes,
+    readiness: gateway.readiness,
+    metrics,
+    logger,
+  });
   logger.info("listening", { url: server.url, mcp: `${options.publicUrl}/mcp` });
-  onShutdown(logger, async () => { await server.close(); await gateway.close(); await telemetry.shutdown(); });
+  onShutdown(logger, async () => {
+    await server.close();
+    await gateway.close();
+    await telemetry.shutdown();
+  });
 }

@@ -26,7 +26,13 @@ describe("peer readiness probes", () => {
   });
 
   it("names the peer's failing checks and their reasons", async () => {
-    answer = { status: 503, body: JSON.stringify({ ready: false, checks: { redis: { ok: true }, postgres: { ok: false, detail: "unreachable (connect ECONNREFUSED 127.0.0.1:5)" } } }) };
+    answer = {
+      status: 503,
+      body: JSON.stringify({
+        ready: false,
+        checks: { redis: { ok: true }, postgres: { ok: false, detail: "unreachable (connect ECONNREFUSED 127.0.0.1:5)" } },
+      }),
+    };
     await assert.rejects(httpReadinessProbe(url)(), { message: "not ready (503): postgres unreachable (connect ECONNREFUSED 127.0.0.1:5)" });
     answer = { status: 500, body: "oops" };
     await assert.rejects(httpReadinessProbe(url)(), { message: "not ready (500)" });
@@ -41,7 +47,10 @@ describe("peer readiness probes", () => {
     const report = await readinessFrom(peerReadinessProbes({ audit: url, "ref-resolver": `http://127.0.0.1:${port}` }))();
     assert.deepEqual(report, {
       ready: false,
-      checks: { audit: { ok: true }, "ref-resolver": { ok: false, detail: `unreachable at http://127.0.0.1:${port} (connect ECONNREFUSED 127.0.0.1:${port})` } },
+      checks: {
+        audit: { ok: true },
+        "ref-resolver": { ok: false, detail: `unreachable at http://127.0.0.1:${port} (connect ECONNREFUSED 127.0.0.1:${port})` },
+      },
     });
   });
 });

@@ -23,41 +23,77 @@ interface Script {
 
 function harness(script: Script) {
   const seen = { resolveSession: 0, dispatch: 0, records: [] as RecordSessionCallRequest[], audit: [] as ActionRecordInit[], warnings: [] as string[] };
-  const refResolver = createClient(RefResolverService, createRouterTransport(({ service }) => {
-    service(RefResolverService, {
-      resolveProject: () => ({ project: { canonicalId: PROJECT, rootIdentity: "/srv/app", incarnation: 1n, clientId: "acme", projectId: "app", name: "app" } }),
-      resolveSession: async () => {
-        seen.resolveSession++;
-        return script.resolveSession ? await script.resolveSession() : { session: { sessionId: SESSION, projectCanonicalId: PROJECT, state: "open" }, sessionRef: "~s1" };
-      },
-      recordSessionCall: async (req) => {
-        seen.records.push(req);
-        return script.recordSessionCall ? await script.recordSessionCall(req) : { recorded: true, seq: 1n };
-      },
-    });
-  }));
-  const broker = createClient(RunnerBrokerService, createRouterTransport(({ service }) => {
-    service(RunnerBrokerService, {
-      dispatch: () => {
-        seen.dispatch++;
-        return { resultJson: JSON.stringify({ items: [{ path: "a.ts", content: "x", success: true }, { path: "b.ts", content: "y", success: true }] }) };
-      },
-    });
-  }));
+  const refResolver = createClient(
+    RefResolverService,
+    createRouterTransport(({ service }) => {
+      service(RefResolverService, {
+        resolveProject: () => ({
+          project: { canonicalId: PROJECT, rootIdentity: "/srv/app", incarnation: 1n, clientId: "acme", projectId: "app", name: "app" },
+        }),
+        resolveSession: async () => {
+          seen.resolveSession++;
+          return script.resolveSession
+            ? await script.resolveSession()
+            : { session: { sessionId: SESSION, projectCanonicalId: PROJECT, state: "open" }, sessionRef: "~s1" };
+        },
+        recordSessionCall: async (req) => {
+          seen.records.push(req);
+          return script.recordSessionCall ? await script.recordSessionCall(req) : { recorded: true, seq: 1n };
+        },
+      });
+    }),
+  );
+  const broker = createClient(
+    RunnerBrokerService,
+    createRouterTransport(({ service }) => {
+      service(RunnerBrokerService, {
+        dispatch: () => {
+          seen.dispatch++;
+          return {
+            resultJson: JSON.stringify({
+              items: [
+                { path: "a.ts", content: "x", success: true },
+                { path: "b.ts", content: "y", success: true },
+              ],
+            }),
+          };
+        },
+      });
+    }),
+  );
   const admitted = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
   const listed = listedTools(admitted);
   const catalog: AdmittedCatalog = { version: "test", admitted: new Map(admitted.map((d) => [d.name, d])), listed, toolsListResult: toolsListResult(admitted) };
   const audit: AuditRecorder = {
-    record: (r) => { seen.audit.push(r); return Promise.resolve(); },
-    flush: () => Promise.resolve(), replay: () => Promise.resolve(0), backlog: () => 0, close: () => Promise.resolve(),
+    record: (r) => {
+      seen.audit.push(r);
+      return Promise.resolve();
+    },
+    flush: () => Promise.resolve(),
+    replay: () => Promise.resolve(0),
+    backlog: () => 0,
+    close: () => Promise.resolve(),
   };
-  const logger = createLogger({ service: "test", level: "warn", write: (line) => { seen.warnings.push(line); } });
+  const logger = createLogger({
+    service: "test",
+    level: "warn",
+    write: (line) => {
+      seen.warnings.push(line);
+    },
+  });
   const pipeline = createPipeline({
-    catalogs: { get: () => Promise.resolve(catalog) }, refResolver, broker, audit, hostProfile: "generic",
-    serverInfo: { name: "t", version: "0", mode: "embedded" }, logger, sessionRecordBudgetMs: 200,
+    catalogs: { get: () => Promise.resolve(catalog) },
+    refResolver,
+    broker,
+    audit,
+    hostProfile: "generic",
+    serverInfo: { name: "t", version: "0", mode: "embedded" },
+    logger,
+    sessionRecordBudgetMs: 200,
   });
   const caller = { principal: { clientId: "acme", subject: "alice" }, admissionProfile: "full" as const, scopes: ["webcodex:read", "webcodex:write"] };
-  const read = (extra: Record<string, unknown>) => pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "a.ts" }, { path: "b.ts" }], ...extra }, new AbortController().signal);
+  const read = (extra: Record<string, unknown>) =>
+    pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "a.ts" }, { path: "b.ts" }], ...extra }, new AbortController().signal);
   return { seen, read };
 }
 
@@ -68,7 +104,10 @@ test("a call with session_id is recorded into the canonical Session with counts 
   assert.equal(seen.dispatch, 1);
   assert.equal(seen.records.length, 1);
   const record = seen.records[0] as RecordSessionCallRequest;
-  assert.deepEqual([record.sessionSelector, record.projectCanonicalId, record.call?.tool, record.call?.effect, record.call?.outcome, record.call?.pathsCount], [SESSION, PROJECT, "read_files", "read_only", "ok", 2]);
+  assert.deepEqual(
+    [record.sessionSelector, record.projectCanonicalId, record.call?.tool, record.call?.effect, record.call?.outcome, record.call?.pathsCount],
+    [SESSION, PROJECT, "read_files", "read_only", "ok", 2],
+  );
   assert.ok((record.call?.paths ?? []).length > 0 && (record.call?.paths ?? []).every((p) => p.path !== "" && !p.changed), "the paths read");
   assert.ok(!JSON.stringify(record.call, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)).includes("content"), "never content");
   assert.equal(seen.audit[0]?.sessionId, SESSION);

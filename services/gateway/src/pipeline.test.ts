@@ -14,7 +14,19 @@ import { ConnectError, Code, createClient } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import { RunnerBrokerService } from "@webcodex/proto";
 import type { RefResolverService } from "@webcodex/proto";
-import { admittedTools, failureFollowUpBuilder, followUpTarget, listedTools, reasonCodeTable, ReasonCode, FailureStage, toolDefinitions, toolFailure, validateToolArguments, failureToWire } from "@webcodex/contracts";
+import {
+  admittedTools,
+  failureFollowUpBuilder,
+  followUpTarget,
+  listedTools,
+  reasonCodeTable,
+  ReasonCode,
+  FailureStage,
+  toolDefinitions,
+  toolFailure,
+  validateToolArguments,
+  failureToWire,
+} from "@webcodex/contracts";
 import type { FollowUp, ToolDefinition } from "@webcodex/contracts";
 import { argumentShape, createLogger, createMetrics, createServiceTransport } from "@webcodex/platform";
 import type { Metrics } from "@webcodex/platform";
@@ -53,8 +65,12 @@ type DispatchRequest = { callId: string; tool: string; argumentsJson: string; fa
 type ProjectEntry = { projectRef: string; project: { canonicalId: string; rootIdentity: string; name: string } };
 
 function pipelineWith(options: {
-  audit: AuditRecorder; catalogs?: CatalogCache; dispatch?: (req: DispatchRequest) => DispatchAnswer; metrics?: Metrics;
-  projects?: ProjectEntry[]; runnerStates?: (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => Record<string, string>;
+  audit: AuditRecorder;
+  catalogs?: CatalogCache;
+  dispatch?: (req: DispatchRequest) => DispatchAnswer;
+  metrics?: Metrics;
+  projects?: ProjectEntry[];
+  runnerStates?: (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => Record<string, string>;
   broker?: Client<typeof RunnerBrokerService>;
   mode?: "embedded" | "distributed";
 }) {
@@ -63,7 +79,9 @@ function pipelineWith(options: {
     listProjects: async () => ({ projects: options.projects ?? [] }),
   } as unknown as Client<typeof RefResolverService>;
   const broker = {
-    getProjectRunnerStates: async (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => ({ states: (options.runnerStates ?? (() => ({})))(req) }),
+    getProjectRunnerStates: async (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => ({
+      states: (options.runnerStates ?? (() => ({})))(req),
+    }),
     dispatch: async (req: DispatchRequest) => (options.dispatch ?? (() => ({ resultJson: "{}" })))(req),
     // A malformed answer (no runner rows): building full diagnostics from it throws mid-call.
     getFleetStatus: async () => ({}),
@@ -101,7 +119,10 @@ describe("pipeline audit", () => {
     assert.ok((record.resultSize?.canonicalBytes ?? 0) > 0);
     assert.equal(record.resultSize?.projectedBytes, Buffer.byteLength(JSON.stringify(result.structuredContent)), "sizes are of what the model saw");
     assert.deepEqual(Object.keys(record.stageDurationsUs ?? {}).sort(), ["dispatch", "normalize", "project", "resolve"]);
-    assert.doesNotMatch(JSON.stringify(record, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)), /README|~p1/);
+    assert.doesNotMatch(
+      JSON.stringify(record, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)),
+      /README|~p1/,
+    );
   });
 
   it("the record is captured from the canonical result: its sizes exclude the normalization and follow-up the projection adds", async () => {
@@ -111,7 +132,11 @@ describe("pipeline audit", () => {
     const result = await pipeline.call(caller, "run_shell", { project: "~p1", command: "sleep 5", timeout_ms: 9_999_999, wait_ms: 10 }, signal);
     assert.equal(result.isError, false);
     assert.equal((result.structuredContent["input_normalization"] as { code: string }).code, "clamped_to_ceiling");
-    assert.deepEqual(result.structuredContent["follow_up"], { follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } } });
+    assert.deepEqual(result.structuredContent["follow_up"], {
+      follow_up_kind: "mechanically_followable",
+      tool: "call_runtime_tool",
+      arguments: { tool: "wait_for_job_terminal", arguments: { project: "~p1", job_id: "job_1" } },
+    });
     const [{ record }] = records as [{ record: ActionRecordInit; durable: boolean }];
     assert.equal(record.resultSize?.canonicalBytes, Buffer.byteLength(JSON.stringify(pending)), "canonical bytes are of the result as the Runner returned it");
     assert.equal(record.resultSize?.projectedBytes, Buffer.byteLength(JSON.stringify(result.structuredContent)));
@@ -130,9 +155,17 @@ describe("pipeline audit", () => {
     assert.equal(records[0]?.record.resultSize, undefined, "failures carry no result size");
     assert.match(records[0]?.record.argumentShape?.fingerprint ?? "", /^[0-9a-f]{16}$/);
     // Through call_runtime_tool: recorded under the tool it forwarded, as every other refusal.
-    const wrapped = await pipelineWith({ audit, catalogs }).call(caller, "call_runtime_tool", { tool: "create_session", arguments: { project: "~p1" } }, signal);
+    const wrapped = await pipelineWith({ audit, catalogs }).call(
+      caller,
+      "call_runtime_tool",
+      { tool: "create_session", arguments: { project: "~p1" } },
+      signal,
+    );
     assert.equal(wrapped.structuredContent["reason_code"], ReasonCode.dependencyUnavailable);
-    assert.deepEqual([records[1]?.record.tool, records[1]?.record.effect, records[1]?.record.failureStage], ["create_session", "durable_state", FailureStage.admission]);
+    assert.deepEqual(
+      [records[1]?.record.tool, records[1]?.record.effect, records[1]?.record.failureStage],
+      ["create_session", "durable_state", FailureStage.admission],
+    );
   });
 
   it("call_runtime_tool rejections are recorded under the inner tool, with the inner arguments' shape", async () => {
@@ -142,10 +175,13 @@ describe("pipeline audit", () => {
     assert.equal(refused.structuredContent["reason_code"], ReasonCode.presentationToolNotCallable);
     const malformed = await pipeline.call(caller, "call_runtime_tool", { tool: 42 }, signal);
     assert.equal(malformed.isError, true);
-    assert.deepEqual(records.map((r) => [r.record.tool, r.record.outcome, r.record.failureStage]), [
-      ["present_work_result", "failure", FailureStage.admission],
-      ["call_runtime_tool", "failure", FailureStage.normalization],
-    ]);
+    assert.deepEqual(
+      records.map((r) => [r.record.tool, r.record.outcome, r.record.failureStage]),
+      [
+        ["present_work_result", "failure", FailureStage.admission],
+        ["call_runtime_tool", "failure", FailureStage.normalization],
+      ],
+    );
     const innerShape = argumentShape({ title: "x" }, toolDefinitions().find((d) => d.name === "present_work_result")?.inputSchema as never);
     assert.equal(records[0]?.record.argumentShape?.fingerprint, innerShape?.fingerprint);
   });
@@ -181,25 +217,41 @@ describe("pipeline audit", () => {
     const args = { project: "~p1", changes: [{ kind: "create", path: "new.txt", content: "x" }] };
     const results = [];
     for (let i = 0; i < failures.length; i++) results.push(await pipeline.call(caller, "edit_project_files", args, signal));
-    assert.deepEqual(records.map((r) => [r.record.reasonCode, r.record.failureStage, r.durable]), [
-      ["stale_read_revision", "preflight", false],
-      ["apply_failed", "apply", true],
-      ["runner_lost", "execution", true],
-    ]);
+    assert.deepEqual(
+      records.map((r) => [r.record.reasonCode, r.record.failureStage, r.durable]),
+      [
+        ["stale_read_revision", "preflight", false],
+        ["apply_failed", "apply", true],
+        ["runner_lost", "execution", true],
+      ],
+    );
     assert.equal(results[0]?.structuredContent["reason_code"], "stale_read_revision", "a non-durable failure record does not change the answer");
-    assert.deepEqual(results.slice(1).map((r) => [r.structuredContent["detail_code"], r.structuredContent["state_changed"], r.structuredContent["outcome_unknown"], r.structuredContent["evidence"]]), [
-      ["audit_not_durable", true, false, { call_outcome: "failure", call_reason_code: "apply_failed" }],
-      ["audit_not_durable", false, true, { call_outcome: "failure", call_reason_code: "runner_lost" }],
-    ]);
+    assert.deepEqual(
+      results
+        .slice(1)
+        .map((r) => [
+          r.structuredContent["detail_code"],
+          r.structuredContent["state_changed"],
+          r.structuredContent["outcome_unknown"],
+          r.structuredContent["evidence"],
+        ]),
+      [
+        ["audit_not_durable", true, false, { call_outcome: "failure", call_reason_code: "apply_failed" }],
+        ["audit_not_durable", false, true, { call_outcome: "failure", call_reason_code: "runner_lost" }],
+      ],
+    );
   });
 
   it("an edit whose outcome is unknown names its call id (what the Runner's crash recovery records), with the inspection follow-up", async () => {
     const { audit } = recordingAudit();
     const seen: string[] = [];
-    const pipeline = pipelineWith({ audit, dispatch: (req) => {
-      seen.push(req.callId);
-      return { failure: failureToWire(toolFailure(ReasonCode.runnerLost, FailureStage.execution, { outcome_unknown: true })) };
-    } });
+    const pipeline = pipelineWith({
+      audit,
+      dispatch: (req) => {
+        seen.push(req.callId);
+        return { failure: failureToWire(toolFailure(ReasonCode.runnerLost, FailureStage.execution, { outcome_unknown: true })) };
+      },
+    });
     const edit = await pipeline.call(caller, "edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "n.txt", content: "x" }] }, signal);
     assert.equal(edit.structuredContent["outcome_unknown"], true);
     assert.deepEqual(edit.structuredContent["evidence"], { call_id: seen[0] });
@@ -212,7 +264,13 @@ describe("pipeline audit", () => {
   it("a call needing a scope the caller lacks is refused at admission, recorded, and never dispatched", async () => {
     const { audit, records } = recordingAudit();
     let dispatched = 0;
-    const pipeline = pipelineWith({ audit, dispatch: () => { dispatched += 1; return { resultJson: JSON.stringify(editResult) }; } });
+    const pipeline = pipelineWith({
+      audit,
+      dispatch: () => {
+        dispatched += 1;
+        return { resultJson: JSON.stringify(editResult) };
+      },
+    });
     const reader: Caller = { ...caller, scopes: ["webcodex:read"] };
     const edit = { project: "~p1", changes: [{ kind: "create", path: "n.txt", content: "x" }] };
     const direct = await pipeline.call(reader, "edit_project_files", edit, signal);
@@ -224,12 +282,19 @@ describe("pipeline audit", () => {
     }
     assert.equal(read.isError, false, "read scope suffices for a read");
     assert.equal(dispatched, 1, "only the read was dispatched");
-    assert.deepEqual(records.map((r) => [r.record.tool, r.record.reasonCode]), [
-      ["edit_project_files", "insufficient_scope"],
-      ["edit_project_files", "insufficient_scope"],
-      ["read_files", ""],
-    ]);
-    assert.equal(records[0]?.record.argumentShape?.fingerprint, records[1]?.record.argumentShape?.fingerprint, "the forwarded call is recorded with the inner arguments");
+    assert.deepEqual(
+      records.map((r) => [r.record.tool, r.record.reasonCode]),
+      [
+        ["edit_project_files", "insufficient_scope"],
+        ["edit_project_files", "insufficient_scope"],
+        ["read_files", ""],
+      ],
+    );
+    assert.equal(
+      records[0]?.record.argumentShape?.fingerprint,
+      records[1]?.record.argumentShape?.fingerprint,
+      "the forwarded call is recorded with the inner arguments",
+    );
   });
 
   it("an unexpected error in a stage still produces one record and a structured failure", async () => {
@@ -239,7 +304,10 @@ describe("pipeline audit", () => {
     assert.equal(result.isError, true);
     assert.equal(result.structuredContent["reason_code"], ReasonCode.internal);
     assert.equal(result.structuredContent["outcome_unknown"], false, "a read-only call changed nothing");
-    assert.deepEqual(records.map((r) => [r.record.tool, r.record.reasonCode, r.record.failureStage, r.durable]), [["get_runtime_status", "internal", "dispatch", false]]);
+    assert.deepEqual(
+      records.map((r) => [r.record.tool, r.record.reasonCode, r.record.failureStage, r.durable]),
+      [["get_runtime_status", "internal", "dispatch", false]],
+    );
   });
 });
 
@@ -260,7 +328,12 @@ describe("discovery contract", () => {
   it("call_runtime_tool refuses the gateway entry points as such, and Presentation tools as presentation", async () => {
     const pipeline = pipelineWith({ audit: recordingAudit().audit });
     for (const entry of ["read_tool_manifest", "call_runtime_tool"]) {
-      const r = await pipeline.call(caller, "call_runtime_tool", { tool: entry, arguments: entry === "read_tool_manifest" ? { tool: "read_files" } : { tool: "list_tools", arguments: {} } }, signal);
+      const r = await pipeline.call(
+        caller,
+        "call_runtime_tool",
+        { tool: entry, arguments: entry === "read_tool_manifest" ? { tool: "read_files" } : { tool: "list_tools", arguments: {} } },
+        signal,
+      );
       assert.equal(r.structuredContent["reason_code"], ReasonCode.invalidValue, entry);
       assert.equal(r.structuredContent["detail_code"], "gateway_entry_point", entry);
     }
@@ -276,7 +349,10 @@ describe("discovery contract", () => {
     const readOnly: CatalogCache = { get: async () => catalogOf(admittedTools({ admissionProfile: "read_only", hostProfile: "generic" })) };
     const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs: readOnly });
     const unknown = await pipeline.call(caller, "list_tools", { category: "filez" }, signal);
-    assert.deepEqual([unknown.isError, unknown.structuredContent["reason_code"], unknown.structuredContent["detail_code"]], [true, ReasonCode.invalidValue, "enum"]);
+    assert.deepEqual(
+      [unknown.isError, unknown.structuredContent["reason_code"], unknown.structuredContent["detail_code"]],
+      [true, ReasonCode.invalidValue, "enum"],
+    );
     const files = await pipeline.call(caller, "list_tools", { category: "files" }, signal);
     assert.deepEqual(Object.keys(files.structuredContent["categories"] as object), ["files"]);
     const empty = await pipeline.call(caller, "list_tools", { category: "presentation" }, signal);
@@ -285,7 +361,12 @@ describe("discovery contract", () => {
 
   it("a caller whose token names a Host profile is admitted against that profile's catalog", async () => {
     const asked: string[] = [];
-    const catalogs: CatalogCache = { get: async (admission, host) => { asked.push(`${admission}/${host}`); return catalogOf(admittedTools({ admissionProfile: admission, hostProfile: host })); } };
+    const catalogs: CatalogCache = {
+      get: async (admission, host) => {
+        asked.push(`${admission}/${host}`);
+        return catalogOf(admittedTools({ admissionProfile: admission, hostProfile: host }));
+      },
+    };
     const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs });
     const status = await pipeline.call({ ...caller, hostProfile: "app" }, "get_runtime_status", {}, signal);
     await pipeline.call(caller, "list_tools", {}, signal);
@@ -299,7 +380,15 @@ describe("discovery contract", () => {
       { projectRef: "~p2", project: { canonicalId: "agent:acme:idle", rootIdentity: "root-2", name: "idle" } },
     ];
     const asked: unknown[] = [];
-    const pipeline = pipelineWith({ mode: "distributed", audit: recordingAudit().audit, projects, runnerStates: (req) => { asked.push(req.projects); return { "agent:acme:demo": "ready", "agent:acme:idle": "none" }; } });
+    const pipeline = pipelineWith({
+      mode: "distributed",
+      audit: recordingAudit().audit,
+      projects,
+      runnerStates: (req) => {
+        asked.push(req.projects);
+        return { "agent:acme:demo": "ready", "agent:acme:idle": "none" };
+      },
+    });
     const listed = await pipeline.call(caller, "list_projects", {}, signal);
     assert.deepEqual(listed.structuredContent, {
       projects: [
@@ -307,29 +396,83 @@ describe("discovery contract", () => {
         { project_ref: "~p2", project_id: "agent:acme:idle", name: "idle", runner_state: "none" },
       ],
     });
-    assert.deepEqual(asked, [[{ projectCanonicalId: "agent:acme:demo", rootIdentity: "root-1" }, { projectCanonicalId: "agent:acme:idle", rootIdentity: "root-2" }]], "one call for all Projects");
-    const down = pipelineWith({ audit: recordingAudit().audit, projects, runnerStates: () => { throw new ConnectError("broker down", Code.Unavailable); } });
+    assert.deepEqual(
+      asked,
+      [
+        [
+          { projectCanonicalId: "agent:acme:demo", rootIdentity: "root-1" },
+          { projectCanonicalId: "agent:acme:idle", rootIdentity: "root-2" },
+        ],
+      ],
+      "one call for all Projects",
+    );
+    const down = pipelineWith({
+      audit: recordingAudit().audit,
+      projects,
+      runnerStates: () => {
+        throw new ConnectError("broker down", Code.Unavailable);
+      },
+    });
     const degraded = await down.call(caller, "list_projects", {}, signal);
     assert.equal(degraded.isError, false);
-    assert.deepEqual((degraded.structuredContent["projects"] as Array<Record<string, unknown>>).map((p) => p["runner_state"]), ["unknown", "unknown"]);
+    assert.deepEqual(
+      (degraded.structuredContent["projects"] as Array<Record<string, unknown>>).map((p) => p["runner_state"]),
+      ["unknown", "unknown"],
+    );
     // Embedded mode does not offer a project no Runner in the process can serve; an unknown state is still listed.
-    const embedded = pipelineWith({ mode: "embedded", audit: recordingAudit().audit, projects, runnerStates: () => ({ "agent:acme:demo": "ready", "agent:acme:idle": "none" }) });
-    assert.deepEqual((await embedded.call(caller, "list_projects", {}, signal)).structuredContent, { projects: [{ project_ref: "~p1", project_id: "agent:acme:demo", name: "demo", runner_state: "ready" }] });
-    const embeddedDown = pipelineWith({ mode: "embedded", audit: recordingAudit().audit, projects, runnerStates: () => { throw new ConnectError("broker down", Code.Unavailable); } });
+    const embedded = pipelineWith({
+      mode: "embedded",
+      audit: recordingAudit().audit,
+      projects,
+      runnerStates: () => ({ "agent:acme:demo": "ready", "agent:acme:idle": "none" }),
+    });
+    assert.deepEqual((await embedded.call(caller, "list_projects", {}, signal)).structuredContent, {
+      projects: [{ project_ref: "~p1", project_id: "agent:acme:demo", name: "demo", runner_state: "ready" }],
+    });
+    const embeddedDown = pipelineWith({
+      mode: "embedded",
+      audit: recordingAudit().audit,
+      projects,
+      runnerStates: () => {
+        throw new ConnectError("broker down", Code.Unavailable);
+      },
+    });
     assert.equal(((await embeddedDown.call(caller, "list_projects", {}, signal)).structuredContent["projects"] as unknown[]).length, 2);
   });
 });
 
 describe("run_process → run_shell rewrite", () => {
-  const completed = { execution_state: "completed", job_id: "j", state: "completed", exit_code: 0, signal: null, timed_out: false, stdout: "ok\n", stderr: "", truncated: false, duration_ms: 1, started_at: "t" };
+  const completed = {
+    execution_state: "completed",
+    job_id: "j",
+    state: "completed",
+    exit_code: 0,
+    signal: null,
+    timed_out: false,
+    stdout: "ok\n",
+    stderr: "",
+    truncated: false,
+    duration_ms: 1,
+    started_at: "t",
+  };
 
   it("sends the literal run_process as the fallback; when the broker ran it, run_process is recorded and no rewrite code is reported", async () => {
     const { audit, records } = recordingAudit();
     const seen: DispatchRequest[] = [];
-    const pipeline = pipelineWith({ audit, dispatch: (req) => { seen.push(req); return { resultJson: JSON.stringify(completed), answeredFallback: true }; } });
+    const pipeline = pipelineWith({
+      audit,
+      dispatch: (req) => {
+        seen.push(req);
+        return { resultJson: JSON.stringify(completed), answeredFallback: true };
+      },
+    });
     const result = await pipeline.call(caller, "run_process", { project: "~p1", args: ["bash", "-lc", "make"] }, signal);
     assert.deepEqual([seen[0]?.tool, JSON.parse(seen[0]?.argumentsJson ?? "{}")], ["run_shell", { command: "make", shell: "bash", login: true }]);
-    assert.deepEqual([seen[0]?.fallback?.tool, JSON.parse(seen[0]?.fallback?.argumentsJson ?? "{}")], ["run_process", { args: ["bash", "-lc", "make"] }], "project and session_id stay with the gateway");
+    assert.deepEqual(
+      [seen[0]?.fallback?.tool, JSON.parse(seen[0]?.fallback?.argumentsJson ?? "{}")],
+      ["run_process", { args: ["bash", "-lc", "make"] }],
+      "project and session_id stay with the gateway",
+    );
     assert.equal(result.isError, false);
     assert.ok(!("input_normalization" in result.structuredContent), "no process_bash_login_to_run_shell for a call that ran as run_process");
     assert.equal(result.structuredContent["job_id"], "j", "projected as run_process (no run_shell compaction)");
@@ -356,10 +499,17 @@ describe("failure follow-ups, table-driven over every reason code", () => {
       it(`${code}${detail ? ` (${detail})` : ""}: ${failureFollowUpBuilder(code as ReasonCode, detail) ?? "no follow-up, as the table records"}`, async () => {
         const { audit } = recordingAudit();
         const failure = toolFailure(code as ReasonCode, row.stages[0] as FailureStage, {
-          ...(detail ? { detail_code: detail } : {}), outcome_unknown: true, evidence: { path: "src/a.ts", task_id: "wc_task_0123456789abcdef0123456789abcdef" },
+          ...(detail ? { detail_code: detail } : {}),
+          outcome_unknown: true,
+          evidence: { path: "src/a.ts", task_id: "wc_task_0123456789abcdef0123456789abcdef" },
         });
         const pipeline = pipelineWith({ audit, dispatch: () => ({ failure: failureToWire(failure) }) });
-        const result = await pipeline.call(caller, "edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "src/a.ts", content: "x" }] }, signal);
+        const result = await pipeline.call(
+          caller,
+          "edit_project_files",
+          { project: "~p1", changes: [{ kind: "create", path: "src/a.ts", content: "x" }] },
+          signal,
+        );
         assert.equal(result.isError, true);
         assert.equal(result.structuredContent["reason_code"], code);
         const followUp = result.structuredContent["follow_up"] as FollowUp | undefined;
@@ -390,12 +540,20 @@ describe("a broker that did not answer: outcome_unknown is false only when the r
     });
     const broker = createClient(RunnerBrokerService, createServiceTransport(`http://127.0.0.1:${port}`));
     const result = await pipelineWith({ audit: recordingAudit().audit, broker }).call(caller, "run_shell", shell, signal);
-    assert.deepEqual([result.isError, result.structuredContent["reason_code"], result.structuredContent["outcome_unknown"]], [true, "dependency_unavailable", false]);
+    assert.deepEqual(
+      [result.isError, result.structuredContent["reason_code"], result.structuredContent["outcome_unknown"]],
+      [true, "dependency_unavailable", false],
+    );
     assert.equal(result.structuredContent["follow_up"], undefined, "nothing ran: the same call is the repair");
   });
   for (const code of [Code.Unavailable, Code.Unimplemented]) {
     it(`${Code[code]} after the request may have been sent leaves the effect unknown, with the inspection follow-up`, async () => {
-      const pipeline = pipelineWith({ audit: recordingAudit().audit, dispatch: () => { throw new ConnectError("stream reset", code); } });
+      const pipeline = pipelineWith({
+        audit: recordingAudit().audit,
+        dispatch: () => {
+          throw new ConnectError("stream reset", code);
+        },
+      });
       const result = await pipeline.call(caller, "run_shell", shell, signal);
       assert.deepEqual([result.isError, result.structuredContent["outcome_unknown"]], [true, true]);
       assert.doesNotMatch(String(result.structuredContent["message"]), /nothing was run/);
@@ -403,7 +561,12 @@ describe("a broker that did not answer: outcome_unknown is false only when the r
     });
   }
   it("a read-only call that was cut still says nothing changed", async () => {
-    const pipeline = pipelineWith({ audit: recordingAudit().audit, dispatch: () => { throw new ConnectError("stream reset", Code.Unavailable); } });
+    const pipeline = pipelineWith({
+      audit: recordingAudit().audit,
+      dispatch: () => {
+        throw new ConnectError("stream reset", Code.Unavailable);
+      },
+    });
     const result = await pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "a" }] }, signal);
     assert.equal(result.structuredContent["outcome_unknown"], false);
   });
@@ -450,7 +613,12 @@ describe("passive job_attention", () => {
   it("a Job the caller waited for itself is not reported again, and another caller is never told", async () => {
     const { pipeline, read } = setup();
     await pipeline.call(caller, "run_detached_process", { project: "~p1", args: ["sleep", "1"] }, signal);
-    const other = await pipeline.call({ ...caller, principal: { clientId: "acme", subject: "bob" } }, "read_files", { project: "~p1", files: [{ path: "README.md" }] }, signal);
+    const other = await pipeline.call(
+      { ...caller, principal: { clientId: "acme", subject: "bob" } },
+      "read_files",
+      { project: "~p1", files: [{ path: "README.md" }] },
+      signal,
+    );
     assert.equal(other.structuredContent["job_attention"], undefined);
     await pipeline.call(caller, "observe_jobs", { project: "~p1", job_ids: ["job_9"] }, signal);
     assert.equal((await read()).structuredContent["job_attention"], undefined);

@@ -12,7 +12,20 @@ import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, forwardedCall, gatewayRefusal, normalizeToolCall, projectSuccess, ReasonCode, toolDefinition, toolFailure, undoEditFollowUp, waitForJobFollowUp, waitForProjectFollowUp, failureFromWire } from "@webcodex/contracts";
+import {
+  FailureStage,
+  forwardedCall,
+  gatewayRefusal,
+  normalizeToolCall,
+  projectSuccess,
+  ReasonCode,
+  toolDefinition,
+  toolFailure,
+  undoEditFollowUp,
+  waitForJobFollowUp,
+  waitForProjectFollowUp,
+  failureFromWire,
+} from "@webcodex/contracts";
 import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
 import type { HostProfile, InputNormalization, ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape, createCallMetrics, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
@@ -34,7 +47,6 @@ import { createGatewayTools } from "./execute/gateway-tools.js";
 import { createRefResolverTools } from "./execute/ref-resolver-tools.js";
 import { createRunnerStates } from "./execute/runner-states.js";
 import { createRunnerTools } from "./execute/runner-tools.js";
-
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -70,21 +82,24 @@ type CallSpan = { setAttribute(key: string, value: string): unknown } | undefine
  * The admission of a call: the catalog it was admitted against, or the failure that refused
  * it; either way the tool and arguments it is audited under (call_runtime_tool unwrapped).
  */
-type Admission =
-  | { ok: true; catalog: AdmittedCatalog; tool: string; args: unknown }
-  | { ok: false; failure: ToolFailure; tool: string; args: unknown };
+type Admission = { ok: true; catalog: AdmittedCatalog; tool: string; args: unknown } | { ok: false; failure: ToolFailure; tool: string; args: unknown };
 
 export function createPipeline(deps: PipelineDeps) {
   const callMetrics = deps.metrics ? createCallMetrics(deps.metrics) : undefined;
   const presentation = createPresentation({ refResolver: deps.refResolver, broker: deps.broker, policy: deps.workflowPolicy ?? DEFAULT_MODEL_WORKFLOW_POLICY });
 
   /** Resolves and authorizes a Project selector for a presentation call, recording it for audit. */
-  const resolveFor = (ctx: CallContext): ResolveProject => async (selector) => {
-    const resolved = await timedStage(ctx.stages, "resolve", () => deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }));
-    if (resolved.failure || !resolved.project) return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
-    ctx.projectCanonicalId = resolved.project.canonicalId;
-    return { ok: true, canonicalId: resolved.project.canonicalId, rootIdentity: resolved.project.rootIdentity };
-  };
+  const resolveFor =
+    (ctx: CallContext): ResolveProject =>
+    async (selector) => {
+      const resolved = await timedStage(ctx.stages, "resolve", () =>
+        deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
+      );
+      if (resolved.failure || !resolved.project)
+        return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+      ctx.projectCanonicalId = resolved.project.canonicalId;
+      return { ok: true, canonicalId: resolved.project.canonicalId, rootIdentity: resolved.project.rootIdentity };
+    };
 
   const attention = deps.jobAttention ?? createJobAttention();
   const runnerStates = createRunnerStates(deps);
@@ -95,7 +110,13 @@ export function createPipeline(deps: PipelineDeps) {
   /** Runs a normalized call where its tool runs (a presentation tool the gateway composes first). */
   async function run(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
     if (def.category === "presentation") {
-      const presented = presentation.run(def, args, resolveFor(ctx), { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }, (facts) => (ctx.continuationFacts = facts));
+      const presented = presentation.run(
+        def,
+        args,
+        resolveFor(ctx),
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+        (facts) => (ctx.continuationFacts = facts),
+      );
       if (presented) return presented;
     }
     switch (def.execution) {
@@ -106,7 +127,10 @@ export function createPipeline(deps: PipelineDeps) {
           return await timedStage(ctx.stages, "resolve", () => runOnRefResolver(def, args, ctx));
         } catch (error) {
           // create_session writes: a lost answer leaves its effect unknown.
-          return { ok: false, failure: dependencyFailure(error, def.effect === "read_only" ? FailureStage.resolution : FailureStage.dispatch, def.effect !== "read_only") };
+          return {
+            ok: false,
+            failure: dependencyFailure(error, def.effect === "read_only" ? FailureStage.resolution : FailureStage.dispatch, def.effect !== "read_only"),
+          };
         }
       case "runner":
         return runOnRunner(def, args, ctx, callId);
@@ -119,17 +143,31 @@ export function createPipeline(deps: PipelineDeps) {
    * Builds the model result of an outcome: the late, pure projection. It never writes into the
    * canonical result; a pending run gets its one wait_for_job_terminal follow-up here.
    */
-  function projectForModel(def: ToolDefinition | undefined, outcome: Outcome, normalization: InputNormalization | undefined, args: Record<string, unknown>): ModelResult {
+  function projectForModel(
+    def: ToolDefinition | undefined,
+    outcome: Outcome,
+    normalization: InputNormalization | undefined,
+    args: Record<string, unknown>,
+  ): ModelResult {
     if (!outcome.ok) return { structuredContent: outcome.failure as unknown as Record<string, unknown>, isError: true };
     const canonical = outcome.result;
     const pendingJob = canonical["execution_state"] === "pending" && typeof canonical["job_id"] === "string" ? canonical["job_id"] : undefined;
     const pendingProject = canonical["project_state"] === "pending" && typeof canonical["project_id"] === "string" ? canonical["project_id"] : undefined;
-    const followUp = pendingJob !== undefined
-      ? waitForJobFollowUp(args["project"] as string, pendingJob, args["session_id"] as string | undefined)
-      : pendingProject !== undefined ? waitForProjectFollowUp(pendingProject) : undefined;
-    const undo = Array.isArray(canonical["undo_changes"]) && canonical["undo_changes"].length > 0
-      ? undoEditFollowUp(args["project"] as string, canonical["undo_changes"] as Array<Record<string, unknown>>, args["session_id"] as string | undefined, args["attempt_ref"] as string | undefined)
-      : undefined;
+    const followUp =
+      pendingJob !== undefined
+        ? waitForJobFollowUp(args["project"] as string, pendingJob, args["session_id"] as string | undefined)
+        : pendingProject !== undefined
+          ? waitForProjectFollowUp(pendingProject)
+          : undefined;
+    const undo =
+      Array.isArray(canonical["undo_changes"]) && canonical["undo_changes"].length > 0
+        ? undoEditFollowUp(
+            args["project"] as string,
+            canonical["undo_changes"] as Array<Record<string, unknown>>,
+            args["session_id"] as string | undefined,
+            args["attempt_ref"] as string | undefined,
+          )
+        : undefined;
     const extras = { ...(normalization ? { normalization } : {}), ...(followUp ? { followUp } : {}), ...(undo ? { undo } : {}) };
     const result = def ? projectSuccess(def, canonical, extras) : { ...canonical };
     const text = def?.direct !== undefined && def.category === "presentation" ? presentationText(def.name, args, result) : undefined;
@@ -159,7 +197,11 @@ export function createPipeline(deps: PipelineDeps) {
     const innerArgs = outer.arguments["arguments"];
     const refusal = gatewayRefusal(inner);
     if (refusal) {
-      const failure = toolFailure(refusal.reason_code, FailureStage.admission, { detail_code: refusal.detail_code, evidence: { field: "/tool" }, message: refusal.message });
+      const failure = toolFailure(refusal.reason_code, FailureStage.admission, {
+        detail_code: refusal.detail_code,
+        evidence: { field: "/tool" },
+        message: refusal.message,
+      });
       return { ok: false, failure, tool: inner, args: innerArgs };
     }
     return { ok: true, catalog, tool: inner, args: innerArgs };
@@ -275,13 +317,27 @@ export function createPipeline(deps: PipelineDeps) {
     // Passive job attention rides on a successful result only, and counts as seen once delivered.
     if (!result.isError && jobAttention) {
       const { key, items } = jobAttention;
-      result = { ...result, structuredContent: { ...result.structuredContent, job_attention: { items } }, delivered: () => attention.seen(key, items.map((i) => i.job_id)) };
+      result = {
+        ...result,
+        structuredContent: { ...result.structuredContent, job_attention: { items } },
+        delivered: () =>
+          attention.seen(
+            key,
+            items.map((i) => i.job_id),
+          ),
+      };
     }
 
     const reasonCode = result.isError ? String(result.structuredContent["reason_code"] ?? "") : "";
     span?.setAttribute("webcodex.tool", toolName);
     if (reasonCode) span?.setAttribute("webcodex.reason_code", reasonCode);
-    callMetrics?.observeCall({ tool: toolName, outcome: result.isError ? "failure" : "success", reasonCode, durationSeconds: (now() - t0) / 1000, stagesUs: stages });
+    callMetrics?.observeCall({
+      tool: toolName,
+      outcome: result.isError ? "failure" : "success",
+      reasonCode,
+      durationSeconds: (now() - t0) / 1000,
+      stagesUs: stages,
+    });
     return result;
   }
 

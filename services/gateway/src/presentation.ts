@@ -35,7 +35,12 @@ const LIVE_STATES = new Set(["queued", "running", "recovering", "unknown"]);
 const MAX_CARD_FILES = 50;
 
 /** The facts of a Job continuation: live state, then the three separate observations. */
-function continuationView(project: string, jobId: string, res: { jobJson: string; continuation?: { dispatch: string; dispatchAtUnixMs: bigint; freshTurnAtUnixMs: bigint; consumedAtUnixMs: bigint } | undefined }, policy: ModelWorkflowPolicy): Json {
+function continuationView(
+  project: string,
+  jobId: string,
+  res: { jobJson: string; continuation?: { dispatch: string; dispatchAtUnixMs: bigint; freshTurnAtUnixMs: bigint; consumedAtUnixMs: bigint } | undefined },
+  policy: ModelWorkflowPolicy,
+): Json {
   const job = (res.jobJson ? JSON.parse(res.jobJson) : {}) as Json;
   const state = typeof job["state"] === "string" ? job["state"] : "unknown";
   const c = res.continuation;
@@ -66,7 +71,8 @@ export function createPresentation(deps: PresentationDeps) {
     const res = await deps.broker.recordJobContinuation({ projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, jobId, action }, options);
     if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
     const view = continuationView(project, jobId, res, deps.policy);
-    if (res.applied && ["claim", "accepted", "rejected", "uncertain"].includes(action)) facts([{ subject: "job", id: jobId, fact: `dispatch_${action === "claim" ? "claimed" : action}` }]);
+    if (res.applied && ["claim", "accepted", "rejected", "uncertain"].includes(action))
+      facts([{ subject: "job", id: jobId, fact: `dispatch_${action === "claim" ? "claimed" : action}` }]);
     if (action === "claim" && !res.applied) {
       // Someone already claimed (or answered) this dispatch: never send a second message.
       return {
@@ -100,9 +106,15 @@ export function createPresentation(deps: PresentationDeps) {
     const p = await resolve(args["project"] as string);
     if (!p.ok) return p;
     const [changes, jobs, validation] = await Promise.all([
-      deps.broker.dispatch({ callId: randomUUID(), projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, tool: "read_workspace_changes", argumentsJson: "{}" }, options),
+      deps.broker.dispatch(
+        { callId: randomUUID(), projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, tool: "read_workspace_changes", argumentsJson: "{}" },
+        options,
+      ),
       deps.broker.listProjectJobs({ projectCanonicalId: p.canonicalId }, options),
-      deps.refResolver.latestProjectValidation({ projectCanonicalId: p.canonicalId, sessionSelector: typeof args["session_id"] === "string" ? args["session_id"] : "" }, options),
+      deps.refResolver.latestProjectValidation(
+        { projectCanonicalId: p.canonicalId, sessionSelector: typeof args["session_id"] === "string" ? args["session_id"] : "" },
+        options,
+      ),
     ]);
     // A session_id that is not the caller's Session on this Project fails the call like any other selector.
     if (validation.failure) return { ok: false, failure: failureFromWire(validation.failure) };
@@ -112,7 +124,9 @@ export function createPresentation(deps: PresentationDeps) {
       result["changes_unavailable"] = failureFromWire(changes.failure).reason_code;
     } else {
       const c = JSON.parse(changes.resultJson) as { changes?: Json[]; total_changes?: number; truncated?: boolean };
-      const files = (c.changes ?? []).slice(0, MAX_CARD_FILES).map((f) => ({ path: f["path"], status: f["status"], added_lines: f["added_lines"], removed_lines: f["removed_lines"] }));
+      const files = (c.changes ?? [])
+        .slice(0, MAX_CARD_FILES)
+        .map((f) => ({ path: f["path"], status: f["status"], added_lines: f["added_lines"], removed_lines: f["removed_lines"] }));
       result["changed_files"] = files;
       if ((c.total_changes ?? files.length) > files.length) result["total_changed_files"] = c.total_changes;
     }
@@ -169,7 +183,10 @@ export function createPresentation(deps: PresentationDeps) {
 export function validationLine(v: Json): string {
   const t = v["tests"] as Json | undefined;
   const d = v["diagnostics"] as Json | undefined;
-  const parts = [t ? `tests ${String(t["passed"])} passed, ${String(t["failed"])} failed, ${String(t["skipped"])} skipped` : "", d ? `${String(d["errors"])} errors, ${String(d["warnings"])} warnings` : ""].filter(Boolean);
+  const parts = [
+    t ? `tests ${String(t["passed"])} passed, ${String(t["failed"])} failed, ${String(t["skipped"])} skipped` : "",
+    d ? `${String(d["errors"])} errors, ${String(d["warnings"])} warnings` : "",
+  ].filter(Boolean);
   return `${String(v["status"])} (${String(v["tool"])})${parts.length > 0 ? `: ${parts.join("; ")}` : ""}`;
 }
 
@@ -178,26 +195,37 @@ export function presentationText(tool: string, args: Json, result: Json): string
   switch (tool) {
     case "present_job_terminal_continuation": {
       const c = result["continuation"] as Json;
-      return `Job ${String(result["job_id"])} is ${String(result["state"])}${typeof result["exit_code"] === "number" ? ` (exit ${String(result["exit_code"])})` : ""}. ` +
+      return (
+        `Job ${String(result["job_id"])} is ${String(result["state"])}${typeof result["exit_code"] === "number" ? ` (exit ${String(result["exit_code"])})` : ""}. ` +
         `When it ends, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
-        "End your turn now; do not wait for the Job in this turn.";
+        "End your turn now; do not wait for the Job in this turn."
+      );
     }
     case "present_agent_continuation": {
       const c = result["continuation"] as Json;
       const events = (result["pending_events"] as Json[]).map((e) => `- ${String(e["kind"])}${e["task_id"] ? ` (${String(e["task_id"])})` : ""}`);
-      return `Agent ${String(result["agent_id"])}: ${String(result["pending_count"])} pending event(s) after cursor ${String(result["after_cursor"])}${events.length > 0 ? `:\n${events.join("\n")}` : "."}\n` +
+      return (
+        `Agent ${String(result["agent_id"])}: ${String(result["pending_count"])} pending event(s) after cursor ${String(result["after_cursor"])}${events.length > 0 ? `:\n${events.join("\n")}` : "."}\n` +
         `When events are pending, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
-        "End your turn now; do not wait for events in this turn.";
+        "End your turn now; do not wait for events in this turn."
+      );
     }
     case "present_work_result": {
       const files = (result["changed_files"] as Json[] | undefined) ?? [];
-      const lines = files.map((f) => `- ${String(f["path"])} (${String(f["status"])}, +${String(f["added_lines"] ?? "?")} -${String(f["removed_lines"] ?? "?")})`);
+      const lines = files.map(
+        (f) => `- ${String(f["path"])} (${String(f["status"])}, +${String(f["added_lines"] ?? "?")} -${String(f["removed_lines"] ?? "?")})`,
+      );
       const jobs = (result["pending_jobs"] as Json[]).map((j) => `${String(j["job_id"])} ${String(j["state"])}`);
       const v = result["latest_validation"] as Json | undefined;
       return [
-        String(args["title"]), String(args["summary"]), files.length > 0 ? `Changed files:\n${lines.join("\n")}` : "No changed files.",
-        v ? `Latest validation: ${validationLine(v)}` : "", jobs.length > 0 ? `Pending Jobs: ${jobs.join(", ")}` : "",
-      ].filter(Boolean).join("\n");
+        String(args["title"]),
+        String(args["summary"]),
+        files.length > 0 ? `Changed files:\n${lines.join("\n")}` : "No changed files.",
+        v ? `Latest validation: ${validationLine(v)}` : "",
+        jobs.length > 0 ? `Pending Jobs: ${jobs.join(", ")}` : "",
+      ]
+        .filter(Boolean)
+        .join("\n");
     }
     case "present_goal_plan": {
       const steps = (args["steps"] as Json[]).map((s, i) => `${i + 1}. [${String(s["state"])}] ${String(s["title"])}`);

@@ -30,9 +30,7 @@ export interface RateLimitOptions {
 /** Which limit refused a call. */
 export type RateScope = "principal" | "tenant";
 
-export type RateDecision =
-  | { ok: true }
-  | { ok: false; retryAfterMs: number; limitPerMinute: number; scope: RateScope };
+export type RateDecision = { ok: true } | { ok: false; retryAfterMs: number; limitPerMinute: number; scope: RateScope };
 
 export interface RateLimited {
   readonly clientId: string;
@@ -55,7 +53,10 @@ interface Bucket {
 /** Parses `client=perMinute` pairs separated by commas, e.g. `acme=120,trial-co=10`. */
 export function parseRateLimitOverrides(text: string | undefined): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const part of (text ?? "").split(",").map((p) => p.trim()).filter(Boolean)) {
+  for (const part of (text ?? "")
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const eq = part.lastIndexOf("=");
     const client = part.slice(0, eq).trim();
     const n = Number(part.slice(eq + 1));
@@ -97,7 +98,12 @@ function bucketFamily(options: RateLimitOptions, limitFor: (key: string) => numb
       if (bucket.tokens >= 1) {
         bucket.tokens -= 1;
         const b = bucket;
-        return { decision: { ok: true }, refund: () => { b.tokens = Math.min(burstFor(perMinute), b.tokens + 1); } };
+        return {
+          decision: { ok: true },
+          refund: () => {
+            b.tokens = Math.min(burstFor(perMinute), b.tokens + 1);
+          },
+        };
       }
       const retryAfterMs = Math.max(1, Math.ceil(((1 - bucket.tokens) * 60_000) / perMinute));
       return { decision: { ok: false, retryAfterMs, limitPerMinute: perMinute, scope: "principal" }, refund: () => {} };

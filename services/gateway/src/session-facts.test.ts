@@ -10,29 +10,82 @@ const def = (name: string) => toolDefinition(name) as ToolDefinition;
 const ok = (result: Record<string, unknown>) => ({ ok: true as const, result });
 
 test("read_files counts the items it read and changes nothing", () => {
-  const facts = sessionCallFacts(def("read_files"), ok({ items: [{ path: "a", content: "x", read_revision: "r_1" }, { path: "b", content: "y", read_revision: "r_2" }] }));
+  const facts = sessionCallFacts(
+    def("read_files"),
+    ok({
+      items: [
+        { path: "a", content: "x", read_revision: "r_1" },
+        { path: "b", content: "y", read_revision: "r_2" },
+      ],
+    }),
+  );
   assert.deepEqual(facts, {
-    outcome: "ok", reasonCode: "", detailCode: "", pathsCount: 2, changedPathsCount: 0, jobId: "", jobState: "",
-    paths: [{ path: "a", readRevision: "r_1", changed: false }, { path: "b", readRevision: "r_2", changed: false }], commandSummary: "",
+    outcome: "ok",
+    reasonCode: "",
+    detailCode: "",
+    pathsCount: 2,
+    changedPathsCount: 0,
+    jobId: "",
+    jobState: "",
+    paths: [
+      { path: "a", readRevision: "r_1", changed: false },
+      { path: "b", readRevision: "r_2", changed: false },
+    ],
+    commandSummary: "",
   });
 });
 
 test("an applied edit records each changed path with its new revision; a run records its command and exit code", () => {
-  const edit = sessionCallFacts(def("edit_project_files"), ok({ dry_run: false, changed: true, files: [{ path: "a", kind: "edit", changed: true, read_revision: "r_9" }, { path: "b", kind: "move", destination: "c", changed: true, read_revision: "r_8" }] }));
-  assert.deepEqual(edit.paths, [{ path: "a", readRevision: "r_9", changed: true }, { path: "b", readRevision: "", changed: true }, { path: "c", readRevision: "r_8", changed: true }]);
+  const edit = sessionCallFacts(
+    def("edit_project_files"),
+    ok({
+      dry_run: false,
+      changed: true,
+      files: [
+        { path: "a", kind: "edit", changed: true, read_revision: "r_9" },
+        { path: "b", kind: "move", destination: "c", changed: true, read_revision: "r_8" },
+      ],
+    }),
+  );
+  assert.deepEqual(edit.paths, [
+    { path: "a", readRevision: "r_9", changed: true },
+    { path: "b", readRevision: "", changed: true },
+    { path: "c", readRevision: "r_8", changed: true },
+  ]);
   const run = sessionCallFacts(def("run_process"), ok({ execution_state: "completed", job_id: "j", exit_code: 2 }), { args: ["make", "test"] });
   assert.deepEqual([run.commandSummary, run.exitCode], ["make test", 2]);
   assert.equal(sessionCallFacts(def("run_shell"), ok({ execution_state: "completed", command_summary: "npm test", exit_code: 0 })).commandSummary, "npm test");
 });
 
 test("search counts distinct matched paths, not matches", () => {
-  const result = { results: [{ matches: [{ path: "a", line: 1 }, { path: "a", line: 2 }] }, { matches: [{ path: "b", line: 1 }] }, { reason_code: "path_not_found" }] };
+  const result = {
+    results: [
+      {
+        matches: [
+          { path: "a", line: 1 },
+          { path: "a", line: 2 },
+        ],
+      },
+      { matches: [{ path: "b", line: 1 }] },
+      { reason_code: "path_not_found" },
+    ],
+  };
   assert.equal(sessionCallFacts(def("search_project_texts"), ok(result)).pathsCount, 2);
 });
 
 test("an applied edit counts changed files; a dry run or a no-op changes none", () => {
-  const applied = { changed: true, paths: ["a", "b"], files: [{ path: "a", changed: true }, { path: "b", changed: false }] };
-  assert.deepEqual([sessionCallFacts(def("edit_project_files"), ok(applied)).pathsCount, sessionCallFacts(def("edit_project_files"), ok(applied)).changedPathsCount], [2, 1]);
+  const applied = {
+    changed: true,
+    paths: ["a", "b"],
+    files: [
+      { path: "a", changed: true },
+      { path: "b", changed: false },
+    ],
+  };
+  assert.deepEqual(
+    [sessionCallFacts(def("edit_project_files"), ok(applied)).pathsCount, sessionCallFacts(def("edit_project_files"), ok(applied)).changedPathsCount],
+    [2, 1],
+  );
   assert.equal(sessionCallFacts(def("edit_project_files"), ok({ ...applied, dry_run: true })).changedPathsCount, 0);
   assert.equal(sessionCallFacts(def("edit_project_files"), ok({ ...applied, changed: false })).changedPathsCount, 0);
 });
@@ -49,29 +102,60 @@ test("execution: pending and running Jobs are pending, completed ones terminal, 
 });
 
 test("a failure records its reason, and an unknown effect stays unknown rather than failed", () => {
-  const stale = sessionCallFacts(def("edit_project_files"), { ok: false, failure: toolFailure("stale_read_revision", "preflight", { detail_code: "changed_since_read" }) });
+  const stale = sessionCallFacts(def("edit_project_files"), {
+    ok: false,
+    failure: toolFailure("stale_read_revision", "preflight", { detail_code: "changed_since_read" }),
+  });
   assert.deepEqual([stale.outcome, stale.reasonCode, stale.detailCode, stale.changedPathsCount], ["failed", "stale_read_revision", "changed_since_read", 0]);
   const lost = sessionCallFacts(def("run_shell"), { ok: false, failure: toolFailure("dependency_unavailable", "dispatch", { outcome_unknown: true }) });
   assert.equal(lost.outcome, "unknown");
 });
 
 test("the handoff view converts int64s, keeps both identities and omits empty extras", () => {
-  const view = handoffView(create(SessionHandoffSchema, {
-    sessionRef: "~s1",
-    session: { sessionId: "wc_sess_x", projectCanonicalId: "agent:local:demo", state: "open", title: "", createdUnixMs: 0n, lastActivityUnixMs: 1000n, closedUnixMs: 0n, callsRecorded: 3n },
-    callsTotal: 3n, callsFailed: 1n,
-    callsByTool: [{ tool: "read_files", calls: 2n, failed: 0n, lastUnixMs: 1000n }, { tool: "run_shell", calls: 1n, failed: 1n, lastUnixMs: 900n }],
-    read: { calls: 2n, paths: 3n, failed: 0n }, run: { calls: 1n, paths: 0n, failed: 1n },
-    pendingJobs: [{ jobId: "job_1", tool: "run_shell", sinceUnixMs: 500n }], pendingJobsTotal: 1n,
-    recentCalls: [{ seq: 3n, tool: "run_shell", outcome: "failed", reasonCode: "dependency_unavailable", atUnixMs: 900n }],
-  }));
+  const view = handoffView(
+    create(SessionHandoffSchema, {
+      sessionRef: "~s1",
+      session: {
+        sessionId: "wc_sess_x",
+        projectCanonicalId: "agent:local:demo",
+        state: "open",
+        title: "",
+        createdUnixMs: 0n,
+        lastActivityUnixMs: 1000n,
+        closedUnixMs: 0n,
+        callsRecorded: 3n,
+      },
+      callsTotal: 3n,
+      callsFailed: 1n,
+      callsByTool: [
+        { tool: "read_files", calls: 2n, failed: 0n, lastUnixMs: 1000n },
+        { tool: "run_shell", calls: 1n, failed: 1n, lastUnixMs: 900n },
+      ],
+      read: { calls: 2n, paths: 3n, failed: 0n },
+      run: { calls: 1n, paths: 0n, failed: 1n },
+      pendingJobs: [{ jobId: "job_1", tool: "run_shell", sinceUnixMs: 500n }],
+      pendingJobsTotal: 1n,
+      recentCalls: [{ seq: 3n, tool: "run_shell", outcome: "failed", reasonCode: "dependency_unavailable", atUnixMs: 900n }],
+    }),
+  );
   assert.deepEqual(view, {
-    session_ref: "~s1", session_id: "wc_sess_x", project: "agent:local:demo", state: "open",
-    created_at: "1970-01-01T00:00:00.000Z", last_activity_at: "1970-01-01T00:00:01.000Z",
+    session_ref: "~s1",
+    session_id: "wc_sess_x",
+    project: "agent:local:demo",
+    state: "open",
+    created_at: "1970-01-01T00:00:00.000Z",
+    last_activity_at: "1970-01-01T00:00:01.000Z",
     calls: { total: 3, failed: 1 },
-    read: { calls: 2, paths: 3, failed: 0 }, changed: { calls: 0, paths: 0, failed: 0 }, run: { calls: 1, failed: 1 },
-    pending_jobs: [{ job_id: "job_1", tool: "run_shell", since: "1970-01-01T00:00:00.500Z", follow_up: waitForJobFollowUp("agent:local:demo", "job_1", "~s1") }],
-    tools: [{ tool: "read_files", calls: 2 }, { tool: "run_shell", calls: 1, failed: 1 }],
+    read: { calls: 2, paths: 3, failed: 0 },
+    changed: { calls: 0, paths: 0, failed: 0 },
+    run: { calls: 1, failed: 1 },
+    pending_jobs: [
+      { job_id: "job_1", tool: "run_shell", since: "1970-01-01T00:00:00.500Z", follow_up: waitForJobFollowUp("agent:local:demo", "job_1", "~s1") },
+    ],
+    tools: [
+      { tool: "read_files", calls: 2 },
+      { tool: "run_shell", calls: 1, failed: 1 },
+    ],
     recent_calls: [{ seq: 3, tool: "run_shell", outcome: "failed", reason_code: "dependency_unavailable", at: "1970-01-01T00:00:00.900Z" }],
   });
 });
@@ -79,7 +163,8 @@ test("the handoff view converts int64s, keeps both identities and omits empty ex
 test("a validation verdict records its status and summed counts, never messages or paths", () => {
   const def = toolDefinition("project_validate") as ToolDefinition;
   const result = {
-    status: "failed", truncated: false,
+    status: "failed",
+    truncated: false,
     checks: [
       { check: "typecheck", provider: "node", command_summary: "tsc --noEmit", status: "failed", diagnostics: { errors: 2, warnings: 1 } },
       { check: "test", provider: "node", command_summary: "node --test", status: "failed", tests: { passed: 3, failed: 1, skipped: 2 } },
@@ -94,17 +179,38 @@ test("a validation verdict records its status and summed counts, never messages 
   // Anything that is not a StructuredValidation result has no verdict.
   assert.equal(validationVerdict({ status: "ok", checks: [], failures: [] }), undefined);
   assert.equal(validationVerdict({ execution_state: "completed", exit_code: 0 }), undefined);
-  assert.equal(sessionCallFacts(toolDefinition("run_shell") as ToolDefinition, { ok: true, result: { execution_state: "completed", exit_code: 0 } }).validation, undefined);
+  assert.equal(
+    sessionCallFacts(toolDefinition("run_shell") as ToolDefinition, { ok: true, result: { execution_state: "completed", exit_code: 0 } }).validation,
+    undefined,
+  );
 });
 
 test("the handoff view lists paths with their latest revisions and commands with outcomes, and says when a list was cut", () => {
-  const view = handoffView(create(SessionHandoffSchema, {
-    sessionRef: "~s2",
-    session: { sessionId: "wc_sess_y", projectCanonicalId: "agent:local:demo", state: "open", title: "", createdUnixMs: 0n, lastActivityUnixMs: 0n, closedUnixMs: 0n, callsRecorded: 2n },
-    paths: [{ path: "src/a.ts", readRevision: "r_2", changed: true }, { path: "README.md", readRevision: "r_1", changed: false }], pathsTruncated: true,
-    commands: [{ tool: "run_shell", commandSummary: "npm test", outcome: "ok", exitCode: 1 }],
-  }));
-  assert.deepEqual(view["paths"], [{ path: "src/a.ts", read_revision: "r_2", changed: true }, { path: "README.md", read_revision: "r_1" }]);
+  const view = handoffView(
+    create(SessionHandoffSchema, {
+      sessionRef: "~s2",
+      session: {
+        sessionId: "wc_sess_y",
+        projectCanonicalId: "agent:local:demo",
+        state: "open",
+        title: "",
+        createdUnixMs: 0n,
+        lastActivityUnixMs: 0n,
+        closedUnixMs: 0n,
+        callsRecorded: 2n,
+      },
+      paths: [
+        { path: "src/a.ts", readRevision: "r_2", changed: true },
+        { path: "README.md", readRevision: "r_1", changed: false },
+      ],
+      pathsTruncated: true,
+      commands: [{ tool: "run_shell", commandSummary: "npm test", outcome: "ok", exitCode: 1 }],
+    }),
+  );
+  assert.deepEqual(view["paths"], [
+    { path: "src/a.ts", read_revision: "r_2", changed: true },
+    { path: "README.md", read_revision: "r_1" },
+  ]);
   assert.equal(view["paths_truncated"], true);
   assert.deepEqual(view["commands"], [{ tool: "run_shell", command: "npm test", outcome: "ok", exit_code: 1 }]);
   assert.equal(view["commands_truncated"], undefined);

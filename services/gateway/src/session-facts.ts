@@ -38,7 +38,8 @@ const VALIDATION_STATUSES = new Set(["passed", "failed", "error", "unparsed"]);
  */
 export function validationVerdict(result: Record<string, unknown>): (SessionValidationFacts & { providers: string[] }) | undefined {
   const status = result["status"];
-  if (typeof status !== "string" || !VALIDATION_STATUSES.has(status) || !Array.isArray(result["checks"]) || !Array.isArray(result["failures"])) return undefined;
+  if (typeof status !== "string" || !VALIDATION_STATUSES.has(status) || !Array.isArray(result["checks"]) || !Array.isArray(result["failures"]))
+    return undefined;
   const v = { status, providers: [] as string[], testsPassed: 0, testsFailed: 0, testsSkipped: 0, errors: 0, warnings: 0 };
   const providers = new Set<string>();
   const num = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? count(x) : 0);
@@ -65,9 +66,11 @@ const COMMAND_MAX = 200;
 function pathFacts(def: ToolDefinition, r: Record<string, unknown>): SessionCallFacts["paths"] {
   const out: SessionCallFacts["paths"] = [];
   const add = (path: unknown, revision: unknown, changed: boolean) => {
-    if (typeof path === "string" && path !== "" && out.length < PATHS_PER_CALL) out.push({ path, readRevision: typeof revision === "string" ? revision : "", changed });
+    if (typeof path === "string" && path !== "" && out.length < PATHS_PER_CALL)
+      out.push({ path, readRevision: typeof revision === "string" ? revision : "", changed });
   };
-  if (def.name === "read_files") for (const item of list(r["items"])) if (record(item)["success"] !== false) add(record(item)["path"], record(item)["read_revision"], false);
+  if (def.name === "read_files")
+    for (const item of list(r["items"])) if (record(item)["success"] !== false) add(record(item)["path"], record(item)["read_revision"], false);
   if (def.name === "search_file_context") add(r["path"], r["read_revision"], false);
   if (def.name === "edit_project_files" && r["dry_run"] === false) {
     for (const f of list(r["files"])) {
@@ -82,10 +85,16 @@ function pathFacts(def: ToolDefinition, r: Record<string, unknown>): SessionCall
 /** A run call's command as the model would recognise it, cut to COMMAND_MAX characters. */
 function commandOf(def: ToolDefinition, args: Record<string, unknown>, r: Record<string, unknown>): string {
   if (def.effect !== "process_execution") return "";
-  const summary = typeof r["command_summary"] === "string" ? r["command_summary"]
-    : typeof args["command"] === "string" ? args["command"]
-      : Array.isArray(args["args"]) ? (args["args"] as unknown[]).map(String).join(" ")
-        : typeof args["language"] === "string" ? `${args["language"]} script` : "";
+  const summary =
+    typeof r["command_summary"] === "string"
+      ? r["command_summary"]
+      : typeof args["command"] === "string"
+        ? args["command"]
+        : Array.isArray(args["args"])
+          ? (args["args"] as unknown[]).map(String).join(" ")
+          : typeof args["language"] === "string"
+            ? `${args["language"]} script`
+            : "";
   return [...summary].slice(0, COMMAND_MAX).join("");
 }
 
@@ -119,8 +128,15 @@ export function sessionCallFacts(def: ToolDefinition, outcome: Outcome, args: Re
   if (!outcome.ok) {
     const f = outcome.failure;
     return {
-      outcome: f.outcome_unknown ? "unknown" : "failed", reasonCode: f.reason_code, detailCode: f.detail_code ?? "", pathsCount: 0, changedPathsCount: 0, jobId: "", jobState: "",
-      paths: [], commandSummary: commandOf(def, args, {}),
+      outcome: f.outcome_unknown ? "unknown" : "failed",
+      reasonCode: f.reason_code,
+      detailCode: f.detail_code ?? "",
+      pathsCount: 0,
+      changedPathsCount: 0,
+      jobId: "",
+      jobState: "",
+      paths: [],
+      commandSummary: commandOf(def, args, {}),
     };
   }
   const r = outcome.result;
@@ -138,7 +154,18 @@ export function sessionCallFacts(def: ToolDefinition, outcome: Outcome, args: Re
     changedPathsCount: count(changedPathsOf(def, r)),
     jobId,
     jobState: jobId === "" ? "" : jobState,
-    ...(verdict ? { validation: { status: verdict.status, testsPassed: verdict.testsPassed, testsFailed: verdict.testsFailed, testsSkipped: verdict.testsSkipped, errors: verdict.errors, warnings: verdict.warnings } } : {}),
+    ...(verdict
+      ? {
+          validation: {
+            status: verdict.status,
+            testsPassed: verdict.testsPassed,
+            testsFailed: verdict.testsFailed,
+            testsSkipped: verdict.testsSkipped,
+            errors: verdict.errors,
+            warnings: verdict.warnings,
+          },
+        }
+      : {}),
     paths: pathFacts(def, r),
     commandSummary: commandOf(def, args, r),
     ...(typeof r["exit_code"] === "number" ? { exitCode: r["exit_code"] } : {}),
@@ -150,7 +177,8 @@ const iso = (ms: bigint) => new Date(Number(ms)).toISOString();
 /** One recorded validation result: tool, verdict and the non-zero counts (never messages or paths). */
 export function validationView(v: ValidationRecap): Record<string, unknown> {
   const x = v.validation;
-  const tests = x && x.testsPassed + x.testsFailed + x.testsSkipped > 0 ? { tests: { passed: x.testsPassed, failed: x.testsFailed, skipped: x.testsSkipped } } : {};
+  const tests =
+    x && x.testsPassed + x.testsFailed + x.testsSkipped > 0 ? { tests: { passed: x.testsPassed, failed: x.testsFailed, skipped: x.testsSkipped } } : {};
   const diagnostics = x && x.errors + x.warnings > 0 ? { diagnostics: { errors: x.errors, warnings: x.warnings } } : {};
   return { seq: Number(v.seq), tool: v.tool, status: x?.status ?? "", ...tests, ...diagnostics, at: iso(v.atUnixMs) };
 }
@@ -185,21 +213,38 @@ export function handoffView(h: SessionHandoff): Record<string, unknown> {
   view["changed"] = { calls: n(h.changed?.calls ?? 0n), paths: n(h.changed?.paths ?? 0n), failed: n(h.changed?.failed ?? 0n) };
   view["run"] = { calls: n(h.run?.calls ?? 0n), failed: n(h.run?.failed ?? 0n) };
   if (h.paths.length > 0) {
-    view["paths"] = h.paths.map((p) => ({ path: p.path, ...(p.readRevision ? { read_revision: p.readRevision } : {}), ...(p.changed ? { changed: true } : {}) }));
+    view["paths"] = h.paths.map((p) => ({
+      path: p.path,
+      ...(p.readRevision ? { read_revision: p.readRevision } : {}),
+      ...(p.changed ? { changed: true } : {}),
+    }));
     if (h.pathsTruncated) view["paths_truncated"] = true;
   }
   if (h.commands.length > 0) {
-    view["commands"] = h.commands.map((c) => ({ tool: c.tool, command: c.commandSummary, outcome: c.outcome, ...(c.exitCode !== undefined ? { exit_code: c.exitCode } : {}) }));
+    view["commands"] = h.commands.map((c) => ({
+      tool: c.tool,
+      command: c.commandSummary,
+      outcome: c.outcome,
+      ...(c.exitCode !== undefined ? { exit_code: c.exitCode } : {}),
+    }));
     if (h.commandsTruncated) view["commands_truncated"] = true;
   }
   // Each pending Job with the exact call that collects it, recorded into the same Session.
   view["pending_jobs"] = h.pendingJobs.map((j) => ({
-    job_id: j.jobId, tool: j.tool, since: iso(j.sinceUnixMs),
+    job_id: j.jobId,
+    tool: j.tool,
+    since: iso(j.sinceUnixMs),
     ...(s ? { follow_up: waitForJobFollowUp(s.projectCanonicalId, j.jobId, h.sessionRef || s.sessionId) } : {}),
   }));
   if (h.pendingJobsTotal > BigInt(h.pendingJobs.length)) view["pending_jobs_total"] = n(h.pendingJobsTotal);
   view["tools"] = h.callsByTool.map((t) => ({ tool: t.tool, calls: n(t.calls), ...(t.failed > 0n ? { failed: n(t.failed) } : {}) }));
-  view["recent_calls"] = h.recentCalls.map((c) => ({ seq: n(c.seq), tool: c.tool, outcome: c.outcome, ...(c.reasonCode ? { reason_code: c.reasonCode } : {}), at: iso(c.atUnixMs) }));
+  view["recent_calls"] = h.recentCalls.map((c) => ({
+    seq: n(c.seq),
+    tool: c.tool,
+    outcome: c.outcome,
+    ...(c.reasonCode ? { reason_code: c.reasonCode } : {}),
+    at: iso(c.atUnixMs),
+  }));
   if (h.validations.length > 0) {
     view["validations"] = h.validations.map(validationView);
   }

@@ -1,4 +1,15 @@
-import { createLogger, createMetrics, createPostgresDatabase, createRedis, defaultBindHost, onShutdown, readinessFrom, serviceIdentityFromEnv, startServiceServer, startTelemetry } from "@webcodex/platform";
+import {
+  createLogger,
+  createMetrics,
+  createPostgresDatabase,
+  createRedis,
+  defaultBindHost,
+  onShutdown,
+  readinessFrom,
+  serviceIdentityFromEnv,
+  startServiceServer,
+  startTelemetry,
+} from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
@@ -22,9 +33,20 @@ export async function main(env: Env = process.env): Promise<void> {
   const agentEvents = createPostgresAgentEventBus(config.postgresUrl, logger);
   const server = await startServiceServer({
     ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
-    name: "ref-resolver", port: config.port, host: config.host ?? defaultBindHost(env), routes: routes({ db, agentEvents, ...(taskFences ? { taskFences } : {}) }), metrics: createMetrics(), logger,
+    name: "ref-resolver",
+    port: config.port,
+    host: config.host ?? defaultBindHost(env),
+    routes: routes({ db, agentEvents, ...(taskFences ? { taskFences } : {}) }),
+    metrics: createMetrics(),
+    logger,
     readiness: readinessFrom({ postgres: () => db.ping() }),
   });
   logger.info("listening", { url: server.url });
-  onShutdown(logger, async () => { await server.close(); await agentEvents.close(); redis?.disconnect(); await db.close(); await telemetry.shutdown(); });
+  onShutdown(logger, async () => {
+    await server.close();
+    await agentEvents.close();
+    redis?.disconnect();
+    await db.close();
+    await telemetry.shutdown();
+  });
 }

@@ -85,7 +85,6 @@ const recapToProto = (r: HandoffRecap) => ({
 
 const continuationToProto = (c: AgentContinuation) => ({ agentId: c.agentId, endpointId: c.endpointId, controllerGeneration: BigInt(c.controllerGeneration) });
 
-
 const failed = (failure: ToolFailure) => ({ failure: failureToWire(failure) });
 
 /** Wire int64 → JS number; anything beyond exact range is treated as a (never valid) huge value. */
@@ -97,8 +96,10 @@ async function guarded<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (error) {
     if (error instanceof ConnectError) throw error;
-    if (error instanceof ProjectOwnershipError) throw new ConnectError("project not owned by the caller's client id", Code.PermissionDenied, undefined, undefined, error);
-    if (error instanceof SessionCallRecordError) throw new ConnectError(`invalid session call record: ${error.message}`, Code.InvalidArgument, undefined, undefined, error);
+    if (error instanceof ProjectOwnershipError)
+      throw new ConnectError("project not owned by the caller's client id", Code.PermissionDenied, undefined, undefined, error);
+    if (error instanceof SessionCallRecordError)
+      throw new ConnectError(`invalid session call record: ${error.message}`, Code.InvalidArgument, undefined, undefined, error);
     if (error instanceof RangeError) throw new ConnectError("invalid argument", Code.InvalidArgument, undefined, undefined, error);
     throw error;
   }
@@ -109,7 +110,12 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
   const sessions = createSessionStore(deps.db, projects, deps.maxCallsPerSession !== undefined ? { maxCallsPerSession: deps.maxCallsPerSession } : {});
   const agents = createAgentStore(deps.db);
   const agentContinuations = createAgentContinuations({ db: deps.db, agents });
-  const agentTasks = createAgentTasks({ db: deps.db, projects, fences: deps.taskFences ?? createMemoryTaskFenceCounter(), bus: deps.agentEvents ?? createAgentEventBus() });
+  const agentTasks = createAgentTasks({
+    db: deps.db,
+    projects,
+    fences: deps.taskFences ?? createMemoryTaskFenceCounter(),
+    bus: deps.agentEvents ?? createAgentEventBus(),
+  });
   const validAddress = (clientId: string, projectId: string) => {
     if (!isCanonicalIdPart(clientId) || !isCanonicalIdPart(projectId)) throw new ConnectError("invalid client_id or project_id", Code.InvalidArgument);
   };
@@ -118,13 +124,19 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
     async putGoalPlan(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
       // The gateway resolved and authorized the Project; a plan of another tenant's Project is refused.
-      if (req.projectCanonicalId !== "" && !req.projectCanonicalId.startsWith(`agent:${principal.clientId}:`)) throw new ConnectError("project not visible to this client", Code.PermissionDenied);
+      if (req.projectCanonicalId !== "" && !req.projectCanonicalId.startsWith(`agent:${principal.clientId}:`))
+        throw new ConnectError("project not visible to this client", Code.PermissionDenied);
       const plan = await plans.put(principal, { projectCanonicalId: req.projectCanonicalId, goal: req.goal, stepsJson: req.stepsJson });
       return { planId: plan.planId, revision: BigInt(plan.revision), updatedAtUnixMs: BigInt(plan.updatedAtMs) };
     },
     // ── projects ──
     async registerProject(req) {
-      const { project, newIncarnation } = await projects.register({ clientId: req.clientId, projectId: req.projectId, rootIdentity: req.rootIdentity, name: req.name || req.projectId });
+      const { project, newIncarnation } = await projects.register({
+        clientId: req.clientId,
+        projectId: req.projectId,
+        rootIdentity: req.rootIdentity,
+        name: req.name || req.projectId,
+      });
       return { project: toProto(project), newIncarnation };
     },
     async retireProject(req, ctx) {
@@ -192,10 +204,28 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
           selector: req.sessionSelector,
           projectCanonicalId: req.projectCanonicalId,
           call: {
-            callId: call.callId, tool: call.tool, effect: call.effect, outcome: call.outcome, reasonCode: call.reasonCode, detailCode: call.detailCode,
-            pathsCount: call.pathsCount, changedPathsCount: call.changedPathsCount, jobId: call.jobId, jobState: call.jobState, durationMs: call.durationMs,
+            callId: call.callId,
+            tool: call.tool,
+            effect: call.effect,
+            outcome: call.outcome,
+            reasonCode: call.reasonCode,
+            detailCode: call.detailCode,
+            pathsCount: call.pathsCount,
+            changedPathsCount: call.changedPathsCount,
+            jobId: call.jobId,
+            jobState: call.jobState,
+            durationMs: call.durationMs,
             ...(call.validation
-              ? { validation: { status: call.validation.status, testsPassed: call.validation.testsPassed, testsFailed: call.validation.testsFailed, testsSkipped: call.validation.testsSkipped, errors: call.validation.errors, warnings: call.validation.warnings } }
+              ? {
+                  validation: {
+                    status: call.validation.status,
+                    testsPassed: call.validation.testsPassed,
+                    testsFailed: call.validation.testsFailed,
+                    testsSkipped: call.validation.testsSkipped,
+                    errors: call.validation.errors,
+                    warnings: call.validation.warnings,
+                  },
+                }
               : {}),
             paths: call.paths.map((p) => ({ path: p.path, readRevision: p.readRevision, changed: p.changed })),
             ...(call.commandSummary !== "" ? { commandSummary: call.commandSummary } : {}),
@@ -203,7 +233,9 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
           },
         }),
       );
-      return recorded.ok ? { recorded: recorded.recorded, seq: BigInt(recorded.seq), duplicate: recorded.duplicate, dropped: recorded.dropped } : failed(recorded.failure);
+      return recorded.ok
+        ? { recorded: recorded.recorded, seq: BigInt(recorded.seq), duplicate: recorded.duplicate, dropped: recorded.dropped }
+        : failed(recorded.failure);
     },
     async latestProjectValidation(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
@@ -225,7 +257,12 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
           ...recapToProto(handoff.recap),
           paths: handoff.lists.paths.map((p) => ({ path: p.path, readRevision: p.readRevision, changed: p.changed })),
           pathsTruncated: handoff.lists.pathsTruncated,
-          commands: handoff.lists.commands.map((c) => ({ tool: c.tool, commandSummary: c.commandSummary, outcome: c.outcome, ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}) })),
+          commands: handoff.lists.commands.map((c) => ({
+            tool: c.tool,
+            commandSummary: c.commandSummary,
+            outcome: c.outcome,
+            ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}),
+          })),
           commandsTruncated: handoff.lists.commandsTruncated,
         },
       };
@@ -234,17 +271,30 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
     // ── agent continuations ──
     async rotateAgentEndpoint(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
-      const r = await agents.rotateEndpoint(principal, { agentId: req.agentId, endpointId: req.endpointId, expectedGeneration: int(req.expectedControllerGeneration) });
+      const r = await agents.rotateEndpoint(principal, {
+        agentId: req.agentId,
+        endpointId: req.endpointId,
+        expectedGeneration: int(req.expectedControllerGeneration),
+      });
       return r.ok ? { continuation: continuationToProto(r.continuation), agentContinuationRef: r.ref } : failed(r.failure);
     },
     async issueAgentContinuationRef(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
-      const r = await agents.issueContinuationRef(principal, { agentId: req.agentId, endpointId: req.endpointId, expectedGeneration: int(req.expectedControllerGeneration) });
+      const r = await agents.issueContinuationRef(principal, {
+        agentId: req.agentId,
+        endpointId: req.endpointId,
+        expectedGeneration: int(req.expectedControllerGeneration),
+      });
       return r.ok ? { continuation: continuationToProto(r.continuation), agentContinuationRef: r.ref } : failed(r.failure);
     },
     async resolveAgentContinuation(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
-      const r = await agents.resolveContinuation(principal, { ref: req.agentContinuationRef, agentId: req.agentId, endpointId: req.endpointId, expectedGeneration: int(req.expectedControllerGeneration) });
+      const r = await agents.resolveContinuation(principal, {
+        ref: req.agentContinuationRef,
+        agentId: req.agentId,
+        endpointId: req.endpointId,
+        expectedGeneration: int(req.expectedControllerGeneration),
+      });
       return r.ok ? { continuation: continuationToProto(r.continuation) } : failed(r.failure);
     },
 

@@ -18,10 +18,21 @@ import { RUNNER_TOKEN_HEADER, runnerCredential } from "./runner-auth.js";
 import type { Provisioner } from "./provisioning/provisioner.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
-const ALL: RunnerCapabilityId[] = ["readFiles", "searchTexts", "applyTextEdit", "applyTextEditExpectedMatchCount", "gitReview", "processExecution", "shellExecution"];
+const ALL: RunnerCapabilityId[] = [
+  "readFiles",
+  "searchTexts",
+  "applyTextEdit",
+  "applyTextEditExpectedMatchCount",
+  "gitReview",
+  "processExecution",
+  "shellExecution",
+];
 
 const refResolver = {
-  registerProject: async (req: { clientId: string; projectId: string; rootIdentity: string }) => ({ project: { canonicalId: `agent:${req.clientId}:${req.projectId}`, rootIdentity: req.rootIdentity }, newIncarnation: false }),
+  registerProject: async (req: { clientId: string; projectId: string; rootIdentity: string }) => ({
+    project: { canonicalId: `agent:${req.clientId}:${req.projectId}`, rootIdentity: req.rootIdentity },
+    newIncarnation: false,
+  }),
 } as unknown as Client<typeof RefResolverService>;
 
 interface FakeRunner {
@@ -64,10 +75,19 @@ function setup(over: Partial<RunnerBrokerDeps> = {}) {
   const register = async (runnerId: string, caps: RunnerCapabilityId[] = ALL, headers: Record<string, string> = {}) => {
     const fake = runners.get(runnerId) ?? fakeRunner();
     runners.set(runnerId, fake);
-    const res = await broker.registerRunner({
-      runnerId, clientId: "c1", projectId: "p1", rootIdentity: "root-1", protocolGeneration: RUNNER_PROTOCOL_GENERATION, build: "b1",
-      capabilities: new RunnerCapabilities(caps).toWire(), endpointUrl: runnerId,
-    }, { headers });
+    const res = await broker.registerRunner(
+      {
+        runnerId,
+        clientId: "c1",
+        projectId: "p1",
+        rootIdentity: "root-1",
+        protocolGeneration: RUNNER_PROTOCOL_GENERATION,
+        build: "b1",
+        capabilities: new RunnerCapabilities(caps).toWire(),
+        endpointUrl: runnerId,
+      },
+      { headers },
+    );
     return { res, fake };
   };
   const dispatch = (tool: string, args: Record<string, unknown>, callId = `call-${Math.random()}`) =>
@@ -76,7 +96,11 @@ function setup(over: Partial<RunnerBrokerDeps> = {}) {
 }
 
 const plainEdit = { changes: [{ kind: "edit", path: "a.txt", expected_read_revision: "r1", edits: [{ replace_exact: { old_text: "a", new_text: "b" } }] }] };
-const bulkEdit = { changes: [{ kind: "edit", path: "a.txt", expected_read_revision: "r1", edits: [{ replace_exact: { old_text: "a", new_text: "b" }, expected_match_count: 3 }] }] };
+const bulkEdit = {
+  changes: [
+    { kind: "edit", path: "a.txt", expected_read_revision: "r1", edits: [{ replace_exact: { old_text: "a", new_text: "b" }, expected_match_count: 3 }] },
+  ],
+};
 
 describe("runner-broker", () => {
   it("grants the project lease to the first Runner and keeps the second as a standby", async () => {
@@ -107,7 +131,10 @@ describe("runner-broker", () => {
     assert.equal(stale.leaseHeld, false, "the old holder cannot renew");
     assert.equal(stale.projectFence, hb.fence, "and learns the newer fence");
     await s.dispatch("read_files", { files: [{ path: "a" }] });
-    assert.deepEqual(b.fake.calls.map((c) => c.fence), [Number(hb.fence)]);
+    assert.deepEqual(
+      b.fake.calls.map((c) => c.fence),
+      [Number(hb.fence)],
+    );
   });
 
   it("rejects a bulk edit before dispatch when the Runner lacks apply_text_edit_expected_match_count, while a plain edit runs", async () => {
@@ -127,32 +154,52 @@ describe("runner-broker", () => {
     const login = { command: "make", shell: "bash", login: true };
     const literal = { tool: "run_process", argumentsJson: JSON.stringify({ args: ["bash", "-lc", "make"] }) };
     const dispatchRewrite = (s: ReturnType<typeof setup>, fallback = literal) =>
-      s.broker.dispatch({ callId: `call-${Math.random()}`, projectCanonicalId: "agent:c1:p1", rootIdentity: "root-1", tool: "run_shell", argumentsJson: JSON.stringify(login), fallback });
+      s.broker.dispatch({
+        callId: `call-${Math.random()}`,
+        projectCanonicalId: "agent:c1:p1",
+        rootIdentity: "root-1",
+        tool: "run_shell",
+        argumentsJson: JSON.stringify(login),
+        fallback,
+      });
 
     const older = setup();
     const { fake: old } = await older.register("ra", ["readFiles", "searchTexts", "applyTextEdit", "processExecution", "shellExecution"]);
     const ran = await dispatchRewrite(older);
     assert.equal(ran.failure, undefined, "a working run_process is not turned into capability_missing");
     assert.equal(ran.answeredFallback, true);
-    assert.deepEqual(old.calls.map((c) => c.tool), ["run_process"]);
+    assert.deepEqual(
+      old.calls.map((c) => c.tool),
+      ["run_process"],
+    );
 
     const newer = setup();
     const { fake: current } = await newer.register("ra", [...ALL, "bashLogin"]);
     const rewritten = await dispatchRewrite(newer);
     assert.equal(rewritten.answeredFallback, false);
-    assert.deepEqual(current.calls.map((c) => c.tool), ["run_shell"]);
+    assert.deepEqual(
+      current.calls.map((c) => c.tool),
+      ["run_shell"],
+    );
 
     // Neither form can run: the refusal is about the call as the caller spelled it.
     const bare = setup();
     const { fake: none } = await bare.register("ra", ["readFiles", "searchTexts", "applyTextEdit"]);
     const refused = await dispatchRewrite(bare);
-    assert.deepEqual([refused.failure?.reasonCode, refused.failure?.detailCode, refused.answeredFallback], ["capability_missing", "process_execution_v1", true]);
+    assert.deepEqual(
+      [refused.failure?.reasonCode, refused.failure?.detailCode, refused.answeredFallback],
+      ["capability_missing", "process_execution_v1", true],
+    );
     assert.equal(none.calls.length, 0);
 
     // A fallback of another effect class is never a substitute.
     const odd = await dispatchRewrite(older, { tool: "read_files", argumentsJson: JSON.stringify({ files: [{ path: "a" }] }) });
     assert.deepEqual([odd.failure?.reasonCode, odd.failure?.detailCode, odd.answeredFallback], ["capability_missing", "bash_login_v1", false]);
-    assert.deepEqual(old.calls.map((c) => c.tool), ["run_process"], "nothing more ran");
+    assert.deepEqual(
+      old.calls.map((c) => c.tool),
+      ["run_process"],
+      "nothing more ran",
+    );
   });
 
   it("refuses calls still over the per-project concurrency limit after the admission wait, with a structured rate_limited failure", async () => {
@@ -193,15 +240,30 @@ describe("runner-broker", () => {
     const s = setup({ runnerToken: "s3cret" });
     const own = runnerCredential("s3cret", { clientId: "c1", projectId: "p1" });
     await assert.rejects(s.register("ra"), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
-    await assert.rejects(s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: "wrong" }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
-    await assert.rejects(s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: "s3cret" }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+    await assert.rejects(
+      s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: "wrong" }),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated,
+    );
+    await assert.rejects(
+      s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: "s3cret" }),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated,
+    );
     // A credential stolen from another workspace's Runner registers nothing here.
     const stolen = runnerCredential("s3cret", { clientId: "c1", projectId: "other" });
-    await assert.rejects(s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: stolen }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+    await assert.rejects(
+      s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: stolen }),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated,
+    );
     const ok = await s.register("ra", ALL, { [RUNNER_TOKEN_HEADER]: own });
     assert.equal(ok.res.leaseHeld, true);
-    await assert.rejects(s.broker.heartbeat({ runnerId: "ra", fence: ok.res.fence }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
-    await assert.rejects(s.broker.heartbeat({ runnerId: "ra", fence: ok.res.fence }, { headers: { [RUNNER_TOKEN_HEADER]: stolen } }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+    await assert.rejects(
+      s.broker.heartbeat({ runnerId: "ra", fence: ok.res.fence }),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated,
+    );
+    await assert.rejects(
+      s.broker.heartbeat({ runnerId: "ra", fence: ok.res.fence }, { headers: { [RUNNER_TOKEN_HEADER]: stolen } }),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated,
+    );
     assert.equal((await s.broker.heartbeat({ runnerId: "ra", fence: ok.res.fence }, { headers: { [RUNNER_TOKEN_HEADER]: own } })).known, true);
   });
 
@@ -218,9 +280,15 @@ describe("runner-broker", () => {
 
   it("reports each Project's runner state in one call: ready, registered (standby only, lost, other root) or none", async () => {
     const s = setup();
-    const states = async (root = "root-1") => (await s.broker.getProjectRunnerStates({
-      projects: [{ projectCanonicalId: "agent:c1:p1", rootIdentity: root }, { projectCanonicalId: "agent:c1:other", rootIdentity: "root-9" }],
-    })).states;
+    const states = async (root = "root-1") =>
+      (
+        await s.broker.getProjectRunnerStates({
+          projects: [
+            { projectCanonicalId: "agent:c1:p1", rootIdentity: root },
+            { projectCanonicalId: "agent:c1:other", rootIdentity: "root-9" },
+          ],
+        })
+      ).states;
     assert.deepEqual(await states(), { "agent:c1:p1": "none", "agent:c1:other": "none" });
     await s.register("ra");
     assert.deepEqual(await states(), { "agent:c1:p1": "ready", "agent:c1:other": "none" });
@@ -241,7 +309,13 @@ describe("runner-broker", () => {
     assert.equal(sparse.summary?.baselineFaults, 1);
     const full = await s.broker.getFleetStatus({ clientId: "c1" });
     assert.deepEqual(full.summary, sparse.summary);
-    assert.deepEqual(full.runners.map((r) => [r.runnerId, r.leaseHeld]), [["ra", true], ["rb", false]]);
+    assert.deepEqual(
+      full.runners.map((r) => [r.runnerId, r.leaseHeld]),
+      [
+        ["ra", true],
+        ["rb", false],
+      ],
+    );
     assert.equal((await s.broker.getFleetStatus({ clientId: "other", summaryOnly: true })).summary?.runnersTotal, 0);
   });
 
@@ -249,8 +323,14 @@ describe("runner-broker", () => {
     const calls: string[] = [];
     const provisioner: Provisioner = {
       kind: "kubernetes",
-      ensureRunner: async (w) => { calls.push(`ensure ${w.clientId}/${w.projectId}`); return { action: "created", name: "wcx-runner-x" }; },
-      removeRunner: async (w, o) => { calls.push(`remove ${w.clientId}/${w.projectId} keep=${o?.keepWorkspace === true}`); return true; },
+      ensureRunner: async (w) => {
+        calls.push(`ensure ${w.clientId}/${w.projectId}`);
+        return { action: "created", name: "wcx-runner-x" };
+      },
+      removeRunner: async (w, o) => {
+        calls.push(`remove ${w.clientId}/${w.projectId} keep=${o?.keepWorkspace === true}`);
+        return true;
+      },
       close: async () => undefined,
     };
     const s = setup({ provisioner });
@@ -258,11 +338,18 @@ describe("runner-broker", () => {
     assert.equal(res.failure?.detailCode, "runner_starting");
     const starting = failureFromWire(res.failure!);
     assert.equal(starting.evidence?.["retry_after_ms"], 2000, "runner_starting says when to retry");
-    assert.deepEqual(starting.follow_up, { follow_up_kind: "mechanically_followable", tool: "call_runtime_tool", arguments: { tool: "wait_for_project_ready", arguments: { project: "agent:c1:p1" } } });
+    assert.deepEqual(starting.follow_up, {
+      follow_up_kind: "mechanically_followable",
+      tool: "call_runtime_tool",
+      arguments: { tool: "wait_for_project_ready", arguments: { project: "agent:c1:p1" } },
+    });
     const own = { headers: principalHeaders({ clientId: "c1", subject: "u" }) };
     assert.equal((await s.broker.ensureProjectRunner({ clientId: "c1", projectId: "p1" }, own)).action, "created");
     assert.equal((await s.broker.removeProjectRunner({ clientId: "c1", projectId: "p1", keepWorkspace: true }, own)).removed, true);
-    await assert.rejects(s.broker.removeProjectRunner({ clientId: "c2", projectId: "p1" }, own), (e: unknown) => e instanceof ConnectError && e.code === Code.PermissionDenied);
+    await assert.rejects(
+      s.broker.removeProjectRunner({ clientId: "c2", projectId: "p1" }, own),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.PermissionDenied,
+    );
     assert.deepEqual(calls, ["ensure c1/p1", "ensure c1/p1", "remove c1/p1 keep=true"]);
   });
 
@@ -290,7 +377,12 @@ describe("runner-broker", () => {
   });
 
   it("removing a Project's Runner forgets its registration: not listed, counted or routed to", async () => {
-    const provisioner: Provisioner = { kind: "kubernetes", ensureRunner: async () => ({ action: "exists", name: "x" }), removeRunner: async () => true, close: async () => undefined };
+    const provisioner: Provisioner = {
+      kind: "kubernetes",
+      ensureRunner: async () => ({ action: "exists", name: "x" }),
+      removeRunner: async () => true,
+      close: async () => undefined,
+    };
     const s = setup({ provisioner });
     await s.register("ra");
     assert.equal((await s.broker.getFleetStatus({ clientId: "c1", summaryOnly: true })).summary?.runnersTotal, 1);
@@ -316,7 +408,10 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
     const { fake } = await register("r1");
     const res = await call;
     assert.equal(res.failure, undefined);
-    assert.deepEqual(fake.calls.map((c) => c.tool), ["read_files"]);
+    assert.deepEqual(
+      fake.calls.map((c) => c.tool),
+      ["read_files"],
+    );
   });
 
   it("fails runner_unavailable after the bound, saying how long it waited", async () => {

@@ -13,7 +13,20 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
-import { canonicalProjectId, capabilityMissingFailure, FailureStage, missingCapabilities, parseCanonicalProjectId, ReasonCode, RunnerCapabilities, runnerCapabilityWire, toolDefinition, toolFailure, waitForProjectFollowUp, failureToWire } from "@webcodex/contracts";
+import {
+  canonicalProjectId,
+  capabilityMissingFailure,
+  FailureStage,
+  missingCapabilities,
+  parseCanonicalProjectId,
+  ReasonCode,
+  RunnerCapabilities,
+  runnerCapabilityWire,
+  toolDefinition,
+  toolFailure,
+  waitForProjectFollowUp,
+  failureToWire,
+} from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure, DomainFailureInit } from "@webcodex/contracts";
 import { connectCodeName, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
@@ -167,7 +180,11 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
 
   type Answer = { resultJson: string; failure?: DomainFailureInit; answeredFallback?: boolean };
   interface RunnerCall {
-    callId: string; tool: string; argumentsJson: string; rootIdentity: string; projectCanonicalId: string;
+    callId: string;
+    tool: string;
+    argumentsJson: string;
+    rootIdentity: string;
+    projectCanonicalId: string;
     /** The caller's call without a rewrite to another tool (see DispatchRequest.fallback). */
     fallback?: { tool: string; argumentsJson: string } | undefined;
     /** The Agent Attempt the call was admitted for (attempt_ref): the Runner checks its fence against the Task's mark. */
@@ -194,20 +211,35 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
    * caller's abort (MCP notifications/cancelled through the gateway) reaches the Runner, which
    * stops the process group of a run that has not returned yet.
    */
-  const runOn = async (runner: RunnerState, fence: number, call: RunnerCall, signal: AbortSignal, unmetered = false): Promise<{ answer: Answer; reached: boolean }> => {
+  const runOn = async (
+    runner: RunnerState,
+    fence: number,
+    call: RunnerCall,
+    signal: AbortSignal,
+    unmetered = false,
+  ): Promise<{ answer: Answer; reached: boolean }> => {
     const def = toolDefinition(call.tool);
     const slot = unmetered ? { admitted: true as const } : await acquireSlot(call, signal);
     if (!slot.admitted) {
-      return { reached: true, answer: failure(toolFailure(ReasonCode.rateLimited, FailureStage.dispatch, {
-        detail_code: "project_concurrency_limit",
-        evidence: { limit: limiter.limit, in_flight: slot.inFlight },
-        message: "Too many calls are running on this project; nothing was run. Retry after one finishes.",
-      })) };
+      return {
+        reached: true,
+        answer: failure(
+          toolFailure(ReasonCode.rateLimited, FailureStage.dispatch, {
+            detail_code: "project_concurrency_limit",
+            evidence: { limit: limiter.limit, in_flight: slot.inFlight },
+            message: "Too many calls are running on this project; nothing was run. Retry after one finishes.",
+          }),
+        ),
+      };
     }
     try {
       const res = await runnerClient(runner.endpointUrl).execute(
         {
-          callId: call.callId, tool: call.tool, argumentsJson: call.argumentsJson, rootIdentity: call.rootIdentity, fence: BigInt(fence),
+          callId: call.callId,
+          tool: call.tool,
+          argumentsJson: call.argumentsJson,
+          rootIdentity: call.rootIdentity,
+          fence: BigInt(fence),
           ...(call.attempt ? { attempt: { taskId: call.attempt.taskId, fence: call.attempt.fence } } : {}),
         },
         { timeoutMs: dispatchTimeoutMs, headers: toRunner(runner), signal },
@@ -220,13 +252,19 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const mayHaveEffect = def?.effect !== "read_only";
       if (signal.aborted) deps.logger.info("runner call cancelled by the caller", { runner_id: runner.runnerId, tool: call.tool });
       else deps.logger.warn("runner call failed", { runner_id: runner.runnerId, code: connectCodeName(ce.code), tool: call.tool });
-      return { reached: false, answer: failure(toolFailure(notStarted ? ReasonCode.runnerUnavailable : ReasonCode.runnerLost, FailureStage.dispatch, {
-        detail_code: notStarted ? "runner_unreachable" : "runner_connection_lost",
-        outcome_unknown: !notStarted && mayHaveEffect,
-        message: notStarted ? "The project's Runner is not reachable; nothing was run." : "The connection to the Runner broke during the call.",
-      })) };
+      return {
+        reached: false,
+        answer: failure(
+          toolFailure(notStarted ? ReasonCode.runnerUnavailable : ReasonCode.runnerLost, FailureStage.dispatch, {
+            detail_code: notStarted ? "runner_unreachable" : "runner_connection_lost",
+            outcome_unknown: !notStarted && mayHaveEffect,
+            message: notStarted ? "The project's Runner is not reachable; nothing was run." : "The connection to the Runner broke during the call.",
+          }),
+        ),
+      };
     } finally {
-      if (!unmetered) await limiter.release(call.projectCanonicalId, call.callId).catch((error: unknown) => deps.logger.warn("concurrency slot release failed", { error }));
+      if (!unmetered)
+        await limiter.release(call.projectCanonicalId, call.callId).catch((error: unknown) => deps.logger.warn("concurrency slot release failed", { error }));
     }
   };
 
@@ -238,7 +276,13 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         jobLeaseTtlMs: leaseTtlMs + deps.heartbeatIntervalMs,
         logger: deps.logger,
         call: (runner, tool, args, fence, signal, bookkeeping) =>
-          runOn(runner, fence, { callId: randomUUID(), tool, argumentsJson: JSON.stringify(args), rootIdentity: runner.rootIdentity, projectCanonicalId: runner.canonicalId }, signal ?? new AbortController().signal, bookkeeping),
+          runOn(
+            runner,
+            fence,
+            { callId: randomUUID(), tool, argumentsJson: JSON.stringify(args), rootIdentity: runner.rootIdentity, projectCanonicalId: runner.canonicalId },
+            signal ?? new AbortController().signal,
+            bookkeeping,
+          ),
       })
     : undefined;
 
@@ -285,7 +329,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       route = await routableHolder(req.projectCanonicalId, req.rootIdentity);
     }
     const waitedMs = Date.now() - started;
-    if (route.why !== "not_routable") deps.logger.info("call waited for the project's Runner to start", { project: req.projectCanonicalId, tool: req.tool, waited_ms: waitedMs });
+    if (route.why !== "not_routable")
+      deps.logger.info("call waited for the project's Runner to start", { project: req.projectCanonicalId, tool: req.tool, waited_ms: waitedMs });
     return { route, waitedMs };
   };
 
@@ -297,10 +342,12 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       return failure(waitedMs > 0 ? { ...f, evidence: { ...f.evidence, waited_for_runner_ms: waitedMs } } : f);
     }
     if (route.why === "other_incarnation") {
-      return failure(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
-        detail_code: "runner_serves_other_incarnation",
-        message: "No Runner is serving this project right now; nothing was run.",
-      }));
+      return failure(
+        toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+          detail_code: "runner_serves_other_incarnation",
+          message: "No Runner is serving this project right now; nothing was run.",
+        }),
+      );
     }
     const { holder: runner, lease } = route;
     const have = RunnerCapabilities.fromWire(runner.capabilities);
@@ -327,14 +374,22 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     }
     const { answer } = await runOn(runner, lease.fence, call, signal);
     if (desk && !answer.failure && JOB_START_TOOLS.has(call.tool)) {
-      await desk.recordStarted({ projectCanonicalId: call.projectCanonicalId, runner, callId: call.callId, tool: call.tool, fence: lease.fence, resultJson: answer.resultJson });
+      await desk.recordStarted({
+        projectCanonicalId: call.projectCanonicalId,
+        runner,
+        callId: call.callId,
+        tool: call.tool,
+        fence: lease.fence,
+        resultJson: answer.resultJson,
+      });
     }
     return { ...answer, ...flag };
   };
 
   return {
     async registerRunner(req, ctx) {
-      if (!req.runnerId || !req.clientId || !req.projectId || !req.rootIdentity) throw new ConnectError("runner_id, client_id, project_id and root_identity are required", Code.InvalidArgument);
+      if (!req.runnerId || !req.clientId || !req.projectId || !req.rootIdentity)
+        throw new ConnectError("runner_id, client_id, project_id and root_identity are required", Code.InvalidArgument);
       // The credential must be the one of the workspace the Runner claims to serve.
       authorizeRunner(ctx.requestHeader, req);
       // The Runner's Project becomes known under its client id; a new root opens a new incarnation.
@@ -365,8 +420,13 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       }
       const missingBaseline = RunnerCapabilities.fromWire(req.capabilities).missingBaseline();
       deps.logger.info("runner registered", {
-        runner_id: req.runnerId, project: canonicalId, protocol_generation: req.protocolGeneration, build: req.build,
-        capabilities: req.capabilities.length, lease_held: lease.held, fence: lease.fence,
+        runner_id: req.runnerId,
+        project: canonicalId,
+        protocol_generation: req.protocolGeneration,
+        build: req.build,
+        capabilities: req.capabilities.length,
+        lease_held: lease.held,
+        fence: lease.fence,
         ...(missingBaseline.length > 0 ? { missing_baseline: missingBaseline.map(runnerCapabilityWire) } : {}),
       });
       return {
@@ -390,9 +450,10 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const claimed = Number(req.fence);
       // Renew by compare-and-set on (runner, fence); otherwise try to take the lease (a
       // standby whose holder was lost, or a holder whose lease lapsed or was wiped).
-      const lease = claimed > 0 && (await leases.renew(scope, req.runnerId, claimed, leaseTtlMs))
-        ? { held: true, fence: claimed }
-        : await claimLease(scope, req.runnerId, false);
+      const lease =
+        claimed > 0 && (await leases.renew(scope, req.runnerId, claimed, leaseTtlMs))
+          ? { held: true, fence: claimed }
+          : await claimLease(scope, req.runnerId, false);
       // Jobs keep their live lease only while this Runner confirms it still runs them.
       if (desk) void desk.sync(runner);
       return { known: true, leaseHeld: lease.held, fence: BigInt(lease.fence), projectFence: BigInt(await projectFence(scope, lease.fence)) };
@@ -406,7 +467,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       // established go back to the gateway for the call's audit row.
       const facts: Array<{ subject: string; id: string; fact: string }> = [];
       if (deps.continuations) {
-        const fresh = await deps.continuations.observeModelCall(req.projectCanonicalId).catch((error: unknown) => (deps.logger.warn("fresh turn not recorded", { error }), [] as string[]));
+        const fresh = await deps.continuations
+          .observeModelCall(req.projectCanonicalId)
+          .catch((error: unknown) => (deps.logger.warn("fresh turn not recorded", { error }), [] as string[]));
         for (const id of fresh) facts.push({ subject: "job", id, fact: "fresh_turn_observed" });
       }
       const withFacts = async <A extends object>(answer: Promise<A>) => ({ ...(await answer), continuationFacts: facts });
@@ -414,12 +477,21 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
         if (req.tool === "wait_for_job_terminal" && deps.continuations && typeof args["job_id"] === "string") {
           const jobId = args["job_id"];
-          if (await deps.continuations.observeConsume({ projectCanonicalId: req.projectCanonicalId, jobId }).catch((error: unknown) => (deps.logger.warn("consume not recorded", { error }), false))) {
+          if (
+            await deps.continuations
+              .observeConsume({ projectCanonicalId: req.projectCanonicalId, jobId })
+              .catch((error: unknown) => (deps.logger.warn("consume not recorded", { error }), false))
+          ) {
             facts.push({ subject: "job", id: jobId, fact: "consumed" });
           }
         }
-        if (req.tool === "wait_for_job_terminal") return withFacts(desk.wait(req.projectCanonicalId, args, ctx.signal, () => dispatchToHolder(req, def, ctx.signal)));
-        return withFacts(desk.observe(req.projectCanonicalId, args, ctx.signal, (jobIds) => dispatchToHolder({ ...req, argumentsJson: JSON.stringify({ ...args, job_ids: jobIds }) }, def, ctx.signal)));
+        if (req.tool === "wait_for_job_terminal")
+          return withFacts(desk.wait(req.projectCanonicalId, args, ctx.signal, () => dispatchToHolder(req, def, ctx.signal)));
+        return withFacts(
+          desk.observe(req.projectCanonicalId, args, ctx.signal, (jobIds) =>
+            dispatchToHolder({ ...req, argumentsJson: JSON.stringify({ ...args, job_ids: jobIds }) }, def, ctx.signal),
+          ),
+        );
       }
       return withFacts(dispatchToHolder(req, def, ctx.signal));
     },
@@ -428,7 +500,17 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const principal = principalFromHeaders(ctx.requestHeader);
       const project = parseCanonicalProjectId(req.projectCanonicalId);
       if (!project || project.clientId !== principal.clientId) throw new ConnectError("project not visible to this client", Code.PermissionDenied);
-      const notFound = { jobJson: "", applied: false, failure: failureToWire(toolFailure(ReasonCode.jobNotFound, FailureStage.resolution, { detail_code: "no_job_record", evidence: { field: "/job_id" }, message: "No Job with this id is running or recorded in this project (a run that finished within its wait has no Job)." })) };
+      const notFound = {
+        jobJson: "",
+        applied: false,
+        failure: failureToWire(
+          toolFailure(ReasonCode.jobNotFound, FailureStage.resolution, {
+            detail_code: "no_job_record",
+            evidence: { field: "/job_id" },
+            message: "No Job with this id is running or recorded in this project (a run that finished within its wait has no Job).",
+          }),
+        ),
+      };
       if (!desk || !deps.jobs || !deps.continuations) return notFound;
       const key = { projectCanonicalId: req.projectCanonicalId, jobId: req.jobId };
       const rec = await deps.jobs.get(key);
@@ -436,19 +518,38 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       let applied = true;
       let record: JobContinuationRecord | undefined;
       if (req.action === "read") record = await deps.continuations.get(key);
-      else if (["present", "claim", "accepted", "rejected", "uncertain"].includes(req.action)) ({ applied, record } = await deps.continuations.apply(key, principal.clientId, req.action as ContinuationAction));
+      else if (["present", "claim", "accepted", "rejected", "uncertain"].includes(req.action))
+        ({ applied, record } = await deps.continuations.apply(key, principal.clientId, req.action as ContinuationAction));
       else throw new ConnectError("unknown continuation action", Code.InvalidArgument);
       const observed = await desk.observe(req.projectCanonicalId, { job_ids: [req.jobId] }, ctx.signal, (jobIds) =>
-        dispatchToHolder({ callId: randomUUID(), tool: "observe_jobs", argumentsJson: JSON.stringify({ job_ids: jobIds }), rootIdentity: req.rootIdentity, projectCanonicalId: req.projectCanonicalId }, toolDefinition("observe_jobs") as ToolDefinition, ctx.signal));
-      const job = observed.failure ? { job_id: req.jobId, state: "unknown" } : ((JSON.parse(observed.resultJson) as { jobs?: unknown[] }).jobs?.[0] ?? { job_id: req.jobId, state: "unknown" });
+        dispatchToHolder(
+          {
+            callId: randomUUID(),
+            tool: "observe_jobs",
+            argumentsJson: JSON.stringify({ job_ids: jobIds }),
+            rootIdentity: req.rootIdentity,
+            projectCanonicalId: req.projectCanonicalId,
+          },
+          toolDefinition("observe_jobs") as ToolDefinition,
+          ctx.signal,
+        ),
+      );
+      const job = observed.failure
+        ? { job_id: req.jobId, state: "unknown" }
+        : ((JSON.parse(observed.resultJson) as { jobs?: unknown[] }).jobs?.[0] ?? { job_id: req.jobId, state: "unknown" });
       return {
         jobJson: JSON.stringify(job),
         applied,
         ...(record
-          ? { continuation: {
-              dispatch: record.dispatch, presentedAtUnixMs: BigInt(record.presentedAtMs), dispatchAtUnixMs: BigInt(record.dispatchAtMs ?? 0),
-              freshTurnAtUnixMs: BigInt(record.freshTurnAtMs ?? 0), consumedAtUnixMs: BigInt(record.consumedAtMs ?? 0),
-            } }
+          ? {
+              continuation: {
+                dispatch: record.dispatch,
+                presentedAtUnixMs: BigInt(record.presentedAtMs),
+                dispatchAtUnixMs: BigInt(record.dispatchAtMs ?? 0),
+                freshTurnAtUnixMs: BigInt(record.freshTurnAtMs ?? 0),
+                consumedAtUnixMs: BigInt(record.consumedAtMs ?? 0),
+              },
+            }
           : {}),
       };
     },
@@ -467,35 +568,71 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     },
 
     async getFleetStatus(req) {
-      const observation = await observeFleet({ registry: deps.registry, leases, limiter, ...(deps.jobs ? { jobs: deps.jobs } : {}), ...(req.clientId ? { clientId: req.clientId } : {}) });
+      const observation = await observeFleet({
+        registry: deps.registry,
+        leases,
+        limiter,
+        ...(deps.jobs ? { jobs: deps.jobs } : {}),
+        ...(req.clientId ? { clientId: req.clientId } : {}),
+      });
       const s = summarizeFleet(observation);
       const summary = {
-        runnersTotal: s.runnersTotal, runnersConnected: s.runnersConnected, runnersLost: s.runnersLost, runnersStandby: s.runnersStandby,
-        projectsTotal: s.projectsTotal, projectsRoutable: s.projectsRoutable,
-        jobs: { active: s.jobs.active, running: s.jobs.running, queued: s.jobs.queued, recovering: s.jobs.recovering, lostAfterReconcile: s.jobs.lostAfterReconcile },
-        serverProtocolGeneration: s.serverProtocolGeneration, protocolGenerations: s.protocolGenerations, builds: s.builds,
-        protocolAligned: s.protocolAligned, buildAligned: s.buildAligned, baselineFaults: s.baselineFaults,
-        connectionStates: s.connectionStates, projectConcurrencyLimit: s.projectConcurrencyLimit, inFlight: s.inFlight,
-        containmentModes: s.containmentModes, separateJobUidRunners: s.separateJobUidRunners,
+        runnersTotal: s.runnersTotal,
+        runnersConnected: s.runnersConnected,
+        runnersLost: s.runnersLost,
+        runnersStandby: s.runnersStandby,
+        projectsTotal: s.projectsTotal,
+        projectsRoutable: s.projectsRoutable,
+        jobs: {
+          active: s.jobs.active,
+          running: s.jobs.running,
+          queued: s.jobs.queued,
+          recovering: s.jobs.recovering,
+          lostAfterReconcile: s.jobs.lostAfterReconcile,
+        },
+        serverProtocolGeneration: s.serverProtocolGeneration,
+        protocolGenerations: s.protocolGenerations,
+        builds: s.builds,
+        protocolAligned: s.protocolAligned,
+        buildAligned: s.buildAligned,
+        baselineFaults: s.baselineFaults,
+        connectionStates: s.connectionStates,
+        projectConcurrencyLimit: s.projectConcurrencyLimit,
+        inFlight: s.inFlight,
+        containmentModes: s.containmentModes,
+        separateJobUidRunners: s.separateJobUidRunners,
       };
       // Sparse status branches here, before any row is built.
       if (req.summaryOnly) return { summary };
       return {
         summary,
         runners: fleetRows(observation).map((r) => ({
-          runnerId: r.runnerId, clientId: r.clientId, projectId: r.projectId, connectionState: r.connectionState,
-          protocolGeneration: r.protocolGeneration, build: r.build, capabilities: r.capabilities, lastHeartbeatUnixMs: BigInt(r.lastHeartbeatMs),
-          projectCanonicalId: r.canonicalId, leaseHeld: r.leaseHeld, fence: BigInt(r.fence), baselineComplete: r.baselineComplete, inFlight: r.inFlight,
-          containment: r.containment ?? "", separateJobUid: r.separateJobUid === true,
+          runnerId: r.runnerId,
+          clientId: r.clientId,
+          projectId: r.projectId,
+          connectionState: r.connectionState,
+          protocolGeneration: r.protocolGeneration,
+          build: r.build,
+          capabilities: r.capabilities,
+          lastHeartbeatUnixMs: BigInt(r.lastHeartbeatMs),
+          projectCanonicalId: r.canonicalId,
+          leaseHeld: r.leaseHeld,
+          fence: BigInt(r.fence),
+          baselineComplete: r.baselineComplete,
+          inFlight: r.inFlight,
+          containment: r.containment ?? "",
+          separateJobUid: r.separateJobUid === true,
         })),
       };
     },
 
     async getProjectRunnerStates(req) {
       const states: Record<string, string> = {};
-      await Promise.all(req.projects.map(async (p) => {
-        states[p.projectCanonicalId] = await projectRunnerState(p.projectCanonicalId, p.rootIdentity);
-      }));
+      await Promise.all(
+        req.projects.map(async (p) => {
+          states[p.projectCanonicalId] = await projectRunnerState(p.projectCanonicalId, p.rootIdentity);
+        }),
+      );
       return { states };
     },
 
@@ -503,7 +640,11 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       const w = { clientId: req.clientId, projectId: req.projectId };
       ownWorkspace(ctx, w);
       if (!deps.provisioner) throw new ConnectError("no Runner provisioner is configured", Code.FailedPrecondition);
-      const source = req.sourceGitUrl ? { git: { url: req.sourceGitUrl, ...(req.sourceGitRef ? { ref: req.sourceGitRef } : {}) } } : req.createWorkspace ? {} : undefined;
+      const source = req.sourceGitUrl
+        ? { git: { url: req.sourceGitUrl, ...(req.sourceGitRef ? { ref: req.sourceGitRef } : {}) } }
+        : req.createWorkspace
+          ? {}
+          : undefined;
       const r = await deps.provisioner.ensureRunner(w, source ? { source } : {});
       return { action: r.action, runnerName: r.name };
     },
@@ -513,7 +654,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       ownWorkspace(ctx, w);
       const state = deps.provisioner?.provisioningState ? await deps.provisioner.provisioningState(w) : { state: "unknown" as const };
       if (state.state === "failed") return { state: state.state, failure: failureToWire(state.failure) };
-      if (state.state === "unschedulable") return { state: state.state, failure: failureToWire(unschedulableFailure(state.condition, canonicalProjectId(w.clientId, w.projectId))) };
+      if (state.state === "unschedulable")
+        return { state: state.state, failure: failureToWire(unschedulableFailure(state.condition, canonicalProjectId(w.clientId, w.projectId))) };
       return { state: state.state };
     },
 

@@ -7,14 +7,17 @@ import { createBrokerCallerPolicy, createPortPolicy } from "./caller-policy.js";
 
 /** A broker whose procedures answer trivially: what reaches them is what the policies let through. */
 function brokerBehind(...interceptors: ReturnType<typeof createPortPolicy>[]) {
-  const transport = createRouterTransport(({ service }) => {
-    service(RunnerBrokerService, {
-      heartbeat: () => ({ known: true }),
-      registerRunner: () => ({ projectCanonicalId: "agent:c:p" }),
-      dispatch: () => ({ resultJson: "{\"ran\":true}" }),
-      getFleetStatus: (req: { clientId: string }) => ({ summary: { runnersTotal: req.clientId === "acme" ? 1 : 0 } }),
-    } as never);
-  }, { router: { interceptors } });
+  const transport = createRouterTransport(
+    ({ service }) => {
+      service(RunnerBrokerService, {
+        heartbeat: () => ({ known: true }),
+        registerRunner: () => ({ projectCanonicalId: "agent:c:p" }),
+        dispatch: () => ({ resultJson: '{"ran":true}' }),
+        getFleetStatus: (req: { clientId: string }) => ({ summary: { runnersTotal: req.clientId === "acme" ? 1 : 0 } }),
+      } as never);
+    },
+    { router: { interceptors } },
+  );
   return createClient(RunnerBrokerService, transport);
 }
 
@@ -24,7 +27,10 @@ describe("broker caller policy", () => {
   it("the registration port serves only RegisterRunner and Heartbeat; the control port refuses them", async () => {
     const registration = brokerBehind(createPortPolicy("registration"));
     assert.equal((await registration.heartbeat({ runnerId: "r" })).known, true);
-    await assert.rejects(registration.dispatch({ projectCanonicalId: "agent:acme:p" }, { headers: principalHeaders({ clientId: "acme", subject: "s" }) }), denied);
+    await assert.rejects(
+      registration.dispatch({ projectCanonicalId: "agent:acme:p" }, { headers: principalHeaders({ clientId: "acme", subject: "s" }) }),
+      denied,
+    );
     await assert.rejects(registration.getFleetStatus({}), denied);
     const control = brokerBehind(createPortPolicy("control"));
     await assert.rejects(control.heartbeat({ runnerId: "r" }), denied);
@@ -40,11 +46,14 @@ describe("broker caller policy", () => {
   it("a Dispatch for another tenant's project never reaches the broker; fleet status is the caller's own", async () => {
     const client = brokerBehind(createBrokerCallerPolicy({ requireIdentity: false }));
     const own = await client.dispatch({ projectCanonicalId: "agent:acme:p" }, { headers: principalHeaders({ clientId: "acme", subject: "s" }) });
-    assert.equal(own.resultJson, "{\"ran\":true}");
+    assert.equal(own.resultJson, '{"ran":true}');
     const foreign = await client.dispatch({ projectCanonicalId: "agent:acme:p" }, { headers: principalHeaders({ clientId: "mallory", subject: "m" }) });
     assert.equal(foreign.resultJson, "");
     assert.equal(foreign.failure?.reasonCode, "runner_unavailable");
     assert.equal(foreign.failure?.detailCode, "no_live_runner");
-    assert.equal((await client.getFleetStatus({ clientId: "acme" }, { headers: principalHeaders({ clientId: "mallory", subject: "m" }) })).summary?.runnersTotal, 0);
+    assert.equal(
+      (await client.getFleetStatus({ clientId: "acme" }, { headers: principalHeaders({ clientId: "mallory", subject: "m" }) })).summary?.runnersTotal,
+      0,
+    );
   });
 });

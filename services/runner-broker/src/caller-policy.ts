@@ -16,9 +16,7 @@ import { principalFromHeaders, serviceCallerKey } from "@webcodex/platform";
 import type { Principal } from "@webcodex/platform";
 
 /** Procedures a Runner calls (with its Runner credential, not a service identity). */
-export const RUNNER_PROCEDURES: ReadonlySet<string> = new Set(
-  ["RegisterRunner", "Heartbeat"].map((name) => `/${RunnerBrokerService.typeName}/${name}`),
-);
+export const RUNNER_PROCEDURES: ReadonlySet<string> = new Set(["RegisterRunner", "Heartbeat"].map((name) => `/${RunnerBrokerService.typeName}/${name}`));
 
 /**
  * Splits Runner registration from the control plane by port: `registration` serves only the
@@ -49,10 +47,12 @@ export function principalOwnsProject(principal: Principal, canonicalId: string):
 export function noSuchProjectAnswer() {
   return create(DispatchResponseSchema, {
     resultJson: "",
-    failure: failureToWire(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
-      detail_code: "no_live_runner",
-      message: "No Runner is serving this project right now; nothing was run.",
-    })),
+    failure: failureToWire(
+      toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+        detail_code: "no_live_runner",
+        message: "No Runner is serving this project right now; nothing was run.",
+      }),
+    ),
   });
 }
 

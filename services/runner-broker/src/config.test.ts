@@ -14,7 +14,10 @@ describe("runner-broker config", () => {
   });
 
   it("reports every missing value in one error", () => {
-    assert.throws(() => loadConfig({}), (e: unknown) => e instanceof ConfigError && e.problems.length === 3);
+    assert.throws(
+      () => loadConfig({}),
+      (e: unknown) => e instanceof ConfigError && e.problems.length === 3,
+    );
     assert.throws(() => loadConfig({ ...base, WEBCODEX_PROVISIONER: "kubernetes" }), /WEBCODEX_RUNNER_POD_TEMPLATE is required/);
     assert.throws(() => loadConfig({ ...base, WEBCODEX_PROVISIONER: "local-process" }), /WEBCODEX_RUNNER_WORKSPACES_DIR is required/);
   });

@@ -38,8 +38,10 @@ export const runnerBrokerConfigSpec = {
 export function loadConfig(env: Env) {
   const config = readConfig(runnerBrokerConfigSpec, env);
   const problems: string[] = [];
-  if (config.provisioner === "kubernetes" && !config.runnerPodTemplate) problems.push("WEBCODEX_RUNNER_POD_TEMPLATE is required with WEBCODEX_PROVISIONER=kubernetes");
-  if (config.provisioner === "local-process" && !config.runnerWorkspacesDir) problems.push("WEBCODEX_RUNNER_WORKSPACES_DIR is required with WEBCODEX_PROVISIONER=local-process");
+  if (config.provisioner === "kubernetes" && !config.runnerPodTemplate)
+    problems.push("WEBCODEX_RUNNER_POD_TEMPLATE is required with WEBCODEX_PROVISIONER=kubernetes");
+  if (config.provisioner === "local-process" && !config.runnerWorkspacesDir)
+    problems.push("WEBCODEX_RUNNER_WORKSPACES_DIR is required with WEBCODEX_PROVISIONER=local-process");
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

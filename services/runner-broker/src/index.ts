@@ -13,7 +13,21 @@ export type { ConcurrencyLimiter, SlotAdmission } from "./admission/concurrency.
 export { createJobContinuationStore, DISPATCH_STATES } from "./jobs/job-continuations.js";
 export type { JobContinuationStore, JobContinuationRecord, DispatchState, ContinuationAction } from "./jobs/job-continuations.js";
 export { createJobStore, startJobReconciler, LIVE_JOB_STATES, TERMINAL_JOB_STATES } from "./jobs/job-store.js";
-export type { JobStore, JobKey, JobStart, JobTerminal, JobRecord, JobCounts, JobState, LiveJob, LiveJobState, TerminalJobState, FencedWrite, LiveJobBackend, JobStoreOptions } from "./jobs/job-store.js";
+export type {
+  JobStore,
+  JobKey,
+  JobStart,
+  JobTerminal,
+  JobRecord,
+  JobCounts,
+  JobState,
+  LiveJob,
+  LiveJobState,
+  TerminalJobState,
+  FencedWrite,
+  LiveJobBackend,
+  JobStoreOptions,
+} from "./jobs/job-store.js";
 export { createMemoryLiveJobBackend, createRedisLiveJobBackend } from "./jobs/live-job-backends.js";
 export { observeFleet, summarizeFleet, fleetRows } from "./fleet/fleet-status.js";
 export type { FleetObservation, FleetSummaryFacts, FleetRow } from "./fleet/fleet-status.js";

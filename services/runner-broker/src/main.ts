@@ -1,7 +1,17 @@
 import { createClient } from "@connectrpc/connect";
 import { RefResolverService, RunnerService } from "@webcodex/proto";
 import {
-  createLogger, createMetrics, createPostgresDatabase, createRedis, createServiceTransport, createWorkMetrics, defaultBindHost, onShutdown, serviceIdentityFromEnv, readinessFrom, startServiceServer,
+  createLogger,
+  createMetrics,
+  createPostgresDatabase,
+  createRedis,
+  createServiceTransport,
+  createWorkMetrics,
+  defaultBindHost,
+  onShutdown,
+  serviceIdentityFromEnv,
+  readinessFrom,
+  startServiceServer,
   startTelemetry,
 } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
@@ -34,7 +44,12 @@ export async function main(env: Env = process.env): Promise<void> {
   if (config.migrateOnStart) await migrateRunnerBroker(db);
   const work = createWorkMetrics(metrics);
   const { registry, leases, concurrency, jobs, continuations } = createDistributedStores({
-    redis, db, prefix: config.redisKeyPrefix, lostAfterMs: config.heartbeatIntervalMs * 2, projectConcurrency: config.projectConcurrency, work,
+    redis,
+    db,
+    prefix: config.redisKeyPrefix,
+    lostAfterMs: config.heartbeatIntervalMs * 2,
+    projectConcurrency: config.projectConcurrency,
+    work,
   });
   // A local Runner registers with this server, whose URL is known only after listen.
   let brokerUrl = config.brokerAdvertiseUrl ?? "";
@@ -43,7 +58,12 @@ export async function main(env: Env = process.env): Promise<void> {
   const host = config.host ?? defaultBindHost(env);
   const split = config.registrationPort > 0;
   const brokerRoutes = routes({
-    registry, leases, concurrency, jobs, continuations, ...(provisioner ? { provisioner } : {}),
+    registry,
+    leases,
+    concurrency,
+    jobs,
+    continuations,
+    ...(provisioner ? { provisioner } : {}),
     refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
     runnerClient: (url) => createClient(RunnerService, toRunner(url)),
     heartbeatIntervalMs: config.heartbeatIntervalMs,
@@ -51,23 +71,48 @@ export async function main(env: Env = process.env): Promise<void> {
     ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),
     logger,
   });
-  const readiness = readinessFrom({ redis: async () => { await redis.ping(); }, postgres: () => db.ping() });
+  const readiness = readinessFrom({
+    redis: async () => {
+      await redis.ping();
+    },
+    postgres: () => db.ping(),
+  });
   const server = await startServiceServer({
     interceptors: [
       ...(split ? [createPortPolicy("control")] : []),
       ...(identity ? [identity.serverInterceptor(RUNNER_PROCEDURES)] : []),
       createBrokerCallerPolicy({ requireIdentity: identity !== undefined }),
     ],
-    name: "runner-broker", port: config.port, host, metrics, logger, routes: brokerRoutes, readiness,
+    name: "runner-broker",
+    port: config.port,
+    host,
+    metrics,
+    logger,
+    routes: brokerRoutes,
+    readiness,
   });
   // Runners reach only this port (NetworkPolicy): RegisterRunner and Heartbeat, nothing else.
   const registration = split
-    ? await startServiceServer({ interceptors: [createPortPolicy("registration")], name: "runner-broker-registration", port: config.registrationPort, host, metrics, logger, routes: brokerRoutes, readiness })
+    ? await startServiceServer({
+        interceptors: [createPortPolicy("registration")],
+        name: "runner-broker-registration",
+        port: config.registrationPort,
+        host,
+        metrics,
+        logger,
+        routes: brokerRoutes,
+        readiness,
+      })
     : undefined;
   brokerUrl ||= registration?.url ?? server.url;
   const reconciler = startJobReconciler(jobs, config.jobReconcileIntervalMs, logger);
   const jobGauge = startJobGauge(jobs, work, JOB_GAUGE_INTERVAL_MS, logger);
-  logger.info("listening", { url: server.url, ...(registration ? { registration_url: registration.url } : {}), provisioner: config.provisioner, runner_token: config.runnerToken ? "required" : "off" });
+  logger.info("listening", {
+    url: server.url,
+    ...(registration ? { registration_url: registration.url } : {}),
+    provisioner: config.provisioner,
+    runner_token: config.runnerToken ? "required" : "off",
+  });
   onShutdown(logger, async () => {
     reconciler.stop();
     jobGauge.stop();

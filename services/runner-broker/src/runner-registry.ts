@@ -95,7 +95,10 @@ export function createMemoryRunnerRegistry(options: RegistryOptions & { now?: ()
       return s?.connectionState === "connected" ? s : undefined;
     },
     async list() {
-      return [...runners.keys()].map(entry).filter((e) => e !== undefined).map(state);
+      return [...runners.keys()]
+        .map(entry)
+        .filter((e) => e !== undefined)
+        .map(state);
     },
     async forgetProject(canonicalId) {
       const id = byProject.get(canonicalId);
@@ -120,7 +123,7 @@ export function createRedisRunnerRegistry(redis: Redis, options: RegistryOptions
     if (!json) return undefined;
     const reg = JSON.parse(json) as RunnerRegistration & { lastHeartbeatMs?: number };
     const { lastHeartbeatMs, ...registration } = reg;
-    return { ...registration, lastHeartbeatMs: alive ? Number(alive) : lastHeartbeatMs ?? reg.registeredAtMs, connectionState: alive ? "connected" : "lost" };
+    return { ...registration, lastHeartbeatMs: alive ? Number(alive) : (lastHeartbeatMs ?? reg.registeredAtMs), connectionState: alive ? "connected" : "lost" };
   };
   const registry: RunnerRegistry = {
     async register(reg) {

@@ -23,7 +23,11 @@ async function temp(): Promise<string> {
 const TASK = `wc_task_${"a".repeat(32)}`;
 const OTHER_TASK = `wc_task_${"b".repeat(32)}`;
 const edit = (callId: string, file: string, content: string, attempt?: { taskId: string; fence: bigint }) => ({
-  callId, tool: "edit_project_files", fence: 1n, argumentsJson: JSON.stringify({ changes: [{ kind: "create", path: file, content }] }), ...(attempt ? { attempt } : {}),
+  callId,
+  tool: "edit_project_files",
+  fence: 1n,
+  argumentsJson: JSON.stringify({ changes: [{ kind: "create", path: file, content }] }),
+  ...(attempt ? { attempt } : {}),
 });
 
 describe("a Runner's Attempt fence marks", () => {
@@ -48,7 +52,13 @@ describe("a Runner's Attempt fence marks", () => {
       assert.deepEqual(extra.follow_up.arguments, { tool: "read_agent_task", arguments: { task_id: TASK } });
       await assert.rejects(readFile(path.join(root, "stale.txt")));
       // Nor is anything spawned.
-      const run = await client.execute({ callId: "c4", tool: "run_shell", fence: 1n, argumentsJson: JSON.stringify({ command: "echo ran > ran.txt" }), attempt: { taskId: TASK, fence: 1n } });
+      const run = await client.execute({
+        callId: "c4",
+        tool: "run_shell",
+        fence: 1n,
+        argumentsJson: JSON.stringify({ command: "echo ran > ran.txt" }),
+        attempt: { taskId: TASK, fence: 1n },
+      });
       assert.equal(run.failure?.reasonCode, "fence_stale");
       await assert.rejects(readFile(path.join(root, "ran.txt")));
       // The same fence keeps working; another Task's marks are its own; calls without an Attempt are not affected.
@@ -71,7 +81,10 @@ describe("a Runner's Attempt fence marks", () => {
     try {
       const client = createInProcessClient(RunnerService, second.service);
       const stale = await client.execute(edit("d1", "stale-after-restart.txt", "stale", { taskId: TASK, fence: 1n }));
-      assert.deepEqual([stale.failure?.reasonCode, JSON.parse(stale.failure?.evidenceJson ?? "{}").evidence], ["fence_stale", { attempt_fence: 1, current_fence: 2 }]);
+      assert.deepEqual(
+        [stale.failure?.reasonCode, JSON.parse(stale.failure?.evidenceJson ?? "{}").evidence],
+        ["fence_stale", { attempt_fence: 1, current_fence: 2 }],
+      );
       await assert.rejects(readFile(path.join(root, "stale-after-restart.txt")));
       assert.equal((await client.execute(edit("d2", "three.txt", "3", { taskId: TASK, fence: 3n }))).failure, undefined);
     } finally {
@@ -81,7 +94,7 @@ describe("a Runner's Attempt fence marks", () => {
 
   it("admits concurrent calls of one Task in one order: a lower fence arriving with a higher one never slips under the mark", async () => {
     const store = createAttemptFenceStore(await temp());
-    const fences = Array.from({ length: 50 }, (_, i) => (i * 7) % 50 + 1);
+    const fences = Array.from({ length: 50 }, (_, i) => ((i * 7) % 50) + 1);
     const answers = await Promise.all(fences.map((f) => store.admit(TASK, f)));
     // Every admitted fence was at least every fence admitted before it, in admission order.
     let mark = 0;

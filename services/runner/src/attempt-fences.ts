@@ -20,9 +20,7 @@ const TASK_ID = /^wc_task_[0-9a-f]{32}$/;
 const MARK = /^(0|[1-9][0-9]{0,17})\n?$/;
 
 export type AttemptFenceAdmission =
-  | { admitted: true; highest: number }
-  | { admitted: false; highest: number; why: "fence_below_mark" }
-  | { admitted: false; why: "invalid_task_id" };
+  { admitted: true; highest: number } | { admitted: false; highest: number; why: "fence_below_mark" } | { admitted: false; why: "invalid_task_id" };
 
 export interface AttemptFenceStore {
   readonly dir: string;
@@ -37,10 +35,14 @@ export function createAttemptFenceStore(stateDir: string): AttemptFenceStore {
   const marks = new Map<string, number>();
   const queues = new Map<string, Promise<unknown>>();
   let ready: Promise<void> | undefined;
-  const ensure = () => (ready ??= mkdir(dir, { recursive: true, mode: 0o700 }).then(() => undefined, (error: unknown) => {
-    ready = undefined;
-    throw error;
-  }));
+  const ensure = () =>
+    (ready ??= mkdir(dir, { recursive: true, mode: 0o700 }).then(
+      () => undefined,
+      (error: unknown) => {
+        ready = undefined;
+        throw error;
+      },
+    ));
 
   async function load(taskId: string): Promise<number> {
     const cached = marks.get(taskId);
@@ -76,7 +78,10 @@ export function createAttemptFenceStore(stateDir: string): AttemptFenceStore {
   function serialized<T>(taskId: string, fn: () => Promise<T>): Promise<T> {
     const prior = queues.get(taskId) ?? Promise.resolve();
     const next = prior.then(fn, fn);
-    const settled = next.then(() => undefined, () => undefined);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
     queues.set(taskId, settled);
     void settled.then(() => {
       if (queues.get(taskId) === settled) queues.delete(taskId);

@@ -41,15 +41,26 @@ describe("runner config", () => {
   });
 
   it("an unknown capability name or a baseline one is a configuration error", () => {
-    assert.throws(() => loadRunnerSettings({ WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "bulk_edits" }), configError(/unknown capability "bulk_edits" \(known: read_files_v1, /));
-    assert.throws(() => loadRunnerSettings({ WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "applyTextEditExpectedMatchCount" }), configError(/unknown capability/), "typed ids are not wire names");
+    assert.throws(
+      () => loadRunnerSettings({ WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "bulk_edits" }),
+      configError(/unknown capability "bulk_edits" \(known: read_files_v1, /),
+    );
+    assert.throws(
+      () => loadRunnerSettings({ WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "applyTextEditExpectedMatchCount" }),
+      configError(/unknown capability/),
+      "typed ids are not wire names",
+    );
     assert.throws(() => loadRunnerSettings({ WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "read_files_v1" }), configError(/frozen V2 baseline/));
   });
 
   it("reports every problem in one error", () => {
     assert.throws(
       () => loadConfig({ WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "nope", WEBCODEX_RUNNER_SENSITIVE_WRITE_GLOBS: "{" }),
-      (e: unknown) => e instanceof ConfigError && e.problems.some((p) => /WEBCODEX_RUNNER_ROOT is required/.test(p)) && e.problems.some((p) => /"nope"/.test(p)) && e.problems.some((p) => /unclosed/.test(p)),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        e.problems.some((p) => /WEBCODEX_RUNNER_ROOT is required/.test(p)) &&
+        e.problems.some((p) => /"nope"/.test(p)) &&
+        e.problems.some((p) => /unclosed/.test(p)),
     );
   });
 });

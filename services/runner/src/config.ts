@@ -73,7 +73,11 @@ export function loadRunnerSettings(env: Env): RunnerSettings {
     spawnHost: raw.spawnHost === "on",
     disabledCapabilities: raw.disabledCapabilities === undefined ? [] : parseDisabledCapabilities(raw.disabledCapabilities, problems),
     jobUser: raw.jobUser,
-    containment: { mode: raw.containment === "process_tree" ? "process_tree" : "auto", pidsMax: raw.jobPidsMax, memoryMaxBytes: raw.jobMemoryMaxMb * 1024 * 1024 },
+    containment: {
+      mode: raw.containment === "process_tree" ? "process_tree" : "auto",
+      pidsMax: raw.jobPidsMax,
+      memoryMaxBytes: raw.jobMemoryMaxMb * 1024 * 1024,
+    },
   };
   const jobUserProblem = jobUserSettingProblem(raw.jobUser);
   if (jobUserProblem !== undefined) problems.push(`WEBCODEX_RUNNER_JOB_USER ${jobUserProblem}`);
@@ -126,7 +130,10 @@ export function parseGlobList(value: string, problems: string[]): string[] {
 
 function parseDisabledCapabilities(value: string, problems: string[]): RunnerCapabilityId[] {
   const ids: RunnerCapabilityId[] = [];
-  for (const name of value.split(",").map((n) => n.trim()).filter((n) => n !== "")) {
+  for (const name of value
+    .split(",")
+    .map((n) => n.trim())
+    .filter((n) => n !== "")) {
     const row = runnerCapabilityByWire(name);
     if (row === undefined) {
       problems.push(`${CAPABILITIES_ENV}: unknown capability ${JSON.stringify(name)} (known: ${runnerCapabilityCatalog.map((r) => r.wire).join(", ")})`);

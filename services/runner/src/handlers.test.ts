@@ -15,7 +15,13 @@ import { scrubbedBaseEnv } from "./exec/child-env.js";
 /** Arguments that select each conditional prerequisite a tool declares. */
 const VARIANTS: Record<string, Array<Record<string, unknown>>> = {
   run_shell: [{ login: true }],
-  edit_project_files: [{ changes: [{ kind: "edit", path: "a.txt", expected_read_revision: "r_0", edits: [{ replace_exact: { old_text: "a", new_text: "b" }, expected_match_count: 2 }] }] }],
+  edit_project_files: [
+    {
+      changes: [
+        { kind: "edit", path: "a.txt", expected_read_revision: "r_0", edits: [{ replace_exact: { old_text: "a", new_text: "b" }, expected_match_count: 2 }] },
+      ],
+    },
+  ],
 };
 
 describe("advertised capabilities", () => {
@@ -35,7 +41,8 @@ describe("advertised capabilities", () => {
     const def = toolDefinitions().find((d) => d.name === tool);
     const base = sampleToolArgs(tool);
     const needed = new Set<RunnerCapabilityId>();
-    for (const args of [base, ...(VARIANTS[tool] ?? []).map((v) => ({ ...base, ...v }))]) for (const id of def?.requiredCapabilities?.(args) ?? []) needed.add(id);
+    for (const args of [base, ...(VARIANTS[tool] ?? []).map((v) => ({ ...base, ...v }))])
+      for (const id of def?.requiredCapabilities?.(args) ?? []) needed.add(id);
     return needed;
   };
 
@@ -66,7 +73,12 @@ describe("advertised capabilities", () => {
     assert.ok(runner.handlers.capabilities.includes("fencedExecution"));
     const client = createInProcessClient(RunnerService, runner.service);
     const create = (name: string, fence: bigint) =>
-      client.execute({ callId: name, tool: "edit_project_files", fence, argumentsJson: JSON.stringify({ changes: [{ kind: "create", path: name, content: "x\n" }] }) });
+      client.execute({
+        callId: name,
+        tool: "edit_project_files",
+        fence,
+        argumentsJson: JSON.stringify({ changes: [{ kind: "create", path: name, content: "x\n" }] }),
+      });
     assert.equal((await create("a.txt", 5n)).failure, undefined);
     assert.equal((await create("b.txt", 4n)).failure?.reasonCode, "fence_rejected");
   });

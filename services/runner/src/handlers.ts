@@ -29,7 +29,12 @@ const SERVICE_CAPABILITIES: readonly RunnerCapabilityId[] = ["fencedExecution", 
  * `advertised` is what the Runner finally advertises (the validation process skips providers
  * missing from it).
  */
-export function runnerHandlers(workspace: Workspace, executor: Executor, validation: readonly RunnerCapabilityId[] = [], advertised?: () => readonly RunnerCapabilityId[]): RunnerHandlers {
+export function runnerHandlers(
+  workspace: Workspace,
+  executor: Executor,
+  validation: readonly RunnerCapabilityId[] = [],
+  advertised?: () => readonly RunnerCapabilityId[],
+): RunnerHandlers {
   const validationDeps = { executor, capabilities: () => advertised?.() ?? validation };
   const implemented: Record<string, ImplementedTool> = {
     read_files: { capabilities: ["readFiles"], run: (a: Args) => workspace.readFiles(a as never) },

@@ -33,8 +33,19 @@ function credentialFile(): string {
   return file;
 }
 
-async function runnerOn(root: string, env: Record<string, string>, spawnHost: "on" | "off"): Promise<{ runner: Runner; call: (tool: string, args: unknown) => Promise<Record<string, unknown>> }> {
-  const config = loadConfig({ WEBCODEX_RUNNER_ROOT: root, WEBCODEX_RUNNER_BROKER_URL: "http://b", WEBCODEX_RUNNER_CLIENT_ID: "c", WEBCODEX_RUNNER_PROJECT_ID: "p", WEBCODEX_RUNNER_SPAWN_HOST: spawnHost, ...env });
+async function runnerOn(
+  root: string,
+  env: Record<string, string>,
+  spawnHost: "on" | "off",
+): Promise<{ runner: Runner; call: (tool: string, args: unknown) => Promise<Record<string, unknown>> }> {
+  const config = loadConfig({
+    WEBCODEX_RUNNER_ROOT: root,
+    WEBCODEX_RUNNER_BROKER_URL: "http://b",
+    WEBCODEX_RUNNER_CLIENT_ID: "c",
+    WEBCODEX_RUNNER_PROJECT_ID: "p",
+    WEBCODEX_RUNNER_SPAWN_HOST: spawnHost,
+    ...env,
+  });
   const runner = createRunner({ root: config.root, logger, ...runnerSettingsOptions(config) });
   cleanups.push(() => runner.close());
   const client = createInProcessClient(RunnerService, runner.service);
@@ -63,41 +74,45 @@ const output = (r: Record<string, unknown>) => String(r["output"] ?? "");
 
 describe("the user Jobs run as", () => {
   for (const spawnHost of ["on", "off"] as const) {
-    it(`as root, a root-owned workspace is handed to an unprivileged Job user who cannot read the Runner's credential file (spawn host ${spawnHost})`, { skip: asRoot ? false : "needs root" }, async () => {
-      const credential = credentialFile();
-      const root = workspace({ "a.txt": "one\n" }, true);
-      const { runner, call } = await runnerOn(root, { WEBCODEX_RUNNER_TOKEN_FILE: credential }, spawnHost);
-      assert.deepEqual(runner.jobUser, { uid: DEFAULT_JOB_UID, gid: DEFAULT_JOB_UID });
-      assert.equal(runner.containment.jobsSeparateUid, true);
-      // Written by the Runner (as root) after the handover: a new file in a new directory.
-      await call("edit_project_files", { changes: [{ kind: "create", path: "made/by-runner.txt", content: "runner\n" }] });
-      for (const p of ["made", "made/by-runner.txt", "a.txt", ".git/HEAD"]) {
-        assert.equal(lstatSync(path.join(root, p)).uid, DEFAULT_JOB_UID, `${p} belongs to the Job user`);
-      }
-      const result = await call("run_shell", {
-        command: [
-          "echo uid=$(id -u) gid=$(id -g)",
-          `cat ${credential} 2>/dev/null || echo credential-unreadable`,
-          "echo job >> made/by-runner.txt && echo appended",
-          "echo new > by-job.txt && echo created",
-          "test -w \"$HOME\" && echo home-writable",
-        ].join("; "),
-        wait_ms: 20_000,
-      });
-      const out = output(result);
-      assert.match(out, new RegExp(`uid=${DEFAULT_JOB_UID} gid=${DEFAULT_JOB_UID}`));
-      assert.match(out, /credential-unreadable/);
-      assert.doesNotMatch(out, /RUNNER-CREDENTIAL-SECRET/);
-      assert.match(out, /appended/);
-      assert.match(out, /created/);
-      assert.match(out, /home-writable/);
-      // git runs as the owner of the repository too: no "dubious ownership", and it sees the Job's file.
-      const changes = await call("read_workspace_changes", {});
-      assert.match(JSON.stringify(changes), /by-job\.txt/);
-      // An edit replacing a Job's file keeps it the Job user's.
-      await call("edit_project_files", { changes: [{ kind: "create", path: "second.txt", content: "x\n" }] });
-      assert.equal(lstatSync(path.join(root, "by-job.txt")).uid, DEFAULT_JOB_UID);
-    });
+    it(
+      `as root, a root-owned workspace is handed to an unprivileged Job user who cannot read the Runner's credential file (spawn host ${spawnHost})`,
+      { skip: asRoot ? false : "needs root" },
+      async () => {
+        const credential = credentialFile();
+        const root = workspace({ "a.txt": "one\n" }, true);
+        const { runner, call } = await runnerOn(root, { WEBCODEX_RUNNER_TOKEN_FILE: credential }, spawnHost);
+        assert.deepEqual(runner.jobUser, { uid: DEFAULT_JOB_UID, gid: DEFAULT_JOB_UID });
+        assert.equal(runner.containment.jobsSeparateUid, true);
+        // Written by the Runner (as root) after the handover: a new file in a new directory.
+        await call("edit_project_files", { changes: [{ kind: "create", path: "made/by-runner.txt", content: "runner\n" }] });
+        for (const p of ["made", "made/by-runner.txt", "a.txt", ".git/HEAD"]) {
+          assert.equal(lstatSync(path.join(root, p)).uid, DEFAULT_JOB_UID, `${p} belongs to the Job user`);
+        }
+        const result = await call("run_shell", {
+          command: [
+            "echo uid=$(id -u) gid=$(id -g)",
+            `cat ${credential} 2>/dev/null || echo credential-unreadable`,
+            "echo job >> made/by-runner.txt && echo appended",
+            "echo new > by-job.txt && echo created",
+            'test -w "$HOME" && echo home-writable',
+          ].join("; "),
+          wait_ms: 20_000,
+        });
+        const out = output(result);
+        assert.match(out, new RegExp(`uid=${DEFAULT_JOB_UID} gid=${DEFAULT_JOB_UID}`));
+        assert.match(out, /credential-unreadable/);
+        assert.doesNotMatch(out, /RUNNER-CREDENTIAL-SECRET/);
+        assert.match(out, /appended/);
+        assert.match(out, /created/);
+        assert.match(out, /home-writable/);
+        // git runs as the owner of the repository too: no "dubious ownership", and it sees the Job's file.
+        const changes = await call("read_workspace_changes", {});
+        assert.match(JSON.stringify(changes), /by-job\.txt/);
+        // An edit replacing a Job's file keeps it the Job user's.
+        await call("edit_project_files", { changes: [{ kind: "create", path: "second.txt", content: "x\n" }] });
+        assert.equal(lstatSync(path.join(root, "by-job.txt")).uid, DEFAULT_JOB_UID);
+      },
+    );
   }
 
   it("as root, a workspace owned by another user runs its Jobs as that user, with nothing handed over", { skip: asRoot ? false : "needs root" }, async () => {

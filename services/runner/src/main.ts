@@ -22,7 +22,8 @@ export async function main(env: Env = process.env): Promise<void> {
   const credential = config.runnerTokenFile !== undefined ? readFileSync(config.runnerTokenFile, "utf8").trim() : config.runnerToken;
   const token = credential ? { runnerToken: credential } : {};
   if (config.cloneUrl) {
-    const cloneCredential = config.cloneUsername && config.clonePassword ? { credential: { username: config.cloneUsername, password: config.clonePassword } } : {};
+    const cloneCredential =
+      config.cloneUsername && config.clonePassword ? { credential: { username: config.cloneUsername, password: config.clonePassword } } : {};
     const failure = await seedWorkspaceRoot(config.root, { url: config.cloneUrl, ...(config.cloneRef ? { ref: config.cloneRef } : {}), ...cloneCredential });
     if (failure) {
       logger.error("workspace clone failed", { reason_code: failure.reason_code, detail_code: failure.detail_code });
@@ -32,13 +33,26 @@ export async function main(env: Env = process.env): Promise<void> {
     }
   }
   const runner = createRunner({
-    root: config.root, logger, ...token, ...(config.runnerId ? { runnerId: config.runnerId } : {}), ...runnerSettingsOptions(config),
+    root: config.root,
+    logger,
+    ...token,
+    ...(config.runnerId ? { runnerId: config.runnerId } : {}),
+    ...runnerSettingsOptions(config),
     ...(config.stateDir ? { stateDir: config.stateDir } : {}),
   });
   if (config.runnerTokenFile !== undefined && runner.jobUser !== undefined && readableBy(config.runnerTokenFile, runner.jobUser)) {
-    logger.warn("the Runner credential file is readable by the Job user; make it readable by the Runner's user only (mode 0400 or 0600)", { file: config.runnerTokenFile });
+    logger.warn("the Runner credential file is readable by the Job user; make it readable by the Runner's user only (mode 0400 or 0600)", {
+      file: config.runnerTokenFile,
+    });
   }
-  const server = await startServiceServer({ name: "runner", port: config.port, host: config.host ?? defaultBindHost(env), routes: runner.routes, metrics, logger });
+  const server = await startServiceServer({
+    name: "runner",
+    port: config.port,
+    host: config.host ?? defaultBindHost(env),
+    routes: runner.routes,
+    metrics,
+    logger,
+  });
   const registration = startRegistration({
     broker: createClient(RunnerBrokerService, createServiceTransport(config.brokerUrl, { metrics })),
     runnerId: runner.runnerId,
@@ -54,5 +68,10 @@ export async function main(env: Env = process.env): Promise<void> {
     logger,
   });
   logger.info("listening", { url: server.url, root: config.root });
-  onShutdown(logger, async () => { registration.stop(); await server.close(); await runner.close(); await telemetry.shutdown(); });
+  onShutdown(logger, async () => {
+    registration.stop();
+    await server.close();
+    await runner.close();
+    await telemetry.shutdown();
+  });
 }

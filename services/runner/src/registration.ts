@@ -61,17 +61,30 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
     if (held) o.fence?.observe(Number(fence));
     const next = { held, fence: held ? Number(fence) : 0 };
     if (next.held !== lease.held || next.fence !== lease.fence) {
-      o.logger.info(next.held ? "project lease held" : "project lease not held", { runner_id: o.runnerId, fence: next.fence, project_fence: Number(projectFence) });
+      o.logger.info(next.held ? "project lease held" : "project lease not held", {
+        runner_id: o.runnerId,
+        fence: next.fence,
+        project_fence: Number(projectFence),
+      });
     }
     lease = next;
   };
 
   const register = async () => {
-    const res = await o.broker.registerRunner({
-      runnerId: o.runnerId, clientId: o.clientId, projectId: o.projectId, rootIdentity: o.rootIdentity,
-      protocolGeneration: RUNNER_PROTOCOL_GENERATION, build: o.build, capabilities: new RunnerCapabilities(o.capabilities).toWire(), endpointUrl: o.endpointUrl,
-      ...(o.containment === undefined ? {} : { containment: o.containment.mode, separateJobUid: o.containment.jobsSeparateUid }),
-    }, callOptions);
+    const res = await o.broker.registerRunner(
+      {
+        runnerId: o.runnerId,
+        clientId: o.clientId,
+        projectId: o.projectId,
+        rootIdentity: o.rootIdentity,
+        protocolGeneration: RUNNER_PROTOCOL_GENERATION,
+        build: o.build,
+        capabilities: new RunnerCapabilities(o.capabilities).toWire(),
+        endpointUrl: o.endpointUrl,
+        ...(o.containment === undefined ? {} : { containment: o.containment.mode, separateJobUid: o.containment.jobsSeparateUid }),
+      },
+      callOptions,
+    );
     interval = res.heartbeatIntervalMs || interval;
     known = true;
     onLease(res.leaseHeld, res.fence, res.projectFence);

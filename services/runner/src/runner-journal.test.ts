@@ -37,9 +37,18 @@ describe("a Runner's write journal", () => {
     const runner = createRunner({ root, stateDir, logger, spawnHost: false });
     try {
       const client = createInProcessClient(RunnerService, runner.service);
-      const read = await client.execute({ callId: "c1", tool: "read_files", fence: 1n, argumentsJson: JSON.stringify({ files: [{ path: "a.txt" }, { path: "b.txt" }] }) });
+      const read = await client.execute({
+        callId: "c1",
+        tool: "read_files",
+        fence: 1n,
+        argumentsJson: JSON.stringify({ files: [{ path: "a.txt" }, { path: "b.txt" }] }),
+      });
       const items = (JSON.parse(read.resultJson) as { items: Array<{ content: string }> }).items;
-      assert.deepEqual(items.map((i) => i.content), ["before a\n", "before b\n"], "the first call already sees the rolled-back state");
+      assert.deepEqual(
+        items.map((i) => i.content),
+        ["before a\n", "before b\n"],
+        "the first call already sees the rolled-back state",
+      );
       const recovered = await runner.recovery;
       assert.equal(recovered.length, 1);
       assert.equal(recovered[0]?.outcome, "rolled_back");
@@ -57,7 +66,12 @@ describe("a Runner's write journal", () => {
     const runner = createRunner({ root, stateDir: blocker, logger, spawnHost: false });
     try {
       const client = createInProcessClient(RunnerService, runner.service);
-      const res = await client.execute({ callId: "c1", tool: "edit_project_files", fence: 1n, argumentsJson: JSON.stringify({ changes: [{ kind: "create", path: "b.txt", content: "b" }] }) });
+      const res = await client.execute({
+        callId: "c1",
+        tool: "edit_project_files",
+        fence: 1n,
+        argumentsJson: JSON.stringify({ changes: [{ kind: "create", path: "b.txt", content: "b" }] }),
+      });
       assert.ok(res.failure !== undefined, "the call is refused");
       await assert.rejects(readFile(path.join(root, "b.txt")), "nothing was written");
     } finally {

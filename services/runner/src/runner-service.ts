@@ -11,7 +11,19 @@ import { timingSafeEqual, createHash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "@webcodex/proto";
-import { capabilityMissingFailure, FailureStage, failureToWire, isToolFailureError, missingCapabilities, readAgentTaskFollowUp, ReasonCode, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, toolDefinition, toolFailure } from "@webcodex/contracts";
+import {
+  capabilityMissingFailure,
+  FailureStage,
+  failureToWire,
+  isToolFailureError,
+  missingCapabilities,
+  readAgentTaskFollowUp,
+  ReasonCode,
+  RUNNER_PROTOCOL_GENERATION,
+  RunnerCapabilities,
+  toolDefinition,
+  toolFailure,
+} from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { RUNNER_TOKEN_HEADER } from "@webcodex/platform";
@@ -60,7 +72,6 @@ export function createFenceGuard(): FenceGuard {
   };
 }
 
-
 export interface RunnerServiceDeps {
   runnerId: string;
   build: string;
@@ -103,17 +114,24 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
    */
   const admitAttempt = async (taskId: string, attemptFence: number, tool: string, callId: string): Promise<ToolFailure | undefined> => {
     if (!deps.attemptFences) {
-      return toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, { detail_code: "attempt_fencing_unavailable", message: "This Runner cannot check Attempt fences; nothing was run." });
+      return toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
+        detail_code: "attempt_fencing_unavailable",
+        message: "This Runner cannot check Attempt fences; nothing was run.",
+      });
     }
     let admission;
     try {
       admission = await deps.attemptFences.admit(taskId, attemptFence);
     } catch (error) {
       deps.logger.error("attempt fence mark unavailable; call refused", { tool, call_id: callId, task_id: taskId, error: String(error) });
-      return toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "attempt_fence_store_unavailable", message: "The Runner could not record the Attempt's fence; nothing was run." });
+      return toolFailure(ReasonCode.internal, FailureStage.dispatch, {
+        detail_code: "attempt_fence_store_unavailable",
+        message: "The Runner could not record the Attempt's fence; nothing was run.",
+      });
     }
     if (admission.admitted) return undefined;
-    if (admission.why === "invalid_task_id") return toolFailure(ReasonCode.invalidValue, FailureStage.dispatch, { detail_code: "task_not_found", message: "No such task for this caller." });
+    if (admission.why === "invalid_task_id")
+      return toolFailure(ReasonCode.invalidValue, FailureStage.dispatch, { detail_code: "task_not_found", message: "No such task for this caller." });
     deps.logger.warn("stale attempt fence rejected", { tool, call_id: callId, task_id: taskId, attempt_fence: attemptFence, current_fence: admission.highest });
     return toolFailure(ReasonCode.fenceStale, FailureStage.authorization, {
       detail_code: "attempt_superseded",
@@ -126,16 +144,26 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
     async execute(req, ctx) {
       authorize(ctx.requestHeader);
       const handler = deps.handlers.tools[req.tool];
-      if (!handler) return { resultJson: "", failure: failureToWire(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, { detail_code: "tool_not_implemented" })) };
+      if (!handler)
+        return {
+          resultJson: "",
+          failure: failureToWire(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, { detail_code: "tool_not_implemented" })),
+        };
       // The broker routes by Project; a call for another root is refused before anything runs.
       if (req.rootIdentity && req.rootIdentity !== (await deps.rootIdentity())) {
-        return { resultJson: "", failure: failureToWire(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, { detail_code: "root_identity_mismatch" })) };
+        return {
+          resultJson: "",
+          failure: failureToWire(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, { detail_code: "root_identity_mismatch" })),
+        };
       }
       // The broker checks prerequisites before dispatch; this holds the line for a capability
       // the Runner withholds (or a caller that skipped the broker): nothing runs without it.
       const missing = missingCapabilities(toolDefinition(req.tool), argumentsForCheck(req.argumentsJson), advertised);
       if (missing.length > 0) {
-        return { resultJson: "", failure: failureToWire(capabilityMissingFailure(missing, deps.build, "This Runner does not offer a capability the call needs; nothing was run.")) };
+        return {
+          resultJson: "",
+          failure: failureToWire(capabilityMissingFailure(missing, deps.build, "This Runner does not offer a capability the call needs; nothing was run.")),
+        };
       }
       const callFence = Number(req.fence);
       const mutating = toolDefinition(req.tool)?.effect !== "read_only";
@@ -143,11 +171,13 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         deps.logger.warn("stale fence rejected", { tool: req.tool, call_id: req.callId, fence: callFence, highest: fence.highest });
         return {
           resultJson: "",
-          failure: failureToWire(toolFailure(ReasonCode.fenceRejected, FailureStage.dispatch, {
-            detail_code: "stale_fence",
-            evidence: { fence: callFence, highest_seen: fence.highest },
-            message: "The call carried a stale lease fence; nothing was run.",
-          })),
+          failure: failureToWire(
+            toolFailure(ReasonCode.fenceRejected, FailureStage.dispatch, {
+              detail_code: "stale_fence",
+              evidence: { fence: callFence, highest_seen: fence.highest },
+              message: "The call carried a stale lease fence; nothing was run.",
+            }),
+          ),
         };
       }
       if (!mutating) fence.observe(callFence);
@@ -162,12 +192,21 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
       } catch (error) {
         if (isToolFailureError(error)) return { resultJson: "", failure: failureToWire(error.failure) };
         deps.logger.error("tool handler failed", { tool: req.tool, call_id: req.callId, error });
-        return { resultJson: "", failure: failureToWire(toolFailure(ReasonCode.internal, FailureStage.execution, { detail_code: "runner_internal_error", outcome_unknown: true })) };
+        return {
+          resultJson: "",
+          failure: failureToWire(toolFailure(ReasonCode.internal, FailureStage.execution, { detail_code: "runner_internal_error", outcome_unknown: true })),
+        };
       }
     },
     async describe(_req, ctx) {
       authorize(ctx.requestHeader);
-      return { runnerId: deps.runnerId, rootIdentity: await deps.rootIdentity(), protocolGeneration: RUNNER_PROTOCOL_GENERATION, build: deps.build, capabilities };
+      return {
+        runnerId: deps.runnerId,
+        rootIdentity: await deps.rootIdentity(),
+        protocolGeneration: RUNNER_PROTOCOL_GENERATION,
+        build: deps.build,
+        capabilities,
+      };
     },
   };
 }

@@ -19,9 +19,18 @@ after(async () => {
 });
 
 /** A Runner on a fresh directory, configured from `env` exactly as `webcodex runner` is. */
-async function runnerFromEnv(env: Record<string, string>): Promise<{ root: string; runner: Runner; call: (tool: string, args: unknown) => ReturnType<Client<typeof RunnerService>["execute"]> }> {
+async function runnerFromEnv(
+  env: Record<string, string>,
+): Promise<{ root: string; runner: Runner; call: (tool: string, args: unknown) => ReturnType<Client<typeof RunnerService>["execute"]> }> {
   const root = await mkdtemp(path.join(os.tmpdir(), "wc-runner-config-"));
-  const config = loadConfig({ WEBCODEX_RUNNER_ROOT: root, WEBCODEX_RUNNER_BROKER_URL: "http://b", WEBCODEX_RUNNER_CLIENT_ID: "c", WEBCODEX_RUNNER_PROJECT_ID: "p", WEBCODEX_RUNNER_SPAWN_HOST: "off", ...env });
+  const config = loadConfig({
+    WEBCODEX_RUNNER_ROOT: root,
+    WEBCODEX_RUNNER_BROKER_URL: "http://b",
+    WEBCODEX_RUNNER_CLIENT_ID: "c",
+    WEBCODEX_RUNNER_PROJECT_ID: "p",
+    WEBCODEX_RUNNER_SPAWN_HOST: "off",
+    ...env,
+  });
   const runner = createRunner({ root: config.root, logger, ...runnerSettingsOptions(config) });
   cleanups.push(async () => {
     await runner.close();
@@ -64,7 +73,9 @@ describe("a Runner built from its configuration", () => {
     await writeFile(path.join(root, "a.txt"), "x x x\n");
     const read = JSON.parse((await call("read_files", { files: [{ path: "a.txt" }] })).resultJson) as { items: Array<{ read_revision: string }> };
     const revision = read.items[0]?.read_revision;
-    const edit = (extra: Record<string, unknown>) => ({ changes: [{ kind: "edit", path: "a.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "x", new_text: "y" }, ...extra }] }] });
+    const edit = (extra: Record<string, unknown>) => ({
+      changes: [{ kind: "edit", path: "a.txt", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "x", new_text: "y" }, ...extra }] }],
+    });
     const bulk = await call("edit_project_files", edit({ expected_match_count: 3 }));
     assert.equal(bulk.failure?.reasonCode, "capability_missing");
     assert.equal(bulk.failure?.failureStage, "dispatch");

@@ -78,7 +78,9 @@ export interface RunnerOptions {
 }
 
 /** The RunnerOptions a Runner's settings (WEBCODEX_RUNNER_* variables) select: one mapping for `webcodex runner` and `webcodex dev`. */
-export function runnerSettingsOptions(settings: RunnerSettings): Pick<RunnerOptions, "spawnHost" | "sensitiveWriteGlobs" | "disabledCapabilities" | "containment" | "jobUser"> {
+export function runnerSettingsOptions(
+  settings: RunnerSettings,
+): Pick<RunnerOptions, "spawnHost" | "sensitiveWriteGlobs" | "disabledCapabilities" | "containment" | "jobUser"> {
   return {
     spawnHost: settings.spawnHost,
     jobUser: settings.jobUser,
@@ -101,7 +103,8 @@ export interface ContainmentFacts {
 
 function containmentFacts(c: Containment, jobsSeparateUid = false): ContainmentFacts {
   return {
-    mode: c.mode, jobsSeparateUid,
+    mode: c.mode,
+    jobsSeparateUid,
     ...(c.pidsMax === undefined ? {} : { pidsMax: c.pidsMax }),
     ...(c.memoryMaxBytes === undefined ? {} : { memoryMaxBytes: c.memoryMaxBytes }),
     ...(c.fallbackReason === undefined ? {} : { fallbackReason: c.fallbackReason }),
@@ -110,12 +113,18 @@ function containmentFacts(c: Containment, jobsSeparateUid = false): ContainmentF
 
 export function createRunner(options: RunnerOptions): Runner {
   const jobUser = resolveJobUser(options.jobUser ?? "auto", options.root, () =>
-    options.logger.warn("jobs run as the Runner's own user: an unprivileged user cannot reach the workspace (a directory above it is closed to others)", { root: options.root }));
+    options.logger.warn("jobs run as the Runner's own user: an unprivileged user cannot reach the workspace (a directory above it is closed to others)", {
+      root: options.root,
+    }),
+  );
   if (jobUser !== undefined) {
-    options.logger.info("jobs run as their own user", { uid: jobUser.uid, gid: jobUser.gid, ...(jobUser.handedOver > 0 ? { workspace_entries_handed_over: jobUser.handedOver } : {}) });
+    options.logger.info("jobs run as their own user", {
+      uid: jobUser.uid,
+      gid: jobUser.gid,
+      ...(jobUser.handedOver > 0 ? { workspace_entries_handed_over: jobUser.handedOver } : {}),
+    });
   }
-  const hostSpawner =
-    options.spawnHost === false ? createDirectSpawner() : createSpawnHost({ logger: options.logger.child({ component: "spawn-host" }) });
+  const hostSpawner = options.spawnHost === false ? createDirectSpawner() : createSpawnHost({ logger: options.logger.child({ component: "spawn-host" }) });
   const spawner = jobUser === undefined ? hostSpawner : spawnAs(hostSpawner, jobUser, minimalProcessEnv);
   const stateDir = options.stateDir ?? defaultJournalDir(options.root);
   const journal = createEditJournal({ dir: stateDir });
@@ -132,13 +141,19 @@ export function createRunner(options: RunnerOptions): Runner {
         options.logger.error("write journal recovery failed; workspace calls are refused", { error: String(error), state_dir: journal.dir });
         throw error;
       }
-      options.logger.warn("no usable write journal directory; set WEBCODEX_RUNNER_STATE_DIR for crash-consistent edits", { error: String(error), state_dir: journal.dir });
+      options.logger.warn("no usable write journal directory; set WEBCODEX_RUNNER_STATE_DIR for crash-consistent edits", {
+        error: String(error),
+        state_dir: journal.dir,
+      });
       return false;
     },
   );
   journalReady.catch(() => undefined);
   const workspace = createWorkspace({
-    root: options.root, spawner, journal: { journal, recovery: journalReady }, ...(options.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: [...options.sensitiveWriteGlobs] }),
+    root: options.root,
+    spawner,
+    journal: { journal, recovery: journalReady },
+    ...(options.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: [...options.sensitiveWriteGlobs] }),
   });
   const containment = detectContainment(options.containment);
   options.logger.info("job containment", { ...containmentFacts(containment, jobUser !== undefined) });
@@ -156,7 +171,12 @@ export function createRunner(options: RunnerOptions): Runner {
   const rootIdentity = () => (identity ??= workspace.rootIdentity());
   const fence = createFenceGuard();
   const service = createRunnerService({
-    runnerId, build: RUNNER_BUILD, rootIdentity, handlers, logger: options.logger, fence,
+    runnerId,
+    build: RUNNER_BUILD,
+    rootIdentity,
+    handlers,
+    logger: options.logger,
+    fence,
     // Beside the write journal, outside the workspace: per-Task Attempt fence marks survive a restart.
     attemptFences: createAttemptFenceStore(stateDir),
     ...(options.runnerToken ? { runnerToken: options.runnerToken } : {}),

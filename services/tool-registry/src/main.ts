@@ -10,7 +10,18 @@ export async function main(env: Env = process.env): Promise<void> {
   const telemetry = await startTelemetry("webcodex-tool-registry", env, logger);
   const identity = serviceIdentityFromEnv("tool-registry", env);
   if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
-  const server = await startServiceServer({ ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}), name: "tool-registry", port: config.port, host: config.host ?? defaultBindHost(env), routes, metrics: createMetrics(), logger });
+  const server = await startServiceServer({
+    ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
+    name: "tool-registry",
+    port: config.port,
+    host: config.host ?? defaultBindHost(env),
+    routes,
+    metrics: createMetrics(),
+    logger,
+  });
   logger.info("listening", { url: server.url });
-  onShutdown(logger, async () => { await server.close(); await telemetry.shutdown(); });
+  onShutdown(logger, async () => {
+    await server.close();
+    await telemetry.shutdown();
+  });
 }

@@ -58,14 +58,31 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
   const projectDir = createBenchProject();
   const tokens = { lead: `lead-${randomBytes(12).toString("hex")}`, worker: `worker-${randomBytes(12).toString("hex")}` };
   const file = join(mkdtempSync(join(tmpdir(), "wcx-bench-agents-")), "tokens.json");
-  writeFileSync(file, JSON.stringify({ tokens: [{ token: tokens.lead, client_id: "local", subject: "lead" }, { token: tokens.worker, client_id: "local", subject: "worker" }] }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      tokens: [
+        { token: tokens.lead, client_id: "local", subject: "lead" },
+        { token: tokens.worker, client_id: "local", subject: "worker" },
+      ],
+    }),
+  );
   const stack = await startDistributed({
-    basePort: await findFreeBasePort(), postgresUrl: o.postgresUrl, redisUrl: o.redisUrl, projectDir, clientId: "local",
-    gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: file }, extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-bench:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" }, stdio: "ignore",
+    basePort: await findFreeBasePort(),
+    postgresUrl: o.postgresUrl,
+    redisUrl: o.redisUrl,
+    projectDir,
+    clientId: "local",
+    gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: file },
+    extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-bench:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" },
+    stdio: "ignore",
   });
   try {
     const [lead, worker] = await Promise.all([connect(stack.mcpUrl, tokens.lead), connect(stack.mcpUrl, tokens.worker)]);
-    const project = String(((await lead.callTool({ name: "list_projects", arguments: {} })).structuredContent as { projects: Array<{ project_ref: string }> }).projects[0]?.project_ref);
+    const project = String(
+      ((await lead.callTool({ name: "list_projects", arguments: {} })).structuredContent as { projects: Array<{ project_ref: string }> }).projects[0]
+        ?.project_ref,
+    );
     const leadAgent = await gw(lead, "create_agent", { name: "lead" });
     const workerAgent = await gw(worker, "create_agent", { name: "worker" });
     let cursor = "0";
@@ -84,9 +101,18 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
     const afterReturn: number[] = [];
     for (let i = 0; i < ROUNDS + 10; i++) {
       const task = await gw(lead, "create_agent_task", {
-        project, title: `round ${i}`, instructions: "", assignee_agent_id: workerAgent["agent_id"], requester_agent_id: leadAgent["agent_id"], idempotency_key: `round-${i}`,
+        project,
+        title: `round ${i}`,
+        instructions: "",
+        assignee_agent_id: workerAgent["agent_id"],
+        requester_agent_id: leadAgent["agent_id"],
+        idempotency_key: `round-${i}`,
       });
-      const attempt = await gw(worker, "start_agent_task_attempt", { task_id: task["task_id"], assignee_agent_id: workerAgent["agent_id"], idempotency_key: `round-${i}` });
+      const attempt = await gw(worker, "start_agent_task_attempt", {
+        task_id: task["task_id"],
+        assignee_agent_id: workerAgent["agent_id"],
+        idempotency_key: `round-${i}`,
+      });
       // Catch up past task_assigned and attempt_started, then wait for the completion.
       cursor = String((await gw(lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: cursor, wait_ms: 0 }))["cursor"]);
       let wokeAt = 0;
@@ -98,8 +124,13 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
       const offset = await clockOffset();
       const t = performance.now();
       await gw(worker, "complete_agent_task_attempt", {
-        task_id: attempt["task_id"], attempt_id: attempt["attempt_id"], assignee_agent_id: attempt["assignee_agent_id"],
-        attempt_fence: attempt["attempt_fence"], attempt_controller_generation: attempt["attempt_controller_generation"], outcome: "succeeded", summary: "",
+        task_id: attempt["task_id"],
+        attempt_id: attempt["attempt_id"],
+        assignee_agent_id: attempt["assignee_agent_id"],
+        attempt_fence: attempt["attempt_fence"],
+        attempt_controller_generation: attempt["attempt_controller_generation"],
+        outcome: "succeeded",
+        summary: "",
       });
       const completedAt = performance.now();
       const woke = await waiting;
@@ -107,7 +138,10 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
       if (woke["wait_state"] !== "ready" || !event) throw new Error(`round ${i}: ${JSON.stringify(woke)}`);
       cursor = String(woke["cursor"]);
       const seq = event.event_id.slice(event.event_id.lastIndexOf(":") + 1);
-      const at = await sql.query<{ ms: string }>("SELECT (extract(epoch FROM at) * 1000)::text AS ms FROM refs.agent_events WHERE agent_id = $1 AND seq = $2", [leadAgent["agent_id"], seq]);
+      const at = await sql.query<{ ms: string }>("SELECT (extract(epoch FROM at) * 1000)::text AS ms FROM refs.agent_events WHERE agent_id = $1 AND seq = $2", [
+        leadAgent["agent_id"],
+        seq,
+      ]);
       const committedAt = Number(at.rows[0]?.ms) - offset;
       if (i >= 10) {
         callToWake.push(wokeAt - t);
@@ -124,10 +158,19 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
     return {
       name: "agent_events",
       metrics: {
-        rounds: ROUNDS, notify_p50_ms: p(bare, 50), notify_p99_ms: p(bare, 99),
-        call_to_wake_p50_ms: p(callToWake, 50), call_to_wake_p99_ms: p(callToWake, 99), call_to_wake_ratio_p50: ratio(callToWake, 50), call_to_wake_ratio_p99: ratio(callToWake, 99),
-        propagation_p50_ms: p(propagation, 50), propagation_p99_ms: p(propagation, 99), propagation_ratio_p50: ratio(propagation, 50), propagation_ratio_p99: ratio(propagation, 99),
-        wake_after_complete_returned_p50_ms: p(afterReturn, 50), wake_after_complete_returned_p99_ms: p(afterReturn, 99),
+        rounds: ROUNDS,
+        notify_p50_ms: p(bare, 50),
+        notify_p99_ms: p(bare, 99),
+        call_to_wake_p50_ms: p(callToWake, 50),
+        call_to_wake_p99_ms: p(callToWake, 99),
+        call_to_wake_ratio_p50: ratio(callToWake, 50),
+        call_to_wake_ratio_p99: ratio(callToWake, 99),
+        propagation_p50_ms: p(propagation, 50),
+        propagation_p99_ms: p(propagation, 99),
+        propagation_ratio_p50: ratio(propagation, 50),
+        propagation_ratio_p99: ratio(propagation, 99),
+        wake_after_complete_returned_p50_ms: p(afterReturn, 50),
+        wake_after_complete_returned_p99_ms: p(afterReturn, 99),
       },
       notes: `target ratio <= 3 against a bare LISTEN/NOTIFY round trip: propagation (commit of the completion to the lead's waiting wait_for_agent_events returning) ${meets(propagation) ? "meets" : "misses"} it; call_to_wake (sending complete_agent_task_attempt, whose answer waits for its durable audit record, to the lead's wait returning) ${meets(callToWake) ? "meets" : "misses"} it`,
     };

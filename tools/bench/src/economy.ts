@@ -46,7 +46,8 @@ function metered(client: Client): Metered {
   return m;
 }
 
-const pad = (n: number, label: string) => Array.from({ length: n }, (_, i) => `// ${label} filler line ${i}: keeps the file a realistic size for reads`).join("\n");
+const pad = (n: number, label: string) =>
+  Array.from({ length: n }, (_, i) => `// ${label} filler line ${i}: keeps the file a realistic size for reads`).join("\n");
 
 /** The fixture repository: a small TypeScript project under git, with a test that fails and a slow build. */
 function createFixture(): string {
@@ -63,16 +64,20 @@ function createFixture(): string {
     "src/worker.ts": `import { parseConfig } from "./util.js";\n${pad(20, "worker")}\nexport const settings = parseConfig("b=2");\n${pad(25, "worker tail")}\n`,
     "src/pricing.ts": `${pad(120, "pricing")}\nexport function discountFor(total: number): number {\n  return total > 100 ? 0.1 : 0;\n}\n${pad(180, "pricing tail")}\n`,
     "src/tax.ts": `${pad(60, "tax")}\nexport function taxFor(total: number): number {\n  return total * 0.2;\n}\n${pad(60, "tax tail")}\n`,
-    "src/messages.ts": Array.from({ length: 100 }, (_, i) => (i % 10 === 3 ? `export const m${i} = "TODO_MARK ${i}";` : `export const m${i} = "message ${i}";`)).join("\n") + "\n",
+    "src/messages.ts":
+      Array.from({ length: 100 }, (_, i) => (i % 10 === 3 ? `export const m${i} = "TODO_MARK ${i}";` : `export const m${i} = "message ${i}";`)).join("\n") +
+      "\n",
     "docs/notes.md": "# Notes\n\nstatus: draft\n",
-    "test/math.test.mjs": 'import { test } from "node:test";\nimport assert from "node:assert/strict";\n\ntest("adds", () => {\n  assert.equal(1 + 1, 3, "ADDITION_BROKEN");\n});\n',
+    "test/math.test.mjs":
+      'import { test } from "node:test";\nimport assert from "node:assert/strict";\n\ntest("adds", () => {\n  assert.equal(1 + 1, 3, "ADDITION_BROKEN");\n});\n',
     "build.sh": "sleep 2\necho BUILD_DONE\n",
   };
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(join(root, path, ".."), { recursive: true });
     writeFileSync(join(root, path), content);
   }
-  const git = (...args: string[]) => execFileSync("git", ["-c", "user.email=bench@example.com", "-c", "user.name=bench", ...args], { cwd: root, stdio: "ignore" });
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-c", "user.email=bench@example.com", "-c", "user.name=bench", ...args], { cwd: root, stdio: "ignore" });
   git("init", "-q");
   git("add", "-A");
   git("commit", "-qm", "fixture");
@@ -122,7 +127,15 @@ const tasks: Task[] = [
       const matches = (query["matches"] ?? []) as Array<{ path: string; line: number }>;
       const uses = matches.filter((m) => !/^import/.test(String((m as unknown as Json)["text"])));
       const rev = (query["read_revisions"] ?? {}) as Record<string, string>;
-      await s.m.call("edit_project_files", { project, changes: uses.map((m) => ({ kind: "edit", path: m.path, expected_read_revision: rev[m.path], edits: [{ replace_exact: { old_text: "= useLegacy(", new_text: "= useModern(" } }] })) });
+      await s.m.call("edit_project_files", {
+        project,
+        changes: uses.map((m) => ({
+          kind: "edit",
+          path: m.path,
+          expected_read_revision: rev[m.path],
+          edits: [{ replace_exact: { old_text: "= useLegacy(", new_text: "= useModern(" } }],
+        })),
+      });
       return ["src/cart.ts", "src/orders.ts", "src/invoice.ts"].every((p) => read(s.root, p).includes("= useModern("));
     },
     async filesystem(s) {
@@ -144,13 +157,22 @@ const tasks: Task[] = [
       const rev = (query["read_revisions"] ?? {}) as Record<string, string>;
       await s.m.call("edit_project_files", {
         project,
-        changes: [...byPath].map(([path, n]) => ({ kind: "edit", path, expected_read_revision: rev[path], edits: [{ replace_exact: { old_text: "parseConfig", new_text: "loadConfig" }, expected_match_count: n }] })),
+        changes: [...byPath].map(([path, n]) => ({
+          kind: "edit",
+          path,
+          expected_read_revision: rev[path],
+          edits: [{ replace_exact: { old_text: "parseConfig", new_text: "loadConfig" }, expected_match_count: n }],
+        })),
       });
       return ["src/util.ts", "src/server.ts", "src/worker.ts"].every((p) => read(s.root, p).includes("loadConfig") && !read(s.root, p).includes("parseConfig"));
     },
     async filesystem(s) {
       const all = await fsReadAll(s, "src");
-      for (const [path, n] of [["src/util.ts", 1], ["src/server.ts", 2], ["src/worker.ts", 2]] as const) {
+      for (const [path, n] of [
+        ["src/util.ts", 1],
+        ["src/server.ts", 2],
+        ["src/worker.ts", 2],
+      ] as const) {
         if (!all.includes(join(s.root, path))) continue;
         await s.m.call("edit_file", { path: join(s.root, path), edits: Array.from({ length: n }, () => ({ oldText: "parseConfig", newText: "loadConfig" })) });
       }
@@ -160,8 +182,17 @@ const tasks: Task[] = [
   {
     name: "read_three_related_ranges",
     async webcodex(s, project) {
-      const r = await s.m.call("read_files", { project, files: [{ path: "src/pricing.ts", start_line: 121, end_line: 123 }, { path: "src/tax.ts", start_line: 61, end_line: 63 }, { path: "src/cart.ts", start_line: 32, end_line: 32 }] });
-      const text = items(r.structured).map((i) => String(i["content"])).join("");
+      const r = await s.m.call("read_files", {
+        project,
+        files: [
+          { path: "src/pricing.ts", start_line: 121, end_line: 123 },
+          { path: "src/tax.ts", start_line: 61, end_line: 63 },
+          { path: "src/cart.ts", start_line: 32, end_line: 32 },
+        ],
+      });
+      const text = items(r.structured)
+        .map((i) => String(i["content"]))
+        .join("");
       return text.includes("discountFor") && text.includes("taxFor") && text.includes("cartTotal");
     },
     async filesystem(s) {
@@ -192,7 +223,17 @@ const tasks: Task[] = [
     async webcodex(s, project) {
       const first = await s.m.call("read_files", { project, files: [{ path: "docs/notes.md" }] });
       writeFileSync(join(s.root, "docs/notes.md"), read(s.root, "docs/notes.md") + "owner: ops\n");
-      const stale = await s.m.call("edit_project_files", { project, changes: [{ kind: "edit", path: "docs/notes.md", expected_read_revision: revisionsByPath(first.structured)["docs/notes.md"], edits: [{ replace_exact: { old_text: "status: draft", new_text: "status: final" } }] }] });
+      const stale = await s.m.call("edit_project_files", {
+        project,
+        changes: [
+          {
+            kind: "edit",
+            path: "docs/notes.md",
+            expected_read_revision: revisionsByPath(first.structured)["docs/notes.md"],
+            edits: [{ replace_exact: { old_text: "status: draft", new_text: "status: final" } }],
+          },
+        ],
+      });
       if (stale.structured["reason_code"] !== "stale_read_revision") return false;
       // The failure is the re-read: the current revision and the current lines around old_text.
       // The anchor still says what the model meant to change, so it retries with that revision;
@@ -205,7 +246,17 @@ const tasks: Task[] = [
         const f = stale.structured["follow_up"] as { tool: string; arguments: Json };
         current = revisionsByPath((await s.m.call(f.tool, f.arguments)).structured)["docs/notes.md"];
       }
-      await s.m.call("edit_project_files", { project, changes: [{ kind: "edit", path: "docs/notes.md", expected_read_revision: current, edits: [{ replace_exact: { old_text: "status: draft", new_text: "status: final" } }] }] });
+      await s.m.call("edit_project_files", {
+        project,
+        changes: [
+          {
+            kind: "edit",
+            path: "docs/notes.md",
+            expected_read_revision: current,
+            edits: [{ replace_exact: { old_text: "status: draft", new_text: "status: final" } }],
+          },
+        ],
+      });
       const now = read(s.root, "docs/notes.md");
       return now.includes("status: final") && now.includes("owner: ops");
     },
@@ -223,7 +274,17 @@ const tasks: Task[] = [
     async webcodex(s, project) {
       const before = read(s.root, "src/tax.ts");
       const ctx = await gw(s, "search_file_context", { project, path: "src/tax.ts", pattern: "total * 0.2", context_lines: 0 });
-      const edited = await s.m.call("edit_project_files", { project, changes: [{ kind: "edit", path: "src/tax.ts", expected_read_revision: ctx.structured["read_revision"], edits: [{ replace_exact: { old_text: "total * 0.2", new_text: "total * 0.25" } }] }] });
+      const edited = await s.m.call("edit_project_files", {
+        project,
+        changes: [
+          {
+            kind: "edit",
+            path: "src/tax.ts",
+            expected_read_revision: ctx.structured["read_revision"],
+            edits: [{ replace_exact: { old_text: "total * 0.2", new_text: "total * 0.25" } }],
+          },
+        ],
+      });
       // The review: what the runtime replaced, as the exact guarded inverse it offers (like the
       // filesystem server's edit_file diff). Undo is that call, run exactly as returned.
       const undo = edited.structured["undo"] as { tool: string; arguments: Json } | undefined;
@@ -255,13 +316,26 @@ const tasks: Task[] = [
     async webcodex(s, project) {
       const ctx = await gw(s, "search_file_context", { project, path: "src/messages.ts", pattern: "TODO_MARK", context_lines: 0, max_matches: 1 });
       const n = Number(ctx.structured["match_count"]);
-      await s.m.call("edit_project_files", { project, changes: [{ kind: "edit", path: "src/messages.ts", expected_read_revision: ctx.structured["read_revision"], edits: [{ replace_exact: { old_text: "TODO_MARK", new_text: "DONE_MARK" }, expected_match_count: n }] }] });
+      await s.m.call("edit_project_files", {
+        project,
+        changes: [
+          {
+            kind: "edit",
+            path: "src/messages.ts",
+            expected_read_revision: ctx.structured["read_revision"],
+            edits: [{ replace_exact: { old_text: "TODO_MARK", new_text: "DONE_MARK" }, expected_match_count: n }],
+          },
+        ],
+      });
       return !read(s.root, "src/messages.ts").includes("TODO_MARK") && read(s.root, "src/messages.ts").split("DONE_MARK").length === 11;
     },
     async filesystem(s) {
       const r = await s.m.call("read_text_file", { path: join(s.root, "src/messages.ts") });
       const n = r.text.split("TODO_MARK").length - 1;
-      await s.m.call("edit_file", { path: join(s.root, "src/messages.ts"), edits: Array.from({ length: n }, () => ({ oldText: "TODO_MARK", newText: "DONE_MARK" })) });
+      await s.m.call("edit_file", {
+        path: join(s.root, "src/messages.ts"),
+        edits: Array.from({ length: n }, () => ({ oldText: "TODO_MARK", newText: "DONE_MARK" })),
+      });
       return !read(s.root, "src/messages.ts").includes("TODO_MARK") && read(s.root, "src/messages.ts").split("DONE_MARK").length === 11;
     },
   },
@@ -283,7 +357,12 @@ export async function benchEconomy(): Promise<BenchResult[]> {
   const token = `bench-${randomBytes(12).toString("hex")}`;
   const webcodexRoot = createFixture();
   const fsRoot = createFixture();
-  const dev = await startChild(process.execPath, [cliPathForBench, "dev", "--project", webcodexRoot, "--port", "0", "--data-dir", benchDir("wcx-economy-data-")], /MCP URL: (\S+)/, { WEBCODEX_DEV_TOKEN: token, WEBCODEX_LOG_LEVEL: "warn" });
+  const dev = await startChild(
+    process.execPath,
+    [cliPathForBench, "dev", "--project", webcodexRoot, "--port", "0", "--data-dir", benchDir("wcx-economy-data-")],
+    /MCP URL: (\S+)/,
+    { WEBCODEX_DEV_TOKEN: token, WEBCODEX_LOG_LEVEL: "warn" },
+  );
   const fsServer = createRequire(import.meta.url).resolve("@modelcontextprotocol/server-filesystem/dist/index.js");
   const fsClient = new Client({ name: "webcodex-bench", version: "1.0.0" });
   await fsClient.connect(new StdioClientTransport({ command: process.execPath, args: [fsServer, fsRoot], stderr: "ignore" }));
@@ -291,7 +370,18 @@ export async function benchEconomy(): Promise<BenchResult[]> {
   try {
     const ours = await connect(dev.match[1] as string, token);
     const project = await projectRefOf(ours);
-    const totals = { wc_calls: 0, wc_bytes: 0, fs_calls: 0, fs_bytes: 0, both_wc_calls: 0, both_wc_bytes: 0, both_fs_calls: 0, both_fs_bytes: 0, wc_done: 0, fs_done: 0 };
+    const totals = {
+      wc_calls: 0,
+      wc_bytes: 0,
+      fs_calls: 0,
+      fs_bytes: 0,
+      both_wc_calls: 0,
+      both_wc_bytes: 0,
+      both_fs_calls: 0,
+      both_fs_bytes: 0,
+      wc_done: 0,
+      fs_done: 0,
+    };
     for (const task of tasks) {
       const wc: Side = { root: webcodexRoot, m: metered(ours) };
       const wcDone = await task.webcodex(wc, project).catch(() => false);
@@ -312,8 +402,12 @@ export async function benchEconomy(): Promise<BenchResult[]> {
       results.push({
         name: `economy_${task.name}`,
         metrics: {
-          webcodex_calls: wc.m.calls, webcodex_bytes: wc.m.bytes, webcodex_done: wcDone ? 1 : 0,
-          filesystem_calls: fs.m.calls, filesystem_bytes: fs.m.bytes, filesystem_done: fsDone ? 1 : 0,
+          webcodex_calls: wc.m.calls,
+          webcodex_bytes: wc.m.bytes,
+          webcodex_done: wcDone ? 1 : 0,
+          filesystem_calls: fs.m.calls,
+          filesystem_bytes: fs.m.bytes,
+          filesystem_done: fsDone ? 1 : 0,
           ...(wcDone && fsDone ? { bytes_ratio: round(wc.m.bytes / fs.m.bytes, 2) } : {}),
         },
         notes: task.filesystem ? "same task, same fixture, each side on its own copy" : "the filesystem server cannot do this task (no process execution)",
@@ -322,17 +416,27 @@ export async function benchEconomy(): Promise<BenchResult[]> {
     results.push({
       name: "economy_total",
       metrics: {
-        tasks: tasks.length, webcodex_done: totals.wc_done, filesystem_done: totals.fs_done,
-        webcodex_calls: totals.wc_calls, filesystem_calls: totals.fs_calls,
-        both_done_webcodex_calls: totals.both_wc_calls, both_done_filesystem_calls: totals.both_fs_calls,
-        both_done_webcodex_bytes: totals.both_wc_bytes, both_done_filesystem_bytes: totals.both_fs_bytes,
+        tasks: tasks.length,
+        webcodex_done: totals.wc_done,
+        filesystem_done: totals.fs_done,
+        webcodex_calls: totals.wc_calls,
+        filesystem_calls: totals.fs_calls,
+        both_done_webcodex_calls: totals.both_wc_calls,
+        both_done_filesystem_calls: totals.both_fs_calls,
+        both_done_webcodex_bytes: totals.both_wc_bytes,
+        both_done_filesystem_bytes: totals.both_fs_bytes,
         both_done_bytes_ratio: round(totals.both_wc_bytes / Math.max(1, totals.both_fs_bytes), 2),
       },
-      notes: "calls and request+response bytes of tools/call (JSON of params and of the whole result); target: every task done, fewer calls, bytes ratio <= 0.4 on tasks both do",
+      notes:
+        "calls and request+response bytes of tools/call (JSON of params and of the whole result); target: every task done, fewer calls, bytes ratio <= 0.4 on tasks both do",
     });
     const wcList = Buffer.byteLength(JSON.stringify(await ours.listTools()));
     const fsList = Buffer.byteLength(JSON.stringify(await fsClient.listTools()));
-    results.push({ name: "economy_tools_list", metrics: { webcodex_bytes: wcList, filesystem_bytes: fsList, ratio: round(wcList / fsList, 2) }, notes: "tools/list, paid once per session by each Host" });
+    results.push({
+      name: "economy_tools_list",
+      metrics: { webcodex_bytes: wcList, filesystem_bytes: fsList, ratio: round(wcList / fsList, 2) },
+      notes: "tools/list, paid once per session by each Host",
+    });
     await ours.close();
   } finally {
     await fsClient.close();

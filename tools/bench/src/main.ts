@@ -21,7 +21,19 @@ import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
 /** The parts `make bench` runs, in order; any of them can be named on the command line. */
-const PARTS = ["tool_calls", "tool_call_distributed", "tool_call_stdio", "spawn", "edit", "search", "audit", "ref_resolution", "validate_overhead", "agent_events", "economy"] as const;
+const PARTS = [
+  "tool_calls",
+  "tool_call_distributed",
+  "tool_call_stdio",
+  "spawn",
+  "edit",
+  "search",
+  "audit",
+  "ref_resolution",
+  "validate_overhead",
+  "agent_events",
+  "economy",
+] as const;
 const only = new Set(process.argv.slice(2));
 const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
 if (unknownParts.length > 0) {
@@ -92,8 +104,15 @@ async function benchStdioCall(results: BenchResult[], projectDir: string, file: 
     const oursP50 = (s1.p50 + s2.p50) / 2;
     results.push({
       name: "tool_call_stdio",
-      metrics: { reference_p50_ms: round(refP50), reference_p99_ms: Math.max(r1.p99, r2.p99), stdio_p50_ms: round(oursP50), stdio_p99_ms: Math.max(s1.p99, s2.p99), ratio_p50: round(oursP50 / refP50, 2) },
-      notes: "read_files over webcodex stdio vs read_text_file on @modelcontextprotocol/server-filesystem over stdio, same SDK client and file (target ratio <= 1.5)",
+      metrics: {
+        reference_p50_ms: round(refP50),
+        reference_p99_ms: Math.max(r1.p99, r2.p99),
+        stdio_p50_ms: round(oursP50),
+        stdio_p99_ms: Math.max(s1.p99, s2.p99),
+        ratio_p50: round(oursP50 / refP50, 2),
+      },
+      notes:
+        "read_files over webcodex stdio vs read_text_file on @modelcontextprotocol/server-filesystem over stdio, same SDK client and file (target ratio <= 1.5)",
     });
   } finally {
     await reference.close();
@@ -105,7 +124,12 @@ async function benchStdioCall(results: BenchResult[], projectDir: string, file: 
 async function benchEmbeddedCalls(results: BenchResult[], projectDir: string, token: string, file: string): Promise<void> {
   const baseline = await startChild(process.execPath, [baselineServerPath, projectDir, "0"], /LISTENING (\d+)/);
   const baselineUrl = `http://127.0.0.1:${baseline.match[1]}/mcp`;
-  const dev = await startChild(process.execPath, [cliPathForBench, "dev", "--project", projectDir, "--port", "0", "--data-dir", benchDir("wcx-bench-data-")], /MCP URL: (\S+)/, { WEBCODEX_DEV_TOKEN: token, WEBCODEX_LOG_LEVEL: "warn" });
+  const dev = await startChild(
+    process.execPath,
+    [cliPathForBench, "dev", "--project", projectDir, "--port", "0", "--data-dir", benchDir("wcx-bench-data-")],
+    /MCP URL: (\S+)/,
+    { WEBCODEX_DEV_TOKEN: token, WEBCODEX_LOG_LEVEL: "warn" },
+  );
   const devUrl = dev.match[1] as string;
   try {
     const bare = await connect(baselineUrl);
@@ -121,36 +145,68 @@ async function benchEmbeddedCalls(results: BenchResult[], projectDir: string, to
     const embP50 = (e1.p50 + e2.p50) / 2;
     results.push({
       name: "tool_call_embedded",
-      metrics: { baseline_p50_ms: round(baseP50), baseline_p99_ms: Math.max(b1.p99, b2.p99), embedded_p50_ms: round(embP50), embedded_p99_ms: Math.max(e1.p99, e2.p99), ratio_p50: round(embP50 / baseP50, 2) },
+      metrics: {
+        baseline_p50_ms: round(baseP50),
+        baseline_p99_ms: Math.max(b1.p99, b2.p99),
+        embedded_p50_ms: round(embP50),
+        embedded_p99_ms: Math.max(e1.p99, e2.p99),
+        ratio_p50: round(embP50 / baseP50, 2),
+      },
       notes: "same SDK client and file; baseline = bare SDK Streamable HTTP server rebuilt per request reading the file itself (target ratio <= 1)",
     });
 
     const list = await ours.listTools();
-    results.push({ name: "tools_list_direct", metrics: { bytes: Buffer.byteLength(JSON.stringify(list)), tools: list.tools.length }, notes: "serialized MCP tools/list result (target <= 8192 bytes)" });
+    results.push({
+      name: "tools_list_direct",
+      metrics: { bytes: Buffer.byteLength(JSON.stringify(list)), tools: list.tools.length },
+      notes: "serialized MCP tools/list result (target <= 8192 bytes)",
+    });
 
     const spawnP50 = await spawnLatency(100);
     const shell = await latency(ours, "run_shell", { project, command: "true" }, 200);
-    results.push({ name: "run_shell_true", metrics: { spawn_true_direct_p50_ms: round(spawnP50), run_shell_p50_ms: shell.p50, ratio_p50: round(shell.p50 / spawnP50, 2) }, notes: "run_shell through the whole embedded stack vs spawning `true` in Node" });
+    results.push({
+      name: "run_shell_true",
+      metrics: { spawn_true_direct_p50_ms: round(spawnP50), run_shell_p50_ms: shell.p50, ratio_p50: round(shell.p50 / spawnP50, 2) },
+      notes: "run_shell through the whole embedded stack vs spawning `true` in Node",
+    });
     await bare.close();
     await ours.close();
 
     const tput = await throughput(devUrl, token, "read_files", args, 16, 4_000);
     const baseTput = await throughput(baselineUrl, "none", "read_file", { path: file }, 16, 4_000);
-    results.push({ name: "throughput_16_callers", metrics: { embedded_calls_per_s: tput.callsPerSecond, embedded_errors: tput.errors, baseline_calls_per_s: baseTput.callsPerSecond, ratio: round(tput.callsPerSecond / baseTput.callsPerSecond, 2) }, notes: "raw JSON-RPC over keep-alive HTTP, 16 concurrent callers, 4 s (target >= 1000 calls/s)" });
-    results.push({ name: "webcodex_dev_memory", metrics: { peak_rss_mib: round(peakRssMiB(dev.child.pid as number), 1) }, notes: "VmHWM of the embedded process after the benchmarks above" });
+    results.push({
+      name: "throughput_16_callers",
+      metrics: {
+        embedded_calls_per_s: tput.callsPerSecond,
+        embedded_errors: tput.errors,
+        baseline_calls_per_s: baseTput.callsPerSecond,
+        ratio: round(tput.callsPerSecond / baseTput.callsPerSecond, 2),
+      },
+      notes: "raw JSON-RPC over keep-alive HTTP, 16 concurrent callers, 4 s (target >= 1000 calls/s)",
+    });
+    results.push({
+      name: "webcodex_dev_memory",
+      metrics: { peak_rss_mib: round(peakRssMiB(dev.child.pid as number), 1) },
+      notes: "VmHWM of the embedded process after the benchmarks above",
+    });
   } finally {
     await stopChild(dev.child);
     await stopChild(baseline.child);
   }
-
 }
 
 /** read_files through six processes over HTTP/2 against the bare SDK server, in the same run. */
 async function benchDistributedCall(results: BenchResult[], projectDir: string, token: string, file: string): Promise<void> {
   await withDatabase(async (postgresUrl) => {
     const stack = await startDistributed({
-      basePort: await findFreeBasePort(), postgresUrl, redisUrl, projectDir, clientId: "local",
-      gatewayEnv: { WEBCODEX_DEV_TOKEN: token }, extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-bench:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" }, stdio: "ignore",
+      basePort: await findFreeBasePort(),
+      postgresUrl,
+      redisUrl,
+      projectDir,
+      clientId: "local",
+      gatewayEnv: { WEBCODEX_DEV_TOKEN: token },
+      extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-bench:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" },
+      stdio: "ignore",
     });
     const again = await startChild(process.execPath, [baselineServerPath, projectDir, "0"], /LISTENING (\d+)/);
     try {
@@ -158,7 +214,11 @@ async function benchDistributedCall(results: BenchResult[], projectDir: string, 
       const ours = await connect(stack.mcpUrl, token);
       const b = await latency(bare, "read_file", { path: file }, CALLS / 2);
       const d = await latency(ours, "read_files", { project: await projectRefOf(ours), files: [{ path: file }] }, CALLS / 2);
-      results.push({ name: "tool_call_distributed", metrics: { baseline_p50_ms: b.p50, distributed_p50_ms: d.p50, distributed_p99_ms: d.p99, ratio_p50: round(d.p50 / b.p50, 2) }, notes: "six processes over HTTP/2 with Postgres and Redis (target ratio <= 2)" });
+      results.push({
+        name: "tool_call_distributed",
+        metrics: { baseline_p50_ms: b.p50, distributed_p50_ms: d.p50, distributed_p99_ms: d.p99, ratio_p50: round(d.p50 / b.p50, 2) },
+        notes: "six processes over HTTP/2 with Postgres and Redis (target ratio <= 2)",
+      });
       await bare.close();
       await ours.close();
     } finally {
@@ -178,22 +238,50 @@ async function main(): Promise<void> {
     process.stdout.write(`bench ${name} done in ${round((performance.now() - t) / 1000, 1)} s\n`);
   };
   await step("tool_calls", () => benchToolCalls(results), want("tool_calls") || want("tool_call_distributed") || want("tool_call_stdio"));
-  await step("spawn", async () => { results.push(benchSpawn()); });
-  await step("edit", async () => { results.push(await benchBulkEdit()); });
-  await step("search", async () => { results.push(await benchSearch()); });
-  await step("audit", () => withDatabase(async (url) => { results.push(await benchAuditIngest(url)); }));
-  await step("ref_resolution", async () => { results.push(await benchRefResolution({ postgresUrl: benchPostgresUrl })); });
-  await step("validate_overhead", async () => { results.push(await benchValidateOverhead()); });
-  await step("agent_events", () => withDatabase(async (url) => { results.push(await benchAgentEvents({ postgresUrl: url, redisUrl })); }));
-  await step("economy", async () => { results.push(...(await benchEconomy())); });
+  await step("spawn", async () => {
+    results.push(benchSpawn());
+  });
+  await step("edit", async () => {
+    results.push(await benchBulkEdit());
+  });
+  await step("search", async () => {
+    results.push(await benchSearch());
+  });
+  await step("audit", () =>
+    withDatabase(async (url) => {
+      results.push(await benchAuditIngest(url));
+    }),
+  );
+  await step("ref_resolution", async () => {
+    results.push(await benchRefResolution({ postgresUrl: benchPostgresUrl }));
+  });
+  await step("validate_overhead", async () => {
+    results.push(await benchValidateOverhead());
+  });
+  await step("agent_events", () =>
+    withDatabase(async (url) => {
+      results.push(await benchAgentEvents({ postgresUrl: url, redisUrl }));
+    }),
+  );
+  await step("economy", async () => {
+    results.push(...(await benchEconomy()));
+  });
 
   process.stdout.write("\n| benchmark | metrics |\n|---|---|\n");
-  for (const r of results) process.stdout.write(`| ${r.name} | ${Object.entries(r.metrics).map(([k, v]) => `${k}=${v}`).join(", ")} |\n`);
+  for (const r of results)
+    process.stdout.write(
+      `| ${r.name} | ${Object.entries(r.metrics)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(", ")} |\n`,
+    );
   mkdirSync("bench-results", { recursive: true });
   writeFileSync(join("bench-results", "latest.json"), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
 }
 
-main().then(() => process.exit(0), (error: unknown) => {
-  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);

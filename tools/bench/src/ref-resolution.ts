@@ -46,7 +46,8 @@ export async function benchRefResolution(options: RefResolutionBenchOptions): Pr
   const totalRefs = options.refs ?? 1_000_000;
   const principals = options.principals ?? 10_000;
   const samples = options.samples ?? 20_000;
-  if (!Number.isInteger(totalRefs) || !Number.isInteger(principals) || totalRefs < principals || principals < 1) throw new RangeError("refs must be an integer >= principals >= 1");
+  if (!Number.isInteger(totalRefs) || !Number.isInteger(principals) || totalRefs < principals || principals < 1)
+    throw new RangeError("refs must be an integer >= principals >= 1");
   const refsPerPrincipal = Math.ceil(totalRefs / principals);
   const clients = Math.ceil(principals / SUBJECTS_PER_CLIENT);
 
@@ -79,7 +80,9 @@ export async function benchRefResolution(options: RefResolutionBenchOptions): Pr
     await db.query("ANALYZE refs.projects");
     await db.query("ANALYZE refs.project_refs");
     const loadSeconds = micros(loadStart) / 1e6;
-    const loaded = await db.query<{ refs: string; principals: string }>(`SELECT count(*) AS refs, count(DISTINCT (client_id, subject)) AS principals FROM refs.project_refs`);
+    const loaded = await db.query<{ refs: string; principals: string }>(
+      `SELECT count(*) AS refs, count(DISTINCT (client_id, subject)) AS principals FROM refs.project_refs`,
+    );
     const loadedRefs = Number(loaded.rows[0]?.refs ?? 0);
     const loadedPrincipals = Number(loaded.rows[0]?.principals ?? 0);
 

@@ -34,4 +34,6 @@ const host = createSpawnHost();
 const direct = await p50(() => spawn("true", [], { stdio: ["ignore", "pipe", "pipe"], detached: true }) as SpawnedChild);
 const hosted = await p50(() => host.spawn("true", [], { cwd: "/", detached: true }));
 await host.close();
-process.stdout.write(`${JSON.stringify({ rss_mib: round(process.memoryUsage().rss / 2 ** 20, 0), direct_p50_ms: round(direct), host_p50_ms: round(hosted), ballast: ballast[0] })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ rss_mib: round(process.memoryUsage().rss / 2 ** 20, 0), direct_p50_ms: round(direct), host_p50_ms: round(hosted), ballast: ballast[0] })}\n`,
+);

@@ -21,19 +21,32 @@ export interface BenchResult {
 }
 
 /** Starts a child process and resolves when a stdout line matches `ready`. */
-export async function startChild(command: string, args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+export async function startChild(
+  command: string,
+  args: string[],
+  ready: RegExp,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
-  child.stderr?.on("data", (d: Buffer) => { err += d.toString(); });
+  child.stderr?.on("data", (d: Buffer) => {
+    err += d.toString();
+  });
   const match = await new Promise<RegExpExecArray>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${args.join(" ")} did not start\n${out}\n${err}`)), 60_000);
     child.stdout?.on("data", (d: Buffer) => {
       out += d.toString();
       const m = ready.exec(out);
-      if (m) { clearTimeout(timer); resolve(m); }
+      if (m) {
+        clearTimeout(timer);
+        resolve(m);
+      }
     });
-    child.once("exit", (code) => { clearTimeout(timer); reject(new Error(`${args.join(" ")} exited ${code}\n${out}\n${err}`)); });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${args.join(" ")} exited ${code}\n${out}\n${err}`));
+    });
   });
   return { child, match };
 }

@@ -45,17 +45,31 @@ export async function latency(client: Client, name: string, args: Record<string,
  * Throughput with `concurrency` callers for `durationMs`, sending raw JSON-RPC tools/call
  * over keep-alive HTTP/1.1 (a lighter client than the SDK, so the server is what is measured).
  */
-export async function throughput(url: string, token: string, name: string, args: Record<string, unknown>, concurrency: number, durationMs: number): Promise<{ callsPerSecond: number; errors: number }> {
+export async function throughput(
+  url: string,
+  token: string,
+  name: string,
+  args: Record<string, unknown>,
+  concurrency: number,
+  durationMs: number,
+): Promise<{ callsPerSecond: number; errors: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const target = new URL(url);
   const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } });
-  const headers = { authorization: `Bearer ${token}`, accept: "application/json, text/event-stream", "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) };
+  const headers = {
+    authorization: `Bearer ${token}`,
+    accept: "application/json, text/event-stream",
+    "content-type": "application/json",
+    "content-length": String(Buffer.byteLength(body)),
+  };
   const once = () =>
     new Promise<boolean>((resolve) => {
       const req = request({ agent, host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers }, (res) => {
         let text = "";
         res.setEncoding("utf8");
-        res.on("data", (d: string) => { text += d; });
+        res.on("data", (d: string) => {
+          text += d;
+        });
         res.on("end", () => resolve(res.statusCode === 200 && !text.includes('"isError":true')));
       });
       req.on("error", () => resolve(false));

@@ -47,7 +47,8 @@ export async function benchValidateOverhead(rounds = 3): Promise<BenchResult> {
       t = performance.now();
       const r = (await validate({ wait_ms: 30_000, timeout_ms: 120_000 }, new AbortController().signal)) as { status?: string; checks?: unknown[] };
       if (i > 0) tool.push(performance.now() - t);
-      if (r.status !== "failed" || r.checks?.length !== 3) throw new Error(`project_validate did not give the expected verdict: ${JSON.stringify(r).slice(0, 300)}`);
+      if (r.status !== "failed" || r.checks?.length !== 3)
+        throw new Error(`project_validate did not give the expected verdict: ${JSON.stringify(r).slice(0, 300)}`);
     }
   } finally {
     await runner.close();
@@ -57,6 +58,7 @@ export async function benchValidateOverhead(rounds = 3): Promise<BenchResult> {
   return {
     name: "validate_overhead",
     metrics: { direct_commands_ms: round(b, 0), project_validate_ms: round(v, 0), ratio: round(v / b, 2) },
-    notes: "TS fixture (tsc, ESLint JSON, node:test TAP) through the Runner's project_validate vs the same commands run directly one after another; median of rounds (target ratio <= 1.2)",
+    notes:
+      "TS fixture (tsc, ESLint JSON, node:test TAP) through the Runner's project_validate vs the same commands run directly one after another; median of rounds (target ratio <= 1.2)",
   };
 }

@@ -37,7 +37,16 @@ export async function benchBulkEdit(rounds = 7): Promise<BenchResult> {
     base.push(performance.now() - t);
     const rev = await revision();
     t = performance.now();
-    await ws.editProjectFiles({ changes: [{ kind: "edit", path: "big.txt", expected_read_revision: rev, edits: [{ replace_exact: { old_text: from, new_text: to }, expected_match_count: 1024 }] }] });
+    await ws.editProjectFiles({
+      changes: [
+        {
+          kind: "edit",
+          path: "big.txt",
+          expected_read_revision: rev,
+          edits: [{ replace_exact: { old_text: from, new_text: to }, expected_match_count: 1024 }],
+        },
+      ],
+    });
     engine.push(performance.now() - t);
     [from, to] = [to, from];
   }
@@ -67,13 +76,33 @@ export async function benchSearch(rounds = 7): Promise<BenchResult> {
     mkdirSync(dir, { recursive: true });
     for (let f = 0; f < 100; f++) {
       const n = d * 100 + f;
-      writeFileSync(join(dir, `file${f}.ts`), `// file ${n}\nexport function f${n}(x: number): number {\n  return x + ${n};\n}\n${n % 97 === 0 ? "// TODO: handle overflow\n" : ""}`);
+      writeFileSync(
+        join(dir, `file${f}.ts`),
+        `// file ${n}\nexport function f${n}(x: number): number {\n  return x + ${n};\n}\n${n % 97 === 0 ? "// TODO: handle overflow\n" : ""}`,
+      );
     }
   }
   const ws = createWorkspace({ root });
   const query = { pattern: "TODO: handle", max_results: 100 };
   // The same flags the engine passes to rg, so both read the same tree the same way.
-  const rgArgs = ["--no-config", "--hidden", "--no-require-git", "--color", "never", "--glob", "!.git", "--no-heading", "--with-filename", "--line-number", "--case-sensitive", "--fixed-strings", "--regexp", "TODO: handle", "--", "."];
+  const rgArgs = [
+    "--no-config",
+    "--hidden",
+    "--no-require-git",
+    "--color",
+    "never",
+    "--glob",
+    "!.git",
+    "--no-heading",
+    "--with-filename",
+    "--line-number",
+    "--case-sensitive",
+    "--fixed-strings",
+    "--regexp",
+    "TODO: handle",
+    "--",
+    ".",
+  ];
   const ours: number[] = [];
   const raw: number[] = [];
   await ws.searchProjectTexts({ queries: [query] });

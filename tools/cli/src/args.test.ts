@@ -13,9 +13,16 @@ describe("parsePort", () => {
 
   it("refuses anything else with a usage error naming the flag, the range and the value", () => {
     for (const raw of ["abc", "", "1.5", "-1", "65536", "99999", "1e3", "0x50", " 80", "80 ", "+80"]) {
-      assert.throws(() => parsePort(raw, dev), (e: unknown) => e instanceof UsageError && e.message === `--port must be an integer from 0 to 65535, got ${JSON.stringify(raw)}`, raw);
+      assert.throws(
+        () => parsePort(raw, dev),
+        (e: unknown) => e instanceof UsageError && e.message === `--port must be an integer from 0 to 65535, got ${JSON.stringify(raw)}`,
+        raw,
+      );
     }
-    assert.throws(() => parsePort("0", { min: 1, max: 65530, why: "six consecutive ports" }), /^UsageError: --port must be an integer from 1 to 65530 \(six consecutive ports\), got "0"$/);
+    assert.throws(
+      () => parsePort("0", { min: 1, max: 65530, why: "six consecutive ports" }),
+      /^UsageError: --port must be an integer from 1 to 65530 \(six consecutive ports\), got "0"$/,
+    );
   });
 });
 

@@ -110,21 +110,38 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
         return base;
       case "ref-resolver":
       case "audit":
-        return s === "ref-resolver" ? { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl } : { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl };
+        return s === "ref-resolver"
+          ? { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl }
+          : { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl };
       case "runner-broker":
-        return { ...base, WEBCODEX_POSTGRES_URL: o.postgresUrl, WEBCODEX_REDIS_URL: o.redisUrl, WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"), WEBCODEX_RUNNER_TOKEN: runnerKey, WEBCODEX_HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs ?? 5_000) };
+        return {
+          ...base,
+          WEBCODEX_POSTGRES_URL: o.postgresUrl,
+          WEBCODEX_REDIS_URL: o.redisUrl,
+          WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"),
+          WEBCODEX_RUNNER_TOKEN: runnerKey,
+          WEBCODEX_HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs ?? 5_000),
+        };
       case "gateway":
         return {
-          ...base, ...o.gatewayEnv,
-          WEBCODEX_TOOL_REGISTRY_URL: url("tool-registry"), WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"),
-          WEBCODEX_AUDIT_URL: url("audit"), WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"), WEBCODEX_DEV_CLIENT_ID: o.clientId,
+          ...base,
+          ...o.gatewayEnv,
+          WEBCODEX_TOOL_REGISTRY_URL: url("tool-registry"),
+          WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"),
+          WEBCODEX_AUDIT_URL: url("audit"),
+          WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"),
+          WEBCODEX_DEV_CLIENT_ID: o.clientId,
           // /readyz waits for the local project's Runner.
           WEBCODEX_READY_PROJECTS: `agent:${o.clientId}:${projectIdFor(projectDir)}`,
         };
       case "runner":
         return {
-          ...base, ...o.runnerEnv, WEBCODEX_RUNNER_ROOT: projectDir, WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"),
-          WEBCODEX_RUNNER_CLIENT_ID: o.clientId, WEBCODEX_RUNNER_PROJECT_ID: projectIdFor(projectDir),
+          ...base,
+          ...o.runnerEnv,
+          WEBCODEX_RUNNER_ROOT: projectDir,
+          WEBCODEX_RUNNER_BROKER_URL: url("runner-broker"),
+          WEBCODEX_RUNNER_CLIENT_ID: o.clientId,
+          WEBCODEX_RUNNER_PROJECT_ID: projectIdFor(projectDir),
           // Its own workspace-bound credential, never the key.
           WEBCODEX_RUNNER_TOKEN: runnerCredential(runnerKey, { clientId: o.clientId, projectId: projectIdFor(projectDir) }),
         };
@@ -148,10 +165,13 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     await Promise.race([
       // At first start the gateway is ready only once the Runner (started after it) is routable.
       waitForReady(url(s), 30_000, s === "runner" || (initial && s === "gateway") ? "/healthz" : "/readyz"),
-      new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`${s} exited with ${code} during start${stderrTail ? `:\n${stderrTail.trim()}` : ""}`)))),
+      new Promise((_, reject) =>
+        child.once("exit", (code) => reject(new Error(`${s} exited with ${code} during start${stderrTail ? `:\n${stderrTail.trim()}` : ""}`))),
+      ),
     ]);
   };
-  const stopOne = (p: ChildProcess) => new Promise<void>((r) => {
+  const stopOne = (p: ChildProcess) =>
+    new Promise<void>((r) => {
       if (p.exitCode !== null || p.signalCode !== null) return r();
       p.once("exit", () => r());
       p.kill("SIGTERM");

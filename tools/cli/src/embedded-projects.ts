@@ -26,7 +26,9 @@ export function parseGitCredentialsFile(text: string): Record<string, GitCredent
   if (parsed.tenants === null || typeof parsed.tenants !== "object") throw new Error("git credentials file needs a tenants object");
   const out: Record<string, GitCredential> = {};
   for (const [tenant, c] of Object.entries(parsed.tenants)) {
-    const username = c["username"], password = c["password"], prefix = c["url_prefix"];
+    const username = c["username"],
+      password = c["password"],
+      prefix = c["url_prefix"];
     if (typeof username !== "string" || typeof password !== "string") throw new Error(`tenants.${tenant} needs username and password strings`);
     if (prefix !== undefined && typeof prefix !== "string") throw new Error(`tenants.${tenant}.url_prefix must be a string`);
     out[tenant] = { username, password, ...(prefix ? { urlPrefix: prefix } : {}) };
@@ -34,7 +36,8 @@ export function parseGitCredentialsFile(text: string): Record<string, GitCredent
   return out;
 }
 
-export const loadGitCredentials = (file: string | undefined): Record<string, GitCredential> => (file ? parseGitCredentialsFile(readFileSync(file, "utf8")) : {});
+export const loadGitCredentials = (file: string | undefined): Record<string, GitCredential> =>
+  file ? parseGitCredentialsFile(readFileSync(file, "utf8")) : {};
 
 export interface InProcessProvisionerOptions {
   dataDir: string;
@@ -68,8 +71,17 @@ export function createInProcessProvisioner(o: InProcessProvisionerOptions): Prov
     const endpoint = `local:${name}`;
     o.runners.set(endpoint, createInProcessClient(RunnerService, runner.service, { traceAs: "runner" }));
     const registration = startRegistration({
-      broker: o.broker(), runnerId: runner.runnerId, clientId: w.clientId, projectId: w.projectId, rootIdentity: await runner.rootIdentity(),
-      build: RUNNER_BUILD, capabilities: runner.handlers.capabilities, endpointUrl: endpoint, containment: runner.containment, fence: runner.fence, logger: o.logger.child({ component: "runner", runner: name }),
+      broker: o.broker(),
+      runnerId: runner.runnerId,
+      clientId: w.clientId,
+      projectId: w.projectId,
+      rootIdentity: await runner.rootIdentity(),
+      build: RUNNER_BUILD,
+      capabilities: runner.handlers.capabilities,
+      endpointUrl: endpoint,
+      containment: runner.containment,
+      fence: runner.fence,
+      logger: o.logger.child({ component: "runner", runner: name }),
     });
     await registration.registered;
     return { runner, registration, endpoint };
@@ -115,7 +127,13 @@ export function createInProcessProvisioner(o: InProcessProvisionerOptions): Prov
         entry.state = { state: "ready" };
       })().catch((error: unknown) => {
         o.logger.warn("in-process runner failed to start", { runner: name, error });
-        entry.state = { state: "failed", failure: toolFailure(ReasonCode.runnerUnavailable, FailureStage.execution, { detail_code: "runner_start_failed", message: "The project's Runner could not start." }) };
+        entry.state = {
+          state: "failed",
+          failure: toolFailure(ReasonCode.runnerUnavailable, FailureStage.execution, {
+            detail_code: "runner_start_failed",
+            message: "The project's Runner could not start.",
+          }),
+        };
       });
       return { action: current ? "recreated" : "created", name };
     },

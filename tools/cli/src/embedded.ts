@@ -17,8 +17,16 @@ import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
 import { createAudit, loadRetentionConfig, migrateAudit, startAuditRetention } from "@webcodex/audit";
 import type { AuditRetentionConfig } from "@webcodex/audit";
 import {
-  createJobContinuationStore, createJobStore, createLeaseStore, createMemoryLeaseBackend, createMemoryLiveJobBackend, createMemoryRunnerRegistry,
-  createPostgresFenceHighWaterMark, createRunnerBroker, migrateRunnerBroker, startJobReconciler,
+  createJobContinuationStore,
+  createJobStore,
+  createLeaseStore,
+  createMemoryLeaseBackend,
+  createMemoryLiveJobBackend,
+  createMemoryRunnerRegistry,
+  createPostgresFenceHighWaterMark,
+  createRunnerBroker,
+  migrateRunnerBroker,
+  startJobReconciler,
 } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, runnerSettingsOptions, startRegistration } from "@webcodex/runner";
 import type { GitCredential, RunnerSettings } from "@webcodex/runner";
@@ -67,7 +75,11 @@ export const defaultDataDir = () => join(homedir(), ".webcodex", "data");
 
 /** A project id from a directory name: the characters a canonical id allows. */
 export function projectIdFor(dir: string): string {
-  return basename(dir).replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 128) || "project";
+  return (
+    basename(dir)
+      .replace(/[^A-Za-z0-9._-]/g, "-")
+      .slice(0, 128) || "project"
+  );
 }
 
 /** The options both the HTTP and the stdio front ends share. */
@@ -83,7 +95,8 @@ interface Core {
   close(): Promise<void>;
 }
 
-type FrontEnd = Pick<GatewayDeps, "authenticator" | "publicUrl" | "allowedHosts" | "metrics"> & Partial<Pick<GatewayDeps, "oauth" | "readOnlyClients" | "rateLimit">>;
+type FrontEnd = Pick<GatewayDeps, "authenticator" | "publicUrl" | "allowedHosts" | "metrics"> &
+  Partial<Pick<GatewayDeps, "oauth" | "readOnlyClients" | "rateLimit">>;
 
 /** The gateway of the embedded default: the in-process tool registry plus the core's services. */
 function embeddedGateway(options: CoreOptions, clients: CoreClients, ping: () => Promise<void>, frontEnd: FrontEnd): Promise<Gateway> {
@@ -111,10 +124,12 @@ function embeddedGateway(options: CoreOptions, clients: CoreClients, ping: () =>
  */
 function deferredClient<T extends object>(ready: Promise<T>): T {
   return new Proxy({} as T, {
-    get: (_target, method) => async (...args: unknown[]) => {
-      const client = (await ready) as Record<string | symbol, (...a: unknown[]) => unknown>;
-      return client[method]?.(...args);
-    },
+    get:
+      (_target, method) =>
+      async (...args: unknown[]) => {
+        const client = (await ready) as Record<string | symbol, (...a: unknown[]) => unknown>;
+        return client[method]?.(...args);
+      },
   });
 }
 
@@ -134,14 +149,20 @@ async function startCore(options: CoreOptions): Promise<Core> {
 
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 5_000;
   const runner = createRunner({
-    root: projectDir, logger: logger.child({ component: "runner" }), ...(options.runner === undefined ? {} : runnerSettingsOptions(options.runner)),
+    root: projectDir,
+    logger: logger.child({ component: "runner" }),
+    ...(options.runner === undefined ? {} : runnerSettingsOptions(options.runner)),
     // The write journal lives under the data directory, outside the project.
     stateDir: join(dataDir, "runner-state", options.projectId ?? projectIdFor(projectDir)),
   });
   // In-process hops run in SERVER spans named like the distributed services, so a trace shows
   // the same services in both modes.
-  const localRunners = new Map<string, Client<typeof RunnerService>>([["local:runner", createInProcessClient(RunnerService, runner.service, { traceAs: "runner" })]]);
-  const refResolver = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }), { traceAs: "ref-resolver" });
+  const localRunners = new Map<string, Client<typeof RunnerService>>([
+    ["local:runner", createInProcessClient(RunnerService, runner.service, { traceAs: "runner" })],
+  ]);
+  const refResolver = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }), {
+    traceAs: "ref-resolver",
+  });
   const jobs = createJobStore({ live: createMemoryLiveJobBackend(), db });
   // Projects made by create_project: one in-process Runner each, on a workspace in the data dir.
   let brokerClient: Client<typeof RunnerBrokerService> | undefined;
@@ -279,27 +300,37 @@ export async function startEmbeddedStdio(options: EmbeddedStdioOptions): Promise
   const starting = startCore(options);
   starting.catch(() => undefined);
   const clients = starting.then((core) => core.clients);
-  const gateway = await embeddedGateway(options, {
-    refResolver: deferredClient(clients.then((c) => c.refResolver)),
-    broker: deferredClient(clients.then((c) => c.broker)),
-    audit: deferredClient(clients.then((c) => c.audit)),
-  }, async () => (await starting).ping(), {
-    // No listener: nothing answers HTTP, so the authenticator never admits anyone.
-    authenticator: { authenticate: () => Promise.resolve(undefined) },
-    publicUrl: "http://127.0.0.1",
-    allowedHosts: [],
-  });
-  const caller: Caller = { principal: { clientId: options.clientId, subject: options.subject }, admissionProfile: "full", scopes: ["webcodex:read", "webcodex:write"] };
+  const gateway = await embeddedGateway(
+    options,
+    {
+      refResolver: deferredClient(clients.then((c) => c.refResolver)),
+      broker: deferredClient(clients.then((c) => c.broker)),
+      audit: deferredClient(clients.then((c) => c.audit)),
+    },
+    async () => (await starting).ping(),
+    {
+      // No listener: nothing answers HTTP, so the authenticator never admits anyone.
+      authenticator: { authenticate: () => Promise.resolve(undefined) },
+      publicUrl: "http://127.0.0.1",
+      allowedHosts: [],
+    },
+  );
+  const caller: Caller = {
+    principal: { clientId: options.clientId, subject: options.subject },
+    admissionProfile: "full",
+    scopes: ["webcodex:read", "webcodex:write"],
+  };
   const connection = await gateway.serveLocal(options.connection, caller);
   let closing: Promise<void> | undefined;
   return {
     closed: connection.closed,
     ready: starting.then(() => undefined),
-    close: () => (closing ??= (async () => {
-      await connection.close();
-      await gateway.close();
-      const core = await starting.catch(() => undefined);
-      await core?.close();
-    })()),
+    close: () =>
+      (closing ??= (async () => {
+        await connection.close();
+        await gateway.close();
+        const core = await starting.catch(() => undefined);
+        await core?.close();
+      })()),
   };
 }

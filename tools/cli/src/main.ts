@@ -50,12 +50,13 @@ export const COMMAND_USAGE: Record<string, string> = {
 };
 
 const usage = `usage:
-${Object.values(COMMAND_USAGE).map((u) => `  ${u.split("\n")[0]}`).join("\n")}
+${Object.values(COMMAND_USAGE)
+  .map((u) => `  ${u.split("\n")[0]}`)
+  .join("\n")}
   webcodex <command> --help                               one command's options
 Logs go to stderr: readable lines on a terminal, JSON otherwise (WEBCODEX_LOG_FORMAT=json|text).`;
 
 const wantsHelp = (args: readonly string[]) => args.includes("--help") || args.includes("-h");
-
 
 /**
  * Keeps fd 1 for the protocol: anything else in this process that writes to process.stdout
@@ -110,7 +111,11 @@ function lockDataDir(dir: string): () => void {
  * since it exists nowhere else). The local Project is registered under the first token's tenant.
  */
 function devTokens(env: NodeJS.ProcessEnv): { tokens: StaticTokenEntry[]; shown?: string; clientId: string } {
-  const dev = resolveDevTokens({ devToken: env["WEBCODEX_DEV_TOKEN"], devTokensFile: env["WEBCODEX_DEV_TOKENS_FILE"], devClientId: env["WEBCODEX_DEV_CLIENT_ID"] || "local" });
+  const dev = resolveDevTokens({
+    devToken: env["WEBCODEX_DEV_TOKEN"],
+    devTokensFile: env["WEBCODEX_DEV_TOKENS_FILE"],
+    devClientId: env["WEBCODEX_DEV_CLIENT_ID"] || "local",
+  });
   return { tokens: dev.tokens, ...(dev.token ? { shown: dev.token } : {}), clientId: dev.tokens[0]?.clientId ?? "local" };
 }
 
@@ -148,7 +153,10 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
   const burst = int("WEBCODEX_RATE_LIMIT_BURST");
   const tenantPerMinute = int("WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE") ?? 0;
   const overrides = env["WEBCODEX_RATE_LIMITS"];
-  const readOnly = (env["WEBCODEX_READ_ONLY_CLIENTS"] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const readOnly = (env["WEBCODEX_READ_ONLY_CLIENTS"] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const opt = (key: string, name: string) => (env[name] ? { [key]: env[name] } : {});
   return {
     ...(issuer
@@ -166,7 +174,9 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
         }
       : {}),
     ...(readOnly.length > 0 ? { readOnlyClients: readOnly } : {}),
-    ...(perMinute > 0 || tenantPerMinute > 0 || overrides ? { rateLimit: { perMinute, tenantPerMinute, ...(burst ? { burst } : {}), ...(overrides ? { perClient: overrides } : {}) } } : {}),
+    ...(perMinute > 0 || tenantPerMinute > 0 || overrides
+      ? { rateLimit: { perMinute, tenantPerMinute, ...(burst ? { burst } : {}), ...(overrides ? { perClient: overrides } : {}) } }
+      : {}),
   };
 }
 
@@ -184,7 +194,11 @@ export async function run(argv: string[]): Promise<void> {
       if (!values.project) throw new UsageError(`--project DIR is required\nusage: ${COMMAND_USAGE["stdio"]}`);
       const protocolOut = reserveStdoutForProtocol();
       // A Host shows stderr to a person at best: JSON unless asked otherwise.
-      const logger = createLogger({ service: "webcodex-stdio", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "warn", write: logWriter(logFormatFor(env, false)) });
+      const logger = createLogger({
+        service: "webcodex-stdio",
+        level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "warn",
+        write: logWriter(logFormatFor(env, false)),
+      });
       const projectDir = realpathSync(resolve(values.project));
       const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? join(homedir(), ".webcodex", "stdio", projectIdFor(projectDir));
       const unlock = lockDataDir(dataDir);
@@ -192,8 +206,14 @@ export async function run(argv: string[]): Promise<void> {
       let served: Awaited<ReturnType<typeof startEmbeddedStdio>>;
       try {
         served = await startEmbeddedStdio({
-          projectDir, dataDir, clientId: env["WEBCODEX_DEV_CLIENT_ID"] || "local", subject: localSubject(), connection, logger,
-          auditRetention: loadRetentionConfig(env), runner: loadRunnerSettings(env),
+          projectDir,
+          dataDir,
+          clientId: env["WEBCODEX_DEV_CLIENT_ID"] || "local",
+          subject: localSubject(),
+          connection,
+          logger,
+          auditRetention: loadRetentionConfig(env),
+          runner: loadRunnerSettings(env),
         });
       } catch (error) {
         unlock();
@@ -203,13 +223,19 @@ export async function run(argv: string[]): Promise<void> {
       const stop = (code: number) => {
         if (stopping) return;
         stopping = true;
-        void served.close().then(() => code, (error: unknown) => {
-          logger.error("shutdown failed", { error });
-          return 1;
-        }).then((exitCode) => {
-          unlock();
-          process.exit(exitCode);
-        });
+        void served
+          .close()
+          .then(
+            () => code,
+            (error: unknown) => {
+              logger.error("shutdown failed", { error });
+              return 1;
+            },
+          )
+          .then((exitCode) => {
+            unlock();
+            process.exit(exitCode);
+          });
       };
       // The Host closing stdin is the normal end of a stdio server.
       process.stdin.once("end", () => stop(0));
@@ -229,7 +255,15 @@ export async function run(argv: string[]): Promise<void> {
       return;
     }
     case "dev": {
-      const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, port: { type: "string", default: "8080" }, "data-dir": { type: "string" }, host: { type: "string", default: "127.0.0.1" } } });
+      const { values } = parseArgs({
+        args: rest,
+        options: {
+          project: { type: "string" },
+          port: { type: "string", default: "8080" },
+          "data-dir": { type: "string" },
+          host: { type: "string", default: "127.0.0.1" },
+        },
+      });
       if (!values.project) throw new UsageError(`--project DIR is required\n${usage}`);
       const port = parsePort(values.port, { min: 0, max: 65535 });
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
@@ -237,12 +271,30 @@ export async function run(argv: string[]): Promise<void> {
       const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? defaultDataDir();
       const telemetry = await startTelemetry("webcodex-dev", env, logger);
       const embedded = await startEmbedded({
-        projectDir: values.project, port, host: values.host, dataDir, tokens, clientId, logger, ...devAuthOptions(env),
+        projectDir: values.project,
+        port,
+        host: values.host,
+        dataDir,
+        tokens,
+        clientId,
+        logger,
+        ...devAuthOptions(env),
         workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
-        auditRetention: loadRetentionConfig(env), runner: loadRunnerSettings(env), gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
+        auditRetention: loadRetentionConfig(env),
+        runner: loadRunnerSettings(env),
+        gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
       });
-      process.stdout.write(`WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`);
-      const stop = () => void embedded.close().then(() => telemetry.shutdown()).then(() => process.exit(0), () => process.exit(1));
+      process.stdout.write(
+        `WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`,
+      );
+      const stop = () =>
+        void embedded
+          .close()
+          .then(() => telemetry.shutdown())
+          .then(
+            () => process.exit(0),
+            () => process.exit(1),
+          );
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
       return;
@@ -251,10 +303,13 @@ export async function run(argv: string[]): Promise<void> {
       const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, port: { type: "string", default: "8180" } } });
       if (!values.project) throw new UsageError(`--project DIR is required\n${usage}`);
       const basePort = parsePort(values.port, { min: 1, max: 65536 - UP_PORTS, why: `the first of ${UP_PORTS} consecutive ports` });
-      const postgresUrl = env["WEBCODEX_POSTGRES_URL"], redisUrl = env["WEBCODEX_REDIS_URL"];
+      const postgresUrl = env["WEBCODEX_POSTGRES_URL"],
+        redisUrl = env["WEBCODEX_REDIS_URL"];
       if (!postgresUrl || !redisUrl) throw new Error("webcodex up needs WEBCODEX_POSTGRES_URL and WEBCODEX_REDIS_URL");
       const { shown, clientId } = devTokens(env);
-      const gatewayEnv: Record<string, string> = env["WEBCODEX_DEV_TOKENS_FILE"] ? { WEBCODEX_DEV_TOKENS_FILE: env["WEBCODEX_DEV_TOKENS_FILE"] } : { WEBCODEX_DEV_TOKEN: shown ?? "" };
+      const gatewayEnv: Record<string, string> = env["WEBCODEX_DEV_TOKENS_FILE"]
+        ? { WEBCODEX_DEV_TOKENS_FILE: env["WEBCODEX_DEV_TOKENS_FILE"] }
+        : { WEBCODEX_DEV_TOKEN: shown ?? "" };
       // OAuth and rate-limit settings reach the gateway process unchanged.
       for (const [name, value] of Object.entries(env)) {
         if (value !== undefined && /^WEBCODEX_(OAUTH_|RATE_LIMIT|READ_ONLY_CLIENTS$)/.test(name)) gatewayEnv[name] = value;
@@ -269,7 +324,9 @@ export async function run(argv: string[]): Promise<void> {
       // A Redis key prefix lets several stacks share one Redis (the broker reads it).
       const extraEnv: Record<string, string> = env["WEBCODEX_REDIS_KEY_PREFIX"] ? { WEBCODEX_REDIS_KEY_PREFIX: env["WEBCODEX_REDIS_KEY_PREFIX"] } : {};
       const stack = await startDistributed({ basePort, postgresUrl, redisUrl, projectDir: values.project, clientId, gatewayEnv, runnerEnv, extraEnv });
-      process.stdout.write(`WebCodex is running (distributed, ${SERVICES.length} processes).\n  MCP URL: ${stack.mcpUrl}\n${shown ? `  Token:   ${shown}\n` : ""}`);
+      process.stdout.write(
+        `WebCodex is running (distributed, ${SERVICES.length} processes).\n  MCP URL: ${stack.mcpUrl}\n${shown ? `  Token:   ${shown}\n` : ""}`,
+      );
       const stop = () => void stack.stop().then(() => process.exit(0));
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
@@ -307,7 +364,8 @@ export async function run(argv: string[]): Promise<void> {
             await db.ping();
             break;
           } catch (error) {
-            if (Date.now() >= deadline) throw new Error(`the database did not accept connections within ${waitS} s: ${error instanceof Error ? error.message : String(error)}`);
+            if (Date.now() >= deadline)
+              throw new Error(`the database did not accept connections within ${waitS} s: ${error instanceof Error ? error.message : String(error)}`);
             process.stderr.write(`waiting for the database (attempt ${attempt})\n`);
             await new Promise((r) => setTimeout(r, 1_000));
           }

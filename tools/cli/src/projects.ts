@@ -28,9 +28,21 @@ export interface ProjectsIo {
 }
 
 function renderTable(projects: readonly StoredProject[]): string {
-  const rows = [["PROJECT", "NAME", "INCARNATION", "CREATED", "RETIRED"], ...projects.map((p) => [p.canonical_id, p.name, String(p.incarnation), p.created_at, p.retired_at ?? "-"])];
+  const rows = [
+    ["PROJECT", "NAME", "INCARNATION", "CREATED", "RETIRED"],
+    ...projects.map((p) => [p.canonical_id, p.name, String(p.incarnation), p.created_at, p.retired_at ?? "-"]),
+  ];
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n") + "\n";
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(widths[i] ?? 0))
+          .join("  ")
+          .trimEnd(),
+      )
+      .join("\n") + "\n"
+  );
 }
 
 /** Runs `webcodex projects <subcommand>`; returns what it listed. */
@@ -39,7 +51,12 @@ export async function runProjects(argv: readonly string[], io: ProjectsIo): Prom
   if (sub !== "list") throw new UsageError(`projects needs the subcommand list, got ${JSON.stringify(sub ?? "")}\n${PROJECTS_USAGE}`);
   const { values } = parseArgs({
     args: rest,
-    options: { "data-dir": { type: "string" }, "postgres-url": { type: "string" }, all: { type: "boolean", default: false }, format: { type: "string", default: "table" } },
+    options: {
+      "data-dir": { type: "string" },
+      "postgres-url": { type: "string" },
+      all: { type: "boolean", default: false },
+      format: { type: "string", default: "table" },
+    },
   });
   if (values.format !== "table" && values.format !== "json") throw new UsageError(`--format must be table or json, got ${JSON.stringify(values.format)}`);
   if (values["data-dir"] !== undefined && values["postgres-url"] !== undefined) throw new UsageError("give --data-dir or --postgres-url, not both");

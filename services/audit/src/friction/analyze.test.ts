@@ -16,9 +16,20 @@ function rec(tool: string, over: Partial<FrictionRecord> = {}): FrictionRecord {
   clock += 1000;
   seq += 1;
   return {
-    callId: `c${String(seq).padStart(3, "0")}`, clientId: "acme", subject: "alice", sessionId: "", tool, projectCanonicalId: "agent:acme:p",
-    effect: "read_only", outcome: "success", reasonCode: "", failureStage: "", startedAtMs: clock,
-    shapeFingerprint: `${tool}-shape`, shapeLeaves: [`${tool}-a`, `${tool}-b`], ...over,
+    callId: `c${String(seq).padStart(3, "0")}`,
+    clientId: "acme",
+    subject: "alice",
+    sessionId: "",
+    tool,
+    projectCanonicalId: "agent:acme:p",
+    effect: "read_only",
+    outcome: "success",
+    reasonCode: "",
+    failureStage: "",
+    startedAtMs: clock,
+    shapeFingerprint: `${tool}-shape`,
+    shapeLeaves: [`${tool}-a`, `${tool}-b`],
+    ...over,
   };
 }
 const fail = (reasonCode: string, failureStage: string): Partial<FrictionRecord> => ({ outcome: "failure", reasonCode, failureStage });
@@ -31,7 +42,10 @@ describe("friction analysis", () => {
     const rejected2 = rec("run_shell", { ...fail("unknown_field", "normalization"), shapeLeaves: ["cmd", "project", "workdir"], shapeFingerprint: "x1" });
     const rewritten = rec("run_shell", { shapeLeaves: ["cmd", "cwd", "env", "timeout"], shapeFingerprint: "x3" });
     const report = analyzeFriction([rejected, fixed, rejected2, rewritten], catalog);
-    assert.deepEqual(report.findings.map((f) => [f.pattern, f.callIds, f.detail["correction"]]), [[FrictionPattern.schemaRejectionCorrected, [rejected.callId, fixed.callId], "field_renamed_or_retyped"]]);
+    assert.deepEqual(
+      report.findings.map((f) => [f.pattern, f.callIds, f.detail["correction"]]),
+      [[FrictionPattern.schemaRejectionCorrected, [rejected.callId, fixed.callId], "field_renamed_or_retyped"]],
+    );
   });
 
   it("a rejection followed by another tool, or by a call that is rejected again, is not a correction", () => {
@@ -48,13 +62,19 @@ describe("friction analysis", () => {
     const [finding, ...rest] = analyzeFriction([f1, r1, f2, r2, ok], catalog).findings;
     assert.deepEqual(rest, []);
     assert.equal(finding?.pattern, FrictionPattern.failureRereadRetry);
-    assert.deepEqual(finding?.callIds, [f1, r1, f2, r2, ok].map((r) => r.callId));
+    assert.deepEqual(
+      finding?.callIds,
+      [f1, r1, f2, r2, ok].map((r) => r.callId),
+    );
     assert.equal(finding?.detail["iterations"], 2);
     assert.equal(finding?.detail["final_outcome"], "success");
   });
 
   it("a failure followed by a read and a different call is not a retry loop", () => {
-    assert.deepEqual(patterns([rec("edit_project_files", fail("match_not_found", "preflight")), rec("read_files"), rec("edit_project_files", { shapeFingerprint: "other" })]), []);
+    assert.deepEqual(
+      patterns([rec("edit_project_files", fail("match_not_found", "preflight")), rec("read_files"), rec("edit_project_files", { shapeFingerprint: "other" })]),
+      [],
+    );
     assert.deepEqual(patterns([rec("edit_project_files", fail("match_not_found", "preflight")), rec("edit_project_files")]), []);
   });
 
@@ -64,11 +84,16 @@ describe("friction analysis", () => {
     const manifest = rec("read_tool_manifest", { resultProjectedBytes: 1300 });
     const selected2 = rec("read_files", { shapeFingerprint: "r2" });
     const report = analyzeFriction([big, selected, manifest, selected2], catalog);
-    assert.deepEqual(report.findings.map((f) => [f.pattern, f.tool, f.detail["selected_tool"], f.detail["contract_bytes"]]), [[FrictionPattern.discoveryOversized, "list_tools", "run_shell", 1200]]);
+    assert.deepEqual(
+      report.findings.map((f) => [f.pattern, f.tool, f.detail["selected_tool"], f.detail["contract_bytes"]]),
+      [[FrictionPattern.discoveryOversized, "list_tools", "run_shell", 1200]],
+    );
   });
 
   it("a projection that is mostly metadata is reported; a content-heavy one is not", () => {
-    assert.deepEqual(patterns([rec("list_project_files", { resultProjectedBytes: 900, resultMetadataBytes: 600 })]), [[FrictionPattern.metadataDominated, "list_project_files", 1]]);
+    assert.deepEqual(patterns([rec("list_project_files", { resultProjectedBytes: 900, resultMetadataBytes: 600 })]), [
+      [FrictionPattern.metadataDominated, "list_project_files", 1],
+    ]);
     assert.deepEqual(patterns([rec("read_files", { resultProjectedBytes: 9000, resultMetadataBytes: 300 })]), []);
     assert.deepEqual(patterns([rec("read_files", { resultProjectedBytes: 100, resultMetadataBytes: 90 })]), [], "too small to matter");
   });
@@ -76,7 +101,10 @@ describe("friction analysis", () => {
   it("a sequence repeated three times back to back is reported once; twice is not; a failure breaks it", () => {
     const three = [0, 1, 2].flatMap(() => [rec("run_shell"), rec("read_files")]);
     const report = analyzeFriction(three, catalog);
-    assert.deepEqual(report.findings.map((f) => [f.pattern, f.detail["sequence"], f.detail["repeats"], f.callIds.length]), [[FrictionPattern.repeatedSequence, ["run_shell", "read_files"], 3, 6]]);
+    assert.deepEqual(
+      report.findings.map((f) => [f.pattern, f.detail["sequence"], f.detail["repeats"], f.callIds.length]),
+      [[FrictionPattern.repeatedSequence, ["run_shell", "read_files"], 3, 6]],
+    );
     assert.deepEqual(patterns([0, 1].flatMap(() => [rec("run_shell"), rec("read_files")])), []);
     assert.deepEqual(patterns([rec("run_shell"), rec("run_shell", fail("execution_failed", "execution")), rec("run_shell")]), []);
   });
@@ -93,10 +121,13 @@ describe("friction analysis", () => {
       rec("list_project_files", { clientId: "globex", resultProjectedBytes: 900, resultMetadataBytes: 600 }),
       rec("list_project_files", { resultProjectedBytes: 900, resultMetadataBytes: 600, shapeFingerprint: "other" }),
     ];
-    assert.deepEqual(analyzeFriction(records, catalog).summary.map((r) => [r.clientId, r.tool, r.pattern, r.count]), [
-      ["acme", "list_project_files", FrictionPattern.metadataDominated, 2],
-      ["globex", "list_project_files", FrictionPattern.metadataDominated, 1],
-    ]);
+    assert.deepEqual(
+      analyzeFriction(records, catalog).summary.map((r) => [r.clientId, r.tool, r.pattern, r.count]),
+      [
+        ["acme", "list_project_files", FrictionPattern.metadataDominated, 2],
+        ["globex", "list_project_files", FrictionPattern.metadataDominated, 1],
+      ],
+    );
   });
 });
 

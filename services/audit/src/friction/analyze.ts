@@ -121,7 +121,16 @@ const signature = (r: FrictionRecord) => `${r.tool}\u0000${r.shapeFingerprint ??
 
 function finding(pattern: FrictionPattern, tool: string, calls: readonly FrictionRecord[], detail: FrictionFinding["detail"]): FrictionFinding {
   const first = calls[0] as FrictionRecord;
-  return { pattern, clientId: first.clientId, subject: first.subject, sessionId: first.sessionId, tool, startedAtMs: first.startedAtMs, callIds: calls.map((c) => c.callId), detail };
+  return {
+    pattern,
+    clientId: first.clientId,
+    subject: first.subject,
+    sessionId: first.sessionId,
+    tool,
+    startedAtMs: first.startedAtMs,
+    callIds: calls.map((c) => c.callId),
+    detail,
+  };
 }
 
 function streamsOf(records: readonly FrictionRecord[]): FrictionRecord[][] {
@@ -139,17 +148,21 @@ function streamsOf(records: readonly FrictionRecord[]): FrictionRecord[][] {
 function schemaRejections(stream: readonly FrictionRecord[], t: FrictionThresholds): FrictionFinding[] {
   const out: FrictionFinding[] = [];
   for (let i = 0; i + 1 < stream.length; i++) {
-    const a = stream[i] as FrictionRecord, b = stream[i + 1] as FrictionRecord;
+    const a = stream[i] as FrictionRecord,
+      b = stream[i + 1] as FrictionRecord;
     if (!isSchemaRejection(a) || b.tool !== a.tool || !passedNormalization(b) || b.startedAtMs - a.startedAtMs > t.maxGapMs) continue;
     if (!a.shapeLeaves || !b.shapeLeaves) continue;
-    const before = new Set(a.shapeLeaves), after = new Set(b.shapeLeaves);
+    const before = new Set(a.shapeLeaves),
+      after = new Set(b.shapeLeaves);
     const removed = [...before].filter((l) => !after.has(l)).length;
     const added = [...after].filter((l) => !before.has(l)).length;
     if (removed > 1 || added > 1) continue;
-    out.push(finding(FrictionPattern.schemaRejectionCorrected, a.tool, [a, b], {
-      reason_code: a.reasonCode,
-      correction: removed === 1 && added === 1 ? "field_renamed_or_retyped" : removed === 1 ? "field_removed" : added === 1 ? "field_added" : "value_changed",
-    }));
+    out.push(
+      finding(FrictionPattern.schemaRejectionCorrected, a.tool, [a, b], {
+        reason_code: a.reasonCode,
+        correction: removed === 1 && added === 1 ? "field_renamed_or_retyped" : removed === 1 ? "field_removed" : added === 1 ? "field_added" : "value_changed",
+      }),
+    );
   }
   return out;
 }
@@ -159,30 +172,49 @@ function retryLoops(stream: readonly FrictionRecord[], catalog: FrictionCatalog,
   let i = 0;
   while (i < stream.length) {
     const f = stream[i] as FrictionRecord;
-    if (f.outcome !== "failure" || PRE_EXECUTION_STAGES.has(f.failureStage) || !f.shapeFingerprint) { i++; continue; }
+    if (f.outcome !== "failure" || PRE_EXECUTION_STAGES.has(f.failureStage) || !f.shapeFingerprint) {
+      i++;
+      continue;
+    }
     // Follow fail → read(s) → identical retry, as long as the retry fails again and loops.
     const calls: FrictionRecord[] = [f];
-    let iterations = 0, at = i, last = f;
+    let iterations = 0,
+      at = i,
+      last = f;
     for (;;) {
       let j = at + 1;
       const reads: FrictionRecord[] = [];
-      while (j < stream.length && catalog.isObservation((stream[j] as FrictionRecord).tool) && (stream[j] as FrictionRecord).tool !== f.tool) reads.push(stream[j++] as FrictionRecord);
+      while (j < stream.length && catalog.isObservation((stream[j] as FrictionRecord).tool) && (stream[j] as FrictionRecord).tool !== f.tool)
+        reads.push(stream[j++] as FrictionRecord);
       const r = stream[j];
       const prev = reads[reads.length - 1] ?? last;
-      if (reads.length === 0 || !r || r.tool !== f.tool || r.projectCanonicalId !== f.projectCanonicalId || r.shapeFingerprint !== f.shapeFingerprint || r.startedAtMs - prev.startedAtMs > t.maxGapMs) break;
+      if (
+        reads.length === 0 ||
+        !r ||
+        r.tool !== f.tool ||
+        r.projectCanonicalId !== f.projectCanonicalId ||
+        r.shapeFingerprint !== f.shapeFingerprint ||
+        r.startedAtMs - prev.startedAtMs > t.maxGapMs
+      )
+        break;
       calls.push(...reads, r);
       iterations += 1;
       at = j;
       last = r;
       if (r.outcome !== "failure" || PRE_EXECUTION_STAGES.has(r.failureStage)) break;
     }
-    if (iterations === 0) { i++; continue; }
-    out.push(finding(FrictionPattern.failureRereadRetry, f.tool, calls, {
-      reason_code: f.reasonCode,
-      iterations,
-      final_outcome: last.outcome,
-      rereads: [...new Set(calls.filter((c) => c.tool !== f.tool).map((c) => c.tool))],
-    }));
+    if (iterations === 0) {
+      i++;
+      continue;
+    }
+    out.push(
+      finding(FrictionPattern.failureRereadRetry, f.tool, calls, {
+        reason_code: f.reasonCode,
+        iterations,
+        final_outcome: last.outcome,
+        rereads: [...new Set(calls.filter((c) => c.tool !== f.tool).map((c) => c.tool))],
+      }),
+    );
     i = at + 1;
   }
   return out;
@@ -201,12 +233,14 @@ function oversizedDiscovery(stream: readonly FrictionRecord[], catalog: Friction
     if (!selected || selected.startedAtMs - d.startedAtMs > t.maxGapMs) continue;
     const contract = catalog.contractBytes(selected.tool);
     if (contract === undefined || resultBytes < contract * t.discoveryRatio || resultBytes - contract < t.discoveryMinExcessBytes) continue;
-    out.push(finding(FrictionPattern.discoveryOversized, d.tool, [d, selected], {
-      selected_tool: selected.tool,
-      result_bytes: resultBytes,
-      contract_bytes: contract,
-      ratio: Math.round((resultBytes / contract) * 10) / 10,
-    }));
+    out.push(
+      finding(FrictionPattern.discoveryOversized, d.tool, [d, selected], {
+        selected_tool: selected.tool,
+        result_bytes: resultBytes,
+        contract_bytes: contract,
+        ratio: Math.round((resultBytes / contract) * 10) / 10,
+      }),
+    );
   }
   return out;
 }
@@ -216,11 +250,13 @@ function metadataDominated(stream: readonly FrictionRecord[], t: FrictionThresho
   for (const r of stream) {
     if (r.outcome !== "success" || r.resultProjectedBytes === undefined || r.resultMetadataBytes === undefined) continue;
     if (r.resultProjectedBytes < t.metadataMinBytes || r.resultMetadataBytes < r.resultProjectedBytes * t.metadataShare) continue;
-    out.push(finding(FrictionPattern.metadataDominated, r.tool, [r], {
-      projected_bytes: r.resultProjectedBytes,
-      metadata_bytes: r.resultMetadataBytes,
-      share: Math.round((r.resultMetadataBytes / r.resultProjectedBytes) * 100) / 100,
-    }));
+    out.push(
+      finding(FrictionPattern.metadataDominated, r.tool, [r], {
+        projected_bytes: r.resultProjectedBytes,
+        metadata_bytes: r.resultMetadataBytes,
+        share: Math.round((r.resultMetadataBytes / r.resultProjectedBytes) * 100) / 100,
+      }),
+    );
   }
   return out;
 }
@@ -240,14 +276,20 @@ function repeatedSequences(stream: readonly FrictionRecord[], t: FrictionThresho
         let same = true;
         for (let m = 0; m < k && same; m++) {
           const at = base + m;
-          same = ok[at] === true && sig[at] === sig[i + m] && (at === i || (stream[at] as FrictionRecord).startedAtMs - (stream[at - 1] as FrictionRecord).startedAtMs <= t.maxGapMs);
+          same =
+            ok[at] === true &&
+            sig[at] === sig[i + m] &&
+            (at === i || (stream[at] as FrictionRecord).startedAtMs - (stream[at - 1] as FrictionRecord).startedAtMs <= t.maxGapMs);
         }
         if (!same) break;
         reps += 1;
       }
       if (reps >= t.minRepeats && (!best || reps * k > best.reps * best.k)) best = { k, reps };
     }
-    if (!best) { i++; continue; }
+    if (!best) {
+      i++;
+      continue;
+    }
     const calls = stream.slice(i, i + best.k * best.reps);
     const sequence = calls.slice(0, best.k).map((c) => c.tool);
     out.push(finding(FrictionPattern.repeatedSequence, sequence[0] as string, calls, { sequence, repeats: best.reps }));

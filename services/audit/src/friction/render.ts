@@ -3,22 +3,37 @@ import type { FrictionReport } from "./analyze.js";
 
 function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
   return [line(headers), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
 const detailText = (d: Record<string, string | number | string[]>) =>
-  Object.entries(d).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join("+") : String(v)}`).join(" ");
+  Object.entries(d)
+    .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join("+") : String(v)}`)
+    .join(" ");
 
 export function renderFrictionTable(report: FrictionReport, options: { details?: boolean } = {}): string {
   const out: string[] = [`friction report: ${report.records} calls in ${report.streams} caller streams, ${report.findings.length} findings`];
   if (report.summary.length === 0) return `${out[0]}\nno friction patterns found\n`;
-  out.push("", table(["TENANT", "TOOL", "PATTERN", "FINDINGS", "CALLS"], report.summary.map((r) => [r.clientId, r.tool, r.pattern, String(r.count), String(r.calls)])));
+  out.push(
+    "",
+    table(
+      ["TENANT", "TOOL", "PATTERN", "FINDINGS", "CALLS"],
+      report.summary.map((r) => [r.clientId, r.tool, r.pattern, String(r.count), String(r.calls)]),
+    ),
+  );
   if (options.details !== false) {
-    out.push("", table(
-      ["TIME", "TENANT", "TOOL", "PATTERN", "DETAIL", "CALL IDS"],
-      report.findings.map((f) => [new Date(f.startedAtMs).toISOString(), f.clientId, f.tool, f.pattern, detailText(f.detail), f.callIds.join(",")]),
-    ));
+    out.push(
+      "",
+      table(
+        ["TIME", "TENANT", "TOOL", "PATTERN", "DETAIL", "CALL IDS"],
+        report.findings.map((f) => [new Date(f.startedAtMs).toISOString(), f.clientId, f.tool, f.pattern, detailText(f.detail), f.callIds.join(",")]),
+      ),
+    );
   }
   return `${out.join("\n")}\n`;
 }

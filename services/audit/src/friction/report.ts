@@ -50,9 +50,16 @@ export async function runFrictionReport(argv: readonly string[], io: FrictionRep
   const { values } = parseArgs({
     args: [...argv],
     options: {
-      "postgres-url": { type: "string" }, "data-dir": { type: "string" }, since: { type: "string" }, until: { type: "string" },
-      tenant: { type: "string" }, format: { type: "string", default: "table" }, "summary-only": { type: "boolean", default: false },
-      "discovery-ratio": { type: "string" }, "metadata-share": { type: "string" }, "min-repeats": { type: "string" },
+      "postgres-url": { type: "string" },
+      "data-dir": { type: "string" },
+      since: { type: "string" },
+      until: { type: "string" },
+      tenant: { type: "string" },
+      format: { type: "string", default: "table" },
+      "summary-only": { type: "boolean", default: false },
+      "discovery-ratio": { type: "string" },
+      "metadata-share": { type: "string" },
+      "min-repeats": { type: "string" },
     },
   });
   if (values.format !== "table" && values.format !== "json") throw new Error(`--format must be table or json\n${frictionReportUsage}`);

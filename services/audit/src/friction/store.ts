@@ -14,15 +14,34 @@ export interface FrictionQuery {
 }
 
 interface Row {
-  call_id: string; client_id: string; subject: string; session_id: string | null; tool: string; project_canonical_id: string | null;
-  effect: string; outcome: "success" | "failure"; reason_code: string | null; failure_stage: string | null; started_ms: string | number;
-  args_shape_fingerprint: string | null; args_shape_leaves: string[] | string | null;
-  result_canonical_bytes: number | null; result_projected_bytes: number | null; result_metadata_bytes: number | null;
+  call_id: string;
+  client_id: string;
+  subject: string;
+  session_id: string | null;
+  tool: string;
+  project_canonical_id: string | null;
+  effect: string;
+  outcome: "success" | "failure";
+  reason_code: string | null;
+  failure_stage: string | null;
+  started_ms: string | number;
+  args_shape_fingerprint: string | null;
+  args_shape_leaves: string[] | string | null;
+  result_canonical_bytes: number | null;
+  result_projected_bytes: number | null;
+  result_metadata_bytes: number | null;
 }
 
 /** PGlite may return a text[] as its literal form. */
 const textArray = (v: string[] | string | null): string[] | undefined =>
-  v === null ? undefined : Array.isArray(v) ? v : v.replace(/^\{|\}$/g, "").split(",").filter((s) => s !== "");
+  v === null
+    ? undefined
+    : Array.isArray(v)
+      ? v
+      : v
+          .replace(/^\{|\}$/g, "")
+          .split(",")
+          .filter((s) => s !== "");
 
 export async function loadFrictionRecords(db: Queryable, q: FrictionQuery): Promise<FrictionRecord[]> {
   const params: unknown[] = [new Date(q.sinceMs).toISOString(), new Date(q.untilMs).toISOString(), q.limit ?? 1_000_000];
@@ -41,9 +60,17 @@ export async function loadFrictionRecords(db: Queryable, q: FrictionQuery): Prom
   return r.rows.map((row) => {
     const leaves = textArray(row.args_shape_leaves);
     return {
-      callId: row.call_id, clientId: row.client_id, subject: row.subject, sessionId: row.session_id ?? "", tool: row.tool,
-      projectCanonicalId: row.project_canonical_id ?? "", effect: row.effect, outcome: row.outcome, reasonCode: row.reason_code ?? "",
-      failureStage: row.failure_stage ?? "", startedAtMs: Number(row.started_ms),
+      callId: row.call_id,
+      clientId: row.client_id,
+      subject: row.subject,
+      sessionId: row.session_id ?? "",
+      tool: row.tool,
+      projectCanonicalId: row.project_canonical_id ?? "",
+      effect: row.effect,
+      outcome: row.outcome,
+      reasonCode: row.reason_code ?? "",
+      failureStage: row.failure_stage ?? "",
+      startedAtMs: Number(row.started_ms),
       ...(row.args_shape_fingerprint !== null ? { shapeFingerprint: row.args_shape_fingerprint } : {}),
       ...(leaves ? { shapeLeaves: leaves } : {}),
       ...(row.result_canonical_bytes !== null ? { resultCanonicalBytes: row.result_canonical_bytes } : {}),

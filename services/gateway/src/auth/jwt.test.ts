@@ -17,7 +17,11 @@ async function keys() {
 }
 
 type Claims = Record<string, unknown>;
-async function sign(privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"], claims: Claims, options: { exp?: number | string; typ?: string; kid?: string } = {}) {
+async function sign(
+  privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"],
+  claims: Claims,
+  options: { exp?: number | string; typ?: string; kid?: string } = {},
+) {
   return new SignJWT(claims)
     .setProtectedHeader({ alg: "ES256", kid: options.kid ?? "k1", typ: options.typ ?? "at+jwt" })
     .setIssuedAt()
@@ -74,7 +78,10 @@ test("a configured Host profile claim sets the caller's Host profile; an unknown
   assert.ok(none && !("hostProfile" in none), "no claim: the gateway's profile applies");
   assert.equal(await auth.authenticate(await sign(k.privateKey, { ...base, wcx_host: "chatgpt" })), undefined, "fail closed");
   const unconfigured = createJwtAuthenticator({ issuer: ISSUER, audience: AUDIENCE, keys: k.jwks });
-  assert.ok(!("hostProfile" in ((await unconfigured.authenticate(await sign(k.privateKey, { ...base, wcx_host: "app" }))) ?? {})), "the claim is read only when configured");
+  assert.ok(
+    !("hostProfile" in ((await unconfigured.authenticate(await sign(k.privateKey, { ...base, wcx_host: "app" }))) ?? {})),
+    "the claim is read only when configured",
+  );
 });
 
 test("client ids that cannot appear in a canonical project id map to a stable digest", () => {
@@ -95,7 +102,10 @@ test("JWKS discovery reads the issuer metadata and insists on the same issuer", 
   const server = http.createServer((req, res) => {
     res.setHeader("content-type", "application/json");
     if (req.url === "/.well-known/openid-configuration") res.end(JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks` }));
-    else { res.statusCode = 404; res.end("{}"); }
+    else {
+      res.statusCode = 404;
+      res.end("{}");
+    }
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

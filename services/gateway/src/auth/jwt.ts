@@ -75,10 +75,7 @@ export function scopesFromClaims(payload: JWTPayload): string[] {
 export async function discoverJwksUrl(issuer: string, timeoutMs = 5_000): Promise<string> {
   const base = new URL(issuer);
   const path = base.pathname === "/" ? "" : base.pathname.replace(/\/$/, "");
-  const candidates = [
-    `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`,
-    `${base.origin}/.well-known/oauth-authorization-server${path}`,
-  ];
+  const candidates = [`${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`, `${base.origin}/.well-known/oauth-authorization-server${path}`];
   const problems: string[] = [];
   for (const url of candidates) {
     try {
@@ -103,8 +100,15 @@ export async function discoverJwksUrl(issuer: string, timeoutMs = 5_000): Promis
 
 /** Errors that mean "this token is not valid" (401), as opposed to "could not check" (503). */
 const INVALID_TOKEN_ERRORS = [
-  errors.JWTClaimValidationFailed, errors.JWTExpired, errors.JWTInvalid, errors.JWSInvalid, errors.JWSSignatureVerificationFailed,
-  errors.JOSEAlgNotAllowed, errors.JOSENotSupported, errors.JWKSNoMatchingKey, errors.JWKSMultipleMatchingKeys,
+  errors.JWTClaimValidationFailed,
+  errors.JWTExpired,
+  errors.JWTInvalid,
+  errors.JWSInvalid,
+  errors.JWSSignatureVerificationFailed,
+  errors.JOSEAlgNotAllowed,
+  errors.JOSENotSupported,
+  errors.JWKSNoMatchingKey,
+  errors.JWKSMultipleMatchingKeys,
 ];
 const isInvalidTokenError = (error: unknown) => INVALID_TOKEN_ERRORS.some((E) => error instanceof E);
 
@@ -125,7 +129,11 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
       keys = attempt;
       // A failed discovery is retried, but at most every 5 s: bad tokens cannot turn into a
       // stream of outbound requests while the authorization server is down.
-      attempt.catch(() => { setTimeout(() => { if (keys === attempt) keys = undefined; }, 5_000).unref(); });
+      attempt.catch(() => {
+        setTimeout(() => {
+          if (keys === attempt) keys = undefined;
+        }, 5_000).unref();
+      });
     }
     return keys;
   };

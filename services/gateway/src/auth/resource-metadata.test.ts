@@ -5,7 +5,10 @@ import { bearerChallenge, protectedResourceMetadata } from "./resource-metadata.
 const resourceMetadataUrl = "https://wcx.example/.well-known/oauth-protected-resource/mcp";
 
 test("a 401 challenge leads with resource_metadata and names the scopes", () => {
-  assert.equal(bearerChallenge({ resourceMetadataUrl, scope: ["webcodex:read", "webcodex:write"] }), `Bearer resource_metadata="${resourceMetadataUrl}", scope="webcodex:read webcodex:write"`);
+  assert.equal(
+    bearerChallenge({ resourceMetadataUrl, scope: ["webcodex:read", "webcodex:write"] }),
+    `Bearer resource_metadata="${resourceMetadataUrl}", scope="webcodex:read webcodex:write"`,
+  );
   assert.equal(
     bearerChallenge({ resourceMetadataUrl, error: "invalid_token", errorDescription: "expired", scope: ["webcodex:read"] }),
     `Bearer resource_metadata="${resourceMetadataUrl}", error="invalid_token", error_description="expired", scope="webcodex:read"`,

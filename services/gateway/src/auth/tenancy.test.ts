@@ -11,7 +11,10 @@ test("the default preset keeps the OAuth client as the tenant (client_id, then a
 });
 
 test("presets read the tenant where each provider puts it", () => {
-  assert.equal(createTenancy({ preset: "entra" }).tenantOf({ tid: "72f988bf-86f1-41af-91ab-2d7cd011db47", azp: "app" }), "72f988bf-86f1-41af-91ab-2d7cd011db47");
+  assert.equal(
+    createTenancy({ preset: "entra" }).tenantOf({ tid: "72f988bf-86f1-41af-91ab-2d7cd011db47", azp: "app" }),
+    "72f988bf-86f1-41af-91ab-2d7cd011db47",
+  );
   assert.equal(createTenancy({ preset: "entra" }).tenantOf({ azp: "app" }), undefined, "entra without tid is refused, not put in the client's tenant");
   const keycloak = createTenancy({ preset: "keycloak" });
   assert.equal(keycloak.tenantOf({ organization: ["acme"] }), "acme");
@@ -21,7 +24,11 @@ test("presets read the tenant where each provider puts it", () => {
   const perIssuer = createTenancy({ preset: "issuer" });
   assert.equal(perIssuer.tenantOf({ iss: "https://login.example.com/realms/acme", azp: "x" }), "login.example.com-realms-acme");
   assert.equal(tenantIdFromIssuer("http://127.0.0.1:4444"), "127.0.0.1-4444");
-  assert.equal(createTenancy({ preset: "entra", tenantClaim: "org.id" }).tenantOf({ org: { id: "nested" }, tid: "t" }), "nested", "dotted paths reach nested claims");
+  assert.equal(
+    createTenancy({ preset: "entra", tenantClaim: "org.id" }).tenantOf({ org: { id: "nested" }, tid: "t" }),
+    "nested",
+    "dotted paths reach nested claims",
+  );
 });
 
 test("a tenant that cannot be a canonical id part becomes a stable digest", () => {

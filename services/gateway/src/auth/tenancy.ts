@@ -83,7 +83,8 @@ function singleValue(v: unknown): string | undefined {
   return undefined;
 }
 
-const values = (v: unknown): string[] => (typeof v === "string" ? v.split(/[\s,]+/) : Array.isArray(v) ? v : []).filter((x): x is string => typeof x === "string" && x.length > 0);
+const values = (v: unknown): string[] =>
+  (typeof v === "string" ? v.split(/[\s,]+/) : Array.isArray(v) ? v : []).filter((x): x is string => typeof x === "string" && x.length > 0);
 
 export interface Tenancy {
   /** The tenant id of a verified token, or undefined when the token names none (refused). */

@@ -54,7 +54,10 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
             }),
           };
         }
-        return { ok: true, result: { tool: target.name, category: target.category, description: target.description, input_schema: target.inputSchema, route: toolRoute(target) } };
+        return {
+          ok: true,
+          result: { tool: target.name, category: target.category, description: target.description, input_schema: target.inputSchema, route: toolRoute(target) },
+        };
       }
       case "get_runtime_status":
         return runtimeStatus(args, ctx);
@@ -78,7 +81,10 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
     const compact = args["summary_only"] === true || args["compact"] !== false;
     let fleet;
     try {
-      fleet = await deps.broker.getFleetStatus({ clientId: ctx.caller.principal.clientId, summaryOnly: compact }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+      fleet = await deps.broker.getFleetStatus(
+        { clientId: ctx.caller.principal.clientId, summaryOnly: compact },
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, false) };
     }
@@ -90,8 +96,11 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
       runners: { total: s?.runnersTotal ?? 0, connected: s?.runnersConnected ?? 0, lost: s?.runnersLost ?? 0, standby: s?.runnersStandby ?? 0 },
       projects: { total: s?.projectsTotal ?? 0, routable: s?.projectsRoutable ?? 0 },
       jobs: {
-        active: jobs?.active ?? 0, running: jobs?.running ?? 0, queued: jobs?.queued ?? 0,
-        recovering: jobs?.recovering ?? 0, lost_after_reconcile: jobs?.lostAfterReconcile ?? 0,
+        active: jobs?.active ?? 0,
+        running: jobs?.running ?? 0,
+        queued: jobs?.queued ?? 0,
+        recovering: jobs?.recovering ?? 0,
+        lost_after_reconcile: jobs?.lostAfterReconcile ?? 0,
       },
       protocol: { server_generation: s?.serverProtocolGeneration ?? 0, generations: s?.protocolGenerations ?? [], aligned: s?.protocolAligned ?? true },
       build: { builds: s?.builds ?? [], aligned: s?.buildAligned ?? true },
@@ -103,9 +112,18 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
     if (Object.keys(modes).length > 0) status["containment"] = { modes: { ...modes }, separate_job_uid: s?.separateJobUidRunners ?? 0 };
     if (compact) return { ok: true, result: status };
     status["runner_details"] = fleet.runners.map((r) => ({
-      runner_id: r.runnerId, project_id: r.projectId, project_canonical_id: r.projectCanonicalId, connection_state: r.connectionState,
-      protocol_generation: r.protocolGeneration, build: r.build, capabilities: r.capabilities, baseline_complete: r.baselineComplete,
-      lease_held: r.leaseHeld, fence: Number(r.fence), in_flight: r.inFlight, last_heartbeat: new Date(Number(r.lastHeartbeatUnixMs)).toISOString(),
+      runner_id: r.runnerId,
+      project_id: r.projectId,
+      project_canonical_id: r.projectCanonicalId,
+      connection_state: r.connectionState,
+      protocol_generation: r.protocolGeneration,
+      build: r.build,
+      capabilities: r.capabilities,
+      baseline_complete: r.baselineComplete,
+      lease_held: r.leaseHeld,
+      fence: Number(r.fence),
+      in_flight: r.inFlight,
+      last_heartbeat: new Date(Number(r.lastHeartbeatUnixMs)).toISOString(),
       ...(r.containment === "" ? {} : { containment: r.containment, separate_job_uid: r.separateJobUid }),
     }));
     status["catalog_version"] = ctx.catalog.version;

@@ -33,14 +33,32 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
     const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
     const name = args["name"] as string;
     const source = args["source"] as { git?: { url: string; ref?: string }; empty?: Record<string, never> };
-    const declared = await deps.refResolver.declareProject({ projectId: name, name, visibility: (args["visibility"] as string | undefined) ?? "private" }, options);
+    const declared = await deps.refResolver.declareProject(
+      { projectId: name, name, visibility: (args["visibility"] as string | undefined) ?? "private" },
+      options,
+    );
     if (declared.failure) return { ok: false, failure: failureFromWire(declared.failure) };
     ctx.projectCanonicalId = canonicalProjectId(ctx.caller.principal.clientId, name);
     try {
-      await deps.broker.ensureProjectRunner({ clientId: ctx.caller.principal.clientId, projectId: name, sourceGitUrl: source.git?.url ?? "", sourceGitRef: source.git?.ref ?? "", createWorkspace: true }, options);
+      await deps.broker.ensureProjectRunner(
+        {
+          clientId: ctx.caller.principal.clientId,
+          projectId: name,
+          sourceGitUrl: source.git?.url ?? "",
+          sourceGitRef: source.git?.ref ?? "",
+          createWorkspace: true,
+        },
+        options,
+      );
     } catch (error) {
       if (ConnectError.from(error).code === Code.FailedPrecondition) {
-        return { ok: false, failure: toolFailure(ReasonCode.dependencyUnavailable, FailureStage.dispatch, { detail_code: "no_provisioner", message: "This deployment cannot create projects (no Runner provisioner is configured); nothing was created." }) };
+        return {
+          ok: false,
+          failure: toolFailure(ReasonCode.dependencyUnavailable, FailureStage.dispatch, {
+            detail_code: "no_provisioner",
+            message: "This deployment cannot create projects (no Runner provisioner is configured); nothing was created.",
+          }),
+        };
       }
       return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, true) };
     }
@@ -50,7 +68,11 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
   /** wait_for_project_ready: the caller's own Project only. */
   function waitForProjectReady(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     const address = parseCanonicalProjectId(args["project"] as string);
-    if (!address || address.clientId !== ctx.caller.principal.clientId) return Promise.resolve({ ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }) });
+    if (!address || address.clientId !== ctx.caller.principal.clientId)
+      return Promise.resolve({
+        ok: false,
+        failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }),
+      });
     return awaitProjectReady(address.projectId, (args["wait_ms"] as number | undefined) ?? WAIT_DEFAULT_MS, ctx);
   }
 
@@ -67,7 +89,9 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
       const provisioning = await deps.broker.getProjectProvisioning({ clientId, projectId }, options);
       if (provisioning.state === "failed" && provisioning.failure) {
         // Nothing is left behind: the Runner (a crash-looping pod, say) and its volume go.
-        await deps.broker.removeProjectRunner({ clientId, projectId, keepWorkspace: false }, options).catch((error: unknown) => deps.logger.warn("cleanup after a failed create_project failed", { error: ConnectError.from(error).message }));
+        await deps.broker
+          .removeProjectRunner({ clientId, projectId, keepWorkspace: false }, options)
+          .catch((error: unknown) => deps.logger.warn("cleanup after a failed create_project failed", { error: ConnectError.from(error).message }));
         return { ok: false, failure: failureFromWire(provisioning.failure) };
       }
       if (provisioning.state === "unschedulable" && provisioning.failure) return { ok: false, failure: failureFromWire(provisioning.failure) };
@@ -76,7 +100,10 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
         const states = await deps.runnerStates([issued.project], ctx);
         if (states[id] === "ready") return { ok: true, result: { project_ref: issued.projectRef, project_id: id } };
       } else if (provisioning.state === "unknown" || provisioning.state === "ready") {
-        return { ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }) };
+        return {
+          ok: false,
+          failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }),
+        };
       }
       const left = deadline - now();
       if (left <= 0) return { ok: true, result: { project_id: id, project_state: "pending" } };
@@ -88,11 +115,15 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
   async function deleteProject(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
     const resolved = await deps.refResolver.resolveProject({ selector: args["project"] as string }, options);
-    if (resolved.failure || !resolved.project) return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+    if (resolved.failure || !resolved.project)
+      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
     const project = resolved.project;
     ctx.projectCanonicalId = project.canonicalId;
     if (project.ownerSubject !== ctx.caller.principal.subject && !ctx.caller.principal.tenantAdmin) {
-      return { ok: false, failure: toolFailure(ReasonCode.notProjectOwner, FailureStage.authorization, { message: "Only the project's owner or a tenant admin may delete it." }) };
+      return {
+        ok: false,
+        failure: toolFailure(ReasonCode.notProjectOwner, FailureStage.authorization, { message: "Only the project's owner or a tenant admin may delete it." }),
+      };
     }
     const keep = args["keep_workspace"] === true;
     try {

@@ -23,7 +23,10 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
     switch (def.name) {
       case "list_projects": {
         const res = await deps.refResolver.listProjects({}, options);
-        const states = await deps.runnerStates(res.projects.flatMap((p) => (p.project ? [p.project] : [])), ctx);
+        const states = await deps.runnerStates(
+          res.projects.flatMap((p) => (p.project ? [p.project] : [])),
+          ctx,
+        );
         const listed = res.projects.map((p) => {
           const id = p.project?.canonicalId ?? "";
           return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
@@ -34,28 +37,47 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         return { ok: true, result: { projects: deps.serverInfo.mode === "embedded" ? listed.filter((p) => p.runner_state !== "none") : listed } };
       }
       case "create_session": {
-        const res = await deps.refResolver.createSession({ projectSelector: args["project"] as string, title: (args["title"] as string | undefined) ?? "" }, options);
-        if (res.failure || !res.session) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }) };
+        const res = await deps.refResolver.createSession(
+          { projectSelector: args["project"] as string, title: (args["title"] as string | undefined) ?? "" },
+          options,
+        );
+        if (res.failure || !res.session)
+          return {
+            ok: false,
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }),
+          };
         ctx.projectCanonicalId = res.session.projectCanonicalId;
         ctx.sessionId = res.session.sessionId;
         return { ok: true, result: { session_ref: res.sessionRef, session_id: res.session.sessionId } };
       }
       case "update_project": {
         const res = await deps.refResolver.updateProject({ selector: args["project"] as string, visibility: args["visibility"] as string }, options);
-        if (res.failure || !res.project) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_project" }) };
+        if (res.failure || !res.project)
+          return {
+            ok: false,
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_project" }),
+          };
         ctx.projectCanonicalId = res.project.canonicalId;
         return { ok: true, result: { project_id: res.project.canonicalId, visibility: res.project.visibility, ...(res.changed ? {} : { unchanged: true }) } };
       }
       case "close_session": {
         const res = await deps.refResolver.closeSession({ selector: args["session_id"] as string }, options);
-        if (res.failure || !res.session) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }) };
+        if (res.failure || !res.session)
+          return {
+            ok: false,
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }),
+          };
         ctx.projectCanonicalId = res.session.projectCanonicalId;
         ctx.sessionId = res.session.sessionId;
         return { ok: true, result: { session_id: res.session.sessionId, state: res.session.state, ...(res.closedNow ? {} : { closed_now: false }) } };
       }
       case "read_session_handoff": {
         const res = await deps.refResolver.readSessionHandoff({ selector: args["session_id"] as string }, options);
-        if (res.failure || !res.handoff) return { ok: false, failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handoff" }) };
+        if (res.failure || !res.handoff)
+          return {
+            ok: false,
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handoff" }),
+          };
         ctx.projectCanonicalId = res.handoff.session?.projectCanonicalId ?? "";
         ctx.sessionId = res.handoff.session?.sessionId ?? "";
         return { ok: true, result: handoffView(res.handoff) };

@@ -47,7 +47,13 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
   async function endedJobs(jobIds: string[], project: ProjectAddress, ctx: CallContext): Promise<JobAttentionItem[]> {
     try {
       const res = await deps.broker.dispatch(
-        { callId: randomUUID(), projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: "observe_jobs", argumentsJson: JSON.stringify({ job_ids: jobIds }) },
+        {
+          callId: randomUUID(),
+          projectCanonicalId: project.canonicalId,
+          rootIdentity: project.rootIdentity,
+          tool: "observe_jobs",
+          argumentsJson: JSON.stringify({ job_ids: jobIds }),
+        },
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       );
       return res.failure ? [] : attentionItems(JSON.parse(res.resultJson));
@@ -67,11 +73,14 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     const selector = args["project"] as string;
     let resolved;
     try {
-      resolved = await timedStage(ctx.stages, "resolve", () => deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }));
+      resolved = await timedStage(ctx.stages, "resolve", () =>
+        deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
+      );
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, FailureStage.resolution, false) };
     }
-    if (resolved.failure || !resolved.project) return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+    if (resolved.failure || !resolved.project)
+      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
     const project = resolved.project;
     ctx.projectCanonicalId = project.canonicalId;
     const sessionSelector = args["session_id"] as string | undefined;
@@ -97,9 +106,10 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     ]);
     // A write transaction cut off mid-call is finished by the Runner's start-up recovery, which
     // records it under this call id; read_workspace_changes reports it as recovered_writes.
-    const outcome: Outcome = !dispatched.ok && dispatched.failure.outcome_unknown && JOURNALED_TOOLS.has(def.name)
-      ? { ok: false, failure: { ...dispatched.failure, evidence: { ...dispatched.failure.evidence, call_id: callId } } }
-      : dispatched;
+    const outcome: Outcome =
+      !dispatched.ok && dispatched.failure.outcome_unknown && JOURNALED_TOOLS.has(def.name)
+        ? { ok: false, failure: { ...dispatched.failure, evidence: { ...dispatched.failure.evidence, call_id: callId } } }
+        : dispatched;
     if (outcome.ok) {
       const facts = jobFactsOf((ctx.ranLiteral ?? def).name, args, outcome.result);
       if (facts.started !== undefined) deps.attention.watch(key, facts.started);
@@ -114,7 +124,10 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
   async function admitAttempt(attemptRef: string, projectCanonicalId: string, ctx: CallContext): Promise<{ failure: ToolFailure } | { attempt: AttemptFence }> {
     const t = now();
     try {
-      const res = await deps.refResolver.admitAttemptRef({ attemptRef, projectCanonicalId }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+      const res = await deps.refResolver.admitAttemptRef(
+        { attemptRef, projectCanonicalId },
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
       return res.failure ? { failure: failureFromWire(res.failure) } : { attempt: { taskId: res.taskId, fence: res.attemptFence } };
     } catch (error) {
       return { failure: dependencyFailure(error, FailureStage.authorization, false) };
@@ -127,8 +140,12 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
   async function resolveSession(selector: string, projectCanonicalId: string, ctx: CallContext): Promise<ToolFailure | undefined> {
     const t = now();
     try {
-      const res = await deps.refResolver.resolveSession({ selector, projectCanonicalId, requireOpen: true }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
-      if (res.failure || !res.session) return res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "session_not_found" });
+      const res = await deps.refResolver.resolveSession(
+        { selector, projectCanonicalId, requireOpen: true },
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
+      if (res.failure || !res.session)
+        return res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "session_not_found" });
       ctx.sessionId = res.session.sessionId;
       return undefined;
     } catch (error) {
@@ -142,7 +159,14 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
    * Secondary to the business result: bounded by sessionRecordBudgetMs, independent of the
    * caller's cancellation, and a failure is logged, never returned.
    */
-  async function recordSessionCall(def: ToolDefinition, outcome: Outcome, ctx: CallContext, callId: string, durationMs: number, args: Record<string, unknown>): Promise<void> {
+  async function recordSessionCall(
+    def: ToolDefinition,
+    outcome: Outcome,
+    ctx: CallContext,
+    callId: string,
+    durationMs: number,
+    args: Record<string, unknown>,
+  ): Promise<void> {
     const t = now();
     const facts = sessionCallFacts(def, outcome, args);
     // A ref'd timer (AbortSignal.timeout is unref'd): the budget holds even on an idle loop.
@@ -150,10 +174,20 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     const timer = setTimeout(() => budget.abort(), deps.sessionRecordBudgetMs ?? 1_000);
     try {
       const res = await deps.refResolver.recordSessionCall(
-        { sessionSelector: ctx.sessionId, projectCanonicalId: ctx.projectCanonicalId, call: { callId, tool: def.name, effect: def.effect, durationMs, ...facts } },
+        {
+          sessionSelector: ctx.sessionId,
+          projectCanonicalId: ctx.projectCanonicalId,
+          call: { callId, tool: def.name, effect: def.effect, durationMs, ...facts },
+        },
         { signal: budget.signal, headers: principalHeaders(ctx.caller.principal) },
       );
-      if (res.failure) deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, reason_code: res.failure.reasonCode, detail_code: res.failure.detailCode });
+      if (res.failure)
+        deps.logger.warn("session call not recorded", {
+          call_id: callId,
+          session_id: ctx.sessionId,
+          reason_code: res.failure.reasonCode,
+          detail_code: res.failure.detailCode,
+        });
     } catch (error) {
       deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, error: ConnectError.from(error).message });
     } finally {
@@ -164,14 +198,29 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
 
   /** The dispatch stage: the broker runs the call on the Project's Runner (or, for a rewrite it cannot serve, the literal call). */
   async function dispatch(
-    def: ToolDefinition, runnerArgs: Record<string, unknown>, project: ProjectAddress, ctx: CallContext, callId: string, attempt?: AttemptFence,
+    def: ToolDefinition,
+    runnerArgs: Record<string, unknown>,
+    project: ProjectAddress,
+    ctx: CallContext,
+    callId: string,
+    attempt?: AttemptFence,
   ): Promise<Outcome> {
     const fallback = ctx.literal ? { tool: ctx.literal.tool, argumentsJson: JSON.stringify(runnerArguments(ctx.literal.arguments)) } : undefined;
     try {
-      const res = await timedStage(ctx.stages, "dispatch", () => deps.broker.dispatch(
-        { callId, projectCanonicalId: project.canonicalId, rootIdentity: project.rootIdentity, tool: def.name, argumentsJson: JSON.stringify(runnerArgs), ...(fallback ? { fallback } : {}), ...(attempt ? { attempt } : {}) },
-        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
-      ));
+      const res = await timedStage(ctx.stages, "dispatch", () =>
+        deps.broker.dispatch(
+          {
+            callId,
+            projectCanonicalId: project.canonicalId,
+            rootIdentity: project.rootIdentity,
+            tool: def.name,
+            argumentsJson: JSON.stringify(runnerArgs),
+            ...(fallback ? { fallback } : {}),
+            ...(attempt ? { attempt } : {}),
+          },
+          { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+        ),
+      );
       if (res.answeredFallback && ctx.literal) ctx.ranLiteral = toolDefinition(ctx.literal.tool);
       if (res.continuationFacts?.length) ctx.continuationFacts = res.continuationFacts;
       if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };

@@ -7,7 +7,14 @@ const apps = { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: ["text/h
 describe("App Host sessions", () => {
   it("only the extension with the MCP App HTML profile declares an App Host", () => {
     assert.equal(declaresApps(apps), true);
-    for (const caps of [{}, undefined, null, { extensions: {} }, { extensions: { "io.modelcontextprotocol/ui": {} } }, { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html"] } } }]) {
+    for (const caps of [
+      {},
+      undefined,
+      null,
+      { extensions: {} },
+      { extensions: { "io.modelcontextprotocol/ui": {} } },
+      { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html"] } } },
+    ]) {
       assert.equal(declaresApps(caps), false, JSON.stringify(caps));
     }
   });
@@ -22,7 +29,8 @@ describe("App Host sessions", () => {
     assert.equal(sessions.declaredApp(generic, "acme\u0000alice"), false);
     const [uuid, , mac] = generic.split(".");
     assert.equal(sessions.declaredApp(`${uuid}.a.${mac}`, "acme\u0000alice"), false, "flipping the flag breaks the signature");
-    for (const bad of [undefined, "", "x", `${id}.extra`, id.replace(/.$/, (c) => (c === "A" ? "B" : "A"))]) assert.equal(sessions.declaredApp(bad, "acme\u0000alice"), false, String(bad));
+    for (const bad of [undefined, "", "x", `${id}.extra`, id.replace(/.$/, (c) => (c === "A" ? "B" : "A"))])
+      assert.equal(sessions.declaredApp(bad, "acme\u0000alice"), false, String(bad));
   });
 
   it("replicas sharing the key agree", () => {

@@ -24,7 +24,8 @@ export function declaresApps(clientCapabilities: unknown): boolean {
 /** `key` is shared by gateway replicas (WEBCODEX_MCP_SESSION_KEY); without one, a per-process key. */
 export function createAppSessions(key?: string): AppSessions {
   const secret = key !== undefined && key !== "" ? Buffer.from(key, "utf8") : randomBytes(32);
-  const mac = (id: string, flag: string, callerKey: string) => createHmac("sha256", secret).update(`${id}\u0000${flag}\u0000${callerKey}`).digest("base64url").slice(0, 22);
+  const mac = (id: string, flag: string, callerKey: string) =>
+    createHmac("sha256", secret).update(`${id}\u0000${flag}\u0000${callerKey}`).digest("base64url").slice(0, 22);
   return {
     issue(callerKey, capabilities) {
       const id = randomUUID();

@@ -8,8 +8,15 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
-  CallToolRequestSchema, ErrorCode, ListPromptsRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ListToolsRequestSchema, McpError,
-  ReadResourceRequestSchema, SetLevelRequestSchema,
+  CallToolRequestSchema,
+  ErrorCode,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { gatewayToolsInstruction, toolDefinitions } from "@webcodex/contracts";
 import type { HostProfile } from "@webcodex/contracts";
@@ -36,10 +43,19 @@ function callerOf(extra: { authInfo?: { extra?: Record<string, unknown> } }): Ca
   return caller;
 }
 
-export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: CatalogCache; hostProfile: HostProfile; version: string; appResources: ReadonlyMap<string, AppResource> }): Promise<MultiplexTransport> {
+export async function createMcpServer(deps: {
+  pipeline: Pipeline;
+  catalogs: CatalogCache;
+  hostProfile: HostProfile;
+  version: string;
+  appResources: ReadonlyMap<string, AppResource>;
+}): Promise<MultiplexTransport> {
   const server = new Server(
     { name: "webcodex", version: deps.version },
-    { capabilities: { tools: { listChanged: false }, logging: {}, resources: {}, prompts: {}, extensions: { [EXTENSION_ID]: {} } }, instructions: SERVER_INSTRUCTIONS },
+    {
+      capabilities: { tools: { listChanged: false }, logging: {}, resources: {}, prompts: {}, extensions: { [EXTENSION_ID]: {} } },
+      instructions: SERVER_INSTRUCTIONS,
+    },
   );
   const transport = new MultiplexTransport();
   // Constant answers, built once: no per-request work on these paths.
@@ -73,7 +89,9 @@ export async function createMcpServer(deps: { pipeline: Pipeline; catalogs: Cata
         ? undefined
         : setInterval(() => {
             const elapsed = Math.round((Date.now() - started) / 1000);
-            void extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress: elapsed, message: `running for ${elapsed} s` } }).catch(() => undefined);
+            void extra
+              .sendNotification({ method: "notifications/progress", params: { progressToken, progress: elapsed, message: `running for ${elapsed} s` } })
+              .catch(() => undefined);
           }, PROGRESS_INTERVAL_MS);
     let result;
     try {

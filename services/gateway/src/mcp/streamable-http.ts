@@ -68,7 +68,7 @@ export const MAX_BATCH_MESSAGES = 32;
 
 function hostAllowed(hostHeader: string | undefined, allowed: readonly string[]): boolean {
   if (!hostHeader) return false;
-  const host = hostHeader.startsWith("[") ? hostHeader.slice(0, hostHeader.indexOf("]") + 1) : hostHeader.split(":")[0] ?? "";
+  const host = hostHeader.startsWith("[") ? hostHeader.slice(0, hostHeader.indexOf("]") + 1) : (hostHeader.split(":")[0] ?? "");
   return allowed.includes(host.toLowerCase());
 }
 
@@ -132,7 +132,8 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
   const challengeScopes = options.challengeScopes ?? [];
   return async (req: NodeRequest, res: NodeResponse) => {
     const headers = req.headers;
-    if (!hostAllowed(headers.host ?? (headers[":authority"] as string | undefined), options.allowedHosts)) return sendJson(res, 403, jsonRpcError(-32000, "host not allowed"));
+    if (!hostAllowed(headers.host ?? (headers[":authority"] as string | undefined), options.allowedHosts))
+      return sendJson(res, 403, jsonRpcError(-32000, "host not allowed"));
     const origin = headers.origin;
     if (origin !== undefined && !originAllowed(origin, options)) return sendJson(res, 403, jsonRpcError(-32000, "origin not allowed"));
 
@@ -148,17 +149,23 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       const challenge = bearerChallenge({
         resourceMetadataUrl: options.resourceMetadataUrl,
         scope: challengeScopes,
-        ...(token !== undefined ? { error: "invalid_token" as const, errorDescription: "The access token is invalid, expired, or not for this resource." } : {}),
+        ...(token !== undefined
+          ? { error: "invalid_token" as const, errorDescription: "The access token is invalid, expired, or not for this resource." }
+          : {}),
       });
       return sendJson(res, 401, jsonRpcError(-32001, token !== undefined ? "invalid token" : "unauthorized"), { "www-authenticate": challenge });
     }
-    if (req.method !== "POST") return sendJson(res, 405, jsonRpcError(-32000, "method not allowed: this server is stateless and offers no SSE stream"), { allow: "POST" });
+    if (req.method !== "POST")
+      return sendJson(res, 405, jsonRpcError(-32000, "method not allowed: this server is stateless and offers no SSE stream"), { allow: "POST" });
 
     const version = headers["mcp-protocol-version"];
-    if (typeof version === "string" && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return sendJson(res, 400, jsonRpcError(-32000, `unsupported MCP-Protocol-Version ${version}`));
+    if (typeof version === "string" && !SUPPORTED_PROTOCOL_VERSIONS.includes(version))
+      return sendJson(res, 400, jsonRpcError(-32000, `unsupported MCP-Protocol-Version ${version}`));
     const accept = String(headers.accept ?? "");
-    if (!accept.includes("application/json") || !accept.includes("text/event-stream")) return sendJson(res, 406, jsonRpcError(-32000, "Accept must include application/json and text/event-stream"));
-    if (!String(headers["content-type"] ?? "").includes("application/json")) return sendJson(res, 415, jsonRpcError(-32000, "Content-Type must be application/json"));
+    if (!accept.includes("application/json") || !accept.includes("text/event-stream"))
+      return sendJson(res, 406, jsonRpcError(-32000, "Accept must include application/json and text/event-stream"));
+    if (!String(headers["content-type"] ?? "").includes("application/json"))
+      return sendJson(res, 415, jsonRpcError(-32000, "Content-Type must be application/json"));
 
     const body = await readBody(req, options.maxBodyBytes);
     if (body === "too_large") return sendJson(res, 413, jsonRpcError(-32000, `request body larger than ${options.maxBodyBytes} bytes`));
@@ -176,7 +183,8 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       return sendJson(res, 413, jsonRpcError(-32600, `a batch may carry at most ${MAX_BATCH_MESSAGES} messages`));
     }
     const messages = (batch ? parsed : [parsed]) as Message[];
-    if (messages.length === 0 || messages.some((m) => typeof m !== "object" || m === null || m["jsonrpc"] !== "2.0")) return sendJson(res, 400, jsonRpcError(-32600, "invalid request"));
+    if (messages.length === 0 || messages.some((m) => typeof m !== "object" || m === null || m["jsonrpc"] !== "2.0"))
+      return sendJson(res, 400, jsonRpcError(-32600, "invalid request"));
 
     const requests = messages.filter((m) => typeof m["method"] === "string" && m["id"] !== undefined && m["id"] !== null);
     const toolCalls = requests.filter((m) => m["method"] === "tools/call");
@@ -191,7 +199,12 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       const description = `tools/call ${tool} needs the ${required} scope`;
       await options.onDenied?.({ caller, tool, args, failure });
       return sendJson(res, 403, jsonRpcError(-32003, `insufficient_scope: ${description}`, batch ? null : m["id"]), {
-        "www-authenticate": bearerChallenge({ resourceMetadataUrl: options.resourceMetadataUrl, error: "insufficient_scope", errorDescription: description, scope: stepUpScopes(caller.scopes, required) }),
+        "www-authenticate": bearerChallenge({
+          resourceMetadataUrl: options.resourceMetadataUrl,
+          error: "insufficient_scope",
+          errorDescription: description,
+          scope: stepUpScopes(caller.scopes, required),
+        }),
       });
     }
 
@@ -212,17 +225,23 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
         }
         const { name, arguments: args } = toolCallParams(m);
         await options.onDenied?.({ caller, tool: typeof name === "string" ? name : "", args, failure });
-        local.set(m, { jsonrpc: "2.0", id: m["id"] as string | number, result: { content: [{ type: "text", text: JSON.stringify(failure) }], structuredContent: failure, isError: true } } as JSONRPCMessage);
+        local.set(m, {
+          jsonrpc: "2.0",
+          id: m["id"] as string | number,
+          result: { content: [{ type: "text", text: JSON.stringify(failure) }], structuredContent: failure, isError: true },
+        } as JSONRPCMessage);
       }
     }
 
     const callerKey = `${caller.principal.clientId}\u0000${caller.principal.subject}`;
     // A Host that declared MCP Apps at initialize is an App Host for this session.
     const sessionHeader = headers["mcp-session-id"];
-    if (caller.hostProfile !== "app" && options.appSessions.declaredApp(typeof sessionHeader === "string" ? sessionHeader : undefined, callerKey)) caller = { ...caller, hostProfile: "app" };
+    if (caller.hostProfile !== "app" && options.appSessions.declaredApp(typeof sessionHeader === "string" ? sessionHeader : undefined, callerKey))
+      caller = { ...caller, hostProfile: "app" };
     const authInfo: AuthInfo = { token: "", clientId: caller.principal.clientId, scopes: caller.scopes, extra: { caller } };
     for (const m of messages) {
-      if (typeof m["method"] === "string" && (m["id"] === undefined || m["id"] === null)) transport.dispatchNotification(m as JSONRPCMessage & { method: string; params?: Record<string, unknown> }, callerKey, authInfo);
+      if (typeof m["method"] === "string" && (m["id"] === undefined || m["id"] === null))
+        transport.dispatchNotification(m as JSONRPCMessage & { method: string; params?: Record<string, unknown> }, callerKey, authInfo);
     }
     if (requests.length === 0) {
       res.writeHead(202);
@@ -232,7 +251,8 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
     const extraHeaders: Record<string, string> = {};
     if (retryAfterMs > 0) extraHeaders["retry-after"] = retryAfterSeconds(retryAfterMs);
     const initialize = requests.find((m) => m["method"] === "initialize");
-    if (initialize) extraHeaders["mcp-session-id"] = options.appSessions.issue(callerKey, (initialize["params"] as { capabilities?: unknown } | undefined)?.capabilities);
+    if (initialize)
+      extraHeaders["mcp-session-id"] = options.appSessions.issue(callerKey, (initialize["params"] as { capabilities?: unknown } | undefined)?.capabilities);
 
     const stream = requests.some((m) => (m["params"] as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken !== undefined);
     const responses: JSONRPCMessage[] = [];
@@ -241,7 +261,8 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
     let answered = 0;
     let resolveDone: () => void = () => undefined;
     const done = new Promise<void>((r) => (resolveDone = r));
-    if (stream) res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", connection: "keep-alive", ...extraHeaders });
+    if (stream)
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", connection: "keep-alive", ...extraHeaders });
     const writeEvent = (m: JSONRPCMessage) => (res as { write(chunk: string): boolean }).write(`event: message\ndata: ${JSON.stringify(m)}\n\n`);
     const sink: ExchangeSink = {
       response(message) {

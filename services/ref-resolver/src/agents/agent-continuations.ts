@@ -52,7 +52,9 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
   let seeded: Promise<void> | undefined;
   const seed = () =>
     (seeded ??= db
-      .query<{ client_id: string; subject: string }>(`SELECT DISTINCT client_id, subject FROM ${schema}.agent_continuations WHERE dispatch = 'accepted' AND fresh_turn_at IS NULL`)
+      .query<{ client_id: string; subject: string }>(
+        `SELECT DISTINCT client_id, subject FROM ${schema}.agent_continuations WHERE dispatch = 'accepted' AND fresh_turn_at IS NULL`,
+      )
       .then((r) => r.rows.forEach((x) => awaiting.add(`${x.client_id}\u0000${x.subject}`)))
       .catch(() => {
         seeded = undefined;
@@ -62,7 +64,8 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
   const where = "client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4 AND controller_generation = $5 AND after_cursor = $6";
 
   async function view(p: Principal, c: AgentContinuation, cursor: string): Promise<Outcome> {
-    const rec = (await db.query<Row>(`SELECT dispatch, fresh_turn_at, consumed_at FROM ${schema}.agent_continuations WHERE ${where}`, keyOf(p, c, cursor))).rows[0];
+    const rec = (await db.query<Row>(`SELECT dispatch, fresh_turn_at, consumed_at FROM ${schema}.agent_continuations WHERE ${where}`, keyOf(p, c, cursor)))
+      .rows[0];
     if (!rec) return { ok: false, failure: recordNotFound() };
     const [events, agent] = await Promise.all([
       db.query<{ seq: string; kind: string; task_id: string | null; attempt_id: string | null; at: Date | string }>(
@@ -80,7 +83,13 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
         endpoint_id: c.endpointId,
         controller_generation: c.controllerGeneration,
         after_cursor: cursor,
-        pending_events: events.rows.map((e) => ({ event_id: `${c.agentId}:${e.seq}`, kind: e.kind, ...(e.task_id ? { task_id: e.task_id } : {}), ...(e.attempt_id ? { attempt_id: e.attempt_id } : {}), at: iso(e.at) })),
+        pending_events: events.rows.map((e) => ({
+          event_id: `${c.agentId}:${e.seq}`,
+          kind: e.kind,
+          ...(e.task_id ? { task_id: e.task_id } : {}),
+          ...(e.attempt_id ? { attempt_id: e.attempt_id } : {}),
+          at: iso(e.at),
+        })),
         pending_count: Number(last > BigInt(cursor) ? last - BigInt(cursor) : 0n),
         continuation: {
           dispatch: rec.dispatch,
@@ -93,7 +102,12 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
 
   /** The card's explicit target: the current Endpoint generation of an Agent of this owner, and a cursor. */
   async function cardTarget(p: Principal, args: Json): Promise<{ ok: true; c: AgentContinuation; cursor: string } | { ok: false; failure: ToolFailure }> {
-    const r = await agents.resolveContinuation(p, { ref: "", agentId: str(args, "agent_id"), endpointId: str(args, "endpoint_id"), expectedGeneration: num(args, "expected_controller_generation") });
+    const r = await agents.resolveContinuation(p, {
+      ref: "",
+      agentId: str(args, "agent_id"),
+      endpointId: str(args, "endpoint_id"),
+      expectedGeneration: num(args, "expected_controller_generation"),
+    });
     if (!r.ok) return r;
     const cursor = str(args, "after_cursor");
     if (!CURSOR.test(cursor)) return { ok: false, failure: recordNotFound() };
@@ -101,10 +115,18 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
   }
 
   async function present(p: Principal, args: Json): Promise<Outcome> {
-    const r = await agents.resolveContinuation(p, { ref: str(args, "agent_continuation_ref"), agentId: str(args, "agent_id"), endpointId: str(args, "endpoint_id"), expectedGeneration: num(args, "expected_controller_generation") });
+    const r = await agents.resolveContinuation(p, {
+      ref: str(args, "agent_continuation_ref"),
+      agentId: str(args, "agent_id"),
+      endpointId: str(args, "endpoint_id"),
+      expectedGeneration: num(args, "expected_controller_generation"),
+    });
     if (!r.ok) return r;
     const c = r.continuation;
-    const read = await db.query<{ delivered_cursor: string }>(`SELECT delivered_cursor FROM ${schema}.agent_event_reads WHERE client_id = $1 AND subject = $2 AND agent_id = $3`, [p.clientId, p.subject, c.agentId]);
+    const read = await db.query<{ delivered_cursor: string }>(
+      `SELECT delivered_cursor FROM ${schema}.agent_event_reads WHERE client_id = $1 AND subject = $2 AND agent_id = $3`,
+      [p.clientId, p.subject, c.agentId],
+    );
     const cursor = String(read.rows[0]?.delivered_cursor ?? "0");
     await db.query(
       `INSERT INTO ${schema}.agent_continuations (client_id, subject, agent_id, endpoint_id, controller_generation, after_cursor) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
@@ -117,9 +139,10 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
     const t = await cardTarget(p, args);
     if (!t.ok) return t;
     const step = str(args, "step");
-    const sql = step === "claim"
-      ? `UPDATE ${schema}.agent_continuations SET dispatch = 'claimed', dispatch_at = now() WHERE ${where} AND dispatch = 'none'`
-      : `UPDATE ${schema}.agent_continuations SET dispatch = $7, dispatch_at = now() WHERE ${where} AND dispatch = 'claimed'`;
+    const sql =
+      step === "claim"
+        ? `UPDATE ${schema}.agent_continuations SET dispatch = 'claimed', dispatch_at = now() WHERE ${where} AND dispatch = 'none'`
+        : `UPDATE ${schema}.agent_continuations SET dispatch = $7, dispatch_at = now() WHERE ${where} AND dispatch = 'claimed'`;
     const res = await db.query(sql, step === "claim" ? keyOf(p, t.c, t.cursor) : [...keyOf(p, t.c, t.cursor), step]);
     const applied = (res.rowCount ?? 0) > 0;
     if (applied && step === "accepted") awaiting.add(ownerKey(p));

@@ -42,11 +42,23 @@ export type RefOrTuple<T> = { kind: "ref"; ref: string } | { kind: "tuple"; tupl
 export function refOrTuple<T>(ref: string, tuple: T, given: readonly boolean[], names: { ref: string; tuple: string }): RefOrTuple<T> {
   const anyTuple = given.some(Boolean);
   if (ref !== "" && anyTuple) {
-    return { kind: "invalid", failure: toolFailure(ReasonCode.invalidValue, FailureStage.normalization, { detail_code: "ref_with_explicit_tuple", message: `Pass ${names.ref} or ${names.tuple}, not both.` }) };
+    return {
+      kind: "invalid",
+      failure: toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+        detail_code: "ref_with_explicit_tuple",
+        message: `Pass ${names.ref} or ${names.tuple}, not both.`,
+      }),
+    };
   }
   if (ref !== "") return { kind: "ref", ref };
   if (!given.every(Boolean)) {
-    return { kind: "invalid", failure: toolFailure(ReasonCode.missingField, FailureStage.normalization, { detail_code: "ref_or_complete_tuple_required", message: `Pass ${names.ref}, or all of ${names.tuple}.` }) };
+    return {
+      kind: "invalid",
+      failure: toolFailure(ReasonCode.missingField, FailureStage.normalization, {
+        detail_code: "ref_or_complete_tuple_required",
+        message: `Pass ${names.ref}, or all of ${names.tuple}.`,
+      }),
+    };
   }
   return { kind: "tuple", tuple };
 }
@@ -56,18 +68,29 @@ export function invalidId(field: string): ToolFailure {
 }
 
 export function endpointNotFound(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "agent_endpoint_not_found", message: "No such agent endpoint for this caller." });
+  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+    detail_code: "agent_endpoint_not_found",
+    message: "No such agent endpoint for this caller.",
+  });
 }
 
 export function continuationRefNotFound(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "agent_continuation_ref_not_found", message: "No such agent_continuation_ref for this caller." });
+  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+    detail_code: "agent_continuation_ref_not_found",
+    message: "No such agent_continuation_ref for this caller.",
+  });
 }
 
 export function generationMismatch(): ToolFailure {
-  return toolFailure(ReasonCode.fenceRejected, FailureStage.authorization, { detail_code: "controller_generation_mismatch", message: "The controller generation is not the current one." });
+  return toolFailure(ReasonCode.fenceRejected, FailureStage.authorization, {
+    detail_code: "controller_generation_mismatch",
+    message: "The controller generation is not the current one.",
+  });
 }
 
 export function staleContinuationRef(): ToolFailure {
-  return toolFailure(ReasonCode.staleRef, FailureStage.resolution, { detail_code: "endpoint_generation_changed", message: "This agent_continuation_ref names an earlier endpoint generation; it is never moved to the successor." });
+  return toolFailure(ReasonCode.staleRef, FailureStage.resolution, {
+    detail_code: "endpoint_generation_changed",
+    message: "This agent_continuation_ref names an earlier endpoint generation; it is never moved to the successor.",
+  });
 }
-

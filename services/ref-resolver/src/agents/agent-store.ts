@@ -12,7 +12,16 @@ import type { Database, Principal, Queryable } from "@webcodex/platform";
 import type { ToolFailure } from "@webcodex/contracts";
 import { agentContinuationRefTable, issuePinnedRef } from "../refs/issue-ref.js";
 import { formatRef, parseRef, RefKind } from "../refs/ref-codes.js";
-import { continuationRefNotFound, endpointNotFound, generationMismatch, invalidId, isCallerId, isCounter, refOrTuple, staleContinuationRef } from "./agent-model.js";
+import {
+  continuationRefNotFound,
+  endpointNotFound,
+  generationMismatch,
+  invalidId,
+  isCallerId,
+  isCounter,
+  refOrTuple,
+  staleContinuationRef,
+} from "./agent-model.js";
 
 export interface AgentContinuation {
   agentId: string;
@@ -33,7 +42,10 @@ export function createAgentStore(db: Database) {
   }
 
   async function continuationRef(tx: Queryable, principal: Principal, c: AgentContinuation): Promise<string> {
-    return formatRef(RefKind.agentContinuation, await issuePinnedRef(tx, schema, agentContinuationRefTable, principal, [c.agentId, c.endpointId, c.controllerGeneration]));
+    return formatRef(
+      RefKind.agentContinuation,
+      await issuePinnedRef(tx, schema, agentContinuationRefTable, principal, [c.agentId, c.endpointId, c.controllerGeneration]),
+    );
   }
 
   return {
@@ -41,7 +53,10 @@ export function createAgentStore(db: Database) {
      * Advances the Endpoint to its next controller generation (expected 0 creates it at 1)
      * and issues the ref of the new generation; refs of earlier generations go stale.
      */
-    async rotateEndpoint(principal: Principal, input: { agentId: string; endpointId: string; expectedGeneration: number }): Promise<AgentResult<{ continuation: AgentContinuation; ref: string }>> {
+    async rotateEndpoint(
+      principal: Principal,
+      input: { agentId: string; endpointId: string; expectedGeneration: number },
+    ): Promise<AgentResult<{ continuation: AgentContinuation; ref: string }>> {
       const bad = checkIds({ agent_id: input.agentId, endpoint_id: input.endpointId });
       if (bad) return fail(bad);
       if (!isCounter(input.expectedGeneration, true)) return fail(invalidId("expected_controller_generation"));
@@ -75,7 +90,10 @@ export function createAgentStore(db: Database) {
     },
 
     /** The ref pinned to the Endpoint's current generation, which must be the expected one. */
-    async issueContinuationRef(principal: Principal, input: { agentId: string; endpointId: string; expectedGeneration: number }): Promise<AgentResult<{ continuation: AgentContinuation; ref: string }>> {
+    async issueContinuationRef(
+      principal: Principal,
+      input: { agentId: string; endpointId: string; expectedGeneration: number },
+    ): Promise<AgentResult<{ continuation: AgentContinuation; ref: string }>> {
       const bad = checkIds({ agent_id: input.agentId, endpoint_id: input.endpointId });
       if (bad) return fail(bad);
       if (!isCounter(input.expectedGeneration, false)) return fail(invalidId("expected_controller_generation"));
@@ -93,7 +111,10 @@ export function createAgentStore(db: Database) {
     },
 
     /** Expands a ref (or takes the explicit tuple) and runs the owner and generation checks. */
-    async resolveContinuation(principal: Principal, input: { ref: string; agentId: string; endpointId: string; expectedGeneration: number }): Promise<AgentResult<{ continuation: AgentContinuation }>> {
+    async resolveContinuation(
+      principal: Principal,
+      input: { ref: string; agentId: string; endpointId: string; expectedGeneration: number },
+    ): Promise<AgentResult<{ continuation: AgentContinuation }>> {
       const selected = refOrTuple(input.ref, input, [input.agentId !== "", input.endpointId !== "", input.expectedGeneration !== 0], {
         ref: "agent_continuation_ref",
         tuple: "agent_id, endpoint_id and expected_controller_generation",
@@ -126,7 +147,6 @@ export function createAgentStore(db: Database) {
       if (Number(row.controller_generation) !== input.expectedGeneration) return fail(generationMismatch());
       return { ok: true, continuation: { agentId: input.agentId, endpointId: input.endpointId, controllerGeneration: input.expectedGeneration } };
     },
-
   };
 }
 

@@ -19,7 +19,17 @@
  * change in shared transactions).
  */
 import { createHash, randomBytes } from "node:crypto";
-import { clampRule, FailureStage, isToolFailureError, listAgentTasksFollowUp, readAgentTaskFollowUp, ReasonCode, toolFailure, toolLimit, waitForAgentEventsFollowUp } from "@webcodex/contracts";
+import {
+  clampRule,
+  FailureStage,
+  isToolFailureError,
+  listAgentTasksFollowUp,
+  readAgentTaskFollowUp,
+  ReasonCode,
+  toolFailure,
+  toolLimit,
+  waitForAgentEventsFollowUp,
+} from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { Database, Principal, Queryable } from "@webcodex/platform";
 import type { ProjectStore } from "../projects/project-store.js";
@@ -83,7 +93,10 @@ const invalid = (detail: string, field: string, message?: string): ToolFailure =
 function stableJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
   if (value && typeof value === "object") {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`).join(",")}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
   }
   return JSON.stringify(value);
 }
@@ -146,7 +159,10 @@ export function createAgentTasks(deps: AgentTasksDeps) {
   function oneAtATime<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const prior = startQueues.get(key) ?? Promise.resolve();
     const next = prior.then(fn, fn);
-    const settled = next.then(() => undefined, () => undefined);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
     startQueues.set(key, settled);
     void settled.then(() => {
       if (startQueues.get(key) === settled) startQueues.delete(key);
@@ -205,9 +221,11 @@ export function createAgentTasks(deps: AgentTasksDeps) {
    */
   async function withEvents<T>(fn: (tx: Queryable, wake: (appended: Appended[]) => void) => Promise<T>): Promise<T> {
     const woken = new Map<string, AppendedEvent[]>();
-    const value = await db.transaction((tx) => fn(tx, (appended) => {
-      for (const a of appended) woken.set(a.agentId, [...(woken.get(a.agentId) ?? []), a.event]);
-    }));
+    const value = await db.transaction((tx) =>
+      fn(tx, (appended) => {
+        for (const a of appended) woken.set(a.agentId, [...(woken.get(a.agentId) ?? []), a.event]);
+      }),
+    );
     for (const [agentId, events] of woken) bus.notify(agentId, events);
     return value;
   }
@@ -220,7 +238,8 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     );
     const row = r.rows[0];
     if (!row) return undefined;
-    if (row.request_digest !== digest) throw new FailureThrow(invalid("idempotency_key_reused", "idempotency_key", "This idempotency_key was used for a different request."));
+    if (row.request_digest !== digest)
+      throw new FailureThrow(invalid("idempotency_key_reused", "idempotency_key", "This idempotency_key was used for a different request."));
     return JSON.parse(row.result_json) as Record<string, unknown>;
   }
 
@@ -231,7 +250,10 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     );
   }
 
-  const digestOf = (tool: string, args: Record<string, unknown>) => createHash("sha256").update(`${tool}\u0000${stableJson(args)}`).digest("hex");
+  const digestOf = (tool: string, args: Record<string, unknown>) =>
+    createHash("sha256")
+      .update(`${tool}\u0000${stableJson(args)}`)
+      .digest("hex");
 
   /** Serializes keyed calls of one principal and key (the replay row is written at the end). */
   const keyLock = (tx: Queryable, principal: Principal, tool: string, key: string) =>
@@ -242,7 +264,11 @@ export function createAgentTasks(deps: AgentTasksDeps) {
    * fence and controller generation. The Task row is locked when `lock` (mutations).
    */
   async function checkAttempt(
-    tx: Queryable, principal: Principal, attemptId: string, expect: { taskId?: string; assigneeAgentId?: string; fence?: number; generation?: number }, lock: boolean,
+    tx: Queryable,
+    principal: Principal,
+    attemptId: string,
+    expect: { taskId?: string; assigneeAgentId?: string; fence?: number; generation?: number },
+    lock: boolean,
   ): Promise<{ task: TaskRow; attempt: AttemptRow }> {
     if (!isAttemptId(attemptId)) throw new FailureThrow(notFound("attempt"));
     // One statement: the Attempt, its Task (locked for mutations), both Agents and the
@@ -267,16 +293,22 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     const agent = { controller_generation: task.agent_generation };
     const fence = Number(attempt.attempt_fence);
     const evidence = { attempt_fence: fence, current_fence: Number(task.current_fence) };
-    if ((expect.taskId !== undefined && expect.taskId !== attempt.task_id) || (expect.assigneeAgentId !== undefined && expect.assigneeAgentId !== attempt.assignee_agent_id)) {
+    if (
+      (expect.taskId !== undefined && expect.taskId !== attempt.task_id) ||
+      (expect.assigneeAgentId !== undefined && expect.assigneeAgentId !== attempt.assignee_agent_id)
+    ) {
       throw new FailureThrow(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
     }
     if (expect.fence !== undefined && expect.fence !== fence) throw new FailureThrow(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
-    if (expect.generation !== undefined && expect.generation !== Number(attempt.controller_generation)) throw new FailureThrow(fenceStale("controller_generation_mismatch", task.task_id, evidence));
+    if (expect.generation !== undefined && expect.generation !== Number(attempt.controller_generation))
+      throw new FailureThrow(fenceStale("controller_generation_mismatch", task.task_id, evidence));
     if (Number(task.current_fence) !== fence) throw new FailureThrow(fenceStale("attempt_superseded", task.task_id, evidence));
     if (task.state !== "in_progress") throw new FailureThrow(fenceStale(`task_${task.state}`, task.task_id, evidence));
     if (attempt.state !== "live") throw new FailureThrow(fenceStale(`attempt_${attempt.state}`, task.task_id, evidence));
-    if (Number(agent.controller_generation) !== Number(attempt.controller_generation)) throw new FailureThrow(fenceStale("controller_generation_changed", task.task_id, evidence));
-    if (!attempt.lease_live) throw new FailureThrow(fenceStale("lease_expired", task.task_id, { ...evidence, lease_expires_at: iso(attempt.lease_expires_at) }));
+    if (Number(agent.controller_generation) !== Number(attempt.controller_generation))
+      throw new FailureThrow(fenceStale("controller_generation_changed", task.task_id, evidence));
+    if (!attempt.lease_live)
+      throw new FailureThrow(fenceStale("lease_expired", task.task_id, { ...evidence, lease_expires_at: iso(attempt.lease_expires_at) }));
     return { task, attempt };
   }
 
@@ -290,12 +322,20 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     );
     const pin = r.rows[0];
     if (!pin) throw new FailureThrow(notFound("attempt_ref"));
-    return checkAttempt(tx, principal, pin.attempt_id, { taskId: pin.task_id, assigneeAgentId: pin.assignee_agent_id, fence: Number(pin.attempt_fence), generation: Number(pin.controller_generation) }, lock);
+    return checkAttempt(
+      tx,
+      principal,
+      pin.attempt_id,
+      { taskId: pin.task_id, assigneeAgentId: pin.assignee_agent_id, fence: Number(pin.attempt_fence), generation: Number(pin.controller_generation) },
+      lock,
+    );
   }
 
   const tupleOf = (args: Record<string, unknown>) => ({
-    taskId: str(args, "task_id"), assigneeAgentId: str(args, "assignee_agent_id"),
-    fence: num(args, "attempt_fence") ?? 0, generation: num(args, "attempt_controller_generation") ?? 0,
+    taskId: str(args, "task_id"),
+    assigneeAgentId: str(args, "assignee_agent_id"),
+    fence: num(args, "attempt_fence") ?? 0,
+    generation: num(args, "attempt_controller_generation") ?? 0,
   });
 
   const recipientsOf = (t: TaskRow) => [t.assignee_agent_id, t.requester_agent_id];
@@ -307,17 +347,31 @@ export function createAgentTasks(deps: AgentTasksDeps) {
   // ── the tools ──
   const tools: Record<string, (principal: Principal, args: Record<string, unknown>, signal?: AbortSignal) => Promise<AgentToolResult>> = {
     async create_agent(principal, args) {
-      const agentId = `wc_agent_${hex()}`, endpointId = `wc_ep_${hex()}`;
+      const agentId = `wc_agent_${hex()}`,
+        endpointId = `wc_ep_${hex()}`;
       return db.transaction(async (tx) => {
-        await tx.query(`INSERT INTO ${schema}.agent_endpoints (client_id, subject, agent_id, endpoint_id, controller_generation) VALUES ($1, $2, $3, $4, 1)`, [principal.clientId, principal.subject, agentId, endpointId]);
-        await tx.query(`INSERT INTO ${schema}.agents (agent_id, client_id, subject, name, endpoint_id) VALUES ($1, $2, $3, $4, $5)`, [agentId, principal.clientId, principal.subject, str(args, "name"), endpointId]);
+        await tx.query(`INSERT INTO ${schema}.agent_endpoints (client_id, subject, agent_id, endpoint_id, controller_generation) VALUES ($1, $2, $3, $4, 1)`, [
+          principal.clientId,
+          principal.subject,
+          agentId,
+          endpointId,
+        ]);
+        await tx.query(`INSERT INTO ${schema}.agents (agent_id, client_id, subject, name, endpoint_id) VALUES ($1, $2, $3, $4, $5)`, [
+          agentId,
+          principal.clientId,
+          principal.subject,
+          str(args, "name"),
+          endpointId,
+        ]);
         const ref = await continuationRefFor(tx, principal, agentId, endpointId, 1);
         return { result: { agent_id: agentId, endpoint_id: endpointId, controller_generation: 1, agent_continuation_ref: ref } };
       });
     },
 
     async rotate_agent_continuation_endpoint(principal, args) {
-      const agentId = str(args, "agent_id"), endpointId = str(args, "endpoint_id"), expected = num(args, "expected_controller_generation") ?? 0;
+      const agentId = str(args, "agent_id"),
+        endpointId = str(args, "endpoint_id"),
+        expected = num(args, "expected_controller_generation") ?? 0;
       return db.transaction(async (tx) => {
         const agent = await agentOf(tx, principal, agentId);
         if (agent.endpoint_id !== endpointId) throw new FailureThrow(notFound("agent"));
@@ -330,7 +384,10 @@ export function createAgentTasks(deps: AgentTasksDeps) {
           throw new FailureThrow(generationMismatch());
         }
         const next = current + 1;
-        await tx.query(`UPDATE ${schema}.agent_endpoints SET controller_generation = $5, rotated_at = now() WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4`, [principal.clientId, principal.subject, agentId, endpointId, next]);
+        await tx.query(
+          `UPDATE ${schema}.agent_endpoints SET controller_generation = $5, rotated_at = now() WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4`,
+          [principal.clientId, principal.subject, agentId, endpointId, next],
+        );
         const ref = await continuationRefFor(tx, principal, agentId, endpointId, next);
         return { result: { agent_id: agentId, endpoint_id: endpointId, controller_generation: next, agent_continuation_ref: ref } };
       });
@@ -347,7 +404,9 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       // the Project is hidden from. Checked before the transaction (the resolver has its own
       // connection use; embedded mode has one connection). Answered like an unknown Agent.
       const assigneeId = str(args, "assignee_agent_id");
-      const owner = AGENT_ID.test(assigneeId) ? (await db.query<{ client_id: string; subject: string }>(`SELECT client_id, subject FROM ${schema}.agents WHERE agent_id = $1`, [assigneeId])).rows[0] : undefined;
+      const owner = AGENT_ID.test(assigneeId)
+        ? (await db.query<{ client_id: string; subject: string }>(`SELECT client_id, subject FROM ${schema}.agents WHERE agent_id = $1`, [assigneeId])).rows[0]
+        : undefined;
       if (owner && owner.client_id === principal.clientId && owner.subject !== principal.subject) {
         const seen = await projects.resolve({ clientId: owner.client_id, subject: owner.subject }, project.canonicalId);
         if (!seen.ok) throw new FailureThrow(notFound("agent"));
@@ -361,14 +420,26 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         const assignee = str(args, "assignee_agent_id");
         const requester = str(args, "requester_agent_id");
         // Any Agent of the tenant may be the assignee; another tenant's is "not found".
-        const a = AGENT_ID.test(assignee) ? (await tx.query<{ client_id: string }>(`SELECT client_id FROM ${schema}.agents WHERE agent_id = $1`, [assignee])).rows[0] : undefined;
+        const a = AGENT_ID.test(assignee)
+          ? (await tx.query<{ client_id: string }>(`SELECT client_id FROM ${schema}.agents WHERE agent_id = $1`, [assignee])).rows[0]
+          : undefined;
         if (!a || a.client_id !== principal.clientId) throw new FailureThrow(notFound("agent"));
         if (requester !== "") await agentOf(tx, principal, requester);
         const taskId = `wc_task_${hex()}`;
         await tx.query(
           `INSERT INTO ${schema}.agent_tasks (task_id, client_id, creator_subject, project_canonical_id, project_incarnation, title, instructions, assignee_agent_id, requester_agent_id)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [taskId, principal.clientId, principal.subject, project.canonicalId, project.incarnation, str(args, "title"), str(args, "instructions"), assignee, requester || null],
+          [
+            taskId,
+            principal.clientId,
+            principal.subject,
+            project.canonicalId,
+            project.incarnation,
+            str(args, "title"),
+            str(args, "instructions"),
+            assignee,
+            requester || null,
+          ],
         );
         wake(await appendEvents(tx, [assignee, requester || null], "task_assigned", taskId));
         const result = { task_id: taskId, state: "open" };
@@ -398,7 +469,12 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       }
       const r = await db.query<TaskRow>(`${taskSelect} WHERE ${where.join(" AND ")} ORDER BY t.created_at DESC, t.task_id LIMIT ${LIST_LIMIT + 1}`, params);
       const tasks = r.rows.slice(0, LIST_LIMIT).map((t) => ({
-        task_id: t.task_id, title: t.title, state: t.state, project_id: t.project_canonical_id, assignee_agent_id: t.assignee_agent_id, updated_at: iso(t.updated_at),
+        task_id: t.task_id,
+        title: t.title,
+        state: t.state,
+        project_id: t.project_canonical_id,
+        assignee_agent_id: t.assignee_agent_id,
+        updated_at: iso(t.updated_at),
       }));
       return { result: { tasks, ...(r.rows.length > LIST_LIMIT ? { truncated: true } : {}) }, ...(projectCanonicalId ? { projectCanonicalId } : {}) };
     },
@@ -407,15 +483,24 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       const t = await taskFor(db, principal, str(args, "task_id"));
       const current = (await db.query<AttemptRow>(`${attemptSelect} WHERE at.task_id = $1 ORDER BY at.attempt_fence DESC LIMIT 1`, [t.task_id])).rows[0];
       const result: Record<string, unknown> = {
-        task_id: t.task_id, project_id: t.project_canonical_id, title: t.title, instructions: t.instructions, state: t.state,
-        assignee_agent_id: t.assignee_agent_id, ...(t.requester_agent_id ? { requester_agent_id: t.requester_agent_id } : {}),
-        created_at: iso(t.created_at), updated_at: iso(t.updated_at),
-        ...(t.summary !== null ? { summary: t.summary } : {}), ...(t.stop_reason !== null ? { stop_reason: t.stop_reason } : {}),
+        task_id: t.task_id,
+        project_id: t.project_canonical_id,
+        title: t.title,
+        instructions: t.instructions,
+        state: t.state,
+        assignee_agent_id: t.assignee_agent_id,
+        ...(t.requester_agent_id ? { requester_agent_id: t.requester_agent_id } : {}),
+        created_at: iso(t.created_at),
+        updated_at: iso(t.updated_at),
+        ...(t.summary !== null ? { summary: t.summary } : {}),
+        ...(t.stop_reason !== null ? { stop_reason: t.stop_reason } : {}),
       };
       if (current) {
         const lapsed = current.state === "live" && !current.lease_live;
         result["current_attempt"] = {
-          attempt_id: current.attempt_id, attempt_fence: Number(current.attempt_fence), state: lapsed ? "lease_expired" : current.state,
+          attempt_id: current.attempt_id,
+          attempt_fence: Number(current.attempt_fence),
+          state: lapsed ? "lease_expired" : current.state,
           ...(current.state === "live" ? { lease_expires_at: iso(current.lease_expires_at) } : {}),
         };
       }
@@ -427,10 +512,22 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         const t = await taskFor(tx, principal, str(args, "task_id"), true);
         if (t.state === "stopped") return { result: { task_id: t.task_id, state: "stopped" }, projectCanonicalId: t.project_canonical_id };
         if (t.state === "completed" || t.state === "failed") {
-          throw new FailureThrow(toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "task_finished", evidence: { state: t.state }, message: "The task already finished; nothing was stopped." }));
+          throw new FailureThrow(
+            toolFailure(ReasonCode.invalidValue, FailureStage.preflight, {
+              detail_code: "task_finished",
+              evidence: { state: t.state },
+              message: "The task already finished; nothing was stopped.",
+            }),
+          );
         }
-        const live = await tx.query<{ attempt_id: string }>(`UPDATE ${schema}.agent_task_attempts SET state = 'stopped', ended_at = now() WHERE task_id = $1 AND state = 'live' RETURNING attempt_id`, [t.task_id]);
-        await tx.query(`UPDATE ${schema}.agent_tasks SET state = 'stopped', stop_reason = $2, updated_at = now() WHERE task_id = $1`, [t.task_id, str(args, "reason")]);
+        const live = await tx.query<{ attempt_id: string }>(
+          `UPDATE ${schema}.agent_task_attempts SET state = 'stopped', ended_at = now() WHERE task_id = $1 AND state = 'live' RETURNING attempt_id`,
+          [t.task_id],
+        );
+        await tx.query(`UPDATE ${schema}.agent_tasks SET state = 'stopped', stop_reason = $2, updated_at = now() WHERE task_id = $1`, [
+          t.task_id,
+          str(args, "reason"),
+        ]);
         wake(await appendEvents(tx, recipientsOf(t), "task_stopped", t.task_id, live.rows[0]?.attempt_id));
         return { result: { task_id: t.task_id, state: "stopped" }, projectCanonicalId: t.project_canonical_id };
       });
@@ -444,48 +541,74 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       // Starts of one Task wait here, in memory, rather than each holding a pooled connection
       // while it waits for the Task's row lock: a burst of starts then answers lease_held one
       // after another instead of running the pool dry. The row lock still decides (replicas).
-      return oneAtATime(str(args, "task_id"), () => withEvents(async (tx, wake) => {
-        // The Task row lock serializes every start of one Task (and its keyed replays).
-        const t = await taskFor(tx, principal, str(args, "task_id"), true);
-        const prior = await replayed(tx, principal, "start_agent_task_attempt", key, digest);
-        if (prior) return { result: prior, projectCanonicalId: t.project_canonical_id };
-        const agent = await agentOf(tx, principal, str(args, "assignee_agent_id"));
-        if (agent.agent_id !== t.assignee_agent_id) {
-          throw new FailureThrow(toolFailure(ReasonCode.invalidValue, FailureStage.authorization, { detail_code: "not_task_assignee", evidence: { field: "assignee_agent_id" }, message: "This agent is not the task's assignee." }));
-        }
-        if (t.state === "completed" || t.state === "failed" || t.state === "stopped") {
-          throw new FailureThrow(toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "task_finished", evidence: { state: t.state }, follow_up: readAgentTaskFollowUp(t.task_id) }));
-        }
-        const live = (await tx.query<AttemptRow>(`${attemptSelect} WHERE at.task_id = $1 AND at.state = 'live'`, [t.task_id])).rows[0];
-        if (live?.lease_live) {
-          throw new FailureThrow(toolFailure(ReasonCode.leaseHeld, FailureStage.preflight, {
-            detail_code: "attempt_lease_live", evidence: { attempt_fence: Number(live.attempt_fence), lease_expires_at: iso(live.lease_expires_at) },
-            message: "Another attempt holds this task's lease; start again after it ends or lapses.", follow_up: readAgentTaskFollowUp(t.task_id),
-          }));
-        }
-        if (live) {
-          // Takeover: the lapsed attempt ends as lost (its outcome is unknown) in this transaction.
-          await tx.query(`UPDATE ${schema}.agent_task_attempts SET state = 'lost', ended_at = now() WHERE attempt_id = $1`, [live.attempt_id]);
-          wake(await appendEvents(tx, recipientsOf(t), "attempt_lost", t.task_id, live.attempt_id));
-        }
-        const fence = await fences.next(t.task_id, Number(t.current_fence));
-        await tx.query(`UPDATE ${schema}.agent_tasks SET current_fence = $2, state = 'in_progress', updated_at = now() WHERE task_id = $1`, [t.task_id, fence]);
-        const attemptId = newAttemptId();
-        const generation = Number(agent.controller_generation);
-        const inserted = await tx.query<{ lease_expires_at: Date | string }>(
-          `INSERT INTO ${schema}.agent_task_attempts (attempt_id, task_id, client_id, subject, assignee_agent_id, attempt_fence, controller_generation, lease_ms, lease_expires_at)
+      return oneAtATime(str(args, "task_id"), () =>
+        withEvents(async (tx, wake) => {
+          // The Task row lock serializes every start of one Task (and its keyed replays).
+          const t = await taskFor(tx, principal, str(args, "task_id"), true);
+          const prior = await replayed(tx, principal, "start_agent_task_attempt", key, digest);
+          if (prior) return { result: prior, projectCanonicalId: t.project_canonical_id };
+          const agent = await agentOf(tx, principal, str(args, "assignee_agent_id"));
+          if (agent.agent_id !== t.assignee_agent_id) {
+            throw new FailureThrow(
+              toolFailure(ReasonCode.invalidValue, FailureStage.authorization, {
+                detail_code: "not_task_assignee",
+                evidence: { field: "assignee_agent_id" },
+                message: "This agent is not the task's assignee.",
+              }),
+            );
+          }
+          if (t.state === "completed" || t.state === "failed" || t.state === "stopped") {
+            throw new FailureThrow(
+              toolFailure(ReasonCode.invalidValue, FailureStage.preflight, {
+                detail_code: "task_finished",
+                evidence: { state: t.state },
+                follow_up: readAgentTaskFollowUp(t.task_id),
+              }),
+            );
+          }
+          const live = (await tx.query<AttemptRow>(`${attemptSelect} WHERE at.task_id = $1 AND at.state = 'live'`, [t.task_id])).rows[0];
+          if (live?.lease_live) {
+            throw new FailureThrow(
+              toolFailure(ReasonCode.leaseHeld, FailureStage.preflight, {
+                detail_code: "attempt_lease_live",
+                evidence: { attempt_fence: Number(live.attempt_fence), lease_expires_at: iso(live.lease_expires_at) },
+                message: "Another attempt holds this task's lease; start again after it ends or lapses.",
+                follow_up: readAgentTaskFollowUp(t.task_id),
+              }),
+            );
+          }
+          if (live) {
+            // Takeover: the lapsed attempt ends as lost (its outcome is unknown) in this transaction.
+            await tx.query(`UPDATE ${schema}.agent_task_attempts SET state = 'lost', ended_at = now() WHERE attempt_id = $1`, [live.attempt_id]);
+            wake(await appendEvents(tx, recipientsOf(t), "attempt_lost", t.task_id, live.attempt_id));
+          }
+          const fence = await fences.next(t.task_id, Number(t.current_fence));
+          await tx.query(`UPDATE ${schema}.agent_tasks SET current_fence = $2, state = 'in_progress', updated_at = now() WHERE task_id = $1`, [
+            t.task_id,
+            fence,
+          ]);
+          const attemptId = newAttemptId();
+          const generation = Number(agent.controller_generation);
+          const inserted = await tx.query<{ lease_expires_at: Date | string }>(
+            `INSERT INTO ${schema}.agent_task_attempts (attempt_id, task_id, client_id, subject, assignee_agent_id, attempt_fence, controller_generation, lease_ms, lease_expires_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int, now() + $8::int * interval '1 millisecond') RETURNING lease_expires_at`,
-          [attemptId, t.task_id, principal.clientId, principal.subject, agent.agent_id, fence, generation, leaseMs],
-        );
-        const code = await issuePinnedRef(tx, schema, attemptRefTable, principal, [t.task_id, attemptId, agent.agent_id, fence, generation]);
-        wake(await appendEvents(tx, recipientsOf(t), "attempt_started", t.task_id, attemptId));
-        const result = {
-          task_id: t.task_id, attempt_id: attemptId, assignee_agent_id: agent.agent_id, attempt_fence: fence, attempt_controller_generation: generation,
-          attempt_ref: formatRef(RefKind.attempt, code), lease_expires_at: iso(inserted.rows[0]?.lease_expires_at),
-        };
-        await remember(tx, principal, "start_agent_task_attempt", key, digest, result);
-        return { result, projectCanonicalId: t.project_canonical_id };
-      }));
+            [attemptId, t.task_id, principal.clientId, principal.subject, agent.agent_id, fence, generation, leaseMs],
+          );
+          const code = await issuePinnedRef(tx, schema, attemptRefTable, principal, [t.task_id, attemptId, agent.agent_id, fence, generation]);
+          wake(await appendEvents(tx, recipientsOf(t), "attempt_started", t.task_id, attemptId));
+          const result = {
+            task_id: t.task_id,
+            attempt_id: attemptId,
+            assignee_agent_id: agent.agent_id,
+            attempt_fence: fence,
+            attempt_controller_generation: generation,
+            attempt_ref: formatRef(RefKind.attempt, code),
+            lease_expires_at: iso(inserted.rows[0]?.lease_expires_at),
+          };
+          await remember(tx, principal, "start_agent_task_attempt", key, digest, result);
+          return { result, projectCanonicalId: t.project_canonical_id };
+        }),
+      );
     },
 
     async heartbeat_agent_task_attempt(principal, args) {
@@ -504,11 +627,18 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       return withEvents(async (tx, wake) => {
         const { task, attempt } = await checkAttempt(tx, principal, str(args, "attempt_id"), tupleOf(args), true);
         const summary = str(args, "summary");
-        await tx.query(`UPDATE ${schema}.agent_task_attempts SET state = $2, summary = $3, ended_at = now() WHERE attempt_id = $1`, [attempt.attempt_id, outcome, summary]);
+        await tx.query(`UPDATE ${schema}.agent_task_attempts SET state = $2, summary = $3, ended_at = now() WHERE attempt_id = $1`, [
+          attempt.attempt_id,
+          outcome,
+          summary,
+        ]);
         const taskState = outcome === "succeeded" ? "completed" : "failed";
         await tx.query(`UPDATE ${schema}.agent_tasks SET state = $2, summary = $3, updated_at = now() WHERE task_id = $1`, [task.task_id, taskState, summary]);
         wake(await appendEvents(tx, recipientsOf(task), outcome === "succeeded" ? "attempt_completed" : "attempt_failed", task.task_id, attempt.attempt_id));
-        return { result: { task_id: task.task_id, attempt_id: attempt.attempt_id, attempt_state: outcome, task_state: taskState }, projectCanonicalId: task.project_canonical_id };
+        return {
+          result: { task_id: task.task_id, attempt_id: attempt.attempt_id, attempt_state: outcome, task_state: taskState },
+          projectCanonicalId: task.project_canonical_id,
+        };
       });
     },
 
@@ -519,19 +649,34 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       const seen = (await db.query<AttemptRow>(`${attemptSelect} WHERE at.attempt_id = $1`, [attemptId])).rows[0];
       if (!seen || !ownedBy(seen, principal)) throw new FailureThrow(notFound("attempt"));
       const task = await taskFor(db, principal, seen.task_id);
-      if (seen.task_id !== tuple.taskId || seen.assignee_agent_id !== tuple.assigneeAgentId || Number(seen.attempt_fence) !== tuple.fence || Number(seen.controller_generation) !== tuple.generation) {
+      if (
+        seen.task_id !== tuple.taskId ||
+        seen.assignee_agent_id !== tuple.assigneeAgentId ||
+        Number(seen.attempt_fence) !== tuple.fence ||
+        Number(seen.controller_generation) !== tuple.generation
+      ) {
         throw new FailureThrow(fenceStale("attempt_tuple_mismatch", task.task_id));
       }
       const agent = await agentOf(db, principal, seen.assignee_agent_id);
-      const holdsFence = seen.state === "live" && seen.lease_live && Number(task.current_fence) === Number(seen.attempt_fence) && Number(agent.controller_generation) === Number(seen.controller_generation);
+      const holdsFence =
+        seen.state === "live" &&
+        seen.lease_live &&
+        Number(task.current_fence) === Number(seen.attempt_fence) &&
+        Number(agent.controller_generation) === Number(seen.controller_generation);
       // Ended without a completion (lost, or live with a lapsed lease, or stopped): whether its
       // work finished is not known. Reported, never retried.
       const unknown = seen.state === "lost" || seen.state === "stopped" || (seen.state === "live" && !holdsFence);
       const state = seen.state === "live" && !seen.lease_live ? "lease_expired" : seen.state;
       return {
         result: {
-          attempt_id: seen.attempt_id, attempt_state: state, holds_fence: holdsFence, attempt_fence: Number(seen.attempt_fence), current_fence: Number(task.current_fence),
-          task_state: task.state, outcome_unknown: unknown, ...(seen.state === "live" ? { lease_expires_at: iso(seen.lease_expires_at) } : {}),
+          attempt_id: seen.attempt_id,
+          attempt_state: state,
+          holds_fence: holdsFence,
+          attempt_fence: Number(seen.attempt_fence),
+          current_fence: Number(task.current_fence),
+          task_state: task.state,
+          outcome_unknown: unknown,
+          ...(seen.state === "live" ? { lease_expires_at: iso(seen.lease_expires_at) } : {}),
           ...(seen.summary !== null ? { summary: seen.summary } : {}),
         },
         projectCanonicalId: task.project_canonical_id,
@@ -540,11 +685,26 @@ export function createAgentTasks(deps: AgentTasksDeps) {
 
     async start_agent_task_endpoint_continuation(principal, args) {
       const ref = str(args, "attempt_ref");
-      const given = [args["task_id"], args["attempt_id"], args["assignee_agent_id"], args["attempt_fence"], args["attempt_controller_generation"]].map((v) => v !== undefined);
-      if (ref !== "" && given.some(Boolean)) throw new FailureThrow(toolFailure(ReasonCode.invalidValue, FailureStage.normalization, { detail_code: "ref_with_explicit_tuple", message: "Pass attempt_ref or the explicit tuple, not both." }));
-      if (ref === "" && !given.every(Boolean)) throw new FailureThrow(toolFailure(ReasonCode.missingField, FailureStage.normalization, { detail_code: "ref_or_complete_tuple_required", message: "Pass attempt_ref, or all of task_id, attempt_id, assignee_agent_id, attempt_fence and attempt_controller_generation." }));
+      const given = [args["task_id"], args["attempt_id"], args["assignee_agent_id"], args["attempt_fence"], args["attempt_controller_generation"]].map(
+        (v) => v !== undefined,
+      );
+      if (ref !== "" && given.some(Boolean))
+        throw new FailureThrow(
+          toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+            detail_code: "ref_with_explicit_tuple",
+            message: "Pass attempt_ref or the explicit tuple, not both.",
+          }),
+        );
+      if (ref === "" && !given.every(Boolean))
+        throw new FailureThrow(
+          toolFailure(ReasonCode.missingField, FailureStage.normalization, {
+            detail_code: "ref_or_complete_tuple_required",
+            message: "Pass attempt_ref, or all of task_id, attempt_id, assignee_agent_id, attempt_fence and attempt_controller_generation.",
+          }),
+        );
       return withEvents(async (tx, wake) => {
-        const { task, attempt } = ref !== "" ? await checkAttemptRef(tx, principal, ref, true) : await checkAttempt(tx, principal, str(args, "attempt_id"), tupleOf(args), true);
+        const { task, attempt } =
+          ref !== "" ? await checkAttemptRef(tx, principal, ref, true) : await checkAttempt(tx, principal, str(args, "attempt_id"), tupleOf(args), true);
         wake(await appendEvents(tx, [task.assignee_agent_id], "continuation_requested", task.task_id, attempt.attempt_id));
         // Only the request is known here: a fresh model turn and its exact consume are later,
         // separate observations of the Host.
@@ -556,19 +716,30 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     },
 
     async wait_for_agent_events(principal, args, signal) {
-      const ref = str(args, "agent_continuation_ref"), agentArg = str(args, "agent_id");
+      const ref = str(args, "agent_continuation_ref"),
+        agentArg = str(args, "agent_id");
       if ((ref === "") === (agentArg === "")) {
-        throw new FailureThrow(toolFailure(ReasonCode.missingField, FailureStage.normalization, { detail_code: "agent_selector_required", message: "Pass agent_id or agent_continuation_ref (one of them)." }));
+        throw new FailureThrow(
+          toolFailure(ReasonCode.missingField, FailureStage.normalization, {
+            detail_code: "agent_selector_required",
+            message: "Pass agent_id or agent_continuation_ref (one of them).",
+          }),
+        );
       }
       let agentId = agentArg;
       if (ref !== "") {
         const code = parseRef(RefKind.agentContinuation, ref);
-        const pin = code === undefined ? undefined : (await db.query<{ agent_id: string; pinned: string; current: string }>(
-          `SELECT r.agent_id, r.controller_generation AS pinned, e.controller_generation AS current FROM ${schema}.agent_continuation_refs r
+        const pin =
+          code === undefined
+            ? undefined
+            : (
+                await db.query<{ agent_id: string; pinned: string; current: string }>(
+                  `SELECT r.agent_id, r.controller_generation AS pinned, e.controller_generation AS current FROM ${schema}.agent_continuation_refs r
            JOIN ${schema}.agent_endpoints e ON e.client_id = r.client_id AND e.subject = r.subject AND e.agent_id = r.agent_id AND e.endpoint_id = r.endpoint_id
            WHERE r.client_id = $1 AND r.subject = $2 AND r.code = $3`,
-          [principal.clientId, principal.subject, code],
-        )).rows[0];
+                  [principal.clientId, principal.subject, code],
+                )
+              ).rows[0];
         if (!pin) throw new FailureThrow(continuationRefNotFound());
         if (Number(pin.pinned) !== Number(pin.current)) {
           throw new FailureThrow(staleContinuationRef());
@@ -591,22 +762,31 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         const onAbort = () => stop.abort();
         signal?.addEventListener("abort", onAbort, { once: true });
         const woken = handed ? undefined : bus.wait(agentId, Math.max(0, deadline - Date.now()), stop.signal);
-        const r = handed ? { rows: handed } : await db.query<AppendedEvent>(
-          `SELECT seq, kind, task_id, attempt_id, at FROM ${schema}.agent_events WHERE agent_id = $1 AND seq > $2 ORDER BY seq LIMIT ${EVENTS_PAGE + 1}`,
-          [agentId, cursor],
-        );
+        const r = handed
+          ? { rows: handed }
+          : await db.query<AppendedEvent>(
+              `SELECT seq, kind, task_id, attempt_id, at FROM ${schema}.agent_events WHERE agent_id = $1 AND seq > $2 ORDER BY seq LIMIT ${EVENTS_PAGE + 1}`,
+              [agentId, cursor],
+            );
         if (r.rows.length > 0 || Date.now() >= deadline || signal?.aborted) {
           stop.abort();
           signal?.removeEventListener("abort", onAbort);
           const page = r.rows.slice(0, EVENTS_PAGE);
           const next = page.length > 0 ? String(page[page.length - 1]?.seq) : cursor;
           const events = page.map((e) => ({
-            event_id: `${agentId}:${e.seq}`, kind: e.kind, ...(e.task_id ? { task_id: e.task_id } : {}), ...(e.attempt_id ? { attempt_id: e.attempt_id } : {}), at: iso(e.at),
+            event_id: `${agentId}:${e.seq}`,
+            kind: e.kind,
+            ...(e.task_id ? { task_id: e.task_id } : {}),
+            ...(e.attempt_id ? { attempt_id: e.attempt_id } : {}),
+            at: iso(e.at),
           }));
           const more = r.rows.length > EVENTS_PAGE;
           return {
             result: {
-              events, cursor: next, wait_state: page.length > 0 ? "ready" : "timeout", wait_ms: waitMs,
+              events,
+              cursor: next,
+              wait_state: page.length > 0 ? "ready" : "timeout",
+              wait_ms: waitMs,
               ...(more ? { more: true } : {}),
               ...(page.length === 0 || more ? { follow_up: waitForAgentEventsFollowUp(selector, next, waitMs) } : {}),
             },
@@ -622,7 +802,12 @@ export function createAgentTasks(deps: AgentTasksDeps) {
   return {
     tools,
     /** Runs one agent tool; a domain failure comes back as `{failure}`. */
-    async call(principal: Principal, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<{ ok: true; value: AgentToolResult } | { ok: false; failure: ToolFailure }> {
+    async call(
+      principal: Principal,
+      tool: string,
+      args: Record<string, unknown>,
+      signal?: AbortSignal,
+    ): Promise<{ ok: true; value: AgentToolResult } | { ok: false; failure: ToolFailure }> {
       const fn = tools[tool];
       if (!fn) return { ok: false, failure: toolFailure(ReasonCode.unknownTool, FailureStage.dispatch, { detail_code: "not_an_agent_tool" }) };
       try {
@@ -634,11 +819,22 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       }
     },
     /** attempt_ref on a workspace call: the Attempt must hold its fence now, on a Task of this Project. */
-    async admitAttemptRef(principal: Principal, ref: string, projectCanonicalId: string): Promise<{ ok: true; taskId: string; attemptId: string; fence: number } | { ok: false; failure: ToolFailure }> {
+    async admitAttemptRef(
+      principal: Principal,
+      ref: string,
+      projectCanonicalId: string,
+    ): Promise<{ ok: true; taskId: string; attemptId: string; fence: number } | { ok: false; failure: ToolFailure }> {
       try {
         const { task, attempt } = await checkAttemptRef(db, principal, ref, false);
         if (task.project_canonical_id !== projectCanonicalId) {
-          return { ok: false, failure: toolFailure(ReasonCode.invalidValue, FailureStage.authorization, { detail_code: "attempt_other_project", evidence: { field: "attempt_ref" }, message: "This attempt's task is in another project." }) };
+          return {
+            ok: false,
+            failure: toolFailure(ReasonCode.invalidValue, FailureStage.authorization, {
+              detail_code: "attempt_other_project",
+              evidence: { field: "attempt_ref" },
+              message: "This attempt's task is in another project.",
+            }),
+          };
         }
         return { ok: true, taskId: task.task_id, attemptId: attempt.attempt_id, fence: Number(attempt.attempt_fence) };
       } catch (error) {

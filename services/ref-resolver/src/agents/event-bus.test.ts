@@ -7,7 +7,11 @@ describe("agent event notifications", () => {
     const event = { seq: "7", kind: "attempt_completed", task_id: "wc_task_1", attempt_id: null, at: "2026-01-02T03:04:05.678901+00:00" };
     assert.deepEqual(parseAgentEventNotification(JSON.stringify({ agent_id: "wc_agent_1", ...event })), { agentId: "wc_agent_1", event });
     assert.deepEqual(parseAgentEventNotification("wc_agent_1"), { agentId: "wc_agent_1" });
-    assert.deepEqual(parseAgentEventNotification(JSON.stringify({ agent_id: "wc_agent_1", seq: 7 })), { agentId: "wc_agent_1" }, "a malformed event only wakes");
+    assert.deepEqual(
+      parseAgentEventNotification(JSON.stringify({ agent_id: "wc_agent_1", seq: 7 })),
+      { agentId: "wc_agent_1" },
+      "a malformed event only wakes",
+    );
     assert.equal(parseAgentEventNotification("{not json"), undefined);
     assert.equal(parseAgentEventNotification(""), undefined);
   });

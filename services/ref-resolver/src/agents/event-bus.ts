@@ -72,9 +72,24 @@ export function parseAgentEventNotification(payload: string): { agentId: string;
   try {
     const n = JSON.parse(payload) as Partial<Record<keyof AppendedEvent | "agent_id", unknown>>;
     if (typeof n.agent_id !== "string") return undefined;
-    const ok = typeof n.seq === "string" && typeof n.kind === "string" && typeof n.at === "string"
-      && (n.task_id === null || typeof n.task_id === "string") && (n.attempt_id === null || typeof n.attempt_id === "string");
-    return ok ? { agentId: n.agent_id, event: { seq: n.seq as string, kind: n.kind as string, task_id: n.task_id as string | null, attempt_id: n.attempt_id as string | null, at: n.at as string } } : { agentId: n.agent_id };
+    const ok =
+      typeof n.seq === "string" &&
+      typeof n.kind === "string" &&
+      typeof n.at === "string" &&
+      (n.task_id === null || typeof n.task_id === "string") &&
+      (n.attempt_id === null || typeof n.attempt_id === "string");
+    return ok
+      ? {
+          agentId: n.agent_id,
+          event: {
+            seq: n.seq as string,
+            kind: n.kind as string,
+            task_id: n.task_id as string | null,
+            attempt_id: n.attempt_id as string | null,
+            at: n.at as string,
+          },
+        }
+      : { agentId: n.agent_id };
   } catch {
     return undefined;
   }

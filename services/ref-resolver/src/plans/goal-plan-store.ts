@@ -17,7 +17,10 @@ export function createGoalPlanStore(db: Database, schema = "refs") {
   return {
     async put(principal: Principal, o: { projectCanonicalId: string; goal: string; stepsJson: string }): Promise<GoalPlanSnapshot> {
       // A stable, opaque id for this principal's goal: the same goal finds the same plan.
-      const planId = `wc_plan_${createHash("sha256").update(JSON.stringify([principal.clientId, principal.subject, o.projectCanonicalId, o.goal])).digest("hex").slice(0, 24)}`;
+      const planId = `wc_plan_${createHash("sha256")
+        .update(JSON.stringify([principal.clientId, principal.subject, o.projectCanonicalId, o.goal]))
+        .digest("hex")
+        .slice(0, 24)}`;
       const r = await db.query<{ revision: string | number; updated_at: Date | string }>(
         `INSERT INTO ${schema}.goal_plans (plan_id, client_id, subject, project_canonical_id, goal, steps)
          VALUES ($1, $2, $3, $4, $5, $6::jsonb)

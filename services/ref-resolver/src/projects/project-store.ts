@@ -113,7 +113,10 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
    * with the tenant or that it owns, unless hidden from its subject.
    */
   const visible = (principal: Principal, project: ProjectRecord | undefined, isHidden: boolean): project is ProjectRecord =>
-    project !== undefined && project.clientId === principal.clientId && !isHidden && (project.visibility === "tenant" || project.ownerSubject === principal.subject);
+    project !== undefined &&
+    project.clientId === principal.clientId &&
+    !isHidden &&
+    (project.visibility === "tenant" || project.ownerSubject === principal.subject);
 
   interface LiveRow {
     live_incarnation: string | number | null;
@@ -128,18 +131,19 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
 
   /** Caches what one resolution read: the live incarnation of `canonicalId` (or none) and the caller's visibility. */
   function rememberLive(canonicalId: string, row: LiveRow | undefined, principal: Principal): ProjectRecord | undefined {
-    const project = row && row.live_incarnation !== null
-      ? {
-          canonicalId,
-          incarnation: Number(row.live_incarnation),
-          clientId: row.live_client_id ?? "",
-          projectId: row.live_project_id ?? "",
-          rootIdentity: row.live_root_identity ?? "",
-          name: row.live_name ?? "",
-          ownerSubject: row.owner_subject ?? "",
-          visibility: row.visibility === "private" ? "private" as const : "tenant" as const,
-        }
-      : undefined;
+    const project =
+      row && row.live_incarnation !== null
+        ? {
+            canonicalId,
+            incarnation: Number(row.live_incarnation),
+            clientId: row.live_client_id ?? "",
+            projectId: row.live_project_id ?? "",
+            rootIdentity: row.live_root_identity ?? "",
+            name: row.live_name ?? "",
+            ownerSubject: row.owner_subject ?? "",
+            visibility: row.visibility === "private" ? ("private" as const) : ("tenant" as const),
+          }
+        : undefined;
     live.set(canonicalId, { project });
     if (project) hidden.set(hiddenKey(canonicalId, principal.clientId, principal.subject), row?.hidden === true);
     return project;
@@ -199,7 +203,12 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
   const issuer = createCoalescer<{ principal: Principal; project: ProjectRecord }, Map<string, string>>(
     async (_key, items) => {
       const first = items[0];
-      return first ? issueBatch(first.principal, items.map((i) => i.project)) : new Map();
+      return first
+        ? issueBatch(
+            first.principal,
+            items.map((i) => i.project),
+          )
+        : new Map();
     },
     { maxBatch: ISSUE_BATCH },
   );
@@ -215,9 +224,13 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     });
     if (missing.length === 0) return out;
     // Large lists go straight to the database in chunks; single issuances coalesce.
-    const fresh = missing.length >= ISSUE_BATCH
-      ? await issueBatch(principal, missing)
-      : await issuer.submit(principalKey(principal), missing.map((project) => ({ principal, project })));
+    const fresh =
+      missing.length >= ISSUE_BATCH
+        ? await issueBatch(principal, missing)
+        : await issuer.submit(
+            principalKey(principal),
+            missing.map((project) => ({ principal, project })),
+          );
     for (const p of missing) {
       const ref = fresh.get(`${p.canonicalId}\u0000${p.incarnation}`);
       if (!ref) throw new Error("project_ref issuance returned no ref");
@@ -231,7 +244,13 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     const code = parseRef(RefKind.project, selector);
     if (code !== undefined) return resolveRef(principal, code);
     if (!isCanonicalProjectId(selector)) {
-      return { ok: false, failure: toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "invalid_project_selector", message: "project must be a project_ref like ~p1 or agent:<client_id>:<project_id>." }) };
+      return {
+        ok: false,
+        failure: toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+          detail_code: "invalid_project_selector",
+          message: "project must be a project_ref like ~p1 or agent:<client_id>:<project_id>.",
+        }),
+      };
     }
     const current = await visibleLive(principal, selector);
     return current ? { ok: true, project: current } : notFound();
@@ -249,7 +268,12 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
      * the live incarnation; a different root (or none live) opens the next incarnation, so
      * every earlier ref to the address goes stale.
      */
-    async register(input: { clientId: string; projectId: string; rootIdentity: string; name: string }): Promise<{ project: ProjectRecord; newIncarnation: boolean }> {
+    async register(input: {
+      clientId: string;
+      projectId: string;
+      rootIdentity: string;
+      name: string;
+    }): Promise<{ project: ProjectRecord; newIncarnation: boolean }> {
       const canonicalId = validCanonicalProjectId(input.clientId, input.projectId);
       const outcome = await db.transaction(async (tx) => {
         await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [canonicalId]);
@@ -258,22 +282,47 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
           `INSERT INTO ${schema}.project_settings (canonical_id, client_id, owner_subject, visibility) VALUES ($1,$2,NULL,'tenant') ON CONFLICT (canonical_id) DO NOTHING`,
           [canonicalId, input.clientId],
         );
-        const settings = (await tx.query<{ owner_subject: string | null; visibility: string }>(`SELECT owner_subject, visibility FROM ${schema}.project_settings WHERE canonical_id=$1`, [canonicalId])).rows[0];
-        const owned = { ownerSubject: settings?.owner_subject ?? "", visibility: settings?.visibility === "private" ? "private" as const : "tenant" as const };
+        const settings = (
+          await tx.query<{ owner_subject: string | null; visibility: string }>(
+            `SELECT owner_subject, visibility FROM ${schema}.project_settings WHERE canonical_id=$1`,
+            [canonicalId],
+          )
+        ).rows[0];
+        const owned = {
+          ownerSubject: settings?.owner_subject ?? "",
+          visibility: settings?.visibility === "private" ? ("private" as const) : ("tenant" as const),
+        };
         const liveRow = await tx.query<Row>(`SELECT * FROM ${schema}.projects WHERE canonical_id=$1 AND retired_at IS NULL`, [canonicalId]);
         const current = liveRow.rows[0] ? { ...toRecord(liveRow.rows[0]), ...owned } : undefined;
         if (current && current.rootIdentity === input.rootIdentity) {
-          if (current.name !== input.name) await tx.query(`UPDATE ${schema}.projects SET name=$3 WHERE canonical_id=$1 AND incarnation=$2`, [canonicalId, current.incarnation, input.name]);
+          if (current.name !== input.name)
+            await tx.query(`UPDATE ${schema}.projects SET name=$3 WHERE canonical_id=$1 AND incarnation=$2`, [canonicalId, current.incarnation, input.name]);
           return { project: { ...current, name: input.name }, newIncarnation: false };
         }
-        if (current) await tx.query(`UPDATE ${schema}.projects SET retired_at=now() WHERE canonical_id=$1 AND incarnation=$2`, [canonicalId, current.incarnation]);
+        if (current)
+          await tx.query(`UPDATE ${schema}.projects SET retired_at=now() WHERE canonical_id=$1 AND incarnation=$2`, [canonicalId, current.incarnation]);
         const max = await tx.query<{ m: string | null }>(`SELECT max(incarnation) AS m FROM ${schema}.projects WHERE canonical_id=$1`, [canonicalId]);
         const incarnation = Number(max.rows[0]?.m ?? 0) + 1;
-        await tx.query(
-          `INSERT INTO ${schema}.projects (canonical_id, incarnation, client_id, project_id, root_identity, name) VALUES ($1,$2,$3,$4,$5,$6)`,
-          [canonicalId, incarnation, input.clientId, input.projectId, input.rootIdentity, input.name],
-        );
-        return { project: { canonicalId, incarnation, clientId: input.clientId, projectId: input.projectId, rootIdentity: input.rootIdentity, name: input.name, ...owned }, newIncarnation: true };
+        await tx.query(`INSERT INTO ${schema}.projects (canonical_id, incarnation, client_id, project_id, root_identity, name) VALUES ($1,$2,$3,$4,$5,$6)`, [
+          canonicalId,
+          incarnation,
+          input.clientId,
+          input.projectId,
+          input.rootIdentity,
+          input.name,
+        ]);
+        return {
+          project: {
+            canonicalId,
+            incarnation,
+            clientId: input.clientId,
+            projectId: input.projectId,
+            rootIdentity: input.rootIdentity,
+            name: input.name,
+            ...owned,
+          },
+          newIncarnation: true,
+        };
       });
       // Invalidate after commit so no reader can re-cache the retired incarnation.
       live.delete(canonicalId);
@@ -297,12 +346,23 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     },
 
     /** Hides the Project from one subject of its client, or shows it again. */
-    async setVisibility(principal: Principal, input: { clientId: string; projectId: string; subject: string; visible: boolean }): Promise<{ changed: boolean }> {
+    async setVisibility(
+      principal: Principal,
+      input: { clientId: string; projectId: string; subject: string; visible: boolean },
+    ): Promise<{ changed: boolean }> {
       const canonicalId = ownedAddress(principal, input.clientId, input.projectId);
       if (!input.subject) throw new RangeError("subject is required");
       const r = input.visible
-        ? await db.query(`DELETE FROM ${schema}.hidden_projects WHERE canonical_id=$1 AND client_id=$2 AND subject=$3`, [canonicalId, input.clientId, input.subject])
-        : await db.query(`INSERT INTO ${schema}.hidden_projects (canonical_id, client_id, subject) VALUES ($1,$2,$3) ON CONFLICT DO NOTHING`, [canonicalId, input.clientId, input.subject]);
+        ? await db.query(`DELETE FROM ${schema}.hidden_projects WHERE canonical_id=$1 AND client_id=$2 AND subject=$3`, [
+            canonicalId,
+            input.clientId,
+            input.subject,
+          ])
+        : await db.query(`INSERT INTO ${schema}.hidden_projects (canonical_id, client_id, subject) VALUES ($1,$2,$3) ON CONFLICT DO NOTHING`, [
+            canonicalId,
+            input.clientId,
+            input.subject,
+          ]);
       hidden.delete(hiddenKey(canonicalId, input.clientId, input.subject));
       return { changed: r.rowCount > 0 };
     },
@@ -312,19 +372,37 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
      * Refused (project_exists) while a live incarnation holds the address, or while another
      * subject's declaration of it is recent (its Runner may still be starting).
      */
-    async declare(principal: Principal, input: { projectId: string; visibility: ProjectVisibility }): Promise<{ ok: true } | { ok: false; failure: ToolFailure }> {
+    async declare(
+      principal: Principal,
+      input: { projectId: string; visibility: ProjectVisibility },
+    ): Promise<{ ok: true } | { ok: false; failure: ToolFailure }> {
       if (!isCanonicalIdPart(input.projectId)) {
-        return { ok: false, failure: toolFailure(ReasonCode.invalidValue, FailureStage.normalization, { detail_code: "invalid_project_name", evidence: { field: "/name" }, message: "name must match [A-Za-z0-9._-]{1,128}." }) };
+        return {
+          ok: false,
+          failure: toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+            detail_code: "invalid_project_name",
+            evidence: { field: "/name" },
+            message: "name must match [A-Za-z0-9._-]{1,128}.",
+          }),
+        };
       }
       const canonicalId = validCanonicalProjectId(principal.clientId, input.projectId);
-      const exists = () => ({ ok: false as const, failure: toolFailure(ReasonCode.projectExists, FailureStage.preflight, { message: "A project with this name exists in your tenant; choose another name." }) });
+      const exists = () => ({
+        ok: false as const,
+        failure: toolFailure(ReasonCode.projectExists, FailureStage.preflight, {
+          message: "A project with this name exists in your tenant; choose another name.",
+        }),
+      });
       const outcome = await db.transaction(async (tx) => {
         await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [canonicalId]);
         const liveRow = await tx.query(`SELECT 1 FROM ${schema}.projects WHERE canonical_id=$1 AND retired_at IS NULL`, [canonicalId]);
         if (liveRow.rowCount > 0) return exists();
-        const prior = (await tx.query<{ owner_subject: string | null; recent: boolean }>(
-          `SELECT owner_subject, updated_at > now() - interval '15 minutes' AS recent FROM ${schema}.project_settings WHERE canonical_id=$1`, [canonicalId],
-        )).rows[0];
+        const prior = (
+          await tx.query<{ owner_subject: string | null; recent: boolean }>(
+            `SELECT owner_subject, updated_at > now() - interval '15 minutes' AS recent FROM ${schema}.project_settings WHERE canonical_id=$1`,
+            [canonicalId],
+          )
+        ).rows[0];
         if (prior && prior.recent && prior.owner_subject !== null && prior.owner_subject !== principal.subject) return exists();
         await tx.query(
           `INSERT INTO ${schema}.project_settings (canonical_id, client_id, owner_subject, visibility) VALUES ($1,$2,$3,$4)
@@ -342,21 +420,40 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
      * a private Project by canonical id). Someone who sees the Project but owns it not gets
      * not_project_owner; anyone else learns nothing (project_not_found).
      */
-    async update(principal: Principal, input: { selector: string; visibility: ProjectVisibility }): Promise<{ ok: true; project: ProjectRecord; changed: boolean } | { ok: false; failure: ToolFailure }> {
+    async update(
+      principal: Principal,
+      input: { selector: string; visibility: ProjectVisibility },
+    ): Promise<{ ok: true; project: ProjectRecord; changed: boolean } | { ok: false; failure: ToolFailure }> {
       let project: ProjectRecord | undefined;
       const resolution = await resolve(principal, input.selector);
       if (resolution.ok) project = resolution.project;
       else if (principal.tenantAdmin && isCanonicalProjectId(input.selector)) {
-        const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project_v2($1, $2, $3)`, [input.selector, principal.clientId, principal.subject]);
+        const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project_v2($1, $2, $3)`, [
+          input.selector,
+          principal.clientId,
+          principal.subject,
+        ]);
         const candidate = rememberLive(input.selector, r.rows[0], principal);
         if (candidate && candidate.clientId === principal.clientId) project = candidate;
       }
       if (!project) return resolution.ok ? { ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) } : resolution;
       if (project.ownerSubject !== principal.subject && !principal.tenantAdmin) {
-        return { ok: false, failure: toolFailure(ReasonCode.notProjectOwner, FailureStage.authorization, { message: "Only the project's owner or a tenant admin may change it." }) };
+        return {
+          ok: false,
+          failure: toolFailure(ReasonCode.notProjectOwner, FailureStage.authorization, {
+            message: "Only the project's owner or a tenant admin may change it.",
+          }),
+        };
       }
       if (input.visibility === "private" && !project.ownerSubject) {
-        return { ok: false, failure: toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "project_has_no_owner", evidence: { field: "/visibility" }, message: "This project was registered by its Runner and has no owner; it stays shared with the tenant." }) };
+        return {
+          ok: false,
+          failure: toolFailure(ReasonCode.invalidValue, FailureStage.preflight, {
+            detail_code: "project_has_no_owner",
+            evidence: { field: "/visibility" },
+            message: "This project was registered by its Runner and has no owner; it stays shared with the tenant.",
+          }),
+        };
       }
       if (project.visibility === input.visibility) return { ok: true, project, changed: false };
       await db.query(`UPDATE ${schema}.project_settings SET visibility=$2, updated_at=now() WHERE canonical_id=$1`, [project.canonicalId, input.visibility]);
@@ -434,13 +531,22 @@ export interface StoredProject {
  * process can serve); this is the listing that still shows the rest.
  */
 export async function listStoredProjects(db: Queryable, options: { includeRetired?: boolean } = {}): Promise<StoredProject[]> {
-  const { rows } = await db.query<{ canonical_id: string; incarnation: string | number; name: string; created_at: Date | string; retired_at: Date | string | null }>(
+  const { rows } = await db.query<{
+    canonical_id: string;
+    incarnation: string | number;
+    name: string;
+    created_at: Date | string;
+    retired_at: Date | string | null;
+  }>(
     `SELECT canonical_id, incarnation, name, created_at, retired_at FROM refs.projects
        ${options.includeRetired === true ? "" : "WHERE retired_at IS NULL"} ORDER BY canonical_id, incarnation`,
   );
   const iso = (v: Date | string) => new Date(v).toISOString();
   return rows.map((r) => ({
-    canonical_id: r.canonical_id, incarnation: Number(r.incarnation), name: r.name, created_at: iso(r.created_at),
+    canonical_id: r.canonical_id,
+    incarnation: Number(r.incarnation),
+    name: r.name,
+    created_at: iso(r.created_at),
     ...(r.retired_at !== null ? { retired_at: iso(r.retired_at) } : {}),
   }));
 }

@@ -28,7 +28,10 @@ export function createCoalescer<T, R>(flush: (key: string, items: T[]) => Promis
         size += next.items.length;
       }
       try {
-        const result = await flush(key, batch.flatMap((w) => [...w.items]));
+        const result = await flush(
+          key,
+          batch.flatMap((w) => [...w.items]),
+        );
         for (const w of batch) w.resolve(result);
       } catch (error) {
         if (batch.length === 1) {

@@ -40,10 +40,17 @@ export async function issuePinnedRef(tx: Queryable, schema: string, spec: Pinned
   if (after.rows[0]) return String(after.rows[0].code);
   const code = (BigInt(locked.rows[0]?.last ?? "0") + 1n).toString();
   const columns = ["client_id", "subject", "code", ...spec.pin];
-  await tx.query(
-    `INSERT INTO ${schema}.${spec.table} (${columns.join(", ")}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(", ")})`,
-    [principal.clientId, principal.subject, code, ...pin],
-  );
-  await tx.query(`UPDATE ${schema}.ref_counters SET last_code = $4 WHERE client_id = $1 AND subject = $2 AND kind = $3`, [principal.clientId, principal.subject, spec.kind, code]);
+  await tx.query(`INSERT INTO ${schema}.${spec.table} (${columns.join(", ")}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(", ")})`, [
+    principal.clientId,
+    principal.subject,
+    code,
+    ...pin,
+  ]);
+  await tx.query(`UPDATE ${schema}.ref_counters SET last_code = $4 WHERE client_id = $1 AND subject = $2 AND kind = $3`, [
+    principal.clientId,
+    principal.subject,
+    spec.kind,
+    code,
+  ]);
   return code;
 }

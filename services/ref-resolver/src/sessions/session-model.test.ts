@@ -4,8 +4,18 @@ import { buildHandoffRecap, HANDOFF_BOUNDS, newSessionId, parseSessionSelector, 
 import type { SessionCallInput } from "./session-model.js";
 
 const call = (over: Partial<SessionCallInput> = {}): SessionCallInput => ({
-  callId: "c1", tool: "read_files", effect: "read_only", outcome: "ok", reasonCode: "", detailCode: "",
-  pathsCount: 2, changedPathsCount: 0, jobId: "", jobState: "", durationMs: 5, ...over,
+  callId: "c1",
+  tool: "read_files",
+  effect: "read_only",
+  outcome: "ok",
+  reasonCode: "",
+  detailCode: "",
+  pathsCount: 2,
+  changedPathsCount: 0,
+  jobId: "",
+  jobState: "",
+  durationMs: 5,
+  ...over,
 });
 
 describe("session selectors", () => {
@@ -35,7 +45,10 @@ describe("session titles", () => {
 describe("session call records", () => {
   it("accept bounded facts", () => {
     assert.equal(sessionCallProblem(call()), undefined);
-    assert.equal(sessionCallProblem(call({ outcome: "pending", effect: "process_execution", tool: "run_shell", jobId: "job-1", jobState: "pending" })), undefined);
+    assert.equal(
+      sessionCallProblem(call({ outcome: "pending", effect: "process_execution", tool: "run_shell", jobId: "job-1", jobState: "pending" })),
+      undefined,
+    );
     assert.equal(sessionCallProblem(call({ outcome: "failed", reasonCode: "stale_read_revision", detailCode: "observed_3" })), undefined);
   });
 
@@ -54,26 +67,56 @@ describe("session call records", () => {
 });
 
 describe("handoff recap", () => {
-  const row = (tool: string, effect: string, calls: number, extra: Partial<{ failed: number; unknown: number; paths: number; changedPaths: number; lastMs: number }> = {}) => ({
-    tool, effect, calls, failed: 0, unknown: 0, paths: 0, changedPaths: 0, lastMs: 1, ...extra,
+  const row = (
+    tool: string,
+    effect: string,
+    calls: number,
+    extra: Partial<{ failed: number; unknown: number; paths: number; changedPaths: number; lastMs: number }> = {},
+  ) => ({
+    tool,
+    effect,
+    calls,
+    failed: 0,
+    unknown: 0,
+    paths: 0,
+    changedPaths: 0,
+    lastMs: 1,
+    ...extra,
   });
 
   it("groups what was read, changed and run, and lists tools most used first", () => {
     const recap = buildHandoffRecap(
-      [row("read_files", "read_only", 3, { paths: 7, lastMs: 10 }), row("edit_project_files", "workspace_write", 1, { changedPaths: 2, failed: 1 }), row("run_shell", "process_execution", 2, { unknown: 1 })],
+      [
+        row("read_files", "read_only", 3, { paths: 7, lastMs: 10 }),
+        row("edit_project_files", "workspace_write", 1, { changedPaths: 2, failed: 1 }),
+        row("run_shell", "process_execution", 2, { unknown: 1 }),
+      ],
       { rows: [{ jobId: "j1", tool: "run_shell", sinceMs: 5 }], total: 1 },
-      [{ seq: 6, tool: "run_shell", outcome: "pending", reasonCode: "", atMs: 6 }, { seq: 5, tool: "read_files", outcome: "ok", reasonCode: "", atMs: 5 }],
+      [
+        { seq: 6, tool: "run_shell", outcome: "pending", reasonCode: "", atMs: 6 },
+        { seq: 5, tool: "read_files", outcome: "ok", reasonCode: "", atMs: 5 },
+      ],
       10,
     );
     assert.equal(recap.callsTotal, 6);
     assert.equal(recap.callsFailed, 1);
     assert.equal(recap.callsOutcomeUnknown, 1);
-    assert.deepEqual(recap.callsByTool.map((t) => t.tool), ["read_files", "run_shell", "edit_project_files"]);
+    assert.deepEqual(
+      recap.callsByTool.map((t) => t.tool),
+      ["read_files", "run_shell", "edit_project_files"],
+    );
     assert.deepEqual(recap.read, { calls: 3, paths: 7, failed: 0 });
     assert.deepEqual(recap.changed, { calls: 1, paths: 2, failed: 1 });
     assert.deepEqual(recap.run, { calls: 2, paths: 0, failed: 0 });
-    assert.deepEqual(recap.pendingJobs.map((j) => j.jobId), ["j1"]);
-    assert.deepEqual(recap.recentCalls.map((c) => c.seq), [5, 6], "recent calls read oldest first");
+    assert.deepEqual(
+      recap.pendingJobs.map((j) => j.jobId),
+      ["j1"],
+    );
+    assert.deepEqual(
+      recap.recentCalls.map((c) => c.seq),
+      [5, 6],
+      "recent calls read oldest first",
+    );
     assert.equal(recap.truncated, false);
   });
 

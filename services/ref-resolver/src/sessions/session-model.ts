@@ -81,7 +81,11 @@ export function sessionCallProblem(call: SessionCallInput): string | undefined {
   if (call.reasonCode !== "" && !REASON.test(call.reasonCode)) return "reason_code must be a reason code";
   if (call.detailCode !== "" && !DETAIL.test(call.detailCode)) return "detail_code must be a detail code";
   if (call.outcome === "ok" && call.reasonCode !== "") return "a successful call has no reason_code";
-  for (const [name, value] of [["paths_count", call.pathsCount], ["changed_paths_count", call.changedPathsCount], ["duration_ms", call.durationMs]] as const) {
+  for (const [name, value] of [
+    ["paths_count", call.pathsCount],
+    ["changed_paths_count", call.changedPathsCount],
+    ["duration_ms", call.durationMs],
+  ] as const) {
     if (!Number.isInteger(value) || value < 0 || (name !== "duration_ms" && value > COUNT_MAX)) return `${name} must be a bounded non-negative integer`;
   }
   if (call.durationMs > 2_147_483_647) return "duration_ms is out of range";
@@ -98,11 +102,14 @@ export function sessionCallProblem(call: SessionCallInput): string | undefined {
   const paths = call.paths ?? [];
   if (paths.length > SESSION_CALL_PATHS_MAX) return `at most ${SESSION_CALL_PATHS_MAX} paths per call`;
   for (const p of paths) {
-    if (p.path === "" || p.path.length > SESSION_PATH_MAX || /[\u0000-\u001f\u007f]/.test(p.path)) return "paths must be 1..1024 characters without control characters";
+    if (p.path === "" || p.path.length > SESSION_PATH_MAX || /[\u0000-\u001f\u007f]/.test(p.path))
+      return "paths must be 1..1024 characters without control characters";
     if (p.readRevision !== "" && !OPAQUE_ID.test(p.readRevision)) return "read_revision must be 1..128 visible ASCII characters";
   }
-  if (call.commandSummary !== undefined && [...call.commandSummary].length > SESSION_COMMAND_MAX) return `command_summary must be at most ${SESSION_COMMAND_MAX} characters`;
-  if (call.exitCode !== undefined && (!Number.isInteger(call.exitCode) || call.exitCode < -2_147_483_648 || call.exitCode > 2_147_483_647)) return "exit_code must be an int32";
+  if (call.commandSummary !== undefined && [...call.commandSummary].length > SESSION_COMMAND_MAX)
+    return `command_summary must be at most ${SESSION_COMMAND_MAX} characters`;
+  if (call.exitCode !== undefined && (!Number.isInteger(call.exitCode) || call.exitCode < -2_147_483_648 || call.exitCode > 2_147_483_647))
+    return "exit_code must be an int32";
   return undefined;
 }
 

@@ -16,8 +16,18 @@ import type { ProjectStore } from "../projects/project-store.js";
 import { issuePinnedRef, sessionRefTable } from "../refs/issue-ref.js";
 import { formatRef, RefKind } from "../refs/ref-codes.js";
 import {
-  buildHandoffRecap, HANDOFF_BOUNDS, invalidSessionSelector, invalidTitle, newSessionId, parseSessionSelector, sessionClosed,
-  sessionCallProblem, sessionNotFound, sessionProjectMismatch, sessionProjectUnavailable, titleProblem,
+  buildHandoffRecap,
+  HANDOFF_BOUNDS,
+  invalidSessionSelector,
+  invalidTitle,
+  newSessionId,
+  parseSessionSelector,
+  sessionClosed,
+  sessionCallProblem,
+  sessionNotFound,
+  sessionProjectMismatch,
+  sessionProjectUnavailable,
+  titleProblem,
 } from "./session-model.js";
 import type { HandoffLists, HandoffRecap, SessionCallInput, ValidationRecapRow } from "./session-model.js";
 
@@ -100,15 +110,21 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
   async function lookup(q: Queryable, principal: Principal, selector: string): Promise<SessionResult<ResolvedSession>> {
     const parsed = parseSessionSelector(selector);
     if (!parsed) return { ok: false, failure: invalidSessionSelector() };
-    const r = parsed.kind === "ref"
-      ? await q.query<SessionRow>(
-          `SELECT s.*, r.code AS ref_code FROM ${schema}.session_refs r JOIN ${schema}.sessions s ON s.session_id = r.session_id
+    const r =
+      parsed.kind === "ref"
+        ? await q.query<SessionRow>(
+            `SELECT s.*, r.code AS ref_code FROM ${schema}.session_refs r JOIN ${schema}.sessions s ON s.session_id = r.session_id
            WHERE r.client_id = $1 AND r.subject = $2 AND r.code = $3`,
-          [principal.clientId, principal.subject, parsed.code],
-        )
-      : await q.query<SessionRow>(`${ownedSelect} WHERE s.session_id = $3 AND s.client_id = $1 AND s.subject = $2`, [principal.clientId, principal.subject, parsed.sessionId]);
+            [principal.clientId, principal.subject, parsed.code],
+          )
+        : await q.query<SessionRow>(`${ownedSelect} WHERE s.session_id = $3 AND s.client_id = $1 AND s.subject = $2`, [
+            principal.clientId,
+            principal.subject,
+            parsed.sessionId,
+          ]);
     const row = r.rows[0];
-    if (!row || row.client_id !== principal.clientId || row.subject !== principal.subject || row.ref_code === null) return { ok: false, failure: sessionNotFound() };
+    if (!row || row.client_id !== principal.clientId || row.subject !== principal.subject || row.ref_code === null)
+      return { ok: false, failure: sessionNotFound() };
     return { ok: true, session: toRecord(row), sessionRef: formatRef(RefKind.session, String(row.ref_code)) };
   }
 
@@ -121,7 +137,10 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
     return found;
   }
 
-  async function resolve(principal: Principal, input: { selector: string; projectCanonicalId?: string; requireOpen?: boolean }): Promise<SessionResult<ResolvedSession>> {
+  async function resolve(
+    principal: Principal,
+    input: { selector: string; projectCanonicalId?: string; requireOpen?: boolean },
+  ): Promise<SessionResult<ResolvedSession>> {
     const found = await authorized(principal, input.selector);
     if (!found.ok) return found;
     if (input.projectCanonicalId && input.projectCanonicalId !== found.session.projectCanonicalId) return { ok: false, failure: sessionProjectMismatch() };
@@ -176,7 +195,10 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
      * Appends one bounded call record. Re-runs authority, Project visibility, the Project
      * match and lifecycle (also under the Session row lock, so a concurrent close wins).
      */
-    async record(principal: Principal, input: { selector: string; projectCanonicalId: string; call: SessionCallInput }): Promise<SessionResult<{ sessionId: string; recorded: boolean; seq: number; duplicate: boolean; dropped: boolean }>> {
+    async record(
+      principal: Principal,
+      input: { selector: string; projectCanonicalId: string; call: SessionCallInput },
+    ): Promise<SessionResult<{ sessionId: string; recorded: boolean; seq: number; duplicate: boolean; dropped: boolean }>> {
       const problem = sessionCallProblem(input.call);
       if (problem) throw new SessionCallRecordError(problem);
       const found = await resolve(principal, { selector: input.selector, projectCanonicalId: input.projectCanonicalId, requireOpen: true });
@@ -184,10 +206,16 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
       const { call } = input;
       const sessionId = found.session.sessionId;
       return db.transaction(async (tx) => {
-        const locked = await tx.query<{ state: string; calls_recorded: string }>(`SELECT state, calls_recorded FROM ${schema}.sessions WHERE session_id = $1 FOR UPDATE`, [sessionId]);
+        const locked = await tx.query<{ state: string; calls_recorded: string }>(
+          `SELECT state, calls_recorded FROM ${schema}.sessions WHERE session_id = $1 FOR UPDATE`,
+          [sessionId],
+        );
         const row = locked.rows[0];
         if (!row || row.state !== "open") return { ok: false as const, failure: sessionClosed() };
-        const seen = await tx.query<{ seq: string }>(`SELECT seq FROM ${schema}.session_calls WHERE session_id = $1 AND call_id = $2`, [sessionId, call.callId]);
+        const seen = await tx.query<{ seq: string }>(`SELECT seq FROM ${schema}.session_calls WHERE session_id = $1 AND call_id = $2`, [
+          sessionId,
+          call.callId,
+        ]);
         if (seen.rows[0]) return { ok: true as const, sessionId, recorded: false, seq: Number(seen.rows[0].seq), duplicate: true, dropped: false };
         if (Number(row.calls_recorded) >= maxCalls) {
           await tx.query(`UPDATE ${schema}.sessions SET calls_dropped = calls_dropped + 1, last_activity_at = now() WHERE session_id = $1`, [sessionId]);
@@ -202,11 +230,30 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
               paths, command_summary, exit_code)
            VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, NULLIF($11, ''), NULLIF($12, ''), $13, $14, $15, $16, $17, $18, $19, $20::jsonb, NULLIF($21, ''), $22)`,
           [
-            sessionId, seq, call.callId, call.tool, call.effect, call.outcome, call.reasonCode, call.detailCode, call.pathsCount, call.changedPathsCount, call.jobId, call.jobState, call.durationMs,
-            call.validation?.status ?? null, call.validation?.testsPassed ?? null, call.validation?.testsFailed ?? null, call.validation?.testsSkipped ?? null,
-            call.validation?.errors ?? null, call.validation?.warnings ?? null,
-            call.paths && call.paths.length > 0 ? JSON.stringify(call.paths.map((p) => ({ path: p.path, read_revision: p.readRevision, changed: p.changed }))) : null,
-            call.commandSummary ?? "", call.exitCode ?? null,
+            sessionId,
+            seq,
+            call.callId,
+            call.tool,
+            call.effect,
+            call.outcome,
+            call.reasonCode,
+            call.detailCode,
+            call.pathsCount,
+            call.changedPathsCount,
+            call.jobId,
+            call.jobState,
+            call.durationMs,
+            call.validation?.status ?? null,
+            call.validation?.testsPassed ?? null,
+            call.validation?.testsFailed ?? null,
+            call.validation?.testsSkipped ?? null,
+            call.validation?.errors ?? null,
+            call.validation?.warnings ?? null,
+            call.paths && call.paths.length > 0
+              ? JSON.stringify(call.paths.map((p) => ({ path: p.path, read_revision: p.readRevision, changed: p.changed })))
+              : null,
+            call.commandSummary ?? "",
+            call.exitCode ?? null,
           ],
         );
         return { ok: true as const, sessionId, recorded: true, seq, duplicate: false, dropped: false };
@@ -218,14 +265,28 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
      * The latest validation result recorded for the caller on a Project: in one Session (the
      * selector, which must be on that Project), or else in any of the caller's Sessions on it.
      */
-    async latestValidation(principal: Principal, input: { projectCanonicalId: string; selector: string }): Promise<SessionResult<{ latest?: ValidationRecapRow & { sessionId: string } }>> {
+    async latestValidation(
+      principal: Principal,
+      input: { projectCanonicalId: string; selector: string },
+    ): Promise<SessionResult<{ latest?: ValidationRecapRow & { sessionId: string } }>> {
       let sessionId: string | undefined;
       if (input.selector !== "") {
         const found = await resolve(principal, { selector: input.selector, projectCanonicalId: input.projectCanonicalId });
         if (!found.ok) return found;
         sessionId = found.session.sessionId;
       }
-      const r = await db.query<{ session_id: string; seq: string; tool: string; status: string; passed: number; failed: number; skipped: number; errors: number; warnings: number; recorded_at: Date | string }>(
+      const r = await db.query<{
+        session_id: string;
+        seq: string;
+        tool: string;
+        status: string;
+        passed: number;
+        failed: number;
+        skipped: number;
+        errors: number;
+        warnings: number;
+        recorded_at: Date | string;
+      }>(
         `SELECT c.session_id, c.seq, c.tool, c.validation_status AS status, c.validation_tests_passed AS passed, c.validation_tests_failed AS failed,
                 c.validation_tests_skipped AS skipped, c.validation_errors AS errors, c.validation_warnings AS warnings, c.recorded_at
          FROM ${schema}.session_calls c JOIN ${schema}.sessions s ON s.session_id = c.session_id
@@ -238,19 +299,34 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
       return {
         ok: true,
         latest: {
-          sessionId: v.session_id, seq: Number(v.seq), tool: v.tool, atMs: new Date(v.recorded_at).getTime(),
+          sessionId: v.session_id,
+          seq: Number(v.seq),
+          tool: v.tool,
+          atMs: new Date(v.recorded_at).getTime(),
           validation: { status: v.status, testsPassed: v.passed, testsFailed: v.failed, testsSkipped: v.skipped, errors: v.errors, warnings: v.warnings },
         },
       };
     },
 
-    async handoff(principal: Principal, input: { selector: string; maxRecentCalls?: number }): Promise<SessionResult<ResolvedSession & { recap: HandoffRecap; lists: HandoffLists }>> {
+    async handoff(
+      principal: Principal,
+      input: { selector: string; maxRecentCalls?: number },
+    ): Promise<SessionResult<ResolvedSession & { recap: HandoffRecap; lists: HandoffLists }>> {
       const found = await authorized(principal, input.selector);
       if (!found.ok) return found;
       const sessionId = found.session.sessionId;
       const recentLimit = Math.min(input.maxRecentCalls || HANDOFF_BOUNDS.recentDefault, HANDOFF_BOUNDS.recentMax);
       const [aggregates, pending, recent, validations, paths, commands] = await Promise.all([
-        db.query<{ tool: string; effect: string; calls: string; failed: string; unknown: string; paths: string; changed_paths: string; last_at: Date | string }>(
+        db.query<{
+          tool: string;
+          effect: string;
+          calls: string;
+          failed: string;
+          unknown: string;
+          paths: string;
+          changed_paths: string;
+          last_at: Date | string;
+        }>(
           `SELECT tool, effect, count(*) AS calls,
                   count(*) FILTER (WHERE outcome = 'failed') AS failed,
                   count(*) FILTER (WHERE outcome = 'unknown') AS unknown,
@@ -274,7 +350,17 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
           `SELECT seq, tool, outcome, reason_code, recorded_at FROM ${schema}.session_calls WHERE session_id = $1 ORDER BY seq DESC LIMIT $2`,
           [sessionId, recentLimit],
         ),
-        db.query<{ seq: string; tool: string; status: string; passed: number; failed: number; skipped: number; errors: number; warnings: number; recorded_at: Date | string }>(
+        db.query<{
+          seq: string;
+          tool: string;
+          status: string;
+          passed: number;
+          failed: number;
+          skipped: number;
+          errors: number;
+          warnings: number;
+          recorded_at: Date | string;
+        }>(
           `SELECT seq, tool, validation_status AS status, validation_tests_passed AS passed, validation_tests_failed AS failed, validation_tests_skipped AS skipped,
                   validation_errors AS errors, validation_warnings AS warnings, recorded_at
            FROM ${schema}.session_calls WHERE session_id = $1 AND validation_status IS NOT NULL ORDER BY seq DESC LIMIT $2`,
@@ -307,19 +393,29 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
       const lists: HandoffLists = {
         paths: paths.rows.slice(0, HANDOFF_BOUNDS.paths).map((r) => ({ path: r.path, readRevision: r.read_revision ?? "", changed: r.changed === true })),
         pathsTruncated: paths.rows.length > HANDOFF_BOUNDS.paths,
-        commands: commands.rows.slice(0, HANDOFF_BOUNDS.commands).map((r) => ({ tool: r.tool, commandSummary: r.command_summary, outcome: r.outcome, ...(r.exit_code !== null ? { exitCode: r.exit_code } : {}) })),
+        commands: commands.rows
+          .slice(0, HANDOFF_BOUNDS.commands)
+          .map((r) => ({ tool: r.tool, commandSummary: r.command_summary, outcome: r.outcome, ...(r.exit_code !== null ? { exitCode: r.exit_code } : {}) })),
         commandsTruncated: commands.rows.length > HANDOFF_BOUNDS.commands,
       };
       const recap = buildHandoffRecap(
         aggregates.rows.map((r) => ({
-          tool: r.tool, effect: r.effect, calls: Number(r.calls), failed: Number(r.failed), unknown: Number(r.unknown),
-          paths: Number(r.paths), changedPaths: Number(r.changed_paths), lastMs: ms(r.last_at),
+          tool: r.tool,
+          effect: r.effect,
+          calls: Number(r.calls),
+          failed: Number(r.failed),
+          unknown: Number(r.unknown),
+          paths: Number(r.paths),
+          changedPaths: Number(r.changed_paths),
+          lastMs: ms(r.last_at),
         })),
         { rows: pending.rows.map((r) => ({ jobId: r.job_id, tool: r.tool, sinceMs: ms(r.since) })), total: Number(pending.rows[0]?.total ?? 0) },
         recent.rows.map((r) => ({ seq: Number(r.seq), tool: r.tool, outcome: r.outcome, reasonCode: r.reason_code ?? "", atMs: ms(r.recorded_at) })),
         recentLimit,
         validations.rows.map((r) => ({
-          seq: Number(r.seq), tool: r.tool, atMs: ms(r.recorded_at),
+          seq: Number(r.seq),
+          tool: r.tool,
+          atMs: ms(r.recorded_at),
           validation: { status: r.status, testsPassed: r.passed, testsFailed: r.failed, testsSkipped: r.skipped, errors: r.errors, warnings: r.warnings },
         })),
       );

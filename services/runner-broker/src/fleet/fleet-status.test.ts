@@ -14,8 +14,19 @@ import type { RunnerState } from "../runner-registry.js";
 
 const baseline = runnerCapabilityCatalog.filter((r) => r.baselineV2).map((r) => r.wire);
 const runner = (id: string, project: string, over: Partial<RunnerState> = {}): RunnerState => ({
-  runnerId: id, clientId: "c", projectId: project, canonicalId: `agent:c:${project}`, rootIdentity: "root", protocolGeneration: RUNNER_PROTOCOL_GENERATION,
-  build: "b1", capabilities: [...baseline], endpointUrl: "", registeredAtMs: 0, lastHeartbeatMs: 0, connectionState: "connected", ...over,
+  runnerId: id,
+  clientId: "c",
+  projectId: project,
+  canonicalId: `agent:c:${project}`,
+  rootIdentity: "root",
+  protocolGeneration: RUNNER_PROTOCOL_GENERATION,
+  build: "b1",
+  capabilities: [...baseline],
+  endpointUrl: "",
+  registeredAtMs: 0,
+  lastHeartbeatMs: 0,
+  connectionState: "connected",
+  ...over,
 });
 
 describe("fleet status counting", () => {
@@ -31,7 +42,11 @@ describe("fleet status counting", () => {
       ["agent:c:p2", undefined],
       ["agent:c:p3", { scope: "agent:c:p3", owner: "r4", fence: 9, ttlMs: 10 }],
     ]),
-    inFlight: new Map([["agent:c:p1", 2], ["agent:c:p2", 0], ["agent:c:p3", 0]]),
+    inFlight: new Map([
+      ["agent:c:p1", 2],
+      ["agent:c:p2", 0],
+      ["agent:c:p3", 0],
+    ]),
     jobs: { ...emptyJobCounts(), active: 3, running: 2, queued: 1, lostAfterReconcile: 1 },
     concurrencyLimit: 16,
   };
@@ -56,12 +71,15 @@ describe("fleet status counting", () => {
 
   it("builds full rows from the same observation", () => {
     const rows = fleetRows(observation);
-    assert.deepEqual(rows.map((r) => [r.runnerId, r.leaseHeld, r.fence, r.baselineComplete, r.inFlight]), [
-      ["r1", true, 3, true, 2],
-      ["r2", false, 0, true, 2],
-      ["r3", false, 0, false, 0],
-      ["r4", true, 9, true, 0],
-    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.runnerId, r.leaseHeld, r.fence, r.baselineComplete, r.inFlight]),
+      [
+        ["r1", true, 3, true, 2],
+        ["r2", false, 0, true, 2],
+        ["r3", false, 0, false, 0],
+        ["r4", true, 9, true, 0],
+      ],
+    );
   });
 });
 
@@ -77,18 +95,39 @@ describe("fleet Job counts", () => {
     const reg = (id: string) => registry.register({ ...runner(id, id), registeredAtMs: t });
     await reg("alive");
     await reg("dying");
-    const job = (jobId: string, runnerId: string) => live.put({ projectCanonicalId: `agent:c:${runnerId}`, jobId, clientId: "c", runnerId, tool: "run_shell", fence: 1, state: "running", createdAtMs: t, updatedAtMs: t }, 10_000);
+    const job = (jobId: string, runnerId: string) =>
+      live.put(
+        {
+          projectCanonicalId: `agent:c:${runnerId}`,
+          jobId,
+          clientId: "c",
+          runnerId,
+          tool: "run_shell",
+          fence: 1,
+          state: "running",
+          createdAtMs: t,
+          updatedAtMs: t,
+        },
+        10_000,
+      );
     await job("j1", "alive");
     await job("j2", "dying");
     await job("j3", "dying");
-    const observe = () => observeFleet({
-      registry, jobs, clientId: "c",
-      leases: createLeaseStore(createMemoryLeaseBackend({ now }), createMemoryFenceHighWaterMark()),
-      limiter: createMemoryConcurrencyLimiter({ limit: 4 }),
-    });
+    const observe = () =>
+      observeFleet({
+        registry,
+        jobs,
+        clientId: "c",
+        leases: createLeaseStore(createMemoryLeaseBackend({ now }), createMemoryFenceHighWaterMark()),
+        limiter: createMemoryConcurrencyLimiter({ limit: 4 }),
+      });
     assert.deepEqual((await observe()).jobs, { active: 3, running: 3, queued: 0, recovering: 0, lostAfterReconcile: 0 });
     t += 300;
     await registry.heartbeat("alive");
-    assert.deepEqual((await observe()).jobs, { active: 3, running: 1, queued: 0, recovering: 2, lostAfterReconcile: 0 }, "the dying Runner's Jobs are recovering");
+    assert.deepEqual(
+      (await observe()).jobs,
+      { active: 3, running: 1, queued: 0, recovering: 2, lostAfterReconcile: 0 },
+      "the dying Runner's Jobs are recovering",
+    );
   });
 });

@@ -51,7 +51,11 @@ const ms = (d: Date | string) => (d instanceof Date ? d.getTime() : new Date(d).
 
 function fromRow(r: Row): JobContinuationRecord {
   return {
-    projectCanonicalId: r.project_canonical_id, jobId: r.job_id, clientId: r.client_id, dispatch: r.dispatch, presentedAtMs: ms(r.presented_at),
+    projectCanonicalId: r.project_canonical_id,
+    jobId: r.job_id,
+    clientId: r.client_id,
+    dispatch: r.dispatch,
+    presentedAtMs: ms(r.presented_at),
     ...(r.dispatch_at !== null ? { dispatchAtMs: ms(r.dispatch_at) } : {}),
     ...(r.fresh_turn_at !== null ? { freshTurnAtMs: ms(r.fresh_turn_at) } : {}),
     ...(r.consumed_at !== null ? { consumedAtMs: ms(r.consumed_at) } : {}),
@@ -69,13 +73,16 @@ export function createJobContinuationStore(o: { db: Queryable; schema?: string }
   let seeded: Promise<void> | undefined;
   const seed = () =>
     (seeded ??= o.db
-      .query<{ project_canonical_id: string }>(`SELECT DISTINCT project_canonical_id FROM ${s}.job_continuations WHERE dispatch = 'accepted' AND fresh_turn_at IS NULL`)
+      .query<{ project_canonical_id: string }>(
+        `SELECT DISTINCT project_canonical_id FROM ${s}.job_continuations WHERE dispatch = 'accepted' AND fresh_turn_at IS NULL`,
+      )
       .then((r) => r.rows.forEach((x) => awaiting.add(x.project_canonical_id)))
       .catch(() => {
         seeded = undefined;
       }));
   const get = async (k: JobKey) => {
-    const r = (await o.db.query<Row>(`SELECT * FROM ${s}.job_continuations WHERE project_canonical_id = $1 AND job_id = $2`, [k.projectCanonicalId, k.jobId])).rows[0];
+    const r = (await o.db.query<Row>(`SELECT * FROM ${s}.job_continuations WHERE project_canonical_id = $1 AND job_id = $2`, [k.projectCanonicalId, k.jobId]))
+      .rows[0];
     return r ? fromRow(r) : undefined;
   };
   return {

@@ -19,9 +19,17 @@ import type { RunnerRegistry, RunnerState } from "../runner-registry.js";
 import type { JobKey, JobRecord, JobStore, JobTerminal } from "./job-store.js";
 
 /** Tools whose answer can start a Job (the catalog's `jobs: "start"`). */
-export const JOB_START_TOOLS: ReadonlySet<string> = new Set(toolDefinitions().filter((d) => d.jobs === "start").map((d) => d.name));
+export const JOB_START_TOOLS: ReadonlySet<string> = new Set(
+  toolDefinitions()
+    .filter((d) => d.jobs === "start")
+    .map((d) => d.name),
+);
 /** Tools answered through the Job records (the catalog's `jobs: "observe"`). */
-export const JOB_OBSERVE_TOOLS: ReadonlySet<string> = new Set(toolDefinitions().filter((d) => d.jobs === "observe").map((d) => d.name));
+export const JOB_OBSERVE_TOOLS: ReadonlySet<string> = new Set(
+  toolDefinitions()
+    .filter((d) => d.jobs === "observe")
+    .map((d) => d.name),
+);
 
 /** wait_for_job_terminal's wait: its ToolDefinition owns the default and ceiling. */
 const { default: DEFAULT_WAIT_MS, ceiling: MAX_WAIT_MS } = clampRule("wait_for_job_terminal", "wait_ms");
@@ -46,7 +54,14 @@ export interface JobDeskDeps<F> {
    * `bookkeeping` calls (the broker's own Job sync) bypass per-Project concurrency admission:
    * a busy Project must not starve the sync and so lose Jobs that are still running.
    */
-  call(runner: RunnerState, tool: string, args: Record<string, unknown>, fence: number, signal?: AbortSignal, bookkeeping?: boolean): Promise<{ answer: RunnerAnswer<F>; reached: boolean }>;
+  call(
+    runner: RunnerState,
+    tool: string,
+    args: Record<string, unknown>,
+    fence: number,
+    signal?: AbortSignal,
+    bookkeeping?: boolean,
+  ): Promise<{ answer: RunnerAnswer<F>; reached: boolean }>;
 }
 
 type Json = Record<string, unknown>;
@@ -89,7 +104,8 @@ const lostFacts = {
   state: "lost_after_reconcile",
   outcome_unknown: true,
   detail_code: "owner_runner_gone",
-  message: "The Runner that ran this Job stopped or restarted before it finished; whether the command completed and what it changed is unknown. Inspect the workspace before running it again.",
+  message:
+    "The Runner that ran this Job stopped or restarted before it finished; whether the command completed and what it changed is unknown. Inspect the workspace before running it again.",
 } as const;
 
 /** What an observation says about a Job known only from its record. */
@@ -136,7 +152,18 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
       // Live state gone (Redis lost it) while the owner still runs the Job: restore it, unless
       // reconciliation already closed the record.
       if (!w.ok && w.reason === "not_found") {
-        await d.jobs.start({ ...key, clientId: rec.clientId, runnerId: rec.runnerId, tool: rec.tool, fence: rec.fence, state: "running", ...(rec.callId ? { callId: rec.callId } : {}) }, d.jobLeaseTtlMs);
+        await d.jobs.start(
+          {
+            ...key,
+            clientId: rec.clientId,
+            runnerId: rec.runnerId,
+            tool: rec.tool,
+            fence: rec.fence,
+            state: "running",
+            ...(rec.callId ? { callId: rec.callId } : {}),
+          },
+          d.jobLeaseTtlMs,
+        );
       }
     } else if (state === "unknown") {
       const w = await d.jobs.lose(key, rec.fence);
@@ -163,7 +190,16 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
       if (!r || !started || typeof r["job_id"] !== "string") return;
       try {
         const w = await d.jobs.start(
-          { projectCanonicalId: o.projectCanonicalId, jobId: r["job_id"], clientId: o.runner.clientId, runnerId: o.runner.runnerId, tool: o.tool, callId: o.callId, fence: o.fence, state: "running" },
+          {
+            projectCanonicalId: o.projectCanonicalId,
+            jobId: r["job_id"],
+            clientId: o.runner.clientId,
+            runnerId: o.runner.runnerId,
+            tool: o.tool,
+            callId: o.callId,
+            fence: o.fence,
+            state: "running",
+          },
           d.jobLeaseTtlMs,
         );
         if (!w.ok) d.logger.warn("job record not opened", { job_id: r["job_id"], reason: w.reason });
@@ -183,7 +219,14 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
         const open = await d.jobs.openJobs({ clientId: runner.clientId, runnerId: runner.runnerId });
         for (let i = 0; i < open.length; i += OBSERVE_BATCH) {
           const batch = open.slice(i, i + OBSERVE_BATCH);
-          const { answer: a, reached } = await d.call(runner, "observe_jobs", { job_ids: batch.map((j) => j.jobId) }, 0, AbortSignal.timeout(d.jobLeaseTtlMs), true);
+          const { answer: a, reached } = await d.call(
+            runner,
+            "observe_jobs",
+            { job_ids: batch.map((j) => j.jobId) },
+            0,
+            AbortSignal.timeout(d.jobLeaseTtlMs),
+            true,
+          );
           if (!reached || a.failure) return;
           const seen = new Map(((parse(a.resultJson)?.["jobs"] ?? []) as Json[]).map((j) => [j["job_id"], j]));
           for (const rec of batch) {
@@ -224,14 +267,20 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
         if (!now) return viaHolder();
         if (now.terminal) return answer(waitResultFromRecord(now));
         const remaining = deadline - Date.now();
-        if (remaining <= 0 || signal.aborted) return answer({ execution_state: "pending", job_id: rec.jobId, state: "recovering", effective: { wait_ms: waitMs } });
+        if (remaining <= 0 || signal.aborted)
+          return answer({ execution_state: "pending", job_id: rec.jobId, state: "recovering", effective: { wait_ms: waitMs } });
         // An abort ends the sleep early; the loop then answers pending.
         await sleep(Math.min(RECORD_POLL_MS, remaining), undefined, { signal }).catch(() => undefined);
       }
     },
 
     /** observe_jobs: per id the owner, the records, or (no record) the lease holder; request order kept. */
-    async observe(projectCanonicalId: string, args: Json, signal: AbortSignal, viaHolder: (jobIds: string[]) => Promise<RunnerAnswer<F>>): Promise<RunnerAnswer<F>> {
+    async observe(
+      projectCanonicalId: string,
+      args: Json,
+      signal: AbortSignal,
+      viaHolder: (jobIds: string[]) => Promise<RunnerAnswer<F>>,
+    ): Promise<RunnerAnswer<F>> {
       const ids = Array.isArray(args["job_ids"]) && args["job_ids"].every((x) => typeof x === "string") ? (args["job_ids"] as string[]) : undefined;
       if (!ids) return viaHolder([]);
       const recs = await Promise.all(ids.map((id) => lookup(projectCanonicalId, id)));

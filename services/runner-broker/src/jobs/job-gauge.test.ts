@@ -4,7 +4,11 @@ import { createLogger, createMetrics, createWorkMetrics } from "@webcodex/platfo
 import type { JobCounts } from "./job-store.js";
 import { startJobGauge } from "./job-gauge.js";
 
-const jobLines = (text: string) => text.split("\n").filter((l) => l.startsWith("webcodex_jobs{")).sort();
+const jobLines = (text: string) =>
+  text
+    .split("\n")
+    .filter((l) => l.startsWith("webcodex_jobs{"))
+    .sort();
 
 describe("startJobGauge", () => {
   it("samples the Job counts at once and on every interval; a failed sample warns and keeps the last values", async () => {
@@ -28,7 +32,10 @@ describe("startJobGauge", () => {
     try {
       await new Promise((r) => setImmediate(r));
       assert.deepEqual(jobLines(metrics.render()), [
-        'webcodex_jobs{state="lost_after_reconcile"} 4', 'webcodex_jobs{state="queued"} 1', 'webcodex_jobs{state="recovering"} 0', 'webcodex_jobs{state="running"} 2',
+        'webcodex_jobs{state="lost_after_reconcile"} 4',
+        'webcodex_jobs{state="queued"} 1',
+        'webcodex_jobs{state="recovering"} 0',
+        'webcodex_jobs{state="running"} 2',
       ]);
       while (calls < 3) await new Promise((r) => setTimeout(r, 10));
       await new Promise((r) => setImmediate(r));

@@ -149,13 +149,24 @@ const ms = (d: Date | string) => (d instanceof Date ? d.getTime() : new Date(d).
 
 function fromRow(r: JobRow): JobRecord {
   const rec: JobRecord = {
-    projectCanonicalId: r.project_canonical_id, jobId: r.job_id, clientId: r.client_id, runnerId: r.runner_id, tool: r.tool,
-    fence: Number(r.fence), state: r.state, createdAtMs: ms(r.created_at),
+    projectCanonicalId: r.project_canonical_id,
+    jobId: r.job_id,
+    clientId: r.client_id,
+    runnerId: r.runner_id,
+    tool: r.tool,
+    fence: Number(r.fence),
+    state: r.state,
+    createdAtMs: ms(r.created_at),
   };
   if (r.call_id !== null) rec.callId = r.call_id;
   if (r.terminal_at !== null) {
     const summary = typeof r.summary === "string" ? (JSON.parse(r.summary) as Record<string, unknown>) : r.summary;
-    rec.terminal = { atMs: ms(r.terminal_at), outcomeUnknown: r.outcome_unknown, ...(r.exit_code !== null ? { exitCode: r.exit_code } : {}), ...(summary ? { summary } : {}) };
+    rec.terminal = {
+      atMs: ms(r.terminal_at),
+      outcomeUnknown: r.outcome_unknown,
+      ...(r.exit_code !== null ? { exitCode: r.exit_code } : {}),
+      ...(summary ? { summary } : {}),
+    };
   }
   return rec;
 }
@@ -199,7 +210,10 @@ export function createJobStore(o: JobStoreOptions): JobStore {
       if (existing.terminal_at !== null) return { ok: false, reason: "already_terminal", state: existing.state };
       if (Number(existing.fence) > job.fence) return { ok: false, reason: "stale_fence", fence: Number(existing.fence) };
       if (Number(existing.fence) < job.fence) {
-        await o.db.query(`UPDATE ${s}.jobs SET fence = $3, runner_id = $4 WHERE project_canonical_id = $1 AND job_id = $2 AND fence < $3 AND terminal_at IS NULL`, [job.projectCanonicalId, job.jobId, job.fence, job.runnerId]);
+        await o.db.query(
+          `UPDATE ${s}.jobs SET fence = $3, runner_id = $4 WHERE project_canonical_id = $1 AND job_id = $2 AND fence < $3 AND terminal_at IS NULL`,
+          [job.projectCanonicalId, job.jobId, job.fence, job.runnerId],
+        );
       }
       const live: LiveJob = { ...job, state, createdAtMs: ms(existing.created_at), updatedAtMs: t };
       if (job.callId === undefined) delete live.callId;
@@ -227,7 +241,15 @@ export function createJobStore(o: JobStoreOptions): JobStore {
       const closed = await o.db.query(
         `UPDATE ${s}.jobs SET state = $4, terminal_at = now(), exit_code = $5, outcome_unknown = $6, summary = $7, fence = $3
          WHERE project_canonical_id = $1 AND job_id = $2 AND terminal_at IS NULL AND fence <= $3 RETURNING 1`,
-        [key.projectCanonicalId, key.jobId, fence, terminal.state, terminal.exitCode ?? null, terminal.outcomeUnknown ?? false, terminal.summary ? JSON.stringify(terminal.summary) : null],
+        [
+          key.projectCanonicalId,
+          key.jobId,
+          fence,
+          terminal.state,
+          terminal.exitCode ?? null,
+          terminal.outcomeUnknown ?? false,
+          terminal.summary ? JSON.stringify(terminal.summary) : null,
+        ],
       );
       if (closed.rowCount === 0) return whyNotClosed(key);
       await o.live.remove(key, fence);
@@ -245,7 +267,10 @@ export function createJobStore(o: JobStoreOptions): JobStore {
     },
 
     async openProjectJobs(projectCanonicalId, limit) {
-      const rows = await o.db.query<JobRow>(`SELECT * FROM ${s}.jobs WHERE project_canonical_id = $1 AND terminal_at IS NULL ORDER BY created_at LIMIT $2`, [projectCanonicalId, limit]);
+      const rows = await o.db.query<JobRow>(`SELECT * FROM ${s}.jobs WHERE project_canonical_id = $1 AND terminal_at IS NULL ORDER BY created_at LIMIT $2`, [
+        projectCanonicalId,
+        limit,
+      ]);
       return Promise.all(rows.rows.map(async (r) => (await get({ projectCanonicalId: r.project_canonical_id, jobId: r.job_id })) ?? fromRow(r)));
     },
 
@@ -257,12 +282,14 @@ export function createJobStore(o: JobStoreOptions): JobStore {
         params.push(options.clientId);
         filter = ` AND client_id = $${params.length}`;
       }
-      const open = (await o.db.query<{ project_canonical_id: string; job_id: string }>(
-        `SELECT project_canonical_id, job_id FROM ${s}.jobs
+      const open = (
+        await o.db.query<{ project_canonical_id: string; job_id: string }>(
+          `SELECT project_canonical_id, job_id FROM ${s}.jobs
          WHERE terminal_at IS NULL AND created_at < now() - make_interval(secs => $1::double precision / 1000)${filter}
          ORDER BY created_at LIMIT 1000`,
-        params,
-      )).rows.map((r) => ({ projectCanonicalId: r.project_canonical_id, jobId: r.job_id }));
+          params,
+        )
+      ).rows.map((r) => ({ projectCanonicalId: r.project_canonical_id, jobId: r.job_id }));
       if (open.length === 0) return [];
       const alive = await o.live.exists(open);
       const lost: JobKey[] = [];
@@ -337,7 +364,9 @@ export function startJobReconciler(jobs: JobStore, intervalMs: number, logger: L
   if (intervalMs <= 0) return { stop: () => undefined };
   const timer = setInterval(() => {
     jobs.reconcile().then(
-      (lost) => { if (lost.length > 0) logger.warn("jobs lost after reconcile", { count: lost.length }); },
+      (lost) => {
+        if (lost.length > 0) logger.warn("jobs lost after reconcile", { count: lost.length });
+      },
       (error: unknown) => logger.warn("job reconciliation failed", { error }),
     );
   }, intervalMs);

@@ -3,7 +3,17 @@ import assert from "node:assert/strict";
 import { createMemoryLiveJobBackend } from "./live-job-backends.js";
 import type { LiveJob } from "./job-store.js";
 
-const job = (fence: number): LiveJob => ({ projectCanonicalId: "agent:c:p", jobId: "j1", clientId: "c", runnerId: "r1", tool: "run_shell", fence, state: "running", createdAtMs: 0, updatedAtMs: 0 });
+const job = (fence: number): LiveJob => ({
+  projectCanonicalId: "agent:c:p",
+  jobId: "j1",
+  clientId: "c",
+  runnerId: "r1",
+  tool: "run_shell",
+  fence,
+  state: "running",
+  createdAtMs: 0,
+  updatedAtMs: 0,
+});
 
 describe("live job state (in-process)", () => {
   it("refuses writes with a lower fence and lets a higher fence adopt the job", async () => {

@@ -31,7 +31,13 @@ export function createMemoryLiveJobBackend(options: { now?: () => number } = {})
       if (!e) return { ok: false, reason: "not_found" };
       if (fence < e.job.fence) return { ok: false, reason: "stale_fence", fence: e.job.fence };
       const adopted = fence > e.job.fence;
-      e.job = { ...e.job, fence, updatedAtMs: nowMs, ...(change.state ? { state: change.state } : {}), ...(change.runnerId ? { runnerId: change.runnerId } : {}) };
+      e.job = {
+        ...e.job,
+        fence,
+        updatedAtMs: nowMs,
+        ...(change.state ? { state: change.state } : {}),
+        ...(change.runnerId ? { runnerId: change.runnerId } : {}),
+      };
       e.expiresAt = now() + ttlMs;
       return { ok: true, adopted };
     },
@@ -127,15 +133,34 @@ export function createRedisLiveJobBackend(redis: Redis, options: { prefix?: stri
   const parse = (k: JobKey, h: Record<string, string>): LiveJob | undefined => {
     if (!h["fence"]) return undefined;
     const job: LiveJob = {
-      ...k, clientId: h["client"] ?? "", runnerId: h["runner"] ?? "", tool: h["tool"] ?? "", fence: Number(h["fence"]),
-      state: (h["state"] ?? "queued") as LiveJobState, createdAtMs: Number(h["created"] ?? 0), updatedAtMs: Number(h["updated"] ?? 0),
+      ...k,
+      clientId: h["client"] ?? "",
+      runnerId: h["runner"] ?? "",
+      tool: h["tool"] ?? "",
+      fence: Number(h["fence"]),
+      state: (h["state"] ?? "queued") as LiveJobState,
+      createdAtMs: Number(h["created"] ?? 0),
+      updatedAtMs: Number(h["updated"] ?? 0),
     };
     if (h["call"]) job.callId = h["call"];
     return job;
   };
   return {
     async put(job, ttlMs) {
-      const res = fenced(await r.wcxJobPut(key(job), job.fence, job.state, job.clientId, job.runnerId, job.tool, job.callId ?? "", job.createdAtMs, job.updatedAtMs, Math.ceil(ttlMs)));
+      const res = fenced(
+        await r.wcxJobPut(
+          key(job),
+          job.fence,
+          job.state,
+          job.clientId,
+          job.runnerId,
+          job.tool,
+          job.callId ?? "",
+          job.createdAtMs,
+          job.updatedAtMs,
+          Math.ceil(ttlMs),
+        ),
+      );
       if (res.ok) await redis.multi().sadd(`${p}jobs:all`, member(job)).sadd(`${p}jobs:client:${job.clientId}`, member(job)).exec();
       return res;
     },

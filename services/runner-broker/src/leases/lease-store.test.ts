@@ -63,7 +63,12 @@ describe("lease store (in-process backend)", () => {
   });
 
   it("withdraws a grant whose fence could not be recorded", async () => {
-    const down: FenceHighWaterMark = { read: async () => 0, advance: async () => { throw new Error("postgres down"); } };
+    const down: FenceHighWaterMark = {
+      read: async () => 0,
+      advance: async () => {
+        throw new Error("postgres down");
+      },
+    };
     const leases = createLeaseStore(createMemoryLeaseBackend(), down);
     await assert.rejects(leases.acquire("p", "a", 100), FenceUnavailableError);
     assert.equal(await leases.current("p"), undefined, "no lease is left behind");

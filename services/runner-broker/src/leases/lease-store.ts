@@ -23,8 +23,7 @@ export interface Lease {
 }
 
 export type LeaseAcquisition =
-  | { held: true; lease: Lease; /** false when the owner already held it (renewed). */ fresh: boolean }
-  | { held: false; holder: Lease };
+  { held: true; lease: Lease; /** false when the owner already held it (renewed). */ fresh: boolean } | { held: false; holder: Lease };
 
 export interface LeaseStore {
   /** Grants the scope's lease to `owner` unless another owner holds it; idempotent for the holder. */
@@ -38,11 +37,7 @@ export interface LeaseStore {
   highestFence(scope: string): Promise<number>;
 }
 
-export type GrantResult =
-  | { kind: "granted"; fence: number }
-  | { kind: "mine"; fence: number }
-  | { kind: "held"; holder: Lease }
-  | { kind: "unseeded" };
+export type GrantResult = { kind: "granted"; fence: number } | { kind: "mine"; fence: number } | { kind: "held"; holder: Lease } | { kind: "unseeded" };
 
 /** Atomic per-scope primitives; each call is one atomic step in its backend. */
 export interface LeaseBackend {

@@ -6,7 +6,8 @@ import type { LeaseStore } from "./lease-store.js";
 import { createMemoryFenceHighWaterMark } from "./fence-hwm.js";
 import { createMeteredLeaseStore } from "./metered-lease-store.js";
 
-const count = (text: string, op: string, result: string) => Number(new RegExp(`webcodex_lease_operations_total\\{op="${op}",result="${result}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+const count = (text: string, op: string, result: string) =>
+  Number(new RegExp(`webcodex_lease_operations_total\\{op="${op}",result="${result}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
 
 test("lease operations are counted by operation and result; a backend error is counted and rethrown", async () => {
   const metrics = createMetrics();
@@ -19,7 +20,13 @@ test("lease operations are counted by operation and result; a backend error is c
   assert.equal(await leases.release("agent:acme:p", "runner-a", first.lease.fence), true);
   const text = metrics.render();
   assert.deepEqual(
-    [count(text, "acquire", "ok"), count(text, "acquire", "rejected"), count(text, "renew", "ok"), count(text, "renew", "rejected"), count(text, "release", "ok")],
+    [
+      count(text, "acquire", "ok"),
+      count(text, "acquire", "rejected"),
+      count(text, "renew", "ok"),
+      count(text, "renew", "rejected"),
+      count(text, "release", "ok"),
+    ],
     [1, 1, 1, 1, 1],
   );
 

@@ -22,9 +22,24 @@ export function createMeteredLeaseStore(store: LeaseStore, work: WorkMetrics): L
     return result;
   };
   return {
-    acquire: (scope, owner, ttlMs) => metered("acquire", () => store.acquire(scope, owner, ttlMs), (a) => a.held),
-    renew: (scope, owner, fence, ttlMs) => metered("renew", () => store.renew(scope, owner, fence, ttlMs), (held) => held),
-    release: (scope, owner, fence) => metered("release", () => store.release(scope, owner, fence), (released) => released),
+    acquire: (scope, owner, ttlMs) =>
+      metered(
+        "acquire",
+        () => store.acquire(scope, owner, ttlMs),
+        (a) => a.held,
+      ),
+    renew: (scope, owner, fence, ttlMs) =>
+      metered(
+        "renew",
+        () => store.renew(scope, owner, fence, ttlMs),
+        (held) => held,
+      ),
+    release: (scope, owner, fence) =>
+      metered(
+        "release",
+        () => store.release(scope, owner, fence),
+        (released) => released,
+      ),
     current: (scope) => store.current(scope),
     highestFence: (scope) => store.highestFence(scope),
   };

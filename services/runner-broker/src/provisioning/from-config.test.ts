@@ -21,7 +21,11 @@ describe("createConfiguredProvisioner", () => {
     assert.match(defaultRunnerCliPath(), /tools\/cli\/bin\/webcodex\.js$/);
     const dir = mkdtempSync(join(tmpdir(), "wcx-prov-"));
     try {
-      const provisioner = await createConfiguredProvisioner(loadConfig({ ...base, WEBCODEX_PROVISIONER: "local-process", WEBCODEX_RUNNER_WORKSPACES_DIR: dir }), () => "http://127.0.0.1:1", logger);
+      const provisioner = await createConfiguredProvisioner(
+        loadConfig({ ...base, WEBCODEX_PROVISIONER: "local-process", WEBCODEX_RUNNER_WORKSPACES_DIR: dir }),
+        () => "http://127.0.0.1:1",
+        logger,
+      );
       assert.ok(provisioner);
       await provisioner.close();
     } finally {
@@ -33,9 +37,16 @@ describe("createConfiguredProvisioner", () => {
     const dir = mkdtempSync(join(tmpdir(), "wcx-prov-"));
     const marker = join(dir, "started.json");
     const cli = join(dir, "fake-cli.mjs");
-    writeFileSync(cli, `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(marker)}, JSON.stringify({ argv: process.argv.slice(2), root: process.env.WEBCODEX_RUNNER_ROOT, project: process.env.WEBCODEX_RUNNER_PROJECT_ID }));\n`);
+    writeFileSync(
+      cli,
+      `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(marker)}, JSON.stringify({ argv: process.argv.slice(2), root: process.env.WEBCODEX_RUNNER_ROOT, project: process.env.WEBCODEX_RUNNER_PROJECT_ID }));\n`,
+    );
     try {
-      const provisioner = await createConfiguredProvisioner(loadConfig({ ...base, WEBCODEX_PROVISIONER: "local-process", WEBCODEX_RUNNER_WORKSPACES_DIR: dir, WEBCODEX_RUNNER_CLI: cli }), () => "http://127.0.0.1:1", logger);
+      const provisioner = await createConfiguredProvisioner(
+        loadConfig({ ...base, WEBCODEX_PROVISIONER: "local-process", WEBCODEX_RUNNER_WORKSPACES_DIR: dir, WEBCODEX_RUNNER_CLI: cli }),
+        () => "http://127.0.0.1:1",
+        logger,
+      );
       assert.ok(provisioner);
       try {
         assert.equal((await provisioner.ensureRunner({ clientId: "acme", projectId: "demo" })).action, "created");

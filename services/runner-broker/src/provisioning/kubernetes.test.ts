@@ -6,7 +6,16 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createLogger } from "@webcodex/platform";
-import { buildRunnerObjects, createKubernetesProvisioner, parseRunnerPodTemplate, podProvisioningState, runnerPodName, SAFE_TO_EVICT_ANNOTATION, TEMPLATE_HASH_ANNOTATION, templateHash } from "./kubernetes.js";
+import {
+  buildRunnerObjects,
+  createKubernetesProvisioner,
+  parseRunnerPodTemplate,
+  podProvisioningState,
+  runnerPodName,
+  SAFE_TO_EVICT_ANNOTATION,
+  TEMPLATE_HASH_ANNOTATION,
+  templateHash,
+} from "./kubernetes.js";
 import { runnerNames } from "./provisioner.js";
 import { runnerCredential } from "../runner-auth.js";
 
@@ -40,15 +49,28 @@ const chartTemplate = {
   livenessProbe: { failureThreshold: 3, httpGet: { path: "/healthz", port: 8085 }, periodSeconds: 10, timeoutSeconds: 3 },
   namespace: "webcodex-runners",
   nodeSelector: {},
-  podSecurityContext: { fsGroup: 10001, fsGroupChangePolicy: "OnRootMismatch", runAsGroup: 10001, runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: "RuntimeDefault" } },
+  podSecurityContext: {
+    fsGroup: 10001,
+    fsGroupChangePolicy: "OnRootMismatch",
+    runAsGroup: 10001,
+    runAsNonRoot: true,
+    runAsUser: 10001,
+    seccompProfile: { type: "RuntimeDefault" },
+  },
   port: 8085,
   projectLabelKey: "webcodex.dev/project",
   readinessProbe: { failureThreshold: 3, httpGet: { path: "/readyz", port: 8085 }, periodSeconds: 5, timeoutSeconds: 3 },
   resources: { limits: { cpu: "2", "ephemeral-storage": "2Gi", memory: "2Gi" }, requests: { cpu: "250m", "ephemeral-storage": "256Mi", memory: "512Mi" } },
   runtimeClassName: "gvisor",
   securityContext: {
-    allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, privileged: false, readOnlyRootFilesystem: true,
-    runAsGroup: 10001, runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: "RuntimeDefault" },
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ["ALL"] },
+    privileged: false,
+    readOnlyRootFilesystem: true,
+    runAsGroup: 10001,
+    runAsNonRoot: true,
+    runAsUser: 10001,
+    seccompProfile: { type: "RuntimeDefault" },
   },
   serviceAccountName: "wcx-webcodex-runner",
   startupProbe: { failureThreshold: 30, httpGet: { path: "/healthz", port: 8085 }, periodSeconds: 2, timeoutSeconds: 2 },
@@ -70,7 +92,10 @@ interface Recorded {
   body: Record<string, unknown> | undefined;
 }
 
-type Obj = Record<string, unknown> & { metadata: { name: string; namespace?: string; uid?: string; labels?: Record<string, string> }; status?: { phase?: string } };
+type Obj = Record<string, unknown> & {
+  metadata: { name: string; namespace?: string; uid?: string; labels?: Record<string, string> };
+  status?: { phase?: string };
+};
 
 /** A fake Kubernetes API server for pods and PVCs: records requests and answers like the real one. */
 function fakeApiServer() {
@@ -140,19 +165,31 @@ describe("kubernetes provisioner against a fake API server", () => {
     const r = await p.ensureRunner(workspace);
     const names = runnerNames(workspace);
     assert.deepEqual(r, { action: "created", name: runnerPodName(template, workspace) });
-    assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path}`), [
-      "POST /api/v1/namespaces/webcodex-runners/persistentvolumeclaims",
-      "POST /api/v1/namespaces/webcodex-runners/pods",
-    ]);
+    assert.deepEqual(
+      api.requests.map((q) => `${q.method} ${q.path}`),
+      ["POST /api/v1/namespaces/webcodex-runners/persistentvolumeclaims", "POST /api/v1/namespaces/webcodex-runners/pods"],
+    );
     for (const q of api.requests) assert.equal(q.auth, "Bearer sa-token");
 
     const pvc = api.requests[0]!.body as { metadata: { name: string; labels: Record<string, string> }; spec: Record<string, unknown> };
     const pod = api.requests[1]!.body as {
       metadata: { name: string; labels: Record<string, string> };
       spec: {
-        automountServiceAccountToken: boolean; enableServiceLinks: boolean; runtimeClassName?: string; serviceAccountName: string;
-        securityContext: Record<string, unknown>; volumes: Array<Record<string, unknown>>;
-        containers: Array<{ name: string; image: string; securityContext: Record<string, unknown>; resources: { limits: Record<string, string> }; env: Array<{ name: string; value?: string }>; volumeMounts: unknown[]; ports: unknown[] }>;
+        automountServiceAccountToken: boolean;
+        enableServiceLinks: boolean;
+        runtimeClassName?: string;
+        serviceAccountName: string;
+        securityContext: Record<string, unknown>;
+        volumes: Array<Record<string, unknown>>;
+        containers: Array<{
+          name: string;
+          image: string;
+          securityContext: Record<string, unknown>;
+          resources: { limits: Record<string, string> };
+          env: Array<{ name: string; value?: string }>;
+          volumeMounts: unknown[];
+          ports: unknown[];
+        }>;
       };
     };
     // Labels: the template's, plus tenant and project as label-safe stable hashes.
@@ -194,8 +231,15 @@ describe("kubernetes provisioner against a fake API server", () => {
     assert.equal(c.securityContext["allowPrivilegeEscalation"], false);
     assert.deepEqual(c.securityContext["capabilities"], { drop: ["ALL"] });
     assert.deepEqual(c.resources.limits, { cpu: "2", "ephemeral-storage": "2Gi", memory: "2Gi" });
-    assert.deepEqual(c.env.slice(-2), [{ name: "WEBCODEX_RUNNER_CLIENT_ID", value: workspace.clientId }, { name: "WEBCODEX_RUNNER_PROJECT_ID", value: workspace.projectId }]);
-    assert.equal(c.env.some((e) => e.name === "WEBCODEX_RUNNER_TOKEN"), false, "no installation-wide secret reaches a Runner pod");
+    assert.deepEqual(c.env.slice(-2), [
+      { name: "WEBCODEX_RUNNER_CLIENT_ID", value: workspace.clientId },
+      { name: "WEBCODEX_RUNNER_PROJECT_ID", value: workspace.projectId },
+    ]);
+    assert.equal(
+      c.env.some((e) => e.name === "WEBCODEX_RUNNER_TOKEN"),
+      false,
+      "no installation-wide secret reaches a Runner pod",
+    );
     assert.deepEqual(pod.spec.volumes, [
       { name: "workspace", persistentVolumeClaim: { claimName: pvc.metadata.name } },
       { name: "tmp", emptyDir: { sizeLimit: "1Gi" } },
@@ -217,14 +261,25 @@ describe("kubernetes provisioner against a fake API server", () => {
     const podReq = api.requests.find((q) => q.method === "POST" && q.path.endsWith("/pods"));
     assert.ok(secretReq && podReq);
     const secret = secretReq.body as { metadata: { name: string }; stringData: Record<string, string> };
-    const pod = podReq.body as { spec: { volumes: Array<Record<string, unknown>>; containers: Array<{ env: Array<{ name: string; value?: string }>; volumeMounts: Array<Record<string, unknown>> }> } };
+    const pod = podReq.body as {
+      spec: {
+        volumes: Array<Record<string, unknown>>;
+        containers: Array<{ env: Array<{ name: string; value?: string }>; volumeMounts: Array<Record<string, unknown>> }>;
+      };
+    };
     assert.deepEqual(secret.stringData, { credential: runnerCredential(key, other) });
     const text = JSON.stringify(pod) + JSON.stringify(secret);
     assert.equal(text.includes(key), false, "the key itself is nowhere in the pod or its Secret");
     const c = pod.spec.containers[0]!;
-    assert.equal(c.env.some((e) => e.name === "WEBCODEX_RUNNER_TOKEN"), false);
+    assert.equal(
+      c.env.some((e) => e.name === "WEBCODEX_RUNNER_TOKEN"),
+      false,
+    );
     assert.ok(c.env.some((e) => e.name === "WEBCODEX_RUNNER_TOKEN_FILE" && e.value === "/var/run/webcodex/runner/credential"));
-    assert.deepEqual(pod.spec.volumes.find((v) => v["name"] === "credential"), { name: "credential", secret: { secretName: secret.metadata.name, defaultMode: 0o400 } });
+    assert.deepEqual(
+      pod.spec.volumes.find((v) => v["name"] === "credential"),
+      { name: "credential", secret: { secretName: secret.metadata.name, defaultMode: 0o400 } },
+    );
     assert.notEqual(runnerCredential(key, other), runnerCredential(key, workspace), "credentials differ per workspace");
     assert.equal(await p.removeRunner(other), true);
     assert.ok(api.requests.some((q) => q.method === "DELETE" && q.path.endsWith(`/secrets/${secret.metadata.name}`)));
@@ -236,7 +291,11 @@ describe("kubernetes provisioner against a fake API server", () => {
     const r = await p.ensureRunner(workspace);
     assert.equal(r.action, "exists");
     assert.equal(api.store.size, 2);
-    assert.deepEqual(api.requests.map((q) => q.method), ["POST", "POST", "GET"], "409 on create, then a read of the pod");
+    assert.deepEqual(
+      api.requests.map((q) => q.method),
+      ["POST", "POST", "GET"],
+      "409 on create, then a read of the pod",
+    );
   });
 
   it("replaces a pod that has ended", async () => {
@@ -246,9 +305,10 @@ describe("kubernetes provisioner against a fake API server", () => {
     api.requests.length = 0;
     const r = await p.ensureRunner(workspace);
     assert.equal(r.action, "recreated");
-    assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path.split("/").slice(-1)[0]}`), [
-      "POST persistentvolumeclaims", "POST pods", `GET ${r.name}`, `DELETE ${r.name}`, "POST pods",
-    ]);
+    assert.deepEqual(
+      api.requests.map((q) => `${q.method} ${q.path.split("/").slice(-1)[0]}`),
+      ["POST persistentvolumeclaims", "POST pods", `GET ${r.name}`, `DELETE ${r.name}`, "POST pods"],
+    );
     assert.equal(api.store.get(podKey)?.status?.phase, "Pending");
   });
 
@@ -257,10 +317,10 @@ describe("kubernetes provisioner against a fake API server", () => {
     const name = runnerPodName(template, workspace);
     api.requests.length = 0;
     assert.equal(await p.removeRunner(workspace), true);
-    assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path}`), [
-      `DELETE /api/v1/namespaces/webcodex-runners/pods/${name}`,
-      `DELETE /api/v1/namespaces/webcodex-runners/persistentvolumeclaims/${name}-workspace`,
-    ]);
+    assert.deepEqual(
+      api.requests.map((q) => `${q.method} ${q.path}`),
+      [`DELETE /api/v1/namespaces/webcodex-runners/pods/${name}`, `DELETE /api/v1/namespaces/webcodex-runners/persistentvolumeclaims/${name}-workspace`],
+    );
     assert.equal(api.store.size, 0);
     assert.equal(await p.removeRunner(workspace), false, "404s mean already gone");
   });
@@ -270,18 +330,28 @@ describe("kubernetes provisioner against a fake API server", () => {
     await p.ensureRunner(workspace);
     api.requests.length = 0;
     assert.equal(await p.removeRunner(workspace, { keepWorkspace: true }), true);
-    assert.deepEqual(api.requests.map((q) => `${q.method} ${q.path}`), [`DELETE /api/v1/namespaces/other-ns/pods/${runnerPodName(template, workspace)}`]);
+    assert.deepEqual(
+      api.requests.map((q) => `${q.method} ${q.path}`),
+      [`DELETE /api/v1/namespaces/other-ns/pods/${runnerPodName(template, workspace)}`],
+    );
     assert.equal(api.store.size, 1, "the PVC stays");
   });
 
   it("a created Project from git: the clone source as env and the tenant's credential as a Secret reference, field by field", async () => {
-    const withSecrets = parseRunnerPodTemplate({ ...chartTemplate, gitCredentialSecrets: { [workspace.clientId]: "acme-git-credentials" }, safeToEvict: false });
+    const withSecrets = parseRunnerPodTemplate({
+      ...chartTemplate,
+      gitCredentialSecrets: { [workspace.clientId]: "acme-git-credentials" },
+      safeToEvict: false,
+    });
     const p = createKubernetesProvisioner({ template: withSecrets, kubeConfig, logger });
     const created = { ...workspace, projectId: "from-git" };
     api.requests.length = 0;
     await p.ensureRunner(created, { source: { git: { url: "https://git.example.com/acme/app.git", ref: "main" } } });
     const pvc = api.requests[0]!.body as { metadata: { name: string; namespace: string }; spec: Record<string, unknown> };
-    const pod = api.requests[1]!.body as { metadata: { name: string; annotations: Record<string, string> }; spec: { volumes: unknown[]; containers: Array<{ env: Array<Record<string, unknown>> }> } };
+    const pod = api.requests[1]!.body as {
+      metadata: { name: string; annotations: Record<string, string> };
+      spec: { volumes: unknown[]; containers: Array<{ env: Array<Record<string, unknown>> }> };
+    };
     const podName = runnerPodName(withSecrets, created);
     assert.deepEqual([pvc.metadata.name, pvc.metadata.namespace], [`${podName}-workspace`, "webcodex-runners"]);
     assert.deepEqual(pvc.spec, { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "10Gi" } } });
@@ -300,7 +370,10 @@ describe("kubernetes provisioner against a fake API server", () => {
     // Another tenant (no Secret named for it) gets no credential reference at all.
     const other = buildRunnerObjects(withSecrets, { clientId: "beta", projectId: "x" }, "webcodex-runners", { git: { url: "https://git.example.com/b.git" } });
     const otherEnv = (other.pod.spec?.containers[0]?.env ?? []).map((e) => e.name);
-    assert.ok(otherEnv.includes("WEBCODEX_RUNNER_CLONE_URL") && !otherEnv.some((n) => n.startsWith("WEBCODEX_RUNNER_CLONE_USER") || n.startsWith("WEBCODEX_RUNNER_CLONE_PASS")));
+    assert.ok(
+      otherEnv.includes("WEBCODEX_RUNNER_CLONE_URL") &&
+        !otherEnv.some((n) => n.startsWith("WEBCODEX_RUNNER_CLONE_USER") || n.startsWith("WEBCODEX_RUNNER_CLONE_PASS")),
+    );
     await p.removeRunner(created);
   });
 
@@ -313,7 +386,10 @@ describe("kubernetes provisioner against a fake API server", () => {
     (stored.metadata as { annotations?: Record<string, string> }).annotations = { [TEMPLATE_HASH_ANNOTATION]: "0000000000000000" };
     api.requests.length = 0;
     assert.equal((await p.ensureRunner(workspace)).action, "recreated");
-    assert.deepEqual(api.requests.map((q) => q.method), ["POST", "POST", "GET", "DELETE", "POST"]);
+    assert.deepEqual(
+      api.requests.map((q) => q.method),
+      ["POST", "POST", "GET", "DELETE", "POST"],
+    );
     api.store.get(key)!.status = { phase: "Running" };
     assert.equal((await p.ensureRunner(workspace)).action, "exists");
     await p.removeRunner(workspace);
@@ -325,15 +401,54 @@ describe("kubernetes provisioner against a fake API server", () => {
     await p.ensureRunner(workspace);
     const key = `pods/webcodex-runners/${runnerPodName(template, workspace)}`;
     const message = "0/3 nodes are available: 3 pod has unbound immediate PersistentVolumeClaims.";
-    api.store.get(key)!.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message }] } as unknown as { phase?: string };
+    api.store.get(key)!.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message }] } as unknown as {
+      phase?: string;
+    };
     assert.deepEqual(await p.provisioningState!(workspace), { state: "unschedulable", condition: { type: "PodScheduled", reason: "Unschedulable", message } });
     await p.removeRunner(workspace);
     // Pure mapping of the other causes.
-    const waiting = podProvisioningState({ status: { phase: "Pending", containerStatuses: [{ name: "runner", image: "i", imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "CreateContainerConfigError", message: 'secret "acme-git" not found' } } }] } });
-    assert.deepEqual(waiting, { state: "unschedulable", condition: { type: "ContainerWaiting", reason: "CreateContainerConfigError", message: 'secret "acme-git" not found' } });
-    const cloneFailed = podProvisioningState({ status: { phase: "Running", containerStatuses: [{ name: "runner", image: "i", imageID: "", ready: false, restartCount: 1, state: { waiting: { reason: "CrashLoopBackOff" } }, lastState: { terminated: { exitCode: 3, message: JSON.stringify({ reason_code: "clone_failed", detail_code: "authentication_failed", message: "refused" }) } } }] } });
+    const waiting = podProvisioningState({
+      status: {
+        phase: "Pending",
+        containerStatuses: [
+          {
+            name: "runner",
+            image: "i",
+            imageID: "",
+            ready: false,
+            restartCount: 0,
+            state: { waiting: { reason: "CreateContainerConfigError", message: 'secret "acme-git" not found' } },
+          },
+        ],
+      },
+    });
+    assert.deepEqual(waiting, {
+      state: "unschedulable",
+      condition: { type: "ContainerWaiting", reason: "CreateContainerConfigError", message: 'secret "acme-git" not found' },
+    });
+    const cloneFailed = podProvisioningState({
+      status: {
+        phase: "Running",
+        containerStatuses: [
+          {
+            name: "runner",
+            image: "i",
+            imageID: "",
+            ready: false,
+            restartCount: 1,
+            state: { waiting: { reason: "CrashLoopBackOff" } },
+            lastState: {
+              terminated: { exitCode: 3, message: JSON.stringify({ reason_code: "clone_failed", detail_code: "authentication_failed", message: "refused" }) },
+            },
+          },
+        ],
+      },
+    });
     assert.equal(cloneFailed.state, "failed");
-    assert.deepEqual(cloneFailed.state === "failed" ? [cloneFailed.failure.reason_code, cloneFailed.failure.detail_code] : [], ["clone_failed", "authentication_failed"]);
+    assert.deepEqual(cloneFailed.state === "failed" ? [cloneFailed.failure.reason_code, cloneFailed.failure.detail_code] : [], [
+      "clone_failed",
+      "authentication_failed",
+    ]);
     assert.deepEqual(podProvisioningState({ status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] } }), { state: "ready" });
     assert.deepEqual(podProvisioningState({ status: { phase: "Pending" } }), { state: "starting" });
   });

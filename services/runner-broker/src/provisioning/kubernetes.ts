@@ -67,20 +67,50 @@ export const SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-t
 /** A stable digest of the template: a pod made from another template is replaced on ensure. */
 export function templateHash(t: RunnerPodTemplate): string {
   const sorted = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(sorted) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Json)[k])])) : v;
-  return createHash("sha256").update(JSON.stringify(sorted(t))).digest("hex").slice(0, 16);
+    Array.isArray(v)
+      ? v.map(sorted)
+      : v && typeof v === "object"
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sorted((v as Json)[k])]),
+          )
+        : v;
+  return createHash("sha256")
+    .update(JSON.stringify(sorted(t)))
+    .digest("hex")
+    .slice(0, 16);
 }
 
 /** The Runner pod's name: `<release>-runner-<hash of the canonical id>`, at most 63 characters. */
 export function runnerPodName(t: RunnerPodTemplate, w: ProjectWorkspace): string {
-  const release = (t.release ?? t.labels["app.kubernetes.io/instance"] ?? "wcx").toLowerCase().replace(/[^a-z0-9-]/g, "-").replace(/^-+|-+$/g, "").slice(0, 30) || "wcx";
+  const release =
+    (t.release ?? t.labels["app.kubernetes.io/instance"] ?? "wcx")
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 30) || "wcx";
   return `${release}-runner-${runnerNames(w).name.slice("wcx-runner-".length)}`.slice(0, 63);
 }
 
 const REQUIRED: ReadonlyArray<keyof RunnerPodTemplate> = [
-  "namespace", "serviceAccountName", "image", "imagePullPolicy", "port", "labels", "tenantLabelKey", "projectLabelKey",
-  "resources", "storageSize", "storageAccessModes", "podSecurityContext", "securityContext", "args", "workspaceMountPath",
-  "tmpSizeLimit", "env",
+  "namespace",
+  "serviceAccountName",
+  "image",
+  "imagePullPolicy",
+  "port",
+  "labels",
+  "tenantLabelKey",
+  "projectLabelKey",
+  "resources",
+  "storageSize",
+  "storageAccessModes",
+  "podSecurityContext",
+  "securityContext",
+  "args",
+  "workspaceMountPath",
+  "tmpSizeLimit",
+  "env",
 ];
 
 /** Validates a parsed template: every problem in one error, and the security floor enforced. */
@@ -95,8 +125,18 @@ export function parseRunnerPodTemplate(raw: unknown): RunnerPodTemplate {
   if (!t.resources?.limits?.["cpu"] || !t.resources.limits["memory"]) problems.push("resources.limits.cpu and .memory are required");
   if (problems.length > 0) throw new Error(`runner pod template is invalid:\n  - ${problems.join("\n  - ")}`);
   return {
-    annotations: {}, imagePullSecrets: [], nodeSelector: {}, tolerations: [], storageClass: null, runtimeClassName: null,
-    enableServiceLinks: false, terminationGracePeriodSeconds: 30, workingDir: "/app", startupProbe: {}, livenessProbe: {}, readinessProbe: {},
+    annotations: {},
+    imagePullSecrets: [],
+    nodeSelector: {},
+    tolerations: [],
+    storageClass: null,
+    runtimeClassName: null,
+    enableServiceLinks: false,
+    terminationGracePeriodSeconds: 30,
+    workingDir: "/app",
+    startupProbe: {},
+    livenessProbe: {},
+    readinessProbe: {},
     ...t,
   } as RunnerPodTemplate;
 }
@@ -114,7 +154,13 @@ const RUNNER_CREDENTIAL_KEY = "credential";
  * With `credential` the pod mounts its own workspace-bound credential from the Secret named
  * `<pod>-credential`; the key it is derived from never enters the pod.
  */
-export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, namespace = t.namespace, source?: WorkspaceSource, credential?: string): { pod: V1Pod; pvc: V1PersistentVolumeClaim; secret?: V1Secret } {
+export function buildRunnerObjects(
+  t: RunnerPodTemplate,
+  w: ProjectWorkspace,
+  namespace = t.namespace,
+  source?: WorkspaceSource,
+  credential?: string,
+): { pod: V1Pod; pvc: V1PersistentVolumeClaim; secret?: V1Secret } {
   const n = runnerNames(w);
   const labels = { ...t.labels, [t.tenantLabelKey]: n.tenantLabel, [t.projectLabelKey]: n.projectLabel };
   const podName = runnerPodName(t, w);
@@ -175,7 +221,8 @@ export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, na
           ports: [{ name: "http", containerPort: t.port, protocol: "TCP" }],
           env: [
             ...t.env.filter((e) => (e as { name?: unknown }).name !== "WEBCODEX_RUNNER_TOKEN"),
-            { name: "WEBCODEX_RUNNER_CLIENT_ID", value: w.clientId }, { name: "WEBCODEX_RUNNER_PROJECT_ID", value: w.projectId },
+            { name: "WEBCODEX_RUNNER_CLIENT_ID", value: w.clientId },
+            { name: "WEBCODEX_RUNNER_PROJECT_ID", value: w.projectId },
             ...(credential !== undefined ? [{ name: "WEBCODEX_RUNNER_TOKEN_FILE", value: `${RUNNER_CREDENTIAL_DIR}/${RUNNER_CREDENTIAL_KEY}` }] : []),
             ...cloneEnv,
           ],
@@ -185,7 +232,8 @@ export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, na
           livenessProbe: t.livenessProbe,
           readinessProbe: t.readinessProbe,
           volumeMounts: [
-            { name: "workspace", mountPath: t.workspaceMountPath }, { name: "tmp", mountPath: "/tmp" },
+            { name: "workspace", mountPath: t.workspaceMountPath },
+            { name: "tmp", mountPath: "/tmp" },
             ...(credential !== undefined ? [{ name: "credential", mountPath: RUNNER_CREDENTIAL_DIR, readOnly: true }] : []),
           ],
         },
@@ -197,13 +245,16 @@ export function buildRunnerObjects(t: RunnerPodTemplate, w: ProjectWorkspace, na
       ],
     },
   };
-  const secret = credential === undefined ? undefined : {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name: secretName, namespace, labels },
-    type: "Opaque",
-    stringData: { [RUNNER_CREDENTIAL_KEY]: credential },
-  };
+  const secret =
+    credential === undefined
+      ? undefined
+      : {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: secretName, namespace, labels },
+          type: "Opaque",
+          stringData: { [RUNNER_CREDENTIAL_KEY]: credential },
+        };
   return { pod: pod as unknown as V1Pod, pvc: pvc as unknown as V1PersistentVolumeClaim, ...(secret ? { secret: secret as unknown as V1Secret } : {}) };
 }
 
@@ -281,7 +332,13 @@ export function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Pr
         }
       }
       const action = (await createPod(pod)) === "created" ? "recreated" : "exists";
-      o.logger.info("runner pod replaced", { pod: name, namespace, previous_phase: phase ?? "gone", template_changed: existing !== undefined && !current, action });
+      o.logger.info("runner pod replaced", {
+        pod: name,
+        namespace,
+        previous_phase: phase ?? "gone",
+        template_changed: existing !== undefined && !current,
+        action,
+      });
       return { action, name };
     },
 
@@ -335,7 +392,13 @@ export function podProvisioningState(pod: V1Pod): ProvisioningState {
     try {
       const f = JSON.parse(terminated.message) as { reason_code?: string; detail_code?: string; message?: string };
       if (f.reason_code === ReasonCode.cloneFailed || f.reason_code === ReasonCode.invalidValue) {
-        return { state: "failed", failure: toolFailure(f.reason_code, FailureStage.execution, { ...(f.detail_code ? { detail_code: f.detail_code } : {}), ...(f.message ? { message: f.message } : {}) }) };
+        return {
+          state: "failed",
+          failure: toolFailure(f.reason_code, FailureStage.execution, {
+            ...(f.detail_code ? { detail_code: f.detail_code } : {}),
+            ...(f.message ? { message: f.message } : {}),
+          }),
+        };
       }
     } catch {
       // Not ours: an ordinary crash; the pod restarts.
@@ -347,6 +410,7 @@ export function podProvisioningState(pod: V1Pod): ProvisioningState {
     return { state: "unschedulable", condition: { type: unscheduled.type, reason: unscheduled.reason ?? "Unschedulable", message: unscheduled.message ?? "" } };
   }
   const waiting = container?.state?.waiting;
-  if (waiting?.reason && STUCK_WAITING.has(waiting.reason)) return { state: "unschedulable", condition: { type: "ContainerWaiting", reason: waiting.reason, message: waiting.message ?? "" } };
+  if (waiting?.reason && STUCK_WAITING.has(waiting.reason))
+    return { state: "unschedulable", condition: { type: "ContainerWaiting", reason: waiting.reason, message: waiting.message ?? "" } };
   return { state: "starting" };
 }

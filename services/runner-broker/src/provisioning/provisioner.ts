@@ -53,7 +53,6 @@ export interface RunnerNames {
   projectLabel: string;
 }
 
-
 const hex = (s: string) => createHash("sha256").update(s).digest("hex");
 
 /**

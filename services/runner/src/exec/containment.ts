@@ -80,7 +80,11 @@ function counter(text: string | undefined, key: string): number {
 
 function procsOf(dir: string): number[] {
   const text = readText(`${dir}/cgroup.procs`) ?? "";
-  return text.split("\n").filter((l) => l !== "").map(Number).filter((n) => n > 0);
+  return text
+    .split("\n")
+    .filter((l) => l !== "")
+    .map(Number)
+    .filter((n) => n > 0);
 }
 
 function killPids(pids: readonly number[], signal: NodeJS.Signals): void {

@@ -59,8 +59,7 @@ export function execFileVia(spawner: Spawner, file: string, args: readonly strin
       callback(null, out, err);
       return;
     }
-    const error: ExecFileError =
-      failure ?? Object.assign(new Error(`Command failed: ${[file, ...args].join(" ")}\n${err}`), { code, signal });
+    const error: ExecFileError = failure ?? Object.assign(new Error(`Command failed: ${[file, ...args].join(" ")}\n${err}`), { code, signal });
     callback(error, out, err);
   };
 

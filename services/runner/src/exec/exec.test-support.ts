@@ -41,9 +41,7 @@ export async function eventually(predicate: () => boolean, timeoutMs: number): P
 /** An assert.rejects validator for a ToolFailureError with the given reason_code. */
 export function failsWith(reasonCode: string, detailCode?: string): (error: unknown) => boolean {
   return (error) =>
-    isToolFailureError(error) &&
-    error.failure.reason_code === reasonCode &&
-    (detailCode === undefined || error.failure.detail_code === detailCode);
+    isToolFailureError(error) && error.failure.reason_code === reasonCode && (detailCode === undefined || error.failure.detail_code === detailCode);
 }
 
 /** The ways the Runner can start programs, for tests that must hold for each. */

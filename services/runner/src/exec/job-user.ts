@@ -65,7 +65,13 @@ function handOver(root: string, uid: number, gid: number): number {
 
 /** True when `user` can reach `dir` (search permission on every directory on the way). */
 function reachable(dir: string, user: { uid: number; gid: number }): boolean {
-  const r = spawnSync("/bin/sh", ["-c", 'cd -- "$1"', "sh", dir], { uid: user.uid, gid: user.gid, stdio: "ignore", env: { PATH: "/usr/bin:/bin" }, timeout: 10_000 });
+  const r = spawnSync("/bin/sh", ["-c", 'cd -- "$1"', "sh", dir], {
+    uid: user.uid,
+    gid: user.gid,
+    stdio: "ignore",
+    env: { PATH: "/usr/bin:/bin" },
+    timeout: 10_000,
+  });
   return r.error === undefined && r.status === 0;
 }
 

@@ -117,9 +117,7 @@ describe("jobs", () => {
 
   it("runs 20 concurrent jobs to their correct terminal states", async () => {
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        executor.runShell({ command: 'echo "job-$N"; sleep 0.2; exit $((N % 4))', env: { N: String(i) }, wait_ms: 15_000 }),
-      ),
+      Array.from({ length: 20 }, (_, i) => executor.runShell({ command: 'echo "job-$N"; sleep 0.2; exit $((N % 4))', env: { N: String(i) }, wait_ms: 15_000 })),
     );
     results.forEach((result, i) => {
       const done = result as CompletedResult;

@@ -10,6 +10,9 @@ test("the Runner's wait_ms and timeout_ms defaults and ceilings are the tools' c
     [DEFAULT_EXEC_LIMITS.waitMsDefault, DEFAULT_EXEC_LIMITS.waitMsCeiling, DEFAULT_EXEC_LIMITS.timeoutMsDefault, DEFAULT_EXEC_LIMITS.timeoutMsCeiling],
     [wait.default, wait.ceiling, timeout.default, timeout.ceiling],
   );
-  assert.deepEqual(effectiveLimits(DEFAULT_EXEC_LIMITS, { wait_ms: wait.ceiling + 1, timeout_ms: timeout.ceiling + 1 }), { wait_ms: wait.ceiling, timeout_ms: timeout.ceiling });
+  assert.deepEqual(effectiveLimits(DEFAULT_EXEC_LIMITS, { wait_ms: wait.ceiling + 1, timeout_ms: timeout.ceiling + 1 }), {
+    wait_ms: wait.ceiling,
+    timeout_ms: timeout.ceiling,
+  });
   assert.deepEqual(effectiveLimits(DEFAULT_EXEC_LIMITS, {}), { wait_ms: wait.default, timeout_ms: timeout.default });
 });

@@ -52,10 +52,7 @@ function requestNumber(field: string, value: number, min: number): number {
 }
 
 /** Applies defaults and ceilings to a request's timeout_ms / wait_ms. */
-export function effectiveLimits(
-  limits: ExecLimits,
-  request: { timeout_ms?: number | undefined; wait_ms?: number | undefined },
-): EffectiveLimits {
+export function effectiveLimits(limits: ExecLimits, request: { timeout_ms?: number | undefined; wait_ms?: number | undefined }): EffectiveLimits {
   const timeout = request.timeout_ms === undefined ? limits.timeoutMsDefault : requestNumber("timeout_ms", request.timeout_ms, 1);
   return { timeout_ms: Math.min(timeout, limits.timeoutMsCeiling), wait_ms: effectiveWaitMs(limits, request.wait_ms) };
 }

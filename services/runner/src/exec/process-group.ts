@@ -50,14 +50,17 @@ const POLL_MS = 50;
 export function terminateGroup(pgid: number, graceMs: number): void {
   if (!signalGroup(pgid, "SIGTERM")) return;
   const deadline = Date.now() + graceMs;
-  const timer = setInterval(() => {
-    if (!groupAlive(pgid)) {
-      clearInterval(timer);
-    } else if (Date.now() >= deadline) {
-      clearInterval(timer);
-      signalGroup(pgid, "SIGKILL");
-    }
-  }, Math.min(POLL_MS, Math.max(1, graceMs)));
+  const timer = setInterval(
+    () => {
+      if (!groupAlive(pgid)) {
+        clearInterval(timer);
+      } else if (Date.now() >= deadline) {
+        clearInterval(timer);
+        signalGroup(pgid, "SIGKILL");
+      }
+    },
+    Math.min(POLL_MS, Math.max(1, graceMs)),
+  );
 }
 
 /**
@@ -79,14 +82,18 @@ export async function taggedProcesses(tag: string): Promise<number[]> {
     return [];
   }
   const found: number[] = [];
-  await Promise.all(names.filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid).map(async (name) => {
-    try {
-      const environ = await readFile(`/proc/${name}/environ`);
-      if (environ.subarray(0, entry.length).equals(entry) || environ.includes(inner)) found.push(Number(name));
-    } catch {
-      // Gone, or another user's process: not ours to end.
-    }
-  }));
+  await Promise.all(
+    names
+      .filter((name) => /^\d+$/.test(name) && Number(name) !== process.pid)
+      .map(async (name) => {
+        try {
+          const environ = await readFile(`/proc/${name}/environ`);
+          if (environ.subarray(0, entry.length).equals(entry) || environ.includes(inner)) found.push(Number(name));
+        } catch {
+          // Gone, or another user's process: not ours to end.
+        }
+      }),
+  );
   return found;
 }
 

@@ -49,7 +49,10 @@ describe("resolveCwd", () => {
     await assert.rejects(resolveCwd(root, "escape"), failsWith(ReasonCode.pathOutsideProject, "symlink_escape"));
     await assert.rejects(resolveCwd(root, "escape/tmp"), failsWith(ReasonCode.pathOutsideProject, "symlink_escape"));
     await assert.rejects(resolveCwd(root, "escape/no-such-dir"), failsWith(ReasonCode.pathOutsideProject));
-    await assert.rejects(resolveCwd(root, ".."), (error: unknown) => isToolFailureError(error) && error.failure.evidence?.["field"] === "cwd" && error.failure.failure_stage === "resolution");
+    await assert.rejects(
+      resolveCwd(root, ".."),
+      (error: unknown) => isToolFailureError(error) && error.failure.evidence?.["field"] === "cwd" && error.failure.failure_stage === "resolution",
+    );
   });
 
   it("reports a missing directory as path_not_found and a file as invalid", async () => {

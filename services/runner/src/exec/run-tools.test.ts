@@ -68,14 +68,11 @@ for (const [mode, makeSpawner] of SPAWNER_MODES) {
     it("run_shell login runs bash -lc and refuses login with sh", async () => {
       const result = completed(await executor.runShell({ command: "shopt -q login_shell && echo login", login: true }));
       assert.equal(result.stdout, "login\n");
-      await assert.rejects(
-        executor.runShell({ command: "true", shell: "sh", login: true }),
-        failsWith(ReasonCode.invalidValue, "login_requires_bash"),
-      );
+      await assert.rejects(executor.runShell({ command: "true", shell: "sh", login: true }), failsWith(ReasonCode.invalidValue, "login_requires_bash"));
     });
 
     it("run_script runs python code as data, never through a shell", async () => {
-      const code = "import sys\nprint(\"it's $HOME `x` \\\"q\\\"\", sys.argv[1:])";
+      const code = 'import sys\nprint("it\'s $HOME `x` \\"q\\"", sys.argv[1:])';
       const result = completed(await executor.runScript({ language: "python", code, args: ["a", "b c"] }));
       assert.equal(result.stdout, "it's $HOME `x` \"q\" ['a', 'b c']\n");
       assert.equal(result.exit_code, 0);
@@ -88,9 +85,18 @@ for (const [mode, makeSpawner] of SPAWNER_MODES) {
     });
 
     it("run_script honours env additions over the scrubbed base, and validates them like run_process", async () => {
-      const result = completed(await executor.runScript({ language: "python", code: "import os\nprint(os.environ.get('GREETING'), os.environ.get('PYTHONUNBUFFERED'))", env: { GREETING: "hi" } }));
+      const result = completed(
+        await executor.runScript({
+          language: "python",
+          code: "import os\nprint(os.environ.get('GREETING'), os.environ.get('PYTHONUNBUFFERED'))",
+          env: { GREETING: "hi" },
+        }),
+      );
       assert.equal(result.stdout, "hi 1\n");
-      await assert.rejects(executor.runScript({ language: "python", code: "print(1)", env: { "1BAD": "x" } }), failsWith(ReasonCode.invalidValue, "env_key_invalid"));
+      await assert.rejects(
+        executor.runScript({ language: "python", code: "print(1)", env: { "1BAD": "x" } }),
+        failsWith(ReasonCode.invalidValue, "env_key_invalid"),
+      );
     });
 
     it("run_script refuses languages other than python", async () => {
@@ -112,7 +118,10 @@ for (const [mode, makeSpawner] of SPAWNER_MODES) {
       process.env["WEBCODEX_TEST_RUNNER_TOKEN"] = "runner-secret-value";
       try {
         const result = completed(await executor.runProcess({ args: ["env"], env: { FOO: "bar baz" } }));
-        const keys = result.stdout.trim().split("\n").map((line) => line.slice(0, line.indexOf("=")));
+        const keys = result.stdout
+          .trim()
+          .split("\n")
+          .map((line) => line.slice(0, line.indexOf("=")));
         assert.deepEqual(keys.sort(), ["FOO", "HOME", "LANG", "PATH", "TERM", "TMPDIR", "WEBCODEX_JOB_TAG"]);
         assert.match(result.stdout, /^FOO=bar baz$/m);
         assert.match(result.stdout, /^TERM=dumb$/m);

@@ -39,15 +39,17 @@ function start(request: Extract<HostRequest, { t: "spawn" }>): void {
   const { id } = request;
   let child: ChildProcess;
   try {
-    child = spawnWithin(request.cgroups, () => spawn(request.program, request.args, {
-      cwd: request.cwd,
-      env: request.env,
-      detached: request.detached,
-      stdio: [request.stdin ? "pipe" : "ignore", "pipe", "pipe"],
-      windowsHide: true,
-      ...(request.uid === undefined ? {} : { uid: request.uid }),
-      ...(request.gid === undefined ? {} : { gid: request.gid }),
-    }));
+    child = spawnWithin(request.cgroups, () =>
+      spawn(request.program, request.args, {
+        cwd: request.cwd,
+        env: request.env,
+        detached: request.detached,
+        stdio: [request.stdin ? "pipe" : "ignore", "pipe", "pipe"],
+        windowsHide: true,
+        ...(request.uid === undefined ? {} : { uid: request.uid }),
+        ...(request.gid === undefined ? {} : { gid: request.gid }),
+      }),
+    );
   } catch (error) {
     send({ t: "error", id, error: serializeError(error) });
     send({ t: "close", id, code: null, signal: null });

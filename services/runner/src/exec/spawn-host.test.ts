@@ -222,7 +222,7 @@ describe("spawn host failures", () => {
       [
         'process.on("message", (m) => {',
         '  if (m.t !== "spawn") return;',
-        "  process.send({ t: \"spawn\", id: m.id, pid: process.pid });",
+        '  process.send({ t: "spawn", id: m.id, pid: process.pid });',
         '  for (let i = 0; i < 64; i++) process.send({ t: "out", id: m.id, fd: 1, data: Buffer.alloc(65536, 120) });',
         '  process.send({ t: "out", id: m.id, fd: 1, data: Buffer.from("last words") });',
         '  process.send({ t: "exit", id: m.id, code: 5, signal: null });',
@@ -335,7 +335,6 @@ describe("spawn host lifetime", () => {
     assert.ok(await eventually(() => pidGone(hostPid), 3_000));
   });
 });
-
 
 describe("spawn host environment", () => {
   it("a child reading its parent's /proc environ (the host's) finds no Runner secret", async () => {

@@ -233,9 +233,7 @@ class SpawnHostImpl implements SpawnHost {
     const id = this.#nextId++;
     const detached = options.detached === true;
     const pipeStdin = options.stdin === "pipe";
-    const proxy = new ProxiedChild(detached, pipeStdin, (data, done) =>
-      host.send(data === null ? { t: "stdin-end", id } : { t: "stdin", id, data }, done),
-    );
+    const proxy = new ProxiedChild(detached, pipeStdin, (data, done) => host.send(data === null ? { t: "stdin-end", id } : { t: "stdin", id, data }, done));
     host.children.set(id, proxy);
     if (!host.ready) host.queuedSpawns.set(id, { proxy, program, args, options });
     host.updateRef();
@@ -377,9 +375,10 @@ class SpawnHostImpl implements SpawnHost {
 
   #fallBack(host: HostConnection | undefined, reason: unknown): void {
     this.#fellBack = true;
-    if (!this.#closed) this.#options.logger?.warn("spawn host could not be started; spawning directly from the Runner", {
-      reason: reason instanceof Error ? reason.message : String(reason),
-    });
+    if (!this.#closed)
+      this.#options.logger?.warn("spawn host could not be started; spawning directly from the Runner", {
+        reason: reason instanceof Error ? reason.message : String(reason),
+      });
     if (host === undefined) return;
     const queue = host.queue;
     const pending = host.queuedSpawns;

@@ -59,15 +59,17 @@ export interface Spawner {
 
 /** The Runner forks itself for every program: `child_process.spawn`. */
 export function spawnDirect(program: string, args: readonly string[], options: SpawnOptions): SpawnedChild {
-  return spawnWithin(options.cgroups, () => spawn(program, args, {
-    cwd: options.cwd,
-    env: options.env ?? minimalProcessEnv(),
-    detached: options.detached === true,
-    stdio: [options.stdin ?? "ignore", "pipe", "pipe"],
-    windowsHide: true,
-    ...(options.uid === undefined ? {} : { uid: options.uid }),
-    ...(options.gid === undefined ? {} : { gid: options.gid }),
-  })) as SpawnedChild;
+  return spawnWithin(options.cgroups, () =>
+    spawn(program, args, {
+      cwd: options.cwd,
+      env: options.env ?? minimalProcessEnv(),
+      detached: options.detached === true,
+      stdio: [options.stdin ?? "ignore", "pipe", "pipe"],
+      windowsHide: true,
+      ...(options.uid === undefined ? {} : { uid: options.uid }),
+      ...(options.gid === undefined ? {} : { gid: options.gid }),
+    }),
+  ) as SpawnedChild;
 }
 
 /** A Spawner that forks the calling process (WEBCODEX_RUNNER_SPAWN_HOST=off, and the fallback). */

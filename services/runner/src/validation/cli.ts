@@ -25,13 +25,26 @@ function planFor(root: string, req: ValidationRequest): Plan {
     case "cargo_check":
       return single(cargoCheckStep({ ...(typeof a["package"] === "string" ? { package: a["package"] } : {}), all_targets: a["all_targets"] === true }));
     case "cargo_test":
-      return single(cargoTestStep({ ...(typeof a["package"] === "string" ? { package: a["package"] } : {}), ...(typeof a["test_filter"] === "string" ? { test_filter: a["test_filter"] } : {}) }));
+      return single(
+        cargoTestStep({
+          ...(typeof a["package"] === "string" ? { package: a["package"] } : {}),
+          ...(typeof a["test_filter"] === "string" ? { test_filter: a["test_filter"] } : {}),
+        }),
+      );
     case "go_test":
-      return single(goTestStep(root, { ...(Array.isArray(a["packages"]) ? { packages: a["packages"] as string[] } : {}), ...(typeof a["run"] === "string" ? { run: a["run"] } : {}) }));
+      return single(
+        goTestStep(root, {
+          ...(Array.isArray(a["packages"]) ? { packages: a["packages"] as string[] } : {}),
+          ...(typeof a["run"] === "string" ? { run: a["run"] } : {}),
+        }),
+      );
     case "project_validate": {
       const checks = Array.isArray(a["checks"]) && a["checks"].length > 0 ? (a["checks"] as CheckKind[]) : CHECK_KINDS.filter((c) => c !== "build");
       return detect({
-        root, checks, paths: Array.isArray(a["paths"]) ? (a["paths"] as string[]) : [], capabilities: new Set(req.capabilities),
+        root,
+        checks,
+        paths: Array.isArray(a["paths"]) ? (a["paths"] as string[]) : [],
+        capabilities: new Set(req.capabilities),
         pytest: () => spawnSync("python3", ["-c", "import pytest"], { stdio: "ignore", timeout: 10_000 }).status === 0,
       });
     }

@@ -6,7 +6,19 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { parseCargoCheck, parseCargoTest, parseEslint, parseGoCompilerStyle, parseGoTestJson, parseJestJson, parseNodeTestTap, parsePytestJunit, parseScriptBuild, parseTsc, parseUnittest } from "./parsers.js";
+import {
+  parseCargoCheck,
+  parseCargoTest,
+  parseEslint,
+  parseGoCompilerStyle,
+  parseGoTestJson,
+  parseJestJson,
+  parseNodeTestTap,
+  parsePytestJunit,
+  parseScriptBuild,
+  parseTsc,
+  parseUnittest,
+} from "./parsers.js";
 import type { CheckKind, Parser, ProviderName, SkippedCheck } from "./types.js";
 
 /** The Runner capability each provider needs (wire names). */
@@ -51,7 +63,18 @@ export interface DetectOptions {
 /** The placeholder in argv for a report file path. */
 export const REPORT = "\u0000report";
 
-const ESLINT_CONFIGS = ["eslint.config.js", "eslint.config.mjs", "eslint.config.cjs", "eslint.config.ts", ".eslintrc.js", ".eslintrc.cjs", ".eslintrc.json", ".eslintrc.yml", ".eslintrc.yaml", ".eslintrc"];
+const ESLINT_CONFIGS = [
+  "eslint.config.js",
+  "eslint.config.mjs",
+  "eslint.config.cjs",
+  "eslint.config.ts",
+  ".eslintrc.js",
+  ".eslintrc.cjs",
+  ".eslintrc.json",
+  ".eslintrc.yml",
+  ".eslintrc.yaml",
+  ".eslintrc",
+];
 const LOCKFILES: Record<string, string> = { "package-lock.json": "npm", "yarn.lock": "yarn", "pnpm-lock.yaml": "pnpm", "bun.lockb": "bun" };
 const PYTHON_MARKERS = ["pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "setup.py"];
 
@@ -69,7 +92,10 @@ function quote(arg: string): string {
 }
 
 export function summarize(argv: readonly string[]): string {
-  const text = argv.filter((a) => a !== REPORT).map(quote).join(" ");
+  const text = argv
+    .filter((a) => a !== REPORT)
+    .map(quote)
+    .join(" ");
   return text.length <= 200 ? text : `${text.slice(0, 199)}…`;
 }
 
@@ -107,40 +133,105 @@ function nodeSteps(o: DetectOptions, plan: Plan): void {
   const nodeEnv = { PATH: `${path.join(o.root, "node_modules", ".bin")}:${path.dirname(process.execPath)}:${process.env["PATH"] ?? ""}` };
 
   if (want("typecheck") && hasTsconfig) {
-    if (existsSync(bin("tsc"))) plan.steps.push(step({ check: "typecheck", provider: "node", argv: [bin("tsc"), "--noEmit", "--pretty", "false", "-p", "tsconfig.json"], command_summary: "tsc --noEmit --pretty false -p tsconfig.json", parser: parseTsc, env: nodeEnv }));
+    if (existsSync(bin("tsc")))
+      plan.steps.push(
+        step({
+          check: "typecheck",
+          provider: "node",
+          argv: [bin("tsc"), "--noEmit", "--pretty", "false", "-p", "tsconfig.json"],
+          command_summary: "tsc --noEmit --pretty false -p tsconfig.json",
+          parser: parseTsc,
+          env: nodeEnv,
+        }),
+      );
     else skip("typecheck", "typescript_not_installed", ["tsconfig.json"]);
   }
   if (want("lint") && eslintConfig) {
     const targets = o.paths.length > 0 ? [...o.paths] : ["."];
-    if (existsSync(bin("eslint"))) plan.steps.push(step({ check: "lint", provider: "node", argv: [bin("eslint"), "--format", "json", ...targets], command_summary: summarize(["eslint", "--format", "json", ...targets]), parser: parseEslint, env: nodeEnv }));
+    if (existsSync(bin("eslint")))
+      plan.steps.push(
+        step({
+          check: "lint",
+          provider: "node",
+          argv: [bin("eslint"), "--format", "json", ...targets],
+          command_summary: summarize(["eslint", "--format", "json", ...targets]),
+          parser: parseEslint,
+          env: nodeEnv,
+        }),
+      );
     else skip("lint", "eslint_not_installed", [eslintConfig]);
   }
   if (want("test") && pkg) {
     const test = typeof scripts["test"] === "string" ? (scripts["test"] as string) : undefined;
     if (test === undefined || /no test specified/u.test(test)) skip("test", "no_test_script");
     else if (/\bvitest\b/u.test(test)) {
-      if (existsSync(bin("vitest"))) plan.steps.push(step({ check: "test", provider: "node", argv: [bin("vitest"), "run", "--reporter=json", `--outputFile=${REPORT}`, ...o.paths], command_summary: summarize(["vitest", "run", "--reporter=json", ...o.paths]), parser: parseJestJson, reportFile: true, env: nodeEnv }));
+      if (existsSync(bin("vitest")))
+        plan.steps.push(
+          step({
+            check: "test",
+            provider: "node",
+            argv: [bin("vitest"), "run", "--reporter=json", `--outputFile=${REPORT}`, ...o.paths],
+            command_summary: summarize(["vitest", "run", "--reporter=json", ...o.paths]),
+            parser: parseJestJson,
+            reportFile: true,
+            env: nodeEnv,
+          }),
+        );
       else skip("test", "vitest_not_installed", [`scripts.test: ${test}`]);
     } else if (/\bjest\b/u.test(test)) {
-      if (existsSync(bin("jest"))) plan.steps.push(step({ check: "test", provider: "node", argv: [bin("jest"), "--json", `--outputFile=${REPORT}`, ...o.paths], command_summary: summarize(["jest", "--json", ...o.paths]), parser: parseJestJson, reportFile: true, env: nodeEnv }));
+      if (existsSync(bin("jest")))
+        plan.steps.push(
+          step({
+            check: "test",
+            provider: "node",
+            argv: [bin("jest"), "--json", `--outputFile=${REPORT}`, ...o.paths],
+            command_summary: summarize(["jest", "--json", ...o.paths]),
+            parser: parseJestJson,
+            reportFile: true,
+            env: nodeEnv,
+          }),
+        );
       else skip("test", "jest_not_installed", [`scripts.test: ${test}`]);
     } else if (/\bnode\b[^&|;]*\s--test\b/u.test(test)) {
       if (o.paths.length > 0) {
         const argv = [process.execPath, "--test", "--test-reporter=tap", ...o.paths];
-        plan.steps.push(step({ check: "test", provider: "node", argv, command_summary: summarize(["node", ...argv.slice(1)]), parser: parseNodeTestTap, env: nodeEnv }));
+        plan.steps.push(
+          step({ check: "test", provider: "node", argv, command_summary: summarize(["node", ...argv.slice(1)]), parser: parseNodeTestTap, env: nodeEnv }),
+        );
       } else if (/--test-reporter/u.test(test)) {
         skip("test", "test_reporter_already_set", [`scripts.test: ${test}`]);
       } else {
         // The project's own script, with node's TAP reporter on stdout (as `npm test` would run it).
         const script = test.replace(/(\bnode\b[^&|;]*?\s)--test\b/u, "$1--test --test-reporter=tap");
-        plan.steps.push(step({ check: "test", provider: "node", argv: ["sh", "-c", script], script, command_summary: summarize(["sh", "-c", script]), parser: parseNodeTestTap, env: nodeEnv }));
+        plan.steps.push(
+          step({
+            check: "test",
+            provider: "node",
+            argv: ["sh", "-c", script],
+            script,
+            command_summary: summarize(["sh", "-c", script]),
+            parser: parseNodeTestTap,
+            env: nodeEnv,
+          }),
+        );
       }
     } else skip("test", "test_runner_not_recognized", [`scripts.test: ${test}`]);
   }
   if (want("build") && pkg) {
     const build = typeof scripts["build"] === "string" ? (scripts["build"] as string) : undefined;
     if (build === undefined) skip("build", "no_build_script");
-    else plan.steps.push(step({ check: "build", provider: "node", argv: ["sh", "-c", build], script: build, command_summary: summarize(["sh", "-c", build]), parser: parseScriptBuild, env: nodeEnv }));
+    else
+      plan.steps.push(
+        step({
+          check: "build",
+          provider: "node",
+          argv: ["sh", "-c", build],
+          script: build,
+          command_summary: summarize(["sh", "-c", build]),
+          parser: parseScriptBuild,
+          env: nodeEnv,
+        }),
+      );
   }
 }
 
@@ -151,7 +242,17 @@ function pythonSteps(o: DetectOptions, plan: Plan): void {
   if (!o.checks.includes("test")) return;
   if (o.pytest()) {
     const argv = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", `--junitxml=${REPORT}`, ...o.paths];
-    plan.steps.push(step({ check: "test", provider: "python", argv, command_summary: summarize(["python3", "-m", "pytest", "-q", "--junitxml", ...o.paths]), parser: parsePytestJunit, reportFile: true, env: { PYTHONDONTWRITEBYTECODE: "1" } }));
+    plan.steps.push(
+      step({
+        check: "test",
+        provider: "python",
+        argv,
+        command_summary: summarize(["python3", "-m", "pytest", "-q", "--junitxml", ...o.paths]),
+        parser: parsePytestJunit,
+        reportFile: true,
+        env: { PYTHONDONTWRITEBYTECODE: "1" },
+      }),
+    );
   } else {
     const argv = ["python3", "-m", "unittest", "discover", "-v", ...(o.paths.length > 0 ? ["-s", o.paths[0] as string, "-t", "."] : [])];
     plan.steps.push(step({ check: "test", provider: "python", argv, parser: parseUnittest, env: { PYTHONDONTWRITEBYTECODE: "1" } }));
@@ -163,18 +264,23 @@ function goSteps(o: DetectOptions, plan: Plan): void {
   if (!existsSync(path.join(o.root, "go.mod"))) return;
   plan.detected.push("go.mod");
   const pkgs = goPackages(o.paths);
-  if (o.checks.includes("build")) plan.steps.push(step({ check: "build", provider: "go", argv: ["go", "build", ...pkgs], parser: parseGoCompilerStyle("build") }));
+  if (o.checks.includes("build"))
+    plan.steps.push(step({ check: "build", provider: "go", argv: ["go", "build", ...pkgs], parser: parseGoCompilerStyle("build") }));
   if (o.checks.includes("lint")) plan.steps.push(step({ check: "lint", provider: "go", argv: ["go", "vet", ...pkgs], parser: parseGoCompilerStyle("lint") }));
   // vet runs as its own check, so `go test` does not stop at a vet finding before testing.
-  if (o.checks.includes("test")) plan.steps.push(step({ check: "test", provider: "go", argv: ["go", "test", "-json", "-vet=off", ...pkgs], parser: parseGoTestJson(goModulePath(o.root)) }));
+  if (o.checks.includes("test"))
+    plan.steps.push(step({ check: "test", provider: "go", argv: ["go", "test", "-json", "-vet=off", ...pkgs], parser: parseGoTestJson(goModulePath(o.root)) }));
 }
 
 function rustSteps(o: DetectOptions, plan: Plan): void {
   if (!existsSync(path.join(o.root, "Cargo.toml"))) return;
   plan.detected.push("Cargo.toml");
-  if (o.checks.includes("typecheck")) plan.steps.push(step({ check: "typecheck", provider: "rust", argv: ["cargo", "check", "--message-format=json"], parser: parseCargoCheck("typecheck") }));
-  if (o.checks.includes("build")) plan.steps.push(step({ check: "build", provider: "rust", argv: ["cargo", "build", "--message-format=json"], parser: parseCargoCheck("build") }));
-  if (o.checks.includes("test")) plan.steps.push(step({ check: "test", provider: "rust", argv: ["cargo", "test", "--no-fail-fast", "--message-format=json"], parser: parseCargoTest }));
+  if (o.checks.includes("typecheck"))
+    plan.steps.push(step({ check: "typecheck", provider: "rust", argv: ["cargo", "check", "--message-format=json"], parser: parseCargoCheck("typecheck") }));
+  if (o.checks.includes("build"))
+    plan.steps.push(step({ check: "build", provider: "rust", argv: ["cargo", "build", "--message-format=json"], parser: parseCargoCheck("build") }));
+  if (o.checks.includes("test"))
+    plan.steps.push(step({ check: "test", provider: "rust", argv: ["cargo", "test", "--no-fail-fast", "--message-format=json"], parser: parseCargoTest }));
 }
 
 /** The validators `project_validate` runs for this project, in check order. */

@@ -74,14 +74,30 @@ export async function runStep(root: string, s: Step): Promise<StepOutcome> {
     if ("error" in first) {
       const missing = first.error.code === "ENOENT";
       return {
-        result: { check: s.check, provider: s.provider, command_summary: s.command_summary, status: "error", detail: missing ? "command_not_found" : "spawn_failed", duration_ms: Math.round(performance.now() - started) },
+        result: {
+          check: s.check,
+          provider: s.provider,
+          command_summary: s.command_summary,
+          status: "error",
+          detail: missing ? "command_not_found" : "spawn_failed",
+          duration_ms: Math.round(performance.now() - started),
+        },
         failures: [{ check: s.check, message: clip(missing ? `${program} was not found on PATH` : `${program} could not be started: ${first.error.message}`) }],
       };
     }
     const [stdout, stderr] = await outputs;
     let report: string | undefined;
     if (reportPath) report = await readFile(reportPath, "utf8").catch(() => undefined);
-    const out = { stdout: stdout.text, stderr: stderr.text, ...(report === undefined ? {} : { report }), exitCode: first.code, signal: first.signal, truncated: stdout.truncated || stderr.truncated, root, cwd: root };
+    const out = {
+      stdout: stdout.text,
+      stderr: stderr.text,
+      ...(report === undefined ? {} : { report }),
+      exitCode: first.code,
+      signal: first.signal,
+      truncated: stdout.truncated || stderr.truncated,
+      root,
+      cwd: root,
+    };
     try {
       parsed = s.parser(out);
     } catch {
@@ -92,7 +108,10 @@ export async function runStep(root: string, s: Step): Promise<StepOutcome> {
     if (tmp) await rm(tmp, { recursive: true, force: true });
   }
   const result: CheckResult = {
-    check: s.check, provider: s.provider, command_summary: s.command_summary, status: parsed.status,
+    check: s.check,
+    provider: s.provider,
+    command_summary: s.command_summary,
+    status: parsed.status,
     ...(parsed.tests ? { tests: parsed.tests } : {}),
     ...(parsed.diagnostics ? { diagnostics: parsed.diagnostics } : {}),
     ...(parsed.format ? { format: parsed.format } : {}),
@@ -125,7 +144,8 @@ export async function runPlan(root: string, plan: Plan): Promise<StructuredValid
   const { failures, truncated } = orderFailures(outcomes);
   const outputCut = checks.some((c) => c.detail === "output_truncated");
   // Nothing ran: say why rather than leave a bare error.
-  if (plan.steps.length === 0 && plan.skipped.length === 0) plan.notes.push("nothing_detected: no validator is defined by this project's files for the requested checks");
+  if (plan.steps.length === 0 && plan.skipped.length === 0)
+    plan.notes.push("nothing_detected: no validator is defined by this project's files for the requested checks");
   return {
     status: overallStatus(checks),
     checks,

@@ -38,9 +38,14 @@ export function fixtureFiles(kind: FixtureKind, broken: boolean): Record<string,
       return {
         "package.json": JSON.stringify({ name: "fixture", private: true, type: "module", scripts: { test: "node --test test/" } }, null, 2),
         "package-lock.json": JSON.stringify({ name: "fixture", lockfileVersion: 3, requires: true, packages: {} }),
-        "tsconfig.json": JSON.stringify({ compilerOptions: { strict: true, target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", noEmit: true, types: [] }, include: ["src/**/*.ts"] }),
+        "tsconfig.json": JSON.stringify({
+          compilerOptions: { strict: true, target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", noEmit: true, types: [] },
+          include: ["src/**/*.ts"],
+        }),
         "eslint.config.js": 'export default [{ files: ["**/*.js", "**/*.mjs"], rules: { "no-unused-vars": "error", "no-console": "warn" } }];\n',
-        "src/index.ts": broken ? 'export function total(a: number, b: number): number {\n  const label: number = "sum";\n  return a + b + label;\n}\n' : "export function total(a: number, b: number): number {\n  return a + b;\n}\n",
+        "src/index.ts": broken
+          ? 'export function total(a: number, b: number): number {\n  const label: number = "sum";\n  return a + b + label;\n}\n'
+          : "export function total(a: number, b: number): number {\n  return a + b;\n}\n",
         "src/util.js": broken ? "export function unused() {\n  const leftover = 1;\n  return 2;\n}\n" : "export function used() {\n  return 2;\n}\n",
         "test/math.test.mjs": [
           'import { test } from "node:test";',

@@ -31,7 +31,11 @@ export function projectPath(root: string, cwd: string, file: string): string {
 }
 
 /** The verdict rules every parser shares, applied to what it found. */
-function verdict(out: RunOutput, found: { failures: ValidationFailure[]; recognized: boolean; failed?: boolean }, extra: Omit<ParsedRun, "status" | "failures"> = {}): ParsedRun {
+function verdict(
+  out: RunOutput,
+  found: { failures: ValidationFailure[]; recognized: boolean; failed?: boolean },
+  extra: Omit<ParsedRun, "status" | "failures"> = {},
+): ParsedRun {
   const errors = found.failures.filter((f) => f.severity !== "warning").length;
   const failed = found.failed === true || errors > 0;
   const base = { ...extra, failures: found.failures };
@@ -55,7 +59,15 @@ export function tscDiagnostics(text: string, out: Pick<RunOutput, "root" | "cwd"
     const global = located ? null : TSC_GLOBAL.exec(line);
     if (located) {
       const [, file, l, c, sev, code, msg] = located as unknown as [string, string, string, string, string, string, string];
-      failures.push({ check, path: projectPath(out.root, out.cwd, file), line: Number(l), column: Number(c), code, ...(sev === "warning" ? { severity: "warning" as const } : {}), message: clip(msg) });
+      failures.push({
+        check,
+        path: projectPath(out.root, out.cwd, file),
+        line: Number(l),
+        column: Number(c),
+        code,
+        ...(sev === "warning" ? { severity: "warning" as const } : {}),
+        message: clip(msg),
+      });
     } else if (global) {
       const [, sev, code, msg] = global as unknown as [string, string, string, string];
       failures.push({ check, code, ...(sev === "warning" ? { severity: "warning" as const } : {}), message: clip(msg) });
@@ -77,8 +89,18 @@ export const parseTsc: Parser = (out) => {
 
 // ── ESLint (`--format json`) ──
 
-interface EslintMessage { ruleId?: string | null; severity?: number; message?: string; line?: number; column?: number; fatal?: boolean }
-interface EslintFile { filePath?: string; messages?: EslintMessage[] }
+interface EslintMessage {
+  ruleId?: string | null;
+  severity?: number;
+  message?: string;
+  line?: number;
+  column?: number;
+  fatal?: boolean;
+}
+interface EslintFile {
+  filePath?: string;
+  messages?: EslintMessage[];
+}
 
 export const parseEslint: Parser = (out) => {
   let files: EslintFile[];
@@ -156,13 +178,19 @@ export const parseNodeTestTap: Parser = (out) => {
     // A suite failing only because a subtest failed adds nothing: the subtest is reported.
     if (fields.get("failureType") === "subtestsFailed") continue;
     const name = (result[3] as string).replace(/\\#/gu, "#");
-    const failure: ValidationFailure = { check: "test", test: name, message: clip((fields.get("error") ?? "test failed").split("\n").find((l) => l.trim() !== "") ?? "test failed") };
+    const failure: ValidationFailure = {
+      check: "test",
+      test: name,
+      message: clip((fields.get("error") ?? "test failed").split("\n").find((l) => l.trim() !== "") ?? "test failed"),
+    };
     // The first stack frame inside the project (not node_modules) is where the assertion failed.
-    const frame = stack.map((s) => /\(?((?:file:\/\/)?\/[^():]+):(\d+):(\d+)\)?$/u.exec(s)).find((m) => {
-      if (!m) return false;
-      const p = projectPath(out.root, out.cwd, m[1] as string);
-      return !p.startsWith("/") && !p.includes("node_modules/");
-    });
+    const frame = stack
+      .map((s) => /\(?((?:file:\/\/)?\/[^():]+):(\d+):(\d+)\)?$/u.exec(s))
+      .find((m) => {
+        if (!m) return false;
+        const p = projectPath(out.root, out.cwd, m[1] as string);
+        return !p.startsWith("/") && !p.includes("node_modules/");
+      });
     const location = frame ?? /^((?:file:\/\/)?\/.+):(\d+):(\d+)$/u.exec(fields.get("location") ?? "");
     if (location) {
       failure.path = projectPath(out.root, out.cwd, location[1] as string);
@@ -175,16 +203,37 @@ export const parseNodeTestTap: Parser = (out) => {
   }
   const recognized = summary.has("tests") && summary.has("pass") && summary.has("fail");
   const tests: TestCounts | undefined = recognized
-    ? { passed: summary.get("pass") ?? 0, failed: (summary.get("fail") ?? 0) + (summary.get("cancelled") ?? 0), skipped: (summary.get("skipped") ?? 0) + (summary.get("todo") ?? 0) }
+    ? {
+        passed: summary.get("pass") ?? 0,
+        failed: (summary.get("fail") ?? 0) + (summary.get("cancelled") ?? 0),
+        skipped: (summary.get("skipped") ?? 0) + (summary.get("todo") ?? 0),
+      }
     : undefined;
   return verdict(out, { failures, recognized, failed: (tests?.failed ?? 0) > 0 }, tests ? { tests } : {});
 };
 
 // ── Jest / Vitest (`--json` / `--reporter=json`) ──
 
-interface JestAssertion { fullName?: string; title?: string; status?: string; failureMessages?: string[]; location?: { line?: number; column?: number } | null }
-interface JestFile { name?: string; assertionResults?: JestAssertion[]; message?: string; status?: string }
-interface JestReport { numPassedTests?: number; numFailedTests?: number; numPendingTests?: number; numTodoTests?: number; testResults?: JestFile[] }
+interface JestAssertion {
+  fullName?: string;
+  title?: string;
+  status?: string;
+  failureMessages?: string[];
+  location?: { line?: number; column?: number } | null;
+}
+interface JestFile {
+  name?: string;
+  assertionResults?: JestAssertion[];
+  message?: string;
+  status?: string;
+}
+interface JestReport {
+  numPassedTests?: number;
+  numFailedTests?: number;
+  numPendingTests?: number;
+  numTodoTests?: number;
+  testResults?: JestFile[];
+}
 
 export const parseJestJson: Parser = (out) => {
   let report: JestReport;
@@ -201,17 +250,24 @@ export const parseJestJson: Parser = (out) => {
     for (const a of failed) {
       const text = (a.failureMessages ?? []).join("\n");
       const frame = file.name ? new RegExp(`${file.name.replace(/[.*+?^${}()|[\]\\]/gu, "\\$&")}:(\\d+):(\\d+)`, "u").exec(text) : null;
-      const line = frame ? Number(frame[1]) : a.location?.line ?? undefined;
-      const column = frame ? Number(frame[2]) : a.location?.column ?? undefined;
+      const line = frame ? Number(frame[1]) : (a.location?.line ?? undefined);
+      const column = frame ? Number(frame[2]) : (a.location?.column ?? undefined);
       failures.push({
-        check: "test", test: a.fullName ?? a.title ?? "test",
-        ...(filePath ? { path: filePath } : {}), ...(line !== undefined ? { line } : {}), ...(column !== undefined ? { column } : {}),
+        check: "test",
+        test: a.fullName ?? a.title ?? "test",
+        ...(filePath ? { path: filePath } : {}),
+        ...(line !== undefined ? { line } : {}),
+        ...(column !== undefined ? { column } : {}),
         message: clip(text.split("\n").find((l) => l.trim() !== "") ?? "test failed"),
       });
     }
     // A file that failed to run at all (syntax error, missing import) has no assertion results.
     if (failed.length === 0 && file.status === "failed") {
-      failures.push({ check: "test", ...(filePath ? { path: filePath } : {}), message: clip((file.message ?? "test file failed").trim().split("\n")[0] ?? "test file failed") });
+      failures.push({
+        check: "test",
+        ...(filePath ? { path: filePath } : {}),
+        message: clip((file.message ?? "test file failed").trim().split("\n")[0] ?? "test file failed"),
+      });
     }
   }
   const tests = { passed: report.numPassedTests ?? 0, failed: report.numFailedTests ?? 0, skipped: (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0) };
@@ -220,10 +276,27 @@ export const parseJestJson: Parser = (out) => {
 
 // ── pytest (`--junitxml`) ──
 
-const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "", textNodeName: "text", isArray: (name) => ["testsuite", "testcase", "failure", "error", "skipped"].includes(name) });
+const xml = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: "",
+  textNodeName: "text",
+  isArray: (name) => ["testsuite", "testcase", "failure", "error", "skipped"].includes(name),
+});
 
-interface JunitOutcome { message?: string; text?: string; type?: string }
-interface JunitCase { classname?: string; name?: string; file?: string; line?: string; failure?: (JunitOutcome | string)[]; error?: (JunitOutcome | string)[]; skipped?: unknown[] }
+interface JunitOutcome {
+  message?: string;
+  text?: string;
+  type?: string;
+}
+interface JunitCase {
+  classname?: string;
+  name?: string;
+  file?: string;
+  line?: string;
+  failure?: (JunitOutcome | string)[];
+  error?: (JunitOutcome | string)[];
+  skipped?: unknown[];
+}
 
 export const parsePytestJunit: Parser = (out) => {
   let suites: Array<{ testcase?: JunitCase[] }>;
@@ -243,15 +316,20 @@ export const parsePytestJunit: Parser = (out) => {
       if (bad.length > 0) {
         tests.failed++;
         const first = bad[0] as JunitOutcome | string;
-        const text = typeof first === "string" ? first : first.text ?? "";
-        const message = typeof first === "string" ? first.split("\n")[0] ?? "" : first.message ?? text.split("\n")[0] ?? "";
+        const text = typeof first === "string" ? first : (first.text ?? "");
+        const message = typeof first === "string" ? (first.split("\n")[0] ?? "") : (first.message ?? text.split("\n")[0] ?? "");
         // pytest ends a failure's traceback with "path:line: ExceptionType" for the failing frame.
         const frames = [...text.matchAll(/^([^\s:][^:\n]*\.py):(\d+): /gmu)];
         const frame = frames.find((m) => !projectPath(out.root, out.cwd, m[1] as string).startsWith("/")) ?? frames[frames.length - 1];
-        const name = c.classname ? `${c.classname}.${c.name ?? ""}` : c.name ?? "test";
+        const name = c.classname ? `${c.classname}.${c.name ?? ""}` : (c.name ?? "test");
         failures.push({
-          check: "test", test: name,
-          ...(frame ? { path: projectPath(out.root, out.cwd, frame[1] as string), line: Number(frame[2]) } : c.file ? { path: projectPath(out.root, out.cwd, c.file), ...(c.line ? { line: Number(c.line) + 1 } : {}) } : {}),
+          check: "test",
+          test: name,
+          ...(frame
+            ? { path: projectPath(out.root, out.cwd, frame[1] as string), line: Number(frame[2]) }
+            : c.file
+              ? { path: projectPath(out.root, out.cwd, c.file), ...(c.line ? { line: Number(c.line) + 1 } : {}) }
+              : {}),
           message: clip(message || "test failed"),
         });
       } else if ((c.skipped ?? []).length > 0) tests.skipped++;
@@ -282,16 +360,25 @@ export const parseUnittest: Parser = (out) => {
     if (!head) continue;
     const frames = [...block.matchAll(/File "([^"]+)", line (\d+), in /gu)].filter((f) => !projectPath(out.root, out.cwd, f[1] as string).startsWith("/"));
     const frame = frames[frames.length - 1];
-    const lines = block.split(/^-{20,}$/mu)[1]?.trim().split("\n") ?? [];
+    const lines =
+      block
+        .split(/^-{20,}$/mu)[1]
+        ?.trim()
+        .split("\n") ?? [];
     const qualified = (head[3] as string).endsWith(`.${head[2] as string}`) ? (head[3] as string) : `${head[3] as string}.${head[2] as string}`;
     failures.push({
-      check: "test", test: qualified,
+      check: "test",
+      test: qualified,
       ...(frame ? { path: projectPath(out.root, out.cwd, frame[1] as string), line: Number(frame[2]) } : {}),
       message: clip(lines[lines.length - 1] ?? `${head[1] as string}`),
     });
   }
   if (ran && Number(ran[1]) === 0) return { status: "error", failures, tests, detail: "no_tests_collected", format: "unittest_text" };
-  return verdict(out, { failures, recognized: ran !== null && /^(OK|FAILED)\b/mu.test(text), failed: tests.failed > 0 || failures.length > 0 }, { tests, format: "unittest_text" });
+  return verdict(
+    out,
+    { failures, recognized: ran !== null && /^(OK|FAILED)\b/mu.test(text), failed: tests.failed > 0 || failures.length > 0 },
+    { tests, format: "unittest_text" },
+  );
 };
 
 // ── Go: `go vet` / `go build` (compiler-style lines) and `go test -json` ──
@@ -303,7 +390,13 @@ export function goPositions(text: string, out: Pick<RunOutput, "root" | "cwd">, 
   for (const line of text.split("\n")) {
     const m = GO_POSITION.exec(line);
     if (m) {
-      failures.push({ check, path: projectPath(out.root, out.cwd, m[1] as string), line: Number(m[2]), ...(m[3] ? { column: Number(m[3]) } : {}), message: clip(m[4] as string) });
+      failures.push({
+        check,
+        path: projectPath(out.root, out.cwd, m[1] as string),
+        line: Number(m[2]),
+        ...(m[3] ? { column: Number(m[3]) } : {}),
+        message: clip(m[4] as string),
+      });
     } else if (/^\t\S/u.test(line) && failures.length > 0) {
       const last = failures[failures.length - 1] as ValidationFailure;
       last.message = clip(`${last.message} ${line.trim()}`);
@@ -321,7 +414,12 @@ export function parseGoCompilerStyle(check: CheckKind): Parser {
   };
 }
 
-interface GoEvent { Action?: string; Package?: string; Test?: string; Output?: string }
+interface GoEvent {
+  Action?: string;
+  Package?: string;
+  Test?: string;
+  Output?: string;
+}
 
 /** go test -json: `modulePath` maps import paths to directories under the module root. */
 export function parseGoTestJson(modulePath: string | undefined): Parser {
@@ -361,9 +459,12 @@ export function parseGoTestJson(modulePath: string | undefined): Parser {
         const pos = /^\s+([\w./-]+\.go):(\d+): (.*)$/mu.exec(text);
         const dir = pkgDir(r.pkg);
         failures.push({
-          check: "test", test: r.test as string,
+          check: "test",
+          test: r.test as string,
           ...(pos ? { path: path.posix.join(dir, pos[1] as string), line: Number(pos[2]) } : {}),
-          message: clip(pos ? (pos[3] as string) : text.split("\n").find((l) => l.trim() !== "" && !l.startsWith("=== ") && !l.startsWith("--- ")) ?? "test failed"),
+          message: clip(
+            pos ? (pos[3] as string) : (text.split("\n").find((l) => l.trim() !== "" && !l.startsWith("=== ") && !l.startsWith("--- ")) ?? "test failed"),
+          ),
         });
       }
     }
@@ -378,10 +479,23 @@ export function parseGoTestJson(modulePath: string | undefined): Parser {
 
 // ── Rust: cargo JSON messages (check/build/test) and libtest's human output ──
 
-interface CargoSpan { file_name?: string; line_start?: number; column_start?: number; is_primary?: boolean }
-interface CargoMessage { reason?: string; success?: boolean; message?: { level?: string; message?: string; code?: { code?: string } | null; spans?: CargoSpan[] } }
+interface CargoSpan {
+  file_name?: string;
+  line_start?: number;
+  column_start?: number;
+  is_primary?: boolean;
+}
+interface CargoMessage {
+  reason?: string;
+  success?: boolean;
+  message?: { level?: string; message?: string; code?: { code?: string } | null; spans?: CargoSpan[] };
+}
 
-function cargoMessages(stdout: string, out: RunOutput, check: CheckKind): { failures: ValidationFailure[]; messages: number; finished?: boolean; other: string[] } {
+function cargoMessages(
+  stdout: string,
+  out: RunOutput,
+  check: CheckKind,
+): { failures: ValidationFailure[]; messages: number; finished?: boolean; other: string[] } {
   const failures: ValidationFailure[] = [];
   const other: string[] = [];
   let messages = 0;
@@ -456,18 +570,28 @@ export const parseCargoTest: Parser = (out) => {
     // Older toolchains: panicked at 'msg', file:line:col. Newer: panicked at file:line:col:\nmsg.
     const old = /panicked at '([\s\S]*?)', ([^\s:]+):(\d+):(\d+)/u.exec(block);
     const recent = old ? null : /panicked at ([^\s:]+):(\d+):(\d+):\n([^\n]*)/u.exec(block);
-    const [file, line, column, message] = old ? [old[2], old[3], old[4], old[1]] : recent ? [recent[1], recent[2], recent[3], recent[4]] : [undefined, undefined, undefined, block.trim().split("\n")[0]];
+    const [file, line, column, message] = old
+      ? [old[2], old[3], old[4], old[1]]
+      : recent
+        ? [recent[1], recent[2], recent[3], recent[4]]
+        : [undefined, undefined, undefined, block.trim().split("\n")[0]];
     failures.push({
-      check: "test", test: name,
+      check: "test",
+      test: name,
       ...(file ? { path: projectPath(out.root, out.cwd, file), line: Number(line), column: Number(column) } : {}),
       message: clip((message ?? "test failed").replace(/\s*\n\s*/gu, " ")),
     });
   }
   const compileFailed = finished === false || compile.some((f) => f.severity !== "warning");
-  const result = verdict(out, { failures, recognized: summaries > 0, failed: compileFailed || tests.failed > 0 || failedTests.length > 0 }, { tests, format: "libtest_human" });
+  const result = verdict(
+    out,
+    { failures, recognized: summaries > 0, failed: compileFailed || tests.failed > 0 || failedTests.length > 0 },
+    { tests, format: "libtest_human" },
+  );
   if (result.status === "unparsed" && out.exitCode !== 0 && finished === undefined) {
     const cargoError = /^error: (.*)$/mu.exec(out.stderr);
-    if (cargoError) return { status: "error", failures: [{ check: "test", message: clip(cargoError[1] as string) }], tests, detail: "cargo_error", format: "libtest_human" };
+    if (cargoError)
+      return { status: "error", failures: [{ check: "test", message: clip(cargoError[1] as string) }], tests, detail: "cargo_error", format: "libtest_human" };
   }
   return result;
 };

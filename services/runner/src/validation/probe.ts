@@ -24,7 +24,9 @@ export function probeValidationCapabilities(pathEnv: string, user?: { uid: numbe
   if (hit) return hit;
   const found = PROBES.filter((p) => {
     const r = spawnSync(p.argv[0], p.argv.slice(1), {
-      env: { PATH: pathEnv, HOME: user?.home ?? process.env["HOME"] ?? "/" }, stdio: "ignore", timeout: 15_000,
+      env: { PATH: pathEnv, HOME: user?.home ?? process.env["HOME"] ?? "/" },
+      stdio: "ignore",
+      timeout: 15_000,
       ...(user === undefined ? {} : { uid: user.uid, gid: user.gid }),
     });
     return r.error === undefined && r.status === 0;

@@ -25,7 +25,8 @@ function invalid(field: string, detail: string, message: string): never {
 /** A project-relative path: no absolute path, no `..` escape (the Runner's last check). */
 function checkPaths(field: string, value: unknown): string[] | undefined {
   if (value === undefined) return undefined;
-  if (!Array.isArray(value) || value.some((p) => typeof p !== "string" || p === "" || p.includes("\0"))) invalid(field, `${field}_invalid`, `${field} must be project-relative paths.`);
+  if (!Array.isArray(value) || value.some((p) => typeof p !== "string" || p === "" || p.includes("\0")))
+    invalid(field, `${field}_invalid`, `${field} must be project-relative paths.`);
   for (const p of value as string[]) {
     if (p.startsWith("/") || p.split("/").includes("..")) {
       fail(ReasonCode.pathOutsideProject, FailureStage.preflight, { detail_code: "path_outside_project", evidence: { field, path: p.slice(0, 200) } });
@@ -38,7 +39,8 @@ function checkPaths(field: string, value: unknown): string[] | undefined {
 /** A value passed to a validator as an argument must never read as one of its options. */
 function checkArgument(field: string, value: unknown): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== "string" || value === "" || value.startsWith("-") || value.includes("\0")) invalid(field, `${field}_invalid`, `${field} must be a non-empty value that does not start with '-'.`);
+  if (typeof value !== "string" || value === "" || value.startsWith("-") || value.includes("\0"))
+    invalid(field, `${field}_invalid`, `${field} must be a non-empty value that does not start with '-'.`);
   return value;
 }
 
@@ -47,7 +49,8 @@ export function validationArgs(tool: ValidationTool, a: Args): Args {
   switch (tool) {
     case "project_validate": {
       const checks = a["checks"];
-      if (checks !== undefined && (!Array.isArray(checks) || checks.some((c) => !CHECK_KINDS.includes(c as never)))) invalid("checks", "checks_invalid", `checks are among ${CHECK_KINDS.join(", ")}.`);
+      if (checks !== undefined && (!Array.isArray(checks) || checks.some((c) => !CHECK_KINDS.includes(c as never))))
+        invalid("checks", "checks_invalid", `checks are among ${CHECK_KINDS.join(", ")}.`);
       const paths = checkPaths("paths", a["paths"]);
       return { ...(checks ? { checks } : {}), ...(paths ? { paths } : {}) };
     }
@@ -63,7 +66,11 @@ export function validationArgs(tool: ValidationTool, a: Args): Args {
     }
     case "go_test": {
       const packages = a["packages"];
-      if (packages !== undefined && (!Array.isArray(packages) || packages.some((p) => typeof p !== "string" || p === "" || p.startsWith("-") || p.startsWith("/") || p.split("/").includes("..")))) {
+      if (
+        packages !== undefined &&
+        (!Array.isArray(packages) ||
+          packages.some((p) => typeof p !== "string" || p === "" || p.startsWith("-") || p.startsWith("/") || p.split("/").includes("..")))
+      ) {
         invalid("packages", "packages_invalid", "packages are package patterns inside the module such as ./... or ./pkg/...");
       }
       const run = checkArgument("run", a["run"]);
@@ -79,7 +86,14 @@ function rawTail(text: string): string {
 
 function isValidation(v: unknown): v is StructuredValidation {
   const r = v as StructuredValidation | undefined;
-  return typeof r === "object" && r !== null && typeof r.status === "string" && Array.isArray(r.checks) && Array.isArray(r.failures) && typeof r.truncated === "boolean";
+  return (
+    typeof r === "object" &&
+    r !== null &&
+    typeof r.status === "string" &&
+    Array.isArray(r.checks) &&
+    Array.isArray(r.failures) &&
+    typeof r.truncated === "boolean"
+  );
 }
 
 /**
@@ -88,9 +102,24 @@ function isValidation(v: unknown): v is StructuredValidation {
  * truthful `error` saying why. Never `passed` without the process's own complete answer.
  */
 export function validationTerminal(r: TerminalResult): TerminalResult {
-  const life = { execution_state: r.execution_state, job_id: r.job_id, state: r.state, duration_ms: r.duration_ms, started_at: r.started_at, ...(r.effective ? { effective: r.effective } : {}), ...(r.outcome_unknown ? { outcome_unknown: true as const } : {}) };
+  const life = {
+    execution_state: r.execution_state,
+    job_id: r.job_id,
+    state: r.state,
+    duration_ms: r.duration_ms,
+    started_at: r.started_at,
+    ...(r.effective ? { effective: r.effective } : {}),
+    ...(r.outcome_unknown ? { outcome_unknown: true as const } : {}),
+  };
   if (r.execution_state === "failed_to_start") {
-    return { ...life, error_code: r.error_code, status: "error", checks: [], failures: [{ check: "test", message: "The validation process could not be started; nothing ran." }], truncated: false } as unknown as TerminalResult;
+    return {
+      ...life,
+      error_code: r.error_code,
+      status: "error",
+      checks: [],
+      failures: [{ check: "test", message: "The validation process could not be started; nothing ran." }],
+      truncated: false,
+    } as unknown as TerminalResult;
   }
   const exit = { exit_code: r.exit_code, signal: r.signal, timed_out: r.timed_out };
   let parsed: unknown;
@@ -104,8 +133,13 @@ export function validationTerminal(r: TerminalResult): TerminalResult {
   if (isValidation(parsed)) return { ...life, ...exit, ...parsed } as unknown as TerminalResult;
   const detail = r.timed_out ? "timed_out" : r.state === "cancelled" ? "cancelled" : r.signal !== null ? "killed" : "validator_crashed";
   return {
-    ...life, ...exit,
-    status: "error", detail, checks: [], failures: [], truncated: false,
+    ...life,
+    ...exit,
+    status: "error",
+    detail,
+    checks: [],
+    failures: [],
+    truncated: false,
     ...(r.stderr.trim() !== "" ? { raw_tail: rawTail(r.stderr) } : {}),
   } as unknown as TerminalResult;
 }

@@ -54,13 +54,26 @@ describe("TypeScript project (tsc, ESLint, node:test)", () => {
     const root = await fixture("node", true);
     const r = await runPlan(root, plan(root));
     assert.equal(r.status, "failed");
-    assert.deepEqual(r.checks.map((c) => [c.check, c.status]), [["typecheck", "failed"], ["lint", "failed"], ["test", "failed"]]);
+    assert.deepEqual(
+      r.checks.map((c) => [c.check, c.status]),
+      [
+        ["typecheck", "failed"],
+        ["lint", "failed"],
+        ["test", "failed"],
+      ],
+    );
     const type = r.failures.find((f) => f.check === "typecheck");
     assert.deepEqual({ path: type?.path, line: type?.line, code: type?.code }, { path: "src/index.ts", line: FIXTURE_LINES.node.typeError, code: "TS2322" });
     const lint = r.failures.find((f) => f.check === "lint");
-    assert.deepEqual({ path: lint?.path, line: lint?.line, code: lint?.code }, { path: "src/util.js", line: FIXTURE_LINES.node.lintError, code: "no-unused-vars" });
+    assert.deepEqual(
+      { path: lint?.path, line: lint?.line, code: lint?.code },
+      { path: "src/util.js", line: FIXTURE_LINES.node.lintError, code: "no-unused-vars" },
+    );
     const failing = r.failures.find((f) => f.check === "test");
-    assert.deepEqual({ path: failing?.path, line: failing?.line, test: failing?.test }, { path: "test/math.test.mjs", line: 4, test: FIXTURE_LINES.node.failingTest });
+    assert.deepEqual(
+      { path: failing?.path, line: failing?.line, test: failing?.test },
+      { path: "test/math.test.mjs", line: 4, test: FIXTURE_LINES.node.failingTest },
+    );
     assert.deepEqual(check(r, "test")?.tests, { passed: 1, failed: 1, skipped: 0 });
     assert.equal(check(r, "typecheck")?.command_summary, "tsc --noEmit --pretty false -p tsconfig.json");
     assert.equal(r.truncated, false);
@@ -88,8 +101,14 @@ describe("TypeScript project (tsc, ESLint, node:test)", () => {
     await writeFile(path.join(root, "yarn.lock"), "");
     await writeFile(path.join(root, "package.json"), JSON.stringify({ name: "x", scripts: { test: "mocha" } }));
     const p = plan(root);
-    assert.deepEqual(p.steps.map((s) => s.check), ["typecheck", "lint"]);
-    assert.deepEqual(p.skipped.map((s) => [s.check, s.reason]), [["test", "test_runner_not_recognized"]]);
+    assert.deepEqual(
+      p.steps.map((s) => s.check),
+      ["typecheck", "lint"],
+    );
+    assert.deepEqual(
+      p.skipped.map((s) => [s.check, s.reason]),
+      [["test", "test_runner_not_recognized"]],
+    );
     assert.match(p.notes.join(" "), /package_manager_ambiguous: package-lock.json, yarn.lock/u);
   });
 
@@ -108,7 +127,10 @@ describe("Python project (pytest --junitxml, unittest fallback)", () => {
     assert.equal(r.status, "failed");
     assert.deepEqual(check(r, "test")?.tests, { passed: 1, failed: 1, skipped: 0 });
     const f = r.failures[0];
-    assert.deepEqual({ path: f?.path, line: f?.line, test: f?.test }, { path: "tests/test_calc.py", line: FIXTURE_LINES.python.line, test: `tests.test_calc.CalcTest.${FIXTURE_LINES.python.failingTest}` });
+    assert.deepEqual(
+      { path: f?.path, line: f?.line, test: f?.test },
+      { path: "tests/test_calc.py", line: FIXTURE_LINES.python.line, test: `tests.test_calc.CalcTest.${FIXTURE_LINES.python.failingTest}` },
+    );
     assert.match(f?.message ?? "", /2 != 3/u);
   });
 
@@ -119,7 +141,10 @@ describe("Python project (pytest --junitxml, unittest fallback)", () => {
     assert.equal(r.status, "failed");
     assert.deepEqual(check(r, "test")?.tests, { passed: 1, failed: 1, skipped: 0 });
     const f = r.failures[0];
-    assert.deepEqual({ path: f?.path, line: f?.line, test: f?.test }, { path: "tests/test_calc.py", line: FIXTURE_LINES.python.line, test: `tests.test_calc.CalcTest.${FIXTURE_LINES.python.failingTest}` });
+    assert.deepEqual(
+      { path: f?.path, line: f?.line, test: f?.test },
+      { path: "tests/test_calc.py", line: FIXTURE_LINES.python.line, test: `tests.test_calc.CalcTest.${FIXTURE_LINES.python.failingTest}` },
+    );
     assert.match(r.notes?.join(" ") ?? "", /pytest_not_installed/u);
   });
 
@@ -135,7 +160,13 @@ describe("Go module (go vet, go test -json)", () => {
     const root = await fixture("go", true);
     const r = await runPlan(root, plan(root));
     assert.equal(r.status, "failed");
-    assert.deepEqual(r.checks.map((c) => [c.check, c.status]), [["lint", "failed"], ["test", "failed"]]);
+    assert.deepEqual(
+      r.checks.map((c) => [c.check, c.status]),
+      [
+        ["lint", "failed"],
+        ["test", "failed"],
+      ],
+    );
     const vet = r.failures.find((f) => f.check === "lint");
     assert.deepEqual({ path: vet?.path, line: vet?.line }, { path: "calc.go", line: FIXTURE_LINES.go.vetLine });
     assert.match(vet?.message ?? "", /Sprintf format %s/u);
@@ -229,7 +260,13 @@ describe("truthful non-passed results", () => {
 
   test("a validator killed mid-run is error, whatever it printed before", async () => {
     const root = await tmp();
-    const s: Step = { check: "test", provider: "node", argv: ["sh", "-c", "printf 'TAP version 13\\n# tests 0\\n# pass 0\\n# fail 0\\n'; kill -9 $$"], command_summary: "x", parser: parseNodeTestTap };
+    const s: Step = {
+      check: "test",
+      provider: "node",
+      argv: ["sh", "-c", "printf 'TAP version 13\\n# tests 0\\n# pass 0\\n# fail 0\\n'; kill -9 $$"],
+      command_summary: "x",
+      parser: parseNodeTestTap,
+    };
     const { result } = await runStep(root, s);
     assert.deepEqual([result.status, result.detail], ["error", "killed"]);
   });
@@ -241,7 +278,12 @@ describe("truthful non-passed results", () => {
     const executor = createExecutor({ root });
     try {
       const deps = { executor, capabilities: () => ["validationNode"] as const };
-      const r = (await runValidation(deps, "project_validate", { checks: ["test"], paths: ["slow.test.mjs"], timeout_ms: 1_500, wait_ms: 100 }, new AbortController().signal)) as unknown as Record<string, unknown>;
+      const r = (await runValidation(
+        deps,
+        "project_validate",
+        { checks: ["test"], paths: ["slow.test.mjs"], timeout_ms: 1_500, wait_ms: 100 },
+        new AbortController().signal,
+      )) as unknown as Record<string, unknown>;
       assert.equal(r["execution_state"], "pending");
       const done = (await executor.waitForJobTerminal({ job_id: r["job_id"] as string, wait_ms: 20_000 })) as unknown as Record<string, unknown>;
       assert.deepEqual([done["status"], done["detail"], done["state"]], ["error", "timed_out", "timed_out"]);
@@ -253,10 +295,28 @@ describe("truthful non-passed results", () => {
   });
 
   test("a validation process that printed a cut or broken document is error, never passed", () => {
-    const life = { execution_state: "completed", job_id: "job_1", state: "completed", exit_code: 0, signal: null, timed_out: false, stderr: "boom", stdout_bytes: 1, stderr_bytes: 4, truncated: false, duration_ms: 1, started_at: "t" } as const;
+    const life = {
+      execution_state: "completed",
+      job_id: "job_1",
+      state: "completed",
+      exit_code: 0,
+      signal: null,
+      timed_out: false,
+      stderr: "boom",
+      stdout_bytes: 1,
+      stderr_bytes: 4,
+      truncated: false,
+      duration_ms: 1,
+      started_at: "t",
+    } as const;
     const broken = validationTerminal({ ...life, stdout: '{"status":"passed","checks":[' }) as unknown as Record<string, unknown>;
     assert.deepEqual([broken["status"], broken["detail"], broken["raw_tail"]], ["error", "validator_crashed", "boom"]);
-    const cut = validationTerminal({ ...life, stdout: '{"status":"passed","checks":[],"failures":[],"truncated":false}', truncated: true, omitted_bytes: { stdout: 10, stderr: 0 } }) as unknown as Record<string, unknown>;
+    const cut = validationTerminal({
+      ...life,
+      stdout: '{"status":"passed","checks":[],"failures":[],"truncated":false}',
+      truncated: true,
+      omitted_bytes: { stdout: 10, stderr: 0 },
+    }) as unknown as Record<string, unknown>;
     assert.equal(cut["status"], "error");
   });
 
@@ -266,9 +326,18 @@ describe("truthful non-passed results", () => {
     try {
       const deps = { executor, capabilities: () => [] as const };
       const signal = new AbortController().signal;
-      await assert.rejects(runValidation(deps, "cargo_test", { test_filter: "--exact" }, signal), (e: Error & { failure?: { reason_code: string } }) => e.failure?.reason_code === "invalid_value");
-      await assert.rejects(runValidation(deps, "project_validate", { paths: ["../x"] }, signal), (e: Error & { failure?: { reason_code: string } }) => e.failure?.reason_code === "path_outside_project");
-      await assert.rejects(runValidation(deps, "go_test", { packages: ["-exec=sh"] }, signal), (e: Error & { failure?: { reason_code: string } }) => e.failure?.reason_code === "invalid_value");
+      await assert.rejects(
+        runValidation(deps, "cargo_test", { test_filter: "--exact" }, signal),
+        (e: Error & { failure?: { reason_code: string } }) => e.failure?.reason_code === "invalid_value",
+      );
+      await assert.rejects(
+        runValidation(deps, "project_validate", { paths: ["../x"] }, signal),
+        (e: Error & { failure?: { reason_code: string } }) => e.failure?.reason_code === "path_outside_project",
+      );
+      await assert.rejects(
+        runValidation(deps, "go_test", { packages: ["-exec=sh"] }, signal),
+        (e: Error & { failure?: { reason_code: string } }) => e.failure?.reason_code === "invalid_value",
+      );
     } finally {
       await executor.shutdown();
     }

@@ -39,13 +39,25 @@ export function cloneUrlProblem(url: string): ToolFailure | undefined {
   try {
     parsed = new URL(url);
   } catch {
-    return toolFailure(ReasonCode.invalidValue, FailureStage.normalization, { detail_code: "invalid_git_url", evidence: { field: "/source/git/url" }, message: "url must be an https:// or git:// URL." });
+    return toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+      detail_code: "invalid_git_url",
+      evidence: { field: "/source/git/url" },
+      message: "url must be an https:// or git:// URL.",
+    });
   }
   if (!SCHEMES.has(parsed.protocol)) {
-    return toolFailure(ReasonCode.invalidValue, FailureStage.normalization, { detail_code: "unsupported_url_scheme", evidence: { field: "/source/git/url" }, message: "Only https://, http:// and git:// repositories can be cloned." });
+    return toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+      detail_code: "unsupported_url_scheme",
+      evidence: { field: "/source/git/url" },
+      message: "Only https://, http:// and git:// repositories can be cloned.",
+    });
   }
   if (parsed.username || parsed.password) {
-    return toolFailure(ReasonCode.invalidValue, FailureStage.normalization, { detail_code: "credential_in_url", evidence: { field: "/source/git/url" }, message: "Credentials never go in the URL; your operator configures them." });
+    return toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+      detail_code: "credential_in_url",
+      evidence: { field: "/source/git/url" },
+      message: "Credentials never go in the URL; your operator configures them.",
+    });
   }
   return undefined;
 }
@@ -53,12 +65,18 @@ export function cloneUrlProblem(url: string): ToolFailure | undefined {
 /** git's stderr → a detail code; the text itself goes nowhere. */
 function classify(stderr: string): { detail: string; message: string } {
   const s = stderr.toLowerCase();
-  if (/remote branch .* not found|couldn't find remote ref|could not find remote branch/.test(s)) return { detail: "ref_not_found", message: "The repository has no such branch or tag." };
-  if (/repository not exported|does not appear to be a git repository/.test(s)) return { detail: "repository_unreachable", message: "The repository could not be reached at this URL." };
+  if (/remote branch .* not found|couldn't find remote ref|could not find remote branch/.test(s))
+    return { detail: "ref_not_found", message: "The repository has no such branch or tag." };
+  if (/repository not exported|does not appear to be a git repository/.test(s))
+    return { detail: "repository_unreachable", message: "The repository could not be reached at this URL." };
   if (/authentication failed|could not read username|could not read password|returned error: 40[13]|http basic: access denied/.test(s)) {
     return { detail: "authentication_failed", message: "The repository refused the configured credential (or needs one); ask your operator." };
   }
-  if (/could not resolve host|connection refused|unable to connect|failed to connect|timed out|not found|does not appear to be a git repository|repository .* not exported|returned error: 404/.test(s)) {
+  if (
+    /could not resolve host|connection refused|unable to connect|failed to connect|timed out|not found|does not appear to be a git repository|repository .* not exported|returned error: 404/.test(
+      s,
+    )
+  ) {
     return { detail: "repository_unreachable", message: "The repository could not be reached at this URL." };
   }
   return { detail: "clone_failed", message: "git could not clone the repository." };
@@ -91,11 +109,22 @@ export async function cloneWorkspace(o: CloneOptions): Promise<ToolFailure | und
     const child = spawn("git", args, { env, stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; child.kill("SIGKILL"); }, o.timeoutMs ?? 300_000);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, o.timeoutMs ?? 300_000);
     child.stderr.setEncoding("utf8");
-    child.stderr.on("data", (c: string) => { if (stderr.length < 16_384) stderr += c; });
-    child.once("error", () => { clearTimeout(timer); resolve({ code: -1, stderr: "spawn failed", timedOut }); });
-    child.once("close", (code) => { clearTimeout(timer); resolve({ code, stderr, timedOut }); });
+    child.stderr.on("data", (c: string) => {
+      if (stderr.length < 16_384) stderr += c;
+    });
+    child.once("error", () => {
+      clearTimeout(timer);
+      resolve({ code: -1, stderr: "spawn failed", timedOut });
+    });
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, timedOut });
+    });
   });
   if (result.code !== 0) {
     rmSync(tmp, { recursive: true, force: true });
@@ -127,7 +156,10 @@ export async function seedWorkspaceRoot(root: string, o: Omit<CloneOptions, "dir
 /** Where Kubernetes reads a container's last words: the failure, for the broker to report. */
 export function writeTerminationMessage(failure: ToolFailure, path = "/dev/termination-log"): void {
   try {
-    writeFileSync(path, JSON.stringify({ reason_code: failure.reason_code, detail_code: failure.detail_code, failure_stage: failure.failure_stage, message: failure.message }));
+    writeFileSync(
+      path,
+      JSON.stringify({ reason_code: failure.reason_code, detail_code: failure.detail_code, failure_stage: failure.failure_stage, message: failure.message }),
+    );
   } catch {
     // Not in a pod: the exit code and the log line say it.
   }

@@ -33,7 +33,12 @@ const BEFORE = { "a.txt": "alpha\n", "c.txt": "gamma\n", "d.txt": "delta\n", "ke
 /** A transaction of every kind: edit, create (with a new directory), delete, move (into a new directory). */
 async function changes(ws: Workspace): Promise<FileChange[]> {
   return [
-    { kind: "edit", path: "a.txt", expected_read_revision: await revisionOf(ws, "a.txt"), edits: [{ replace_exact: { old_text: "alpha", new_text: "ALPHA" } }] },
+    {
+      kind: "edit",
+      path: "a.txt",
+      expected_read_revision: await revisionOf(ws, "a.txt"),
+      edits: [{ replace_exact: { old_text: "alpha", new_text: "ALPHA" } }],
+    },
     { kind: "create", path: "new/dir/b.txt", content: "beta\n" },
     { kind: "delete", path: "c.txt", expected_read_revision: await revisionOf(ws, "c.txt") },
     { kind: "move", path: "d.txt", destination: "moved/d.txt", expected_read_revision: await revisionOf(ws, "d.txt") },
@@ -66,9 +71,15 @@ async function crashable(crashAt: { step?: string; afterFile?: number }): Promis
 }
 
 /** Starts the transaction, waits until it froze (no more progress), then "restarts": a fresh journal recovers. */
-async function crashAndRecover(c: Crashable, run: () => Promise<unknown>): Promise<{ journal: EditJournal; recovered: Awaited<ReturnType<EditJournal["recover"]>> }> {
+async function crashAndRecover(
+  c: Crashable,
+  run: () => Promise<unknown>,
+): Promise<{ journal: EditJournal; recovered: Awaited<ReturnType<EditJournal["recover"]>> }> {
   let settled = false;
-  void run().then(() => (settled = true), () => (settled = true));
+  void run().then(
+    () => (settled = true),
+    () => (settled = true),
+  );
   await c.reached;
   assert.equal(settled, false, "the transaction is frozen at the crash point");
   const journal = createEditJournal({ dir: c.stateDir });
@@ -76,7 +87,13 @@ async function crashAndRecover(c: Crashable, run: () => Promise<unknown>): Promi
 }
 
 const AFTER = {
-  "a.txt": "644:ALPHA\n", "keep.txt": "644:keep\n", "new": "/", "new/dir": "/", "new/dir/b.txt": "644:beta\n", "moved": "/", "moved/d.txt": "644:delta\n",
+  "a.txt": "644:ALPHA\n",
+  "keep.txt": "644:keep\n",
+  new: "/",
+  "new/dir": "/",
+  "new/dir/b.txt": "644:beta\n",
+  moved: "/",
+  "moved/d.txt": "644:delta\n",
 };
 
 describe("edit journal: recovery from each crash point", () => {
@@ -109,7 +126,10 @@ describe("edit journal: recovery from each crash point", () => {
       assert.equal(recovered[0]?.tool, "edit_project_files");
       assert.deepEqual(recovered[0]?.paths, ["a.txt", "new/dir/b.txt", "c.txt", "d.txt", "moved/d.txt"]);
       assert.deepEqual(await snapshot(c.root), before);
-      assert.deepEqual((await journal.recovered()).map((t) => t.transaction_id), [recovered[0]?.transaction_id]);
+      assert.deepEqual(
+        (await journal.recovered()).map((t) => t.transaction_id),
+        [recovered[0]?.transaction_id],
+      );
       assert.deepEqual(await readdir(path.join(c.stateDir, "transactions")), []);
     });
   }
@@ -124,9 +144,35 @@ describe("edit journal: recovery from each crash point", () => {
   it("read_workspace_changes lists recent recoveries as recovered_writes: last 24 hours, newest first, at most 5, paths capped", () => {
     const now = Date.parse("2026-01-02T12:00:00Z");
     const at = (minutesAgo: number) => new Date(now - minutesAgo * 60_000).toISOString();
-    const t = (id: string, minutesAgo: number, paths = ["a.txt"]) => ({ transaction_id: id, call_id: `c-${id}`, tool: "edit_project_files" as const, outcome: "completed" as const, paths, started_at: at(minutesAgo + 1), recovered_at: at(minutesAgo) });
-    const listed = recentRecoveries([t("old", 25 * 60), t("1", 50), t("2", 40), t("3", 30), t("4", 20), t("5", 10), t("6", 5, Array.from({ length: 30 }, (_, i) => `f${i}`))], now);
-    assert.deepEqual(listed.map((w) => w.call_id), ["c-6", "c-5", "c-4", "c-3", "c-2"]);
+    const t = (id: string, minutesAgo: number, paths = ["a.txt"]) => ({
+      transaction_id: id,
+      call_id: `c-${id}`,
+      tool: "edit_project_files" as const,
+      outcome: "completed" as const,
+      paths,
+      started_at: at(minutesAgo + 1),
+      recovered_at: at(minutesAgo),
+    });
+    const listed = recentRecoveries(
+      [
+        t("old", 25 * 60),
+        t("1", 50),
+        t("2", 40),
+        t("3", 30),
+        t("4", 20),
+        t("5", 10),
+        t(
+          "6",
+          5,
+          Array.from({ length: 30 }, (_, i) => `f${i}`),
+        ),
+      ],
+      now,
+    );
+    assert.deepEqual(
+      listed.map((w) => w.call_id),
+      ["c-6", "c-5", "c-4", "c-3", "c-2"],
+    );
     assert.equal(listed[0]?.paths.length, 20);
     assert.equal(listed[0]?.paths_truncated, true);
     assert.equal(listed[1]?.paths_truncated, undefined);
@@ -173,25 +219,34 @@ describe("edit journal: recovery from each crash point", () => {
     const { chmod } = await import("node:fs/promises");
     await chmod(path.join(c.root, "a.txt"), 0o755);
     const before = await snapshot(c.root);
-    await crashAndRecover(c, async () => c.ws.editProjectFiles({
-      changes: [
-        { kind: "edit", path: "a.txt", expected_read_revision: await revisionOf(c.ws, "a.txt"), edits: [{ replace_exact: { old_text: "alpha", new_text: "x" } }] },
-        { kind: "delete", path: "link", expected_read_revision: await revisionOf(c.ws, "keep.txt") },
-      ],
-    }));
+    await crashAndRecover(c, async () =>
+      c.ws.editProjectFiles({
+        changes: [
+          {
+            kind: "edit",
+            path: "a.txt",
+            expected_read_revision: await revisionOf(c.ws, "a.txt"),
+            edits: [{ replace_exact: { old_text: "alpha", new_text: "x" } }],
+          },
+          { kind: "delete", path: "link", expected_read_revision: await revisionOf(c.ws, "keep.txt") },
+        ],
+      }),
+    );
     assert.deepEqual(await snapshot(c.root), before);
   });
 
   it("import_host_files uses the same journal: a crash mid-import is rolled back", async () => {
     const c = await crashable({ afterFile: 1 });
     const before = await snapshot(c.root);
-    const { recovered } = await crashAndRecover(c, async () => c.ws.importHostFiles({
-      files: [
-        { path: "keep.txt", content: "replaced\n", overwrite: true, expected_read_revision: await revisionOf(c.ws, "keep.txt") },
-        { path: "host/new.bin", content_base64: Buffer.from([0, 1, 2, 3]).toString("base64") },
-        { path: "host/other.txt", content: "x" },
-      ],
-    }));
+    const { recovered } = await crashAndRecover(c, async () =>
+      c.ws.importHostFiles({
+        files: [
+          { path: "keep.txt", content: "replaced\n", overwrite: true, expected_read_revision: await revisionOf(c.ws, "keep.txt") },
+          { path: "host/new.bin", content_base64: Buffer.from([0, 1, 2, 3]).toString("base64") },
+          { path: "host/other.txt", content: "x" },
+        ],
+      }),
+    );
     assert.equal(recovered[0]?.tool, "import_host_files");
     assert.equal(recovered[0]?.outcome, "rolled_back");
     assert.deepEqual(await snapshot(c.root), before);
@@ -227,7 +282,15 @@ describe("edit journal: recovery from each crash point", () => {
     const stateDir = await tempDir();
     await writeTree(root, BEFORE);
     const journal = createEditJournal({ dir: stateDir });
-    const ws = createWorkspace({ root, journal: { journal, recovery: Promise.resolve(true) }, hooks: { afterFileApplied: (_p, i) => { if (i === 2) throw new Error("disk full"); } } });
+    const ws = createWorkspace({
+      root,
+      journal: { journal, recovery: Promise.resolve(true) },
+      hooks: {
+        afterFileApplied: (_p, i) => {
+          if (i === 2) throw new Error("disk full");
+        },
+      },
+    });
     const before = await snapshot(root);
     await assert.rejects(ws.editProjectFiles({ changes: await changes(ws) }));
     assert.deepEqual(await snapshot(root), before);

@@ -117,11 +117,12 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
   const outcomeDir = path.join(root, "recovered");
   const step = async (name: string) => options.onStep?.(name);
   let ready: Promise<void> | undefined;
-  const ensure = () => (ready ??= (async () => {
-    await mkdir(txDir, { recursive: true });
-    await mkdir(outcomeDir, { recursive: true });
-    await fsyncPath(root);
-  })());
+  const ensure = () =>
+    (ready ??= (async () => {
+      await mkdir(txDir, { recursive: true });
+      await mkdir(outcomeDir, { recursive: true });
+      await fsyncPath(root);
+    })());
 
   async function begin(tool: JournalTool, files: readonly JournalFileSpec[], callId?: string): Promise<JournalTransaction> {
     await ensure();
@@ -155,7 +156,15 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
         }
       }
       const createdDirs = await missingParents(files.filter((f) => !("absent" in f.after)).map((f) => f.target));
-      const record: IntentRecord = { version: 1, id, tool, ...(callId === undefined ? {} : { call_id: callId }), started_at: new Date().toISOString(), entries, created_dirs: createdDirs };
+      const record: IntentRecord = {
+        version: 1,
+        id,
+        tool,
+        ...(callId === undefined ? {} : { call_id: callId }),
+        started_at: new Date().toISOString(),
+        entries,
+        created_dirs: createdDirs,
+      };
       await writeDurable(path.join(partial, INTENT), Buffer.from(JSON.stringify(record)));
       await fsyncPath(partial);
       await step("intent_written");
@@ -194,7 +203,13 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
     // first, so two records touching one file leave it as their order requires.
     const open = names.filter((n) => !n.endsWith(PARTIAL) && !n.endsWith(DISCARDED));
     const committedFirst = await Promise.all(open.map(async (n) => ({ n, committed: await exists(path.join(txDir, n, COMMITTED)) })));
-    const ordered = [...committedFirst.filter((t) => !t.committed).map((t) => t.n).reverse(), ...committedFirst.filter((t) => t.committed).map((t) => t.n)];
+    const ordered = [
+      ...committedFirst
+        .filter((t) => !t.committed)
+        .map((t) => t.n)
+        .reverse(),
+      ...committedFirst.filter((t) => t.committed).map((t) => t.n),
+    ];
     for (const name of ordered) {
       const dir = path.join(txDir, name);
       let record: IntentRecord;
@@ -384,7 +399,8 @@ export function journalSpecsFor(changes: readonly JournalChange[]): JournalFileS
   for (const change of changes) {
     switch (change.kind) {
       case "edit":
-        if (change.plan.changed) specs.push({ rel: change.path, target: change.target, before: { capture: change.target }, after: { bytes: change.plan.output, mode: change.mode } });
+        if (change.plan.changed)
+          specs.push({ rel: change.path, target: change.target, before: { capture: change.target }, after: { bytes: change.plan.output, mode: change.mode } });
         break;
       case "replace":
         specs.push({ rel: change.path, target: change.target, before: { capture: change.target }, after: { bytes: change.bytes, mode: change.mode } });

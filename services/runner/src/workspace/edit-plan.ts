@@ -210,13 +210,22 @@ export function staleAnchors(current: Buffer, edits: readonly ReplaceExactEdit[]
     const needle = Buffer.from(oldText, "utf8");
     let low = 0;
     let high = current.length;
-    if (edit.line_scope !== undefined && Number.isInteger(edit.line_scope.start_line) && Number.isInteger(edit.line_scope.end_line) && edit.line_scope.start_line >= 1) {
+    if (
+      edit.line_scope !== undefined &&
+      Number.isInteger(edit.line_scope.start_line) &&
+      Number.isInteger(edit.line_scope.end_line) &&
+      edit.line_scope.start_line >= 1
+    ) {
       low = lines.startOf(edit.line_scope.start_line);
       high = Math.max(low, lines.endOf(edit.line_scope.end_line));
     }
     let count = 0;
     const excerpts: StaleAnchor["excerpts"] = [];
-    for (let at = current.indexOf(needle, low); at !== -1 && at + needle.length <= high && count <= MAX_EXPECTED_MATCH_COUNT; at = current.indexOf(needle, at + needle.length)) {
+    for (
+      let at = current.indexOf(needle, low);
+      at !== -1 && at + needle.length <= high && count <= MAX_EXPECTED_MATCH_COUNT;
+      at = current.indexOf(needle, at + needle.length)
+    ) {
       count++;
       if (excerpts.length >= STALE_EXCERPTS_PER_EDIT) continue;
       const first = Math.max(1, lines.lineOf(at) - STALE_ANCHOR_CONTEXT_LINES);

@@ -18,7 +18,9 @@ describe("edit_project_files: match cardinality", () => {
   it("replaces every match when expected_match_count equals the observed count", async () => {
     const { root, ws } = await tempWorkspace({ "a.ts": FIXTURE });
     const result = (await ws.editProjectFiles({
-      changes: [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 1;", "= 10;", { expected_match_count: 3 })] }],
+      changes: [
+        { kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 1;", "= 10;", { expected_match_count: 3 })] },
+      ],
     })) as EditAppliedResult;
     assert.equal(await readText(root, "a.ts"), FIXTURE.replaceAll("= 1;", "= 10;"));
     assert.equal(result.changed, true);
@@ -35,7 +37,9 @@ describe("edit_project_files: match cardinality", () => {
     const before = await readFile(path.join(root, "a.ts"));
     const failure = await expectFailure(
       ws.editProjectFiles({
-        changes: [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 1;", "= 2;", { expected_match_count: 2 })] }],
+        changes: [
+          { kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 1;", "= 2;", { expected_match_count: 2 })] },
+        ],
       }),
       ReasonCode.expectedMatchCountMismatch,
     );
@@ -49,7 +53,9 @@ describe("edit_project_files: match cardinality", () => {
   it("without a count, a repeated old_text fails as not unique with every match line", async () => {
     const { ws } = await tempWorkspace({ "a.ts": FIXTURE });
     const failure = await expectFailure(
-      ws.editProjectFiles({ changes: [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 1;", "= 2;")] }] }),
+      ws.editProjectFiles({
+        changes: [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 1;", "= 2;")] }],
+      }),
       ReasonCode.matchNotUnique,
     );
     assert.equal(failure.evidence?.match_count, 3);
@@ -83,7 +89,14 @@ describe("edit_project_files: match cardinality", () => {
     const { ws } = await tempWorkspace({ "a.ts": FIXTURE });
     const failure = await expectFailure(
       ws.editProjectFiles({
-        changes: [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 1;", "= 2;", { occurrence: 1, expected_match_count: 3 })] }],
+        changes: [
+          {
+            kind: "edit",
+            path: "a.ts",
+            expected_read_revision: await revisionOf(ws, "a.ts"),
+            edits: [replace("= 1;", "= 2;", { occurrence: 1, expected_match_count: 3 })],
+          },
+        ],
       }),
       ReasonCode.invalidValue,
     );
@@ -128,7 +141,9 @@ describe("edit_project_files: planning against one snapshot", () => {
   it("edits do not see each other's output", async () => {
     const { root, ws } = await tempWorkspace({ "a.txt": "alpha beta\n" });
     await ws.editProjectFiles({
-      changes: [{ kind: "edit", path: "a.txt", expected_read_revision: await revisionOf(ws, "a.txt"), edits: [replace("alpha", "beta"), replace("beta", "gamma")] }],
+      changes: [
+        { kind: "edit", path: "a.txt", expected_read_revision: await revisionOf(ws, "a.txt"), edits: [replace("alpha", "beta"), replace("beta", "gamma")] },
+      ],
     });
     assert.equal(await readText(root, "a.txt"), "beta gamma\n");
   });
@@ -137,7 +152,14 @@ describe("edit_project_files: planning against one snapshot", () => {
     const { root, ws } = await tempWorkspace({ "a.txt": "one two three\n" });
     const failure = await expectFailure(
       ws.editProjectFiles({
-        changes: [{ kind: "edit", path: "a.txt", expected_read_revision: await revisionOf(ws, "a.txt"), edits: [replace("one two", "1 2"), replace("two three", "2 3")] }],
+        changes: [
+          {
+            kind: "edit",
+            path: "a.txt",
+            expected_read_revision: await revisionOf(ws, "a.txt"),
+            edits: [replace("one two", "1 2"), replace("two three", "2 3")],
+          },
+        ],
       }),
       ReasonCode.overlappingEdits,
     );
@@ -242,7 +264,9 @@ describe("edit_project_files: guards", () => {
       assert.equal(failure.evidence?.path, target);
     }
     await expectFailure(
-      ws.editProjectFiles({ changes: [{ kind: "move", path: "a.txt", destination: ".git/hooks/pre-commit", expected_read_revision: await revisionOf(ws, "a.txt") }] }),
+      ws.editProjectFiles({
+        changes: [{ kind: "move", path: "a.txt", destination: ".git/hooks/pre-commit", expected_read_revision: await revisionOf(ws, "a.txt") }],
+      }),
       ReasonCode.sensitivePath,
     );
     assert.equal(await readText(root, "a.txt"), "a\n");
@@ -383,7 +407,14 @@ describe("edit_project_files: transactions", () => {
     assert.equal(result.applied_count, 3);
     assert.equal(result.files[0]?.read_revision, await revisionOf(ws, "deep/new/c.txt"));
     assert.equal("read_revision" in (result.files[1] ?? {}), false);
-    assert.deepEqual(result.files[2], { path: "mv.txt", kind: "move", destination: "sub/moved.txt", changed: true, read_revision: moveRevision, replacements: 0 });
+    assert.deepEqual(result.files[2], {
+      path: "mv.txt",
+      kind: "move",
+      destination: "sub/moved.txt",
+      changed: true,
+      read_revision: moveRevision,
+      replacements: 0,
+    });
   });
 });
 
@@ -392,7 +423,9 @@ describe("edit_project_files: bytes and modes", () => {
     const { root, ws } = await tempWorkspace({ "run.sh": "#!/bin/sh\r\necho one\r\necho two\r\n" });
     await chmod(path.join(root, "run.sh"), 0o755);
     await ws.editProjectFiles({
-      changes: [{ kind: "edit", path: "run.sh", expected_read_revision: await revisionOf(ws, "run.sh"), edits: [replace("echo one\r\n", "echo uno\r\necho eins\r\n")] }],
+      changes: [
+        { kind: "edit", path: "run.sh", expected_read_revision: await revisionOf(ws, "run.sh"), edits: [replace("echo one\r\n", "echo uno\r\necho eins\r\n")] },
+      ],
     });
     assert.equal(await readText(root, "run.sh"), "#!/bin/sh\r\necho uno\r\necho eins\r\necho two\r\n");
     assert.equal((await stat(path.join(root, "run.sh"))).mode & 0o777, 0o755);
@@ -401,7 +434,9 @@ describe("edit_project_files: bytes and modes", () => {
   it("an LF old_text against a CRLF file says the line endings differ", async () => {
     const { ws } = await tempWorkspace({ "a.txt": "one\r\ntwo\r\n" });
     const failure = await expectFailure(
-      ws.editProjectFiles({ changes: [{ kind: "edit", path: "a.txt", expected_read_revision: await revisionOf(ws, "a.txt"), edits: [replace("one\ntwo", "x")] }] }),
+      ws.editProjectFiles({
+        changes: [{ kind: "edit", path: "a.txt", expected_read_revision: await revisionOf(ws, "a.txt"), edits: [replace("one\ntwo", "x")] }],
+      }),
       ReasonCode.matchNotFound,
     );
     assert.equal(failure.detail_code, "line_ending_mismatch");
@@ -410,7 +445,9 @@ describe("edit_project_files: bytes and modes", () => {
   it("edits through a symlink inside the root change the target and keep the link", async () => {
     const { root, ws } = await tempWorkspace({ "real.txt": "v1\n" });
     await symlink("real.txt", path.join(root, "link.txt"));
-    await ws.editProjectFiles({ changes: [{ kind: "edit", path: "link.txt", expected_read_revision: await revisionOf(ws, "link.txt"), edits: [replace("v1", "v2")] }] });
+    await ws.editProjectFiles({
+      changes: [{ kind: "edit", path: "link.txt", expected_read_revision: await revisionOf(ws, "link.txt"), edits: [replace("v1", "v2")] }],
+    });
     assert.equal(await readText(root, "real.txt"), "v2\n");
     assert.equal((await lstat(path.join(root, "link.txt"))).isSymbolicLink(), true);
   });
@@ -450,7 +487,9 @@ describe("edit_project_files: dry run", () => {
     const { ws } = await tempWorkspace({ "many.txt": "x\n".repeat(60) });
     const result = (await ws.editProjectFiles({
       dry_run: true,
-      changes: [{ kind: "edit", path: "many.txt", expected_read_revision: await revisionOf(ws, "many.txt"), edits: [replace("x", "y", { expected_match_count: 60 })] }],
+      changes: [
+        { kind: "edit", path: "many.txt", expected_read_revision: await revisionOf(ws, "many.txt"), edits: [replace("x", "y", { expected_match_count: 60 })] },
+      ],
     })) as EditDryRunResult;
     const report = result.files[0]?.edits?.[0];
     assert.equal(report?.match_count, 60);
@@ -465,7 +504,9 @@ describe("edit_project_files: a stale revision carries the re-read around each a
     const old = await revisionOf(ws, "n.md");
     await writeFile(path.join(root, "n.md"), "# Notes\n\nstatus: draft\nowner: ops\n");
     const failure = await expectFailure(
-      ws.editProjectFiles({ changes: [{ kind: "edit", path: "n.md", expected_read_revision: old, edits: [replace("status: draft", "status: final"), replace("gone", "x")] }] }),
+      ws.editProjectFiles({
+        changes: [{ kind: "edit", path: "n.md", expected_read_revision: old, edits: [replace("status: draft", "status: final"), replace("gone", "x")] }],
+      }),
       ReasonCode.staleReadRevision,
     );
     assert.equal(failure.evidence?.current_read_revision, await revisionOf(ws, "n.md"));
@@ -475,7 +516,16 @@ describe("edit_project_files: a stale revision carries the re-read around each a
     ]);
     assert.equal(failure.evidence?.anchors_truncated, undefined);
     assert.equal(await readText(root, "n.md"), "# Notes\n\nstatus: draft\nowner: ops\n", "nothing written");
-    const retried = (await ws.editProjectFiles({ changes: [{ kind: "edit", path: "n.md", expected_read_revision: failure.evidence?.current_read_revision as string, edits: [replace("status: draft", "status: final")] }] })) as EditAppliedResult;
+    const retried = (await ws.editProjectFiles({
+      changes: [
+        {
+          kind: "edit",
+          path: "n.md",
+          expected_read_revision: failure.evidence?.current_read_revision as string,
+          edits: [replace("status: draft", "status: final")],
+        },
+      ],
+    })) as EditAppliedResult;
     assert.equal(retried.changed, true);
   });
 
@@ -485,7 +535,9 @@ describe("edit_project_files: a stale revision carries the re-read around each a
     const old = await revisionOf(ws, "m.txt");
     await writeFile(path.join(root, "m.txt"), text + "tail\n");
     const failure = await expectFailure(
-      ws.editProjectFiles({ changes: [{ kind: "edit", path: "m.txt", expected_read_revision: old, edits: [replace("MARK", "DONE", { expected_match_count: 40 })] }] }),
+      ws.editProjectFiles({
+        changes: [{ kind: "edit", path: "m.txt", expected_read_revision: old, edits: [replace("MARK", "DONE", { expected_match_count: 40 })] }],
+      }),
       ReasonCode.staleReadRevision,
     );
     const [anchor] = failure.evidence?.anchors as Array<{ match_count: number; excerpts: unknown[] }>;
@@ -498,7 +550,10 @@ describe("edit_project_files: a stale revision carries the re-read around each a
     const { root, ws } = await tempWorkspace({ "d.txt": "v1\n" });
     const old = await revisionOf(ws, "d.txt");
     await writeFile(path.join(root, "d.txt"), "v2\n");
-    const failure = await expectFailure(ws.editProjectFiles({ changes: [{ kind: "delete", path: "d.txt", expected_read_revision: old }] }), ReasonCode.staleReadRevision);
+    const failure = await expectFailure(
+      ws.editProjectFiles({ changes: [{ kind: "delete", path: "d.txt", expected_read_revision: old }] }),
+      ReasonCode.staleReadRevision,
+    );
     assert.deepEqual(failure.evidence, { path: "d.txt", current_read_revision: await revisionOf(ws, "d.txt"), change_index: 0 });
   });
 });
@@ -513,12 +568,22 @@ describe("edit_project_files: undo_changes, the exact inverse of an applied call
     const { root, ws } = await tempWorkspace({ "a.ts": FIXTURE, "b.ts": "x\n" });
     const before = await readFile(path.join(root, "a.ts"));
     const undo = await undoOf(ws, [
-      { kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 1;", "= 10;", { expected_match_count: 3 }), replace("let d", "var d")] },
+      {
+        kind: "edit",
+        path: "a.ts",
+        expected_read_revision: await revisionOf(ws, "a.ts"),
+        edits: [replace("= 1;", "= 10;", { expected_match_count: 3 }), replace("let d", "var d")],
+      },
       { kind: "create", path: "new/c.txt", content: "made\n" },
       { kind: "move", path: "b.ts", destination: "moved/b.ts", expected_read_revision: await revisionOf(ws, "b.ts") },
     ]);
     assert.deepEqual(undo, [
-      { kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("= 10;", "= 1;", { expected_match_count: 3 }), replace("var d", "let d")] },
+      {
+        kind: "edit",
+        path: "a.ts",
+        expected_read_revision: await revisionOf(ws, "a.ts"),
+        edits: [replace("= 10;", "= 1;", { expected_match_count: 3 }), replace("var d", "let d")],
+      },
       { kind: "delete", path: "new/c.txt", expected_read_revision: await revisionOf(ws, "new/c.txt") },
       { kind: "move", path: "moved/b.ts", destination: "b.ts", expected_read_revision: await revisionOf(ws, "moved/b.ts") },
     ]);
@@ -534,7 +599,12 @@ describe("edit_project_files: undo_changes, the exact inverse of an applied call
       { kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("c = 1", "b = 2")] },
       { kind: "delete", path: "gone.txt", expected_read_revision: await revisionOf(ws, "gone.txt") },
     ]);
-    assert.deepEqual(undo?.[0], { kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("b = 2", "c = 1", { occurrence: 2 })] });
+    assert.deepEqual(undo?.[0], {
+      kind: "edit",
+      path: "a.ts",
+      expected_read_revision: await revisionOf(ws, "a.ts"),
+      edits: [replace("b = 2", "c = 1", { occurrence: 2 })],
+    });
     assert.deepEqual(undo?.[1], { kind: "create", path: "gone.txt", content: "bye\n" });
     await ws.editProjectFiles({ changes: undo ?? [] });
     assert.equal(await readText(root, "a.ts"), "a = 1;\nb = 2;\nc = 1;\n");
@@ -543,8 +613,14 @@ describe("edit_project_files: undo_changes, the exact inverse of an applied call
 
   it("is absent when an edit deleted text (no exact anchor) and when nothing changed; a later change makes it stale", async () => {
     const { root, ws } = await tempWorkspace({ "a.ts": FIXTURE });
-    assert.equal(await undoOf(ws, [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("let ", "")] }]), undefined);
-    assert.equal(await undoOf(ws, [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("d = 2", "d = 2")] }]), undefined);
+    assert.equal(
+      await undoOf(ws, [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("let ", "")] }]),
+      undefined,
+    );
+    assert.equal(
+      await undoOf(ws, [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("d = 2", "d = 2")] }]),
+      undefined,
+    );
     const undo = await undoOf(ws, [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("d = 2", "d = 3")] }]);
     await writeFile(path.join(root, "a.ts"), (await readText(root, "a.ts")) + "// later\n");
     await expectFailure(ws.editProjectFiles({ changes: undo ?? [] }), ReasonCode.staleReadRevision);

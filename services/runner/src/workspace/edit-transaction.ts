@@ -191,12 +191,27 @@ async function prepareChange(resolver: PathResolver, change: FileChange, index: 
         fail(ReasonCode.binaryFile, FailureStage.preflight, { evidence: { path: source.rel } });
       }
       const plan = planFileEdits(source.rel, file.bytes, change.edits ?? []);
-      return { kind: "edit", index, path: source.rel, target: source.real, original: file.bytes, mode: file.mode, fingerprint: file.fingerprint, revision: file.revision, plan, edits: change.edits };
+      return {
+        kind: "edit",
+        index,
+        path: source.rel,
+        target: source.real,
+        original: file.bytes,
+        mode: file.mode,
+        fingerprint: file.fingerprint,
+        revision: file.revision,
+        plan,
+        edits: change.edits,
+      };
     }
     case "delete": {
       const file = await loadGuardedFile(resolver.rootReal, source, change.expected_read_revision);
       return {
-        kind: "delete", index, path: source.rel, target: source.entry, fingerprint: (await entryFingerprint(source)) ?? file.fingerprint,
+        kind: "delete",
+        index,
+        path: source.rel,
+        target: source.entry,
+        fingerprint: (await entryFingerprint(source)) ?? file.fingerprint,
         ...(file.bytes.length <= UNDO_MAX_BYTES ? { original: file.bytes } : {}),
       };
     }
@@ -231,7 +246,12 @@ interface GuardedFile {
  * stale revision fails with the current revision and, for an edit (`anchorEdits`), the current
  * lines around each old_text: the re-read the caller needs before retrying.
  */
-async function loadGuardedFile(rootReal: string, resolved: ResolvedPath, expected: string | undefined, anchorEdits?: readonly ReplaceExactEdit[]): Promise<GuardedFile> {
+async function loadGuardedFile(
+  rootReal: string,
+  resolved: ResolvedPath,
+  expected: string | undefined,
+  anchorEdits?: readonly ReplaceExactEdit[],
+): Promise<GuardedFile> {
   if (typeof expected !== "string" || expected === "") {
     fail(ReasonCode.missingField, FailureStage.preflight, { detail_code: "expected_read_revision", evidence: { path: resolved.rel } });
   }
@@ -258,10 +278,15 @@ async function loadGuardedFile(rootReal: string, resolved: ResolvedPath, expecte
   const revision = readRevision(bytes);
   if (revision !== expected) {
     fail(ReasonCode.staleReadRevision, FailureStage.preflight, {
-      evidence: { path: resolved.rel, current_read_revision: revision, ...(anchorEdits !== undefined && !isBinary(bytes) ? staleAnchors(bytes, anchorEdits) : {}) },
-      message: anchorEdits !== undefined
-        ? "The file changed since it was read; nothing was written. anchors shows the current lines around each old_text: if they still hold what you meant to change, retry with current_read_revision; otherwise re-read."
-        : "The file changed since it was read; nothing was written. Re-read it before retrying.",
+      evidence: {
+        path: resolved.rel,
+        current_read_revision: revision,
+        ...(anchorEdits !== undefined && !isBinary(bytes) ? staleAnchors(bytes, anchorEdits) : {}),
+      },
+      message:
+        anchorEdits !== undefined
+          ? "The file changed since it was read; nothing was written. anchors shows the current lines around each old_text: if they still hold what you meant to change, retry with current_read_revision; otherwise re-read."
+          : "The file changed since it was read; nothing was written. Re-read it before retrying.",
     });
   }
   return { bytes, mode: info.mode, fingerprint: fingerprintOf(info), revision };
@@ -312,10 +337,13 @@ async function apply(context: EditContext, prepared: readonly Prepared[], tool: 
   const onCommit: Array<() => Promise<void>> = [];
   // -- journal hook (intent): durable before the first write; without it nothing is written.
   const intent = prepared.some(isChanging)
-    ? await context.journal?.begin(tool, journalSpecsFor(prepared), currentCallId()).catch((error: unknown) => fail(ReasonCode.applyFailed, FailureStage.apply, {
-      detail_code: "journal_unavailable", evidence: errnoCode(error) === undefined ? {} : { errno: errnoCode(error) },
-      message: "The Runner could not record the transaction's intent; nothing was written.",
-    }))
+    ? await context.journal?.begin(tool, journalSpecsFor(prepared), currentCallId()).catch((error: unknown) =>
+        fail(ReasonCode.applyFailed, FailureStage.apply, {
+          detail_code: "journal_unavailable",
+          evidence: errnoCode(error) === undefined ? {} : { errno: errnoCode(error) },
+          message: "The Runner could not record the transaction's intent; nothing was written.",
+        }),
+      )
     : undefined;
   for (const change of prepared) {
     if (!isChanging(change)) continue;
@@ -338,7 +366,8 @@ async function applyOne(rootReal: string, change: Prepared, undo: UndoStep[], on
   switch (change.kind) {
     case "edit": {
       await withPinnedParent(rootReal, change.target, change.path, (pinned) =>
-        writeFileAtomic(pinned, change.plan.output, change.mode, () => assertUnchanged(change.target, change.fingerprint, false, change.path)));
+        writeFileAtomic(pinned, change.plan.output, change.mode, () => assertUnchanged(change.target, change.fingerprint, false, change.path)),
+      );
       undo.push({ path: change.path, run: () => writeFileAtomic(change.target, change.original, change.mode) });
       return;
     }
@@ -385,7 +414,13 @@ async function rollbackAndFail(change: Prepared, undo: UndoStep[], cause: unknow
   }
   // -- journal hook (rolled back): a failed undo gets a second try from the journal's before-images.
   if (intent !== undefined) {
-    if (rollbackFailed.length > 0) await intent.rollback().then(() => { rollbackFailed = []; }, () => undefined);
+    if (rollbackFailed.length > 0)
+      await intent.rollback().then(
+        () => {
+          rollbackFailed = [];
+        },
+        () => undefined,
+      );
     if (rollbackFailed.length === 0) await intent.done().catch(() => undefined);
   }
   const unknown = rollbackFailed.length > 0;
@@ -406,9 +441,7 @@ async function rollbackAndFail(change: Prepared, undo: UndoStep[], cause: unknow
 }
 
 function concurrentModification(relPath: string): ToolFailureError {
-  return new ToolFailureError(
-    toolFailure(ReasonCode.applyFailed, FailureStage.apply, { detail_code: "concurrent_modification", evidence: { path: relPath } }),
-  );
+  return new ToolFailureError(toolFailure(ReasonCode.applyFailed, FailureStage.apply, { detail_code: "concurrent_modification", evidence: { path: relPath } }));
 }
 
 /** Fails if the file was replaced or modified since preflight (cheap stat comparison, no re-read). */
@@ -536,7 +569,8 @@ function inverseChanges(prepared: readonly EditPrepared[]): FileChange[] | undef
         break;
       case "delete": {
         const text = change.original?.toString("utf8");
-        if (change.original === undefined || isBinary(change.original) || text === undefined || !Buffer.from(text, "utf8").equals(change.original)) return undefined;
+        if (change.original === undefined || isBinary(change.original) || text === undefined || !Buffer.from(text, "utf8").equals(change.original))
+          return undefined;
         inverse.push({ kind: "create", path: change.path, content: text });
         break;
       }
@@ -614,7 +648,8 @@ function decodeHostFile(file: HostFile, rel: string): Buffer {
   // Buffer.from(…, "base64") skips what it cannot read; a Host's bytes are taken only exactly.
   if (!BASE64.test(encoded)) {
     fail(ReasonCode.invalidValue, FailureStage.preflight, {
-      detail_code: "invalid_base64", evidence: { path: rel },
+      detail_code: "invalid_base64",
+      evidence: { path: rel },
       message: "content_base64 must be standard base64 (A-Z a-z 0-9 + /, padded with =, no whitespace).",
     });
   }
@@ -630,7 +665,10 @@ export async function importHostFiles(context: EditContext, request: ImportHostF
   const files = request.files;
   if (!Array.isArray(files) || files.length === 0) fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "no_files" });
   if (files.length > IMPORT_MAX_FILES) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "too_many_files", evidence: { file_count: files.length, max_files: IMPORT_MAX_FILES } });
+    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+      detail_code: "too_many_files",
+      evidence: { file_count: files.length, max_files: IMPORT_MAX_FILES },
+    });
   }
   // Ceilings first, from the declared sizes: nothing large is decoded only to be refused.
   let total = 0;
@@ -639,24 +677,28 @@ export async function importHostFiles(context: EditContext, request: ImportHostF
     total += bytes;
     if (bytes > IMPORT_MAX_FILE_BYTES) {
       fail(ReasonCode.fileTooLarge, FailureStage.preflight, {
-        detail_code: "import_file_ceiling", evidence: { path: String(file.path), change_index: index, bytes, ceiling_bytes: IMPORT_MAX_FILE_BYTES },
+        detail_code: "import_file_ceiling",
+        evidence: { path: String(file.path), change_index: index, bytes, ceiling_bytes: IMPORT_MAX_FILE_BYTES },
         message: `One imported file may hold at most ${IMPORT_MAX_FILE_BYTES} bytes.`,
       });
     }
   }
   if (total > IMPORT_MAX_CALL_BYTES) {
     fail(ReasonCode.fileTooLarge, FailureStage.preflight, {
-      detail_code: "import_call_ceiling", evidence: { bytes: total, ceiling_bytes: IMPORT_MAX_CALL_BYTES },
+      detail_code: "import_call_ceiling",
+      evidence: { bytes: total, ceiling_bytes: IMPORT_MAX_CALL_BYTES },
       message: `One import call may write at most ${IMPORT_MAX_CALL_BYTES} bytes in total; split it.`,
     });
   }
   const resolved: ResolvedChange[] = [];
   for (const [index, file] of files.entries()) {
-    resolved.push(await withChangeIndex(index, async () => {
-      const source = await context.resolver.resolve(file.path);
-      context.resolver.assertWritable(source);
-      return { index, source };
-    }));
+    resolved.push(
+      await withChangeIndex(index, async () => {
+        const source = await context.resolver.resolve(file.path);
+        context.resolver.assertWritable(source);
+        return { index, source };
+      }),
+    );
   }
   assertDistinctTargets(resolved);
   const prepared: Array<PreparedCreate | PreparedReplace> = [];
@@ -667,7 +709,10 @@ export async function importHostFiles(context: EditContext, request: ImportHostF
   await apply(context, prepared, "import_host_files");
   return {
     files: prepared.map((change): ImportedFileReport => ({
-      path: change.path, bytes: change.bytes.length, read_revision: readRevision(change.bytes), ...(change.kind === "replace" ? { replaced: true as const } : {}),
+      path: change.path,
+      bytes: change.bytes.length,
+      read_revision: readRevision(change.bytes),
+      ...(change.kind === "replace" ? { replaced: true as const } : {}),
     })),
   };
 }
@@ -690,9 +735,19 @@ async function prepareImport(resolver: PathResolver, file: HostFile, index: numb
   }
   if (file.overwrite !== true) {
     fail(ReasonCode.pathExists, FailureStage.preflight, {
-      evidence: { path: source.rel }, message: "The file exists; pass overwrite: true with its current expected_read_revision to replace it.",
+      evidence: { path: source.rel },
+      message: "The file exists; pass overwrite: true with its current expected_read_revision to replace it.",
     });
   }
   const guarded = await loadGuardedFile(resolver.rootReal, source, file.expected_read_revision);
-  return { kind: "replace", index, path: source.rel, target: source.real, original: guarded.bytes, mode: guarded.mode, fingerprint: guarded.fingerprint, bytes };
+  return {
+    kind: "replace",
+    index,
+    path: source.rel,
+    target: source.real,
+    original: guarded.bytes,
+    mode: guarded.mode,
+    fingerprint: guarded.fingerprint,
+    bytes,
+  };
 }

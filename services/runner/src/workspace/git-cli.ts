@@ -47,7 +47,8 @@ const FIXED_CONFIG: ReadonlyArray<readonly [string, string]> = [
 ];
 
 /** Repository config keys (lower-cased by `git config --list`) whose value git may run as a program. */
-const PROGRAM_KEY = /^(?:filter\..+\.(?:clean|smudge|process)|diff\..+\.(?:textconv|command)|merge\..+\.driver|pager\..+|.+\.(?:helper|program|command|cmd|editor|askpass)|.+command)$/;
+const PROGRAM_KEY =
+  /^(?:filter\..+\.(?:clean|smudge|process)|diff\..+\.(?:textconv|command)|merge\..+\.driver|pager\..+|.+\.(?:helper|program|command|cmd|editor|askpass)|.+command)$/;
 
 /** Commands that may run an external diff or textconv driver unless told not to. */
 const DIFF_FAMILY = new Set(["diff", "log", "show"]);
@@ -110,7 +111,12 @@ function listProgramKeys(git: GitContext): Promise<string[]> {
       { cwd: git.cwd, env: gitEnv(), maxBuffer: MAX_CONFIG_LIST_BYTES },
       (error, stdout) => {
         // Outside a repository (or no config) there is nothing to neutralize; the caller's own command reports that.
-        const keys = new Set(stdout.split("\0").map((k) => k.trim()).filter((k) => PROGRAM_KEY.test(k)));
+        const keys = new Set(
+          stdout
+            .split("\0")
+            .map((k) => k.trim())
+            .filter((k) => PROGRAM_KEY.test(k)),
+        );
         resolve(error !== null && stdout === "" ? [] : [...keys]);
       },
     );
@@ -145,42 +151,45 @@ function execGit(
   maxBytes: number,
   acceptCut: boolean,
 ): Promise<{ output: GitOutput; cut: boolean }> {
-  return configOverrides(git).then((overrides) => new Promise((resolve, reject) => {
-    const [command, ...rest] = args;
-    const safeArgs = command !== undefined && DIFF_FAMILY.has(command) ? [command, "--no-ext-diff", "--no-textconv", ...rest] : args;
-    execFileVia(git.spawner, "git", [...overrides, ...safeArgs], { cwd: git.cwd, env: gitEnv(), maxBuffer: maxBytes }, (error, stdout, stderr) => {
-      if (error === null) {
-        resolve({ output: { code: 0, stdout, stderr }, cut: false });
-        return;
-      }
-      const code = error.code;
-      if (code === "ENOENT") {
-        reject(new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, FailureStage.observation, { detail_code: "git_unavailable" })));
-      } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER" && acceptCut) {
-        resolve({ output: { code: 0, stdout, stderr }, cut: true });
-      } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") {
-        reject(
-          new ToolFailureError(
-            toolFailure(ReasonCode.gitFailed, FailureStage.observation, {
-              detail_code: "output_too_large",
-              message: "git produced more output than can be observed at once; narrow it with paths.",
-            }),
-          ),
-        );
-      } else if (typeof code === "number" && okCodes.includes(code)) {
-        resolve({ output: { code, stdout, stderr }, cut: false });
-      } else {
-        reject(
-          new ToolFailureError(
-            toolFailure(ReasonCode.gitFailed, FailureStage.observation, {
-              detail_code: typeof code === "number" ? `exit_${code}` : "spawn_failed",
-              evidence: { command: args[0] ?? "", stderr_tail: stderr.trim().slice(-500) },
-            }),
-          ),
-        );
-      }
-    });
-  }));
+  return configOverrides(git).then(
+    (overrides) =>
+      new Promise((resolve, reject) => {
+        const [command, ...rest] = args;
+        const safeArgs = command !== undefined && DIFF_FAMILY.has(command) ? [command, "--no-ext-diff", "--no-textconv", ...rest] : args;
+        execFileVia(git.spawner, "git", [...overrides, ...safeArgs], { cwd: git.cwd, env: gitEnv(), maxBuffer: maxBytes }, (error, stdout, stderr) => {
+          if (error === null) {
+            resolve({ output: { code: 0, stdout, stderr }, cut: false });
+            return;
+          }
+          const code = error.code;
+          if (code === "ENOENT") {
+            reject(new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, FailureStage.observation, { detail_code: "git_unavailable" })));
+          } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER" && acceptCut) {
+            resolve({ output: { code: 0, stdout, stderr }, cut: true });
+          } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") {
+            reject(
+              new ToolFailureError(
+                toolFailure(ReasonCode.gitFailed, FailureStage.observation, {
+                  detail_code: "output_too_large",
+                  message: "git produced more output than can be observed at once; narrow it with paths.",
+                }),
+              ),
+            );
+          } else if (typeof code === "number" && okCodes.includes(code)) {
+            resolve({ output: { code, stdout, stderr }, cut: false });
+          } else {
+            reject(
+              new ToolFailureError(
+                toolFailure(ReasonCode.gitFailed, FailureStage.observation, {
+                  detail_code: typeof code === "number" ? `exit_${code}` : "spawn_failed",
+                  evidence: { command: args[0] ?? "", stderr_tail: stderr.trim().slice(-500) },
+                }),
+              ),
+            );
+          }
+        });
+      }),
+  );
 }
 
 /** Fails with `not_a_git_repository` unless `cwd` is inside a work tree. */

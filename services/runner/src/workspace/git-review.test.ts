@@ -75,7 +75,10 @@ describe("git review", () => {
     assert.equal(hunk.truncated, true);
     assert.equal(hunk.omitted_lines, 600);
     const onlyX = await ws.readGitDiffHunks({ paths: ["x.txt"], context_lines: 0 });
-    assert.deepEqual(onlyX.hunks.map((h) => h.path), ["x.txt"]);
+    assert.deepEqual(
+      onlyX.hunks.map((h) => h.path),
+      ["x.txt"],
+    );
   });
 
   it("a git observation past its byte cap returns the part read and says it was cut", async () => {

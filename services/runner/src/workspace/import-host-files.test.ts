@@ -10,7 +10,13 @@ describe("import_host_files: one edit transaction", () => {
   it("a failure while applying the last file rolls back the created and the replaced ones", async () => {
     const { root, ws } = await tempWorkspace(
       { "keep.txt": "old\n" },
-      { hooks: { afterFileApplied: (_path, index) => { if (index === 2) throw new Error("injected"); } } },
+      {
+        hooks: {
+          afterFileApplied: (_path, index) => {
+            if (index === 2) throw new Error("injected");
+          },
+        },
+      },
     );
     await expectFailure(
       ws.importHostFiles({
@@ -31,7 +37,9 @@ describe("import_host_files: one edit transaction", () => {
     const { root, ws } = await tempWorkspace({ "run.sh": "#!/bin/sh\n" });
     const { chmod, stat } = await import("node:fs/promises");
     await chmod(path.join(root, "run.sh"), 0o755);
-    const result = await ws.importHostFiles({ files: [{ path: "run.sh", content: "#!/bin/sh\necho hi\n", overwrite: true, expected_read_revision: await revisionOf(ws, "run.sh") }] });
+    const result = await ws.importHostFiles({
+      files: [{ path: "run.sh", content: "#!/bin/sh\necho hi\n", overwrite: true, expected_read_revision: await revisionOf(ws, "run.sh") }],
+    });
     assert.equal((await stat(path.join(root, "run.sh"))).mode & 0o777, 0o755);
     assert.deepEqual(result.files, [{ path: "run.sh", bytes: 18, read_revision: await revisionOf(ws, "run.sh"), replaced: true }]);
   });
@@ -39,14 +47,25 @@ describe("import_host_files: one edit transaction", () => {
   it("a symlink leaving the workspace is refused; nothing is written", async () => {
     const { root, ws } = await tempWorkspace({ "a.txt": "a\n" });
     await symlink("/tmp", path.join(root, "out"));
-    await expectFailure(ws.importHostFiles({ files: [{ path: "ok.txt", content: "x" }, { path: "out/evil.txt", content: "x" }] }), ReasonCode.pathOutsideProject);
+    await expectFailure(
+      ws.importHostFiles({
+        files: [
+          { path: "ok.txt", content: "x" },
+          { path: "out/evil.txt", content: "x" },
+        ],
+      }),
+      ReasonCode.pathOutsideProject,
+    );
     assert.equal(existsSync(path.join(root, "ok.txt")), false);
   });
 
   it("a revision given for a file that does not exist is path_not_found, not a silent create", async () => {
     const { root, ws } = await tempWorkspace({ "a.txt": "a\n" });
-    await expectFailure(ws.importHostFiles({ files: [{ path: "missing.txt", content: "x", overwrite: true, expected_read_revision: "sha256:0" }] }), ReasonCode.pathNotFound);
+    await expectFailure(
+      ws.importHostFiles({ files: [{ path: "missing.txt", content: "x", overwrite: true, expected_read_revision: "sha256:0" }] }),
+      ReasonCode.pathNotFound,
+    );
     assert.equal(existsSync(path.join(root, "missing.txt")), false);
-    assert.equal((await readFile(path.join(root, "a.txt"), "utf8")), "a\n");
+    assert.equal(await readFile(path.join(root, "a.txt"), "utf8"), "a\n");
   });
 });

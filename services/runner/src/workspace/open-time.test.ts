@@ -88,7 +88,11 @@ describe("open-time confinement", () => {
     } finally {
       await stop(child);
     }
-    assert.deepEqual(readdirSync(outsideDir).filter((name) => name !== "x"), [], "a create reached the outside directory");
+    assert.deepEqual(
+      readdirSync(outsideDir).filter((name) => name !== "x"),
+      [],
+      "a create reached the outside directory",
+    );
   });
 
   it("an edit through a hard link replaces the workspace entry and leaves the other link's file unchanged", async () => {
@@ -97,7 +101,16 @@ describe("open-time confinement", () => {
     await writeFile(outside, "outside\n");
     const { root, ws } = await tempWorkspace({});
     await link(outside, path.join(root, "linked.txt"));
-    await ws.editProjectFiles({ changes: [{ kind: "edit", path: "linked.txt", expected_read_revision: await revisionOf(ws, "linked.txt"), edits: [{ replace_exact: { old_text: "outside", new_text: "changed" } }] }] });
+    await ws.editProjectFiles({
+      changes: [
+        {
+          kind: "edit",
+          path: "linked.txt",
+          expected_read_revision: await revisionOf(ws, "linked.txt"),
+          edits: [{ replace_exact: { old_text: "outside", new_text: "changed" } }],
+        },
+      ],
+    });
     assert.equal(await readFile(outside, "utf8"), "outside\n");
     assert.equal(await readFile(path.join(root, "linked.txt"), "utf8"), "changed\n");
   });

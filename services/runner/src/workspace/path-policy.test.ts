@@ -26,7 +26,11 @@ describe("path policy", () => {
 
   it("refuses absolute paths and '..' escapes as path_outside_project", () => {
     for (const input of ["/etc/passwd", "..", "../a", "a/../../b"]) {
-      assert.equal(reasonOf(() => normalizeProjectPath(input)), ReasonCode.pathOutsideProject, input);
+      assert.equal(
+        reasonOf(() => normalizeProjectPath(input)),
+        ReasonCode.pathOutsideProject,
+        input,
+      );
     }
   });
 
@@ -59,7 +63,24 @@ describe("path policy", () => {
 
   it("marks .git internals and the default credential globs as sensitive for writes", () => {
     const policy = createPathPolicy("/unused");
-    for (const sensitive of [".git/config", "sub/.git/HEAD", ".GIT/config", ".env", ".ENV", "a/.Env.Local", "certs/X.PEM", "ID_RSA", ".SSH/config", "a/.env", ".env.local", "certs/x.pem", "id_rsa", "home/id_rsa.pub", ".ssh/config", "u/.ssh/keys/k"]) {
+    for (const sensitive of [
+      ".git/config",
+      "sub/.git/HEAD",
+      ".GIT/config",
+      ".env",
+      ".ENV",
+      "a/.Env.Local",
+      "certs/X.PEM",
+      "ID_RSA",
+      ".SSH/config",
+      "a/.env",
+      ".env.local",
+      "certs/x.pem",
+      "id_rsa",
+      "home/id_rsa.pub",
+      ".ssh/config",
+      "u/.ssh/keys/k",
+    ]) {
       assert.equal(policy.isSensitive(sensitive), true, sensitive);
     }
     for (const ordinary of ["src/env.ts", ".envrc", "pem.txt", "git/config", ".gitignore", "ssh/config"]) {

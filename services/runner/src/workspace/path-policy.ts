@@ -13,13 +13,7 @@ import path from "node:path";
 import { fail, FailureStage, ReasonCode } from "@webcodex/contracts";
 
 /** Write-refused globs used when the workspace is created without its own list. */
-export const DEFAULT_SENSITIVE_WRITE_GLOBS: readonly string[] = [
-  "**/.env",
-  "**/.env.*",
-  "**/*.pem",
-  "**/id_rsa*",
-  "**/.ssh/**",
-];
+export const DEFAULT_SENSITIVE_WRITE_GLOBS: readonly string[] = ["**/.env", "**/.env.*", "**/*.pem", "**/id_rsa*", "**/.ssh/**"];
 
 export interface ResolvedPath {
   /** Normalized project-relative POSIX path as requested; "" is the root. */

@@ -28,7 +28,10 @@ describe("read_files", () => {
     const large = line.repeat(30_000); // ~480 KiB: above the synchronous-read size
     const { ws } = await tempWorkspace({ "small.txt": small, "large.txt": large });
     const budget = 1_048_576;
-    for (const [name, text] of [["small.txt", small], ["large.txt", large]] as const) {
+    for (const [name, text] of [
+      ["small.txt", small],
+      ["large.txt", large],
+    ] as const) {
       const item = await readItem(ws, name, {}, budget);
       assert.equal(item.content, text, name);
       assert.equal(item.read_revision, readRevision(Buffer.from(text)), name);
@@ -151,7 +154,11 @@ describe("read_files", () => {
     const { ws } = await tempWorkspace({ "a.txt": "abc\nde" });
     const ok = await readItem(ws, "a.txt", { start_line: 1, start_column: 4 });
     assert.equal(ok.content, "\nde", "the line ending is the line's last column");
-    for (const spec of [{ start_line: 1, start_column: 5 }, { start_line: 2, start_column: 3 }, { start_line: 9, start_column: 2 }]) {
+    for (const spec of [
+      { start_line: 1, start_column: 5 },
+      { start_line: 2, start_column: 3 },
+      { start_line: 9, start_column: 2 },
+    ]) {
       const [item] = (await ws.readFiles({ files: [{ path: "a.txt", ...spec }] })).items;
       assert.ok(item?.success === false, JSON.stringify(spec));
       assert.equal(item.error.detail_code, "start_column_past_line_end");
@@ -167,8 +174,20 @@ describe("read_files", () => {
     assert.deepEqual([a?.content.length, a?.truncated], [60, false]);
     assert.deepEqual([b?.content, b?.truncated, b?.truncated_by, b?.end_line, b?.next_start_line], ["1\n2\n3\n", true, "batch_budget", 3, 4]);
     assert.deepEqual([c?.content, c?.truncated, c?.truncated_by, c?.end_line, c?.next_start_line], ["", true, "batch_budget", 0, 1]);
-    const again = await readFiles(resolver, { files: [{ path: "b.txt", start_line: 4 }, { path: "c.txt", start_line: 1 }] }, limits);
-    assert.deepEqual(again.items.map((i) => ("content" in i ? i.content : "")), ["4\n5\n6\n7\n8\n9\n", "c\n"]);
+    const again = await readFiles(
+      resolver,
+      {
+        files: [
+          { path: "b.txt", start_line: 4 },
+          { path: "c.txt", start_line: 1 },
+        ],
+      },
+      limits,
+    );
+    assert.deepEqual(
+      again.items.map((i) => ("content" in i ? i.content : "")),
+      ["4\n5\n6\n7\n8\n9\n", "c\n"],
+    );
   });
 
   it("streams the file in chunks with the same answer as one read", async () => {

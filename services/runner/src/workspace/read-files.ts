@@ -172,7 +172,13 @@ export function cutWindow(window: Buffer, complete: boolean, budget: number, sta
     // continuation bytes, which no column can address. Return what the budget allows and
     // continue on the next line, saying the rest of this one was skipped.
     const content = window.subarray(0, Math.min(budget, window.length));
-    if (complete) return { content, end_line: startLine, line_truncated: content.length < window.length, ...(content.length < window.length ? { rest_of_line_skipped: true as const } : {}) };
+    if (complete)
+      return {
+        content,
+        end_line: startLine,
+        line_truncated: content.length < window.length,
+        ...(content.length < window.length ? { rest_of_line_skipped: true as const } : {}),
+      };
     return { content, end_line: startLine, next: { line: startLine + 1, column: 1 }, line_truncated: true, rest_of_line_skipped: true };
   }
   // The first character alone reached the end of the range: nothing is left to continue into.
@@ -370,7 +376,13 @@ const SYNC_READ_MAX_BYTES = 256 * 1024;
  * reading through the one descriptor it checked. O_NONBLOCK keeps the open of a FIFO from
  * waiting for a writer (it has no effect on regular files), so such a path is refused at once.
  */
-async function withRegularFile<T>(rootReal: string, real: string, path: string, maxBytes: number, use: (reader: ChunkReader, size: number) => Promise<T>): Promise<T> {
+async function withRegularFile<T>(
+  rootReal: string,
+  real: string,
+  path: string,
+  maxBytes: number,
+  use: (reader: ChunkReader, size: number) => Promise<T>,
+): Promise<T> {
   let fd: number | undefined;
   try {
     fd = openInside(rootReal, real, path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -380,9 +392,10 @@ async function withRegularFile<T>(rootReal: string, real: string, path: string, 
     }
     if (stat.size > maxBytes) tooLarge(path, stat.size, maxBytes);
     const descriptor = fd;
-    const reader: ChunkReader = stat.size > 0 && stat.size <= SYNC_READ_MAX_BYTES
-      ? { read: (buffer, offset, length, position) => ({ bytesRead: readSync(descriptor, buffer, offset, length, position) }) }
-      : { read: (buffer, offset, length, position) => readAsync(descriptor, buffer, offset, length, position) };
+    const reader: ChunkReader =
+      stat.size > 0 && stat.size <= SYNC_READ_MAX_BYTES
+        ? { read: (buffer, offset, length, position) => ({ bytesRead: readSync(descriptor, buffer, offset, length, position) }) }
+        : { read: (buffer, offset, length, position) => readAsync(descriptor, buffer, offset, length, position) };
     return await use(reader, stat.size);
   } catch (error) {
     if (error instanceof ToolFailureError) throw error;

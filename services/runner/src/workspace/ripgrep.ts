@@ -88,9 +88,7 @@ export function runRg(rg: RgCommand, args: string[], cwd: string, onBlock: (bloc
       const code = (error as NodeJS.ErrnoException).code;
       const unavailable = code === "ENOENT" || code === "EACCES";
       reject(
-        unavailable
-          ? new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, FailureStage.execution, { detail_code: "rg_unavailable" }))
-          : error,
+        unavailable ? new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, FailureStage.execution, { detail_code: "rg_unavailable" })) : error,
       );
     });
     child.on("close", (code, signal) => {

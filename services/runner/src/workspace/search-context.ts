@@ -25,7 +25,10 @@ const COLON = 0x3a;
 export function checkContextLines(value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_CONTEXT_LINES) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "context_lines_out_of_range", evidence: { field: "context_lines", minimum: 0, maximum: MAX_CONTEXT_LINES } });
+    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+      detail_code: "context_lines_out_of_range",
+      evidence: { field: "context_lines", minimum: 0, maximum: MAX_CONTEXT_LINES },
+    });
   }
   return value;
 }
@@ -88,7 +91,7 @@ export interface VerifyOptions {
  */
 export async function verifyMatches(resolver: PathResolver, matches: SearchMatch[], options: VerifyOptions): Promise<Record<string, string>> {
   const byPath = new Map<string, SearchMatch[]>();
-  for (const m of matches) (byPath.get(m.path) ?? byPath.set(m.path, []).get(m.path) as SearchMatch[]).push(m);
+  for (const m of matches) (byPath.get(m.path) ?? (byPath.set(m.path, []).get(m.path) as SearchMatch[])).push(m);
   const revisions: Record<string, string> = {};
   let revisionFiles = 0;
   for (const [path, ms] of byPath) {
@@ -124,7 +127,14 @@ export async function verifyMatches(resolver: PathResolver, matches: SearchMatch
 
 /** Matching line numbers in one file, from rg with the flags search_project_texts uses. */
 async function matchingLines(resolver: PathResolver, rg: RgCommand, path: string, request: SearchFileContextRequest): Promise<number[]> {
-  const args = [...fileSetArgs(undefined), "--no-heading", "--with-filename", "--line-number", "--null", request.case_sensitive === false ? "--ignore-case" : "--case-sensitive"];
+  const args = [
+    ...fileSetArgs(undefined),
+    "--no-heading",
+    "--with-filename",
+    "--line-number",
+    "--null",
+    request.case_sensitive === false ? "--ignore-case" : "--case-sensitive",
+  ];
   if (request.regex !== true) args.push("--fixed-strings");
   args.push("--regexp", request.pattern, "--", path);
   const lines: number[] = [];
@@ -139,10 +149,14 @@ async function matchingLines(resolver: PathResolver, rg: RgCommand, path: string
     }),
   );
   if (outcome.code !== 0 && outcome.code !== 1) {
-    fail(outcome.code === 2 && lines.length === 0 ? ReasonCode.invalidValue : ReasonCode.executionFailed, outcome.code === 2 && lines.length === 0 ? FailureStage.preflight : FailureStage.execution, {
-      detail_code: outcome.code === 2 && lines.length === 0 ? "invalid_regex" : "rg_failed",
-      evidence: { error: outcome.stderr.trim().slice(0, 500) },
-    });
+    fail(
+      outcome.code === 2 && lines.length === 0 ? ReasonCode.invalidValue : ReasonCode.executionFailed,
+      outcome.code === 2 && lines.length === 0 ? FailureStage.preflight : FailureStage.execution,
+      {
+        detail_code: outcome.code === 2 && lines.length === 0 ? "invalid_regex" : "rg_failed",
+        evidence: { error: outcome.stderr.trim().slice(0, 500) },
+      },
+    );
   }
   return lines;
 }
@@ -164,7 +178,14 @@ export async function searchFileContext(resolver: PathResolver, rg: RgCommand, r
       const text = file.lines[line - 1] as string;
       return { line, text: cut(text), ...(cut(text) !== text ? { text_truncated: true as const } : {}), ...contextOf(file.lines, line, n) };
     });
-    return { path: file.path, read_revision: file.read_revision, total_lines: file.lines.length, match_count: lines.length, matches, truncated: lines.length > matches.length };
+    return {
+      path: file.path,
+      read_revision: file.read_revision,
+      total_lines: file.lines.length,
+      match_count: lines.length,
+      matches,
+      truncated: lines.length > matches.length,
+    };
   }
   return fail(ReasonCode.executionFailed, FailureStage.execution, { detail_code: "file_changed_during_search", evidence: { path: request.path } });
 }

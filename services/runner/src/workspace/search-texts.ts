@@ -58,7 +58,10 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
   }
   const output = query.output ?? "matches";
   if (output !== "matches" && output !== "files" && output !== "count") {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "unknown_output", evidence: { field: "output", allowed: ["matches", "files", "count"] } });
+    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+      detail_code: "unknown_output",
+      evidence: { field: "output", allowed: ["matches", "files", "count"] },
+    });
   }
   const contextLines = checkContextLines(query.context_lines, 0);
   if (contextLines > 0 && output !== "matches") {
@@ -135,7 +138,10 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
   }
 
   // Stopped at the counting ceiling, or rg did not finish: matches were left unseen.
-  const facts = { ...(outcome.stopped || !finished ? { total_is_lower_bound: true as const } : {}), ...(!outcome.stopped && outcome.code === 2 ? { search_errors: true as const } : {}) };
+  const facts = {
+    ...(outcome.stopped || !finished ? { total_is_lower_bound: true as const } : {}),
+    ...(!outcome.stopped && outcome.code === 2 ? { search_errors: true as const } : {}),
+  };
   if (output === "count") return { success: true, error: null, match_count: total, file_count: perFile.size, ...facts };
   if (output === "files") {
     const paths = [...perFile.keys()].sort();

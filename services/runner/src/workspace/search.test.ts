@@ -90,7 +90,10 @@ describe("search_project_texts", () => {
 
   it("is case sensitive by default and insensitive on request", async () => {
     const { ws } = await tempWorkspace(TREE);
-    assert.deepEqual((await search(ws, { pattern: "Foo" })).matches.map((m) => `${m.path}:${m.line}`), ["docs/readme.md:1", "src/a.ts:1", "src/a.ts:2"]);
+    assert.deepEqual(
+      (await search(ws, { pattern: "Foo" })).matches.map((m) => `${m.path}:${m.line}`),
+      ["docs/readme.md:1", "src/a.ts:1", "src/a.ts:2"],
+    );
     const insensitive = await search(ws, { pattern: "foo", case_sensitive: false });
     assert.deepEqual(
       insensitive.matches.map((m) => `${m.path}:${m.line}`),
@@ -105,13 +108,22 @@ describe("search_project_texts", () => {
     const paths = result.matches.map((m) => m.path);
     assert.equal(paths.includes("ignored/skip.ts"), false);
     assert.equal(paths.includes("debug.log"), false);
-    assert.equal(paths.some((p) => p.startsWith(".git/")), false);
+    assert.equal(
+      paths.some((p) => p.startsWith(".git/")),
+      false,
+    );
   });
 
   it("filters by path and glob", async () => {
     const { ws } = await tempWorkspace(TREE);
-    assert.deepEqual((await search(ws, { pattern: "foo", path: "src" })).matches.map((m) => m.path), ["src/a.ts", "src/b.ts"]);
-    assert.deepEqual((await search(ws, { pattern: "oo", glob: "*.md" })).matches.map((m) => m.path), ["docs/readme.md"]);
+    assert.deepEqual(
+      (await search(ws, { pattern: "foo", path: "src" })).matches.map((m) => m.path),
+      ["src/a.ts", "src/b.ts"],
+    );
+    assert.deepEqual(
+      (await search(ws, { pattern: "oo", glob: "*.md" })).matches.map((m) => m.path),
+      ["docs/readme.md"],
+    );
     assert.deepEqual((await search(ws, { pattern: "Foo", path: "src/a.ts" })).matches.length, 2);
   });
 
@@ -122,7 +134,10 @@ describe("search_project_texts", () => {
     assert.equal(result.total, 35);
     assert.equal(result.truncated, true);
     assert.equal(result.total_is_lower_bound, undefined);
-    assert.deepEqual(result.matches.map((m) => m.line), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert.deepEqual(
+      result.matches.map((m) => m.line),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    );
     assert.equal(result.matches[0]?.path, "many.txt");
   });
 
@@ -137,7 +152,12 @@ describe("search_project_texts", () => {
 
   it("reports a missing search path as path_not_found per query, not a process failure", async () => {
     const { ws } = await tempWorkspace(TREE);
-    const { results } = await ws.searchProjectTexts({ queries: [{ pattern: "foo", path: "no/such/dir" }, { pattern: "Foo", path: "docs" }] });
+    const { results } = await ws.searchProjectTexts({
+      queries: [
+        { pattern: "foo", path: "no/such/dir" },
+        { pattern: "Foo", path: "docs" },
+      ],
+    });
     assert.ok(results[0]?.success === false);
     assert.equal(results[0].error.reason_code, "path_not_found");
     assert.equal(results[0].error.failure_stage, "resolution");
@@ -159,7 +179,10 @@ describe("search_project_texts", () => {
     assert.equal(result.total_is_lower_bound, true);
     assert.equal(result.truncated, true);
     assert.ok(result.total >= 3 && result.total <= SEARCH_COUNT_CEILING);
-    assert.deepEqual(result.matches.map((m) => m.line), [1, 2, 3]);
+    assert.deepEqual(
+      result.matches.map((m) => m.line),
+      [1, 2, 3],
+    );
   });
 
   it("a search whose rg is killed by a signal after some output says its total is a lower bound", async () => {
@@ -228,7 +251,10 @@ describe("low-context search", () => {
   it("output files lists matching files with counts, bounded by max_results", async () => {
     const { ws } = await tempWorkspace(MANY);
     const r = await searchAny(ws, { pattern: "foo", output: "files" });
-    assert.deepEqual(r["files"], [{ path: "src/a.ts", match_count: 2 }, { path: "src/b.ts", match_count: 1 }]);
+    assert.deepEqual(r["files"], [
+      { path: "src/a.ts", match_count: 2 },
+      { path: "src/b.ts", match_count: 1 },
+    ]);
     assert.deepEqual([r["file_count"], r["match_count"], r["truncated"], "matches" in r], [2, 3, false, false]);
     const cut = await searchAny(ws, { pattern: "foo", output: "files", max_results: 1 });
     assert.deepEqual([cut["files"], cut["file_count"], cut["truncated"]], [[{ path: "src/a.ts", match_count: 2 }], 2, true]);
@@ -247,7 +273,10 @@ describe("low-context search", () => {
       { path: "src/a.ts", line: 2, text: "foo 1", before: ["one"], after: ["two"] },
       { path: "src/a.ts", line: 5, text: "foo 2", before: ["three"], after: ["four"] },
     ]);
-    for (const bad of [{ pattern: "foo", context_lines: 6 }, { pattern: "foo", output: "count" as const, context_lines: 1 }]) {
+    for (const bad of [
+      { pattern: "foo", context_lines: 6 },
+      { pattern: "foo", output: "count" as const, context_lines: 1 },
+    ]) {
       const [res] = (await ws.searchProjectTexts({ queries: [bad] })).results;
       assert.equal(res?.success, false, JSON.stringify(bad));
     }
@@ -258,9 +287,19 @@ describe("low-context search", () => {
     const r = await ws.searchFileContext({ path: "src/a.ts", pattern: "foo", context_lines: 2, max_matches: 1 });
     const [item] = (await ws.readFiles({ files: [{ path: "src/a.ts" }] })).items;
     assert.equal(r.read_revision, (item as { read_revision: string }).read_revision);
-    assert.deepEqual(r, { path: "src/a.ts", read_revision: r.read_revision, total_lines: 6, match_count: 2, matches: [{ line: 2, text: "foo 1", before: ["one"], after: ["two", "three"] }], truncated: true });
+    assert.deepEqual(r, {
+      path: "src/a.ts",
+      read_revision: r.read_revision,
+      total_lines: 6,
+      match_count: 2,
+      matches: [{ line: 2, text: "foo 1", before: ["one"], after: ["two", "three"] }],
+      truncated: true,
+    });
     const regex = await ws.searchFileContext({ path: "src/a.ts", pattern: "^foo \\d$", regex: true, context_lines: 0 });
-    assert.deepEqual(regex.matches.map((m) => m.line), [2, 5]);
+    assert.deepEqual(
+      regex.matches.map((m) => m.line),
+      [2, 5],
+    );
     await expectFailure(ws.searchFileContext({ path: "src/missing.ts", pattern: "x" }), ReasonCode.pathNotFound);
     await expectFailure(ws.searchFileContext({ path: "../x", pattern: "x" }), ReasonCode.pathOutsideProject);
   });
@@ -270,7 +309,16 @@ describe("low-context search", () => {
     const revision = async (p: string) => ((await ws.readFiles({ files: [{ path: p }] })).items[0] as { read_revision: string }).read_revision;
     const found = await search(ws, { pattern: "use(" });
     assert.deepEqual(found.read_revisions, { "a.ts": await revision("a.ts"), "b.ts": await revision("b.ts") });
-    const edited = await ws.editProjectFiles({ changes: [{ kind: "edit", path: "a.ts", expected_read_revision: found.read_revisions?.["a.ts"] as string, edits: [{ replace_exact: { old_text: "use(", new_text: "run(" }, expected_match_count: 2 }] }] });
+    const edited = await ws.editProjectFiles({
+      changes: [
+        {
+          kind: "edit",
+          path: "a.ts",
+          expected_read_revision: found.read_revisions?.["a.ts"] as string,
+          edits: [{ replace_exact: { old_text: "use(", new_text: "run(" }, expected_match_count: 2 }],
+        },
+      ],
+    });
     assert.equal(edited.changed, true);
     // Regex and case-insensitive queries prove the listed lines; a cut listing still proves what it lists.
     assert.deepEqual((await search(ws, { pattern: "run\\(\\d\\)", regex: true })).read_revisions, { "a.ts": await revision("a.ts") });
@@ -285,9 +333,33 @@ describe("low-context search", () => {
   it("a file that changed after rg saw it gets no read_revision: listed lines and the recount must hold in the content read", async () => {
     const { root } = await tempWorkspace({ "a.ts": "use(1);\nuse(2);\n" });
     const resolver = await createPathPolicy(root).open();
-    const listed = [{ path: "a.ts", line: 1, text: "use(1);" }, { path: "a.ts", line: 2, text: "use(2);" }];
-    assert.deepEqual(Object.keys(await verifyMatches(resolver, listed.map((m) => ({ ...m })), { contextLines: 0, fixedString: "use(", perFile: new Map([["a.ts", 2]]) })), ["a.ts"]);
-    assert.deepEqual(await verifyMatches(resolver, listed.map((m) => ({ ...m })), { contextLines: 0, fixedString: "use(", perFile: new Map([["a.ts", 3]]) }), {}, "rg counted a match the content read lacks");
-    assert.deepEqual(await verifyMatches(resolver, [{ path: "a.ts", line: 2, text: "use(3);" }], { contextLines: 1 }), {}, "a listed line the content read does not hold");
+    const listed = [
+      { path: "a.ts", line: 1, text: "use(1);" },
+      { path: "a.ts", line: 2, text: "use(2);" },
+    ];
+    assert.deepEqual(
+      Object.keys(
+        await verifyMatches(
+          resolver,
+          listed.map((m) => ({ ...m })),
+          { contextLines: 0, fixedString: "use(", perFile: new Map([["a.ts", 2]]) },
+        ),
+      ),
+      ["a.ts"],
+    );
+    assert.deepEqual(
+      await verifyMatches(
+        resolver,
+        listed.map((m) => ({ ...m })),
+        { contextLines: 0, fixedString: "use(", perFile: new Map([["a.ts", 3]]) },
+      ),
+      {},
+      "rg counted a match the content read lacks",
+    );
+    assert.deepEqual(
+      await verifyMatches(resolver, [{ path: "a.ts", line: 2, text: "use(3);" }], { contextLines: 1 }),
+      {},
+      "a listed line the content read does not hold",
+    );
   });
 });

@@ -26,7 +26,12 @@ describe("workspace through the spawn host", () => {
     const hosted = createWorkspace({ root, spawner: host });
 
     assert.deepEqual(await hosted.listProjectFiles({}), await direct.listProjectFiles({}));
-    const queries = { queries: [{ pattern: "foo", case_sensitive: false }, { pattern: "Fo+", regex: true }] };
+    const queries = {
+      queries: [
+        { pattern: "foo", case_sensitive: false },
+        { pattern: "Fo+", regex: true },
+      ],
+    };
     assert.deepEqual(await hosted.searchProjectTexts(queries), await direct.searchProjectTexts(queries));
     const changes = await hosted.readWorkspaceChanges({});
     assert.deepEqual(changes, await direct.readWorkspaceChanges({}));

@@ -79,7 +79,9 @@ describe("unified diff parsing", () => {
     // Counts used up, but a "\ No newline at end of file" line may have followed: not provably whole.
     const atBoundary = parseUnifiedDiff(complete, limits, { cut: true }).hunks[0] as TextHunk;
     assert.deepEqual([atBoundary.lines, atBoundary.truncated], [["-a", "+b"], true]);
-    const midLine = parseUnifiedDiff(["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1,2 +1,2 @@", " a", "-partial li"].join("\n"), limits, { cut: true });
+    const midLine = parseUnifiedDiff(["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1,2 +1,2 @@", " a", "-partial li"].join("\n"), limits, {
+      cut: true,
+    });
     const hunk = midLine.hunks[0] as TextHunk;
     assert.deepEqual([hunk.lines, hunk.truncated], [[" a"], true]);
     // Without the cut, the same complete text is a complete hunk.
@@ -87,14 +89,24 @@ describe("unified diff parsing", () => {
   });
 
   it("a cut after the next file's header leaves the finished hunk complete", () => {
-    const text = ["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1 +1 @@", "-a", "+b", "diff --git a/b.txt b/b.txt", "--- a/b.txt", ""].join("\n");
+    const text = ["diff --git a/a.txt b/a.txt", "--- a/a.txt", "+++ b/a.txt", "@@ -1 +1 @@", "-a", "+b", "diff --git a/b.txt b/b.txt", "--- a/b.txt", ""].join(
+      "\n",
+    );
     const { hunks, totalHunks } = parseUnifiedDiff(text, limits, { cut: true });
     assert.equal(totalHunks, 1);
     assert.equal((hunks[0] as TextHunk).truncated, false);
   });
 
   it("takes the path of a deleted file from the old side and unquotes unusual names", () => {
-    const diff = ['diff --git "a/t\\303\\251st\\tx" "b/t\\303\\251st\\tx"', "deleted file mode 100644", '--- "a/t\\303\\251st\\tx"', "+++ /dev/null", "@@ -1 +0,0 @@", "-gone", ""].join("\n");
+    const diff = [
+      'diff --git "a/t\\303\\251st\\tx" "b/t\\303\\251st\\tx"',
+      "deleted file mode 100644",
+      '--- "a/t\\303\\251st\\tx"',
+      "+++ /dev/null",
+      "@@ -1 +0,0 @@",
+      "-gone",
+      "",
+    ].join("\n");
     assert.equal(parseUnifiedDiff(diff, limits).hunks[0]?.path, "tést\tx");
     assert.equal(unquote('"a\\"b\\\\c"'), 'a"b\\c');
     assert.equal(unquote("plain"), "plain");

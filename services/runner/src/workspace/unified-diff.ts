@@ -209,7 +209,7 @@ export interface NameStatusEntry {
 export function parseNameStatus(output: string): NameStatusEntry[] {
   const tokens = output.split("\0");
   const entries: NameStatusEntry[] = [];
-  for (let i = 0; i < tokens.length; ) {
+  for (let i = 0; i < tokens.length;) {
     const code = tokens[i] ?? "";
     if (code === "") {
       i++;

@@ -52,7 +52,12 @@ export async function revisionOf(ws: Workspace, relPath: string): Promise<string
   return item.read_revision;
 }
 
-export async function readItem(ws: Workspace, relPath: string, range: { start_line?: number; start_column?: number; end_line?: number } = {}, max?: number): Promise<ReadTextItem> {
+export async function readItem(
+  ws: Workspace,
+  relPath: string,
+  range: { start_line?: number; start_column?: number; end_line?: number } = {},
+  max?: number,
+): Promise<ReadTextItem> {
   const request = max === undefined ? { files: [{ path: relPath, ...range }] } : { files: [{ path: relPath, ...range }], max_bytes_per_file: max };
   const [item] = (await ws.readFiles(request)).items;
   if (item === undefined || !item.success || "binary" in item) throw new Error(`not a text item: ${relPath}`);
@@ -60,10 +65,14 @@ export async function readItem(ws: Workspace, relPath: string, range: { start_li
 }
 
 export function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", ["-c", "user.email=test@example.com", "-c", "user.name=Test", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", ...args], {
-    cwd,
-    encoding: "utf8",
-  });
+  return execFileSync(
+    "git",
+    ["-c", "user.email=test@example.com", "-c", "user.name=Test", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", ...args],
+    {
+      cwd,
+      encoding: "utf8",
+    },
+  );
 }
 
 /** Awaits a whole-call failure and checks its reason code; returns the failure for more checks. */

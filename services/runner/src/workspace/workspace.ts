@@ -89,5 +89,12 @@ export function recentRecoveries(all: readonly RecoveredTransaction[], nowMs: nu
     .filter((t) => nowMs - Date.parse(t.recovered_at) <= RECOVERED_WINDOW_MS)
     .sort((a, b) => b.recovered_at.localeCompare(a.recovered_at))
     .slice(0, RECOVERED_LISTED)
-    .map((t) => ({ ...(t.call_id === undefined ? {} : { call_id: t.call_id }), tool: t.tool, outcome: t.outcome, paths: t.paths.slice(0, RECOVERED_PATHS), ...(t.paths.length > RECOVERED_PATHS ? { paths_truncated: true as const } : {}), recovered_at: t.recovered_at }));
+    .map((t) => ({
+      ...(t.call_id === undefined ? {} : { call_id: t.call_id }),
+      tool: t.tool,
+      outcome: t.outcome,
+      paths: t.paths.slice(0, RECOVERED_PATHS),
+      ...(t.paths.length > RECOVERED_PATHS ? { paths_truncated: true as const } : {}),
+      recovered_at: t.recovered_at,
+    }));
 }
