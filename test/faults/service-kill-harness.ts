@@ -1,4 +1,6 @@
 /**
+ * One concept over 400 lines: the service-kill harness (stack, faults, workload and judging share its state).
+ *
  * Service kills and datastore restarts under load, against the distributed stack `webcodex up`
  * starts (startDistributed: six processes on their own ports, a private PostgreSQL cluster and
  * a private Redis owned by the harness). 16 callers, each a real MCP SDK client over Streamable

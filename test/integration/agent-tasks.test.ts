@@ -1,4 +1,6 @@
 /**
+ * One concept over 400 lines: the contract of the ref-resolver's agent store, against one database.
+ *
  * Agents, Tasks and fenced Attempts in the ref-resolver against real Postgres (and a private
  * redis-server for the fence counter): one live Attempt per Task, fences that only rise (also
  * after FLUSHALL), exact keyed replay under concurrency, takeover after a lapsed lease with
