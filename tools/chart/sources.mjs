@@ -41,7 +41,7 @@ export const SERVICE_DIRS = {
 const num = (s) => (s === undefined ? undefined : Number(s.replace(/_/g, "")));
 
 /**
- * The env spec a service reads (its `src/config.ts`, one `{ kind, env, ... }` entry per line):
+ * The env spec a service reads (its `src/config.ts`, one `{ kind, env, ... }` object per entry):
  * env name -> { kind, default, min, max, values }.
  */
 export function serviceEnvSpec(service) {
@@ -49,7 +49,8 @@ export function serviceEnvSpec(service) {
   if (!dir) throw new Error(`unknown service ${service}`);
   const src = readFileSync(join(root, dir, "src/config.ts"), "utf8");
   const spec = new Map();
-  for (const line of src.split("\n")) {
+  // One object literal per entry, on one line or spread over several (the formatter decides).
+  for (const [line] of src.matchAll(/\{[^{}]*\benv: "[A-Z0-9_]+"[^{}]*\}/g)) {
     const env = line.match(/\benv: "([A-Z0-9_]+)"/)?.[1];
     if (!env) continue;
     const kind = line.match(/\bkind: "([a-z]+)"/)?.[1];
