@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createServiceTransport } from "@webcodex/platform";
 import { RunnerService } from "@webcodex/proto";
+import { mulberry32 } from "../support/prng.js";
 
 const hostScript = fileURLToPath(new URL("./runner-host.js", import.meta.url));
 
@@ -62,17 +63,6 @@ interface RunnerProcess {
   recovered: Array<{ outcome: string; paths: string[] }>;
   /** The Runner's stderr so far (errors only). */
   log(): string;
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 async function startRunner(root: string, stateDir: string, recover: boolean): Promise<RunnerProcess> {

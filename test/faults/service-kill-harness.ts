@@ -37,6 +37,7 @@ import { findFreeBasePort, projectIdFor, startDistributed } from "@webcodex/cli"
 import type { DistributedStack, ServiceName } from "@webcodex/cli";
 import { createProjectDir, startPrivatePostgres, startPrivateRedis, tempDir } from "../support/index.js";
 import type { PrivatePostgres, PrivateRedis } from "../support/index.js";
+import { mulberry32 } from "../support/prng.js";
 
 export const FAULTS = ["gateway", "tool-registry", "ref-resolver", "audit", "runner-broker", "runner", "postgres", "redis"] as const;
 export type FaultName = (typeof FAULTS)[number];
@@ -124,17 +125,6 @@ interface CallRecord {
   effect?: { files?: Array<{ path: string; content: string }>; title?: string };
   auditRows: number;
   auditOutcomes: string[];
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const README = "# service kills\n\nA project the fault suite reads, searches and edits.\n";
