@@ -147,6 +147,20 @@ const agentContinuationResult = ["agent_id", "endpoint_id", "controller_generati
 /** The explicit Endpoint tuple and the cursor a card's continuation waits after (card helpers keep the tuple, never a ref). */
 const agentCardTarget = { agent_id: str(), endpoint_id: str(), expected_controller_generation: int(undefined, { minimum: 1 }), after_cursor: str() };
 
+/** What every validation tool is: one Runner Job per call, with the run tools' clamps and pending contract. */
+const validationJob = {
+  jobs: "start",
+  category: "validation",
+  effect: "process_execution",
+  risk: "high",
+  authority: "project_execute",
+  execution: "runner",
+  projectSuccess: compactValidation,
+  implemented: true,
+  resultFields: validationResult,
+  clamps: execClamps,
+} as const;
+
 const definitions: readonly ToolDefinition[] = (
   [
     // ── discovery ──
@@ -628,8 +642,6 @@ const definitions: readonly ToolDefinition[] = (
     // ── validation ──
     {
       name: "project_validate",
-      jobs: "start",
-      category: "validation",
       description:
         "Run the project's own validators, detected from its files (tsconfig, ESLint config, package.json test script, pytest, go.mod, Cargo.toml), and return parsed results: status passed|failed|error|unparsed, per-check counts, failures with path/line/column/test. checks narrows (default typecheck, lint, test; build on request); skipped checks say why. Pending with job_id like run_* when still running at wait_ms.",
       inputSchema: object(
@@ -643,19 +655,10 @@ const definitions: readonly ToolDefinition[] = (
         },
         ["project"],
       ),
-      effect: "process_execution",
-      risk: "high",
-      authority: "project_execute",
-      execution: "runner",
-      projectSuccess: compactValidation,
-      implemented: true,
-      resultFields: validationResult,
-      clamps: execClamps,
+      ...validationJob,
     },
     {
       name: "cargo_check",
-      jobs: "start",
-      category: "validation",
       description:
         "cargo check --message-format=json, parsed: compiler errors and warnings with path/line/column/code. Same result shape and pending contract as project_validate.",
       inputSchema: object(
@@ -669,20 +672,11 @@ const definitions: readonly ToolDefinition[] = (
         },
         ["project"],
       ),
-      effect: "process_execution",
-      risk: "high",
-      authority: "project_execute",
-      execution: "runner",
-      projectSuccess: compactValidation,
-      implemented: true,
-      resultFields: validationResult,
-      clamps: execClamps,
+      ...validationJob,
       requiredCapabilities: () => ["validationRust"],
     },
     {
       name: "cargo_test",
-      jobs: "start",
-      category: "validation",
       description:
         "cargo test, parsed: test counts, failing tests with their panic location, compile errors. Same result shape and pending contract as project_validate.",
       inputSchema: object(
@@ -696,20 +690,11 @@ const definitions: readonly ToolDefinition[] = (
         },
         ["project"],
       ),
-      effect: "process_execution",
-      risk: "high",
-      authority: "project_execute",
-      execution: "runner",
-      projectSuccess: compactValidation,
-      implemented: true,
-      resultFields: validationResult,
-      clamps: execClamps,
+      ...validationJob,
       requiredCapabilities: () => ["validationRust"],
     },
     {
       name: "go_test",
-      jobs: "start",
-      category: "validation",
       description:
         "go test -json, parsed: test counts, failing tests with file/line, build errors. Same result shape and pending contract as project_validate.",
       inputSchema: object(
@@ -723,14 +708,7 @@ const definitions: readonly ToolDefinition[] = (
         },
         ["project"],
       ),
-      effect: "process_execution",
-      risk: "high",
-      authority: "project_execute",
-      execution: "runner",
-      projectSuccess: compactValidation,
-      implemented: true,
-      resultFields: validationResult,
-      clamps: execClamps,
+      ...validationJob,
       requiredCapabilities: () => ["validationGo"],
     },
     // ── git ──
