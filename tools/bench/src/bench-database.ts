@@ -2,7 +2,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 
-export interface ScratchDatabase {
+export interface BenchDatabase {
   /** Connection URL of the new database. */
   url: string;
   /** Drops it (connections still open are terminated). */
@@ -19,7 +19,7 @@ async function adminQuery(adminUrl: string, sql: string): Promise<void> {
   }
 }
 
-export async function createScratchDatabase(adminUrl: string, prefix: string): Promise<ScratchDatabase> {
+export async function createBenchDatabase(adminUrl: string, prefix: string): Promise<BenchDatabase> {
   const name = `${prefix}_${randomBytes(5).toString("hex")}`;
   await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
   const url = new URL(adminUrl);
@@ -27,12 +27,12 @@ export async function createScratchDatabase(adminUrl: string, prefix: string): P
   return { url: url.toString(), drop: () => adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
-/** Runs `fn` against a scratch database, dropped afterwards whatever happens. */
-export async function withScratchDatabase<T>(adminUrl: string, prefix: string, fn: (url: string) => Promise<T>): Promise<T> {
-  const scratch = await createScratchDatabase(adminUrl, prefix);
+/** Runs `fn` against a throwaway database, dropped afterwards whatever happens. */
+export async function withBenchDatabase<T>(adminUrl: string, prefix: string, fn: (url: string) => Promise<T>): Promise<T> {
+  const database = await createBenchDatabase(adminUrl, prefix);
   try {
-    return await fn(scratch.url);
+    return await fn(database.url);
   } finally {
-    await scratch.drop();
+    await database.drop();
   }
 }

@@ -16,7 +16,7 @@ import { benchRefResolution } from "./ref-resolution.js";
 import { benchValidateOverhead } from "./validate-overhead.js";
 import { benchAgentEvents } from "./agent-events.js";
 import { benchEconomy } from "./economy.js";
-import { withScratchDatabase } from "./scratch-database.js";
+import { withBenchDatabase } from "./bench-database.js";
 import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
@@ -47,7 +47,7 @@ const CALLS = Number(process.env["WEBCODEX_BENCH_CALLS"] ?? 600);
 /** Admin URL for the ref-resolution bench (it creates and drops its own database there). */
 const benchPostgresUrl = process.env["WEBCODEX_BENCH_POSTGRES_URL"] ?? postgresAdminUrl;
 
-const withDatabase = <T>(fn: (url: string) => Promise<T>): Promise<T> => withScratchDatabase(postgresAdminUrl, "wcx_bench", fn);
+const withDatabase = <T>(fn: (url: string) => Promise<T>): Promise<T> => withBenchDatabase(postgresAdminUrl, "wcx_bench", fn);
 
 async function spawnLatency(runs: number): Promise<number> {
   const samples: number[] = [];

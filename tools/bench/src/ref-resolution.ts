@@ -11,7 +11,7 @@
 import { createPostgresDatabase } from "@webcodex/platform";
 import type { Database, Principal } from "@webcodex/platform";
 import { createProjectStore, migrateRefResolver } from "@webcodex/ref-resolver";
-import { createScratchDatabase } from "./scratch-database.js";
+import { createBenchDatabase } from "./bench-database.js";
 import { percentile, round } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
@@ -51,8 +51,8 @@ export async function benchRefResolution(options: RefResolutionBenchOptions): Pr
   const refsPerPrincipal = Math.ceil(totalRefs / principals);
   const clients = Math.ceil(principals / SUBJECTS_PER_CLIENT);
 
-  const scratch = await createScratchDatabase(options.postgresUrl, "wcx_bench_refs");
-  const db: Database = createPostgresDatabase({ url: scratch.url, max: 4, statementTimeoutMs: 900_000 });
+  const benchDb = await createBenchDatabase(options.postgresUrl, "wcx_bench_refs");
+  const db: Database = createPostgresDatabase({ url: benchDb.url, max: 4, statementTimeoutMs: 900_000 });
   try {
     await migrateRefResolver(db);
 
@@ -168,6 +168,6 @@ export async function benchRefResolution(options: RefResolutionBenchOptions): Pr
     };
   } finally {
     await db.close();
-    await scratch.drop().catch(() => undefined);
+    await benchDb.drop().catch(() => undefined);
   }
 }
