@@ -1,12 +1,15 @@
 /** Test helpers that run WebCodex as real processes, the way users and Kubernetes do. */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
+
+/** Live-process probes that tell a zombie from a live process. */
+export { pidGone, processGroupAlive } from "@webcodex/runner/process-probes";
 
 export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 export const cliPath = join(repoRoot, "tools/cli/bin/webcodex.js");
@@ -120,38 +123,4 @@ export async function startDevServer(options: {
 
 export function tempDir(prefix: string): string {
   return scratchDir(prefix);
-}
-
-/**
- * True while a live (non-zombie) process of the group `pgid` exists (Linux /proc): the orphan
- * check. A killed process stays a zombie until its parent reaps it, and kill(-pgid, 0) would
- * still count it.
- */
-export function processGroupAlive(pgid: number): boolean {
-  return readdirSync("/proc").some((entry) => {
-    if (!/^\d+$/.test(entry)) return false;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return Number(pgrp) === pgid && state !== "Z" && state !== "X";
-    } catch {
-      return false;
-    }
-  });
-}
-
-/** True when the pid no longer runs: gone, or a zombie nobody has reaped yet. */
-export function pidGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-    return state === "Z" || state === "X";
-  } catch {
-    return true;
-  }
 }

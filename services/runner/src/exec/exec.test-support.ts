@@ -1,5 +1,4 @@
 /** Shared helpers for the exec tests: temp workspaces and process-liveness checks (a *.test-support file: built beside the tests, pruned from images with them). */
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -13,20 +12,7 @@ export async function tempRoot(): Promise<{ root: string; cleanup: () => Promise
   return { root, cleanup: () => rm(root, { recursive: true, force: true }) };
 }
 
-/** True when the pid no longer runs (gone, or a zombie nobody has reaped yet). */
-export function pidGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-  } catch {
-    return true;
-  }
-}
+export { pidGone } from "./process-probes.js";
 
 /** Polls `predicate` until it holds or `timeoutMs` passes; returns its last value. */
 export async function eventually(predicate: () => boolean, timeoutMs: number): Promise<boolean> {

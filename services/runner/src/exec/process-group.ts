@@ -3,7 +3,6 @@
  * `detached: true`), so one signal to -pgid reaches the job's whole tree, including children
  * and grandchildren, and nothing outlives a timeout or cancel as an orphan.
  */
-import { readdirSync, readFileSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 
 /** Sends `signal` to every process of the group; false when the group no longer exists. */
@@ -20,24 +19,6 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
 /** True while any member of the group exists (zombies included, so it errs on "alive"). */
 export function groupAlive(pgid: number): boolean {
   return signalGroup(pgid, 0);
-}
-
-/**
- * True while a live (non-zombie) process of the group `pgid` exists (Linux /proc): the
- * orphan check of tests and diagnostics. A killed
- * process stays a zombie until its parent reaps it, and kill(-pgid, 0) would still count it.
- */
-export function processGroupAlive(pgid: number): boolean {
-  return readdirSync("/proc").some((entry) => {
-    if (!/^\d+$/.test(entry)) return false;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return Number(pgrp) === pgid && state !== "Z" && state !== "X";
-    } catch {
-      return false;
-    }
-  });
 }
 
 const POLL_MS = 50;

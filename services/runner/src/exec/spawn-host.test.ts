@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import type { Logger } from "@webcodex/platform";
 import { eventually, pidGone, tempRoot } from "./exec.test-support.js";
-import { processGroupAlive } from "./process-group.js";
+import { processGroupAlive } from "./process-probes.js";
 import { createExecutor } from "./index.js";
 import type { CompletedResult, FailedToStartResult, JobSnapshot } from "./index.js";
 import { signalGroup } from "./process-group.js";
