@@ -54,3 +54,75 @@ export function failureView(result: Json): HTMLElement {
     id: "error",
   });
 }
+
+/** Calls a server tool; its structured content and whether it failed. */
+export async function callTool(card: Card, name: string, args: Json): Promise<{ view: Json; isError: boolean }> {
+  const r = await card.app.callServerTool({ name, arguments: args });
+  return { view: (r.structuredContent ?? {}) as Json, isError: r.isError === true };
+}
+
+/** The fact lines every continuation card shows about its dispatch. */
+export function continuationFacts(view: Json): HTMLElement[] {
+  const c = (view["continuation"] ?? {}) as Json;
+  return [
+    fact("continuation dispatch", String(c["dispatch"]), "dispatch"),
+    fact("fresh turn", String(c["fresh_turn"]).replace("_", " "), "fresh-turn"),
+    fact("consumed", c["consumed"] === true ? "yes" : "no", "consumed"),
+    fact("unattended continuation", String(c["unattended_continuation"]), "unattended"),
+  ];
+}
+
+/** The text of a continuation's ui/message: what happened, then the exact call to continue with. */
+export function continuationMessage(what: string, view: Json): string {
+  const followUp = (view["continuation"] as Json)["follow_up"] as Json;
+  return `${what} Continue with exactly this call:\n${JSON.stringify({ tool: followUp["tool"], arguments: followUp["arguments"] })}`;
+}
+
+/**
+ * One continuation card's server record: `read` re-reads it, `update` claims and settles its
+ * dispatch; `target` names it in both.
+ */
+export interface ContinuationRecord {
+  card: Card;
+  read: string;
+  update: string;
+  target: Json;
+  render(view: Json): void;
+}
+
+const POLL_MS = 1000;
+let pollTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** Re-reads the record after a second and hands the answer on (a failure replaces the card). */
+export function pollAgain(record: ContinuationRecord, onView: (view: Json) => Promise<void>, last: Json): void {
+  clearTimeout(pollTimer);
+  pollTimer = setTimeout(() => {
+    callTool(record.card, record.read, record.target)
+      .then((r) => (r.isError ? replace(record.card.root, failureView(r.view)) : onView(r.view)))
+      .catch(() => void onView(last));
+  }, POLL_MS);
+}
+
+/**
+ * Sends the continuation's one ui/message: claimed on the server first (claimed elsewhere: the
+ * record is shown as it stands and nothing is sent), then the Host's answer is recorded as
+ * accepted, rejected or uncertain.
+ */
+export async function dispatchContinuation(record: ContinuationRecord, text: (claimed: Json) => string): Promise<void> {
+  const { card, target } = record;
+  const claim = await callTool(card, record.update, { ...target, step: "claim" });
+  if (claim.isError) {
+    const now = await callTool(card, record.read, target);
+    if (!now.isError) record.render(now.view);
+    return;
+  }
+  let step: "accepted" | "rejected" | "uncertain";
+  try {
+    const answer = await card.app.sendMessage({ role: "user", content: [{ type: "text", text: text(claim.view) }] });
+    step = answer.isError === true ? "rejected" : "accepted";
+  } catch {
+    step = "uncertain";
+  }
+  const receipt = await callTool(card, record.update, { ...target, step });
+  if (!receipt.isError) record.render(receipt.view);
+}

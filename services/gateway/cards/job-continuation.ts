@@ -4,69 +4,40 @@
  * The message is claimed on the server before it is sent, and the Host's answer is recorded;
  * a claimed or uncertain dispatch is never sent again (not by this card, nor by a remount).
  */
-import { el, fact, failureView, replace, startCard } from "./card-kit.js";
-import type { Card, Json } from "./card-kit.js";
+import { continuationFacts, continuationMessage, dispatchContinuation, el, fact, failureView, pollAgain, replace, startCard } from "./card-kit.js";
+import type { Card, ContinuationRecord, Json } from "./card-kit.js";
 
-const POLL_MS = 1000;
 let dispatching = false;
-let timer: ReturnType<typeof setTimeout> | undefined;
 
 function render(card: Card, view: Json): void {
-  const c = (view["continuation"] ?? {}) as Json;
   const exit = typeof view["exit_code"] === "number" ? String(view["exit_code"]) : "—";
   replace(
     card.root,
     el("h2", `Job ${String(view["job_id"])}`),
     fact("state", String(view["state"]), "state"),
     fact("exit code", exit, "exit-code"),
-    fact("continuation dispatch", String(c["dispatch"]), "dispatch"),
-    fact("fresh turn", String(c["fresh_turn"]).replace("_", " "), "fresh-turn"),
-    fact("consumed", c["consumed"] === true ? "yes" : "no", "consumed"),
-    fact("unattended continuation", String(c["unattended_continuation"]), "unattended"),
+    ...continuationFacts(view),
   );
 }
 
 function message(view: Json): string {
-  const followUp = (view["continuation"] as Json)["follow_up"] as Json;
   const exit = typeof view["exit_code"] === "number" ? `, exit code ${String(view["exit_code"])}` : "";
-  return `Job ${String(view["job_id"])} ended (${String(view["state"])}${exit}). Continue with exactly this call:\n${JSON.stringify({ tool: followUp["tool"], arguments: followUp["arguments"] })}`;
-}
-
-async function call(card: Card, name: string, args: Json): Promise<{ view: Json; isError: boolean }> {
-  const r = await card.app.callServerTool({ name, arguments: args });
-  return { view: (r.structuredContent ?? {}) as Json, isError: r.isError === true };
+  return continuationMessage(`Job ${String(view["job_id"])} ended (${String(view["state"])}${exit}).`, view);
 }
 
 async function advance(card: Card, view: Json): Promise<void> {
   render(card, view);
-  const target = { project: view["project"], job_id: view["job_id"] };
-  if (view["terminal"] !== true) {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      call(card, "read_job_continuation", target)
-        .then((r) => (r.isError ? replace(card.root, failureView(r.view)) : advance(card, r.view)))
-        .catch(() => void advance(card, view));
-    }, POLL_MS);
-    return;
-  }
+  const record: ContinuationRecord = {
+    card,
+    read: "read_job_continuation",
+    update: "update_job_continuation",
+    target: { project: view["project"], job_id: view["job_id"] },
+    render: (v) => render(card, v),
+  };
+  if (view["terminal"] !== true) return pollAgain(record, (v) => advance(card, v), view);
   if ((view["continuation"] as Json)["dispatch"] !== "none" || dispatching) return;
   dispatching = true;
-  const claim = await call(card, "update_job_continuation", { ...target, step: "claim" });
-  if (claim.isError) {
-    // Claimed elsewhere: show the record as it stands, send nothing.
-    const now = await call(card, "read_job_continuation", target);
-    if (!now.isError) render(card, now.view);
-    return;
-  }
-  let step: "accepted" | "rejected" | "uncertain";
-  try {
-    const answer = await card.app.sendMessage({ role: "user", content: [{ type: "text", text: message(view) }] });
-    step = answer.isError === true ? "rejected" : "accepted";
-  } catch {
-    step = "uncertain";
-  }
-  const receipt = await call(card, "update_job_continuation", { ...target, step });
-  if (!receipt.isError) render(card, receipt.view);
+  await dispatchContinuation(record, () => message(view));
 }
 
 void startCard("webcodex-job-continuation", (card, result, isError) => {
