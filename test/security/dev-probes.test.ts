@@ -12,7 +12,7 @@ import { dirname, join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { detectContainment } from "@webcodex/runner";
-import { callTool, connectMcp, createProjectDir, pidGone, startDevServer, tempDir, until } from "../support/index.js";
+import { callTool, connectMcp, createProjectDir, firstProjectRef, killAll, pidGone, startDevServer, tempDir, until } from "../support/index.js";
 import type { DevServer } from "../support/index.js";
 
 /** What this machine allows a Runner started by this test's user (the dev server detects the same). */
@@ -119,20 +119,12 @@ describe("security probes against webcodex dev", () => {
     });
     writerClient = await connectMcp(server.mcpUrl, writer);
     readerClient = await connectMcp(server.mcpUrl, reader);
-    const listed = await callTool(writerClient, "list_projects", {});
-    project = String((listed.result["projects"] as Array<Record<string, unknown>>)[0]?.["project_ref"]);
-    const listedByReader = await callTool(readerClient, "list_projects", {});
-    readerProject = String((listedByReader.result["projects"] as Array<Record<string, unknown>>)[0]?.["project_ref"]);
+    project = await firstProjectRef(writerClient);
+    readerProject = await firstProjectRef(readerClient);
   });
 
   after(async () => {
-    for (const pid of leftovers) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // gone
-      }
-    }
+    killAll(leftovers);
     await writerClient?.close();
     await readerClient?.close();
     await server?.stop();
@@ -320,18 +312,11 @@ describe("webcodex dev with Job containment forced to process_tree", () => {
     const token = secret("fallback");
     server = await startDevServer({ projectDir, dataDir: tempDir("wcx-data-"), token, env: { WEBCODEX_RUNNER_CONTAINMENT: "process_tree" } });
     client = await connectMcp(server.mcpUrl, token);
-    const listed = await callTool(client, "list_projects", {});
-    project = String((listed.result["projects"] as Array<Record<string, unknown>>)[0]?.["project_ref"]);
+    project = await firstProjectRef(client);
   });
 
   after(async () => {
-    for (const pid of leftovers) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // gone
-      }
-    }
+    killAll(leftovers);
     await client?.close();
     await server?.stop();
   });
