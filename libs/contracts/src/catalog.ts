@@ -3,8 +3,8 @@
  *
  * One concept over 400 lines: the tool catalog, one table.
  */
-import { array, bool, int, object, str, stringMap } from "./json-schema.js";
-import type { JsonSchema } from "./json-schema.js";
+import { array, bool, int, object, oneOf, str, stringMap } from "./json-schema.js";
+import type { JsonSchema, Static } from "./json-schema.js";
 import { ToolCategory } from "./tool-definition.js";
 import type { ClampRule, ToolDefinition } from "./tool-definition.js";
 import { renderLimitText } from "./limit-text.js";
@@ -28,7 +28,7 @@ const taskId = str("wc_task_* from create_agent_task.");
 const idempotencyKey = str("Caller-chosen key; repeating it returns the first result.", { minLength: 1, maxLength: 128 });
 const taskStates = ["open", "in_progress", "completed", "failed", "stopped"] as const;
 /** The explicit Attempt tuple that heartbeat, completion and reconcile take. */
-function attemptTuple(extra: Record<string, JsonSchema> = {}, required: string[] = []): JsonSchema {
+function attemptTuple<E extends Record<string, JsonSchema>, const R extends readonly (keyof E & string)[]>(extra: E, required: R) {
   return object(
     {
       task_id: taskId,
@@ -61,7 +61,7 @@ const textEdit = object(
 );
 /** Inside one call's schema the first `path` says what a path is; the rest stay bare. */
 const bare = str();
-const fileChange: JsonSchema = {
+const fileChange = oneOf({
   type: "object",
   discriminator: { propertyName: "kind" },
   required: ["kind"],
@@ -84,7 +84,7 @@ const fileChange: JsonSchema = {
       "expected_read_revision",
     ]),
   ],
-};
+});
 
 /** Top-level fields of a run result (completed, failed to start, or pending). */
 const runResult = [
@@ -161,7 +161,12 @@ const validationJob = {
   clamps: execClamps,
 } as const;
 
-const definitions: readonly ToolDefinition[] = (
+/**
+ * The catalog. Each entry keeps its own type (its literal name, its input schema's `Schema<T>`):
+ * `ToolInput<N>` reads a tool's argument type from here. Names are checked as Lowercase<string>
+ * (every tool name is), a type under which each name keeps its literal type.
+ */
+const definitions = (
   [
     // ── discovery ──
     {
@@ -185,7 +190,7 @@ const definitions: readonly ToolDefinition[] = (
       inputSchema: object(
         {
           name: str("Project name, [A-Za-z0-9._-]{1,128}; the id in agent:<tenant>:<name>.", { minLength: 1, maxLength: 128 }),
-          source: {
+          source: oneOf({
             type: "object",
             description: "Where the workspace starts from: exactly one of git or empty.",
             oneOf: [
@@ -203,7 +208,7 @@ const definitions: readonly ToolDefinition[] = (
               ),
               object({ empty: object({}) }, ["empty"]),
             ],
-          },
+          }),
           visibility: str(undefined, { enum: ["private", "tenant"], default: "private" }),
           wait_ms: int("Return pending after this many ms ({{wait_ms}}).", { minimum: 0 }),
         },
@@ -947,7 +952,7 @@ const definitions: readonly ToolDefinition[] = (
       name: "heartbeat_agent_task_attempt",
       category: "agents",
       description: "Renew an Attempt's lease by its lease_ms. Fails closed (fence_stale) once the attempt was taken over, stopped or its lease lapsed.",
-      inputSchema: attemptTuple(),
+      inputSchema: attemptTuple({}, []),
       effect: "durable_state",
       risk: "low",
       authority: "principal",
@@ -976,7 +981,7 @@ const definitions: readonly ToolDefinition[] = (
       category: "agents",
       description:
         "Report what is known of an Attempt (also a superseded one): its state, whether it still holds the fence, and outcome_unknown when it ended without a completion. Never retries anything.",
-      inputSchema: attemptTuple(),
+      inputSchema: attemptTuple({}, []),
       effect: "read_only",
       risk: "low",
       authority: "principal",
@@ -1171,10 +1176,20 @@ const definitions: readonly ToolDefinition[] = (
       resultFields: agentContinuationResult,
       implemented: true,
     },
-  ] satisfies ToolDefinition[]
+  ] satisfies (ToolDefinition & { readonly name: Lowercase<string> })[]
 ).map(renderLimitText);
 
-const byName = new Map(definitions.map((d) => [d.name, d]));
+type Entry = (typeof definitions)[number];
+/** The name of a catalog tool. */
+export type ToolName = Entry["name"];
+/** The name of a tool a Project's Runner executes. */
+export type RunnerToolName = Extract<Entry, { readonly execution: "runner" }>["name"];
+/** A tool's input schema as written in the catalog. */
+export type ToolInputSchema<N extends ToolName> = Extract<Entry, { readonly name: N }>["inputSchema"];
+/** The arguments a tool's input schema admits, as a TypeScript type. */
+export type ToolInput<N extends ToolName> = Static<ToolInputSchema<N>>;
+
+const byName = new Map<string, ToolDefinition>(definitions.map((d) => [d.name, d]));
 
 /** Every canonical tool, in catalog order. */
 export function toolDefinitions(): readonly ToolDefinition[] {

@@ -1,6 +1,10 @@
 // Public surface of @webcodex/contracts: pure TypeScript, no I/O.
 // For services and the gateway:
 export { toolDefinitions, toolDefinition, clampRule, toolLimit } from "./catalog.js";
+export type { ToolName, RunnerToolName, ToolInput, ToolInputSchema } from "./catalog.js";
+export type { Schema, Static } from "./json-schema.js";
+export { runnerArguments } from "./runner-arguments.js";
+export type { GatewayArgument, RunnerArguments } from "./runner-arguments.js";
 export { renderLimitText, clampText } from "./limit-text.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
@@ -25,7 +29,7 @@ export {
 } from "./admission.js";
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
-export type { CanonicalCall, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
+export type { CanonicalCall, CanonicalToolInput, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess } from "./projection.js";
 export { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./compaction.js";
 export {

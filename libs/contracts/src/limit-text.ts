@@ -48,7 +48,10 @@ function renderSchema(schema: JsonSchema, def: ToolDefinition, where: string): J
   return out;
 }
 
-/** The definition with every limit placeholder of its description and schema rendered from its own values. */
-export function renderLimitText(def: ToolDefinition): ToolDefinition {
+/**
+ * The definition with every limit placeholder of its description and schema rendered from its own
+ * values; only text changes, so the definition keeps its type.
+ */
+export function renderLimitText<D extends ToolDefinition>(def: D): D {
   return { ...def, description: render(def.description, def, "description"), inputSchema: renderSchema(def.inputSchema, def, "inputSchema") };
 }

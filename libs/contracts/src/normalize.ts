@@ -9,6 +9,7 @@ import type { ToolFailure } from "./failure.js";
 import { validateToolArguments } from "./schema-validator.js";
 import type { JsonSchema } from "./json-schema.js";
 import type { ClampRule } from "./tool-definition.js";
+import type { ToolInput, ToolName } from "./catalog.js";
 
 /** The four wire spellings, in result precedence order (first wins when several apply). */
 export const ToolInputNormalizationCode = {
@@ -28,6 +29,14 @@ export const normalizationHints: Readonly<Record<ToolInputNormalizationCode, str
   argv_to_args: "argv is accepted as args; the canonical field is args.",
   clamped_to_ceiling: "A budget above its ceiling was clamped; effective values are reported.",
 };
+
+/** The tools whose `argv` is an alias of `args`; their canonical arguments always have `args`. */
+const ARGV_ALIASED = ["run_process", "run_detached_process"] as const satisfies readonly ToolName[];
+type ArgvAliased = (typeof ARGV_ALIASED)[number];
+const isArgvAliased = (tool: string): boolean => ARGV_ALIASED.some((t) => t === tool);
+
+/** A tool's arguments as normalizeToolCall passes them on: its schema's type, `argv` folded into a required `args`. */
+export type CanonicalToolInput<N extends ToolName> = N extends ArgvAliased ? Omit<ToolInput<N>, "argv" | "args"> & { args: string[] } : ToolInput<N>;
 
 export function isToolInputNormalizationCode(value: unknown): value is ToolInputNormalizationCode {
   return typeof value === "string" && (precedence as readonly string[]).includes(value);
@@ -86,7 +95,7 @@ export function normalizeToolCall(tool: string, rawArguments: unknown, context: 
 
   // argv → args (run_process, run_detached_process): alias-only canonicalizes, identical
   // values canonicalize, different values fail closed.
-  if ("argv" in args && (tool === "run_process" || tool === "run_detached_process")) {
+  if ("argv" in args && isArgvAliased(tool)) {
     const { argv, ...rest } = args;
     if ("args" in rest && JSON.stringify(rest["args"]) !== JSON.stringify(argv))
       return reject(ReasonCode.conflictingAlias, "argv_args_differ", { field: "/argv" });
@@ -96,7 +105,7 @@ export function normalizeToolCall(tool: string, rawArguments: unknown, context: 
 
   const violation = validateToolArguments(tool, args);
   if (violation) return reject(violation.reason_code, violation.detail_code, { field: violation.field });
-  if ((tool === "run_process" || tool === "run_detached_process") && !("args" in args)) return reject(ReasonCode.missingField, "required", { field: "/args" });
+  if (isArgvAliased(tool) && !("args" in args)) return reject(ReasonCode.missingField, "required", { field: "/args" });
   const crossField = checkCrossField(tool, args);
   if (crossField) return crossField;
 

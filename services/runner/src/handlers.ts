@@ -7,22 +7,34 @@
  * before it returns, its process is stopped.
  */
 import { runnerCapabilityCatalog } from "@webcodex/contracts";
-import type { RunnerCapabilityId } from "@webcodex/contracts";
+import type { RunnerArguments, RunnerCapabilityId, RunnerToolName } from "@webcodex/contracts";
 import type { RunnerHandlers, ToolHandler } from "./runner-service.js";
 import type { Workspace } from "./workspace/index.js";
 import type { Executor } from "./exec/index.js";
 import { runValidation } from "./validation/tools.js";
 
-type Args = Record<string, unknown>;
-
-interface ImplementedTool {
+interface ImplementedTool<N extends RunnerToolName> {
   /** The capabilities this implementation provides (each a prerequisite of some of its calls). */
   capabilities: readonly RunnerCapabilityId[];
-  run: ToolHandler;
+  run: (args: RunnerArguments<N>, signal: AbortSignal) => Promise<unknown>;
 }
+
+/** Every Runner tool of the catalog, each with its implementation: a tool without one does not compile. */
+type Implementations = { [N in RunnerToolName]: ImplementedTool<N> };
 
 /** Enforced by the RunnerService every handler runs behind (stale lease and Attempt fences are refused). */
 const SERVICE_CAPABILITIES: readonly RunnerCapabilityId[] = ["fencedExecution", "attemptFencing"];
+
+/**
+ * The wire handler of a typed implementation: the one place the Runner takes a call's arguments
+ * as its RunnerArguments. It trusts the gateway for that: normalizeToolCall validated them against
+ * the tool's input schema and canonicalized them (argv folded into args, budgets clamped) and
+ * runnerArguments removed the gateway's own fields before dispatch. The implementations still
+ * check what they act on (paths and cwd inside the root, budgets clamped to their ceilings).
+ */
+function wire<N extends RunnerToolName>(tool: ImplementedTool<N>): ToolHandler {
+  return (args, signal) => tool.run(args as RunnerArguments<N>, signal);
+}
 
 /**
  * `validation` lists the validation capability rows a runtime probe found toolchains for;
@@ -36,35 +48,40 @@ export function runnerHandlers(
   advertised?: () => readonly RunnerCapabilityId[],
 ): RunnerHandlers {
   const validationDeps = { executor, capabilities: () => advertised?.() ?? validation };
-  const implemented: Record<string, ImplementedTool> = {
-    read_files: { capabilities: ["readFiles"], run: (a: Args) => workspace.readFiles(a as never) },
-    list_project_files: { capabilities: ["searchTexts"], run: (a: Args) => workspace.listProjectFiles(a as never) },
-    search_project_texts: { capabilities: ["searchTexts", "searchLowContext"], run: (a: Args) => workspace.searchProjectTexts(a as never) },
-    search_file_context: { capabilities: ["searchLowContext"], run: (a: Args) => workspace.searchFileContext(a as never) },
-    edit_project_files: { capabilities: ["applyTextEdit", "applyTextEditExpectedMatchCount"], run: (a: Args) => workspace.editProjectFiles(a as never) },
-    import_host_files: { capabilities: ["hostFileImport"], run: (a: Args) => workspace.importHostFiles(a as never) },
-    read_workspace_changes: { capabilities: ["gitReview"], run: (a: Args) => workspace.readWorkspaceChanges(a as never) },
-    read_git_diff_hunks: { capabilities: ["gitReview"], run: (a: Args) => workspace.readGitDiffHunks(a as never) },
-    read_git_review_summary: { capabilities: ["gitReview"], run: (a: Args) => workspace.readGitReviewSummary(a as never) },
-    run_process: { capabilities: ["processExecution"], run: (a: Args, signal: AbortSignal) => executor.runProcess(a as never, signal) },
+  const implemented: Implementations = {
+    read_files: { capabilities: ["readFiles"], run: (a) => workspace.readFiles(a) },
+    list_project_files: { capabilities: ["searchTexts"], run: (a) => workspace.listProjectFiles(a) },
+    search_project_texts: { capabilities: ["searchTexts", "searchLowContext"], run: (a) => workspace.searchProjectTexts(a) },
+    search_file_context: { capabilities: ["searchLowContext"], run: (a) => workspace.searchFileContext(a) },
+    edit_project_files: { capabilities: ["applyTextEdit", "applyTextEditExpectedMatchCount"], run: (a) => workspace.editProjectFiles(a) },
+    import_host_files: { capabilities: ["hostFileImport"], run: (a) => workspace.importHostFiles(a) },
+    read_workspace_changes: { capabilities: ["gitReview"], run: (a) => workspace.readWorkspaceChanges(a) },
+    read_git_diff_hunks: { capabilities: ["gitReview"], run: (a) => workspace.readGitDiffHunks(a) },
+    read_git_review_summary: { capabilities: ["gitReview"], run: (a) => workspace.readGitReviewSummary(a) },
+    run_process: { capabilities: ["processExecution"], run: (a, signal) => executor.runProcess(a, signal) },
     run_shell: {
       capabilities: ["shellExecution", "bashLogin"],
       // The catalog's run_shell default is sh; the executor's own default is not relied on.
-      run: (a: Args, signal: AbortSignal) => executor.runShell({ ...(a as object), shell: (a["shell"] as "sh" | "bash" | undefined) ?? "sh" } as never, signal),
+      run: (a, signal) => executor.runShell({ ...a, shell: a.shell ?? "sh" }, signal),
     },
-    run_script: { capabilities: ["pythonScript"], run: (a: Args, signal: AbortSignal) => executor.runScript(a as never, signal) },
-    run_detached_process: { capabilities: ["detachedJobs"], run: (a: Args) => executor.runDetachedProcess(a as never) },
-    observe_jobs: { capabilities: [], run: async (a: Args) => executor.observeJobs(a as never) },
-    wait_for_job_terminal: { capabilities: [], run: (a: Args, signal: AbortSignal) => executor.waitForJobTerminal(a as never, signal) },
-    project_validate: { capabilities: validation, run: (a: Args, signal: AbortSignal) => runValidation(validationDeps, "project_validate", a, signal) },
-    cargo_check: { capabilities: [], run: (a: Args, signal: AbortSignal) => runValidation(validationDeps, "cargo_check", a, signal) },
-    cargo_test: { capabilities: [], run: (a: Args, signal: AbortSignal) => runValidation(validationDeps, "cargo_test", a, signal) },
-    go_test: { capabilities: [], run: (a: Args, signal: AbortSignal) => runValidation(validationDeps, "go_test", a, signal) },
+    run_script: { capabilities: ["pythonScript"], run: (a, signal) => executor.runScript(a, signal) },
+    run_detached_process: { capabilities: ["detachedJobs"], run: (a) => executor.runDetachedProcess(a) },
+    observe_jobs: { capabilities: [], run: async (a) => executor.observeJobs(a) },
+    wait_for_job_terminal: { capabilities: [], run: (a, signal) => executor.waitForJobTerminal(a, signal) },
+    // The validation tools check their arguments themselves, the last line before a process.
+    project_validate: { capabilities: validation, run: (a, signal) => runValidation(validationDeps, "project_validate", a, signal) },
+    cargo_check: { capabilities: [], run: (a, signal) => runValidation(validationDeps, "cargo_check", a, signal) },
+    cargo_test: { capabilities: [], run: (a, signal) => runValidation(validationDeps, "cargo_test", a, signal) },
+    go_test: { capabilities: [], run: (a, signal) => runValidation(validationDeps, "go_test", a, signal) },
   };
+  const tools: Record<string, ToolHandler> = {};
   const provided = new Set<RunnerCapabilityId>(SERVICE_CAPABILITIES);
-  for (const tool of Object.values(implemented)) for (const id of tool.capabilities) provided.add(id);
+  for (const [name, tool] of Object.entries(implemented)) {
+    tools[name] = wire(tool);
+    for (const id of tool.capabilities) provided.add(id);
+  }
   return {
-    tools: Object.fromEntries(Object.entries(implemented).map(([name, tool]) => [name, tool.run])),
+    tools,
     capabilities: runnerCapabilityCatalog.filter((row) => provided.has(row.id)).map((row) => row.id),
   };
 }

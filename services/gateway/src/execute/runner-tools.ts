@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, toolDefinition, toolFailure, failureFromWire } from "@webcodex/contracts";
+import { FailureStage, ReasonCode, runnerArguments, toolDefinition, toolFailure, failureFromWire } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
@@ -31,12 +31,6 @@ export interface RunnerToolsDeps {
   /** Longest a call waits for its Workflow Session record before answering anyway (default 1000 ms). */
   sessionRecordBudgetMs?: number | undefined;
   attention: JobAttention;
-}
-
-/** A project tool's arguments as the Runner gets them: the target and Session are the gateway's. */
-function runnerArguments(args: Record<string, unknown>): Record<string, unknown> {
-  const { project: _p, session_id: _s, attempt_ref: _a, ...rest } = args;
-  return rest;
 }
 
 export function createRunnerTools(deps: RunnerToolsDeps) {

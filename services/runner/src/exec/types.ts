@@ -3,6 +3,7 @@
  * spellings of TOOL-CONTRACT.md ("Processes and jobs"), so the RPC layer can serialize them
  * without renaming; the Gateway projects (and compacts) them later.
  */
+import type { RunnerArguments } from "@webcodex/contracts";
 import type { Containment, LimitExceeded } from "./containment.js";
 import type { Spawner } from "./spawner.js";
 
@@ -50,7 +51,7 @@ export interface ExecutorOptions {
   containment?: Containment;
 }
 
-export type ShellName = "sh" | "bash";
+export type ShellName = NonNullable<RunShellRequest["shell"]>;
 
 /** Which tool created a job; decides the extra fields of its results. */
 export type JobKind = "process" | "shell" | "script" | "detached" | "validation";
@@ -61,51 +62,14 @@ export type TerminalJobState = Exclude<JobState, "running">;
 /** Why a spawn failed; a proven fact (the program never ran), not an unknown outcome. */
 export type StartErrorCode = "command_not_found" | "permission_denied" | "spawn_failed";
 
-export interface RunProcessRequest {
-  args: string[];
-  cwd?: string;
-  env?: Record<string, string>;
-  stdin?: string;
-  timeout_ms?: number;
-  wait_ms?: number;
-}
-
-export interface RunShellRequest {
-  command: string;
-  /** Defaults to "bash". */
-  shell?: ShellName;
-  /** bash -lc; only valid with bash. */
-  login?: boolean;
-  cwd?: string;
-  env?: Record<string, string>;
-  timeout_ms?: number;
-  wait_ms?: number;
-}
-
-export interface RunScriptRequest {
-  language: "python";
-  code: string;
-  args?: string[];
-  cwd?: string;
-  env?: Record<string, string>;
-  timeout_ms?: number;
-  wait_ms?: number;
-}
-
-export interface RunDetachedProcessRequest {
-  args: string[];
-  cwd?: string;
-  env?: Record<string, string>;
-}
-
-export interface ObserveJobsRequest {
-  job_ids: string[];
-}
-
-export interface WaitForJobTerminalRequest {
-  job_id: string;
-  wait_ms?: number;
-}
+// Requests are the catalog's input schemas as the gateway dispatches them (RunnerArguments).
+export type RunProcessRequest = RunnerArguments<"run_process">;
+/** login is bash -lc, only valid with bash (the gateway refuses it otherwise). */
+export type RunShellRequest = RunnerArguments<"run_shell">;
+export type RunScriptRequest = RunnerArguments<"run_script">;
+export type RunDetachedProcessRequest = RunnerArguments<"run_detached_process">;
+export type ObserveJobsRequest = RunnerArguments<"observe_jobs">;
+export type WaitForJobTerminalRequest = RunnerArguments<"wait_for_job_terminal">;
 
 /** The values actually used after defaults and clamping. */
 export interface EffectiveLimits {

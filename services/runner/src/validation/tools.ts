@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { fail, FailureStage, ReasonCode, runnerCapabilityWire } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import type { Executor, RunResult, TerminalResult } from "../exec/index.js";
-import { CHECK_KINDS } from "./types.js";
+import { CHECK_KINDS, isCheckKind } from "./types.js";
 import type { StructuredValidation } from "./types.js";
 import type { ValidationRequest } from "./cli.js";
 
@@ -49,7 +49,7 @@ export function validationArgs(tool: ValidationTool, a: Args): Args {
   switch (tool) {
     case "project_validate": {
       const checks = a["checks"];
-      if (checks !== undefined && (!Array.isArray(checks) || checks.some((c) => !CHECK_KINDS.includes(c as never))))
+      if (checks !== undefined && (!Array.isArray(checks) || checks.some((c) => !isCheckKind(c))))
         invalid("checks", "checks_invalid", `checks are among ${CHECK_KINDS.join(", ")}.`);
       const paths = checkPaths("paths", a["paths"]);
       return { ...(checks ? { checks } : {}), ...(paths ? { paths } : {}) };

@@ -2,8 +2,15 @@
  * The StructuredValidation output family: what a validator's output says, parsed, bounded and
  * ordered (errors before warnings, first failure first).
  */
-export type CheckKind = "typecheck" | "lint" | "test" | "build";
+import type { ToolInput } from "@webcodex/contracts";
+
+/** A check project_validate can run: its `checks` enum in the catalog. */
+export type CheckKind = NonNullable<ToolInput<"project_validate">["checks"]>[number];
 export const CHECK_KINDS: readonly CheckKind[] = ["typecheck", "lint", "test", "build"];
+
+export function isCheckKind(value: unknown): value is CheckKind {
+  return CHECK_KINDS.some((kind) => kind === value);
+}
 
 export type ValidationStatus = "passed" | "failed" | "error" | "unparsed";
 

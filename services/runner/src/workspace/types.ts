@@ -1,11 +1,12 @@
 /**
  * Canonical request and result types of the Runner workspace engine. Requests arrive already
- * canonical (the `project` selector removed, ceilings clamped by the caller); results are the
- * full canonical truth, which the model projection later thins out.
+ * canonical (the `project` selector removed, ceilings clamped by the caller), so their types are
+ * the catalog's input schemas as RunnerArguments; results are the full canonical truth, which
+ * the model projection later thins out.
  *
  * One concept over 400 lines: the workspace engine's request and result types.
  */
-import type { ToolFailure } from "@webcodex/contracts";
+import type { RunnerArguments, ToolFailure } from "@webcodex/contracts";
 import type { Spawner } from "../exec/spawner.js";
 
 // ---------------------------------------------------------------- options
@@ -42,18 +43,9 @@ export interface WorkspaceOptions {
 
 // ---------------------------------------------------------------- read_files
 
-export interface ReadFileSpec {
-  path: string;
-  start_line?: number;
-  /** 1-based code-point column of start_line to start at (a mid-line continuation). */
-  start_column?: number;
-  end_line?: number;
-}
-
-export interface ReadFilesRequest {
-  files: ReadFileSpec[];
-  max_bytes_per_file?: number;
-}
+export type ReadFilesRequest = RunnerArguments<"read_files">;
+/** One file or range; start_column is the 1-based code-point column of start_line to start at (a mid-line continuation). */
+export type ReadFileSpec = ReadFilesRequest["files"][number];
 
 export type LineEnding = "lf" | "crlf" | "mixed" | "none";
 
@@ -112,11 +104,7 @@ export interface ReadFilesResult {
 
 // ---------------------------------------------------------------- list / search
 
-export interface ListProjectFilesRequest {
-  path?: string;
-  glob?: string;
-  max_results?: number;
-}
+export type ListProjectFilesRequest = RunnerArguments<"list_project_files">;
 
 export interface ListProjectFilesResult {
   /** Sorted; the first max_results of the full sorted listing. */
@@ -127,24 +115,11 @@ export interface ListProjectFilesResult {
   total_is_lower_bound?: true;
 }
 
+export type SearchProjectTextsRequest = RunnerArguments<"search_project_texts">;
+/** One query; context_lines are shown before and after each match (output "matches" only). */
+export type SearchQuery = SearchProjectTextsRequest["queries"][number];
 /** What a query returns: matching lines (default), matching files with counts, or counts only. */
-export type SearchOutput = "matches" | "files" | "count";
-
-export interface SearchQuery {
-  pattern: string;
-  regex?: boolean;
-  path?: string;
-  glob?: string;
-  case_sensitive?: boolean;
-  max_results?: number;
-  output?: SearchOutput;
-  /** Lines shown before and after each match (0..5; output "matches" only). */
-  context_lines?: number;
-}
-
-export interface SearchProjectTextsRequest {
-  queries: SearchQuery[];
-}
+export type SearchOutput = NonNullable<SearchQuery["output"]>;
 
 export interface SearchMatch {
   path: string;
@@ -205,16 +180,7 @@ export interface SearchQueryFailure {
 
 export type SearchQueryResult = SearchQuerySuccess | SearchFilesSuccess | SearchCountSuccess | SearchQueryFailure;
 
-export interface SearchFileContextRequest {
-  path: string;
-  pattern: string;
-  regex?: boolean;
-  case_sensitive?: boolean;
-  /** Default 3, at most 5. */
-  context_lines?: number;
-  /** Default 20. */
-  max_matches?: number;
-}
+export type SearchFileContextRequest = RunnerArguments<"search_file_context">;
 
 export interface SearchFileContextResult {
   path: string;
@@ -232,51 +198,15 @@ export interface SearchProjectTextsResult {
 
 // ---------------------------------------------------------------- edit_project_files
 
-export interface LineScope {
-  start_line: number;
-  end_line: number;
-}
-
-export interface ReplaceExactEdit {
-  replace_exact: { old_text: string; new_text: string };
-  expected_match_count?: number;
-  occurrence?: number;
-  line_scope?: LineScope;
-}
-
-export interface EditChange {
-  kind: "edit";
-  path: string;
-  expected_read_revision: string;
-  edits: ReplaceExactEdit[];
-}
-
-export interface CreateChange {
-  kind: "create";
-  path: string;
-  content: string;
-}
-
-export interface DeleteChange {
-  kind: "delete";
-  path: string;
-  expected_read_revision: string;
-}
-
-export interface MoveChange {
-  kind: "move";
-  path: string;
-  destination: string;
-  expected_read_revision: string;
-}
-
-export type FileChange = EditChange | CreateChange | DeleteChange | MoveChange;
+export type EditProjectFilesRequest = RunnerArguments<"edit_project_files">;
+export type FileChange = EditProjectFilesRequest["changes"][number];
 export type FileChangeKind = FileChange["kind"];
-
-export interface EditProjectFilesRequest {
-  changes: FileChange[];
-  dry_run?: boolean;
-}
+export type EditChange = Extract<FileChange, { kind: "edit" }>;
+export type CreateChange = Extract<FileChange, { kind: "create" }>;
+export type DeleteChange = Extract<FileChange, { kind: "delete" }>;
+export type MoveChange = Extract<FileChange, { kind: "move" }>;
+export type ReplaceExactEdit = EditChange["edits"][number];
+export type LineScope = NonNullable<ReplaceExactEdit["line_scope"]>;
 
 /** 1-based; the end is the last character of the match (inclusive); columns count code points. */
 export interface MatchRange {
@@ -364,8 +294,8 @@ export interface FileChangeStat {
   binary?: true;
 }
 
-/** read_workspace_changes takes no arguments besides the (removed) project selector. */
-export type ReadWorkspaceChangesRequest = Record<string, never>;
+/** read_workspace_changes takes no arguments besides the gateway's (project, session_id). */
+export type ReadWorkspaceChangesRequest = RunnerArguments<"read_workspace_changes">;
 
 export interface WorkspaceChangesResult {
   changes: FileChangeStat[];
@@ -389,11 +319,7 @@ export interface RecoveredWrite {
   recovered_at: string;
 }
 
-export interface GitDiffHunksRequest {
-  paths?: string[];
-  max_hunks?: number;
-  context_lines?: number;
-}
+export type GitDiffHunksRequest = RunnerArguments<"read_git_diff_hunks">;
 
 export interface TextHunk {
   path: string;
@@ -429,9 +355,7 @@ export interface GitDiffHunksResult {
   total_is_lower_bound?: true;
 }
 
-export interface GitReviewSummaryRequest {
-  base?: string;
-}
+export type GitReviewSummaryRequest = RunnerArguments<"read_git_review_summary">;
 
 export interface GitReviewSummaryResult {
   base: string;
@@ -455,19 +379,13 @@ export interface ReviewTotals {
 
 // ---------------------------------------------------------------- import_host_files
 
-/** One file a Host holds: UTF-8 `content` or binary `content_base64` (exactly one). */
-export interface HostFile {
-  path: string;
-  content?: string;
-  content_base64?: string;
-  /** Replace an existing file (with its current `expected_read_revision`); default: create only. */
-  overwrite?: boolean;
-  expected_read_revision?: string;
-}
-
-export interface ImportHostFilesRequest {
-  files: HostFile[];
-}
+export type ImportHostFilesRequest = RunnerArguments<"import_host_files">;
+/**
+ * One file a Host holds: UTF-8 `content` or binary `content_base64` (exactly one; the gateway
+ * refuses both or neither). `overwrite` replaces an existing file (with its current
+ * `expected_read_revision`); default: create only.
+ */
+export type HostFile = ImportHostFilesRequest["files"][number];
 
 export interface ImportedFileReport {
   path: string;
