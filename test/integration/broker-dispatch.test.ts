@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { RUNNER_PROTOCOL_GENERATION, RunnerCapabilities } from "@webcodex/contracts";
@@ -41,6 +42,26 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const cliPath = resolve(import.meta.dirname, "../../../tools/cli/bin/webcodex.js");
 
 const evidence = (json: string | undefined) => (JSON.parse(json || "{}") as { evidence?: Record<string, unknown> }).evidence;
+
+/** The Runner `runnerId` once it is connected and holds its lease (its stderr in the error when it never does). */
+async function registeredRunner(
+  broker: Client<typeof RunnerBrokerService>,
+  provisioner: { describe(workspace: { clientId: string; projectId: string }): { stderrTail: string[] } | undefined },
+  workspace: { clientId: string; projectId: string },
+  runnerId: string,
+  what: string,
+) {
+  return until(
+    what,
+    async () => {
+      const s = await broker.getFleetStatus({ clientId: workspace.clientId });
+      return s.runners.find((r) => r.runnerId === runnerId && r.connectionState === "connected" && r.leaseHeld);
+    },
+    20_000,
+  ).catch((e: unknown) => {
+    throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`);
+  });
+}
 
 describe("runner-broker dispatch (real Redis + Postgres)", () => {
   let database: BrokerTestDatabase;
@@ -210,16 +231,7 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
     const workspace = { clientId: "tenant-d", projectId: "withheld" };
     try {
       const started = await provisioner.ensureRunner(workspace);
-      const row = await until(
-        "the Runner registers and holds the lease",
-        async () => {
-          const s = await broker.getFleetStatus({ clientId: "tenant-d" });
-          return s.runners.find((r) => r.runnerId === started.name && r.leaseHeld);
-        },
-        20_000,
-      ).catch((e: unknown) => {
-        throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`);
-      });
+      const row = await registeredRunner(broker, provisioner, workspace, started.name, "the Runner registers and holds the lease");
       assert.ok(!row.capabilities.includes("apply_text_edit_expected_match_count"), "not advertised at registration");
       assert.ok(row.capabilities.includes("apply_text_edit_v1"));
       const rootIdentity = (await deps.registry.get(row.runnerId))!.rootIdentity;
@@ -310,16 +322,7 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
       const started = await provisioner.ensureRunner(workspace);
       assert.equal(started.action, "created");
       assert.equal((await provisioner.ensureRunner(workspace)).action, "exists", "idempotent");
-      const runner = await until(
-        "the Runner process registers and holds the lease",
-        async () => {
-          const s = await broker.getFleetStatus({ clientId: "tenant-d" });
-          return s.runners.find((r) => r.runnerId === started.name && r.connectionState === "connected" && r.leaseHeld);
-        },
-        20_000,
-      ).catch((e: unknown) => {
-        throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`);
-      });
+      const runner = await registeredRunner(broker, provisioner, workspace, started.name, "the Runner process registers and holds the lease");
       const rootIdentity = (await deps.registry.get(runner.runnerId))!.rootIdentity;
       const read = () =>
         broker.dispatch({
@@ -389,16 +392,7 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
     const workspace = { clientId: "tenant-d", projectId: "fenced" };
     try {
       const started = await provisioner.ensureRunner(workspace);
-      const row = await until(
-        "the Runner registers with its token and holds the lease",
-        async () => {
-          const s = await broker.getFleetStatus({ clientId: "tenant-d" });
-          return s.runners.find((r) => r.runnerId === started.name && r.leaseHeld);
-        },
-        20_000,
-      ).catch((e: unknown) => {
-        throw new Error(`${String(e)}; runner stderr: ${provisioner.describe(workspace)?.stderrTail.join(" | ")}`);
-      });
+      const row = await registeredRunner(broker, provisioner, workspace, started.name, "the Runner registers with its token and holds the lease");
       const reg = (await deps.registry.get(row.runnerId))!;
       const runner = createClient(RunnerService, createConnectTransport({ baseUrl: reg.endpointUrl, httpVersion: "2" }));
       const fenceA = Number(row.fence);
