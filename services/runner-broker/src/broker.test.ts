@@ -289,7 +289,7 @@ describe("runner-broker", () => {
     const s = setup();
     const a = await s.register("ra");
     const b = await s.register("rb");
-    const raise = () => s.broker.raiseAttemptFence({ projectCanonicalId: "agent:c1:p1", attempt: { taskId: "wc_task_1", fence: 7n } });
+    const raise = () => s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", attempt: { taskId: "wc_task_1", fence: 7n } });
     const told = await raise();
     assert.deepEqual([told.failure, told.highest], [undefined, 7n]);
     assert.deepEqual(a.fake.raised, [{ taskId: "wc_task_1", fence: 7 }], "the holder recorded it");
@@ -298,7 +298,10 @@ describe("runner-broker", () => {
     const lost = await raise();
     assert.deepEqual([lost.failure?.reasonCode, lost.failure?.detailCode], ["runner_unavailable", "runner_lost"]);
     assert.equal(a.fake.raised.length, 1, "nothing reached the lost Runner");
-    await assert.rejects(s.broker.raiseAttemptFence({ projectCanonicalId: "agent:c1:p1" }), (e: unknown) => ConnectError.from(e).code === Code.InvalidArgument);
+    await assert.rejects(
+      s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1" }),
+      (e: unknown) => ConnectError.from(e).code === Code.InvalidArgument,
+    );
   });
 
   it("does not relay a raised Attempt fence to a Runner without attempt fencing", async () => {
@@ -307,7 +310,7 @@ describe("runner-broker", () => {
       "ra",
       ALL.filter((c) => c !== "attemptFencing"),
     );
-    const res = await s.broker.raiseAttemptFence({ projectCanonicalId: "agent:c1:p1", attempt: { taskId: "wc_task_1", fence: 2n } });
+    const res = await s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", attempt: { taskId: "wc_task_1", fence: 2n } });
     assert.equal(res.failure?.reasonCode, "capability_missing");
     assert.equal(a.fake.raised.length, 0);
   });

@@ -466,7 +466,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
      * Runner recorded it durably. Waits for a Runner that may be starting, like a call does.
      * Any failure means no Runner was told: the gateway then does not hand out the Attempt.
      */
-    async raiseAttemptFence(req, ctx) {
+    async raiseProjectAttemptFence(req, ctx) {
       const attempt = req.attempt;
       if (!req.projectCanonicalId || !attempt?.taskId || attempt.fence <= 0n)
         throw new ConnectError("project_canonical_id and attempt (task_id, fence) are required", Code.InvalidArgument);

@@ -115,7 +115,7 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
     const fence = BigInt(Number(started["attempt_fence"] ?? 0));
     let why: string;
     try {
-      const res = await deps.broker.raiseAttemptFence({ projectCanonicalId, attempt: { taskId, fence } }, options);
+      const res = await deps.broker.raiseProjectAttemptFence({ projectCanonicalId, attempt: { taskId, fence } }, options);
       if (!res.failure) return undefined;
       why = res.failure.detailCode || res.failure.reasonCode;
     } catch (error) {
