@@ -14,7 +14,9 @@
  * - another tenant's tries at every id and ref equal made-up ones;
  * - the storage side of the fence: a call of the first Attempt admitted before the takeover
  *   and reaching the Runner after the second Attempt's fence did writes and runs nothing, also
- *   after the Runner restarts;
+ *   after the Runner restarts; and a call of the first Attempt that the gateway admitted and
+ *   held before its dispatch (a test hook) until the second Attempt started, before that one's
+ *   first call, writes and runs nothing (the start told the Runner the new fence);
  * - every follow-up returned is executed exactly as returned.
  *
  * One concept over 400 lines: the agent tools end to end, one scenario per test.
@@ -23,7 +25,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -79,6 +81,8 @@ interface Clients {
   worker: Client;
   mallory: Client;
   projectDir: string;
+  /** The gateway's attempt dispatch hold directory (WEBCODEX_TEST_ATTEMPT_DISPATCH_HOLD). */
+  holdDir: string;
   /**
    * Delivers a workspace call made for an Attempt to the Runner's dispatch path as the worker,
    * skipping the gateway's admission: a call admitted before a takeover arriving late.
@@ -545,6 +549,99 @@ function scenario(setup: () => Clients) {
     assert.equal(readFileSync(join(projectDir, "after-restart.txt"), "utf8"), "second\n");
     await ok(setup().worker, "complete_agent_task_attempt", { ...tupleOf(second), outcome: "succeeded", summary: "fenced" });
   });
+  it("takeover between admission and dispatch: a first-Attempt edit and run admitted before the takeover, held until the second Attempt started (before its first call), write and run nothing", async () => {
+    const { worker, projectDir, holdDir } = setup();
+    const created = await ok(setup().lead, "create_agent_task", {
+      project: leadProject,
+      title: "Held",
+      instructions: "Own held.txt",
+      assignee_agent_id: workerAgent["agent_id"],
+      requester_agent_id: leadAgent["agent_id"],
+      idempotency_key: `t-held-${Date.now()}`,
+    });
+    const taskId = String(created["task_id"]);
+    const first = await ok(worker, "start_agent_task_attempt", {
+      task_id: taskId,
+      assignee_agent_id: workerAgent["agent_id"],
+      idempotency_key: "held-first",
+      lease_ms: 4000,
+    });
+    await ok(worker, "edit_project_files", {
+      project: workerProject,
+      attempt_ref: first["attempt_ref"],
+      changes: [{ kind: "create", path: "held.txt", content: "first attempt\n" }],
+    });
+    const revision = String(
+      ((await ok(worker, "read_files", { project: workerProject, files: [{ path: "held.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.[
+        "read_revision"
+      ],
+    );
+    // From here, an attempt_ref call the gateway admitted waits before its dispatch to the Runner.
+    const hold = join(holdDir, "hold");
+    const heldBefore = readdirSync(holdDir).filter((f) => f.startsWith("held-")).length;
+    writeFileSync(hold, "");
+    const staleEdit = call(worker, "edit_project_files", {
+      project: workerProject,
+      attempt_ref: first["attempt_ref"],
+      changes: [
+        { kind: "delete", path: "held.txt", expected_read_revision: revision },
+        { kind: "create", path: "held-late.txt", content: "late\n" },
+      ],
+    });
+    const staleRun = call(worker, "run_shell", { project: workerProject, attempt_ref: first["attempt_ref"], command: "echo ran > held-ran.txt" });
+    try {
+      await until(
+        "both stale calls admitted by the gateway and held",
+        async () => readdirSync(holdDir).filter((f) => f.startsWith("held-")).length >= heldBefore + 2,
+        20_000,
+        20,
+      );
+      // The first lease lapses; the second Attempt takes over. Its start returns only once the
+      // Runner knows its fence; it has made no Runner call yet.
+      const second = await until(
+        "the takeover",
+        async () => {
+          const r = await call(worker, "start_agent_task_attempt", {
+            task_id: taskId,
+            assignee_agent_id: workerAgent["agent_id"],
+            idempotency_key: "held-second",
+          });
+          return r.isError ? undefined : r.result;
+        },
+        20_000,
+        100,
+      );
+      assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
+      rmSync(hold);
+      for (const [label, stale] of [
+        ["edit", await staleEdit],
+        ["run", await staleRun],
+      ] as const) {
+        assert.equal(stale.isError, true, `${label}: ${JSON.stringify(stale.result)}`);
+        assert.deepEqual(
+          [stale.result["reason_code"], stale.result["failure_stage"], stale.result["detail_code"], stale.result["state_changed"]],
+          ["fence_stale", "authorization", "attempt_superseded", false],
+          `${label}: ${JSON.stringify(stale.result)}`,
+        );
+        assert.deepEqual(stale.result["evidence"], { attempt_fence: Number(first["attempt_fence"]), current_fence: Number(second["attempt_fence"]) }, label);
+      }
+      assert.equal(readFileSync(join(projectDir, "held.txt"), "utf8"), "first attempt\n", "the stale delete wrote nothing");
+      assert.throws(() => readFileSync(join(projectDir, "held-late.txt")), "the stale create wrote nothing");
+      assert.throws(() => readFileSync(join(projectDir, "held-ran.txt")), "the stale run ran nothing");
+      // The second Attempt works.
+      await ok(worker, "edit_project_files", {
+        project: workerProject,
+        attempt_ref: second["attempt_ref"],
+        changes: [{ kind: "create", path: "held-second.txt", content: "second\n" }],
+      });
+      assert.equal(readFileSync(join(projectDir, "held-second.txt"), "utf8"), "second\n");
+      await ok(worker, "complete_agent_task_attempt", { ...tupleOf(second), outcome: "succeeded", summary: "held" });
+    } finally {
+      rmSync(hold, { force: true });
+      await Promise.allSettled([staleEdit, staleRun]);
+    }
+  });
+
   it("100 concurrent starts give one live Attempt; its key replays it exactly across a ref-resolver restart; a lost fence counter never repeats a fence", async () => {
     const { lead, worker } = setup();
     const created = await ok(lead, "create_agent_task", {
@@ -641,6 +738,8 @@ describe("agents on webcodex dev (two principals of one tenant, one of another)"
     const projectDir = createProjectDir({ "README.md": "# agents\n" }, { name: "agents" });
     const dataDir = tempDir("wcx-agents-data-");
     const tokens = tokensFile();
+    const holdDir = tempDir("wcx-agents-hold-");
+    const env = { WEBCODEX_TEST_ATTEMPT_DISPATCH_HOLD: holdDir };
     const connectAll = async () => {
       const [lead, worker, mallory] = await Promise.all([
         connectMcp(server.mcpUrl, TOKENS.lead),
@@ -649,10 +748,11 @@ describe("agents on webcodex dev (two principals of one tenant, one of another)"
       ]);
       return { lead, worker, mallory };
     };
-    server = await startDevServer({ projectDir, dataDir, tokensFile: tokens });
+    server = await startDevServer({ projectDir, dataDir, tokensFile: tokens, env });
     clients = {
       ...(await connectAll()),
       projectDir,
+      holdDir,
       // The embedded Runner runs inside the dev process; the late call is delivered to a Runner
       // built as `webcodex dev` builds it, on the same workspace and state directory.
       async lateDispatch(_project, tool, args, attempt) {
@@ -684,7 +784,7 @@ describe("agents on webcodex dev (two principals of one tenant, one of another)"
     async function restartDev() {
       await Promise.all([clients.lead.close(), clients.worker.close(), clients.mallory.close()]);
       await server.stop();
-      server = await startDevServer({ projectDir, dataDir, tokensFile: tokens });
+      server = await startDevServer({ projectDir, dataDir, tokensFile: tokens, env });
       Object.assign(clients, await connectAll());
     }
   });
@@ -710,11 +810,12 @@ describe("agents on the distributed stack (real Postgres and Redis)", { timeout:
     redis = createRedis(`redis://127.0.0.1:${port}`);
     await until("private redis", async () => (await redis.ping().catch(() => "")) === "PONG");
     const projectDir = createProjectDir({ "README.md": "# agents\n" }, { name: "agents" });
+    const holdDir = tempDir("wcx-agents-hold-");
     stack = await startTestStack({
       postgresUrl: db.url,
       redisUrl: `redis://127.0.0.1:${port}`,
       projectDir,
-      gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile() },
+      gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile(), WEBCODEX_TEST_ATTEMPT_DISPATCH_HOLD: holdDir },
     });
     const [lead, worker, mallory] = await Promise.all([
       connectMcp(stack.mcpUrl, TOKENS.lead),
@@ -765,6 +866,7 @@ describe("agents on the distributed stack (real Postgres and Redis)", { timeout:
       worker,
       mallory,
       projectDir,
+      holdDir,
       lateDispatch: (project, tool, args, attempt) => dispatch(project, tool, args, attempt),
       restartRefResolver: () => restart("ref-resolver"),
       async loseFenceCounters() {

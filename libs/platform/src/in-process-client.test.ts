@@ -10,6 +10,7 @@ function runnerWith(body: (ctx: HandlerContext) => Promise<string>) {
   return createInProcessClient(RunnerService, {
     execute: async (req, ctx) => ({ resultJson: `${req.tool}:${await body(ctx)}` }),
     describe: async () => ({}),
+    raiseAttemptFence: async () => ({}),
   });
 }
 

@@ -91,7 +91,7 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
   const retryMaxMs = options.retryMaxMs ?? 5_000;
   let queue: Queued[] = [];
   let flushTimer: NodeJS.Timeout | undefined;
-  let flushTimerDelay = 0;
+  let flushImmediate: NodeJS.Immediate | undefined;
   let replayTimer: NodeJS.Timeout | undefined;
   let inflight: Promise<void> | undefined;
   let replaying: Promise<number> | undefined;
@@ -130,20 +130,27 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
 
   const scheduleFlush = (delay: number) => {
     if (flushTimer || closed) return;
-    flushTimerDelay = delay;
     flushTimer = setTimeout(() => {
       flushTimer = undefined;
       void flush();
     }, delay);
     flushTimer.unref();
   };
-  /** Flush on the next turn (records of this turn join the batch), cancelling a slower retry timer. */
+  /**
+   * Flush once this turn's I/O callbacks ran (records of this turn join the batch), cancelling a
+   * pending timer; setImmediate, not setTimeout(0), which Node delays by at least 1 ms.
+   */
   const flushSoon = () => {
-    if (flushTimer && flushTimerDelay > 0) {
+    if (flushTimer) {
       clearTimeout(flushTimer);
       flushTimer = undefined;
     }
-    scheduleFlush(0);
+    if (flushImmediate || closed) return;
+    flushImmediate = setImmediate(() => {
+      flushImmediate = undefined;
+      void flush();
+    });
+    flushImmediate.unref();
   };
   const scheduleReplay = () => {
     if (replayTimer || closed) return;
@@ -278,6 +285,8 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
     async close() {
       closed = true;
       if (flushTimer) clearTimeout(flushTimer);
+      if (flushImmediate) clearImmediate(flushImmediate);
+      flushImmediate = undefined;
       if (replayTimer) clearTimeout(replayTimer);
       flushTimer = replayTimer = undefined;
       await flush();

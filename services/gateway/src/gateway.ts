@@ -16,6 +16,7 @@ import { createResourceMetadataHandler } from "./auth/resource-metadata.js";
 import { SUPPORTED_SCOPES } from "./auth/scopes.js";
 import { createRateLimiter, parseRateLimitOverrides } from "./rate-limit.js";
 import type { RateLimiter } from "./rate-limit.js";
+import { attemptDispatchHoldFromEnv } from "./attempt-dispatch-hold.js";
 import { createAuditRecorder } from "./audit-recorder.js";
 import { createCatalogCache } from "./catalog-cache.js";
 import { refusedCallRecord } from "./audit-capture.js";
@@ -147,6 +148,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     logger: deps.logger,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.workflowPolicy ? { workflowPolicy: deps.workflowPolicy } : {}),
+    attemptDispatchHold: attemptDispatchHoldFromEnv(process.env),
   });
   const appResources = await loadAppResources(deps.logger);
   const transport = await createMcpServer({ pipeline, catalogs, hostProfile, version: deps.version, appResources });

@@ -45,6 +45,7 @@ import { createJobAttention } from "./job-attention.js";
 import type { JobAttention } from "./job-attention.js";
 import { createGatewayTools } from "./execute/gateway-tools.js";
 import { createRefResolverTools } from "./execute/ref-resolver-tools.js";
+import type { AttemptDispatchHold } from "./attempt-dispatch-hold.js";
 import { createRunnerStates } from "./execute/runner-states.js";
 import { createRunnerTools } from "./execute/runner-tools.js";
 
@@ -64,6 +65,8 @@ export interface PipelineDeps {
   sessionRecordBudgetMs?: number;
   /** The Jobs callers started and have not seen end (default: a fresh in-process watch list). */
   jobAttention?: JobAttention;
+  /** Test hook: holds an admitted attempt_ref call before its dispatch. */
+  attemptDispatchHold?: AttemptDispatchHold | undefined;
 }
 
 export interface ModelResult {

@@ -26,6 +26,7 @@ const ALL: RunnerCapabilityId[] = [
   "gitReview",
   "processExecution",
   "shellExecution",
+  "attemptFencing",
 ];
 
 const refResolver = {
@@ -37,6 +38,7 @@ const refResolver = {
 
 interface FakeRunner {
   calls: Array<{ tool: string; fence: number }>;
+  raised: Array<{ taskId: string; fence: number }>;
   impl: ServiceImpl<typeof RunnerService>;
   gate?: Promise<void>;
 }
@@ -44,6 +46,7 @@ interface FakeRunner {
 function fakeRunner(): FakeRunner {
   const r: FakeRunner = {
     calls: [],
+    raised: [],
     impl: {
       async execute(req) {
         r.calls.push({ tool: req.tool, fence: Number(req.fence) });
@@ -52,6 +55,10 @@ function fakeRunner(): FakeRunner {
       },
       async describe() {
         return {};
+      },
+      async raiseAttemptFence(req) {
+        r.raised.push({ taskId: req.attempt?.taskId ?? "", fence: Number(req.attempt?.fence ?? 0n) });
+        return { highest: req.attempt?.fence ?? 0n };
       },
     },
   };
@@ -276,6 +283,36 @@ describe("runner-broker", () => {
     assert.equal(res.failure?.detailCode, "runner_lost");
     assert.equal(res.failure?.outcomeUnknown, false);
     assert.equal(fake.calls.length, 0);
+  });
+
+  it("relays a raised Attempt fence to the Project's lease holder only, and says so when no Runner can be told", async () => {
+    const s = setup();
+    const a = await s.register("ra");
+    const b = await s.register("rb");
+    const raise = () => s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", attempt: { taskId: "wc_task_1", fence: 7n } });
+    const told = await raise();
+    assert.deepEqual([told.failure, told.highest], [undefined, 7n]);
+    assert.deepEqual(a.fake.raised, [{ taskId: "wc_task_1", fence: 7 }], "the holder recorded it");
+    assert.equal(b.fake.raised.length, 0, "not the standby");
+    s.clock.advance(201);
+    const lost = await raise();
+    assert.deepEqual([lost.failure?.reasonCode, lost.failure?.detailCode], ["runner_unavailable", "runner_lost"]);
+    assert.equal(a.fake.raised.length, 1, "nothing reached the lost Runner");
+    await assert.rejects(
+      s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1" }),
+      (e: unknown) => ConnectError.from(e).code === Code.InvalidArgument,
+    );
+  });
+
+  it("does not relay a raised Attempt fence to a Runner without attempt fencing", async () => {
+    const s = setup();
+    const a = await s.register(
+      "ra",
+      ALL.filter((c) => c !== "attemptFencing"),
+    );
+    const res = await s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", attempt: { taskId: "wc_task_1", fence: 2n } });
+    assert.equal(res.failure?.reasonCode, "capability_missing");
+    assert.equal(a.fake.raised.length, 0);
   });
 
   it("reports each Project's runner state in one call: ready, registered (standby only, lost, other root) or none", async () => {

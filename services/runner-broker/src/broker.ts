@@ -44,6 +44,8 @@ import { fleetRows, observeFleet, summarizeFleet } from "./fleet/fleet-status.js
 import { runnerCredentialCheck, runnerCredentialHeaders } from "./runner-auth.js";
 
 export const DEFAULT_PROJECT_CONCURRENCY = 16;
+/** How long the broker waits for a Runner to record a raised Attempt fence. */
+const RAISE_FENCE_TIMEOUT_MS = 10_000;
 /** A burst over the limit queues this long: calls ahead of it usually finish or go pending sooner. */
 export const DEFAULT_ADMISSION_WAIT_MS = 5_000;
 
@@ -457,6 +459,50 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       // Jobs keep their live lease only while this Runner confirms it still runs them.
       if (desk) void desk.sync(runner);
       return { known: true, leaseHeld: lease.held, fence: BigInt(lease.fence), projectFence: BigInt(await projectFence(scope, lease.fence)) };
+    },
+
+    /**
+     * Tells the Project's lease holder that a Task's Attempt fence rose, and answers once that
+     * Runner recorded it durably. Waits for a Runner that may be starting, like a call does.
+     * Any failure means no Runner was told: the gateway then does not hand out the Attempt.
+     */
+    async raiseProjectAttemptFence(req, ctx) {
+      const attempt = req.attempt;
+      if (!req.projectCanonicalId || !attempt?.taskId || attempt.fence <= 0n)
+        throw new ConnectError("project_canonical_id and attempt (task_id, fence) are required", Code.InvalidArgument);
+      const notTold = (f: ToolFailure) => ({ highest: 0n, failure: failureToWire(f) });
+      const holderOf = async () => {
+        const lease = await leases.current(req.projectCanonicalId);
+        const holder = lease ? await deps.registry.get(lease.owner) : undefined;
+        return { holder, ok: lease !== undefined && holder?.connectionState === "connected" && holder.canonicalId === req.projectCanonicalId };
+      };
+      let route = await holderOf();
+      if (!route.ok && (await runnerMayBeStarting(req.projectCanonicalId, route.holder))) {
+        const deadline = Date.now() + runnerStartWaitMs;
+        for (let delay = 20; !route.ok && !ctx.signal.aborted && Date.now() < deadline; delay = Math.min(delay * 2, 250)) {
+          await sleep(Math.min(delay, Math.max(1, deadline - Date.now())), undefined, { signal: ctx.signal }).catch(() => undefined);
+          route = await holderOf();
+        }
+      }
+      const runner = route.holder;
+      if (!route.ok || !runner) return notTold(await unavailable(req.projectCanonicalId, route.holder));
+      if (!RunnerCapabilities.fromWire(runner.capabilities).has("attemptFencing"))
+        return notTold(capabilityMissingFailure(["attemptFencing"], runner.build, "The project's Runner cannot check Attempt fences."));
+      try {
+        const res = await runnerClient(runner.endpointUrl).raiseAttemptFence(
+          { attempt: { taskId: attempt.taskId, fence: attempt.fence } },
+          { timeoutMs: Math.min(dispatchTimeoutMs, RAISE_FENCE_TIMEOUT_MS), headers: toRunner(runner), signal: ctx.signal },
+        );
+        return res.failure ? { highest: 0n, failure: res.failure } : { highest: res.highest };
+      } catch (error) {
+        deps.logger.warn("attempt fence not delivered to the runner", { runner_id: runner.runnerId, code: connectCodeName(ConnectError.from(error).code) });
+        return notTold(
+          toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+            detail_code: provenNotSent(error) ? "runner_unreachable" : "runner_connection_lost",
+            message: "The project's Runner could not be told the Attempt's fence.",
+          }),
+        );
+      }
     },
 
     async dispatch(req, ctx) {

@@ -109,10 +109,23 @@ describe("a Runner's Attempt fence marks", () => {
     assert.equal(await createAttemptFenceStore(store.dir.replace(/\/attempt-fences$/, "")).highest(TASK), 50, "read back from disk");
   });
 
+  it("a raised mark (a new Attempt started) refuses the earlier Attempt's fence before the new one's first call; it never goes down", async () => {
+    const store = createAttemptFenceStore(await temp());
+    assert.deepEqual(await store.admit(TASK, 1), { admitted: true, highest: 1 });
+    assert.equal(await store.raise(TASK, 2), 2);
+    assert.deepEqual(await store.admit(TASK, 1), { admitted: false, highest: 2, why: "fence_below_mark" });
+    assert.equal(await store.raise(TASK, 1), 2, "a lower raise (a replayed start) leaves the mark");
+    assert.deepEqual(await store.admit(TASK, 2), { admitted: true, highest: 2 });
+    assert.equal(await createAttemptFenceStore(store.dir.replace(/\/attempt-fences$/, "")).highest(TASK), 2, "durable");
+    assert.equal(await store.raise("../etc/passwd", 3), undefined, "not a task id: no file");
+    assert.equal(await store.raise(TASK, 0), undefined);
+  });
+
   it("fails closed when the mark cannot be recorded", async () => {
     const blocker = path.join(await temp(), "not-a-directory");
     await writeFile(blocker, "x");
     const store = createAttemptFenceStore(blocker);
     await assert.rejects(store.admit(TASK, 1));
+    await assert.rejects(store.raise(TASK, 1));
   });
 });

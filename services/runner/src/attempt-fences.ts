@@ -9,7 +9,8 @@
  * fence, durably (file written, fsync'ed, renamed, directory fsync'ed), before anything is
  * written or run, and refuses a fence below the mark. The check and the raise are one step
  * per Task (calls of one Task are serialized through it), and the mark survives a Runner
- * restart.
+ * restart. `raise` lifts a mark the same way when a new Attempt starts, before the Attempt is
+ * handed to its caller (the broker relays it to the Project's Runner).
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
@@ -26,6 +27,11 @@ export interface AttemptFenceStore {
   readonly dir: string;
   /** Admits `fence` for `taskId` unless a higher one was seen; raises the durable mark first. Throws when the mark cannot be read or written. */
   admit(taskId: string, fence: number): Promise<AttemptFenceAdmission>;
+  /**
+   * Raises the Task's mark to `fence` (durably) unless it is already at least that; returns the
+   * mark now (undefined: not a task id). Throws when the mark cannot be read or written.
+   */
+  raise(taskId: string, fence: number): Promise<number | undefined>;
   /** The Task's recorded mark (0: none). */
   highest(taskId: string): Promise<number>;
 }
@@ -99,6 +105,16 @@ export function createAttemptFenceStore(stateDir: string): AttemptFenceStore {
         if (fence < mark) return { admitted: false, highest: mark, why: "fence_below_mark" as const };
         if (fence > mark) await persist(taskId, fence);
         return { admitted: true, highest: fence };
+      });
+    },
+    async raise(taskId, fence) {
+      if (!TASK_ID.test(taskId) || !Number.isSafeInteger(fence) || fence < 1) return undefined;
+      await ensure();
+      return serialized(taskId, async () => {
+        const mark = await load(taskId);
+        if (fence <= mark) return mark;
+        await persist(taskId, fence);
+        return fence;
       });
     },
     async highest(taskId) {

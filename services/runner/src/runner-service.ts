@@ -198,6 +198,47 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         };
       }
     },
+    /**
+     * A new Attempt of a Task started: its fence becomes the Task's mark here (durably) before
+     * the Attempt is handed to its caller, so a call of an earlier Attempt that arrives from now
+     * on is refused even before the new Attempt's first call reaches this Runner.
+     */
+    async raiseAttemptFence(req, ctx) {
+      authorize(ctx.requestHeader);
+      const taskId = req.attempt?.taskId ?? "";
+      const raised = Number(req.attempt?.fence ?? 0n);
+      if (!deps.attemptFences) {
+        return {
+          highest: 0n,
+          failure: failureToWire(
+            toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
+              detail_code: "attempt_fencing_unavailable",
+              message: "This Runner cannot check Attempt fences.",
+            }),
+          ),
+        };
+      }
+      try {
+        const highest = await deps.attemptFences.raise(taskId, raised);
+        if (highest === undefined)
+          return {
+            highest: 0n,
+            failure: failureToWire(toolFailure(ReasonCode.invalidValue, FailureStage.dispatch, { detail_code: "task_not_found", message: "No such task." })),
+          };
+        return { highest: BigInt(highest) };
+      } catch (error) {
+        deps.logger.error("attempt fence mark could not be raised", { task_id: taskId, attempt_fence: raised, error: String(error) });
+        return {
+          highest: 0n,
+          failure: failureToWire(
+            toolFailure(ReasonCode.internal, FailureStage.dispatch, {
+              detail_code: "attempt_fence_store_unavailable",
+              message: "The Runner could not record the Attempt's fence.",
+            }),
+          ),
+        };
+      }
+    },
     async describe(_req, ctx) {
       authorize(ctx.requestHeader);
       return {

@@ -3,9 +3,9 @@
  * Project's runner_state), Workflow Sessions, update_project, and the agent tools.
  */
 import type { Client } from "@connectrpc/connect";
-import type { RefResolverService } from "@webcodex/proto";
+import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import { FailureStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
-import type { ToolDefinition } from "@webcodex/contracts";
+import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { CallContext, Outcome } from "../call-context.js";
 import { handoffView } from "../session-facts.js";
@@ -13,6 +13,7 @@ import type { RunnerStates } from "./runner-states.js";
 
 export interface RefResolverToolsDeps {
   refResolver: Client<typeof RefResolverService>;
+  broker: Client<typeof RunnerBrokerService>;
   serverInfo: { mode: "embedded" | "distributed" };
   runnerStates: RunnerStates;
 }
@@ -88,9 +89,45 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         ctx.projectCanonicalId = res.projectCanonicalId;
         if (res.continuationFacts?.length) ctx.continuationFacts = res.continuationFacts;
         if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
-        return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
+        const result = JSON.parse(res.resultJson) as Record<string, unknown>;
+        if (def.name === "start_agent_task_attempt") {
+          const refused = await tellRunnerTheFence(res.projectCanonicalId, result, options);
+          if (refused) return { ok: false, failure: refused };
+        }
+        return { ok: true, result };
       }
     }
+  }
+
+  /**
+   * A new Attempt is handed to its caller only once the Project's Runner recorded its fence: from
+   * then on the Runner refuses every call of the Task's earlier Attempts, also one the gateway
+   * admitted just before the takeover and that reaches the Runner before the new Attempt's
+   * first call. When the Runner cannot be told, the start fails (the Attempt is recorded; the
+   * same call with the same idempotency_key returns it once the Runner is told).
+   */
+  async function tellRunnerTheFence(
+    projectCanonicalId: string,
+    started: Record<string, unknown>,
+    options: { signal: AbortSignal; headers: Record<string, string> },
+  ): Promise<ToolFailure | undefined> {
+    const taskId = String(started["task_id"] ?? "");
+    const fence = BigInt(Number(started["attempt_fence"] ?? 0));
+    let why: string;
+    try {
+      const res = await deps.broker.raiseProjectAttemptFence({ projectCanonicalId, attempt: { taskId, fence } }, options);
+      if (!res.failure) return undefined;
+      why = res.failure.detailCode || res.failure.reasonCode;
+    } catch (error) {
+      why = error instanceof Error ? "broker_unreachable" : "broker_failed";
+    }
+    return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+      detail_code: "attempt_fence_not_delivered",
+      state_changed: true,
+      evidence: { task_id: taskId, runner_detail: why },
+      message:
+        "The Attempt was recorded, but the project's Runner could not be told its fence, so it is not handed out yet. Repeat this call with the same idempotency_key once a Runner serves the project.",
+    });
   }
 
   return { runOnRefResolver };

@@ -4,6 +4,7 @@
  * the call dispatched, and the outcome recorded into its Session. Passive job attention
  * rides along.
  */
+import type { AttemptDispatchHold } from "../attempt-dispatch-hold.js";
 import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
@@ -31,6 +32,8 @@ export interface RunnerToolsDeps {
   /** Longest a call waits for its Workflow Session record before answering anyway (default 1000 ms). */
   sessionRecordBudgetMs?: number | undefined;
   attention: JobAttention;
+  /** Test hook: holds an admitted attempt_ref call before its dispatch (see attempt-dispatch-hold.ts). */
+  attemptDispatchHold?: AttemptDispatchHold | undefined;
 }
 
 export function createRunnerTools(deps: RunnerToolsDeps) {
@@ -91,6 +94,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
       const admitted = await admitAttempt(attemptRef, project.canonicalId, ctx);
       if ("failure" in admitted) return { ok: false, failure: admitted.failure };
       attempt = admitted.attempt;
+      await deps.attemptDispatchHold?.(callId, ctx.signal);
     }
     const key = watchKey(ctx.caller.principal.clientId, ctx.caller.principal.subject, project.canonicalId);
     const watched = deps.attention.watched(key, jobsOfCall(def.name, args));

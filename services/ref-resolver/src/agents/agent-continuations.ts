@@ -197,19 +197,23 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
         agentId = r.continuation.agentId;
       }
       const after = args["after_cursor"] === undefined ? "0" : str(args, "after_cursor");
-      const consumed = await db.query(
-        `UPDATE ${schema}.agent_continuations SET consumed_at = now() WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND after_cursor = $4 AND dispatch <> 'none' AND consumed_at IS NULL`,
-        [p.clientId, p.subject, agentId, after],
-      );
-      if ((consumed.rowCount ?? 0) > 0) facts.push({ subject: "agent", id: agentId, fact: "consumed" });
       const cursor = result["cursor"];
-      if (typeof cursor === "string" && CURSOR.test(cursor) && cursor !== after) {
-        await db.query(
-          `INSERT INTO ${schema}.agent_event_reads (client_id, subject, agent_id, delivered_cursor) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (client_id, subject, agent_id) DO UPDATE SET delivered_cursor = GREATEST(${schema}.agent_event_reads.delivered_cursor, EXCLUDED.delivered_cursor)`,
-          [p.clientId, p.subject, agentId, cursor],
-        );
-      }
+      const moved = typeof cursor === "string" && CURSOR.test(cursor) && cursor !== after;
+      // One statement (one round trip, one commit): the consume of a dispatched continuation
+      // with exactly this cursor, and the delivered cursor moving on.
+      const consumed = await db.query<{ consumed: boolean }>(
+        `WITH consumed AS (
+           UPDATE ${schema}.agent_continuations SET consumed_at = now()
+           WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND after_cursor = $4 AND dispatch <> 'none' AND consumed_at IS NULL RETURNING 1
+         ), delivered AS (
+           INSERT INTO ${schema}.agent_event_reads (client_id, subject, agent_id, delivered_cursor) SELECT $1::text, $2::text, $3::text, $5::bigint WHERE $6::boolean
+           ON CONFLICT (client_id, subject, agent_id) DO UPDATE SET delivered_cursor = GREATEST(${schema}.agent_event_reads.delivered_cursor, EXCLUDED.delivered_cursor)
+           RETURNING 1
+         )
+         SELECT EXISTS (SELECT 1 FROM consumed) AS consumed, (SELECT count(*) FROM delivered) AS delivered`,
+        [p.clientId, p.subject, agentId, after, moved ? cursor : "0", moved],
+      );
+      if (consumed.rows[0]?.consumed) facts.push({ subject: "agent", id: agentId, fact: "consumed" });
       return facts;
     },
   };

@@ -12,7 +12,48 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/runner/v1/runner.proto.
  */
 export const file_webcodex_runner_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJjb2RleC9ydW5uZXIvdjEvcnVubmVyLnByb3RvEhJ3ZWJjb2RleC5ydW5uZXIudjEioAEKDkV4ZWN1dGVSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEg0KBWZlbmNlGAUgASgDEjEKB2F0dGVtcHQYBiABKAsyIC53ZWJjb2RleC5jb21tb24udjEuQXR0ZW1wdEZlbmNlIloKD0V4ZWN1dGVSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiEQoPRGVzY3JpYmVSZXF1ZXN0In4KEERlc2NyaWJlUmVzcG9uc2USEQoJcnVubmVyX2lkGAEgASgJEhUKDXJvb3RfaWRlbnRpdHkYAiABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgDIAEoBRINCgVidWlsZBgEIAEoCRIUCgxjYXBhYmlsaXRpZXMYBSADKAkyugEKDVJ1bm5lclNlcnZpY2USUgoHRXhlY3V0ZRIiLndlYmNvZGV4LnJ1bm5lci52MS5FeGVjdXRlUmVxdWVzdBojLndlYmNvZGV4LnJ1bm5lci52MS5FeGVjdXRlUmVzcG9uc2USVQoIRGVzY3JpYmUSIy53ZWJjb2RleC5ydW5uZXIudjEuRGVzY3JpYmVSZXF1ZXN0GiQud2ViY29kZXgucnVubmVyLnYxLkRlc2NyaWJlUmVzcG9uc2ViBnByb3RvMw", [file_webcodex_common_v1_common]);
+  fileDesc("Ch93ZWJjb2RleC9ydW5uZXIvdjEvcnVubmVyLnByb3RvEhJ3ZWJjb2RleC5ydW5uZXIudjEiTQoYUmFpc2VBdHRlbXB0RmVuY2VSZXF1ZXN0EjEKB2F0dGVtcHQYASABKAsyIC53ZWJjb2RleC5jb21tb24udjEuQXR0ZW1wdEZlbmNlImAKGVJhaXNlQXR0ZW1wdEZlbmNlUmVzcG9uc2USDwoHaGlnaGVzdBgBIAEoAxIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUioAEKDkV4ZWN1dGVSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkSDAoEdG9vbBgCIAEoCRIWCg5hcmd1bWVudHNfanNvbhgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEg0KBWZlbmNlGAUgASgDEjEKB2F0dGVtcHQYBiABKAsyIC53ZWJjb2RleC5jb21tb24udjEuQXR0ZW1wdEZlbmNlIloKD0V4ZWN1dGVSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiEQoPRGVzY3JpYmVSZXF1ZXN0In4KEERlc2NyaWJlUmVzcG9uc2USEQoJcnVubmVyX2lkGAEgASgJEhUKDXJvb3RfaWRlbnRpdHkYAiABKAkSGwoTcHJvdG9jb2xfZ2VuZXJhdGlvbhgDIAEoBRINCgVidWlsZBgEIAEoCRIUCgxjYXBhYmlsaXRpZXMYBSADKAkyrAIKDVJ1bm5lclNlcnZpY2USUgoHRXhlY3V0ZRIiLndlYmNvZGV4LnJ1bm5lci52MS5FeGVjdXRlUmVxdWVzdBojLndlYmNvZGV4LnJ1bm5lci52MS5FeGVjdXRlUmVzcG9uc2USVQoIRGVzY3JpYmUSIy53ZWJjb2RleC5ydW5uZXIudjEuRGVzY3JpYmVSZXF1ZXN0GiQud2ViY29kZXgucnVubmVyLnYxLkRlc2NyaWJlUmVzcG9uc2UScAoRUmFpc2VBdHRlbXB0RmVuY2USLC53ZWJjb2RleC5ydW5uZXIudjEuUmFpc2VBdHRlbXB0RmVuY2VSZXF1ZXN0Gi0ud2ViY29kZXgucnVubmVyLnYxLlJhaXNlQXR0ZW1wdEZlbmNlUmVzcG9uc2ViBnByb3RvMw", [file_webcodex_common_v1_common]);
+
+/**
+ * @generated from message webcodex.runner.v1.RaiseAttemptFenceRequest
+ */
+export type RaiseAttemptFenceRequest = Message<"webcodex.runner.v1.RaiseAttemptFenceRequest"> & {
+  /**
+   * @generated from field: webcodex.common.v1.AttemptFence attempt = 1;
+   */
+  attempt?: AttemptFence | undefined;
+};
+
+/**
+ * Describes the message webcodex.runner.v1.RaiseAttemptFenceRequest.
+ * Use `create(RaiseAttemptFenceRequestSchema)` to create a new message.
+ */
+export const RaiseAttemptFenceRequestSchema: GenMessage<RaiseAttemptFenceRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_runner_v1_runner, 0);
+
+/**
+ * @generated from message webcodex.runner.v1.RaiseAttemptFenceResponse
+ */
+export type RaiseAttemptFenceResponse = Message<"webcodex.runner.v1.RaiseAttemptFenceResponse"> & {
+  /**
+   * The Task's mark now (at least the fence raised).
+   *
+   * @generated from field: int64 highest = 1;
+   */
+  highest: bigint;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.runner.v1.RaiseAttemptFenceResponse.
+ * Use `create(RaiseAttemptFenceResponseSchema)` to create a new message.
+ */
+export const RaiseAttemptFenceResponseSchema: GenMessage<RaiseAttemptFenceResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_runner_v1_runner, 1);
 
 /**
  * @generated from message webcodex.runner.v1.ExecuteRequest
@@ -61,7 +102,7 @@ export type ExecuteRequest = Message<"webcodex.runner.v1.ExecuteRequest"> & {
  * Use `create(ExecuteRequestSchema)` to create a new message.
  */
 export const ExecuteRequestSchema: GenMessage<ExecuteRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runner_v1_runner, 0);
+  messageDesc(file_webcodex_runner_v1_runner, 2);
 
 /**
  * @generated from message webcodex.runner.v1.ExecuteResponse
@@ -83,7 +124,7 @@ export type ExecuteResponse = Message<"webcodex.runner.v1.ExecuteResponse"> & {
  * Use `create(ExecuteResponseSchema)` to create a new message.
  */
 export const ExecuteResponseSchema: GenMessage<ExecuteResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runner_v1_runner, 1);
+  messageDesc(file_webcodex_runner_v1_runner, 3);
 
 /**
  * @generated from message webcodex.runner.v1.DescribeRequest
@@ -96,7 +137,7 @@ export type DescribeRequest = Message<"webcodex.runner.v1.DescribeRequest"> & {
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema: GenMessage<DescribeRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runner_v1_runner, 2);
+  messageDesc(file_webcodex_runner_v1_runner, 4);
 
 /**
  * @generated from message webcodex.runner.v1.DescribeResponse
@@ -133,7 +174,7 @@ export type DescribeResponse = Message<"webcodex.runner.v1.DescribeResponse"> & 
  * Use `create(DescribeResponseSchema)` to create a new message.
  */
 export const DescribeResponseSchema: GenMessage<DescribeResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runner_v1_runner, 3);
+  messageDesc(file_webcodex_runner_v1_runner, 5);
 
 /**
  * RunnerService executes canonical tool calls inside one workspace. Only the broker
@@ -161,6 +202,17 @@ export const RunnerService: GenService<{
     methodKind: "unary";
     input: typeof DescribeRequestSchema;
     output: typeof DescribeResponseSchema;
+  },
+  /**
+   * RaiseAttemptFence raises a Task's Attempt fence mark (durably, before answering); a mark
+   * never goes down. Only with the attempt_fencing_v1 capability.
+   *
+   * @generated from rpc webcodex.runner.v1.RunnerService.RaiseAttemptFence
+   */
+  raiseAttemptFence: {
+    methodKind: "unary";
+    input: typeof RaiseAttemptFenceRequestSchema;
+    output: typeof RaiseAttemptFenceResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webcodex_runner_v1_runner, 0);

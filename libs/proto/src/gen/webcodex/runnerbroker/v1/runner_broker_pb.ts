@@ -12,7 +12,53 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/runnerbroker/v1/runner_broker.proto.
  */
 export const file_webcodex_runnerbroker_v1_runner_broker: GenFile = /*@__PURE__*/
-  fileDesc("Cix3ZWJjb2RleC9ydW5uZXJicm9rZXIvdjEvcnVubmVyX2Jyb2tlci5wcm90bxIYd2ViY29kZXgucnVubmVyYnJva2VyLnYxInMKHFJlY29yZEpvYkNvbnRpbnVhdGlvblJlcXVlc3QSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYASABKAkSFQoNcm9vdF9pZGVudGl0eRgCIAEoCRIOCgZqb2JfaWQYAyABKAkSDgoGYWN0aW9uGAQgASgJIpoBCg9Kb2JDb250aW51YXRpb24SEAoIZGlzcGF0Y2gYASABKAkSHAoUcHJlc2VudGVkX2F0X3VuaXhfbXMYAiABKAMSGwoTZGlzcGF0Y2hfYXRfdW5peF9tcxgDIAEoAxIdChVmcmVzaF90dXJuX2F0X3VuaXhfbXMYBCABKAMSGwoTY29uc3VtZWRfYXRfdW5peF9tcxgFIAEoAyK3AQodUmVjb3JkSm9iQ29udGludWF0aW9uUmVzcG9uc2USEAoIam9iX2pzb24YASABKAkSPwoMY29udGludWF0aW9uGAIgASgLMikud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkpvYkNvbnRpbnVhdGlvbhIPCgdhcHBsaWVkGAMgASgIEjIKB2ZhaWx1cmUYBCABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSI2ChZMaXN0UHJvamVjdEpvYnNSZXF1ZXN0EhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAEgASgJIlUKClByb2plY3RKb2ISDgoGam9iX2lkGAEgASgJEg0KBXN0YXRlGAIgASgJEgwKBHRvb2wYAyABKAkSGgoSY3JlYXRlZF9hdF91bml4X21zGAQgASgDImAKF0xpc3RQcm9qZWN0Sm9ic1Jlc3BvbnNlEjIKBGpvYnMYASADKAsyJC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUHJvamVjdEpvYhIRCgl0cnVuY2F0ZWQYAiABKAgi7wEKFVJlZ2lzdGVyUnVubmVyUmVxdWVzdBIRCglydW5uZXJfaWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhIKCnByb2plY3RfaWQYAyABKAkSFQoNcm9vdF9pZGVudGl0eRgEIAEoCRIbChNwcm90b2NvbF9nZW5lcmF0aW9uGAUgASgFEg0KBWJ1aWxkGAYgASgJEhQKDGNhcGFiaWxpdGllcxgHIAMoCRIUCgxlbmRwb2ludF91cmwYCCABKAkSEwoLY29udGFpbm1lbnQYCSABKAkSGAoQc2VwYXJhdGVfam9iX3VpZBgKIAEoCCKlAQoWUmVnaXN0ZXJSdW5uZXJSZXNwb25zZRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYASABKAUSEgoKbGVhc2VfaGVsZBgCIAEoCBINCgVmZW5jZRgDIAEoAxIVCg1wcm9qZWN0X2ZlbmNlGAQgASgDEhQKDGxlYXNlX3R0bF9tcxgFIAEoBRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgGIAEoCSI0ChBIZWFydGJlYXRSZXF1ZXN0EhEKCXJ1bm5lcl9pZBgBIAEoCRINCgVmZW5jZRgCIAEoAyJcChFIZWFydGJlYXRSZXNwb25zZRINCgVrbm93bhgBIAEoCBISCgpsZWFzZV9oZWxkGAIgASgIEg0KBWZlbmNlGAMgASgDEhUKDXByb2plY3RfZmVuY2UYBCABKAMi7gEKD0Rpc3BhdGNoUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhUKDXJvb3RfaWRlbnRpdHkYAyABKAkSDAoEdG9vbBgEIAEoCRIWCg5hcmd1bWVudHNfanNvbhgFIAEoCRI8CghmYWxsYmFjaxgGIAEoCzIqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaEZhbGxiYWNrEjEKB2F0dGVtcHQYByABKAsyIC53ZWJjb2RleC5jb21tb24udjEuQXR0ZW1wdEZlbmNlIjgKEERpc3BhdGNoRmFsbGJhY2sSDAoEdG9vbBgBIAEoCRIWCg5hcmd1bWVudHNfanNvbhgCIAEoCSK4AQoQRGlzcGF0Y2hSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUSGQoRYW5zd2VyZWRfZmFsbGJhY2sYAyABKAgSQAoSY29udGludWF0aW9uX2ZhY3RzGAQgAygLMiQud2ViY29kZXguY29tbW9uLnYxLkNvbnRpbnVhdGlvbkZhY3QiQAoVR2V0RmxlZXRTdGF0dXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIUCgxzdW1tYXJ5X29ubHkYAiABKAgi4gIKDFJ1bm5lclN0YXR1cxIRCglydW5uZXJfaWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhIKCnByb2plY3RfaWQYAyABKAkSGAoQY29ubmVjdGlvbl9zdGF0ZRgEIAEoCRIbChNwcm90b2NvbF9nZW5lcmF0aW9uGAUgASgFEg0KBWJ1aWxkGAYgASgJEhQKDGNhcGFiaWxpdGllcxgHIAMoCRIeChZsYXN0X2hlYXJ0YmVhdF91bml4X21zGAggASgDEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAkgASgJEhIKCmxlYXNlX2hlbGQYCiABKAgSDQoFZmVuY2UYCyABKAMSGQoRYmFzZWxpbmVfY29tcGxldGUYDCABKAgSEQoJaW5fZmxpZ2h0GA0gASgFEhMKC2NvbnRhaW5tZW50GA4gASgJEhgKEHNlcGFyYXRlX2pvYl91aWQYDyABKAgibgoJSm9iQ291bnRzEg4KBmFjdGl2ZRgBIAEoBRIPCgdydW5uaW5nGAIgASgFEg4KBnF1ZXVlZBgDIAEoBRISCgpyZWNvdmVyaW5nGAQgASgFEhwKFGxvc3RfYWZ0ZXJfcmVjb25jaWxlGAUgASgFIu0FCgxGbGVldFN1bW1hcnkSFQoNcnVubmVyc190b3RhbBgBIAEoBRIZChFydW5uZXJzX2Nvbm5lY3RlZBgCIAEoBRIUCgxydW5uZXJzX2xvc3QYAyABKAUSFwoPcnVubmVyc19zdGFuZGJ5GAQgASgFEhYKDnByb2plY3RzX3RvdGFsGAUgASgFEhkKEXByb2plY3RzX3JvdXRhYmxlGAYgASgFEjEKBGpvYnMYByABKAsyIy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSm9iQ291bnRzEiIKGnNlcnZlcl9wcm90b2NvbF9nZW5lcmF0aW9uGAggASgFEhwKFHByb3RvY29sX2dlbmVyYXRpb25zGAkgAygFEg4KBmJ1aWxkcxgKIAMoCRIYChBwcm90b2NvbF9hbGlnbmVkGAsgASgIEhUKDWJ1aWxkX2FsaWduZWQYDCABKAgSFwoPYmFzZWxpbmVfZmF1bHRzGA0gASgFElcKEWNvbm5lY3Rpb25fc3RhdGVzGA4gAygLMjwud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkZsZWV0U3VtbWFyeS5Db25uZWN0aW9uU3RhdGVzRW50cnkSIQoZcHJvamVjdF9jb25jdXJyZW5jeV9saW1pdBgPIAEoBRIRCglpbl9mbGlnaHQYECABKAUSVwoRY29udGFpbm1lbnRfbW9kZXMYESADKAsyPC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRmxlZXRTdW1tYXJ5LkNvbnRhaW5tZW50TW9kZXNFbnRyeRIgChhzZXBhcmF0ZV9qb2JfdWlkX3J1bm5lcnMYEiABKAUaNwoVQ29ubmVjdGlvblN0YXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBToCOAEaNwoVQ29udGFpbm1lbnRNb2Rlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBToCOAEiigEKFkdldEZsZWV0U3RhdHVzUmVzcG9uc2USNwoHcnVubmVycxgBIAMoCzImLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SdW5uZXJTdGF0dXMSNwoHc3VtbWFyeRgCIAEoCzImLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5GbGVldFN1bW1hcnkiSQoSUHJvamVjdEluY2FybmF0aW9uEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAEgASgJEhUKDXJvb3RfaWRlbnRpdHkYAiABKAkiXwodR2V0UHJvamVjdFJ1bm5lclN0YXRlc1JlcXVlc3QSPgoIcHJvamVjdHMYASADKAsyLC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUHJvamVjdEluY2FybmF0aW9uIqUBCh5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVzcG9uc2USVAoGc3RhdGVzGAEgAygLMkQud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXNwb25zZS5TdGF0ZXNFbnRyeRotCgtTdGF0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIo0BChpFbnN1cmVQcm9qZWN0UnVubmVyUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5zb3VyY2VfZ2l0X3VybBgDIAEoCRIWCg5zb3VyY2VfZ2l0X3JlZhgEIAEoCRIYChBjcmVhdGVfd29ya3NwYWNlGAUgASgIIkYKHUdldFByb2plY3RQcm92aXNpb25pbmdSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJImMKHkdldFByb2plY3RQcm92aXNpb25pbmdSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiQgobRW5zdXJlUHJvamVjdFJ1bm5lclJlc3BvbnNlEg4KBmFjdGlvbhgBIAEoCRITCgtydW5uZXJfbmFtZRgCIAEoCSJbChpSZW1vdmVQcm9qZWN0UnVubmVyUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5rZWVwX3dvcmtzcGFjZRgDIAEoCCIuChtSZW1vdmVQcm9qZWN0UnVubmVyUmVzcG9uc2USDwoHcmVtb3ZlZBgBIAEoCDLxCQoTUnVubmVyQnJva2VyU2VydmljZRJzCg5SZWdpc3RlclJ1bm5lchIvLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWdpc3RlclJ1bm5lclJlcXVlc3QaMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVnaXN0ZXJSdW5uZXJSZXNwb25zZRJkCglIZWFydGJlYXQSKi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSGVhcnRiZWF0UmVxdWVzdBorLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5IZWFydGJlYXRSZXNwb25zZRJhCghEaXNwYXRjaBIpLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaFJlcXVlc3QaKi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRGlzcGF0Y2hSZXNwb25zZRJzCg5HZXRGbGVldFN0YXR1cxIvLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRGbGVldFN0YXR1c1JlcXVlc3QaMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0RmxlZXRTdGF0dXNSZXNwb25zZRKLAQoWR2V0UHJvamVjdFJ1bm5lclN0YXRlcxI3LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVxdWVzdBo4LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVzcG9uc2USggEKE0Vuc3VyZVByb2plY3RSdW5uZXISNC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlcXVlc3QaNS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlc3BvbnNlEoIBChNSZW1vdmVQcm9qZWN0UnVubmVyEjQud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXF1ZXN0GjUud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXNwb25zZRKIAQoVUmVjb3JkSm9iQ29udGludWF0aW9uEjYud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlY29yZEpvYkNvbnRpbnVhdGlvblJlcXVlc3QaNy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVjb3JkSm9iQ29udGludWF0aW9uUmVzcG9uc2USdgoPTGlzdFByb2plY3RKb2JzEjAud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkxpc3RQcm9qZWN0Sm9ic1JlcXVlc3QaMS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuTGlzdFByb2plY3RKb2JzUmVzcG9uc2USiwEKFkdldFByb2plY3RQcm92aXNpb25pbmcSNy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0UHJvamVjdFByb3Zpc2lvbmluZ1JlcXVlc3QaOC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0UHJvamVjdFByb3Zpc2lvbmluZ1Jlc3BvbnNlYgZwcm90bzM", [file_webcodex_common_v1_common]);
+  fileDesc("Cix3ZWJjb2RleC9ydW5uZXJicm9rZXIvdjEvcnVubmVyX2Jyb2tlci5wcm90bxIYd2ViY29kZXgucnVubmVyYnJva2VyLnYxInIKH1JhaXNlUHJvamVjdEF0dGVtcHRGZW5jZVJlcXVlc3QSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYASABKAkSMQoHYXR0ZW1wdBgCIAEoCzIgLndlYmNvZGV4LmNvbW1vbi52MS5BdHRlbXB0RmVuY2UiZwogUmFpc2VQcm9qZWN0QXR0ZW1wdEZlbmNlUmVzcG9uc2USDwoHaGlnaGVzdBgBIAEoAxIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUicwocUmVjb3JkSm9iQ29udGludWF0aW9uUmVxdWVzdBIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgBIAEoCRIVCg1yb290X2lkZW50aXR5GAIgASgJEg4KBmpvYl9pZBgDIAEoCRIOCgZhY3Rpb24YBCABKAkimgEKD0pvYkNvbnRpbnVhdGlvbhIQCghkaXNwYXRjaBgBIAEoCRIcChRwcmVzZW50ZWRfYXRfdW5peF9tcxgCIAEoAxIbChNkaXNwYXRjaF9hdF91bml4X21zGAMgASgDEh0KFWZyZXNoX3R1cm5fYXRfdW5peF9tcxgEIAEoAxIbChNjb25zdW1lZF9hdF91bml4X21zGAUgASgDIrcBCh1SZWNvcmRKb2JDb250aW51YXRpb25SZXNwb25zZRIQCghqb2JfanNvbhgBIAEoCRI/Cgxjb250aW51YXRpb24YAiABKAsyKS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSm9iQ29udGludWF0aW9uEg8KB2FwcGxpZWQYAyABKAgSMgoHZmFpbHVyZRgEIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIjYKFkxpc3RQcm9qZWN0Sm9ic1JlcXVlc3QSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYASABKAkiVQoKUHJvamVjdEpvYhIOCgZqb2JfaWQYASABKAkSDQoFc3RhdGUYAiABKAkSDAoEdG9vbBgDIAEoCRIaChJjcmVhdGVkX2F0X3VuaXhfbXMYBCABKAMiYAoXTGlzdFByb2plY3RKb2JzUmVzcG9uc2USMgoEam9icxgBIAMoCzIkLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Qcm9qZWN0Sm9iEhEKCXRydW5jYXRlZBgCIAEoCCLvAQoVUmVnaXN0ZXJSdW5uZXJSZXF1ZXN0EhEKCXJ1bm5lcl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhsKE3Byb3RvY29sX2dlbmVyYXRpb24YBSABKAUSDQoFYnVpbGQYBiABKAkSFAoMY2FwYWJpbGl0aWVzGAcgAygJEhQKDGVuZHBvaW50X3VybBgIIAEoCRITCgtjb250YWlubWVudBgJIAEoCRIYChBzZXBhcmF0ZV9qb2JfdWlkGAogASgIIqUBChZSZWdpc3RlclJ1bm5lclJlc3BvbnNlEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgBIAEoBRISCgpsZWFzZV9oZWxkGAIgASgIEg0KBWZlbmNlGAMgASgDEhUKDXByb2plY3RfZmVuY2UYBCABKAMSFAoMbGVhc2VfdHRsX21zGAUgASgFEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAYgASgJIjQKEEhlYXJ0YmVhdFJlcXVlc3QSEQoJcnVubmVyX2lkGAEgASgJEg0KBWZlbmNlGAIgASgDIlwKEUhlYXJ0YmVhdFJlc3BvbnNlEg0KBWtub3duGAEgASgIEhIKCmxlYXNlX2hlbGQYAiABKAgSDQoFZmVuY2UYAyABKAMSFQoNcHJvamVjdF9mZW5jZRgEIAEoAyLuAQoPRGlzcGF0Y2hSZXF1ZXN0Eg8KB2NhbGxfaWQYASABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYAiABKAkSFQoNcm9vdF9pZGVudGl0eRgDIAEoCRIMCgR0b29sGAQgASgJEhYKDmFyZ3VtZW50c19qc29uGAUgASgJEjwKCGZhbGxiYWNrGAYgASgLMioud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkRpc3BhdGNoRmFsbGJhY2sSMQoHYXR0ZW1wdBgHIAEoCzIgLndlYmNvZGV4LmNvbW1vbi52MS5BdHRlbXB0RmVuY2UiOAoQRGlzcGF0Y2hGYWxsYmFjaxIMCgR0b29sGAEgASgJEhYKDmFyZ3VtZW50c19qc29uGAIgASgJIrgBChBEaXNwYXRjaFJlc3BvbnNlEhMKC3Jlc3VsdF9qc29uGAEgASgJEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZRIZChFhbnN3ZXJlZF9mYWxsYmFjaxgDIAEoCBJAChJjb250aW51YXRpb25fZmFjdHMYBCADKAsyJC53ZWJjb2RleC5jb21tb24udjEuQ29udGludWF0aW9uRmFjdCJAChVHZXRGbGVldFN0YXR1c1JlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEhQKDHN1bW1hcnlfb25seRgCIAEoCCLiAgoMUnVubmVyU3RhdHVzEhEKCXJ1bm5lcl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIYChBjb25uZWN0aW9uX3N0YXRlGAQgASgJEhsKE3Byb3RvY29sX2dlbmVyYXRpb24YBSABKAUSDQoFYnVpbGQYBiABKAkSFAoMY2FwYWJpbGl0aWVzGAcgAygJEh4KFmxhc3RfaGVhcnRiZWF0X3VuaXhfbXMYCCABKAMSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYCSABKAkSEgoKbGVhc2VfaGVsZBgKIAEoCBINCgVmZW5jZRgLIAEoAxIZChFiYXNlbGluZV9jb21wbGV0ZRgMIAEoCBIRCglpbl9mbGlnaHQYDSABKAUSEwoLY29udGFpbm1lbnQYDiABKAkSGAoQc2VwYXJhdGVfam9iX3VpZBgPIAEoCCJuCglKb2JDb3VudHMSDgoGYWN0aXZlGAEgASgFEg8KB3J1bm5pbmcYAiABKAUSDgoGcXVldWVkGAMgASgFEhIKCnJlY292ZXJpbmcYBCABKAUSHAoUbG9zdF9hZnRlcl9yZWNvbmNpbGUYBSABKAUi7QUKDEZsZWV0U3VtbWFyeRIVCg1ydW5uZXJzX3RvdGFsGAEgASgFEhkKEXJ1bm5lcnNfY29ubmVjdGVkGAIgASgFEhQKDHJ1bm5lcnNfbG9zdBgDIAEoBRIXCg9ydW5uZXJzX3N0YW5kYnkYBCABKAUSFgoOcHJvamVjdHNfdG90YWwYBSABKAUSGQoRcHJvamVjdHNfcm91dGFibGUYBiABKAUSMQoEam9icxgHIAEoCzIjLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Kb2JDb3VudHMSIgoac2VydmVyX3Byb3RvY29sX2dlbmVyYXRpb24YCCABKAUSHAoUcHJvdG9jb2xfZ2VuZXJhdGlvbnMYCSADKAUSDgoGYnVpbGRzGAogAygJEhgKEHByb3RvY29sX2FsaWduZWQYCyABKAgSFQoNYnVpbGRfYWxpZ25lZBgMIAEoCBIXCg9iYXNlbGluZV9mYXVsdHMYDSABKAUSVwoRY29ubmVjdGlvbl9zdGF0ZXMYDiADKAsyPC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRmxlZXRTdW1tYXJ5LkNvbm5lY3Rpb25TdGF0ZXNFbnRyeRIhChlwcm9qZWN0X2NvbmN1cnJlbmN5X2xpbWl0GA8gASgFEhEKCWluX2ZsaWdodBgQIAEoBRJXChFjb250YWlubWVudF9tb2RlcxgRIAMoCzI8LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5GbGVldFN1bW1hcnkuQ29udGFpbm1lbnRNb2Rlc0VudHJ5EiAKGHNlcGFyYXRlX2pvYl91aWRfcnVubmVycxgSIAEoBRo3ChVDb25uZWN0aW9uU3RhdGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4ARo3ChVDb250YWlubWVudE1vZGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4ASKKAQoWR2V0RmxlZXRTdGF0dXNSZXNwb25zZRI3CgdydW5uZXJzGAEgAygLMiYud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJ1bm5lclN0YXR1cxI3CgdzdW1tYXJ5GAIgASgLMiYud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkZsZWV0U3VtbWFyeSJJChJQcm9qZWN0SW5jYXJuYXRpb24SHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYASABKAkSFQoNcm9vdF9pZGVudGl0eRgCIAEoCSJfCh1HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVxdWVzdBI+Cghwcm9qZWN0cxgBIAMoCzIsLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Qcm9qZWN0SW5jYXJuYXRpb24ipQEKHkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXNwb25zZRJUCgZzdGF0ZXMYASADKAsyRC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0UHJvamVjdFJ1bm5lclN0YXRlc1Jlc3BvbnNlLlN0YXRlc0VudHJ5Gi0KC1N0YXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijQEKGkVuc3VyZVByb2plY3RSdW5uZXJSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhYKDnNvdXJjZV9naXRfdXJsGAMgASgJEhYKDnNvdXJjZV9naXRfcmVmGAQgASgJEhgKEGNyZWF0ZV93b3Jrc3BhY2UYBSABKAgiRgodR2V0UHJvamVjdFByb3Zpc2lvbmluZ1JlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiYwoeR2V0UHJvamVjdFByb3Zpc2lvbmluZ1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJCChtFbnN1cmVQcm9qZWN0UnVubmVyUmVzcG9uc2USDgoGYWN0aW9uGAEgASgJEhMKC3J1bm5lcl9uYW1lGAIgASgJIlsKGlJlbW92ZVByb2plY3RSdW5uZXJSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhYKDmtlZXBfd29ya3NwYWNlGAMgASgIIi4KG1JlbW92ZVByb2plY3RSdW5uZXJSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIMoULChNSdW5uZXJCcm9rZXJTZXJ2aWNlEnMKDlJlZ2lzdGVyUnVubmVyEi8ud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlZ2lzdGVyUnVubmVyUmVxdWVzdBowLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWdpc3RlclJ1bm5lclJlc3BvbnNlEmQKCUhlYXJ0YmVhdBIqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5IZWFydGJlYXRSZXF1ZXN0Gisud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkhlYXJ0YmVhdFJlc3BvbnNlEmEKCERpc3BhdGNoEikud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkRpc3BhdGNoUmVxdWVzdBoqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaFJlc3BvbnNlEnMKDkdldEZsZWV0U3RhdHVzEi8ud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldEZsZWV0U3RhdHVzUmVxdWVzdBowLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRGbGVldFN0YXR1c1Jlc3BvbnNlEosBChZHZXRQcm9qZWN0UnVubmVyU3RhdGVzEjcud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXF1ZXN0Gjgud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXNwb25zZRKCAQoTRW5zdXJlUHJvamVjdFJ1bm5lchI0LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5FbnN1cmVQcm9qZWN0UnVubmVyUmVxdWVzdBo1LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5FbnN1cmVQcm9qZWN0UnVubmVyUmVzcG9uc2USggEKE1JlbW92ZVByb2plY3RSdW5uZXISNC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVtb3ZlUHJvamVjdFJ1bm5lclJlcXVlc3QaNS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVtb3ZlUHJvamVjdFJ1bm5lclJlc3BvbnNlEogBChVSZWNvcmRKb2JDb250aW51YXRpb24SNi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVjb3JkSm9iQ29udGludWF0aW9uUmVxdWVzdBo3LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWNvcmRKb2JDb250aW51YXRpb25SZXNwb25zZRJ2Cg9MaXN0UHJvamVjdEpvYnMSMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuTGlzdFByb2plY3RKb2JzUmVxdWVzdBoxLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5MaXN0UHJvamVjdEpvYnNSZXNwb25zZRKLAQoWR2V0UHJvamVjdFByb3Zpc2lvbmluZxI3LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UHJvdmlzaW9uaW5nUmVxdWVzdBo4LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UHJvdmlzaW9uaW5nUmVzcG9uc2USkQEKGFJhaXNlUHJvamVjdEF0dGVtcHRGZW5jZRI5LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SYWlzZVByb2plY3RBdHRlbXB0RmVuY2VSZXF1ZXN0Gjoud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJhaXNlUHJvamVjdEF0dGVtcHRGZW5jZVJlc3BvbnNlYgZwcm90bzM", [file_webcodex_common_v1_common]);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.RaiseProjectAttemptFenceRequest
+ */
+export type RaiseProjectAttemptFenceRequest = Message<"webcodex.runnerbroker.v1.RaiseProjectAttemptFenceRequest"> & {
+  /**
+   * @generated from field: string project_canonical_id = 1;
+   */
+  projectCanonicalId: string;
+
+  /**
+   * @generated from field: webcodex.common.v1.AttemptFence attempt = 2;
+   */
+  attempt?: AttemptFence | undefined;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.RaiseProjectAttemptFenceRequest.
+ * Use `create(RaiseProjectAttemptFenceRequestSchema)` to create a new message.
+ */
+export const RaiseProjectAttemptFenceRequestSchema: GenMessage<RaiseProjectAttemptFenceRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 0);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.RaiseProjectAttemptFenceResponse
+ */
+export type RaiseProjectAttemptFenceResponse = Message<"webcodex.runnerbroker.v1.RaiseProjectAttemptFenceResponse"> & {
+  /**
+   * The Runner's mark for the Task now (at least the fence raised).
+   *
+   * @generated from field: int64 highest = 1;
+   */
+  highest: bigint;
+
+  /**
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.RaiseProjectAttemptFenceResponse.
+ * Use `create(RaiseProjectAttemptFenceResponseSchema)` to create a new message.
+ */
+export const RaiseProjectAttemptFenceResponseSchema: GenMessage<RaiseProjectAttemptFenceResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 1);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RecordJobContinuationRequest
@@ -46,7 +92,7 @@ export type RecordJobContinuationRequest = Message<"webcodex.runnerbroker.v1.Rec
  * Use `create(RecordJobContinuationRequestSchema)` to create a new message.
  */
 export const RecordJobContinuationRequestSchema: GenMessage<RecordJobContinuationRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 0);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 2);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.JobContinuation
@@ -85,7 +131,7 @@ export type JobContinuation = Message<"webcodex.runnerbroker.v1.JobContinuation"
  * Use `create(JobContinuationSchema)` to create a new message.
  */
 export const JobContinuationSchema: GenMessage<JobContinuation> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 1);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 3);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RecordJobContinuationResponse
@@ -121,7 +167,7 @@ export type RecordJobContinuationResponse = Message<"webcodex.runnerbroker.v1.Re
  * Use `create(RecordJobContinuationResponseSchema)` to create a new message.
  */
 export const RecordJobContinuationResponseSchema: GenMessage<RecordJobContinuationResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 2);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 4);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.ListProjectJobsRequest
@@ -138,7 +184,7 @@ export type ListProjectJobsRequest = Message<"webcodex.runnerbroker.v1.ListProje
  * Use `create(ListProjectJobsRequestSchema)` to create a new message.
  */
 export const ListProjectJobsRequestSchema: GenMessage<ListProjectJobsRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 3);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 5);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.ProjectJob
@@ -170,7 +216,7 @@ export type ProjectJob = Message<"webcodex.runnerbroker.v1.ProjectJob"> & {
  * Use `create(ProjectJobSchema)` to create a new message.
  */
 export const ProjectJobSchema: GenMessage<ProjectJob> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 4);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 6);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.ListProjectJobsResponse
@@ -192,7 +238,7 @@ export type ListProjectJobsResponse = Message<"webcodex.runnerbroker.v1.ListProj
  * Use `create(ListProjectJobsResponseSchema)` to create a new message.
  */
 export const ListProjectJobsResponseSchema: GenMessage<ListProjectJobsResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 5);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 7);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RegisterRunnerRequest
@@ -260,7 +306,7 @@ export type RegisterRunnerRequest = Message<"webcodex.runnerbroker.v1.RegisterRu
  * Use `create(RegisterRunnerRequestSchema)` to create a new message.
  */
 export const RegisterRunnerRequestSchema: GenMessage<RegisterRunnerRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 6);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 8);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RegisterRunnerResponse
@@ -311,7 +357,7 @@ export type RegisterRunnerResponse = Message<"webcodex.runnerbroker.v1.RegisterR
  * Use `create(RegisterRunnerResponseSchema)` to create a new message.
  */
 export const RegisterRunnerResponseSchema: GenMessage<RegisterRunnerResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 7);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 9);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.HeartbeatRequest
@@ -336,7 +382,7 @@ export type HeartbeatRequest = Message<"webcodex.runnerbroker.v1.HeartbeatReques
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 8);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 10);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.HeartbeatResponse
@@ -374,7 +420,7 @@ export type HeartbeatResponse = Message<"webcodex.runnerbroker.v1.HeartbeatRespo
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 9);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 11);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.DispatchRequest
@@ -429,7 +475,7 @@ export type DispatchRequest = Message<"webcodex.runnerbroker.v1.DispatchRequest"
  * Use `create(DispatchRequestSchema)` to create a new message.
  */
 export const DispatchRequestSchema: GenMessage<DispatchRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 10);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 12);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.DispatchFallback
@@ -451,7 +497,7 @@ export type DispatchFallback = Message<"webcodex.runnerbroker.v1.DispatchFallbac
  * Use `create(DispatchFallbackSchema)` to create a new message.
  */
 export const DispatchFallbackSchema: GenMessage<DispatchFallback> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 11);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 13);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.DispatchResponse
@@ -489,7 +535,7 @@ export type DispatchResponse = Message<"webcodex.runnerbroker.v1.DispatchRespons
  * Use `create(DispatchResponseSchema)` to create a new message.
  */
 export const DispatchResponseSchema: GenMessage<DispatchResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 12);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 14);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetFleetStatusRequest
@@ -515,7 +561,7 @@ export type GetFleetStatusRequest = Message<"webcodex.runnerbroker.v1.GetFleetSt
  * Use `create(GetFleetStatusRequestSchema)` to create a new message.
  */
 export const GetFleetStatusRequestSchema: GenMessage<GetFleetStatusRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 13);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 15);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RunnerStatus
@@ -612,7 +658,7 @@ export type RunnerStatus = Message<"webcodex.runnerbroker.v1.RunnerStatus"> & {
  * Use `create(RunnerStatusSchema)` to create a new message.
  */
 export const RunnerStatusSchema: GenMessage<RunnerStatus> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 14);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 16);
 
 /**
  * JobCounts are the live and reconciled Job counts from the broker's one counting path.
@@ -656,7 +702,7 @@ export type JobCounts = Message<"webcodex.runnerbroker.v1.JobCounts"> & {
  * Use `create(JobCountsSchema)` to create a new message.
  */
 export const JobCountsSchema: GenMessage<JobCounts> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 15);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 17);
 
 /**
  * FleetSummary is the sparse fleet status: counts and alignment facts only, no rows,
@@ -785,7 +831,7 @@ export type FleetSummary = Message<"webcodex.runnerbroker.v1.FleetSummary"> & {
  * Use `create(FleetSummarySchema)` to create a new message.
  */
 export const FleetSummarySchema: GenMessage<FleetSummary> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 16);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 18);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetFleetStatusResponse
@@ -809,7 +855,7 @@ export type GetFleetStatusResponse = Message<"webcodex.runnerbroker.v1.GetFleetS
  * Use `create(GetFleetStatusResponseSchema)` to create a new message.
  */
 export const GetFleetStatusResponseSchema: GenMessage<GetFleetStatusResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 17);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 19);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.ProjectIncarnation
@@ -831,7 +877,7 @@ export type ProjectIncarnation = Message<"webcodex.runnerbroker.v1.ProjectIncarn
  * Use `create(ProjectIncarnationSchema)` to create a new message.
  */
 export const ProjectIncarnationSchema: GenMessage<ProjectIncarnation> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 18);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 20);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetProjectRunnerStatesRequest
@@ -848,7 +894,7 @@ export type GetProjectRunnerStatesRequest = Message<"webcodex.runnerbroker.v1.Ge
  * Use `create(GetProjectRunnerStatesRequestSchema)` to create a new message.
  */
 export const GetProjectRunnerStatesRequestSchema: GenMessage<GetProjectRunnerStatesRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 19);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 21);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetProjectRunnerStatesResponse
@@ -869,7 +915,7 @@ export type GetProjectRunnerStatesResponse = Message<"webcodex.runnerbroker.v1.G
  * Use `create(GetProjectRunnerStatesResponseSchema)` to create a new message.
  */
 export const GetProjectRunnerStatesResponseSchema: GenMessage<GetProjectRunnerStatesResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 20);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 22);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.EnsureProjectRunnerRequest
@@ -914,7 +960,7 @@ export type EnsureProjectRunnerRequest = Message<"webcodex.runnerbroker.v1.Ensur
  * Use `create(EnsureProjectRunnerRequestSchema)` to create a new message.
  */
 export const EnsureProjectRunnerRequestSchema: GenMessage<EnsureProjectRunnerRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 21);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 23);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetProjectProvisioningRequest
@@ -936,7 +982,7 @@ export type GetProjectProvisioningRequest = Message<"webcodex.runnerbroker.v1.Ge
  * Use `create(GetProjectProvisioningRequestSchema)` to create a new message.
  */
 export const GetProjectProvisioningRequestSchema: GenMessage<GetProjectProvisioningRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 22);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 24);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetProjectProvisioningResponse
@@ -960,7 +1006,7 @@ export type GetProjectProvisioningResponse = Message<"webcodex.runnerbroker.v1.G
  * Use `create(GetProjectProvisioningResponseSchema)` to create a new message.
  */
 export const GetProjectProvisioningResponseSchema: GenMessage<GetProjectProvisioningResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 23);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 25);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.EnsureProjectRunnerResponse
@@ -986,7 +1032,7 @@ export type EnsureProjectRunnerResponse = Message<"webcodex.runnerbroker.v1.Ensu
  * Use `create(EnsureProjectRunnerResponseSchema)` to create a new message.
  */
 export const EnsureProjectRunnerResponseSchema: GenMessage<EnsureProjectRunnerResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 24);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 26);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RemoveProjectRunnerRequest
@@ -1015,7 +1061,7 @@ export type RemoveProjectRunnerRequest = Message<"webcodex.runnerbroker.v1.Remov
  * Use `create(RemoveProjectRunnerRequestSchema)` to create a new message.
  */
 export const RemoveProjectRunnerRequestSchema: GenMessage<RemoveProjectRunnerRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 25);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 27);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RemoveProjectRunnerResponse
@@ -1034,7 +1080,7 @@ export type RemoveProjectRunnerResponse = Message<"webcodex.runnerbroker.v1.Remo
  * Use `create(RemoveProjectRunnerResponseSchema)` to create a new message.
  */
 export const RemoveProjectRunnerResponseSchema: GenMessage<RemoveProjectRunnerResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 26);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 28);
 
 /**
  * RunnerBrokerService knows which Runner serves which Project and what it can do, who
@@ -1157,6 +1203,18 @@ export const RunnerBrokerService: GenService<{
     methodKind: "unary";
     input: typeof GetProjectProvisioningRequestSchema;
     output: typeof GetProjectProvisioningResponseSchema;
+  },
+  /**
+   * RaiseProjectAttemptFence tells the Project's lease holder that a Task's Attempt fence rose (a new
+   * Attempt started), and answers once that Runner has recorded it durably: from then on it
+   * refuses calls of the Task's earlier Attempts. A failure means no Runner was told.
+   *
+   * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.RaiseProjectAttemptFence
+   */
+  raiseProjectAttemptFence: {
+    methodKind: "unary";
+    input: typeof RaiseProjectAttemptFenceRequestSchema;
+    output: typeof RaiseProjectAttemptFenceResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_webcodex_runnerbroker_v1_runner_broker, 0);
