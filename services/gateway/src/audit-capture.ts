@@ -4,7 +4,7 @@
  * limit). Pure; the recorder stores what is captured here.
  */
 import { randomUUID } from "node:crypto";
-import { FailureStage, forwardedCall, ReasonCode, toolDefinition, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, forwardedCall, ReasonCode, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { InputNormalization, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape } from "@webcodex/platform";
 import type { ArgumentShapeSketch, ShapeSchema } from "@webcodex/platform";
@@ -98,7 +98,7 @@ export function auditNotDurableFailure(outcome: Outcome, stateChanged: boolean, 
     : stateChanged
       ? "it did change the project: do not repeat it"
       : "it changed nothing";
-  return toolFailure(ReasonCode.dependencyUnavailable, FailureStage.record, {
+  return toolFailure(ReasonCode.dependencyUnavailable, PipelineStage.record, {
     detail_code: "audit_not_durable",
     state_changed: stateChanged,
     outcome_unknown: outcomeUnknown,

@@ -3,8 +3,8 @@
  * timing, and the mapping of a transport error to a failure that says what is known.
  */
 import { ConnectError } from "@connectrpc/connect";
-import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
-import type { CanonicalCall, FailureStage as Stage, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import type { CanonicalCall, PipelineStage as Stage, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { connectCodeName, provenNotSent, withSpan } from "@webcodex/platform";
 import type { ContinuationFact } from "@webcodex/proto";
 import type { Caller } from "./auth.js";
@@ -65,7 +65,7 @@ export async function timedStage<T>(stages: Record<string, number>, name: StageN
  */
 export function dependencyFailure(error: unknown, stage: Stage, effectful: boolean): ToolFailure {
   const ce = ConnectError.from(error);
-  const unknown = stage === FailureStage.dispatch && effectful && !provenNotSent(error);
+  const unknown = stage === PipelineStage.dispatch && effectful && !provenNotSent(error);
   return toolFailure(ReasonCode.dependencyUnavailable, stage, {
     detail_code: connectCodeName(ce.code),
     outcome_unknown: unknown,

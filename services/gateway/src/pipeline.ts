@@ -13,7 +13,7 @@ import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
-  FailureStage,
+  PipelineStage,
   forwardedCall,
   gatewayRefusal,
   normalizeToolCall,
@@ -96,7 +96,7 @@ export function createPipeline(deps: PipelineDeps) {
         deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
       );
       if (resolved.failure || !resolved.project)
-        return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+        return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
       ctx.projectCanonicalId = resolved.project.canonicalId;
       return { ok: true, canonicalId: resolved.project.canonicalId, rootIdentity: resolved.project.rootIdentity };
     };
@@ -129,13 +129,13 @@ export function createPipeline(deps: PipelineDeps) {
           // create_session writes: a lost answer leaves its effect unknown.
           return {
             ok: false,
-            failure: dependencyFailure(error, def.effect === "read_only" ? FailureStage.resolution : FailureStage.dispatch, def.effect !== "read_only"),
+            failure: dependencyFailure(error, def.effect === "read_only" ? PipelineStage.resolution : PipelineStage.dispatch, def.effect !== "read_only"),
           };
         }
       case "runner":
         return runOnRunner(def, args, ctx, callId);
       case "broker":
-        return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
+        return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handler" }) };
     }
   }
 
@@ -188,7 +188,7 @@ export function createPipeline(deps: PipelineDeps) {
       catalog = await deps.catalogs.get(caller.admissionProfile, caller.hostProfile ?? deps.hostProfile);
     } catch (error) {
       // Audited as the tool call_runtime_tool would have run, as every other refusal here.
-      return { ok: false, failure: dependencyFailure(error, FailureStage.admission, false), ...forwardedCall(tool, rawArgs) };
+      return { ok: false, failure: dependencyFailure(error, PipelineStage.admission, false), ...forwardedCall(tool, rawArgs) };
     }
     if (tool !== "call_runtime_tool" || !catalog.admitted.has(tool)) return { ok: true, catalog, tool, args: rawArgs };
     const outer = normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) });
@@ -197,7 +197,7 @@ export function createPipeline(deps: PipelineDeps) {
     const innerArgs = outer.arguments["arguments"];
     const refusal = gatewayRefusal(inner);
     if (refusal) {
-      const failure = toolFailure(refusal.reason_code, FailureStage.admission, {
+      const failure = toolFailure(refusal.reason_code, PipelineStage.admission, {
         detail_code: refusal.detail_code,
         evidence: { field: "/tool" },
         message: refusal.message,
@@ -215,10 +215,10 @@ export function createPipeline(deps: PipelineDeps) {
       const effectful = def.effect !== "read_only";
       if (error instanceof ConnectError) {
         deps.logger.warn("tool call dependency failed", { tool: def.name, error: error.message });
-        return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, effectful) };
+        return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, effectful) };
       }
       deps.logger.error("tool call failed unexpectedly", { tool: def.name, error });
-      return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "unhandled_error", outcome_unknown: effectful }) };
+      return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "unhandled_error", outcome_unknown: effectful }) };
     }
   }
 

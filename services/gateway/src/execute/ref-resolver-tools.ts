@@ -4,7 +4,7 @@
  */
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { CallContext, Outcome } from "../call-context.js";
@@ -44,7 +44,7 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         if (res.failure || !res.session)
           return {
             ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }),
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_session" }),
           };
         ctx.projectCanonicalId = res.session.projectCanonicalId;
         ctx.sessionId = res.session.sessionId;
@@ -55,7 +55,7 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         if (res.failure || !res.project)
           return {
             ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_project" }),
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_project" }),
           };
         ctx.projectCanonicalId = res.project.canonicalId;
         return { ok: true, result: { project_id: res.project.canonicalId, visibility: res.project.visibility, ...(res.changed ? {} : { unchanged: true }) } };
@@ -65,7 +65,7 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         if (res.failure || !res.session)
           return {
             ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }),
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_session" }),
           };
         ctx.projectCanonicalId = res.session.projectCanonicalId;
         ctx.sessionId = res.session.sessionId;
@@ -76,14 +76,14 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         if (res.failure || !res.handoff)
           return {
             ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handoff" }),
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handoff" }),
           };
         ctx.projectCanonicalId = res.handoff.session?.projectCanonicalId ?? "";
         ctx.sessionId = res.handoff.session?.sessionId ?? "";
         return { ok: true, result: handoffView(res.handoff) };
       }
       default: {
-        if (def.category !== "agents") return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
+        if (def.category !== "agents") return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handler" }) };
         const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, options);
         ctx.projectCanonicalId = res.projectCanonicalId;
         if (res.continuationFacts?.length) ctx.continuationFacts = res.continuationFacts;

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, toolDefinition, toolFailure, failureFromWire } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolDefinition, toolFailure, failureFromWire } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
@@ -77,10 +77,10 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
         deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
       );
     } catch (error) {
-      return { ok: false, failure: dependencyFailure(error, FailureStage.resolution, false) };
+      return { ok: false, failure: dependencyFailure(error, PipelineStage.resolution, false) };
     }
     if (resolved.failure || !resolved.project)
-      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
     const project = resolved.project;
     ctx.projectCanonicalId = project.canonicalId;
     const sessionSelector = args["session_id"] as string | undefined;
@@ -130,7 +130,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
       );
       return res.failure ? { failure: failureFromWire(res.failure) } : { attempt: { taskId: res.taskId, fence: res.attemptFence } };
     } catch (error) {
-      return { failure: dependencyFailure(error, FailureStage.authorization, false) };
+      return { failure: dependencyFailure(error, PipelineStage.authorization, false) };
     } finally {
       ctx.stages["admit_attempt"] = micros(t);
     }
@@ -145,11 +145,13 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       );
       if (res.failure || !res.session)
-        return res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "session_not_found" });
+        return res.failure
+          ? failureFromWire(res.failure)
+          : toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, { detail_code: "session_not_found" });
       ctx.sessionId = res.session.sessionId;
       return undefined;
     } catch (error) {
-      return dependencyFailure(error, FailureStage.resolution, false);
+      return dependencyFailure(error, PipelineStage.resolution, false);
     } finally {
       ctx.stages["resolve_session"] = micros(t);
     }
@@ -226,7 +228,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
       if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
       return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
     } catch (error) {
-      return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, def.effect !== "read_only") };
+      return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, def.effect !== "read_only") };
     }
   }
 

@@ -3,7 +3,7 @@
  * record and its validation, failures, and the handoff recap built from aggregates.
  */
 import { randomBytes } from "node:crypto";
-import { FailureStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { SessionCall, SessionPath, SessionValidation } from "@webcodex/proto";
 import { parseRef, RefKind } from "../refs/ref-codes.js";
@@ -116,21 +116,21 @@ export function sessionCallProblem(call: SessionCallInput): string | undefined {
 // ── failures: a foreign Session fails exactly like one that does not exist ──
 
 export function sessionNotFound(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, {
     detail_code: "session_not_found",
     message: "No such session for this caller; create_session starts one.",
   });
 }
 
 export function invalidSessionSelector(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, {
     detail_code: "invalid_session_selector",
     message: "session_id must be a session_ref like ~s1 or a wc_sess_* id.",
   });
 }
 
 export function sessionProjectUnavailable(): ToolFailure {
-  return toolFailure(ReasonCode.projectNotFound, FailureStage.authorization, {
+  return toolFailure(ReasonCode.projectNotFound, PipelineStage.authorization, {
     detail_code: "session_project_unavailable",
     message: "This session's project is no longer available to you; call list_projects and create a new session.",
     follow_up: listProjectsFollowUp(),
@@ -138,21 +138,21 @@ export function sessionProjectUnavailable(): ToolFailure {
 }
 
 export function sessionProjectMismatch(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.authorization, {
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.authorization, {
     detail_code: "session_project_mismatch",
     message: "This session belongs to another project; pass that project or a session of this one.",
   });
 }
 
 export function sessionClosed(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.authorization, {
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.authorization, {
     detail_code: "session_closed",
     message: "This session is closed; it records no further calls. read_session_handoff still works.",
   });
 }
 
 export function invalidTitle(detail: string): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: detail, evidence: { max_chars: SESSION_TITLE_MAX } });
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: detail, evidence: { max_chars: SESSION_TITLE_MAX } });
 }
 
 // ── handoff ──

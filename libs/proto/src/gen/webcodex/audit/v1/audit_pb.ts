@@ -103,7 +103,7 @@ export type ActionRecord = Message<"webcodex.audit.v1.ActionRecord"> & {
   stageDurationsUs: { [key: string]: number };
 
   /**
-   * The pipeline stage that decided a failure (FailureStage); empty on success.
+   * The pipeline stage that decided a failure (PipelineStage); empty on success.
    *
    * @generated from field: string failure_stage = 16;
    */
