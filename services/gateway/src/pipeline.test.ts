@@ -118,7 +118,7 @@ describe("pipeline audit", () => {
     assert.match(record.argumentShape?.fingerprint ?? "", /^[0-9a-f]{16}$/);
     assert.ok((record.resultSize?.canonicalBytes ?? 0) > 0);
     assert.equal(record.resultSize?.projectedBytes, Buffer.byteLength(JSON.stringify(result.structuredContent)), "sizes are of what the model saw");
-    assert.deepEqual(Object.keys(record.stageDurationsUs ?? {}).sort(), ["dispatch", "normalize", "project", "resolve"]);
+    assert.deepEqual(Object.keys(record.stageDurationsUs ?? {}).sort(), ["dispatch", "normalization", "projection", "resolution"]);
     assert.doesNotMatch(
       JSON.stringify(record, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)),
       /README|~p1/,

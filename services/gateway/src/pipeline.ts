@@ -13,6 +13,7 @@ import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
+  CallOutcome,
   PipelineStage,
   forwardedCall,
   gatewayRefusal,
@@ -27,7 +28,7 @@ import {
   failureFromWire,
 } from "@webcodex/contracts";
 import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
-import type { HostProfile, InputNormalization, ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { HostProfile, InputNormalization, ModelWorkflowPolicy, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape, createCallMetrics, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
@@ -92,7 +93,7 @@ export function createPipeline(deps: PipelineDeps) {
   const resolveFor =
     (ctx: CallContext): ResolveProject =>
     async (selector) => {
-      const resolved = await timedStage(ctx.stages, "resolve", () =>
+      const resolved = await timedStage(ctx.stages, PipelineStage.resolution, () =>
         deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
       );
       if (resolved.failure || !resolved.project)
@@ -124,7 +125,7 @@ export function createPipeline(deps: PipelineDeps) {
         return runOnGateway(def, args, ctx);
       case "ref_resolver":
         try {
-          return await timedStage(ctx.stages, "resolve", () => runOnRefResolver(def, args, ctx));
+          return await timedStage(ctx.stages, PipelineStage.resolution, () => runOnRefResolver(def, args, ctx));
         } catch (error) {
           // create_session writes: a lost answer leaves its effect unknown.
           return {
@@ -234,7 +235,7 @@ export function createPipeline(deps: PipelineDeps) {
   async function callInSpan(caller: Caller, requestedTool: string, requestedArgs: unknown, signal: AbortSignal, span: CallSpan): Promise<ModelResult> {
     const started = Date.now();
     const t0 = now();
-    const stages: Record<string, number> = {};
+    const stages: StageTimings = {};
     const callId = randomUUID();
 
     const admission = await admit(caller, requestedTool, requestedArgs);
@@ -254,7 +255,9 @@ export function createPipeline(deps: PipelineDeps) {
       outcome = { ok: false, failure: admission.failure };
     } else {
       const catalog = admission.catalog;
-      const normalized = await timedStage(stages, "normalize", () => normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) }));
+      const normalized = await timedStage(stages, PipelineStage.normalization, () =>
+        normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) }),
+      );
       if (!normalized.ok) {
         outcome = { ok: false, failure: normalized.failure };
       } else {
@@ -289,7 +292,7 @@ export function createPipeline(deps: PipelineDeps) {
     const { stateChanged, outcomeUnknown, tool: toolName } = captured;
 
     // The late, pure projection: a new object; the canonical result stays as captured.
-    const projected = await timedStage(stages, "project", () => projectForModel(def, outcome, normalization, args));
+    const projected = await timedStage(stages, PipelineStage.projection, () => projectForModel(def, outcome, normalization, args));
     const resultSize = outcome.ok ? measureProjection(canonicalBytes, projected.structuredContent, args) : undefined;
     const validation = outcome.ok ? validationVerdict(outcome.result) : undefined;
     const record: ActionRecordInit = {
@@ -304,7 +307,7 @@ export function createPipeline(deps: PipelineDeps) {
 
     let result = projected;
     try {
-      await timedStage(stages, "record", () => deps.audit.record(record, durable));
+      await timedStage(stages, PipelineStage.record, () => deps.audit.record(record, durable));
     } catch (error) {
       if (!durable) {
         deps.logger.warn("audit record not queued", { tool: toolName, error });
@@ -333,7 +336,7 @@ export function createPipeline(deps: PipelineDeps) {
     if (reasonCode) span?.setAttribute("webcodex.reason_code", reasonCode);
     callMetrics?.observeCall({
       tool: toolName,
-      outcome: result.isError ? "failure" : "success",
+      outcome: result.isError ? CallOutcome.failure : CallOutcome.success,
       reasonCode,
       durationSeconds: (now() - t0) / 1000,
       stagesUs: stages,

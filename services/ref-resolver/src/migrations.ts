@@ -771,4 +771,18 @@ CREATE TABLE {{schema}}.agent_event_reads (
 );
 `,
   },
+  {
+    // A Session call's outcome in the platform's one spelling (CallOutcome): ok and failed
+    // become success and failure. The table is append-only, so its trigger steps aside for this
+    // one rewrite, inside the migration's transaction.
+    id: "0009_session_call_outcome_vocabulary",
+    sql: `
+ALTER TABLE {{schema}}.session_calls DROP CONSTRAINT session_calls_outcome_check;
+ALTER TABLE {{schema}}.session_calls DISABLE TRIGGER session_calls_append_only;
+UPDATE {{schema}}.session_calls SET outcome = CASE outcome WHEN 'ok' THEN 'success' WHEN 'failed' THEN 'failure' ELSE outcome END
+  WHERE outcome IN ('ok', 'failed');
+ALTER TABLE {{schema}}.session_calls ENABLE TRIGGER session_calls_append_only;
+ALTER TABLE {{schema}}.session_calls ADD CONSTRAINT session_calls_outcome_check CHECK (outcome IN ('success', 'failure', 'pending', 'unknown'));
+`,
+  },
 ];

@@ -8,11 +8,11 @@ import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { PipelineStage, ReasonCode, toolDefinition, toolFailure, failureFromWire } from "@webcodex/contracts";
+import { PipelineStage, PipelineSubStage, ReasonCode, toolDefinition, toolFailure, failureFromWire } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
-import { dependencyFailure, micros, now, timedStage } from "../call-context.js";
+import { dependencyFailure, now, subStageDone, timedStage } from "../call-context.js";
 import type { CallContext, Outcome, ProjectAddress } from "../call-context.js";
 import { attentionItems, jobFactsOf, jobsOfCall, watchKey } from "../job-attention.js";
 import type { JobAttention, JobAttentionItem } from "../job-attention.js";
@@ -73,7 +73,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     const selector = args["project"] as string;
     let resolved;
     try {
-      resolved = await timedStage(ctx.stages, "resolve", () =>
+      resolved = await timedStage(ctx.stages, PipelineStage.resolution, () =>
         deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
       );
     } catch (error) {
@@ -132,7 +132,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     } catch (error) {
       return { failure: dependencyFailure(error, PipelineStage.authorization, false) };
     } finally {
-      ctx.stages["admit_attempt"] = micros(t);
+      subStageDone(ctx.stages, PipelineSubStage.attemptAdmission, t);
     }
   }
 
@@ -153,7 +153,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     } catch (error) {
       return dependencyFailure(error, PipelineStage.resolution, false);
     } finally {
-      ctx.stages["resolve_session"] = micros(t);
+      subStageDone(ctx.stages, PipelineSubStage.sessionResolution, t);
     }
   }
 
@@ -194,7 +194,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
       deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, error: ConnectError.from(error).message });
     } finally {
       clearTimeout(timer);
-      ctx.stages["record_session"] = micros(t);
+      subStageDone(ctx.stages, PipelineSubStage.sessionRecord, t);
     }
   }
 
@@ -209,7 +209,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
   ): Promise<Outcome> {
     const fallback = ctx.literal ? { tool: ctx.literal.tool, argumentsJson: JSON.stringify(runnerArguments(ctx.literal.arguments)) } : undefined;
     try {
-      const res = await timedStage(ctx.stages, "dispatch", () =>
+      const res = await timedStage(ctx.stages, PipelineStage.dispatch, () =>
         deps.broker.dispatch(
           {
             callId,

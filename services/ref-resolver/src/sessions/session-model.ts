@@ -3,7 +3,7 @@
  * record and its validation, failures, and the handoff recap built from aggregates.
  */
 import { randomBytes } from "node:crypto";
-import { PipelineStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { CallOutcome, callOutcomeFromString, PipelineStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { SessionCall, SessionPath, SessionValidation } from "@webcodex/proto";
 import { parseRef, RefKind } from "../refs/ref-codes.js";
@@ -38,8 +38,8 @@ type ProtoFields<M> = Omit<M, "$typeName" | "$unknown">;
 
 export const SessionEffects = ["read_only", "workspace_write", "process_execution", "durable_state", "presentation"] as const;
 export type SessionEffect = (typeof SessionEffects)[number];
-export const SessionOutcomes = ["ok", "failed", "pending", "unknown"] as const;
-export type SessionOutcome = (typeof SessionOutcomes)[number];
+/** An outcome read back from the database through the closed vocabulary (the table's CHECK admits no other). */
+export const storedOutcome = (value: string): CallOutcome => callOutcomeFromString(value) ?? CallOutcome.unknown;
 
 /**
  * One bounded record of a call made with session_id: facts only, never arguments or content.
@@ -77,10 +77,10 @@ export function sessionCallProblem(call: SessionCallInput): string | undefined {
   if (!OPAQUE_ID.test(call.callId)) return "call_id must be 1..128 visible ASCII characters";
   if (!TOOL.test(call.tool)) return "tool must be a tool name";
   if (!(SessionEffects as readonly string[]).includes(call.effect)) return `effect must be one of ${SessionEffects.join(", ")}`;
-  if (!(SessionOutcomes as readonly string[]).includes(call.outcome)) return `outcome must be one of ${SessionOutcomes.join(", ")}`;
+  if (callOutcomeFromString(call.outcome) === undefined) return `outcome must be one of ${Object.values(CallOutcome).join(", ")}`;
   if (call.reasonCode !== "" && !REASON.test(call.reasonCode)) return "reason_code must be a reason code";
   if (call.detailCode !== "" && !DETAIL.test(call.detailCode)) return "detail_code must be a detail code";
-  if (call.outcome === "ok" && call.reasonCode !== "") return "a successful call has no reason_code";
+  if (call.outcome === CallOutcome.success && call.reasonCode !== "") return "a successful call has no reason_code";
   for (const [name, value] of [
     ["paths_count", call.pathsCount],
     ["changed_paths_count", call.changedPathsCount],
@@ -177,7 +177,7 @@ export interface PendingJobRow {
 export interface RecentCallRow {
   seq: number;
   tool: string;
-  outcome: string;
+  outcome: CallOutcome;
   reasonCode: string;
   atMs: number;
 }
@@ -211,7 +211,7 @@ export const HANDOFF_BOUNDS = { tools: 32, pendingJobs: 20, recentDefault: 10, r
 export interface HandoffLists {
   paths: SessionPathInput[];
   pathsTruncated: boolean;
-  commands: Array<{ tool: string; commandSummary: string; outcome: string; exitCode?: number }>;
+  commands: Array<{ tool: string; commandSummary: string; outcome: CallOutcome; exitCode?: number }>;
   commandsTruncated: boolean;
 }
 
