@@ -395,14 +395,12 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
       const lists: HandoffLists = {
         paths: paths.rows.slice(0, HANDOFF_BOUNDS.paths).map((r) => ({ path: r.path, readRevision: r.read_revision ?? "", changed: r.changed === true })),
         pathsTruncated: paths.rows.length > HANDOFF_BOUNDS.paths,
-        commands: commands.rows
-          .slice(0, HANDOFF_BOUNDS.commands)
-          .map((r) => ({
-            tool: r.tool,
-            commandSummary: r.command_summary,
-            outcome: storedOutcome(r.outcome),
-            ...(r.exit_code !== null ? { exitCode: r.exit_code } : {}),
-          })),
+        commands: commands.rows.slice(0, HANDOFF_BOUNDS.commands).map((r) => ({
+          tool: r.tool,
+          commandSummary: r.command_summary,
+          outcome: storedOutcome(r.outcome),
+          ...(r.exit_code !== null ? { exitCode: r.exit_code } : {}),
+        })),
         commandsTruncated: commands.rows.length > HANDOFF_BOUNDS.commands,
       };
       const recap = buildHandoffRecap(
