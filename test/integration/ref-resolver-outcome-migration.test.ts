@@ -1,8 +1,8 @@
 /**
  * Migration 0009 on databases that already hold Session calls: rows recorded in the earlier
  * spelling (ok, failed) read back as the platform's CallOutcome (success, failure), the
- * handoff counts them as before, the table then refuses the old spelling, and it stays
- * append-only. Run on Postgres and on the embedded PGlite `webcodex dev` uses.
+ * handoff counts them as before, a row inserted later in the old spelling is stored in the new
+ * one, anything else is refused, and the table stays append-only. Run on Postgres and on the embedded PGlite `webcodex dev` uses.
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -104,10 +104,29 @@ async function migratesOldRows(db: Database): Promise<void> {
   assert.equal((await record("success", "call-new")).recorded, true);
   await assert.rejects(record("ok", "call-old"), /outcome/);
   await assert.rejects(
-    db.query(`INSERT INTO refs.session_calls (session_id, seq, call_id, tool, effect, outcome) VALUES ($1, 99, 'call-99', 'read_files', 'read_only', 'ok')`, [
-      sessionId,
-    ]),
+    db.query(
+      `INSERT INTO refs.session_calls (session_id, seq, call_id, tool, effect, outcome) VALUES ($1, 98, 'call-98', 'read_files', 'read_only', 'maybe')`,
+      [sessionId],
+    ),
     /session_calls_outcome_check/,
+  );
+  // A ref-resolver of the previous release (still running while a release rolls out) inserts
+  // the earlier spelling: the row is kept, stored in the one spelling.
+  await db.query(
+    `INSERT INTO refs.session_calls (session_id, seq, call_id, tool, effect, outcome, reason_code) VALUES ($1, 99, 'call-99', 'run_shell', 'process_execution', 'failed', 'execution_failed')`,
+    [sessionId],
+  );
+  await db.query(
+    `INSERT INTO refs.session_calls (session_id, seq, call_id, tool, effect, outcome) VALUES ($1, 100, 'call-100', 'read_files', 'read_only', 'ok')`,
+    [sessionId],
+  );
+  const late = await db.query<{ seq: string; outcome: string }>("SELECT seq, outcome FROM refs.session_calls WHERE seq >= 99 ORDER BY seq");
+  assert.deepEqual(
+    late.rows.map((r) => [Number(r.seq), r.outcome]),
+    [
+      [99, "failure"],
+      [100, "success"],
+    ],
   );
   // The rewrite did not leave the table open to updates.
   await assert.rejects(db.query("UPDATE refs.session_calls SET outcome = 'failure' WHERE seq = 1"), /never rewritten/);
