@@ -129,6 +129,10 @@ describe("embedded mode: ActionAudit through webcodex dev", () => {
     }
     const read = rows[1]?.["stage_durations_us"] as Record<string, number>;
     assert.ok(Object.keys(read).length > 0 && Object.values(read).every((v) => Number.isInteger(v) && v >= 0), JSON.stringify(read));
+    assert.ok(
+      ["normalization", "resolution", "dispatch", "projection"].every((stage) => stage in read),
+      `the stages, by their pipeline names: ${JSON.stringify(read)}`,
+    );
   });
 
   it("no row holds a path, file content, search pattern, argument value, the project dir or the token", () => {

@@ -319,9 +319,9 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
       assert.deepEqual(
         mid.recent_calls.map((c) => [c["tool"], c["outcome"]]),
         [
-          ["read_files", "ok"],
-          ["edit_project_files", "ok"],
-          ["run_shell", "ok"],
+          ["read_files", "success"],
+          ["edit_project_files", "success"],
+          ["run_shell", "success"],
           ["run_shell", "pending"],
         ],
         "the latest calls, oldest first",
@@ -339,7 +339,7 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
         mid["commands"],
         [
           { tool: "run_shell", command: "sleep 2; echo slow", outcome: "pending" },
-          { tool: "run_shell", command: "echo ran", outcome: "ok", exit_code: 0 },
+          { tool: "run_shell", command: "echo ran", outcome: "success", exit_code: 0 },
         ],
         "the commands with their outcomes",
       );

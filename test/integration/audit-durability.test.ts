@@ -89,7 +89,7 @@ function effectfulRecord(tag: string): ActionRecordInit {
     stateChanged: true,
     startedAtUnixMs: BigInt(Date.now()),
     durationUs: 2000,
-    stageDurationsUs: { normalize: 10, resolve: 100, dispatch: 1800 },
+    stageDurationsUs: { normalization: 10, resolution: 100, dispatch: 1800 },
   };
 }
 

@@ -130,7 +130,7 @@ function recordsOf(steps: readonly Step[], who: { clientId: string; subject: str
       stateChanged: !s.failure && def?.effect !== "read_only",
       startedAtUnixMs: BigInt(start + i * 3_000),
       durationUs: 1_000,
-      stageDurationsUs: { normalize: 20 },
+      stageDurationsUs: { normalization: 20 },
       ...(shape ? { argumentShape: shape } : {}),
       ...(size ? { resultSize: size } : {}),
     };

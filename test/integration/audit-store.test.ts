@@ -40,7 +40,7 @@ function record(over: Omit<MessageInitShape<typeof ActionRecordSchema>, "$typeNa
     outcome: "success",
     startedAtUnixMs: BigInt(Date.now()),
     durationUs: 1500,
-    stageDurationsUs: { normalize: 10, resolve: 200, dispatch: 1200 },
+    stageDurationsUs: { normalization: 10, resolution: 200, dispatch: 1200 },
     argumentShape: { fingerprint: "0123456789abcdef", leaves: ["aaaaaaaaaaaa", "bbbbbbbbbbbb"] },
     resultSize: { canonicalBytes: 900, projectedBytes: 700, projectedMetadataBytes: 60 },
     ...over,
@@ -167,7 +167,7 @@ describe("ActionAudit store on Postgres", () => {
       tool: "run_shell",
       effect: "process_execution",
       argumentShape: { fingerprint: "cat /etc/shadow", leaves: ["/home/alice/.ssh/id_rsa"] },
-      stageDurationsUs: { normalize: 5, "token=abc123 secret": 7 },
+      stageDurationsUs: { normalization: 5, "resolution.session": 3, "token=abc123 secret": 7, normalize: 4, "resolution.other": 2 },
     });
     await appendActions(db, [prose]);
     const row = (
@@ -181,7 +181,8 @@ describe("ActionAudit store on Postgres", () => {
       failure_stage: null,
       args_shape_fingerprint: null,
       args_shape_leaves: null,
-      stage_durations_us: { normalize: 5 },
+      // Only the pipeline vocabulary is kept: prose and names this build does not know are dropped.
+      stage_durations_us: { normalization: 5, "resolution.session": 3 },
     });
     for (const [column, value] of [
       ["reason_code", "'no such file: /etc/passwd'"],

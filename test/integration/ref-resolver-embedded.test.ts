@@ -29,6 +29,7 @@ describe("ref-resolver on embedded PGlite", () => {
         "0006_project_owner_and_visibility",
         "0007_goal_plans",
         "0008_agent_continuations",
+        "0009_session_call_outcome_vocabulary",
       ]);
       let client = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }));
       await client.registerProject({ clientId: "local", projectId: "alpha", rootIdentity: "/a", name: "alpha" }, as(local));
@@ -44,7 +45,7 @@ describe("ref-resolver on embedded PGlite", () => {
         {
           sessionSelector: "~s1",
           projectCanonicalId: "agent:local:alpha",
-          call: { callId: "c1", tool: "read_files", effect: "read_only", outcome: "ok", pathsCount: 1 },
+          call: { callId: "c1", tool: "read_files", effect: "read_only", outcome: "success", pathsCount: 1 },
         },
         as(local),
       );

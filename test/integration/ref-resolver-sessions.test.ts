@@ -52,7 +52,7 @@ const register = (client: RefClient, projectId: string, root: string) =>
   client.registerProject({ clientId: "acme", projectId, rootIdentity: root, name: projectId }, as(runner));
 
 let callSeq = 0;
-const call = (init: CallInit) => ({ callId: `call-${++callSeq}`, effect: "read_only", outcome: "ok", ...init });
+const call = (init: CallInit) => ({ callId: `call-${++callSeq}`, effect: "read_only", outcome: "success", ...init });
 
 describe("ref-resolver: Workflow Sessions", () => {
   let env: Env;
@@ -92,7 +92,7 @@ describe("ref-resolver: Workflow Sessions", () => {
     await record(sessionRef, call({ tool: "edit_project_files", effect: "workspace_write", pathsCount: 2, changedPathsCount: 2 }));
     await record(
       sessionRef,
-      call({ tool: "edit_project_files", effect: "workspace_write", outcome: "failed", reasonCode: "stale_read_revision", pathsCount: 1 }),
+      call({ tool: "edit_project_files", effect: "workspace_write", outcome: "failure", reasonCode: "stale_read_revision", pathsCount: 1 }),
     );
     await record(sessionId, call({ tool: "run_shell", effect: "process_execution", outcome: "pending", jobId: "job-1", jobState: "pending" }));
     await record(sessionRef, call({ tool: "run_detached_process", effect: "process_execution", outcome: "pending", jobId: "job-2", jobState: "pending" }));
@@ -134,7 +134,7 @@ describe("ref-resolver: Workflow Sessions", () => {
       [7, "wait_for_job_terminal"],
       [8, "read_files"],
     ]);
-    assert.equal(h.recentCalls.find((c) => c.outcome === "failed")?.reasonCode, "stale_read_revision");
+    assert.equal(h.recentCalls.find((c) => c.outcome === "failure")?.reasonCode, "stale_read_revision");
     assert.ok(h.session && h.session.lastActivityUnixMs >= h.session.createdUnixMs);
 
     // The same handoff through the canonical id.
@@ -249,8 +249,8 @@ describe("ref-resolver: Workflow Sessions", () => {
     assert.deepEqual(
       handoff?.commands.map((c) => [c.tool, c.commandSummary, c.outcome, c.exitCode]),
       [
-        ["run_shell", "npm test", "ok", 1],
-        ["run_shell", "ls", "ok", 0],
+        ["run_shell", "npm test", "success", 1],
+        ["run_shell", "ls", "success", 0],
       ],
     );
     assert.deepEqual([handoff?.pathsTruncated, handoff?.commandsTruncated], [false, false]);

@@ -98,7 +98,7 @@ describe("metrics registry", () => {
   it("renders call, failure, stage, job and lease metrics; registering a name twice returns the same instrument", () => {
     const metrics = createMetrics();
     const calls = createCallMetrics(metrics);
-    createCallMetrics(metrics).observeCall({ tool: "read_files", outcome: "success", durationSeconds: 0.004, stagesUs: { normalize: 20, dispatch: 3000 } });
+    createCallMetrics(metrics).observeCall({ tool: "read_files", outcome: "success", durationSeconds: 0.004, stagesUs: { normalization: 20, dispatch: 3000 } });
     calls.observeCall({ tool: "run_shell", outcome: "failure", reasonCode: "execution_failed", durationSeconds: 0.2, stagesUs: { dispatch: 190_000 } });
     const work = createWorkMetrics(metrics);
     work.setJobs({ running: 2, completed: 5 });

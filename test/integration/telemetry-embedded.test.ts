@@ -72,6 +72,6 @@ describe("tracing in embedded mode", () => {
     }
     assert.ok(ancestors(serverOf("runner") as OtlpSpan).includes("dispatch"));
     assert.ok(ancestors(serverOf("audit") as OtlpSpan).includes("record"));
-    assert.ok(ancestors(serverOf("ref-resolver") as OtlpSpan).includes("resolve"));
+    assert.ok(ancestors(serverOf("ref-resolver") as OtlpSpan).includes("resolution"));
   });
 });

@@ -105,7 +105,7 @@ describe("telemetry of the distributed stack", () => {
 
     // One child span per pipeline stage, directly under the call.
     const stages = spans.filter((s) => s.parentSpanId === root.spanId && spanAttribute(s, "webcodex.stage") !== undefined).map((s) => s.name);
-    assert.deepEqual([...stages].sort(), ["dispatch", "normalize", "project", "record", "resolve"]);
+    assert.deepEqual([...stages].sort(), ["dispatch", "normalization", "projection", "record", "resolution"]);
 
     // The hops: registry inside the call, the Runner under the broker's dispatch, the audit write under the record stage.
     const server = (service: string) => spans.find((s) => s.kind === 2 && spanAttribute(s, "webcodex.service") === service);
@@ -129,7 +129,7 @@ describe("telemetry of the distributed stack", () => {
     }
     const gateway = await (await fetch(`http://127.0.0.1:${stack.ports.gateway}/metrics`)).text();
     assert.match(gateway, /webcodex_tool_calls_total\{outcome="success",tool="edit_project_files"\} 1/);
-    for (const stage of ["normalize", "resolve", "dispatch", "project", "record"])
+    for (const stage of ["normalization", "resolution", "dispatch", "projection", "record"])
       assert.match(gateway, new RegExp(`webcodex_tool_call_stage_seconds_count\\{stage="${stage}"\\} 1`));
     assert.match(gateway, /webcodex_rpc_client_seconds_count\{code="ok",method="RecordActions"/);
     // The broker's work metrics: Jobs by state (none running here) and lease operations (the Runner's lease).

@@ -213,7 +213,7 @@ describe("tracing across services", () => {
       outcome: "failure",
       reasonCode: "execution_failed",
       durationSeconds: 0.02,
-      stagesUs: { normalize: 30, dispatch: 15_000 },
+      stagesUs: { normalization: 30, dispatch: 15_000 },
     });
     await telemetry.flush();
     const names = collector.metricNames();

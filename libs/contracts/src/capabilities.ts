@@ -5,7 +5,8 @@
  * generation-2 Runner has. Row order is the wire serialization order. Catalog or baseline
  * membership is never permission to advertise support.
  */
-import { FailureStage, ReasonCode, toolFailure } from "./failure.js";
+import { ReasonCode, toolFailure } from "./failure.js";
+import { PipelineStage } from "./pipeline.js";
 import type { ToolFailure } from "./failure.js";
 
 export const RUNNER_PROTOCOL_GENERATION = 2;
@@ -100,7 +101,7 @@ export function missingCapabilities(
 
 /** The dispatch refusal for a call whose Runner lacks `missing` (non-empty): nothing was run. */
 export function capabilityMissingFailure(missing: readonly RunnerCapabilityId[], runnerBuild: string, message: string): ToolFailure {
-  return toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
+  return toolFailure(ReasonCode.capabilityMissing, PipelineStage.dispatch, {
     detail_code: runnerCapabilityWire(missing[0] as RunnerCapabilityId),
     evidence: { missing_capabilities: missing.map(runnerCapabilityWire), runner_build: runnerBuild },
     message,

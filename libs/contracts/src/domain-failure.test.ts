@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
 import { DomainFailureSchema } from "@webcodex/proto";
 import { failureFromWire, failureToWire } from "./domain-failure.js";
-import { failureStageFromString, reasonCodeFromString, toolFailure } from "./failure.js";
+import { reasonCodeFromString, toolFailure } from "./failure.js";
+import { pipelineStageFromString } from "./pipeline.js";
 
 test("a failure crosses the wire and back unchanged", () => {
   const failure = toolFailure("stale_read_revision", "preflight", {
@@ -18,8 +19,8 @@ test("a failure crosses the wire and back unchanged", () => {
 test("reason codes and stages parse back only when this build knows them", () => {
   assert.equal(reasonCodeFromString("stale_ref"), "stale_ref");
   assert.equal(reasonCodeFromString("staleRef"), undefined);
-  assert.equal(failureStageFromString("normalization"), "normalization");
-  assert.equal(failureStageFromString("normalize"), undefined);
+  assert.equal(pipelineStageFromString("normalization"), "normalization");
+  assert.equal(pipelineStageFromString("normalize"), undefined);
 });
 
 test("an unknown reason code from a newer peer reads as internal, keeping the wire codes as evidence", () => {

@@ -4,7 +4,8 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DomainFailure, DomainFailureSchema } from "@webcodex/proto";
-import { FailureStage, failureStageFromString, ReasonCode, reasonCodeFromString, toolFailure } from "./failure.js";
+import { ReasonCode, reasonCodeFromString, toolFailure } from "./failure.js";
+import { PipelineStage, pipelineStageFromString } from "./pipeline.js";
 import type { ToolFailure } from "./failure.js";
 
 /** A DomainFailure as services build it (derived from the generated message). */
@@ -38,11 +39,11 @@ export function failureFromWire(f: DomainFailure): ToolFailure {
     extra = {};
   }
   const reason = reasonCodeFromString(f.reasonCode);
-  const stage = failureStageFromString(f.failureStage);
+  const stage = pipelineStageFromString(f.failureStage);
   if (reason === undefined || stage === undefined) {
     extra = { ...extra, evidence: { ...extra.evidence, wire_reason_code: f.reasonCode, wire_failure_stage: f.failureStage } };
   }
-  return toolFailure(reason ?? ReasonCode.internal, stage ?? FailureStage.dispatch, {
+  return toolFailure(reason ?? ReasonCode.internal, stage ?? PipelineStage.dispatch, {
     ...(f.detailCode ? { detail_code: f.detailCode } : {}),
     state_changed: f.stateChanged,
     outcome_unknown: f.outcomeUnknown,

@@ -4,6 +4,7 @@
  * detail_code (a bounded refinement), state_changed and outcome_unknown (what it may retry).
  */
 import type { FollowUp } from "./follow-up-shape.js";
+import type { PipelineStage } from "./pipeline.js";
 
 /** Stable reason codes. Add here; never spell one inline elsewhere. */
 export const ReasonCode = {
@@ -70,31 +71,9 @@ export function reasonCodeFromString(value: string): ReasonCode | undefined {
   return reasonCodes.has(value) ? (value as ReasonCode) : undefined;
 }
 
-/** Where in the call pipeline a failure was decided. */
-export const FailureStage = {
-  admission: "admission",
-  normalization: "normalization",
-  resolution: "resolution",
-  authorization: "authorization",
-  dispatch: "dispatch",
-  preflight: "preflight",
-  apply: "apply",
-  execution: "execution",
-  observation: "observation",
-  /** The call ran, but its ActionAudit record could not be made durable (gateway). */
-  record: "record",
-} as const;
-export type FailureStage = (typeof FailureStage)[keyof typeof FailureStage];
-
-const failureStages = new Set<string>(Object.values(FailureStage));
-/** The FailureStage a wire string names, or undefined for one this build does not know. */
-export function failureStageFromString(value: string): FailureStage | undefined {
-  return failureStages.has(value) ? (value as FailureStage) : undefined;
-}
-
 export interface ToolFailure {
   reason_code: ReasonCode;
-  failure_stage: FailureStage;
+  failure_stage: PipelineStage;
   detail_code?: string;
   /** True when the workspace or a durable record was changed before the failure. */
   state_changed: boolean;
@@ -116,7 +95,7 @@ export interface FailureOptions {
   follow_up?: FollowUp;
 }
 
-export function toolFailure(reason: ReasonCode, stage: FailureStage, options: FailureOptions = {}): ToolFailure {
+export function toolFailure(reason: ReasonCode, stage: PipelineStage, options: FailureOptions = {}): ToolFailure {
   const failure: ToolFailure = {
     reason_code: reason,
     failure_stage: stage,
@@ -143,7 +122,7 @@ export class ToolFailureError extends Error {
   }
 }
 
-export function fail(reason: ReasonCode, stage: FailureStage, options: FailureOptions = {}): never {
+export function fail(reason: ReasonCode, stage: PipelineStage, options: FailureOptions = {}): never {
   throw new ToolFailureError(toolFailure(reason, stage, options));
 }
 

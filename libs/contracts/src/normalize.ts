@@ -4,7 +4,8 @@
  * else fails closed with a structured rejection and nothing runs.
  */
 import { toolDefinition } from "./catalog.js";
-import { FailureStage, ReasonCode, toolFailure } from "./failure.js";
+import { ReasonCode, toolFailure } from "./failure.js";
+import { PipelineStage } from "./pipeline.js";
 import type { ToolFailure } from "./failure.js";
 import { validateToolArguments } from "./schema-validator.js";
 import type { JsonSchema } from "./json-schema.js";
@@ -76,7 +77,7 @@ export interface NormalizeContext {
 
 const reject = (reason: ToolFailure["reason_code"], detail: string, evidence?: Record<string, unknown>): NormalizeResult => ({
   ok: false,
-  failure: toolFailure(reason, FailureStage.normalization, { detail_code: detail, ...(evidence ? { evidence } : {}) }),
+  failure: toolFailure(reason, PipelineStage.normalization, { detail_code: detail, ...(evidence ? { evidence } : {}) }),
 });
 
 /**

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { FailureStage, ReasonCode } from "./failure.js";
+import { ReasonCode } from "./failure.js";
+import { PipelineStage } from "./pipeline.js";
 import { followUpBuilders } from "./follow-up.js";
 import { failureFollowUpBuilder, reasonCodeTable } from "./reason-codes.js";
 
@@ -9,7 +10,7 @@ test("every reason code has exactly one row, and every row is a reason code", ()
 });
 
 test("each reason code carries a registered follow-up or records why it has none", () => {
-  const stages = new Set<string>(Object.values(FailureStage));
+  const stages = new Set<string>(Object.values(PipelineStage));
   for (const [code, row] of Object.entries(reasonCodeTable)) {
     assert.ok(row.stages.length > 0 && row.stages.every((s) => stages.has(s)), `${code}: known stages`);
     assert.ok(row.meaning.length > 0, `${code}: a meaning`);

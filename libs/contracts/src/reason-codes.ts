@@ -6,7 +6,7 @@
  * reference (docs/results.md) is generated from it.
  */
 import type { ReasonCode } from "./failure.js";
-import type { FailureStage } from "./failure.js";
+import type { PipelineStage } from "./pipeline.js";
 import type { followUpBuilders } from "./follow-up.js";
 
 /**
@@ -21,7 +21,7 @@ export type FollowUpBuilderName = keyof typeof followUpBuilders;
 
 export interface ReasonCodeRow {
   /** The stages at which the runtime decides this code. */
-  stages: readonly FailureStage[];
+  stages: readonly PipelineStage[];
   retry: RetryPosture;
   /** One line: what it means to the caller. */
   meaning: string;

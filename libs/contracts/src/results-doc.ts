@@ -6,7 +6,8 @@
  */
 import { toolDefinitions, toolLimit } from "./catalog.js";
 import { toolRoute } from "./admission.js";
-import { FailureStage, ReasonCode, toolFailure } from "./failure.js";
+import { ReasonCode, toolFailure } from "./failure.js";
+import { PipelineStage } from "./pipeline.js";
 import { followUpBuilders, followUpTarget, rereadFollowUp, waitForJobFollowUp } from "./follow-up.js";
 import type { FollowUp } from "./follow-up.js";
 import { reasonCodeTable } from "./reason-codes.js";
@@ -32,7 +33,7 @@ const pends = (d: ToolDefinition): boolean => d.inputSchema.properties?.["wait_m
 export function renderResultsDoc(): string {
   const defs = toolDefinitions().filter((d) => d.implemented);
   const pending = { execution_state: "pending", job_id: "job_1", follow_up: waitForJobFollowUp("~p1", "job_1") };
-  const failure = toolFailure(ReasonCode.staleReadRevision, FailureStage.preflight, {
+  const failure = toolFailure(ReasonCode.staleReadRevision, PipelineStage.preflight, {
     evidence: {
       path: "src/a.ts",
       current_read_revision: "r_0123456789abcdef",

@@ -5,6 +5,8 @@
  */
 import { metrics as otelMetrics } from "@opentelemetry/api";
 import type { Attributes, Meter, MeterProvider } from "@opentelemetry/api";
+import { CallOutcome } from "@webcodex/contracts";
+import type { SettledCallOutcome, StageTimings } from "@webcodex/contracts";
 
 export interface Counter {
   inc(labels?: Record<string, string>, value?: number): void;
@@ -158,12 +160,12 @@ export function createMetrics(): Metrics {
 
 export interface CallObservation {
   tool: string;
-  outcome: "success" | "failure";
+  outcome: SettledCallOutcome;
   /** The failure's reason_code. */
   reasonCode?: string;
   durationSeconds: number;
-  /** Stage name → microseconds (the ActionAudit stage_durations_us). */
-  stagesUs?: Readonly<Record<string, number>>;
+  /** Stage (or sub-stage) → microseconds (the ActionAudit stage_durations_us). */
+  stagesUs?: Readonly<StageTimings>;
 }
 
 export interface CallMetrics {
@@ -182,7 +184,7 @@ export function createCallMetrics(metrics: Metrics): CallMetrics {
   return {
     observeCall(call) {
       calls.inc({ tool: call.tool, outcome: call.outcome });
-      if (call.outcome === "failure") failures.inc({ tool: call.tool, reason_code: call.reasonCode || "unknown" });
+      if (call.outcome === CallOutcome.failure) failures.inc({ tool: call.tool, reason_code: call.reasonCode || "unknown" });
       latency.observe(call.durationSeconds, { tool: call.tool });
       for (const [stage, us] of Object.entries(call.stagesUs ?? {})) stages.observe(us / 1e6, { stage });
     },

@@ -12,6 +12,7 @@ import type { Attributes, Context, Span, TextMapGetter, TextMapSetter } from "@o
 import { ConnectError } from "@connectrpc/connect";
 import type { Interceptor } from "@connectrpc/connect";
 import type { Metrics } from "./metrics.js";
+import { connectCodeName } from "./connect-code.js";
 
 const TRACER = "webcodex";
 const tracer = () => trace.getTracer(TRACER);
@@ -76,7 +77,7 @@ export function createTracingClientInterceptor(options: TracingOptions = {}): In
       return res;
     } catch (error) {
       endSpan(span, error);
-      observe(String(ConnectError.from(error).code));
+      observe(connectCodeName(ConnectError.from(error).code));
       throw error;
     }
   };
@@ -129,7 +130,7 @@ export function createTracingServerInterceptor(options: TracingOptions = {}): In
     try {
       return await runServerSpan(req.service.typeName, req.method.name, req.header, () => next(req), options);
     } catch (error) {
-      code = String(ConnectError.from(error).code);
+      code = connectCodeName(ConnectError.from(error).code);
       throw error;
     } finally {
       safe(() => {

@@ -7,7 +7,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AuditService, ActionRecord, ActionRecordSchema } from "@webcodex/proto";
-import { isToolInputNormalizationCode } from "@webcodex/contracts";
+import { CallOutcome, callOutcomeFromString, isToolInputNormalizationCode, stageTimingKeyFromString } from "@webcodex/contracts";
 import type { ToolInputNormalizationCode } from "@webcodex/contracts";
 import { principalFromHeaders, runMigrations } from "@webcodex/platform";
 import type { Database } from "@webcodex/platform";
@@ -83,7 +83,8 @@ export async function migrateAudit(db: Database): Promise<string[]> {
  */
 export function actionSummary(outcome: string, inputNormalizationCode: string): ActionSummary {
   const model_ergonomics: ModelErgonomicsSummary = { version: MODEL_ERGONOMICS_VERSION };
-  if (outcome === "success" && isToolInputNormalizationCode(inputNormalizationCode)) model_ergonomics.input_normalization_code = inputNormalizationCode;
+  if (callOutcomeFromString(outcome) === CallOutcome.success && isToolInputNormalizationCode(inputNormalizationCode))
+    model_ergonomics.input_normalization_code = inputNormalizationCode;
   return { model_ergonomics };
 }
 
@@ -120,11 +121,13 @@ const COLUMNS = [
 ] as const;
 
 function rowValues(r: ActionRecord): unknown[] {
-  const ok = r.outcome === "success";
+  // Anything but a success is stored as a failure (the table holds settled outcomes only).
+  const ok = callOutcomeFromString(r.outcome) === CallOutcome.success;
   const shape = r.argumentShape && HEX16.test(r.argumentShape.fingerprint) ? r.argumentShape : undefined;
   const size = ok ? r.resultSize : undefined;
   const stages: Record<string, number> = {};
-  for (const [k, v] of Object.entries(r.stageDurationsUs)) if (CODE.test(k)) stages[k] = clampInt(v);
+  // Only the pipeline's own stage and sub-stage names are stored; any other key (prose, a name this build does not know) is dropped.
+  for (const [k, v] of Object.entries(r.stageDurationsUs)) if (stageTimingKeyFromString(k) !== undefined) stages[k] = clampInt(v);
   return [
     r.callId,
     new Date(Number(r.startedAtUnixMs)).toISOString(),
@@ -134,7 +137,7 @@ function rowValues(r: ActionRecord): unknown[] {
     orNull(r.projectCanonicalId),
     orNull(r.sessionId),
     codeOrNull(r.effect) ?? "unknown",
-    ok ? "success" : "failure",
+    ok ? CallOutcome.success : CallOutcome.failure,
     ok ? null : codeOrNull(r.reasonCode),
     ok ? null : codeOrNull(r.failureStage),
     r.stateChanged,

@@ -4,7 +4,7 @@
  * limit). Pure; the recorder stores what is captured here.
  */
 import { randomUUID } from "node:crypto";
-import { FailureStage, forwardedCall, ReasonCode, toolDefinition, toolFailure } from "@webcodex/contracts";
+import { CallOutcome, PipelineStage, forwardedCall, ReasonCode, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { InputNormalization, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape } from "@webcodex/platform";
 import type { ArgumentShapeSketch, ShapeSchema } from "@webcodex/platform";
@@ -45,7 +45,7 @@ export function captureCall(input: CaptureInput) {
     projectCanonicalId: input.projectCanonicalId,
     sessionId: input.sessionId,
     effect: def?.effect ?? "read_only",
-    outcome: outcome.ok ? "success" : "failure",
+    outcome: outcome.ok ? CallOutcome.success : CallOutcome.failure,
     reasonCode: failure?.reason_code ?? "",
     failureStage: failure?.failure_stage ?? "",
     stateChanged,
@@ -74,7 +74,7 @@ export function refusedCallRecord(caller: Caller, requestedTool: string, request
     projectCanonicalId: "",
     sessionId: "",
     effect: def?.effect ?? "read_only",
-    outcome: "failure",
+    outcome: CallOutcome.failure,
     reasonCode: failure.reason_code,
     failureStage: failure.failure_stage,
     ...(shape ? { argumentShape: shape } : {}),
@@ -98,11 +98,11 @@ export function auditNotDurableFailure(outcome: Outcome, stateChanged: boolean, 
     : stateChanged
       ? "it did change the project: do not repeat it"
       : "it changed nothing";
-  return toolFailure(ReasonCode.dependencyUnavailable, FailureStage.record, {
+  return toolFailure(ReasonCode.dependencyUnavailable, PipelineStage.record, {
     detail_code: "audit_not_durable",
     state_changed: stateChanged,
     outcome_unknown: outcomeUnknown,
-    evidence: outcome.ok ? { call_outcome: "success" } : { call_outcome: "failure", call_reason_code: outcome.failure.reason_code },
+    evidence: outcome.ok ? { call_outcome: CallOutcome.success } : { call_outcome: CallOutcome.failure, call_reason_code: outcome.failure.reason_code },
     message: `The call ran but its audit record could not be stored; ${effect}.`,
   });
 }

@@ -3,8 +3,8 @@
  * timing, and the mapping of a transport error to a failure that says what is known.
  */
 import { ConnectError } from "@connectrpc/connect";
-import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
-import type { CanonicalCall, FailureStage as Stage, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import type { CanonicalCall, PipelineSubStage, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { connectCodeName, provenNotSent, withSpan } from "@webcodex/platform";
 import type { ContinuationFact } from "@webcodex/proto";
 import type { Caller } from "./auth.js";
@@ -27,7 +27,7 @@ export interface CallContext {
   caller: Caller;
   catalog: AdmittedCatalog;
   signal: AbortSignal;
-  stages: Record<string, number>;
+  stages: StageTimings;
   projectCanonicalId: string;
   /** Canonical wc_sess_* the call is recorded into (or targets), once resolved and authorized; else "". */
   sessionId: string;
@@ -44,11 +44,8 @@ export interface CallContext {
 export const now = () => performance.now();
 export const micros = (since: number) => Math.round((now() - since) * 1000);
 
-/** The pipeline stages, each a child span of the call's `tools/call` span. */
-export type StageName = "normalize" | "resolve" | "dispatch" | "project" | "record";
-
-/** Runs `fn` as one pipeline stage (a child span of the call's span) and stores its duration (µs) in `stages`. */
-export async function timedStage<T>(stages: Record<string, number>, name: StageName, fn: () => T | Promise<T>): Promise<T> {
+/** Runs `fn` as one pipeline stage (a child span of the call's span, named by the stage) and stores its duration (µs) in `stages`. */
+export async function timedStage<T>(stages: StageTimings, name: PipelineStage, fn: () => T | Promise<T>): Promise<T> {
   const t = now();
   try {
     return await withSpan(name, { "webcodex.stage": name }, async () => fn());
@@ -57,15 +54,20 @@ export async function timedStage<T>(stages: Record<string, number>, name: StageN
   }
 }
 
+/** Stores the duration (µs) since `since` of one separately timed part of a stage (no span of its own). */
+export function subStageDone(stages: StageTimings, key: PipelineSubStage, since: number): void {
+  stages[key] = micros(since);
+}
+
 /**
  * Maps a transport/dependency error to a failure that says what is known about the effect. An
  * effectful dispatch may say "nothing was run" only when the request provably never left (the
  * connection was refused or never established); any other error, whatever its Connect code,
  * leaves the effect unknown.
  */
-export function dependencyFailure(error: unknown, stage: Stage, effectful: boolean): ToolFailure {
+export function dependencyFailure(error: unknown, stage: PipelineStage, effectful: boolean): ToolFailure {
   const ce = ConnectError.from(error);
-  const unknown = stage === FailureStage.dispatch && effectful && !provenNotSent(error);
+  const unknown = stage === PipelineStage.dispatch && effectful && !provenNotSent(error);
   return toolFailure(ReasonCode.dependencyUnavailable, stage, {
     detail_code: connectCodeName(ce.code),
     outcome_unknown: unknown,

@@ -94,7 +94,8 @@ function harness(script: Script) {
   const caller = { principal: { clientId: "acme", subject: "alice" }, admissionProfile: "full" as const, scopes: ["webcodex:read", "webcodex:write"] };
   const read = (extra: Record<string, unknown>) =>
     pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "a.ts" }, { path: "b.ts" }], ...extra }, new AbortController().signal);
-  return { seen, read };
+  const call = (tool: string, args: Record<string, unknown>) => pipeline.call(caller, tool, args, new AbortController().signal);
+  return { seen, read, call };
 }
 
 test("a call with session_id is recorded into the canonical Session with counts and the paths read with their revisions (never content), and audited with it", async () => {
@@ -106,11 +107,29 @@ test("a call with session_id is recorded into the canonical Session with counts 
   const record = seen.records[0] as RecordSessionCallRequest;
   assert.deepEqual(
     [record.sessionSelector, record.projectCanonicalId, record.call?.tool, record.call?.effect, record.call?.outcome, record.call?.pathsCount],
-    [SESSION, PROJECT, "read_files", "read_only", "ok", 2],
+    [SESSION, PROJECT, "read_files", "read_only", "success", 2],
   );
   assert.ok((record.call?.paths ?? []).length > 0 && (record.call?.paths ?? []).every((p) => p.path !== "" && !p.changed), "the paths read");
   assert.ok(!JSON.stringify(record.call, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)).includes("content"), "never content");
   assert.equal(seen.audit[0]?.sessionId, SESSION);
+  // Resolving and recording the Session are timed apart, named under their stages.
+  assert.deepEqual(Object.keys(seen.audit[0]?.stageDurationsUs ?? {}).sort(), [
+    "dispatch",
+    "normalization",
+    "projection",
+    "record.session",
+    "resolution",
+    "resolution.session",
+  ]);
+});
+
+test("an attempt_ref the resolver cannot admit fails at authorization, nothing is dispatched, and the admission is timed as authorization.attempt", async () => {
+  const { seen, call } = harness({});
+  const result = await call("run_shell", { project: "~p1", command: "make", attempt_ref: "~t1" });
+  assert.equal(result.isError, true);
+  assert.deepEqual([result.structuredContent["reason_code"], result.structuredContent["failure_stage"]], ["dependency_unavailable", "authorization"]);
+  assert.equal(seen.dispatch, 0);
+  assert.deepEqual(Object.keys(seen.audit[0]?.stageDurationsUs ?? {}).sort(), ["authorization.attempt", "normalization", "projection", "resolution"]);
 });
 
 test("a Session the resolver refuses fails closed with its reason and nothing is dispatched or recorded", async () => {

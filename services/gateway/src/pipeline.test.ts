@@ -21,7 +21,7 @@ import {
   listedTools,
   reasonCodeTable,
   ReasonCode,
-  FailureStage,
+  PipelineStage,
   toolDefinitions,
   toolFailure,
   validateToolArguments,
@@ -118,7 +118,7 @@ describe("pipeline audit", () => {
     assert.match(record.argumentShape?.fingerprint ?? "", /^[0-9a-f]{16}$/);
     assert.ok((record.resultSize?.canonicalBytes ?? 0) > 0);
     assert.equal(record.resultSize?.projectedBytes, Buffer.byteLength(JSON.stringify(result.structuredContent)), "sizes are of what the model saw");
-    assert.deepEqual(Object.keys(record.stageDurationsUs ?? {}).sort(), ["dispatch", "normalize", "project", "resolve"]);
+    assert.deepEqual(Object.keys(record.stageDurationsUs ?? {}).sort(), ["dispatch", "normalization", "projection", "resolution"]);
     assert.doesNotMatch(
       JSON.stringify(record, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)),
       /README|~p1/,
@@ -151,7 +151,7 @@ describe("pipeline audit", () => {
     assert.equal(result.structuredContent["reason_code"], ReasonCode.dependencyUnavailable);
     assert.equal(records.length, 1);
     assert.equal(records[0]?.record.tool, "read_files");
-    assert.equal(records[0]?.record.failureStage, FailureStage.admission);
+    assert.equal(records[0]?.record.failureStage, PipelineStage.admission);
     assert.equal(records[0]?.record.resultSize, undefined, "failures carry no result size");
     assert.match(records[0]?.record.argumentShape?.fingerprint ?? "", /^[0-9a-f]{16}$/);
     // Through call_runtime_tool: recorded under the tool it forwarded, as every other refusal.
@@ -164,7 +164,7 @@ describe("pipeline audit", () => {
     assert.equal(wrapped.structuredContent["reason_code"], ReasonCode.dependencyUnavailable);
     assert.deepEqual(
       [records[1]?.record.tool, records[1]?.record.effect, records[1]?.record.failureStage],
-      ["create_session", "durable_state", FailureStage.admission],
+      ["create_session", "durable_state", PipelineStage.admission],
     );
   });
 
@@ -178,8 +178,8 @@ describe("pipeline audit", () => {
     assert.deepEqual(
       records.map((r) => [r.record.tool, r.record.outcome, r.record.failureStage]),
       [
-        ["present_work_result", "failure", FailureStage.admission],
-        ["call_runtime_tool", "failure", FailureStage.normalization],
+        ["present_work_result", "failure", PipelineStage.admission],
+        ["call_runtime_tool", "failure", PipelineStage.normalization],
       ],
     );
     const innerShape = argumentShape({ title: "x" }, toolDefinitions().find((d) => d.name === "present_work_result")?.inputSchema as never);
@@ -198,7 +198,7 @@ describe("pipeline audit", () => {
     assert.equal(result.isError, true);
     assert.equal(result.structuredContent["reason_code"], ReasonCode.dependencyUnavailable);
     assert.equal(result.structuredContent["detail_code"], "audit_not_durable");
-    assert.equal(result.structuredContent["failure_stage"], FailureStage.record);
+    assert.equal(result.structuredContent["failure_stage"], PipelineStage.record);
     assert.equal(result.structuredContent["state_changed"], true);
     assert.equal(result.structuredContent["outcome_unknown"], false);
     assert.deepEqual(result.structuredContent["evidence"], { call_outcome: "success" });
@@ -207,9 +207,9 @@ describe("pipeline audit", () => {
 
   it("effectful failures need a durable record only when state changed or the outcome is unknown", async () => {
     const failures = [
-      toolFailure(ReasonCode.staleReadRevision, FailureStage.preflight),
-      toolFailure(ReasonCode.applyFailed, FailureStage.apply, { state_changed: true }),
-      toolFailure(ReasonCode.runnerLost, FailureStage.execution, { outcome_unknown: true }),
+      toolFailure(ReasonCode.staleReadRevision, PipelineStage.preflight),
+      toolFailure(ReasonCode.applyFailed, PipelineStage.apply, { state_changed: true }),
+      toolFailure(ReasonCode.runnerLost, PipelineStage.execution, { outcome_unknown: true }),
     ];
     const { audit, records } = recordingAudit(true);
     let next = 0;
@@ -249,7 +249,7 @@ describe("pipeline audit", () => {
       audit,
       dispatch: (req) => {
         seen.push(req.callId);
-        return { failure: failureToWire(toolFailure(ReasonCode.runnerLost, FailureStage.execution, { outcome_unknown: true })) };
+        return { failure: failureToWire(toolFailure(ReasonCode.runnerLost, PipelineStage.execution, { outcome_unknown: true })) };
       },
     });
     const edit = await pipeline.call(caller, "edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "n.txt", content: "x" }] }, signal);
@@ -278,7 +278,7 @@ describe("pipeline audit", () => {
     const read = await pipeline.call(reader, "read_files", { project: "~p1", files: [{ path: "README.md" }] }, signal);
     for (const refused of [direct, forwarded]) {
       assert.equal(refused.structuredContent["reason_code"], ReasonCode.insufficientScope);
-      assert.equal(refused.structuredContent["failure_stage"], FailureStage.admission);
+      assert.equal(refused.structuredContent["failure_stage"], PipelineStage.admission);
     }
     assert.equal(read.isError, false, "read scope suffices for a read");
     assert.equal(dispatched, 1, "only the read was dispatched");
@@ -498,7 +498,7 @@ describe("failure follow-ups, table-driven over every reason code", () => {
     for (const detail of details) {
       it(`${code}${detail ? ` (${detail})` : ""}: ${failureFollowUpBuilder(code as ReasonCode, detail) ?? "no follow-up, as the table records"}`, async () => {
         const { audit } = recordingAudit();
-        const failure = toolFailure(code as ReasonCode, row.stages[0] as FailureStage, {
+        const failure = toolFailure(code as ReasonCode, row.stages[0] as PipelineStage, {
           ...(detail ? { detail_code: detail } : {}),
           outcome_unknown: true,
           evidence: { path: "src/a.ts", task_id: "wc_task_0123456789abcdef0123456789abcdef" },

@@ -13,7 +13,8 @@ import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
-  FailureStage,
+  CallOutcome,
+  PipelineStage,
   forwardedCall,
   gatewayRefusal,
   normalizeToolCall,
@@ -27,7 +28,7 @@ import {
   failureFromWire,
 } from "@webcodex/contracts";
 import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
-import type { HostProfile, InputNormalization, ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { HostProfile, InputNormalization, ModelWorkflowPolicy, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape, createCallMetrics, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
@@ -95,11 +96,11 @@ export function createPipeline(deps: PipelineDeps) {
   const resolveFor =
     (ctx: CallContext): ResolveProject =>
     async (selector) => {
-      const resolved = await timedStage(ctx.stages, "resolve", () =>
+      const resolved = await timedStage(ctx.stages, PipelineStage.resolution, () =>
         deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
       );
       if (resolved.failure || !resolved.project)
-        return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+        return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
       ctx.projectCanonicalId = resolved.project.canonicalId;
       return { ok: true, canonicalId: resolved.project.canonicalId, rootIdentity: resolved.project.rootIdentity };
     };
@@ -127,18 +128,18 @@ export function createPipeline(deps: PipelineDeps) {
         return runOnGateway(def, args, ctx);
       case "ref_resolver":
         try {
-          return await timedStage(ctx.stages, "resolve", () => runOnRefResolver(def, args, ctx));
+          return await timedStage(ctx.stages, PipelineStage.resolution, () => runOnRefResolver(def, args, ctx));
         } catch (error) {
           // create_session writes: a lost answer leaves its effect unknown.
           return {
             ok: false,
-            failure: dependencyFailure(error, def.effect === "read_only" ? FailureStage.resolution : FailureStage.dispatch, def.effect !== "read_only"),
+            failure: dependencyFailure(error, def.effect === "read_only" ? PipelineStage.resolution : PipelineStage.dispatch, def.effect !== "read_only"),
           };
         }
       case "runner":
         return runOnRunner(def, args, ctx, callId);
       case "broker":
-        return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
+        return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handler" }) };
     }
   }
 
@@ -191,7 +192,7 @@ export function createPipeline(deps: PipelineDeps) {
       catalog = await deps.catalogs.get(caller.admissionProfile, caller.hostProfile ?? deps.hostProfile);
     } catch (error) {
       // Audited as the tool call_runtime_tool would have run, as every other refusal here.
-      return { ok: false, failure: dependencyFailure(error, FailureStage.admission, false), ...forwardedCall(tool, rawArgs) };
+      return { ok: false, failure: dependencyFailure(error, PipelineStage.admission, false), ...forwardedCall(tool, rawArgs) };
     }
     if (tool !== "call_runtime_tool" || !catalog.admitted.has(tool)) return { ok: true, catalog, tool, args: rawArgs };
     const outer = normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) });
@@ -200,7 +201,7 @@ export function createPipeline(deps: PipelineDeps) {
     const innerArgs = outer.arguments["arguments"];
     const refusal = gatewayRefusal(inner);
     if (refusal) {
-      const failure = toolFailure(refusal.reason_code, FailureStage.admission, {
+      const failure = toolFailure(refusal.reason_code, PipelineStage.admission, {
         detail_code: refusal.detail_code,
         evidence: { field: "/tool" },
         message: refusal.message,
@@ -218,10 +219,10 @@ export function createPipeline(deps: PipelineDeps) {
       const effectful = def.effect !== "read_only";
       if (error instanceof ConnectError) {
         deps.logger.warn("tool call dependency failed", { tool: def.name, error: error.message });
-        return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, effectful) };
+        return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, effectful) };
       }
       deps.logger.error("tool call failed unexpectedly", { tool: def.name, error });
-      return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "unhandled_error", outcome_unknown: effectful }) };
+      return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "unhandled_error", outcome_unknown: effectful }) };
     }
   }
 
@@ -237,7 +238,7 @@ export function createPipeline(deps: PipelineDeps) {
   async function callInSpan(caller: Caller, requestedTool: string, requestedArgs: unknown, signal: AbortSignal, span: CallSpan): Promise<ModelResult> {
     const started = Date.now();
     const t0 = now();
-    const stages: Record<string, number> = {};
+    const stages: StageTimings = {};
     const callId = randomUUID();
 
     const admission = await admit(caller, requestedTool, requestedArgs);
@@ -257,7 +258,9 @@ export function createPipeline(deps: PipelineDeps) {
       outcome = { ok: false, failure: admission.failure };
     } else {
       const catalog = admission.catalog;
-      const normalized = await timedStage(stages, "normalize", () => normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) }));
+      const normalized = await timedStage(stages, PipelineStage.normalization, () =>
+        normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) }),
+      );
       if (!normalized.ok) {
         outcome = { ok: false, failure: normalized.failure };
       } else {
@@ -292,7 +295,7 @@ export function createPipeline(deps: PipelineDeps) {
     const { stateChanged, outcomeUnknown, tool: toolName } = captured;
 
     // The late, pure projection: a new object; the canonical result stays as captured.
-    const projected = await timedStage(stages, "project", () => projectForModel(def, outcome, normalization, args));
+    const projected = await timedStage(stages, PipelineStage.projection, () => projectForModel(def, outcome, normalization, args));
     const resultSize = outcome.ok ? measureProjection(canonicalBytes, projected.structuredContent, args) : undefined;
     const validation = outcome.ok ? validationVerdict(outcome.result) : undefined;
     const record: ActionRecordInit = {
@@ -307,7 +310,7 @@ export function createPipeline(deps: PipelineDeps) {
 
     let result = projected;
     try {
-      await timedStage(stages, "record", () => deps.audit.record(record, durable));
+      await timedStage(stages, PipelineStage.record, () => deps.audit.record(record, durable));
     } catch (error) {
       if (!durable) {
         deps.logger.warn("audit record not queued", { tool: toolName, error });
@@ -336,7 +339,7 @@ export function createPipeline(deps: PipelineDeps) {
     if (reasonCode) span?.setAttribute("webcodex.reason_code", reasonCode);
     callMetrics?.observeCall({
       tool: toolName,
-      outcome: result.isError ? "failure" : "success",
+      outcome: result.isError ? CallOutcome.failure : CallOutcome.success,
       reasonCode,
       durationSeconds: (now() - t0) / 1000,
       stagesUs: stages,

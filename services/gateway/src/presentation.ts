@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import type { ContinuationFact, RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, toolFailure, waitForAgentEventsFollowUp, waitForJobFollowUp, failureFromWire } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure, waitForAgentEventsFollowUp, waitForJobFollowUp, failureFromWire } from "@webcodex/contracts";
 import type { ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import type { ContinuationFactInit } from "./call-context.js";
 import { validationView } from "./session-facts.js";
@@ -77,7 +77,7 @@ export function createPresentation(deps: PresentationDeps) {
       // Someone already claimed (or answered) this dispatch: never send a second message.
       return {
         ok: false,
-        failure: toolFailure(ReasonCode.invalidValue, FailureStage.preflight, {
+        failure: toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, {
           detail_code: "dispatch_already_claimed",
           evidence: { dispatch: (view["continuation"] as Json)["dispatch"] as string },
           message: "This continuation was already dispatched (or its delivery is uncertain); it is never sent twice.",

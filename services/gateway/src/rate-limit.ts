@@ -9,7 +9,7 @@
  * gets up to N times its limit. That bounds abuse per replica without a shared store on the
  * hot path.
  */
-import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 
 export interface RateLimitOptions {
@@ -130,7 +130,7 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
 export function rateLimitedFailure(decision: { retryAfterMs: number; limitPerMinute: number; scope: RateScope }): RateLimitedFailure {
   const tenant = decision.scope === "tenant";
   return {
-    ...toolFailure(ReasonCode.rateLimited, FailureStage.admission, {
+    ...toolFailure(ReasonCode.rateLimited, PipelineStage.admission, {
       detail_code: tenant ? "tenant_rate_limit" : "principal_rate_limit",
       evidence: { retry_after_ms: decision.retryAfterMs, limit_per_minute: decision.limitPerMinute },
       message: `Too many tool calls ${tenant ? "for this tenant" : "from you"}; nothing ran. Retry after ${decision.retryAfterMs} ms.`,

@@ -20,7 +20,7 @@ test("read_files counts the items it read and changes nothing", () => {
     }),
   );
   assert.deepEqual(facts, {
-    outcome: "ok",
+    outcome: "success",
     reasonCode: "",
     detailCode: "",
     pathsCount: 2,
@@ -94,9 +94,9 @@ test("execution: pending and running Jobs are pending, completed ones terminal, 
   const pending = sessionCallFacts(def("run_shell"), ok({ execution_state: "pending", job_id: "job_1" }));
   assert.deepEqual([pending.outcome, pending.jobId, pending.jobState], ["pending", "job_1", "pending"]);
   const detached = sessionCallFacts(def("run_detached_process"), ok({ execution_state: "running", job_id: "job_2" }));
-  assert.deepEqual([detached.outcome, detached.jobState], ["ok", "pending"]);
+  assert.deepEqual([detached.outcome, detached.jobState], ["success", "pending"]);
   const done = sessionCallFacts(def("wait_for_job_terminal"), ok({ execution_state: "completed", job_id: "job_1", exit_code: 1 }));
-  assert.deepEqual([done.outcome, done.jobId, done.jobState], ["ok", "job_1", "terminal"]);
+  assert.deepEqual([done.outcome, done.jobId, done.jobState], ["success", "job_1", "terminal"]);
   const gone = sessionCallFacts(def("wait_for_job_terminal"), ok({ execution_state: "unknown", job_id: "job_9", reason_code: "job_not_found" }));
   assert.deepEqual([gone.outcome, gone.reasonCode, gone.jobId, gone.jobState], ["unknown", "job_not_found", "", ""]);
 });
@@ -106,7 +106,7 @@ test("a failure records its reason, and an unknown effect stays unknown rather t
     ok: false,
     failure: toolFailure("stale_read_revision", "preflight", { detail_code: "changed_since_read" }),
   });
-  assert.deepEqual([stale.outcome, stale.reasonCode, stale.detailCode, stale.changedPathsCount], ["failed", "stale_read_revision", "changed_since_read", 0]);
+  assert.deepEqual([stale.outcome, stale.reasonCode, stale.detailCode, stale.changedPathsCount], ["failure", "stale_read_revision", "changed_since_read", 0]);
   const lost = sessionCallFacts(def("run_shell"), { ok: false, failure: toolFailure("dependency_unavailable", "dispatch", { outcome_unknown: true }) });
   assert.equal(lost.outcome, "unknown");
 });
@@ -135,7 +135,7 @@ test("the handoff view converts int64s, keeps both identities and omits empty ex
       run: { calls: 1n, paths: 0n, failed: 1n },
       pendingJobs: [{ jobId: "job_1", tool: "run_shell", sinceUnixMs: 500n }],
       pendingJobsTotal: 1n,
-      recentCalls: [{ seq: 3n, tool: "run_shell", outcome: "failed", reasonCode: "dependency_unavailable", atUnixMs: 900n }],
+      recentCalls: [{ seq: 3n, tool: "run_shell", outcome: "failure", reasonCode: "dependency_unavailable", atUnixMs: 900n }],
     }),
   );
   assert.deepEqual(view, {
@@ -156,7 +156,7 @@ test("the handoff view converts int64s, keeps both identities and omits empty ex
       { tool: "read_files", calls: 2 },
       { tool: "run_shell", calls: 1, failed: 1 },
     ],
-    recent_calls: [{ seq: 3, tool: "run_shell", outcome: "failed", reason_code: "dependency_unavailable", at: "1970-01-01T00:00:00.900Z" }],
+    recent_calls: [{ seq: 3, tool: "run_shell", outcome: "failure", reason_code: "dependency_unavailable", at: "1970-01-01T00:00:00.900Z" }],
   });
 });
 
@@ -204,7 +204,11 @@ test("the handoff view lists paths with their latest revisions and commands with
         { path: "README.md", readRevision: "r_1", changed: false },
       ],
       pathsTruncated: true,
-      commands: [{ tool: "run_shell", commandSummary: "npm test", outcome: "ok", exitCode: 1 }],
+      commands: [
+        { tool: "run_shell", commandSummary: "npm test", outcome: "success", exitCode: 1 },
+        // An outcome outside the vocabulary (a resolver of another build) is not passed on as if known.
+        { tool: "run_shell", commandSummary: "make", outcome: "ok" },
+      ],
     }),
   );
   assert.deepEqual(view["paths"], [
@@ -212,6 +216,9 @@ test("the handoff view lists paths with their latest revisions and commands with
     { path: "README.md", read_revision: "r_1" },
   ]);
   assert.equal(view["paths_truncated"], true);
-  assert.deepEqual(view["commands"], [{ tool: "run_shell", command: "npm test", outcome: "ok", exit_code: 1 }]);
+  assert.deepEqual(view["commands"], [
+    { tool: "run_shell", command: "npm test", outcome: "success", exit_code: 1 },
+    { tool: "run_shell", command: "make", outcome: "unknown" },
+  ]);
   assert.equal(view["commands_truncated"], undefined);
 });

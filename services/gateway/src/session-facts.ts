@@ -5,13 +5,13 @@
  * a handoff. Both are pure.
  */
 import type { SessionHandoff, SessionPath, SessionValidation, ValidationRecap } from "@webcodex/proto";
-import { waitForJobFollowUp } from "@webcodex/contracts";
+import { CallOutcome, callOutcomeFromString, waitForJobFollowUp } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
 import type { Outcome } from "./call-context.js";
 
 /** The SessionCall fields the gateway derives from a canonical outcome. */
 export interface SessionCallFacts {
-  outcome: "ok" | "failed" | "pending" | "unknown";
+  outcome: CallOutcome;
   reasonCode: string;
   detailCode: string;
   pathsCount: number;
@@ -128,7 +128,7 @@ export function sessionCallFacts(def: ToolDefinition, outcome: Outcome, args: Re
   if (!outcome.ok) {
     const f = outcome.failure;
     return {
-      outcome: f.outcome_unknown ? "unknown" : "failed",
+      outcome: f.outcome_unknown ? CallOutcome.unknown : CallOutcome.failure,
       reasonCode: f.reason_code,
       detailCode: f.detail_code ?? "",
       pathsCount: 0,
@@ -147,7 +147,7 @@ export function sessionCallFacts(def: ToolDefinition, outcome: Outcome, args: Re
   // A wait on a Job the Runner no longer knows: its fate is unknown, not failed.
   const unknown = state === "unknown";
   return {
-    outcome: unknown ? "unknown" : state === "pending" ? "pending" : "ok",
+    outcome: unknown ? CallOutcome.unknown : state === "pending" ? CallOutcome.pending : CallOutcome.success,
     reasonCode: unknown && typeof r["reason_code"] === "string" ? r["reason_code"] : "",
     detailCode: "",
     pathsCount: count(pathsOf(r)),
@@ -173,6 +173,8 @@ export function sessionCallFacts(def: ToolDefinition, outcome: Outcome, args: Re
 }
 
 const iso = (ms: bigint) => new Date(Number(ms)).toISOString();
+/** An outcome as the resolver sent it, read through the closed vocabulary: one this build does not know reads as unknown. */
+const wireOutcome = (value: string): CallOutcome => callOutcomeFromString(value) ?? CallOutcome.unknown;
 
 /** One recorded validation result: tool, verdict and the non-zero counts (never messages or paths). */
 export function validationView(v: ValidationRecap): Record<string, unknown> {
@@ -224,7 +226,7 @@ export function handoffView(h: SessionHandoff): Record<string, unknown> {
     view["commands"] = h.commands.map((c) => ({
       tool: c.tool,
       command: c.commandSummary,
-      outcome: c.outcome,
+      outcome: wireOutcome(c.outcome),
       ...(c.exitCode !== undefined ? { exit_code: c.exitCode } : {}),
     }));
     if (h.commandsTruncated) view["commands_truncated"] = true;
@@ -241,7 +243,7 @@ export function handoffView(h: SessionHandoff): Record<string, unknown> {
   view["recent_calls"] = h.recentCalls.map((c) => ({
     seq: n(c.seq),
     tool: c.tool,
-    outcome: c.outcome,
+    outcome: wireOutcome(c.outcome),
     ...(c.reasonCode ? { reason_code: c.reasonCode } : {}),
     at: iso(c.atUnixMs),
   }));

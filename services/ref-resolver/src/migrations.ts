@@ -771,4 +771,27 @@ CREATE TABLE {{schema}}.agent_event_reads (
 );
 `,
   },
+  {
+    // A Session call's outcome in the platform's one spelling (CallOutcome): ok and failed
+    // become success and failure. The table is append-only, so its trigger steps aside for this
+    // one rewrite, inside the migration's transaction. A row inserted in the earlier spelling
+    // (by a ref-resolver of the previous release, still running while a release rolls out) is
+    // stored in the new one, so the table only ever holds CallOutcome values.
+    id: "0009_session_call_outcome_vocabulary",
+    sql: `
+ALTER TABLE {{schema}}.session_calls DROP CONSTRAINT session_calls_outcome_check;
+ALTER TABLE {{schema}}.session_calls DISABLE TRIGGER session_calls_append_only;
+UPDATE {{schema}}.session_calls SET outcome = CASE outcome WHEN 'ok' THEN 'success' WHEN 'failed' THEN 'failure' ELSE outcome END
+  WHERE outcome IN ('ok', 'failed');
+ALTER TABLE {{schema}}.session_calls ENABLE TRIGGER session_calls_append_only;
+ALTER TABLE {{schema}}.session_calls ADD CONSTRAINT session_calls_outcome_check CHECK (outcome IN ('success', 'failure', 'pending', 'unknown'));
+CREATE FUNCTION {{schema}}.session_call_outcome_spelling() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.outcome := CASE NEW.outcome WHEN 'ok' THEN 'success' WHEN 'failed' THEN 'failure' ELSE NEW.outcome END;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER session_calls_outcome_spelling BEFORE INSERT ON {{schema}}.session_calls
+  FOR EACH ROW EXECUTE FUNCTION {{schema}}.session_call_outcome_spelling();
+`,
+  },
 ];

@@ -16,7 +16,7 @@ import type { RefResolverService, RunnerBrokerService, RunnerService } from "@we
 import {
   canonicalProjectId,
   capabilityMissingFailure,
-  FailureStage,
+  PipelineStage,
   missingCapabilities,
   parseCanonicalProjectId,
   ReasonCode,
@@ -98,7 +98,7 @@ const RUNNER_STARTING_RETRY_MS = 2_000;
  * endless runner_starting. Nothing ran; waiting for the Project is the follow-up.
  */
 function unschedulableFailure(condition: { type: string; reason: string; message: string }, canonicalId: string): ToolFailure {
-  return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+  return toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
     detail_code: "runner_unschedulable",
     evidence: { condition: { type: condition.type, reason: condition.reason, message: condition.message.slice(0, 500) } },
     message: `The project's Runner cannot start: ${condition.reason}. Nothing was run; your operator can see the cause in the evidence.`,
@@ -146,7 +146,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   const unavailable = async (canonicalId: string, holder: RunnerState | undefined): Promise<ToolFailure> => {
     const last = holder ?? (await deps.registry.lastForProject(canonicalId));
     if (last && last.connectionState === "lost") {
-      return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+      return toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
         detail_code: "runner_lost",
         evidence: { last_heartbeat_ms_ago: Math.max(0, Date.now() - last.lastHeartbeatMs) },
         message: "The project's Runner stopped heartbeating and is lost; nothing was run.",
@@ -158,7 +158,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         const r = await deps.provisioner.ensureRunner(workspace);
         const state = deps.provisioner.provisioningState ? await deps.provisioner.provisioningState(workspace) : { state: "starting" as const };
         if (state.state === "unschedulable") return unschedulableFailure(state.condition, canonicalId);
-        return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+        return toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
           detail_code: "runner_starting",
           evidence: { provisioning: r.action, retry_after_ms: RUNNER_STARTING_RETRY_MS },
           message: "A Runner for this project is starting; nothing was run. Wait for it, then retry.",
@@ -168,7 +168,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         deps.logger.warn("runner provisioning failed", { project: canonicalId, error });
       }
     }
-    return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+    return toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
       detail_code: "no_live_runner",
       message: "No Runner is serving this project right now; nothing was run.",
     });
@@ -226,7 +226,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       return {
         reached: true,
         answer: failure(
-          toolFailure(ReasonCode.rateLimited, FailureStage.dispatch, {
+          toolFailure(ReasonCode.rateLimited, PipelineStage.dispatch, {
             detail_code: "project_concurrency_limit",
             evidence: { limit: limiter.limit, in_flight: slot.inFlight },
             message: "Too many calls are running on this project; nothing was run. Retry after one finishes.",
@@ -257,7 +257,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       return {
         reached: false,
         answer: failure(
-          toolFailure(notStarted ? ReasonCode.runnerUnavailable : ReasonCode.runnerLost, FailureStage.dispatch, {
+          toolFailure(notStarted ? ReasonCode.runnerUnavailable : ReasonCode.runnerLost, PipelineStage.dispatch, {
             detail_code: notStarted ? "runner_unreachable" : "runner_connection_lost",
             outcome_unknown: !notStarted && mayHaveEffect,
             message: notStarted ? "The project's Runner is not reachable; nothing was run." : "The connection to the Runner broke during the call.",
@@ -345,7 +345,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     }
     if (route.why === "other_incarnation") {
       return failure(
-        toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+        toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
           detail_code: "runner_serves_other_incarnation",
           message: "No Runner is serving this project right now; nothing was run.",
         }),
@@ -497,7 +497,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       } catch (error) {
         deps.logger.warn("attempt fence not delivered to the runner", { runner_id: runner.runnerId, code: connectCodeName(ConnectError.from(error).code) });
         return notTold(
-          toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+          toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
             detail_code: provenNotSent(error) ? "runner_unreachable" : "runner_connection_lost",
             message: "The project's Runner could not be told the Attempt's fence.",
           }),
@@ -550,7 +550,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         jobJson: "",
         applied: false,
         failure: failureToWire(
-          toolFailure(ReasonCode.jobNotFound, FailureStage.resolution, {
+          toolFailure(ReasonCode.jobNotFound, PipelineStage.resolution, {
             detail_code: "no_job_record",
             evidence: { field: "/job_id" },
             message: "No Job with this id is running or recorded in this project (a run that finished within its wait has no Job).",

@@ -9,7 +9,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Interceptor } from "@connectrpc/connect";
-import { FailureStage, ReasonCode, parseCanonicalProjectId, toolFailure, failureToWire } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, parseCanonicalProjectId, toolFailure, failureToWire } from "@webcodex/contracts";
 import { DispatchResponseSchema, GetProjectRunnerStatesResponseSchema, RunnerBrokerService } from "@webcodex/proto";
 import type { DispatchRequest, GetFleetStatusRequest, GetProjectRunnerStatesRequest } from "@webcodex/proto";
 import { principalFromHeaders, serviceCallerKey } from "@webcodex/platform";
@@ -48,7 +48,7 @@ export function noSuchProjectAnswer() {
   return create(DispatchResponseSchema, {
     resultJson: "",
     failure: failureToWire(
-      toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+      toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
         detail_code: "no_live_runner",
         message: "No Runner is serving this project right now; nothing was run.",
       }),

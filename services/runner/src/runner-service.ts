@@ -13,7 +13,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { RunnerService } from "@webcodex/proto";
 import {
   capabilityMissingFailure,
-  FailureStage,
+  PipelineStage,
   failureToWire,
   isToolFailureError,
   missingCapabilities,
@@ -114,7 +114,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
    */
   const admitAttempt = async (taskId: string, attemptFence: number, tool: string, callId: string): Promise<ToolFailure | undefined> => {
     if (!deps.attemptFences) {
-      return toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
+      return toolFailure(ReasonCode.capabilityMissing, PipelineStage.dispatch, {
         detail_code: "attempt_fencing_unavailable",
         message: "This Runner cannot check Attempt fences; nothing was run.",
       });
@@ -124,16 +124,16 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
       admission = await deps.attemptFences.admit(taskId, attemptFence);
     } catch (error) {
       deps.logger.error("attempt fence mark unavailable; call refused", { tool, call_id: callId, task_id: taskId, error: String(error) });
-      return toolFailure(ReasonCode.internal, FailureStage.dispatch, {
+      return toolFailure(ReasonCode.internal, PipelineStage.dispatch, {
         detail_code: "attempt_fence_store_unavailable",
         message: "The Runner could not record the Attempt's fence; nothing was run.",
       });
     }
     if (admission.admitted) return undefined;
     if (admission.why === "invalid_task_id")
-      return toolFailure(ReasonCode.invalidValue, FailureStage.dispatch, { detail_code: "task_not_found", message: "No such task for this caller." });
+      return toolFailure(ReasonCode.invalidValue, PipelineStage.dispatch, { detail_code: "task_not_found", message: "No such task for this caller." });
     deps.logger.warn("stale attempt fence rejected", { tool, call_id: callId, task_id: taskId, attempt_fence: attemptFence, current_fence: admission.highest });
-    return toolFailure(ReasonCode.fenceStale, FailureStage.authorization, {
+    return toolFailure(ReasonCode.fenceStale, PipelineStage.authorization, {
       detail_code: "attempt_superseded",
       evidence: { attempt_fence: attemptFence, current_fence: admission.highest },
       message: "This attempt no longer holds its task's fence; nothing was done.",
@@ -147,13 +147,13 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
       if (!handler)
         return {
           resultJson: "",
-          failure: failureToWire(toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, { detail_code: "tool_not_implemented" })),
+          failure: failureToWire(toolFailure(ReasonCode.capabilityMissing, PipelineStage.dispatch, { detail_code: "tool_not_implemented" })),
         };
       // The broker routes by Project; a call for another root is refused before anything runs.
       if (req.rootIdentity && req.rootIdentity !== (await deps.rootIdentity())) {
         return {
           resultJson: "",
-          failure: failureToWire(toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, { detail_code: "root_identity_mismatch" })),
+          failure: failureToWire(toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, { detail_code: "root_identity_mismatch" })),
         };
       }
       // The broker checks prerequisites before dispatch; this holds the line for a capability
@@ -172,7 +172,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         return {
           resultJson: "",
           failure: failureToWire(
-            toolFailure(ReasonCode.fenceRejected, FailureStage.dispatch, {
+            toolFailure(ReasonCode.fenceRejected, PipelineStage.dispatch, {
               detail_code: "stale_fence",
               evidence: { fence: callFence, highest_seen: fence.highest },
               message: "The call carried a stale lease fence; nothing was run.",
@@ -194,7 +194,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         deps.logger.error("tool handler failed", { tool: req.tool, call_id: req.callId, error });
         return {
           resultJson: "",
-          failure: failureToWire(toolFailure(ReasonCode.internal, FailureStage.execution, { detail_code: "runner_internal_error", outcome_unknown: true })),
+          failure: failureToWire(toolFailure(ReasonCode.internal, PipelineStage.execution, { detail_code: "runner_internal_error", outcome_unknown: true })),
         };
       }
     },
@@ -211,7 +211,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         return {
           highest: 0n,
           failure: failureToWire(
-            toolFailure(ReasonCode.capabilityMissing, FailureStage.dispatch, {
+            toolFailure(ReasonCode.capabilityMissing, PipelineStage.dispatch, {
               detail_code: "attempt_fencing_unavailable",
               message: "This Runner cannot check Attempt fences.",
             }),
@@ -223,7 +223,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         if (highest === undefined)
           return {
             highest: 0n,
-            failure: failureToWire(toolFailure(ReasonCode.invalidValue, FailureStage.dispatch, { detail_code: "task_not_found", message: "No such task." })),
+            failure: failureToWire(toolFailure(ReasonCode.invalidValue, PipelineStage.dispatch, { detail_code: "task_not_found", message: "No such task." })),
           };
         return { highest: BigInt(highest) };
       } catch (error) {
@@ -231,7 +231,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         return {
           highest: 0n,
           failure: failureToWire(
-            toolFailure(ReasonCode.internal, FailureStage.dispatch, {
+            toolFailure(ReasonCode.internal, PipelineStage.dispatch, {
               detail_code: "attempt_fence_store_unavailable",
               message: "The Runner could not record the Attempt's fence.",
             }),

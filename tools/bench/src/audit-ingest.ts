@@ -23,7 +23,7 @@ export async function benchAuditIngest(postgresUrl: string, rows = 20_000, batch
         outcome: "success",
         startedAtUnixMs: BigInt(Date.now()),
         durationUs: 1200,
-        stageDurationsUs: { normalize: 20, resolve: 100, dispatch: 900, record: 50 },
+        stageDurationsUs: { normalization: 20, resolution: 100, dispatch: 900, record: 50 },
         // A full production row: hashed argument shape and result sizes (see docs/audit.md).
         argumentShape: shape,
         resultSize: { canonicalBytes: 2400, projectedBytes: 1900, projectedMetadataBytes: 120 },

@@ -11,7 +11,7 @@ import { RunnerService } from "@webcodex/proto";
 import type { RunnerBrokerService } from "@webcodex/proto";
 import { createInProcessClient } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
-import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import { runnerNames } from "@webcodex/runner-broker";
 import type { EnsureResult, ProjectWorkspace, Provisioner, ProvisioningState, WorkspaceSource } from "@webcodex/runner-broker";
 import { cloneWorkspace, createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
@@ -129,7 +129,7 @@ export function createInProcessProvisioner(o: InProcessProvisionerOptions): Prov
         o.logger.warn("in-process runner failed to start", { runner: name, error });
         entry.state = {
           state: "failed",
-          failure: toolFailure(ReasonCode.runnerUnavailable, FailureStage.execution, {
+          failure: toolFailure(ReasonCode.runnerUnavailable, PipelineStage.execution, {
             detail_code: "runner_start_failed",
             message: "The project's Runner could not start.",
           }),

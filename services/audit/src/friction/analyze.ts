@@ -20,6 +20,8 @@
  * - repeated_sequence: a block of 1..4 calls (tool + shape) repeated back to back at least
  *   `minRepeats` times, all succeeding: no failure or new shape shows a model decision.
  */
+import { CallOutcome, PipelineStage } from "@webcodex/contracts";
+import type { SettledCallOutcome } from "@webcodex/contracts";
 
 export const FrictionPattern = {
   schemaRejectionCorrected: "schema_rejection_corrected",
@@ -39,7 +41,7 @@ export interface FrictionRecord {
   tool: string;
   projectCanonicalId: string;
   effect: string;
-  outcome: "success" | "failure";
+  outcome: SettledCallOutcome;
   reasonCode: string;
   failureStage: string;
   startedAtMs: number;
@@ -113,10 +115,11 @@ export interface FrictionReport {
 }
 
 const SCHEMA_REJECTIONS = new Set(["unknown_field", "invalid_value", "missing_field", "conflicting_alias"]);
-const PRE_EXECUTION_STAGES = new Set(["admission", "normalization"]);
+const PRE_EXECUTION_STAGES = new Set<string>([PipelineStage.admission, PipelineStage.normalization]);
 
-const isSchemaRejection = (r: FrictionRecord) => r.outcome === "failure" && r.failureStage === "normalization" && SCHEMA_REJECTIONS.has(r.reasonCode);
-const passedNormalization = (r: FrictionRecord) => r.outcome === "success" || !PRE_EXECUTION_STAGES.has(r.failureStage);
+const isSchemaRejection = (r: FrictionRecord) =>
+  r.outcome === CallOutcome.failure && r.failureStage === PipelineStage.normalization && SCHEMA_REJECTIONS.has(r.reasonCode);
+const passedNormalization = (r: FrictionRecord) => r.outcome === CallOutcome.success || !PRE_EXECUTION_STAGES.has(r.failureStage);
 const signature = (r: FrictionRecord) => `${r.tool}\u0000${r.shapeFingerprint ?? ""}`;
 
 function finding(pattern: FrictionPattern, tool: string, calls: readonly FrictionRecord[], detail: FrictionFinding["detail"]): FrictionFinding {
@@ -172,7 +175,7 @@ function retryLoops(stream: readonly FrictionRecord[], catalog: FrictionCatalog,
   let i = 0;
   while (i < stream.length) {
     const f = stream[i] as FrictionRecord;
-    if (f.outcome !== "failure" || PRE_EXECUTION_STAGES.has(f.failureStage) || !f.shapeFingerprint) {
+    if (f.outcome !== CallOutcome.failure || PRE_EXECUTION_STAGES.has(f.failureStage) || !f.shapeFingerprint) {
       i++;
       continue;
     }
@@ -201,7 +204,7 @@ function retryLoops(stream: readonly FrictionRecord[], catalog: FrictionCatalog,
       iterations += 1;
       at = j;
       last = r;
-      if (r.outcome !== "failure" || PRE_EXECUTION_STAGES.has(r.failureStage)) break;
+      if (r.outcome !== CallOutcome.failure || PRE_EXECUTION_STAGES.has(r.failureStage)) break;
     }
     if (iterations === 0) {
       i++;
@@ -224,7 +227,7 @@ function oversizedDiscovery(stream: readonly FrictionRecord[], catalog: Friction
   const out: FrictionFinding[] = [];
   for (let i = 0; i < stream.length; i++) {
     const d = stream[i] as FrictionRecord;
-    if (d.outcome !== "success" || !catalog.isContractDiscovery(d.tool)) continue;
+    if (d.outcome !== CallOutcome.success || !catalog.isContractDiscovery(d.tool)) continue;
     const resultBytes = d.resultProjectedBytes ?? d.resultCanonicalBytes;
     if (resultBytes === undefined) continue;
     let j = i + 1;
@@ -248,7 +251,7 @@ function oversizedDiscovery(stream: readonly FrictionRecord[], catalog: Friction
 function metadataDominated(stream: readonly FrictionRecord[], t: FrictionThresholds): FrictionFinding[] {
   const out: FrictionFinding[] = [];
   for (const r of stream) {
-    if (r.outcome !== "success" || r.resultProjectedBytes === undefined || r.resultMetadataBytes === undefined) continue;
+    if (r.outcome !== CallOutcome.success || r.resultProjectedBytes === undefined || r.resultMetadataBytes === undefined) continue;
     if (r.resultProjectedBytes < t.metadataMinBytes || r.resultMetadataBytes < r.resultProjectedBytes * t.metadataShare) continue;
     out.push(
       finding(FrictionPattern.metadataDominated, r.tool, [r], {
@@ -264,7 +267,7 @@ function metadataDominated(stream: readonly FrictionRecord[], t: FrictionThresho
 function repeatedSequences(stream: readonly FrictionRecord[], t: FrictionThresholds): FrictionFinding[] {
   const out: FrictionFinding[] = [];
   const sig = stream.map(signature);
-  const ok = stream.map((r) => r.outcome === "success" && r.shapeFingerprint !== undefined);
+  const ok = stream.map((r) => r.outcome === CallOutcome.success && r.shapeFingerprint !== undefined);
   let i = 0;
   while (i < stream.length) {
     let best: { k: number; reps: number } | undefined;

@@ -1,5 +1,5 @@
 /** Reads ActionAudit rows for friction analysis, and the catalog facts it needs. */
-import { toolDefinition } from "@webcodex/contracts";
+import { CallOutcome, callOutcomeFromString, toolDefinition } from "@webcodex/contracts";
 import type { Queryable } from "@webcodex/platform";
 import { AUDIT_SCHEMA } from "../audit.js";
 import type { FrictionCatalog, FrictionRecord } from "./analyze.js";
@@ -21,7 +21,7 @@ interface Row {
   tool: string;
   project_canonical_id: string | null;
   effect: string;
-  outcome: "success" | "failure";
+  outcome: string;
   reason_code: string | null;
   failure_stage: string | null;
   started_ms: string | number;
@@ -67,7 +67,7 @@ export async function loadFrictionRecords(db: Queryable, q: FrictionQuery): Prom
       tool: row.tool,
       projectCanonicalId: row.project_canonical_id ?? "",
       effect: row.effect,
-      outcome: row.outcome,
+      outcome: callOutcomeFromString(row.outcome) === CallOutcome.success ? CallOutcome.success : CallOutcome.failure,
       reasonCode: row.reason_code ?? "",
       failureStage: row.failure_stage ?? "",
       startedAtMs: Number(row.started_ms),

@@ -4,7 +4,7 @@
  * tools need `webcodex:read`, anything that can change state needs `webcodex:write`.
  * `webcodex:write` implies `webcodex:read`.
  */
-import { FailureStage, forwardedCall, ReasonCode, toolDefinition, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, forwardedCall, ReasonCode, toolDefinition, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
 
@@ -47,7 +47,7 @@ export function stepUpScopes(granted: readonly string[], required: WebcodexScope
 export function checkToolScope(caller: Caller, tool: string, args: unknown): ToolFailure | undefined {
   const required = requiredScope(tool, args);
   if (hasScope(caller.scopes, required)) return undefined;
-  return toolFailure(ReasonCode.insufficientScope, FailureStage.admission, {
+  return toolFailure(ReasonCode.insufficientScope, PipelineStage.admission, {
     detail_code: "missing_scope",
     evidence: { required_scope: required },
     message: `This call needs the ${required} scope; authorize again with it.`,

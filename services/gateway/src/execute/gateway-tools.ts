@@ -4,7 +4,7 @@
  */
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, groupToolNamesByCategory, modelVisible, ReasonCode, toolDefinition, toolFailure, toolRoute } from "@webcodex/contracts";
+import { PipelineStage, groupToolNamesByCategory, modelVisible, ReasonCode, toolDefinition, toolFailure, toolRoute } from "@webcodex/contracts";
 import type { HostProfile, ToolCategory, ToolDefinition } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
@@ -47,7 +47,7 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
           const known = toolDefinition(name) !== undefined;
           return {
             ok: false,
-            failure: toolFailure(known ? ReasonCode.toolNotAdmitted : ReasonCode.unknownTool, FailureStage.admission, {
+            failure: toolFailure(known ? ReasonCode.toolNotAdmitted : ReasonCode.unknownTool, PipelineStage.admission, {
               detail_code: known ? "not_admitted" : "unknown_tool",
               evidence: { field: "/tool" },
               message: known ? "This tool is not admitted for you; see list_tools." : "No tool has this name; see list_tools.",
@@ -68,7 +68,7 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
       case "delete_project":
         return lifecycle.deleteProject(args, ctx);
       default:
-        return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_gateway_handler" }) };
+        return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_gateway_handler" }) };
     }
   }
 
@@ -86,7 +86,7 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       );
     } catch (error) {
-      return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, false) };
+      return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, false) };
     }
     const s = fleet.summary;
     const jobs = s?.jobs;

@@ -6,7 +6,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { canonicalProjectId, clampRule, FailureStage, parseCanonicalProjectId, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
+import { canonicalProjectId, clampRule, PipelineStage, parseCanonicalProjectId, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 import { dependencyFailure, now } from "../call-context.js";
@@ -54,13 +54,13 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
       if (ConnectError.from(error).code === Code.FailedPrecondition) {
         return {
           ok: false,
-          failure: toolFailure(ReasonCode.dependencyUnavailable, FailureStage.dispatch, {
+          failure: toolFailure(ReasonCode.dependencyUnavailable, PipelineStage.dispatch, {
             detail_code: "no_provisioner",
             message: "This deployment cannot create projects (no Runner provisioner is configured); nothing was created.",
           }),
         };
       }
-      return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, true) };
+      return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, true) };
     }
     return awaitProjectReady(name, (args["wait_ms"] as number | undefined) ?? WAIT_DEFAULT_MS, ctx);
   }
@@ -71,7 +71,7 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
     if (!address || address.clientId !== ctx.caller.principal.clientId)
       return Promise.resolve({
         ok: false,
-        failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }),
+        failure: toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution, { message: "No such project for this caller; call list_projects." }),
       });
     return awaitProjectReady(address.projectId, (args["wait_ms"] as number | undefined) ?? WAIT_DEFAULT_MS, ctx);
   }
@@ -102,7 +102,7 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
       } else if (provisioning.state === "unknown" || provisioning.state === "ready") {
         return {
           ok: false,
-          failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }),
+          failure: toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution, { message: "No such project for this caller; call list_projects." }),
         };
       }
       const left = deadline - now();
@@ -116,20 +116,20 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
     const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
     const resolved = await deps.refResolver.resolveProject({ selector: args["project"] as string }, options);
     if (resolved.failure || !resolved.project)
-      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
     const project = resolved.project;
     ctx.projectCanonicalId = project.canonicalId;
     if (project.ownerSubject !== ctx.caller.principal.subject && !ctx.caller.principal.tenantAdmin) {
       return {
         ok: false,
-        failure: toolFailure(ReasonCode.notProjectOwner, FailureStage.authorization, { message: "Only the project's owner or a tenant admin may delete it." }),
+        failure: toolFailure(ReasonCode.notProjectOwner, PipelineStage.authorization, { message: "Only the project's owner or a tenant admin may delete it." }),
       };
     }
     const keep = args["keep_workspace"] === true;
     try {
       await deps.broker.removeProjectRunner({ clientId: project.clientId, projectId: project.projectId, keepWorkspace: keep }, options);
     } catch (error) {
-      if (ConnectError.from(error).code !== Code.FailedPrecondition) return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, true) };
+      if (ConnectError.from(error).code !== Code.FailedPrecondition) return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, true) };
     }
     await deps.refResolver.retireProject({ clientId: project.clientId, projectId: project.projectId }, options);
     return { ok: true, result: { project_id: project.canonicalId, ...(keep ? { workspace_kept: true } : {}) } };

@@ -4,7 +4,7 @@
  */
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { CallContext, Outcome } from "../call-context.js";
@@ -45,7 +45,7 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         if (res.failure || !res.session)
           return {
             ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }),
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_session" }),
           };
         ctx.projectCanonicalId = res.session.projectCanonicalId;
         ctx.sessionId = res.session.sessionId;
@@ -56,7 +56,7 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         if (res.failure || !res.project)
           return {
             ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_project" }),
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_project" }),
           };
         ctx.projectCanonicalId = res.project.canonicalId;
         return { ok: true, result: { project_id: res.project.canonicalId, visibility: res.project.visibility, ...(res.changed ? {} : { unchanged: true }) } };
@@ -66,7 +66,7 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         if (res.failure || !res.session)
           return {
             ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_session" }),
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_session" }),
           };
         ctx.projectCanonicalId = res.session.projectCanonicalId;
         ctx.sessionId = res.session.sessionId;
@@ -77,14 +77,14 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         if (res.failure || !res.handoff)
           return {
             ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handoff" }),
+            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handoff" }),
           };
         ctx.projectCanonicalId = res.handoff.session?.projectCanonicalId ?? "";
         ctx.sessionId = res.handoff.session?.sessionId ?? "";
         return { ok: true, result: handoffView(res.handoff) };
       }
       default: {
-        if (def.category !== "agents") return { ok: false, failure: toolFailure(ReasonCode.internal, FailureStage.dispatch, { detail_code: "no_handler" }) };
+        if (def.category !== "agents") return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handler" }) };
         const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, options);
         ctx.projectCanonicalId = res.projectCanonicalId;
         if (res.continuationFacts?.length) ctx.continuationFacts = res.continuationFacts;
@@ -121,7 +121,7 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
     } catch (error) {
       why = error instanceof Error ? "broker_unreachable" : "broker_failed";
     }
-    return toolFailure(ReasonCode.runnerUnavailable, FailureStage.dispatch, {
+    return toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
       detail_code: "attempt_fence_not_delivered",
       state_changed: true,
       evidence: { task_id: taskId, runner_detail: why },

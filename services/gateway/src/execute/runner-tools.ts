@@ -9,11 +9,11 @@ import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { FailureStage, ReasonCode, runnerArguments, toolDefinition, toolFailure, failureFromWire } from "@webcodex/contracts";
+import { PipelineStage, PipelineSubStage, ReasonCode, runnerArguments, toolDefinition, toolFailure, failureFromWire } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
-import { dependencyFailure, micros, now, timedStage } from "../call-context.js";
+import { dependencyFailure, now, subStageDone, timedStage } from "../call-context.js";
 import type { CallContext, Outcome, ProjectAddress } from "../call-context.js";
 import { attentionItems, jobFactsOf, jobsOfCall, watchKey } from "../job-attention.js";
 import type { JobAttention, JobAttentionItem } from "../job-attention.js";
@@ -70,14 +70,14 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     const selector = args["project"] as string;
     let resolved;
     try {
-      resolved = await timedStage(ctx.stages, "resolve", () =>
+      resolved = await timedStage(ctx.stages, PipelineStage.resolution, () =>
         deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
       );
     } catch (error) {
-      return { ok: false, failure: dependencyFailure(error, FailureStage.resolution, false) };
+      return { ok: false, failure: dependencyFailure(error, PipelineStage.resolution, false) };
     }
     if (resolved.failure || !resolved.project)
-      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) };
+      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
     const project = resolved.project;
     ctx.projectCanonicalId = project.canonicalId;
     const sessionSelector = args["session_id"] as string | undefined;
@@ -128,9 +128,9 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
       );
       return res.failure ? { failure: failureFromWire(res.failure) } : { attempt: { taskId: res.taskId, fence: res.attemptFence } };
     } catch (error) {
-      return { failure: dependencyFailure(error, FailureStage.authorization, false) };
+      return { failure: dependencyFailure(error, PipelineStage.authorization, false) };
     } finally {
-      ctx.stages["admit_attempt"] = micros(t);
+      subStageDone(ctx.stages, PipelineSubStage.attemptAdmission, t);
     }
   }
 
@@ -143,13 +143,15 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
         { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
       );
       if (res.failure || !res.session)
-        return res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "session_not_found" });
+        return res.failure
+          ? failureFromWire(res.failure)
+          : toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, { detail_code: "session_not_found" });
       ctx.sessionId = res.session.sessionId;
       return undefined;
     } catch (error) {
-      return dependencyFailure(error, FailureStage.resolution, false);
+      return dependencyFailure(error, PipelineStage.resolution, false);
     } finally {
-      ctx.stages["resolve_session"] = micros(t);
+      subStageDone(ctx.stages, PipelineSubStage.sessionResolution, t);
     }
   }
 
@@ -190,7 +192,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
       deps.logger.warn("session call not recorded", { call_id: callId, session_id: ctx.sessionId, error: ConnectError.from(error).message });
     } finally {
       clearTimeout(timer);
-      ctx.stages["record_session"] = micros(t);
+      subStageDone(ctx.stages, PipelineSubStage.sessionRecord, t);
     }
   }
 
@@ -205,7 +207,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
   ): Promise<Outcome> {
     const fallback = ctx.literal ? { tool: ctx.literal.tool, argumentsJson: JSON.stringify(runnerArguments(ctx.literal.arguments)) } : undefined;
     try {
-      const res = await timedStage(ctx.stages, "dispatch", () =>
+      const res = await timedStage(ctx.stages, PipelineStage.dispatch, () =>
         deps.broker.dispatch(
           {
             callId,
@@ -224,7 +226,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
       if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
       return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
     } catch (error) {
-      return { ok: false, failure: dependencyFailure(error, FailureStage.dispatch, def.effect !== "read_only") };
+      return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, def.effect !== "read_only") };
     }
   }
 

@@ -13,7 +13,7 @@
  * A card's pending events are the Agent's events after the furthest cursor
  * wait_for_agent_events has delivered to the owner (`refs.agent_event_reads`).
  */
-import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { Database, Principal } from "@webcodex/platform";
 import type { AgentContinuation, AgentStore } from "./agent-store.js";
@@ -39,7 +39,7 @@ const num = (args: Json, k: string): number => (typeof args[k] === "number" ? (a
 const iso = (v: unknown): string => (v instanceof Date ? v : new Date(String(v))).toISOString();
 
 const recordNotFound = (): ToolFailure =>
-  toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+  toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, {
     detail_code: "continuation_not_found",
     message: "No agent continuation card was presented for this Endpoint generation and cursor.",
   });
@@ -152,7 +152,7 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
       // Someone already claimed (or answered) this dispatch: never send a second message.
       return {
         ok: false,
-        failure: toolFailure(ReasonCode.invalidValue, FailureStage.preflight, {
+        failure: toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, {
           detail_code: "dispatch_already_claimed",
           evidence: { dispatch: (v.result["continuation"] as Json)["dispatch"] as string },
           message: "This continuation was already dispatched (or its delivery is uncertain); it is never sent twice.",

@@ -6,7 +6,7 @@
  * `invalid_value` with a `*_not_found` detail, identical for both.
  */
 import { randomBytes } from "node:crypto";
-import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 
 /** Caller-chosen ids (agent, endpoint, task, idempotency key): 1..128 visible, URL-safe characters. */
@@ -44,7 +44,7 @@ export function refOrTuple<T>(ref: string, tuple: T, given: readonly boolean[], 
   if (ref !== "" && anyTuple) {
     return {
       kind: "invalid",
-      failure: toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+      failure: toolFailure(ReasonCode.invalidValue, PipelineStage.normalization, {
         detail_code: "ref_with_explicit_tuple",
         message: `Pass ${names.ref} or ${names.tuple}, not both.`,
       }),
@@ -54,7 +54,7 @@ export function refOrTuple<T>(ref: string, tuple: T, given: readonly boolean[], 
   if (!given.every(Boolean)) {
     return {
       kind: "invalid",
-      failure: toolFailure(ReasonCode.missingField, FailureStage.normalization, {
+      failure: toolFailure(ReasonCode.missingField, PipelineStage.normalization, {
         detail_code: "ref_or_complete_tuple_required",
         message: `Pass ${names.ref}, or all of ${names.tuple}.`,
       }),
@@ -64,32 +64,32 @@ export function refOrTuple<T>(ref: string, tuple: T, given: readonly boolean[], 
 }
 
 export function invalidId(field: string): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: `invalid_${field}`, evidence: { field } });
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: `invalid_${field}`, evidence: { field } });
 }
 
 export function endpointNotFound(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, {
     detail_code: "agent_endpoint_not_found",
     message: "No such agent endpoint for this caller.",
   });
 }
 
 export function continuationRefNotFound(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, {
     detail_code: "agent_continuation_ref_not_found",
     message: "No such agent_continuation_ref for this caller.",
   });
 }
 
 export function generationMismatch(): ToolFailure {
-  return toolFailure(ReasonCode.fenceRejected, FailureStage.authorization, {
+  return toolFailure(ReasonCode.fenceRejected, PipelineStage.authorization, {
     detail_code: "controller_generation_mismatch",
     message: "The controller generation is not the current one.",
   });
 }
 
 export function staleContinuationRef(): ToolFailure {
-  return toolFailure(ReasonCode.staleRef, FailureStage.resolution, {
+  return toolFailure(ReasonCode.staleRef, PipelineStage.resolution, {
     detail_code: "endpoint_generation_changed",
     message: "This agent_continuation_ref names an earlier endpoint generation; it is never moved to the successor.",
   });

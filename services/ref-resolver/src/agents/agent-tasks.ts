@@ -21,7 +21,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
   clampRule,
-  FailureStage,
+  PipelineStage,
   isToolFailureError,
   listAgentTasksFollowUp,
   readAgentTaskFollowUp,
@@ -72,14 +72,14 @@ export interface AgentTasksDeps {
 
 // ── failures: the same answer for "never issued" and "not yours" ──
 const notFound = (what: "agent" | "task" | "attempt" | "attempt_ref" | "cursor", followUp?: boolean): ToolFailure =>
-  toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+  toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, {
     detail_code: `${what}_not_found`,
     message: `No such ${what.replace(/_/g, " ")} for this caller.`,
     ...(followUp ? { follow_up: listAgentTasksFollowUp() } : {}),
   });
 
 const fenceStale = (detail: string, taskId: string, evidence: Record<string, unknown> = {}): ToolFailure =>
-  toolFailure(ReasonCode.fenceStale, FailureStage.authorization, {
+  toolFailure(ReasonCode.fenceStale, PipelineStage.authorization, {
     detail_code: detail,
     evidence,
     message: "This attempt no longer holds its task's fence; nothing was done.",
@@ -87,7 +87,7 @@ const fenceStale = (detail: string, taskId: string, evidence: Record<string, unk
   });
 
 const invalid = (detail: string, field: string, message?: string): ToolFailure =>
-  toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: detail, evidence: { field }, ...(message ? { message } : {}) });
+  toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: detail, evidence: { field }, ...(message ? { message } : {}) });
 
 /** Sorted-key JSON, so equal arguments give one digest whatever their key order. */
 function stableJson(value: unknown): string {
@@ -513,7 +513,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         if (t.state === "stopped") return { result: { task_id: t.task_id, state: "stopped" }, projectCanonicalId: t.project_canonical_id };
         if (t.state === "completed" || t.state === "failed") {
           throw new FailureThrow(
-            toolFailure(ReasonCode.invalidValue, FailureStage.preflight, {
+            toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, {
               detail_code: "task_finished",
               evidence: { state: t.state },
               message: "The task already finished; nothing was stopped.",
@@ -550,7 +550,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
           const agent = await agentOf(tx, principal, str(args, "assignee_agent_id"));
           if (agent.agent_id !== t.assignee_agent_id) {
             throw new FailureThrow(
-              toolFailure(ReasonCode.invalidValue, FailureStage.authorization, {
+              toolFailure(ReasonCode.invalidValue, PipelineStage.authorization, {
                 detail_code: "not_task_assignee",
                 evidence: { field: "assignee_agent_id" },
                 message: "This agent is not the task's assignee.",
@@ -559,7 +559,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
           }
           if (t.state === "completed" || t.state === "failed" || t.state === "stopped") {
             throw new FailureThrow(
-              toolFailure(ReasonCode.invalidValue, FailureStage.preflight, {
+              toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, {
                 detail_code: "task_finished",
                 evidence: { state: t.state },
                 follow_up: readAgentTaskFollowUp(t.task_id),
@@ -569,7 +569,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
           const live = (await tx.query<AttemptRow>(`${attemptSelect} WHERE at.task_id = $1 AND at.state = 'live'`, [t.task_id])).rows[0];
           if (live?.lease_live) {
             throw new FailureThrow(
-              toolFailure(ReasonCode.leaseHeld, FailureStage.preflight, {
+              toolFailure(ReasonCode.leaseHeld, PipelineStage.preflight, {
                 detail_code: "attempt_lease_live",
                 evidence: { attempt_fence: Number(live.attempt_fence), lease_expires_at: iso(live.lease_expires_at) },
                 message: "Another attempt holds this task's lease; start again after it ends or lapses.",
@@ -690,14 +690,14 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       );
       if (ref !== "" && given.some(Boolean))
         throw new FailureThrow(
-          toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+          toolFailure(ReasonCode.invalidValue, PipelineStage.normalization, {
             detail_code: "ref_with_explicit_tuple",
             message: "Pass attempt_ref or the explicit tuple, not both.",
           }),
         );
       if (ref === "" && !given.every(Boolean))
         throw new FailureThrow(
-          toolFailure(ReasonCode.missingField, FailureStage.normalization, {
+          toolFailure(ReasonCode.missingField, PipelineStage.normalization, {
             detail_code: "ref_or_complete_tuple_required",
             message: "Pass attempt_ref, or all of task_id, attempt_id, assignee_agent_id, attempt_fence and attempt_controller_generation.",
           }),
@@ -720,7 +720,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         agentArg = str(args, "agent_id");
       if ((ref === "") === (agentArg === "")) {
         throw new FailureThrow(
-          toolFailure(ReasonCode.missingField, FailureStage.normalization, {
+          toolFailure(ReasonCode.missingField, PipelineStage.normalization, {
             detail_code: "agent_selector_required",
             message: "Pass agent_id or agent_continuation_ref (one of them).",
           }),
@@ -809,7 +809,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       signal?: AbortSignal,
     ): Promise<{ ok: true; value: AgentToolResult } | { ok: false; failure: ToolFailure }> {
       const fn = tools[tool];
-      if (!fn) return { ok: false, failure: toolFailure(ReasonCode.unknownTool, FailureStage.dispatch, { detail_code: "not_an_agent_tool" }) };
+      if (!fn) return { ok: false, failure: toolFailure(ReasonCode.unknownTool, PipelineStage.dispatch, { detail_code: "not_an_agent_tool" }) };
       try {
         return { ok: true, value: await fn(principal, args, signal) };
       } catch (error) {
@@ -829,7 +829,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         if (task.project_canonical_id !== projectCanonicalId) {
           return {
             ok: false,
-            failure: toolFailure(ReasonCode.invalidValue, FailureStage.authorization, {
+            failure: toolFailure(ReasonCode.invalidValue, PipelineStage.authorization, {
               detail_code: "attempt_other_project",
               evidence: { field: "attempt_ref" },
               message: "This attempt's task is in another project.",

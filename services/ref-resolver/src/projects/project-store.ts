@@ -11,7 +11,7 @@
  * transactions).
  */
 import type { Database, Principal, Queryable } from "@webcodex/platform";
-import { canonicalProjectId, FailureStage, isCanonicalIdPart, isCanonicalProjectId, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { canonicalProjectId, PipelineStage, isCanonicalIdPart, isCanonicalProjectId, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { createBoundedCache } from "../refs/bounded-cache.js";
 import { createCoalescer } from "../refs/coalescer.js";
@@ -65,7 +65,7 @@ export type Resolution = { ok: true; project: ProjectRecord } | { ok: false; fai
 /** The single "not found" answer: identical for "does not exist" and "exists but not yours". */
 const notFound = (): Resolution => ({
   ok: false,
-  failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution, { message: "No such project for this caller; call list_projects." }),
+  failure: toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution, { message: "No such project for this caller; call list_projects." }),
 });
 
 /**
@@ -75,7 +75,7 @@ const notFound = (): Resolution => ({
  */
 const staleRef = (detail: "project_incarnation_changed" | "project_unavailable"): Resolution => ({
   ok: false,
-  failure: toolFailure(ReasonCode.staleRef, FailureStage.resolution, {
+  failure: toolFailure(ReasonCode.staleRef, PipelineStage.resolution, {
     detail_code: detail,
     message: "This project_ref no longer names a live project; call list_projects for current refs.",
     follow_up: listProjectsFollowUp(),
@@ -246,7 +246,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     if (!isCanonicalProjectId(selector)) {
       return {
         ok: false,
-        failure: toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+        failure: toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, {
           detail_code: "invalid_project_selector",
           message: "project must be a project_ref like ~p1 or agent:<client_id>:<project_id>.",
         }),
@@ -379,7 +379,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
       if (!isCanonicalIdPart(input.projectId)) {
         return {
           ok: false,
-          failure: toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+          failure: toolFailure(ReasonCode.invalidValue, PipelineStage.normalization, {
             detail_code: "invalid_project_name",
             evidence: { field: "/name" },
             message: "name must match [A-Za-z0-9._-]{1,128}.",
@@ -389,7 +389,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
       const canonicalId = validCanonicalProjectId(principal.clientId, input.projectId);
       const exists = () => ({
         ok: false as const,
-        failure: toolFailure(ReasonCode.projectExists, FailureStage.preflight, {
+        failure: toolFailure(ReasonCode.projectExists, PipelineStage.preflight, {
           message: "A project with this name exists in your tenant; choose another name.",
         }),
       });
@@ -436,11 +436,11 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
         const candidate = rememberLive(input.selector, r.rows[0], principal);
         if (candidate && candidate.clientId === principal.clientId) project = candidate;
       }
-      if (!project) return resolution.ok ? { ok: false, failure: toolFailure(ReasonCode.projectNotFound, FailureStage.resolution) } : resolution;
+      if (!project) return resolution.ok ? { ok: false, failure: toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) } : resolution;
       if (project.ownerSubject !== principal.subject && !principal.tenantAdmin) {
         return {
           ok: false,
-          failure: toolFailure(ReasonCode.notProjectOwner, FailureStage.authorization, {
+          failure: toolFailure(ReasonCode.notProjectOwner, PipelineStage.authorization, {
             message: "Only the project's owner or a tenant admin may change it.",
           }),
         };
@@ -448,7 +448,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
       if (input.visibility === "private" && !project.ownerSubject) {
         return {
           ok: false,
-          failure: toolFailure(ReasonCode.invalidValue, FailureStage.preflight, {
+          failure: toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, {
             detail_code: "project_has_no_owner",
             evidence: { field: "/visibility" },
             message: "This project was registered by its Runner and has no owner; it stays shared with the tenant.",

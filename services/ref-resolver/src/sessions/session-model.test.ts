@@ -7,7 +7,7 @@ const call = (over: Partial<SessionCallInput> = {}): SessionCallInput => ({
   callId: "c1",
   tool: "read_files",
   effect: "read_only",
-  outcome: "ok",
+  outcome: "success",
   reasonCode: "",
   detailCode: "",
   pathsCount: 2,
@@ -49,14 +49,17 @@ describe("session call records", () => {
       sessionCallProblem(call({ outcome: "pending", effect: "process_execution", tool: "run_shell", jobId: "job-1", jobState: "pending" })),
       undefined,
     );
-    assert.equal(sessionCallProblem(call({ outcome: "failed", reasonCode: "stale_read_revision", detailCode: "observed_3" })), undefined);
+    assert.equal(sessionCallProblem(call({ outcome: "failure", reasonCode: "stale_read_revision", detailCode: "observed_3" })), undefined);
   });
 
   it("reject anything that is not a bounded fact", () => {
     assert.match(sessionCallProblem(call({ tool: "Read Files" })) ?? "", /tool/);
     assert.match(sessionCallProblem(call({ effect: "anything" })) ?? "", /effect/);
     assert.match(sessionCallProblem(call({ outcome: "maybe" })) ?? "", /outcome/);
-    assert.match(sessionCallProblem(call({ reasonCode: "No such file: /etc/passwd", outcome: "failed" })) ?? "", /reason_code/);
+    // The outcomes are the platform's CallOutcome: the Session-only spellings of old are not accepted.
+    assert.match(sessionCallProblem(call({ outcome: "ok" })) ?? "", /outcome must be one of success, failure, pending, unknown/);
+    assert.match(sessionCallProblem(call({ outcome: "failed" })) ?? "", /outcome/);
+    assert.match(sessionCallProblem(call({ reasonCode: "No such file: /etc/passwd", outcome: "failure" })) ?? "", /reason_code/);
     assert.match(sessionCallProblem(call({ reasonCode: "internal" })) ?? "", /successful/);
     assert.match(sessionCallProblem(call({ pathsCount: -1 })) ?? "", /paths_count/);
     assert.match(sessionCallProblem(call({ pathsCount: 1.5 })) ?? "", /paths_count/);
@@ -94,7 +97,7 @@ describe("handoff recap", () => {
       { rows: [{ jobId: "j1", tool: "run_shell", sinceMs: 5 }], total: 1 },
       [
         { seq: 6, tool: "run_shell", outcome: "pending", reasonCode: "", atMs: 6 },
-        { seq: 5, tool: "read_files", outcome: "ok", reasonCode: "", atMs: 5 },
+        { seq: 5, tool: "read_files", outcome: "success", reasonCode: "", atMs: 5 },
       ],
       10,
     );
@@ -123,7 +126,7 @@ describe("handoff recap", () => {
   it("cuts every list to its bound and says so", () => {
     const tools = Array.from({ length: HANDOFF_BOUNDS.tools + 5 }, (_, i) => row(`tool_${i}`, "read_only", 1));
     const pending = Array.from({ length: HANDOFF_BOUNDS.pendingJobs }, (_, i) => ({ jobId: `j${i}`, tool: "run_shell", sinceMs: i }));
-    const recent = Array.from({ length: 80 }, (_, i) => ({ seq: 80 - i, tool: "read_files", outcome: "ok", reasonCode: "", atMs: 0 }));
+    const recent = Array.from({ length: 80 }, (_, i) => ({ seq: 80 - i, tool: "read_files", outcome: "success" as const, reasonCode: "", atMs: 0 }));
     const recap = buildHandoffRecap(tools, { rows: pending, total: 45 }, recent, 500);
     assert.equal(recap.callsByTool.length, HANDOFF_BOUNDS.tools);
     assert.equal(recap.pendingJobs.length, HANDOFF_BOUNDS.pendingJobs);

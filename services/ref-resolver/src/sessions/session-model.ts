@@ -3,7 +3,7 @@
  * record and its validation, failures, and the handoff recap built from aggregates.
  */
 import { randomBytes } from "node:crypto";
-import { FailureStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { CallOutcome, callOutcomeFromString, PipelineStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { SessionCall, SessionPath, SessionValidation } from "@webcodex/proto";
 import { parseRef, RefKind } from "../refs/ref-codes.js";
@@ -38,8 +38,8 @@ type ProtoFields<M> = Omit<M, "$typeName" | "$unknown">;
 
 export const SessionEffects = ["read_only", "workspace_write", "process_execution", "durable_state", "presentation"] as const;
 export type SessionEffect = (typeof SessionEffects)[number];
-export const SessionOutcomes = ["ok", "failed", "pending", "unknown"] as const;
-export type SessionOutcome = (typeof SessionOutcomes)[number];
+/** An outcome read back from the database through the closed vocabulary (the table's CHECK admits no other). */
+export const storedOutcome = (value: string): CallOutcome => callOutcomeFromString(value) ?? CallOutcome.unknown;
 
 /**
  * One bounded record of a call made with session_id: facts only, never arguments or content.
@@ -77,10 +77,10 @@ export function sessionCallProblem(call: SessionCallInput): string | undefined {
   if (!OPAQUE_ID.test(call.callId)) return "call_id must be 1..128 visible ASCII characters";
   if (!TOOL.test(call.tool)) return "tool must be a tool name";
   if (!(SessionEffects as readonly string[]).includes(call.effect)) return `effect must be one of ${SessionEffects.join(", ")}`;
-  if (!(SessionOutcomes as readonly string[]).includes(call.outcome)) return `outcome must be one of ${SessionOutcomes.join(", ")}`;
+  if (callOutcomeFromString(call.outcome) === undefined) return `outcome must be one of ${Object.values(CallOutcome).join(", ")}`;
   if (call.reasonCode !== "" && !REASON.test(call.reasonCode)) return "reason_code must be a reason code";
   if (call.detailCode !== "" && !DETAIL.test(call.detailCode)) return "detail_code must be a detail code";
-  if (call.outcome === "ok" && call.reasonCode !== "") return "a successful call has no reason_code";
+  if (call.outcome === CallOutcome.success && call.reasonCode !== "") return "a successful call has no reason_code";
   for (const [name, value] of [
     ["paths_count", call.pathsCount],
     ["changed_paths_count", call.changedPathsCount],
@@ -116,21 +116,21 @@ export function sessionCallProblem(call: SessionCallInput): string | undefined {
 // ── failures: a foreign Session fails exactly like one that does not exist ──
 
 export function sessionNotFound(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, {
     detail_code: "session_not_found",
     message: "No such session for this caller; create_session starts one.",
   });
 }
 
 export function invalidSessionSelector(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.resolution, {
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, {
     detail_code: "invalid_session_selector",
     message: "session_id must be a session_ref like ~s1 or a wc_sess_* id.",
   });
 }
 
 export function sessionProjectUnavailable(): ToolFailure {
-  return toolFailure(ReasonCode.projectNotFound, FailureStage.authorization, {
+  return toolFailure(ReasonCode.projectNotFound, PipelineStage.authorization, {
     detail_code: "session_project_unavailable",
     message: "This session's project is no longer available to you; call list_projects and create a new session.",
     follow_up: listProjectsFollowUp(),
@@ -138,21 +138,21 @@ export function sessionProjectUnavailable(): ToolFailure {
 }
 
 export function sessionProjectMismatch(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.authorization, {
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.authorization, {
     detail_code: "session_project_mismatch",
     message: "This session belongs to another project; pass that project or a session of this one.",
   });
 }
 
 export function sessionClosed(): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.authorization, {
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.authorization, {
     detail_code: "session_closed",
     message: "This session is closed; it records no further calls. read_session_handoff still works.",
   });
 }
 
 export function invalidTitle(detail: string): ToolFailure {
-  return toolFailure(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: detail, evidence: { max_chars: SESSION_TITLE_MAX } });
+  return toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: detail, evidence: { max_chars: SESSION_TITLE_MAX } });
 }
 
 // ── handoff ──
@@ -177,7 +177,7 @@ export interface PendingJobRow {
 export interface RecentCallRow {
   seq: number;
   tool: string;
-  outcome: string;
+  outcome: CallOutcome;
   reasonCode: string;
   atMs: number;
 }
@@ -211,7 +211,7 @@ export const HANDOFF_BOUNDS = { tools: 32, pendingJobs: 20, recentDefault: 10, r
 export interface HandoffLists {
   paths: SessionPathInput[];
   pathsTruncated: boolean;
-  commands: Array<{ tool: string; commandSummary: string; outcome: string; exitCode?: number }>;
+  commands: Array<{ tool: string; commandSummary: string; outcome: CallOutcome; exitCode?: number }>;
   commandsTruncated: boolean;
 }
 

@@ -11,6 +11,7 @@
  * transactions).
  */
 import type { Database, Principal, Queryable } from "@webcodex/platform";
+import { CallOutcome } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { ProjectStore } from "../projects/project-store.js";
 import { issuePinnedRef, sessionRefTable } from "../refs/issue-ref.js";
@@ -27,6 +28,7 @@ import {
   sessionNotFound,
   sessionProjectMismatch,
   sessionProjectUnavailable,
+  storedOutcome,
   titleProblem,
 } from "./session-model.js";
 import type { HandoffLists, HandoffRecap, SessionCallInput, ValidationRecapRow } from "./session-model.js";
@@ -328,12 +330,12 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
           last_at: Date | string;
         }>(
           `SELECT tool, effect, count(*) AS calls,
-                  count(*) FILTER (WHERE outcome = 'failed') AS failed,
-                  count(*) FILTER (WHERE outcome = 'unknown') AS unknown,
+                  count(*) FILTER (WHERE outcome = $2) AS failed,
+                  count(*) FILTER (WHERE outcome = $3) AS unknown,
                   coalesce(sum(paths_count), 0) AS paths, coalesce(sum(changed_paths_count), 0) AS changed_paths,
                   max(recorded_at) AS last_at
            FROM ${schema}.session_calls WHERE session_id = $1 GROUP BY tool, effect`,
-          [sessionId],
+          [sessionId, CallOutcome.failure, CallOutcome.unknown],
         ),
         db.query<{ job_id: string; tool: string; since: Date | string; total: string }>(
           `SELECT job_id, tool, since, count(*) OVER () AS total FROM (
@@ -393,9 +395,12 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
       const lists: HandoffLists = {
         paths: paths.rows.slice(0, HANDOFF_BOUNDS.paths).map((r) => ({ path: r.path, readRevision: r.read_revision ?? "", changed: r.changed === true })),
         pathsTruncated: paths.rows.length > HANDOFF_BOUNDS.paths,
-        commands: commands.rows
-          .slice(0, HANDOFF_BOUNDS.commands)
-          .map((r) => ({ tool: r.tool, commandSummary: r.command_summary, outcome: r.outcome, ...(r.exit_code !== null ? { exitCode: r.exit_code } : {}) })),
+        commands: commands.rows.slice(0, HANDOFF_BOUNDS.commands).map((r) => ({
+          tool: r.tool,
+          commandSummary: r.command_summary,
+          outcome: storedOutcome(r.outcome),
+          ...(r.exit_code !== null ? { exitCode: r.exit_code } : {}),
+        })),
         commandsTruncated: commands.rows.length > HANDOFF_BOUNDS.commands,
       };
       const recap = buildHandoffRecap(
@@ -410,7 +415,13 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
           lastMs: ms(r.last_at),
         })),
         { rows: pending.rows.map((r) => ({ jobId: r.job_id, tool: r.tool, sinceMs: ms(r.since) })), total: Number(pending.rows[0]?.total ?? 0) },
-        recent.rows.map((r) => ({ seq: Number(r.seq), tool: r.tool, outcome: r.outcome, reasonCode: r.reason_code ?? "", atMs: ms(r.recorded_at) })),
+        recent.rows.map((r) => ({
+          seq: Number(r.seq),
+          tool: r.tool,
+          outcome: storedOutcome(r.outcome),
+          reasonCode: r.reason_code ?? "",
+          atMs: ms(r.recorded_at),
+        })),
         recentLimit,
         validations.rows.map((r) => ({
           seq: Number(r.seq),

@@ -12,7 +12,7 @@
  */
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import { ApiException, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import type { V1PersistentVolumeClaim, V1Pod, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "@webcodex/platform";
@@ -394,7 +394,7 @@ export function podProvisioningState(pod: V1Pod): ProvisioningState {
       if (f.reason_code === ReasonCode.cloneFailed || f.reason_code === ReasonCode.invalidValue) {
         return {
           state: "failed",
-          failure: toolFailure(f.reason_code, FailureStage.execution, {
+          failure: toolFailure(f.reason_code, PipelineStage.execution, {
             ...(f.detail_code ? { detail_code: f.detail_code } : {}),
             ...(f.message ? { message: f.message } : {}),
           }),

@@ -1,5 +1,5 @@
 import os from "node:os";
-import { fail, FailureStage, ReasonCode } from "@webcodex/contracts";
+import { fail, PipelineStage, ReasonCode } from "@webcodex/contracts";
 
 /** The only variables a child inherits (from baseEnv, else a minimal default). */
 const INHERITED_KEYS = ["PATH", "HOME", "LANG", "TMPDIR"] as const;
@@ -38,25 +38,25 @@ export function childEnv(base: Record<string, string>, additions: Record<string,
   const env: Record<string, string> = { ...base };
   if (additions === undefined) return env;
   if (typeof additions !== "object" || additions === null || Array.isArray(additions)) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "env_not_an_object", evidence: { field: "env" } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "env_not_an_object", evidence: { field: "env" } });
   }
   const entries = Object.entries(additions);
   if (entries.length > MAX_ENV_ENTRIES) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, {
       detail_code: "env_too_many_entries",
       evidence: { field: "env", maximum: MAX_ENV_ENTRIES },
     });
   }
   for (const [key, value] of entries) {
     if (!ENV_NAME.test(key)) {
-      fail(ReasonCode.invalidValue, FailureStage.preflight, {
+      fail(ReasonCode.invalidValue, PipelineStage.preflight, {
         detail_code: "env_key_invalid",
         evidence: { field: "env", key: key.slice(0, 64) },
         message: "env keys must match [A-Za-z_][A-Za-z0-9_]*.",
       });
     }
     if (typeof value !== "string" || value.includes("\0") || value.length > MAX_ENV_VALUE_CHARS) {
-      fail(ReasonCode.invalidValue, FailureStage.preflight, {
+      fail(ReasonCode.invalidValue, PipelineStage.preflight, {
         detail_code: "env_value_invalid",
         evidence: { field: "env", key },
         message: "env values must be strings without NUL, at most 65536 characters.",

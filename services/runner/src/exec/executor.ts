@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { realpathSync } from "node:fs";
-import { fail, FailureStage, ReasonCode } from "@webcodex/contracts";
+import { fail, PipelineStage, ReasonCode } from "@webcodex/contracts";
 import { childEnv, scrubbedBaseEnv } from "./child-env.js";
 import { Job, type JobSpec } from "./job.js";
 import { effectiveLimits, effectiveWaitMs, resolveLimits } from "./limits.js";
@@ -36,7 +36,7 @@ const MAX_OBSERVED_IDS = 256;
 const PYTHON = "python3";
 
 function invalid(detail: string, evidence: Record<string, unknown>, message?: string): never {
-  return fail(ReasonCode.invalidValue, FailureStage.preflight, {
+  return fail(ReasonCode.invalidValue, PipelineStage.preflight, {
     detail_code: detail,
     evidence,
     ...(message === undefined ? {} : { message }),
@@ -274,7 +274,7 @@ class JobExecutor implements Executor {
 
   #assertOpen(): void {
     if (this.#closed) {
-      fail(ReasonCode.runnerUnavailable, FailureStage.dispatch, { detail_code: "executor_shut_down" });
+      fail(ReasonCode.runnerUnavailable, PipelineStage.dispatch, { detail_code: "executor_shut_down" });
     }
   }
 
@@ -282,7 +282,7 @@ class JobExecutor implements Executor {
     // Checked synchronously right before spawning, so concurrent calls cannot overshoot.
     this.#assertOpen();
     if (this.#running.size >= this.#limits.maxJobs) {
-      fail(ReasonCode.rateLimited, FailureStage.preflight, {
+      fail(ReasonCode.rateLimited, PipelineStage.preflight, {
         detail_code: "max_running_jobs",
         evidence: { max_jobs: this.#limits.maxJobs, running_jobs: this.#running.size },
         message: "Too many jobs are running; wait for or cancel one first.",

@@ -1,4 +1,4 @@
-import { clampRule, fail, FailureStage, ReasonCode } from "@webcodex/contracts";
+import { clampRule, fail, PipelineStage, ReasonCode } from "@webcodex/contracts";
 import type { EffectiveLimits, ExecLimits } from "./types.js";
 
 const TIMEOUT_MS = clampRule("run_process", "timeout_ms");
@@ -42,7 +42,7 @@ export function resolveLimits(overrides: Partial<ExecLimits> = {}): ExecLimits {
 
 function requestNumber(field: string, value: number, min: number): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < min) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, {
       detail_code: `${field}_out_of_range`,
       evidence: { field, minimum: min },
       message: `${field} must be a number >= ${min}.`,

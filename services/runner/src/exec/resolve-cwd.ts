@@ -1,5 +1,5 @@
 import { stat } from "node:fs/promises";
-import { fail, FailureStage, isToolFailureError, ReasonCode, ToolFailureError } from "@webcodex/contracts";
+import { fail, PipelineStage, isToolFailureError, ReasonCode, ToolFailureError } from "@webcodex/contracts";
 import { errnoCode, resolveProjectPath } from "../workspace/path-policy.js";
 
 /** A working directory proven to lie inside the workspace. */
@@ -26,10 +26,10 @@ export async function resolveCwd(realRoot: string, cwd: string | undefined): Pro
       isDirectory = (await stat(resolved.real)).isDirectory();
     } catch (error) {
       const code = errnoCode(error);
-      if (code === "ENOENT" || code === "ENOTDIR") fail(ReasonCode.pathNotFound, FailureStage.resolution, { evidence });
+      if (code === "ENOENT" || code === "ENOTDIR") fail(ReasonCode.pathNotFound, PipelineStage.resolution, { evidence });
       throw error;
     }
-    if (!isDirectory) fail(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "cwd_not_a_directory", evidence });
+    if (!isDirectory) fail(ReasonCode.invalidValue, PipelineStage.resolution, { detail_code: "cwd_not_a_directory", evidence });
     return { absolute: resolved.real, relative: resolved.realRel === "" ? "." : resolved.realRel };
   } catch (error) {
     if (!isToolFailureError(error)) throw error;

@@ -5,7 +5,7 @@
  * pending with its job_id; wait_for_job_terminal then returns the same structured result.
  */
 import { fileURLToPath } from "node:url";
-import { fail, FailureStage, ReasonCode, runnerCapabilityWire } from "@webcodex/contracts";
+import { fail, PipelineStage, ReasonCode, runnerCapabilityWire } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import type { Executor, RunResult, TerminalResult } from "../exec/index.js";
 import { CHECK_KINDS, isCheckKind } from "./types.js";
@@ -19,7 +19,7 @@ type Args = Record<string, unknown>;
 export type ValidationTool = ValidationRequest["tool"];
 
 function invalid(field: string, detail: string, message: string): never {
-  return fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: detail, evidence: { field }, message });
+  return fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: detail, evidence: { field }, message });
 }
 
 /** A project-relative path: no absolute path, no `..` escape (the Runner's last check). */
@@ -29,7 +29,7 @@ function checkPaths(field: string, value: unknown): string[] | undefined {
     invalid(field, `${field}_invalid`, `${field} must be project-relative paths.`);
   for (const p of value as string[]) {
     if (p.startsWith("/") || p.split("/").includes("..")) {
-      fail(ReasonCode.pathOutsideProject, FailureStage.preflight, { detail_code: "path_outside_project", evidence: { field, path: p.slice(0, 200) } });
+      fail(ReasonCode.pathOutsideProject, PipelineStage.preflight, { detail_code: "path_outside_project", evidence: { field, path: p.slice(0, 200) } });
     }
     if (p.startsWith("-")) invalid(field, `${field}_invalid`, `${field} entries are paths, not options.`);
   }

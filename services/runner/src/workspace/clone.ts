@@ -12,7 +12,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
-import { FailureStage, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 
 export interface GitCredential {
@@ -39,21 +39,21 @@ export function cloneUrlProblem(url: string): ToolFailure | undefined {
   try {
     parsed = new URL(url);
   } catch {
-    return toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+    return toolFailure(ReasonCode.invalidValue, PipelineStage.normalization, {
       detail_code: "invalid_git_url",
       evidence: { field: "/source/git/url" },
       message: "url must be an https:// or git:// URL.",
     });
   }
   if (!SCHEMES.has(parsed.protocol)) {
-    return toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+    return toolFailure(ReasonCode.invalidValue, PipelineStage.normalization, {
       detail_code: "unsupported_url_scheme",
       evidence: { field: "/source/git/url" },
       message: "Only https://, http:// and git:// repositories can be cloned.",
     });
   }
   if (parsed.username || parsed.password) {
-    return toolFailure(ReasonCode.invalidValue, FailureStage.normalization, {
+    return toolFailure(ReasonCode.invalidValue, PipelineStage.normalization, {
       detail_code: "credential_in_url",
       evidence: { field: "/source/git/url" },
       message: "Credentials never go in the URL; your operator configures them.",
@@ -129,7 +129,7 @@ export async function cloneWorkspace(o: CloneOptions): Promise<ToolFailure | und
   if (result.code !== 0) {
     rmSync(tmp, { recursive: true, force: true });
     const { detail, message } = result.timedOut ? { detail: "clone_timed_out", message: "Cloning took too long." } : classify(result.stderr);
-    return toolFailure(ReasonCode.cloneFailed, FailureStage.execution, { detail_code: detail, message });
+    return toolFailure(ReasonCode.cloneFailed, PipelineStage.execution, { detail_code: detail, message });
   }
   renameSync(tmp, o.dir);
   return undefined;

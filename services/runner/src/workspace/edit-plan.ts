@@ -4,7 +4,7 @@
  * edits are checked for overlap, and the output is assembled from slices in one pass. Matching
  * is byte-exact (`Buffer.indexOf`), so `$&`, `$1`, CRLF and invalid UTF-8 need no special care.
  */
-import { FailureStage, ReasonCode, fail, toolLimit } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, fail, toolLimit } from "@webcodex/contracts";
 import { charStart, LineIndex } from "./text-bytes.js";
 import type { MatchRange, ReplaceExactEdit } from "./types.js";
 
@@ -41,7 +41,7 @@ export interface FilePlan {
 /** Plans all edits of one file or throws the preflight failure that explains why it cannot. */
 export function planFileEdits(path: string, original: Buffer, edits: readonly ReplaceExactEdit[]): FilePlan {
   if (edits.length === 0) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "no_edits", evidence: { path } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "no_edits", evidence: { path } });
   }
   const lines = new LineIndex(original);
   const planned = edits.map((edit, editIndex) => planEdit(path, original, lines, edit, editIndex));
@@ -52,7 +52,7 @@ export function planFileEdits(path: string, original: Buffer, edits: readonly Re
     const previous = ranges[i - 1] as PlannedRange;
     const current = ranges[i] as PlannedRange;
     if (current.start < previous.end) {
-      fail(ReasonCode.overlappingEdits, FailureStage.preflight, {
+      fail(ReasonCode.overlappingEdits, PipelineStage.preflight, {
         evidence: {
           path,
           edit_indexes: [previous.editIndex, current.editIndex].sort((a, b) => a - b),
@@ -81,20 +81,20 @@ function planEdit(path: string, original: Buffer, lines: LineIndex, edit: Replac
   const where = { path, edit_index: editIndex };
   const { old_text: oldText, new_text: newText } = edit.replace_exact ?? ({} as Partial<ReplaceExactEdit["replace_exact"]>);
   if (typeof oldText !== "string" || typeof newText !== "string") {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "replace_exact_missing_text", evidence: where });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "replace_exact_missing_text", evidence: where });
   }
   if (oldText === "") {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "empty_old_text", evidence: where });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "empty_old_text", evidence: where });
   }
   const { expected_match_count: expected, occurrence } = edit;
   if (expected !== undefined && occurrence !== undefined) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "occurrence_with_expected_match_count", evidence: where });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "occurrence_with_expected_match_count", evidence: where });
   }
   if (expected !== undefined && (!Number.isInteger(expected) || expected < 1 || expected > MAX_EXPECTED_MATCH_COUNT)) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "expected_match_count_out_of_range", evidence: { ...where, expected } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "expected_match_count_out_of_range", evidence: { ...where, expected } });
   }
   if (occurrence !== undefined && (!Number.isInteger(occurrence) || occurrence < 1)) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "occurrence_not_positive", evidence: { ...where, occurrence } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "occurrence_not_positive", evidence: { ...where, occurrence } });
   }
 
   // The byte window that counted matches must lie in.
@@ -103,7 +103,7 @@ function planEdit(path: string, original: Buffer, lines: LineIndex, edit: Replac
   if (edit.line_scope !== undefined) {
     const { start_line: first, end_line: last } = edit.line_scope;
     if (!Number.isInteger(first) || !Number.isInteger(last) || first < 1 || last < first) {
-      fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "invalid_line_scope", evidence: { ...where, line_scope: edit.line_scope } });
+      fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "invalid_line_scope", evidence: { ...where, line_scope: edit.line_scope } });
     }
     low = lines.startOf(first);
     high = Math.max(low, lines.endOf(last));
@@ -125,12 +125,12 @@ function planEdit(path: string, original: Buffer, lines: LineIndex, edit: Replac
   let selected: number[];
   if (occurrence !== undefined) {
     if (occurrence > count) {
-      fail(ReasonCode.occurrenceOutOfRange, FailureStage.preflight, { evidence: { ...where, occurrence, match_count: count, ...matchLines() } });
+      fail(ReasonCode.occurrenceOutOfRange, PipelineStage.preflight, { evidence: { ...where, occurrence, match_count: count, ...matchLines() } });
     }
     selected = [offsets[occurrence - 1] as number];
   } else if (expected !== undefined) {
     if (count !== expected) {
-      fail(ReasonCode.expectedMatchCountMismatch, FailureStage.preflight, {
+      fail(ReasonCode.expectedMatchCountMismatch, PipelineStage.preflight, {
         detail_code: `observed_${count}`,
         evidence: { ...where, expected, match_count: count, ...matchLines() },
       });
@@ -138,10 +138,10 @@ function planEdit(path: string, original: Buffer, lines: LineIndex, edit: Replac
     selected = offsets;
   } else {
     if (count === 0) {
-      fail(ReasonCode.matchNotFound, FailureStage.preflight, notFoundDetails(original, oldText, where));
+      fail(ReasonCode.matchNotFound, PipelineStage.preflight, notFoundDetails(original, oldText, where));
     }
     if (count > 1) {
-      fail(ReasonCode.matchNotUnique, FailureStage.preflight, {
+      fail(ReasonCode.matchNotUnique, PipelineStage.preflight, {
         evidence: { ...where, match_count: count, ...matchLines() },
         message: "old_text matches more than once; pick one with occurrence or replace all with expected_match_count.",
       });

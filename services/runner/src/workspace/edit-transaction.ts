@@ -13,7 +13,7 @@
 import { closeSync, constants, fstatSync, readFileSync } from "node:fs";
 import { lstat, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure, toolLimit } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, ToolFailureError, fail, toolFailure, toolLimit } from "@webcodex/contracts";
 import { createExclusive, entryExists, makeParents, removeDirs, siblingTempName, writeFileAtomic } from "./atomic-fs.js";
 import { describeRanges, planFileEdits, staleAnchors, type FilePlan } from "./edit-plan.js";
 import { currentCallId } from "../call-context.js";
@@ -116,7 +116,7 @@ type EditPrepared = Exclude<Prepared, PreparedReplace>;
 
 async function preflight(resolver: PathResolver, changes: readonly FileChange[]): Promise<EditPrepared[]> {
   if (!Array.isArray(changes) || changes.length === 0) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "no_changes" });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "no_changes" });
   }
   // Resolve and police every path first: the cheapest refusals come before any file is read.
   const resolved: ResolvedChange[] = [];
@@ -142,7 +142,7 @@ async function resolveChange(resolver: PathResolver, change: FileChange, index: 
   return withChangeIndex(index, async () => {
     const kind = (change as { kind?: unknown }).kind;
     if (kind !== "edit" && kind !== "create" && kind !== "delete" && kind !== "move") {
-      fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "unknown_change_kind" });
+      fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "unknown_change_kind" });
     }
     const source = await resolver.resolve(change.path);
     resolver.assertWritable(source);
@@ -162,7 +162,7 @@ function assertDistinctTargets(changes: readonly ResolvedChange[]): void {
       for (const key of new Set([resolved.entry, resolved.real])) {
         const previous = seen.get(key);
         if (previous !== undefined) {
-          fail(ReasonCode.invalidValue, FailureStage.preflight, {
+          fail(ReasonCode.invalidValue, PipelineStage.preflight, {
             detail_code: "duplicate_path",
             evidence: { path: resolved.rel, change_indexes: [previous, change.index] },
             message: "Each file may be touched by one change per call.",
@@ -179,7 +179,7 @@ async function prepareChange(resolver: PathResolver, change: FileChange, index: 
   switch (change.kind) {
     case "create": {
       if (typeof change.content !== "string") {
-        fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "content_not_string", evidence: { path: source.rel } });
+        fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "content_not_string", evidence: { path: source.rel } });
       }
       await assertAbsent(source);
       await assertParentCreatable(resolver, source);
@@ -188,7 +188,7 @@ async function prepareChange(resolver: PathResolver, change: FileChange, index: 
     case "edit": {
       const file = await loadGuardedFile(resolver.rootReal, source, change.expected_read_revision, Array.isArray(change.edits) ? change.edits : undefined);
       if (isBinary(file.bytes)) {
-        fail(ReasonCode.binaryFile, FailureStage.preflight, { evidence: { path: source.rel } });
+        fail(ReasonCode.binaryFile, PipelineStage.preflight, { evidence: { path: source.rel } });
       }
       const plan = planFileEdits(source.rel, file.bytes, change.edits ?? []);
       return {
@@ -253,7 +253,7 @@ async function loadGuardedFile(
   anchorEdits?: readonly ReplaceExactEdit[],
 ): Promise<GuardedFile> {
   if (typeof expected !== "string" || expected === "") {
-    fail(ReasonCode.missingField, FailureStage.preflight, { detail_code: "expected_read_revision", evidence: { path: resolved.rel } });
+    fail(ReasonCode.missingField, PipelineStage.preflight, { detail_code: "expected_read_revision", evidence: { path: resolved.rel } });
   }
   let bytes: Buffer;
   let info;
@@ -262,7 +262,7 @@ async function loadGuardedFile(
     const fd = openInside(rootReal, resolved.real, resolved.rel, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
       info = fstatSync(fd);
-      if (!info.isFile()) fail(ReasonCode.notAFile, FailureStage.preflight, { evidence: { path: resolved.rel } });
+      if (!info.isFile()) fail(ReasonCode.notAFile, PipelineStage.preflight, { evidence: { path: resolved.rel } });
       bytes = readFileSync(fd);
     } finally {
       closeSync(fd);
@@ -271,13 +271,13 @@ async function loadGuardedFile(
     if (error instanceof ToolFailureError) throw error;
     const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") {
-      return fail(ReasonCode.pathNotFound, FailureStage.preflight, { evidence: { path: resolved.rel } });
+      return fail(ReasonCode.pathNotFound, PipelineStage.preflight, { evidence: { path: resolved.rel } });
     }
     throw error;
   }
   const revision = readRevision(bytes);
   if (revision !== expected) {
-    fail(ReasonCode.staleReadRevision, FailureStage.preflight, {
+    fail(ReasonCode.staleReadRevision, PipelineStage.preflight, {
       evidence: {
         path: resolved.rel,
         current_read_revision: revision,
@@ -294,7 +294,7 @@ async function loadGuardedFile(
 
 async function assertAbsent(resolved: ResolvedPath): Promise<void> {
   if (await entryExists(resolved.entry)) {
-    fail(ReasonCode.pathExists, FailureStage.preflight, { evidence: { path: resolved.rel } });
+    fail(ReasonCode.pathExists, PipelineStage.preflight, { evidence: { path: resolved.rel } });
   }
 }
 
@@ -304,7 +304,7 @@ async function assertParentCreatable(resolver: PathResolver, resolved: ResolvedP
     try {
       const info = await stat(dir);
       if (info.isDirectory()) return;
-      fail(ReasonCode.pathExists, FailureStage.preflight, {
+      fail(ReasonCode.pathExists, PipelineStage.preflight, {
         detail_code: "parent_not_directory",
         evidence: { path: resolved.rel, blocking_path: path.relative(resolver.rootReal, dir) },
       });
@@ -338,7 +338,7 @@ async function apply(context: EditContext, prepared: readonly Prepared[], tool: 
   // -- journal hook (intent): durable before the first write; without it nothing is written.
   const intent = prepared.some(isChanging)
     ? await context.journal?.begin(tool, journalSpecsFor(prepared), currentCallId()).catch((error: unknown) =>
-        fail(ReasonCode.applyFailed, FailureStage.apply, {
+        fail(ReasonCode.applyFailed, PipelineStage.apply, {
           detail_code: "journal_unavailable",
           evidence: errnoCode(error) === undefined ? {} : { errno: errnoCode(error) },
           message: "The Runner could not record the transaction's intent; nothing was written.",
@@ -429,7 +429,7 @@ async function rollbackAndFail(change: Prepared, undo: UndoStep[], cause: unknow
   const errno = errnoCode(cause);
   if (errno !== undefined) evidence.errno = errno;
   if (unknown) evidence.rollback_failed_paths = [...new Set(rollbackFailed)];
-  return fail(ReasonCode.applyFailed, FailureStage.apply, {
+  return fail(ReasonCode.applyFailed, PipelineStage.apply, {
     detail_code: unknown ? "rollback_failed" : (causeDetail ?? "write_failed"),
     state_changed: unknown,
     outcome_unknown: unknown,
@@ -441,7 +441,9 @@ async function rollbackAndFail(change: Prepared, undo: UndoStep[], cause: unknow
 }
 
 function concurrentModification(relPath: string): ToolFailureError {
-  return new ToolFailureError(toolFailure(ReasonCode.applyFailed, FailureStage.apply, { detail_code: "concurrent_modification", evidence: { path: relPath } }));
+  return new ToolFailureError(
+    toolFailure(ReasonCode.applyFailed, PipelineStage.apply, { detail_code: "concurrent_modification", evidence: { path: relPath } }),
+  );
 }
 
 /** Fails if the file was replaced or modified since preflight (cheap stat comparison, no re-read). */
@@ -641,13 +643,13 @@ function decodeHostFile(file: HostFile, rel: string): Buffer {
   const hasText = typeof file.content === "string";
   const hasBase64 = typeof file.content_base64 === "string";
   if (hasText === hasBase64) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "content_xor_content_base64", evidence: { path: rel } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "content_xor_content_base64", evidence: { path: rel } });
   }
   if (hasText) return Buffer.from(file.content as string, "utf8");
   const encoded = file.content_base64 as string;
   // Buffer.from(…, "base64") skips what it cannot read; a Host's bytes are taken only exactly.
   if (!BASE64.test(encoded)) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, {
       detail_code: "invalid_base64",
       evidence: { path: rel },
       message: "content_base64 must be standard base64 (A-Z a-z 0-9 + /, padded with =, no whitespace).",
@@ -663,9 +665,9 @@ function decodeHostFile(file: HostFile, rel: string): Buffer {
  */
 export async function importHostFiles(context: EditContext, request: ImportHostFilesRequest): Promise<ImportHostFilesResult> {
   const files = request.files;
-  if (!Array.isArray(files) || files.length === 0) fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "no_files" });
+  if (!Array.isArray(files) || files.length === 0) fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "no_files" });
   if (files.length > IMPORT_MAX_FILES) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, {
       detail_code: "too_many_files",
       evidence: { file_count: files.length, max_files: IMPORT_MAX_FILES },
     });
@@ -676,7 +678,7 @@ export async function importHostFiles(context: EditContext, request: ImportHostF
     const bytes = declaredBytes(file);
     total += bytes;
     if (bytes > IMPORT_MAX_FILE_BYTES) {
-      fail(ReasonCode.fileTooLarge, FailureStage.preflight, {
+      fail(ReasonCode.fileTooLarge, PipelineStage.preflight, {
         detail_code: "import_file_ceiling",
         evidence: { path: String(file.path), change_index: index, bytes, ceiling_bytes: IMPORT_MAX_FILE_BYTES },
         message: `One imported file may hold at most ${IMPORT_MAX_FILE_BYTES} bytes.`,
@@ -684,7 +686,7 @@ export async function importHostFiles(context: EditContext, request: ImportHostF
     }
   }
   if (total > IMPORT_MAX_CALL_BYTES) {
-    fail(ReasonCode.fileTooLarge, FailureStage.preflight, {
+    fail(ReasonCode.fileTooLarge, PipelineStage.preflight, {
       detail_code: "import_call_ceiling",
       evidence: { bytes: total, ceiling_bytes: IMPORT_MAX_CALL_BYTES },
       message: `One import call may write at most ${IMPORT_MAX_CALL_BYTES} bytes in total; split it.`,
@@ -726,15 +728,15 @@ async function prepareImport(resolver: PathResolver, file: HostFile, index: numb
     if (errnoCode(error) !== "ENOENT" && errnoCode(error) !== "ENOTDIR") throw error;
   }
   if (existing?.isDirectory()) {
-    fail(ReasonCode.notAFile, FailureStage.preflight, { detail_code: "directory_target", evidence: { path: source.rel } });
+    fail(ReasonCode.notAFile, PipelineStage.preflight, { detail_code: "directory_target", evidence: { path: source.rel } });
   }
   if (existing === undefined) {
-    if (file.expected_read_revision !== undefined) fail(ReasonCode.pathNotFound, FailureStage.preflight, { evidence: { path: source.rel } });
+    if (file.expected_read_revision !== undefined) fail(ReasonCode.pathNotFound, PipelineStage.preflight, { evidence: { path: source.rel } });
     await assertParentCreatable(resolver, source);
     return { kind: "create", index, path: source.rel, target: source.entry, bytes };
   }
   if (file.overwrite !== true) {
-    fail(ReasonCode.pathExists, FailureStage.preflight, {
+    fail(ReasonCode.pathExists, PipelineStage.preflight, {
       evidence: { path: source.rel },
       message: "The file exists; pass overwrite: true with its current expected_read_revision to replace it.",
     });

@@ -15,7 +15,7 @@
  * run; `diff.external` cannot be emptied (git would try to run ""), so the diff-family
  * commands always get `--no-ext-diff --no-textconv`. Observation commands take no locks.
  */
-import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { minimalProcessEnv } from "../exec/child-env.js";
 import { execFileVia } from "../exec/exec-file.js";
 import type { Spawner } from "../exec/spawner.js";
@@ -163,13 +163,13 @@ function execGit(
           }
           const code = error.code;
           if (code === "ENOENT") {
-            reject(new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, FailureStage.observation, { detail_code: "git_unavailable" })));
+            reject(new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, PipelineStage.observation, { detail_code: "git_unavailable" })));
           } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER" && acceptCut) {
             resolve({ output: { code: 0, stdout, stderr }, cut: true });
           } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") {
             reject(
               new ToolFailureError(
-                toolFailure(ReasonCode.gitFailed, FailureStage.observation, {
+                toolFailure(ReasonCode.gitFailed, PipelineStage.observation, {
                   detail_code: "output_too_large",
                   message: "git produced more output than can be observed at once; narrow it with paths.",
                 }),
@@ -180,7 +180,7 @@ function execGit(
           } else {
             reject(
               new ToolFailureError(
-                toolFailure(ReasonCode.gitFailed, FailureStage.observation, {
+                toolFailure(ReasonCode.gitFailed, PipelineStage.observation, {
                   detail_code: typeof code === "number" ? `exit_${code}` : "spawn_failed",
                   evidence: { command: args[0] ?? "", stderr_tail: stderr.trim().slice(-500) },
                 }),
@@ -196,7 +196,7 @@ function execGit(
 export async function assertGitRepository(git: GitContext): Promise<void> {
   const out = await runGit(git, ["rev-parse", "--is-inside-work-tree"], [0, 128]);
   if (out.code !== 0 || out.stdout.trim() !== "true") {
-    fail(ReasonCode.notAGitRepository, FailureStage.resolution, { message: "The project root is not inside a git work tree." });
+    fail(ReasonCode.notAGitRepository, PipelineStage.resolution, { message: "The project root is not inside a git work tree." });
   }
 }
 
@@ -220,11 +220,11 @@ export async function emptyTree(git: GitContext): Promise<string> {
 /** Commit id of a caller-supplied revision; anything unresolvable is `invalid_value`. */
 export async function resolveCommit(git: GitContext, revision: string): Promise<string> {
   if (revision === "" || revision.startsWith("-")) {
-    fail(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "unknown_base", evidence: { base: revision } });
+    fail(ReasonCode.invalidValue, PipelineStage.resolution, { detail_code: "unknown_base", evidence: { base: revision } });
   }
   const out = await runGit(git, ["rev-parse", "-q", "--verify", "--end-of-options", `${revision}^{commit}`], [0, 1, 128]);
   if (out.code !== 0) {
-    fail(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "unknown_base", evidence: { base: revision } });
+    fail(ReasonCode.invalidValue, PipelineStage.resolution, { detail_code: "unknown_base", evidence: { base: revision } });
   }
   return out.stdout.trim();
 }

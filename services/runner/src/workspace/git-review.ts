@@ -6,7 +6,7 @@
  */
 import { lstat, readFile } from "node:fs/promises";
 import path from "node:path";
-import { clampRule, FailureStage, ReasonCode, fail } from "@webcodex/contracts";
+import { clampRule, PipelineStage, ReasonCode, fail } from "@webcodex/contracts";
 import type { Spawner } from "../exec/spawner.js";
 import { assertGitRepository, currentBranch, emptyTree, headCommit, resolveCommit, runGit, runGitBounded, type GitContext } from "./git-cli.js";
 import type { PathResolver } from "./path-policy.js";
@@ -74,10 +74,10 @@ export async function readGitDiffHunks(resolver: PathResolver, spawner: Spawner,
   const maxHunks = request.max_hunks ?? DEFAULT_MAX_HUNKS;
   const contextLines = request.context_lines ?? DEFAULT_CONTEXT_LINES;
   if (!Number.isInteger(maxHunks) || maxHunks < 1) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "max_hunks_not_positive", evidence: { max_hunks: maxHunks } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "max_hunks_not_positive", evidence: { max_hunks: maxHunks } });
   }
   if (!Number.isInteger(contextLines) || contextLines < 0) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "context_lines_negative", evidence: { context_lines: contextLines } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "context_lines_negative", evidence: { context_lines: contextLines } });
   }
   const git: GitContext = { cwd: resolver.rootReal, spawner };
   // Paths go through the same policy as every other tool, then to git as literal pathspecs.

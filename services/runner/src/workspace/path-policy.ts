@@ -10,7 +10,7 @@
  */
 import { closeSync, constants, lstatSync, openSync, readlinkSync, realpathSync } from "node:fs";
 import path from "node:path";
-import { fail, FailureStage, ReasonCode } from "@webcodex/contracts";
+import { fail, PipelineStage, ReasonCode } from "@webcodex/contracts";
 
 /** Write-refused globs used when the workspace is created without its own list. */
 export const DEFAULT_SENSITIVE_WRITE_GLOBS: readonly string[] = ["**/.env", "**/.env.*", "**/*.pem", "**/id_rsa*", "**/.ssh/**"];
@@ -65,7 +65,7 @@ export function createPathPolicy(root: string, sensitiveWriteGlobs: readonly str
         resolve: (input, options) => resolveProjectPath(rootReal, input, options ?? {}),
         assertWritable(resolved) {
           if (resolved.rel === "" || isSensitive(resolved.rel) || isSensitive(resolved.realRel)) {
-            fail(ReasonCode.sensitivePath, FailureStage.resolution, {
+            fail(ReasonCode.sensitivePath, PipelineStage.resolution, {
               evidence: { path: resolved.rel },
               message: "Writes to this path are refused by the sensitive-path policy.",
             });
@@ -82,7 +82,7 @@ export async function realRoot(root: string): Promise<string> {
     // realpath proves the root exists; a root that is not a directory fails every later read or write.
     return realpathSync.native(root);
   } catch {
-    return fail(ReasonCode.pathNotFound, FailureStage.resolution, {
+    return fail(ReasonCode.pathNotFound, PipelineStage.resolution, {
       detail_code: "project_root_missing",
       message: "The workspace root does not exist.",
     });
@@ -92,13 +92,13 @@ export async function realRoot(root: string): Promise<string> {
 /** Lexical normalization: returns the project-relative POSIX path or fails closed. */
 export function normalizeProjectPath(input: string): string {
   if (typeof input !== "string") {
-    return fail(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "path_not_string" });
+    return fail(ReasonCode.invalidValue, PipelineStage.resolution, { detail_code: "path_not_string" });
   }
   if (input.includes("\0")) {
-    return fail(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "nul_in_path" });
+    return fail(ReasonCode.invalidValue, PipelineStage.resolution, { detail_code: "nul_in_path" });
   }
   if (input.startsWith("/")) {
-    return fail(ReasonCode.pathOutsideProject, FailureStage.resolution, {
+    return fail(ReasonCode.pathOutsideProject, PipelineStage.resolution, {
       detail_code: "absolute_path",
       evidence: { path: input },
     });
@@ -107,7 +107,7 @@ export function normalizeProjectPath(input: string): string {
   while (normalized.length > 1 && normalized.endsWith("/")) normalized = normalized.slice(0, -1);
   if (normalized === ".") return "";
   if (normalized === ".." || normalized.startsWith("../")) {
-    return fail(ReasonCode.pathOutsideProject, FailureStage.resolution, {
+    return fail(ReasonCode.pathOutsideProject, PipelineStage.resolution, {
       detail_code: "parent_escape",
       evidence: { path: input },
     });
@@ -123,7 +123,7 @@ export async function resolveProjectPath(rootReal: string, input: string, option
   const rel = normalizeProjectPath(input);
   if (rel === "") {
     if (options.allowRoot !== true) {
-      fail(ReasonCode.invalidValue, FailureStage.resolution, { detail_code: "root_not_allowed", evidence: { path: input } });
+      fail(ReasonCode.invalidValue, PipelineStage.resolution, { detail_code: "root_not_allowed", evidence: { path: input } });
     }
     return { rel, entry: rootReal, real: rootReal, realRel: "" };
   }
@@ -134,7 +134,7 @@ export async function resolveProjectPath(rootReal: string, input: string, option
   // symlink to the root itself is fine); a write also needs the entry's parent inside.
   for (const candidate of options.realOnly === true ? [real] : [real, parentReal]) {
     if (!isInside(rootReal, candidate)) {
-      fail(ReasonCode.pathOutsideProject, FailureStage.resolution, {
+      fail(ReasonCode.pathOutsideProject, PipelineStage.resolution, {
         detail_code: "symlink_escape",
         evidence: { path: rel },
       });
@@ -162,7 +162,7 @@ async function realOrAncestor(target: string, rootReal: string, input: string): 
     } catch (error) {
       const code = errnoCode(error);
       if (code !== "ENOENT" && code !== "ENOTDIR") {
-        return fail(ReasonCode.pathOutsideProject, FailureStage.resolution, {
+        return fail(ReasonCode.pathOutsideProject, PipelineStage.resolution, {
           detail_code: code === "ELOOP" ? "symlink_loop" : "unresolvable_path",
           evidence: { path: input },
         });
@@ -170,7 +170,7 @@ async function realOrAncestor(target: string, rootReal: string, input: string): 
       if (await existsAsEntry(current)) {
         const linkDangles = lstatSync(current).isSymbolicLink();
         if (linkDangles) {
-          return fail(ReasonCode.pathOutsideProject, FailureStage.resolution, {
+          return fail(ReasonCode.pathOutsideProject, PipelineStage.resolution, {
             detail_code: "dangling_symlink",
             evidence: { path: input },
           });
@@ -179,7 +179,7 @@ async function realOrAncestor(target: string, rootReal: string, input: string): 
     }
     const parent = path.dirname(current);
     if (parent === current || current === rootReal) {
-      return fail(ReasonCode.pathOutsideProject, FailureStage.resolution, { evidence: { path: input } });
+      return fail(ReasonCode.pathOutsideProject, PipelineStage.resolution, { evidence: { path: input } });
     }
     rest.unshift(path.basename(current));
     current = parent;
@@ -257,7 +257,7 @@ function procFdAvailable(): boolean {
 }
 
 function swapped(rel: string): never {
-  return fail(ReasonCode.pathOutsideProject, FailureStage.resolution, { detail_code: "symlink_swapped", evidence: { path: rel } });
+  return fail(ReasonCode.pathOutsideProject, PipelineStage.resolution, { detail_code: "symlink_swapped", evidence: { path: rel } });
 }
 
 export function isInside(rootReal: string, candidate: string): boolean {

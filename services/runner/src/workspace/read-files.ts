@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, read as readCallback, readSync } from "node:fs";
 import { promisify } from "node:util";
-import { clampRule, FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { clampRule, PipelineStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { errnoCode, openInside, type PathResolver } from "./path-policy.js";
 import { BINARY_PROBE_BYTES, charStart, countCodePoints, isBinary, lineEndingOf, revisionFromSha256Hex } from "./text-bytes.js";
 import type { LineEnding, ReadFilesRequest, ReadFileSpec, ReadItem, ReadFilesResult, ReadTextItem } from "./types.js";
@@ -46,7 +46,7 @@ interface ReadOutcome {
 export async function readFiles(resolver: PathResolver, request: ReadFilesRequest, limits: ReadLimits = DEFAULT_READ_LIMITS): Promise<ReadFilesResult> {
   const maxBytes = request.max_bytes_per_file ?? DEFAULT_MAX_BYTES_PER_FILE;
   if (!Number.isInteger(maxBytes) || maxBytes < 1) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, {
       detail_code: "max_bytes_per_file_not_positive",
       evidence: { max_bytes_per_file: maxBytes },
     });
@@ -91,13 +91,13 @@ async function readChecked(resolver: PathResolver, spec: ReadFileSpec, budget: n
   const startLine = spec.start_line ?? 1;
   const startColumn = spec.start_column ?? 1;
   if (!Number.isInteger(startLine) || startLine < 1) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "start_line_not_positive", evidence: { path: spec.path } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "start_line_not_positive", evidence: { path: spec.path } });
   }
   if (!Number.isInteger(startColumn) || startColumn < 1) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "start_column_not_positive", evidence: { path: spec.path } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "start_column_not_positive", evidence: { path: spec.path } });
   }
   if (spec.end_line !== undefined && (!Number.isInteger(spec.end_line) || spec.end_line < startLine)) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "end_line_before_start_line", evidence: { path: spec.path } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "end_line_before_start_line", evidence: { path: spec.path } });
   }
 
   const resolved = await resolver.resolve(spec.path, { allowRoot: true, realOnly: true });
@@ -111,7 +111,7 @@ async function readChecked(resolver: PathResolver, spec: ReadFileSpec, budget: n
   }
   const total = scanned.totalLines;
   if (scanned.columnPastLineEnd || (startColumn > 1 && startLine > total)) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, {
       detail_code: "start_column_past_line_end",
       evidence: { path, start_line: startLine, start_column: startColumn, total_lines: total },
     });
@@ -350,7 +350,7 @@ async function scanFile(handle: ChunkReader, size: number, range: ScanRange, lim
 }
 
 function tooLarge(path: string, size: number, max: number): never {
-  return fail(ReasonCode.fileTooLarge, FailureStage.preflight, {
+  return fail(ReasonCode.fileTooLarge, PipelineStage.preflight, {
     evidence: { path, size_bytes: size, max_bytes: max },
     message: "The file is larger than read_files reads; read parts of it with run_process (head, tail, sed -n) or find lines with search_project_texts.",
   });
@@ -388,7 +388,7 @@ async function withRegularFile<T>(
     fd = openInside(rootReal, real, path, constants.O_RDONLY | constants.O_NONBLOCK);
     const stat = fstatSync(fd);
     if (!stat.isFile()) {
-      return fail(ReasonCode.notAFile, FailureStage.resolution, { evidence: { path } });
+      return fail(ReasonCode.notAFile, PipelineStage.resolution, { evidence: { path } });
     }
     if (stat.size > maxBytes) tooLarge(path, stat.size, maxBytes);
     const descriptor = fd;
@@ -401,10 +401,10 @@ async function withRegularFile<T>(
     if (error instanceof ToolFailureError) throw error;
     const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new ToolFailureError(toolFailure(ReasonCode.pathNotFound, FailureStage.resolution, { evidence: { path } }));
+      throw new ToolFailureError(toolFailure(ReasonCode.pathNotFound, PipelineStage.resolution, { evidence: { path } }));
     }
     if (code === "EISDIR") {
-      throw new ToolFailureError(toolFailure(ReasonCode.notAFile, FailureStage.resolution, { evidence: { path } }));
+      throw new ToolFailureError(toolFailure(ReasonCode.notAFile, PipelineStage.resolution, { evidence: { path } }));
     }
     throw error;
   } finally {

@@ -5,7 +5,7 @@
  * excluded, user config ignored.
  */
 import { stat } from "node:fs/promises";
-import { FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import type { Spawner } from "../exec/spawner.js";
 import { errnoCode, type PathResolver } from "./path-policy.js";
 
@@ -88,7 +88,7 @@ export function runRg(rg: RgCommand, args: string[], cwd: string, onBlock: (bloc
       const code = (error as NodeJS.ErrnoException).code;
       const unavailable = code === "ENOENT" || code === "EACCES";
       reject(
-        unavailable ? new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, FailureStage.execution, { detail_code: "rg_unavailable" })) : error,
+        unavailable ? new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, PipelineStage.execution, { detail_code: "rg_unavailable" })) : error,
       );
     });
     child.on("close", (code, signal) => {
@@ -128,7 +128,7 @@ export async function resolveSearchTarget(resolver: PathResolver, input: string 
   } catch (error) {
     const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") {
-      fail(ReasonCode.pathNotFound, FailureStage.resolution, { evidence: { path: resolved.rel } });
+      fail(ReasonCode.pathNotFound, PipelineStage.resolution, { evidence: { path: resolved.rel } });
     }
     throw error;
   }

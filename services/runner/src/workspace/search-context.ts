@@ -5,7 +5,7 @@
  * revision); the matching lines come from the same rg flags as search_project_texts, and
  * each is checked against the content read, so the revision is of exactly what was searched.
  */
-import { clampRule, FailureStage, ReasonCode, ToolFailureError, fail, toolLimit } from "@webcodex/contracts";
+import { clampRule, PipelineStage, ReasonCode, ToolFailureError, fail, toolLimit } from "@webcodex/contracts";
 import type { PathResolver } from "./path-policy.js";
 import { DEFAULT_READ_LIMITS, readFiles } from "./read-files.js";
 import { fileSetArgs, forEachLine, runRg, type RgCommand } from "./ripgrep.js";
@@ -25,7 +25,7 @@ const COLON = 0x3a;
 export function checkContextLines(value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_CONTEXT_LINES) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, {
       detail_code: "context_lines_out_of_range",
       evidence: { field: "context_lines", minimum: 0, maximum: MAX_CONTEXT_LINES },
     });
@@ -53,8 +53,8 @@ async function readWhole(resolver: PathResolver, path: string, maxBytes = MAX_CO
   const item = items[0];
   if (!item) throw new Error("read_files returned no item");
   if (!item.success) throw new ToolFailureError(item.error);
-  if (!("content" in item)) fail(ReasonCode.binaryFile, FailureStage.preflight, { evidence: { path: item.path } });
-  if (item.truncated) fail(ReasonCode.fileTooLarge, FailureStage.preflight, { evidence: { path: item.path, max_bytes: maxBytes } });
+  if (!("content" in item)) fail(ReasonCode.binaryFile, PipelineStage.preflight, { evidence: { path: item.path } });
+  if (item.truncated) fail(ReasonCode.fileTooLarge, PipelineStage.preflight, { evidence: { path: item.path, max_bytes: maxBytes } });
   const bytes = Buffer.byteLength(item.content);
   const lines = item.content.split("\n").map((l) => (l.endsWith("\r") ? l.slice(0, -1) : l));
   if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
@@ -151,7 +151,7 @@ async function matchingLines(resolver: PathResolver, rg: RgCommand, path: string
   if (outcome.code !== 0 && outcome.code !== 1) {
     fail(
       outcome.code === 2 && lines.length === 0 ? ReasonCode.invalidValue : ReasonCode.executionFailed,
-      outcome.code === 2 && lines.length === 0 ? FailureStage.preflight : FailureStage.execution,
+      outcome.code === 2 && lines.length === 0 ? PipelineStage.preflight : PipelineStage.execution,
       {
         detail_code: outcome.code === 2 && lines.length === 0 ? "invalid_regex" : "rg_failed",
         evidence: { error: outcome.stderr.trim().slice(0, 500) },
@@ -162,11 +162,11 @@ async function matchingLines(resolver: PathResolver, rg: RgCommand, path: string
 }
 
 export async function searchFileContext(resolver: PathResolver, rg: RgCommand, request: SearchFileContextRequest): Promise<SearchFileContextResult> {
-  if (typeof request.pattern !== "string" || request.pattern === "") fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "empty_pattern" });
-  if (request.pattern.includes("\n")) fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "pattern_contains_newline" });
+  if (typeof request.pattern !== "string" || request.pattern === "") fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "empty_pattern" });
+  if (request.pattern.includes("\n")) fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "pattern_contains_newline" });
   const n = checkContextLines(request.context_lines, DEFAULT_FILE_CONTEXT_LINES);
   const maxMatches = request.max_matches ?? DEFAULT_MAX_FILE_MATCHES;
-  if (!Number.isInteger(maxMatches) || maxMatches < 1) fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "max_matches_not_positive" });
+  if (!Number.isInteger(maxMatches) || maxMatches < 1) fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "max_matches_not_positive" });
   // Two tries: the content read and the lines rg matched must be of the same version.
   for (let attempt = 0; attempt < 2; attempt++) {
     const file = await readWhole(resolver, request.path);
@@ -187,5 +187,5 @@ export async function searchFileContext(resolver: PathResolver, rg: RgCommand, r
       truncated: lines.length > matches.length,
     };
   }
-  return fail(ReasonCode.executionFailed, FailureStage.execution, { detail_code: "file_changed_during_search", evidence: { path: request.path } });
+  return fail(ReasonCode.executionFailed, PipelineStage.execution, { detail_code: "file_changed_during_search", evidence: { path: request.path } });
 }

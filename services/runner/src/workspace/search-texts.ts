@@ -5,7 +5,7 @@
  * stated as `total_is_lower_bound`. The kept
  * matches are the first max_results by (path, line), independent of rg's thread order.
  */
-import { clampRule, FailureStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { clampRule, PipelineStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { BoundedSmallest } from "./bounded-smallest.js";
 import type { PathResolver } from "./path-policy.js";
 import { fileSetArgs, forEachLine, resolveSearchTarget, runRg, type RgCommand } from "./ripgrep.js";
@@ -48,24 +48,24 @@ async function runQuery(resolver: PathResolver, rg: RgCommand, query: SearchQuer
 async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: SearchQuery): Promise<SearchQueryResult> {
   const maxResults = query.max_results ?? DEFAULT_MAX_SEARCH_RESULTS;
   if (typeof query.pattern !== "string" || query.pattern === "") {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "empty_pattern" });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "empty_pattern" });
   }
   if (query.pattern.includes("\n")) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "pattern_contains_newline" });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "pattern_contains_newline" });
   }
   if (!Number.isInteger(maxResults) || maxResults < 1) {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "max_results_not_positive", evidence: { max_results: maxResults } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "max_results_not_positive", evidence: { max_results: maxResults } });
   }
   const output = query.output ?? "matches";
   if (output !== "matches" && output !== "files" && output !== "count") {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, {
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, {
       detail_code: "unknown_output",
       evidence: { field: "output", allowed: ["matches", "files", "count"] },
     });
   }
   const contextLines = checkContextLines(query.context_lines, 0);
   if (contextLines > 0 && output !== "matches") {
-    fail(ReasonCode.invalidValue, FailureStage.preflight, { detail_code: "context_lines_needs_matches", evidence: { field: "context_lines" } });
+    fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "context_lines_needs_matches", evidence: { field: "context_lines" } });
   }
   const target = await resolveSearchTarget(resolver, query.path);
 
@@ -122,14 +122,14 @@ async function runQueryChecked(resolver: PathResolver, rg: RgCommand, query: Sea
   const finished = outcome.stopped || outcome.code === 0 || outcome.code === 1;
   if (!finished) {
     if (total === 0 && outcome.code === 2 && REGEX_ERROR.test(outcome.stderr)) {
-      fail(ReasonCode.invalidValue, FailureStage.preflight, {
+      fail(ReasonCode.invalidValue, PipelineStage.preflight, {
         detail_code: "invalid_regex",
         evidence: { pattern: query.pattern.slice(0, 200), error: outcome.stderr.trim().slice(0, 500) },
       });
     }
     if (total === 0) {
       throw new ToolFailureError(
-        toolFailure(ReasonCode.executionFailed, FailureStage.execution, {
+        toolFailure(ReasonCode.executionFailed, PipelineStage.execution, {
           detail_code: outcome.timedOut ? "rg_timed_out" : "rg_failed",
           evidence: { stderr_tail: outcome.stderr.slice(-500), ...(outcome.signal === null ? {} : { signal: outcome.signal }) },
         }),

@@ -54,7 +54,7 @@ export type ActionRecord = Message<"webcodex.audit.v1.ActionRecord"> & {
   effect: string;
 
   /**
-   * "success" or "failure".
+   * A settled CallOutcome: "success" or "failure".
    *
    * @generated from field: string outcome = 8;
    */
@@ -96,14 +96,14 @@ export type ActionRecord = Message<"webcodex.audit.v1.ActionRecord"> & {
   durationUs: number;
 
   /**
-   * Stage name -> microseconds.
+   * PipelineStage or sub-stage ("resolution.session") -> microseconds.
    *
    * @generated from field: map<string, int32> stage_durations_us = 15;
    */
   stageDurationsUs: { [key: string]: number };
 
   /**
-   * The pipeline stage that decided a failure (FailureStage); empty on success.
+   * The pipeline stage that decided a failure (PipelineStage); empty on success.
    *
    * @generated from field: string failure_stage = 16;
    */

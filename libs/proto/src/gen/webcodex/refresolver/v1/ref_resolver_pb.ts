@@ -716,7 +716,7 @@ export type SessionCall = Message<"webcodex.refresolver.v1.SessionCall"> & {
   effect: string;
 
   /**
-   * ok, failed, pending or unknown.
+   * A CallOutcome: success, failure, pending or unknown.
    *
    * @generated from field: string outcome = 4;
    */
@@ -1330,7 +1330,7 @@ export type SessionCommand = Message<"webcodex.refresolver.v1.SessionCommand"> &
   commandSummary: string;
 
   /**
-   * ok, failed, pending or unknown.
+   * A CallOutcome: success, failure, pending or unknown.
    *
    * @generated from field: string outcome = 3;
    */
