@@ -45,6 +45,21 @@ export default tseslint.config(
     rules: { "no-console": "error" },
   },
   {
+    // Plumbing knows no tool: libs/platform (transport, storage, telemetry) never imports the tool contracts.
+    files: ["libs/platform/src/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["@webcodex/*/src/*", "@webcodex/*/dist/*"], message: "Import a package's public surface, not its internals." },
+            { group: ["@webcodex/contracts", "@webcodex/contracts/*"], message: "libs/platform is plumbing and knows no tool: no @webcodex/contracts." },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Every follow-up is made by a named builder in libs/contracts/src/follow-up.ts, which
     // validates its arguments against the target tool's schema (and is enumerated by a test).
     files: ["libs/*/src/**/*.ts", "services/*/src/**/*.ts"],

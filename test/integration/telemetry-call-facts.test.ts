@@ -6,7 +6,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { toolDefinition } from "@webcodex/contracts";
-import { argumentShape, createCallMetrics, createMetrics, createWorkMetrics, measureResult } from "@webcodex/platform";
+import { argumentShape, createMetrics, createWorkMetrics, measureResult } from "@webcodex/platform";
+import { createCallMetrics } from "@webcodex/gateway";
 import type { ArgumentShapeSketch, ShapeSchema } from "@webcodex/platform";
 
 const schemaOf = (tool: string) => toolDefinition(tool)?.inputSchema as ShapeSchema | undefined;

@@ -19,7 +19,6 @@ import { AuditService } from "@webcodex/proto";
 import {
   createLogger,
   createMetrics,
-  createCallMetrics,
   createPostgresDatabase,
   createTracingClientInterceptor,
   createTracingServerInterceptor,
@@ -28,6 +27,7 @@ import {
   withSpan,
 } from "@webcodex/platform";
 import type { Database, Metrics, Telemetry } from "@webcodex/platform";
+import { createCallMetrics } from "@webcodex/gateway";
 import { createTestDatabase, repoRoot, spanAttribute, startOtlpCollector } from "../support/index.js";
 import type { OtlpCollector, OtlpSpan, TestDatabase } from "../support/index.js";
 

@@ -20,8 +20,8 @@ export { createInProcessClient } from "./in-process-client.js";
 export type { InProcessClientOptions } from "./in-process-client.js";
 export { argumentShape, measureCanonical, measureProjection, measureResult } from "./telemetry.js";
 export type { ArgumentShapeSketch, ShapeSchema, ResultSizes } from "./telemetry.js";
-export { createCallMetrics, createWorkMetrics } from "./metrics.js";
-export type { Gauge, CallMetrics, CallObservation, WorkMetrics } from "./metrics.js";
+export { createWorkMetrics } from "./metrics.js";
+export type { Gauge, WorkMetrics } from "./metrics.js";
 export {
   createTracingClientInterceptor,
   createTracingServerInterceptor,

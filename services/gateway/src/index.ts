@@ -3,6 +3,8 @@ export type { Gateway, GatewayDeps } from "./gateway.js";
 export { createStaticTokenAuthenticator, bearerToken } from "./auth.js";
 export type { Authenticator, Caller, StaticTokenEntry } from "./auth.js";
 export { createPipeline } from "./pipeline.js";
+export { createCallMetrics } from "./call-metrics.js";
+export type { CallMetrics, CallObservation } from "./call-metrics.js";
 export { createAuditRecorder, AuditNotDurableError } from "./audit-recorder.js";
 export type { AuditRecorder, AuditRecorderOptions, ActionRecordInit } from "./audit-recorder.js";
 export type { Pipeline, ModelResult } from "./pipeline.js";

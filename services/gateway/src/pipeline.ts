@@ -29,12 +29,13 @@ import {
 } from "@webcodex/contracts";
 import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
 import type { HostProfile, InputNormalization, ModelWorkflowPolicy, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { argumentShape, createCallMetrics, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
+import { argumentShape, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import { auditNotDurableFailure, captureCall } from "./audit-capture.js";
 import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
 import { dependencyFailure, micros, now, timedStage } from "./call-context.js";
+import { createCallMetrics } from "./call-metrics.js";
 import type { CallContext, Outcome } from "./call-context.js";
 import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
 import { projectSelector, withRecovery } from "./failure-recovery.js";
