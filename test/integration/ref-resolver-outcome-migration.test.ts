@@ -95,14 +95,30 @@ async function migratesOldRows(db: Database): Promise<void> {
     ],
   );
 
-  // New records use the one spelling; the old one is refused by the service and by the table.
+  // New records use the one spelling. A gateway of the previous release (still running while a
+  // release rolls out) sends the earlier one: the service records it in the one spelling. Any
+  // other word is refused by the service and by the table.
   const record = (outcome: string, callId: string) =>
     client.recordSessionCall(
       { sessionSelector: sessionId, projectCanonicalId: "agent:acme:app", call: { callId, tool: "read_files", effect: "read_only", outcome } },
       as(alice),
     );
   assert.equal((await record("success", "call-new")).recorded, true);
-  await assert.rejects(record("ok", "call-old"), /outcome/);
+  assert.equal((await record("ok", "call-old-gateway")).recorded, true);
+  assert.equal((await record("failed", "call-old-gateway-2")).recorded, true);
+  assert.deepEqual(
+    (
+      await db.query<{ call_id: string; outcome: string }>(
+        `SELECT call_id, outcome FROM refs.session_calls WHERE call_id LIKE 'call-old-gateway%' ORDER BY seq`,
+        [],
+      )
+    ).rows.map((r) => [r.call_id, r.outcome]),
+    [
+      ["call-old-gateway", "success"],
+      ["call-old-gateway-2", "failure"],
+    ],
+  );
+  await assert.rejects(record("maybe", "call-made-up"), /outcome/);
   await assert.rejects(
     db.query(
       `INSERT INTO refs.session_calls (session_id, seq, call_id, tool, effect, outcome) VALUES ($1, 98, 'call-98', 'read_files', 'read_only', 'maybe')`,

@@ -39,6 +39,12 @@ type ProtoFields<M> = Omit<M, "$typeName" | "$unknown">;
 export const SessionEffects = ["read_only", "workspace_write", "process_execution", "durable_state", "presentation"] as const;
 export type SessionEffect = (typeof SessionEffects)[number];
 /** An outcome read back from the database through the closed vocabulary (the table's CHECK admits no other). */
+/**
+ * The previous release's Session outcome spellings (ok, failed), taken from its gateways while a
+ * release rolls out and recorded in the one spelling; any other word is still refused.
+ */
+const PREVIOUS_RELEASE_OUTCOMES: Readonly<Record<string, CallOutcome>> = { ok: CallOutcome.success, failed: CallOutcome.failure };
+export const receivedOutcome = (value: string): string => PREVIOUS_RELEASE_OUTCOMES[value] ?? value;
 export const storedOutcome = (value: string): CallOutcome => callOutcomeFromString(value) ?? CallOutcome.unknown;
 
 /**
