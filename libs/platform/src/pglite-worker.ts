@@ -29,8 +29,13 @@ setFlagsFromString("--liftoff-only");
 
 const ready = PGlite.create(pgliteOptions((workerData as { dataDir: string }).dataDir));
 let pglite: PGlite | undefined;
-// A WebAssembly memory only grows; reading its size costs nothing.
-const memory = () => ({ wasmBytes: pglite?.Module.wasmMemory?.buffer.byteLength ?? 0, heapUsedBytes: getHeapStatistics().used_heap_size });
+// A WebAssembly memory only grows; reading its size costs nothing. A closed instance has no
+// module left: the last size read stands.
+let wasmBytes = 0;
+const memory = () => {
+  wasmBytes = (pglite?.closed ? undefined : pglite?.Module?.wasmMemory?.buffer.byteLength) ?? wasmBytes;
+  return { wasmBytes, heapUsedBytes: getHeapStatistics().used_heap_size };
+};
 ready.then(
   (db) => {
     pglite = db;
