@@ -99,6 +99,15 @@ describe("HTTP surface of the MCP endpoint", () => {
     assert.equal((await fetch(`${server.baseUrl}/healthz`)).status, 200);
     const ready = await fetch(`${server.baseUrl}/readyz`);
     assert.equal(ready.status, 200);
-    assert.match(await (await fetch(`${server.baseUrl}/metrics`)).text(), /process_resident_memory_bytes/);
+    const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    assert.match(metrics, /process_resident_memory_bytes/);
+    // The memory breakdown an operator reads to tell a JavaScript leak from the embedded
+    // Postgres's WebAssembly memory (a PGlite instance starts at 128 MiB; it only grows).
+    const gauge = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1]);
+    for (const name of ["nodejs_heap_used_bytes", "nodejs_heap_total_bytes", "nodejs_external_memory_bytes", "nodejs_array_buffers_bytes"])
+      assert.ok(gauge(name) > 0, `${name} is reported`);
+    assert.ok(gauge("nodejs_heap_used_bytes") <= gauge("nodejs_heap_total_bytes"));
+    assert.ok(gauge("webcodex_pglite_wasm_memory_bytes") >= 128 * 1024 * 1024, "the embedded Postgres's WebAssembly memory is reported");
+    assert.ok(gauge("webcodex_pglite_worker_heap_used_bytes") > 0);
   });
 });

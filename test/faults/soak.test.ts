@@ -7,7 +7,9 @@
  * from /proc. It asserts that every call succeeds (or is refused by the project's concurrency
  * admission, structured and with nothing run), that each long-lived process stays within
  * the stated bounds, and (for runs of 5 minutes or more) that the p99 latency of the last
- * minute is at most 20% above the first minute's.
+ * minute is at most 20% above the first minute's. Every 30 s it also records a memory series
+ * into the report: the RSS of each long-lived process and, from the server's /metrics, its V8
+ * heap, the memory outside it, and the embedded Postgres's WebAssembly memory.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -16,6 +18,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { callTool, connectMcp, firstProjectRef } from "../support/mcp.js";
 import { createProjectDir, startDevServer, tempDir, type DevServer } from "../support/processes.js";
 import { recordFigures } from "./figures.js";
+import { memoryBreakdown, residentBreakdown } from "./memory-breakdown.js";
 
 const seconds = Number(process.env["WEBCODEX_FAULTS_SOAK_SECONDS"] ?? 15);
 const CALLERS = 32;
@@ -23,6 +26,7 @@ const SAMPLE_MS = Number(process.env["WEBCODEX_FAULTS_SOAK_SAMPLE_MS"] ?? 3_000)
 /** The comparison window: the first and the last minute (a quarter of a run shorter than 4 minutes). */
 const WINDOW_MS = Math.min(60_000, (seconds * 1000) / 4);
 const DRIFT_ASSERTED = seconds >= 300;
+const SERIES_MS = Number(process.env["WEBCODEX_FAULTS_SOAK_SERIES_MS"] ?? 30_000);
 
 /** Stated bounds for each process alive in both windows (see docs/reliability.md). */
 export const SOAK_BOUNDS = {
@@ -140,18 +144,39 @@ describe("soak: 32 concurrent MCP callers against webcodex dev", () => {
       let admissionRefusals = 0;
       const samples: Sample[] = [];
       const loads: Array<{ t: number; load1: number }> = [];
+      const series: Array<Record<string, unknown>> = [];
+      let nextSeriesAt = 0;
       const started = performance.now();
       const deadline = started + seconds * 1000;
       const elapsed = () => performance.now() - started;
 
+      const seriesPoint = async (t: number, now: Sample[]) => {
+        const root = now.find((s) => s.pid === rootPid);
+        const host = now.find((s) => s.kind === "spawn host");
+        series.push({
+          t_s: Math.round(t / 1000),
+          calls: calls.length,
+          rss_mib: root ? Math.round(root.rssKib / 1024) : undefined,
+          ...(await memoryBreakdown(server.baseUrl)),
+          ...residentBreakdown(rootPid),
+          spawn_host_rss_mib: host ? Math.round(host.rssKib / 1024) : undefined,
+          load1: loadAverage(),
+        });
+      };
       const sampler = (async () => {
         while (performance.now() < deadline) {
           const t = elapsed();
+          const now: Sample[] = [];
           for (const pid of processTree(rootPid)) {
             const s = sampleProcess(pid, rootPid, t);
-            if (s !== undefined) samples.push(s);
+            if (s !== undefined) now.push(s);
           }
+          samples.push(...now);
           loads.push({ t: Math.round(t), load1: loadAverage() });
+          if (t >= nextSeriesAt) {
+            nextSeriesAt += SERIES_MS;
+            await seriesPoint(t, now);
+          }
           await new Promise((resolve) => setTimeout(resolve, Math.min(SAMPLE_MS, Math.max(0, deadline - performance.now()))));
         }
       })();
@@ -211,6 +236,10 @@ describe("soak: 32 concurrent MCP callers against webcodex dev", () => {
       );
       await sampler;
       const durationMs = elapsed();
+      await seriesPoint(
+        durationMs,
+        processTree(rootPid).flatMap((pid) => sampleProcess(pid, rootPid, durationMs) ?? []),
+      );
 
       // Per long-lived process (sampled in both windows): first and last window peaks.
       const first = (t: number) => t < WINDOW_MS;
@@ -299,6 +328,7 @@ describe("soak: 32 concurrent MCP callers against webcodex dev", () => {
         cpus: readFileSync("/proc/cpuinfo", "utf8")
           .split("\n")
           .filter((l) => l.startsWith("processor")).length,
+        memory_series: series,
         bounds: SOAK_BOUNDS,
         bound_problems: problems,
         failure_examples: [...new Set(failures)].slice(0, 10),

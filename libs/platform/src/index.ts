@@ -12,6 +12,7 @@ export type { ServiceServer, ServiceServerOptions, ReadinessReport, HttpHandler,
 export { createPostgresDatabase, describePostgresFailure, runMigrations } from "./database.js";
 export type { Database, Queryable, QueryResult, Migration, PostgresOptions } from "./database.js";
 export { createPgliteDatabase } from "./pglite.js";
+export type { PgliteDatabase, PgliteMemory } from "./pglite.js";
 export { createRedis } from "./redis.js";
 export type { Redis } from "./redis.js";
 export { startTelemetry } from "./telemetry.js";

@@ -20,6 +20,8 @@ export interface Metrics {
   counter(name: string, help: string): Counter;
   histogram(name: string, help: string, buckets?: number[]): Histogram;
   gauge(name: string, help: string): Gauge;
+  /** A gauge whose value is read when the registry is rendered (or exported); `read` returning undefined leaves it out. */
+  sampledGauge(name: string, help: string, read: () => number | undefined): void;
   render(): string;
 }
 
@@ -144,9 +146,40 @@ export function createMetrics(): Metrics {
           },
         };
       }),
+    sampledGauge: (name, help, read) =>
+      void once(name, () => {
+        const value = () => {
+          try {
+            return read();
+          } catch {
+            return undefined;
+          }
+        };
+        const otel = mirrored((m) => {
+          const g = m.createObservableGauge(name, { description: help });
+          g.addCallback((result) => {
+            const v = value();
+            if (v !== undefined) result.observe(v);
+          });
+          return g;
+        });
+        otel();
+        renderers.push(() => {
+          otel();
+          const v = value();
+          return v === undefined ? "" : `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${v}\n`;
+        });
+        return { set: () => undefined };
+      }),
     render() {
       const mem = process.memoryUsage();
       let out = `# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ${mem.rss}\n`;
+      // The main thread's V8 heap and the memory outside it (Buffers, ArrayBuffers): with the
+      // resident size, they tell a JavaScript leak from native or WebAssembly growth.
+      out += `# TYPE nodejs_heap_used_bytes gauge\nnodejs_heap_used_bytes ${mem.heapUsed}\n`;
+      out += `# TYPE nodejs_heap_total_bytes gauge\nnodejs_heap_total_bytes ${mem.heapTotal}\n`;
+      out += `# TYPE nodejs_external_memory_bytes gauge\nnodejs_external_memory_bytes ${mem.external}\n`;
+      out += `# TYPE nodejs_array_buffers_bytes gauge\nnodejs_array_buffers_bytes ${mem.arrayBuffers}\n`;
       out += `# TYPE process_uptime_seconds gauge\nprocess_uptime_seconds ${process.uptime()}\n`;
       for (const r of renderers) out += r();
       return out;

@@ -17,6 +17,19 @@ interface Reply {
   rows?: unknown[];
   rowCount?: number;
   error?: { message: string; code?: string };
+  memory?: PgliteMemory;
+}
+
+/** The embedded database's own memory, as last reported by its worker thread (bytes). */
+export interface PgliteMemory {
+  /** PGlite's WebAssembly linear memory: Postgres's buffers, caches and heap. It never shrinks. */
+  wasmBytes: number;
+  /** The worker thread's V8 heap in use. */
+  heapUsedBytes: number;
+}
+
+export interface PgliteDatabase extends Database {
+  memory(): PgliteMemory;
 }
 
 const workerUrl = new URL("./pglite-worker.js", import.meta.url);
@@ -39,7 +52,7 @@ async function initializeCluster(dataDir: string): Promise<void> {
   if (code !== 0) throw new Error(`PGlite could not initialize ${dataDir} (exit ${code}): ${stderr.trim().slice(-500)}`);
 }
 
-export async function createPgliteDatabase(dataDir: string): Promise<Database> {
+export async function createPgliteDatabase(dataDir: string): Promise<PgliteDatabase> {
   mkdirSync(dataDir, { recursive: true });
   if (!existsSync(join(dataDir, "PG_VERSION"))) await initializeCluster(dataDir);
   const worker = new Worker(workerUrl, { workerData: { dataDir } });
@@ -47,10 +60,12 @@ export async function createPgliteDatabase(dataDir: string): Promise<Database> {
   let nextId = 1;
   const pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
   let fatal: Error | undefined;
+  let memory: PgliteMemory = { wasmBytes: 0, heapUsedBytes: 0 };
   const started = new Promise<void>((resolve, reject) => {
     pending.set(0, { resolve: (r) => (r.ok ? resolve() : reject(new Error(`PGlite failed to start: ${r.error?.message}`))), reject });
   });
   worker.on("message", (reply: Reply) => {
+    if (reply.memory) memory = reply.memory;
     const p = pending.get(reply.id);
     if (!p) return;
     pending.delete(reply.id);
@@ -87,6 +102,7 @@ export async function createPgliteDatabase(dataDir: string): Promise<Database> {
     return result;
   };
   return {
+    memory: () => memory,
     query: (sql, params) => serial(() => run(sql, params)),
     transaction: (fn) =>
       serial(async () => {

@@ -17,7 +17,7 @@ import { benchValidateOverhead } from "./validate-overhead.js";
 import { benchAgentEvents } from "./agent-events.js";
 import { benchEconomy } from "./economy.js";
 import { withBenchDatabase } from "./bench-database.js";
-import { median, peakRssMiB, round, startChild, stopChild } from "./stats.js";
+import { median, peakRssMiB, round, rssMiB, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
 /** The parts `make bench` runs, in order; any of them can be named on the command line. */
@@ -132,6 +132,10 @@ async function benchEmbeddedCalls(results: BenchResult[], projectDir: string, to
   );
   const devUrl = dev.match[1] as string;
   try {
+    // Idle: started, nothing called yet, 10 s after it printed its URL.
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    const idleRss = rssMiB(dev.child.pid as number);
+    const idleBaselineRss = rssMiB(baseline.child.pid as number);
     const bare = await connect(baselineUrl);
     const ours = await connect(devUrl, token);
     const project = await projectRefOf(ours);
@@ -186,8 +190,13 @@ async function benchEmbeddedCalls(results: BenchResult[], projectDir: string, to
     });
     results.push({
       name: "webcodex_dev_memory",
-      metrics: { peak_rss_mib: round(peakRssMiB(dev.child.pid as number), 1) },
-      notes: "VmHWM of the embedded process after the benchmarks above",
+      metrics: {
+        idle_rss_mib: round(idleRss, 1),
+        idle_baseline_rss_mib: round(idleBaselineRss, 1),
+        peak_rss_mib: round(peakRssMiB(dev.child.pid as number), 1),
+      },
+      notes:
+        "VmRSS 10 s after start with no call yet (target <= 160 MiB; baseline: the bare SDK server), and VmHWM of the embedded process after the benchmarks above",
     });
   } finally {
     await stopChild(dev.child);

@@ -60,6 +60,12 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
+/** Resident memory (VmRSS) of a live process now, in MiB. */
+export function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+}
+
 /** Peak resident memory (VmHWM) of a live process, in MiB. */
 export function peakRssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");

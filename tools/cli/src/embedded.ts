@@ -11,7 +11,7 @@ import { createClient } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import { AuditService, RefResolverService, RunnerBrokerService, RunnerService, ToolRegistryService } from "@webcodex/proto";
 import { createInProcessClient, createMetrics, createPgliteDatabase, createServiceTransport, startServiceServer } from "@webcodex/platform";
-import type { HttpHandler, Logger, ServiceServer } from "@webcodex/platform";
+import type { HttpHandler, Logger, PgliteMemory, ServiceServer } from "@webcodex/platform";
 import { createToolRegistry } from "@webcodex/tool-registry";
 import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
 import { createAudit, loadRetentionConfig, migrateAudit, startAuditRetention } from "@webcodex/audit";
@@ -90,6 +90,8 @@ type CoreClients = Omit<GatewayDeps["clients"], "toolRegistry">;
 
 interface Core {
   clients: CoreClients;
+  /** The embedded database's WebAssembly memory and worker heap, for /metrics. */
+  databaseMemory(): PgliteMemory;
   ping(): Promise<void>;
   retentionDays: number;
   close(): Promise<void>;
@@ -220,6 +222,7 @@ async function startCore(options: CoreOptions): Promise<Core> {
       broker,
       audit: createInProcessClient(AuditService, createAudit({ db, retentionDays: retention.retentionDays }), { traceAs: "audit" }),
     },
+    databaseMemory: () => db.memory(),
     ping: () => db.ping(),
     retentionDays: retention.retentionDays,
     async close() {
@@ -237,6 +240,16 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<Embedded>
   const core = await startCore(options);
   const logger = options.logger;
   const metrics = createMetrics();
+  metrics.sampledGauge(
+    "webcodex_pglite_wasm_memory_bytes",
+    "WebAssembly memory of the embedded Postgres (it never shrinks)",
+    () => core.databaseMemory().wasmBytes,
+  );
+  metrics.sampledGauge(
+    "webcodex_pglite_worker_heap_used_bytes",
+    "V8 heap in use by the embedded Postgres's worker thread",
+    () => core.databaseMemory().heapUsedBytes,
+  );
   const host = options.host ?? "127.0.0.1";
   const publicHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
   // The port is only known after listen when 0 is asked for: routes are filled in once the

@@ -161,7 +161,7 @@ describe("kubernetes provisioner against a fake API server", () => {
 
   it("creates one workspace PVC and one Runner pod, labelled, non-root, limited and tokenless", async () => {
     api.requests.length = 0;
-    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    const p = await createKubernetesProvisioner({ template, kubeConfig, logger });
     const r = await p.ensureRunner(workspace);
     const names = runnerNames(workspace);
     assert.deepEqual(r, { action: "created", name: runnerPodName(template, workspace) });
@@ -254,7 +254,7 @@ describe("kubernetes provisioner against a fake API server", () => {
   it("with a Runner credential key, each pod mounts only its own workspace-bound credential from a Secret of its own", async () => {
     api.requests.length = 0;
     const key = "runner-credential-key-0123456789abcdef";
-    const p = createKubernetesProvisioner({ template, kubeConfig, logger, credentialFor: (w) => runnerCredential(key, w) });
+    const p = await createKubernetesProvisioner({ template, kubeConfig, logger, credentialFor: (w) => runnerCredential(key, w) });
     const other = { clientId: "other-tenant", projectId: "p" };
     await p.ensureRunner(other);
     const secretReq = api.requests.find((q) => q.method === "POST" && q.path.endsWith("/secrets"));
@@ -287,7 +287,7 @@ describe("kubernetes provisioner against a fake API server", () => {
 
   it("is idempotent: a second ensure finds the running pod and creates nothing", async () => {
     api.requests.length = 0;
-    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    const p = await createKubernetesProvisioner({ template, kubeConfig, logger });
     const r = await p.ensureRunner(workspace);
     assert.equal(r.action, "exists");
     assert.equal(api.store.size, 2);
@@ -299,7 +299,7 @@ describe("kubernetes provisioner against a fake API server", () => {
   });
 
   it("replaces a pod that has ended", async () => {
-    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    const p = await createKubernetesProvisioner({ template, kubeConfig, logger });
     const podKey = `pods/webcodex-runners/${runnerPodName(template, workspace)}`;
     api.store.get(podKey)!.status = { phase: "Failed" };
     api.requests.length = 0;
@@ -313,7 +313,7 @@ describe("kubernetes provisioner against a fake API server", () => {
   });
 
   it("deletes the pod and the PVC when the project is removed, idempotently", async () => {
-    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    const p = await createKubernetesProvisioner({ template, kubeConfig, logger });
     const name = runnerPodName(template, workspace);
     api.requests.length = 0;
     assert.equal(await p.removeRunner(workspace), true);
@@ -326,7 +326,7 @@ describe("kubernetes provisioner against a fake API server", () => {
   });
 
   it("keeps the workspace PVC when asked, and uses the configured namespace", async () => {
-    const p = createKubernetesProvisioner({ template, kubeConfig, logger, namespace: "other-ns" });
+    const p = await createKubernetesProvisioner({ template, kubeConfig, logger, namespace: "other-ns" });
     await p.ensureRunner(workspace);
     api.requests.length = 0;
     assert.equal(await p.removeRunner(workspace, { keepWorkspace: true }), true);
@@ -343,7 +343,7 @@ describe("kubernetes provisioner against a fake API server", () => {
       gitCredentialSecrets: { [workspace.clientId]: "acme-git-credentials" },
       safeToEvict: false,
     });
-    const p = createKubernetesProvisioner({ template: withSecrets, kubeConfig, logger });
+    const p = await createKubernetesProvisioner({ template: withSecrets, kubeConfig, logger });
     const created = { ...workspace, projectId: "from-git" };
     api.requests.length = 0;
     await p.ensureRunner(created, { source: { git: { url: "https://git.example.com/acme/app.git", ref: "main" } } });
@@ -378,7 +378,7 @@ describe("kubernetes provisioner against a fake API server", () => {
   });
 
   it("a pod from another template (an upgrade) is replaced; one from this template is kept", async () => {
-    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    const p = await createKubernetesProvisioner({ template, kubeConfig, logger });
     await p.ensureRunner(workspace);
     const key = `pods/webcodex-runners/${runnerPodName(template, workspace)}`;
     const stored = api.store.get(key)!;
@@ -396,7 +396,7 @@ describe("kubernetes provisioner against a fake API server", () => {
   });
 
   it("a Pending pod with an unschedulable condition is runner_unschedulable with that condition; a clone failure is failed with its reason", async () => {
-    const p = createKubernetesProvisioner({ template, kubeConfig, logger });
+    const p = await createKubernetesProvisioner({ template, kubeConfig, logger });
     assert.deepEqual(await p.provisioningState!(workspace), { state: "unknown" });
     await p.ensureRunner(workspace);
     const key = `pods/webcodex-runners/${runnerPodName(template, workspace)}`;

@@ -13,8 +13,7 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
-import { ApiException, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import type { V1PersistentVolumeClaim, V1Pod, V1Secret } from "@kubernetes/client-node";
+import type { KubeConfig, V1PersistentVolumeClaim, V1Pod, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "@webcodex/platform";
 import { runnerNames } from "./provisioner.js";
 import type { EnsureResult, ProjectWorkspace, Provisioner, ProvisioningState, WorkspaceSource } from "./provisioner.js";
@@ -269,15 +268,19 @@ export interface KubernetesProvisionerOptions {
   logger: Logger;
 }
 
-const status = (e: unknown) => (e instanceof ApiException ? e.code : undefined);
-
-export function defaultKubeConfig(): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromDefault();
-  return kc;
-}
-
-export function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Provisioner {
+/**
+ * The Kubernetes client library is loaded by the first provisioner made: it is large (tens
+ * of MB of heap once loaded) and a process that never provisions Runner pods (`webcodex dev`,
+ * a broker with another provisioner) does not carry it.
+ */
+export async function createKubernetesProvisioner(o: KubernetesProvisionerOptions): Promise<Provisioner> {
+  const { ApiException, CoreV1Api, KubeConfig } = await import("@kubernetes/client-node");
+  const status = (e: unknown) => (e instanceof ApiException ? e.code : undefined);
+  const defaultKubeConfig = () => {
+    const kc = new KubeConfig();
+    kc.loadFromDefault();
+    return kc;
+  };
   const api = (o.kubeConfig ?? defaultKubeConfig()).makeApiClient(CoreV1Api);
   const namespace = o.namespace ?? o.template.namespace;
   const hash = templateHash(o.template);

@@ -1,0 +1,28 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+
+/**
+ * What `webcodex dev` and `webcodex stdio` load before they serve: a module that only another
+ * deployment needs is not loaded at start, so it costs them no memory. Checked by importing the
+ * CLI in a child process whose module resolution refuses the module.
+ */
+const refuse = (specifier: string) => {
+  const hooks = `export async function resolve(s, c, next) { if (s === ${JSON.stringify(specifier)} || s.startsWith(${JSON.stringify(`${specifier}/`)})) throw new Error("refused: " + s); return next(s, c); }`;
+  const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});`;
+  return ["--import", `data:text/javascript,${encodeURIComponent(register)}`];
+};
+const importIn = (flags: string[], module: string) =>
+  spawnSync(process.execPath, [...flags, "--input-type=module", "-e", `await import(${JSON.stringify(module)});`], { encoding: "utf8", timeout: 60_000 });
+
+describe("startup imports", () => {
+  const cli = new URL("./main.js", import.meta.url).href;
+
+  it("the CLI loads without the Kubernetes client (only a broker provisioning Runner pods needs it)", () => {
+    const refused = importIn(refuse("@kubernetes/client-node"), "@kubernetes/client-node");
+    assert.notEqual(refused.status, 0, "the refusing resolver is in effect");
+    assert.match(refused.stderr, /refused: @kubernetes\/client-node/);
+    const loaded = importIn(refuse("@kubernetes/client-node"), cli);
+    assert.equal(loaded.status, 0, loaded.stderr);
+  });
+});
