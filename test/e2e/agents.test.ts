@@ -155,6 +155,32 @@ function scenario(setup: () => Clients) {
   let workerAgent: Record<string, unknown>;
   let leadProject: string;
   let workerProject: string;
+
+  /** A Task the lead gives the worker, and the worker's first Attempt (lease `leaseMs`), which has created `path`. */
+  async function taskWithFirstWrite(name: string, leaseMs: number, path: string): Promise<{ taskId: string; first: Record<string, unknown> }> {
+    const { lead, worker } = setup();
+    const created = await ok(lead, "create_agent_task", {
+      project: leadProject,
+      title: name,
+      instructions: `Own ${path}`,
+      assignee_agent_id: workerAgent["agent_id"],
+      requester_agent_id: leadAgent["agent_id"],
+      idempotency_key: `t-${name}-${Date.now()}`,
+    });
+    const taskId = String(created["task_id"]);
+    const first = await ok(worker, "start_agent_task_attempt", {
+      task_id: taskId,
+      assignee_agent_id: workerAgent["agent_id"],
+      idempotency_key: `${name}-first`,
+      lease_ms: leaseMs,
+    });
+    await ok(worker, "edit_project_files", {
+      project: workerProject,
+      attempt_ref: first["attempt_ref"],
+      changes: [{ kind: "create", path, content: "first attempt\n" }],
+    });
+    return { taskId, first };
+  }
   let leadCursor = "0";
   let workerCursor = "0";
   const ids: { taskId?: string; attempt?: Record<string, unknown>; taskKey?: string } = {};
@@ -437,26 +463,7 @@ function scenario(setup: () => Clients) {
   });
   it("storage fence: a first-Attempt call admitted before the takeover reaches the Runner late and writes and runs nothing, also after a Runner restart", async () => {
     const { lead, worker, projectDir } = setup();
-    const created = await ok(lead, "create_agent_task", {
-      project: leadProject,
-      title: "Fenced",
-      instructions: "Own fenced.txt",
-      assignee_agent_id: workerAgent["agent_id"],
-      requester_agent_id: leadAgent["agent_id"],
-      idempotency_key: `t-storage-${Date.now()}`,
-    });
-    const taskId = String(created["task_id"]);
-    const first = await ok(worker, "start_agent_task_attempt", {
-      task_id: taskId,
-      assignee_agent_id: workerAgent["agent_id"],
-      idempotency_key: "storage-first",
-      lease_ms: 1000,
-    });
-    await ok(worker, "edit_project_files", {
-      project: workerProject,
-      attempt_ref: first["attempt_ref"],
-      changes: [{ kind: "create", path: "fenced.txt", content: "first attempt\n" }],
-    });
+    const { taskId, first } = await taskWithFirstWrite("storage", 1000, "fenced.txt");
     // The first Attempt's call has passed the gateway's admission (its fence was current then);
     // the lease lapses and the second Attempt takes over and writes before that call arrives.
     const second = await until(
@@ -551,26 +558,7 @@ function scenario(setup: () => Clients) {
   });
   it("takeover between admission and dispatch: a first-Attempt edit and run admitted before the takeover, held until the second Attempt started (before its first call), write and run nothing", async () => {
     const { worker, projectDir, holdDir } = setup();
-    const created = await ok(setup().lead, "create_agent_task", {
-      project: leadProject,
-      title: "Held",
-      instructions: "Own held.txt",
-      assignee_agent_id: workerAgent["agent_id"],
-      requester_agent_id: leadAgent["agent_id"],
-      idempotency_key: `t-held-${Date.now()}`,
-    });
-    const taskId = String(created["task_id"]);
-    const first = await ok(worker, "start_agent_task_attempt", {
-      task_id: taskId,
-      assignee_agent_id: workerAgent["agent_id"],
-      idempotency_key: "held-first",
-      lease_ms: 4000,
-    });
-    await ok(worker, "edit_project_files", {
-      project: workerProject,
-      attempt_ref: first["attempt_ref"],
-      changes: [{ kind: "create", path: "held.txt", content: "first attempt\n" }],
-    });
+    const { taskId, first } = await taskWithFirstWrite("held", 4000, "held.txt");
     const revision = String(
       ((await ok(worker, "read_files", { project: workerProject, files: [{ path: "held.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.[
         "read_revision"

@@ -86,6 +86,12 @@ export interface RunnerServiceDeps {
   attemptFences?: AttemptFenceStore;
 }
 
+/** A RaiseAttemptFence answer that raised nothing, with the structured reason. */
+const notRaised = (reason: ToolFailure["reason_code"], detailCode: string, message: string) => ({
+  highest: 0n,
+  failure: failureToWire(toolFailure(reason, PipelineStage.dispatch, { detail_code: detailCode, message })),
+});
+
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
 /** The call's arguments for the capability check; unparseable ones fail later, where the handler would get them. */
@@ -208,35 +214,15 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
       const taskId = req.attempt?.taskId ?? "";
       const raised = Number(req.attempt?.fence ?? 0n);
       if (!deps.attemptFences) {
-        return {
-          highest: 0n,
-          failure: failureToWire(
-            toolFailure(ReasonCode.capabilityMissing, PipelineStage.dispatch, {
-              detail_code: "attempt_fencing_unavailable",
-              message: "This Runner cannot check Attempt fences.",
-            }),
-          ),
-        };
+        return notRaised(ReasonCode.capabilityMissing, "attempt_fencing_unavailable", "This Runner cannot check Attempt fences.");
       }
       try {
         const highest = await deps.attemptFences.raise(taskId, raised);
-        if (highest === undefined)
-          return {
-            highest: 0n,
-            failure: failureToWire(toolFailure(ReasonCode.invalidValue, PipelineStage.dispatch, { detail_code: "task_not_found", message: "No such task." })),
-          };
+        if (highest === undefined) return notRaised(ReasonCode.invalidValue, "task_not_found", "No such task.");
         return { highest: BigInt(highest) };
       } catch (error) {
         deps.logger.error("attempt fence mark could not be raised", { task_id: taskId, attempt_fence: raised, error: String(error) });
-        return {
-          highest: 0n,
-          failure: failureToWire(
-            toolFailure(ReasonCode.internal, PipelineStage.dispatch, {
-              detail_code: "attempt_fence_store_unavailable",
-              message: "The Runner could not record the Attempt's fence.",
-            }),
-          ),
-        };
+        return notRaised(ReasonCode.internal, "attempt_fence_store_unavailable", "The Runner could not record the Attempt's fence.");
       }
     },
     async describe(_req, ctx) {
