@@ -29,6 +29,7 @@ describe("ref-resolver on embedded PGlite", () => {
         "0006_project_owner_and_visibility",
         "0007_goal_plans",
         "0008_agent_continuations",
+        "0009_recovered_writes",
       ]);
       let client = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }));
       await client.registerProject({ clientId: "local", projectId: "alpha", rootIdentity: "/a", name: "alpha" }, as(local));

@@ -43,7 +43,12 @@ describe("ref-resolver: project owner and visibility", { timeout: 60_000 }, () =
     await db.query("INSERT INTO refs.ref_counters (client_id, subject, kind, last_code) VALUES ('acme', 'bob', 'project', 1)");
     await db.query("INSERT INTO refs.project_refs (client_id, subject, code, canonical_id, incarnation) VALUES ('acme', 'bob', 1, 'agent:acme:legacy', 1)");
     // … then this release's migrations.
-    assert.deepEqual(await migrateRefResolver(db), ["0006_project_owner_and_visibility", "0007_goal_plans", "0008_agent_continuations"]);
+    assert.deepEqual(await migrateRefResolver(db), [
+      "0006_project_owner_and_visibility",
+      "0007_goal_plans",
+      "0008_agent_continuations",
+      "0009_recovered_writes",
+    ]);
     client = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: 0 }));
   });
   after(async () => {
