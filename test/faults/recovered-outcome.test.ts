@@ -5,6 +5,8 @@
  * while the Runner is down that follow-up cannot say more; once the Runner has restarted (and
  * its start-up recovery has run) the same follow-up, executed exactly as returned, lists the
  * call under `recovered_writes` as `rolled_back` or `completed`, and the files on disk match.
+ * The edit was made in a Workflow Session: its handoff shows the call's recovered outcome, and
+ * get_runtime_status counts the Project's recovered writes with a follow-up that lists them.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -68,6 +70,14 @@ describe("an edit cut off by a Runner crash: outcome_unknown, then its recovered
     "the model is told outcome_unknown with the call id, and after the restart the follow-up reports rolled_back or completed",
     { timeout: 300_000 },
     async () => {
+      const runtime = (tool: string, args: Record<string, unknown>) => callTool(client, "call_runtime_tool", { tool, arguments: args });
+      const created = await runtime("create_session", { project, title: "recovered" });
+      assert.equal(created.isError, false, JSON.stringify(created.result));
+      const sessionRef = String(created.result["session_ref"]);
+      // Before any crash, status reports no recovered writes.
+      const quiet = await runtime("get_runtime_status", {});
+      assert.equal(quiet.isError, false, JSON.stringify(quiet.result));
+      assert.equal(quiet.result["recovered_writes"], undefined, JSON.stringify(quiet.result));
       let cut: { result: Record<string, unknown>; marker: string; previous: string } | undefined;
       for (let attempt = 1; attempt <= 10 && cut === undefined; attempt++) {
         const marker = `a${attempt}`;
@@ -84,7 +94,7 @@ describe("an edit cut off by a Runner crash: outcome_unknown, then its recovered
           })),
         );
         let answered = false;
-        const call = callTool(client, "edit_project_files", { project, changes }).finally(() => {
+        const call = callTool(client, "edit_project_files", { project, changes, session_id: sessionRef }).finally(() => {
           answered = true;
         });
         // Kill the Runner once the transaction's first change is on disk (its intent is durable by then).
@@ -137,6 +147,35 @@ describe("an edit cut off by a Runner crash: outcome_unknown, then its recovered
       const content = String((reread.result["items"] as Array<Record<string, unknown>>)[0]?.["content"] ?? "");
       assert.ok(content.startsWith(`txn: ${mine["outcome"] === "completed" ? cut.marker : cut.previous}`), content.slice(0, 40));
       assert.equal(await readFile(join(projectDir, "README.md"), "utf8"), "# recovered\n");
+
+      // The Session's handoff says how the cut-off edit ended: its last edit_project_files call
+      // (the one cut off) carries the recovered outcome; the edits that answered carry none.
+      const handoff = await runtime("read_session_handoff", { session_id: sessionRef });
+      assert.equal(handoff.isError, false, JSON.stringify(handoff.result));
+      const edits = ((handoff.result["recent_calls"] as Array<Record<string, unknown>> | undefined) ?? []).filter((c) => c["tool"] === "edit_project_files");
+      assert.ok(edits.length > 0, JSON.stringify(handoff.result));
+      const last = edits[edits.length - 1] as Record<string, unknown>;
+      assert.equal(last["recovered"], mine["outcome"], `the handoff shows the recovered outcome: ${JSON.stringify(handoff.result)}`);
+      assert.deepEqual(
+        edits.slice(0, -1).filter((c) => c["recovered"] !== undefined),
+        [],
+        "only the cut-off call shows a recovered outcome",
+      );
+      assert.equal((handoff.result["calls"] as Record<string, unknown>)["outcome_unknown"], 1, JSON.stringify(handoff.result["calls"]));
+
+      // get_runtime_status (compact, as a Host calls it) counts the Project's recovered writes,
+      // and its follow-up, executed exactly as returned, lists this call.
+      const status = await runtime("get_runtime_status", {});
+      assert.equal(status.isError, false, JSON.stringify(status.result));
+      const rows = (status.result["recovered_writes"] as Array<Record<string, unknown>> | undefined) ?? [];
+      assert.equal(rows.length, 1, `status reports the recovered writes: ${JSON.stringify(status.result)}`);
+      const row = rows[0] as Record<string, unknown>;
+      assert.ok(typeof row["project"] === "string" && String(row["project"]).startsWith("agent:"), JSON.stringify(row));
+      assert.equal(row["count"], 1, JSON.stringify(row));
+      const listed = await executeFollowUp(client, row["follow_up"]);
+      assert.equal(listed.isError, false, JSON.stringify(listed.result));
+      const again = ((listed.result["recovered_writes"] as Array<Record<string, unknown>> | undefined) ?? []).find((w) => w["call_id"] === callId);
+      assert.equal(again?.["outcome"], mine["outcome"], JSON.stringify(listed.result));
     },
   );
 });

@@ -306,7 +306,7 @@ const definitions = (
       name: "get_runtime_status",
       category: "status",
       description:
-        "Runtime status of your own Runners and Projects: server identity, Runner/Project counts, Job counts, protocol alignment, connection states. Compact unless compact=false.",
+        "Runtime status of your own Runners and Projects: server identity, Runner/Project counts, Job counts, protocol alignment, connection states; recovered_writes: per Project, writes a Runner crash cut off, with the follow-up that lists them. Compact unless compact=false.",
       inputSchema: object({ compact: bool(undefined, { default: true }), summary_only: bool("Alias for sparse status.") }),
       effect: "read_only",
       risk: "low",
@@ -328,6 +328,7 @@ const definitions = (
         "runner_details",
         "catalog_version",
         "audit_backlog",
+        "recovered_writes",
       ],
     },
     // ── files ──
@@ -795,7 +796,7 @@ const definitions = (
       name: "read_session_handoff",
       category: "sessions",
       description:
-        "Bounded recap of a Workflow Session to resume from: the paths read and changed with their latest read_revision, the commands run with their outcome, pending Jobs with the exact follow-up that collects each, and counts. A cut list says so. Never file contents.",
+        "Bounded recap of a Workflow Session to resume from: the paths read and changed with their latest read_revision, the commands run with their outcome, pending Jobs with the exact follow-up that collects each, and counts. A recent call whose outcome was unknown after a Runner crash shows recovered: rolled_back or completed. A cut list says so. Never file contents.",
       inputSchema: object({ session_id: str("session_ref (~s1) or wc_sess_*.") }, ["session_id"]),
       effect: "read_only",
       risk: "low",

@@ -160,6 +160,23 @@ test("the handoff view converts int64s, keeps both identities and omits empty ex
   });
 });
 
+test("the handoff view shows how recovery finished a call cut off by a Runner crash, and nothing for other calls", () => {
+  const view = handoffView(
+    create(SessionHandoffSchema, {
+      sessionRef: "~s1",
+      callsTotal: 2n,
+      recentCalls: [
+        { seq: 1n, tool: "edit_project_files", outcome: "ok", atUnixMs: 100n },
+        { seq: 2n, tool: "edit_project_files", outcome: "unknown", reasonCode: "runner_lost", atUnixMs: 200n, recovered: "rolled_back" },
+      ],
+    }),
+  );
+  assert.deepEqual(view["recent_calls"], [
+    { seq: 1, tool: "edit_project_files", outcome: "ok", at: "1970-01-01T00:00:00.100Z" },
+    { seq: 2, tool: "edit_project_files", outcome: "unknown", reason_code: "runner_lost", recovered: "rolled_back", at: "1970-01-01T00:00:00.200Z" },
+  ]);
+});
+
 test("a validation verdict records its status and summed counts, never messages or paths", () => {
   const def = toolDefinition("project_validate") as ToolDefinition;
   const result = {

@@ -245,6 +245,8 @@ export function handoffView(h: SessionHandoff): Record<string, unknown> {
     tool: c.tool,
     outcome: wireOutcome(c.outcome),
     ...(c.reasonCode ? { reason_code: c.reasonCode } : {}),
+    // An outcome-unknown write cut off by a Runner crash: how the Runner's recovery finished it.
+    ...(c.recovered ? { recovered: c.recovered } : {}),
     at: iso(c.atUnixMs),
   }));
   if (h.validations.length > 0) {

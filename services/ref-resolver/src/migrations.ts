@@ -794,4 +794,21 @@ CREATE TRIGGER session_calls_outcome_spelling BEFORE INSERT ON {{schema}}.sessio
   FOR EACH ROW EXECUTE FUNCTION {{schema}}.session_call_outcome_spelling();
 `,
   },
+  {
+    id: "0010_recovered_writes",
+    sql: `
+-- How a Runner's start-up recovery finished each write transaction cut off when the Runner
+-- died, under the call id the interrupted call was given: what a Session's handoff shows for
+-- a call recorded with an unknown outcome. One row per interrupted transaction; a Runner
+-- reports the same ones at each registration, so the first report is kept.
+CREATE TABLE {{schema}}.recovered_writes (
+  project_canonical_id text NOT NULL,
+  call_id text NOT NULL CHECK (char_length(call_id) BETWEEN 1 AND 128),
+  tool text NOT NULL CHECK (tool ~ '^[a-z][a-z0-9_]{0,63}$'),
+  outcome text NOT NULL CHECK (outcome IN ('rolled_back', 'completed')),
+  recorded_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (project_canonical_id, call_id)
+);
+`,
+  },
 ];

@@ -79,7 +79,14 @@ const recapToProto = (r: HandoffRecap) => ({
   run: { calls: BigInt(r.run.calls), paths: BigInt(r.run.paths), failed: BigInt(r.run.failed) },
   pendingJobs: r.pendingJobs.map((j) => ({ jobId: j.jobId, tool: j.tool, sinceUnixMs: BigInt(j.sinceMs) })),
   pendingJobsTotal: BigInt(r.pendingJobsTotal),
-  recentCalls: r.recentCalls.map((c) => ({ seq: BigInt(c.seq), tool: c.tool, outcome: c.outcome, reasonCode: c.reasonCode, atUnixMs: BigInt(c.atMs) })),
+  recentCalls: r.recentCalls.map((c) => ({
+    seq: BigInt(c.seq),
+    tool: c.tool,
+    outcome: c.outcome,
+    reasonCode: c.reasonCode,
+    atUnixMs: BigInt(c.atMs),
+    recovered: c.recovered ?? "",
+  })),
   validations: r.validations.map((v) => ({ seq: BigInt(v.seq), tool: v.tool, validation: v.validation, atUnixMs: BigInt(v.atMs) })),
   truncated: r.truncated,
 });
@@ -138,6 +145,7 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
         rootIdentity: req.rootIdentity,
         name: req.name || req.projectId,
       });
+      if (req.recoveredWrites.length > 0) await sessions.recordRecoveredWrites(project.canonicalId, req.recoveredWrites);
       return { project: toProto(project), newIncarnation };
     },
     async retireProject(req, ctx) {

@@ -396,7 +396,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       authorizeRunner(ctx.requestHeader, req);
       // The Runner's Project becomes known under its client id; a new root opens a new incarnation.
       const registered = await deps.refResolver.registerProject(
-        { clientId: req.clientId, projectId: req.projectId, rootIdentity: req.rootIdentity, name: req.projectId },
+        { clientId: req.clientId, projectId: req.projectId, rootIdentity: req.rootIdentity, name: req.projectId, recoveredWrites: req.recoveredWrites },
         { headers: principalHeaders({ clientId: req.clientId, subject: `runner:${req.runnerId}` }) },
       );
       const canonicalId = registered.project?.canonicalId ?? canonicalProjectId(req.clientId, req.projectId);
@@ -412,6 +412,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         endpointUrl: req.endpointUrl,
         registeredAtMs: Date.now(),
         ...(req.containment === "" ? {} : { containment: req.containment, separateJobUid: req.separateJobUid }),
+        ...(req.recoveredWrites.length === 0 ? {} : { recoveredWrites: req.recoveredWrites.length }),
       });
       const lease = await claimLease(canonicalId, req.runnerId, true);
       // A Runner registering again (restarted, or forgotten by the broker) is asked about the
@@ -647,6 +648,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         inFlight: s.inFlight,
         containmentModes: s.containmentModes,
         separateJobUidRunners: s.separateJobUidRunners,
+        recoveredWrites: s.recoveredWrites,
       };
       // Sparse status branches here, before any row is built.
       if (req.summaryOnly) return { summary };
@@ -668,6 +670,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
           inFlight: r.inFlight,
           containment: r.containment ?? "",
           separateJobUid: r.separateJobUid === true,
+          recoveredWrites: r.recoveredWrites ?? 0,
         })),
       };
     },

@@ -24,6 +24,8 @@ export interface RunnerRegistration {
   containment?: string;
   /** The Runner's Jobs run under a uid of their own. */
   separateJobUid?: boolean;
+  /** Write transactions the Runner's start-up recovery finished when it last started (absent: none). */
+  recoveredWrites?: number;
 }
 
 export interface RunnerState extends RunnerRegistration {

@@ -64,6 +64,7 @@ export async function main(env: Env = process.env): Promise<void> {
     endpointUrl: config.advertiseUrl ?? server.url,
     containment: runner.containment,
     fence: runner.fence,
+    recovered: runner.recovery,
     ...token,
     logger,
   });

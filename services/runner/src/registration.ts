@@ -12,6 +12,7 @@ import type { RunnerCapabilityId } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import { RUNNER_TOKEN_HEADER } from "@webcodex/platform";
 import type { FenceGuard } from "./runner-service.js";
+import type { RecoveredTransaction } from "./workspace/index.js";
 
 export interface RegistrationOptions {
   broker: Client<typeof RunnerBrokerService>;
@@ -29,6 +30,11 @@ export interface RegistrationOptions {
   containment?: { mode: string; jobsSeparateUid: boolean };
   /** Runner credential for the broker (WEBCODEX_RUNNER_TOKEN); separate from Host credentials. */
   runnerToken?: string;
+  /**
+   * The write transactions this Runner's start-up recovery finished (Runner.recovery): each
+   * registration reports them, so the broker can show them and record their outcomes.
+   */
+  recovered?: Promise<readonly RecoveredTransaction[]>;
 }
 
 export interface LeaseView {
@@ -71,6 +77,7 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
   };
 
   const register = async () => {
+    const recovered = (await o.recovered) ?? [];
     const res = await o.broker.registerRunner(
       {
         runnerId: o.runnerId,
@@ -82,6 +89,7 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
         capabilities: new RunnerCapabilities(o.capabilities).toWire(),
         endpointUrl: o.endpointUrl,
         ...(o.containment === undefined ? {} : { containment: o.containment.mode, separateJobUid: o.containment.jobsSeparateUid }),
+        recoveredWrites: recovered.map((t) => ({ callId: t.call_id ?? "", tool: t.tool, outcome: t.outcome })),
       },
       callOptions,
     );

@@ -55,6 +55,8 @@ export interface DistributedOptions {
   serviceKey?: string;
   /** Where child output goes; default: inherit. */
   stdio?: "inherit" | "pipe" | "ignore";
+  /** How long one service may take to start and answer its readiness probe (default 30 s). */
+  startTimeoutMs?: number;
 }
 
 export interface DistributedStack {
@@ -164,7 +166,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     processes.set(s, child);
     await Promise.race([
       // At first start the gateway is ready only once the Runner (started after it) is routable.
-      waitForReady(url(s), 30_000, s === "runner" || (initial && s === "gateway") ? "/healthz" : "/readyz"),
+      waitForReady(url(s), o.startTimeoutMs ?? 30_000, s === "runner" || (initial && s === "gateway") ? "/healthz" : "/readyz"),
       new Promise((_, reject) =>
         child.once("exit", (code) => reject(new Error(`${s} exited with ${code} during start${stderrTail ? `:\n${stderrTail.trim()}` : ""}`))),
       ),
@@ -187,7 +189,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
   };
   try {
     for (const s of SERVICES) await start(s, true);
-    await waitForReady(url("gateway"), 30_000, "/readyz");
+    await waitForReady(url("gateway"), o.startTimeoutMs ?? 30_000, "/readyz");
   } catch (error) {
     await stop();
     throw error;

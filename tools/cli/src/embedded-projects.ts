@@ -81,6 +81,7 @@ export function createInProcessProvisioner(o: InProcessProvisionerOptions): Prov
       endpointUrl: endpoint,
       containment: runner.containment,
       fence: runner.fence,
+      recovered: runner.recovery,
       logger: o.logger.child({ component: "runner", runner: name }),
     });
     await registration.registered;

@@ -211,6 +211,7 @@ async function startCore(options: CoreOptions): Promise<Core> {
     endpointUrl: "local:runner",
     containment: runner.containment,
     fence: runner.fence,
+    recovered: runner.recovery,
     logger: logger.child({ component: "runner" }),
   });
   // The local project's Runner is registered before any Host can connect: the first

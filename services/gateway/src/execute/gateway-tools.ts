@@ -4,7 +4,16 @@
  */
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { PipelineStage, groupToolNamesByCategory, modelVisible, ReasonCode, toolDefinition, toolFailure, toolRoute } from "@webcodex/contracts";
+import {
+  PipelineStage,
+  groupToolNamesByCategory,
+  inspectWorkspaceFollowUp,
+  modelVisible,
+  ReasonCode,
+  toolDefinition,
+  toolFailure,
+  toolRoute,
+} from "@webcodex/contracts";
 import type { HostProfile, ToolCategory, ToolDefinition } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
@@ -110,6 +119,11 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
     if ((s?.baselineFaults ?? 0) > 0) status["baseline_faults"] = s?.baselineFaults;
     const modes = s?.containmentModes ?? {};
     if (Object.keys(modes).length > 0) status["containment"] = { modes: { ...modes }, separate_job_uid: s?.separateJobUidRunners ?? 0 };
+    // Write transactions cut off by a Runner crash and finished by its start-up recovery: per
+    // Project, how many, and the call that lists each one's call_id, outcome and paths.
+    const recovered = Object.entries(s?.recoveredWrites ?? {}).sort(([a], [b]) => a.localeCompare(b));
+    if (recovered.length > 0)
+      status["recovered_writes"] = recovered.map(([project, count]) => ({ project, count, follow_up: inspectWorkspaceFollowUp(project) }));
     if (compact) return { ok: true, result: status };
     status["runner_details"] = fleet.runners.map((r) => ({
       runner_id: r.runnerId,

@@ -103,7 +103,8 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
       watched.length > 0 ? endedJobs(watched, project, ctx) : Promise.resolve([]),
     ]);
     // A write transaction cut off mid-call is finished by the Runner's start-up recovery, which
-    // records it under this call id; read_workspace_changes reports it as recovered_writes.
+    // records it under this call id; read_workspace_changes reports it as recovered_writes, and
+    // the Session handoff shows it on this call once the restarted Runner has registered.
     const outcome: Outcome =
       !dispatched.ok && dispatched.failure.outcome_unknown && JOURNALED_TOOLS.has(def.name)
         ? { ok: false, failure: { ...dispatched.failure, evidence: { ...dispatched.failure.evidence, call_id: callId } } }

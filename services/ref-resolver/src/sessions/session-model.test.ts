@@ -1,6 +1,14 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { buildHandoffRecap, HANDOFF_BOUNDS, newSessionId, parseSessionSelector, sessionCallProblem, titleProblem } from "./session-model.js";
+import {
+  buildHandoffRecap,
+  HANDOFF_BOUNDS,
+  newSessionId,
+  parseSessionSelector,
+  recoveredWriteProblem,
+  sessionCallProblem,
+  titleProblem,
+} from "./session-model.js";
 import type { SessionCallInput } from "./session-model.js";
 
 const call = (over: Partial<SessionCallInput> = {}): SessionCallInput => ({
@@ -66,6 +74,17 @@ describe("session call records", () => {
     assert.match(sessionCallProblem(call({ jobId: "j1" })) ?? "", /job_id and job_state/);
     assert.match(sessionCallProblem(call({ jobId: "j1", jobState: "running" })) ?? "", /job_state/);
     assert.match(sessionCallProblem(call({ callId: "" })) ?? "", /call_id/);
+  });
+});
+
+describe("recovered writes a Runner reports", () => {
+  it("are recorded only with a call id, a tool name and rolled_back or completed", () => {
+    assert.equal(recoveredWriteProblem({ callId: "call-1", tool: "edit_project_files", outcome: "rolled_back" }), undefined);
+    assert.equal(recoveredWriteProblem({ callId: "call-1", tool: "import_host_files", outcome: "completed" }), undefined);
+    assert.match(recoveredWriteProblem({ callId: "", tool: "edit_project_files", outcome: "completed" }) ?? "", /call_id/);
+    assert.match(recoveredWriteProblem({ callId: "a b", tool: "edit_project_files", outcome: "completed" }) ?? "", /call_id/);
+    assert.match(recoveredWriteProblem({ callId: "c", tool: "Edit", outcome: "completed" }) ?? "", /tool/);
+    assert.match(recoveredWriteProblem({ callId: "c", tool: "edit_project_files", outcome: "partial" }) ?? "", /outcome/);
   });
 });
 

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { CallOutcome, callOutcomeFromString, PipelineStage, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
-import type { SessionCall, SessionPath, SessionValidation } from "@webcodex/proto";
+import type { RecoveredWrite, SessionCall, SessionPath, SessionValidation } from "@webcodex/proto";
 import { parseRef, RefKind } from "../refs/ref-codes.js";
 
 const SESSION_ID = /^wc_sess_[0-9a-f]{32}$/;
@@ -119,6 +119,20 @@ export function sessionCallProblem(call: SessionCallInput): string | undefined {
   return undefined;
 }
 
+/** How a Runner's start-up recovery finished an interrupted write transaction. */
+export const RecoveredOutcomes = ["rolled_back", "completed"] as const;
+
+/** One interrupted write transaction as a Runner reported it (the RecoveredWrite message's fields). */
+export type RecoveredWriteInput = ProtoFields<RecoveredWrite>;
+
+/** Why a reported recovered write cannot be recorded, or undefined. */
+export function recoveredWriteProblem(w: RecoveredWriteInput): string | undefined {
+  if (!OPAQUE_ID.test(w.callId)) return "call_id must be 1..128 visible ASCII characters";
+  if (!TOOL.test(w.tool)) return "tool must be a tool name";
+  if (!(RecoveredOutcomes as readonly string[]).includes(w.outcome)) return `outcome must be one of ${RecoveredOutcomes.join(", ")}`;
+  return undefined;
+}
+
 // ── failures: a foreign Session fails exactly like one that does not exist ──
 
 export function sessionNotFound(): ToolFailure {
@@ -186,6 +200,8 @@ export interface RecentCallRow {
   outcome: CallOutcome;
   reasonCode: string;
   atMs: number;
+  /** How the Runner's start-up recovery finished the call's write transaction ("" when it did not). */
+  recovered?: string;
 }
 
 export interface ValidationRecapRow {

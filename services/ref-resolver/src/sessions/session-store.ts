@@ -24,6 +24,7 @@ import {
   newSessionId,
   parseSessionSelector,
   sessionClosed,
+  recoveredWriteProblem,
   sessionCallProblem,
   sessionNotFound,
   sessionProjectMismatch,
@@ -31,7 +32,7 @@ import {
   storedOutcome,
   titleProblem,
 } from "./session-model.js";
-import type { HandoffLists, HandoffRecap, SessionCallInput, ValidationRecapRow } from "./session-model.js";
+import type { HandoffLists, HandoffRecap, RecoveredWriteInput, SessionCallInput, ValidationRecapRow } from "./session-model.js";
 
 export interface SessionRecord {
   sessionId: string;
@@ -194,6 +195,24 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
     },
 
     /**
+     * Records how a Runner's start-up recovery finished interrupted write transactions of a
+     * Project (reported at each registration; the first report of a call id is kept). Entries
+     * without a call id or with a malformed field are skipped.
+     */
+    async recordRecoveredWrites(projectCanonicalId: string, writes: readonly RecoveredWriteInput[]): Promise<number> {
+      let recorded = 0;
+      for (const w of writes.filter((x) => recoveredWriteProblem(x) === undefined)) {
+        const r = await db.query(
+          `INSERT INTO ${schema}.recovered_writes (project_canonical_id, call_id, tool, outcome) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (project_canonical_id, call_id) DO NOTHING`,
+          [projectCanonicalId, w.callId, w.tool, w.outcome],
+        );
+        recorded += r.rowCount;
+      }
+      return recorded;
+    },
+
+    /**
      * Appends one bounded call record. Re-runs authority, Project visibility, the Project
      * match and lifecycle (also under the Session row lock, so a concurrent close wins).
      */
@@ -348,9 +367,13 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
            WHERE job_state = 'pending' ORDER BY seq DESC LIMIT $2`,
           [sessionId, HANDOFF_BOUNDS.pendingJobs],
         ),
-        db.query<{ seq: string; tool: string; outcome: string; reason_code: string | null; recorded_at: Date | string }>(
-          `SELECT seq, tool, outcome, reason_code, recorded_at FROM ${schema}.session_calls WHERE session_id = $1 ORDER BY seq DESC LIMIT $2`,
-          [sessionId, recentLimit],
+        // A call cut off inside a write transaction shows how the Runner's recovery finished it.
+        db.query<{ seq: string; tool: string; outcome: string; reason_code: string | null; recorded_at: Date | string; recovered: string | null }>(
+          `SELECT c.seq, c.tool, c.outcome, c.reason_code, c.recorded_at, w.outcome AS recovered
+           FROM ${schema}.session_calls c
+           LEFT JOIN ${schema}.recovered_writes w ON w.project_canonical_id = $3 AND w.call_id = c.call_id
+           WHERE c.session_id = $1 ORDER BY c.seq DESC LIMIT $2`,
+          [sessionId, recentLimit, found.session.projectCanonicalId],
         ),
         db.query<{
           seq: string;
@@ -421,6 +444,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
           outcome: storedOutcome(r.outcome),
           reasonCode: r.reason_code ?? "",
           atMs: ms(r.recorded_at),
+          recovered: r.recovered ?? "",
         })),
         recentLimit,
         validations.rows.map((r) => ({

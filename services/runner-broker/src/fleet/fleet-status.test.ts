@@ -69,6 +69,21 @@ describe("fleet status counting", () => {
     assert.equal(s.jobs.lostAfterReconcile, 1);
   });
 
+  it("counts recovered writes per Project, from the Runner serving it only", () => {
+    assert.deepEqual(summarizeFleet(observation).recoveredWrites, {}, "no Runner reported any");
+    const recovering: FleetObservation = {
+      ...observation,
+      runners: [
+        runner("r1", "p1", { recoveredWrites: 2 }),
+        runner("r2", "p1", { recoveredWrites: 5 }),
+        runner("r3", "p2", { recoveredWrites: 1 }),
+        runner("r4", "p3", { connectionState: "lost", recoveredWrites: 4 }),
+      ],
+    };
+    // r2 is a standby of p1, r3 holds no lease, r4 is lost: only r1 serves its Project.
+    assert.deepEqual(summarizeFleet(recovering).recoveredWrites, { "agent:c:p1": 2 });
+  });
+
   it("builds full rows from the same observation", () => {
     const rows = fleetRows(observation);
     assert.deepEqual(

@@ -76,6 +76,9 @@ export function summarizeFleet(o: FleetObservation): FleetSummaryFacts {
   const routable = new Set(connected.filter((r) => holds(o, r)).map((r) => r.canonicalId));
   const containmentModes: Record<string, number> = {};
   for (const r of connected) if (r.containment) containmentModes[r.containment] = (containmentModes[r.containment] ?? 0) + 1;
+  // Per Project, what its serving Runner's start-up recovery finished (only Projects with any).
+  const recoveredWrites: Record<string, number> = {};
+  for (const r of connected) if (holds(o, r) && (r.recoveredWrites ?? 0) > 0) recoveredWrites[r.canonicalId] = r.recoveredWrites ?? 0;
   return {
     runnersTotal: o.runners.length,
     runnersConnected: connected.length,
@@ -95,6 +98,7 @@ export function summarizeFleet(o: FleetObservation): FleetSummaryFacts {
     inFlight: [...o.inFlight.values()].reduce((a, b) => a + b, 0),
     containmentModes,
     separateJobUidRunners: connected.filter((r) => r.separateJobUid === true).length,
+    recoveredWrites,
   };
 }
 

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/common/v1/common.proto.
  */
 export const file_webcodex_common_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("Ch93ZWJjb2RleC9jb21tb24vdjEvY29tbW9uLnByb3RvEhJ3ZWJjb2RleC5jb21tb24udjEiLwoJUHJpbmNpcGFsEhEKCWNsaWVudF9pZBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJIpcBCg1Eb21haW5GYWlsdXJlEhMKC3JlYXNvbl9jb2RlGAEgASgJEhUKDWZhaWx1cmVfc3RhZ2UYAiABKAkSEwoLZGV0YWlsX2NvZGUYAyABKAkSFQoNc3RhdGVfY2hhbmdlZBgEIAEoCBIXCg9vdXRjb21lX3Vua25vd24YBSABKAgSFQoNZXZpZGVuY2VfanNvbhgGIAEoCSI9ChBDb250aW51YXRpb25GYWN0Eg8KB3N1YmplY3QYASABKAkSCgoCaWQYAiABKAkSDAoEZmFjdBgDIAEoCSIuCgxBdHRlbXB0RmVuY2USDwoHdGFza19pZBgBIAEoCRINCgVmZW5jZRgCIAEoA2IGcHJvdG8z");
+  fileDesc("Ch93ZWJjb2RleC9jb21tb24vdjEvY29tbW9uLnByb3RvEhJ3ZWJjb2RleC5jb21tb24udjEiLwoJUHJpbmNpcGFsEhEKCWNsaWVudF9pZBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJIpcBCg1Eb21haW5GYWlsdXJlEhMKC3JlYXNvbl9jb2RlGAEgASgJEhUKDWZhaWx1cmVfc3RhZ2UYAiABKAkSEwoLZGV0YWlsX2NvZGUYAyABKAkSFQoNc3RhdGVfY2hhbmdlZBgEIAEoCBIXCg9vdXRjb21lX3Vua25vd24YBSABKAgSFQoNZXZpZGVuY2VfanNvbhgGIAEoCSI9ChBDb250aW51YXRpb25GYWN0Eg8KB3N1YmplY3QYASABKAkSCgoCaWQYAiABKAkSDAoEZmFjdBgDIAEoCSIuCgxBdHRlbXB0RmVuY2USDwoHdGFza19pZBgBIAEoCRINCgVmZW5jZRgCIAEoAyJACg5SZWNvdmVyZWRXcml0ZRIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSDwoHb3V0Y29tZRgDIAEoCWIGcHJvdG8z");
 
 /**
  * Principal is the authenticated caller every service re-checks. It travels in
@@ -154,4 +154,37 @@ export type AttemptFence = Message<"webcodex.common.v1.AttemptFence"> & {
  */
 export const AttemptFenceSchema: GenMessage<AttemptFence> = /*@__PURE__*/
   messageDesc(file_webcodex_common_v1_common, 3);
+
+/**
+ * RecoveredWrite is one write transaction (edit_project_files, import_host_files) that a
+ * Runner's start-up recovery finished after the Runner died in the middle of it: the call id
+ * the interrupted call was given (what its outcome_unknown failure named as evidence.call_id),
+ * the tool, and how it ended: "rolled_back" (none of its changes are on disk) or "completed"
+ * (all of them are).
+ *
+ * @generated from message webcodex.common.v1.RecoveredWrite
+ */
+export type RecoveredWrite = Message<"webcodex.common.v1.RecoveredWrite"> & {
+  /**
+   * @generated from field: string call_id = 1;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: string outcome = 3;
+   */
+  outcome: string;
+};
+
+/**
+ * Describes the message webcodex.common.v1.RecoveredWrite.
+ * Use `create(RecoveredWriteSchema)` to create a new message.
+ */
+export const RecoveredWriteSchema: GenMessage<RecoveredWrite> = /*@__PURE__*/
+  messageDesc(file_webcodex_common_v1_common, 4);
 
