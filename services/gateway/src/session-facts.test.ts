@@ -166,13 +166,13 @@ test("the handoff view shows how recovery finished a call cut off by a Runner cr
       sessionRef: "~s1",
       callsTotal: 2n,
       recentCalls: [
-        { seq: 1n, tool: "edit_project_files", outcome: "ok", atUnixMs: 100n },
+        { seq: 1n, tool: "edit_project_files", outcome: "success", atUnixMs: 100n },
         { seq: 2n, tool: "edit_project_files", outcome: "unknown", reasonCode: "runner_lost", atUnixMs: 200n, recovered: "rolled_back" },
       ],
     }),
   );
   assert.deepEqual(view["recent_calls"], [
-    { seq: 1, tool: "edit_project_files", outcome: "ok", at: "1970-01-01T00:00:00.100Z" },
+    { seq: 1, tool: "edit_project_files", outcome: "success", at: "1970-01-01T00:00:00.100Z" },
     { seq: 2, tool: "edit_project_files", outcome: "unknown", reason_code: "runner_lost", recovered: "rolled_back", at: "1970-01-01T00:00:00.200Z" },
   ]);
 });
