@@ -236,10 +236,11 @@ describe("soak: 32 concurrent MCP callers against webcodex dev", () => {
       );
       await sampler;
       const durationMs = elapsed();
-      await seriesPoint(
-        durationMs,
-        processTree(rootPid).flatMap((pid) => sampleProcess(pid, rootPid, durationMs) ?? []),
-      );
+      // The closing sample belongs to the last window by definition, however late the sampler's
+      // last tick was (a memory breakdown it awaited can take seconds on a loaded machine).
+      const closing = processTree(rootPid).flatMap((pid) => sampleProcess(pid, rootPid, durationMs) ?? []);
+      samples.push(...closing);
+      await seriesPoint(durationMs, closing);
 
       // Per long-lived process (sampled in both windows): first and last window peaks.
       const first = (t: number) => t < WINDOW_MS;
