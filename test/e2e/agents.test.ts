@@ -181,6 +181,24 @@ function scenario(setup: () => Clients) {
     });
     return { taskId, first };
   }
+
+  /** The worker's second Attempt of `taskId`, started once the first one's lease has lapsed. */
+  async function takeover(name: string, taskId: string, timeoutMs: number): Promise<Record<string, unknown>> {
+    const { worker } = setup();
+    return until(
+      "the takeover",
+      async () => {
+        const r = await call(worker, "start_agent_task_attempt", {
+          task_id: taskId,
+          assignee_agent_id: workerAgent["agent_id"],
+          idempotency_key: `${name}-second`,
+        });
+        return r.isError ? undefined : r.result;
+      },
+      timeoutMs,
+      100,
+    );
+  }
   let leadCursor = "0";
   let workerCursor = "0";
   const ids: { taskId?: string; attempt?: Record<string, unknown>; taskKey?: string } = {};
@@ -466,19 +484,7 @@ function scenario(setup: () => Clients) {
     const { taskId, first } = await taskWithFirstWrite("storage", 1000, "fenced.txt");
     // The first Attempt's call has passed the gateway's admission (its fence was current then);
     // the lease lapses and the second Attempt takes over and writes before that call arrives.
-    const second = await until(
-      "the takeover",
-      async () => {
-        const r = await call(worker, "start_agent_task_attempt", {
-          task_id: taskId,
-          assignee_agent_id: workerAgent["agent_id"],
-          idempotency_key: "storage-second",
-        });
-        return r.isError ? undefined : r.result;
-      },
-      10_000,
-      100,
-    );
+    const second = await takeover("storage", taskId, 10_000);
     assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
     const revision = String(
       ((await ok(worker, "read_files", { project: workerProject, files: [{ path: "fenced.txt" }] }))["items"] as Array<Record<string, unknown>>)[0]?.[
@@ -586,19 +592,7 @@ function scenario(setup: () => Clients) {
       );
       // The first lease lapses; the second Attempt takes over. Its start returns only once the
       // Runner knows its fence; it has made no Runner call yet.
-      const second = await until(
-        "the takeover",
-        async () => {
-          const r = await call(worker, "start_agent_task_attempt", {
-            task_id: taskId,
-            assignee_agent_id: workerAgent["agent_id"],
-            idempotency_key: "held-second",
-          });
-          return r.isError ? undefined : r.result;
-        },
-        20_000,
-        100,
-      );
+      const second = await takeover("held", taskId, 20_000);
       assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
       rmSync(hold);
       for (const [label, stale] of [
