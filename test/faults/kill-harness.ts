@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createServiceTransport } from "@webcodex/platform";
 import { RunnerService } from "@webcodex/proto";
-import { mulberry32 } from "../support/prng.js";
+import { mulberry32 } from "@webcodex/platform/prng";
 
 const hostScript = fileURLToPath(new URL("./runner-host.js", import.meta.url));
 

@@ -37,7 +37,7 @@ import { findFreeBasePort, projectIdFor, startDistributed } from "@webcodex/cli"
 import type { DistributedStack, ServiceName } from "@webcodex/cli";
 import { createProjectDir, startPrivatePostgres, startPrivateRedis, tempDir } from "../support/index.js";
 import type { PrivatePostgres, PrivateRedis } from "../support/index.js";
-import { mulberry32 } from "../support/prng.js";
+import { mulberry32 } from "@webcodex/platform/prng";
 
 export const FAULTS = ["gateway", "tool-registry", "ref-resolver", "audit", "runner-broker", "runner", "postgres", "redis"] as const;
 export type FaultName = (typeof FAULTS)[number];

@@ -24,4 +24,3 @@ export { createBareRepo, startGitDaemon, startGitHttpServer } from "./git-server
 export type { GitServer } from "./git-servers.js";
 export { startPrivateRedis } from "./private-redis.js";
 export type { PrivateRedis } from "./private-redis.js";
-export { mulberry32 } from "./prng.js";

@@ -8,6 +8,7 @@
  * primary key, the live incarnation and the caller's visibility, then re-runs the ordinary
  * visibility check. A warm-cache pass (no round trip) is reported separately.
  */
+import { mulberry32 } from "@webcodex/platform/prng";
 import { createPostgresDatabase } from "@webcodex/platform";
 import type { Database, Principal } from "@webcodex/platform";
 import { createProjectStore, migrateRefResolver } from "@webcodex/ref-resolver";
@@ -27,18 +28,6 @@ export interface RefResolutionBenchOptions {
 }
 
 const SUBJECTS_PER_CLIENT = 10;
-
-/** Deterministic PRNG (mulberry32) so runs sample the same keys. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const micros = (start: bigint) => Number(process.hrtime.bigint() - start) / 1000;
 
@@ -87,7 +76,7 @@ export async function benchRefResolution(options: RefResolutionBenchOptions): Pr
     const loadedPrincipals = Number(loaded.rows[0]?.principals ?? 0);
 
     // Sample keys that exist: principal i (0-based) is client floor(i/10)+1, subject i%10+1.
-    const random = prng(0x5eed);
+    const random = mulberry32(0x5eed);
     const keys: Array<{ principal: Principal; code: number }> = [];
     for (let n = 0; n < samples; n++) {
       const i = Math.floor(random() * principals);
