@@ -10,12 +10,13 @@ STAMP := node_modules/.webcodex-install-stamp
 docs: build
 	node tools/scripts/gen-tools-doc.mjs
 
-.PHONY: docs setup install generate codegen-check build lint format run dev up test test-unit test-integration test-e2e faults bench chart images clean help
+.PHONY: docs setup install generate codegen-check build lint format run dev up test test-unit test-integration test-e2e faults bench bench-compare chart images clean help
 
 help:
 	@echo "make run [PROJECT=dir] [PORT=8080]  start WebCodex embedded on a directory"
 	@echo "make test                           lint, codegen check, unit, chart, integration and e2e tests"
 	@echo "make bench                          benchmarks (ratios against same-run baselines)"
+	@echo "make bench-compare BASE=<dir>       this build against another built checkout, side by side"
 	@echo "make faults                         long fault suite (1,000 Runner kills, 100,000 fuzz cases, 3 rounds of service kills, 10-minute soak); figures to bench-results/faults.json"
 	@echo "make up PROJECT=dir                 distributed mode on localhost (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)"
 
@@ -99,6 +100,14 @@ BENCH_PARTS := tool_calls tool_call_distributed tool_call_stdio spawn edit searc
 bench: build
 	@bash tools/scripts/ensure-services.sh
 	node tools/bench/dist/main.js $(filter $(BENCH_PARTS),$(MAKECMDGOALS))
+
+# `make bench-compare BASE=<dir>`: this build against another built checkout, side by side in one
+# run (read_files latency over stdio, embedded and distributed; embedded throughput); figures to
+# bench-results/compare.json.
+bench-compare: build
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<a built checkout of WebCodex>" >&2; exit 2; }
+	@bash tools/scripts/ensure-services.sh
+	node tools/bench/dist/compare.js "$(BASE)"
 
 ifneq ($(filter bench,$(MAKECMDGOALS)),)
 $(BENCH_PARTS):

@@ -9,7 +9,8 @@ import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
 import { findFreeBasePort, startDistributed } from "@webcodex/cli";
 import { benchDir, cliPathForBench, createBenchProject } from "./project.js";
-import { baselineServerPath, connect, connectStdio, filesystemServerPath, latency, projectRefOf, throughput } from "./tool-call.js";
+import { baselineServerPath, connect, connectStdio, filesystemServerPath, latency, pairedLatency, projectRefOf, throughput } from "./tool-call.js";
+import type { Probe } from "./tool-call.js";
 import { benchBulkEdit, benchSearch } from "./workspace-benches.js";
 import { benchAuditIngest } from "./audit-ingest.js";
 import { benchRefResolution } from "./ref-resolution.js";
@@ -17,7 +18,7 @@ import { benchValidateOverhead } from "./validate-overhead.js";
 import { benchAgentEvents } from "./agent-events.js";
 import { benchEconomy } from "./economy.js";
 import { withBenchDatabase } from "./bench-database.js";
-import { median, peakRssMiB, round, rssMiB, startChild, stopChild } from "./stats.js";
+import { median, peakRssMiB, resultTable, round, rssMiB, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
 /** The parts `make bench` runs, in order; any of them can be named on the command line. */
@@ -43,7 +44,10 @@ if (unknownParts.length > 0) {
 const want = (name: (typeof PARTS)[number]) => only.size === 0 || only.has(name);
 const postgresAdminUrl = process.env["WEBCODEX_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
 const redisUrl = process.env["WEBCODEX_TEST_REDIS_URL"] ?? "redis://127.0.0.1:6379";
-const CALLS = Number(process.env["WEBCODEX_BENCH_CALLS"] ?? 600);
+/** Measured calls per side of each latency comparison, in 12 alternating rounds (after 1,000 warm-up calls each). */
+const CALLS = Number(process.env["WEBCODEX_BENCH_CALLS"] ?? 1_200);
+const ROUNDS = 12;
+const paired = (a: Probe, b: Probe) => pairedLatency(a, b, { rounds: ROUNDS, callsPerRound: Math.max(1, Math.round(CALLS / ROUNDS)) });
 /** Admin URL for the ref-resolution bench (it creates and drops its own database there). */
 const benchPostgresUrl = process.env["WEBCODEX_BENCH_POSTGRES_URL"] ?? postgresAdminUrl;
 
@@ -93,23 +97,20 @@ async function benchStdioCall(results: BenchResult[], projectDir: string, file: 
   const ours = await connectStdio(process.execPath, [cliPathForBench, "stdio", "--project", projectDir, "--data-dir", benchDir("wcx-bench-stdio-")], env);
   try {
     const project = await projectRefOf(ours);
-    const refArgs = { path: join(projectDir, file) };
-    const args = { project, files: [{ path: file }] };
-    // Interleaved, so machine noise hits both alike.
-    const r1 = await latency(reference, "read_text_file", refArgs, CALLS / 2);
-    const s1 = await latency(ours, "read_files", args, CALLS / 2);
-    const r2 = await latency(reference, "read_text_file", refArgs, CALLS / 2);
-    const s2 = await latency(ours, "read_files", args, CALLS / 2);
-    const refP50 = (r1.p50 + r2.p50) / 2;
-    const oursP50 = (s1.p50 + s2.p50) / 2;
+    const m = await paired(
+      { client: reference, name: "read_text_file", args: { path: join(projectDir, file) } },
+      { client: ours, name: "read_files", args: { project, files: [{ path: file }] } },
+    );
     results.push({
       name: "tool_call_stdio",
       metrics: {
-        reference_p50_ms: round(refP50),
-        reference_p99_ms: Math.max(r1.p99, r2.p99),
-        stdio_p50_ms: round(oursP50),
-        stdio_p99_ms: Math.max(s1.p99, s2.p99),
-        ratio_p50: round(oursP50 / refP50, 2),
+        reference_p50_ms: m.a.p50,
+        reference_p99_ms: m.a.p99,
+        stdio_p50_ms: m.b.p50,
+        stdio_p99_ms: m.b.p99,
+        ratio_p50: m.ratio,
+        ratio_p50_round_min: Math.min(...m.roundRatios),
+        ratio_p50_round_max: Math.max(...m.roundRatios),
       },
       notes:
         "read_files over webcodex stdio vs read_text_file on @modelcontextprotocol/server-filesystem over stdio, same SDK client and file (target ratio <= 1.5)",
@@ -140,21 +141,17 @@ async function benchEmbeddedCalls(results: BenchResult[], projectDir: string, to
     const ours = await connect(devUrl, token);
     const project = await projectRefOf(ours);
     const args = { project, files: [{ path: file }] };
-    // Interleave the two servers so machine noise hits both alike.
-    const b1 = await latency(bare, "read_file", { path: file }, CALLS / 2);
-    const e1 = await latency(ours, "read_files", args, CALLS / 2);
-    const b2 = await latency(bare, "read_file", { path: file }, CALLS / 2);
-    const e2 = await latency(ours, "read_files", args, CALLS / 2);
-    const baseP50 = (b1.p50 + b2.p50) / 2;
-    const embP50 = (e1.p50 + e2.p50) / 2;
+    const m = await paired({ client: bare, name: "read_file", args: { path: file } }, { client: ours, name: "read_files", args });
     results.push({
       name: "tool_call_embedded",
       metrics: {
-        baseline_p50_ms: round(baseP50),
-        baseline_p99_ms: Math.max(b1.p99, b2.p99),
-        embedded_p50_ms: round(embP50),
-        embedded_p99_ms: Math.max(e1.p99, e2.p99),
-        ratio_p50: round(embP50 / baseP50, 2),
+        baseline_p50_ms: m.a.p50,
+        baseline_p99_ms: m.a.p99,
+        embedded_p50_ms: m.b.p50,
+        embedded_p99_ms: m.b.p99,
+        ratio_p50: m.ratio,
+        ratio_p50_round_min: Math.min(...m.roundRatios),
+        ratio_p50_round_max: Math.max(...m.roundRatios),
       },
       notes: "same SDK client and file; baseline = bare SDK Streamable HTTP server rebuilt per request reading the file itself (target ratio <= 1)",
     });
@@ -213,7 +210,7 @@ async function benchDistributedCall(results: BenchResult[], projectDir: string, 
       redisUrl,
       projectDir,
       clientId: "local",
-      gatewayEnv: { WEBCODEX_DEV_TOKEN: token },
+      gatewayEnv: { WEBCODEX_DEV_TOKEN: token, WEBCODEX_RATE_LIMIT_PER_MINUTE: "0" },
       extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-bench:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" },
       stdio: "ignore",
     });
@@ -221,11 +218,20 @@ async function benchDistributedCall(results: BenchResult[], projectDir: string, 
     try {
       const bare = await connect(`http://127.0.0.1:${again.match[1]}/mcp`);
       const ours = await connect(stack.mcpUrl, token);
-      const b = await latency(bare, "read_file", { path: file }, CALLS / 2);
-      const d = await latency(ours, "read_files", { project: await projectRefOf(ours), files: [{ path: file }] }, CALLS / 2);
+      const m = await paired(
+        { client: bare, name: "read_file", args: { path: file } },
+        { client: ours, name: "read_files", args: { project: await projectRefOf(ours), files: [{ path: file }] } },
+      );
       results.push({
         name: "tool_call_distributed",
-        metrics: { baseline_p50_ms: b.p50, distributed_p50_ms: d.p50, distributed_p99_ms: d.p99, ratio_p50: round(d.p50 / b.p50, 2) },
+        metrics: {
+          baseline_p50_ms: m.a.p50,
+          distributed_p50_ms: m.b.p50,
+          distributed_p99_ms: m.b.p99,
+          ratio_p50: m.ratio,
+          ratio_p50_round_min: Math.min(...m.roundRatios),
+          ratio_p50_round_max: Math.max(...m.roundRatios),
+        },
         notes: "six processes over HTTP/2 with Postgres and Redis (target ratio <= 2)",
       });
       await bare.close();
@@ -276,13 +282,7 @@ async function main(): Promise<void> {
     results.push(...(await benchEconomy()));
   });
 
-  process.stdout.write("\n| benchmark | metrics |\n|---|---|\n");
-  for (const r of results)
-    process.stdout.write(
-      `| ${r.name} | ${Object.entries(r.metrics)
-        .map(([k, v]) => `${k}=${v}`)
-        .join(", ")} |\n`,
-    );
+  process.stdout.write(`\n${resultTable("benchmark", results)}`);
   mkdirSync("bench-results", { recursive: true });
   writeFileSync(join("bench-results", "latest.json"), JSON.stringify({ at: new Date().toISOString(), results }, null, 2));
 }

@@ -20,6 +20,17 @@ export interface BenchResult {
   notes?: string;
 }
 
+/** Results as a Markdown table, one row per result, its metrics as `key=value`. */
+export function resultTable(heading: string, results: BenchResult[]): string {
+  const rows = results.map(
+    (r) =>
+      `| ${r.name} | ${Object.entries(r.metrics)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(", ")} |\n`,
+  );
+  return `| ${heading} | metrics |\n|---|---|\n${rows.join("")}`;
+}
+
 /** Starts a child process and resolves when a stdout line matches `ready`. */
 export async function startChild(
   command: string,

@@ -28,17 +28,69 @@ export async function connect(url: string, token?: string): Promise<Client> {
   return client;
 }
 
+/** One tool call on one client: what a latency measurement repeats. */
+export interface Probe {
+  client: Client;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+async function callOnce(probe: Probe): Promise<number> {
+  const t = performance.now();
+  const res = await probe.client.callTool({ name: probe.name, arguments: probe.args });
+  const ms = performance.now() - t;
+  if (res.isError) throw new Error(`${probe.name} failed during the benchmark: ${JSON.stringify(res.structuredContent ?? res.content)}`);
+  return ms;
+}
+
 /** Sequential latency of one tool call, in ms, after warm-up. */
 export async function latency(client: Client, name: string, args: Record<string, unknown>, calls: number): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < 50; i++) await client.callTool({ name, arguments: args });
+  const probe = { client, name, args };
+  for (let i = 0; i < 50; i++) await callOnce(probe);
   const samples: number[] = [];
-  for (let i = 0; i < calls; i++) {
-    const t = performance.now();
-    const res = await client.callTool({ name, arguments: args });
-    samples.push(performance.now() - t);
-    if (res.isError) throw new Error(`${name} failed during the benchmark: ${JSON.stringify(res.structuredContent ?? res.content)}`);
-  }
+  for (let i = 0; i < calls; i++) samples.push(await callOnce(probe));
   return { p50: round(median(samples)), p99: round(percentile(samples, 99)) };
+}
+
+export interface PairedLatency {
+  /** Median of the round medians, in ms, and the p99 over all of a side's calls. */
+  a: { p50: number; p99: number };
+  b: { p50: number; p99: number };
+  /** Median over rounds of (b's round median / a's round median). */
+  ratio: number;
+  /** The per-round ratios, so a reader sees the spread. */
+  roundRatios: number[];
+}
+
+/**
+ * p50 latency of two calls measured side by side, in the same run. Both are warmed up in
+ * alternation (V8 keeps optimizing a server for the first thousand or so calls), then
+ * `rounds` rounds each make `callsPerRound` calls on one side and then the other, the side
+ * that goes first alternating. The ratio is the median of the per-round ratios, so drift of
+ * the machine over the run (frequency, other load) hits both sides of every ratio alike.
+ */
+export async function pairedLatency(a: Probe, b: Probe, options: { rounds?: number; callsPerRound?: number; warmup?: number } = {}): Promise<PairedLatency> {
+  const rounds = options.rounds ?? 12;
+  const callsPerRound = options.callsPerRound ?? 100;
+  const warmup = options.warmup ?? 1_000;
+  for (let i = 0; i < warmup; i++) {
+    await callOnce(a);
+    await callOnce(b);
+  }
+  const all = { a: [] as number[], b: [] as number[] };
+  const medians = { a: [] as number[], b: [] as number[] };
+  for (let r = 0; r < rounds; r++) {
+    for (const side of r % 2 === 0 ? (["a", "b"] as const) : (["b", "a"] as const)) {
+      const probe = side === "a" ? a : b;
+      const samples: number[] = [];
+      for (let i = 0; i < callsPerRound; i++) samples.push(await callOnce(probe));
+      all[side].push(...samples);
+      medians[side].push(median(samples));
+    }
+  }
+  const roundRatios = medians.b.map((m, i) => round(m / (medians.a[i] as number), 3));
+  const side = (s: "a" | "b") => ({ p50: round(median(medians[s])), p99: round(percentile(all[s], 99)) });
+  return { a: side("a"), b: side("b"), ratio: round(median(roundRatios), 2), roundRatios };
 }
 
 /**
