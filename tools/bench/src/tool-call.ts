@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Agent, request } from "node:http";
+import { setMaxListeners } from "node:events";
 import { median, percentile, round } from "./stats.js";
 
 export const baselineServerPath = fileURLToPath(new URL("./baseline-server.js", import.meta.url));
@@ -23,6 +24,10 @@ export async function connectStdio(command: string, args: string[], env: Record<
 }
 
 export async function connect(url: string, token?: string): Promise<Client> {
+  // The SDK's HTTP transport passes one AbortSignal to every fetch, and undici lets go of each
+  // request's abort listener only when that request is garbage-collected: thousands of calls
+  // in a row pass Node's warning threshold without leaking. Lift it for the signal created here.
+  setMaxListeners(0);
   const client = new Client({ name: "webcodex-bench", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(url), token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {}));
   return client;
