@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mulberry32 } from "./prng.js";
+import { mulberry32 } from "./prng.test-support.js";
 
 test("a seed replays the same sequence, a different seed does not, and every value is in [0, 1)", () => {
   const take = (seed: number) => {

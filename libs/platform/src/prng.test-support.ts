@@ -1,4 +1,4 @@
-/** A deterministic PRNG (mulberry32): a seed replays the same sequence, so a failing fault run can be repeated and a benchmark samples the same keys each run. */
+/** A deterministic PRNG (mulberry32) for the fault harnesses and the benchmarks (test support: not in the images): a seed replays the same sequence, so a failing fault run can be repeated and a benchmark samples the same keys each run. */
 export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
