@@ -3,6 +3,17 @@ import tseslint from "typescript-eslint";
 import { importX } from "eslint-plugin-import-x";
 import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
 
+const internals = { group: ["@webcodex/*/src/*", "@webcodex/*/dist/*"], message: "Import a package's public surface, not its internals." };
+// Test support is pruned from the images: production code that imported it would fail there.
+const testSupport = {
+  group: ["**/*.test-support", "**/*.test-support.js", "@webcodex/runner/process-probes", "@webcodex/platform/prng"],
+  message: "Test support is not in the images; production code cannot import it.",
+};
+const noContracts = {
+  group: ["@webcodex/contracts", "@webcodex/contracts/*"],
+  message: "libs/platform is plumbing and knows no tool: no @webcodex/contracts.",
+};
+
 export default tseslint.config(
   { ignores: ["**/dist/**", "**/node_modules/**", "libs/proto/src/gen/**", "libs/proto/src/index.ts", ".tools/**", "charts/**", "examples/**"] },
   {
@@ -33,10 +44,7 @@ export default tseslint.config(
       "@typescript-eslint/no-misused-promises": ["error", { checksVoidReturn: false }],
       "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "separate-type-imports" }],
       "no-restricted-syntax": ["error", { selector: "ExportAllDeclaration", message: "Export named symbols; no export *." }],
-      "no-restricted-imports": [
-        "error",
-        { patterns: [{ group: ["@webcodex/*/src/*", "@webcodex/*/dist/*"], message: "Import a package's public surface, not its internals." }] },
-      ],
+      "no-restricted-imports": ["error", { patterns: [internals] }],
     },
   },
   {
@@ -45,19 +53,19 @@ export default tseslint.config(
     rules: { "no-console": "error" },
   },
   {
+    files: ["libs/*/src/**/*.ts", "services/*/src/**/*.ts", "tools/cli/src/**/*.ts"],
+    ignores: ["**/*.test.ts", "**/*.test-support.ts"],
+    rules: { "no-restricted-imports": ["error", { patterns: [internals, testSupport] }] },
+  },
+  {
     // Plumbing knows no tool: libs/platform (transport, storage, telemetry) never imports the tool contracts.
     files: ["libs/platform/src/**/*.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            { group: ["@webcodex/*/src/*", "@webcodex/*/dist/*"], message: "Import a package's public surface, not its internals." },
-            { group: ["@webcodex/contracts", "@webcodex/contracts/*"], message: "libs/platform is plumbing and knows no tool: no @webcodex/contracts." },
-          ],
-        },
-      ],
-    },
+    rules: { "no-restricted-imports": ["error", { patterns: [internals, noContracts] }] },
+  },
+  {
+    files: ["libs/platform/src/**/*.ts"],
+    ignores: ["**/*.test.ts", "**/*.test-support.ts"],
+    rules: { "no-restricted-imports": ["error", { patterns: [internals, noContracts, testSupport] }] },
   },
   {
     // Every follow-up is made by a named builder in libs/contracts/src/follow-up.ts, which
