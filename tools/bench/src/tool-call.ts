@@ -9,7 +9,6 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Agent, request } from "node:http";
-import { setMaxListeners } from "node:events";
 import { median, percentile, round } from "./stats.js";
 
 export const baselineServerPath = fileURLToPath(new URL("./baseline-server.js", import.meta.url));
@@ -24,12 +23,14 @@ export async function connectStdio(command: string, args: string[], env: Record<
 }
 
 export async function connect(url: string, token?: string): Promise<Client> {
-  // The SDK's HTTP transport passes one AbortSignal to every fetch, and undici lets go of each
-  // request's abort listener only when that request is garbage-collected: thousands of calls
-  // in a row pass Node's warning threshold without leaking. Lift it for the signal created here.
-  setMaxListeners(0);
   const client = new Client({ name: "webcodex-bench", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {}));
+  // The SDK's HTTP transport passes its one AbortSignal to every request, and undici unhooks a
+  // request's abort listener only when the request is garbage-collected: a run of thousands of
+  // calls piles them on that signal (and Node warns, with a stack trace, on each one past 1,500).
+  // A call's POST completes on its own; only the long-lived GET stream needs the signal.
+  const fetchWithoutPostSignal: typeof fetch = (input, init) => fetch(input, init?.method === "POST" ? { ...init, signal: null } : init);
+  const headers = token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {};
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { ...headers, fetch: fetchWithoutPostSignal }));
   return client;
 }
 
