@@ -145,7 +145,7 @@ describe("soak: 32 concurrent MCP callers against webcodex dev", () => {
       const samples: Sample[] = [];
       const loads: Array<{ t: number; load1: number }> = [];
       const series: Array<Record<string, unknown>> = [];
-      let nextSeriesAt = 0;
+      let latest: Sample[] = [];
       const started = performance.now();
       const deadline = started + seconds * 1000;
       const elapsed = () => performance.now() - started;
@@ -172,12 +172,17 @@ describe("soak: 32 concurrent MCP callers against webcodex dev", () => {
             if (s !== undefined) now.push(s);
           }
           samples.push(...now);
+          latest = now;
           loads.push({ t: Math.round(t), load1: loadAverage() });
-          if (t >= nextSeriesAt) {
-            nextSeriesAt += SERIES_MS;
-            await seriesPoint(t, now);
-          }
           await new Promise((resolve) => setTimeout(resolve, Math.min(SAMPLE_MS, Math.max(0, deadline - performance.now()))));
+        }
+      })();
+      // The memory series on its own timer: a breakdown (a /metrics scrape, smaps) can take
+      // seconds on a loaded machine, and must not hold up the process samples.
+      const seriesLoop = (async () => {
+        while (performance.now() < deadline) {
+          await seriesPoint(elapsed(), latest);
+          await new Promise((resolve) => setTimeout(resolve, Math.min(SERIES_MS, Math.max(0, deadline - performance.now()))));
         }
       })();
 
@@ -235,9 +240,10 @@ describe("soak: 32 concurrent MCP callers against webcodex dev", () => {
         }),
       );
       await sampler;
+      await seriesLoop;
       const durationMs = elapsed();
-      // The closing sample belongs to the last window by definition, however late the sampler's
-      // last tick was (a memory breakdown it awaited can take seconds on a loaded machine).
+      // The run ends when the last call answers, which can be seconds after the sampler's last
+      // tick at the deadline: a closing sample puts the end of the run in the last window.
       const closing = processTree(rootPid).flatMap((pid) => sampleProcess(pid, rootPid, durationMs) ?? []);
       samples.push(...closing);
       await seriesPoint(durationMs, closing);
@@ -343,6 +349,14 @@ describe("soak: 32 concurrent MCP callers against webcodex dev", () => {
         "the server process was sampled through the run",
       );
       assert.deepEqual(problems, [], "every process stays within the stated bounds");
+      const seriesTimes = series.map((p) => Number(p["t_s"]));
+      assert.ok(
+        series.length >= 2 &&
+          seriesTimes[0] === 0 &&
+          seriesTimes.at(-1) === Math.round(durationMs / 1000) &&
+          series.every((p) => typeof p["rss_mib"] === "number"),
+        `the memory series runs from the start to the end of the run, with the server's RSS at each point: ${JSON.stringify(series.map((p) => [p["t_s"], p["rss_mib"]]))}`,
+      );
       if (DRIFT_ASSERTED) {
         assert.ok(
           p99Last <= p99First * SOAK_BOUNDS.p99_drift_factor,
