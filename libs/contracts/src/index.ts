@@ -50,7 +50,15 @@ export type { FollowUp, FollowUpKind } from "./follow-up.js";
 export { reasonCodeTable, failureFollowUpBuilder } from "./reason-codes.js";
 export type { ReasonCodeRow, RetryPosture, FollowUpBuilderName } from "./reason-codes.js";
 export { ReasonCode, ToolFailureError, toolFailure, fail, isToolFailureError, reasonCodeFromString } from "./failure.js";
-export { PipelineStage, PipelineSubStage, CallOutcome, pipelineStageFromString, stageTimingKeyFromString, callOutcomeFromString } from "./pipeline.js";
+export {
+  PipelineStage,
+  PipelineSubStage,
+  CallOutcome,
+  pipelineStageFromString,
+  stageTimingKeyFromString,
+  callOutcomeFromString,
+  callOutcomeOrUnknown,
+} from "./pipeline.js";
 export type { StageTimingKey, StageTimings, SettledCallOutcome } from "./pipeline.js";
 export { failureToWire, failureFromWire } from "./domain-failure.js";
 export type { DomainFailureInit } from "./domain-failure.js";

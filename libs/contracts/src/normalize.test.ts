@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { normalizeToolCall } from "./normalize.js";
-import type { NormalizeResult } from "./normalize.js";
+import { ARGV_ALIASED, normalizeToolCall } from "./normalize.js";
+import type { ArgvAliased, NormalizeResult } from "./normalize.js";
 
 const all = { isAdmitted: () => true };
 const ok = (r: NormalizeResult) => {
@@ -15,6 +15,14 @@ const rejected = (r: NormalizeResult, reason: string, detail?: string) => {
   assert.equal(r.failure.state_changed, false);
   assert.equal(r.failure.failure_stage, "normalization");
 };
+
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+const expectType = <T extends true>(): T | undefined => undefined;
+
+test("the tools whose argv is an alias of args, read from the catalog, are run_process and run_detached_process", () => {
+  assert.deepEqual([...ARGV_ALIASED].sort(), ["run_detached_process", "run_process"]);
+  expectType<Equal<ArgvAliased, "run_process" | "run_detached_process">>();
+});
 
 test("argv alone canonicalizes to args and reports argv_to_args", () => {
   const r = ok(normalizeToolCall("run_process", { project: "~p1", argv: ["ls", "-la"] }, all));

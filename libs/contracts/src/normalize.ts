@@ -3,7 +3,7 @@
  * on ergonomics. Only proven-lossless repairs happen here, each with a stable code; anything
  * else fails closed with a structured rejection and nothing runs.
  */
-import { toolDefinition } from "./catalog.js";
+import { toolDefinition, toolDefinitions } from "./catalog.js";
 import { ReasonCode, toolFailure } from "./failure.js";
 import { PipelineStage } from "./pipeline.js";
 import type { ToolFailure } from "./failure.js";
@@ -31,10 +31,18 @@ export const normalizationHints: Readonly<Record<ToolInputNormalizationCode, str
   clamped_to_ceiling: "A budget above its ceiling was clamped; effective values are reported.",
 };
 
-/** The tools whose `argv` is an alias of `args`; their canonical arguments always have `args`. */
-const ARGV_ALIASED = ["run_process", "run_detached_process"] as const satisfies readonly ToolName[];
-type ArgvAliased = (typeof ARGV_ALIASED)[number];
-const isArgvAliased = (tool: string): boolean => ARGV_ALIASED.some((t) => t === tool);
+/**
+ * The tools whose `argv` is an alias of `args`: those whose catalog input schema has both
+ * (there `argv` is declared "Alias of args."). Their canonical arguments always have `args`.
+ */
+export const ARGV_ALIASED: ReadonlySet<string> = new Set(
+  toolDefinitions()
+    .filter((d) => d.inputSchema.properties?.["args"] !== undefined && d.inputSchema.properties["argv"] !== undefined)
+    .map((d) => d.name),
+);
+/** The names of ARGV_ALIASED, as a type: the tools whose input type has both `args` and `argv`. */
+export type ArgvAliased = { [N in ToolName]: "argv" extends keyof ToolInput<N> ? ("args" extends keyof ToolInput<N> ? N : never) : never }[ToolName];
+const isArgvAliased = (tool: string): boolean => ARGV_ALIASED.has(tool);
 
 /** A tool's arguments as normalizeToolCall passes them on: its schema's type, `argv` folded into a required `args`. */
 export type CanonicalToolInput<N extends ToolName> = N extends ArgvAliased ? Omit<ToolInput<N>, "argv" | "args"> & { args: string[] } : ToolInput<N>;

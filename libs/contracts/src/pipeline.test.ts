@@ -1,13 +1,26 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { reasonCodeTable } from "./reason-codes.js";
-import { CallOutcome, callOutcomeFromString, PipelineStage, PipelineSubStage, pipelineStageFromString, stageTimingKeyFromString } from "./pipeline.js";
+import {
+  CallOutcome,
+  callOutcomeFromString,
+  callOutcomeOrUnknown,
+  PipelineStage,
+  PipelineSubStage,
+  pipelineStageFromString,
+  stageTimingKeyFromString,
+} from "./pipeline.js";
 
 test("a call outcome parses back only in the one spelling", () => {
   for (const outcome of ["success", "failure", "pending", "unknown"]) assert.equal(callOutcomeFromString(outcome), outcome);
   assert.deepEqual(Object.values(CallOutcome), ["success", "failure", "pending", "unknown"]);
   // The Session-only and the Attempt spellings are not call outcomes.
   for (const other of ["ok", "failed", "succeeded", "error", "Success", ""]) assert.equal(callOutcomeFromString(other), undefined, other);
+});
+
+test("an outcome read for display keeps the four words and reads any other as unknown", () => {
+  for (const outcome of Object.values(CallOutcome)) assert.equal(callOutcomeOrUnknown(outcome), outcome);
+  for (const other of ["ok", "failed", "succeeded", "error", "Success", ""]) assert.equal(callOutcomeOrUnknown(other), CallOutcome.unknown, other);
 });
 
 test("stage timings are keyed by pipeline stages and their named sub-stages only", () => {

@@ -75,3 +75,11 @@ const callOutcomes = new Set<string>(Object.values(CallOutcome));
 export function callOutcomeFromString(value: string): CallOutcome | undefined {
   return callOutcomes.has(value) ? (value as CallOutcome) : undefined;
 }
+
+/**
+ * A wire or stored outcome for display: one this build does not know reads as `unknown` (the
+ * outcome cannot be known here), never refused and never folded into failure.
+ */
+export function callOutcomeOrUnknown(value: string): CallOutcome {
+  return callOutcomeFromString(value) ?? CallOutcome.unknown;
+}

@@ -33,4 +33,15 @@ describe("metrics registry", () => {
     value = 1;
     assert.match(metrics.render(), /^test_sampled_bytes 1$/m);
   });
+
+  it("refuses to hand out a set gauge under a sampled gauge's name, and the other way round", () => {
+    const metrics = createMetrics();
+    metrics.sampledGauge("test_sampled_bytes", "A sampled value", () => 5);
+    assert.throws(() => metrics.gauge("test_sampled_bytes", "set"), /test_sampled_bytes is a sampled gauge/);
+    assert.throws(() => metrics.counter("test_sampled_bytes", "counted"), /test_sampled_bytes is a sampled gauge/);
+    assert.match(metrics.render(), /^test_sampled_bytes 5$/m);
+    metrics.gauge("test_set_bytes", "set").set(3);
+    assert.throws(() => metrics.sampledGauge("test_set_bytes", "sampled", () => 4), /test_set_bytes is already registered/);
+    assert.match(metrics.render(), /^test_set_bytes 3$/m);
+  });
 });

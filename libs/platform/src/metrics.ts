@@ -19,8 +19,13 @@ export interface Metrics {
   /** Registering a name twice returns the same instrument. */
   counter(name: string, help: string): Counter;
   histogram(name: string, help: string, buckets?: number[]): Histogram;
+  /** Throws for a name registered as a sampled gauge (a programming error: a value set on it would go nowhere). */
   gauge(name: string, help: string): Gauge;
-  /** A gauge whose value is read when the registry is rendered (or exported); `read` returning undefined leaves it out. */
+  /**
+   * A gauge whose value is read when the registry is rendered (or exported); `read` returning
+   * undefined leaves it out. Registering a name twice keeps the first; a name already held by
+   * another instrument throws.
+   */
   sampledGauge(name: string, help: string, read: () => number | undefined): void;
   render(): string;
 }
@@ -59,7 +64,10 @@ function mirrored<T>(make: (meter: Meter) => T): () => T | undefined {
 export function createMetrics(): Metrics {
   const renderers: Array<() => string> = [];
   const registered = new Map<string, Counter | Histogram | Gauge>();
+  /** Sampled gauges have no instrument to hand out: their names are kept apart. */
+  const sampled = new Set<string>();
   const once = <T extends Counter | Histogram | Gauge>(name: string, make: () => T): T => {
+    if (sampled.has(name)) throw new Error(`metric ${name} is a sampled gauge: its value is read, never set`);
     const existing = registered.get(name);
     if (existing) return existing as T;
     const made = make();
@@ -146,31 +154,32 @@ export function createMetrics(): Metrics {
           },
         };
       }),
-    sampledGauge: (name, help, read) =>
-      void once(name, () => {
-        const value = () => {
-          try {
-            return read();
-          } catch {
-            return undefined;
-          }
-        };
-        const otel = mirrored((m) => {
-          const g = m.createObservableGauge(name, { description: help });
-          g.addCallback((result) => {
-            const v = value();
-            if (v !== undefined) result.observe(v);
-          });
-          return g;
-        });
-        otel();
-        renderers.push(() => {
-          otel();
+    sampledGauge: (name, help, read) => {
+      if (registered.has(name)) throw new Error(`metric ${name} is already registered as an instrument that is set, not sampled`);
+      if (sampled.has(name)) return;
+      sampled.add(name);
+      const value = () => {
+        try {
+          return read();
+        } catch {
+          return undefined;
+        }
+      };
+      const otel = mirrored((m) => {
+        const g = m.createObservableGauge(name, { description: help });
+        g.addCallback((result) => {
           const v = value();
-          return v === undefined ? "" : `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${v}\n`;
+          if (v !== undefined) result.observe(v);
         });
-        return { set: () => undefined };
-      }),
+        return g;
+      });
+      otel();
+      renderers.push(() => {
+        otel();
+        const v = value();
+        return v === undefined ? "" : `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${v}\n`;
+      });
+    },
     render() {
       const mem = process.memoryUsage();
       let out = `# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ${mem.rss}\n`;

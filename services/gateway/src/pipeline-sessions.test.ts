@@ -18,11 +18,20 @@ const PROJECT = "agent:acme:app";
 
 interface Script {
   resolveSession?: () => Promise<Record<string, unknown>>;
+  /** Without it the resolver implements no AdmitAttemptRef: the call fails as an unreachable dependency would. */
+  admitAttemptRef?: () => Promise<Record<string, unknown>>;
   recordSessionCall?: (req: RecordSessionCallRequest) => Promise<Record<string, unknown>>;
 }
 
 function harness(script: Script) {
-  const seen = { resolveSession: 0, dispatch: 0, records: [] as RecordSessionCallRequest[], audit: [] as ActionRecordInit[], warnings: [] as string[] };
+  const seen = {
+    resolveSession: 0,
+    admitAttemptRef: 0,
+    dispatch: 0,
+    records: [] as RecordSessionCallRequest[],
+    audit: [] as ActionRecordInit[],
+    warnings: [] as string[],
+  };
   const refResolver = createClient(
     RefResolverService,
     createRouterTransport(({ service }) => {
@@ -40,6 +49,14 @@ function harness(script: Script) {
           seen.records.push(req);
           return script.recordSessionCall ? await script.recordSessionCall(req) : { recorded: true, seq: 1n };
         },
+        ...(script.admitAttemptRef
+          ? {
+              admitAttemptRef: async () => {
+                seen.admitAttemptRef++;
+                return await (script.admitAttemptRef as () => Promise<Record<string, unknown>>)();
+              },
+            }
+          : {}),
       });
     }),
   );
@@ -123,12 +140,25 @@ test("a call with session_id is recorded into the canonical Session with counts 
   ]);
 });
 
-test("an attempt_ref the resolver cannot admit fails at authorization, nothing is dispatched, and the admission is timed as authorization.attempt", async () => {
+test("an attempt_ref the resolver cannot be reached to admit fails at authorization as dependency_unavailable, nothing is dispatched, and the admission is timed as authorization.attempt", async () => {
   const { seen, call } = harness({});
   const result = await call("run_shell", { project: "~p1", command: "make", attempt_ref: "~t1" });
   assert.equal(result.isError, true);
   assert.deepEqual([result.structuredContent["reason_code"], result.structuredContent["failure_stage"]], ["dependency_unavailable", "authorization"]);
   assert.equal(seen.dispatch, 0);
+  assert.deepEqual(Object.keys(seen.audit[0]?.stageDurationsUs ?? {}).sort(), ["authorization.attempt", "normalization", "projection", "resolution"]);
+});
+
+test("an attempt_ref the resolver refuses fails at authorization with the resolver's refusal and nothing is dispatched", async () => {
+  const refused = toolFailure("fence_stale", "authorization", { detail_code: "attempt_superseded", evidence: { task_id: "task-1" } });
+  const { seen, call } = harness({ admitAttemptRef: () => Promise.resolve({ failure: failureToWire(refused) }) });
+  const result = await call("run_shell", { project: "~p1", command: "make", attempt_ref: "~t1" });
+  assert.equal(result.isError, true);
+  assert.deepEqual(
+    [result.structuredContent["reason_code"], result.structuredContent["failure_stage"], result.structuredContent["detail_code"]],
+    ["fence_stale", "authorization", "attempt_superseded"],
+  );
+  assert.deepEqual([seen.admitAttemptRef, seen.dispatch], [1, 0]);
   assert.deepEqual(Object.keys(seen.audit[0]?.stageDurationsUs ?? {}).sort(), ["authorization.attempt", "normalization", "projection", "resolution"]);
 });
 

@@ -5,7 +5,7 @@
  * a handoff. Both are pure.
  */
 import type { SessionHandoff, SessionPath, SessionValidation, ValidationRecap } from "@webcodex/proto";
-import { CallOutcome, callOutcomeFromString, waitForJobFollowUp } from "@webcodex/contracts";
+import { CallOutcome, callOutcomeOrUnknown, waitForJobFollowUp } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
 import type { Outcome } from "./call-context.js";
 
@@ -173,8 +173,6 @@ export function sessionCallFacts(def: ToolDefinition, outcome: Outcome, args: Re
 }
 
 const iso = (ms: bigint) => new Date(Number(ms)).toISOString();
-/** An outcome as the resolver sent it, read through the closed vocabulary: one this build does not know reads as unknown. */
-const wireOutcome = (value: string): CallOutcome => callOutcomeFromString(value) ?? CallOutcome.unknown;
 
 /** One recorded validation result: tool, verdict and the non-zero counts (never messages or paths). */
 export function validationView(v: ValidationRecap): Record<string, unknown> {
@@ -226,7 +224,7 @@ export function handoffView(h: SessionHandoff): Record<string, unknown> {
     view["commands"] = h.commands.map((c) => ({
       tool: c.tool,
       command: c.commandSummary,
-      outcome: wireOutcome(c.outcome),
+      outcome: callOutcomeOrUnknown(c.outcome),
       ...(c.exitCode !== undefined ? { exit_code: c.exitCode } : {}),
     }));
     if (h.commandsTruncated) view["commands_truncated"] = true;
@@ -243,7 +241,7 @@ export function handoffView(h: SessionHandoff): Record<string, unknown> {
   view["recent_calls"] = h.recentCalls.map((c) => ({
     seq: n(c.seq),
     tool: c.tool,
-    outcome: wireOutcome(c.outcome),
+    outcome: callOutcomeOrUnknown(c.outcome),
     ...(c.reasonCode ? { reason_code: c.reasonCode } : {}),
     // An outcome-unknown write cut off by a Runner crash: how the Runner's recovery finished it.
     ...(c.recovered ? { recovered: c.recovered } : {}),

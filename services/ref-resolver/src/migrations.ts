@@ -776,7 +776,9 @@ CREATE TABLE {{schema}}.agent_event_reads (
     // become success and failure. The table is append-only, so its trigger steps aside for this
     // one rewrite, inside the migration's transaction. A row inserted in the earlier spelling
     // (by a ref-resolver of the previous release, still running while a release rolls out) is
-    // stored in the new one, so the table only ever holds CallOutcome values.
+    // stored in the new one, so the table only ever holds CallOutcome values. (Calls from a
+    // gateway of the previous release are translated by the service before its checks:
+    // receivedOutcome in sessions/session-model.ts.)
     id: "0009_session_call_outcome_vocabulary",
     sql: `
 ALTER TABLE {{schema}}.session_calls DROP CONSTRAINT session_calls_outcome_check;

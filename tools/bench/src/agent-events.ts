@@ -33,25 +33,44 @@ async function gw(client: Client, tool: string, args: Record<string, unknown>): 
   return out;
 }
 
-/** NOTIFY on one connection until the LISTENing one hears it, `rounds` times (ms). */
-async function bareNotifyRoundTrips(url: string, rounds: number): Promise<number[]> {
+/** Warm-up rounds before the timed ones, not reported. */
+const NOTIFY_WARM_UP = 20;
+
+/**
+ * Sends `send(i)` on one connection until a LISTENer on `channel`, on another connection to the
+ * same database, hears the notification it raises, `rounds` times after the warm-up (ms).
+ * `prepare` runs first on the sending connection; its answer is returned with the samples.
+ */
+async function notifyRoundTrips<T = undefined>(
+  url: string,
+  rounds: number,
+  channel: string,
+  send: (i: number) => string,
+  prepare?: (sender: pg.Client) => Promise<T>,
+): Promise<{ samples: number[]; prepared: T | undefined }> {
   const listener = new pg.Client({ connectionString: url });
   const sender = new pg.Client({ connectionString: url });
   await Promise.all([listener.connect(), sender.connect()]);
   try {
-    await listener.query("LISTEN wcx_bench_round_trip");
+    const prepared = prepare ? await prepare(sender) : undefined;
+    await listener.query(`LISTEN ${channel}`);
     const samples: number[] = [];
-    for (let i = 0; i < rounds + 20; i++) {
+    for (let i = 0; i < rounds + NOTIFY_WARM_UP; i++) {
       const heard = new Promise<void>((resolve) => listener.once("notification", () => resolve()));
       const t = performance.now();
-      await sender.query(`NOTIFY wcx_bench_round_trip, '${i}'`);
+      await sender.query(send(i));
       await heard;
-      if (i >= 20) samples.push(performance.now() - t);
+      if (i >= NOTIFY_WARM_UP) samples.push(performance.now() - t);
     }
-    return samples;
+    return { samples, prepared };
   } finally {
     await Promise.all([listener.end(), sender.end()]);
   }
+}
+
+/** NOTIFY on one connection until the LISTENing one hears it, `rounds` times (ms). */
+async function bareNotifyRoundTrips(url: string, rounds: number): Promise<number[]> {
+  return (await notifyRoundTrips(url, rounds, "wcx_bench_round_trip", (i) => `NOTIFY wcx_bench_round_trip, '${i}'`)).samples;
 }
 
 /**
@@ -60,29 +79,20 @@ async function bareNotifyRoundTrips(url: string, rounds: number): Promise<number
  * the LISTENing connection hears it, `rounds` times (ms). Also reports the server's fsync setting.
  */
 async function durableNotifyRoundTrips(url: string, rounds: number): Promise<{ samples: number[]; fsync: string }> {
-  const listener = new pg.Client({ connectionString: url });
-  const sender = new pg.Client({ connectionString: url });
-  await Promise.all([listener.connect(), sender.connect()]);
-  try {
-    await sender.query("CREATE TABLE IF NOT EXISTS wcx_bench_durable_events (seq bigserial PRIMARY KEY, agent_id text NOT NULL, at timestamptz NOT NULL)");
-    await sender.query("SET synchronous_commit = on");
-    const fsync = String((await sender.query<{ fsync: string }>("SHOW fsync")).rows[0]?.fsync);
-    await listener.query("LISTEN wcx_bench_durable_round_trip");
-    const samples: number[] = [];
-    for (let i = 0; i < rounds + 20; i++) {
-      const heard = new Promise<void>((resolve) => listener.once("notification", () => resolve()));
-      const t = performance.now();
-      await sender.query(
-        `BEGIN; WITH added AS (INSERT INTO wcx_bench_durable_events (agent_id, at) VALUES ('a', clock_timestamp()) RETURNING seq) ` +
-          `SELECT pg_notify('wcx_bench_durable_round_trip', seq::text) FROM added; COMMIT`,
-      );
-      await heard;
-      if (i >= 20) samples.push(performance.now() - t);
-    }
-    return { samples, fsync };
-  } finally {
-    await Promise.all([listener.end(), sender.end()]);
-  }
+  const { samples, prepared } = await notifyRoundTrips(
+    url,
+    rounds,
+    "wcx_bench_durable_round_trip",
+    () =>
+      `BEGIN; WITH added AS (INSERT INTO wcx_bench_durable_events (agent_id, at) VALUES ('a', clock_timestamp()) RETURNING seq) ` +
+      `SELECT pg_notify('wcx_bench_durable_round_trip', seq::text) FROM added; COMMIT`,
+    async (sender) => {
+      await sender.query("CREATE TABLE IF NOT EXISTS wcx_bench_durable_events (seq bigserial PRIMARY KEY, agent_id text NOT NULL, at timestamptz NOT NULL)");
+      await sender.query("SET synchronous_commit = on");
+      return String((await sender.query<{ fsync: string }>("SHOW fsync")).rows[0]?.fsync);
+    },
+  );
+  return { samples, fsync: String(prepared) };
 }
 
 export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: string }): Promise<BenchResult> {

@@ -3,9 +3,11 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 
 /**
- * What `webcodex dev` and `webcodex stdio` load before they serve: a module that only another
- * deployment needs is not loaded at start, so it costs them no memory. Checked by importing the
- * CLI in a child process whose module resolution refuses the module.
+ * What loading the CLI brings in: importing main.js (and so every module it imports statically,
+ * among them all that `webcodex dev` and `webcodex stdio` import up front) does not load a module
+ * that only another deployment needs, so that module costs them no memory at start. Checked by
+ * importing main.js in a child process whose module resolution refuses the module. A command is
+ * not run here: a module a command loads later by a dynamic import is not covered.
  */
 const refuse = (specifier: string) => {
   const hooks = `export async function resolve(s, c, next) { if (s === ${JSON.stringify(specifier)} || s.startsWith(${JSON.stringify(`${specifier}/`)})) throw new Error("refused: " + s); return next(s, c); }`;

@@ -11,7 +11,7 @@
  * transactions).
  */
 import type { Database, Principal, Queryable } from "@webcodex/platform";
-import { CallOutcome } from "@webcodex/contracts";
+import { CallOutcome, callOutcomeOrUnknown } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { ProjectStore } from "../projects/project-store.js";
 import { issuePinnedRef, sessionRefTable } from "../refs/issue-ref.js";
@@ -29,7 +29,6 @@ import {
   sessionNotFound,
   sessionProjectMismatch,
   sessionProjectUnavailable,
-  storedOutcome,
   titleProblem,
 } from "./session-model.js";
 import type { HandoffLists, HandoffRecap, RecoveredWriteInput, SessionCallInput, ValidationRecapRow } from "./session-model.js";
@@ -421,7 +420,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
         commands: commands.rows.slice(0, HANDOFF_BOUNDS.commands).map((r) => ({
           tool: r.tool,
           commandSummary: r.command_summary,
-          outcome: storedOutcome(r.outcome),
+          outcome: callOutcomeOrUnknown(r.outcome),
           ...(r.exit_code !== null ? { exitCode: r.exit_code } : {}),
         })),
         commandsTruncated: commands.rows.length > HANDOFF_BOUNDS.commands,
@@ -441,7 +440,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
         recent.rows.map((r) => ({
           seq: Number(r.seq),
           tool: r.tool,
-          outcome: storedOutcome(r.outcome),
+          outcome: callOutcomeOrUnknown(r.outcome),
           reasonCode: r.reason_code ?? "",
           atMs: ms(r.recorded_at),
           recovered: r.recovered ?? "",
