@@ -128,15 +128,7 @@ export function createPipeline(deps: PipelineDeps) {
       case "gateway":
         return runOnGateway(def, args, ctx);
       case "ref_resolver":
-        try {
-          return await timedStage(ctx.stages, PipelineStage.resolution, () => runOnRefResolver(def, args, ctx));
-        } catch (error) {
-          // create_session writes: a lost answer leaves its effect unknown.
-          return {
-            ok: false,
-            failure: dependencyFailure(error, def.effect === "read_only" ? PipelineStage.resolution : PipelineStage.dispatch, def.effect !== "read_only"),
-          };
-        }
+        return runOnRefResolver(def, args, ctx);
       case "runner":
         return runOnRunner(def, args, ctx, callId);
       case "broker":
