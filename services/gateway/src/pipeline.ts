@@ -47,9 +47,9 @@ import { createJobAttention } from "./job-attention.js";
 import type { JobAttention } from "./job-attention.js";
 import { createGatewayTools } from "./execute/gateway-tools.js";
 import { createRefResolverTools } from "./execute/ref-resolver-tools.js";
-import type { AttemptDispatchHold } from "./attempt-dispatch-hold.js";
 import { createRunnerStates } from "./execute/runner-states.js";
 import { createRunnerTools } from "./execute/runner-tools.js";
+import type { AttemptDispatchHold } from "./execute/runner-tools.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
