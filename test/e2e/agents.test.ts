@@ -42,6 +42,7 @@ import {
   createProjectDir,
   createTestDatabase,
   firstProjectRef,
+  hookedCliPath,
   startDevServer,
   startTestStack,
   tempDir,
@@ -81,7 +82,7 @@ interface Clients {
   worker: Client;
   mallory: Client;
   projectDir: string;
-  /** The gateway's attempt dispatch hold directory (WEBCODEX_TEST_ATTEMPT_DISPATCH_HOLD). */
+  /** The gateway's attempt dispatch hold directory (WEBCODEX_TEST_ATTEMPT_DISPATCH_HOLD of the hooked CLI). */
   holdDir: string;
   /**
    * Delivers a workspace call made for an Attempt to the Runner's dispatch path as the worker,
@@ -730,7 +731,7 @@ describe("agents on webcodex dev (two principals of one tenant, one of another)"
       ]);
       return { lead, worker, mallory };
     };
-    server = await startDevServer({ projectDir, dataDir, tokensFile: tokens, env });
+    server = await startDevServer({ projectDir, dataDir, tokensFile: tokens, env, cli: hookedCliPath });
     clients = {
       ...(await connectAll()),
       projectDir,
@@ -766,7 +767,7 @@ describe("agents on webcodex dev (two principals of one tenant, one of another)"
     async function restartDev() {
       await Promise.all([clients.lead.close(), clients.worker.close(), clients.mallory.close()]);
       await server.stop();
-      server = await startDevServer({ projectDir, dataDir, tokensFile: tokens, env });
+      server = await startDevServer({ projectDir, dataDir, tokensFile: tokens, env, cli: hookedCliPath });
       Object.assign(clients, await connectAll());
     }
   });
@@ -798,6 +799,7 @@ describe("agents on the distributed stack (real Postgres and Redis)", { timeout:
       redisUrl: `redis://127.0.0.1:${port}`,
       projectDir,
       gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile(), WEBCODEX_TEST_ATTEMPT_DISPATCH_HOLD: holdDir },
+      cli: hookedCliPath,
     });
     const [lead, worker, mallory] = await Promise.all([
       connectMcp(stack.mcpUrl, TOKENS.lead),

@@ -13,6 +13,8 @@ export { pidGone, processGroupAlive } from "@webcodex/runner/process-probes";
 
 export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 export const cliPath = join(repoRoot, "tools/cli/bin/webcodex.js");
+/** The CLI with the gateway's test hooks installed (hooked-cli.test-support.ts): a `cli` for startDevServer and startTestStack. */
+export const hookedCliPath = join(repoRoot, "test/dist/support/hooked-cli.test-support.js");
 
 /** Scratch dirs of this test process, removed when it exits (WEBCODEX_KEEP_TEST_DIRS=1 keeps them). */
 const scratchDirs: string[] = [];
@@ -69,6 +71,8 @@ export async function startDevServer(options: {
   token?: string;
   tokensFile?: string;
   env?: Record<string, string>;
+  /** The CLI script to run (default: tools/cli/bin/webcodex.js; hookedCliPath installs test hooks). */
+  cli?: string;
 }): Promise<DevServer> {
   const token = options.token ?? `t-${randomBytes(16).toString("hex")}`;
   const env: Record<string, string> = {
@@ -78,7 +82,7 @@ export async function startDevServer(options: {
     ...(options.tokensFile ? { WEBCODEX_DEV_TOKENS_FILE: options.tokensFile } : { WEBCODEX_DEV_TOKEN: token }),
     ...options.env,
   };
-  const child = spawn(process.execPath, [cliPath, "dev", "--project", options.projectDir, "--port", "0", "--data-dir", options.dataDir], {
+  const child = spawn(process.execPath, [options.cli ?? cliPath, "dev", "--project", options.projectDir, "--port", "0", "--data-dir", options.dataDir], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
   });

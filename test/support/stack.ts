@@ -12,6 +12,8 @@ export interface TestStackOptions {
   /** More env for every service; a fresh Redis key prefix is always set. */
   extraEnv?: Record<string, string>;
   heartbeatIntervalMs?: number;
+  /** The CLI script the service processes run (default: tools/cli/bin/webcodex.js; hookedCliPath installs test hooks). */
+  cli?: string;
 }
 
 /**
@@ -31,5 +33,6 @@ export async function startTestStack(o: TestStackOptions): Promise<DistributedSt
     heartbeatIntervalMs: o.heartbeatIntervalMs ?? 500,
     stdio: "ignore",
     startTimeoutMs: 90_000,
+    ...(o.cli ? { cli: o.cli } : {}),
   });
 }

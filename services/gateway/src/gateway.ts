@@ -16,11 +16,11 @@ import { createResourceMetadataHandler } from "./auth/resource-metadata.js";
 import { SUPPORTED_SCOPES } from "./auth/scopes.js";
 import { createRateLimiter, parseRateLimitOverrides } from "./rate-limit.js";
 import type { RateLimiter } from "./rate-limit.js";
-import { attemptDispatchHoldFromEnv } from "./attempt-dispatch-hold.js";
 import { createAuditRecorder } from "./audit-recorder.js";
 import { createCatalogCache } from "./catalog-cache.js";
 import { refusedCallRecord } from "./audit-capture.js";
 import { createPipeline } from "./pipeline.js";
+import type { AttemptDispatchHold } from "./execute/runner-tools.js";
 import { createMcpServer } from "./mcp/mcp-server.js";
 import { createStreamableHttpHandler } from "./mcp/streamable-http.js";
 import { createAppSessions } from "./mcp/app-session.js";
@@ -30,6 +30,15 @@ import type { LocalConnection } from "./mcp/local-transport.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Caller } from "./auth.js";
 import type { DeniedToolCall } from "./mcp/streamable-http.js";
+
+/**
+ * Hooks only a test harness installs, by passing them to createGateway (the test launcher of
+ * the CLI does): no configuration, flag or environment variable of a service sets them.
+ */
+export interface GatewayTestHooks {
+  /** Holds a workspace call made for an Agent Attempt between its admission and its dispatch. */
+  attemptDispatchHold?: AttemptDispatchHold;
+}
 
 export interface GatewayDeps {
   clients: {
@@ -94,6 +103,8 @@ export interface GatewayDeps {
    * service cannot take now are fsync'd here and replayed. Without it they wait in memory.
    */
   auditSpoolDir?: string;
+  /** Test hooks (tests only; see GatewayTestHooks). */
+  testHooks?: GatewayTestHooks;
 }
 
 export interface Gateway {
@@ -148,7 +159,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     logger: deps.logger,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.workflowPolicy ? { workflowPolicy: deps.workflowPolicy } : {}),
-    attemptDispatchHold: attemptDispatchHoldFromEnv(process.env),
+    ...(deps.testHooks?.attemptDispatchHold ? { attemptDispatchHold: deps.testHooks.attemptDispatchHold } : {}),
   });
   const appResources = await loadAppResources(deps.logger);
   const transport = await createMcpServer({ pipeline, catalogs, hostProfile, version: deps.version, appResources });

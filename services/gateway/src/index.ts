@@ -1,5 +1,6 @@
 export { createGateway } from "./gateway.js";
-export type { Gateway, GatewayDeps } from "./gateway.js";
+export type { Gateway, GatewayDeps, GatewayTestHooks } from "./gateway.js";
+export type { AttemptDispatchHold } from "./execute/runner-tools.js";
 export { createStaticTokenAuthenticator, bearerToken } from "./auth.js";
 export type { Authenticator, Caller, StaticTokenEntry } from "./auth.js";
 export { createPipeline } from "./pipeline.js";

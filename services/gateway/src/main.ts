@@ -13,13 +13,17 @@ import {
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
+import type { GatewayTestHooks } from "./gateway.js";
 import { createStaticTokenAuthenticator } from "./auth.js";
 import { devTokenEntries } from "./dev-tokens.js";
 import { deploymentOptions } from "./deployment.js";
 import { peerReadinessProbes } from "./peer-readiness.js";
 
-/** Distributed entry point: config → peer clients → gateway → server → shutdown. */
-export async function main(env: Env = process.env): Promise<void> {
+/**
+ * Distributed entry point: config → peer clients → gateway → server → shutdown. `testHooks`
+ * only from a test harness's launcher (`webcodex serve gateway` passes none).
+ */
+export async function main(env: Env = process.env, testHooks?: GatewayTestHooks): Promise<void> {
   const config = loadConfig(env);
   const logger = createLogger({ service: "gateway", level: config.logLevel as LogLevel });
   const telemetry = await startTelemetry("webcodex-gateway", env, logger);
@@ -53,6 +57,7 @@ export async function main(env: Env = process.env): Promise<void> {
     version: "0.1.0",
     logger,
     metrics,
+    ...(testHooks ? { testHooks } : {}),
   });
   const server = await startServiceServer({
     name: "gateway",

@@ -47,9 +47,9 @@ import { createJobAttention } from "./job-attention.js";
 import type { JobAttention } from "./job-attention.js";
 import { createGatewayTools } from "./execute/gateway-tools.js";
 import { createRefResolverTools } from "./execute/ref-resolver-tools.js";
-import type { AttemptDispatchHold } from "./attempt-dispatch-hold.js";
 import { createRunnerStates } from "./execute/runner-states.js";
 import { createRunnerTools } from "./execute/runner-tools.js";
+import type { AttemptDispatchHold } from "./execute/runner-tools.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -128,15 +128,7 @@ export function createPipeline(deps: PipelineDeps) {
       case "gateway":
         return runOnGateway(def, args, ctx);
       case "ref_resolver":
-        try {
-          return await timedStage(ctx.stages, PipelineStage.resolution, () => runOnRefResolver(def, args, ctx));
-        } catch (error) {
-          // create_session writes: a lost answer leaves its effect unknown.
-          return {
-            ok: false,
-            failure: dependencyFailure(error, def.effect === "read_only" ? PipelineStage.resolution : PipelineStage.dispatch, def.effect !== "read_only"),
-          };
-        }
+        return runOnRefResolver(def, args, ctx);
       case "runner":
         return runOnRunner(def, args, ctx, callId);
       case "broker":

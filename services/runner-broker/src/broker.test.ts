@@ -289,7 +289,8 @@ describe("runner-broker", () => {
     const s = setup();
     const a = await s.register("ra");
     const b = await s.register("rb");
-    const raise = () => s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", attempt: { taskId: "wc_task_1", fence: 7n } });
+    const raise = () =>
+      s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", rootIdentity: "root-1", attempt: { taskId: "wc_task_1", fence: 7n } });
     const told = await raise();
     assert.deepEqual([told.failure, told.highest], [undefined, 7n]);
     assert.deepEqual(a.fake.raised, [{ taskId: "wc_task_1", fence: 7 }], "the holder recorded it");
@@ -302,6 +303,23 @@ describe("runner-broker", () => {
       s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1" }),
       (e: unknown) => ConnectError.from(e).code === Code.InvalidArgument,
     );
+    await assert.rejects(
+      s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", attempt: { taskId: "wc_task_1", fence: 8n } }),
+      (e: unknown) => ConnectError.from(e).code === Code.InvalidArgument,
+      "the root identity is required",
+    );
+  });
+
+  it("does not relay a raised Attempt fence to a Runner serving another incarnation of the Project", async () => {
+    const s = setup();
+    const a = await s.register("ra");
+    const res = await s.broker.raiseProjectAttemptFence({
+      projectCanonicalId: "agent:c1:p1",
+      rootIdentity: "root-2",
+      attempt: { taskId: "wc_task_1", fence: 3n },
+    });
+    assert.deepEqual([res.failure?.reasonCode, res.failure?.detailCode, res.highest], ["runner_unavailable", "runner_serves_other_incarnation", 0n]);
+    assert.equal(a.fake.raised.length, 0, "the Runner of root-1 was not told");
   });
 
   it("does not relay a raised Attempt fence to a Runner without attempt fencing", async () => {
@@ -310,7 +328,11 @@ describe("runner-broker", () => {
       "ra",
       ALL.filter((c) => c !== "attemptFencing"),
     );
-    const res = await s.broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", attempt: { taskId: "wc_task_1", fence: 2n } });
+    const res = await s.broker.raiseProjectAttemptFence({
+      projectCanonicalId: "agent:c1:p1",
+      rootIdentity: "root-1",
+      attempt: { taskId: "wc_task_1", fence: 2n },
+    });
     assert.equal(res.failure?.reasonCode, "capability_missing");
     assert.equal(a.fake.raised.length, 0);
   });
@@ -449,6 +471,17 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
       fake.calls.map((c) => c.tool),
       ["read_files"],
     );
+  });
+
+  it("an Attempt fence relay waits for the Runner the same way, then tells it", async () => {
+    const { broker, register } = setup({ runnerStartWaitMs: 5_000 });
+    const relay = broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", rootIdentity: "root-1", attempt: { taskId: "wc_task_1", fence: 4n } });
+    // Not a synchronization: the Runner appears 150 ms after the relay, which must still be waiting.
+    await new Promise((r) => setTimeout(r, 150));
+    const { fake } = await register("r1");
+    const res = await relay;
+    assert.deepEqual([res.failure, res.highest], [undefined, 4n]);
+    assert.deepEqual(fake.raised, [{ taskId: "wc_task_1", fence: 4 }]);
   });
 
   it("fails runner_unavailable after the bound, saying how long it waited", async () => {

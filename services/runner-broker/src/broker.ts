@@ -290,7 +290,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
 
   /**
    * The one routing test: the Project's lease holder, if it is connected and serves this
-   * incarnation (same canonical id and root identity). Dispatch and runner_state both use it.
+   * incarnation (same canonical id and root identity). Dispatch, the Attempt fence relay (both
+   * through routeWaitingForStart) and runner_state use it.
    */
   const routableHolder = async (canonicalId: string, rootIdentity: string) => {
     const lease = await leases.current(canonicalId);
@@ -318,40 +319,49 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   };
 
   /**
-   * The route for a call; when no Runner is routable but one may be starting, waits for it
-   * (bounded by runnerStartWaitMs; nothing runs meanwhile). `waitedMs` is how long it waited.
+   * The route to a Project incarnation's Runner: its lease holder by the one routing test, or
+   * why no Runner can be reached (nothing was sent). When no Runner is routable but one may be
+   * starting, waits for it (bounded by runnerStartWaitMs; nothing runs meanwhile). Dispatch and
+   * the Attempt fence relay both route through it; `what` names the request in the log.
    */
-  const routeWaitingForStart = async (req: RunnerCall, signal: AbortSignal) => {
+  const routeWaitingForStart = async (
+    canonicalId: string,
+    rootIdentity: string,
+    signal: AbortSignal,
+    what: Record<string, string>,
+  ): Promise<{ ok: true; holder: RunnerState; fence: number } | { ok: false; failure: ToolFailure }> => {
     const started = Date.now();
-    let route = await routableHolder(req.projectCanonicalId, req.rootIdentity);
-    if (route.why !== "not_routable" || !(await runnerMayBeStarting(req.projectCanonicalId, route.holder))) return { route, waitedMs: 0 };
-    const deadline = started + runnerStartWaitMs;
-    for (let delay = 20; route.why === "not_routable" && !signal.aborted && Date.now() < deadline; delay = Math.min(delay * 2, 250)) {
-      await sleep(Math.min(delay, Math.max(1, deadline - Date.now())), undefined, { signal }).catch(() => undefined);
-      route = await routableHolder(req.projectCanonicalId, req.rootIdentity);
+    let route = await routableHolder(canonicalId, rootIdentity);
+    let waitedMs = 0;
+    if (route.why === "not_routable" && (await runnerMayBeStarting(canonicalId, route.holder))) {
+      const deadline = started + runnerStartWaitMs;
+      for (let delay = 20; route.why === "not_routable" && !signal.aborted && Date.now() < deadline; delay = Math.min(delay * 2, 250)) {
+        await sleep(Math.min(delay, Math.max(1, deadline - Date.now())), undefined, { signal }).catch(() => undefined);
+        route = await routableHolder(canonicalId, rootIdentity);
+      }
+      waitedMs = Date.now() - started;
+      if (route.why !== "not_routable")
+        deps.logger.info("call waited for the project's Runner to start", { project: canonicalId, ...what, waited_ms: waitedMs });
     }
-    const waitedMs = Date.now() - started;
-    if (route.why !== "not_routable")
-      deps.logger.info("call waited for the project's Runner to start", { project: req.projectCanonicalId, tool: req.tool, waited_ms: waitedMs });
-    return { route, waitedMs };
+    if (route.why === "ok") return { ok: true, holder: route.holder, fence: route.lease.fence };
+    if (route.why === "other_incarnation") {
+      return {
+        ok: false,
+        failure: toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
+          detail_code: "runner_serves_other_incarnation",
+          message: "No Runner is serving this project right now; nothing was run.",
+        }),
+      };
+    }
+    const f = await unavailable(canonicalId, route.holder);
+    return { ok: false, failure: waitedMs > 0 ? { ...f, evidence: { ...f.evidence, waited_for_runner_ms: waitedMs } } : f };
   };
 
   /** Routes a call to the Project's lease holder after capability admission. */
   const dispatchToHolder = async (req: RunnerCall, def: ToolDefinition, signal: AbortSignal): Promise<Answer> => {
-    const { route, waitedMs } = await routeWaitingForStart(req, signal);
-    if (route.why === "not_routable") {
-      const f = await unavailable(req.projectCanonicalId, route.holder);
-      return failure(waitedMs > 0 ? { ...f, evidence: { ...f.evidence, waited_for_runner_ms: waitedMs } } : f);
-    }
-    if (route.why === "other_incarnation") {
-      return failure(
-        toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
-          detail_code: "runner_serves_other_incarnation",
-          message: "No Runner is serving this project right now; nothing was run.",
-        }),
-      );
-    }
-    const { holder: runner, lease } = route;
+    const route = await routeWaitingForStart(req.projectCanonicalId, req.rootIdentity, signal, { tool: req.tool });
+    if (!route.ok) return failure(route.failure);
+    const { holder: runner, fence } = route;
     const have = RunnerCapabilities.fromWire(runner.capabilities);
     const missingFor = (d: ToolDefinition, argumentsJson: string) => missingCapabilities(d, JSON.parse(argumentsJson) as Record<string, unknown>, have);
     let call = req;
@@ -374,14 +384,14 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         ...flag,
       };
     }
-    const { answer } = await runOn(runner, lease.fence, call, signal);
+    const { answer } = await runOn(runner, fence, call, signal);
     if (desk && !answer.failure && JOB_START_TOOLS.has(call.tool)) {
       await desk.recordStarted({
         projectCanonicalId: call.projectCanonicalId,
         runner,
         callId: call.callId,
         tool: call.tool,
-        fence: lease.fence,
+        fence,
         resultJson: answer.resultJson,
       });
     }
@@ -464,29 +474,18 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
 
     /**
      * Tells the Project's lease holder that a Task's Attempt fence rose, and answers once that
-     * Runner recorded it durably. Waits for a Runner that may be starting, like a call does.
-     * Any failure means no Runner was told: the gateway then does not hand out the Attempt.
+     * Runner recorded it durably. Routed as a Dispatch to the same incarnation is (a Runner
+     * serving another root is not told), waiting for a Runner that may be starting as a call
+     * does. Any failure means no Runner was told: the gateway then does not hand out the Attempt.
      */
     async raiseProjectAttemptFence(req, ctx) {
       const attempt = req.attempt;
-      if (!req.projectCanonicalId || !attempt?.taskId || attempt.fence <= 0n)
-        throw new ConnectError("project_canonical_id and attempt (task_id, fence) are required", Code.InvalidArgument);
+      if (!req.projectCanonicalId || !req.rootIdentity || !attempt?.taskId || attempt.fence <= 0n)
+        throw new ConnectError("project_canonical_id, root_identity and attempt (task_id, fence) are required", Code.InvalidArgument);
       const notTold = (f: ToolFailure) => ({ highest: 0n, failure: failureToWire(f) });
-      const holderOf = async () => {
-        const lease = await leases.current(req.projectCanonicalId);
-        const holder = lease ? await deps.registry.get(lease.owner) : undefined;
-        return { holder, ok: lease !== undefined && holder?.connectionState === "connected" && holder.canonicalId === req.projectCanonicalId };
-      };
-      let route = await holderOf();
-      if (!route.ok && (await runnerMayBeStarting(req.projectCanonicalId, route.holder))) {
-        const deadline = Date.now() + runnerStartWaitMs;
-        for (let delay = 20; !route.ok && !ctx.signal.aborted && Date.now() < deadline; delay = Math.min(delay * 2, 250)) {
-          await sleep(Math.min(delay, Math.max(1, deadline - Date.now())), undefined, { signal: ctx.signal }).catch(() => undefined);
-          route = await holderOf();
-        }
-      }
+      const route = await routeWaitingForStart(req.projectCanonicalId, req.rootIdentity, ctx.signal, { relay: "attempt_fence" });
+      if (!route.ok) return notTold(route.failure);
       const runner = route.holder;
-      if (!route.ok || !runner) return notTold(await unavailable(req.projectCanonicalId, route.holder));
       if (!RunnerCapabilities.fromWire(runner.capabilities).has("attemptFencing"))
         return notTold(capabilityMissingFailure(["attemptFencing"], runner.build, "The project's Runner cannot check Attempt fences."));
       try {

@@ -13,6 +13,7 @@ function brokerBehind(...interceptors: ReturnType<typeof createPortPolicy>[]) {
         heartbeat: () => ({ known: true }),
         registerRunner: () => ({ projectCanonicalId: "agent:c:p" }),
         dispatch: () => ({ resultJson: '{"ran":true}' }),
+        raiseProjectAttemptFence: (req: { attempt?: { fence: bigint } }) => ({ highest: req.attempt?.fence ?? 0n }),
         getFleetStatus: (req: { clientId: string }) => ({ summary: { runnersTotal: req.clientId === "acme" ? 1 : 0 } }),
       } as never);
     },
@@ -54,6 +55,20 @@ describe("broker caller policy", () => {
     assert.equal(
       (await client.getFleetStatus({ clientId: "acme" }, { headers: principalHeaders({ clientId: "mallory", subject: "m" }) })).summary?.runnersTotal,
       0,
+    );
+  });
+
+  it("an Attempt fence relay for another tenant's project never reaches the broker; the owner's does", async () => {
+    const client = brokerBehind(createBrokerCallerPolicy({ requireIdentity: false }));
+    const relay = { projectCanonicalId: "agent:acme:p", rootIdentity: "root-1", attempt: { taskId: "wc_task_1", fence: 5n } };
+    const own = await client.raiseProjectAttemptFence(relay, { headers: principalHeaders({ clientId: "acme", subject: "s" }) });
+    assert.deepEqual([own.failure, own.highest], [undefined, 5n], "the owner's relay reaches the broker");
+    const foreign = await client.raiseProjectAttemptFence(relay, { headers: principalHeaders({ clientId: "mallory", subject: "m" }) });
+    assert.equal(foreign.highest, 0n, "no Runner was told");
+    assert.deepEqual(
+      [foreign.failure?.reasonCode, foreign.failure?.detailCode],
+      ["runner_unavailable", "no_live_runner"],
+      "answered like a project with no Runner",
     );
   });
 });

@@ -1,17 +1,17 @@
 /**
  * Who may call what on the broker's network port. Runners call only RegisterRunner and
  * Heartbeat (with their own credential); every other procedure is the control plane's and
- * needs the gateway's service identity. On top of identity, a Dispatch or a project-state
- * question is answered only for projects the signed principal owns: a call about another
- * tenant's project gets exactly the answer a project that does not exist gets, so the answer
- * reveals neither that it exists nor which root it has.
+ * needs the gateway's service identity. On top of identity, a Dispatch, an Attempt fence relay
+ * or a project-state question is answered only for projects the signed principal owns: a call
+ * about another tenant's project gets exactly the answer a project that does not exist gets, so
+ * the answer reveals neither that it exists nor which root it has.
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Interceptor } from "@connectrpc/connect";
 import { PipelineStage, ReasonCode, parseCanonicalProjectId, toolFailure, failureToWire } from "@webcodex/contracts";
-import { DispatchResponseSchema, GetProjectRunnerStatesResponseSchema, RunnerBrokerService } from "@webcodex/proto";
-import type { DispatchRequest, GetFleetStatusRequest, GetProjectRunnerStatesRequest } from "@webcodex/proto";
+import { DispatchResponseSchema, GetProjectRunnerStatesResponseSchema, RaiseProjectAttemptFenceResponseSchema, RunnerBrokerService } from "@webcodex/proto";
+import type { DispatchRequest, GetFleetStatusRequest, GetProjectRunnerStatesRequest, RaiseProjectAttemptFenceRequest } from "@webcodex/proto";
 import { principalFromHeaders, serviceCallerKey } from "@webcodex/platform";
 import type { Principal } from "@webcodex/platform";
 
@@ -40,20 +40,26 @@ export function principalOwnsProject(principal: Principal, canonicalId: string):
   return parsed !== undefined && parsed.clientId === principal.clientId;
 }
 
+/** The broker's failure for a project it has no Runner for and knows nothing about. */
+const noLiveRunner = () =>
+  failureToWire(
+    toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
+      detail_code: "no_live_runner",
+      message: "No Runner is serving this project right now; nothing was run.",
+    }),
+  );
+
 /**
  * The broker's answer for a project it has no Runner for and knows nothing about: what a
  * Dispatch for another tenant's project gets too.
  */
 export function noSuchProjectAnswer() {
-  return create(DispatchResponseSchema, {
-    resultJson: "",
-    failure: failureToWire(
-      toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
-        detail_code: "no_live_runner",
-        message: "No Runner is serving this project right now; nothing was run.",
-      }),
-    ),
-  });
+  return create(DispatchResponseSchema, { resultJson: "", failure: noLiveRunner() });
+}
+
+/** The same answer to an Attempt fence relay: no Runner was told. */
+function noSuchProjectFenceAnswer() {
+  return create(RaiseProjectAttemptFenceResponseSchema, { highest: 0n, failure: noLiveRunner() });
 }
 
 /**
@@ -70,15 +76,19 @@ export function createBrokerCallerPolicy(options: { requireIdentity: boolean }):
       throw new ConnectError("this procedure is for the gateway", Code.PermissionDenied);
     }
     const principal = principalFromHeaders(req.header);
+    // Answered here; the response carries the content type the request was sent with, as the protocol's own answer would.
+    const answer = (message: object) => {
+      const header = new Headers({ "content-type": req.header.get("content-type") ?? "application/proto" });
+      return { stream: false, service: req.service, method: req.method, header, trailer: new Headers(), message } as never;
+    };
     switch (req.method.name) {
       case "Dispatch": {
         const message = req.message as DispatchRequest;
-        if (!principalOwnsProject(principal, message.projectCanonicalId)) {
-          // Answered here; the response carries the content type the request was sent with, as the protocol's own answer would.
-          const header = new Headers({ "content-type": req.header.get("content-type") ?? "application/proto" });
-          return { stream: false, service: req.service, method: req.method, header, trailer: new Headers(), message: noSuchProjectAnswer() } as never;
-        }
-        return next(req);
+        return principalOwnsProject(principal, message.projectCanonicalId) ? next(req) : answer(noSuchProjectAnswer());
+      }
+      case "RaiseProjectAttemptFence": {
+        const message = req.message as RaiseProjectAttemptFenceRequest;
+        return principalOwnsProject(principal, message.projectCanonicalId) ? next(req) : answer(noSuchProjectFenceAnswer());
       }
       case "GetFleetStatus": {
         // Scoped to the caller's own Runners, whatever the request asked for.

@@ -57,6 +57,11 @@ export interface DistributedOptions {
   stdio?: "inherit" | "pipe" | "ignore";
   /** How long one service may take to start and answer its readiness probe (default 30 s). */
   startTimeoutMs?: number;
+  /**
+   * The script each service process runs in place of this package's bin/webcodex.js, with the
+   * same arguments: a test harness's launcher that installs test hooks.
+   */
+  cli?: string;
 }
 
 export interface DistributedStack {
@@ -154,7 +159,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     const mode = o.stdio ?? "inherit";
     // stderr is always read (and forwarded unless output is ignored), so a service that dies
     // while starting says why in the error.
-    const child = spawn(process.execPath, [cliPath, s === "runner" ? "runner" : "serve", ...(s === "runner" ? [] : [s])], {
+    const child = spawn(process.execPath, [o.cli ?? cliPath, s === "runner" ? "runner" : "serve", ...(s === "runner" ? [] : [s])], {
       env: envFor(s),
       stdio: mode === "pipe" ? "pipe" : ["ignore", mode, "pipe"],
     });

@@ -32,7 +32,7 @@ import { createRunner, RUNNER_BUILD, runnerSettingsOptions, startRegistration } 
 import type { GitCredential, RunnerSettings } from "@webcodex/runner";
 import { createInProcessProvisioner } from "./embedded-projects.js";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
-import type { Caller, Gateway, GatewayDeps, StaticTokenEntry } from "@webcodex/gateway";
+import type { Caller, Gateway, GatewayDeps, GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 
 export interface EmbeddedOptions {
@@ -62,6 +62,8 @@ export interface EmbeddedOptions {
   /** Per-tenant git credentials for create_project clones (the operator's; never shown). */
   gitCredentials?: Readonly<Record<string, GitCredential>>;
   logger: Logger;
+  /** The gateway's test hooks: only a test harness's launcher passes them. */
+  testHooks?: GatewayTestHooks;
 }
 
 export interface Embedded {
@@ -117,6 +119,7 @@ function embeddedGateway(options: CoreOptions, clients: CoreClients, ping: () =>
     auditSpoolDir: join(options.dataDir ?? defaultDataDir(), "audit-spool"),
     version: "0.1.0",
     logger: options.logger,
+    ...(options.testHooks ? { testHooks: options.testHooks } : {}),
   });
 }
 

@@ -1,6 +1,7 @@
 /**
  * The `webcodex` command: dev (embedded), up (distributed on localhost), serve <service>,
  * runner, migrate, and the operator listings (projects, friction-report).
+ * One concept over 400 lines: the command line, one case per command.
  */
 import { parseArgs } from "node:util";
 import { mkdirSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
@@ -12,7 +13,7 @@ import { createLogger, createPostgresDatabase, logFormatFor, logWriter, sealSecr
 import type { LogLevel } from "@webcodex/platform";
 import { resolveDevTokens, tenancyOptions } from "@webcodex/gateway";
 import { modelWorkflowPolicyFrom } from "@webcodex/contracts";
-import type { StaticTokenEntry } from "@webcodex/gateway";
+import type { GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
 import { loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
@@ -180,7 +181,8 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
   };
 }
 
-export async function run(argv: string[]): Promise<void> {
+/** Runs one `webcodex` command; `testHooks` (for `dev` and `serve gateway`) only from a test launcher, never bin/webcodex.js. */
+export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise<void> {
   const [command, ...rest] = argv;
   // Secrets given in the environment leave /proc/self/environ before any child starts.
   const { env } = sealSecretEnvironment();
@@ -283,6 +285,7 @@ export async function run(argv: string[]): Promise<void> {
         auditRetention: loadRetentionConfig(env),
         runner: loadRunnerSettings(env),
         gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
+        ...(testHooks ? { testHooks } : {}),
       });
       process.stdout.write(
         `WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`,
@@ -334,7 +337,7 @@ export async function run(argv: string[]): Promise<void> {
     }
     case "serve": {
       const service = rest[0];
-      const mains: Record<string, () => Promise<{ main: (env: typeof process.env) => Promise<void> }>> = {
+      const mains: Record<string, () => Promise<{ main: (env: typeof process.env, testHooks?: GatewayTestHooks) => Promise<void> }>> = {
         gateway: () => import("@webcodex/gateway"),
         "tool-registry": () => import("@webcodex/tool-registry"),
         "ref-resolver": () => import("@webcodex/ref-resolver"),
@@ -343,7 +346,7 @@ export async function run(argv: string[]): Promise<void> {
       };
       const load = service ? mains[service] : undefined;
       if (!load) throw new UsageError(`unknown service ${String(service)}\n${usage}`);
-      await (await load()).main(env);
+      await (await load()).main(env, service === "gateway" ? testHooks : undefined);
       return;
     }
     case "runner":

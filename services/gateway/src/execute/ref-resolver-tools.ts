@@ -2,11 +2,13 @@
  * The tools the ref-resolver serves (execution "ref_resolver"): list_projects (with each
  * Project's runner_state), Workflow Sessions, update_project, and the agent tools.
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import { PipelineStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { principalHeaders } from "@webcodex/platform";
+import { connectCodeName, principalHeaders } from "@webcodex/platform";
+import { dependencyFailure, timedStage } from "../call-context.js";
 import type { CallContext, Outcome } from "../call-context.js";
 import { handoffView } from "../session-facts.js";
 import type { RunnerStates } from "./runner-states.js";
@@ -18,8 +20,39 @@ export interface RefResolverToolsDeps {
   runnerStates: RunnerStates;
 }
 
+/**
+ * What evidence.runner_detail says about a peer that did not answer the fence relay:
+ * `<peer>_unreachable` for Unavailable, else `<peer>_<Connect code>` (e.g. broker_permission_denied).
+ */
+export function unansweredRelayDetail(peer: "broker" | "ref_resolver", error: unknown): string {
+  const code = ConnectError.from(error).code;
+  return `${peer}_${code === Code.Unavailable ? "unreachable" : connectCodeName(code)}`;
+}
+
 export function createRefResolverTools(deps: RefResolverToolsDeps) {
+  /**
+   * A ref-resolver tool call. The ref-resolver's part is the call's resolution stage; a started
+   * Attempt is then handed out only once the Project's Runner recorded its fence, and that
+   * relay (through the broker, to the Runner) is the call's dispatch stage.
+   */
   async function runOnRefResolver(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+    let outcome: Outcome;
+    try {
+      outcome = await timedStage(ctx.stages, PipelineStage.resolution, () => callRefResolver(def, args, ctx));
+    } catch (error) {
+      // create_session writes: a lost answer leaves its effect unknown.
+      return {
+        ok: false,
+        failure: dependencyFailure(error, def.effect === "read_only" ? PipelineStage.resolution : PipelineStage.dispatch, def.effect !== "read_only"),
+      };
+    }
+    if (!outcome.ok || def.name !== "start_agent_task_attempt") return outcome;
+    const started = outcome.result;
+    const refused = await timedStage(ctx.stages, PipelineStage.dispatch, () => tellRunnerTheFence(ctx.projectCanonicalId, started, ctx));
+    return refused ? { ok: false, failure: refused } : outcome;
+  }
+
+  async function callRefResolver(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
     switch (def.name) {
       case "list_projects": {
@@ -89,12 +122,7 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
         ctx.projectCanonicalId = res.projectCanonicalId;
         if (res.continuationFacts?.length) ctx.continuationFacts = res.continuationFacts;
         if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
-        const result = JSON.parse(res.resultJson) as Record<string, unknown>;
-        if (def.name === "start_agent_task_attempt") {
-          const refused = await tellRunnerTheFence(res.projectCanonicalId, result, options);
-          if (refused) return { ok: false, failure: refused };
-        }
-        return { ok: true, result };
+        return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
       }
     }
   }
@@ -103,24 +131,17 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
    * A new Attempt is handed to its caller only once the Project's Runner recorded its fence: from
    * then on the Runner refuses every call of the Task's earlier Attempts, also one the gateway
    * admitted just before the takeover and that reaches the Runner before the new Attempt's
-   * first call. When the Runner cannot be told, the start fails (the Attempt is recorded; the
-   * same call with the same idempotency_key returns it once the Runner is told).
+   * first call. The Runner told is the one the Attempt's workspace calls are dispatched to (the
+   * Project resolved as those calls resolve it: its live root identity), and it must answer a
+   * mark at least the new fence. When it cannot be told, the start fails (the Attempt is
+   * recorded; the same call with the same idempotency_key returns it once the Runner is told).
    */
-  async function tellRunnerTheFence(
-    projectCanonicalId: string,
-    started: Record<string, unknown>,
-    options: { signal: AbortSignal; headers: Record<string, string> },
-  ): Promise<ToolFailure | undefined> {
+  async function tellRunnerTheFence(projectCanonicalId: string, started: Record<string, unknown>, ctx: CallContext): Promise<ToolFailure | undefined> {
+    const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
     const taskId = String(started["task_id"] ?? "");
     const fence = BigInt(Number(started["attempt_fence"] ?? 0));
-    let why: string;
-    try {
-      const res = await deps.broker.raiseProjectAttemptFence({ projectCanonicalId, attempt: { taskId, fence } }, options);
-      if (!res.failure) return undefined;
-      why = res.failure.detailCode || res.failure.reasonCode;
-    } catch (error) {
-      why = error instanceof Error ? "broker_unreachable" : "broker_failed";
-    }
+    const why = await relayFence(projectCanonicalId, { taskId, fence }, options);
+    if (why === undefined) return undefined;
     return toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
       detail_code: "attempt_fence_not_delivered",
       state_changed: true,
@@ -128,6 +149,30 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
       message:
         "The Attempt was recorded, but the project's Runner could not be told its fence, so it is not handed out yet. Repeat this call with the same idempotency_key once a Runner serves the project.",
     });
+  }
+
+  /** Tells the Project's Runner the Attempt's fence; undefined once it recorded it, else why not (evidence.runner_detail). */
+  async function relayFence(
+    projectCanonicalId: string,
+    attempt: { taskId: string; fence: bigint },
+    options: { signal: AbortSignal; headers: Record<string, string> },
+  ): Promise<string | undefined> {
+    let rootIdentity: string;
+    try {
+      const resolved = await deps.refResolver.resolveProject({ selector: projectCanonicalId }, options);
+      if (!resolved.project) return resolved.failure?.detailCode || resolved.failure?.reasonCode || ReasonCode.projectNotFound;
+      rootIdentity = resolved.project.rootIdentity;
+    } catch (error) {
+      return unansweredRelayDetail("ref_resolver", error);
+    }
+    try {
+      const res = await deps.broker.raiseProjectAttemptFence({ projectCanonicalId, rootIdentity, attempt }, options);
+      if (res.failure) return res.failure.detailCode || res.failure.reasonCode;
+      // An answer without a mark at least this fence is not a recorded fence.
+      return res.highest < attempt.fence ? "fence_not_recorded" : undefined;
+    } catch (error) {
+      return unansweredRelayDetail("broker", error);
+    }
   }
 
   return { runOnRefResolver };

@@ -4,7 +4,6 @@
  * the call dispatched, and the outcome recorded into its Session. Passive job attention
  * rides along.
  */
-import type { AttemptDispatchHold } from "../attempt-dispatch-hold.js";
 import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
@@ -20,6 +19,13 @@ import type { JobAttention, JobAttentionItem } from "../job-attention.js";
 
 /** The Attempt a workspace call was admitted for, as the dispatch carries it to the Runner. */
 type AttemptFence = { taskId: string; fence: bigint };
+
+/**
+ * A test hook run between an attempt_ref call's admission and its dispatch (it may hold the
+ * call there), so a test can land a takeover in that window. Only a test harness sets it
+ * (GatewayTestHooks); no setting or environment variable of a service does.
+ */
+export type AttemptDispatchHold = (callId: string, signal: AbortSignal) => Promise<void>;
 import { sessionCallFacts } from "../session-facts.js";
 
 /** Tools whose writes go through the Runner's write journal (crash recovery names them by call id). */
@@ -32,7 +38,7 @@ export interface RunnerToolsDeps {
   /** Longest a call waits for its Workflow Session record before answering anyway (default 1000 ms). */
   sessionRecordBudgetMs?: number | undefined;
   attention: JobAttention;
-  /** Test hook: holds an admitted attempt_ref call before its dispatch (see attempt-dispatch-hold.ts). */
+  /** Test hook: holds an admitted attempt_ref call before its dispatch. */
   attemptDispatchHold?: AttemptDispatchHold | undefined;
 }
 
