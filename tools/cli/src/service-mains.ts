@@ -1,0 +1,10 @@
+/** The services `webcodex serve` starts, each loaded only when started. */
+type ServiceModule = { main: (env: typeof process.env) => Promise<void> };
+
+export const SERVICE_MAINS: Record<string, () => Promise<ServiceModule>> = {
+  gateway: () => import("@webcodex/gateway"),
+  "tool-registry": () => import("@webcodex/tool-registry"),
+  "ref-resolver": () => import("@webcodex/ref-resolver"),
+  audit: () => import("@webcodex/audit"),
+  "runner-broker": () => import("@webcodex/runner-broker"),
+};
