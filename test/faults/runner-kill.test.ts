@@ -30,8 +30,7 @@ function merge(runs: KillRunFigures[], restarts: number[]): KillRunFigures {
 describe("Runner killed with SIGKILL during write transactions", () => {
   it(
     `${kills} kills: every transaction is fully applied or fully absent, and the caller's view matches`,
-    // 40 s per kill per harness: at a load average over 20 on two cores a kill took 19.6 s.
-    { timeout: Math.max(120_000, (kills / shards) * 40_000) },
+    { timeout: Math.max(120_000, (kills / shards) * 20_000) },
     async () => {
       const seed = Number(process.env["WEBCODEX_FAULTS_SEED"] ?? Date.now() % 100_000);
       const restarts: number[] = [];

@@ -115,7 +115,7 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
       projectId: o.projectId,
       rootIdentity: await runner.rootIdentity(),
       build: RUNNER_BUILD,
-      capabilities: runner.handlers.capabilities,
+      capabilities: runner.capabilities,
       endpointUrl: o.endpoint,
       fence: runner.fence,
       logger,

@@ -16,11 +16,7 @@ export interface TestStackOptions {
   cli?: string;
 }
 
-/**
- * Starts the stack on free ports, client id `local`, 500 ms heartbeats, its own Redis key
- * prefix, output discarded. Each service may take 90 s to start: on a loaded shared machine
- * one service process start has been measured at up to 30 s.
- */
+/** Starts the stack on free ports, client id `local`, 500 ms heartbeats, its own Redis key prefix, output discarded. */
 export async function startTestStack(o: TestStackOptions): Promise<DistributedStack> {
   return startDistributed({
     basePort: await findFreeBasePort(),
@@ -32,7 +28,6 @@ export async function startTestStack(o: TestStackOptions): Promise<DistributedSt
     extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(), ...o.extraEnv },
     heartbeatIntervalMs: o.heartbeatIntervalMs ?? 500,
     stdio: "ignore",
-    startTimeoutMs: 90_000,
     ...(o.cli ? { cli: o.cli } : {}),
   });
 }

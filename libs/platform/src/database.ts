@@ -2,7 +2,11 @@
  * One small query interface over `pg` (distributed) and PGlite (embedded), so service
  * stores are written once. Each service owns one Postgres schema and its migrations.
  */
-import pg from "pg";
+import { createRequire } from "node:module";
+import type pg from "pg";
+
+/** `pg`, loaded on first use: a process without a Postgres database (a Runner) does not load it at start. */
+const loadPg = () => createRequire(import.meta.url)("pg") as typeof pg;
 
 export interface QueryResult<R> {
   rows: R[];
@@ -31,7 +35,7 @@ export interface PostgresOptions {
 
 /** A Database over a `pg` pool. Pool errors (server gone) surface on the next query, never crash. */
 export function createPostgresDatabase(options: PostgresOptions): Database {
-  const pool = new pg.Pool({
+  const pool = new (loadPg().Pool)({
     connectionString: options.url,
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 3_000,

@@ -1,8 +1,13 @@
 /** Redis client factory: bounded reconnects and fast failure so calls never hang on an outage. */
-import { Redis } from "ioredis";
+import { createRequire } from "node:module";
+import type * as ioredis from "ioredis";
+import type { Redis } from "ioredis";
+
+/** `ioredis`, loaded on first use: a process without Redis (a Runner) does not load it at start. */
+const loadIoredis = () => createRequire(import.meta.url)("ioredis") as typeof ioredis;
 
 export function createRedis(url: string, options: { keyPrefix?: string } = {}): Redis {
-  const client = new Redis(url, {
+  const client = new (loadIoredis().Redis)(url, {
     lazyConnect: false,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,

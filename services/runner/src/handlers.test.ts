@@ -50,27 +50,28 @@ describe("advertised capabilities", () => {
     for (const def of runnerTools().filter((d) => d.implemented)) assert.ok(runner.handlers.tools[def.name], def.name);
   });
 
-  it("equal exactly what its tools need, plus the lease and Attempt fencing its service enforces and the validation toolchains its probe found", () => {
+  it("equal exactly what its tools need, plus the lease and Attempt fencing its service enforces and the validation toolchains its probe found", async () => {
     // project_validate picks providers from the project's files on the Runner, so each probed
     // toolchain row is advertised for it even when no call's arguments name it.
-    const needed = new Set<RunnerCapabilityId>(["fencedExecution", "attemptFencing", ...probeValidationCapabilities(scrubbedBaseEnv().PATH as string)]);
+    const needed = new Set<RunnerCapabilityId>(["fencedExecution", "attemptFencing", ...(await probeValidationCapabilities(scrubbedBaseEnv().PATH as string))]);
     for (const def of runnerTools()) {
       if (runner.handlers.tools[def.name] === undefined) continue;
       for (const id of requiredBy(def.name)) needed.add(id);
     }
     const inCatalogOrder = runnerCapabilityCatalog.filter((r) => needed.has(r.id)).map((r) => r.id);
-    assert.deepEqual([...runner.handlers.capabilities], inCatalogOrder);
+    assert.deepEqual([...(await runner.capabilities)], inCatalogOrder);
   });
 
-  it("leave out what no handler implements, and include host file import, which one does", () => {
+  it("leave out what no handler implements, and include host file import, which one does", async () => {
+    const advertised = await runner.capabilities;
     for (const def of runnerTools().filter((d) => runner.handlers.tools[d.name] === undefined)) {
-      for (const id of requiredBy(def.name)) assert.ok(!runner.handlers.capabilities.includes(id), `${def.name} needs ${id}, which is not implemented`);
+      for (const id of requiredBy(def.name)) assert.ok(!advertised.includes(id), `${def.name} needs ${id}, which is not implemented`);
     }
-    assert.ok(runner.handlers.capabilities.includes("hostFileImport"));
+    assert.ok(advertised.includes("hostFileImport"));
   });
 
   it("advertise fenced execution because the service refuses a stale fence", async () => {
-    assert.ok(runner.handlers.capabilities.includes("fencedExecution"));
+    assert.ok((await runner.capabilities).includes("fencedExecution"));
     const client = createInProcessClient(RunnerService, runner.service);
     const create = (name: string, fence: bigint) =>
       client.execute({

@@ -3,7 +3,8 @@
  * the capabilities it therefore advertises. Each tool names the wire capabilities its
  * implementation provides; the advertised list is exactly their union (in catalog order)
  * plus what the RunnerService provides around every handler, so nothing is advertised from
- * catalog membership alone. The signal is the call's: when the caller abandons a run_* call
+ * catalog membership alone. The validation rows are advertised once the runtime probe found
+ * their toolchains (`probed`). The signal is the call's: when the caller abandons a run_* call
  * before it returns, its process is stopped.
  */
 import { runnerCapabilityCatalog } from "@webcodex/contracts";
@@ -16,6 +17,8 @@ import { runValidation } from "./validation/tools.js";
 interface ImplementedTool<N extends RunnerToolName> {
   /** The capabilities this implementation provides (each a prerequisite of some of its calls). */
   capabilities: readonly RunnerCapabilityId[];
+  /** Those it provides only as far as a runtime probe confirms them. */
+  probed?: Promise<readonly RunnerCapabilityId[]>;
   run: (args: RunnerArguments<N>, signal: AbortSignal) => Promise<unknown>;
 }
 
@@ -37,15 +40,15 @@ function wire<N extends RunnerToolName>(tool: ImplementedTool<N>): ToolHandler {
 }
 
 /**
- * `validation` lists the validation capability rows a runtime probe found toolchains for;
+ * `validation` resolves to the validation capability rows a runtime probe found toolchains for;
  * `advertised` is what the Runner finally advertises (the validation process skips providers
  * missing from it).
  */
 export function runnerHandlers(
   workspace: Workspace,
   executor: Executor,
-  validation: readonly RunnerCapabilityId[] = [],
-  advertised?: () => readonly RunnerCapabilityId[],
+  validation: Promise<readonly RunnerCapabilityId[]> = Promise.resolve([]),
+  advertised?: () => Promise<readonly RunnerCapabilityId[]>,
 ): RunnerHandlers {
   const validationDeps = { executor, capabilities: () => advertised?.() ?? validation };
   const implemented: Implementations = {
@@ -69,19 +72,23 @@ export function runnerHandlers(
     observe_jobs: { capabilities: [], run: async (a) => executor.observeJobs(a) },
     wait_for_job_terminal: { capabilities: [], run: (a, signal) => executor.waitForJobTerminal(a, signal) },
     // The validation tools check their arguments themselves, the last line before a process.
-    project_validate: { capabilities: validation, run: (a, signal) => runValidation(validationDeps, "project_validate", a, signal) },
+    project_validate: { capabilities: [], probed: validation, run: (a, signal) => runValidation(validationDeps, "project_validate", a, signal) },
     cargo_check: { capabilities: [], run: (a, signal) => runValidation(validationDeps, "cargo_check", a, signal) },
     cargo_test: { capabilities: [], run: (a, signal) => runValidation(validationDeps, "cargo_test", a, signal) },
     go_test: { capabilities: [], run: (a, signal) => runValidation(validationDeps, "go_test", a, signal) },
   };
   const tools: Record<string, ToolHandler> = {};
   const provided = new Set<RunnerCapabilityId>(SERVICE_CAPABILITIES);
+  const probes: Array<Promise<readonly RunnerCapabilityId[]>> = [];
   for (const [name, tool] of Object.entries(implemented)) {
     tools[name] = wire(tool);
     for (const id of tool.capabilities) provided.add(id);
+    if (tool.probed) probes.push(tool.probed);
   }
+  const inCatalogOrder = (ids: ReadonlySet<RunnerCapabilityId>) => runnerCapabilityCatalog.filter((row) => ids.has(row.id)).map((row) => row.id);
   return {
     tools,
-    capabilities: runnerCapabilityCatalog.filter((row) => provided.has(row.id)).map((row) => row.id),
+    capabilities: inCatalogOrder(provided),
+    probed: Promise.all(probes).then((found) => inCatalogOrder(new Set(found.flat().filter((id) => !provided.has(id))))),
   };
 }

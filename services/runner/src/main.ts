@@ -60,7 +60,7 @@ export async function main(env: Env = process.env): Promise<void> {
     projectId: config.projectId,
     rootIdentity: await runner.rootIdentity(),
     build: RUNNER_BUILD,
-    capabilities: runner.handlers.capabilities,
+    capabilities: runner.capabilities,
     endpointUrl: config.advertiseUrl ?? server.url,
     containment: runner.containment,
     fence: runner.fence,

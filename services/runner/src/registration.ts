@@ -21,7 +21,12 @@ export interface RegistrationOptions {
   projectId: string;
   rootIdentity: string;
   build: string;
-  capabilities: readonly RunnerCapabilityId[];
+  /**
+   * What the Runner advertises. A promise (Runner.capabilities, complete once the Runner's
+   * toolchain probes answered) is awaited before the first registration, so the broker never
+   * routes by a list the probes have yet to complete.
+   */
+  capabilities: readonly RunnerCapabilityId[] | Promise<readonly RunnerCapabilityId[]>;
   endpointUrl: string;
   logger: Logger;
   /** Shared with the RunnerService: raised from every lease answer. */
@@ -78,6 +83,7 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
 
   const register = async () => {
     const recovered = (await o.recovered) ?? [];
+    const capabilities = await o.capabilities;
     const res = await o.broker.registerRunner(
       {
         runnerId: o.runnerId,
@@ -86,7 +92,7 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
         rootIdentity: o.rootIdentity,
         protocolGeneration: RUNNER_PROTOCOL_GENERATION,
         build: o.build,
-        capabilities: new RunnerCapabilities(o.capabilities).toWire(),
+        capabilities: new RunnerCapabilities(capabilities).toWire(),
         endpointUrl: o.endpointUrl,
         ...(o.containment === undefined ? {} : { containment: o.containment.mode, separateJobUid: o.containment.jobsSeparateUid }),
         recoveredWrites: recovered.map((t) => ({ callId: t.call_id ?? "", tool: t.tool, outcome: t.outcome })),

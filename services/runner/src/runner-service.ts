@@ -21,6 +21,7 @@ import {
   ReasonCode,
   RUNNER_PROTOCOL_GENERATION,
   RunnerCapabilities,
+  runnerCapabilityCatalog,
   toolDefinition,
   toolFailure,
 } from "@webcodex/contracts";
@@ -36,8 +37,20 @@ export type ToolHandler = (args: Record<string, unknown>, signal: AbortSignal) =
 export interface RunnerHandlers {
   /** Canonical tool name → handler. */
   tools: Record<string, ToolHandler>;
-  /** What this Runner advertises; a call needing anything else is refused before its handler runs. */
+  /** What this Runner advertises from the start; a call needing anything else (or in `probed`) is refused before its handler runs. */
   capabilities: readonly RunnerCapabilityId[];
+  /**
+   * What it advertises besides once its runtime probes answered (the validation rows, each only
+   * when its toolchain runs). A call needing one of these that arrives before then waits for
+   * the probes instead of being refused.
+   */
+  probed?: Promise<readonly RunnerCapabilityId[]>;
+}
+
+/** Everything `handlers` advertise, in catalog order, once their probes answered. */
+export async function advertisedCapabilities(handlers: RunnerHandlers): Promise<readonly RunnerCapabilityId[]> {
+  const all = new Set<RunnerCapabilityId>([...handlers.capabilities, ...((await handlers.probed) ?? [])]);
+  return runnerCapabilityCatalog.filter((row) => all.has(row.id)).map((row) => row.id);
 }
 
 /**
@@ -105,8 +118,13 @@ function argumentsForCheck(argumentsJson: string): Record<string, unknown> {
 }
 
 export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof RunnerService> {
-  const advertised = new RunnerCapabilities(deps.handlers.capabilities);
-  const capabilities = advertised.toWire();
+  const advertisedAtStart = new RunnerCapabilities(deps.handlers.capabilities);
+  const advertised = advertisedCapabilities(deps.handlers).then((ids) => new RunnerCapabilities(ids));
+  /** The capabilities a call needs that this Runner does not advertise (awaiting the probes only when it needs more than the start-up set). */
+  const missingFor = async (tool: string, args: Record<string, unknown>): Promise<RunnerCapabilityId[]> => {
+    const missing = missingCapabilities(toolDefinition(tool), args, advertisedAtStart);
+    return missing.length === 0 || deps.handlers.probed === undefined ? missing : missingCapabilities(toolDefinition(tool), args, await advertised);
+  };
   const fence = deps.fence ?? createFenceGuard();
   const expected = deps.runnerToken ? digest(deps.runnerToken) : undefined;
   const authorize = (headers: Headers) => {
@@ -164,7 +182,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
       }
       // The broker checks prerequisites before dispatch; this holds the line for a capability
       // the Runner withholds (or a caller that skipped the broker): nothing runs without it.
-      const missing = missingCapabilities(toolDefinition(req.tool), argumentsForCheck(req.argumentsJson), advertised);
+      const missing = await missingFor(req.tool, argumentsForCheck(req.argumentsJson));
       if (missing.length > 0) {
         return {
           resultJson: "",
@@ -232,7 +250,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         rootIdentity: await deps.rootIdentity(),
         protocolGeneration: RUNNER_PROTOCOL_GENERATION,
         build: deps.build,
-        capabilities,
+        capabilities: (await advertised).toWire(),
       };
     },
   };

@@ -64,11 +64,12 @@ describe("a Runner built from its configuration", () => {
 
   it("withholds a disabled capability: not advertised, and a call needing it runs nothing", async () => {
     const { root, runner, call } = await runnerFromEnv({ WEBCODEX_RUNNER_DISABLED_CAPABILITIES: "apply_text_edit_expected_match_count" });
-    assert.ok(!runner.handlers.capabilities.includes("applyTextEditExpectedMatchCount"));
-    assert.ok(runner.handlers.capabilities.includes("applyTextEdit"), "only the named capability is withheld");
+    const advertised = await runner.capabilities;
+    assert.ok(!advertised.includes("applyTextEditExpectedMatchCount"));
+    assert.ok(advertised.includes("applyTextEdit"), "only the named capability is withheld");
     const describe = await createInProcessClient(RunnerService, runner.service).describe({});
     assert.ok(!describe.capabilities.includes("apply_text_edit_expected_match_count"));
-    assert.deepEqual(describe.capabilities, new RunnerCapabilities(runner.handlers.capabilities).toWire());
+    assert.deepEqual(describe.capabilities, new RunnerCapabilities(advertised).toWire());
 
     await writeFile(path.join(root, "a.txt"), "x x x\n");
     const read = JSON.parse((await call("read_files", { files: [{ path: "a.txt" }] })).resultJson) as { items: Array<{ read_revision: string }> };

@@ -20,7 +20,7 @@ import { resolveJobUser, spawnAs } from "./exec/job-user.js";
 import { probeValidationCapabilities } from "./validation/probe.js";
 import { createSpawnHost } from "./exec/spawn-host.js";
 import { createDirectSpawner } from "./exec/spawner.js";
-import { createFenceGuard, createRunnerService } from "./runner-service.js";
+import { advertisedCapabilities, createFenceGuard, createRunnerService } from "./runner-service.js";
 import type { FenceGuard, RunnerHandlers } from "./runner-service.js";
 import type { RunnerSettings } from "./config.js";
 import { createAttemptFenceStore } from "./attempt-fences.js";
@@ -34,6 +34,11 @@ export interface Runner {
   /** The user Jobs run as, when not the Runner's own. */
   readonly jobUser?: { uid: number; gid: number };
   readonly handlers: RunnerHandlers;
+  /**
+   * What this Runner advertises (register with it), in catalog order: complete once its
+   * toolchain probes answered, which run while it starts.
+   */
+  readonly capabilities: Promise<readonly RunnerCapabilityId[]>;
   /** The RunnerService's fence floor: give it to startRegistration, so fences the broker reports on heartbeats raise it. */
   readonly fence: FenceGuard;
   /** The RunnerService implementation (served by `routes`, or called in-process). */
@@ -117,6 +122,9 @@ export function createRunner(options: RunnerOptions): Runner {
       root: options.root,
     }),
   );
+  // Validation rows: only toolchains that answer on the PATH the Runner's children get. The
+  // probes run while the Runner starts; a registration or call that needs them waits for them.
+  const validation = probeValidationCapabilities(scrubbedBaseEnv().PATH as string, jobUser);
   if (jobUser !== undefined) {
     options.logger.info("jobs run as their own user", {
       uid: jobUser.uid,
@@ -158,13 +166,16 @@ export function createRunner(options: RunnerOptions): Runner {
   const containment = detectContainment(options.containment);
   options.logger.info("job containment", { ...containmentFacts(containment, jobUser !== undefined) });
   const executor = createExecutor({ root: options.root, spawner, containment });
-  // Validation rows: only toolchains that answer on the PATH the Runner's children get.
-  const validation = probeValidationCapabilities(scrubbedBaseEnv().PATH as string, jobUser);
-  let advertised: readonly RunnerCapabilityId[] = [];
+  let advertised: Promise<readonly RunnerCapabilityId[]> = Promise.resolve([]);
   const implemented = runnerHandlers(workspace, executor, validation, () => advertised);
   const withheld = new Set(options.disabledCapabilities ?? []);
-  const handlers: RunnerHandlers = { tools: implemented.tools, capabilities: implemented.capabilities.filter((id) => !withheld.has(id)) };
-  advertised = handlers.capabilities;
+  const offered = (ids: readonly RunnerCapabilityId[]) => ids.filter((id) => !withheld.has(id));
+  const handlers: RunnerHandlers = {
+    tools: implemented.tools,
+    capabilities: offered(implemented.capabilities),
+    ...(implemented.probed === undefined ? {} : { probed: implemented.probed.then(offered) }),
+  };
+  advertised = advertisedCapabilities(handlers);
   if (withheld.size > 0) options.logger.info("capabilities withheld by configuration", { capabilities: [...withheld].map(runnerCapabilityWire) });
   const runnerId = options.runnerId ?? `runner-${hostname()}-${randomBytes(4).toString("hex")}`;
   let identity: Promise<string> | undefined;
@@ -186,6 +197,7 @@ export function createRunner(options: RunnerOptions): Runner {
     containment: containmentFacts(containment, jobUser !== undefined),
     ...(jobUser === undefined ? {} : { jobUser: { uid: jobUser.uid, gid: jobUser.gid } }),
     handlers,
+    capabilities: advertised,
     fence,
     service,
     rootIdentity,

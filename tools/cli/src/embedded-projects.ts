@@ -77,7 +77,7 @@ export function createInProcessProvisioner(o: InProcessProvisionerOptions): Prov
       projectId: w.projectId,
       rootIdentity: await runner.rootIdentity(),
       build: RUNNER_BUILD,
-      capabilities: runner.handlers.capabilities,
+      capabilities: runner.capabilities,
       endpointUrl: endpoint,
       containment: runner.containment,
       fence: runner.fence,

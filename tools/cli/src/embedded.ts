@@ -210,7 +210,7 @@ async function startCore(options: CoreOptions): Promise<Core> {
     projectId: options.projectId ?? projectIdFor(projectDir),
     rootIdentity: await runner.rootIdentity(),
     build: RUNNER_BUILD,
-    capabilities: runner.handlers.capabilities,
+    capabilities: runner.capabilities,
     endpointUrl: "local:runner",
     containment: runner.containment,
     fence: runner.fence,

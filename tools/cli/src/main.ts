@@ -22,6 +22,7 @@ import type { EmbeddedOptions } from "./embedded.js";
 import { loadGitCredentials } from "./embedded-projects.js";
 import { startDistributed, SERVICES } from "./distributed.js";
 import { PROJECTS_USAGE, runProjects } from "./projects.js";
+import { SERVICE_MAINS } from "./service-mains.js";
 
 const serviceNames = SERVICES.filter((s) => s !== "runner").join(", ");
 
@@ -337,14 +338,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
     }
     case "serve": {
       const service = rest[0];
-      const mains: Record<string, () => Promise<{ main: (env: typeof process.env, testHooks?: GatewayTestHooks) => Promise<void> }>> = {
-        gateway: () => import("@webcodex/gateway"),
-        "tool-registry": () => import("@webcodex/tool-registry"),
-        "ref-resolver": () => import("@webcodex/ref-resolver"),
-        audit: () => import("@webcodex/audit"),
-        "runner-broker": () => import("@webcodex/runner-broker"),
-      };
-      const load = service ? mains[service] : undefined;
+      const load = service && Object.hasOwn(SERVICE_MAINS, service) ? SERVICE_MAINS[service] : undefined;
       if (!load) throw new UsageError(`unknown service ${String(service)}\n${usage}`);
       await (await load()).main(env, service === "gateway" ? testHooks : undefined);
       return;

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 
 /**
  * What loading the CLI brings in: importing main.js (and so every module it imports statically,
@@ -9,8 +10,8 @@ import { spawnSync } from "node:child_process";
  * importing main.js in a child process whose module resolution refuses the module. A command is
  * not run here: a module a command loads later by a dynamic import is not covered.
  */
-const refuse = (specifier: string) => {
-  const hooks = `export async function resolve(s, c, next) { if (s === ${JSON.stringify(specifier)} || s.startsWith(${JSON.stringify(`${specifier}/`)})) throw new Error("refused: " + s); return next(s, c); }`;
+const refuse = (...specifiers: string[]) => {
+  const hooks = `const refused = ${JSON.stringify(specifiers)}; export async function resolve(s, c, next) { if (refused.some((r) => s === r || s.startsWith(r + "/"))) throw new Error("refused: " + s); return next(s, c); }`;
   const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});`;
   return ["--import", `data:text/javascript,${encodeURIComponent(register)}`];
 };
@@ -26,5 +27,24 @@ describe("startup imports", () => {
     assert.match(refused.stderr, /refused: @kubernetes\/client-node/);
     const loaded = importIn(refuse("@kubernetes/client-node"), cli);
     assert.equal(loaded.status, 0, loaded.stderr);
+  });
+
+  // A service's start on a loaded machine is mostly loading code: it loads its own only.
+  const executable = fileURLToPath(new URL("../bin/webcodex.js", import.meta.url));
+  const start = (flags: string[], args: string[]) =>
+    spawnSync(process.execPath, [...flags, executable, ...args], { encoding: "utf8", timeout: 60_000, env: { PATH: process.env["PATH"] ?? "" } });
+  const elsewhere = ["@webcodex/gateway", "@webcodex/ref-resolver", "@webcodex/runner-broker", "@webcodex/audit", "@modelcontextprotocol/sdk"];
+
+  it("webcodex runner reaches the Runner without loading another service, the embedded mode or the MCP SDK", () => {
+    const started = start(refuse(...elsewhere, "@webcodex/tool-registry"), ["runner"]);
+    assert.doesNotMatch(started.stderr, /refused/);
+    assert.match(started.stderr, /WEBCODEX_RUNNER_ROOT is required/, "the Runner's own configuration check ran");
+  });
+
+  it("webcodex serve <service> reaches that service without loading the others", () => {
+    const others = [...elsewhere.filter((m) => m !== "@webcodex/audit"), "@webcodex/runner", "@webcodex/tool-registry"];
+    const started = start(refuse(...others), ["serve", "audit"]);
+    assert.doesNotMatch(started.stderr, /refused/);
+    assert.match(started.stderr, /WEBCODEX_POSTGRES_URL is required/, "the audit service's own configuration check ran");
   });
 });

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { eventually, pidGone, SPAWNER_MODES, tempRoot } from "./exec.test-support.js";
+import { eventually, SPAWNER_MODES, tempRoot } from "./exec.test-support.js";
+import { pidGone } from "./process-probes.test-support.js";
 import { createExecutor, detectContainment } from "./index.js";
 import type { CompletedResult, Containment } from "./index.js";
 

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { eventually, pidGone, SPAWNER_MODES, tempRoot } from "./exec.test-support.js";
+import { eventually, SPAWNER_MODES, tempRoot } from "./exec.test-support.js";
+import { pidGone } from "./process-probes.test-support.js";
 import { createExecutor } from "./index.js";
 import type { CompletedResult } from "./index.js";
 

@@ -1,4 +1,4 @@
-/** Shared helpers for the exec tests: temp workspaces and process-liveness checks (a *.test-support file: built beside the tests, pruned from images with them). */
+/** Shared helpers for the exec tests: temp workspaces and spawner modes (a *.test-support file: built beside the tests, pruned from images with them); process-liveness checks are in process-probes.test-support.ts. */
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -11,8 +11,6 @@ export async function tempRoot(): Promise<{ root: string; cleanup: () => Promise
   const root = await mkdtemp(path.join(os.tmpdir(), "wc-exec-"));
   return { root, cleanup: () => rm(root, { recursive: true, force: true }) };
 }
-
-export { pidGone } from "./process-probes.js";
 
 /** Polls `predicate` until it holds or `timeoutMs` passes; returns its last value. */
 export async function eventually(predicate: () => boolean, timeoutMs: number): Promise<boolean> {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { SPAWNER_MODES, eventually, pidGone, tempRoot } from "./exec.test-support.js";
+import { SPAWNER_MODES, eventually, tempRoot } from "./exec.test-support.js";
+import { pidGone } from "./process-probes.test-support.js";
 import { createExecutor } from "./index.js";
 import type { Spawner } from "./spawner.js";
 import type { CompletedResult, Executor } from "./index.js";

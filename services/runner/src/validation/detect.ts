@@ -19,6 +19,7 @@ import {
   parseTsc,
   parseUnittest,
 } from "./parsers.js";
+import { CHECK_ORDER } from "./types.js";
 import type { CheckKind, Parser, ProviderName, SkippedCheck } from "./types.js";
 
 /** The Runner capability each provider needs (wire names). */
@@ -290,14 +291,13 @@ export function detect(o: DetectOptions): Plan {
   pythonSteps(o, plan);
   goSteps(o, plan);
   rustSteps(o, plan);
-  const order = (c: CheckKind) => ["typecheck", "lint", "test", "build"].indexOf(c);
   const runnable: Step[] = [];
   for (const s of plan.steps) {
     const capability = PROVIDER_CAPABILITY[s.provider];
     if (o.capabilities.has(capability)) runnable.push(s);
     else plan.skipped.push({ check: s.check, provider: s.provider, reason: "capability_missing", capability });
   }
-  plan.steps = runnable.sort((a, b) => order(a.check) - order(b.check));
+  plan.steps = runnable.sort((a, b) => CHECK_ORDER[a.check] - CHECK_ORDER[b.check]);
   return plan;
 }
 

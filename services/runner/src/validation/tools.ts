@@ -147,11 +147,12 @@ export function validationTerminal(r: TerminalResult): TerminalResult {
 /** Validation capability rows this Runner advertises, as the validation process needs them (wire names). */
 export interface ValidationToolsDeps {
   executor: Executor;
-  capabilities: () => readonly RunnerCapabilityId[];
+  /** Awaited per call: the Runner's list is complete once its toolchain probes answered. */
+  capabilities: () => readonly RunnerCapabilityId[] | Promise<readonly RunnerCapabilityId[]>;
 }
 
 export async function runValidation(deps: ValidationToolsDeps, tool: ValidationTool, a: Args, signal: AbortSignal): Promise<RunResult> {
-  const request: ValidationRequest = { tool, args: validationArgs(tool, a), capabilities: deps.capabilities().map(runnerCapabilityWire) };
+  const request: ValidationRequest = { tool, args: validationArgs(tool, a), capabilities: (await deps.capabilities()).map(runnerCapabilityWire) };
   return deps.executor.runDerived(
     {
       kind: "validation",

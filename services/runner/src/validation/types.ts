@@ -6,9 +6,14 @@ import type { ToolInput } from "@webcodex/contracts";
 
 /** A check project_validate can run: its `checks` enum in the catalog. */
 export type CheckKind = NonNullable<ToolInput<"project_validate">["checks"]>[number];
-/** Every CheckKind, in run order; a kind added to the catalog's enum does not compile until it is listed here. */
-const CHECK_ORDER = { typecheck: 0, lint: 1, test: 2, build: 3 } satisfies Record<CheckKind, number>;
-export const CHECK_KINDS: readonly CheckKind[] = (Object.keys(CHECK_ORDER) as CheckKind[]).sort((a, b) => CHECK_ORDER[a] - CHECK_ORDER[b]);
+/**
+ * Every CheckKind with its place in the run order (project_validate runs a plan's steps sorted
+ * by it), listed in that order; a kind added to the catalog's enum does not compile until it is
+ * listed here.
+ */
+export const CHECK_ORDER = { typecheck: 0, lint: 1, test: 2, build: 3 } satisfies Record<CheckKind, number>;
+/** Every CheckKind, in run order. */
+export const CHECK_KINDS = Object.keys(CHECK_ORDER) as readonly CheckKind[];
 
 export function isCheckKind(value: unknown): value is CheckKind {
   return CHECK_KINDS.some((kind) => kind === value);

@@ -44,8 +44,8 @@ const check = (r: StructuredValidation, kind: CheckKind) => r.checks.find((c) =>
 const single = (s: Step): Plan => ({ steps: [s], skipped: [], detected: [], notes: [] });
 
 // A fresh CI machine gets these from `make test` (tools/scripts/ensure-toolchains.sh); a missing one fails here.
-test("the validation toolchains are installed where the Runner's children look", () => {
-  const found = probeValidationCapabilities(scrubbedBaseEnv().PATH as string);
+test("the validation toolchains are installed where the Runner's children look", async () => {
+  const found = await probeValidationCapabilities(scrubbedBaseEnv().PATH as string);
   assert.deepEqual([...found].sort(), ["validationGo", "validationNode", "validationPython", "validationRust"]);
 });
 

@@ -2,7 +2,7 @@
  * Liveness probes over Linux /proc that tell a live process from a zombie: the orphan checks
  * of the Runner's tests and of the end-to-end suites (`@webcodex/runner/process-probes`). A
  * killed process stays a zombie until its parent reaps it, and kill(pid, 0) or kill(-pgid, 0)
- * would still count it.
+ * would still count it. Test support only (a *.test-support file: pruned from images).
  */
 import { readdirSync, readFileSync } from "node:fs";
 

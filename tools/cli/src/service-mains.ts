@@ -1,0 +1,12 @@
+import type { GatewayTestHooks } from "@webcodex/gateway";
+
+/** The services `webcodex serve` starts, each loaded only when started (the gateway takes test hooks from a test launcher only). */
+type ServiceModule = { main: (env: typeof process.env, testHooks?: GatewayTestHooks) => Promise<void> };
+
+export const SERVICE_MAINS: Record<string, () => Promise<ServiceModule>> = {
+  gateway: () => import("@webcodex/gateway"),
+  "tool-registry": () => import("@webcodex/tool-registry"),
+  "ref-resolver": () => import("@webcodex/ref-resolver"),
+  audit: () => import("@webcodex/audit"),
+  "runner-broker": () => import("@webcodex/runner-broker"),
+};
