@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import type { RaiseProjectAttemptFenceRequest } from "@webcodex/proto";
-import { admittedTools, listedTools, toolFailure, toolsListResult, failureToWire } from "@webcodex/contracts";
+import { toolFailure, failureToWire } from "@webcodex/contracts";
 import { createLogger } from "@webcodex/platform";
-import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
-import type { AdmittedCatalog } from "./catalog-cache.js";
+import type { ActionRecordInit } from "./audit-recorder.js";
+import { fullCatalog, memoryAudit } from "./pipeline.test-support.js";
 import { createPipeline } from "./pipeline.js";
 import { unansweredRelayDetail } from "./execute/ref-resolver-tools.js";
 
@@ -53,23 +53,8 @@ function harness(relay: Relay) {
       });
     }),
   );
-  const admitted = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
-  const catalog: AdmittedCatalog = {
-    version: "test",
-    admitted: new Map(admitted.map((d) => [d.name, d])),
-    listed: listedTools(admitted),
-    toolsListResult: toolsListResult(admitted),
-  };
-  const audit: AuditRecorder = {
-    record: (r) => {
-      seen.audit.push(r);
-      return Promise.resolve();
-    },
-    flush: () => Promise.resolve(),
-    replay: () => Promise.resolve(0),
-    backlog: () => 0,
-    close: () => Promise.resolve(),
-  };
+  const catalog = fullCatalog();
+  const audit = memoryAudit(seen.audit);
   const pipeline = createPipeline({
     catalogs: { get: () => Promise.resolve(catalog) },
     refResolver,

@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import type { RecordSessionCallRequest } from "@webcodex/proto";
-import { admittedTools, listedTools, toolFailure, toolsListResult, failureToWire } from "@webcodex/contracts";
+import { toolFailure, failureToWire } from "@webcodex/contracts";
 import { createLogger } from "@webcodex/platform";
-import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
-import type { AdmittedCatalog } from "./catalog-cache.js";
+import type { ActionRecordInit } from "./audit-recorder.js";
+import { fullCatalog, memoryAudit } from "./pipeline.test-support.js";
 import { createPipeline } from "./pipeline.js";
 
 const SESSION = "wc_sess_0123456789abcdef0123456789abcdef";
@@ -78,19 +78,8 @@ function harness(script: Script) {
       });
     }),
   );
-  const admitted = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
-  const listed = listedTools(admitted);
-  const catalog: AdmittedCatalog = { version: "test", admitted: new Map(admitted.map((d) => [d.name, d])), listed, toolsListResult: toolsListResult(admitted) };
-  const audit: AuditRecorder = {
-    record: (r) => {
-      seen.audit.push(r);
-      return Promise.resolve();
-    },
-    flush: () => Promise.resolve(),
-    replay: () => Promise.resolve(0),
-    backlog: () => 0,
-    close: () => Promise.resolve(),
-  };
+  const catalog = fullCatalog();
+  const audit = memoryAudit(seen.audit);
   const logger = createLogger({
     service: "test",
     level: "warn",
