@@ -400,7 +400,7 @@ for (const name of ["defaults", "production"]) {
   });
 }
 
-describe("commands match the webcodex CLI (tools/cli/src/main.ts)", () => {
+describe("commands match the webcodex CLI (tools/cli/src/main.ts, service-mains.ts)", () => {
   const { commands, serveTargets } = cliCommands();
 
   test("every service, the migration Job and the Runner pod run a command the CLI accepts", async () => {

@@ -13,18 +13,20 @@ export const root = resolve(here, "../..");
 export const CLI_BIN = "tools/cli/bin/webcodex.js";
 
 /**
- * The `webcodex` command table from tools/cli/src/main.ts: the top-level commands (`case`
- * labels of `run`) and the services `serve <service>` accepts (keys of its `mains` table).
+ * The `webcodex` command table: the top-level commands (`case` labels of `run` in
+ * tools/cli/src/main.ts) and the services `serve <service>` accepts (keys of SERVICE_MAINS in
+ * tools/cli/src/service-mains.ts).
  */
 export function cliCommands() {
   const src = readFileSync(join(root, "tools/cli/src/main.ts"), "utf8");
   const body = src.slice(src.indexOf("export async function run("));
   const commands = [...body.matchAll(/^\s*case "([a-z][a-z-]*)":/gm)].map((m) => m[1]);
-  const mainsStart = body.indexOf("const mains");
-  const mainsEnd = body.indexOf("};", mainsStart);
-  if (mainsStart < 0 || mainsEnd < 0) throw new Error("tools/cli/src/main.ts: the `serve` table (const mains) was not found");
-  const serveTargets = [...body.slice(mainsStart, mainsEnd).matchAll(/^\s*"?([a-z][a-z-]*)"?:\s*\(\)\s*=>\s*import\(/gm)].map((m) => m[1]);
-  if (commands.length === 0 || serveTargets.length === 0) throw new Error("tools/cli/src/main.ts: no commands parsed");
+  const mains = readFileSync(join(root, "tools/cli/src/service-mains.ts"), "utf8");
+  const mainsStart = mains.indexOf("export const SERVICE_MAINS");
+  const mainsEnd = mains.indexOf("};", mainsStart);
+  if (mainsStart < 0 || mainsEnd < 0) throw new Error("tools/cli/src/service-mains.ts: the `serve` table (SERVICE_MAINS) was not found");
+  const serveTargets = [...mains.slice(mainsStart, mainsEnd).matchAll(/^\s*"?([a-z][a-z-]*)"?:\s*\(\)\s*=>\s*import\(/gm)].map((m) => m[1]);
+  if (commands.length === 0 || serveTargets.length === 0) throw new Error("tools/cli: no commands parsed");
   return { commands, serveTargets };
 }
 
