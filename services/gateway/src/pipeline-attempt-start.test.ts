@@ -9,10 +9,8 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import type { RaiseProjectAttemptFenceRequest } from "@webcodex/proto";
 import { toolFailure, failureToWire } from "@webcodex/contracts";
-import { createLogger } from "@webcodex/platform";
 import type { ActionRecordInit } from "./audit-recorder.js";
-import { fullCatalog, memoryAudit } from "./pipeline.test-support.js";
-import { createPipeline } from "./pipeline.js";
+import { testPipeline } from "./pipeline.test-support.js";
 import { unansweredRelayDetail } from "./execute/ref-resolver-tools.js";
 
 const PROJECT = "agent:acme:app";
@@ -53,17 +51,7 @@ function harness(relay: Relay) {
       });
     }),
   );
-  const catalog = fullCatalog();
-  const audit = memoryAudit(seen.audit);
-  const pipeline = createPipeline({
-    catalogs: { get: () => Promise.resolve(catalog) },
-    refResolver,
-    broker,
-    audit,
-    hostProfile: "generic",
-    serverInfo: { name: "t", version: "0", mode: "embedded" },
-    logger: createLogger({ service: "test", level: "silent" }),
-  });
+  const pipeline = testPipeline({ refResolver, broker }, seen.audit);
   const caller = { principal: { clientId: "acme", subject: "worker" }, admissionProfile: "full" as const, scopes: ["webcodex:read", "webcodex:write"] };
   const start = () =>
     pipeline.call(

@@ -10,8 +10,7 @@ import type { RecordSessionCallRequest } from "@webcodex/proto";
 import { toolFailure, failureToWire } from "@webcodex/contracts";
 import { createLogger } from "@webcodex/platform";
 import type { ActionRecordInit } from "./audit-recorder.js";
-import { fullCatalog, memoryAudit } from "./pipeline.test-support.js";
-import { createPipeline } from "./pipeline.js";
+import { testPipeline } from "./pipeline.test-support.js";
 
 const SESSION = "wc_sess_0123456789abcdef0123456789abcdef";
 const PROJECT = "agent:acme:app";
@@ -78,8 +77,6 @@ function harness(script: Script) {
       });
     }),
   );
-  const catalog = fullCatalog();
-  const audit = memoryAudit(seen.audit);
   const logger = createLogger({
     service: "test",
     level: "warn",
@@ -87,16 +84,7 @@ function harness(script: Script) {
       seen.warnings.push(line);
     },
   });
-  const pipeline = createPipeline({
-    catalogs: { get: () => Promise.resolve(catalog) },
-    refResolver,
-    broker,
-    audit,
-    hostProfile: "generic",
-    serverInfo: { name: "t", version: "0", mode: "embedded" },
-    logger,
-    sessionRecordBudgetMs: 200,
-  });
+  const pipeline = testPipeline({ refResolver, broker, logger, sessionRecordBudgetMs: 200 }, seen.audit);
   const caller = { principal: { clientId: "acme", subject: "alice" }, admissionProfile: "full" as const, scopes: ["webcodex:read", "webcodex:write"] };
   const read = (extra: Record<string, unknown>) =>
     pipeline.call(caller, "read_files", { project: "~p1", files: [{ path: "a.ts" }, { path: "b.ts" }], ...extra }, new AbortController().signal);

@@ -2,6 +2,9 @@
 import { admittedTools, listedTools, toolsListResult } from "@webcodex/contracts";
 import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
 import type { AdmittedCatalog } from "./catalog-cache.js";
+import { createLogger } from "@webcodex/platform";
+import { createPipeline } from "./pipeline.js";
+import type { PipelineDeps } from "./pipeline.js";
 
 /** The whole catalog, admitted for the full admission profile and the generic Host. */
 export function fullCatalog(): AdmittedCatalog {
@@ -21,4 +24,23 @@ export function memoryAudit(records: ActionRecordInit[]): AuditRecorder {
     backlog: () => 0,
     close: () => Promise.resolve(),
   };
+}
+
+/**
+ * A pipeline over the full catalog for the generic Host, with an in-memory audit recorder
+ * filling `audit` and a silent logger unless one is given; `deps` adds or overrides the rest.
+ */
+export function testPipeline(
+  deps: Pick<PipelineDeps, "refResolver" | "broker"> & Partial<PipelineDeps>,
+  audit: ActionRecordInit[],
+): ReturnType<typeof createPipeline> {
+  const catalog = fullCatalog();
+  return createPipeline({
+    catalogs: { get: () => Promise.resolve(catalog) },
+    audit: memoryAudit(audit),
+    hostProfile: "generic",
+    serverInfo: { name: "t", version: "0", mode: "embedded" },
+    logger: createLogger({ service: "test", level: "silent" }),
+    ...deps,
+  });
 }

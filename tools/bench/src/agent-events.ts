@@ -19,7 +19,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { findFreeBasePort, startDistributed } from "@webcodex/cli";
-import { createBenchProject } from "./project.js";
+import { benchStackOptions, createBenchProject } from "./project.js";
 import { connect } from "./tool-call.js";
 import { percentile, round } from "./stats.js";
 import type { BenchResult } from "./stats.js";
@@ -113,10 +113,8 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
     postgresUrl: o.postgresUrl,
     redisUrl: o.redisUrl,
     projectDir,
-    clientId: "local",
+    ...benchStackOptions(),
     gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: file },
-    extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-bench:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" },
-    stdio: "ignore",
   });
   try {
     const [lead, worker] = await Promise.all([connect(stack.mcpUrl, tokens.lead), connect(stack.mcpUrl, tokens.worker)]);

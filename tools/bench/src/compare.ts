@@ -11,8 +11,8 @@ import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import type { DistributedOptions, DistributedStack } from "@webcodex/cli";
-import { benchDir, cliPathForBench, createBenchProject } from "./project.js";
-import { connect, connectStdio, pairedLatency, projectRefOf, throughput } from "./tool-call.js";
+import { benchDir, benchStackOptions, cliPathForBench, createBenchProject, stdioEnv } from "./project.js";
+import { connect, connectStdio, pairedLatency, projectRefOf, ratioMetrics, throughput } from "./tool-call.js";
 import type { PairedLatency, Probe } from "./tool-call.js";
 import { createBenchDatabase } from "./bench-database.js";
 import { median, resultTable, round, startChild, stopChild } from "./stats.js";
@@ -49,16 +49,14 @@ function pairedResult(name: string, m: PairedLatency, notes: string): BenchResul
     metrics: {
       base_p50_ms: m.a.p50,
       this_p50_ms: m.b.p50,
-      ratio_p50: m.ratio,
-      ratio_p50_round_min: Math.min(...m.roundRatios),
-      ratio_p50_round_max: Math.max(...m.roundRatios),
+      ...ratioMetrics(m),
     },
     notes,
   };
 }
 
 async function compareStdio(base: Build, ours: Build, projectDir: string): Promise<BenchResult> {
-  const env = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: benchDir("wcx-compare-home-"), WEBCODEX_LOG_LEVEL: "warn" };
+  const env = stdioEnv();
   const start = (b: Build) => connectStdio(process.execPath, [b.cli, "stdio", "--project", projectDir, "--data-dir", benchDir("wcx-compare-stdio-")], env);
   const [a, b] = [await start(base), await start(ours)];
   try {
@@ -132,10 +130,7 @@ async function compareDistributed(base: Build, ours: Build, projectDir: string):
           postgresUrl: (databases[i] as { url: string }).url,
           redisUrl,
           projectDir,
-          clientId: "local",
-          gatewayEnv: { WEBCODEX_DEV_TOKEN: token, WEBCODEX_RATE_LIMIT_PER_MINUTE: "0" },
-          extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-compare:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" },
-          stdio: "ignore",
+          ...benchStackOptions(token),
         }),
       );
     }

@@ -8,8 +8,18 @@ import { execFileSync, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
 import { findFreeBasePort, startDistributed } from "@webcodex/cli";
-import { benchDir, cliPathForBench, createBenchProject } from "./project.js";
-import { baselineServerPath, connect, connectStdio, filesystemServerPath, latency, pairedLatency, projectRefOf, throughput } from "./tool-call.js";
+import { benchDir, benchStackOptions, cliPathForBench, createBenchProject, stdioEnv } from "./project.js";
+import {
+  baselineServerPath,
+  connect,
+  connectStdio,
+  filesystemServerPath,
+  latency,
+  pairedLatency,
+  projectRefOf,
+  ratioMetrics,
+  throughput,
+} from "./tool-call.js";
 import type { Probe } from "./tool-call.js";
 import { benchBulkEdit, benchSearch } from "./workspace-benches.js";
 import { benchAuditIngest } from "./audit-ingest.js";
@@ -92,7 +102,7 @@ async function benchToolCalls(results: BenchResult[]): Promise<void> {
  * (@modelcontextprotocol/server-filesystem, pinned) over stdio, same client, file and run.
  */
 async function benchStdioCall(results: BenchResult[], projectDir: string, file: string): Promise<void> {
-  const env = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: benchDir("wcx-bench-home-"), WEBCODEX_LOG_LEVEL: "warn" };
+  const env = stdioEnv();
   const reference = await connectStdio(process.execPath, [filesystemServerPath, projectDir], env);
   const ours = await connectStdio(process.execPath, [cliPathForBench, "stdio", "--project", projectDir, "--data-dir", benchDir("wcx-bench-stdio-")], env);
   try {
@@ -108,9 +118,7 @@ async function benchStdioCall(results: BenchResult[], projectDir: string, file: 
         reference_p99_ms: m.a.p99,
         stdio_p50_ms: m.b.p50,
         stdio_p99_ms: m.b.p99,
-        ratio_p50: m.ratio,
-        ratio_p50_round_min: Math.min(...m.roundRatios),
-        ratio_p50_round_max: Math.max(...m.roundRatios),
+        ...ratioMetrics(m),
       },
       notes:
         "read_files over webcodex stdio vs read_text_file on @modelcontextprotocol/server-filesystem over stdio, same SDK client and file (target ratio <= 1.5)",
@@ -149,9 +157,7 @@ async function benchEmbeddedCalls(results: BenchResult[], projectDir: string, to
         baseline_p99_ms: m.a.p99,
         embedded_p50_ms: m.b.p50,
         embedded_p99_ms: m.b.p99,
-        ratio_p50: m.ratio,
-        ratio_p50_round_min: Math.min(...m.roundRatios),
-        ratio_p50_round_max: Math.max(...m.roundRatios),
+        ...ratioMetrics(m),
       },
       notes: "same SDK client and file; baseline = bare SDK Streamable HTTP server rebuilt per request reading the file itself (target ratio <= 1)",
     });
@@ -209,10 +215,7 @@ async function benchDistributedCall(results: BenchResult[], projectDir: string, 
       postgresUrl,
       redisUrl,
       projectDir,
-      clientId: "local",
-      gatewayEnv: { WEBCODEX_DEV_TOKEN: token, WEBCODEX_RATE_LIMIT_PER_MINUTE: "0" },
-      extraEnv: { WEBCODEX_REDIS_KEY_PREFIX: `wcx-bench:${randomBytes(4).toString("hex")}:`, WEBCODEX_LOG_LEVEL: "warn" },
-      stdio: "ignore",
+      ...benchStackOptions(token),
     });
     const again = await startChild(process.execPath, [baselineServerPath, projectDir, "0"], /LISTENING (\d+)/);
     try {
@@ -228,9 +231,7 @@ async function benchDistributedCall(results: BenchResult[], projectDir: string, 
           baseline_p50_ms: m.a.p50,
           distributed_p50_ms: m.b.p50,
           distributed_p99_ms: m.b.p99,
-          ratio_p50: m.ratio,
-          ratio_p50_round_min: Math.min(...m.roundRatios),
-          ratio_p50_round_max: Math.max(...m.roundRatios),
+          ...ratioMetrics(m),
         },
         notes: "six processes over HTTP/2 with Postgres and Redis (target ratio <= 2)",
       });

@@ -68,6 +68,11 @@ export interface PairedLatency {
   roundRatios: number[];
 }
 
+/** A paired measurement's ratio and the spread of its per-round ratios, as bench metrics. */
+export function ratioMetrics(m: PairedLatency): { ratio_p50: number; ratio_p50_round_min: number; ratio_p50_round_max: number } {
+  return { ratio_p50: m.ratio, ratio_p50_round_min: Math.min(...m.roundRatios), ratio_p50_round_max: Math.max(...m.roundRatios) };
+}
+
 /**
  * p50 latency of two calls measured side by side, in the same run. Both are warmed up in
  * alternation (V8 keeps optimizing a server for the first thousand or so calls), then

@@ -22,7 +22,7 @@ import type { EmbeddedOptions } from "./embedded.js";
 import { loadGitCredentials } from "./embedded-projects.js";
 import { startDistributed, SERVICES } from "./distributed.js";
 import { PROJECTS_USAGE, runProjects } from "./projects.js";
-import { SERVICE_MAINS } from "./service-mains.js";
+import { serviceLoader } from "./service-mains.js";
 
 const serviceNames = SERVICES.filter((s) => s !== "runner").join(", ");
 
@@ -336,16 +336,14 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       process.once("SIGTERM", stop);
       return;
     }
-    case "serve": {
+    case "serve":
+    case "runner": {
       const service = rest[0];
-      const load = service && Object.hasOwn(SERVICE_MAINS, service) ? SERVICE_MAINS[service] : undefined;
+      const load = serviceLoader(command, service);
       if (!load) throw new UsageError(`unknown service ${String(service)}\n${usage}`);
-      await (await load()).main(env, service === "gateway" ? testHooks : undefined);
+      await (await load()).main(env, command === "serve" && service === "gateway" ? testHooks : undefined);
       return;
     }
-    case "runner":
-      await (await import("@webcodex/runner")).main(env);
-      return;
     case "migrate": {
       const url = env["WEBCODEX_POSTGRES_URL"];
       if (!url) throw new Error("webcodex migrate needs WEBCODEX_POSTGRES_URL");

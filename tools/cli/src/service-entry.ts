@@ -5,19 +5,13 @@
  * loaded machine. Every other command, and help, goes to main.ts.
  */
 import { sealSecretEnvironment } from "@webcodex/platform";
-import { SERVICE_MAINS } from "./service-mains.js";
+import { serviceLoader } from "./service-mains.js";
 
 /** Starts the one service the command line names; false when it names none (another command, help, an unknown service). */
 async function startService(argv: readonly string[]): Promise<boolean> {
   const [command, ...rest] = argv;
   if (rest.includes("--help") || rest.includes("-h")) return false;
-  const service = rest[0];
-  const load =
-    command === "runner"
-      ? () => import("@webcodex/runner")
-      : command === "serve" && service !== undefined && Object.hasOwn(SERVICE_MAINS, service)
-        ? SERVICE_MAINS[service]
-        : undefined;
+  const load = serviceLoader(command, rest[0]);
   if (load === undefined) return false;
   // Secrets given in the environment leave /proc/self/environ before any child starts.
   const { env } = sealSecretEnvironment();

@@ -10,3 +10,10 @@ export const SERVICE_MAINS: Record<string, () => Promise<ServiceModule>> = {
   audit: () => import("@webcodex/audit"),
   "runner-broker": () => import("@webcodex/runner-broker"),
 };
+
+/** What starts the process `webcodex runner` or `webcodex serve <service>` names, or undefined for any other command line. */
+export function serviceLoader(command: string | undefined, service: string | undefined): (() => Promise<ServiceModule>) | undefined {
+  if (command === "runner") return () => import("@webcodex/runner");
+  if (command === "serve" && service !== undefined && Object.hasOwn(SERVICE_MAINS, service)) return SERVICE_MAINS[service];
+  return undefined;
+}
