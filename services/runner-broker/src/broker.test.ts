@@ -43,7 +43,7 @@ interface FakeRunner {
   gate?: Promise<void>;
 }
 
-function fakeRunner(): FakeRunner {
+function fakeRunner(runnerId = ""): FakeRunner {
   const r: FakeRunner = {
     calls: [],
     raised: [],
@@ -54,7 +54,7 @@ function fakeRunner(): FakeRunner {
         return { resultJson: JSON.stringify({ ok: true }) };
       },
       async describe() {
-        return {};
+        return { runnerId };
       },
       async raiseAttemptFence(req) {
         r.raised.push({ taskId: req.attempt?.taskId ?? "", fence: Number(req.attempt?.fence ?? 0n) });
@@ -73,15 +73,32 @@ function setup(over: Partial<RunnerBrokerDeps> = {}) {
     registry: createMemoryRunnerRegistry({ lostAfterMs: 200, now: clock.now }),
     leases: createLeaseStore(createMemoryLeaseBackend({ now: clock.now }), createMemoryFenceHighWaterMark()),
     refResolver,
-    runnerClient: (url) => createInProcessClient(RunnerService, runners.get(url)!.impl),
+    // Whichever fake answers at the address now (the broker keeps one client per address).
+    runnerClient: (url) =>
+      createInProcessClient(RunnerService, {
+        execute: (req, ctx) => runners.get(url)!.impl.execute(req, ctx),
+        describe: (req, ctx) => runners.get(url)!.impl.describe(req, ctx),
+        raiseAttemptFence: (req, ctx) => runners.get(url)!.impl.raiseAttemptFence(req, ctx),
+      }),
     heartbeatIntervalMs: 100,
     logger,
     ...over,
   };
   const broker = createInProcessClient(RunnerBrokerService, createRunnerBroker(deps));
-  const register = async (runnerId: string, caps: RunnerCapabilityId[] = ALL, headers: Record<string, string> = {}) => {
-    const fake = runners.get(runnerId) ?? fakeRunner();
-    runners.set(runnerId, fake);
+  /**
+   * Registers `runnerId` at `at.url` (default: its own id). Its fake answers there unless the
+   * address already answers for another Runner and `at.replaces` is false.
+   */
+  const register = async (
+    runnerId: string,
+    caps: RunnerCapabilityId[] = ALL,
+    headers: Record<string, string> = {},
+    at: { url?: string; replaces?: boolean } = {},
+  ) => {
+    const endpointUrl = at.url ?? runnerId;
+    const existing = runners.get(endpointUrl);
+    const fake = existing && (endpointUrl === runnerId || at.replaces === false) ? existing : fakeRunner(runnerId);
+    runners.set(endpointUrl, fake);
     const res = await broker.registerRunner(
       {
         runnerId,
@@ -91,7 +108,7 @@ function setup(over: Partial<RunnerBrokerDeps> = {}) {
         protocolGeneration: RUNNER_PROTOCOL_GENERATION,
         build: "b1",
         capabilities: new RunnerCapabilities(caps).toWire(),
-        endpointUrl: runnerId,
+        endpointUrl,
       },
       { headers },
     );
@@ -241,6 +258,27 @@ describe("runner-broker", () => {
     assert.equal((await first).failure, undefined);
     assert.equal((await second).failure, undefined, "admitted once the first released its slot");
     assert.equal(fake.calls.length, 2);
+  });
+
+  it("a Runner restarted at its holder's address takes the lease at once with a higher fence; a claim to an address answered by another Runner does not", async () => {
+    const s = setup();
+    const a = await s.register("ra", ALL, {}, { url: "http://runner:1" });
+    assert.equal(a.res.leaseHeld, true);
+    // A Runner that says it listens at ra's address while ra still answers there is a standby.
+    const impostor = await s.register("rx", ALL, {}, { url: "http://runner:1", replaces: false });
+    assert.equal(impostor.res.leaseHeld, false, "the address still answers as ra");
+    // ra's process is replaced at its address by rb (ra has not missed a heartbeat yet).
+    const b = await s.register("rb", ALL, {}, { url: "http://runner:1" });
+    assert.equal(b.res.leaseHeld, true, "the address answers as rb: ra's lease is released");
+    assert.ok(b.res.fence > a.res.fence, "a new fence, so anything still fenced by ra is refused");
+    const stale = await s.broker.heartbeat({ runnerId: "ra", fence: a.res.fence });
+    assert.equal(stale.leaseHeld, false, "ra cannot renew");
+    const res = await s.dispatch("read_files", { files: [{ path: "a" }] });
+    assert.equal(res.failure, undefined);
+    assert.deepEqual(b.fake.calls, [{ tool: "read_files", fence: Number(b.res.fence) }], "routed to rb under its own fence");
+    const status = await s.broker.getFleetStatus({});
+    const holder = status.runners.find((r) => r.leaseHeld);
+    assert.equal(holder?.runnerId, "rb");
   });
 
   it("requires each Runner's own workspace-bound credential on RegisterRunner and Heartbeat; the key itself is no credential", async () => {

@@ -46,6 +46,8 @@ import { runnerCredentialCheck, runnerCredentialHeaders } from "./runner-auth.js
 export const DEFAULT_PROJECT_CONCURRENCY = 16;
 /** How long the broker waits for a Runner to record a raised Attempt fence. */
 const RAISE_FENCE_TIMEOUT_MS = 10_000;
+/** How long registration waits for a reused address to say which Runner answers there. */
+const REPLACED_HOLDER_CHECK_MS = 2_000;
 /** A burst over the limit queues this long: calls ahead of it usually finish or go pending sooner. */
 export const DEFAULT_ADMISSION_WAIT_MS = 5_000;
 
@@ -139,6 +141,27 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
       if (strict) throw new ConnectError("fence store unavailable", Code.Unavailable, undefined, undefined, error);
       return { held: false, fence: 0 };
     }
+  };
+
+  /**
+   * A Runner registering at the address of its Project's lease holder has replaced it there
+   * (a restarted process or pod): two processes cannot listen on one address. Once the address
+   * answers as the registering Runner, the replaced holder's lease is released so this Runner
+   * takes the Project with the next fence now, instead of after the lease lapses; meanwhile
+   * calls routed to the old holder would reach the new process under a lease it does not hold.
+   */
+  const releaseReplacedHolder = async (canonicalId: string, runnerId: string, endpointUrl: string): Promise<void> => {
+    const lease = await leases.current(canonicalId).catch(() => undefined);
+    if (!lease || lease.owner === runnerId) return;
+    const holder = await deps.registry.get(lease.owner);
+    if (!holder || holder.endpointUrl !== endpointUrl || holder.canonicalId !== canonicalId) return;
+    const answering = await runnerClient(endpointUrl)
+      .describe({}, { timeoutMs: REPLACED_HOLDER_CHECK_MS, headers: toRunner(holder) })
+      .catch(() => undefined);
+    if (answering?.runnerId !== runnerId) return;
+    const released = await leases.release(canonicalId, lease.owner, lease.fence).catch(() => false);
+    if (released)
+      deps.logger.info("project lease released: its Runner was replaced at its address", { project: canonicalId, replaced: lease.owner, by: runnerId });
   };
 
   const projectFence = async (scope: string, held: number) => Math.max(held, await leases.highestFence(scope));
@@ -424,6 +447,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         ...(req.containment === "" ? {} : { containment: req.containment, separateJobUid: req.separateJobUid }),
         ...(req.recoveredWrites.length === 0 ? {} : { recoveredWrites: req.recoveredWrites.length }),
       });
+      await releaseReplacedHolder(canonicalId, req.runnerId, req.endpointUrl);
       const lease = await claimLease(canonicalId, req.runnerId, true);
       // A Runner registering again (restarted, or forgotten by the broker) is asked about the
       // Jobs it owned: the ones it no longer has are lost_after_reconcile at once.
