@@ -46,6 +46,8 @@ export interface KillRunFigures {
   recovered_rolled_back: number;
   recovered_completed: number;
   recovery_mismatches: number;
+  /** Calls whose caller was told outcome_unknown, whose changes are on disk, and that recovery recorded no outcome for. */
+  unreported_applied: number;
   leftover_temp_files: number;
   /** Runner start until the first call answered (recovery included), milliseconds. */
   restart_ms_p50: number;
@@ -153,6 +155,7 @@ export async function runKillHarness(options: KillRunOptions): Promise<KillRunFi
     recovered_rolled_back: 0,
     recovered_completed: 0,
     recovery_mismatches: 0,
+    unreported_applied: 0,
     leftover_temp_files: 0,
     restart_ms_p50: 0,
     restart_ms_max: 0,
@@ -296,6 +299,11 @@ async function judgeRecovery(
     if ((told === "succeeded" && state !== "applied") || (told === "failed" && state !== "absent")) {
       figures.misreported++;
       figures.problems.push(`${previous.id}: caller told ${told}, files ${state}`);
+    }
+    // The answer never reached the caller but the changes are on disk: recovery must say so.
+    if (told === "unknown" && state === "applied" && !recovered.some((r) => r.outcome === "completed")) {
+      figures.unreported_applied++;
+      figures.problems.push(`${previous.id}: caller told unknown, files applied, no recovered outcome`);
     }
     for (const r of recovered) {
       if (r.outcome === "completed") figures.recovered_completed++;

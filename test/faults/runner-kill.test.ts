@@ -65,6 +65,7 @@ describe("Runner killed with SIGKILL during write transactions", () => {
       assert.equal(figures.partial, 0);
       assert.equal(figures.misreported, 0);
       assert.equal(figures.recovery_mismatches, 0);
+      assert.equal(figures.unreported_applied, 0, "a call cut off after its changes landed is reported by recovery");
       assert.equal(figures.leftover_temp_files, 0, "recovery removes the temp files a killed transaction left");
       assert.equal(figures.applied + figures.absent, kills);
       assert.ok(figures.killed_mid_call > 0, "some kills landed during a call");

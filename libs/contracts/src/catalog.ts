@@ -722,7 +722,7 @@ const definitions = (
       name: "read_workspace_changes",
       category: "git",
       description:
-        "Changed paths in the working tree with status and line counts. After a Runner crash, recovered_writes says how each interrupted write ended (rolled_back or completed), by the call_id its outcome_unknown failure named.",
+        "Changed paths in the working tree with status and line counts. After a Runner crash or a lost answer, recovered_writes says how each interrupted write ended (rolled_back or completed), by the call_id its outcome_unknown failure named.",
       inputSchema: object({ project, session_id: sessionId }, ["project"]),
       effect: "read_only",
       risk: "low",

@@ -8,6 +8,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { serveWithAnswerHooks } from "./answer-hooks.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 import { createTracingServerInterceptor } from "./tracing.js";
@@ -33,6 +34,8 @@ export interface ServiceServerOptions {
   readiness?: () => Promise<ReadinessReport>;
   metrics?: Metrics;
   logger: Logger;
+  /** Connect handlers may leave work for after their answer is sent or lost (`afterAnswer`). */
+  answerHooks?: boolean;
 }
 
 export interface ServiceServer {
@@ -69,6 +72,7 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
         else res.end();
       });
     }
+    if (connect && options.answerHooks) return serveWithAnswerHooks(res, () => void connect(req as http.IncomingMessage, res as http.ServerResponse));
     if (connect) return connect(req as http.IncomingMessage, res as http.ServerResponse);
     sendJson(res, 404, { error: "not_found" });
   };

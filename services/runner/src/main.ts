@@ -52,6 +52,8 @@ export async function main(env: Env = process.env): Promise<void> {
     routes: runner.routes,
     metrics,
     logger,
+    // A write transaction's journal record stays until its answer has left (runner.ts).
+    answerHooks: true,
   });
   const registration = startRegistration({
     broker: createClient(RunnerBrokerService, createServiceTransport(config.brokerUrl, { metrics })),

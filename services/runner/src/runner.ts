@@ -9,6 +9,7 @@ import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { RunnerService } from "@webcodex/proto";
 import { runnerCapabilityWire } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
+import { afterAnswer } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 import { createEditJournal, createWorkspace, defaultJournalDir } from "./workspace/index.js";
 import type { RecoveredTransaction } from "./workspace/index.js";
@@ -135,7 +136,8 @@ export function createRunner(options: RunnerOptions): Runner {
   const hostSpawner = options.spawnHost === false ? createDirectSpawner() : createSpawnHost({ logger: options.logger.child({ component: "spawn-host" }) });
   const spawner = jobUser === undefined ? hostSpawner : spawnAs(hostSpawner, jobUser, minimalProcessEnv);
   const stateDir = options.stateDir ?? defaultJournalDir(options.root);
-  const journal = createEditJournal({ dir: stateDir });
+  // Served over HTTP, a finished transaction's record waits for its answer to leave (edit-journal.ts).
+  const journal = createEditJournal({ dir: stateDir, afterAnswer });
   const recovery = options.recoverJournal === false ? Promise.resolve([]) : journal.recover();
   // A configured state directory that cannot be used refuses workspace calls; the default
   // (a sibling of the root, which may be read-only in a container) degrades to no journal.
@@ -204,6 +206,7 @@ export function createRunner(options: RunnerOptions): Runner {
     recovery: recovery.catch(() => []),
     routes: (router) => router.service(RunnerService, service),
     close: async () => {
+      await journal.settled();
       await executor.shutdown();
       await spawner.close();
       if (jobUser !== undefined) await rm(jobUser.home, { recursive: true, force: true }).catch(() => undefined);

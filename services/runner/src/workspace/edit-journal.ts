@@ -7,7 +7,9 @@
  * otherwise, the link text for a symbolic link, or "absent") and its planned after-state
  * (bytes and mode, or "absent"), plus the directories it will create. A `committed` marker is
  * written, fsync'ed, once every change is on disk; the record is removed when the transaction
- * is done.
+ * is done and, where the journal is told how (`afterAnswer`), once the call's answer has left:
+ * a Runner killed before its caller has the answer leaves the record to recovery, which reports
+ * the call's outcome. An answer lost on its connection is recorded as that outcome at once.
  *
  * The journal lives in a state directory next to the workspace, never inside it, so it is
  * neither model-visible nor part of the project's git status.
@@ -82,7 +84,10 @@ export interface JournalTransaction {
   readonly id: string;
   /** The commit point: every change is on disk; from now on recovery completes, never rolls back. */
   commit(): Promise<void>;
-  /** The transaction finished (applied, or rolled back in process): forget the record. */
+  /**
+   * The transaction finished (applied, or rolled back in process): forget the record, after the
+   * call's answer has left when the journal has `afterAnswer` (resolves at once then).
+   */
   done(): Promise<void>;
   /** Restores every before-image from the journal (used when an in-process rollback failed). */
   rollback(): Promise<void>;
@@ -96,6 +101,8 @@ export interface EditJournal {
   recover(): Promise<RecoveredTransaction[]>;
   /** Outcomes recovery recorded (newest last). */
   recovered(): Promise<RecoveredTransaction[]>;
+  /** Resolves once the records of answered calls are forgotten (a Runner shutting down waits for it). */
+  settled(): Promise<void>;
 }
 
 export interface EditJournalOptions {
@@ -103,6 +110,11 @@ export interface EditJournalOptions {
   dir: string;
   /** Test seam: called after each durable step of `begin` and before each recovery step. */
   onStep?: (step: string) => void | Promise<void>;
+  /**
+   * Schedules work for after the current call's answer is sent or lost; false outside a call.
+   * Given, a finished transaction's record is kept until then (see above).
+   */
+  afterAnswer?: (then: (fate: "sent" | "lost") => void) => boolean;
 }
 
 const COMMITTED = "committed";
@@ -117,6 +129,9 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
   const outcomeDir = path.join(root, "recovered");
   const step = async (name: string) => options.onStep?.(name);
   let ready: Promise<void> | undefined;
+  // Finished transactions whose record waits for their call's answer: by id, the files they wrote.
+  const awaitingAnswer = new Map<string, { targets: ReadonlySet<string>; forget: () => Promise<void> }>();
+  const forgetting = new Set<Promise<void>>();
   const ensure = () =>
     (ready ??= (async () => {
       await mkdir(txDir, { recursive: true });
@@ -126,6 +141,11 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
 
   async function begin(tool: JournalTool, files: readonly JournalFileSpec[], callId?: string): Promise<JournalTransaction> {
     await ensure();
+    // A finished transaction still waiting for its answer is forgotten before a later one writes
+    // the same files: recovery must never put back its images over the later change.
+    const targets = new Set(files.map((f) => f.target));
+    const superseded = [...awaitingAnswer.values()].filter((w) => [...w.targets].some((t) => targets.has(t)));
+    await Promise.all(superseded.map((w) => w.forget()));
     const id = `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`;
     const partial = path.join(txDir, id + PARTIAL);
     const final = path.join(txDir, id);
@@ -183,7 +203,19 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
         await fsyncPath(final);
         await step("committed");
       },
-      done: () => discard(final),
+      done: async () => {
+        let forgotten: Promise<void> | undefined;
+        const forget = (fate: "sent" | "lost") =>
+          (forgotten ??= track(
+            (async () => {
+              awaitingAnswer.delete(id);
+              if (fate === "lost") await settleLost(final);
+              await discard(final);
+            })(),
+          ));
+        awaitingAnswer.set(id, { targets, forget: () => forget("sent").catch(() => undefined) });
+        if (options.afterAnswer?.((fate) => void forget(fate).catch(() => undefined)) !== true) await forget("sent");
+      },
       rollback: async () => {
         const record = JSON.parse(await readFile(path.join(final, INTENT), "utf8")) as IntentRecord;
         await rollBack(final, record);
@@ -224,22 +256,39 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
       if (committed) await rollForward(dir, record);
       else await rollBack(dir, record);
       await removeStrayTemps(record);
-      const outcome: RecoveredTransaction = {
-        transaction_id: record.id,
-        ...(record.call_id === undefined ? {} : { call_id: record.call_id }),
-        tool: record.tool,
-        outcome: committed ? "completed" : "rolled_back",
-        paths: record.entries.map((e) => e.rel),
-        started_at: record.started_at,
-        recovered_at: new Date().toISOString(),
-      };
       // The outcome is durable before the intent goes: a crash in between repeats an idempotent recovery.
-      await writeDurable(path.join(outcomeDir, `${record.id}.json`), Buffer.from(JSON.stringify(outcome)), "w");
-      await fsyncPath(outcomeDir);
+      const outcome = await recordOutcome(record, committed);
       await discard(dir);
       results.push(outcome);
     }
     return results;
+  }
+
+  function track(work: Promise<void>): Promise<void> {
+    forgetting.add(work);
+    void work.finally(() => forgetting.delete(work)).catch(() => undefined);
+    return work;
+  }
+
+  async function recordOutcome(record: IntentRecord, committed: boolean): Promise<RecoveredTransaction> {
+    const outcome: RecoveredTransaction = {
+      transaction_id: record.id,
+      ...(record.call_id === undefined ? {} : { call_id: record.call_id }),
+      tool: record.tool,
+      outcome: committed ? "completed" : "rolled_back",
+      paths: record.entries.map((e) => e.rel),
+      started_at: record.started_at,
+      recovered_at: new Date().toISOString(),
+    };
+    await writeDurable(path.join(outcomeDir, `${record.id}.json`), Buffer.from(JSON.stringify(outcome)), "w");
+    await fsyncPath(outcomeDir);
+    return outcome;
+  }
+
+  /** A finished transaction whose answer never reached its caller: its outcome is listed as recovery's would be. */
+  async function settleLost(dir: string): Promise<void> {
+    const record = JSON.parse(await readFile(path.join(dir, INTENT), "utf8")) as IntentRecord;
+    await recordOutcome(record, await exists(path.join(dir, COMMITTED)));
   }
 
   /** Forgets a record: one atomic rename first, so a crash mid-removal never leaves a torn record that recovery would act on. */
@@ -263,7 +312,11 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
     return out.sort((a, b) => a.recovered_at.localeCompare(b.recovered_at));
   }
 
-  return { dir: root, begin, recover, recovered };
+  const settled = async () => {
+    while (forgetting.size > 0) await Promise.allSettled([...forgetting]);
+  };
+
+  return { dir: root, begin, recover, recovered, settled };
 }
 
 // ---------------------------------------------------------------- recovery steps
