@@ -46,6 +46,9 @@ for (const suite of suites) {
     process.execPath,
     [
       "--test",
+      // A test file's process ends once its tests have finished, even if a handle it opened
+      // (a socket, a timer) would keep it alive: a leak must not hold the suite until CI's limit.
+      "--test-force-exit",
       `--test-concurrency=${suite.concurrency}`,
       "--test-reporter=spec",
       "--test-reporter-destination=stdout",
