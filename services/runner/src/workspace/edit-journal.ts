@@ -150,6 +150,7 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
     const partial = path.join(txDir, id + PARTIAL);
     const final = path.join(txDir, id);
     await mkdir(partial);
+    let record: IntentRecord;
     try {
       const captured = new Map<string, StoredBefore>();
       const entries: StoredEntry[] = [];
@@ -176,7 +177,7 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
         }
       }
       const createdDirs = await missingParents(files.filter((f) => !("absent" in f.after)).map((f) => f.target));
-      const record: IntentRecord = {
+      record = {
         version: 1,
         id,
         tool,
@@ -196,30 +197,28 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
       await rm(partial, { recursive: true, force: true }).catch(() => undefined);
       throw error;
     }
+    let committed = false;
     return {
       id,
       commit: async () => {
         await writeDurable(path.join(final, COMMITTED), Buffer.from(new Date().toISOString()));
         await fsyncPath(final);
+        committed = true;
         await step("committed");
       },
       done: async () => {
+        // Once, whichever comes first: the answer's fate, or a later transaction on the same files.
         let forgotten: Promise<void> | undefined;
         const forget = (fate: "sent" | "lost") =>
-          (forgotten ??= track(
-            (async () => {
-              awaitingAnswer.delete(id);
-              if (fate === "lost") await settleLost(final);
-              await discard(final);
-            })(),
-          ));
-        awaitingAnswer.set(id, { targets, forget: () => forget("sent").catch(() => undefined) });
-        if (options.afterAnswer?.((fate) => void forget(fate).catch(() => undefined)) !== true) await forget("sent");
+          (forgotten ??= track(async () => {
+            awaitingAnswer.delete(id);
+            if (fate === "lost") await recordOutcome(record, committed);
+            await discard(final);
+          }));
+        awaitingAnswer.set(id, { targets, forget: () => forget("sent") });
+        if (options.afterAnswer?.((fate) => void forget(fate)) !== true) await forget("sent");
       },
-      rollback: async () => {
-        const record = JSON.parse(await readFile(path.join(final, INTENT), "utf8")) as IntentRecord;
-        await rollBack(final, record);
-      },
+      rollback: () => rollBack(final, record),
     };
   }
 
@@ -264,10 +263,13 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
     return results;
   }
 
-  function track(work: Promise<void>): Promise<void> {
-    forgetting.add(work);
-    void work.finally(() => forgetting.delete(work)).catch(() => undefined);
-    return work;
+  /** Runs a record's forgetting (its failure is the next recovery's to mend), counted until done for `settled`. */
+  function track(work: () => Promise<void>): Promise<void> {
+    const running = work()
+      .catch(() => undefined)
+      .finally(() => forgetting.delete(running));
+    forgetting.add(running);
+    return running;
   }
 
   async function recordOutcome(record: IntentRecord, committed: boolean): Promise<RecoveredTransaction> {
@@ -283,12 +285,6 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
     await writeDurable(path.join(outcomeDir, `${record.id}.json`), Buffer.from(JSON.stringify(outcome)), "w");
     await fsyncPath(outcomeDir);
     return outcome;
-  }
-
-  /** A finished transaction whose answer never reached its caller: its outcome is listed as recovery's would be. */
-  async function settleLost(dir: string): Promise<void> {
-    const record = JSON.parse(await readFile(path.join(dir, INTENT), "utf8")) as IntentRecord;
-    await recordOutcome(record, await exists(path.join(dir, COMMITTED)));
   }
 
   /** Forgets a record: one atomic rename first, so a crash mid-removal never leaves a torn record that recovery would act on. */
