@@ -12,7 +12,7 @@ const [root, stateDir, recover] = process.argv.slice(2);
 if (root === undefined || stateDir === undefined) throw new Error("usage: runner-host <root> <stateDir> [on|off]");
 const logger = createLogger({ service: "runner", level: "error" });
 const runner = createRunner({ root, stateDir, logger, spawnHost: false, recoverJournal: recover !== "off" });
-// As `webcodex runner` serves it: a finished transaction's record stays until its answer has left.
-const server = await startServiceServer({ name: "runner", port: 0, host: "127.0.0.1", routes: runner.routes, logger, answerHooks: true });
+// Served as `webcodex runner` serves it.
+const server = await startServiceServer({ name: "runner", port: 0, host: "127.0.0.1", ...runner.serving, logger });
 process.stdout.write(`RUNNER_URL ${server.url}\n`);
 process.stdout.write(`RECOVERED ${JSON.stringify(await runner.recovery)}\n`);

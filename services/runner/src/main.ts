@@ -49,11 +49,9 @@ export async function main(env: Env = process.env): Promise<void> {
     name: "runner",
     port: config.port,
     host: config.host ?? defaultBindHost(env),
-    routes: runner.routes,
+    ...runner.serving,
     metrics,
     logger,
-    // A write transaction's journal record stays until its answer has left (runner.ts).
-    answerHooks: true,
   });
   const registration = startRegistration({
     broker: createClient(RunnerBrokerService, createServiceTransport(config.brokerUrl, { metrics })),

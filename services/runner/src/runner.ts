@@ -42,12 +42,16 @@ export interface Runner {
   readonly capabilities: Promise<readonly RunnerCapabilityId[]>;
   /** The RunnerService's fence floor: give it to startRegistration, so fences the broker reports on heartbeats raise it. */
   readonly fence: FenceGuard;
-  /** The RunnerService implementation (served by `routes`, or called in-process). */
+  /** The RunnerService implementation (served with `serving`, or called in-process). */
   readonly service: ServiceImpl<typeof RunnerService>;
   rootIdentity(): Promise<string>;
   /** Start-up recovery of the write journal: the transactions an earlier process left unfinished, now rolled back or completed. */
   readonly recovery: Promise<RecoveredTransaction[]>;
-  routes(router: ConnectRouter): void;
+  /**
+   * How a server serves this Runner (spread into startServiceServer): its routes, with answer
+   * hooks on, so a finished write transaction's journal record waits for its answer to leave.
+   */
+  readonly serving: { routes(router: ConnectRouter): void; answerHooks: true };
   close(): Promise<void>;
 }
 
@@ -136,7 +140,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const hostSpawner = options.spawnHost === false ? createDirectSpawner() : createSpawnHost({ logger: options.logger.child({ component: "spawn-host" }) });
   const spawner = jobUser === undefined ? hostSpawner : spawnAs(hostSpawner, jobUser, minimalProcessEnv);
   const stateDir = options.stateDir ?? defaultJournalDir(options.root);
-  // Served over HTTP, a finished transaction's record waits for its answer to leave (edit-journal.ts).
+  // Served with `serving`, a finished transaction's record waits for its answer to leave (edit-journal.ts).
   const journal = createEditJournal({ dir: stateDir, afterAnswer });
   const recovery = options.recoverJournal === false ? Promise.resolve([]) : journal.recover();
   // A configured state directory that cannot be used refuses workspace calls; the default
@@ -204,7 +208,7 @@ export function createRunner(options: RunnerOptions): Runner {
     service,
     rootIdentity,
     recovery: recovery.catch(() => []),
-    routes: (router) => router.service(RunnerService, service),
+    serving: { routes: (router) => router.service(RunnerService, service), answerHooks: true },
     close: async () => {
       await journal.settled();
       await executor.shutdown();
