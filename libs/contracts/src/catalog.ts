@@ -46,6 +46,11 @@ function attemptTuple<E extends Record<string, JsonSchema>, const R extends read
 const EDIT_LIMITS = { max_changes: 256, max_edits_per_change: 256, max_expected_match_count: 1024, undo_max_bytes: 8 * 1024 } as const;
 /** import_host_files' ceilings (decoded bytes; a request body is at most 8 MiB). */
 const IMPORT_LIMITS = { max_files: 64, max_file_bytes: 4 * 1024 * 1024, max_call_bytes: 6 * 1024 * 1024 } as const;
+/**
+ * list_skills' and read_skill's budgets: the catalog page (bytes of the serialized skills), one
+ * body or resource slice (bytes), and the resources one read_skill lists.
+ */
+const SKILL_LIMITS = { catalog_bytes: 8 * 1024, body_bytes: 16 * 1024, max_resources: 64 } as const;
 /** What a search proves with read_revisions: at most this many files, each at most this large. */
 const SEARCH_LIMITS = { revision_files: 20, revision_file_bytes: 1024 * 1024 } as const;
 
@@ -330,6 +335,45 @@ const definitions = (
         "audit_backlog",
         "recovered_writes",
       ],
+    },
+    // ── skills ──
+    {
+      name: "list_skills",
+      category: "discovery",
+      description:
+        "Agent Skills you can use: the project's (.agents/skills, .claude/skills; needs `project`) and your team's catalog. Each: name, description, source (project|tenant), revision, valid (else problem says why). A project skill shadows a tenant one of the same name (shadows). At most {{catalog_bytes}} bytes of skills per page; a cut page says omitted and next_cursor: pass it as `cursor` for the rest. Then read_skill the one a task needs.",
+      inputSchema: object({ project, cursor: str("next_cursor from the previous page.") }),
+      effect: "read_only",
+      risk: "low",
+      authority: "project_read",
+      execution: "gateway",
+      limits: SKILL_LIMITS,
+      implemented: true,
+      resultFields: ["skills", "omitted", "next_cursor"],
+      requiredCapabilities: () => ["projectSkills"],
+    },
+    {
+      name: "read_skill",
+      category: "discovery",
+      description:
+        "One skill's SKILL.md as body (byte-exact), at most {{body_bytes}} bytes per call; complete:false gives next_offset: pass it as `offset` for the rest. revision changes with the file: a complete body you hold with the same revision need not be re-read. resources lists its other files (up to {{max_resources}}): read a project skill's with read_files, a tenant skill's with `resource` (read-only).",
+      inputSchema: object(
+        {
+          skill: str("Skill name from list_skills.", { minLength: 1, maxLength: 128 }),
+          project,
+          offset: int("Byte offset: next_offset from the previous call.", { minimum: 0 }),
+          resource: str("A resources path of this skill, read instead of SKILL.md."),
+        },
+        ["skill"],
+      ),
+      effect: "read_only",
+      risk: "low",
+      authority: "project_read",
+      execution: "gateway",
+      limits: SKILL_LIMITS,
+      implemented: true,
+      resultFields: ["name", "source", "revision", "body", "complete", "next_offset", "resources", "resources_omitted", "path", "resource"],
+      requiredCapabilities: () => ["projectSkills"],
     },
     // ── files ──
     {

@@ -52,6 +52,8 @@ export interface EmbeddedOptions {
   rateLimit?: GatewayDeps["rateLimit"];
   /** ModelWorkflowPolicy (WEBCODEX_GOAL_SELECTION, WEBCODEX_UNATTENDED_CONTINUATION). */
   workflowPolicy?: GatewayDeps["workflowPolicy"];
+  /** Directory of per-tenant Agent Skills catalogs (WEBCODEX_SKILL_CATALOGS_DIR). */
+  skillCatalogsDir?: string;
   /** ActionAudit retention and partition maintenance (default: 90 days, 7 ahead, hourly). */
   auditRetention?: AuditRetentionConfig;
   /**
@@ -108,6 +110,7 @@ function embeddedGateway(options: CoreOptions, clients: CoreClients, ping: () =>
     clients: { toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry(), { traceAs: "tool-registry" }), ...clients },
     ...frontEnd,
     ...(options.workflowPolicy ? { workflowPolicy: options.workflowPolicy } : {}),
+    ...(options.skillCatalogsDir !== undefined ? { skillCatalogsDir: options.skillCatalogsDir } : {}),
     dependencyProbes: { postgres: ping },
     mode: "embedded",
     // One process holds the gateway and the audit store, so no gateway can die alone: read

@@ -18,7 +18,7 @@ import {
   ReadResourceRequestSchema,
   SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { gatewayToolsInstruction, toolDefinitions } from "@webcodex/contracts";
+import { gatewayToolsInstruction, SKILLS_BOOTSTRAP_HINT, toolDefinitions } from "@webcodex/contracts";
 import type { HostProfile } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
 import type { CatalogCache } from "../catalog-cache.js";
@@ -33,6 +33,7 @@ export const SERVER_INSTRUCTIONS =
   "Read with read_files (batch related ranges), search with search_project_texts (several queries per call), edit with edit_project_files " +
   "using the read_revision you read. More tools run through call_runtime_tool; read_tool_manifest gives their schemas. " +
   "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. " +
+  `${SKILLS_BOOTSTRAP_HINT} ` +
   gatewayToolsInstruction(toolDefinitions());
 
 const PROGRESS_INTERVAL_MS = 1_000;
