@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { BUILTIN_BOOTSTRAP_GUIDANCE_MAX_CHARS, SKILLS_BOOTSTRAP_HINT, toolLimit } from "@webcodex/contracts";
+import { BUILTIN_BOOTSTRAP_GUIDANCE_MAX_CHARS, SKILLS_BOOTSTRAP_HINT, toolDefinition, toolLimit } from "@webcodex/contracts";
 import type { DistributedStack } from "@webcodex/cli";
 import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startDevServer, startTestStack, tempDir } from "../support/index.js";
 import type { DevServer, TestDatabase, ToolOutcome } from "../support/index.js";
@@ -54,7 +54,13 @@ function writeCatalogs(tenant: string): string {
   return dir;
 }
 
-const runtime = (client: Client, tool: string, args: Json) => callTool(client, "call_runtime_tool", { tool, arguments: args });
+/** A Gateway tool as a Host that knows only tools/list calls it; a success carries only the fields its ToolDefinition declares. */
+async function runtime(client: Client, tool: string, args: Json): Promise<ToolOutcome> {
+  const outcome = await callTool(client, "call_runtime_tool", { tool, arguments: args });
+  const declared = new Set([...(toolDefinition(tool)?.resultFields ?? []), "input_normalization", "job_attention", "follow_up"]);
+  if (!outcome.isError) for (const key of Object.keys(outcome.result)) assert.ok(declared.has(key), `${tool}: result field ${key} is declared`);
+  return outcome;
+}
 const rows = (o: ToolOutcome) => (o.result["skills"] ?? []) as Json[];
 
 interface Principals {

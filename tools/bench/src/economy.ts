@@ -21,6 +21,7 @@ import { benchDir, cliPathForBench } from "./project.js";
 import { connect, projectRefOf } from "./tool-call.js";
 import { round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
+import { addSkillFixture, benchFollowSkill } from "./economy-skills.js";
 
 type Json = Record<string, unknown>;
 
@@ -413,6 +414,9 @@ export async function benchEconomy(): Promise<BenchResult[]> {
         notes: task.filesystem ? "same task, same fixture, each side on its own copy" : "the filesystem server cannot do this task (no process execution)",
       });
     }
+    // Last, so the other tasks see the fixture unchanged: the skill and its release notes appear now.
+    addSkillFixture(webcodexRoot);
+    results.push(await benchFollowSkill(webcodexRoot, project, () => metered(ours)));
     results.push({
       name: "economy_total",
       metrics: {
