@@ -547,7 +547,8 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_MCP_SESSION_KEY: "a random key per gateway process: an MCP Apps Host routed to another replica sees no cards until it initializes again",
     WEBCODEX_OAUTH_ADMIN_CLAIM: "set from oauth.adminClaim when not empty; empty uses the tenant preset's claim",
     WEBCODEX_READY_PROJECTS: "on Kubernetes Runners start per Project on demand, so readiness waits for no particular Project",
-    WEBCODEX_SKILL_CATALOGS_DIR: "set (to the read-only mount) only when gateway.skillCatalogs.existingClaim names a claim; unset means no tenant skill catalogs",
+    WEBCODEX_SKILL_CATALOGS_DIR:
+      "set (to the read-only mount) only when gateway.skillCatalogs.existingClaim names a claim; unset means no tenant skill catalogs",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
   "ref-resolver": { WEBCODEX_REDIS_KEY_PREFIX: "one release per Redis database" },
@@ -751,7 +752,10 @@ describe("env contract with the services' src/config.ts", () => {
     const defaults = gatewayOf(await rendered("defaults"));
     assert.ok(!defaults.volumes.some((v) => v.name === "skill-catalogs"));
     assert.equal(envOf(defaults.containers[0]).WEBCODEX_SKILL_CATALOGS_DIR, undefined);
-    assert.ok(defaults.containers[0].volumeMounts.some((m) => m.name === "audit-spool"), "the audit spool stays mounted");
+    assert.ok(
+      defaults.containers[0].volumeMounts.some((m) => m.name === "audit-spool"),
+      "the audit spool stays mounted",
+    );
   });
 
   test("runner.disabledCapabilities takes only capability names a Runner can withhold", async () => {
