@@ -18,6 +18,7 @@ const FILES = {
   "README.md": "# contracts\n",
   "src/a.ts": "export const a = 1;\nexport const b = 1;\n",
   "src/deep/b.ts": "export const c = 1;\n",
+  ".agents/skills/contracts/SKILL.md": "---\nname: contracts\ndescription: Check the contract suite.\n---\nRun it.\n",
 };
 
 interface FollowUp {
@@ -232,6 +233,8 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       });
       return {
         list_tools: () => ({}),
+        list_skills: () => ({ project }),
+        read_skill: () => ({ project, skill: "contracts" }),
         get_runtime_status: () => ({ compact: false }),
         list_project_files: () => ({ project, path: "src" }),
         search_file_context: () => ({ project, path: "src/a.ts", pattern: "const" }),

@@ -339,7 +339,7 @@ const definitions = (
     // ── skills ──
     {
       name: "list_skills",
-      category: "discovery",
+      category: "skills",
       description:
         "Agent Skills you can use: the project's (.agents/skills, .claude/skills; needs `project`) and your team's catalog. Each: name, description, source (project|tenant), revision, valid (else problem says why). A project skill shadows a tenant one of the same name (shadows). At most {{catalog_bytes}} bytes of skills per page; a cut page says omitted and next_cursor: pass it as `cursor` for the rest. Then read_skill the one a task needs.",
       inputSchema: object({ project, cursor: str("next_cursor from the previous page.") }),
@@ -354,7 +354,7 @@ const definitions = (
     },
     {
       name: "read_skill",
-      category: "discovery",
+      category: "skills",
       description:
         "One skill's SKILL.md as body (byte-exact), at most {{body_bytes}} bytes per call; complete:false gives next_offset: pass it as `offset` for the rest. revision changes with the file: a complete body you hold with the same revision need not be re-read. resources lists its other files (up to {{max_resources}}): read a project skill's with read_files, a tenant skill's with `resource` (read-only).",
       inputSchema: object(
