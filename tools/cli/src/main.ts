@@ -217,6 +217,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
           logger,
           auditRetention: loadRetentionConfig(env),
           runner: loadRunnerSettings(env),
+          ...skillCatalogsOption(env["WEBCODEX_SKILL_CATALOGS_DIR"]),
         });
       } catch (error) {
         unlock();
