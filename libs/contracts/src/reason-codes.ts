@@ -240,7 +240,7 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
   skill_not_found: {
     stages: ["resolution"],
     retry: "change_first",
-    meaning: "No skill with this name in the project's skills or your tenant's catalog, or no such resource in it.",
+    meaning: "No readable skill with this name in the project's skills or your tenant's catalog (detail_code says which), or no such resource in it.",
     no_follow_up: "Which skill to read is the caller's choice; list_skills names every skill it can read.",
   },
   not_a_git_repository: {

@@ -69,6 +69,14 @@ test("read_skill's project part: a body over the limit continues at next_offset 
     assert.ok(Buffer.from(out, "utf8").equals(file));
     const guide = await readProjectSkill(root, { skill: "big", resource: "references/guide.md" });
     assert.equal(guide["body"], "# guide\n");
+    // A folder without SKILL.md in the first root is the skill the catalog lists (invalid); it is not skipped for a later root.
+    await write(root, ".agents/skills/half/notes.md", "x\n");
+    await write(root, ".claude/skills/half/SKILL.md", skillMd("half"));
+    await assert.rejects(readProjectSkill(root, { skill: "half" }), (e) => isToolFailureError(e) && e.failure.detail_code === "skill_md_unreadable");
+    assert.deepEqual(
+      (await listProjectSkills(root)).filter((s) => s.name === "half").map((s) => [s.path, s.valid, s.shadows]),
+      [[".agents/skills/half/SKILL.md", false, [".claude/skills/half/SKILL.md"]]],
+    );
     await assert.rejects(readProjectSkill(root, { skill: "../x" }), (e) => isToolFailureError(e) && e.failure.reason_code === "skill_not_found");
     await assert.rejects(
       readProjectSkill(root, { skill: "big", offset: file.length + 1 }),

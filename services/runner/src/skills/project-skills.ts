@@ -56,7 +56,12 @@ export async function readProjectSkill(root: string, args: ReadArgs): Promise<Re
     if (!(await realDirectory(root, `${rel}/${args.skill}`))) continue;
     const dir = join(root, rel, args.skill);
     const markdown = await readSkillSlice(dir, undefined, 0, SKILL_FILE_MAX_BYTES);
-    if (!markdown.ok) continue;
+    // The first root with the folder is the skill, as list_skills shows it (shadowing the rest).
+    if (!markdown.ok)
+      return fail(ReasonCode.skillNotFound, PipelineStage.resolution, {
+        detail_code: "skill_md_unreadable",
+        evidence: { skill: args.skill, path: `${rel}/${args.skill}/SKILL.md` },
+      });
     // The body and its revision come from the same bytes, so a revision always names what was read.
     const read = args.resource === undefined ? sliceUtf8(markdown.bytes, offset, limit) : await readSkillSlice(dir, args.resource, offset, limit);
     return sliceResult(read, args, rel, dir, markdown.bytes);
