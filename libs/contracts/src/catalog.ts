@@ -114,6 +114,7 @@ const runResult = [
 /** Top-level fields of a StructuredValidation result (completed, or pending like a run). */
 const validationResult = [
   "status",
+  "detail",
   "checks",
   "failures",
   "truncated",
@@ -649,7 +650,7 @@ const definitions = (
     {
       name: "project_validate",
       description:
-        "Run the project's own validators, detected from its files (tsconfig, ESLint config, package.json test script, pytest, go.mod, Cargo.toml), and return parsed results: status passed|failed|error|unparsed, per-check counts, failures with path/line/column/test. checks narrows (default typecheck, lint, test; build on request); skipped checks say why. Pending with job_id like run_* when still running at wait_ms.",
+        "Run the project's own validators, detected from its files (tsconfig, ESLint config, package.json test script, pytest, go.mod, Cargo.toml), and return parsed results: status passed|failed|error|unparsed, per-check counts, failures with path/line/column/test. Monorepos: each path runs in its nearest package; without paths, the root and its workspace packages (package.json/pnpm workspaces, go.work and nested go.mod, Cargo members, pyproject.toml subprojects) each run in their directory, named by `package` (at most 8 per call; the rest skipped as package_limit). checks narrows (default typecheck, lint, test; build on request); skipped checks say why. Pending with job_id like run_* when still running at wait_ms.",
       inputSchema: object(
         {
           project,
@@ -702,7 +703,7 @@ const definitions = (
     {
       name: "go_test",
       description:
-        "go test -json, parsed: test counts, failing tests with file/line, build errors. Same result shape and pending contract as project_validate.",
+        "go test -json, parsed: test counts, failing tests with file/line, build errors. Each pattern runs in the Go module holding its directory (nested modules, go.work members); go's usage errors are status error with a detail code. Same result shape and pending contract as project_validate.",
       inputSchema: object(
         {
           project,

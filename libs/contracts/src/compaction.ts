@@ -134,15 +134,17 @@ const VALIDATION_BOOKKEEPING = ["execution_state", "job_id", "state", "exit_code
 
 /**
  * project_validate, cargo_check, cargo_test, go_test: a validation run that ended by itself
- * within the wait and gave a verdict (passed or failed) drops Job bookkeeping and per-check
- * timings; the verdict, checks, failures and truncation facts stay. A pending, killed, timed
- * out, uncertain or unreadable run stays rich.
+ * within the wait with the validation process's own answer (a verdict, a toolchain's usage
+ * error, nothing detected: no `exit_code`, which only a process that did not answer keeps)
+ * drops Job bookkeeping and per-check timings; the status, checks, failures and truncation
+ * facts stay. A pending, killed, timed out, crashed or uncertain run stays rich.
  */
 export function compactValidation(result: Json): Json {
   const clean =
     result["execution_state"] === "completed" &&
     result["state"] === "completed" &&
-    (result["status"] === "passed" || result["status"] === "failed") &&
+    typeof result["status"] === "string" &&
+    result["exit_code"] === undefined &&
     result["outcome_unknown"] === undefined &&
     result["follow_up"] === undefined;
   if (!clean) return result;

@@ -246,14 +246,12 @@ test("truncated false/true/null/absent and outcome_unknown stay distinct through
   }
 });
 
-test("a validation verdict reached within the wait drops Job bookkeeping; timeouts, pending and uncertainty stay rich", () => {
+test("a validation answer reached within the wait drops Job bookkeeping; timeouts, crashes, pending and uncertainty stay rich", () => {
+  // The validation process's own answer carries no exit code (its status is the verdict).
   const life = {
     execution_state: "completed",
     job_id: "job_1",
     state: "completed",
-    exit_code: 1,
-    signal: null,
-    timed_out: false,
     duration_ms: 900,
     started_at: "2026-01-01T00:00:00.000Z",
     effective: { timeout_ms: 120000, wait_ms: 10000 },
@@ -280,6 +278,7 @@ test("a validation verdict reached within the wait drops Job bookkeeping; timeou
   const timedOut = {
     ...life,
     state: "timed_out",
+    exit_code: null,
     timed_out: true,
     signal: "SIGTERM",
     status: "error",
@@ -293,6 +292,20 @@ test("a validation verdict reached within the wait drops Job bookkeeping; timeou
   assert.deepEqual(compactValidation(pending), pending);
   const uncertain = { ...life, ...verdict, outcome_unknown: true };
   assert.deepEqual(compactValidation(uncertain), uncertain);
-  const unparsed = { ...life, ...verdict, status: "unparsed" };
-  assert.deepEqual(compactValidation(unparsed), unparsed);
+  const crashed = {
+    ...life,
+    exit_code: 70,
+    signal: null,
+    timed_out: false,
+    status: "error",
+    detail: "validator_crashed",
+    checks: [],
+    failures: [],
+    truncated: false,
+  };
+  assert.deepEqual(compactValidation(crashed), crashed);
+  const nothing = { status: "error", detail: "nothing_detected", checks: [], failures: [], truncated: false, notes: ["no validator"] };
+  assert.deepEqual(compactValidation({ ...life, ...nothing }), nothing, "nothing detected is not reported like a failed run");
+  const usage = { ...verdict, status: "error", checks: [{ ...verdict.checks[0], status: "error", detail: "go_package_pattern_invalid" }] };
+  assert.equal(compactValidation({ ...life, ...usage })["job_id"], undefined);
 });

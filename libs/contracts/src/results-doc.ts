@@ -37,7 +37,7 @@ export function renderResultsDoc(): string {
     evidence: {
       path: "src/a.ts",
       current_read_revision: "r_0123456789abcdef",
-      anchors: [{ edit_index: 0, match_count: 1, excerpts: [{ start_line: 11, text: "const x = 1;\nconst y = old(x);\nreturn y;\n" }] }],
+      anchors: [{ edit_index: 0, match_count: 1, excerpts: [{ start_line: 11, text: "const x = 1;\nconst y = old(x);\nreturn y;\n", match_lines: [12] }] }],
     },
     follow_up: rereadFollowUp("~p1", "src/a.ts"),
   });
@@ -79,8 +79,9 @@ export function renderResultsDoc(): string {
     "**Failure** (`isError: true`): `reason_code`, `failure_stage`, `detail_code?`, `state_changed`,",
     "`outcome_unknown`, `evidence?`, `message?` and, when the repair is known, one `follow_up`. A",
     "stale `read_revision` on an edit is its own re-read: `evidence` holds the current revision and,",
-    "per edit, where its `old_text` occurs now with the lines around it (bounded, `anchors_truncated`",
-    "when cut). If they still show what you meant to change, retry with `current_read_revision`;",
+    "per edit, where its `old_text` occurs now with the lines around it (overlapping or adjacent",
+    "excerpts merged so each line appears once, `match_lines` marking the lines a match covers;",
+    "bounded, `anchors_truncated` when cut). If they still show what you meant to change, retry with `current_read_revision`;",
     "otherwise run the follow-up re-read:",
     "",
     "```json",
