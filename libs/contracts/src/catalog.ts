@@ -466,12 +466,13 @@ const definitions = (
       name: "edit_project_files",
       category: "files",
       description:
-        "Guarded, all-or-nothing change to files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. dry_run:true returns match_count and match_ranges, writes nothing.",
+        "Guarded atomic file changes. edit: replace_exact old_text matches once, or occurrence:n or expected_match_count:N replaces all N (else no write), line_scope narrows. Also create, delete, move. dry_run:true: match_count, match_ranges, no write. include_undo:true: its guarded inverse (undo).",
       inputSchema: object(
         {
           project,
           changes: array(fileChange, undefined, { minItems: 1, maxItems: EDIT_LIMITS.max_changes }),
           dry_run: bool(undefined, { default: false }),
+          include_undo: bool(),
           session_id: sessionId,
           attempt_ref: attemptRef,
         },
@@ -485,7 +486,7 @@ const definitions = (
       direct: { rank: 3, reason: "CoreWorkflow" },
       projectSuccess: compactEdit,
       implemented: true,
-      resultFields: ["changed", "paths", "change_summary", "files", "dry_run", "execution_state", "undo"],
+      resultFields: ["files", "change_summary", "dry_run", "execution_state", "undo"],
       requiredCapabilities: (args) => {
         const changes = Array.isArray(args["changes"]) ? (args["changes"] as Array<Record<string, unknown>>) : [];
         const bulk = changes.some(

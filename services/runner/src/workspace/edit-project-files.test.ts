@@ -584,7 +584,7 @@ describe("edit_project_files: a stale revision carries the re-read around each a
 
 describe("edit_project_files: undo_changes, the exact inverse of an applied call", () => {
   const undoOf = async (ws: Awaited<ReturnType<typeof tempWorkspace>>["ws"], changes: Parameters<typeof ws.editProjectFiles>[0]["changes"]) => {
-    const result = (await ws.editProjectFiles({ changes })) as EditAppliedResult;
+    const result = (await ws.editProjectFiles({ changes, include_undo: true })) as EditAppliedResult;
     return result.undo_changes;
   };
 
