@@ -6,7 +6,8 @@
  */
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { cargoCheckStep, cargoPlan, cargoTestStep, detectProject, goTestPlan } from "./detect.js";
+import { cargoCheckStep, cargoTestStep } from "./detect.js";
+import { cargoPlan, detectProject, goTestPlan } from "./plan.js";
 import type { Plan } from "./detect.js";
 import { runPlan } from "./engine.js";
 import type { CheckKind } from "./types.js";
