@@ -119,6 +119,7 @@ const runResult = [
 /** Top-level fields of a StructuredValidation result (completed, or pending like a run). */
 const validationResult = [
   "status",
+  "detail",
   "checks",
   "failures",
   "truncated",
@@ -509,12 +510,13 @@ const definitions = (
       name: "edit_project_files",
       category: "files",
       description:
-        "Guarded, all-or-nothing change to files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. dry_run:true returns match_count and match_ranges, writes nothing.",
+        "Guarded atomic file changes. edit: replace_exact old_text matches once, or occurrence:n or expected_match_count:N replaces all N (else no write), line_scope narrows. Also create, delete, move. dry_run:true: match_count, match_ranges, no write. include_undo:true: its guarded inverse (undo).",
       inputSchema: object(
         {
           project,
           changes: array(fileChange, undefined, { minItems: 1, maxItems: EDIT_LIMITS.max_changes }),
           dry_run: bool(undefined, { default: false }),
+          include_undo: bool(),
           session_id: sessionId,
           attempt_ref: attemptRef,
         },
@@ -528,7 +530,7 @@ const definitions = (
       direct: { rank: 3, reason: "CoreWorkflow" },
       projectSuccess: compactEdit,
       implemented: true,
-      resultFields: ["changed", "paths", "change_summary", "files", "dry_run", "execution_state", "undo"],
+      resultFields: ["files", "change_summary", "dry_run", "execution_state", "undo"],
       requiredCapabilities: (args) => {
         const changes = Array.isArray(args["changes"]) ? (args["changes"] as Array<Record<string, unknown>>) : [];
         const bulk = changes.some(
@@ -693,7 +695,7 @@ const definitions = (
     {
       name: "project_validate",
       description:
-        "Run the project's own validators, detected from its files (tsconfig, ESLint config, package.json test script, pytest, go.mod, Cargo.toml), and return parsed results: status passed|failed|error|unparsed, per-check counts, failures with path/line/column/test. checks narrows (default typecheck, lint, test; build on request); skipped checks say why. Pending with job_id like run_* when still running at wait_ms.",
+        "Run the project's own validators, detected from its files (tsconfig, ESLint config, package.json test script, pytest, go.mod, Cargo.toml), and return parsed results: status passed|failed|error|unparsed, per-check counts, failures with path/line/column/test. Monorepos: each path runs in its nearest package; without paths, the root and its workspace packages (package.json/pnpm workspaces, go.work and nested go.mod, Cargo members, pyproject.toml subprojects) each run in their directory, named by `package` (at most 8 per call; the rest skipped as package_limit). checks narrows (default typecheck, lint, test; build on request); skipped checks say why. Pending with job_id like run_* when still running at wait_ms.",
       inputSchema: object(
         {
           project,
@@ -746,7 +748,7 @@ const definitions = (
     {
       name: "go_test",
       description:
-        "go test -json, parsed: test counts, failing tests with file/line, build errors. Same result shape and pending contract as project_validate.",
+        "go test -json, parsed: test counts, failing tests with file/line, build errors. Each pattern runs in the Go module holding its directory (nested modules, go.work members); go's usage errors are status error with a detail code. Same result shape and pending contract as project_validate.",
       inputSchema: object(
         {
           project,

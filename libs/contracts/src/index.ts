@@ -81,6 +81,7 @@ export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } fr
 // For contract tests and docs generation:
 export type { JsonSchema } from "./json-schema.js";
 export { sampleToolArgs, sampleToolArgVariants } from "./sample-args.js";
+export { repeatedFacts } from "./repeated-facts.js";
 export { followUpBuilders } from "./follow-up.js";
 export { renderToolsDoc } from "./tools-doc.js";
 export { renderResultsDoc } from "./results-doc.js";

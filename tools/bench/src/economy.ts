@@ -285,6 +285,7 @@ const tasks: Task[] = [
             edits: [{ replace_exact: { old_text: "total * 0.2", new_text: "total * 0.25" } }],
           },
         ],
+        include_undo: true,
       });
       // The review: what the runtime replaced, as the exact guarded inverse it offers (like the
       // filesystem server's edit_file diff). Undo is that call, run exactly as returned.
