@@ -16,6 +16,7 @@ import { createMemoryFenceHighWaterMark } from "./leases/fence-hwm.js";
 import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
 import { RUNNER_TOKEN_HEADER, runnerCredential } from "./runner-auth.js";
 import type { Provisioner } from "./provisioning/provisioner.js";
+import { noSuchProjectAnswer } from "./caller-policy.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 const ALL: RunnerCapabilityId[] = [
@@ -496,9 +497,18 @@ describe("runner-broker", () => {
   });
 });
 
+/** A lease store where agent:c1:p1 had a Runner before (one fence issued, its lease released): a broker restarted since. */
+async function leasesServedBefore() {
+  const leases = createLeaseStore(createMemoryLeaseBackend(), createMemoryFenceHighWaterMark());
+  const granted = await leases.acquire("agent:c1:p1", "runner-before-restart", 60_000);
+  assert.ok(granted.held);
+  assert.equal(await leases.release("agent:c1:p1", "runner-before-restart", granted.lease.fence), true);
+  return leases;
+}
+
 describe("runner-broker: a call for a Project whose Runner is starting", () => {
   it("waits for the Runner (bounded) instead of failing, then runs on it", async () => {
-    const { register, dispatch } = setup({ runnerStartWaitMs: 5_000 });
+    const { register, dispatch } = setup({ runnerStartWaitMs: 5_000, leases: await leasesServedBefore() });
     const call = dispatch("read_files", { files: [{ path: "a.txt" }] });
     // Not a synchronization: the Runner appears 150 ms after the call, which must still be waiting.
     await new Promise((r) => setTimeout(r, 150));
@@ -512,7 +522,7 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
   });
 
   it("an Attempt fence relay waits for the Runner the same way, then tells it", async () => {
-    const { broker, register } = setup({ runnerStartWaitMs: 5_000 });
+    const { broker, register } = setup({ runnerStartWaitMs: 5_000, leases: await leasesServedBefore() });
     const relay = broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", rootIdentity: "root-1", attempt: { taskId: "wc_task_1", fence: 4n } });
     // Not a synchronization: the Runner appears 150 ms after the relay, which must still be waiting.
     await new Promise((r) => setTimeout(r, 150));
@@ -523,13 +533,21 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
   });
 
   it("fails runner_unavailable after the bound, saying how long it waited", async () => {
-    const { dispatch } = setup({ runnerStartWaitMs: 200 });
+    const { dispatch } = setup({ runnerStartWaitMs: 200, leases: await leasesServedBefore() });
     const started = Date.now();
     const res = await dispatch("read_files", { files: [{ path: "a.txt" }] });
     assert.equal(res.failure?.reasonCode, "runner_unavailable");
     assert.equal(res.failure?.detailCode, "no_live_runner");
     const waited = Number((JSON.parse(res.failure?.evidenceJson ?? "{}") as { evidence?: Record<string, unknown> }).evidence?.["waited_for_runner_ms"]);
     assert.ok(waited >= 190 && Date.now() - started < 2_000, `waited ${waited} ms`);
+  });
+
+  it("answers a project no Runner ever served at once, even in the start window, as a project of another tenant", async () => {
+    const { dispatch } = setup({ runnerStartWaitMs: 5_000 });
+    const started = Date.now();
+    const res = await dispatch("read_files", { files: [{ path: "a.txt" }] });
+    assert.ok(Date.now() - started < 2_500, "no start-window wait (5 s)");
+    assert.deepEqual(res.failure, noSuchProjectAnswer().failure);
   });
 
   it("does not wait once the broker has run past the start window and no Runner was ever seen", async () => {

@@ -331,14 +331,17 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   };
 
   /**
-   * Whether a Project's Runner may be starting: this broker started moments ago (Runners are
-   * registering, or re-registering after a restart), or a Runner is registered and not lost
-   * but not routable yet (its lease is pending).
+   * Whether a Project's Runner may be starting: a Runner is registered and not lost but not
+   * routable yet (its lease is pending), or this broker started moments ago and the Project
+   * has had a Runner before (a lease fence was issued for it, so its Runner may be
+   * re-registering after a restart). A Project no Runner ever served is answered at once,
+   * whenever it is asked: exactly as another tenant's project, with no wait to tell them apart.
    */
   const runnerMayBeStarting = async (canonicalId: string, holder: RunnerState | undefined): Promise<boolean> => {
-    if (Date.now() - startedAtMs < runnerStartWaitMs) return true;
     const last = holder ?? (await deps.registry.lastForProject(canonicalId));
-    return last !== undefined && last.connectionState !== "lost";
+    if (last !== undefined && last.connectionState !== "lost") return true;
+    if (Date.now() - startedAtMs >= runnerStartWaitMs) return false;
+    return last !== undefined || (await leases.highestFence(canonicalId).catch(() => 1)) > 0;
   };
 
   /**

@@ -76,8 +76,8 @@ function reserveStdoutForProtocol(): Writable {
 }
 
 /**
- * The stdio data dir serves one process at a time: a pid file taken with O_EXCL, replaced
- * when the pid it names is gone.
+ * A data dir (of `webcodex dev`, `stdio` or `projects`) serves one process at a time: a pid
+ * file taken with O_EXCL, replaced when the pid it names is gone.
  */
 function lockDataDir(dir: string): () => void {
   mkdirSync(dir, { recursive: true });
@@ -272,22 +272,31 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
       const { tokens, shown, clientId } = devTokens(env);
       const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? defaultDataDir();
-      const telemetry = await startTelemetry("webcodex-dev", env, logger);
-      const embedded = await startEmbedded({
-        projectDir: values.project,
-        port,
-        host: values.host,
-        dataDir,
-        tokens,
-        clientId,
-        logger,
-        ...devAuthOptions(env),
-        workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
-        auditRetention: loadRetentionConfig(env),
-        runner: loadRunnerSettings(env),
-        gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
-        ...(testHooks ? { testHooks } : {}),
-      });
+      // One process per data dir, as for stdio: two would each issue the same refs.
+      const unlock = lockDataDir(dataDir);
+      let embedded: Awaited<ReturnType<typeof startEmbedded>>;
+      let telemetry: Awaited<ReturnType<typeof startTelemetry>>;
+      try {
+        telemetry = await startTelemetry("webcodex-dev", env, logger);
+        embedded = await startEmbedded({
+          projectDir: values.project,
+          port,
+          host: values.host,
+          dataDir,
+          tokens,
+          clientId,
+          logger,
+          ...devAuthOptions(env),
+          workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
+          auditRetention: loadRetentionConfig(env),
+          runner: loadRunnerSettings(env),
+          gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
+          ...(testHooks ? { testHooks } : {}),
+        });
+      } catch (error) {
+        unlock();
+        throw error;
+      }
       process.stdout.write(
         `WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`,
       );
@@ -296,8 +305,8 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
           .close()
           .then(() => telemetry.shutdown())
           .then(
-            () => process.exit(0),
-            () => process.exit(1),
+            () => (unlock(), process.exit(0)),
+            () => (unlock(), process.exit(1)),
           );
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
