@@ -260,14 +260,15 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     retry: "same_call",
     meaning: "A platform service did not answer; outcome_unknown says whether the effect may have happened.",
     follow_up: "inspectWorkspaceFollowUp",
-    no_follow_up: "Only an effect that may have happened (outcome_unknown) carries the inspection; otherwise nothing ran and the same call is the repair.",
+    no_follow_up:
+      "Only a workspace effect (an edit or a process) that may have happened (outcome_unknown) carries the inspection; otherwise nothing in the workspace can have changed and the same call is the repair.",
   },
   internal: {
     stages: ["dispatch", "execution"],
     retry: "inspect_first",
     meaning: "An unexpected runtime error; outcome_unknown says whether the effect may have happened.",
     follow_up: "inspectWorkspaceFollowUp",
-    no_follow_up: "Only an effect that may have happened (outcome_unknown) carries the inspection; no other repair is known.",
+    no_follow_up: "Only a workspace effect (an edit or a process) that may have happened (outcome_unknown) carries the inspection; no other repair is known.",
   },
 };
 

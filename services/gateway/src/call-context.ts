@@ -68,9 +68,26 @@ export function subStageDone(stages: StageTimings, key: PipelineSubStage, since:
 export function dependencyFailure(error: unknown, stage: PipelineStage, effectful: boolean): ToolFailure {
   const ce = ConnectError.from(error);
   const unknown = stage === PipelineStage.dispatch && effectful && !provenNotSent(error);
-  return toolFailure(ReasonCode.dependencyUnavailable, stage, {
+  const failure = toolFailure(ReasonCode.dependencyUnavailable, stage, {
     detail_code: connectCodeName(ce.code),
     outcome_unknown: unknown,
     message: `A platform dependency failed during ${stage}; ${unknown ? "the effect is unknown: inspect before retrying" : "nothing was run"}.`,
   });
+  causes.set(failure, ce.message);
+  return failure;
+}
+
+/** Why each dependency failure happened (the dependency's own error), for the log only: never shown to the caller. */
+const causes = new WeakMap<ToolFailure, string>();
+
+/** The cause dependencyFailure recorded for `failure` (the operator's log line names it). */
+export function dependencyCause(failure: ToolFailure): string | undefined {
+  return causes.get(failure);
+}
+
+/** `to`, a copy of `from` with more said, keeping the cause recorded for `from`. */
+export function keepingCause(from: ToolFailure, to: ToolFailure): ToolFailure {
+  const cause = causes.get(from);
+  if (cause !== undefined) causes.set(to, cause);
+  return to;
 }

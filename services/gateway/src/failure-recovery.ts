@@ -8,16 +8,18 @@ import {
   rereadFollowUp,
   waitForProjectFollowUp,
 } from "@webcodex/contracts";
-import type { FollowUp, ToolFailure } from "@webcodex/contracts";
+import type { FollowUp, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 
 /**
  * The recovery follow-up a failure carries, as the reason-code table names it, built from
  * what the call and the failure's evidence prove (the caller's own project selector, the
  * path the evidence names). A failure that already carries one keeps it; a row whose inputs
  * are not known here (no project, no single path, an effect that cannot have happened)
- * carries none, as the table records.
+ * carries none, as the table records. A workspace inspection is offered only after a call
+ * of a tool that can change the workspace (`touchesWorkspace`): after a failed create_session
+ * there is nothing in the workspace to inspect.
  */
-export function withRecovery(failure: ToolFailure, project: string | undefined): ToolFailure {
+export function withRecovery(failure: ToolFailure, project: string | undefined, touchesWorkspace: boolean): ToolFailure {
   if (failure.follow_up) return failure;
   const builder = failureFollowUpBuilder(failure.reason_code, failure.detail_code);
   const path = typeof failure.evidence?.["path"] === "string" ? (failure.evidence["path"] as string) : undefined;
@@ -30,7 +32,7 @@ export function withRecovery(failure: ToolFailure, project: string | undefined):
       if (project !== undefined && path !== undefined) followUp = rereadFollowUp(project, path);
       break;
     case "inspectWorkspaceFollowUp":
-      if (project !== undefined && failure.outcome_unknown) followUp = inspectWorkspaceFollowUp(project);
+      if (project !== undefined && failure.outcome_unknown && touchesWorkspace) followUp = inspectWorkspaceFollowUp(project);
       break;
     case "createSessionFollowUp":
       if (project !== undefined) followUp = createSessionFollowUp(project);
@@ -51,6 +53,11 @@ export function withRecovery(failure: ToolFailure, project: string | undefined):
       break;
   }
   return followUp ? { ...failure, follow_up: followUp } : failure;
+}
+
+/** Whether a call of `def` can change the workspace (edits, processes): what a workspace inspection can show. */
+export function touchesWorkspace(def: ToolDefinition | undefined): boolean {
+  return def !== undefined && (def.effect === "workspace_write" || def.effect === "process_execution");
 }
 
 /** The caller's own project selector, from the normalized arguments or, before normalization, the raw ones. */

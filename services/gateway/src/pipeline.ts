@@ -34,11 +34,11 @@ import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcode
 import type { Caller } from "./auth.js";
 import { auditNotDurableFailure, captureCall } from "./audit-capture.js";
 import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
-import { dependencyFailure, micros, now, timedStage } from "./call-context.js";
+import { dependencyCause, dependencyFailure, micros, now, timedStage } from "./call-context.js";
 import { createCallMetrics } from "./call-metrics.js";
 import type { CallContext, Outcome } from "./call-context.js";
 import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
-import { projectSelector, withRecovery } from "./failure-recovery.js";
+import { projectSelector, touchesWorkspace, withRecovery } from "./failure-recovery.js";
 import { validationVerdict } from "./session-facts.js";
 import { checkToolScope } from "./auth/scopes.js";
 import { createPresentation, presentationText } from "./presentation.js";
@@ -216,10 +216,8 @@ export function createPipeline(deps: PipelineDeps) {
       return await run(def, args, ctx, callId);
     } catch (error) {
       const effectful = def.effect !== "read_only";
-      if (error instanceof ConnectError) {
-        deps.logger.warn("tool call dependency failed", { tool: def.name, error: error.message });
-        return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, effectful) };
-      }
+      // Logged with its cause once the call's outcome is known (callInSpan).
+      if (error instanceof ConnectError) return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, effectful) };
       deps.logger.error("tool call failed unexpectedly", { tool: def.name, error });
       return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "unhandled_error", outcome_unknown: effectful }) };
     }
@@ -284,8 +282,20 @@ export function createPipeline(deps: PipelineDeps) {
       }
     }
 
-    // Every failure with a known repair carries it (the reason-code table says which).
-    if (!outcome.ok) outcome = { ok: false, failure: withRecovery(outcome.failure, projectSelector(args, rawArgs)) };
+    if (!outcome.ok && outcome.failure.reason_code === ReasonCode.dependencyUnavailable) {
+      // Every dependency failure is in the operator's log with its cause (the caller sees none).
+      const f = outcome.failure;
+      deps.logger.warn("tool call dependency failed", {
+        tool,
+        stage: f.failure_stage,
+        detail_code: f.detail_code,
+        outcome_unknown: f.outcome_unknown,
+        cause: dependencyCause(f) ?? "unknown",
+      });
+    }
+    // Every failure with a known repair carries it (the reason-code table says which); a
+    // workspace inspection only for a tool that can change the workspace.
+    if (!outcome.ok) outcome = { ok: false, failure: withRecovery(outcome.failure, projectSelector(args, rawArgs), touchesWorkspace(def)) };
 
     // Audit capture, from the canonical outcome before the late model projection: nothing a
     // projection adds (input_normalization, follow_up) can reach the record or its sizes.

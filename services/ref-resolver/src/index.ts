@@ -1,4 +1,5 @@
-export { createRefResolver, migrateRefResolver, REF_RESOLVER_SCHEMA } from "./ref-resolver.js";
+export { checkRefStores, createRefResolver, migrateRefResolver, REF_RESOLVER_SCHEMA } from "./ref-resolver.js";
+export type { CounterRepair } from "./refs/counter-invariants.js";
 export type { RefResolverDeps } from "./ref-resolver.js";
 export { createProjectStore, listStoredProjects, validCanonicalProjectId, ProjectOwnershipError } from "./projects/project-store.js";
 export type { ProjectStore, ProjectStoreOptions, ProjectRecord, Resolution, StoredProject } from "./projects/project-store.js";

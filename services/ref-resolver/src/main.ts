@@ -13,7 +13,7 @@ import {
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { routes } from "./routes.js";
-import { migrateRefResolver } from "./ref-resolver.js";
+import { checkRefStores, migrateRefResolver } from "./ref-resolver.js";
 import { createPostgresAgentEventBus } from "./agents/event-bus.js";
 import { createRedisTaskFenceCounter } from "./agents/fence-counter.js";
 
@@ -24,6 +24,8 @@ export async function main(env: Env = process.env): Promise<void> {
   const telemetry = await startTelemetry("webcodex-ref-resolver", env, logger);
   const db = createPostgresDatabase({ url: config.postgresUrl });
   if (config.migrateOnStart) await migrateRefResolver(db);
+  // A database not migrated yet (the chart's hook runs first) is checked on the next start.
+  await checkRefStores(db, logger).catch((error: unknown) => logger.error("ref store invariants not checked", { error }));
   const identity = serviceIdentityFromEnv("ref-resolver", env);
   if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
   // Task fences ratchet a Redis counter from the Postgres mark; event waiters on every replica

@@ -8,7 +8,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RefResolverService } from "@webcodex/proto";
 import { principalFromHeaders, runMigrations } from "@webcodex/platform";
-import type { Database } from "@webcodex/platform";
+import type { Database, Logger } from "@webcodex/platform";
 import { isCanonicalIdPart, failureToWire } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { createAgentContinuations } from "./agents/agent-continuations.js";
@@ -20,6 +20,8 @@ import type { AgentEventBus } from "./agents/event-bus.js";
 import { createMemoryTaskFenceCounter } from "./agents/fence-counter.js";
 import type { TaskFenceCounter } from "./agents/fence-counter.js";
 import { refResolverMigrations } from "./migrations.js";
+import { repairRefCounters } from "./refs/counter-invariants.js";
+import type { CounterRepair } from "./refs/counter-invariants.js";
 import { createGoalPlanStore } from "./plans/goal-plan-store.js";
 import { createProjectStore, isProjectVisibility, ProjectOwnershipError } from "./projects/project-store.js";
 import type { ProjectRecord } from "./projects/project-store.js";
@@ -32,6 +34,26 @@ export const REF_RESOLVER_SCHEMA = "refs";
 
 export async function migrateRefResolver(db: Database): Promise<string[]> {
   return runMigrations(db, REF_RESOLVER_SCHEMA, refResolverMigrations);
+}
+
+/**
+ * The start-up check of the ref stores (after migrations): every counter at least its highest
+ * issued code. A counter found behind is advanced (always safe: codes are never reused) and
+ * each repair is logged as a warning naming the principal, kind and both values.
+ */
+export async function checkRefStores(db: Database, logger: Logger): Promise<CounterRepair[]> {
+  const repairs = await repairRefCounters(db, REF_RESOLVER_SCHEMA);
+  for (const r of repairs) {
+    logger.warn("ref counter was behind its issued refs: advanced to the highest issued code", {
+      client_id: r.clientId,
+      subject: r.subject,
+      kind: r.kind,
+      counter_was: r.was,
+      counter_now: r.now,
+    });
+  }
+  logger.info("ref store invariants checked", { repaired: repairs.length });
+  return repairs;
 }
 
 export interface RefResolverDeps {

@@ -16,6 +16,7 @@ import { createMemoryFenceHighWaterMark } from "./leases/fence-hwm.js";
 import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
 import { RUNNER_TOKEN_HEADER, runnerCredential } from "./runner-auth.js";
 import type { Provisioner } from "./provisioning/provisioner.js";
+import { noSuchProjectAnswer } from "./caller-policy.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 const ALL: RunnerCapabilityId[] = [
@@ -82,6 +83,7 @@ function setup(over: Partial<RunnerBrokerDeps> = {}) {
       }),
     heartbeatIntervalMs: 100,
     logger,
+    now: clock.now,
     ...over,
   };
   const broker = createInProcessClient(RunnerBrokerService, createRunnerBroker(deps));
@@ -116,7 +118,7 @@ function setup(over: Partial<RunnerBrokerDeps> = {}) {
   };
   const dispatch = (tool: string, args: Record<string, unknown>, callId = `call-${Math.random()}`) =>
     broker.dispatch({ callId, projectCanonicalId: "agent:c1:p1", rootIdentity: "root-1", tool, argumentsJson: JSON.stringify(args) });
-  return { broker, clock, register, dispatch, runners };
+  return { broker, clock, register, dispatch, runners, deps };
 }
 
 const plainEdit = { changes: [{ kind: "edit", path: "a.txt", expected_read_revision: "r1", edits: [{ replace_exact: { old_text: "a", new_text: "b" } }] }] };
@@ -447,7 +449,10 @@ describe("runner-broker", () => {
       s.broker.removeProjectRunner({ clientId: "c2", projectId: "p1" }, own),
       (e: unknown) => e instanceof ConnectError && e.code === Code.PermissionDenied,
     );
-    assert.deepEqual(calls, ["ensure c1/p1", "ensure c1/p1", "remove c1/p1 keep=true"]);
+    // The call starts the Runner and waits for it (bounded); answering runner_starting, it asks
+    // again (idempotent); then EnsureProjectRunner and the removal.
+    assert.deepEqual(calls, ["ensure c1/p1", "ensure c1/p1", "ensure c1/p1", "remove c1/p1 keep=true"]);
+    assert.ok(starting.evidence?.["waited_for_runner_ms"] !== undefined, "it waited for the Runner it started");
   });
 
   it("a Runner that cannot be scheduled is runner_unschedulable with the pod's condition, not an endless runner_starting", async () => {
@@ -496,9 +501,18 @@ describe("runner-broker", () => {
   });
 });
 
+/** A lease store where agent:c1:p1 had a Runner before (one fence issued, its lease released): a broker restarted since. */
+async function leasesServedBefore() {
+  const leases = createLeaseStore(createMemoryLeaseBackend(), createMemoryFenceHighWaterMark());
+  const granted = await leases.acquire("agent:c1:p1", "runner-before-restart", 60_000);
+  assert.ok(granted.held);
+  assert.equal(await leases.release("agent:c1:p1", "runner-before-restart", granted.lease.fence), true);
+  return leases;
+}
+
 describe("runner-broker: a call for a Project whose Runner is starting", () => {
   it("waits for the Runner (bounded) instead of failing, then runs on it", async () => {
-    const { register, dispatch } = setup({ runnerStartWaitMs: 5_000 });
+    const { register, dispatch } = setup({ runnerStartWaitMs: 5_000, leases: await leasesServedBefore() });
     const call = dispatch("read_files", { files: [{ path: "a.txt" }] });
     // Not a synchronization: the Runner appears 150 ms after the call, which must still be waiting.
     await new Promise((r) => setTimeout(r, 150));
@@ -512,7 +526,7 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
   });
 
   it("an Attempt fence relay waits for the Runner the same way, then tells it", async () => {
-    const { broker, register } = setup({ runnerStartWaitMs: 5_000 });
+    const { broker, register } = setup({ runnerStartWaitMs: 5_000, leases: await leasesServedBefore() });
     const relay = broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", rootIdentity: "root-1", attempt: { taskId: "wc_task_1", fence: 4n } });
     // Not a synchronization: the Runner appears 150 ms after the relay, which must still be waiting.
     await new Promise((r) => setTimeout(r, 150));
@@ -523,13 +537,21 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
   });
 
   it("fails runner_unavailable after the bound, saying how long it waited", async () => {
-    const { dispatch } = setup({ runnerStartWaitMs: 200 });
+    const { dispatch } = setup({ runnerStartWaitMs: 200, leases: await leasesServedBefore() });
     const started = Date.now();
     const res = await dispatch("read_files", { files: [{ path: "a.txt" }] });
     assert.equal(res.failure?.reasonCode, "runner_unavailable");
     assert.equal(res.failure?.detailCode, "no_live_runner");
     const waited = Number((JSON.parse(res.failure?.evidenceJson ?? "{}") as { evidence?: Record<string, unknown> }).evidence?.["waited_for_runner_ms"]);
     assert.ok(waited >= 190 && Date.now() - started < 2_000, `waited ${waited} ms`);
+  });
+
+  it("answers a project no Runner ever served at once, even in the start window, as a project of another tenant", async () => {
+    const { dispatch } = setup({ runnerStartWaitMs: 5_000 });
+    const started = Date.now();
+    const res = await dispatch("read_files", { files: [{ path: "a.txt" }] });
+    assert.ok(Date.now() - started < 2_500, "no start-window wait (5 s)");
+    assert.deepEqual(res.failure, noSuchProjectAnswer().failure);
   });
 
   it("does not wait once the broker has run past the start window and no Runner was ever seen", async () => {
@@ -541,5 +563,85 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
     assert.equal(res.failure?.detailCode, "no_live_runner");
     assert.equal((JSON.parse(res.failure?.evidenceJson ?? "{}") as { evidence?: Record<string, unknown> }).evidence?.["waited_for_runner_ms"], undefined);
     assert.ok(Date.now() - started < 40);
+  });
+});
+
+describe("runner-broker: after a restart of the broker or of its Runners", () => {
+  it("a Runner known from before the broker started is neither ready nor routed until it heartbeats again", async () => {
+    const first = setup();
+    const { res } = await first.register("r1");
+    assert.equal(res.leaseHeld, true);
+    const project = [{ projectCanonicalId: "agent:c1:p1", rootIdentity: "root-1" }];
+    assert.equal((await first.broker.getProjectRunnerStates({ projects: project })).states["agent:c1:p1"], "ready");
+    // A new broker on the same stores, started later: r1's record and lease are still live there.
+    first.clock.advance(50);
+    const restarted = createInProcessClient(RunnerBrokerService, createRunnerBroker({ ...first.deps, runnerStartWaitMs: 100, now: first.clock.now }));
+    assert.equal((await restarted.getProjectRunnerStates({ projects: project })).states["agent:c1:p1"], "registered", "not ready before it is seen alive");
+    const before = await restarted.dispatch({
+      callId: "c-1",
+      projectCanonicalId: "agent:c1:p1",
+      rootIdentity: "root-1",
+      tool: "read_files",
+      argumentsJson: "{}",
+    });
+    assert.equal(before.failure?.reasonCode, "runner_unavailable");
+    assert.equal(first.runners.get("r1")?.calls.length, 0, "nothing was sent to a Runner not seen since the restart");
+    await restarted.heartbeat({ runnerId: "r1", fence: res.fence });
+    assert.equal((await restarted.getProjectRunnerStates({ projects: project })).states["agent:c1:p1"], "ready");
+  });
+
+  it("a Runner registering after a restart, while the old lease holder's address refuses connections, takes the Project at once, with the next fence", async () => {
+    const before = setup();
+    const old = await before.register("r-old");
+    // The whole stack restarted: a new broker on the same stores, the old Runner's process gone.
+    before.clock.advance(50);
+    const broker = createInProcessClient(RunnerBrokerService, createRunnerBroker({ ...before.deps, now: before.clock.now }));
+    const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED", syscall: "connect" });
+    const gone = before.runners.get("r-old")!;
+    gone.impl = {
+      ...gone.impl,
+      describe: () => {
+        throw refused;
+      },
+    };
+    const fake = fakeRunner("r-new");
+    before.runners.set("r-new", fake);
+    const fresh = await broker.registerRunner({
+      runnerId: "r-new",
+      clientId: "c1",
+      projectId: "p1",
+      rootIdentity: "root-1",
+      protocolGeneration: RUNNER_PROTOCOL_GENERATION,
+      build: "b1",
+      capabilities: new RunnerCapabilities(ALL).toWire(),
+      endpointUrl: "r-new",
+    });
+    assert.equal(fresh.leaseHeld, true, "not after the old lease lapses");
+    assert.ok(fresh.fence > old.res.fence);
+    const routed = await broker.dispatch({
+      callId: "c-2",
+      projectCanonicalId: "agent:c1:p1",
+      rootIdentity: "root-1",
+      tool: "read_files",
+      argumentsJson: JSON.stringify({ files: [{ path: "a" }] }),
+    });
+    assert.equal(routed.failure, undefined);
+    assert.equal(fake.calls.length, 1);
+  });
+
+  it("a live lease holder whose address refuses connections keeps its lease while this broker has seen it alive", async () => {
+    const s = setup();
+    await s.register("r-live");
+    s.runners.get("r-live")!.impl.describe = () => {
+      throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED", syscall: "connect" });
+    };
+    assert.equal((await s.register("r-other")).res.leaseHeld, false);
+  });
+
+  it("a lease holder that answers as itself keeps its lease when another Runner registers", async () => {
+    const s = setup();
+    await s.register("r-live");
+    const standby = await s.register("r-standby");
+    assert.equal(standby.res.leaseHeld, false);
   });
 });

@@ -88,6 +88,8 @@ export interface RunnerBrokerDeps {
    * it fails `runner_unavailable`. Default three heartbeat intervals, at most 15 s.
    */
   runnerStartWaitMs?: number;
+  /** The registry's clock (heartbeat times are compared with this broker's start on it). Default Date.now. */
+  now?: () => number;
 }
 
 const failure = (f: ToolFailure) => ({ resultJson: "", failure: failureToWire(f) });
@@ -127,6 +129,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   const authorizeRunner = runnerCredentialCheck(deps.runnerToken);
   const toRunner = (runner: RunnerState) => runnerCredentialHeaders(deps.runnerToken, runner);
   const startedAtMs = Date.now();
+  // A Runner is routed (and reported ready) only once a heartbeat or registration reached the
+  // broker after this broker started: a record from before a restart may name a dead Runner.
+  const confirmedSinceMs = (deps.now ?? Date.now)();
   const runnerStartWaitMs = deps.runnerStartWaitMs ?? Math.min(3 * deps.heartbeatIntervalMs, 15_000);
 
   /** Grants or keeps the Project lease for a Runner; a fence store outage leaves it unleased. */
@@ -144,24 +149,34 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   };
 
   /**
-   * A Runner registering at the address of its Project's lease holder has replaced it there
-   * (a restarted process or pod): two processes cannot listen on one address. Once the address
-   * answers as the registering Runner, the replaced holder's lease is released so this Runner
-   * takes the Project with the next fence now, instead of after the lease lapses; meanwhile
-   * calls routed to the old holder would reach the new process under a lease it does not hold.
+   * A Runner registering while another holds its Project's lease takes the Project with the
+   * next fence now, instead of after the lease lapses, when the holder is provably gone: it was
+   * replaced at its own address (a restarted process or pod: the address answers as the
+   * registering Runner; two processes cannot listen on one address), or it was not seen alive
+   * since this broker started (or is lost) and its address refuses connections (nothing
+   * listens there). A holder that answers as itself, or does not answer in time, keeps its lease.
    */
   const releaseReplacedHolder = async (canonicalId: string, runnerId: string, endpointUrl: string): Promise<void> => {
     const lease = await leases.current(canonicalId).catch(() => undefined);
     if (!lease || lease.owner === runnerId) return;
     const holder = await deps.registry.get(lease.owner);
-    if (!holder || holder.endpointUrl !== endpointUrl || holder.canonicalId !== canonicalId) return;
-    const answering = await runnerClient(endpointUrl)
-      .describe({}, { timeoutMs: REPLACED_HOLDER_CHECK_MS, headers: toRunner(holder) })
-      .catch(() => undefined);
-    if (answering?.runnerId !== runnerId) return;
+    if (!holder || holder.canonicalId !== canonicalId) return;
+    // A refused address proves a holder gone only if this broker never saw it alive (a record
+    // from before a restart) or it is lost: a live holder may be between listening and registering.
+    const unseen = holder.lastHeartbeatMs < confirmedSinceMs || holder.connectionState === "lost";
+    if (!unseen && holder.endpointUrl !== endpointUrl) return;
+    const answer = await (async () => runnerClient(holder.endpointUrl).describe({}, { timeoutMs: REPLACED_HOLDER_CHECK_MS, headers: toRunner(holder) }))()
+      .then((a) => ({ runnerId: a.runnerId, refused: false }))
+      .catch((error: unknown) => ({ runnerId: undefined, refused: provenNotSent(error) }));
+    const why =
+      answer.refused && unseen
+        ? "its address refuses connections"
+        : holder.endpointUrl === endpointUrl && answer.runnerId === runnerId
+          ? "replaced at its address"
+          : "";
+    if (!why) return;
     const released = await leases.release(canonicalId, lease.owner, lease.fence).catch(() => false);
-    if (released)
-      deps.logger.info("project lease released: its Runner was replaced at its address", { project: canonicalId, replaced: lease.owner, by: runnerId });
+    if (released) deps.logger.info(`project lease released: its Runner is gone (${why})`, { project: canonicalId, replaced: lease.owner, by: runnerId });
   };
 
   const projectFence = async (scope: string, held: number) => Math.max(held, await leases.highestFence(scope));
@@ -319,7 +334,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   const routableHolder = async (canonicalId: string, rootIdentity: string) => {
     const lease = await leases.current(canonicalId);
     const holder = lease ? await deps.registry.get(lease.owner) : undefined;
-    if (!lease || !holder || holder.connectionState !== "connected" || holder.canonicalId !== canonicalId) return { holder, why: "not_routable" as const };
+    if (!lease || !holder || holder.connectionState !== "connected" || holder.canonicalId !== canonicalId || holder.lastHeartbeatMs < confirmedSinceMs)
+      return { holder, why: "not_routable" as const };
     if (holder.rootIdentity !== rootIdentity) return { holder, why: "other_incarnation" as const };
     return { holder, lease, why: "ok" as const };
   };
@@ -331,14 +347,31 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   };
 
   /**
-   * Whether a Project's Runner may be starting: this broker started moments ago (Runners are
-   * registering, or re-registering after a restart), or a Runner is registered and not lost
-   * but not routable yet (its lease is pending).
+   * Whether a Project's Runner may be starting: a Runner is registered and not lost but not
+   * routable yet (its lease is pending), or this broker started moments ago and the Project
+   * has had a Runner before (a lease fence was issued for it, so its Runner may be
+   * re-registering after a restart). A Project no Runner ever served is answered at once,
+   * whenever it is asked: exactly as another tenant's project, with no wait to tell them apart.
    */
   const runnerMayBeStarting = async (canonicalId: string, holder: RunnerState | undefined): Promise<boolean> => {
-    if (Date.now() - startedAtMs < runnerStartWaitMs) return true;
     const last = holder ?? (await deps.registry.lastForProject(canonicalId));
-    return last !== undefined && last.connectionState !== "lost";
+    if (last !== undefined && last.connectionState !== "lost") return true;
+    if (Date.now() - startedAtMs >= runnerStartWaitMs) return false;
+    return last !== undefined || (await leases.highestFence(canonicalId).catch(() => 1)) > 0;
+  };
+
+  /**
+   * A call for a Project whose Runner is stopped (idle, or not yet started since a restart)
+   * starts it through the provisioner, which knows the Project's workspace, and then waits
+   * for it like any starting Runner. False when nothing was started: no provisioner, a Runner
+   * that is not lost, or a workspace the provisioner does not have.
+   */
+  const startStoppedRunner = async (canonicalId: string, holder: RunnerState | undefined): Promise<boolean> => {
+    const workspace = parseCanonicalProjectId(canonicalId);
+    if (!deps.provisioner || !workspace || (holder && holder.connectionState !== "lost")) return false;
+    const r = await deps.provisioner.ensureRunner(workspace).catch(() => undefined);
+    if (r && r.action !== "exists") deps.logger.info("started the project's Runner for a call", { project: canonicalId, runner: r.name, action: r.action });
+    return r !== undefined;
   };
 
   /**
@@ -356,7 +389,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     const started = Date.now();
     let route = await routableHolder(canonicalId, rootIdentity);
     let waitedMs = 0;
-    if (route.why === "not_routable" && (await runnerMayBeStarting(canonicalId, route.holder))) {
+    if (route.why === "not_routable" && ((await startStoppedRunner(canonicalId, route.holder)) || (await runnerMayBeStarting(canonicalId, route.holder)))) {
       const deadline = started + runnerStartWaitMs;
       for (let delay = 20; route.why === "not_routable" && !signal.aborted && Date.now() < deadline; delay = Math.min(delay * 2, 250)) {
         await sleep(Math.min(delay, Math.max(1, deadline - Date.now())), undefined, { signal }).catch(() => undefined);

@@ -105,6 +105,8 @@ export async function main(env: Env = process.env): Promise<void> {
       })
     : undefined;
   brokerUrl ||= registration?.url ?? server.url;
+  // Runners of existing workspaces start now, not on their first call (after a restart).
+  void provisioner?.resume?.().catch((error: unknown) => logger.warn("workspaces not resumed", { error }));
   const reconciler = startJobReconciler(jobs, config.jobReconcileIntervalMs, logger);
   const jobGauge = startJobGauge(jobs, work, JOB_GAUGE_INTERVAL_MS, logger);
   logger.info("listening", {

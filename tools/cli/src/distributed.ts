@@ -50,6 +50,12 @@ export interface DistributedOptions {
   /** Passed to the Runner as is (WEBCODEX_RUNNER_SPAWN_HOST, _SENSITIVE_WRITE_GLOBS, _DISABLED_CAPABILITIES). */
   runnerEnv?: Record<string, string>;
   extraEnv?: Record<string, string>;
+  /**
+   * Where create_project's workspaces live: the broker runs the local-process provisioner (one
+   * `webcodex runner` process per created Project, under `<dir>/<tenant hash>/<project>`).
+   * Without it the stack serves only `projectDir` and create_project answers no_provisioner.
+   */
+  workspacesDir?: string;
   heartbeatIntervalMs?: number;
   /** The services' shared signing key (WEBCODEX_SERVICE_KEY); default: a fresh random one. Never given to the Runner. */
   serviceKey?: string;
@@ -128,6 +134,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
           WEBCODEX_REF_RESOLVER_URL: url("ref-resolver"),
           WEBCODEX_RUNNER_TOKEN: runnerKey,
           WEBCODEX_HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs ?? 5_000),
+          ...(o.workspacesDir ? { WEBCODEX_PROVISIONER: "local-process", WEBCODEX_RUNNER_WORKSPACES_DIR: o.workspacesDir } : {}),
         };
       case "gateway":
         return {

@@ -13,7 +13,7 @@ import { AuditService, RefResolverService, RunnerBrokerService, RunnerService, T
 import { createInProcessClient, createMetrics, createPgliteDatabase, createServiceTransport, startServiceServer } from "@webcodex/platform";
 import type { HttpHandler, Logger, PgliteMemory, ServiceServer } from "@webcodex/platform";
 import { createToolRegistry } from "@webcodex/tool-registry";
-import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
+import { checkRefStores, createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
 import { createAudit, loadRetentionConfig, migrateAudit, startAuditRetention } from "@webcodex/audit";
 import type { AuditRetentionConfig } from "@webcodex/audit";
 import {
@@ -149,6 +149,8 @@ async function startCore(options: CoreOptions): Promise<Core> {
   const dataDir = options.dataDir ?? defaultDataDir();
   const db = await createPgliteDatabase(join(dataDir, "postgres"));
   await migrateRefResolver(db);
+  // Says what it repaired (a counter left behind by an earlier run, e.g. two processes on one data dir).
+  await checkRefStores(db, logger.child({ component: "ref-resolver" }));
   await migrateAudit(db);
   const retention = options.auditRetention ?? loadRetentionConfig({});
   const maintenance = await startAuditRetention(db, retention, logger.child({ component: "audit" }));

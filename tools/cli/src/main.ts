@@ -39,9 +39,10 @@ export const COMMAND_USAGE: Record<string, string> = {
   --data-dir D    embedded Postgres and audit spool (default ~/.webcodex/stdio/<project>; one process at a time)
   stdout carries only MCP JSON-RPC; logs go to stderr. No token: the caller is the OS user.
   Exits when stdin closes, stopping every process it started.`,
-  up: `webcodex up --project DIR [--port N]   each service its own process (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)
+  up: `webcodex up --project DIR [--port N] [--data-dir D]   each service its own process (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)
   --project DIR   the directory the local Runner works in (required)
-  --port N        the first of ${SERVICES.length} consecutive ports (default 8180; the gateway is the fifth)`,
+  --port N        the first of ${SERVICES.length} consecutive ports (default 8180; the gateway is the fifth)
+  --data-dir D    create_project's workspaces, under D/workspaces (default ~/.webcodex/up, or WEBCODEX_DATA_DIR)`,
   serve: `webcodex serve <service>   one service, configured from WEBCODEX_* env
   services: ${serviceNames}`,
   runner: `webcodex runner   one Runner, configured from WEBCODEX_RUNNER_* env
@@ -76,8 +77,8 @@ function reserveStdoutForProtocol(): Writable {
 }
 
 /**
- * The stdio data dir serves one process at a time: a pid file taken with O_EXCL, replaced
- * when the pid it names is gone.
+ * A data dir (of `webcodex dev`, `stdio` or `projects`) serves one process at a time: a pid
+ * file taken with O_EXCL, replaced when the pid it names is gone.
  */
 function lockDataDir(dir: string): () => void {
   mkdirSync(dir, { recursive: true });
@@ -273,23 +274,32 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
       const { tokens, shown, clientId } = devTokens(env);
       const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? defaultDataDir();
-      const telemetry = await startTelemetry("webcodex-dev", env, logger);
-      const embedded = await startEmbedded({
-        projectDir: values.project,
-        port,
-        host: values.host,
-        dataDir,
-        tokens,
-        clientId,
-        logger,
-        ...devAuthOptions(env),
-        workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
-        ...skillCatalogsOption(env["WEBCODEX_SKILL_CATALOGS_DIR"]),
-        auditRetention: loadRetentionConfig(env),
-        runner: loadRunnerSettings(env),
-        gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
-        ...(testHooks ? { testHooks } : {}),
-      });
+      // One process per data dir, as for stdio: two would each issue the same refs.
+      const unlock = lockDataDir(dataDir);
+      let embedded: Awaited<ReturnType<typeof startEmbedded>>;
+      let telemetry: Awaited<ReturnType<typeof startTelemetry>>;
+      try {
+        telemetry = await startTelemetry("webcodex-dev", env, logger);
+        embedded = await startEmbedded({
+          projectDir: values.project,
+          port,
+          host: values.host,
+          dataDir,
+          tokens,
+          clientId,
+          logger,
+          ...devAuthOptions(env),
+          workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
+          ...skillCatalogsOption(env["WEBCODEX_SKILL_CATALOGS_DIR"]),
+          auditRetention: loadRetentionConfig(env),
+          runner: loadRunnerSettings(env),
+          gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
+          ...(testHooks ? { testHooks } : {}),
+        });
+      } catch (error) {
+        unlock();
+        throw error;
+      }
       process.stdout.write(
         `WebCodex dev is running (embedded).\n  MCP URL: ${embedded.mcpUrl}\n  Data:    ${dataDir}\n${shown ? `  Token:   ${shown}\n  Connect a Host with header "Authorization: Bearer ${shown}".\n` : ""}`,
       );
@@ -298,15 +308,18 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
           .close()
           .then(() => telemetry.shutdown())
           .then(
-            () => process.exit(0),
-            () => process.exit(1),
+            () => (unlock(), process.exit(0)),
+            () => (unlock(), process.exit(1)),
           );
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
       return;
     }
     case "up": {
-      const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, port: { type: "string", default: "8180" } } });
+      const { values } = parseArgs({
+        args: rest,
+        options: { project: { type: "string" }, port: { type: "string", default: "8180" }, "data-dir": { type: "string" } },
+      });
       if (!values.project) throw new UsageError(`--project DIR is required\n${usage}`);
       const basePort = parsePort(values.port, { min: 1, max: 65536 - UP_PORTS, why: `the first of ${UP_PORTS} consecutive ports` });
       const postgresUrl = env["WEBCODEX_POSTGRES_URL"],
@@ -329,7 +342,19 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       loadRunnerSettings(runnerEnv); // a bad value fails here, before any process starts
       // A Redis key prefix lets several stacks share one Redis (the broker reads it).
       const extraEnv: Record<string, string> = env["WEBCODEX_REDIS_KEY_PREFIX"] ? { WEBCODEX_REDIS_KEY_PREFIX: env["WEBCODEX_REDIS_KEY_PREFIX"] } : {};
-      const stack = await startDistributed({ basePort, postgresUrl, redisUrl, projectDir: values.project, clientId, gatewayEnv, runnerEnv, extraEnv });
+      // create_project works here: the broker starts a Runner process per created Project.
+      const workspacesDir = join(values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? join(homedir(), ".webcodex", "up"), "workspaces");
+      const stack = await startDistributed({
+        basePort,
+        postgresUrl,
+        redisUrl,
+        projectDir: values.project,
+        clientId,
+        gatewayEnv,
+        runnerEnv,
+        extraEnv,
+        workspacesDir,
+      });
       process.stdout.write(
         `WebCodex is running (distributed, ${SERVICES.length} processes).\n  MCP URL: ${stack.mcpUrl}\n${shown ? `  Token:   ${shown}\n` : ""}`,
       );

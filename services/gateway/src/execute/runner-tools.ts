@@ -12,7 +12,7 @@ import { PipelineStage, PipelineSubStage, ReasonCode, runnerArguments, toolDefin
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
-import { dependencyFailure, now, subStageDone, timedStage } from "../call-context.js";
+import { dependencyFailure, keepingCause, now, subStageDone, timedStage } from "../call-context.js";
 import type { CallContext, Outcome, ProjectAddress } from "../call-context.js";
 import { attentionItems, jobFactsOf, jobsOfCall, watchKey } from "../job-attention.js";
 import type { JobAttention, JobAttentionItem } from "../job-attention.js";
@@ -113,7 +113,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     // the Session handoff shows it on this call once the restarted Runner has registered.
     const outcome: Outcome =
       !dispatched.ok && dispatched.failure.outcome_unknown && JOURNALED_TOOLS.has(def.name)
-        ? { ok: false, failure: { ...dispatched.failure, evidence: { ...dispatched.failure.evidence, call_id: callId } } }
+        ? { ok: false, failure: keepingCause(dispatched.failure, { ...dispatched.failure, evidence: { ...dispatched.failure.evidence, call_id: callId } }) }
         : dispatched;
     if (outcome.ok) {
       const facts = jobFactsOf((ctx.ranLiteral ?? def).name, args, outcome.result);

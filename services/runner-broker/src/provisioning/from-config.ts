@@ -1,5 +1,5 @@
 /** The Runner provisioner a broker deployment asks for (WEBCODEX_PROVISIONER). */
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "@webcodex/platform";
@@ -12,6 +12,24 @@ import { runnerCredential } from "../runner-auth.js";
 
 /** tools/cli/bin/webcodex.js relative to this file (services/runner-broker/dist/provisioning/from-config.js). */
 export const defaultRunnerCliPath = (): string => resolve(dirname(fileURLToPath(import.meta.url)), "../../../../tools/cli/bin/webcodex.js");
+
+/** The file in each tenant directory of a local-process workspaces dir that names its client id. */
+const CLIENT_ID_FILE = ".client-id";
+
+/** Every workspace under a local-process workspaces dir: `<tenant label>/<project id>` with the tenant's client id file. */
+export function listLocalWorkspaces(base: string): ProjectWorkspace[] {
+  const out: ProjectWorkspace[] = [];
+  for (const tenant of existsSync(base) ? readdirSync(base, { withFileTypes: true }) : []) {
+    const file = join(base, tenant.name, CLIENT_ID_FILE);
+    if (!tenant.isDirectory() || !existsSync(file)) continue;
+    const clientId = readFileSync(file, "utf8");
+    for (const project of readdirSync(join(base, tenant.name), { withFileTypes: true })) {
+      if (project.isDirectory() && !project.name.startsWith(".") && runnerNames({ clientId, projectId: project.name }).tenantLabel === tenant.name)
+        out.push({ clientId, projectId: project.name });
+    }
+  }
+  return out;
+}
 
 /**
  * None, Kubernetes (one Runner pod per workspace), or local processes with workspaces under
@@ -35,10 +53,16 @@ export async function createConfiguredProvisioner(config: RunnerBrokerConfig, br
           return brokerUrl();
         },
         directoryFor: (w) => {
-          const dir = join(base, runnerNames(w).tenantLabel, w.projectId);
-          mkdirSync(dir, { recursive: true });
-          return dir;
+          const tenantDir = join(base, runnerNames(w).tenantLabel);
+          // The tenant's client id beside its workspaces: the label is a one-way hash.
+          if (!existsSync(join(tenantDir, CLIENT_ID_FILE))) {
+            mkdirSync(tenantDir, { recursive: true });
+            writeFileSync(join(tenantDir, CLIENT_ID_FILE), w.clientId);
+          }
+          return join(tenantDir, w.projectId);
         },
+        ownsWorkspaces: true,
+        listWorkspaces: () => listLocalWorkspaces(base),
         ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),
         logLevel: config.logLevel,
         logger,

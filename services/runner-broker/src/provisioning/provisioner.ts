@@ -40,6 +40,11 @@ export interface Provisioner {
   provisioningState?(workspace: ProjectWorkspace): Promise<ProvisioningState>;
   /** Stops the Runner and, unless keepWorkspace, deletes its workspace storage. True if anything existed. */
   removeRunner(workspace: ProjectWorkspace, options?: { keepWorkspace?: boolean }): Promise<boolean>;
+  /**
+   * Starts the Runner of every workspace this provisioner holds (after a restart of the
+   * broker and its Runners), without waiting for a first call; resolves with how many.
+   */
+  resume?(): Promise<number>;
   /** Releases the provisioner's own resources (a local provisioner stops its Runners). */
   close(): Promise<void>;
 }
