@@ -43,6 +43,13 @@ async function createProject(client: Client, args: Record<string, unknown>): Pro
   return outcome;
 }
 
+/** What get_runtime_status says of each Runner's sandbox. */
+async function sandboxes(client: Client): Promise<unknown[]> {
+  const { isError, result } = await callTool(client, "call_runtime_tool", { tool: "get_runtime_status", arguments: { compact: false } });
+  assert.equal(isError, false, JSON.stringify(result));
+  return (result["runner_details"] as Array<Record<string, unknown>>).map((r) => r["sandbox"]);
+}
+
 async function shell(client: Client, project: string, command: string, env: Record<string, string> = {}): Promise<string> {
   const { isError, result } = await callTool(client, "run_shell", { project, command, env, wait_ms: 30_000 });
   assert.equal(isError, false, JSON.stringify(result).slice(0, 500));
@@ -96,15 +103,21 @@ describe("two tenants on one webcodex dev (root, default data dir)", { skip }, (
       env: { HOME: home, WEBCODEX_GIT_CREDENTIALS_FILE: credentials },
     });
     [a, b] = await Promise.all([connectMcp(server.mcpUrl, aToken), connectMcp(server.mcpUrl, bToken)]);
-    const ca = await createProject(a, { name: "a-private" });
+    const ca = await createProject(a, { name: "a-private", source: { empty: {} } });
     assert.equal(ca.isError, false, JSON.stringify(ca.result));
     aProject = String(ca.result["project_ref"]);
-    const cb = await createProject(b, { name: "b-own" });
+    const cb = await createProject(b, { name: "b-own", source: { empty: {} } });
     assert.equal(cb.isError, false, JSON.stringify(cb.result));
     bProject = String(cb.result["project_ref"]);
     await shell(a, aProject, `echo ${aFileSecret} > private.txt`);
     // A long Job of tenant A's holding a secret in its environment.
-    const started = await callTool(a, "run_shell", { project: aProject, command: `sleep ${sleepTag}`, env: { A_SECRET: aEnvSecret }, wait_ms: 100, timeout_ms: 120_000 });
+    const started = await callTool(a, "run_shell", {
+      project: aProject,
+      command: `sleep ${sleepTag}`,
+      env: { A_SECRET: aEnvSecret },
+      wait_ms: 100,
+      timeout_ms: 120_000,
+    });
     assert.equal(started.result["execution_state"], "pending", JSON.stringify(started.result));
     await until("tenant A's Job to run", () => hostPids(sleepTag).length > 0);
   });
@@ -133,6 +146,12 @@ describe("two tenants on one webcodex dev (root, default data dir)", { skip }, (
     assert.equal(lstatSync(ws).uid, 0);
     assert.equal(lstatSync(ws).mode & 0o777, 0o700);
     assert.equal(lstatSync(dataDir).uid, 0);
+    // The data directory and the database are the server's alone.
+    assert.equal(lstatSync(dataDir).mode & 0o777, 0o700);
+    const pg = join(dataDir, "postgres");
+    assert.equal(lstatSync(pg).mode & 0o777, 0o700);
+    assert.equal(lstatSync(join(pg, "pg_hba.conf")).mode & 0o777, 0o600);
+    assert.deepEqual(await sandboxes(a), ["bwrap", "bwrap"], "the --project Runner and tenant A's");
     const idA = (await shell(a, aProject, "id -u")).trim();
     const idB = (await shell(b, bProject, "id -u")).trim();
     assert.notEqual(idA, idB);
@@ -178,7 +197,11 @@ describe("two tenants on one webcodex dev (root, default data dir)", { skip }, (
   it("a journal record planted where the Runner's state sits is not even writable by a Job", async () => {
     const ws = join(dataDir, "workspaces");
     const stateDirs = readdirSync(ws).filter((e) => e.endsWith(".webcodex-runner-state"));
-    const out = await shell(b, bProject, stateDirs.map((d) => `mkdir -p ${join(ws, d)}/x 2>/dev/null && echo PLANTED || echo refused`).join("; ") || "echo none");
+    const out = await shell(
+      b,
+      bProject,
+      stateDirs.map((d) => `mkdir -p ${join(ws, d)}/x 2>/dev/null && echo PLANTED || echo refused`).join("; ") || "echo none",
+    );
     assert.doesNotMatch(out, /PLANTED/);
     for (const d of stateDirs) assert.ok(!existsSync(join(ws, d, "x")));
   });
@@ -234,14 +257,19 @@ describe("isolation forced unavailable", { skip: asRoot ? false : "needs root" }
   });
 
   it("a single-principal webcodex dev still starts, and says its Jobs are not sandboxed", async () => {
+    const token = secret("single");
     const server = await startDevServer({
       projectDir: createProjectDir({ "a.txt": "a\n" }),
       dataDir: tempDir("wcx-single-"),
+      token,
       env: { WEBCODEX_RUNNER_BWRAP: "/nonexistent/bwrap", WEBCODEX_LOG_LEVEL: "warn" },
     });
+    const client = await connectMcp(server.mcpUrl, token);
     try {
       await until("the warning", () => /programs run without a sandbox/.test(server.output()));
+      assert.deepEqual(await sandboxes(client), ["none: bubblewrap not found at /nonexistent/bwrap (apt-get install bubblewrap)"]);
     } finally {
+      await client.close();
       await server.stop();
     }
   });

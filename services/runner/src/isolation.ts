@@ -19,7 +19,8 @@ export interface Principals {
 export function isolationRefusal(principals: Principals, settings: Pick<RunnerSettings, "sandbox" | "bwrap">): string | undefined {
   const shared = principals.tenants > 1 || principals.writers > 1 || principals.open;
   if (!shared) return undefined;
-  const support = settings.sandbox === "off" ? { available: false, problem: "the Job sandbox is turned off (WEBCODEX_RUNNER_SANDBOX=off)" } : detectSandbox(settings.bwrap);
+  const support =
+    settings.sandbox === "off" ? { available: false, problem: "the Job sandbox is turned off (WEBCODEX_RUNNER_SANDBOX=off)" } : detectSandbox(settings.bwrap);
   if (support.available) return undefined;
   const who = principals.open
     ? "principals from an identity provider"

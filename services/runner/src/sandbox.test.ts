@@ -117,7 +117,10 @@ describe("the Job sandbox", { skip: noSandbox }, () => {
       const { runner, call } = await runnerOn(root);
       assert.deepEqual(runner.jobUser, { uid: 4321, gid: 4321 });
       assert.equal(runner.containment.jobsSeparateUid, true);
-      const out = await shell(call, `id -u; id -G; echo x > new.txt && echo wrote; echo t > /tmp/t && echo tmp-writable; ls ${root}/.git >/dev/null && echo path-reachable`);
+      const out = await shell(
+        call,
+        `id -u; id -G; echo x > new.txt && echo wrote; echo t > /tmp/t && echo tmp-writable; ls ${root}/.git >/dev/null && echo path-reachable`,
+      );
       assert.match(out, /^4321\n4321\nwrote\ntmp-writable\npath-reachable/);
       assert.equal(lstatSync(path.join(root, "a.txt")).uid, 0, "the files were left as they were");
       assert.equal(lstatSync(path.join(root, "new.txt")).uid, 4321);

@@ -89,7 +89,10 @@ function systemMounts(): string[] {
  */
 function openParents(target: string): string[] {
   const args: string[] = [];
-  const parts = path.resolve(target).split("/").filter((p) => p !== "");
+  const parts = path
+    .resolve(target)
+    .split("/")
+    .filter((p) => p !== "");
   for (let i = 1; i < parts.length; i++) {
     const dir = `/${parts.slice(0, i).join("/")}`;
     if (dir === "/tmp" || SYSTEM_DIRS.some((s) => dir === s || dir.startsWith(`${s}/`))) continue;
