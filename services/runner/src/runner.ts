@@ -175,7 +175,7 @@ export function createRunner(options: RunnerOptions): Runner {
       : spawnAs(hostSpawner, jobUser, minimalProcessEnv);
   const stateDir = options.stateDir ?? defaultJournalDir(options.root);
   // Served with `serving`, a finished transaction's record waits for its answer to leave (edit-journal.ts).
-  const journal = createEditJournal({ dir: stateDir, afterAnswer });
+  const journal = createEditJournal({ dir: stateDir, afterAnswer, workspaceRoot: options.root });
   const recovery = options.recoverJournal === false ? Promise.resolve([]) : journal.recover();
   // A configured state directory that cannot be used refuses workspace calls; the default
   // (a sibling of the root, which may be read-only in a container) degrades to no journal.
