@@ -81,7 +81,8 @@ describe("create_project from git (embedded)", { timeout: 240_000 }, () => {
       projectDir: createProjectDir({ "LOCAL.md": "local dir\n" }, { name: "local-dir" }),
       dataDir,
       tokensFile: join(dir, "tokens.json"),
-      env: { WEBCODEX_GIT_CREDENTIALS_FILE: join(dir, "git-credentials.json"), WEBCODEX_LOG_LEVEL: "debug" },
+      // The test git servers listen on loopback, which a clone may reach only when the operator allows it.
+      env: { WEBCODEX_GIT_CREDENTIALS_FILE: join(dir, "git-credentials.json"), WEBCODEX_LOG_LEVEL: "debug", WEBCODEX_CLONE_ALLOW_HOSTS: "127.0.0.1" },
     });
     [acme, wrong] = await Promise.all([connectMcp(server.mcpUrl, TOKENS.acme), connectMcp(server.mcpUrl, TOKENS.wrong)]);
   });

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { dirname, join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
@@ -29,8 +29,31 @@ async function runtimeContainment(client: Client): Promise<{ summary: unknown; r
   return { summary: result["containment"], rows };
 }
 
-/** A Runner running as root runs its Jobs as a user of their own (when that user can reach the workspace). */
+/** A Runner running as root runs its Jobs as a user of their own: here the owner of the checkout. */
 const separateUid = process.getuid?.() === 0;
+const CHECKOUT_UID = 4242;
+
+/**
+ * Host pids of the processes whose command line holds `tag`. A Job runs in a pid namespace of
+ * its own, so a pid it reports about itself means nothing outside it; the test finds its
+ * processes by a tag instead.
+ */
+function hostPids(tag: string, argv0?: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (cmdline.includes(tag) && (argv0 === undefined || cmdline.startsWith(`${argv0}\0`))) pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
+
+/** A `sleep` argument that tags the process: 97 seconds and a random fraction. */
+const sleepTag = () => `97.${String(Math.floor(Math.random() * 1e9)).padStart(9, "1")}`;
 
 const secret = (label: string) => `${label}-${randomBytes(16).toString("hex")}`;
 
@@ -83,14 +106,17 @@ describe("security probes against webcodex dev", () => {
   const leftovers: number[] = [];
 
   before(async () => {
-    filterMarker = join(tempDir("wcx-marker-"), "filter-ran");
     projectDir = createProjectDir({ "README.md": "# probes\n", "data.txt": "one\n" }, { name: "probes" });
+    // Where a filter the Job user runs could write and the test can look (not in the work tree).
+    filterMarker = join(projectDir, ".git", "filter-ran");
     // As a workspace would be placed for a Runner: reachable by the unprivileged Job user.
     chmodSync(dirname(projectDir), 0o755);
     // A writer plants a clean filter; a read-only caller's read must never run it.
     execFileSync("git", ["config", "filter.probe.clean", `touch ${JSON.stringify(filterMarker)}; cat`], { cwd: projectDir });
     writeFileSync(join(projectDir, ".gitattributes"), "* filter=probe\n");
     writeFileSync(join(projectDir, "data.txt"), "two\n");
+    // As a developer's checkout is: owned by its user, who is not root (the Job user then).
+    if (separateUid) execFileSync("chown", ["-R", `${CHECKOUT_UID}:${CHECKOUT_UID}`, projectDir]);
     tokensFile = join(tempDir("wcx-tokens-"), "tokens.json");
     chmodSync(dirname(tokensFile), 0o755);
     // Readable by the server's user only, as an operator keeps it.
@@ -169,17 +195,17 @@ describe("security probes against webcodex dev", () => {
   });
 
   it("a setsid child is gone once its Job times out", async () => {
+    const tag = sleepTag();
     const { isError, result } = await callTool(writerClient, "run_shell", {
       project,
-      command: "setsid sh -c 'echo $$ > escaped.pid; exec sleep 97' </dev/null >/dev/null 2>&1 & sleep 30",
+      command: `setsid sh -c 'echo $$ > escaped.pid; exec sleep ${tag}' </dev/null >/dev/null 2>&1 & sleep 30`,
       timeout_ms: 1_000,
       wait_ms: 20_000,
     });
     assert.equal(isError, false, JSON.stringify(result));
     assert.equal(result["timed_out"], true);
-    const pid = Number(readFileSync(join(projectDir, "escaped.pid"), "utf8").trim());
-    leftovers.push(pid);
-    await until(`setsid child ${pid} to be gone`, () => pidGone(pid), 5_000);
+    assert.ok(existsSync(join(projectDir, "escaped.pid")), "the setsid child started");
+    await until(`setsid child (sleep ${tag}) to be gone`, () => hostPids(tag).length === 0, 5_000);
   });
 
   it("get_runtime_status reports how the Runner contains its Jobs", async () => {
@@ -255,8 +281,9 @@ describe("security probes against webcodex dev", () => {
     const outside = join(tempDir("wcx-outside-"), "secret.txt");
     writeFileSync(outside, "OUTSIDE-SECRET\n");
     writeFileSync(join(projectDir, "swap.txt"), "inside\n");
+    const swapTag = `swapper-${randomBytes(6).toString("hex")}`;
     const script = [
-      "const fs = require('node:fs'); const [root, outside] = process.argv.slice(1);",
+      `const fs = require('node:fs'); const [root, outside] = process.argv.slice(1); /* ${swapTag} */`,
       "fs.writeFileSync(root + '/swapper.pid', String(process.pid));",
       "for (;;) { try {",
       "fs.symlinkSync(outside, root + '/l.tmp'); fs.renameSync(root + '/l.tmp', root + '/swap.txt');",
@@ -271,8 +298,9 @@ describe("security probes against webcodex dev", () => {
     });
     assert.equal(started.result["execution_state"], "pending", JSON.stringify(started.result));
     await until("the swapper to start", () => existsSync(join(projectDir, "swapper.pid")));
-    const swapper = Number(readFileSync(join(projectDir, "swapper.pid"), "utf8"));
-    leftovers.push(swapper);
+    const swappers = hostPids(swapTag, process.execPath);
+    assert.equal(swappers.length, 1, "the swapper is found by its tag");
+    leftovers.push(...swappers);
     let reads = 0;
     let inside = 0;
     try {
@@ -292,7 +320,7 @@ describe("security probes against webcodex dev", () => {
         assert.equal(JSON.stringify(result).includes("OUTSIDE"), false);
       }
     } finally {
-      process.kill(swapper, "SIGKILL");
+      for (const pid of swappers) process.kill(pid, "SIGKILL");
     }
     assert.ok(reads >= 10_000);
     assert.ok(inside > 0, "some reads saw the inside file (the probe ran)");
@@ -309,6 +337,7 @@ describe("webcodex dev with Job containment forced to process_tree", () => {
   before(async () => {
     projectDir = createProjectDir({ "README.md": "# fallback\n" }, { name: "fallback" });
     chmodSync(dirname(projectDir), 0o755);
+    if (separateUid) execFileSync("chown", ["-R", `${CHECKOUT_UID}:${CHECKOUT_UID}`, projectDir]);
     const token = secret("fallback");
     server = await startDevServer({ projectDir, dataDir: tempDir("wcx-data-"), token, env: { WEBCODEX_RUNNER_CONTAINMENT: "process_tree" } });
     client = await connectMcp(server.mcpUrl, token);
@@ -329,17 +358,17 @@ describe("webcodex dev with Job containment forced to process_tree", () => {
   });
 
   it("a setsid child is still gone once its Job times out (found by its tag)", async () => {
+    const tag = sleepTag();
     const { isError, result } = await callTool(client, "run_shell", {
       project,
-      command: "setsid sh -c 'echo $$ > escaped.pid; exec sleep 97' </dev/null >/dev/null 2>&1 & sleep 30",
+      command: `setsid sh -c 'echo $$ > escaped.pid; exec sleep ${tag}' </dev/null >/dev/null 2>&1 & sleep 30`,
       timeout_ms: 1_000,
       wait_ms: 20_000,
     });
     assert.equal(isError, false, JSON.stringify(result));
     assert.equal(result["timed_out"], true);
     assert.equal(result["limit_exceeded"], undefined);
-    const pid = Number(readFileSync(join(projectDir, "escaped.pid"), "utf8").trim());
-    leftovers.push(pid);
-    await until(`setsid child ${pid} to be gone`, () => pidGone(pid), 5_000);
+    assert.ok(existsSync(join(projectDir, "escaped.pid")), "the setsid child started");
+    await until(`setsid child (sleep ${tag}) to be gone`, () => hostPids(tag).length === 0, 5_000);
   });
 });

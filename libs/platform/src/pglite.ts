@@ -5,7 +5,7 @@
  * be durable anyway.
  */
 import { fork } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
@@ -52,9 +52,34 @@ async function initializeCluster(dataDir: string): Promise<void> {
   if (code !== 0) throw new Error(`PGlite could not initialize ${dataDir} (exit ${code}): ${stderr.trim().slice(-500)}`);
 }
 
+/**
+ * The database directory is its owner's alone: the directory `0700` (nobody else can reach a
+ * file in it, whatever mode PGlite gives the files it makes), and what is already in it `0700`
+ * (directories) or `0600` (files). The walk cannot be raced: nobody else can enter the
+ * directory once it is closed, which happens first.
+ */
+export function closeDataDir(dataDir: string): void {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(dataDir, 0o700);
+  const stack = [dataDir];
+  while (stack.length > 0) {
+    const dir = stack.pop()!;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        chmodSync(full, 0o700);
+        stack.push(full);
+      } else if (entry.isFile()) chmodSync(full, 0o600);
+    }
+  }
+}
+
 export async function createPgliteDatabase(dataDir: string): Promise<PgliteDatabase> {
-  mkdirSync(dataDir, { recursive: true });
-  if (!existsSync(join(dataDir, "PG_VERSION"))) await initializeCluster(dataDir);
+  closeDataDir(dataDir);
+  if (!existsSync(join(dataDir, "PG_VERSION"))) {
+    await initializeCluster(dataDir);
+    closeDataDir(dataDir);
+  }
   const worker = new Worker(workerUrl, { workerData: { dataDir } });
   worker.unref();
   let nextId = 1;

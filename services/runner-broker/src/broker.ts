@@ -478,6 +478,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         endpointUrl: req.endpointUrl,
         registeredAtMs: Date.now(),
         ...(req.containment === "" ? {} : { containment: req.containment, separateJobUid: req.separateJobUid }),
+        ...(req.sandbox === "" ? {} : { sandbox: req.sandbox }),
         ...(req.recoveredWrites.length === 0 ? {} : { recoveredWrites: req.recoveredWrites.length }),
       });
       await releaseReplacedHolder(canonicalId, req.runnerId, req.endpointUrl);
@@ -726,6 +727,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
           inFlight: r.inFlight,
           containment: r.containment ?? "",
           separateJobUid: r.separateJobUid === true,
+          sandbox: r.sandbox ?? "",
           recoveredWrites: r.recoveredWrites ?? 0,
         })),
       };

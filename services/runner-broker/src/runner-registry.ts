@@ -24,6 +24,8 @@ export interface RunnerRegistration {
   containment?: string;
   /** The Runner's Jobs run under a uid of their own. */
   separateJobUid?: boolean;
+  /** The sandbox the Runner's programs run in: "bwrap" or "none: <why>" (absent: not reported). */
+  sandbox?: string;
   /** Write transactions the Runner's start-up recovery finished when it last started (absent: none). */
   recoveredWrites?: number;
 }

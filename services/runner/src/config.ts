@@ -5,6 +5,7 @@ import type { Env } from "@webcodex/platform";
 import { globToRegExp } from "./workspace/path-policy.js";
 import type { ContainmentConfig } from "./exec/containment.js";
 import { jobUserSettingProblem } from "./exec/job-user.js";
+import type { SandboxSetting } from "./exec/sandbox.js";
 
 export const runnerConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8085, min: 0, max: 65535 },
@@ -45,6 +46,10 @@ export const runnerSettingsSpec = {
   /** Who Jobs (and git, rg) run as: auto, runner (the Runner's own user) or <uid>[:<gid>]; see docs/security.md. */
   jobUser: { kind: "string", env: "WEBCODEX_RUNNER_JOB_USER", default: "auto" },
   jobMemoryMaxMb: { kind: "int", env: "WEBCODEX_RUNNER_JOB_MEMORY_MAX_MB", default: 2048, min: 16, max: 1_048_576 },
+  /** "auto": every program runs in a bubblewrap sandbox where one can be made; "required": refuse to start without; "off": never. */
+  sandbox: { kind: "enum", env: "WEBCODEX_RUNNER_SANDBOX", values: ["auto", "required", "off"], default: "auto" },
+  /** Absolute path of the bubblewrap binary (default /usr/bin/bwrap). */
+  bwrap: { kind: "string", env: "WEBCODEX_RUNNER_BWRAP" },
 } as const;
 
 export interface RunnerSettings {
@@ -55,6 +60,9 @@ export interface RunnerSettings {
   containment: ContainmentConfig;
   /** auto, runner or <uid>[:<gid>] (WEBCODEX_RUNNER_JOB_USER). */
   jobUser: string;
+  /** WEBCODEX_RUNNER_SANDBOX and WEBCODEX_RUNNER_BWRAP. */
+  sandbox: SandboxSetting;
+  bwrap?: string;
 }
 
 export function loadConfig(env: Env) {
@@ -73,6 +81,8 @@ export function loadRunnerSettings(env: Env): RunnerSettings {
     spawnHost: raw.spawnHost === "on",
     disabledCapabilities: raw.disabledCapabilities === undefined ? [] : parseDisabledCapabilities(raw.disabledCapabilities, problems),
     jobUser: raw.jobUser,
+    sandbox: raw.sandbox as SandboxSetting,
+    ...(raw.bwrap === undefined ? {} : { bwrap: raw.bwrap }),
     containment: {
       mode: raw.containment === "process_tree" ? "process_tree" : "auto",
       pidsMax: raw.jobPidsMax,

@@ -14,7 +14,8 @@ import type { Runner } from "./runner.js";
 
 /**
  * Jobs of a Runner running as root run as a user of their own: they cannot read what only the
- * Runner may read (its credential file), and the workspace stays theirs to write.
+ * Runner may read (its credential file), and the workspace stays theirs to write. These cases
+ * are the Runner without its sandbox (WEBCODEX_RUNNER_SANDBOX=off); sandbox.test.ts covers it.
  */
 const logger = createLogger({ service: "test", level: "silent" });
 const cleanups: Array<() => Promise<void>> = [];
@@ -44,6 +45,7 @@ async function runnerOn(
     WEBCODEX_RUNNER_CLIENT_ID: "c",
     WEBCODEX_RUNNER_PROJECT_ID: "p",
     WEBCODEX_RUNNER_SPAWN_HOST: spawnHost,
+    WEBCODEX_RUNNER_SANDBOX: "off",
     ...env,
   });
   const runner = createRunner({ root: config.root, logger, ...runnerSettingsOptions(config) });

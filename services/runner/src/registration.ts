@@ -32,7 +32,7 @@ export interface RegistrationOptions {
   /** Shared with the RunnerService: raised from every lease answer. */
   fence?: FenceGuard;
   /** How the Runner contains its Jobs (get_runtime_status shows it). */
-  containment?: { mode: string; jobsSeparateUid: boolean };
+  containment?: { mode: string; jobsSeparateUid: boolean; sandboxed?: boolean; sandboxProblem?: string };
   /** Runner credential for the broker (WEBCODEX_RUNNER_TOKEN); separate from Host credentials. */
   runnerToken?: string;
   /**
@@ -94,7 +94,15 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
         build: o.build,
         capabilities: new RunnerCapabilities(capabilities).toWire(),
         endpointUrl: o.endpointUrl,
-        ...(o.containment === undefined ? {} : { containment: o.containment.mode, separateJobUid: o.containment.jobsSeparateUid }),
+        ...(o.containment === undefined
+          ? {}
+          : {
+              containment: o.containment.mode,
+              separateJobUid: o.containment.jobsSeparateUid,
+              ...(o.containment.sandboxed === undefined
+                ? {}
+                : { sandbox: o.containment.sandboxed ? "bwrap" : `none: ${o.containment.sandboxProblem ?? "unavailable"}` }),
+            }),
         recoveredWrites: recovered.map((t) => ({ callId: t.call_id ?? "", tool: t.tool, outcome: t.outcome })),
       },
       callOptions,

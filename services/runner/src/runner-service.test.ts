@@ -59,3 +59,38 @@ describe("a RunnerService whose toolchain probes have not answered yet", () => {
     assert.deepEqual(ran, []);
   });
 });
+
+describe("a tool handler that fails unexpectedly", () => {
+  function serviceThatThrows() {
+    const service = createRunnerService({
+      runnerId: "r",
+      build: "test",
+      rootIdentity: async () => "root-1",
+      logger: createLogger({ service: "test", level: "silent" }),
+      handlers: {
+        capabilities: ["readFiles", "applyTextEdit", "applyTextEditExpectedMatchCount"],
+        tools: {
+          read_files: async () => {
+            throw Object.assign(new Error("ENOENT: raced a rename"), { code: "ENOENT" });
+          },
+          edit_project_files: async () => {
+            throw new Error("disk went away");
+          },
+        },
+      },
+    });
+    return createInProcessClient(RunnerService, service);
+  }
+
+  it("answers a read with a plain failure: a read's outcome is never unknown", async () => {
+    const res = await serviceThatThrows().execute({ callId: "r1", tool: "read_files", argumentsJson: JSON.stringify({ files: [{ path: "a" }] }) });
+    assert.equal(res.failure?.detailCode, "runner_internal_error");
+    assert.equal(res.failure?.outcomeUnknown, false);
+  });
+
+  it("answers a write with outcome_unknown: it may have changed something", async () => {
+    const res = await serviceThatThrows().execute({ callId: "w1", tool: "edit_project_files", argumentsJson: JSON.stringify({ changes: [] }) });
+    assert.equal(res.failure?.detailCode, "runner_internal_error");
+    assert.equal(res.failure?.outcomeUnknown, true);
+  });
+});

@@ -218,7 +218,10 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
         deps.logger.error("tool handler failed", { tool: req.tool, call_id: req.callId, error });
         return {
           resultJson: "",
-          failure: failureToWire(toolFailure(ReasonCode.internal, PipelineStage.execution, { detail_code: "runner_internal_error", outcome_unknown: true })),
+          // A read changes nothing, so its outcome is never unknown: it simply failed.
+          failure: failureToWire(
+            toolFailure(ReasonCode.internal, PipelineStage.execution, { detail_code: "runner_internal_error", outcome_unknown: mutating }),
+          ),
         };
       }
     },

@@ -17,7 +17,11 @@ import { runnerHandlers } from "./handlers.js";
 import { createExecutor, detectContainment } from "./exec/index.js";
 import type { Containment, ContainmentConfig } from "./exec/index.js";
 import { minimalProcessEnv, scrubbedBaseEnv } from "./exec/child-env.js";
-import { resolveJobUser, spawnAs } from "./exec/job-user.js";
+import { privateHome, resolveJobUser, sandboxedJobUser, spawnAs } from "./exec/job-user.js";
+import { detectSandbox, sandboxSpawner } from "./exec/sandbox.js";
+import type { SandboxSetting, SandboxSupport } from "./exec/sandbox.js";
+import { rgPath as bundledRgPath } from "@vscode/ripgrep";
+import path from "node:path";
 import { probeValidationCapabilities } from "./validation/probe.js";
 import { createSpawnHost } from "./exec/spawn-host.js";
 import { createDirectSpawner } from "./exec/spawner.js";
@@ -83,6 +87,10 @@ export interface RunnerOptions {
   containment?: Partial<ContainmentConfig>;
   /** Who Jobs, git and rg run as: "auto" (default), "runner" or "<uid>[:<gid>]" (WEBCODEX_RUNNER_JOB_USER; see exec/job-user.ts). */
   jobUser?: string;
+  /** Run every program in a bubblewrap sandbox: auto (default), required or off (WEBCODEX_RUNNER_SANDBOX; see exec/sandbox.ts). */
+  sandbox?: SandboxSetting;
+  /** The bubblewrap binary (WEBCODEX_RUNNER_BWRAP; default /usr/bin/bwrap). */
+  bwrap?: string;
   /** Finish interrupted transactions on start (default true; false only to show what a crash leaves without it). */
   recoverJournal?: boolean;
 }
@@ -90,10 +98,12 @@ export interface RunnerOptions {
 /** The RunnerOptions a Runner's settings (WEBCODEX_RUNNER_* variables) select: one mapping for `webcodex runner` and `webcodex dev`. */
 export function runnerSettingsOptions(
   settings: RunnerSettings,
-): Pick<RunnerOptions, "spawnHost" | "sensitiveWriteGlobs" | "disabledCapabilities" | "containment" | "jobUser"> {
+): Pick<RunnerOptions, "spawnHost" | "sensitiveWriteGlobs" | "disabledCapabilities" | "containment" | "jobUser" | "sandbox" | "bwrap"> {
   return {
     spawnHost: settings.spawnHost,
     jobUser: settings.jobUser,
+    sandbox: settings.sandbox,
+    ...(settings.bwrap === undefined ? {} : { bwrap: settings.bwrap }),
     containment: settings.containment,
     disabledCapabilities: settings.disabledCapabilities,
     ...(settings.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: settings.sensitiveWriteGlobs }),
@@ -106,15 +116,20 @@ export interface ContainmentFacts {
   mode: string;
   /** Jobs run under a uid of their own, not the Runner's. */
   jobsSeparateUid: boolean;
+  /** Every program runs in the bubblewrap sandbox; else `sandboxProblem` says why not. */
+  sandboxed: boolean;
+  sandboxProblem?: string;
   pidsMax?: number;
   memoryMaxBytes?: number;
   fallbackReason?: string;
 }
 
-function containmentFacts(c: Containment, jobsSeparateUid = false): ContainmentFacts {
+function containmentFacts(c: Containment, jobsSeparateUid: boolean, sandbox: SandboxSupport): ContainmentFacts {
   return {
     mode: c.mode,
     jobsSeparateUid,
+    sandboxed: sandbox.available,
+    ...(sandbox.problem === undefined ? {} : { sandboxProblem: sandbox.problem }),
     ...(c.pidsMax === undefined ? {} : { pidsMax: c.pidsMax }),
     ...(c.memoryMaxBytes === undefined ? {} : { memoryMaxBytes: c.memoryMaxBytes }),
     ...(c.fallbackReason === undefined ? {} : { fallbackReason: c.fallbackReason }),
@@ -122,11 +137,16 @@ function containmentFacts(c: Containment, jobsSeparateUid = false): ContainmentF
 }
 
 export function createRunner(options: RunnerOptions): Runner {
-  const jobUser = resolveJobUser(options.jobUser ?? "auto", options.root, () =>
-    options.logger.warn("jobs run as the Runner's own user: an unprivileged user cannot reach the workspace (a directory above it is closed to others)", {
-      root: options.root,
-    }),
-  );
+  const sandbox = runnerSandbox(options.sandbox ?? "auto", options.bwrap);
+  if (!sandbox.available) options.logger.warn("programs run without a sandbox", { problem: sandbox.problem });
+  const jobUser = sandbox.available
+    ? sandboxedJobUser(options.jobUser ?? "auto", options.root)
+    : resolveJobUser(options.jobUser ?? "auto", options.root, () =>
+        options.logger.warn("jobs run as the Runner's own user: an unprivileged user cannot reach the workspace (a directory above it is closed to others)", {
+          root: options.root,
+        }),
+      );
+  const jobHome = jobUser?.home ?? (sandbox.available ? privateHome(undefined) : undefined);
   // Validation rows: only toolchains that answer on the PATH the Runner's children get. The
   // probes run while the Runner starts; a registration or call that needs them waits for them.
   const validation = probeValidationCapabilities(scrubbedBaseEnv().PATH as string, jobUser);
@@ -138,10 +158,24 @@ export function createRunner(options: RunnerOptions): Runner {
     });
   }
   const hostSpawner = options.spawnHost === false ? createDirectSpawner() : createSpawnHost({ logger: options.logger.child({ component: "spawn-host" }) });
-  const spawner = jobUser === undefined ? hostSpawner : spawnAs(hostSpawner, jobUser, minimalProcessEnv);
+  const spawner = sandbox.available
+    ? sandboxSpawner(
+        hostSpawner,
+        sandbox,
+        {
+          workspace: options.root,
+          ...(jobUser === undefined ? {} : { user: { uid: jobUser.uid, gid: jobUser.gid } }),
+          ...(jobHome === undefined ? {} : { home: jobHome }),
+          readOnly: [path.dirname(bundledRgPath)],
+        },
+        minimalProcessEnv,
+      )
+    : jobUser === undefined
+      ? hostSpawner
+      : spawnAs(hostSpawner, jobUser, minimalProcessEnv);
   const stateDir = options.stateDir ?? defaultJournalDir(options.root);
   // Served with `serving`, a finished transaction's record waits for its answer to leave (edit-journal.ts).
-  const journal = createEditJournal({ dir: stateDir, afterAnswer });
+  const journal = createEditJournal({ dir: stateDir, afterAnswer, workspaceRoot: options.root });
   const recovery = options.recoverJournal === false ? Promise.resolve([]) : journal.recover();
   // A configured state directory that cannot be used refuses workspace calls; the default
   // (a sibling of the root, which may be read-only in a container) degrades to no journal.
@@ -170,7 +204,7 @@ export function createRunner(options: RunnerOptions): Runner {
     ...(options.sensitiveWriteGlobs === undefined ? {} : { sensitiveWriteGlobs: [...options.sensitiveWriteGlobs] }),
   });
   const containment = detectContainment(options.containment);
-  options.logger.info("job containment", { ...containmentFacts(containment, jobUser !== undefined) });
+  options.logger.info("job containment", { ...containmentFacts(containment, jobUser !== undefined, sandbox) });
   const executor = createExecutor({ root: options.root, spawner, containment });
   let advertised: Promise<readonly RunnerCapabilityId[]> = Promise.resolve([]);
   const implemented = runnerHandlers(workspace, executor, validation, () => advertised, options.root);
@@ -200,7 +234,7 @@ export function createRunner(options: RunnerOptions): Runner {
   });
   return {
     runnerId,
-    containment: containmentFacts(containment, jobUser !== undefined),
+    containment: containmentFacts(containment, jobUser !== undefined, sandbox),
     ...(jobUser === undefined ? {} : { jobUser: { uid: jobUser.uid, gid: jobUser.gid } }),
     handlers,
     capabilities: advertised,
@@ -213,7 +247,15 @@ export function createRunner(options: RunnerOptions): Runner {
       await journal.settled();
       await executor.shutdown();
       await spawner.close();
-      if (jobUser !== undefined) await rm(jobUser.home, { recursive: true, force: true }).catch(() => undefined);
+      if (jobHome !== undefined) await rm(jobHome, { recursive: true, force: true }).catch(() => undefined);
     },
   };
+}
+
+/** The sandbox this Runner's programs run in, or why there is none; `required` refuses to start without. */
+function runnerSandbox(setting: SandboxSetting, bwrap: string | undefined): SandboxSupport {
+  if (setting === "off") return { available: false, problem: "turned off (WEBCODEX_RUNNER_SANDBOX=off)" };
+  const support = detectSandbox(bwrap);
+  if (!support.available && setting === "required") throw new Error(`WEBCODEX_RUNNER_SANDBOX=required, but ${support.problem ?? "no sandbox can be made"}`);
+  return support;
 }

@@ -4,7 +4,7 @@
  * credential from the operator's git credentials file). A workspace that exists on disk comes
  * back after a restart the first time its Project is called.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@connectrpc/connect";
 import { RunnerService } from "@webcodex/proto";
@@ -14,7 +14,7 @@ import type { Logger } from "@webcodex/platform";
 import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import { runnerNames } from "@webcodex/runner-broker";
 import type { EnsureResult, ProjectWorkspace, Provisioner, ProvisioningState, WorkspaceSource } from "@webcodex/runner-broker";
-import { cloneWorkspace, createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
+import { cloneWorkspace, createOwnedWorkspaceDir, createRunner, projectOwner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
 import type { GitCredential, RegistrationLoop, Runner, RunnerOptions } from "@webcodex/runner";
 
 /**
@@ -114,14 +114,22 @@ export function createInProcessProvisioner(o: InProcessProvisionerOptions): Prov
           const git = options.source?.git;
           if (git) {
             const credential = o.gitCredentials[w.clientId];
-            const failure = await cloneWorkspace({ url: git.url, ...(git.ref ? { ref: git.ref } : {}), dir, ...(credential ? { credential } : {}) });
+            // The clone, and so the workspace, belongs to the project's own uid from the start.
+            const owner = projectOwner(dir);
+            const failure = await cloneWorkspace({
+              url: git.url,
+              ...(git.ref ? { ref: git.ref } : {}),
+              dir,
+              ...(credential ? { credential } : {}),
+              ...(owner ? { owner } : {}),
+            });
             if (failure) {
               entry.state = { state: "failed", failure };
               o.logger.info("workspace clone failed", { runner: name, detail_code: failure.detail_code });
               return;
             }
           } else {
-            mkdirSync(dir, { recursive: true });
+            createOwnedWorkspaceDir(dir);
           }
         }
         entry.live = await startRunner(w, dir);

@@ -6,7 +6,7 @@
  */
 import { basename, join, resolve } from "node:path";
 import { homedir } from "node:os";
-import { realpathSync, statSync } from "node:fs";
+import { chmodSync, mkdirSync, realpathSync, statSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import { AuditService, RefResolverService, RunnerBrokerService, RunnerService, ToolRegistryService } from "@webcodex/proto";
@@ -147,6 +147,9 @@ async function startCore(options: CoreOptions): Promise<Core> {
   if (!statSync(projectDir).isDirectory()) throw new Error(`${projectDir} is not a directory`);
   const logger = options.logger;
   const dataDir = options.dataDir ?? defaultDataDir();
+  // Tokens' state, the database, the journal and the workspaces live here: the server's user's alone.
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(dataDir, 0o700);
   const db = await createPgliteDatabase(join(dataDir, "postgres"));
   await migrateRefResolver(db);
   // Says what it repaired (a counter left behind by an earlier run, e.g. two processes on one data dir).

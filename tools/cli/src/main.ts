@@ -16,7 +16,7 @@ import { modelWorkflowPolicyFrom } from "@webcodex/contracts";
 import type { GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
-import { loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
+import { isolationRefusal, loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
 import { defaultDataDir, projectIdFor, startEmbedded, startEmbeddedStdio } from "./embedded.js";
 import type { EmbeddedOptions } from "./embedded.js";
 import { loadGitCredentials } from "./embedded-projects.js";
@@ -120,6 +120,17 @@ function devTokens(env: NodeJS.ProcessEnv): { tokens: StaticTokenEntry[]; shown?
     devClientId: env["WEBCODEX_DEV_CLIENT_ID"] || "local",
   });
   return { tokens: dev.tokens, ...(dev.token ? { shown: dev.token } : {}), clientId: dev.tokens[0]?.clientId ?? "local" };
+}
+
+/** Refuses (throws) a configuration serving several tenants or writers where Jobs cannot be isolated. */
+function refuseWithoutIsolation(tokens: readonly StaticTokenEntry[], env: NodeJS.ProcessEnv, runnerEnv: NodeJS.ProcessEnv = env): void {
+  const principals = {
+    tenants: new Set(tokens.map((t) => t.clientId)).size,
+    writers: tokens.filter((t) => t.admissionProfile !== "read_only").length,
+    open: Boolean(env["WEBCODEX_OAUTH_ISSUER"]),
+  };
+  const refusal = isolationRefusal(principals, loadRunnerSettings(runnerEnv));
+  if (refusal !== undefined) throw new Error(refusal);
 }
 
 /** Messages up to the HTTP endpoint's body limit (a 2 MB import is ~2.7 MB of base64). */
@@ -273,6 +284,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       const port = parsePort(values.port, { min: 0, max: 65535 });
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
       const { tokens, shown, clientId } = devTokens(env);
+      refuseWithoutIsolation(tokens, env);
       const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? defaultDataDir();
       // One process per data dir, as for stdio: two would each issue the same refs.
       const unlock = lockDataDir(dataDir);
@@ -325,7 +337,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       const postgresUrl = env["WEBCODEX_POSTGRES_URL"],
         redisUrl = env["WEBCODEX_REDIS_URL"];
       if (!postgresUrl || !redisUrl) throw new Error("webcodex up needs WEBCODEX_POSTGRES_URL and WEBCODEX_REDIS_URL");
-      const { shown, clientId } = devTokens(env);
+      const { tokens, shown, clientId } = devTokens(env);
       const gatewayEnv: Record<string, string> = env["WEBCODEX_DEV_TOKENS_FILE"]
         ? { WEBCODEX_DEV_TOKENS_FILE: env["WEBCODEX_DEV_TOKENS_FILE"] }
         : { WEBCODEX_DEV_TOKEN: shown ?? "" };
@@ -340,6 +352,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
         if (value !== undefined) runnerEnv[name] = value;
       }
       loadRunnerSettings(runnerEnv); // a bad value fails here, before any process starts
+      refuseWithoutIsolation(tokens, env, runnerEnv);
       // A Redis key prefix lets several stacks share one Redis (the broker reads it).
       const extraEnv: Record<string, string> = env["WEBCODEX_REDIS_KEY_PREFIX"] ? { WEBCODEX_REDIS_KEY_PREFIX: env["WEBCODEX_REDIS_KEY_PREFIX"] } : {};
       // create_project works here: the broker starts a Runner process per created Project.

@@ -139,6 +139,7 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
       in_flight: r.inFlight,
       last_heartbeat: new Date(Number(r.lastHeartbeatUnixMs)).toISOString(),
       ...(r.containment === "" ? {} : { containment: r.containment, separate_job_uid: r.separateJobUid }),
+      ...(r.sandbox === "" ? {} : { sandbox: r.sandbox }),
     }));
     status["catalog_version"] = ctx.catalog.version;
     status["audit_backlog"] = deps.audit.backlog();

@@ -12,6 +12,8 @@ export interface ExecFileOptions {
   env?: Record<string, string>;
   /** Bytes allowed on each of stdout and stderr; default 1 MiB like execFile. */
   maxBuffer?: number;
+  /** Kill the child (SIGKILL) after this many ms; the error's code is then "ETIMEDOUT". Default: no limit. */
+  timeoutMs?: number;
 }
 
 export interface ExecFileError extends Error {
@@ -63,6 +65,15 @@ export function execFileVia(spawner: Spawner, file: string, args: readonly strin
     callback(error, out, err);
   };
 
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          failure ??= Object.assign(new Error(`${file} timed out after ${options.timeoutMs} ms`), { code: "ETIMEDOUT" });
+          child.kill("SIGKILL");
+        }, options.timeoutMs);
+  timer?.unref();
+  child.once("close", () => clearTimeout(timer));
   child.stdout.on("data", collect("stdout", stdout));
   child.stderr.on("data", collect("stderr", stderr));
   child.stdout.on("error", () => {});

@@ -12,7 +12,8 @@
  * Files the Runner writes into the workspace afterwards get the owner of the file they replace
  * or of the directory they are created in (atomic-fs.ts), so Jobs can keep writing them.
  */
-import { chmodSync, chownSync, lchownSync, lstatSync, mkdtempSync, readdirSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, chownSync, lchownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, statSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
@@ -104,10 +105,94 @@ export function resolveJobUser(setting: string, root: string, onUnreachable?: ()
     return undefined;
   }
   const handedOver = owner.uid === uid && owner.gid === gid ? 0 : handOver(root, uid, gid);
+  return { uid, gid, home: privateHome({ uid, gid }), handedOver };
+}
+
+/** A fresh `0700` home directory owned by `user` (the Runner's own user when undefined). */
+export function privateHome(user: { uid: number; gid: number } | undefined): string {
   const home = mkdtempSync(path.join(os.tmpdir(), "webcodex-job-home-"));
-  chownSync(home, uid, gid);
+  if (user !== undefined) chownSync(home, user.uid, user.gid);
   chmodSync(home, 0o700);
-  return { uid, gid, home, handedOver };
+  return home;
+}
+
+/**
+ * The Job user when every program runs in the sandbox (sandbox.ts), which mounts the workspace
+ * itself, so nothing is handed over and no directory above the workspace needs opening: as
+ * root, the owner of the workspace root (a developer's checkout keeps its owner; a workspace
+ * the platform creates is owned by its project's uid from the start, see projectUid), or the
+ * configured `<uid>[:<gid>]`; a root-owned workspace under `auto` runs its Jobs as root inside
+ * the sandbox (no capabilities, host secrets masked). Undefined: the Runner's own user.
+ */
+export function sandboxedJobUser(setting: string, root: string): (JobUser & { handedOver: number }) | undefined {
+  const asRoot = process.getuid?.() === 0;
+  if (setting === "runner") return undefined;
+  if (!asRoot) {
+    if (setting === "auto") return undefined;
+    throw new Error(`WEBCODEX_RUNNER_JOB_USER=${setting} needs a Runner running as root`);
+  }
+  let uid: number;
+  let gid: number;
+  if (setting === "auto") {
+    const owner = statSync(root);
+    if (owner.uid === 0) return undefined;
+    [uid, gid] = [owner.uid, owner.gid];
+  } else {
+    const [u, g] = setting.split(":");
+    uid = Number(u);
+    gid = Number(g ?? u);
+  }
+  return { uid, gid, home: privateHome({ uid, gid }), handedOver: 0 };
+}
+
+/** First uid of the range project uids are drawn from (above the usual subordinate-id ranges). */
+export const PROJECT_UID_BASE = 200_000_000;
+const PROJECT_UID_SPAN = 1_000_000_000;
+
+/**
+ * The uid (and gid) a workspace the platform creates belongs to: derived from the workspace's
+ * directory name, and distinct from every sibling workspace's owner (the next free one when
+ * two names meet), so no two projects under one data directory share a uid. The workspace
+ * directory itself records it (its owner), so the choice survives restarts.
+ */
+export function projectUid(dir: string): number {
+  const parent = path.dirname(dir);
+  const taken = new Set<number>();
+  try {
+    for (const e of readdirSync(parent)) {
+      if (e === path.basename(dir)) continue;
+      try {
+        taken.add(lstatSync(path.join(parent, e)).uid);
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  } catch {
+    // No parent yet: nothing taken.
+  }
+  const digest = createHash("sha256").update(path.basename(dir)).digest();
+  let uid = PROJECT_UID_BASE + (digest.readUInt32BE(0) % PROJECT_UID_SPAN);
+  while (taken.has(uid)) uid = PROJECT_UID_BASE + ((uid - PROJECT_UID_BASE + 1) % PROJECT_UID_SPAN);
+  return uid;
+}
+
+/** The owner a workspace the platform creates at `dir` gets: its project's uid as root, else none (the Runner's user). */
+export function projectOwner(dir: string): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const uid = projectUid(dir);
+  return { uid, gid: uid };
+}
+
+/**
+ * Creates an empty workspace directory owned by its project's uid (as root; otherwise by the
+ * Runner's user). One fresh directory changes owner, before anything runs in it: no tree walk.
+ */
+export function createOwnedWorkspaceDir(dir: string): { uid: number; gid: number } | undefined {
+  mkdirSync(path.dirname(dir), { recursive: true, mode: 0o700 });
+  mkdirSync(dir, { mode: 0o755 });
+  const owner = projectOwner(dir);
+  if (owner !== undefined) chownSync(dir, owner.uid, owner.gid);
+  return owner;
 }
 
 /** True when the file can be read by the Job user through its "other" or group bits. */

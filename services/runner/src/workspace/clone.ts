@@ -5,21 +5,43 @@
  *
  * The credential (per tenant, from the operator) travels to git only as an HTTP header in
  * git's environment configuration (GIT_CONFIG_*): never in argv, the URL, a file, a log line
- * or a result. git's own messages are reduced to a detail code and never returned.
+ * or a result, and only to URLs under its `url_prefix` (a credential without one is never
+ * sent). git's own messages are reduced to a detail code and never returned.
+ *
+ * Egress: the repository's host is resolved once; a name or address on a loopback,
+ * link-local, private, shared or cluster range is refused (unless the operator allow-lists it,
+ * WEBCODEX_CLONE_ALLOW_HOSTS), before any connection, with one detail code; otherwise git is
+ * pinned to the address resolved (http.curloptResolve; git:// URLs are rewritten to it), so a
+ * second lookup cannot move the clone elsewhere.
+ *
+ * Where the Job sandbox can be made (exec/sandbox.ts), git runs in it, as the project's user
+ * (`owner`), seeing nothing but the directory it clones into.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
+import { privateHome } from "../exec/job-user.js";
+import { detectSandbox, sandboxCommand } from "../exec/sandbox.js";
+import type { SandboxSupport } from "../exec/sandbox.js";
+import { resolveCloneTarget } from "./clone-egress.js";
 
 export interface GitCredential {
   username: string;
   password: string;
-  /** Only URLs under this prefix get the credential (e.g. https://git.example.com/); default all. */
+  /** Only URLs under this prefix get the credential (e.g. https://git.example.com/); without one the credential is never sent. */
   urlPrefix?: string;
+}
+
+/** True when `credential` may be sent with a clone of `url`: the URL starts with its (non-empty) prefix. */
+export function credentialApplies(credential: GitCredential, url: string): boolean {
+  const prefix = credential.urlPrefix;
+  if (prefix === undefined || prefix === "" || !url.startsWith(prefix)) return false;
+  // "https://git.example.com" must not cover "https://git.example.com.evil.test/".
+  return prefix.endsWith("/") || url.length === prefix.length || url[prefix.length] === "/";
 }
 
 export interface CloneOptions {
@@ -29,6 +51,12 @@ export interface CloneOptions {
   dir: string;
   credential?: GitCredential;
   timeoutMs?: number;
+  /** Who the clone (and so the workspace) belongs to: the project's uid (job-user.ts projectUid); default the Runner's user. */
+  owner?: { uid: number; gid: number };
+  /** The sandbox git runs in; default: detected (`off` runs git unsandboxed). */
+  sandbox?: SandboxSupport | "off";
+  /** Hosts (names or addresses) on private ranges the operator allows cloning from (WEBCODEX_CLONE_ALLOW_HOSTS). */
+  allowHosts?: readonly string[];
 }
 
 const SCHEMES = new Set(["https:", "http:", "git:"]);
@@ -82,12 +110,25 @@ function classify(stderr: string): { detail: string; message: string } {
   return { detail: "clone_failed", message: "git could not clone the repository." };
 }
 
+/** WEBCODEX_CLONE_ALLOW_HOSTS: comma-separated hosts on private ranges that may be cloned from. */
+export function allowedHostsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env["WEBCODEX_CLONE_ALLOW_HOSTS"] ?? "")
+    .split(",")
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => h !== "");
+}
+
 /** Clones `url` into `dir`; undefined on success, else a structured failure (and no `dir`). */
 export async function cloneWorkspace(o: CloneOptions): Promise<ToolFailure | undefined> {
   const problem = cloneUrlProblem(o.url);
   if (problem) return problem;
-  mkdirSync(dirname(o.dir), { recursive: true });
+  const target = await resolveCloneTarget(o.url, o.allowHosts ?? allowedHostsFromEnv());
+  if ("failure" in target) return target.failure;
+  mkdirSync(dirname(o.dir), { recursive: true, mode: 0o700 });
   const tmp = join(dirname(o.dir), `.clone-${randomBytes(6).toString("hex")}`);
+  mkdirSync(tmp, { mode: 0o755 });
+  if (o.owner !== undefined) chownSync(tmp, o.owner.uid, o.owner.gid);
+  const support = o.sandbox === "off" ? undefined : (o.sandbox ?? detectSandbox());
   const env: Record<string, string> = {
     PATH: process.env["PATH"] ?? "/usr/bin:/bin",
     HOME: tmpdir(),
@@ -98,15 +139,31 @@ export async function cloneWorkspace(o: CloneOptions): Promise<ToolFailure | und
     GIT_CONFIG_GLOBAL: "/dev/null",
     GIT_ALLOW_PROTOCOL: "http:https:git",
   };
-  if (o.credential) {
+  const config: Array<[string, string]> = [];
+  if (target.pin !== undefined) config.push(["http.curloptResolve", target.pin]);
+  if (o.credential && credentialApplies(o.credential, o.url)) {
     const basic = Buffer.from(`${o.credential.username}:${o.credential.password}`).toString("base64");
-    env["GIT_CONFIG_COUNT"] = "1";
-    env["GIT_CONFIG_KEY_0"] = o.credential.urlPrefix ? `http.${o.credential.urlPrefix}.extraHeader` : "http.extraHeader";
-    env["GIT_CONFIG_VALUE_0"] = `Authorization: Basic ${basic}`;
+    config.push([`http.${o.credential.urlPrefix}.extraHeader`, `Authorization: Basic ${basic}`]);
   }
-  const args = ["clone", "--quiet", ...(o.ref ? ["--branch", o.ref] : []), "--", o.url, tmp];
+  config.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  if (config.length > 0) env["GIT_CONFIG_COUNT"] = String(config.length);
+  const args = ["clone", "--quiet", ...(o.ref ? ["--branch", o.ref] : []), "--", target.url, tmp];
+  const home = support?.available ? privateHome(o.owner) : undefined;
   const result = await new Promise<{ code: number | null; stderr: string; timedOut: boolean }>((resolve) => {
-    const child = spawn("git", args, { env, stdio: ["ignore", "ignore", "pipe"] });
+    let child;
+    if (support?.available && home !== undefined) {
+      const cmd = sandboxCommand(support, { workspace: tmp, ...(o.owner ? { user: o.owner } : {}), home }, "git", args, tmp, {
+        ...env,
+        HOME: home,
+        TMPDIR: "/tmp",
+      });
+      child = spawn(cmd.program, cmd.args, { env: cmd.env, stdio: ["ignore", "ignore", "pipe"] });
+    } else {
+      child = spawn("git", args, { env, stdio: ["ignore", "ignore", "pipe"], ...(o.owner ? { uid: o.owner.uid, gid: o.owner.gid } : {}) });
+    }
     let stderr = "";
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -126,6 +183,7 @@ export async function cloneWorkspace(o: CloneOptions): Promise<ToolFailure | und
       resolve({ code, stderr, timedOut });
     });
   });
+  if (home !== undefined) rmSync(home, { recursive: true, force: true });
   if (result.code !== 0) {
     rmSync(tmp, { recursive: true, force: true });
     const { detail, message } = result.timedOut ? { detail: "clone_timed_out", message: "Cloning took too long." } : classify(result.stderr);

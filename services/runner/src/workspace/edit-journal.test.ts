@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { lstat, readdir, readFile, readlink, symlink } from "node:fs/promises";
+import { lstat, mkdir, readdir, readFile, readlink, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { createEditJournal, type EditJournal } from "./edit-journal.js";
@@ -295,5 +295,49 @@ describe("edit journal: recovery from each crash point", () => {
     await assert.rejects(ws.editProjectFiles({ changes: await changes(ws) }));
     assert.deepEqual(await snapshot(root), before);
     assert.deepEqual(await readdir(path.join(stateDir, "transactions")), []);
+  });
+});
+
+describe("records recovery does not trust", () => {
+  /** A committed transaction left unfinished (a crash after its commit point), then the journal reopened. */
+  async function leftRecord(root: string, stateDir: string): Promise<string> {
+    const journal = createEditJournal({ dir: stateDir, workspaceRoot: root });
+    const tx = await journal.begin("edit_project_files", [
+      { rel: "a.txt", target: path.join(root, "a.txt"), before: { absent: true }, after: { bytes: Buffer.from("from journal\n") } },
+    ]);
+    await tx.commit();
+    const txDir = path.join(stateDir, "transactions");
+    const [name] = await readdir(txDir);
+    return path.join(txDir, name!, "intent.json");
+  }
+
+  it("a record retargeted outside the workspace root, or planted without the journal's key, is never replayed", async () => {
+    const root = await tempDir();
+    const stateDir = await tempDir();
+    const outside = await tempDir();
+    const intent = await leftRecord(root, stateDir);
+    const record = JSON.parse(await readFile(intent, "utf8")) as { entries: Array<{ target: string }>; mac: string };
+    // Retargeted: the MAC no longer matches, and the target is outside the root anyway.
+    record.entries[0]!.target = path.join(outside, "victim.txt");
+    await writeFile(intent, JSON.stringify(record));
+    // Planted: a copy without any MAC.
+    const planted = path.join(path.dirname(path.dirname(intent)), "0000-planted");
+    await mkdir(planted);
+    await writeFile(path.join(planted, "intent.json"), JSON.stringify({ ...record, id: "0000-planted", mac: undefined }));
+    await writeFile(path.join(planted, "committed"), "");
+    const recovered = await createEditJournal({ dir: stateDir, workspaceRoot: root }).recover();
+    assert.deepEqual(recovered, []);
+    assert.deepEqual(await readdir(outside), [], "nothing was installed outside the workspace");
+    assert.deepEqual(await readdir(path.join(stateDir, "transactions")), [], "both records were discarded");
+  });
+
+  it("a record the journal wrote is still replayed", async () => {
+    const root = await tempDir();
+    const stateDir = await tempDir();
+    await leftRecord(root, stateDir);
+    const recovered = await createEditJournal({ dir: stateDir, workspaceRoot: root }).recover();
+    assert.equal(recovered.length, 1);
+    assert.equal(await readFile(path.join(root, "a.txt"), "utf8"), "from journal\n");
+    assert.equal((await lstat(path.join(stateDir, "journal.key"))).mode & 0o777, 0o600);
   });
 });

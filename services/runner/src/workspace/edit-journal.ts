@@ -21,7 +21,7 @@
  *
  * One concept over 400 lines: the intent journal (its records, writes and recovery).
  */
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { copyFile, link, lstat, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode } from "./path-policy.js";
@@ -63,6 +63,8 @@ interface IntentRecord {
   entries: StoredEntry[];
   /** Directories the transaction may create, outermost first. */
   created_dirs: string[];
+  /** HMAC-SHA256 of the record without this field, with the journal's key. */
+  mac?: string;
 }
 
 export type RecoveredOutcome = "rolled_back" | "completed";
@@ -106,8 +108,14 @@ export interface EditJournal {
 }
 
 export interface EditJournalOptions {
-  /** State directory outside the workspace; created if missing. */
+  /** State directory outside the workspace; created if missing (`0700`). */
   dir: string;
+  /**
+   * The workspace root: recovery installs nothing outside it. A record naming a target
+   * elsewhere, or not authenticated with this journal's key (`journal.key`, `0600`, made by the
+   * Runner), was not written by this Runner and is discarded unread.
+   */
+  workspaceRoot?: string;
   /** Test seam: called after each durable step of `begin` and before each recovery step. */
   onStep?: (step: string) => void | Promise<void>;
   /**
@@ -118,6 +126,20 @@ export interface EditJournalOptions {
 }
 
 const COMMITTED = "committed";
+const KEY_FILE = "journal.key";
+
+/** The journal's record key: made once (`0600`), read on later starts. */
+async function journalKey(root: string): Promise<Buffer> {
+  const file = path.join(root, KEY_FILE);
+  try {
+    await writeFile(file, randomBytes(32), { flag: "wx", mode: 0o600 });
+  } catch (error) {
+    if (errnoCode(error) !== "EEXIST") throw error;
+  }
+  const key = await readFile(file);
+  if (key.length !== 32) throw new Error(`${file} is not a journal key`);
+  return key;
+}
 const INTENT = "intent.json";
 const PARTIAL = ".partial";
 const DISCARDED = ".done";
@@ -132,12 +154,32 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
   // Finished transactions whose record waits for their call's answer: by id, the files they wrote.
   const awaitingAnswer = new Map<string, { targets: ReadonlySet<string>; forget: () => Promise<void> }>();
   const forgetting = new Set<Promise<void>>();
+  let key: Buffer | undefined;
   const ensure = () =>
     (ready ??= (async () => {
-      await mkdir(txDir, { recursive: true });
-      await mkdir(outcomeDir, { recursive: true });
+      await mkdir(root, { recursive: true, mode: 0o700 });
+      await mkdir(txDir, { recursive: true, mode: 0o700 });
+      await mkdir(outcomeDir, { recursive: true, mode: 0o700 });
+      key = await journalKey(root);
       await fsyncPath(root);
     })());
+  const mac = (record: IntentRecord) =>
+    createHmac("sha256", key!)
+      .update(JSON.stringify({ ...record, mac: undefined }))
+      .digest("hex");
+  /** True when recovery may act on `record`: this journal wrote it, and every target is beneath the workspace root. */
+  const trusted = (record: IntentRecord): boolean => {
+    const given = Buffer.from(typeof record.mac === "string" ? record.mac : "", "hex");
+    const expected = Buffer.from(mac(record), "hex");
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return false;
+    if (options.workspaceRoot === undefined) return true;
+    const base = path.resolve(options.workspaceRoot);
+    const beneath = (p: string) => {
+      const rel = path.relative(base, path.resolve(p));
+      return rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
+    };
+    return record.entries.every((e) => beneath(e.target)) && record.created_dirs.every(beneath);
+  };
 
   async function begin(tool: JournalTool, files: readonly JournalFileSpec[], callId?: string): Promise<JournalTransaction> {
     await ensure();
@@ -186,6 +228,7 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
         entries,
         created_dirs: createdDirs,
       };
+      record.mac = mac(record);
       await writeDurable(path.join(partial, INTENT), Buffer.from(JSON.stringify(record)));
       await fsyncPath(partial);
       await step("intent_written");
@@ -247,6 +290,11 @@ export function createEditJournal(options: EditJournalOptions): EditJournal {
       try {
         record = JSON.parse(await readFile(path.join(dir, INTENT), "utf8")) as IntentRecord;
       } catch {
+        await rm(dir, { recursive: true, force: true });
+        continue;
+      }
+      if (!trusted(record)) {
+        // Planted, or from a journal whose key is gone: never replayed.
         await rm(dir, { recursive: true, force: true });
         continue;
       }

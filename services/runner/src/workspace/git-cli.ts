@@ -11,9 +11,14 @@
  *    by listing the repository's own config first, every `filter.<x>.*`, `diff.<x>.textconv`
  *    / `diff.<x>.command`, `merge.<x>.driver`, `pager.<cmd>` and any other `*.helper`,
  *    `*.program`, `*.command`, `*Command` or `*.cmd` key.
- * Command-line `-c` settings win over the repository's config, so an emptied driver is never
- * run; `diff.external` cannot be emptied (git would try to run ""), so the diff-family
- * commands always get `--no-ext-diff --no-textconv`. Observation commands take no locks.
+ * The overrides travel as environment configuration (GIT_CONFIG_COUNT / GIT_CONFIG_KEY_<n> /
+ * GIT_CONFIG_VALUE_<n>), which, like `-c`, wins over the repository's config but keeps key and
+ * value apart: a subsection holding `=` (`[filter "x=y"]`) cannot split a `-c key=value`
+ * into another key. An emptied driver is never run; `diff.external` cannot be emptied (git
+ * would try to run ""), so the diff-family commands always get `--no-ext-diff --no-textconv`.
+ * Observation commands take no locks. git itself runs in the Job sandbox (the Runner's
+ * spawner), as the Job user, with a time limit: should anything slip through, it runs with no
+ * more rights than a Job and dies with git.
  */
 import { PipelineStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
 import { minimalProcessEnv } from "../exec/child-env.js";
@@ -22,6 +27,8 @@ import type { Spawner } from "../exec/spawner.js";
 
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 const MAX_CONFIG_LIST_BYTES = 1024 * 1024;
+/** The longest any one git command of a tool may run. */
+const GIT_TIMEOUT_MS = 120_000;
 
 /** Settings that hold regardless of what the repository's config says. */
 const FIXED_CONFIG: ReadonlyArray<readonly [string, string]> = [
@@ -80,21 +87,30 @@ export function gitEnv(): Record<string, string> {
   };
 }
 
-/** `-c` overrides for one repository's config, listed once per context (one tool call). */
-const overridesByContext = new WeakMap<GitContext, Promise<string[]>>();
+/** Environment-configuration overrides for one repository's config, listed once per context (one tool call). */
+const overridesByContext = new WeakMap<GitContext, Promise<Record<string, string>>>();
 
-function configOverrides(git: GitContext): Promise<string[]> {
+/** GIT_CONFIG_COUNT / _KEY_<n> / _VALUE_<n> for `pairs`: command-line-level config with key and value kept apart. */
+export function configEnv(pairs: ReadonlyArray<readonly [string, string]>): Record<string, string> {
+  const env: Record<string, string> = { GIT_CONFIG_COUNT: String(pairs.length) };
+  pairs.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  return env;
+}
+
+function configOverrides(git: GitContext): Promise<Record<string, string>> {
   let overrides = overridesByContext.get(git);
   if (overrides === undefined) {
     overrides = listProgramKeys(git).then((keys) => {
-      const args: string[] = ["--no-pager"];
-      for (const [key, value] of FIXED_CONFIG) args.push("-c", `${key}=${value}`);
+      const pairs: Array<readonly [string, string]> = [...FIXED_CONFIG];
       for (const key of keys) {
         // A filter marked required would fail every read once emptied; reads must still work.
-        args.push("-c", `${key}=`);
-        if (key.startsWith("filter.")) args.push("-c", `${key.slice(0, key.lastIndexOf("."))}.required=false`);
+        pairs.push([key, ""]);
+        if (key.startsWith("filter.")) pairs.push([`${key.slice(0, key.lastIndexOf("."))}.required`, "false"]);
       }
-      return args;
+      return configEnv(pairs);
     });
     overridesByContext.set(git, overrides);
   }
@@ -108,7 +124,7 @@ function listProgramKeys(git: GitContext): Promise<string[]> {
       git.spawner,
       "git",
       ["--no-pager", "config", "--includes", "--list", "--name-only", "-z"],
-      { cwd: git.cwd, env: gitEnv(), maxBuffer: MAX_CONFIG_LIST_BYTES },
+      { cwd: git.cwd, env: gitEnv(), maxBuffer: MAX_CONFIG_LIST_BYTES, timeoutMs: GIT_TIMEOUT_MS },
       (error, stdout) => {
         // Outside a repository (or no config) there is nothing to neutralize; the caller's own command reports that.
         const keys = new Set(
@@ -156,38 +172,54 @@ function execGit(
       new Promise((resolve, reject) => {
         const [command, ...rest] = args;
         const safeArgs = command !== undefined && DIFF_FAMILY.has(command) ? [command, "--no-ext-diff", "--no-textconv", ...rest] : args;
-        execFileVia(git.spawner, "git", [...overrides, ...safeArgs], { cwd: git.cwd, env: gitEnv(), maxBuffer: maxBytes }, (error, stdout, stderr) => {
-          if (error === null) {
-            resolve({ output: { code: 0, stdout, stderr }, cut: false });
-            return;
-          }
-          const code = error.code;
-          if (code === "ENOENT") {
-            reject(new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, PipelineStage.observation, { detail_code: "git_unavailable" })));
-          } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER" && acceptCut) {
-            resolve({ output: { code: 0, stdout, stderr }, cut: true });
-          } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") {
-            reject(
-              new ToolFailureError(
-                toolFailure(ReasonCode.gitFailed, PipelineStage.observation, {
-                  detail_code: "output_too_large",
-                  message: "git produced more output than can be observed at once; narrow it with paths.",
-                }),
-              ),
-            );
-          } else if (typeof code === "number" && okCodes.includes(code)) {
-            resolve({ output: { code, stdout, stderr }, cut: false });
-          } else {
-            reject(
-              new ToolFailureError(
-                toolFailure(ReasonCode.gitFailed, PipelineStage.observation, {
-                  detail_code: typeof code === "number" ? `exit_${code}` : "spawn_failed",
-                  evidence: { command: args[0] ?? "", stderr_tail: stderr.trim().slice(-500) },
-                }),
-              ),
-            );
-          }
-        });
+        const env = { ...gitEnv(), ...overrides };
+        execFileVia(
+          git.spawner,
+          "git",
+          ["--no-pager", ...safeArgs],
+          { cwd: git.cwd, env, maxBuffer: maxBytes, timeoutMs: GIT_TIMEOUT_MS },
+          (error, stdout, stderr) => {
+            if (error === null) {
+              resolve({ output: { code: 0, stdout, stderr }, cut: false });
+              return;
+            }
+            const code = error.code;
+            if (code === "ENOENT") {
+              reject(new ToolFailureError(toolFailure(ReasonCode.dependencyUnavailable, PipelineStage.observation, { detail_code: "git_unavailable" })));
+            } else if (code === "ETIMEDOUT") {
+              reject(
+                new ToolFailureError(
+                  toolFailure(ReasonCode.gitFailed, PipelineStage.observation, {
+                    detail_code: "git_timed_out",
+                    message: `git took longer than ${GIT_TIMEOUT_MS / 1000} s and was stopped.`,
+                  }),
+                ),
+              );
+            } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER" && acceptCut) {
+              resolve({ output: { code: 0, stdout, stderr }, cut: true });
+            } else if (code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") {
+              reject(
+                new ToolFailureError(
+                  toolFailure(ReasonCode.gitFailed, PipelineStage.observation, {
+                    detail_code: "output_too_large",
+                    message: "git produced more output than can be observed at once; narrow it with paths.",
+                  }),
+                ),
+              );
+            } else if (typeof code === "number" && okCodes.includes(code)) {
+              resolve({ output: { code, stdout, stderr }, cut: false });
+            } else {
+              reject(
+                new ToolFailureError(
+                  toolFailure(ReasonCode.gitFailed, PipelineStage.observation, {
+                    detail_code: typeof code === "number" ? `exit_${code}` : "spawn_failed",
+                    evidence: { command: args[0] ?? "", stderr_tail: stderr.trim().slice(-500) },
+                  }),
+                ),
+              );
+            }
+          },
+        );
       }),
   );
 }

@@ -127,6 +127,38 @@ describe("git reads treat the repository as untrusted", () => {
     });
   });
 
+  for (const name of ["x=y", "x.y", 'x"y', "x y=z.clean"]) {
+    it(`a filter driver whose subsection holds ${JSON.stringify(name)} never runs`, async () => {
+      await assertNeverRuns(async (root, marker) => {
+        const quoted = name.replace(/\\/g, "\\\\").replace(/"/g, '\\"');
+        await appendFile(path.join(root, ".git", "config"), `[filter "${quoted}"]\n\tclean = ${touch(marker)}; cat\n\tsmudge = ${touch(marker)}; cat\n`);
+        await appendFile(path.join(root, ".git", "config"), `[diff "${quoted}"]\n\ttextconv = sh -c '${touch(marker)}; cat "$1"' --\n`);
+        const attr = name.includes(" ") || name.includes('"') ? "" : `b.bin filter=${name} diff=${name}\na.txt filter=${name} diff=${name}\n`;
+        await writeFile(path.join(root, ".gitattributes"), attr || "* filter=x diff=x\n");
+      });
+    });
+  }
+
+  it("a driver defined through includeIf never runs", async () => {
+    await assertNeverRuns(async (root, marker) => {
+      const included = path.join(root, "cond.cfg");
+      await writeFile(included, `[filter "evil"]\n\tclean = ${touch(marker)}; cat\n[core]\n\tfsmonitor = ${touch(marker)}\n`);
+      await appendFile(path.join(root, ".git", "config"), `[includeIf "gitdir:${root}/"]\n\tpath = ${included}\n`);
+      await writeFile(path.join(root, ".gitattributes"), "* filter=evil\n");
+    });
+  });
+
+  it("a driver defined in config.worktree never runs", async () => {
+    await assertNeverRuns(async (root, marker) => {
+      git(root, "config", "extensions.worktreeConfig", "true");
+      await writeFile(
+        path.join(root, ".git", "config.worktree"),
+        `[filter "evil"]\n\tclean = ${touch(marker)}; cat\n[diff "evil"]\n\ttextconv = sh -c '${touch(marker)}; cat "$1"' --\n`,
+      );
+      await writeFile(path.join(root, ".gitattributes"), "* filter=evil diff=evil\n");
+    });
+  });
+
   it("the user's global config is not read", async () => {
     const home = await tempDir();
     const saved = process.env["HOME"];

@@ -5,7 +5,7 @@
  * excluded, user config ignored.
  */
 import { stat } from "node:fs/promises";
-import { PipelineStage, ReasonCode, ToolFailureError, fail, toolFailure } from "@webcodex/contracts";
+import { PipelineStage, ReasonCode, ToolFailureError, fail, isToolFailureError, toolFailure } from "@webcodex/contracts";
 import type { Spawner } from "../exec/spawner.js";
 import { errnoCode, type PathResolver } from "./path-policy.js";
 
@@ -124,8 +124,12 @@ export interface SearchTarget {
 export async function resolveSearchTarget(resolver: PathResolver, input: string | undefined): Promise<SearchTarget> {
   const resolved = await resolver.resolve(input ?? "", { allowRoot: true });
   try {
-    await stat(resolved.real);
+    const info = await stat(resolved.real);
+    // A FIFO, socket or device named directly would hold rg (a FIFO until something writes to it).
+    if (!info.isFile() && !info.isDirectory())
+      fail(ReasonCode.notAFile, PipelineStage.resolution, { detail_code: "special_file", evidence: { path: resolved.rel } });
   } catch (error) {
+    if (isToolFailureError(error)) throw error;
     const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") {
       fail(ReasonCode.pathNotFound, PipelineStage.resolution, { evidence: { path: resolved.rel } });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { chmod, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { ReasonCode } from "@webcodex/contracts";
@@ -361,5 +362,17 @@ describe("low-context search", () => {
       {},
       "a listed line the content read does not hold",
     );
+  });
+});
+
+describe("special files", () => {
+  it("a FIFO named as the search or list path is not_a_file at once (rg never waits on it)", async () => {
+    const { ws, root } = await tempWorkspace(TREE);
+    execFileSync("mkfifo", [path.join(root, "pipe")]);
+    const started = performance.now();
+    const [result] = (await ws.searchProjectTexts({ queries: [{ pattern: "foo", path: "pipe" }] })).results;
+    assert.equal(JSON.stringify(result).includes(ReasonCode.notAFile), true, JSON.stringify(result));
+    await expectFailure(ws.listProjectFiles({ path: "pipe" }), ReasonCode.notAFile);
+    assert.ok(performance.now() - started < 5_000);
   });
 });
