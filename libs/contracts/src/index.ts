@@ -41,6 +41,7 @@ export {
   listAgentTasksFollowUp,
   waitForAgentEventsFollowUp,
   createSessionFollowUp,
+  describeUpstreamToolFollowUp,
   waitForProjectFollowUp,
   undoEditFollowUp,
   followUpTarget,

@@ -50,6 +50,7 @@ import { createRefResolverTools } from "./execute/ref-resolver-tools.js";
 import { createRunnerStates } from "./execute/runner-states.js";
 import { createRunnerTools } from "./execute/runner-tools.js";
 import type { AttemptDispatchHold } from "./execute/runner-tools.js";
+import type { UpstreamTools } from "./upstream/upstream-tools.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -67,6 +68,8 @@ export interface PipelineDeps {
   sessionRecordBudgetMs?: number;
   /** The Jobs callers started and have not seen end (default: a fresh in-process watch list). */
   jobAttention?: JobAttention;
+  /** Upstream MCP servers (list_tools/read_tool_manifest namespaces, mcp_tool); absent: none. */
+  upstreamTools?: UpstreamTools | undefined;
   /** Test hook: holds an admitted attempt_ref call before its dispatch. */
   attemptDispatchHold?: AttemptDispatchHold | undefined;
 }
