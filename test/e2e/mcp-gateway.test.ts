@@ -14,6 +14,7 @@ import { join } from "node:path";
 import pg from "pg";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
+import { toolDefinition } from "@webcodex/contracts";
 import {
   backingServices,
   callTool,

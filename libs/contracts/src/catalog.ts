@@ -280,7 +280,7 @@ const definitions = (
       authority: "principal",
       execution: "gateway",
       implemented: true,
-      resultFields: ["categories", "namespaces", "namespace", "tools", "omitted", "next_cursor"],
+      resultFields: ["categories", "namespaces", "namespace", "upstream", "tools", "omitted", "next_cursor"],
     },
     {
       name: "read_tool_manifest",

@@ -156,8 +156,16 @@ export function parseUpstreams(text: string, env: Env): UpstreamServer[] {
   });
 }
 
-/** The upstreams of the file WEBCODEX_MCP_UPSTREAMS_FILE names, or none; credentials are read from `env`. */
-export function upstreamsFromFile(file: string | undefined, env: Env): UpstreamServer[] {
-  if (file === undefined || file === "") return [];
-  return parseUpstreams(readFileSync(file, "utf8"), env);
+/**
+ * The configured upstreams: WEBCODEX_MCP_UPSTREAMS (inline JSON, as the chart renders it) or the
+ * file WEBCODEX_MCP_UPSTREAMS_FILE names, never both; none when neither is set. Static
+ * credentials are read from `env`.
+ */
+export function configuredUpstreams(inline: string | undefined, file: string | undefined, env: Env): UpstreamServer[] {
+  const hasInline = inline !== undefined && inline !== "";
+  const hasFile = file !== undefined && file !== "";
+  if (hasInline && hasFile) throw new Error("set WEBCODEX_MCP_UPSTREAMS or WEBCODEX_MCP_UPSTREAMS_FILE, not both");
+  if (hasInline) return parseUpstreams(inline, env);
+  if (hasFile) return parseUpstreams(readFileSync(file, "utf8"), env);
+  return [];
 }

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseUpstreams } from "./config.js";
+import { configuredUpstreams, parseUpstreams } from "./config.js";
 import { schemaHash } from "./connection.js";
 import { createUpstreamLimiter } from "./limiter.js";
 import { labelResult } from "./results.js";
@@ -91,4 +91,10 @@ test("results are labelled, cut at the byte cap without splitting a character, a
     bytes: 2,
     is_error: true,
   });
+});
+
+test("upstreams come from the inline setting (as the chart renders it) or a file, never both", () => {
+  assert.equal(configuredUpstreams(one({}), undefined, {})[0]?.id, "tracker");
+  assert.deepEqual(configuredUpstreams(undefined, undefined, {}), []);
+  assert.throws(() => configuredUpstreams(one({}), "/etc/upstreams.json", {}), /not both/);
 });
