@@ -405,6 +405,7 @@ export const schema = {
       kubeApi: ref("egressTarget"),
       otel: ref("egressTarget"),
       oauth: ref("egressTarget"),
+      mcpUpstreams: ref("egressTarget"),
     }),
     serviceAccount: obj({ brokerAnnotations: ref("stringMap") }),
     tests: obj({
