@@ -242,18 +242,26 @@ describe("MCP gateway: upstream MCP servers through list_tools, read_tool_manife
   });
 
   it("another caller's ping stays under 100 ms p99 while an upstream hangs; calls beyond its concurrency are refused, not queued forever", async () => {
+    const pingTimes = async (): Promise<number[]> => {
+      const times: number[] = [];
+      for (let i = 0; i < 100; i++) {
+        const t = performance.now();
+        await other.ping();
+        times.push(performance.now() - t);
+      }
+      return times;
+    };
+    // The same pings with nothing hung first, for comparison on this machine (reported, not asserted).
+    const idle = await pingTimes();
     const hung = [1, 2, 3].map(() => mcpTool(client, { server: "alpha", tool: "hang", arguments: {} }));
     const beyond = await mcpTool(client, { server: "alpha", tool: "hang", arguments: {} });
     assert.equal(beyond.result["reason_code"], "rate_limited");
     assert.equal(beyond.result["detail_code"], "upstream_queue_timeout");
-    const pings: number[] = [];
-    for (let i = 0; i < 100; i++) {
-      const t = performance.now();
-      await other.ping();
-      pings.push(performance.now() - t);
-    }
+    const pings = await pingTimes();
     const p99 = percentile(pings, 99);
-    console.log(`# ping while an upstream hangs: p50 ${percentile(pings, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`);
+    console.log(
+      `# ping p50/p99: idle ${percentile(idle, 50).toFixed(1)}/${percentile(idle, 99).toFixed(1)} ms; while an upstream hangs ${percentile(pings, 50).toFixed(1)}/${p99.toFixed(1)} ms`,
+    );
     assert.ok(p99 < 100, `ping p99 ${p99} ms`);
     // Another upstream is not stalled either.
     const beside = await mcpTool(client, {
@@ -297,15 +305,15 @@ describe("MCP gateway: upstream MCP servers through list_tools, read_tool_manife
     assert.equal(ok.isError, false, JSON.stringify(ok.result));
   });
 
-  it("every mcp_tool call is audited with its outcome and sizes, never its arguments or results", async () => {
+  it("every mcp_tool call is audited with its upstream server and tool, outcome and sizes, never its arguments or results", async () => {
     const sql = new pg.Client({ connectionString: db.url });
     await sql.connect();
     try {
       const rows = await until(
         "mcp_tool audit rows",
         async () => {
-          const r = (await sql.query("SELECT outcome, reason_code, summary::text AS summary FROM audit.action_audit WHERE tool = 'mcp_tool'")).rows as Array<
-            Record<string, string>
+          const r = (await sql.query("SELECT outcome, reason_code, outcome_unknown, summary FROM audit.action_audit WHERE tool = 'mcp_tool'")).rows as Array<
+            Record<string, unknown>
           >;
           return r.length >= 10 ? r : undefined;
         },
@@ -313,8 +321,13 @@ describe("MCP gateway: upstream MCP servers through list_tools, read_tool_manife
         100,
       );
       assert.ok(rows.some((r) => r["reason_code"] === "upstream_schema_changed"));
-      assert.ok(rows.some((r) => r["outcome"] === "success"));
-      for (const r of rows) assert.ok(!String(r["summary"]).includes("still here") && !String(r["summary"]).includes("Ignore previous"));
+      const upstream = (r: Record<string, unknown>) => (r["summary"] as { upstream?: Record<string, unknown> }).upstream;
+      const echo = rows.find((r) => r["outcome"] === "success" && upstream(r)?.["tool"] === "echo");
+      assert.equal(upstream(echo ?? {})?.["server"], "alpha");
+      assert.ok(Number(upstream(echo ?? {})?.["request_bytes"]) > 0 && Number(upstream(echo ?? {})?.["response_bytes"]) > 0);
+      const crashed = rows.find((r) => upstream(r)?.["tool"] === "crash_write");
+      assert.equal(crashed?.["outcome_unknown"], true);
+      for (const r of rows) assert.ok(!JSON.stringify(r["summary"]).includes("still here") && !JSON.stringify(r["summary"]).includes("Ignore previous"));
     } finally {
       await sql.end();
     }

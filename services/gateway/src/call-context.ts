@@ -39,6 +39,8 @@ export interface CallContext {
   attention?: { key: string; items: JobAttentionItem[] } | undefined;
   /** Continuation facts (Job or Agent) this call established, for its audit row. */
   continuationFacts?: ContinuationFactInit[] | undefined;
+  /** The upstream MCP server and tool an mcp_tool call reached, with bytes sent and received (audit row). */
+  upstreamCall?: { server: string; tool: string; requestBytes: number; responseBytes: number } | undefined;
 }
 
 export const now = () => performance.now();

@@ -250,6 +250,7 @@ export function createPipeline(deps: PipelineDeps) {
     let sessionId = "";
     let jobAttention: CallContext["attention"];
     let continuationFacts: CallContext["continuationFacts"];
+    let upstreamCall: CallContext["upstreamCall"];
     if (!admission.ok) {
       outcome = { ok: false, failure: admission.failure };
     } else {
@@ -278,6 +279,7 @@ export function createPipeline(deps: PipelineDeps) {
         sessionId = ctx.sessionId;
         jobAttention = ctx.attention;
         continuationFacts = ctx.continuationFacts;
+        upstreamCall = ctx.upstreamCall;
       }
     }
 
@@ -298,6 +300,16 @@ export function createPipeline(deps: PipelineDeps) {
       ...captured,
       ...(validation ? { validation } : {}),
       ...(continuationFacts ? { continuationFacts } : {}),
+      ...(upstreamCall
+        ? {
+            upstream: {
+              server: upstreamCall.server,
+              tool: upstreamCall.tool,
+              requestBytes: BigInt(upstreamCall.requestBytes),
+              responseBytes: BigInt(upstreamCall.responseBytes),
+            },
+          }
+        : {}),
       durationUs: micros(t0),
       // A copy: the record stage's own time is not part of the record (batched records are serialized later).
       stageDurationsUs: { ...stages },

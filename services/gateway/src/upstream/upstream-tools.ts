@@ -277,8 +277,8 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     let requestBytes = 0;
     let responseBytes = 0;
     try {
-      const { result, requestBytes: sent } = await entry.connection.callTool(toolName, callArgs, ctx.signal);
-      requestBytes = sent;
+      requestBytes = Buffer.byteLength(JSON.stringify({ name: toolName, arguments: callArgs }));
+      const { result } = await entry.connection.callTool(toolName, callArgs, ctx.signal);
       const labelled = labelResult(server.id, toolName, result, server.maxResultBytes);
       responseBytes = labelled.bytes;
       outcome = { ok: true, result: labelled };
@@ -288,7 +288,8 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     } finally {
       slot.release();
     }
-    // The upstream facts of the call (the ActionAudit row records the mcp_tool call itself).
+    // The upstream facts of the call, for its ActionAudit row and the log (never arguments or results).
+    ctx.upstreamCall = { server: server.id, tool: toolName, requestBytes, responseBytes };
     deps.logger.info("mcp upstream call", {
       server: server.id,
       tool: toolName,
