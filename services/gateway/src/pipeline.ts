@@ -251,6 +251,7 @@ export function createPipeline(deps: PipelineDeps) {
     let jobAttention: CallContext["attention"];
     let continuationFacts: CallContext["continuationFacts"];
     let upstreamCall: CallContext["upstreamCall"];
+    let readOnlyTarget: boolean | undefined;
     if (!admission.ok) {
       outcome = { ok: false, failure: admission.failure };
     } else {
@@ -280,6 +281,7 @@ export function createPipeline(deps: PipelineDeps) {
         jobAttention = ctx.attention;
         continuationFacts = ctx.continuationFacts;
         upstreamCall = ctx.upstreamCall;
+        readOnlyTarget = ctx.readOnlyTarget;
       }
     }
 
@@ -289,7 +291,18 @@ export function createPipeline(deps: PipelineDeps) {
     // Audit capture, from the canonical outcome before the late model projection: nothing a
     // projection adds (input_normalization, follow_up) can reach the record or its sizes.
     const canonicalBytes = outcome.ok ? measureCanonical(outcome.result) : undefined;
-    const { captured, durable } = captureCall({ callId, caller, def, outcome, normalization, projectCanonicalId, sessionId, startedAtUnixMs: started, shape });
+    const { captured, durable } = captureCall({
+      callId,
+      caller,
+      def,
+      outcome,
+      normalization,
+      projectCanonicalId,
+      sessionId,
+      startedAtUnixMs: started,
+      shape,
+      readOnlyTarget,
+    });
     const { stateChanged, outcomeUnknown, tool: toolName } = captured;
 
     // The late, pure projection: a new object; the canonical result stays as captured.

@@ -208,6 +208,8 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     if (!entry) return unknownNamespace(bound ? "/binding/server" : "/server");
     const { server } = entry;
     if (!allowed(server, toolName)) return missingTool(server);
+    // An operator-marked read-only tool changes nothing: its call is audited as a read.
+    ctx.readOnlyTarget = server.readOnlyTools.includes(toolName);
     if (readOnlyCaller(ctx.caller) && !server.readOnlyTools.includes(toolName))
       return fail(ReasonCode.toolNotAdmitted, PipelineStage.admission, {
         detail_code: "upstream_tool_not_read_only",

@@ -1,5 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { toolDefinition } from "@webcodex/contracts";
+import { captureCall } from "../audit-capture.js";
 import { configuredUpstreams, parseUpstreams } from "./config.js";
 import { schemaHash } from "./connection.js";
 import { createUpstreamLimiter } from "./limiter.js";
@@ -97,4 +99,25 @@ test("upstreams come from the inline setting (as the chart renders it) or a file
   assert.equal(configuredUpstreams(one({}), undefined, {})[0]?.id, "tracker");
   assert.deepEqual(configuredUpstreams(undefined, undefined, {}), []);
   assert.throws(() => configuredUpstreams(one({}), "/etc/upstreams.json", {}), /not both/);
+});
+
+test("an mcp_tool call to an operator-marked read-only tool is audited as a read; any other target as an effect", () => {
+  const def = toolDefinition("mcp_tool");
+  const base = {
+    callId: "c1",
+    caller: { principal: { clientId: "acme", subject: "s" }, admissionProfile: "full" as const, scopes: [] },
+    def,
+    outcome: { ok: true as const, result: { content: [] } },
+    normalization: undefined,
+    projectCanonicalId: "",
+    sessionId: "",
+    startedAtUnixMs: 0,
+    shape: undefined,
+  };
+  const read = captureCall({ ...base, readOnlyTarget: true });
+  assert.equal(read.durable, false);
+  assert.equal(read.captured.stateChanged, false);
+  const write = captureCall({ ...base, readOnlyTarget: false });
+  assert.equal(write.durable, true);
+  assert.equal(write.captured.stateChanged, true);
 });
