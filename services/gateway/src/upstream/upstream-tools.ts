@@ -192,6 +192,14 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
 
   /** mcp_tool {binding | server + tool, arguments, project?}. */
   async function callTool(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+    // The Project first, as every tool resolves it: a foreign or unknown one is project_not_found.
+    const selector = args["project"] as string | undefined;
+    let canonicalProject: string | undefined;
+    if (selector !== undefined) {
+      const resolved = await resolveProject(selector, ctx);
+      if (!resolved.ok) return { ok: false, failure: resolved.failure };
+      canonicalProject = resolved.canonicalId;
+    }
     const bound = args["binding"] as { server: string; tool: string; schema_hash: string; project?: string } | undefined;
     if (
       (bound !== undefined) === (args["server"] !== undefined || args["tool"] !== undefined) ||
@@ -223,11 +231,8 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
         message: `Upstream ${server.id} is bound to one Project; this call names another. Nothing was sent.`,
       });
     if (bound?.project !== undefined && bound.project !== server.project) return mismatch({ binding_project: bound.project });
-    const selector = args["project"] as string | undefined;
-    if (selector !== undefined) {
-      const resolved = await resolveProject(selector, ctx);
-      if (!resolved.ok) return { ok: false, failure: resolved.failure };
-      if (server.project !== undefined && resolved.canonicalId !== server.project) return mismatch({ project: resolved.canonicalId });
+    if (canonicalProject !== undefined) {
+      if (server.project !== undefined && canonicalProject !== server.project) return mismatch({ project: canonicalProject });
     } else if (server.project !== undefined) return mismatch({ field: "/project" });
 
     // The schema the arguments are checked against; a binding newer than the cache refetches once.
