@@ -196,11 +196,15 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
     assert.ok(tools.length > 0);
     for (const t of tools) assert.equal(toolDefinition(t.name)?.effect, "read_only", `${t.name} is listed to a read-only caller`);
     const groups = (await callTool(auditor, "list_tools", {})).result["categories"] as Record<string, string[]>;
-    for (const name of Object.values(groups).flat()) assert.equal(toolDefinition(name)?.effect, "read_only", `${name} is admitted to a read-only caller`);
+    // mcp_tool's effect is its target's: admitted, it lets a read-only caller reach only operator-marked read-only tools (test/e2e/mcp-gateway.test.ts).
+    for (const name of Object.values(groups).flat())
+      assert.ok(toolDefinition(name)?.effect === "read_only" || toolDefinition(name)?.effectByTarget === true, `${name} is admitted to a read-only caller`);
   });
 
   it("a read-only caller's mutating calls fail closed and change nothing, directly or through call_runtime_tool", async () => {
-    const mutating = toolDefinitions().filter((d) => d.implemented && d.effect !== "read_only" && d.inputSchema.properties?.["project"] !== undefined);
+    const mutating = toolDefinitions().filter(
+      (d) => d.implemented && d.effect !== "read_only" && d.effectByTarget !== true && d.inputSchema.properties?.["project"] !== undefined,
+    );
     assert.ok(mutating.some((d) => d.name === "run_shell"));
     const attempts: Array<[string, Record<string, unknown>]> = [
       // The auditor is tenant A too: the canonical id resolves for it, so only admission stops these.

@@ -544,6 +544,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_OAUTH_HOST_PROFILE_CLAIM: "no per-token Host profile claim: every JWT caller gets WEBCODEX_HOST_PROFILE",
     WEBCODEX_GOAL_SELECTION: "ModelWorkflowPolicy default: Goal plans on demand",
     WEBCODEX_UNATTENDED_CONTINUATION: "ModelWorkflowPolicy default: unknown until an operator validated the actual Host",
+    WEBCODEX_MCP_UPSTREAMS_FILE: "the chart renders gateway.mcpUpstreams inline as WEBCODEX_MCP_UPSTREAMS; the file form is for runs outside Kubernetes",
     WEBCODEX_MCP_SESSION_KEY: "a random key per gateway process: an MCP Apps Host routed to another replica sees no cards until it initializes again",
     WEBCODEX_OAUTH_ADMIN_CLAIM: "set from oauth.adminClaim when not empty; empty uses the tenant preset's claim",
     WEBCODEX_READY_PROJECTS: "on Kubernetes Runners start per Project on demand, so readiness waits for no particular Project",
@@ -1002,6 +1003,8 @@ describe("values schema", () => {
       "topologySpreadConstraint",
       "keySelector",
       "envVar",
+      // Upstream MCP server entries: optional fields default in the gateway, which validates them.
+      "mcpUpstream",
     ]);
     const problems = [];
     const walk = (node, path, k8s) => {

@@ -30,6 +30,31 @@ function obj(properties, required = Object.keys(properties), extra = {}) {
 }
 
 const definitions = {
+  // An upstream MCP server (gateway.mcpUpstreams): optional fields have the gateway's defaults,
+  // and the gateway validates each entry in full at start-up (docs/mcp-gateway.md).
+  mcpUpstream: obj(
+    {
+      id: str({ pattern: "^[a-z0-9][a-z0-9_-]{0,62}$" }),
+      url: str({ pattern: "^https?://" }),
+      tenants: arr(ref("clientId"), { minItems: 1 }),
+      subjects: arr(str({ minLength: 1 })),
+      auth: obj(
+        { mode: { enum: ["none", "static"] }, env: str({ pattern: "^[A-Z_][A-Z0-9_]*$" }), header: str({ pattern: "^[A-Za-z0-9-]+$" }), prefix: str() },
+        ["mode"],
+      ),
+      read_only_tools: arr(str({ minLength: 1 })),
+      allow_tools: arr(str({ minLength: 1 })),
+      deny_tools: arr(str({ minLength: 1 })),
+      project: str({ pattern: "^agent:[^:]+:[^:]+$" }),
+      timeout_ms: int({ minimum: 100, maximum: 600000 }),
+      max_concurrency: int({ minimum: 1, maximum: 256 }),
+      queue_timeout_ms: int({ minimum: 0, maximum: 60000 }),
+      rate_limit_per_minute: int({ minimum: 0 }),
+      max_result_bytes: int({ minimum: 1024, maximum: 16777216 }),
+      catalog_ttl_ms: int({ minimum: 0, maximum: 3600000 }),
+    },
+    ["id", "url", "tenants"],
+  ),
   port: int({ minimum: 1, maximum: 65535 }),
   clientId: str({ pattern: "^[^,=\\s]+$", description: "An OAuth client id (tenant); no comma, '=' or space." }),
   replicas: int({ minimum: 0, description: "Replica count (>= 0)." }),
@@ -286,6 +311,8 @@ export const schema = {
       rateLimitTenantPerMinute: int({ minimum: 0 }),
       rateLimitBurst: int({ minimum: 0 }),
       rateLimits: map(int({ minimum: 0 }), { propertyNames: ref("clientId") }),
+      // Upstream MCP servers; each entry is checked in full by the gateway at start-up (docs/mcp-gateway.md).
+      mcpUpstreams: arr(ref("mcpUpstream")),
       auditSpool: obj({ sizeLimit: ref("quantity") }),
       skillCatalogs: obj({ existingClaim: str({ pattern: "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 253 }) }),
       service: obj({
@@ -379,6 +406,7 @@ export const schema = {
       kubeApi: ref("egressTarget"),
       otel: ref("egressTarget"),
       oauth: ref("egressTarget"),
+      mcpUpstreams: ref("egressTarget"),
     }),
     serviceAccount: obj({ brokerAnnotations: ref("stringMap") }),
     tests: obj({

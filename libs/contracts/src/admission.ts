@@ -28,7 +28,7 @@ export interface AdmissionContext {
 
 export function isAdmitted(def: ToolDefinition, context: AdmissionContext): boolean {
   if (!def.implemented) return false;
-  if (context.admissionProfile === "read_only" && def.effect !== "read_only") return false;
+  if (context.admissionProfile === "read_only" && def.effect !== "read_only" && def.effectByTarget !== true) return false;
   // Card helpers serve a mounted card: only App Hosts. The present_* tools themselves answer
   // any Host with their facts; only App Hosts see them in tools/list (listedTools).
   if (def.appOnly === true && context.hostProfile !== "app") return false;

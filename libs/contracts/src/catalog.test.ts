@@ -50,17 +50,18 @@ test("tool names are unique", () => {
   assert.equal(new Set(defs.map((d) => d.name)).size, defs.length);
 });
 
-test("names are verb_object with no routing prefix, and *_tool only for the runtime gateway", () => {
+test("names are verb_object with no routing prefix, and *_tool only for gateways into another tool namespace", () => {
   for (const d of defs) {
     assert.match(d.name, /^[a-z]+(_[a-z]+)+$/, d.name);
     // The validators are named after the tool they run (contract names); every other tool is verb_object.
-    if (!VALIDATOR_NAMES.has(d.name))
+    // mcp_tool is named after the namespace it is the gateway into (the spec's own example).
+    if (!VALIDATOR_NAMES.has(d.name) && d.name !== "mcp_tool")
       assert.ok(
         verbs.some((v) => d.name.startsWith(`${v}_`)),
         `${d.name} starts with a known verb`,
       );
     assert.ok(!/^(direct|gateway|hidden|host|adaptive)_/.test(d.name), `${d.name} has no routing prefix`);
-    if (d.name.endsWith("_tool")) assert.equal(d.name, "call_runtime_tool");
+    if (d.name.endsWith("_tool")) assert.ok(["call_runtime_tool", "mcp_tool"].includes(d.name), d.name);
   }
 });
 
@@ -110,11 +111,15 @@ test("Direct ranks are unique and presentation tools are not reachable through t
   }
 });
 
-test("tools not built yet are not admitted; a read_only tenant sees no mutating tool", () => {
+test("tools not built yet are not admitted; a read_only tenant sees no mutating tool (mcp_tool only for read-only targets)", () => {
   const full = admittedTools({ admissionProfile: "full", hostProfile: "generic" });
   assert.ok(full.every((d) => d.implemented));
   const readOnly = admittedTools({ admissionProfile: "read_only", hostProfile: "generic" });
-  assert.ok(readOnly.length > 0 && readOnly.every((d) => d.effect === "read_only"));
+  assert.ok(readOnly.length > 0 && readOnly.every((d) => d.effect === "read_only" || d.effectByTarget === true));
+  assert.deepEqual(
+    readOnly.filter((d) => d.effect !== "read_only").map((d) => d.name),
+    ["mcp_tool"],
+  );
   assert.ok(!readOnly.some((d) => d.name === "edit_project_files" || d.name === "run_shell"));
 });
 

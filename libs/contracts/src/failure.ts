@@ -60,6 +60,13 @@ export const ReasonCode = {
   // git
   notAGitRepository: "not_a_git_repository",
   gitFailed: "git_failed",
+  // upstream MCP servers (mcp_tool)
+  /** The upstream tool's schema changed since the binding was described: nothing was sent. */
+  upstreamSchemaChanged: "upstream_schema_changed",
+  /** A project-bound binding used with another Project: nothing was sent. */
+  bindingProjectMismatch: "binding_project_mismatch",
+  /** The upstream MCP server could not be reached or did not answer (outcome_unknown when the call was sent). */
+  upstreamUnavailable: "upstream_unavailable",
   // platform
   dependencyUnavailable: "dependency_unavailable",
   internal: "internal",

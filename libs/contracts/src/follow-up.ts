@@ -124,6 +124,11 @@ export function undoEditFollowUp(project: string, changes: readonly Record<strin
   });
 }
 
+/** The fresh description (input schema and binding) of one upstream MCP tool. */
+export function describeUpstreamToolFollowUp(server: string, tool: string): FollowUp {
+  return buildFollowUp("fallback_recovery", "read_tool_manifest", { namespace: `mcp:${server}`, tool });
+}
+
 interface FollowUpBuilder<A extends unknown[]> {
   readonly build: (...args: A) => FollowUp;
   /** Inputs the contract test builds it with: each must give arguments that validate. */
@@ -153,6 +158,7 @@ export const followUpBuilders = {
     [{ agent_continuation_ref: "~a1" }, "12", 30000],
   ]),
   createSessionFollowUp: builder(createSessionFollowUp, [["~p1"], ["agent:acme:demo"]]),
+  describeUpstreamToolFollowUp: builder(describeUpstreamToolFollowUp, [["tracker", "search_issues"]]),
   undoEditFollowUp: builder(undoEditFollowUp, [
     [
       "~p1",

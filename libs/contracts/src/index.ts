@@ -42,6 +42,7 @@ export {
   listAgentTasksFollowUp,
   waitForAgentEventsFollowUp,
   createSessionFollowUp,
+  describeUpstreamToolFollowUp,
   waitForProjectFollowUp,
   undoEditFollowUp,
   followUpTarget,

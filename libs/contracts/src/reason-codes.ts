@@ -72,6 +72,25 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     meaning: "The tool exists but is not admitted for this caller.",
     no_follow_up: "No call grants admission; list_tools shows what is admitted.",
   },
+  upstream_schema_changed: {
+    stages: ["authorization"],
+    retry: "change_first",
+    meaning: "The upstream tool's input schema changed since the binding was described (schema_hash differs); nothing was sent.",
+    follow_up: "describeUpstreamToolFollowUp",
+  },
+  binding_project_mismatch: {
+    stages: ["authorization"],
+    retry: "change_first",
+    meaning: "The binding is bound to one Project and the call named another (or none); nothing was sent.",
+    follow_up: "describeUpstreamToolFollowUp",
+  },
+  upstream_unavailable: {
+    stages: ["dispatch"],
+    retry: "inspect_first",
+    meaning:
+      "The upstream MCP server was not reached or gave no answer in time; with outcome_unknown the call was sent and its effect is unknown (WebCodex never re-sends it).",
+    no_follow_up: "Whether the upstream acted is known only to the upstream; with outcome_unknown false the same call is the repair.",
+  },
   presentation_tool_not_callable: {
     stages: ["admission"],
     retry: "change_first",

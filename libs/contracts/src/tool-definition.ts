@@ -109,6 +109,12 @@ export interface ToolDefinition {
    * when its answer can start a Job, "observe" when it is answered from the Job records.
    */
   readonly jobs?: "start" | "observe";
+  /**
+   * The effect depends on the target the call names (mcp_tool): admitted to read-only callers
+   * and the read scope, and the gateway then admits only targets the operator marks read-only
+   * for them. `effect` is the class of the other targets (audit durability, Code Mode).
+   */
+  readonly effectByTarget?: boolean;
   /** Runner capabilities the given canonical arguments need; checked before dispatch. */
   readonly requiredCapabilities?: (args: Record<string, unknown>) => readonly RunnerCapabilityId[];
 }

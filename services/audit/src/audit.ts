@@ -40,10 +40,28 @@ export interface ContinuationAuditFact {
   fact: string;
 }
 
+/** `summary.upstream`: the upstream MCP server and tool of an mcp_tool call, and the bytes each way. */
+export interface UpstreamAuditSummary {
+  server: string;
+  tool: string;
+  request_bytes: number;
+  response_bytes: number;
+}
+
 export interface ActionSummary {
   model_ergonomics: ModelErgonomicsSummary;
   validation?: ValidationAuditSummary;
   continuation?: ContinuationAuditFact[];
+  upstream?: UpstreamAuditSummary;
+}
+
+const UPSTREAM_SERVER = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const UPSTREAM_TOOL = /^[A-Za-z0-9_.:/-]{1,128}$/;
+
+/** The stored form of a record's upstream call: a known-shaped server id and tool name only, else nothing. */
+export function upstreamSummary(u: ActionRecord["upstream"]): UpstreamAuditSummary | undefined {
+  if (!u || !UPSTREAM_SERVER.test(u.server) || !UPSTREAM_TOOL.test(u.tool)) return undefined;
+  return { server: u.server, tool: u.tool, request_bytes: clampInt(Number(u.requestBytes)), response_bytes: clampInt(Number(u.responseBytes)) };
 }
 
 const CONTINUATION_FACT = /^(dispatch_(claimed|accepted|rejected|uncertain)|fresh_turn_observed|consumed)$/;
@@ -150,9 +168,12 @@ function rowValues(r: ActionRecord): unknown[] {
     size ? clampInt(size.projectedBytes) : null,
     size ? clampInt(size.projectedMetadataBytes) : null,
     JSON.stringify(
-      withContinuation(
-        withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined),
-        continuationFacts(r.continuationFacts),
+      withUpstream(
+        withContinuation(
+          withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined),
+          continuationFacts(r.continuationFacts),
+        ),
+        upstreamSummary(r.upstream),
       ),
     ),
   ];
@@ -219,6 +240,10 @@ export async function appendActions(db: Database, records: readonly ActionRecord
 
 function withValidation(summary: ActionSummary, validation: ValidationAuditSummary | undefined): ActionSummary {
   return validation ? { ...summary, validation } : summary;
+}
+
+function withUpstream(summary: ActionSummary, upstream: UpstreamAuditSummary | undefined): ActionSummary {
+  return upstream ? { ...summary, upstream } : summary;
 }
 
 function withContinuation(summary: ActionSummary, continuation: ContinuationAuditFact[] | undefined): ActionSummary {
@@ -294,6 +319,16 @@ export function recordFromRow(row: AuditRow): MessageInitShape<typeof ActionReco
         }
       : {}),
     ...(summary.continuation ? { continuationFacts: summary.continuation } : {}),
+    ...(summary.upstream
+      ? {
+          upstream: {
+            server: summary.upstream.server,
+            tool: summary.upstream.tool,
+            requestBytes: BigInt(summary.upstream.request_bytes),
+            responseBytes: BigInt(summary.upstream.response_bytes),
+          },
+        }
+      : {}),
   };
 }
 

@@ -23,6 +23,8 @@ export interface CaptureInput {
   startedAtUnixMs: number;
   /** The shape of the arguments as received (after unwrapping, before normalization). */
   shape: ArgumentShapeSketch | undefined;
+  /** The call named a target the operator marks read-only (mcp_tool): it changes nothing. */
+  readOnlyTarget?: boolean | undefined;
 }
 
 /**
@@ -33,7 +35,7 @@ export interface CaptureInput {
 export function captureCall(input: CaptureInput) {
   const { outcome, def, normalization, shape } = input;
   const failure = outcome.ok ? undefined : outcome.failure;
-  const effectful = def !== undefined && def.effect !== "read_only";
+  const effectful = def !== undefined && def.effect !== "read_only" && !(def.effectByTarget === true && input.readOnlyTarget === true);
   const stateChanged = failure ? failure.state_changed : effectful && outcome.ok && outcome.result["changed"] !== false;
   const outcomeUnknown = failure?.outcome_unknown ?? false;
   const durable = effectful && (outcome.ok || stateChanged || outcomeUnknown);

@@ -39,6 +39,10 @@ export interface CallContext {
   attention?: { key: string; items: JobAttentionItem[] } | undefined;
   /** Continuation facts (Job or Agent) this call established, for its audit row. */
   continuationFacts?: ContinuationFactInit[] | undefined;
+  /** Set when a tool whose effect is its target's (mcp_tool) named a target the operator marks read-only: audited as a read. */
+  readOnlyTarget?: boolean | undefined;
+  /** The upstream MCP server and tool an mcp_tool call reached, with bytes sent and received (audit row). */
+  upstreamCall?: { server: string; tool: string; requestBytes: number; responseBytes: number } | undefined;
 }
 
 export const now = () => performance.now();

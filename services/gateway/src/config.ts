@@ -105,6 +105,16 @@ export const gatewayConfigSpec = {
     default: "",
     doc: "Comma-separated canonical project ids whose Runner must be routable before /readyz is ready",
   },
+  mcpUpstreams: {
+    kind: "string",
+    env: "WEBCODEX_MCP_UPSTREAMS",
+    doc: 'Upstream MCP servers as JSON {"upstreams": [...]} (the Helm chart renders gateway.mcpUpstreams here); see docs/mcp-gateway.md',
+  },
+  mcpUpstreamsFile: {
+    kind: "string",
+    env: "WEBCODEX_MCP_UPSTREAMS_FILE",
+    doc: "JSON file of upstream MCP servers (namespaces mcp:<server>, mcp_tool); see docs/mcp-gateway.md",
+  },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
 } as const;
 

@@ -1,6 +1,7 @@
 /** The recovery follow-up a failure carries, as the reason-code table names it. */
 import {
   createSessionFollowUp,
+  describeUpstreamToolFollowUp,
   failureFollowUpBuilder,
   inspectWorkspaceFollowUp,
   listProjectsFollowUp,
@@ -45,6 +46,12 @@ export function withRecovery(failure: ToolFailure, project: string | undefined, 
     case "waitForProjectFollowUp":
       if (project !== undefined) followUp = waitForProjectFollowUp(project);
       break;
+    case "describeUpstreamToolFollowUp": {
+      const server = failure.evidence?.["server"];
+      const tool = failure.evidence?.["tool"];
+      if (typeof server === "string" && typeof tool === "string") followUp = describeUpstreamToolFollowUp(server, tool);
+      break;
+    }
     case "waitForJobFollowUp":
     case "listAgentTasksFollowUp":
     case "waitForAgentEventsFollowUp":

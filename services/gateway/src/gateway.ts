@@ -30,6 +30,8 @@ import type { LocalConnection } from "./mcp/local-transport.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Caller } from "./auth.js";
 import type { DeniedToolCall } from "./mcp/streamable-http.js";
+import type { UpstreamServer } from "./upstream/config.js";
+import { createUpstreamTools } from "./upstream/upstream-tools.js";
 
 /**
  * Hooks only a test harness installs, by passing them to createGateway (the test launcher of
@@ -105,6 +107,8 @@ export interface GatewayDeps {
    * service cannot take now are fsync'd here and replayed. Without it they wait in memory.
    */
   auditSpoolDir?: string;
+  /** Upstream MCP servers the operator registered (namespaces mcp:<server>, mcp_tool). */
+  mcpUpstreams?: readonly UpstreamServer[];
   /** Test hooks (tests only; see GatewayTestHooks). */
   testHooks?: GatewayTestHooks;
 }
@@ -151,8 +155,13 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     ...(deps.auditReadsWaitForStore !== undefined ? { readsWaitForStore: deps.auditReadsWaitForStore } : {}),
     ...(deps.auditSpoolDir !== undefined ? { spoolDir: deps.auditSpoolDir } : {}),
   });
+  const upstreamTools =
+    deps.mcpUpstreams && deps.mcpUpstreams.length > 0
+      ? createUpstreamTools({ upstreams: deps.mcpUpstreams, refResolver: deps.clients.refResolver, logger: deps.logger.child({ component: "mcp-upstream" }) })
+      : undefined;
   const pipeline = createPipeline({
     catalogs,
+    upstreamTools,
     refResolver: deps.clients.refResolver,
     broker: deps.clients.broker,
     audit,
@@ -231,6 +240,9 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     ...(rateLimiter ? { rateLimiter } : {}),
     readiness: readinessFrom({ ...deps.dependencyProbes, ...projectRunnerProbes(deps.clients, deps.readyProjects ?? []) }),
     serveLocal: (connection, caller) => serveLocalConnection(transport, connection, caller),
-    close: () => audit.close(),
+    close: async () => {
+      await upstreamTools?.close();
+      await audit.close();
+    },
   };
 }

@@ -18,6 +18,7 @@ import { createStaticTokenAuthenticator } from "./auth.js";
 import { devTokenEntries } from "./dev-tokens.js";
 import { deploymentOptions } from "./deployment.js";
 import { peerReadinessProbes } from "./peer-readiness.js";
+import { configuredUpstreams } from "./upstream/config.js";
 
 /**
  * Distributed entry point: config → peer clients → gateway → server → shutdown. `testHooks`
@@ -49,6 +50,7 @@ export async function main(env: Env = process.env, testHooks?: GatewayTestHooks)
       "runner-broker": config.runnerBrokerUrl,
     }),
     ...options,
+    mcpUpstreams: configuredUpstreams(config.mcpUpstreams, config.mcpUpstreamsFile, env),
     readyProjects: config.readyProjects
       .split(",")
       .map((id) => id.trim())

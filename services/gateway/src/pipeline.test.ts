@@ -501,7 +501,7 @@ describe("failure follow-ups, table-driven over every reason code", () => {
         const failure = toolFailure(code as ReasonCode, row.stages[0] as PipelineStage, {
           ...(detail ? { detail_code: detail } : {}),
           outcome_unknown: true,
-          evidence: { path: "src/a.ts", task_id: "wc_task_0123456789abcdef0123456789abcdef" },
+          evidence: { path: "src/a.ts", task_id: "wc_task_0123456789abcdef0123456789abcdef", server: "tracker", tool: "search_issues" },
         });
         const pipeline = pipelineWith({ audit, dispatch: () => ({ failure: failureToWire(failure) }) });
         const result = await pipeline.call(

@@ -51,6 +51,7 @@ import { createRunnerStates } from "./execute/runner-states.js";
 import { createRunnerTools } from "./execute/runner-tools.js";
 import type { AttemptDispatchHold } from "./execute/runner-tools.js";
 import { createSkills } from "./skills/skills.js";
+import type { UpstreamTools } from "./upstream/upstream-tools.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -68,6 +69,8 @@ export interface PipelineDeps {
   sessionRecordBudgetMs?: number;
   /** The Jobs callers started and have not seen end (default: a fresh in-process watch list). */
   jobAttention?: JobAttention;
+  /** Upstream MCP servers (list_tools/read_tool_manifest namespaces, mcp_tool); absent: none. */
+  upstreamTools?: UpstreamTools | undefined;
   /** Test hook: holds an admitted attempt_ref call before its dispatch. */
   attemptDispatchHold?: AttemptDispatchHold | undefined;
   /** The directory of per-tenant skill catalogs (list_skills, read_skill); absent: none. */
@@ -251,6 +254,8 @@ export function createPipeline(deps: PipelineDeps) {
     let sessionId = "";
     let jobAttention: CallContext["attention"];
     let continuationFacts: CallContext["continuationFacts"];
+    let upstreamCall: CallContext["upstreamCall"];
+    let readOnlyTarget: boolean | undefined;
     if (!admission.ok) {
       outcome = { ok: false, failure: admission.failure };
     } else {
@@ -279,6 +284,8 @@ export function createPipeline(deps: PipelineDeps) {
         sessionId = ctx.sessionId;
         jobAttention = ctx.attention;
         continuationFacts = ctx.continuationFacts;
+        upstreamCall = ctx.upstreamCall;
+        readOnlyTarget = ctx.readOnlyTarget;
       }
     }
 
@@ -300,7 +307,18 @@ export function createPipeline(deps: PipelineDeps) {
     // Audit capture, from the canonical outcome before the late model projection: nothing a
     // projection adds (input_normalization, follow_up) can reach the record or its sizes.
     const canonicalBytes = outcome.ok ? measureCanonical(outcome.result) : undefined;
-    const { captured, durable } = captureCall({ callId, caller, def, outcome, normalization, projectCanonicalId, sessionId, startedAtUnixMs: started, shape });
+    const { captured, durable } = captureCall({
+      callId,
+      caller,
+      def,
+      outcome,
+      normalization,
+      projectCanonicalId,
+      sessionId,
+      startedAtUnixMs: started,
+      shape,
+      readOnlyTarget,
+    });
     const { stateChanged, outcomeUnknown, tool: toolName } = captured;
 
     // The late, pure projection: a new object; the canonical result stays as captured.
@@ -311,6 +329,16 @@ export function createPipeline(deps: PipelineDeps) {
       ...captured,
       ...(validation ? { validation } : {}),
       ...(continuationFacts ? { continuationFacts } : {}),
+      ...(upstreamCall
+        ? {
+            upstream: {
+              server: upstreamCall.server,
+              tool: upstreamCall.tool,
+              requestBytes: BigInt(upstreamCall.requestBytes),
+              responseBytes: BigInt(upstreamCall.responseBytes),
+            },
+          }
+        : {}),
       durationUs: micros(t0),
       // A copy: the record stage's own time is not part of the record (batched records are serialized later).
       stageDurationsUs: { ...stages },

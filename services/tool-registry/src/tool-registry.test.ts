@@ -34,11 +34,11 @@ describe("tool-registry GetAdmittedCatalog", () => {
     }
   });
 
-  it("a read_only caller gets only tools that change nothing", async () => {
+  it("a read_only caller gets only tools that change nothing (and mcp_tool, which admits only read-only targets for them)", async () => {
     const readOnly = await names("read_only", "generic");
     assert.ok(readOnly.length > 0);
     assert.ok(
-      readOnly.every((n) => toolDefinition(n)?.effect === "read_only"),
+      readOnly.every((n) => toolDefinition(n)?.effect === "read_only" || toolDefinition(n)?.effectByTarget === true),
       readOnly.join(","),
     );
     for (const mutating of ["run_shell", "run_process", "edit_project_files", "create_session"]) assert.ok(!readOnly.includes(mutating), mutating);

@@ -27,6 +27,7 @@ import { benchRefResolution } from "./ref-resolution.js";
 import { benchValidateOverhead } from "./validate-overhead.js";
 import { benchAgentEvents } from "./agent-events.js";
 import { benchEconomy } from "./economy.js";
+import { benchMcpGateway } from "./mcp-gateway.js";
 import { withBenchDatabase } from "./bench-database.js";
 import { median, peakRssMiB, resultTable, round, rssMiB, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
@@ -44,6 +45,7 @@ const PARTS = [
   "validate_overhead",
   "agent_events",
   "economy",
+  "mcp_gateway",
 ] as const;
 const only = new Set(process.argv.slice(2));
 const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
@@ -282,6 +284,11 @@ async function main(): Promise<void> {
   await step("economy", async () => {
     results.push(...(await benchEconomy()));
   });
+  await step("mcp_gateway", () =>
+    withDatabase(async (postgresUrl) => {
+      results.push(await benchMcpGateway({ postgresUrl, redisUrl, paired }));
+    }),
+  );
 
   process.stdout.write(`\n${resultTable("benchmark", results)}`);
   mkdirSync("bench-results", { recursive: true });

@@ -6,9 +6,9 @@ import type { Caller } from "../auth.js";
 
 const caller = (scopes: string[]): Caller => ({ principal: { clientId: "acme", subject: "s" }, admissionProfile: "full", scopes });
 
-test("every catalog tool needs read when read-only and write otherwise (derived from effect)", () => {
+test("every catalog tool needs read when read-only and write otherwise (derived from effect); a tool whose effect is its target's checks write per target", () => {
   for (const def of toolDefinitions()) {
-    assert.equal(requiredScope(def.name, {}), def.effect === "read_only" ? WebcodexScope.read : WebcodexScope.write, def.name);
+    assert.equal(requiredScope(def.name, {}), def.effect === "read_only" || def.effectByTarget === true ? WebcodexScope.read : WebcodexScope.write, def.name);
   }
 });
 

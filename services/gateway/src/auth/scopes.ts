@@ -23,7 +23,8 @@ export const SUPPORTED_SCOPES: readonly WebcodexScope[] = [WebcodexScope.read, W
  */
 export function requiredScope(tool: unknown, args: unknown): WebcodexScope {
   const def = toolDefinition(forwardedCall(typeof tool === "string" ? tool : "", args).tool);
-  return def === undefined || def.effect === "read_only" ? WebcodexScope.read : WebcodexScope.write;
+  // A tool whose effect depends on its target checks the write scope per target (mcp_tool).
+  return def === undefined || def.effect === "read_only" || def.effectByTarget === true ? WebcodexScope.read : WebcodexScope.write;
 }
 
 /** Whether the granted scopes satisfy `required` (write implies read). */

@@ -22,6 +22,8 @@ import { dependencyFailure } from "../call-context.js";
 import type { CallContext, Outcome } from "../call-context.js";
 import { createProjectLifecycle } from "./project-lifecycle.js";
 import type { RunnerStates } from "./runner-states.js";
+import { createUpstreamTools } from "../upstream/upstream-tools.js";
+import type { UpstreamTools } from "../upstream/upstream-tools.js";
 
 export interface GatewayToolsDeps {
   refResolver: Client<typeof RefResolverService>;
@@ -32,23 +34,40 @@ export interface GatewayToolsDeps {
   serverInfo: { name: string; version: string; mode: "embedded" | "distributed" };
   logger: Logger;
   runnerStates: RunnerStates;
+  /** Upstream MCP servers (namespaces mcp:<server>, mcp_tool); absent: none configured. */
+  upstreamTools?: UpstreamTools | undefined;
 }
 
 export function createGatewayTools(deps: GatewayToolsDeps) {
   const lifecycle = createProjectLifecycle(deps);
 
+  const noUpstreams = createUpstreamTools({ upstreams: [], refResolver: deps.refResolver, logger: deps.logger });
+  const upstream = () => deps.upstreamTools ?? noUpstreams;
+
   async function runOnGateway(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     switch (def.name) {
       case "list_tools": {
+        if (args["namespace"] !== undefined) return upstream().listTools(args, ctx);
+        if (args["cursor"] !== undefined)
+          return {
+            ok: false,
+            failure: toolFailure(ReasonCode.invalidValue, PipelineStage.normalization, {
+              detail_code: "cursor_without_namespace",
+              evidence: { field: "/cursor" },
+            }),
+          };
         // App-only card helpers are not part of the model's discovery.
         const admitted = [...ctx.catalog.admitted.values()].filter(modelVisible);
         const groups = groupToolNamesByCategory(admitted);
         // The schema's enum has already rejected an unknown category; a known one may be empty.
         const category = args["category"] as ToolCategory | undefined;
-        if (category !== undefined) return { ok: true, result: { categories: groups[category] ? { [category]: groups[category] } : {} } };
-        return { ok: true, result: { categories: groups } };
+        const namespaces = upstream().namespaces(ctx.caller);
+        const withNamespaces = namespaces.length > 0 ? { namespaces } : {};
+        if (category !== undefined) return { ok: true, result: { categories: groups[category] ? { [category]: groups[category] } : {}, ...withNamespaces } };
+        return { ok: true, result: { categories: groups, ...withNamespaces } };
       }
       case "read_tool_manifest": {
+        if (args["namespace"] !== undefined) return upstream().readManifest(args, ctx);
         const name = args["tool"] as string;
         const admittedTarget = ctx.catalog.admitted.get(name);
         const target = admittedTarget && modelVisible(admittedTarget) ? admittedTarget : undefined;
@@ -68,6 +87,8 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
           result: { tool: target.name, category: target.category, description: target.description, input_schema: target.inputSchema, route: toolRoute(target) },
         };
       }
+      case "mcp_tool":
+        return upstream().callTool(args, ctx);
       case "get_runtime_status":
         return runtimeStatus(args, ctx);
       case "create_project":

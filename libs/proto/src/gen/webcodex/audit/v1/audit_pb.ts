@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/audit/v1/audit.proto.
  */
 export const file_webcodex_audit_v1_audit: GenFile = /*@__PURE__*/
-  fileDesc("Ch13ZWJjb2RleC9hdWRpdC92MS9hdWRpdC5wcm90bxIRd2ViY29kZXguYXVkaXQudjEiyQUKDEFjdGlvblJlY29yZBIPCgdjYWxsX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBHRvb2wYBCABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYBSABKAkSEgoKc2Vzc2lvbl9pZBgGIAEoCRIOCgZlZmZlY3QYByABKAkSDwoHb3V0Y29tZRgIIAEoCRITCgtyZWFzb25fY29kZRgJIAEoCRIVCg1zdGF0ZV9jaGFuZ2VkGAogASgIEhcKD291dGNvbWVfdW5rbm93bhgLIAEoCBIgChhpbnB1dF9ub3JtYWxpemF0aW9uX2NvZGUYDCABKAkSGgoSc3RhcnRlZF9hdF91bml4X21zGA0gASgDEhMKC2R1cmF0aW9uX3VzGA4gASgFElEKEnN0YWdlX2R1cmF0aW9uc191cxgPIAMoCzI1LndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZC5TdGFnZUR1cmF0aW9uc1VzRW50cnkSFQoNZmFpbHVyZV9zdGFnZRgQIAEoCRI4Cg5hcmd1bWVudF9zaGFwZRgRIAEoCzIgLndlYmNvZGV4LmF1ZGl0LnYxLkFyZ3VtZW50U2hhcGUSMgoLcmVzdWx0X3NpemUYEiABKAsyHS53ZWJjb2RleC5hdWRpdC52MS5SZXN1bHRTaXplEjgKCnZhbGlkYXRpb24YEyABKAsyJC53ZWJjb2RleC5hdWRpdC52MS5WYWxpZGF0aW9uU3VtbWFyeRJAChJjb250aW51YXRpb25fZmFjdHMYFCADKAsyJC53ZWJjb2RleC5jb21tb24udjEuQ29udGludWF0aW9uRmFjdBo3ChVTdGFnZUR1cmF0aW9uc1VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4ASKbAQoRVmFsaWRhdGlvblN1bW1hcnkSDgoGc3RhdHVzGAEgASgJEhEKCXByb3ZpZGVycxgCIAMoCRIUCgx0ZXN0c19wYXNzZWQYAyABKAUSFAoMdGVzdHNfZmFpbGVkGAQgASgFEhUKDXRlc3RzX3NraXBwZWQYBSABKAUSDgoGZXJyb3JzGAYgASgFEhAKCHdhcm5pbmdzGAcgASgFIjQKDUFyZ3VtZW50U2hhcGUSEwoLZmluZ2VycHJpbnQYASABKAkSDgoGbGVhdmVzGAIgAygJImAKClJlc3VsdFNpemUSFwoPY2Fub25pY2FsX2J5dGVzGAEgASgFEhcKD3Byb2plY3RlZF9ieXRlcxgCIAEoBRIgChhwcm9qZWN0ZWRfbWV0YWRhdGFfYnl0ZXMYAyABKAUiSAoUUmVjb3JkQWN0aW9uc1JlcXVlc3QSMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZCIpChVSZWNvcmRBY3Rpb25zUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUiIwoSTGlzdEFjdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFIkcKE0xpc3RBY3Rpb25zUmVzcG9uc2USMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZDLQAQoMQXVkaXRTZXJ2aWNlEmIKDVJlY29yZEFjdGlvbnMSJy53ZWJjb2RleC5hdWRpdC52MS5SZWNvcmRBY3Rpb25zUmVxdWVzdBooLndlYmNvZGV4LmF1ZGl0LnYxLlJlY29yZEFjdGlvbnNSZXNwb25zZRJcCgtMaXN0QWN0aW9ucxIlLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVxdWVzdBomLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVzcG9uc2ViBnByb3RvMw", [file_webcodex_common_v1_common]);
+  fileDesc("Ch13ZWJjb2RleC9hdWRpdC92MS9hdWRpdC5wcm90bxIRd2ViY29kZXguYXVkaXQudjEi/AUKDEFjdGlvblJlY29yZBIPCgdjYWxsX2lkGAEgASgJEhEKCWNsaWVudF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBHRvb2wYBCABKAkSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYBSABKAkSEgoKc2Vzc2lvbl9pZBgGIAEoCRIOCgZlZmZlY3QYByABKAkSDwoHb3V0Y29tZRgIIAEoCRITCgtyZWFzb25fY29kZRgJIAEoCRIVCg1zdGF0ZV9jaGFuZ2VkGAogASgIEhcKD291dGNvbWVfdW5rbm93bhgLIAEoCBIgChhpbnB1dF9ub3JtYWxpemF0aW9uX2NvZGUYDCABKAkSGgoSc3RhcnRlZF9hdF91bml4X21zGA0gASgDEhMKC2R1cmF0aW9uX3VzGA4gASgFElEKEnN0YWdlX2R1cmF0aW9uc191cxgPIAMoCzI1LndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZC5TdGFnZUR1cmF0aW9uc1VzRW50cnkSFQoNZmFpbHVyZV9zdGFnZRgQIAEoCRI4Cg5hcmd1bWVudF9zaGFwZRgRIAEoCzIgLndlYmNvZGV4LmF1ZGl0LnYxLkFyZ3VtZW50U2hhcGUSMgoLcmVzdWx0X3NpemUYEiABKAsyHS53ZWJjb2RleC5hdWRpdC52MS5SZXN1bHRTaXplEjgKCnZhbGlkYXRpb24YEyABKAsyJC53ZWJjb2RleC5hdWRpdC52MS5WYWxpZGF0aW9uU3VtbWFyeRJAChJjb250aW51YXRpb25fZmFjdHMYFCADKAsyJC53ZWJjb2RleC5jb21tb24udjEuQ29udGludWF0aW9uRmFjdBIxCgh1cHN0cmVhbRgVIAEoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLlVwc3RyZWFtQ2FsbBo3ChVTdGFnZUR1cmF0aW9uc1VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4ASJbCgxVcHN0cmVhbUNhbGwSDgoGc2VydmVyGAEgASgJEgwKBHRvb2wYAiABKAkSFQoNcmVxdWVzdF9ieXRlcxgDIAEoAxIWCg5yZXNwb25zZV9ieXRlcxgEIAEoAyKbAQoRVmFsaWRhdGlvblN1bW1hcnkSDgoGc3RhdHVzGAEgASgJEhEKCXByb3ZpZGVycxgCIAMoCRIUCgx0ZXN0c19wYXNzZWQYAyABKAUSFAoMdGVzdHNfZmFpbGVkGAQgASgFEhUKDXRlc3RzX3NraXBwZWQYBSABKAUSDgoGZXJyb3JzGAYgASgFEhAKCHdhcm5pbmdzGAcgASgFIjQKDUFyZ3VtZW50U2hhcGUSEwoLZmluZ2VycHJpbnQYASABKAkSDgoGbGVhdmVzGAIgAygJImAKClJlc3VsdFNpemUSFwoPY2Fub25pY2FsX2J5dGVzGAEgASgFEhcKD3Byb2plY3RlZF9ieXRlcxgCIAEoBRIgChhwcm9qZWN0ZWRfbWV0YWRhdGFfYnl0ZXMYAyABKAUiSAoUUmVjb3JkQWN0aW9uc1JlcXVlc3QSMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZCIpChVSZWNvcmRBY3Rpb25zUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUiIwoSTGlzdEFjdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFIkcKE0xpc3RBY3Rpb25zUmVzcG9uc2USMAoHcmVjb3JkcxgBIAMoCzIfLndlYmNvZGV4LmF1ZGl0LnYxLkFjdGlvblJlY29yZDLQAQoMQXVkaXRTZXJ2aWNlEmIKDVJlY29yZEFjdGlvbnMSJy53ZWJjb2RleC5hdWRpdC52MS5SZWNvcmRBY3Rpb25zUmVxdWVzdBooLndlYmNvZGV4LmF1ZGl0LnYxLlJlY29yZEFjdGlvbnNSZXNwb25zZRJcCgtMaXN0QWN0aW9ucxIlLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVxdWVzdBomLndlYmNvZGV4LmF1ZGl0LnYxLkxpc3RBY3Rpb25zUmVzcG9uc2ViBnByb3RvMw", [file_webcodex_common_v1_common]);
 
 /**
  * @generated from message webcodex.audit.v1.ActionRecord
@@ -137,6 +137,14 @@ export type ActionRecord = Message<"webcodex.audit.v1.ActionRecord"> & {
    * @generated from field: repeated webcodex.common.v1.ContinuationFact continuation_facts = 20;
    */
   continuationFacts: ContinuationFact[];
+
+  /**
+   * The upstream MCP server and tool an mcp_tool call named, with the bytes sent and received
+   * (never arguments or results); stored as summary.upstream. Absent for other tools.
+   *
+   * @generated from field: webcodex.audit.v1.UpstreamCall upstream = 21;
+   */
+  upstream?: UpstreamCall | undefined;
 };
 
 /**
@@ -145,6 +153,38 @@ export type ActionRecord = Message<"webcodex.audit.v1.ActionRecord"> & {
  */
 export const ActionRecordSchema: GenMessage<ActionRecord> = /*@__PURE__*/
   messageDesc(file_webcodex_audit_v1_audit, 0);
+
+/**
+ * @generated from message webcodex.audit.v1.UpstreamCall
+ */
+export type UpstreamCall = Message<"webcodex.audit.v1.UpstreamCall"> & {
+  /**
+   * @generated from field: string server = 1;
+   */
+  server: string;
+
+  /**
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: int64 request_bytes = 3;
+   */
+  requestBytes: bigint;
+
+  /**
+   * @generated from field: int64 response_bytes = 4;
+   */
+  responseBytes: bigint;
+};
+
+/**
+ * Describes the message webcodex.audit.v1.UpstreamCall.
+ * Use `create(UpstreamCallSchema)` to create a new message.
+ */
+export const UpstreamCallSchema: GenMessage<UpstreamCall> = /*@__PURE__*/
+  messageDesc(file_webcodex_audit_v1_audit, 1);
 
 /**
  * Providers, verdict and counts of one validation result: no messages, paths or commands.
@@ -197,7 +237,7 @@ export type ValidationSummary = Message<"webcodex.audit.v1.ValidationSummary"> &
  * Use `create(ValidationSummarySchema)` to create a new message.
  */
 export const ValidationSummarySchema: GenMessage<ValidationSummary> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 1);
+  messageDesc(file_webcodex_audit_v1_audit, 2);
 
 /**
  * A non-reversible sketch of an argument object's shape: each leaf (key path with array
@@ -226,7 +266,7 @@ export type ArgumentShape = Message<"webcodex.audit.v1.ArgumentShape"> & {
  * Use `create(ArgumentShapeSchema)` to create a new message.
  */
 export const ArgumentShapeSchema: GenMessage<ArgumentShape> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 2);
+  messageDesc(file_webcodex_audit_v1_audit, 3);
 
 /**
  * Byte sizes (UTF-8 JSON) of a successful result before and after the model projection.
@@ -258,7 +298,7 @@ export type ResultSize = Message<"webcodex.audit.v1.ResultSize"> & {
  * Use `create(ResultSizeSchema)` to create a new message.
  */
 export const ResultSizeSchema: GenMessage<ResultSize> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 3);
+  messageDesc(file_webcodex_audit_v1_audit, 4);
 
 /**
  * @generated from message webcodex.audit.v1.RecordActionsRequest
@@ -275,7 +315,7 @@ export type RecordActionsRequest = Message<"webcodex.audit.v1.RecordActionsReque
  * Use `create(RecordActionsRequestSchema)` to create a new message.
  */
 export const RecordActionsRequestSchema: GenMessage<RecordActionsRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 4);
+  messageDesc(file_webcodex_audit_v1_audit, 5);
 
 /**
  * @generated from message webcodex.audit.v1.RecordActionsResponse
@@ -294,7 +334,7 @@ export type RecordActionsResponse = Message<"webcodex.audit.v1.RecordActionsResp
  * Use `create(RecordActionsResponseSchema)` to create a new message.
  */
 export const RecordActionsResponseSchema: GenMessage<RecordActionsResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 5);
+  messageDesc(file_webcodex_audit_v1_audit, 6);
 
 /**
  * @generated from message webcodex.audit.v1.ListActionsRequest
@@ -311,7 +351,7 @@ export type ListActionsRequest = Message<"webcodex.audit.v1.ListActionsRequest">
  * Use `create(ListActionsRequestSchema)` to create a new message.
  */
 export const ListActionsRequestSchema: GenMessage<ListActionsRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 6);
+  messageDesc(file_webcodex_audit_v1_audit, 7);
 
 /**
  * @generated from message webcodex.audit.v1.ListActionsResponse
@@ -328,7 +368,7 @@ export type ListActionsResponse = Message<"webcodex.audit.v1.ListActionsResponse
  * Use `create(ListActionsResponseSchema)` to create a new message.
  */
 export const ListActionsResponseSchema: GenMessage<ListActionsResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_audit_v1_audit, 7);
+  messageDesc(file_webcodex_audit_v1_audit, 8);
 
 /**
  * AuditService stores ActionAudit: one append-only record per tool call. It never

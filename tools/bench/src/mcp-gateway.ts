@@ -1,0 +1,59 @@
+/**
+ * `make bench mcp_gateway`: one upstream MCP tool called through WebCodex (`mcp_tool` via
+ * call_runtime_tool, on the distributed stack: gateway, tool-registry, audit, ...) against the
+ * same upstream called directly by the same kind of client, side by side in one run. The
+ * upstream is the test suite's SDK server (test/dist/support/mcp-upstream.js), its own process.
+ */
+import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { findFreeBasePort, startDistributed } from "@webcodex/cli";
+import { benchStackOptions, createBenchProject } from "./project.js";
+import { startChild, stopChild } from "./stats.js";
+import type { BenchResult } from "./stats.js";
+import { connect, ratioMetrics } from "./tool-call.js";
+import type { PairedLatency, Probe } from "./tool-call.js";
+
+const upstreamScript = fileURLToPath(new URL("../../../test/dist/support/mcp-upstream.js", import.meta.url));
+
+export async function benchMcpGateway(o: {
+  postgresUrl: string;
+  redisUrl: string;
+  paired: (a: Probe, b: Probe) => Promise<PairedLatency>;
+}): Promise<BenchResult> {
+  const upstream = await startChild(process.execPath, [upstreamScript, "/dev/null", "0"], /listening (\S+)/);
+  const token = `bench-${randomBytes(12).toString("hex")}`;
+  const url = upstream.match[1] as string;
+  const options = benchStackOptions(token);
+  const stack = await startDistributed({
+    basePort: await findFreeBasePort(),
+    postgresUrl: o.postgresUrl,
+    redisUrl: o.redisUrl,
+    projectDir: createBenchProject(),
+    ...options,
+    gatewayEnv: {
+      ...options.gatewayEnv,
+      WEBCODEX_MCP_UPSTREAMS: JSON.stringify({ upstreams: [{ id: "bench", url, tenants: ["local"], read_only_tools: ["echo"] }] }),
+    },
+  });
+  try {
+    const direct = await connect(url);
+    const ours = await connect(stack.mcpUrl, token);
+    const described = await ours.callTool({ name: "read_tool_manifest", arguments: { namespace: "mcp:bench", tool: "echo" } });
+    const binding = (described.structuredContent as Record<string, unknown> | undefined)?.["binding"];
+    if (described.isError || !binding) throw new Error(`mcp_gateway bench: no binding (${JSON.stringify(described.structuredContent)})`);
+    const m = await o.paired(
+      { client: direct, name: "echo", args: { text: "bench" } },
+      { client: ours, name: "call_runtime_tool", args: { tool: "mcp_tool", arguments: { binding, arguments: { text: "bench" } } } },
+    );
+    await direct.close();
+    await ours.close();
+    return {
+      name: "mcp_gateway",
+      metrics: { direct_p50_ms: m.a.p50, mcp_tool_p50_ms: m.b.p50, mcp_tool_p99_ms: m.b.p99, ...ratioMetrics(m) },
+      notes: "mcp_tool through the distributed stack vs the same upstream tool called directly (target ratio <= 1.5)",
+    };
+  } finally {
+    await stack.stop();
+    await stopChild(upstream.child);
+  }
+}
