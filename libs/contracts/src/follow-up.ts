@@ -122,6 +122,14 @@ export function undoEditFollowUp(project: string, changes: readonly Record<strin
   });
 }
 
+/**
+ * Recovery after an unknown or missing argument (gateway): the tool's exact schema. Only for
+ * explicit recovery: which field was meant is the caller's choice.
+ */
+export function readToolManifestFollowUp(tool: string): FollowUp {
+  return buildFollowUp("fallback_recovery", "read_tool_manifest", { tool });
+}
+
 interface FollowUpBuilder<A extends unknown[]> {
   readonly build: (...args: A) => FollowUp;
   /** Inputs the contract test builds it with: each must give arguments that validate. */
@@ -151,6 +159,7 @@ export const followUpBuilders = {
     [{ agent_continuation_ref: "~a1" }, "12", 30000],
   ]),
   createSessionFollowUp: builder(createSessionFollowUp, [["~p1"], ["agent:acme:demo"]]),
+  readToolManifestFollowUp: builder(readToolManifestFollowUp, [["run_process"], ["edit_project_files"]]),
   undoEditFollowUp: builder(undoEditFollowUp, [
     [
       "~p1",

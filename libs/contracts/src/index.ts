@@ -18,6 +18,8 @@ export {
   gatewayRefusal,
   isAdmitted,
   mcpToolDescriptor,
+  toolAnnotations,
+  serverInstructions,
   toolsListResult,
   TOOLS_LIST_MAX_BYTES,
   ADMISSION_PROFILES,
@@ -27,7 +29,7 @@ export {
   isHostProfile,
   forwardedCall,
 } from "./admission.js";
-export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
+export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route, ToolAnnotations } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, CanonicalToolInput, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess } from "./projection.js";
@@ -35,6 +37,7 @@ export { compactBatch, compactEdit, compactRun, compactShell, compactValidation 
 export {
   waitForJobFollowUp,
   rereadFollowUp,
+  readToolManifestFollowUp,
   listProjectsFollowUp,
   inspectWorkspaceFollowUp,
   readAgentTaskFollowUp,

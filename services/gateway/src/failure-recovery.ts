@@ -5,7 +5,9 @@ import {
   inspectWorkspaceFollowUp,
   listProjectsFollowUp,
   readAgentTaskFollowUp,
+  readToolManifestFollowUp,
   rereadFollowUp,
+  toolDefinition,
   waitForProjectFollowUp,
 } from "@webcodex/contracts";
 import type { FollowUp, ToolFailure } from "@webcodex/contracts";
@@ -17,7 +19,7 @@ import type { FollowUp, ToolFailure } from "@webcodex/contracts";
  * are not known here (no project, no single path, an effect that cannot have happened)
  * carries none, as the table records.
  */
-export function withRecovery(failure: ToolFailure, project: string | undefined): ToolFailure {
+export function withRecovery(failure: ToolFailure, project: string | undefined, tool?: string): ToolFailure {
   if (failure.follow_up) return failure;
   const builder = failureFollowUpBuilder(failure.reason_code, failure.detail_code);
   const path = typeof failure.evidence?.["path"] === "string" ? (failure.evidence["path"] as string) : undefined;
@@ -42,6 +44,9 @@ export function withRecovery(failure: ToolFailure, project: string | undefined):
     }
     case "waitForProjectFollowUp":
       if (project !== undefined) followUp = waitForProjectFollowUp(project);
+      break;
+    case "readToolManifestFollowUp":
+      if (tool !== undefined && toolDefinition(tool) !== undefined) followUp = readToolManifestFollowUp(tool);
       break;
     case "waitForJobFollowUp":
     case "listAgentTasksFollowUp":
