@@ -6,6 +6,8 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 PROJECT ?= examples/sample-project
 PORT ?= 8080
 STAMP := node_modules/.webcodex-install-stamp
+# `make` alone prints what each target does.
+.DEFAULT_GOAL := help
 
 docs: build
 	node tools/scripts/gen-tools-doc.mjs

@@ -23,6 +23,7 @@ import {
   pidGone,
   processGroupAlive,
   redisKeyPrefix,
+  repoRoot,
   tempDir,
   until,
 } from "../support/index.js";
@@ -151,6 +152,56 @@ describe("webcodex: bad arguments", () => {
     assert.equal((await runCli(["frobnicate"])).code, 2);
     const noDb = await runCli(["up", "--project", ".", "--port", "8180"]);
     assert.deepEqual([noDb.code, noDb.stderr], [1, "webcodex: webcodex up needs WEBCODEX_POSTGRES_URL and WEBCODEX_REDIS_URL\n"]);
+  });
+});
+
+describe("webcodex: one command-line convention", () => {
+  it("--version prints the version on one line, exit 0", async () => {
+    const { code, stdout, stderr } = await runCli(["--version"]);
+    const version = (JSON.parse(readFileSync(join(repoRoot, "tools/cli/package.json"), "utf8")) as { version: string }).version;
+    assert.deepEqual([code, stdout, stderr], [0, `webcodex ${version}\n`, ""]);
+  });
+
+  it("an unknown command, serve without a service, a missing --project directory: each one line naming it, exit 2, nothing on stdout", async () => {
+    const missing = join(tempDir("wcx-missing-"), "no-such-dir");
+    const cases: Array<[string[], RegExp]> = [
+      [["frobnicate"], /^webcodex: unknown command "frobnicate" \(webcodex --help lists the commands\)\n$/],
+      [["serve"], /^webcodex: serve needs a service: one of tool-registry, .*gateway\n$/],
+      [["serve", "gatewy"], /^webcodex: unknown service "gatewy": one of /],
+      [["dev", "--project", missing], new RegExp(`^webcodex: --project ${missing}: no such directory\n$`)],
+      [["stdio", "--project", missing], new RegExp(`^webcodex: --project ${missing}: no such directory\n$`)],
+      [["up", "--project", missing], new RegExp(`^webcodex: --project ${missing}: no such directory\n$`)],
+      [["dev"], /^webcodex: --project DIR is required \(webcodex dev --help\)\n$/],
+    ];
+    for (const [args, expected] of cases) {
+      const { code, stdout, stderr } = await runCli(args);
+      assert.equal(code, 2, `${args.join(" ")}: ${stderr}`);
+      assert.match(stderr, expected, args.join(" "));
+      assert.equal(stderr.split("\n").length, 2, `one line: ${stderr}`);
+      assert.equal(stdout, "", args.join(" "));
+    }
+  });
+
+  it("each command's help names the environment variables it reads", async () => {
+    const reads: Record<string, string[]> = {
+      dev: ["WEBCODEX_DATA_DIR", "WEBCODEX_DEV_TOKEN", "WEBCODEX_LOG_LEVEL", "WEBCODEX_RUNNER_*"],
+      stdio: ["WEBCODEX_DATA_DIR", "WEBCODEX_LOG_LEVEL"],
+      up: ["WEBCODEX_POSTGRES_URL", "WEBCODEX_REDIS_URL"],
+      migrate: ["WEBCODEX_POSTGRES_URL", "WEBCODEX_MIGRATE_WAIT_S"],
+      runner: ["WEBCODEX_RUNNER_ROOT"],
+    };
+    for (const [command, names] of Object.entries(reads)) {
+      const { stdout } = await runCli([command, "--help"]);
+      for (const name of names) assert.ok(stdout.includes(name), `${command} --help names ${name}`);
+    }
+  });
+
+  it("make with no target prints the targets", async () => {
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile("make", ["-s", "--no-print-directory"], { cwd: repoRoot, timeout: 30_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
+    );
+    assert.match(out, /^make run /m);
+    assert.match(out, /^make test /m);
   });
 });
 
