@@ -203,6 +203,15 @@ describe("webcodex: one command-line convention", () => {
     assert.match(out, /^make run /m);
     assert.match(out, /^make test /m);
   });
+
+  it("make run serves a copy of the sample project under .webcodex/, never the tracked examples/sample-project", async () => {
+    const plan = await new Promise<string>((resolve, reject) =>
+      execFile("make", ["-n", "--no-print-directory", "run"], { cwd: repoRoot, timeout: 30_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
+    );
+    assert.match(plan, /cp -R examples\/sample-project \.webcodex\/sample-project|webcodex\.js dev --project \.webcodex\/sample-project /);
+    assert.match(plan, /webcodex\.js dev --project \.webcodex\/sample-project /);
+    assert.doesNotMatch(plan, /--project examples\/sample-project/);
+  });
 });
 
 describe("webcodex --help", () => {
