@@ -204,6 +204,23 @@ describe("webcodex: one command-line convention", () => {
     assert.match(out, /^make test /m);
   });
 
+  it("the docs never run a bare `npx webcodex` (outside the checkout it is a registry lookup), and README's claude mcp add lines use distinct names", () => {
+    const docs = [
+      "README.md",
+      ...readdirSync(join(repoRoot, "docs"))
+        .filter((f) => f.endsWith(".md"))
+        .map((f) => `docs/${f}`),
+    ];
+    for (const doc of docs) {
+      const text = readFileSync(join(repoRoot, doc), "utf8");
+      for (const line of text.split("\n")) assert.ok(!/^\s*(\$ )?npx webcodex\b|&& npx webcodex\b/.test(line), `${doc}: ${line}`);
+    }
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+    const names = [...readme.matchAll(/^claude mcp add (?:--transport \S+ )?(\S+)/gm)].map((m) => m[1]);
+    assert.ok(names.length >= 2, names.join(","));
+    assert.equal(new Set(names).size, names.length, `distinct names: ${names.join(",")}`);
+  });
+
   it("make run serves a copy of the sample project under .webcodex/, never the tracked examples/sample-project", async () => {
     const plan = await new Promise<string>((resolve, reject) =>
       execFile("make", ["-n", "--no-print-directory", "run"], { cwd: repoRoot, timeout: 30_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
