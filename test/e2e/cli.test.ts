@@ -2,6 +2,8 @@
  * The `webcodex` command as users run it: real processes, their output, exit codes and
  * signals. Argument errors; `webcodex dev` with no token and no data dir given; `webcodex up`
  * against Postgres and Redis, stopped by SIGINT.
+ *
+ * One concept over 400 lines: the command line as a user meets it, one suite.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
