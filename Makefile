@@ -3,9 +3,14 @@ SHELL := /bin/bash
 NODE_BIN := node_modules/.bin
 # buf runs the protoc-gen-es plugin from the local install.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
-PROJECT ?= examples/sample-project
+# Without PROJECT, `make run` and `make up` serve a copy of examples/sample-project made once
+# under .webcodex/ (untracked): the tracked sample is never served, so never changed.
+SAMPLE_COPY := .webcodex/sample-project
+PROJECT ?= $(SAMPLE_COPY)
 PORT ?= 8080
 STAMP := node_modules/.webcodex-install-stamp
+# `make` alone prints what each target does.
+.DEFAULT_GOAL := help
 
 docs: build
 	node tools/scripts/gen-tools-doc.mjs
@@ -13,7 +18,7 @@ docs: build
 .PHONY: docs setup install generate codegen-check build lint format run dev up test test-unit test-integration test-e2e faults bench bench-compare chart images clean help
 
 help:
-	@echo "make run [PROJECT=dir] [PORT=8080]  start WebCodex embedded on a directory"
+	@echo "make run [PROJECT=dir] [PORT=8080]  start WebCodex embedded on a directory (default: a copy of the sample in .webcodex/)"
 	@echo "make test                           lint, codegen check, unit, chart, integration and e2e tests"
 	@echo "make bench                          benchmarks (ratios against same-run baselines)"
 	@echo "make bench-compare BASE=<dir>       this build against another built checkout, side by side"
@@ -64,12 +69,15 @@ lint: build
 format: install
 	$(NODE_BIN)/prettier --write --log-level warn .
 
-run: build
+$(SAMPLE_COPY):
+	mkdir -p .webcodex && cp -R examples/sample-project $(SAMPLE_COPY)
+
+run: build $(if $(filter $(SAMPLE_COPY),$(PROJECT)),$(SAMPLE_COPY))
 	node tools/cli/bin/webcodex.js dev --project $(PROJECT) --port $(PORT)
 
 dev: run
 
-up: build
+up: build $(if $(filter $(SAMPLE_COPY),$(PROJECT)),$(SAMPLE_COPY))
 	node tools/cli/bin/webcodex.js up --project $(PROJECT)
 
 test: build $(CONFORMANCE_STAMP)

@@ -18,6 +18,7 @@ import { build } from "esbuild";
 import { chromium } from "playwright-core";
 import type { BrowserContext, Page } from "playwright-core";
 import { createPgliteDatabase } from "@webcodex/platform";
+import { TOOLS_LIST_MAX_BYTES } from "@webcodex/contracts";
 import { callTool, openDevProject, tempDir, until } from "../support/index.js";
 import type { DevProject } from "../support/index.js";
 
@@ -468,7 +469,7 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
   it("a Host without the extension gets no card resources, no _meta.ui and no app-only tools; present_* called by name still return the facts", async () => {
     const client = dev.client;
     const listed = (await client.listTools()).tools;
-    assert.ok(Buffer.byteLength(JSON.stringify({ tools: listed })) <= 8192);
+    assert.ok(Buffer.byteLength(JSON.stringify({ tools: listed })) <= TOOLS_LIST_MAX_BYTES);
     assert.ok(
       listed.every((x) => x._meta === undefined && !x.name.startsWith("present_")),
       listed.map((x) => x.name).join(","),

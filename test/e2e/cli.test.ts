@@ -2,6 +2,8 @@
  * The `webcodex` command as users run it: real processes, their output, exit codes and
  * signals. Argument errors; `webcodex dev` with no token and no data dir given; `webcodex up`
  * against Postgres and Redis, stopped by SIGINT.
+ *
+ * One concept over 400 lines: the command line as a user meets it, one suite.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -23,6 +25,7 @@ import {
   pidGone,
   processGroupAlive,
   redisKeyPrefix,
+  repoRoot,
   tempDir,
   until,
 } from "../support/index.js";
@@ -151,6 +154,82 @@ describe("webcodex: bad arguments", () => {
     assert.equal((await runCli(["frobnicate"])).code, 2);
     const noDb = await runCli(["up", "--project", ".", "--port", "8180"]);
     assert.deepEqual([noDb.code, noDb.stderr], [1, "webcodex: webcodex up needs WEBCODEX_POSTGRES_URL and WEBCODEX_REDIS_URL\n"]);
+  });
+});
+
+describe("webcodex: one command-line convention", () => {
+  it("--version prints the version on one line, exit 0", async () => {
+    const { code, stdout, stderr } = await runCli(["--version"]);
+    const version = (JSON.parse(readFileSync(join(repoRoot, "tools/cli/package.json"), "utf8")) as { version: string }).version;
+    assert.deepEqual([code, stdout, stderr], [0, `webcodex ${version}\n`, ""]);
+  });
+
+  it("an unknown command, serve without a service, a missing --project directory: each one line naming it, exit 2, nothing on stdout", async () => {
+    const missing = join(tempDir("wcx-missing-"), "no-such-dir");
+    const cases: Array<[string[], RegExp]> = [
+      [["frobnicate"], /^webcodex: unknown command "frobnicate" \(webcodex --help lists the commands\)\n$/],
+      [["serve"], /^webcodex: serve needs a service: one of tool-registry, .*gateway\n$/],
+      [["serve", "gatewy"], /^webcodex: unknown service "gatewy": one of /],
+      [["dev", "--project", missing], new RegExp(`^webcodex: --project ${missing}: no such directory\n$`)],
+      [["stdio", "--project", missing], new RegExp(`^webcodex: --project ${missing}: no such directory\n$`)],
+      [["up", "--project", missing], new RegExp(`^webcodex: --project ${missing}: no such directory\n$`)],
+      [["dev"], /^webcodex: --project DIR is required \(webcodex dev --help\)\n$/],
+    ];
+    for (const [args, expected] of cases) {
+      const { code, stdout, stderr } = await runCli(args);
+      assert.equal(code, 2, `${args.join(" ")}: ${stderr}`);
+      assert.match(stderr, expected, args.join(" "));
+      assert.equal(stderr.split("\n").length, 2, `one line: ${stderr}`);
+      assert.equal(stdout, "", args.join(" "));
+    }
+  });
+
+  it("each command's help names the environment variables it reads", async () => {
+    const reads: Record<string, string[]> = {
+      dev: ["WEBCODEX_DATA_DIR", "WEBCODEX_DEV_TOKEN", "WEBCODEX_LOG_LEVEL", "WEBCODEX_RUNNER_*"],
+      stdio: ["WEBCODEX_DATA_DIR", "WEBCODEX_LOG_LEVEL"],
+      up: ["WEBCODEX_POSTGRES_URL", "WEBCODEX_REDIS_URL"],
+      migrate: ["WEBCODEX_POSTGRES_URL", "WEBCODEX_MIGRATE_WAIT_S"],
+      runner: ["WEBCODEX_RUNNER_ROOT"],
+    };
+    for (const [command, names] of Object.entries(reads)) {
+      const { stdout } = await runCli([command, "--help"]);
+      for (const name of names) assert.ok(stdout.includes(name), `${command} --help names ${name}`);
+    }
+  });
+
+  it("make with no target prints the targets", async () => {
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile("make", ["-s", "--no-print-directory"], { cwd: repoRoot, timeout: 30_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
+    );
+    assert.match(out, /^make run /m);
+    assert.match(out, /^make test /m);
+  });
+
+  it("the docs never run a bare `npx webcodex` (outside the checkout it is a registry lookup), and README's claude mcp add lines use distinct names", () => {
+    const docs = [
+      "README.md",
+      ...readdirSync(join(repoRoot, "docs"))
+        .filter((f) => f.endsWith(".md"))
+        .map((f) => `docs/${f}`),
+    ];
+    for (const doc of docs) {
+      const text = readFileSync(join(repoRoot, doc), "utf8");
+      for (const line of text.split("\n")) assert.ok(!/^\s*(\$ )?npx webcodex\b|&& npx webcodex\b/.test(line), `${doc}: ${line}`);
+    }
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+    const names = [...readme.matchAll(/^claude mcp add (?:--transport \S+ )?(\S+)/gm)].map((m) => m[1]);
+    assert.ok(names.length >= 2, names.join(","));
+    assert.equal(new Set(names).size, names.length, `distinct names: ${names.join(",")}`);
+  });
+
+  it("make run serves a copy of the sample project under .webcodex/, never the tracked examples/sample-project", async () => {
+    const plan = await new Promise<string>((resolve, reject) =>
+      execFile("make", ["-n", "--no-print-directory", "run"], { cwd: repoRoot, timeout: 30_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
+    );
+    assert.match(plan, /cp -R examples\/sample-project \.webcodex\/sample-project|webcodex\.js dev --project \.webcodex\/sample-project /);
+    assert.match(plan, /webcodex\.js dev --project \.webcodex\/sample-project /);
+    assert.doesNotMatch(plan, /--project examples\/sample-project/);
   });
 });
 

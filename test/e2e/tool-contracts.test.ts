@@ -184,10 +184,7 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     it("an unknown tool name in a direct tools/call", async () => {
       const outcome = await callTool(client, "read_filez", { project });
       assert.equal(outcome.isError, true);
-      assert.deepEqual(
-        [outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"]],
-        ["unknown_tool", "normalization", false],
-      );
+      assert.deepEqual([outcome.result["reason_code"], outcome.result["failure_stage"], outcome.result["state_changed"]], ["unknown_tool", "admission", false]);
     });
 
     it("an unknown field on a Direct tool is not fuzzy-corrected", async () => {
@@ -536,6 +533,49 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const refused = await execute(redo);
       assert.deepEqual([refused.isError, refused.result["reason_code"]], [true, "stale_read_revision"]);
       assert.equal(readFileSync(join(projectDir, "tax.ts"), "utf8"), before + "// later\n");
+    });
+
+    it("a match_not_found carries the current revision and the nearest lines: the corrected edit applies without a re-read", async () => {
+      writeFileSync(join(projectDir, "near.ts"), "export function area(r: number) {\n  return Math.PI * r * r;\n}\n");
+      const revision = await revisionOf("near.ts");
+      const missed = await callTool(client, "edit_project_files", {
+        project,
+        changes: [
+          { kind: "edit", path: "near.ts", expected_read_revision: revision, edits: [{ replace_exact: { old_text: "return Math.PI*r*r;", new_text: "x" } }] },
+        ],
+      });
+      assert.deepEqual([missed.isError, missed.result["reason_code"], missed.result["failure_stage"]], [true, "match_not_found", "preflight"]);
+      const evidence = missed.result["evidence"] as { current_read_revision: string; nearest: Array<{ start_line: number; text: string }> };
+      assert.equal(evidence.current_read_revision, revision);
+      assert.deepEqual(evidence.nearest[0], { start_line: 2, text: "  return Math.PI * r * r;" });
+      assert.equal(followUpTargetTool(missed.result["follow_up"] as FollowUp), "read_files");
+      const corrected = await callTool(client, "edit_project_files", {
+        project,
+        changes: [
+          {
+            kind: "edit",
+            path: "near.ts",
+            expected_read_revision: evidence.current_read_revision,
+            edits: [{ replace_exact: { old_text: evidence.nearest[0]?.text.trim() ?? "", new_text: "return Math.PI * r ** 2;" } }],
+          },
+        ],
+      });
+      assert.equal(corrected.isError, false, JSON.stringify(corrected.result));
+      assert.match(readFileSync(join(projectDir, "near.ts"), "utf8"), /r \*\* 2/);
+    });
+
+    it("a wrong field name through call_runtime_tool names the accepted fields; its read_tool_manifest follow-up, executed unchanged, shows args required", async () => {
+      const wrong = await runtime("run_process", { project, command: "ls -la" });
+      assert.deepEqual([wrong.isError, wrong.result["reason_code"], wrong.result["failure_stage"]], [true, "missing_field", "normalization"]);
+      const evidence = wrong.result["evidence"] as { field: string; accepted_fields: string[]; required_fields: string[] };
+      assert.equal(evidence.field, "/args");
+      assert.ok(evidence.accepted_fields.includes("args") && evidence.required_fields.includes("args"), JSON.stringify(evidence));
+      const manifest = await execute(wrong.result["follow_up"] as FollowUp);
+      assert.equal(manifest.isError, false, JSON.stringify(manifest.result));
+      assert.deepEqual((manifest.result["input_schema"] as { required: string[] }).required, ["project", "args"]);
+      const unknown = await runtime("run_process", { project, args: ["true"], command: "ls" });
+      assert.deepEqual([unknown.result["reason_code"], (unknown.result["evidence"] as { field: string }).field], ["unknown_field", "/command"]);
+      assert.ok(((unknown.result["evidence"] as { accepted_fields: string[] }).accepted_fields ?? []).includes("args"));
     });
 
     it("the re-read after a stale revision returns the current revision", async () => {

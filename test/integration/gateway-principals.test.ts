@@ -194,4 +194,15 @@ describe("principals within one tenant (two people, one OAuth client)", { timeou
       await dave.close();
     }
   });
+
+  it("a tenant admin may delete a member's private Project by canonical id; another member learns nothing and deletes nothing", async () => {
+    const scratch = await createProject(bob, "bob-scratch", "private");
+    const byAlice = await call(alice, "delete_project", { project: scratch.id });
+    assert.deepEqual([byAlice.isError, byAlice.result["reason_code"], byAlice.result["state_changed"]], [true, "project_not_found", false]);
+    assert.ok((await listed(bob)).includes(scratch.id), "alice deleted nothing");
+    const byAdmin = await call(carol, "delete_project", { project: scratch.id });
+    assert.equal(byAdmin.isError, false, JSON.stringify(byAdmin.result));
+    assert.deepEqual(byAdmin.result, { project_id: scratch.id });
+    assert.ok(!(await listed(bob)).includes(scratch.id), "gone for its owner too");
+  });
 });

@@ -201,6 +201,17 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
       assert.ok(toolDefinition(name)?.effect === "read_only" || toolDefinition(name)?.effectByTarget === true, `${name} is admitted to a read-only caller`);
   });
 
+  it("a read-only caller's server instructions name no tool it may not call, and call_runtime_tool is read-only for it alone", async () => {
+    const instructions = auditor.getInstructions() ?? "";
+    assert.match(instructions, /read_files/);
+    for (const def of toolDefinitions().filter((d) => d.effect !== "read_only"))
+      assert.ok(!new RegExp(`\\b${def.name}\\b`).test(instructions), `${def.name} named to a read-only caller: ${instructions}`);
+    assert.match(alice.getInstructions() ?? "", /edit with edit_project_files/);
+    const forwarder = async (client: Client) => (await client.listTools()).tools.find((t) => t.name === "call_runtime_tool")?.annotations;
+    assert.equal((await forwarder(auditor))?.readOnlyHint, true);
+    assert.deepEqual(await forwarder(alice), { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });
+  });
+
   it("a read-only caller's mutating calls fail closed and change nothing, directly or through call_runtime_tool", async () => {
     const mutating = toolDefinitions().filter(
       (d) => d.implemented && d.effect !== "read_only" && d.effectByTarget !== true && d.inputSchema.properties?.["project"] !== undefined,
@@ -221,6 +232,7 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
       ] as const) {
         assert.equal(outcome.isError, true, `${tool}: ${JSON.stringify(outcome.result)}`);
         assert.equal(outcome.result["reason_code"], expected, `${tool}: ${JSON.stringify(outcome.result)}`);
+        assert.equal(outcome.result["failure_stage"], "admission", `${tool}: ${JSON.stringify(outcome.result)}`);
         assert.equal(outcome.result["state_changed"], false, `${tool}: ${JSON.stringify(outcome.result)}`);
       }
     }

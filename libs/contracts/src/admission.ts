@@ -2,6 +2,7 @@
  * Admission and exposure: which canonical tools a caller may use, and how the current Host
  * discovers them. Exposure is presentation policy; it never grants authority.
  */
+import { SKILLS_BOOTSTRAP_HINT } from "./bootstrap.js";
 import { toolDefinitions, toolDefinition } from "./catalog.js";
 import { ReasonCode } from "./failure.js";
 import type { ToolCategory, ToolDefinition } from "./tool-definition.js";
@@ -59,10 +60,48 @@ export function modelVisible(def: ToolDefinition): boolean {
   return def.appOnly !== true;
 }
 
-/** The MCP tools/list descriptor of one tool: what a Host sees before any call. */
-export function mcpToolDescriptor(def: ToolDefinition): Record<string, unknown> {
+/** The MCP tool annotations (spec hints a Host may act on, e.g. to auto-approve read-only tools). */
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** A tool's own annotations, from its effect and the catalog's hints (not for a forwarding tool). */
+function ownAnnotations(def: ToolDefinition): ToolAnnotations {
+  const readOnly = def.effect === "read_only";
+  return {
+    readOnlyHint: readOnly,
+    destructiveHint: def.hints?.destructive ?? (def.effect === "workspace_write" || def.effect === "process_execution"),
+    idempotentHint: def.hints?.idempotent ?? readOnly,
+    openWorldHint: def.hints?.openWorld ?? def.effect === "process_execution",
+  };
+}
+
+/**
+ * The annotations of `def` as the catalog states its effect. A forwarding tool
+ * (call_runtime_tool) gets the union over the tools it may run among `admitted`: read-only
+ * only when every one of them is, destructive or open-world when any is.
+ */
+export function toolAnnotations(def: ToolDefinition, admitted: readonly ToolDefinition[] = toolDefinitions()): ToolAnnotations {
+  if (def.forwards !== true) return ownAnnotations(def);
+  const reachable = admitted.filter((d) => d.implemented && gatewayRefusal(d.name) === undefined).map(ownAnnotations);
+  return {
+    readOnlyHint: reachable.every((a) => a.readOnlyHint),
+    destructiveHint: reachable.some((a) => a.destructiveHint),
+    idempotentHint: reachable.every((a) => a.idempotentHint),
+    openWorldHint: reachable.some((a) => a.openWorldHint),
+  };
+}
+
+/** The MCP tools/list descriptor of one tool among an admitted selection: what a Host sees before any call. */
+export function mcpToolDescriptor(def: ToolDefinition, admitted: readonly ToolDefinition[] = toolDefinitions()): Record<string, unknown> {
   const descriptor: Record<string, unknown> = { name: def.name, description: def.description, inputSchema: def.inputSchema };
-  if (def.effect === "read_only") descriptor["annotations"] = { readOnlyHint: true };
+  // The spec reads destructiveHint and idempotentHint only when readOnlyHint is false: a
+  // read-only tool states the two hints that mean something for it.
+  const annotations = toolAnnotations(def, admitted);
+  descriptor["annotations"] = annotations.readOnlyHint ? { readOnlyHint: true, openWorldHint: annotations.openWorldHint } : annotations;
   // MCP Apps: the card resource a Host mounts (the legacy flat key too, for older Hosts), and
   // app-only helpers a Host keeps off the model's tool list.
   if (def.appResource !== undefined) descriptor["_meta"] = { ui: { resourceUri: def.appResource }, "ui/resourceUri": def.appResource };
@@ -83,7 +122,7 @@ export function gatewayOnlyToolNames(admitted: readonly ToolDefinition[]): strin
 
 /** The MCP tools/list result for an admitted selection (the gateway serves it pre-built). */
 export function toolsListResult(admitted: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): { tools: Array<Record<string, unknown>> } {
-  return { tools: listedTools(admitted, hostProfile).map(mcpToolDescriptor) };
+  return { tools: listedTools(admitted, hostProfile).map((d) => mcpToolDescriptor(d, admitted)) };
 }
 
 /**
@@ -100,8 +139,11 @@ export function gatewayToolsInstruction(defs: readonly ToolDefinition[]): string
   return `Through call_runtime_tool: ${[...groups].map(([category, names]) => `${category}: ${names.join(", ")}`).join("; ")}.`;
 }
 
-/** The serialized tools/list budget: a Direct surface larger than this costs every Host turn. */
-export const TOOLS_LIST_MAX_BYTES = 8 * 1024;
+/**
+ * The serialized tools/list budget: a Direct surface larger than this costs every Host turn.
+ * 9 KiB since every descriptor states its MCP annotations (docs/decisions/0036-tool-annotations.md).
+ */
+export const TOOLS_LIST_MAX_BYTES = 9 * 1024;
 
 export type Route = { primary: "direct" | "call_runtime_tool"; fallback: "call_runtime_tool" | null };
 
@@ -162,4 +204,28 @@ export function forwardedCall(tool: string, rawArgs: unknown): { tool: string; a
   if (tool !== "call_runtime_tool" || typeof rawArgs !== "object" || rawArgs === null) return { tool, args: rawArgs };
   const outer = rawArgs as Record<string, unknown>;
   return typeof outer["tool"] === "string" ? { tool: outer["tool"], args: outer["arguments"] } : { tool, args: rawArgs };
+}
+
+/**
+ * The MCP server instructions for one admitted selection: the workflow it can follow and the
+ * tools it reaches through call_runtime_tool. A read-only caller's instructions name no tool
+ * it may not call.
+ */
+export function serverInstructions(admitted: readonly ToolDefinition[]): string {
+  const has = (name: string) => admitted.some((d) => d.name === name);
+  const work = [
+    has("read_files") ? "Read with read_files (batch related ranges)" : undefined,
+    has("search_project_texts") ? "search with search_project_texts (several queries per call)" : undefined,
+    has("edit_project_files") ? "edit with edit_project_files using the read_revision you read" : undefined,
+  ].filter((s) => s !== undefined);
+  const readOnly = admitted.every((d) => d.effect === "read_only");
+  return (
+    "WebCodex gives you tools for project workspaces. Start with list_projects and pass its project_ref (~p1) as `project`. " +
+    (work.length > 0 ? `${work.join(", ")}. ` : "") +
+    (readOnly ? "Your access is read-only: no tool here changes a project. " : "") +
+    "More tools run through call_runtime_tool; read_tool_manifest gives their schemas. " +
+    "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. " +
+    (has("list_skills") ? `${SKILLS_BOOTSTRAP_HINT} ` : "") +
+    gatewayToolsInstruction(admitted)
+  );
 }

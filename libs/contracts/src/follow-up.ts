@@ -129,6 +129,14 @@ export function describeUpstreamToolFollowUp(server: string, tool: string): Foll
   return buildFollowUp("fallback_recovery", "read_tool_manifest", { namespace: `mcp:${server}`, tool });
 }
 
+/**
+ * Recovery after an unknown or missing argument (gateway): the tool's exact schema. Only for
+ * explicit recovery: which field was meant is the caller's choice.
+ */
+export function readToolManifestFollowUp(tool: string): FollowUp {
+  return buildFollowUp("fallback_recovery", "read_tool_manifest", { tool });
+}
+
 interface FollowUpBuilder<A extends unknown[]> {
   readonly build: (...args: A) => FollowUp;
   /** Inputs the contract test builds it with: each must give arguments that validate. */
@@ -159,6 +167,7 @@ export const followUpBuilders = {
   ]),
   createSessionFollowUp: builder(createSessionFollowUp, [["~p1"], ["agent:acme:demo"]]),
   describeUpstreamToolFollowUp: builder(describeUpstreamToolFollowUp, [["tracker", "search_issues"]]),
+  readToolManifestFollowUp: builder(readToolManifestFollowUp, [["run_process"], ["edit_project_files"]]),
   undoEditFollowUp: builder(undoEditFollowUp, [
     [
       "~p1",

@@ -19,6 +19,8 @@ export {
   gatewayRefusal,
   isAdmitted,
   mcpToolDescriptor,
+  toolAnnotations,
+  serverInstructions,
   toolsListResult,
   TOOLS_LIST_MAX_BYTES,
   ADMISSION_PROFILES,
@@ -28,7 +30,7 @@ export {
   isHostProfile,
   forwardedCall,
 } from "./admission.js";
-export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
+export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route, ToolAnnotations } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, CanonicalToolInput, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess } from "./projection.js";
@@ -36,6 +38,7 @@ export { compactBatch, compactEdit, compactRun, compactShell, compactValidation 
 export {
   waitForJobFollowUp,
   rereadFollowUp,
+  readToolManifestFollowUp,
   listProjectsFollowUp,
   inspectWorkspaceFollowUp,
   readAgentTaskFollowUp,

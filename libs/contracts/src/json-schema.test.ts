@@ -65,8 +65,8 @@ test("ToolInput is the catalog schema's type; RunnerArguments is what the Runner
   expectType<Equal<RunnerArguments<"wait_for_job_terminal">, { job_id: string; wait_ms?: number }>>();
   expectType<Equal<NonNullable<ToolInput<"run_shell">["shell"]>, "sh" | "bash">>();
   expectType<Equal<ToolInput<"edit_project_files">["changes"][number]["kind"], "edit" | "create" | "delete" | "move">>();
-  // argv is folded into a required args by normalization.
-  expectType<Equal<ToolInput<"run_process">["args"], string[] | undefined>>();
+  // args is required (the manifest says so); a call may still send its alias argv, folded into args by normalization.
+  expectType<Equal<ToolInput<"run_process">["args"], string[]>>();
   expectType<Equal<CanonicalToolInput<"run_process">["args"], string[]>>();
   expectType<Equal<keyof RunnerArguments<"run_process">, "args" | "cwd" | "env" | "stdin" | "timeout_ms" | "wait_ms">>();
   expectType<Equal<keyof RunnerArguments<"import_host_files">, "files">>();

@@ -13,7 +13,9 @@ const rejected = (r: NormalizeResult, reason: string, detail?: string) => {
   assert.equal(r.failure.reason_code, reason);
   if (detail) assert.equal(r.failure.detail_code, detail);
   assert.equal(r.failure.state_changed, false);
-  assert.equal(r.failure.failure_stage, "normalization");
+  // Which tools exist and are admitted is decided at admission; the arguments at normalization.
+  assert.equal(r.failure.failure_stage, reason === "unknown_tool" || reason === "tool_not_admitted" ? "admission" : "normalization");
+  return r.failure;
 };
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -117,6 +119,27 @@ test('language "python3" is not an alias of "python"', () => {
 test("unknown tools and tools not admitted are rejected without fuzzy matching", () => {
   rejected(normalizeToolCall("read_file", { project: "~p1" }, all), "unknown_tool");
   rejected(normalizeToolCall("run_shell", { project: "~p1", command: "ls" }, { isAdmitted: () => false }), "tool_not_admitted");
+});
+
+test("an unknown or missing field names the fields accepted there (bounded) and follows up with the tool's manifest", () => {
+  const unknown = rejected(normalizeToolCall("run_process", { project: "~p1", args: ["ls"], command: "ls -la" }, all), "unknown_field");
+  assert.equal(unknown.evidence?.["field"], "/command");
+  const accepted = unknown.evidence?.["accepted_fields"] as string[];
+  assert.ok(accepted.includes("args") && accepted.includes("project") && !accepted.includes("command"), JSON.stringify(accepted));
+  assert.deepEqual(unknown.follow_up, { follow_up_kind: "fallback_recovery", tool: "read_tool_manifest", arguments: { tool: "run_process" } });
+  // Nested: the names accepted by the object that holds the field, not the top level.
+  const nested = rejected(
+    normalizeToolCall("edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "a", content: "x", mode: "644" }] }, all),
+    "unknown_field",
+  );
+  assert.equal(nested.evidence?.["field"], "/changes/0/mode");
+  assert.deepEqual(nested.evidence?.["accepted_fields"], ["kind", "path", "content"]);
+  // A shell-style guess at run_process: args is missing, and the evidence names it.
+  const missing = rejected(normalizeToolCall("run_process", { project: "~p1", command: "ls -la" }, all), "missing_field");
+  assert.ok((missing.evidence?.["accepted_fields"] as string[]).includes("args"));
+  assert.equal(missing.evidence?.["field"], "/args");
+  assert.deepEqual(missing.evidence?.["required_fields"], ["project", "args"]);
+  assert.equal((missing.follow_up?.arguments as { tool?: string }).tool, "run_process");
 });
 
 test("occurrence with expected_match_count is rejected; reversed ranges too", () => {

@@ -8,6 +8,8 @@ import { ReasonCode, toolFailure } from "./failure.js";
 import { PipelineStage } from "./pipeline.js";
 import type { ToolFailure } from "./failure.js";
 import { validateToolArguments } from "./schema-validator.js";
+import type { SchemaViolation } from "./schema-validator.js";
+import { readToolManifestFollowUp } from "./follow-up.js";
 import type { JsonSchema } from "./json-schema.js";
 import type { ClampRule } from "./tool-definition.js";
 import type { ToolInput, ToolName } from "./catalog.js";
@@ -83,10 +85,37 @@ export interface NormalizeContext {
   isAdmitted(tool: string): boolean;
 }
 
-const reject = (reason: ToolFailure["reason_code"], detail: string, evidence?: Record<string, unknown>): NormalizeResult => ({
+const reject = (
+  reason: ToolFailure["reason_code"],
+  detail: string,
+  evidence?: Record<string, unknown>,
+  stage: PipelineStage = PipelineStage.normalization,
+): NormalizeResult => ({
   ok: false,
-  failure: toolFailure(reason, PipelineStage.normalization, { detail_code: detail, ...(evidence ? { evidence } : {}) }),
+  failure: toolFailure(reason, stage, { detail_code: detail, ...(evidence ? { evidence } : {}) }),
 });
+
+/** Accepted field names listed in an unknown_field or missing_field failure, at most. */
+export const MAX_ACCEPTED_FIELDS = 32;
+
+/**
+ * An unknown or missing argument: the field, the names accepted where it is (bounded) and the
+ * tool's manifest as the follow-up, so the next call can be right without guessing.
+ */
+function fieldFailure(tool: string, violation: SchemaViolation): NormalizeResult {
+  const evidence: Record<string, unknown> = { field: violation.field };
+  if (violation.accepted) {
+    evidence["accepted_fields"] = violation.accepted.fields.slice(0, MAX_ACCEPTED_FIELDS);
+    if (violation.accepted.fields.length > MAX_ACCEPTED_FIELDS) evidence["accepted_fields_truncated"] = true;
+    if (violation.reason_code === ReasonCode.missingField) evidence["required_fields"] = violation.accepted.required.slice(0, MAX_ACCEPTED_FIELDS);
+  }
+  const failure = toolFailure(violation.reason_code, PipelineStage.normalization, {
+    detail_code: violation.detail_code,
+    evidence,
+    follow_up: readToolManifestFollowUp(tool),
+  });
+  return { ok: false, failure };
+}
 
 /**
  * Canonicalizes one call. Never fuzzy-corrects unknown fields or tool names and never
@@ -94,8 +123,9 @@ const reject = (reason: ToolFailure["reason_code"], detail: string, evidence?: R
  */
 export function normalizeToolCall(tool: string, rawArguments: unknown, context: NormalizeContext): NormalizeResult {
   const def = toolDefinition(tool);
-  if (!def) return reject(ReasonCode.unknownTool, "unknown_tool", { tool });
-  if (!context.isAdmitted(tool)) return reject(ReasonCode.toolNotAdmitted, "not_admitted", { tool });
+  // Which tools exist and are admitted is decided at admission (docs/results.md).
+  if (!def) return reject(ReasonCode.unknownTool, "unknown_tool", { tool }, PipelineStage.admission);
+  if (!context.isAdmitted(tool)) return reject(ReasonCode.toolNotAdmitted, "not_admitted", { tool }, PipelineStage.admission);
   if (rawArguments === undefined) rawArguments = {};
   if (typeof rawArguments !== "object" || rawArguments === null || Array.isArray(rawArguments)) return reject(ReasonCode.invalidValue, "arguments_not_object");
 
@@ -113,8 +143,10 @@ export function normalizeToolCall(tool: string, rawArguments: unknown, context: 
   }
 
   const violation = validateToolArguments(tool, args);
-  if (violation) return reject(violation.reason_code, violation.detail_code, { field: violation.field });
-  if (isArgvAliased(tool) && !("args" in args)) return reject(ReasonCode.missingField, "required", { field: "/args" });
+  if (violation) {
+    if (violation.reason_code === ReasonCode.unknownField || violation.reason_code === ReasonCode.missingField) return fieldFailure(tool, violation);
+    return reject(violation.reason_code, violation.detail_code, { field: violation.field });
+  }
   const crossField = checkCrossField(tool, args);
   if (crossField) return crossField;
 

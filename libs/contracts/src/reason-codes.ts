@@ -45,8 +45,8 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
   unknown_field: {
     stages: ["normalization"],
     retry: "change_first",
-    meaning: "An argument the tool's schema does not have; never fuzzy-corrected.",
-    no_follow_up: NEEDS_INPUT,
+    meaning: "An argument the tool's schema does not have; never fuzzy-corrected. The evidence names the fields accepted there (accepted_fields).",
+    follow_up: "readToolManifestFollowUp",
   },
   invalid_value: {
     stages: ["admission", "normalization", "resolution", "authorization", "preflight", "execution"],
@@ -59,7 +59,12 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     },
     no_follow_up: `${NEEDS_INPUT} A session_id that names no open Session of this project carries create_session (fallback_recovery) when the call named a project.`,
   },
-  missing_field: { stages: ["normalization", "preflight"], retry: "change_first", meaning: "A required argument is absent.", no_follow_up: NEEDS_INPUT },
+  missing_field: {
+    stages: ["normalization", "preflight"],
+    retry: "change_first",
+    meaning: "A required argument is absent. The evidence names the fields accepted there (accepted_fields, required_fields).",
+    follow_up: "readToolManifestFollowUp",
+  },
   conflicting_alias: {
     stages: ["normalization"],
     retry: "change_first",
@@ -183,8 +188,9 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
   match_not_found: {
     stages: ["preflight"],
     retry: "change_first",
-    meaning: "old_text does not occur in the file.",
-    no_follow_up: "The evidence carries the file's current read_revision; what to replace is the caller's choice.",
+    meaning:
+      "old_text does not occur in the file. The evidence carries the file's current_read_revision and the nearest lines (nearest: the current lines most like old_text).",
+    follow_up: "rereadFollowUp",
   },
   match_not_unique: {
     stages: ["preflight"],

@@ -8,8 +8,7 @@
  * Semantic identity fixtures and cross-field overrides live here and only here:
  * - `project` is the placeholder ref `~p1` (tests that reach a real Runner pass their own);
  * - `session_id` is omitted (optional);
- * - run_process / run_detached_process need `args` (the schema keeps it optional so the
- *   `argv` alias can reach normalization): `["true"]`;
+ * - run_process / run_detached_process run `["true"]`;
  * - read_files / search paths default to "README.md";
  * - call_runtime_tool targets `list_tools` with `{}`.
  */

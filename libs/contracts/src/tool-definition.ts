@@ -67,6 +67,19 @@ export interface ToolDefinition {
   readonly description: string;
   readonly inputSchema: JsonSchema;
   readonly effect: EffectClass;
+  /**
+   * The MCP annotations beyond what `effect` implies (toolAnnotations derives the rest):
+   * `destructive` when a successful call can remove or overwrite what was there (default: the
+   * workspace_write and process_execution effects), `idempotent` when repeating the same call
+   * has no further effect (default: read_only), `openWorld` when it reaches beyond WebCodex's
+   * own state, e.g. a git remote or the network (default: process_execution).
+   */
+  readonly hints?: { readonly destructive?: boolean; readonly idempotent?: boolean; readonly openWorld?: boolean };
+  /**
+   * call_runtime_tool: its own `effect` only admits it; what a call changes is the effect of
+   * the tool it runs, so its annotations are the union over the tools it may forward.
+   */
+  readonly forwards?: true;
   readonly risk: Risk;
   readonly authority: Authority;
   readonly execution: ExecutionForm;

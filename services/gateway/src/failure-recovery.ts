@@ -6,7 +6,9 @@ import {
   inspectWorkspaceFollowUp,
   listProjectsFollowUp,
   readAgentTaskFollowUp,
+  readToolManifestFollowUp,
   rereadFollowUp,
+  toolDefinition,
   waitForProjectFollowUp,
 } from "@webcodex/contracts";
 import type { FollowUp, ToolDefinition, ToolFailure } from "@webcodex/contracts";
@@ -17,10 +19,10 @@ import type { FollowUp, ToolDefinition, ToolFailure } from "@webcodex/contracts"
  * path the evidence names). A failure that already carries one keeps it; a row whose inputs
  * are not known here (no project, no single path, an effect that cannot have happened)
  * carries none, as the table records. A workspace inspection is offered only after a call
- * of a tool that can change the workspace (`touchesWorkspace`): after a failed create_session
+ * of a tool that can change the workspace (`touchesWorkspace`); a manifest is offered for a field error of a known tool: after a failed create_session
  * there is nothing in the workspace to inspect.
  */
-export function withRecovery(failure: ToolFailure, project: string | undefined, touchesWorkspace: boolean): ToolFailure {
+export function withRecovery(failure: ToolFailure, project: string | undefined, tool?: string): ToolFailure {
   if (failure.follow_up) return failure;
   const builder = failureFollowUpBuilder(failure.reason_code, failure.detail_code);
   const path = typeof failure.evidence?.["path"] === "string" ? (failure.evidence["path"] as string) : undefined;
@@ -33,7 +35,7 @@ export function withRecovery(failure: ToolFailure, project: string | undefined, 
       if (project !== undefined && path !== undefined) followUp = rereadFollowUp(project, path);
       break;
     case "inspectWorkspaceFollowUp":
-      if (project !== undefined && failure.outcome_unknown && touchesWorkspace) followUp = inspectWorkspaceFollowUp(project);
+      if (project !== undefined && failure.outcome_unknown && touchesWorkspace(tool === undefined ? undefined : toolDefinition(tool))) followUp = inspectWorkspaceFollowUp(project);
       break;
     case "createSessionFollowUp":
       if (project !== undefined) followUp = createSessionFollowUp(project);
@@ -48,10 +50,13 @@ export function withRecovery(failure: ToolFailure, project: string | undefined, 
       break;
     case "describeUpstreamToolFollowUp": {
       const server = failure.evidence?.["server"];
-      const tool = failure.evidence?.["tool"];
-      if (typeof server === "string" && typeof tool === "string") followUp = describeUpstreamToolFollowUp(server, tool);
+      const upstreamTool = failure.evidence?.["tool"];
+      if (typeof server === "string" && typeof upstreamTool === "string") followUp = describeUpstreamToolFollowUp(server, upstreamTool);
       break;
     }
+    case "readToolManifestFollowUp":
+      if (tool !== undefined && toolDefinition(tool) !== undefined) followUp = readToolManifestFollowUp(tool);
+      break;
     case "waitForJobFollowUp":
     case "listAgentTasksFollowUp":
     case "waitForAgentEventsFollowUp":

@@ -302,7 +302,7 @@ export function createPipeline(deps: PipelineDeps) {
     }
     // Every failure with a known repair carries it (the reason-code table says which); a
     // workspace inspection only for a tool that can change the workspace.
-    if (!outcome.ok) outcome = { ok: false, failure: withRecovery(outcome.failure, projectSelector(args, rawArgs), touchesWorkspace(def)) };
+    if (!outcome.ok) outcome = { ok: false, failure: withRecovery(outcome.failure, projectSelector(args, rawArgs), def?.name ?? tool) };
 
     // Audit capture, from the canonical outcome before the late model projection: nothing a
     // projection adds (input_normalization, follow_up) can reach the record or its sizes.

@@ -200,7 +200,7 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
     },
     async resolveProject(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
-      const resolution = await projects.resolve(principal, req.selector);
+      const resolution = req.manage ? await projects.resolveForManagement(principal, req.selector) : await projects.resolve(principal, req.selector);
       return resolution.ok ? { project: toProto(resolution.project) } : failed(resolution.failure);
     },
     async issueProjectRef(req, ctx) {

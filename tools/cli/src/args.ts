@@ -1,4 +1,5 @@
 /** Command-line argument checks: a bad argument is a usage error (exit 2, one line, no stack). */
+import { statSync } from "node:fs";
 
 /** A command line that cannot run as given. */
 export class UsageError extends Error {
@@ -23,4 +24,16 @@ export function parsePort(raw: string | undefined, range: { min: number; max: nu
     throw new UsageError(`${flag} must be an integer from ${range.min} to ${range.max}${range.why ? ` (${range.why})` : ""}, got ${JSON.stringify(raw ?? "")}`);
   }
   return n;
+}
+
+/** `--project DIR` must name an existing directory: a usage error (one line, exit 2) otherwise. */
+export function projectDirectory(dir: string): string {
+  let info;
+  try {
+    info = statSync(dir);
+  } catch {
+    throw new UsageError(`--project ${dir}: no such directory`);
+  }
+  if (!info.isDirectory()) throw new UsageError(`--project ${dir}: not a directory`);
+  return dir;
 }

@@ -14,7 +14,7 @@ import type { LogLevel } from "@webcodex/platform";
 import { resolveDevTokens, skillCatalogsDirFrom, tenancyOptions } from "@webcodex/gateway";
 import { modelWorkflowPolicyFrom } from "@webcodex/contracts";
 import type { GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
-import { parsePort, UsageError } from "./args.js";
+import { parsePort, projectDirectory, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
 import { isolationRefusal, loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
 import { defaultDataDir, projectIdFor, startEmbedded, startEmbeddedStdio } from "./embedded.js";
@@ -33,21 +33,32 @@ export const COMMAND_USAGE: Record<string, string> = {
   --port N        port of the MCP endpoint (default 8080; 0 picks a free one)
   --host H        address to listen on (default 127.0.0.1)
   --data-dir D    embedded Postgres and audit spool (default ~/.webcodex/data, or WEBCODEX_DATA_DIR)
-  Prints the MCP URL and a bearer token; WEBCODEX_DEV_TOKEN keeps the token stable.`,
+  Prints the MCP URL and a bearer token; WEBCODEX_DEV_TOKEN keeps the token stable.
+  environment: WEBCODEX_DATA_DIR, WEBCODEX_DEV_TOKEN, WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_CLIENT_ID, WEBCODEX_LOG_LEVEL,
+    WEBCODEX_LOG_FORMAT, WEBCODEX_OAUTH_*, WEBCODEX_RATE_LIMIT*, WEBCODEX_READ_ONLY_CLIENTS, WEBCODEX_GOAL_SELECTION,
+    WEBCODEX_UNATTENDED_CONTINUATION, WEBCODEX_AUDIT_*, WEBCODEX_RUNNER_* (the local Runner), WEBCODEX_GIT_CREDENTIALS_FILE,
+    OTEL_EXPORTER_OTLP_ENDPOINT`,
   stdio: `webcodex stdio --project DIR [--data-dir D]   the embedded default over the MCP stdio transport, for local Hosts
   --project DIR   the directory the local Runner works in (required)
   --data-dir D    embedded Postgres and audit spool (default ~/.webcodex/stdio/<project>; one process at a time)
   stdout carries only MCP JSON-RPC; logs go to stderr. No token: the caller is the OS user.
-  Exits when stdin closes, stopping every process it started.`,
+  Exits when stdin closes, stopping every process it started.
+  environment: WEBCODEX_DATA_DIR, WEBCODEX_DEV_CLIENT_ID, WEBCODEX_LOG_LEVEL, WEBCODEX_LOG_FORMAT, WEBCODEX_AUDIT_*,
+    WEBCODEX_RUNNER_* (the local Runner)`,
   up: `webcodex up --project DIR [--port N] [--data-dir D]   each service its own process (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)
   --project DIR   the directory the local Runner works in (required)
   --port N        the first of ${SERVICES.length} consecutive ports (default 8180; the gateway is the fifth)
-  --data-dir D    create_project's workspaces, under D/workspaces (default ~/.webcodex/up, or WEBCODEX_DATA_DIR)`,
+  --data-dir D    create_project's workspaces, under D/workspaces (default ~/.webcodex/up, or WEBCODEX_DATA_DIR)
+  environment: WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL (required), WEBCODEX_REDIS_KEY_PREFIX, WEBCODEX_DEV_TOKEN,
+    WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_CLIENT_ID, WEBCODEX_OAUTH_*, WEBCODEX_RATE_LIMIT*, WEBCODEX_READ_ONLY_CLIENTS,
+    WEBCODEX_RUNNER_* (the local Runner)`,
   serve: `webcodex serve <service>   one service, configured from WEBCODEX_* env
-  services: ${serviceNames}`,
+  services: ${serviceNames}
+  environment: each service's WEBCODEX_* settings (docs/operators.md), WEBCODEX_LOG_LEVEL, WEBCODEX_LOG_FORMAT`,
   runner: `webcodex runner   one Runner, configured from WEBCODEX_RUNNER_* env
   needs WEBCODEX_RUNNER_ROOT, WEBCODEX_RUNNER_BROKER_URL, WEBCODEX_RUNNER_CLIENT_ID, WEBCODEX_RUNNER_PROJECT_ID`,
-  migrate: `webcodex migrate   apply migrations to WEBCODEX_POSTGRES_URL`,
+  migrate: `webcodex migrate   apply migrations to WEBCODEX_POSTGRES_URL
+  environment: WEBCODEX_POSTGRES_URL (required; the database must exist), WEBCODEX_MIGRATE_WAIT_S (seconds to wait for it, default 0)`,
   "friction-report": `webcodex friction-report [--postgres-url URL | --data-dir D] [--format table|json]   friction patterns per tenant and tool`,
   projects: PROJECTS_USAGE,
 };
@@ -56,10 +67,16 @@ const usage = `usage:
 ${Object.values(COMMAND_USAGE)
   .map((u) => `  ${u.split("\n")[0]}`)
   .join("\n")}
-  webcodex <command> --help                               one command's options
+  webcodex <command> --help                               one command's options and the environment it reads
+  webcodex --version                                      the version
 Logs go to stderr: readable lines on a terminal, JSON otherwise (WEBCODEX_LOG_FORMAT=json|text).`;
 
 const wantsHelp = (args: readonly string[]) => args.includes("--help") || args.includes("-h");
+
+/** The version of this command (its package's). */
+function cliVersion(): string {
+  return (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+}
 
 /**
  * Keeps fd 1 for the protocol: anything else in this process that writes to process.stdout
@@ -197,6 +214,12 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
 /** Runs one `webcodex` command; `testHooks` (for `dev` and `serve gateway`) only from a test launcher, never bin/webcodex.js. */
 export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise<void> {
   const [command, ...rest] = argv;
+  if (command === "--version" || command === "-V" || command === "version") {
+    process.stdout.write(`webcodex ${cliVersion()}\n`);
+    return;
+  }
+  if (command !== undefined && command !== "help" && !wantsHelp([command]) && COMMAND_USAGE[command] === undefined)
+    throw new UsageError(`unknown command ${JSON.stringify(command)} (webcodex --help lists the commands)`);
   // Secrets given in the environment leave /proc/self/environ before any child starts.
   const { env } = sealSecretEnvironment();
   if (command !== undefined && command !== "friction-report" && COMMAND_USAGE[command] !== undefined && wantsHelp(rest)) {
@@ -206,7 +229,8 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
   switch (command) {
     case "stdio": {
       const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, "data-dir": { type: "string" } } });
-      if (!values.project) throw new UsageError(`--project DIR is required\nusage: ${COMMAND_USAGE["stdio"]}`);
+      if (!values.project) throw new UsageError(`--project DIR is required (webcodex stdio --help)`);
+      projectDirectory(values.project);
       const protocolOut = reserveStdoutForProtocol();
       // A Host shows stderr to a person at best: JSON unless asked otherwise.
       const logger = createLogger({
@@ -280,8 +304,9 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
           host: { type: "string", default: "127.0.0.1" },
         },
       });
-      if (!values.project) throw new UsageError(`--project DIR is required\n${usage}`);
+      if (!values.project) throw new UsageError(`--project DIR is required (webcodex dev --help)`);
       const port = parsePort(values.port, { min: 0, max: 65535 });
+      projectDirectory(values.project);
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
       const { tokens, shown, clientId } = devTokens(env);
       refuseWithoutIsolation(tokens, env);
@@ -332,8 +357,9 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
         args: rest,
         options: { project: { type: "string" }, port: { type: "string", default: "8180" }, "data-dir": { type: "string" } },
       });
-      if (!values.project) throw new UsageError(`--project DIR is required\n${usage}`);
+      if (!values.project) throw new UsageError(`--project DIR is required (webcodex up --help)`);
       const basePort = parsePort(values.port, { min: 1, max: 65536 - UP_PORTS, why: `the first of ${UP_PORTS} consecutive ports` });
+      projectDirectory(values.project);
       const postgresUrl = env["WEBCODEX_POSTGRES_URL"],
         redisUrl = env["WEBCODEX_REDIS_URL"];
       if (!postgresUrl || !redisUrl) throw new Error("webcodex up needs WEBCODEX_POSTGRES_URL and WEBCODEX_REDIS_URL");
@@ -379,8 +405,9 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
     case "serve":
     case "runner": {
       const service = rest[0];
+      if (command === "serve" && service === undefined) throw new UsageError(`serve needs a service: one of ${serviceNames}`);
       const load = serviceLoader(command, service);
-      if (!load) throw new UsageError(`unknown service ${String(service)}\n${usage}`);
+      if (!load) throw new UsageError(`unknown service ${JSON.stringify(service)}: one of ${serviceNames}`);
       await (await load()).main(env, command === "serve" && service === "gateway" ? testHooks : undefined);
       return;
     }
@@ -429,7 +456,6 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
     }
     default:
       process.stdout.write(`${usage}\n`);
-      if (command !== undefined && command !== "help" && !wantsHelp([command])) throw new UsageError(`unknown command ${command}`);
   }
 }
 

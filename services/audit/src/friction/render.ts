@@ -16,7 +16,16 @@ const detailText = (d: Record<string, string | number | string[]>) =>
     .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join("+") : String(v)}`)
     .join(" ");
 
-export function renderFrictionTable(report: FrictionReport, options: { details?: boolean } = {}): string {
+/** Call ids a table cell shows per finding unless `--ids` asks for all of them. */
+export const SHOWN_CALL_IDS = 3;
+
+/** A finding's calls in one cell: the count, then the first few ids (all with `allIds`). */
+export function callIdsText(callIds: readonly string[], allIds = false): string {
+  if (allIds || callIds.length <= SHOWN_CALL_IDS) return `${callIds.length}: ${callIds.join(",")}`;
+  return `${callIds.length}: ${callIds.slice(0, SHOWN_CALL_IDS).join(",")},… (+${callIds.length - SHOWN_CALL_IDS}; --ids for all)`;
+}
+
+export function renderFrictionTable(report: FrictionReport, options: { details?: boolean; allIds?: boolean } = {}): string {
   const out: string[] = [`friction report: ${report.records} calls in ${report.streams} caller streams, ${report.findings.length} findings`];
   if (report.summary.length === 0) return `${out[0]}\nno friction patterns found\n`;
   out.push(
@@ -30,8 +39,15 @@ export function renderFrictionTable(report: FrictionReport, options: { details?:
     out.push(
       "",
       table(
-        ["TIME", "TENANT", "TOOL", "PATTERN", "DETAIL", "CALL IDS"],
-        report.findings.map((f) => [new Date(f.startedAtMs).toISOString(), f.clientId, f.tool, f.pattern, detailText(f.detail), f.callIds.join(",")]),
+        ["TIME", "TENANT", "TOOL", "PATTERN", "DETAIL", "CALLS"],
+        report.findings.map((f) => [
+          new Date(f.startedAtMs).toISOString(),
+          f.clientId,
+          f.tool,
+          f.pattern,
+          detailText(f.detail),
+          callIdsText(f.callIds, options.allIds === true),
+        ]),
       ),
     );
   }

@@ -19,6 +19,7 @@ export const frictionReportUsage = `usage: webcodex friction-report [--postgres-
   --tenant CLIENT_ID     only this tenant
   --format table|json    output (default: table)
   --summary-only         table without the per-finding lines
+  --ids                  every call id of a finding in the table (default: the count and the first 3)
   --discovery-ratio N    discovery result ≥ N × selected contract (default ${defaultFrictionThresholds.discoveryRatio})
   --metadata-share F     projection ≥ F metadata (default ${defaultFrictionThresholds.metadataShare})
   --min-repeats N        back-to-back repeats of a sequence (default ${defaultFrictionThresholds.minRepeats})`;
@@ -57,6 +58,7 @@ export async function runFrictionReport(argv: readonly string[], io: FrictionRep
       tenant: { type: "string" },
       format: { type: "string", default: "table" },
       "summary-only": { type: "boolean", default: false },
+      ids: { type: "boolean", default: false },
       "discovery-ratio": { type: "string" },
       "metadata-share": { type: "string" },
       "min-repeats": { type: "string" },
@@ -84,7 +86,7 @@ export async function runFrictionReport(argv: readonly string[], io: FrictionRep
       ...(values.tenant !== undefined ? { clientId: values.tenant } : {}),
     });
     const report = analyzeFriction(records, catalogFrictionFacts(), thresholds);
-    io.write(values.format === "json" ? renderFrictionJson(report) : renderFrictionTable(report, { details: !values["summary-only"] }));
+    io.write(values.format === "json" ? renderFrictionJson(report) : renderFrictionTable(report, { details: !values["summary-only"], allIds: values.ids }));
     return report;
   } finally {
     await db.close();

@@ -114,7 +114,8 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
   /** delete_project: its owner or a tenant admin stops its Runner, then retires it (refs fail closed). */
   async function deleteProject(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
-    const resolved = await deps.refResolver.resolveProject({ selector: args["project"] as string }, options);
+    // A tenant admin may delete any of the tenant's Projects, a member's private one included.
+    const resolved = await deps.refResolver.resolveProject({ selector: args["project"] as string, manage: true }, options);
     if (resolved.failure || !resolved.project)
       return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
     const project = resolved.project;

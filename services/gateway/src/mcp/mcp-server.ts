@@ -10,6 +10,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
   ErrorCode,
+  InitializeRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
@@ -18,8 +19,9 @@ import {
   ReadResourceRequestSchema,
   SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { gatewayToolsInstruction, SKILLS_BOOTSTRAP_HINT, toolDefinitions } from "@webcodex/contracts";
-import type { HostProfile } from "@webcodex/contracts";
+import type { InitializeRequest, InitializeResult } from "@modelcontextprotocol/sdk/types.js";
+import { admittedTools, serverInstructions } from "@webcodex/contracts";
+import type { AdmissionProfile, HostProfile } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
 import type { CatalogCache } from "../catalog-cache.js";
 import type { Pipeline } from "../pipeline.js";
@@ -28,13 +30,13 @@ import { EXTENSION_ID } from "@modelcontextprotocol/ext-apps/server";
 import type { AppResource } from "./app-resources.js";
 import { resourceReadResult, resourcesListResult } from "./app-resources.js";
 
-export const SERVER_INSTRUCTIONS =
-  "WebCodex gives you tools for project workspaces. Start with list_projects and pass its project_ref (~p1) as `project`. " +
-  "Read with read_files (batch related ranges), search with search_project_texts (several queries per call), edit with edit_project_files " +
-  "using the read_revision you read. More tools run through call_runtime_tool; read_tool_manifest gives their schemas. " +
-  "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. " +
-  `${SKILLS_BOOTSTRAP_HINT} ` +
-  gatewayToolsInstruction(toolDefinitions());
+/** The instructions a full-admission caller gets (a read-only caller's name no write tool). */
+export const SERVER_INSTRUCTIONS = serverInstructions(admittedTools({ admissionProfile: "full", hostProfile: "generic" }));
+/** Per admission profile: Host profiles change only which cards are listed, never the instructions. */
+const INSTRUCTIONS: Readonly<Record<AdmissionProfile, string>> = {
+  full: SERVER_INSTRUCTIONS,
+  read_only: serverInstructions(admittedTools({ admissionProfile: "read_only", hostProfile: "generic" })),
+};
 
 const PROGRESS_INTERVAL_MS = 1_000;
 
@@ -59,6 +61,12 @@ export async function createMcpServer(deps: {
     },
   );
   const transport = new MultiplexTransport();
+  // initialize answers as the SDK does, with the instructions of the caller's admission profile.
+  const sdkInitialize = (server as unknown as { _oninitialize(req: InitializeRequest): Promise<InitializeResult> })._oninitialize.bind(server);
+  server.setRequestHandler(InitializeRequestSchema, async (req, extra) => ({
+    ...(await sdkInitialize(req)),
+    instructions: INSTRUCTIONS[callerOf(extra).admissionProfile],
+  }));
   // Constant answers, built once: no per-request work on these paths.
   const noResources = { resources: [] };
   const noResourceTemplates = { resourceTemplates: [] };

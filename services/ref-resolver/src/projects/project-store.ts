@@ -240,6 +240,19 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     return out;
   }
 
+  /**
+   * Resolves the Project a change or delete names: as `resolve` does, and for a tenant admin
+   * also a private Project of its tenant named by canonical id (admins may change or delete
+   * any of the tenant's Projects; they do not see or use them otherwise).
+   */
+  async function resolveForManagement(principal: Principal, selector: string): Promise<Resolution> {
+    const resolution = await resolve(principal, selector);
+    if (resolution.ok || !principal.tenantAdmin || !isCanonicalProjectId(selector)) return resolution;
+    const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project_v2($1, $2, $3)`, [selector, principal.clientId, principal.subject]);
+    const candidate = rememberLive(selector, r.rows[0], principal);
+    return candidate && candidate.clientId === principal.clientId ? { ok: true, project: candidate } : resolution;
+  }
+
   async function resolve(principal: Principal, selector: string): Promise<Resolution> {
     const code = parseRef(RefKind.project, selector);
     if (code !== undefined) return resolveRef(principal, code);
@@ -424,19 +437,9 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
       principal: Principal,
       input: { selector: string; visibility: ProjectVisibility },
     ): Promise<{ ok: true; project: ProjectRecord; changed: boolean } | { ok: false; failure: ToolFailure }> {
-      let project: ProjectRecord | undefined;
-      const resolution = await resolve(principal, input.selector);
-      if (resolution.ok) project = resolution.project;
-      else if (principal.tenantAdmin && isCanonicalProjectId(input.selector)) {
-        const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project_v2($1, $2, $3)`, [
-          input.selector,
-          principal.clientId,
-          principal.subject,
-        ]);
-        const candidate = rememberLive(input.selector, r.rows[0], principal);
-        if (candidate && candidate.clientId === principal.clientId) project = candidate;
-      }
-      if (!project) return resolution.ok ? { ok: false, failure: toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) } : resolution;
+      const managed = await resolveForManagement(principal, input.selector);
+      if (!managed.ok) return managed;
+      const project = managed.project;
       if (project.ownerSubject !== principal.subject && !principal.tenantAdmin) {
         return {
           ok: false,
@@ -482,6 +485,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
 
     /** Resolves a ref or canonical id for `principal`, re-running visibility every time. */
     resolve,
+    resolveForManagement,
 
     /** Resolves `selector`, then returns the project_ref of the current incarnation (issued on first sight). */
     async issueRef(principal: Principal, selector: string): Promise<{ ok: true; project: ProjectRecord; ref: string } | { ok: false; failure: ToolFailure }> {

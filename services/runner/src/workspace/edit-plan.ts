@@ -6,6 +6,7 @@
  */
 import { PipelineStage, ReasonCode, fail, toolLimit } from "@webcodex/contracts";
 import { charStart, LineIndex } from "./text-bytes.js";
+import { nearestLines } from "./nearest-lines.js";
 import type { MatchRange, ReplaceExactEdit } from "./types.js";
 
 export const MAX_EXPECTED_MATCH_COUNT = toolLimit("edit_project_files", "max_expected_match_count");
@@ -39,12 +40,12 @@ export interface FilePlan {
 }
 
 /** Plans all edits of one file or throws the preflight failure that explains why it cannot. */
-export function planFileEdits(path: string, original: Buffer, edits: readonly ReplaceExactEdit[]): FilePlan {
+export function planFileEdits(path: string, original: Buffer, edits: readonly ReplaceExactEdit[], revision?: string): FilePlan {
   if (edits.length === 0) {
     fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "no_edits", evidence: { path } });
   }
   const lines = new LineIndex(original);
-  const planned = edits.map((edit, editIndex) => planEdit(path, original, lines, edit, editIndex));
+  const planned = edits.map((edit, editIndex) => planEdit(path, original, lines, edit, editIndex, revision));
 
   const ranges = planned.flatMap((edit) => edit.ranges);
   if (planned.length > 1) ranges.sort((a, b) => a.start - b.start);
@@ -77,7 +78,7 @@ export function planFileEdits(path: string, original: Buffer, edits: readonly Re
   return { edits: planned, output: Buffer.concat(pieces), changed: true, replacements: effectiveRanges.length, lines };
 }
 
-function planEdit(path: string, original: Buffer, lines: LineIndex, edit: ReplaceExactEdit, editIndex: number): PlannedEdit {
+function planEdit(path: string, original: Buffer, lines: LineIndex, edit: ReplaceExactEdit, editIndex: number, revision?: string): PlannedEdit {
   const where = { path, edit_index: editIndex };
   const { old_text: oldText, new_text: newText } = edit.replace_exact ?? ({} as Partial<ReplaceExactEdit["replace_exact"]>);
   if (typeof oldText !== "string" || typeof newText !== "string") {
@@ -138,7 +139,7 @@ function planEdit(path: string, original: Buffer, lines: LineIndex, edit: Replac
     selected = offsets;
   } else {
     if (count === 0) {
-      fail(ReasonCode.matchNotFound, PipelineStage.preflight, notFoundDetails(original, oldText, where));
+      fail(ReasonCode.matchNotFound, PipelineStage.preflight, notFoundDetails(original, oldText, where, revision));
     }
     if (count > 1) {
       fail(ReasonCode.matchNotUnique, PipelineStage.preflight, {
@@ -158,15 +159,27 @@ function planEdit(path: string, original: Buffer, lines: LineIndex, edit: Replac
   };
 }
 
-/** A LF-only old_text that would match a CRLF file is a common, explainable miss. */
-function notFoundDetails(original: Buffer, oldText: string, where: { path: string; edit_index: number }) {
+/**
+ * Why old_text matched nowhere, with what repairs it: the file's current revision (so a
+ * corrected edit needs no re-read) and the current lines most like old_text. A LF-only old_text
+ * that would match a CRLF file is a common, explainable miss.
+ */
+function notFoundDetails(original: Buffer, oldText: string, where: { path: string; edit_index: number }, revision?: string) {
+  const evidence = { ...where, ...(revision !== undefined ? { current_read_revision: revision } : {}) };
   if (oldText.includes("\n") && !oldText.includes("\r\n")) {
     const crlf = Buffer.from(oldText.replace(/\n/g, "\r\n"), "utf8");
     if (original.includes(crlf)) {
-      return { detail_code: "line_ending_mismatch", evidence: { ...where, file_line_ending: "crlf" } };
+      return { detail_code: "line_ending_mismatch", evidence: { ...evidence, file_line_ending: "crlf" } };
     }
   }
-  return { evidence: where };
+  const nearest = nearestLines(original.toString("utf8"), oldText);
+  return {
+    evidence: { ...evidence, nearest },
+    message:
+      nearest.length > 0
+        ? "old_text occurs nowhere in the file; nearest shows the current lines most like it. Copy the text from there and retry with current_read_revision."
+        : "old_text occurs nowhere in the file, and no line is like its first line; re-read the file.",
+  };
 }
 
 /** Bounded line/column ranges of planned replacements, for dry-run reports. */

@@ -62,12 +62,25 @@ describe("edit_project_files: match cardinality", () => {
     assert.deepEqual(failure.evidence?.match_lines, [1, 2, 3]);
   });
 
-  it("a missing old_text fails as match_not_found", async () => {
+  it("a missing old_text fails as match_not_found with the current revision and the nearest lines", async () => {
     const { ws } = await tempWorkspace({ "a.ts": FIXTURE });
-    await expectFailure(
-      ws.editProjectFiles({ changes: [{ kind: "edit", path: "a.ts", expected_read_revision: await revisionOf(ws, "a.ts"), edits: [replace("nope", "x")] }] }),
+    const revision = await revisionOf(ws, "a.ts");
+    // Wrong spacing and a wrong value: the line meant is still the nearest.
+    const failure = await expectFailure(
+      ws.editProjectFiles({ changes: [{ kind: "edit", path: "a.ts", expected_read_revision: revision, edits: [replace("let  d = 3;", "let d = 4;")] }] }),
       ReasonCode.matchNotFound,
     );
+    assert.equal(failure.evidence?.["current_read_revision"], revision);
+    const nearest = failure.evidence?.["nearest"] as Array<{ start_line: number; text: string }>;
+    assert.deepEqual(nearest[0], { start_line: 4, text: "let d = 2;" });
+    assert.ok(nearest.length <= 3);
+    assert.match(String(failure.message), /nearest/);
+    // Nothing alike: no excerpt is invented.
+    const unlike = await expectFailure(
+      ws.editProjectFiles({ changes: [{ kind: "edit", path: "a.ts", expected_read_revision: revision, edits: [replace("zzz qqq", "x")] }] }),
+      ReasonCode.matchNotFound,
+    );
+    assert.deepEqual(unlike.evidence?.["nearest"], []);
   });
 
   it("occurrence picks the k-th match and rejects one beyond the count", async () => {

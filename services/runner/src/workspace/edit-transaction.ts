@@ -190,7 +190,7 @@ async function prepareChange(resolver: PathResolver, change: FileChange, index: 
       if (isBinary(file.bytes)) {
         fail(ReasonCode.binaryFile, PipelineStage.preflight, { evidence: { path: source.rel } });
       }
-      const plan = planFileEdits(source.rel, file.bytes, change.edits ?? []);
+      const plan = planFileEdits(source.rel, file.bytes, change.edits ?? [], file.revision);
       return {
         kind: "edit",
         index,
