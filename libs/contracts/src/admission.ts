@@ -4,13 +4,16 @@
  */
 import { toolDefinitions, toolDefinition } from "./catalog.js";
 import { ReasonCode } from "./failure.js";
-import type { ToolCategory, ToolDefinition } from "./tool-definition.js";
+import type { DirectPolicy, ToolCategory, ToolDefinition } from "./tool-definition.js";
 
 /** Tenant admission profiles. read_only tenants see no tool that can change anything. */
 export const ADMISSION_PROFILES = ["full", "read_only"] as const;
 export type AdmissionProfile = (typeof ADMISSION_PROFILES)[number];
-/** Host profiles: "app" Hosts can mount MCP App presentation resources. */
-export const HOST_PROFILES = ["generic", "app"] as const;
+/**
+ * Host profiles: "app" Hosts can mount MCP App presentation resources; "code_mode" Hosts get
+ * run_code_cell Direct (ToolDefinition.directFor) and the Code Mode bootstrap guidance.
+ */
+export const HOST_PROFILES = ["generic", "app", "code_mode"] as const;
 export type HostProfile = (typeof HOST_PROFILES)[number];
 
 export function isAdmissionProfile(value: unknown): value is AdmissionProfile {
@@ -47,11 +50,16 @@ export function admittedTools(context: AdmissionContext): ToolDefinition[] {
 export function listedTools(admitted: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): ToolDefinition[] {
   // A card tool is listed where its card can be mounted; elsewhere it is reached by name.
   const direct = admitted
-    .filter((d) => d.direct !== undefined && (d.appResource === undefined || hostProfile === "app"))
-    .sort((a, b) => (a.direct?.rank ?? 0) - (b.direct?.rank ?? 0));
+    .filter((d) => directPolicy(d, hostProfile) !== undefined && (d.appResource === undefined || hostProfile === "app"))
+    .sort((a, b) => (directPolicy(a, hostProfile)?.rank ?? 0) - (directPolicy(b, hostProfile)?.rank ?? 0));
   const entries = admitted.filter((d) => d.gatewayEntry === true);
   const appOnly = admitted.filter((d) => d.appOnly === true);
   return [...direct, ...appOnly, ...entries];
+}
+
+/** A tool's Direct policy for a Host profile: its own, or the one its profile selects (directFor). */
+export function directPolicy(def: ToolDefinition, hostProfile: HostProfile = "generic"): DirectPolicy | undefined {
+  return def.direct ?? (def.directFor?.hostProfile === hostProfile ? def.directFor.policy : undefined);
 }
 
 /** What the model may discover (list_tools, read_tool_manifest): everything admitted except app-only card helpers. */
@@ -74,10 +82,16 @@ export function mcpToolDescriptor(def: ToolDefinition): Record<string, unknown> 
  * The admitted tools a Host reaches only through call_runtime_tool, by name: what its
  * tools/list description names, so a model knows they exist without a discovery call.
  */
-export function gatewayOnlyToolNames(admitted: readonly ToolDefinition[]): string[] {
+export function gatewayOnlyToolNames(admitted: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): string[] {
   // Card helpers are the App's own and presentation tools are Direct: neither is named here.
   return admitted
-    .filter((d) => toolRoute(d).primary === "call_runtime_tool" && modelVisible(d) && d.appResource === undefined && d.direct === undefined)
+    .filter(
+      (d) =>
+        toolRoute(d, hostProfile).primary === "call_runtime_tool" &&
+        modelVisible(d) &&
+        d.appResource === undefined &&
+        directPolicy(d, hostProfile) === undefined,
+    )
     .map((d) => d.name);
 }
 
@@ -91,9 +105,12 @@ export function toolsListResult(admitted: readonly ToolDefinition[], hostProfile
  * call_runtime_tool, grouped by category: a model knows they exist without a discovery call,
  * and the names cost nothing in tools/list. Admission still decides per caller.
  */
-export function gatewayToolsInstruction(defs: readonly ToolDefinition[]): string {
+export function gatewayToolsInstruction(defs: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): string {
   const groups = new Map<string, string[]>();
-  for (const name of gatewayOnlyToolNames(defs.filter((d) => d.implemented))) {
+  for (const name of gatewayOnlyToolNames(
+    defs.filter((d) => d.implemented),
+    hostProfile,
+  )) {
     const def = defs.find((d) => d.name === name) as ToolDefinition;
     groups.set(def.category, [...(groups.get(def.category) ?? []), name]);
   }
@@ -106,8 +123,8 @@ export const TOOLS_LIST_MAX_BYTES = 8 * 1024;
 export type Route = { primary: "direct" | "call_runtime_tool"; fallback: "call_runtime_tool" | null };
 
 /** How a tool is reached. Presentation tools and app-only helpers have no gateway fallback. */
-export function toolRoute(def: ToolDefinition): Route {
-  if (def.direct !== undefined || def.gatewayEntry === true || def.appOnly === true) {
+export function toolRoute(def: ToolDefinition, hostProfile: HostProfile = "generic"): Route {
+  if (directPolicy(def, hostProfile) !== undefined || def.gatewayEntry === true || def.appOnly === true) {
     return {
       primary: "direct",
       fallback:

@@ -25,6 +25,7 @@ export {
   HOST_PROFILES,
   isAdmissionProfile,
   isHostProfile,
+  directPolicy,
   forwardedCall,
 } from "./admission.js";
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route } from "./admission.js";
@@ -84,3 +85,4 @@ export { followUpBuilders } from "./follow-up.js";
 export { renderToolsDoc } from "./tools-doc.js";
 export { renderResultsDoc } from "./results-doc.js";
 export { canonicalProjectId, isCanonicalIdPart, isCanonicalProjectId, parseCanonicalProjectId } from "./project-id.js";
+export { CODE_CELL_TOOL, cellCallable, cellToolNames, cellDeclaration, schemaType } from "./code-mode.js";

@@ -44,6 +44,15 @@ export interface ActionSummary {
   model_ergonomics: ModelErgonomicsSummary;
   validation?: ValidationAuditSummary;
   continuation?: ContinuationAuditFact[];
+  /** The run_code_cell call this call ran inside (a call id, nothing else is stored). */
+  parent_call_id?: string;
+}
+
+/** Call ids are UUIDs the gateway makes; anything else is never stored as a parent. */
+const CALL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function withParent(summary: ActionSummary, parentCallId: string): ActionSummary {
+  return CALL_ID.test(parentCallId) ? { ...summary, parent_call_id: parentCallId } : summary;
 }
 
 const CONTINUATION_FACT = /^(dispatch_(claimed|accepted|rejected|uncertain)|fresh_turn_observed|consumed)$/;
@@ -150,9 +159,12 @@ function rowValues(r: ActionRecord): unknown[] {
     size ? clampInt(size.projectedBytes) : null,
     size ? clampInt(size.projectedMetadataBytes) : null,
     JSON.stringify(
-      withContinuation(
-        withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined),
-        continuationFacts(r.continuationFacts),
+      withParent(
+        withContinuation(
+          withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined),
+          continuationFacts(r.continuationFacts),
+        ),
+        r.parentCallId,
       ),
     ),
   ];
@@ -294,6 +306,7 @@ export function recordFromRow(row: AuditRow): MessageInitShape<typeof ActionReco
         }
       : {}),
     ...(summary.continuation ? { continuationFacts: summary.continuation } : {}),
+    ...(summary.parent_call_id ? { parentCallId: summary.parent_call_id } : {}),
   };
 }
 

@@ -39,6 +39,8 @@ export interface CallContext {
   attention?: { key: string; items: JobAttentionItem[] } | undefined;
   /** Continuation facts (Job or Agent) this call established, for its audit row. */
   continuationFacts?: ContinuationFactInit[] | undefined;
+  /** Called once the call's result reached the caller's connection (a cell's children's job attention). */
+  onDelivered?: (() => void) | undefined;
 }
 
 export const now = () => performance.now();

@@ -50,6 +50,8 @@ import { createRefResolverTools } from "./execute/ref-resolver-tools.js";
 import { createRunnerStates } from "./execute/runner-states.js";
 import { createRunnerTools } from "./execute/runner-tools.js";
 import type { AttemptDispatchHold } from "./execute/runner-tools.js";
+import { createCodeCells } from "./code-mode/cell.js";
+import type { SandboxPool } from "./code-mode/sandbox.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -69,6 +71,13 @@ export interface PipelineDeps {
   jobAttention?: JobAttention;
   /** Test hook: holds an admitted attempt_ref call before its dispatch. */
   attemptDispatchHold?: AttemptDispatchHold | undefined;
+  /** The Code Mode sandbox workers (default: a pool of this pipeline's own). */
+  sandbox?: SandboxPool;
+}
+
+/** What a call made inside another call carries: the call_id of the run_code_cell it ran in. */
+export interface CallParent {
+  parentCallId: string;
 }
 
 export interface ModelResult {
@@ -111,6 +120,8 @@ export function createPipeline(deps: PipelineDeps) {
   const { runOnGateway } = createGatewayTools({ ...deps, runnerStates });
   const { runOnRefResolver } = createRefResolverTools({ ...deps, runnerStates });
   const { runOnRunner } = createRunnerTools({ ...deps, attention });
+  // Code Mode: a cell's child calls come back through `call` as that principal, with the cell as parent.
+  const cells = createCodeCells({ ...deps, call: (caller, tool, args, signal, parent) => call(caller, tool, args, signal, parent) });
 
   /** Runs a normalized call where its tool runs (a presentation tool the gateway composes first). */
   async function run(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
@@ -124,6 +135,7 @@ export function createPipeline(deps: PipelineDeps) {
       );
       if (presented) return presented;
     }
+    if (cells.runs(def)) return cells.run(args, ctx, callId);
     switch (def.execution) {
       case "gateway":
         return runOnGateway(def, args, ctx);
@@ -224,11 +236,18 @@ export function createPipeline(deps: PipelineDeps) {
    * or not, produces exactly one ActionAudit record, captured from the canonical outcome before
    * the Host sees anything; an effectful call is acknowledged only once its record is durable.
    */
-  function call(caller: Caller, tool: string, rawArgs: unknown, signal: AbortSignal): Promise<ModelResult> {
-    return withSpan("tools/call", { "webcodex.client_id": caller.principal.clientId }, (span) => callInSpan(caller, tool, rawArgs, signal, span));
+  function call(caller: Caller, tool: string, rawArgs: unknown, signal: AbortSignal, parent?: CallParent): Promise<ModelResult> {
+    return withSpan("tools/call", { "webcodex.client_id": caller.principal.clientId }, (span) => callInSpan(caller, tool, rawArgs, signal, span, parent));
   }
 
-  async function callInSpan(caller: Caller, requestedTool: string, requestedArgs: unknown, signal: AbortSignal, span: CallSpan): Promise<ModelResult> {
+  async function callInSpan(
+    caller: Caller,
+    requestedTool: string,
+    requestedArgs: unknown,
+    signal: AbortSignal,
+    span: CallSpan,
+    parent: CallParent | undefined,
+  ): Promise<ModelResult> {
     const started = Date.now();
     const t0 = now();
     const stages: StageTimings = {};
@@ -247,6 +266,7 @@ export function createPipeline(deps: PipelineDeps) {
     let sessionId = "";
     let jobAttention: CallContext["attention"];
     let continuationFacts: CallContext["continuationFacts"];
+    let onDelivered: CallContext["onDelivered"];
     if (!admission.ok) {
       outcome = { ok: false, failure: admission.failure };
     } else {
@@ -275,6 +295,7 @@ export function createPipeline(deps: PipelineDeps) {
         sessionId = ctx.sessionId;
         jobAttention = ctx.attention;
         continuationFacts = ctx.continuationFacts;
+        onDelivered = ctx.onDelivered;
       }
     }
 
@@ -295,6 +316,7 @@ export function createPipeline(deps: PipelineDeps) {
       ...captured,
       ...(validation ? { validation } : {}),
       ...(continuationFacts ? { continuationFacts } : {}),
+      ...(parent ? { parentCallId: parent.parentCallId } : {}),
       durationUs: micros(t0),
       // A copy: the record stage's own time is not part of the record (batched records are serialized later).
       stageDurationsUs: { ...stages },
@@ -324,6 +346,18 @@ export function createPipeline(deps: PipelineDeps) {
             key,
             items.map((i) => i.job_id),
           ),
+      };
+    }
+
+    // A cell's result forwards the job attention of its children: seen once the cell's result is.
+    if (onDelivered) {
+      const own = result.delivered;
+      result = {
+        ...result,
+        delivered: () => {
+          own?.();
+          onDelivered?.();
+        },
       };
     }
 

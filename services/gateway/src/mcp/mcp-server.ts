@@ -28,12 +28,27 @@ import { EXTENSION_ID } from "@modelcontextprotocol/ext-apps/server";
 import type { AppResource } from "./app-resources.js";
 import { resourceReadResult, resourcesListResult } from "./app-resources.js";
 
-export const SERVER_INSTRUCTIONS =
+const INSTRUCTIONS_HEAD =
   "WebCodex gives you tools for project workspaces. Start with list_projects and pass its project_ref (~p1) as `project`. " +
   "Read with read_files (batch related ranges), search with search_project_texts (several queries per call), edit with edit_project_files " +
   "using the read_revision you read. More tools run through call_runtime_tool; read_tool_manifest gives their schemas. " +
-  "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. " +
-  gatewayToolsInstruction(toolDefinitions());
+  "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. ";
+
+/** The bootstrap guidance a Host that selects Code Mode gets (the code_mode Host profile). */
+const CODE_MODE_GUIDANCE =
+  " Code Mode: for an inspection of several dependent reads, write one run_code_cell (its API: read_tool_manifest); " +
+  "keep intermediate results in the cell and text() compact evidence. Edit, run and validate outside cells.";
+
+/** The spec's ceiling for bootstrap guidance, in characters. */
+export const BOOTSTRAP_INSTRUCTIONS_MAX_CHARS = 1536;
+
+/** The server instructions for a Host profile: Code Mode guidance only where the profile selects it. */
+export function serverInstructions(hostProfile: HostProfile): string {
+  const base = INSTRUCTIONS_HEAD + gatewayToolsInstruction(toolDefinitions(), hostProfile);
+  return hostProfile === "code_mode" ? base + CODE_MODE_GUIDANCE : base;
+}
+
+export const SERVER_INSTRUCTIONS = serverInstructions("generic");
 
 const PROGRESS_INTERVAL_MS = 1_000;
 
@@ -54,7 +69,7 @@ export async function createMcpServer(deps: {
     { name: "webcodex", version: deps.version },
     {
       capabilities: { tools: { listChanged: false }, logging: {}, resources: {}, prompts: {}, extensions: { [EXTENSION_ID]: {} } },
-      instructions: SERVER_INSTRUCTIONS,
+      instructions: serverInstructions(deps.hostProfile),
     },
   );
   const transport = new MultiplexTransport();

@@ -1,0 +1,134 @@
+/**
+ * The gateway side of the Code Mode sandbox: a small pool of worker threads, each running one
+ * cell at a time in a fresh QuickJS runtime (./sandbox-worker.ts). The parent owns every
+ * limit the VM must not be trusted with: the number of child calls, how many run at once, and
+ * a hard deadline past which the worker is terminated whatever the VM is doing.
+ */
+import { Worker } from "node:worker_threads";
+import type { CellDone, WorkerMessage } from "./protocol.js";
+
+export interface CellLimits {
+  timeoutMs: number;
+  memoryBytes: number;
+  textBytes: number;
+  maxChildCalls: number;
+  childConcurrency: number;
+}
+
+/** A child call's answer as the cell receives it. */
+export type ChildOutcome = { ok: true; result: unknown } | { ok: false; failure: Record<string, unknown> };
+
+export interface CellRun {
+  kind: CellDone["kind"] | "child_call_limit";
+  text: string;
+  truncated: boolean;
+  message?: string;
+  line?: number;
+  reasonCode?: string;
+  childCalls: number;
+  elapsedMs: number;
+}
+
+/** Past the cell's own deadline, how long the VM's interrupt handler gets before the worker is terminated. */
+const HARD_KILL_GRACE_MS = 1_000;
+const WORKER_URL = new URL("./sandbox-worker.js", import.meta.url);
+
+export interface SandboxPool {
+  run(code: string, limits: CellLimits, callTool: (name: string, argsJson: string) => Promise<ChildOutcome>, signal?: AbortSignal): Promise<CellRun>;
+  close(): Promise<void>;
+}
+
+/** A pool keeping at most `maxIdle` warm workers (each has the WASM module loaded). */
+export function createSandboxPool(options: { maxIdle?: number } = {}): SandboxPool {
+  const maxIdle = options.maxIdle ?? 2;
+  const idle: Worker[] = [];
+  const live = new Set<Worker>();
+
+  const spawn = () => {
+    // The worker's own heap is bounded too; the VM's memory is capped inside it.
+    const worker = new Worker(WORKER_URL, { resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 } });
+    worker.unref();
+    live.add(worker);
+    worker.once("exit", () => {
+      live.delete(worker);
+      const at = idle.indexOf(worker);
+      if (at >= 0) idle.splice(at, 1);
+    });
+    return worker;
+  };
+
+  async function run(
+    code: string,
+    limits: CellLimits,
+    callTool: (name: string, argsJson: string) => Promise<ChildOutcome>,
+    signal?: AbortSignal,
+  ): Promise<CellRun> {
+    const started = performance.now();
+    const deadline = Date.now() + limits.timeoutMs;
+    const worker = idle.pop() ?? spawn();
+    let childCalls = 0;
+    let inFlight = 0;
+    const queue: Array<() => void> = [];
+    return new Promise<CellRun>((resolve) => {
+      let settled = false;
+      const elapsed = () => Math.round(performance.now() - started);
+      const end = (run: Omit<CellRun, "childCalls" | "elapsedMs">, reusable: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(hardKill);
+        signal?.removeEventListener("abort", onAbort);
+        worker.off("message", onMessage);
+        worker.off("error", onError);
+        worker.off("exit", onExit);
+        if (reusable && idle.length < maxIdle) idle.push(worker);
+        else void worker.terminate();
+        resolve({ ...run, childCalls, elapsedMs: elapsed() });
+      };
+      const onAbort = () => end({ kind: "timeout", text: "", truncated: false, message: "the call was cancelled" }, false);
+      const onError = (error: Error) => end({ kind: "crashed", text: "", truncated: false, message: error.message }, false);
+      const onExit = () => end({ kind: "crashed", text: "", truncated: false, message: "the sandbox ended unexpectedly" }, false);
+      const hardKill = setTimeout(
+        () => end({ kind: "timeout", text: "", truncated: false, message: `the cell did not stop within ${limits.timeoutMs} ms` }, false),
+        limits.timeoutMs + HARD_KILL_GRACE_MS,
+      );
+
+      const answer = (id: number, outcome: ChildOutcome) => {
+        if (!settled) worker.postMessage({ type: "answer", id, envelope: JSON.stringify(outcome) });
+      };
+      const dispatch = (id: number, name: string, args: string) => {
+        inFlight++;
+        void callTool(name, args)
+          .catch((error: unknown): ChildOutcome => ({ ok: false, failure: { reason_code: "internal", failure_stage: "dispatch", message: String(error) } }))
+          .then((outcome) => {
+            inFlight--;
+            answer(id, outcome);
+            queue.shift()?.();
+          });
+      };
+      const onMessage = (message: WorkerMessage) => {
+        if (message.type === "done") {
+          const { type: _type, reusable, ...rest } = message;
+          return end(rest, reusable !== false);
+        }
+        childCalls++;
+        if (childCalls > limits.maxChildCalls)
+          return end({ kind: "child_call_limit", text: "", truncated: false, message: `the cell made more than ${limits.maxChildCalls} child calls` }, false);
+        if (inFlight < limits.childConcurrency) dispatch(message.id, message.name, message.args);
+        else queue.push(() => dispatch(message.id, message.name, message.args));
+      };
+      worker.on("message", onMessage);
+      worker.once("error", onError);
+      worker.once("exit", onExit);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      worker.postMessage({ type: "run", code, deadline, memoryBytes: limits.memoryBytes, textBytes: limits.textBytes });
+    });
+  }
+
+  return {
+    run,
+    async close() {
+      await Promise.all([...live].map((w) => w.terminate()));
+      idle.length = 0;
+    },
+  };
+}
