@@ -27,6 +27,7 @@ import { benchRefResolution } from "./ref-resolution.js";
 import { benchValidateOverhead } from "./validate-overhead.js";
 import { benchAgentEvents } from "./agent-events.js";
 import { benchEconomy } from "./economy.js";
+import { benchCodeMode } from "./code-mode.js";
 import { withBenchDatabase } from "./bench-database.js";
 import { median, peakRssMiB, resultTable, round, rssMiB, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
@@ -44,6 +45,7 @@ const PARTS = [
   "validate_overhead",
   "agent_events",
   "economy",
+  "code_mode",
 ] as const;
 const only = new Set(process.argv.slice(2));
 const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
@@ -281,6 +283,9 @@ async function main(): Promise<void> {
   );
   await step("economy", async () => {
     results.push(...(await benchEconomy()));
+  });
+  await step("code_mode", async () => {
+    results.push(...(await benchCodeMode()));
   });
 
   process.stdout.write(`\n${resultTable("benchmark", results)}`);

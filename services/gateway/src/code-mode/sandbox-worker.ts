@@ -8,6 +8,8 @@
  *
  * Protocol (parent <-> worker): `run` in; `call` out / `answer` in per child call; `done` out.
  */
+import { readlinkSync } from "node:fs";
+import { setPriority } from "node:os";
 import { parentPort } from "node:worker_threads";
 import { newQuickJSWASMModuleFromVariant } from "quickjs-emscripten-core";
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSSyncVariant, QuickJSWASMModule } from "quickjs-emscripten-core";
@@ -46,6 +48,21 @@ const PRELUDE = `(() => {
   Object.defineProperty(globalThis, "tools", { value: tools, writable: false, configurable: false });
   Object.defineProperty(globalThis, "text", { value: text, writable: false, configurable: false });
 })();`;
+
+/**
+ * A cell thread runs at the lowest CPU priority (nice 19, this thread only: Linux applies
+ * setpriority to a thread id), so spinning cells yield the cores to the gateway's own event
+ * loop and to other callers. Where /proc/thread-self is absent the thread keeps its priority.
+ */
+function lowerThreadPriority(): void {
+  try {
+    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, 19);
+  } catch {
+    // not Linux, or not permitted: the interrupt handler and the hard deadline still bound the cell
+  }
+}
+lowerThreadPriority();
 
 let modulePromise: Promise<QuickJSWASMModule> | undefined;
 const quickjs = () => (modulePromise ??= newQuickJSWASMModuleFromVariant(variant as unknown as QuickJSSyncVariant));

@@ -4,6 +4,7 @@
  * limit the VM must not be trusted with: the number of child calls, how many run at once, and
  * a hard deadline past which the worker is terminated whatever the VM is doing.
  */
+import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import type { CellDone, WorkerMessage } from "./protocol.js";
 
@@ -38,11 +39,45 @@ export interface SandboxPool {
   close(): Promise<void>;
 }
 
-/** A pool keeping at most `maxIdle` warm workers (each has the WASM module loaded). */
-export function createSandboxPool(options: { maxIdle?: number } = {}): SandboxPool {
+/**
+ * A pool keeping at most `maxIdle` warm workers (each has the WASM module loaded). At most
+ * `maxRunning` cells run at once (default: one per core); a cell waits for a slot within its
+ * own deadline, so a burst of runaway cells cannot take every core from the gateway.
+ */
+export function createSandboxPool(options: { maxIdle?: number; maxRunning?: number } = {}): SandboxPool {
   const maxIdle = options.maxIdle ?? 2;
+  const maxRunning = options.maxRunning ?? Math.max(1, availableParallelism());
   const idle: Worker[] = [];
   const live = new Set<Worker>();
+  let running = 0;
+  const waiting: Array<() => void> = [];
+
+  /** Takes a run slot, or gives up at `deadline` (false). */
+  const acquire = (deadline: number) =>
+    new Promise<boolean>((resolve) => {
+      if (running < maxRunning) {
+        running++;
+        return resolve(true);
+      }
+      const grant = () => {
+        clearTimeout(timer);
+        running++;
+        resolve(true);
+      };
+      const timer = setTimeout(
+        () => {
+          const at = waiting.indexOf(grant);
+          if (at >= 0) waiting.splice(at, 1);
+          resolve(false);
+        },
+        Math.max(0, deadline - Date.now()),
+      );
+      waiting.push(grant);
+    });
+  const release = () => {
+    running--;
+    waiting.shift()?.();
+  };
 
   const spawn = () => {
     // The worker's own heap is bounded too; the VM's memory is capped inside it.
@@ -65,6 +100,30 @@ export function createSandboxPool(options: { maxIdle?: number } = {}): SandboxPo
   ): Promise<CellRun> {
     const started = performance.now();
     const deadline = Date.now() + limits.timeoutMs;
+    if (!(await acquire(deadline)))
+      return {
+        kind: "timeout",
+        text: "",
+        truncated: false,
+        message: `no sandbox was free within ${limits.timeoutMs} ms (at most ${maxRunning} cells run at once)`,
+        childCalls: 0,
+        elapsedMs: Math.round(performance.now() - started),
+      };
+    try {
+      return await runInWorker(code, limits, callTool, signal, started, deadline);
+    } finally {
+      release();
+    }
+  }
+
+  function runInWorker(
+    code: string,
+    limits: CellLimits,
+    callTool: (name: string, argsJson: string) => Promise<ChildOutcome>,
+    signal: AbortSignal | undefined,
+    started: number,
+    deadline: number,
+  ): Promise<CellRun> {
     const worker = idle.pop() ?? spawn();
     let childCalls = 0;
     let inFlight = 0;
@@ -89,7 +148,7 @@ export function createSandboxPool(options: { maxIdle?: number } = {}): SandboxPo
       const onExit = () => end({ kind: "crashed", text: "", truncated: false, message: "the sandbox ended unexpectedly" }, false);
       const hardKill = setTimeout(
         () => end({ kind: "timeout", text: "", truncated: false, message: `the cell did not stop within ${limits.timeoutMs} ms` }, false),
-        limits.timeoutMs + HARD_KILL_GRACE_MS,
+        Math.max(0, deadline - Date.now()) + HARD_KILL_GRACE_MS,
       );
 
       const answer = (id: number, outcome: ChildOutcome) => {
