@@ -54,6 +54,15 @@ function createFixture(): string {
     "test/util.test.ts": `import { parseConfig } from "../src/util.js";\n${filler(15, "util test")}\n`,
     "test/pricing.test.ts": `import { discountFor } from "../src/pricing.js";\n${filler(15, "pricing test")}\n`,
   };
+  // Feature modules, as a real repository has many: each prices through pricing.ts, still calls
+  // the legacy helper (a TODO says so), and every other one has a test.
+  for (let i = 0; i < 16; i++) {
+    const name = `feature${String(i).padStart(2, "0")}`;
+    files[`src/${name}.ts`] =
+      `import { discountFor } from "./pricing.js";\nimport { useLegacy } from "./legacy.js";\n${filler(20 + i, name)}\n` +
+      `export const ${name} = useLegacy(discountFor(${i * 10})); // TODO_MARK migrate\n`;
+    if (i % 2 === 0) files[`test/${name}.test.ts`] = `import { ${name} } from "../src/${name}.js";\n${filler(10, `${name} test`)}\n`;
+  }
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(join(root, path, ".."), { recursive: true });
     writeFileSync(join(root, path), content);
