@@ -79,8 +79,9 @@ function describe(error: unknown): { kind: CellDone["kind"]; message: string; li
   const message = String(e.message ?? e.name ?? "error").slice(0, 1_000);
   const match = typeof e.stack === "string" ? new RegExp(`${CELL_FILE.replace(".", "\\.")}:(\\d+)`).exec(e.stack) : null;
   const line = match ? Number(match[1]) : undefined;
+  // The interrupt handler's stop reads "interrupted" wherever it lands (the prelude, a job, the cell).
   const kind: CellDone["kind"] =
-    e.name === "InternalError" && message === "interrupted"
+    message === "interrupted"
       ? "timeout"
       : e.name === "InternalError" && message === "out of memory"
         ? "memory"
@@ -201,13 +202,11 @@ parentPort?.on("message", function start(message: ParentMessage) {
   if (message.type !== "run") return;
   parentPort?.off("message", start);
   void runCell(message)
-    .catch((error: unknown) => ({
-      type: "done" as const,
-      kind: "crashed" as const,
-      text: "",
-      truncated: false,
-      message: String((error as Error)?.message ?? error),
-    }))
+    .catch((error: unknown): CellDone => {
+      // A host-side throw: the interrupt (e.g. in the prelude of a cell that waited long for a slot) is a timeout.
+      const described = describe(error);
+      return { type: "done", kind: described.kind === "timeout" ? "timeout" : "crashed", text: "", truncated: false, message: described.message };
+    })
     .then((done) => {
       parentPort?.postMessage({ ...done, reusable });
       parentPort?.on("message", start);
