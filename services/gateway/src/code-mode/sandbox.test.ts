@@ -99,10 +99,13 @@ describe("code mode sandbox", () => {
 
   it("runs Promise.all children at most childConcurrency at a time", async () => {
     let inFlight = 0;
+    let started = 0;
     let peak = 0;
+    // Each call holds until the cap is reached (or every call has started), so the peak shows the cap.
     const slow = async (): Promise<ChildOutcome> => {
+      started++;
       peak = Math.max(peak, ++inFlight);
-      await new Promise((r) => setImmediate(r));
+      while (inFlight < limits.childConcurrency && started < 12) await new Promise((r) => setTimeout(r, 1));
       inFlight--;
       return { ok: true, result: {} };
     };
