@@ -50,14 +50,15 @@ const PRELUDE = `(() => {
 })();`;
 
 /**
- * A cell thread runs at the lowest CPU priority (nice 19, this thread only: Linux applies
+ * A cell thread runs at a low CPU priority (nice 10, this thread only: Linux applies
  * setpriority to a thread id), so spinning cells yield the cores to the gateway's own event
  * loop and to other callers. Where /proc/thread-self is absent the thread keeps its priority.
  */
+const CELL_THREAD_NICE = 10;
 function lowerThreadPriority(): void {
   try {
     const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, 19);
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, CELL_THREAD_NICE);
   } catch {
     // not Linux, or not permitted: the interrupt handler and the hard deadline still bound the cell
   }

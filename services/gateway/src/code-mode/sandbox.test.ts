@@ -109,7 +109,7 @@ describe("code mode sandbox", () => {
       inFlight--;
       return { ok: true, result: {} };
     };
-    const run = await pool.run(`await Promise.all(Array.from({length: 12}, () => tools.echo({}))); text("done");`, limits, slow);
+    const run = await pool.run(`await Promise.all(Array.from({length: 12}, () => tools.echo({}))); text("done");`, { ...limits, timeoutMs: 10_000 }, slow);
     assert.equal(run.kind, "ok");
     assert.equal(run.childCalls, 12);
     assert.equal(peak, limits.childConcurrency);
