@@ -4,8 +4,8 @@
 export interface CellRunRequest {
   type: "run";
   code: string;
-  /** Absolute deadline (ms since the epoch): the VM's interrupt handler stops the cell past it. */
-  deadline: number;
+  /** The cell's budget in ms, counted from when its VM starts (a cold worker's start is not the cell's). */
+  timeoutMs: number;
   memoryBytes: number;
   textBytes: number;
 }
@@ -41,4 +41,9 @@ export interface CellDone {
   reusable?: boolean;
 }
 
-export type WorkerMessage = ChildCall | CellDone;
+/** The VM is about to run the cell (the worker is warm): the parent arms its hard deadline from here. */
+export interface CellStarted {
+  type: "started";
+}
+
+export type WorkerMessage = ChildCall | CellDone | CellStarted;

@@ -50,11 +50,11 @@ const PRELUDE = `(() => {
 })();`;
 
 /**
- * A cell thread runs at a low CPU priority (nice 10, this thread only: Linux applies
+ * A cell thread runs at a low CPU priority (nice 19, this thread only: Linux applies
  * setpriority to a thread id), so spinning cells yield the cores to the gateway's own event
  * loop and to other callers. Where /proc/thread-self is absent the thread keeps its priority.
  */
-const CELL_THREAD_NICE = 10;
+const CELL_THREAD_NICE = 19;
 function lowerThreadPriority(): void {
   try {
     const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
@@ -94,10 +94,12 @@ function describe(error: unknown): { kind: CellDone["kind"]; message: string; li
 
 async function runCell(req: CellRunRequest): Promise<CellDone> {
   const mod = await quickjs();
+  const deadline = Date.now() + req.timeoutMs;
+  parentPort?.postMessage({ type: "started" });
   const runtime = mod.newRuntime();
   runtime.setMemoryLimit(req.memoryBytes);
   runtime.setMaxStackSize(STACK_BYTES);
-  runtime.setInterruptHandler(() => Date.now() > req.deadline);
+  runtime.setInterruptHandler(() => Date.now() > deadline);
   const ctx: QuickJSContext = runtime.newContext();
   const pending = new Map<number, QuickJSDeferredPromise>();
   let nextId = 0;
@@ -163,7 +165,7 @@ async function runCell(req: CellRunRequest): Promise<CellDone> {
           state.error.dispose();
           return resolve(finish(describe(dumped)));
         }
-        if (Date.now() > req.deadline) return resolve(finish({ kind: "timeout", message: "the cell ran past its deadline" }));
+        if (Date.now() > deadline) return resolve(finish({ kind: "timeout", message: "the cell ran past its deadline" }));
         if (pending.size === 0)
           return resolve(finish({ kind: "threw", message: "the cell awaits a promise that nothing can settle (no child call is in flight)" }));
       };

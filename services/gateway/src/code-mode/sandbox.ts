@@ -32,6 +32,8 @@ export interface CellRun {
 
 /** Past the cell's own deadline, how long the VM's interrupt handler gets before the worker is terminated. */
 const HARD_KILL_GRACE_MS = 1_000;
+/** How long a cold worker may take to load the QuickJS module before its cell counts as timed out. */
+const WORKER_START_ALLOWANCE_MS = 10_000;
 const WORKER_URL = new URL("./sandbox-worker.js", import.meta.url);
 
 export interface SandboxPool {
@@ -41,12 +43,12 @@ export interface SandboxPool {
 
 /**
  * A pool keeping at most `maxIdle` warm workers (each has the WASM module loaded). At most
- * `maxRunning` cells run at once (default: one per core); a cell waits for a slot within its
+ * `maxRunning` cells run at once (default: one per core but one, which is left to the gateway); a cell waits for a slot within its
  * own deadline, so a burst of runaway cells cannot take every core from the gateway.
  */
 export function createSandboxPool(options: { maxIdle?: number; maxRunning?: number } = {}): SandboxPool {
   const maxIdle = options.maxIdle ?? 2;
-  const maxRunning = options.maxRunning ?? Math.max(1, availableParallelism());
+  const maxRunning = options.maxRunning ?? Math.max(1, availableParallelism() - 1);
   const idle: Worker[] = [];
   const live = new Set<Worker>();
   let running = 0;
@@ -146,10 +148,11 @@ export function createSandboxPool(options: { maxIdle?: number; maxRunning?: numb
       const onAbort = () => end({ kind: "timeout", text: "", truncated: false, message: "the call was cancelled" }, false);
       const onError = (error: Error) => end({ kind: "crashed", text: "", truncated: false, message: error.message }, false);
       const onExit = () => end({ kind: "crashed", text: "", truncated: false, message: "the sandbox ended unexpectedly" }, false);
-      const hardKill = setTimeout(
-        () => end({ kind: "timeout", text: "", truncated: false, message: `the cell did not stop within ${limits.timeoutMs} ms` }, false),
-        Math.max(0, deadline - Date.now()) + HARD_KILL_GRACE_MS,
-      );
+      // The cell's budget runs from when its VM starts (what it waited for a slot is taken off it);
+      // until then a worker that never starts is ended after the budget plus a start allowance.
+      const budget = Math.max(1, deadline - Date.now());
+      const kill = () => end({ kind: "timeout", text: "", truncated: false, message: `the cell did not stop within ${limits.timeoutMs} ms` }, false);
+      let hardKill = setTimeout(kill, budget + WORKER_START_ALLOWANCE_MS + HARD_KILL_GRACE_MS);
 
       const answer = (id: number, outcome: ChildOutcome) => {
         if (!settled) worker.postMessage({ type: "answer", id, envelope: JSON.stringify(outcome) });
@@ -165,6 +168,11 @@ export function createSandboxPool(options: { maxIdle?: number; maxRunning?: numb
           });
       };
       const onMessage = (message: WorkerMessage) => {
+        if (message.type === "started") {
+          clearTimeout(hardKill);
+          hardKill = setTimeout(kill, budget + HARD_KILL_GRACE_MS);
+          return;
+        }
         if (message.type === "done") {
           const { type: _type, reusable, ...rest } = message;
           return end(rest, reusable !== false);
@@ -179,7 +187,7 @@ export function createSandboxPool(options: { maxIdle?: number; maxRunning?: numb
       worker.once("error", onError);
       worker.once("exit", onExit);
       signal?.addEventListener("abort", onAbort, { once: true });
-      worker.postMessage({ type: "run", code, deadline, memoryBytes: limits.memoryBytes, textBytes: limits.textBytes });
+      worker.postMessage({ type: "run", code, timeoutMs: budget, memoryBytes: limits.memoryBytes, textBytes: limits.textBytes });
     });
   }
 
