@@ -2,16 +2,19 @@
  * Admission and exposure: which canonical tools a caller may use, and how the current Host
  * discovers them. Exposure is presentation policy; it never grants authority.
  */
-import { SKILLS_BOOTSTRAP_HINT } from "./bootstrap.js";
+import { CODE_MODE_GUIDANCE, SKILLS_BOOTSTRAP_HINT } from "./bootstrap.js";
 import { toolDefinitions, toolDefinition } from "./catalog.js";
 import { ReasonCode } from "./failure.js";
-import type { ToolCategory, ToolDefinition } from "./tool-definition.js";
+import type { DirectPolicy, ToolCategory, ToolDefinition } from "./tool-definition.js";
 
 /** Tenant admission profiles. read_only tenants see no tool that can change anything. */
 export const ADMISSION_PROFILES = ["full", "read_only"] as const;
 export type AdmissionProfile = (typeof ADMISSION_PROFILES)[number];
-/** Host profiles: "app" Hosts can mount MCP App presentation resources. */
-export const HOST_PROFILES = ["generic", "app"] as const;
+/**
+ * Host profiles: "app" Hosts can mount MCP App presentation resources; "code_mode" Hosts get
+ * run_code_cell Direct (ToolDefinition.directFor) and the Code Mode bootstrap guidance.
+ */
+export const HOST_PROFILES = ["generic", "app", "code_mode"] as const;
 export type HostProfile = (typeof HOST_PROFILES)[number];
 
 export function isAdmissionProfile(value: unknown): value is AdmissionProfile {
@@ -48,11 +51,16 @@ export function admittedTools(context: AdmissionContext): ToolDefinition[] {
 export function listedTools(admitted: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): ToolDefinition[] {
   // A card tool is listed where its card can be mounted; elsewhere it is reached by name.
   const direct = admitted
-    .filter((d) => d.direct !== undefined && (d.appResource === undefined || hostProfile === "app"))
-    .sort((a, b) => (a.direct?.rank ?? 0) - (b.direct?.rank ?? 0));
+    .filter((d) => directPolicy(d, hostProfile) !== undefined && (d.appResource === undefined || hostProfile === "app"))
+    .sort((a, b) => (directPolicy(a, hostProfile)?.rank ?? 0) - (directPolicy(b, hostProfile)?.rank ?? 0));
   const entries = admitted.filter((d) => d.gatewayEntry === true);
   const appOnly = admitted.filter((d) => d.appOnly === true);
   return [...direct, ...appOnly, ...entries];
+}
+
+/** A tool's Direct policy for a Host profile: its own, or the one its profile selects (directFor). */
+export function directPolicy(def: ToolDefinition, hostProfile: HostProfile = "generic"): DirectPolicy | undefined {
+  return def.direct ?? (def.directFor?.hostProfile === hostProfile ? def.directFor.policy : undefined);
 }
 
 /** What the model may discover (list_tools, read_tool_manifest): everything admitted except app-only card helpers. */
@@ -113,10 +121,16 @@ export function mcpToolDescriptor(def: ToolDefinition, admitted: readonly ToolDe
  * The admitted tools a Host reaches only through call_runtime_tool, by name: what its
  * tools/list description names, so a model knows they exist without a discovery call.
  */
-export function gatewayOnlyToolNames(admitted: readonly ToolDefinition[]): string[] {
+export function gatewayOnlyToolNames(admitted: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): string[] {
   // Card helpers are the App's own and presentation tools are Direct: neither is named here.
   return admitted
-    .filter((d) => toolRoute(d).primary === "call_runtime_tool" && modelVisible(d) && d.appResource === undefined && d.direct === undefined)
+    .filter(
+      (d) =>
+        toolRoute(d, hostProfile).primary === "call_runtime_tool" &&
+        modelVisible(d) &&
+        d.appResource === undefined &&
+        directPolicy(d, hostProfile) === undefined,
+    )
     .map((d) => d.name);
 }
 
@@ -130,9 +144,12 @@ export function toolsListResult(admitted: readonly ToolDefinition[], hostProfile
  * call_runtime_tool, grouped by category: a model knows they exist without a discovery call,
  * and the names cost nothing in tools/list. Admission still decides per caller.
  */
-export function gatewayToolsInstruction(defs: readonly ToolDefinition[]): string {
+export function gatewayToolsInstruction(defs: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): string {
   const groups = new Map<string, string[]>();
-  for (const name of gatewayOnlyToolNames(defs.filter((d) => d.implemented))) {
+  for (const name of gatewayOnlyToolNames(
+    defs.filter((d) => d.implemented),
+    hostProfile,
+  )) {
     const def = defs.find((d) => d.name === name) as ToolDefinition;
     groups.set(def.category, [...(groups.get(def.category) ?? []), name]);
   }
@@ -148,8 +165,8 @@ export const TOOLS_LIST_MAX_BYTES = 9 * 1024;
 export type Route = { primary: "direct" | "call_runtime_tool"; fallback: "call_runtime_tool" | null };
 
 /** How a tool is reached. Presentation tools and app-only helpers have no gateway fallback. */
-export function toolRoute(def: ToolDefinition): Route {
-  if (def.direct !== undefined || def.gatewayEntry === true || def.appOnly === true) {
+export function toolRoute(def: ToolDefinition, hostProfile: HostProfile = "generic"): Route {
+  if (directPolicy(def, hostProfile) !== undefined || def.gatewayEntry === true || def.appOnly === true) {
     return {
       primary: "direct",
       fallback:
@@ -211,7 +228,7 @@ export function forwardedCall(tool: string, rawArgs: unknown): { tool: string; a
  * tools it reaches through call_runtime_tool. A read-only caller's instructions name no tool
  * it may not call.
  */
-export function serverInstructions(admitted: readonly ToolDefinition[]): string {
+export function serverInstructions(admitted: readonly ToolDefinition[], hostProfile: HostProfile = "generic"): string {
   const has = (name: string) => admitted.some((d) => d.name === name);
   const work = [
     has("read_files") ? "Read with read_files (batch related ranges)" : undefined,
@@ -226,6 +243,7 @@ export function serverInstructions(admitted: readonly ToolDefinition[]): string 
     "More tools run through call_runtime_tool; read_tool_manifest gives their schemas. " +
     "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. " +
     (has("list_skills") ? `${SKILLS_BOOTSTRAP_HINT} ` : "") +
-    gatewayToolsInstruction(admitted)
+    gatewayToolsInstruction(admitted, hostProfile) +
+    (hostProfile === "code_mode" && has("run_code_cell") ? ` ${CODE_MODE_GUIDANCE}` : "")
   );
 }

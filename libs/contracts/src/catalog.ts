@@ -302,7 +302,7 @@ const definitions = (
       execution: "gateway",
       gatewayEntry: true,
       implemented: true,
-      resultFields: ["tool", "category", "description", "input_schema", "route", "namespace", "annotations", "read_only", "binding"],
+      resultFields: ["tool", "category", "description", "input_schema", "route", "namespace", "annotations", "read_only", "binding", "declaration"],
     },
     {
       name: "mcp_tool",
@@ -348,6 +348,30 @@ const definitions = (
       execution: "gateway",
       gatewayEntry: true,
       implemented: true,
+    },
+    {
+      name: "run_code_cell",
+      category: "discovery",
+      description:
+        'Code Mode: run an async JavaScript body that composes read-only tools in one call. Inside, `await tools.<name>(args)` calls an admitted read-only tool (canonical name and arguments; `project` and `session_id` default to the cell\'s) and returns its result, or throws {reason_code, ...} on failure; `text(value)` is the only output you see (at most {{text_bytes:KiB}}, cut honestly). Independent calls may run together with Promise.all ({{child_concurrency}} at a time); at most {{max_child_calls}} calls per cell. No filesystem, network, timers or imports; {{memory_bytes:MiB}} memory. Result: text, truncated, child_calls, elapsed_ms. A throw fails with its message, line and the text so far; a cell changes nothing. read_tool_manifest {tool:"run_code_cell"} gives the TypeScript API. Never use it to edit, run commands or validate.',
+      inputSchema: object(
+        {
+          project,
+          code: str("Async function body; `tools` and `text` are in scope.", { minLength: 1, maxLength: 65_536 }),
+          timeout_ms: int("Stop the cell after ms ({{timeout_ms}}).", { minimum: 1 }),
+          session_id: sessionId,
+        },
+        ["project", "code"],
+      ),
+      effect: "read_only",
+      risk: "low",
+      authority: "project_read",
+      execution: "gateway",
+      directFor: { hostProfile: "code_mode", policy: { rank: 0, reason: "CoreWorkflow" } },
+      implemented: true,
+      clamps: [{ path: "timeout_ms", ceiling: 60_000, minimum: 1, default: 10_000 }],
+      limits: { text_bytes: 16 * 1024, child_concurrency: 4, max_child_calls: 256, memory_bytes: 64 * 1024 * 1024, child_result_bytes: 4 * 1024 * 1024 },
+      resultFields: ["text", "truncated", "child_calls", "elapsed_ms"],
     },
     {
       name: "get_runtime_status",

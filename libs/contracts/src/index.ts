@@ -7,7 +7,7 @@ export { runnerArguments } from "./runner-arguments.js";
 export type { GatewayArgument, RunnerArguments } from "./runner-arguments.js";
 export { renderLimitText, clampText } from "./limit-text.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
-export { BUILTIN_BOOTSTRAP_GUIDANCE_MAX_CHARS, SKILLS_BOOTSTRAP_HINT } from "./bootstrap.js";
+export { BUILTIN_BOOTSTRAP_GUIDANCE_MAX_CHARS, CODE_MODE_GUIDANCE, SKILLS_BOOTSTRAP_HINT } from "./bootstrap.js";
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
 export {
   admittedTools,
@@ -28,6 +28,7 @@ export {
   HOST_PROFILES,
   isAdmissionProfile,
   isHostProfile,
+  directPolicy,
   forwardedCall,
 } from "./admission.js";
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route, ToolAnnotations } from "./admission.js";
@@ -90,3 +91,4 @@ export { followUpBuilders } from "./follow-up.js";
 export { renderToolsDoc } from "./tools-doc.js";
 export { renderResultsDoc } from "./results-doc.js";
 export { canonicalProjectId, isCanonicalIdPart, isCanonicalProjectId, parseCanonicalProjectId } from "./project-id.js";
+export { CODE_CELL_TOOL, cellCallable, cellToolNames, cellDeclaration, schemaType } from "./code-mode.js";

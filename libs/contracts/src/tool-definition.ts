@@ -85,6 +85,11 @@ export interface ToolDefinition {
   readonly execution: ExecutionForm;
   /** Present only for Direct tools. */
   readonly direct?: DirectPolicy;
+  /**
+   * Direct only for Hosts whose profile selects it (e.g. Code Mode): listed by this policy
+   * for that Host profile, reached through call_runtime_tool by every other Host.
+   */
+  readonly directFor?: { readonly hostProfile: string; readonly policy: DirectPolicy };
   /** The two discovery entry points listed beside Direct tools (read_tool_manifest, call_runtime_tool). */
   readonly gatewayEntry?: boolean;
   /** False until the behaviour is built: such a tool is not admitted, never stubbed. */

@@ -53,6 +53,8 @@ export interface ActionSummary {
   validation?: ValidationAuditSummary;
   continuation?: ContinuationAuditFact[];
   upstream?: UpstreamAuditSummary;
+  /** The run_code_cell call this call ran inside (a call id, nothing else is stored). */
+  parent_call_id?: string;
 }
 
 const UPSTREAM_SERVER = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -62,6 +64,13 @@ const UPSTREAM_TOOL = /^[A-Za-z0-9_.:/-]{1,128}$/;
 export function upstreamSummary(u: ActionRecord["upstream"]): UpstreamAuditSummary | undefined {
   if (!u || !UPSTREAM_SERVER.test(u.server) || !UPSTREAM_TOOL.test(u.tool)) return undefined;
   return { server: u.server, tool: u.tool, request_bytes: clampInt(Number(u.requestBytes)), response_bytes: clampInt(Number(u.responseBytes)) };
+}
+
+/** Call ids are UUIDs the gateway makes; anything else is never stored as a parent. */
+const CALL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function withParent(summary: ActionSummary, parentCallId: string): ActionSummary {
+  return CALL_ID.test(parentCallId) ? { ...summary, parent_call_id: parentCallId } : summary;
 }
 
 const CONTINUATION_FACT = /^(dispatch_(claimed|accepted|rejected|uncertain)|fresh_turn_observed|consumed)$/;
@@ -168,12 +177,15 @@ function rowValues(r: ActionRecord): unknown[] {
     size ? clampInt(size.projectedBytes) : null,
     size ? clampInt(size.projectedMetadataBytes) : null,
     JSON.stringify(
-      withUpstream(
-        withContinuation(
-          withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined),
-          continuationFacts(r.continuationFacts),
+      withParent(
+        withUpstream(
+          withContinuation(
+            withValidation(actionSummary(r.outcome, r.inputNormalizationCode), ok ? validationSummary(r.validation) : undefined),
+            continuationFacts(r.continuationFacts),
+          ),
+          upstreamSummary(r.upstream),
         ),
-        upstreamSummary(r.upstream),
+        r.parentCallId,
       ),
     ),
   ];
@@ -329,6 +341,7 @@ export function recordFromRow(row: AuditRow): MessageInitShape<typeof ActionReco
           },
         }
       : {}),
+    ...(summary.parent_call_id ? { parentCallId: summary.parent_call_id } : {}),
   };
 }
 

@@ -21,6 +21,6 @@ test("a dev token may name its Host profile; another value is refused when the f
   assert.equal((await auth.authenticate("u".repeat(24)))?.hostProfile, undefined);
   assert.throws(
     () => parseDevTokensFile(JSON.stringify({ tokens: [{ token, client_id: "acme", subject: "x", host_profile: "chatgpt" }] })),
-    /host_profile must be generic or app/,
+    /host_profile must be one of generic, app, code_mode/,
   );
 });

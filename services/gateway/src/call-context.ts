@@ -43,6 +43,8 @@ export interface CallContext {
   readOnlyTarget?: boolean | undefined;
   /** The upstream MCP server and tool an mcp_tool call reached, with bytes sent and received (audit row). */
   upstreamCall?: { server: string; tool: string; requestBytes: number; responseBytes: number } | undefined;
+  /** Called once the call's result reached the caller's connection (a cell's children's job attention). */
+  onDelivered?: (() => void) | undefined;
 }
 
 export const now = () => performance.now();

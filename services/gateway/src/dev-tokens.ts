@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Logger } from "@webcodex/platform";
-import { isAdmissionProfile, isCanonicalIdPart, isHostProfile } from "@webcodex/contracts";
+import { HOST_PROFILES, isAdmissionProfile, isCanonicalIdPart, isHostProfile } from "@webcodex/contracts";
 import type { StaticTokenEntry } from "./auth.js";
 
 /**
@@ -29,7 +29,7 @@ export function parseDevTokensFile(text: string): StaticTokenEntry[] {
     if (typeof clientId !== "string" || typeof subject !== "string") throw new Error(`tokens[${i}] needs client_id and subject`);
     if (!isCanonicalIdPart(clientId)) throw new Error(`tokens[${i}].client_id must match [A-Za-z0-9._-]{1,128}`);
     if (profile !== undefined && !isAdmissionProfile(profile)) throw new Error(`tokens[${i}].admission_profile must be full or read_only`);
-    if (host !== undefined && !isHostProfile(host)) throw new Error(`tokens[${i}].host_profile must be generic or app`);
+    if (host !== undefined && !isHostProfile(host)) throw new Error(`tokens[${i}].host_profile must be one of ${HOST_PROFILES.join(", ")}`);
     if (admin !== undefined && typeof admin !== "boolean") throw new Error(`tokens[${i}].tenant_admin must be true or false`);
     if (scopes !== undefined && (!Array.isArray(scopes) || scopes.some((x) => typeof x !== "string")))
       throw new Error(`tokens[${i}].scopes must be an array of strings`);

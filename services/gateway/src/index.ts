@@ -10,7 +10,7 @@ export { createAuditRecorder, AuditNotDurableError } from "./audit-recorder.js";
 export type { AuditRecorder, AuditRecorderOptions, ActionRecordInit } from "./audit-recorder.js";
 export type { Pipeline, ModelResult } from "./pipeline.js";
 export type { LocalConnection } from "./mcp/local-transport.js";
-export { SERVER_INSTRUCTIONS } from "./mcp/mcp-server.js";
+export { SERVER_INSTRUCTIONS, instructionsFor } from "./mcp/mcp-server.js";
 export { main } from "./main.js";
 export { devTokenEntries, parseDevTokensFile, resolveDevTokens } from "./dev-tokens.js";
 export type { DevTokens, DevTokenSettings } from "./dev-tokens.js";

@@ -52,6 +52,8 @@ import { createRunnerTools } from "./execute/runner-tools.js";
 import type { AttemptDispatchHold } from "./execute/runner-tools.js";
 import { createSkills } from "./skills/skills.js";
 import type { UpstreamTools } from "./upstream/upstream-tools.js";
+import { createCodeCells } from "./code-mode/cell.js";
+import type { SandboxPool } from "./code-mode/sandbox.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -75,6 +77,13 @@ export interface PipelineDeps {
   attemptDispatchHold?: AttemptDispatchHold | undefined;
   /** The directory of per-tenant skill catalogs (list_skills, read_skill); absent: none. */
   skillCatalogsDir?: string | undefined;
+  /** The Code Mode sandbox workers (default: a pool of this pipeline's own). */
+  sandbox?: SandboxPool;
+}
+
+/** What a call made inside another call carries: the call_id of the run_code_cell it ran in. */
+export interface CallParent {
+  parentCallId: string;
 }
 
 export interface ModelResult {
@@ -118,6 +127,8 @@ export function createPipeline(deps: PipelineDeps) {
   const { runOnRefResolver } = createRefResolverTools({ ...deps, runnerStates });
   const { runOnRunner } = createRunnerTools({ ...deps, attention });
   const skills = createSkills({ tenantCatalogsDir: deps.skillCatalogsDir, runOnRunner });
+  // Code Mode: a cell's child calls come back through `call` as that principal, with the cell as parent.
+  const cells = createCodeCells({ ...deps, call: (caller, tool, args, signal, parent) => call(caller, tool, args, signal, parent) });
 
   /** Runs a normalized call where its tool runs (a presentation tool the gateway composes first). */
   async function run(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
@@ -133,6 +144,7 @@ export function createPipeline(deps: PipelineDeps) {
     }
     const skilled = skills.run(def, args, ctx, callId);
     if (skilled) return skilled;
+    if (cells.runs(def)) return cells.run(args, ctx, callId);
     switch (def.execution) {
       case "gateway":
         return runOnGateway(def, args, ctx);
@@ -231,11 +243,18 @@ export function createPipeline(deps: PipelineDeps) {
    * or not, produces exactly one ActionAudit record, captured from the canonical outcome before
    * the Host sees anything; an effectful call is acknowledged only once its record is durable.
    */
-  function call(caller: Caller, tool: string, rawArgs: unknown, signal: AbortSignal): Promise<ModelResult> {
-    return withSpan("tools/call", { "webcodex.client_id": caller.principal.clientId }, (span) => callInSpan(caller, tool, rawArgs, signal, span));
+  function call(caller: Caller, tool: string, rawArgs: unknown, signal: AbortSignal, parent?: CallParent): Promise<ModelResult> {
+    return withSpan("tools/call", { "webcodex.client_id": caller.principal.clientId }, (span) => callInSpan(caller, tool, rawArgs, signal, span, parent));
   }
 
-  async function callInSpan(caller: Caller, requestedTool: string, requestedArgs: unknown, signal: AbortSignal, span: CallSpan): Promise<ModelResult> {
+  async function callInSpan(
+    caller: Caller,
+    requestedTool: string,
+    requestedArgs: unknown,
+    signal: AbortSignal,
+    span: CallSpan,
+    parent: CallParent | undefined,
+  ): Promise<ModelResult> {
     const started = Date.now();
     const t0 = now();
     const stages: StageTimings = {};
@@ -256,6 +275,7 @@ export function createPipeline(deps: PipelineDeps) {
     let continuationFacts: CallContext["continuationFacts"];
     let upstreamCall: CallContext["upstreamCall"];
     let readOnlyTarget: boolean | undefined;
+    let onDelivered: CallContext["onDelivered"];
     if (!admission.ok) {
       outcome = { ok: false, failure: admission.failure };
     } else {
@@ -286,6 +306,7 @@ export function createPipeline(deps: PipelineDeps) {
         continuationFacts = ctx.continuationFacts;
         upstreamCall = ctx.upstreamCall;
         readOnlyTarget = ctx.readOnlyTarget;
+        onDelivered = ctx.onDelivered;
       }
     }
 
@@ -339,6 +360,7 @@ export function createPipeline(deps: PipelineDeps) {
             },
           }
         : {}),
+      ...(parent ? { parentCallId: parent.parentCallId } : {}),
       durationUs: micros(t0),
       // A copy: the record stage's own time is not part of the record (batched records are serialized later).
       stageDurationsUs: { ...stages },
@@ -368,6 +390,18 @@ export function createPipeline(deps: PipelineDeps) {
             key,
             items.map((i) => i.job_id),
           ),
+      };
+    }
+
+    // A cell's result forwards the job attention of its children: seen once the cell's result is.
+    if (onDelivered) {
+      const own = result.delivered;
+      result = {
+        ...result,
+        delivered: () => {
+          own?.();
+          onDelivered?.();
+        },
       };
     }
 

@@ -5,7 +5,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ToolRegistryService } from "@webcodex/proto";
-import { admittedTools, isAdmissionProfile, isHostProfile, toolDefinitions } from "@webcodex/contracts";
+import { admittedTools, directPolicy, isAdmissionProfile, isHostProfile, toolDefinitions } from "@webcodex/contracts";
 import type { AdmissionContext } from "@webcodex/contracts";
 import { createHash } from "node:crypto";
 
@@ -20,7 +20,7 @@ export function admissionContext(admissionProfile: string, hostProfile: string):
 
 /** Changes whenever any definition's model-visible facts change; gateways key caches on it. */
 export const catalogVersion = createHash("sha256")
-  .update(JSON.stringify(toolDefinitions().map((d) => [d.name, d.description, d.inputSchema, d.direct, d.implemented, d.category])))
+  .update(JSON.stringify(toolDefinitions().map((d) => [d.name, d.description, d.inputSchema, d.direct, d.directFor, d.implemented, d.category])))
   .digest("hex")
   .slice(0, 16);
 
@@ -37,8 +37,8 @@ export function createToolRegistry(): ServiceImpl<typeof ToolRegistryService> {
           category: d.category,
           description: d.description,
           inputSchemaJson: JSON.stringify(d.inputSchema),
-          directReason: d.direct?.reason ?? "",
-          directRank: d.direct?.rank ?? 0,
+          directReason: directPolicy(d, context.hostProfile)?.reason ?? "",
+          directRank: directPolicy(d, context.hostProfile)?.rank ?? 0,
           effect: d.effect,
         })),
       };

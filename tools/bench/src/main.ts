@@ -28,6 +28,7 @@ import { benchValidateOverhead } from "./validate-overhead.js";
 import { benchAgentEvents } from "./agent-events.js";
 import { benchEconomy } from "./economy.js";
 import { benchMcpGateway } from "./mcp-gateway.js";
+import { benchCodeMode } from "./code-mode.js";
 import { withBenchDatabase } from "./bench-database.js";
 import { median, peakRssMiB, resultTable, round, rssMiB, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
@@ -46,6 +47,7 @@ const PARTS = [
   "agent_events",
   "economy",
   "mcp_gateway",
+  "code_mode",
 ] as const;
 const only = new Set(process.argv.slice(2));
 const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
@@ -289,6 +291,9 @@ async function main(): Promise<void> {
       results.push(await benchMcpGateway({ postgresUrl, redisUrl, paired }));
     }),
   );
+  await step("code_mode", async () => {
+    results.push(...(await benchCodeMode()));
+  });
 
   process.stdout.write(`\n${resultTable("benchmark", results)}`);
   mkdirSync("bench-results", { recursive: true });

@@ -5,6 +5,8 @@
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import {
+  CODE_CELL_TOOL,
+  cellDeclaration,
   PipelineStage,
   groupToolNamesByCategory,
   inspectWorkspaceFollowUp,
@@ -82,9 +84,19 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
             }),
           };
         }
+        const host = ctx.caller.hostProfile ?? deps.hostProfile;
+        // Code Mode: the cell's API as TypeScript, generated from the caller's admitted catalog.
+        const declaration = target.name === CODE_CELL_TOOL ? { declaration: cellDeclaration(ctx.catalog.admitted.values()) } : {};
         return {
           ok: true,
-          result: { tool: target.name, category: target.category, description: target.description, input_schema: target.inputSchema, route: toolRoute(target) },
+          result: {
+            tool: target.name,
+            category: target.category,
+            description: target.description,
+            input_schema: target.inputSchema,
+            route: toolRoute(target, host),
+            ...declaration,
+          },
         };
       }
       case "mcp_tool":

@@ -30,13 +30,12 @@ import { EXTENSION_ID } from "@modelcontextprotocol/ext-apps/server";
 import type { AppResource } from "./app-resources.js";
 import { resourceReadResult, resourcesListResult } from "./app-resources.js";
 
-/** The instructions a full-admission caller gets (a read-only caller's name no write tool). */
-export const SERVER_INSTRUCTIONS = serverInstructions(admittedTools({ admissionProfile: "full", hostProfile: "generic" }));
-/** Per admission profile: Host profiles change only which cards are listed, never the instructions. */
-const INSTRUCTIONS: Readonly<Record<AdmissionProfile, string>> = {
-  full: SERVER_INSTRUCTIONS,
-  read_only: serverInstructions(admittedTools({ admissionProfile: "read_only", hostProfile: "generic" })),
-};
+/** The server instructions for an admission and Host profile: only tools that caller may use are named. */
+export function instructionsFor(admissionProfile: AdmissionProfile, hostProfile: HostProfile): string {
+  return serverInstructions(admittedTools({ admissionProfile, hostProfile }), hostProfile);
+}
+/** The instructions a full-admission generic caller gets. */
+export const SERVER_INSTRUCTIONS = instructionsFor("full", "generic");
 
 const PROGRESS_INTERVAL_MS = 1_000;
 
@@ -57,15 +56,24 @@ export async function createMcpServer(deps: {
     { name: "webcodex", version: deps.version },
     {
       capabilities: { tools: { listChanged: false }, logging: {}, resources: {}, prompts: {}, extensions: { [EXTENSION_ID]: {} } },
-      instructions: SERVER_INSTRUCTIONS,
+      instructions: instructionsFor("full", deps.hostProfile),
     },
   );
   const transport = new MultiplexTransport();
   // initialize answers as the SDK does, with the instructions of the caller's admission profile.
   const sdkInitialize = (server as unknown as { _oninitialize(req: InitializeRequest): Promise<InitializeResult> })._oninitialize.bind(server);
+  // Built once per admission and Host profile.
+  const instructions = new Map<string, string>();
+  const instructionsOf = (caller: Caller) => {
+    const hostProfile = caller.hostProfile ?? deps.hostProfile;
+    const key = `${caller.admissionProfile}/${hostProfile}`;
+    let text = instructions.get(key);
+    if (text === undefined) instructions.set(key, (text = instructionsFor(caller.admissionProfile, hostProfile)));
+    return text;
+  };
   server.setRequestHandler(InitializeRequestSchema, async (req, extra) => ({
     ...(await sdkInitialize(req)),
-    instructions: INSTRUCTIONS[callerOf(extra).admissionProfile],
+    instructions: instructionsOf(callerOf(extra)),
   }));
   // Constant answers, built once: no per-request work on these paths.
   const noResources = { resources: [] };

@@ -1,0 +1,159 @@
+/**
+ * run_code_cell: a read-only composition cell. The cell's Project is resolved for the caller
+ * first; its code then runs in the sandbox, and every `tools.<name>(args)` it makes comes back
+ * here and goes through the whole pipeline (`call`) as the same principal, with the cell's
+ * call_id as its audit parent. Only tools the catalog's effect column marks read-only (and the
+ * caller's catalog admits) are callable; any other name fails inside the cell as
+ * tool_not_admitted without reaching the pipeline. A cell changes nothing, so its failure is
+ * never outcome_unknown.
+ */
+import type { Client } from "@connectrpc/connect";
+import type { RefResolverService } from "@webcodex/proto";
+import {
+  CODE_CELL_TOOL,
+  cellToolNames,
+  clampRule,
+  failureFromWire,
+  PipelineStage,
+  ReasonCode,
+  toolDefinition,
+  toolFailure,
+  toolLimit,
+} from "@webcodex/contracts";
+import type { ToolDefinition } from "@webcodex/contracts";
+import { principalHeaders } from "@webcodex/platform";
+import type { Caller } from "../auth.js";
+import { dependencyFailure, timedStage } from "../call-context.js";
+import type { CallContext, Outcome } from "../call-context.js";
+import { createSandboxPool } from "./sandbox.js";
+import type { CellLimits, CellRun, ChildOutcome, SandboxPool } from "./sandbox.js";
+
+/** What the pipeline answers a child call with (its ModelResult, as far as a cell reads it). */
+export interface ChildResult {
+  structuredContent: Record<string, unknown>;
+  isError: boolean;
+  delivered?: () => void;
+}
+
+/** The pipeline's own entry, for child calls: `parentCallId` lands in their audit rows. */
+export type ChildCaller = (caller: Caller, tool: string, args: unknown, signal: AbortSignal, parent: { parentCallId: string }) => Promise<ChildResult>;
+
+export interface CodeCellDeps {
+  refResolver: Client<typeof RefResolverService>;
+  call: ChildCaller;
+  sandbox?: SandboxPool;
+}
+
+/** The cell's limits, all from the catalog entry (its clamp and its named limits). */
+export function cellLimits(timeoutMs: number | undefined): CellLimits {
+  return {
+    timeoutMs: timeoutMs ?? clampRule(CODE_CELL_TOOL, "timeout_ms").default,
+    memoryBytes: toolLimit(CODE_CELL_TOOL, "memory_bytes"),
+    textBytes: toolLimit(CODE_CELL_TOOL, "text_bytes"),
+    maxChildCalls: toolLimit(CODE_CELL_TOOL, "max_child_calls"),
+    childConcurrency: toolLimit(CODE_CELL_TOOL, "child_concurrency"),
+  };
+}
+
+function cellFailure(run: CellRun) {
+  const detail = run.kind === "threw" ? "cell_threw" : `cell_${run.kind}`;
+  const message =
+    run.kind === "timeout"
+      ? `The cell stopped at its deadline: ${run.message ?? "interrupted"}.`
+      : run.kind === "memory"
+        ? "The cell ran out of its memory budget."
+        : run.kind === "stack"
+          ? "The cell overflowed its stack (deep recursion)."
+          : `The cell failed: ${run.message ?? "error"}`;
+  return toolFailure(ReasonCode.executionFailed, PipelineStage.execution, {
+    detail_code: detail,
+    message: message.slice(0, 600),
+    evidence: {
+      ...(run.line !== undefined ? { line: run.line } : {}),
+      ...(run.reasonCode !== undefined ? { child_reason_code: run.reasonCode } : {}),
+      text: run.text,
+      truncated: run.truncated,
+      child_calls: run.childCalls,
+      elapsed_ms: run.elapsedMs,
+    },
+  });
+}
+
+export function createCodeCells(deps: CodeCellDeps) {
+  const sandbox = deps.sandbox ?? createSandboxPool();
+  const resultBytes = toolLimit(CODE_CELL_TOOL, "child_result_bytes");
+
+  async function run(args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
+    const selector = args["project"] as string;
+    let resolved;
+    try {
+      resolved = await timedStage(ctx.stages, PipelineStage.resolution, () =>
+        deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
+      );
+    } catch (error) {
+      return { ok: false, failure: dependencyFailure(error, PipelineStage.resolution, false) };
+    }
+    if (resolved.failure || !resolved.project)
+      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
+    ctx.projectCanonicalId = resolved.project.canonicalId;
+
+    const callable = new Set(cellToolNames(ctx.catalog.admitted.values()));
+    const attention: unknown[] = [];
+    const delivered: Array<() => void> = [];
+    const sessionId = args["session_id"] as string | undefined;
+
+    const callTool = async (name: string, argsJson: string): Promise<ChildOutcome> => {
+      const def = callable.has(name) ? toolDefinition(name) : undefined;
+      if (!def)
+        return {
+          ok: false,
+          failure: toolFailure(ReasonCode.toolNotAdmitted, PipelineStage.admission, {
+            detail_code: "not_cell_callable",
+            evidence: { tool: name.slice(0, 80) },
+            message: "A cell calls only admitted read-only tools; call any other tool directly.",
+          }) as unknown as Record<string, unknown>,
+        };
+      const childArgs = withCellDefaults(def, JSON.parse(argsJson) as unknown, selector, sessionId);
+      const result = await deps.call(ctx.caller, name, childArgs, ctx.signal, { parentCallId: callId });
+      if (result.isError) return { ok: false, failure: result.structuredContent };
+      const { job_attention: jobAttention, ...rest } = result.structuredContent;
+      if (jobAttention && typeof jobAttention === "object") attention.push(...((jobAttention as { items?: unknown[] }).items ?? []));
+      if (result.delivered) delivered.push(result.delivered);
+      if (Buffer.byteLength(JSON.stringify(rest)) > resultBytes)
+        return {
+          ok: false,
+          failure: toolFailure(ReasonCode.invalidValue, PipelineStage.execution, {
+            detail_code: "child_result_too_large",
+            message: `The ${name} result is larger than a cell takes (${resultBytes} bytes); narrow the call.`,
+          }) as unknown as Record<string, unknown>,
+        };
+      return { ok: true, result: rest };
+    };
+
+    const run = await sandbox.run(args["code"] as string, cellLimits(args["timeout_ms"] as number | undefined), callTool, ctx.signal);
+    if (delivered.length > 0) ctx.onDelivered = () => delivered.forEach((d) => d());
+    if (run.kind !== "ok") return { ok: false, failure: cellFailure(run) };
+    return {
+      ok: true,
+      result: {
+        text: run.text,
+        truncated: run.truncated,
+        child_calls: run.childCalls,
+        elapsed_ms: run.elapsedMs,
+        ...(attention.length > 0 ? { job_attention: { items: attention } } : {}),
+      },
+    };
+  }
+
+  return { runs: (def: ToolDefinition) => def.name === CODE_CELL_TOOL, run, close: () => sandbox.close() };
+}
+
+/** A child's arguments with the cell's `project` and `session_id` where its schema has them and the cell left them out. */
+function withCellDefaults(def: ToolDefinition, args: unknown, project: string, sessionId: string | undefined): unknown {
+  if (typeof args !== "object" || args === null || Array.isArray(args)) return args;
+  const props = def.inputSchema.properties ?? {};
+  const out = { ...(args as Record<string, unknown>) };
+  if ("project" in props && out["project"] === undefined) out["project"] = project;
+  if (sessionId !== undefined && "session_id" in props && out["session_id"] === undefined) out["session_id"] = sessionId;
+  return out;
+}
