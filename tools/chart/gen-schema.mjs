@@ -29,7 +29,14 @@ function obj(properties, required = Object.keys(properties), extra = {}) {
   return { ...o, ...extra };
 }
 
+/** The tool policy's schema, as the tool-registry checks it (docs/tool-policy.schema.json, generated from libs/contracts). */
+function toolPolicySchema() {
+  const { $schema: _drop, title: _title, ...schema } = JSON.parse(readFileSync(resolve(here, "../../docs/tool-policy.schema.json"), "utf8"));
+  return schema;
+}
+
 const definitions = {
+  toolPolicy: toolPolicySchema(),
   port: int({ minimum: 1, maximum: 65535 }),
   clientId: str({ pattern: "^[^,=\\s]+$", description: "An OAuth client id (tenant); no comma, '=' or space." }),
   replicas: int({ minimum: 0, description: "Replica count (>= 0)." }),
@@ -301,7 +308,7 @@ export const schema = {
         tls: arr(obj({ secretName: str({ minLength: 1 }), hosts: arr(hostname) })),
       }),
     }),
-    toolRegistry: serviceBlock(),
+    toolRegistry: serviceBlock({ toolPolicy: ref("toolPolicy") }),
     refResolver: serviceBlock(),
     audit: serviceBlock({
       retentionDays: int({ minimum: 1, maximum: 3650 }),

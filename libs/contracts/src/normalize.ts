@@ -81,6 +81,8 @@ export type NormalizeResult =
 export interface NormalizeContext {
   /** Whether a canonical tool is admitted for this caller (rewrites must stay admitted). */
   isAdmitted(tool: string): boolean;
+  /** Whether the operator's tool policy withholds the tool from this caller: it is then an unknown name. */
+  isWithheld?(tool: string): boolean;
 }
 
 const reject = (reason: ToolFailure["reason_code"], detail: string, evidence?: Record<string, unknown>): NormalizeResult => ({
@@ -94,7 +96,7 @@ const reject = (reason: ToolFailure["reason_code"], detail: string, evidence?: R
  */
 export function normalizeToolCall(tool: string, rawArguments: unknown, context: NormalizeContext): NormalizeResult {
   const def = toolDefinition(tool);
-  if (!def) return reject(ReasonCode.unknownTool, "unknown_tool", { tool });
+  if (!def || context.isWithheld?.(tool) === true) return reject(ReasonCode.unknownTool, "unknown_tool", { tool });
   if (!context.isAdmitted(tool)) return reject(ReasonCode.toolNotAdmitted, "not_admitted", { tool });
   if (rawArguments === undefined) rawArguments = {};
   if (typeof rawArguments !== "object" || rawArguments === null || Array.isArray(rawArguments)) return reject(ReasonCode.invalidValue, "arguments_not_object");

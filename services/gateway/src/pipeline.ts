@@ -28,7 +28,7 @@ import {
   failureFromWire,
 } from "@webcodex/contracts";
 import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
-import type { HostProfile, InputNormalization, ModelWorkflowPolicy, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { HostProfile, InputNormalization, ModelWorkflowPolicy, NormalizeContext, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { argumentShape, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
@@ -171,6 +171,12 @@ export function createPipeline(deps: PipelineDeps) {
     return { structuredContent: result, isError: false, ...(text !== undefined ? { text } : {}) };
   }
 
+  /** What normalization may know of the caller's catalog: admitted names, and names the tool policy withholds. */
+  const normalizeContext = (catalog: AdmittedCatalog): NormalizeContext => ({
+    isAdmitted: (n) => catalog.admitted.has(n),
+    isWithheld: (n) => catalog.withheld?.has(n) === true,
+  });
+
   /**
    * Admission: the caller's catalog, and the unwrapping of call_runtime_tool so the inner call
    * is normalized, authorized and audited as itself. A refusal names the tool it refused (the
@@ -182,17 +188,17 @@ export function createPipeline(deps: PipelineDeps) {
     if (missingScope) return { ok: false, failure: missingScope, ...forwardedCall(tool, rawArgs) };
     let catalog: AdmittedCatalog;
     try {
-      catalog = await deps.catalogs.get(caller.admissionProfile, caller.hostProfile ?? deps.hostProfile);
+      catalog = await deps.catalogs.get(caller, caller.hostProfile ?? deps.hostProfile);
     } catch (error) {
       // Audited as the tool call_runtime_tool would have run, as every other refusal here.
       return { ok: false, failure: dependencyFailure(error, PipelineStage.admission, false), ...forwardedCall(tool, rawArgs) };
     }
     if (tool !== "call_runtime_tool" || !catalog.admitted.has(tool)) return { ok: true, catalog, tool, args: rawArgs };
-    const outer = normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) });
+    const outer = normalizeToolCall(tool, rawArgs, normalizeContext(catalog));
     if (!outer.ok) return { ok: false, failure: outer.failure, tool, args: rawArgs };
     const inner = outer.arguments["tool"] as string;
     const innerArgs = outer.arguments["arguments"];
-    const refusal = gatewayRefusal(inner);
+    const refusal = gatewayRefusal(inner, catalog.withheld);
     if (refusal) {
       const failure = toolFailure(refusal.reason_code, PipelineStage.admission, {
         detail_code: refusal.detail_code,
@@ -251,9 +257,7 @@ export function createPipeline(deps: PipelineDeps) {
       outcome = { ok: false, failure: admission.failure };
     } else {
       const catalog = admission.catalog;
-      const normalized = await timedStage(stages, PipelineStage.normalization, () =>
-        normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) }),
-      );
+      const normalized = await timedStage(stages, PipelineStage.normalization, () => normalizeToolCall(tool, rawArgs, normalizeContext(catalog)));
       if (!normalized.ok) {
         outcome = { ok: false, failure: normalized.failure };
       } else {

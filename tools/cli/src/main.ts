@@ -17,6 +17,7 @@ import type { GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
 import { loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
+import { loadToolPolicy } from "@webcodex/tool-registry";
 import { defaultDataDir, projectIdFor, startEmbedded, startEmbeddedStdio } from "./embedded.js";
 import type { EmbeddedOptions } from "./embedded.js";
 import { loadGitCredentials } from "./embedded-projects.js";
@@ -217,6 +218,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
           logger,
           auditRetention: loadRetentionConfig(env),
           runner: loadRunnerSettings(env),
+          toolPolicy: loadToolPolicy(env),
         });
       } catch (error) {
         unlock();
@@ -272,6 +274,8 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
       const { tokens, shown, clientId } = devTokens(env);
       const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? defaultDataDir();
+      // A bad tool policy stops start-up here, naming the field.
+      const toolPolicy = loadToolPolicy(env);
       const telemetry = await startTelemetry("webcodex-dev", env, logger);
       const embedded = await startEmbedded({
         projectDir: values.project,
@@ -283,6 +287,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
         logger,
         ...devAuthOptions(env),
         workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
+        toolPolicy,
         auditRetention: loadRetentionConfig(env),
         runner: loadRunnerSettings(env),
         gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
@@ -327,6 +332,9 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       loadRunnerSettings(runnerEnv); // a bad value fails here, before any process starts
       // A Redis key prefix lets several stacks share one Redis (the broker reads it).
       const extraEnv: Record<string, string> = env["WEBCODEX_REDIS_KEY_PREFIX"] ? { WEBCODEX_REDIS_KEY_PREFIX: env["WEBCODEX_REDIS_KEY_PREFIX"] } : {};
+      // The tool policy reaches the tool-registry (the only service that reads it) as given.
+      loadToolPolicy(env); // a bad policy fails here, before any process starts
+      for (const name of ["WEBCODEX_TOOL_POLICY", "WEBCODEX_TOOL_POLICY_FILE"]) if (env[name]) extraEnv[name] = env[name];
       const stack = await startDistributed({ basePort, postgresUrl, redisUrl, projectDir: values.project, clientId, gatewayEnv, runnerEnv, extraEnv });
       process.stdout.write(
         `WebCodex is running (distributed, ${SERVICES.length} processes).\n  MCP URL: ${stack.mcpUrl}\n${shown ? `  Token:   ${shown}\n` : ""}`,

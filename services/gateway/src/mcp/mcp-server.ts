@@ -10,6 +10,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   CallToolRequestSchema,
   ErrorCode,
+  InitializeRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
@@ -18,6 +19,7 @@ import {
   ReadResourceRequestSchema,
   SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import type { InitializeRequest, InitializeResult } from "@modelcontextprotocol/sdk/types.js";
 import { gatewayToolsInstruction, toolDefinitions } from "@webcodex/contracts";
 import type { HostProfile } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
@@ -28,12 +30,18 @@ import { EXTENSION_ID } from "@modelcontextprotocol/ext-apps/server";
 import type { AppResource } from "./app-resources.js";
 import { resourceReadResult, resourcesListResult } from "./app-resources.js";
 
-export const SERVER_INSTRUCTIONS =
-  "WebCodex gives you tools for project workspaces. Start with list_projects and pass its project_ref (~p1) as `project`. " +
-  "Read with read_files (batch related ranges), search with search_project_texts (several queries per call), edit with edit_project_files " +
-  "using the read_revision you read. More tools run through call_runtime_tool; read_tool_manifest gives their schemas. " +
-  "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. " +
-  gatewayToolsInstruction(toolDefinitions());
+/** The server instructions, naming no tool the operator's tool policy withholds from this caller. */
+export function serverInstructions(withheld?: ReadonlySet<string>): string {
+  return (
+    "WebCodex gives you tools for project workspaces. Start with list_projects and pass its project_ref (~p1) as `project`. " +
+    "Read with read_files (batch related ranges), search with search_project_texts (several queries per call), edit with edit_project_files " +
+    "using the read_revision you read. More tools run through call_runtime_tool; read_tool_manifest gives their schemas. " +
+    "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. " +
+    gatewayToolsInstruction(withheld ? toolDefinitions().filter((d) => !withheld.has(d.name)) : toolDefinitions())
+  );
+}
+
+export const SERVER_INSTRUCTIONS = serverInstructions();
 
 const PROGRESS_INTERVAL_MS = 1_000;
 
@@ -63,6 +71,16 @@ export async function createMcpServer(deps: {
   const noResourceTemplates = { resourceTemplates: [] };
   const noPrompts = { prompts: [] };
   server.setRequestHandler(SetLevelRequestSchema, async () => ({}));
+  // The SDK's own initialize answer, with instructions that name only tools this caller has.
+  const initialize = (server as unknown as { _oninitialize(req: InitializeRequest): Promise<InitializeResult> })._oninitialize.bind(server);
+  server.setRequestHandler(InitializeRequestSchema, async (req, extra) => {
+    const result = await initialize(req);
+    const caller = extra.authInfo?.extra?.["caller"] as Caller | undefined;
+    if (!caller) return result;
+    // The registry unreachable: initialize still answers; tools/list and calls fail closed on their own.
+    const catalog = await deps.catalogs.get(caller, caller.hostProfile ?? deps.hostProfile).catch(() => undefined);
+    return catalog?.withheld ? { ...result, instructions: serverInstructions(catalog.withheld) } : result;
+  });
   const appResources = resourcesListResult(deps.appResources);
   const isApp = (caller: Caller) => (caller.hostProfile ?? deps.hostProfile) === "app";
   server.setRequestHandler(ListResourcesRequestSchema, async (_req, extra) => (isApp(callerOf(extra)) ? appResources : noResources));
@@ -75,7 +93,7 @@ export async function createMcpServer(deps: {
   server.setRequestHandler(ListPromptsRequestSchema, async () => noPrompts);
   server.setRequestHandler(ListToolsRequestSchema, async (_req, extra) => {
     const caller = callerOf(extra);
-    const catalog = await deps.catalogs.get(caller.admissionProfile, caller.hostProfile ?? deps.hostProfile);
+    const catalog = await deps.catalogs.get(caller, caller.hostProfile ?? deps.hostProfile);
     return catalog.toolsListResult as { tools: [] };
   });
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
