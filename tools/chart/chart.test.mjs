@@ -340,6 +340,7 @@ for (const name of ["defaults", "production"]) {
         assert.deepEqual(c.args, ["node", "tools/cli/bin/webcodex.js", "serve", svc]);
         assert.equal(c.livenessProbe.httpGet.path, "/healthz", svc);
         assert.equal(c.readinessProbe.httpGet.path, "/readyz", svc);
+        assert.equal(c.startupProbe.httpGet.path, "/healthz", svc);
         assert.equal(c.ports[0].containerPort, ports[svc], `${svc} default port`);
         const env = envOf(c);
         assert.equal(env.WEBCODEX_PORT.value, String(ports[svc]));
@@ -607,6 +608,22 @@ function containersByService(objs) {
   out.push({ service: "runner", container: runnerObjects(objs).pod.spec.containers[0] });
   return out;
 }
+
+describe("probes", () => {
+  test("variant (probes.type grpc): readiness is a native gRPC probe of the container port; startup and liveness stay GET /healthz", async () => {
+    const objs = await rendered("variant");
+    const deployments = byKind(objs, "Deployment");
+    assert.ok(deployments.length > 0);
+    for (const d of deployments) {
+      const [c] = d.spec.template.spec.containers;
+      const svc = component(d);
+      assert.deepEqual(c.readinessProbe.grpc, { port: c.ports[0].containerPort }, svc);
+      assert.equal(c.readinessProbe.httpGet, undefined, svc);
+      assert.equal(c.livenessProbe.httpGet.path, "/healthz", svc);
+      assert.equal(c.startupProbe.httpGet.path, "/healthz", svc);
+    }
+  });
+});
 
 describe("env contract with the services' src/config.ts", () => {
   for (const name of ["defaults", "production", "variant"]) {

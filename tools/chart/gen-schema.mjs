@@ -281,6 +281,7 @@ export const schema = {
       endpoint: ref("optionalUrl"),
       serviceNamePrefix: str({ minLength: 1, pattern: "^[a-zA-Z0-9._-]+$" }),
     }),
+    probes: obj({ type: { enum: ["http", "grpc"] } }),
     metrics: obj({
       podAnnotations: bool(),
       serviceMonitor: obj({ enabled: bool(), interval: str({ pattern: "^[0-9]+(ms|s|m|h)$" }), labels: ref("stringMap") }),
