@@ -35,6 +35,7 @@ export {
   withLinkedSpan,
   activeSpanContext,
   extractTraceContext,
+  traceContextFromMeta,
 } from "./tracing.js";
 export type { TracingOptions } from "./tracing.js";
 export { sealSecretEnvironment, isSecretEnvName } from "./sealed-env.js";

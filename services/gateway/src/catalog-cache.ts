@@ -25,6 +25,8 @@ export type CatalogCaller = Pick<Caller, "admissionProfile" | "oauthClientId"> &
 
 export interface CatalogCache {
   get(caller: CatalogCaller, host: HostProfile): Promise<AdmittedCatalog>;
+  /** Asks the registry without touching the cache (MCP initialize: once per session, off the call path). */
+  fresh?(caller: CatalogCaller, host: HostProfile): Promise<AdmittedCatalog>;
 }
 
 /** Catalogs kept at most (one per tenant, client and profile seen); the oldest goes first. */
@@ -54,6 +56,7 @@ export function createCatalogCache(registry: Client<typeof ToolRegistryService>,
     };
   };
   return {
+    fresh: load,
     get(caller, host) {
       const key = JSON.stringify([caller.admissionProfile, host, caller.principal.clientId, caller.oauthClientId ?? ""]);
       const now = Date.now();

@@ -29,7 +29,7 @@ import {
 } from "@webcodex/contracts";
 import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
 import type { HostProfile, InputNormalization, ModelWorkflowPolicy, NormalizeContext, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { argumentShape, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
+import { argumentShape, measureCanonical, measureProjection, principalHeaders, traceContextFromMeta, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import { auditNotDurableFailure, captureCall } from "./audit-capture.js";
@@ -82,6 +82,15 @@ export interface ModelResult {
 
 /** What the pipeline sets on a call's span: codes and identifiers only. */
 type CallSpan = { setAttribute(key: string, value: string): unknown } | undefined;
+
+/** What the MCP request itself says about a call, for its span (never arguments). */
+export interface McpRequestFacts {
+  /** The client's JSON-RPC request id. */
+  requestId?: string | number;
+  /** The request's params._meta (traceparent, tracestate). */
+  meta?: Record<string, unknown>;
+  sessionId?: string;
+}
 
 /**
  * The admission of a call: the catalog it was admitted against, or the failure that refused
@@ -230,8 +239,23 @@ export function createPipeline(deps: PipelineDeps) {
    * or not, produces exactly one ActionAudit record, captured from the canonical outcome before
    * the Host sees anything; an effectful call is acknowledged only once its record is durable.
    */
-  function call(caller: Caller, tool: string, rawArgs: unknown, signal: AbortSignal): Promise<ModelResult> {
-    return withSpan("tools/call", { "webcodex.client_id": caller.principal.clientId }, (span) => callInSpan(caller, tool, rawArgs, signal, span));
+  function call(caller: Caller, tool: string, rawArgs: unknown, signal: AbortSignal, mcp?: McpRequestFacts): Promise<ModelResult> {
+    // OpenTelemetry MCP semantic conventions: `tools/call {tool}`, a child of the trace context
+    // the client sent in params._meta (else of the HTTP request's). Never arguments or results.
+    const attributes: Record<string, string> = {
+      "webcodex.client_id": caller.principal.clientId,
+      "mcp.method.name": "tools/call",
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": forwardedCall(tool, rawArgs).tool,
+      ...(mcp?.requestId !== undefined ? { "jsonrpc.request.id": String(mcp.requestId) } : {}),
+      ...(mcp?.sessionId !== undefined ? { "mcp.session.id": mcp.sessionId } : {}),
+    };
+    return withSpan(
+      `tools/call ${attributes["gen_ai.tool.name"]}`,
+      attributes,
+      (span) => callInSpan(caller, tool, rawArgs, signal, span),
+      traceContextFromMeta(mcp?.meta),
+    );
   }
 
   async function callInSpan(caller: Caller, requestedTool: string, requestedArgs: unknown, signal: AbortSignal, span: CallSpan): Promise<ModelResult> {
@@ -333,7 +357,11 @@ export function createPipeline(deps: PipelineDeps) {
 
     const reasonCode = result.isError ? String(result.structuredContent["reason_code"] ?? "") : "";
     span?.setAttribute("webcodex.tool", toolName);
-    if (reasonCode) span?.setAttribute("webcodex.reason_code", reasonCode);
+    if (reasonCode) {
+      span?.setAttribute("webcodex.reason_code", reasonCode);
+      // semconv: error.type names the class of failure (a tool error is a result, not a throw).
+      span?.setAttribute("error.type", reasonCode);
+    }
     callMetrics?.observeCall({
       tool: toolName,
       outcome: result.isError ? CallOutcome.failure : CallOutcome.success,

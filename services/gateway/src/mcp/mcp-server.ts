@@ -78,7 +78,8 @@ export async function createMcpServer(deps: {
     const caller = extra.authInfo?.extra?.["caller"] as Caller | undefined;
     if (!caller) return result;
     // The registry unreachable: initialize still answers; tools/list and calls fail closed on their own.
-    const catalog = await deps.catalogs.get(caller, caller.hostProfile ?? deps.hostProfile).catch(() => undefined);
+    const host = caller.hostProfile ?? deps.hostProfile;
+    const catalog = await (deps.catalogs.fresh ? deps.catalogs.fresh(caller, host) : deps.catalogs.get(caller, host)).catch(() => undefined);
     return catalog?.withheld ? { ...result, instructions: serverInstructions(catalog.withheld) } : result;
   });
   const appResources = resourcesListResult(deps.appResources);
@@ -113,7 +114,9 @@ export async function createMcpServer(deps: {
           }, PROGRESS_INTERVAL_MS);
     let result;
     try {
-      result = await deps.pipeline.call(caller, req.params.name, req.params.arguments ?? {}, extra.signal);
+      const requestId = transport.clientRequestId(Number(extra.requestId));
+      const facts = { ...(requestId !== undefined ? { requestId } : {}), ...(req.params._meta ? { meta: req.params._meta } : {}) };
+      result = await deps.pipeline.call(caller, req.params.name, req.params.arguments ?? {}, extra.signal, facts);
     } finally {
       if (heartbeat) clearInterval(heartbeat);
     }
