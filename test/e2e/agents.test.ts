@@ -253,7 +253,10 @@ function scenario(setup: () => Clients) {
       attempt_ref: attempt["attempt_ref"],
       changes: [{ kind: "create", path: "notes.txt", content: "by the worker\n" }],
     });
-    assert.deepEqual(edit["paths"], ["notes.txt"]);
+    assert.deepEqual(
+      (edit["files"] as Array<Record<string, unknown>>).map((f) => f["path"]),
+      ["notes.txt"],
+    );
     const ran = await ok(worker, "run_shell", { project: workerProject, attempt_ref: attempt["attempt_ref"], command: "cat notes.txt" });
     assert.match(JSON.stringify(ran), /by the worker/);
 

@@ -186,8 +186,8 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
         { replace_exact: { old_text: "= 1;", new_text: "= 2;" }, expected_match_count: 3 },
       ]);
       assert.equal(isError, false, JSON.stringify(result));
-      assert.equal(result["changed"], true);
-      assert.ok(!("dry_run" in result) && !("execution_state" in result));
+      assert.ok(!("changed" in result) && !("paths" in result), "files is the one place for the paths and whether they changed");
+      assert.ok(!("dry_run" in result) && !("execution_state" in result) && !("undo" in result));
       assert.equal((result["change_summary"] as Record<string, unknown>)["replacements"], 3);
       const [file] = result["files"] as Array<Record<string, unknown>>;
       assert.ok(

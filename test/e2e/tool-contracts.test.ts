@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { toolDefinition } from "@webcodex/contracts";
+import { repeatedFacts, toolDefinition } from "@webcodex/contracts";
 import { callTool, executeFollowUp, followUpTargetTool, openDevProject, readRevision } from "../support/index.js";
 import type { DevProject, ToolOutcome } from "../support/index.js";
 
@@ -18,6 +18,7 @@ const FILES = {
   "README.md": "# contracts\n",
   "src/a.ts": "export const a = 1;\nexport const b = 1;\n",
   "src/deep/b.ts": "export const c = 1;\n",
+  ".agents/skills/contracts/SKILL.md": "---\nname: contracts\ndescription: Check the contract suite.\n---\nRun it.\n",
 };
 
 interface FollowUp {
@@ -72,6 +73,9 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
     for (const child of Object.values(v)) collectFollowUps(child, from);
   };
 
+  /** Every success result this suite receives, by tool: the sample the sparse-result check runs over. */
+  const successes: Array<{ tool: string; result: unknown }> = [];
+
   before(async () => {
     dev = await openDevProject(FILES, { name: "contracts" });
     ({ projectDir, client, project } = dev);
@@ -81,7 +85,9 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const match = received.get(JSON.stringify([params.name, params.arguments ?? {}]));
       if (match) match.executed = true;
       const res = await (callToolOf as (...a: unknown[]) => Promise<{ structuredContent?: unknown }>)(params, ...rest);
-      collectFollowUps(res.structuredContent, params.name === "call_runtime_tool" ? String(params.arguments?.["tool"]) : params.name);
+      const tool = params.name === "call_runtime_tool" ? String(params.arguments?.["tool"]) : params.name;
+      collectFollowUps(res.structuredContent, tool);
+      if ((res as { isError?: boolean }).isError !== true && res.structuredContent !== undefined) successes.push({ tool, result: res.structuredContent });
       return res;
     }) as typeof client.callTool;
   });
@@ -232,6 +238,8 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       });
       return {
         list_tools: () => ({}),
+        list_skills: () => ({ project }),
+        read_skill: () => ({ project, skill: "contracts" }),
         get_runtime_status: () => ({ compact: false }),
         list_project_files: () => ({ project, path: "src" }),
         search_file_context: () => ({ project, path: "src/a.ts", pattern: "const" }),
@@ -488,7 +496,9 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const stale = await callTool(client, "edit_project_files", { project, changes: [{ ...change, expected_read_revision: first }] });
       assert.deepEqual([stale.isError, stale.result["reason_code"]], [true, "stale_read_revision"]);
       const evidence = stale.result["evidence"] as Record<string, unknown>;
-      assert.deepEqual(evidence["anchors"], [{ edit_index: 0, match_count: 1, excerpts: [{ start_line: 1, text: "# Notes\n\nstatus: draft\nowner: ops\n" }] }]);
+      assert.deepEqual(evidence["anchors"], [
+        { edit_index: 0, match_count: 1, excerpts: [{ start_line: 1, text: "# Notes\n\nstatus: draft\nowner: ops\n", match_lines: [3] }] },
+      ]);
       assert.equal(evidence["current_read_revision"], await revisionOf("notes.md"));
       const retried = await callTool(client, "edit_project_files", {
         project,
@@ -498,7 +508,7 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       assert.equal(readFileSync(join(projectDir, "notes.md"), "utf8"), "# Notes\n\nstatus: final\nowner: ops\n");
     });
 
-    it("an applied edit's undo, executed unchanged, restores the exact bytes; run after a later change it fails stale", async () => {
+    it("an applied edit's undo (asked for with include_undo), executed unchanged, restores the exact bytes; run after a later change it fails stale", async () => {
       writeFileSync(join(projectDir, "tax.ts"), "export const rate = 0.2;\nexport const other = 0.2;\n");
       const before = readFileSync(join(projectDir, "tax.ts"), "utf8");
       const edit = (rev: unknown) =>
@@ -508,6 +518,7 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
             { kind: "edit", path: "tax.ts", expected_read_revision: rev, edits: [{ replace_exact: { old_text: "rate = 0.2", new_text: "rate = 0.25" } }] },
             { kind: "create", path: "made.txt", content: "x\n" },
           ],
+          include_undo: true,
         });
       const edited = await edit(await revisionOf("tax.ts"));
       assert.equal(edited.isError, false, JSON.stringify(edited.result));
@@ -657,5 +668,10 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
         [],
       );
     });
+  });
+  it("no field of any success result this suite received repeats another field's fact", () => {
+    assert.ok(new Set(successes.map((s) => s.tool)).size >= 10, `results of many tools were checked: ${[...new Set(successes.map((s) => s.tool))].join(", ")}`);
+    const repeated = successes.flatMap(({ tool, result }) => repeatedFacts(result).map((r) => `${tool}: ${r}`));
+    assert.deepEqual([...new Set(repeated)], []);
   });
 });

@@ -564,6 +564,8 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_MCP_SESSION_KEY: "a random key per gateway process: an MCP Apps Host routed to another replica sees no cards until it initializes again",
     WEBCODEX_OAUTH_ADMIN_CLAIM: "set from oauth.adminClaim when not empty; empty uses the tenant preset's claim",
     WEBCODEX_READY_PROJECTS: "on Kubernetes Runners start per Project on demand, so readiness waits for no particular Project",
+    WEBCODEX_SKILL_CATALOGS_DIR:
+      "set (to the read-only mount) only when gateway.skillCatalogs.existingClaim names a claim; unset means no tenant skill catalogs",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
   "tool-registry": {
@@ -774,6 +776,23 @@ describe("env contract with the services' src/config.ts", () => {
     const defaults = envOf(runnerObjects(await rendered("defaults")).pod.spec.containers[0]);
     assert.equal(defaults.WEBCODEX_RUNNER_SENSITIVE_WRITE_GLOBS, undefined, "empty keeps the Runner's defaults");
     assert.equal(defaults.WEBCODEX_RUNNER_DISABLED_CAPABILITIES, undefined);
+  });
+
+  test("gateway.skillCatalogs.existingClaim mounts that claim read-only and points WEBCODEX_SKILL_CATALOGS_DIR at it; unset, neither", async () => {
+    const gatewayOf = (objs) => find(objs, "Deployment", "gateway").spec.template.spec;
+    const spec = gatewayOf(await template(["--set", "gateway.skillCatalogs.existingClaim=skills-pvc"]));
+    const volume = spec.volumes.find((v) => v.name === "skill-catalogs");
+    assert.deepEqual(volume?.persistentVolumeClaim, { claimName: "skills-pvc", readOnly: true });
+    const mount = spec.containers[0].volumeMounts.find((m) => m.name === "skill-catalogs");
+    assert.deepEqual([mount?.mountPath, mount?.readOnly], ["/etc/webcodex/skill-catalogs", true]);
+    assert.equal(envOf(spec.containers[0]).WEBCODEX_SKILL_CATALOGS_DIR?.value, "/etc/webcodex/skill-catalogs");
+    const defaults = gatewayOf(await rendered("defaults"));
+    assert.ok(!defaults.volumes.some((v) => v.name === "skill-catalogs"));
+    assert.equal(envOf(defaults.containers[0]).WEBCODEX_SKILL_CATALOGS_DIR, undefined);
+    assert.ok(
+      defaults.containers[0].volumeMounts.some((m) => m.name === "audit-spool"),
+      "the audit spool stays mounted",
+    );
   });
 
   test("runner.disabledCapabilities takes only capability names a Runner can withhold", async () => {

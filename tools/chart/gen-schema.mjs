@@ -295,6 +295,7 @@ export const schema = {
       rateLimitBurst: int({ minimum: 0 }),
       rateLimits: map(int({ minimum: 0 }), { propertyNames: ref("clientId") }),
       auditSpool: obj({ sizeLimit: ref("quantity") }),
+      skillCatalogs: obj({ existingClaim: str({ pattern: "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 253 }) }),
       service: obj({
         type: { enum: ["ClusterIP", "NodePort", "LoadBalancer"] },
         annotations: ref("stringMap"),

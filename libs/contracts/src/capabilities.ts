@@ -34,6 +34,8 @@ const rows = [
   { id: "fencedExecution", wire: "fenced_execution_v1", default: false, baselineV2: false },
   /** Calls made for an Agent Attempt carry its (task, fence); a fence below the Task's durable mark is refused. */
   { id: "attemptFencing", wire: "attempt_fencing_v1", default: false, baselineV2: false },
+  /** list_skills/read_skill: the Runner reads the project's Agent Skills (.agents/skills, .claude/skills). */
+  { id: "projectSkills", wire: "project_skills_v1", default: false, baselineV2: false },
 ] as const satisfies ReadonlyArray<{ id: string; wire: string; default: false; baselineV2: boolean }>;
 
 export type RunnerCapabilityId = (typeof rows)[number]["id"];

@@ -46,6 +46,11 @@ function attemptTuple<E extends Record<string, JsonSchema>, const R extends read
 const EDIT_LIMITS = { max_changes: 256, max_edits_per_change: 256, max_expected_match_count: 1024, undo_max_bytes: 8 * 1024 } as const;
 /** import_host_files' ceilings (decoded bytes; a request body is at most 8 MiB). */
 const IMPORT_LIMITS = { max_files: 64, max_file_bytes: 4 * 1024 * 1024, max_call_bytes: 6 * 1024 * 1024 } as const;
+/**
+ * list_skills' and read_skill's budgets: the catalog page (bytes of the serialized skills), one
+ * body or resource slice (bytes), and the resources one read_skill lists.
+ */
+const SKILL_LIMITS = { catalog_bytes: 8 * 1024, body_bytes: 16 * 1024, max_resources: 64 } as const;
 /** What a search proves with read_revisions: at most this many files, each at most this large. */
 const SEARCH_LIMITS = { revision_files: 20, revision_file_bytes: 1024 * 1024 } as const;
 
@@ -114,6 +119,7 @@ const runResult = [
 /** Top-level fields of a StructuredValidation result (completed, or pending like a run). */
 const validationResult = [
   "status",
+  "detail",
   "checks",
   "failures",
   "truncated",
@@ -331,6 +337,45 @@ const definitions = (
         "recovered_writes",
       ],
     },
+    // ── skills ──
+    {
+      name: "list_skills",
+      category: "skills",
+      description:
+        "Agent Skills you can use: the project's (.agents/skills, .claude/skills; needs `project`) and your team's catalog. Each: name, description, source (project|tenant), revision, valid (else problem says why). A project skill shadows a tenant one of the same name (shadows). At most {{catalog_bytes}} bytes of skills per page; a cut page says omitted and next_cursor: pass it as `cursor` for the rest. Then read_skill the one a task needs.",
+      inputSchema: object({ project, cursor: str("next_cursor from the previous page.") }),
+      effect: "read_only",
+      risk: "low",
+      authority: "project_read",
+      execution: "gateway",
+      limits: SKILL_LIMITS,
+      implemented: true,
+      resultFields: ["skills", "omitted", "next_cursor"],
+      requiredCapabilities: () => ["projectSkills"],
+    },
+    {
+      name: "read_skill",
+      category: "skills",
+      description:
+        "One skill's SKILL.md as body (byte-exact), at most {{body_bytes}} bytes per call; complete:false gives next_offset: pass it as `offset` for the rest. revision changes with the file: a complete body you hold with the same revision need not be re-read. resources lists its other files (up to {{max_resources}}): read a project skill's with read_files, a tenant skill's with `resource` (read-only).",
+      inputSchema: object(
+        {
+          skill: str("Skill name from list_skills.", { minLength: 1, maxLength: 128 }),
+          project,
+          offset: int("Byte offset: next_offset from the previous call.", { minimum: 0 }),
+          resource: str("A resources path of this skill, read instead of SKILL.md."),
+        },
+        ["skill"],
+      ),
+      effect: "read_only",
+      risk: "low",
+      authority: "project_read",
+      execution: "gateway",
+      limits: SKILL_LIMITS,
+      implemented: true,
+      resultFields: ["name", "source", "revision", "body", "complete", "next_offset", "resources", "resources_omitted", "path", "resource"],
+      requiredCapabilities: () => ["projectSkills"],
+    },
     // ── files ──
     {
       name: "read_files",
@@ -465,12 +510,13 @@ const definitions = (
       name: "edit_project_files",
       category: "files",
       description:
-        "Guarded, all-or-nothing change to files. kind edit: replace_exact old_text must match once, or pick occurrence:n, or expected_match_count:N replaces all N (nothing written if the count differs). line_scope narrows matches. Also create, delete, move. dry_run:true returns match_count and match_ranges, writes nothing.",
+        "Guarded atomic file changes. edit: replace_exact old_text matches once, or occurrence:n or expected_match_count:N replaces all N (else no write), line_scope narrows. Also create, delete, move. dry_run:true: match_count, match_ranges, no write. include_undo:true: its guarded inverse (undo).",
       inputSchema: object(
         {
           project,
           changes: array(fileChange, undefined, { minItems: 1, maxItems: EDIT_LIMITS.max_changes }),
           dry_run: bool(undefined, { default: false }),
+          include_undo: bool(),
           session_id: sessionId,
           attempt_ref: attemptRef,
         },
@@ -484,7 +530,7 @@ const definitions = (
       direct: { rank: 3, reason: "CoreWorkflow" },
       projectSuccess: compactEdit,
       implemented: true,
-      resultFields: ["changed", "paths", "change_summary", "files", "dry_run", "execution_state", "undo"],
+      resultFields: ["files", "change_summary", "dry_run", "execution_state", "undo"],
       requiredCapabilities: (args) => {
         const changes = Array.isArray(args["changes"]) ? (args["changes"] as Array<Record<string, unknown>>) : [];
         const bulk = changes.some(
@@ -649,7 +695,7 @@ const definitions = (
     {
       name: "project_validate",
       description:
-        "Run the project's own validators, detected from its files (tsconfig, ESLint config, package.json test script, pytest, go.mod, Cargo.toml), and return parsed results: status passed|failed|error|unparsed, per-check counts, failures with path/line/column/test. checks narrows (default typecheck, lint, test; build on request); skipped checks say why. Pending with job_id like run_* when still running at wait_ms.",
+        "Run the project's own validators, detected from its files (tsconfig, ESLint config, package.json test script, pytest, go.mod, Cargo.toml), and return parsed results: status passed|failed|error|unparsed, per-check counts, failures with path/line/column/test. Monorepos: each path runs in its nearest package; without paths, the root and its workspace packages (package.json/pnpm workspaces, go.work and nested go.mod, Cargo members, pyproject.toml subprojects) each run in their directory, named by `package` (at most 8 per call; the rest skipped as package_limit). checks narrows (default typecheck, lint, test; build on request); skipped checks say why. Pending with job_id like run_* when still running at wait_ms.",
       inputSchema: object(
         {
           project,
@@ -702,7 +748,7 @@ const definitions = (
     {
       name: "go_test",
       description:
-        "go test -json, parsed: test counts, failing tests with file/line, build errors. Same result shape and pending contract as project_validate.",
+        "go test -json, parsed: test counts, failing tests with file/line, build errors. Each pattern runs in the Go module holding its directory (nested modules, go.work members); go's usage errors are status error with a detail code. Same result shape and pending contract as project_validate.",
       inputSchema: object(
         {
           project,

@@ -38,17 +38,48 @@ export function compactBatch(result: Json, key: string): Json {
 }
 
 /**
- * An applied edit omits dry_run=false, a completed execution state and the applied count,
- * and its files do not repeat the change_summary's counts (per-file replacements). A dry run,
- * and any other execution state, keep their detail.
+ * An edit result states each fact once. `files` is the one place for paths and revisions: per
+ * file its path, its new `read_revision` (a move: under the destination; a delete: no
+ * revision) and `changed: false` only for a file the call left as it was; `kind` is the
+ * caller's own input. The top-level `paths` and `changed` repeated that list; `change_summary`
+ * keeps only the counts no list shows (edits applied, replacements, deletions), none that is
+ * zero. An applied edit also omits dry_run=false, a completed execution state and the applied
+ * count. A dry run keeps its per-edit match detail; any other execution state keeps everything.
  */
 export function compactEdit(result: Json): Json {
-  if (result["dry_run"] !== false) return result;
+  const dry = result["dry_run"] === true;
+  if (!dry && (result["dry_run"] !== false || result["execution_state"] !== "completed")) return result;
   // undo_changes reach the model as the `undo` follow-up the gateway builds from them.
-  const { dry_run: _d, applied_count: _a, undo_changes: _u, ...rest } = result;
-  if (rest["execution_state"] === "completed") delete rest["execution_state"];
-  if (Array.isArray(rest["files"])) rest["files"] = rest["files"].map((f: unknown) => (isObject(f) ? (({ replacements: _r, ...file }: Json) => file)(f) : f));
-  return rest;
+  const { dry_run: _d, applied_count: _a, undo_changes: _u, execution_state: _e, paths: _p, changed: _c, change_summary, files, ...rest } = result;
+  const out: Json = dry ? { dry_run: true, ...rest } : { ...rest };
+  if (Array.isArray(files)) {
+    out["files"] = files.flatMap((f: unknown) => {
+      if (!isObject(f)) return [f];
+      const { path, kind, destination, changed, replacements: _r, read_revision, ...more } = f;
+      if (!dry && kind === "delete" && changed !== false) return [];
+      return [
+        {
+          path: !dry && kind === "move" && typeof destination === "string" ? destination : path,
+          ...(dry && destination !== undefined ? { destination } : {}),
+          ...(read_revision !== undefined ? { read_revision } : {}),
+          ...(changed === false ? { changed: false } : {}),
+          ...more,
+        },
+      ];
+    });
+  }
+  if (isObject(change_summary)) {
+    const counts = Object.fromEntries(
+      Object.entries(change_summary).filter(([k, v]) => v !== 0 && (k === "edits_applied" || k === "replacements" || k === "deleted")),
+    );
+    // Edits that each replaced exactly one match did what a unique-match edit says: no count to add.
+    if (counts["edits_applied"] !== undefined && counts["edits_applied"] === counts["replacements"]) {
+      delete counts["edits_applied"];
+      delete counts["replacements"];
+    }
+    if (Object.keys(counts).length > 0) out["change_summary"] = counts;
+  }
+  return out;
 }
 
 /**
@@ -134,15 +165,17 @@ const VALIDATION_BOOKKEEPING = ["execution_state", "job_id", "state", "exit_code
 
 /**
  * project_validate, cargo_check, cargo_test, go_test: a validation run that ended by itself
- * within the wait and gave a verdict (passed or failed) drops Job bookkeeping and per-check
- * timings; the verdict, checks, failures and truncation facts stay. A pending, killed, timed
- * out, uncertain or unreadable run stays rich.
+ * within the wait with the validation process's own answer (a verdict, a toolchain's usage
+ * error, nothing detected: no `exit_code`, which only a process that did not answer keeps)
+ * drops Job bookkeeping and per-check timings; the status, checks, failures and truncation
+ * facts stay. A pending, killed, timed out, crashed or uncertain run stays rich.
  */
 export function compactValidation(result: Json): Json {
   const clean =
     result["execution_state"] === "completed" &&
     result["state"] === "completed" &&
-    (result["status"] === "passed" || result["status"] === "failed") &&
+    typeof result["status"] === "string" &&
+    result["exit_code"] === undefined &&
     result["outcome_unknown"] === undefined &&
     result["follow_up"] === undefined;
   if (!clean) return result;

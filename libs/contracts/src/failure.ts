@@ -56,6 +56,7 @@ export const ReasonCode = {
   // execution
   executionFailed: "execution_failed",
   jobNotFound: "job_not_found",
+  skillNotFound: "skill_not_found",
   // git
   notAGitRepository: "not_a_git_repository",
   gitFailed: "git_failed",

@@ -117,6 +117,8 @@ export function undoEditFollowUp(project: string, changes: readonly Record<strin
   return buildFollowUp("fallback_recovery", "edit_project_files", {
     project,
     changes,
+    // The undo offers its own inverse (a redo), as the edit it reverses did.
+    include_undo: true,
     ...(sessionId !== undefined ? { session_id: sessionId } : {}),
     ...(attemptRef !== undefined ? { attempt_ref: attemptRef } : {}),
   });

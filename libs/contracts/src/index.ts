@@ -7,6 +7,7 @@ export { runnerArguments } from "./runner-arguments.js";
 export type { GatewayArgument, RunnerArguments } from "./runner-arguments.js";
 export { renderLimitText, clampText } from "./limit-text.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
+export { BUILTIN_BOOTSTRAP_GUIDANCE_MAX_CHARS, SKILLS_BOOTSTRAP_HINT } from "./bootstrap.js";
 export type { ToolDefinition, DirectPolicy, DirectReason, Risk, Authority, ExecutionForm, ClampRule } from "./tool-definition.js";
 export {
   admittedTools,
@@ -92,6 +93,7 @@ export type { RunnerCapabilityId, RunnerCapabilityWire, RunnerCapabilityRow } fr
 // For contract tests and docs generation:
 export type { JsonSchema } from "./json-schema.js";
 export { sampleToolArgs, sampleToolArgVariants } from "./sample-args.js";
+export { repeatedFacts } from "./repeated-facts.js";
 export { followUpBuilders } from "./follow-up.js";
 export { renderToolsDoc } from "./tools-doc.js";
 export { renderResultsDoc } from "./results-doc.js";

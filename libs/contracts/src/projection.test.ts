@@ -126,12 +126,46 @@ test("a batch with a truncated, uncertain or search-fallback item keeps every fu
   for (const q of searches) assert.deepEqual(compactBatch({ results: [q] }, "results"), { results: [q] }, JSON.stringify(q));
 });
 
-test("an applied edit omits dry_run=false, a completed execution state and applied counts; a dry run keeps them", () => {
-  assert.deepEqual(Object.keys(compactEdit(appliedEdit())).sort(), ["change_summary", "changed", "files", "paths"]);
+test("an applied edit states each fact once: files hold paths and revisions, no top-level paths/changed, no bookkeeping", () => {
+  assert.deepEqual(compactEdit(appliedEdit()), { files: [{ path: "a", read_revision: "r2" }] });
   const dry = { dry_run: true, files: [] };
   assert.deepEqual(compactEdit(dry), dry);
   const unsure = { ...appliedEdit(), execution_state: "unknown" };
-  assert.equal(compactEdit(unsure)["execution_state"], "unknown", "only a completed state is bookkeeping");
+  assert.deepEqual(compactEdit(unsure), unsure, "only a completed state is bookkeeping; anything else keeps every fact");
+});
+
+test("an edit's files: a move under its destination, a delete only in the counts, an unchanged file says changed:false", () => {
+  const projected = compactEdit({
+    ...appliedEdit(),
+    paths: ["a", "b", "c", "d", "e"],
+    change_summary: { files_changed: 3, edits_applied: 1, replacements: 3, created: 0, deleted: 1, moved: 1 },
+    files: [
+      { path: "a", kind: "edit", changed: true, read_revision: "r2", replacements: 3 },
+      { path: "b", kind: "move", destination: "c", changed: true, read_revision: "r3", replacements: 0 },
+      { path: "d", kind: "delete", changed: true, replacements: 0 },
+      { path: "e", kind: "edit", changed: false, read_revision: "r4", replacements: 0 },
+    ],
+  });
+  assert.deepEqual(projected, {
+    change_summary: { edits_applied: 1, replacements: 3, deleted: 1 },
+    files: [
+      { path: "a", read_revision: "r2" },
+      { path: "c", read_revision: "r3" },
+      { path: "e", read_revision: "r4", changed: false },
+    ],
+  });
+  const dry = compactEdit({
+    dry_run: true,
+    changed: true,
+    paths: ["a"],
+    change_summary: { files_changed: 1, edits_applied: 1, replacements: 2, created: 0, deleted: 0, moved: 0 },
+    files: [{ path: "a", kind: "edit", changed: true, replacements: 2, edits: [{ edit_index: 0, match_count: 2, match_ranges: [] }] }],
+  });
+  assert.deepEqual(dry, {
+    dry_run: true,
+    change_summary: { edits_applied: 1, replacements: 2 },
+    files: [{ path: "a", edits: [{ edit_index: 0, match_count: 2, match_ranges: [] }] }],
+  });
 });
 
 test("a proven synchronous exit-zero shell success drops bookkeeping; failures, timeouts and pending stay rich", () => {
@@ -176,11 +210,6 @@ test("a rich run result carries its output once and one state field; effective l
   );
   const pending = compactRun({ execution_state: "pending", job_id: "j", effective: { timeout_ms: 1, wait_ms: 2 } });
   assert.deepEqual(pending, { execution_state: "pending", job_id: "j" });
-});
-
-test("an applied edit's files do not repeat the change_summary counts", () => {
-  const projected = compactEdit({ ...appliedEdit(), files: [{ path: "a", kind: "edit", changed: true, read_revision: "r2", replacements: 3 }] });
-  assert.deepEqual(projected["files"], [{ path: "a", kind: "edit", changed: true, read_revision: "r2" }]);
 });
 
 test("a shell success with an unobserved end, a follow-up or recovery is not compacted", () => {
@@ -246,14 +275,12 @@ test("truncated false/true/null/absent and outcome_unknown stay distinct through
   }
 });
 
-test("a validation verdict reached within the wait drops Job bookkeeping; timeouts, pending and uncertainty stay rich", () => {
+test("a validation answer reached within the wait drops Job bookkeeping; timeouts, crashes, pending and uncertainty stay rich", () => {
+  // The validation process's own answer carries no exit code (its status is the verdict).
   const life = {
     execution_state: "completed",
     job_id: "job_1",
     state: "completed",
-    exit_code: 1,
-    signal: null,
-    timed_out: false,
     duration_ms: 900,
     started_at: "2026-01-01T00:00:00.000Z",
     effective: { timeout_ms: 120000, wait_ms: 10000 },
@@ -280,6 +307,7 @@ test("a validation verdict reached within the wait drops Job bookkeeping; timeou
   const timedOut = {
     ...life,
     state: "timed_out",
+    exit_code: null,
     timed_out: true,
     signal: "SIGTERM",
     status: "error",
@@ -293,6 +321,20 @@ test("a validation verdict reached within the wait drops Job bookkeeping; timeou
   assert.deepEqual(compactValidation(pending), pending);
   const uncertain = { ...life, ...verdict, outcome_unknown: true };
   assert.deepEqual(compactValidation(uncertain), uncertain);
-  const unparsed = { ...life, ...verdict, status: "unparsed" };
-  assert.deepEqual(compactValidation(unparsed), unparsed);
+  const crashed = {
+    ...life,
+    exit_code: 70,
+    signal: null,
+    timed_out: false,
+    status: "error",
+    detail: "validator_crashed",
+    checks: [],
+    failures: [],
+    truncated: false,
+  };
+  assert.deepEqual(compactValidation(crashed), crashed);
+  const nothing = { status: "error", detail: "nothing_detected", checks: [], failures: [], truncated: false, notes: ["no validator"] };
+  assert.deepEqual(compactValidation({ ...life, ...nothing }), nothing, "nothing detected is not reported like a failed run");
+  const usage = { ...verdict, status: "error", checks: [{ ...verdict.checks[0], status: "error", detail: "go_package_pattern_invalid" }] };
+  assert.equal(compactValidation({ ...life, ...usage })["job_id"], undefined);
 });

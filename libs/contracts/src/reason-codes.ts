@@ -237,6 +237,12 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     meaning: "No Job with this id in this project.",
     no_follow_up: "Job ids come from pending results; none can be recovered by a call.",
   },
+  skill_not_found: {
+    stages: ["resolution"],
+    retry: "change_first",
+    meaning: "No readable skill with this name in the project's skills or your tenant's catalog (detail_code says which), or no such resource in it.",
+    no_follow_up: "Which skill to read is the caller's choice; list_skills names every skill it can read.",
+  },
   not_a_git_repository: {
     stages: ["resolution"],
     retry: "no",

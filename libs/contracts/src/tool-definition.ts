@@ -18,6 +18,7 @@ export const ToolCategory = {
   agents: "agents",
   presentation: "presentation",
   status: "status",
+  skills: "skills",
 } as const;
 export type ToolCategory = (typeof ToolCategory)[keyof typeof ToolCategory];
 

@@ -3,6 +3,7 @@ import type { Env } from "@webcodex/platform";
 import { GOAL_SELECTIONS, HOST_PROFILES, modelWorkflowPolicyFrom, UNATTENDED_CONTINUATIONS } from "@webcodex/contracts";
 import type { HostProfile, ModelWorkflowPolicy } from "@webcodex/contracts";
 import type { TenantPreset } from "./auth/tenancy.js";
+import { skillCatalogsDirFrom } from "./skills/catalogs-dir.js";
 
 export const gatewayConfigSpec = {
   port: { kind: "int", env: "WEBCODEX_PORT", default: 8080, min: 0, max: 65535 },
@@ -93,6 +94,11 @@ export const gatewayConfigSpec = {
     env: "WEBCODEX_AUDIT_SPOOL_DIR",
     doc: "Durable spool for audit records the audit service cannot take now; without it an effectful call's record waits in memory only",
   },
+  skillCatalogsDir: {
+    kind: "string",
+    env: "WEBCODEX_SKILL_CATALOGS_DIR",
+    doc: "Directory with one Agent Skills catalog per tenant (<dir>/<tenant>/<skill>/SKILL.md), read-only; unset: no tenant catalogs",
+  },
   readyProjects: {
     kind: "string",
     env: "WEBCODEX_READY_PROJECTS",
@@ -107,6 +113,13 @@ export const loadConfig = (env: Env) => {
   // readConfig has checked the value against HOST_PROFILES.
   // readConfig has checked both values against their vocabularies.
   const workflowPolicy: ModelWorkflowPolicy = modelWorkflowPolicyFrom(config.goalSelection, config.unattendedContinuation);
-  return { ...config, hostProfile: config.hostProfile as HostProfile, oauthTenantPreset: config.oauthTenantPreset as TenantPreset, workflowPolicy };
+  const skillCatalogsDir = skillCatalogsDirFrom(config.skillCatalogsDir);
+  return {
+    ...config,
+    hostProfile: config.hostProfile as HostProfile,
+    oauthTenantPreset: config.oauthTenantPreset as TenantPreset,
+    workflowPolicy,
+    skillCatalogsDir,
+  };
 };
 export type GatewayConfig = ReturnType<typeof loadConfig>;

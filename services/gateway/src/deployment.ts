@@ -28,7 +28,16 @@ export function tenancyOptions(
 
 export type DeploymentOptions = Pick<
   GatewayDeps,
-  "publicUrl" | "allowedHosts" | "hostProfile" | "auditSpoolDir" | "oauth" | "readOnlyClients" | "rateLimit" | "workflowPolicy" | "mcpSessionKey"
+  | "publicUrl"
+  | "allowedHosts"
+  | "hostProfile"
+  | "auditSpoolDir"
+  | "oauth"
+  | "readOnlyClients"
+  | "rateLimit"
+  | "workflowPolicy"
+  | "mcpSessionKey"
+  | "skillCatalogsDir"
 >;
 
 export function deploymentOptions(config: GatewayConfig): DeploymentOptions {
@@ -42,6 +51,7 @@ export function deploymentOptions(config: GatewayConfig): DeploymentOptions {
     workflowPolicy: config.workflowPolicy,
     ...(config.mcpSessionKey ? { mcpSessionKey: config.mcpSessionKey } : {}),
     ...(config.auditSpoolDir ? { auditSpoolDir: config.auditSpoolDir } : {}),
+    ...(config.skillCatalogsDir !== undefined ? { skillCatalogsDir: config.skillCatalogsDir } : {}),
     ...(config.oauthIssuer
       ? {
           oauth: {

@@ -87,6 +87,8 @@ export interface GatewayDeps {
   workflowPolicy?: ModelWorkflowPolicy;
   /** Key signing Mcp-Session-Id (shared by replicas); default: random per process. */
   mcpSessionKey?: string;
+  /** The directory holding one Agent Skills catalog directory per tenant (read-only); absent: none. */
+  skillCatalogsDir?: string;
   /** The Host profile of callers whose token names none (default "generic"). */
   hostProfile?: HostProfile;
   mode: "embedded" | "distributed";
@@ -160,6 +162,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.workflowPolicy ? { workflowPolicy: deps.workflowPolicy } : {}),
     ...(deps.testHooks?.attemptDispatchHold ? { attemptDispatchHold: deps.testHooks.attemptDispatchHold } : {}),
+    ...(deps.skillCatalogsDir !== undefined ? { skillCatalogsDir: deps.skillCatalogsDir } : {}),
   });
   const appResources = await loadAppResources(deps.logger);
   const transport = await createMcpServer({ pipeline, catalogs, hostProfile, version: deps.version, appResources });

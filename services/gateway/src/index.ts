@@ -17,3 +17,4 @@ export type { DevTokens, DevTokenSettings } from "./dev-tokens.js";
 export { httpReadinessProbe, peerReadinessProbes } from "./peer-readiness.js";
 export { deploymentOptions, tenancyOptions } from "./deployment.js";
 export type { DeploymentOptions } from "./deployment.js";
+export { skillCatalogsDirFrom, SKILL_CATALOGS_DIR_ENV } from "./skills/catalogs-dir.js";

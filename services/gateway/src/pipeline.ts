@@ -50,6 +50,7 @@ import { createRefResolverTools } from "./execute/ref-resolver-tools.js";
 import { createRunnerStates } from "./execute/runner-states.js";
 import { createRunnerTools } from "./execute/runner-tools.js";
 import type { AttemptDispatchHold } from "./execute/runner-tools.js";
+import { createSkills } from "./skills/skills.js";
 
 export interface PipelineDeps {
   catalogs: CatalogCache;
@@ -69,6 +70,8 @@ export interface PipelineDeps {
   jobAttention?: JobAttention;
   /** Test hook: holds an admitted attempt_ref call before its dispatch. */
   attemptDispatchHold?: AttemptDispatchHold | undefined;
+  /** The directory of per-tenant skill catalogs (list_skills, read_skill); absent: none. */
+  skillCatalogsDir?: string | undefined;
 }
 
 export interface ModelResult {
@@ -120,6 +123,7 @@ export function createPipeline(deps: PipelineDeps) {
   const { runOnGateway } = createGatewayTools({ ...deps, runnerStates });
   const { runOnRefResolver } = createRefResolverTools({ ...deps, runnerStates });
   const { runOnRunner } = createRunnerTools({ ...deps, attention });
+  const skills = createSkills({ tenantCatalogsDir: deps.skillCatalogsDir, runOnRunner });
 
   /** Runs a normalized call where its tool runs (a presentation tool the gateway composes first). */
   async function run(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
@@ -133,6 +137,8 @@ export function createPipeline(deps: PipelineDeps) {
       );
       if (presented) return presented;
     }
+    const skilled = skills.run(def, args, ctx, callId);
+    if (skilled) return skilled;
     switch (def.execution) {
       case "gateway":
         return runOnGateway(def, args, ctx);

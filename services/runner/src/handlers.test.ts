@@ -54,7 +54,8 @@ describe("advertised capabilities", () => {
     // project_validate picks providers from the project's files on the Runner, so each probed
     // toolchain row is advertised for it even when no call's arguments name it.
     const needed = new Set<RunnerCapabilityId>(["fencedExecution", "attemptFencing", ...(await probeValidationCapabilities(scrubbedBaseEnv().PATH as string))]);
-    for (const def of runnerTools()) {
+    // Every tool the Runner has a handler for, including the gateway-composed skill tools whose project part it reads.
+    for (const def of toolDefinitions()) {
       if (runner.handlers.tools[def.name] === undefined) continue;
       for (const id of requiredBy(def.name)) needed.add(id);
     }

@@ -13,6 +13,7 @@ import type { RunnerHandlers, ToolHandler } from "./runner-service.js";
 import type { Workspace } from "./workspace/index.js";
 import type { Executor } from "./exec/index.js";
 import { runValidation } from "./validation/tools.js";
+import { projectSkillHandlers } from "./skills/project-skills.js";
 
 interface ImplementedTool<N extends RunnerToolName> {
   /** The capabilities this implementation provides (each a prerequisite of some of its calls). */
@@ -49,6 +50,8 @@ export function runnerHandlers(
   executor: Executor,
   validation: Promise<readonly RunnerCapabilityId[]> = Promise.resolve([]),
   advertised?: () => Promise<readonly RunnerCapabilityId[]>,
+  /** The workspace root: the project's Agent Skills are read from it. */
+  root?: string,
 ): RunnerHandlers {
   const validationDeps = { executor, capabilities: () => advertised?.() ?? validation };
   const implemented: Implementations = {
@@ -84,6 +87,12 @@ export function runnerHandlers(
     tools[name] = wire(tool);
     for (const id of tool.capabilities) provided.add(id);
     if (tool.probed) probes.push(tool.probed);
+  }
+  // Gateway-composed tools whose project part the Runner reads (list_skills, read_skill).
+  if (root !== undefined) {
+    const skills = projectSkillHandlers(root);
+    Object.assign(tools, skills.tools);
+    for (const id of skills.capabilities) provided.add(id);
   }
   const inCatalogOrder = (ids: ReadonlySet<RunnerCapabilityId>) => runnerCapabilityCatalog.filter((row) => ids.has(row.id)).map((row) => row.id);
   return {

@@ -173,7 +173,7 @@ export function createRunner(options: RunnerOptions): Runner {
   options.logger.info("job containment", { ...containmentFacts(containment, jobUser !== undefined) });
   const executor = createExecutor({ root: options.root, spawner, containment });
   let advertised: Promise<readonly RunnerCapabilityId[]> = Promise.resolve([]);
-  const implemented = runnerHandlers(workspace, executor, validation, () => advertised);
+  const implemented = runnerHandlers(workspace, executor, validation, () => advertised, options.root);
   const withheld = new Set(options.disabledCapabilities ?? []);
   const offered = (ids: readonly RunnerCapabilityId[]) => ids.filter((id) => !withheld.has(id));
   const handlers: RunnerHandlers = {

@@ -21,6 +21,7 @@ import { benchDir, cliPathForBench } from "./project.js";
 import { connect, projectRefOf } from "./tool-call.js";
 import { round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
+import { addSkillFixture, benchFollowSkill } from "./economy-skills.js";
 
 type Json = Record<string, unknown>;
 
@@ -284,6 +285,7 @@ const tasks: Task[] = [
             edits: [{ replace_exact: { old_text: "total * 0.2", new_text: "total * 0.25" } }],
           },
         ],
+        include_undo: true,
       });
       // The review: what the runtime replaced, as the exact guarded inverse it offers (like the
       // filesystem server's edit_file diff). Undo is that call, run exactly as returned.
@@ -413,6 +415,9 @@ export async function benchEconomy(): Promise<BenchResult[]> {
         notes: task.filesystem ? "same task, same fixture, each side on its own copy" : "the filesystem server cannot do this task (no process execution)",
       });
     }
+    // Last, so the other tasks see the fixture unchanged: the skill and its release notes appear now.
+    addSkillFixture(webcodexRoot);
+    results.push(await benchFollowSkill(webcodexRoot, project, () => metered(ours)));
     results.push({
       name: "economy_total",
       metrics: {

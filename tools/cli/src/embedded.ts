@@ -55,6 +55,8 @@ export interface EmbeddedOptions {
   workflowPolicy?: GatewayDeps["workflowPolicy"];
   /** The operator's tool policy (WEBCODEX_TOOL_POLICY or WEBCODEX_TOOL_POLICY_FILE), checked at start-up. */
   toolPolicy?: ToolPolicy | undefined;
+  /** Directory of per-tenant Agent Skills catalogs (WEBCODEX_SKILL_CATALOGS_DIR). */
+  skillCatalogsDir?: string;
   /** ActionAudit retention and partition maintenance (default: 90 days, 7 ahead, hourly). */
   auditRetention?: AuditRetentionConfig;
   /**
@@ -114,6 +116,7 @@ function embeddedGateway(options: CoreOptions, clients: CoreClients, ping: () =>
     },
     ...frontEnd,
     ...(options.workflowPolicy ? { workflowPolicy: options.workflowPolicy } : {}),
+    ...(options.skillCatalogsDir !== undefined ? { skillCatalogsDir: options.skillCatalogsDir } : {}),
     dependencyProbes: { postgres: ping },
     mode: "embedded",
     // One process holds the gateway and the audit store, so no gateway can die alone: read

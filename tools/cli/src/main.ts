@@ -11,7 +11,7 @@ import type { Writable } from "node:stream";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createLogger, createPostgresDatabase, logFormatFor, logWriter, sealSecretEnvironment, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
-import { resolveDevTokens, tenancyOptions } from "@webcodex/gateway";
+import { resolveDevTokens, skillCatalogsDirFrom, tenancyOptions } from "@webcodex/gateway";
 import { modelWorkflowPolicyFrom } from "@webcodex/contracts";
 import type { GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, UsageError } from "./args.js";
@@ -219,6 +219,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
           auditRetention: loadRetentionConfig(env),
           runner: loadRunnerSettings(env),
           toolPolicy: loadToolPolicy(env),
+          ...skillCatalogsOption(env["WEBCODEX_SKILL_CATALOGS_DIR"]),
         });
       } catch (error) {
         unlock();
@@ -288,6 +289,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
         ...devAuthOptions(env),
         workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
         toolPolicy,
+        ...skillCatalogsOption(env["WEBCODEX_SKILL_CATALOGS_DIR"]),
         auditRetention: loadRetentionConfig(env),
         runner: loadRunnerSettings(env),
         gitCredentials: loadGitCredentials(env["WEBCODEX_GIT_CREDENTIALS_FILE"]),
@@ -321,7 +323,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
         : { WEBCODEX_DEV_TOKEN: shown ?? "" };
       // OAuth and rate-limit settings reach the gateway process unchanged.
       for (const [name, value] of Object.entries(env)) {
-        if (value !== undefined && /^WEBCODEX_(OAUTH_|RATE_LIMIT|READ_ONLY_CLIENTS$)/.test(name)) gatewayEnv[name] = value;
+        if (value !== undefined && /^WEBCODEX_(OAUTH_|RATE_LIMIT|READ_ONLY_CLIENTS$|SKILL_CATALOGS_DIR$)/.test(name)) gatewayEnv[name] = value;
       }
       // The local Runner's settings reach it as they reach the embedded one (`webcodex dev`).
       const runnerEnv: Record<string, string> = {};
@@ -399,4 +401,10 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       process.stdout.write(`${usage}\n`);
       if (command !== undefined && command !== "help" && !wantsHelp([command])) throw new UsageError(`unknown command ${command}`);
   }
+}
+
+/** WEBCODEX_SKILL_CATALOGS_DIR for the embedded gateway (checked as the distributed one checks it). */
+function skillCatalogsOption(value: string | undefined): { skillCatalogsDir?: string } {
+  const dir = skillCatalogsDirFrom(value);
+  return dir === undefined ? {} : { skillCatalogsDir: dir };
 }

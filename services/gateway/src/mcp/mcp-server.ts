@@ -20,7 +20,7 @@ import {
   SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { InitializeRequest, InitializeResult } from "@modelcontextprotocol/sdk/types.js";
-import { gatewayToolsInstruction, toolDefinitions } from "@webcodex/contracts";
+import { gatewayToolsInstruction, SKILLS_BOOTSTRAP_HINT, toolDefinitions } from "@webcodex/contracts";
 import type { HostProfile } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
 import type { CatalogCache } from "../catalog-cache.js";
@@ -37,6 +37,7 @@ export function serverInstructions(withheld?: ReadonlySet<string>): string {
     "Read with read_files (batch related ranges), search with search_project_texts (several queries per call), edit with edit_project_files " +
     "using the read_revision you read. More tools run through call_runtime_tool; read_tool_manifest gives their schemas. " +
     "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. " +
+    `${SKILLS_BOOTSTRAP_HINT} ` +
     gatewayToolsInstruction(withheld ? toolDefinitions().filter((d) => !withheld.has(d.name)) : toolDefinitions())
   );
 }

@@ -6,7 +6,8 @@
  */
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { cargoCheckStep, cargoTestStep, detect, goTestStep } from "./detect.js";
+import { cargoCheckStep, cargoTestStep } from "./detect.js";
+import { cargoPlan, detectProject, goTestPlan } from "./plan.js";
 import type { Plan } from "./detect.js";
 import { runPlan } from "./engine.js";
 import type { CheckKind } from "./types.js";
@@ -20,27 +21,20 @@ export interface ValidationRequest {
 
 function planFor(root: string, req: ValidationRequest): Plan {
   const a = req.args;
-  const single = (s: Plan["steps"][number]): Plan => ({ steps: [s], skipped: [], detected: [], notes: [] });
+  const pkg = typeof a["package"] === "string" ? { package: a["package"] } : {};
   switch (req.tool) {
     case "cargo_check":
-      return single(cargoCheckStep({ ...(typeof a["package"] === "string" ? { package: a["package"] } : {}), all_targets: a["all_targets"] === true }));
+      return cargoPlan(root, () => cargoCheckStep({ ...pkg, all_targets: a["all_targets"] === true }), pkg.package);
     case "cargo_test":
-      return single(
-        cargoTestStep({
-          ...(typeof a["package"] === "string" ? { package: a["package"] } : {}),
-          ...(typeof a["test_filter"] === "string" ? { test_filter: a["test_filter"] } : {}),
-        }),
-      );
+      return cargoPlan(root, () => cargoTestStep({ ...pkg, ...(typeof a["test_filter"] === "string" ? { test_filter: a["test_filter"] } : {}) }), pkg.package);
     case "go_test":
-      return single(
-        goTestStep(root, {
-          ...(Array.isArray(a["packages"]) ? { packages: a["packages"] as string[] } : {}),
-          ...(typeof a["run"] === "string" ? { run: a["run"] } : {}),
-        }),
-      );
+      return goTestPlan(root, {
+        ...(Array.isArray(a["packages"]) ? { packages: a["packages"] as string[] } : {}),
+        ...(typeof a["run"] === "string" ? { run: a["run"] } : {}),
+      });
     case "project_validate": {
       const checks = Array.isArray(a["checks"]) && a["checks"].length > 0 ? (a["checks"] as CheckKind[]) : CHECK_KINDS.filter((c) => c !== "build");
-      return detect({
+      return detectProject({
         root,
         checks,
         paths: Array.isArray(a["paths"]) ? (a["paths"] as string[]) : [],

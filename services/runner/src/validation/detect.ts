@@ -4,7 +4,7 @@
  * guessed: what is found but not certain (two lockfiles, a test script of an unknown runner,
  * a tool not installed in the project) is reported as skipped with the reason.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import {
   parseCargoCheck,
@@ -20,6 +20,7 @@ import {
   parseUnittest,
 } from "./parsers.js";
 import { CHECK_ORDER } from "./types.js";
+import { isVirtualCargoManifest } from "./workspace.js";
 import type { CheckKind, Parser, ProviderName, SkippedCheck } from "./types.js";
 
 /** The Runner capability each provider needs (wire names). */
@@ -42,6 +43,10 @@ export interface Step {
   /** The validator writes its report to this file (a placeholder replaced by a temp path). */
   reportFile?: boolean;
   env?: Record<string, string>;
+  /** The package directory it runs in, project-relative ("." or absent: the project root). */
+  dir?: string;
+  /** The package the step belongs to, when the run covers more than the root package. */
+  package?: string;
 }
 
 export interface Plan {
@@ -52,13 +57,20 @@ export interface Plan {
 }
 
 export interface DetectOptions {
+  /** The package directory detection reads (absolute). */
   root: string;
+  /** The project root (absolute), when the package is below it: installed tools are looked up from the package up to here. */
+  projectRoot?: string;
   checks: readonly CheckKind[];
   paths: readonly string[];
   /** Capability wire names the Runner advertises; a provider without its row is skipped. */
   capabilities: ReadonlySet<string>;
   /** Whether `python3 -m pytest` is importable (probed by the caller). */
   pytest: () => boolean;
+  /** The project root of a run that also covers these packages below it (project-relative): it leaves their checks to them. */
+  workspaceRoot?: { members: readonly string[] };
+  /** Use configuration found above the package (a run narrowed by paths). */
+  inheritConfig?: boolean;
 }
 
 /** The placeholder in argv for a report file path. */
@@ -113,25 +125,49 @@ export function goModulePath(root: string): string | undefined {
   }
 }
 
-/** `./p/...` package patterns for project paths (the default: every package). */
-export function goPackages(paths: readonly string[]): string[] {
-  return paths.length === 0 ? ["./..."] : paths.map((p) => (p === "." || p === "" ? "./..." : `./${p.replace(/\/+$/u, "")}/...`));
+/** `./p/...` package patterns for paths in a module (the default: every package); a file stands for its own package. */
+export function goPackages(paths: readonly string[], root?: string): string[] {
+  if (paths.length === 0) return ["./..."];
+  const patterns = paths.map((p) => {
+    const clean = p.replace(/\/+$/u, "");
+    if (clean === "." || clean === "") return "./...";
+    if (root !== undefined && existsSync(path.join(root, clean)) && !statSync(path.join(root, clean)).isDirectory()) {
+      const dir = path.posix.dirname(clean);
+      return dir === "." ? "." : `./${dir}`;
+    }
+    return `./${clean}/...`;
+  });
+  return [...new Set(patterns)];
 }
 
 function nodeSteps(o: DetectOptions, plan: Plan): void {
   const pkg = readJson(path.join(o.root, "package.json"));
   const hasTsconfig = existsSync(path.join(o.root, "tsconfig.json"));
-  const eslintConfig = ESLINT_CONFIGS.find((f) => existsSync(path.join(o.root, f)));
   if (!pkg && !hasTsconfig) return;
-  plan.detected.push(...[pkg ? "package.json" : "", hasTsconfig ? "tsconfig.json" : "", eslintConfig ?? ""].filter((s) => s !== ""));
   const locks = Object.keys(LOCKFILES).filter((f) => existsSync(path.join(o.root, f)));
   if (locks.length > 1) plan.notes.push(`package_manager_ambiguous: ${locks.join(", ")} (scripts run directly, no install is attempted)`);
-  const bin = (name: string) => path.join(o.root, "node_modules", ".bin", name);
+  // Installed tools: the package's own, then each directory above it up to the project root (hoisted workspaces).
+  const binDirs: string[] = [];
+  for (let d = o.root; ; d = path.dirname(d)) {
+    binDirs.push(path.join(d, "node_modules", ".bin"));
+    if (o.projectRoot === undefined || d === o.projectRoot || path.relative(o.projectRoot, d).startsWith("..") || d === path.dirname(d)) break;
+  }
+  // ESLint looks for its configuration from the directory it runs in upwards; a whole-project
+  // run lints with the root's configuration once, at the root.
+  const eslintConfig = (o.inheritConfig ? binDirs : binDirs.slice(0, 1))
+    .map((b) => path.dirname(path.dirname(b)))
+    .flatMap((d) => ESLINT_CONFIGS.filter((f) => existsSync(path.join(d, f))).map((f) => path.relative(o.root, path.join(d, f))))[0];
+  plan.detected.push(...[pkg ? "package.json" : "", hasTsconfig ? "tsconfig.json" : "", eslintConfig ?? ""].filter((s) => s !== ""));
+  const bin = (name: string) => binDirs.map((d) => path.join(d, name)).find((b) => existsSync(b)) ?? path.join(binDirs[0] as string, name);
   const scripts = (pkg?.["scripts"] ?? {}) as Record<string, unknown>;
-  const skip = (check: CheckKind, reason: string, found?: string[]) => plan.skipped.push({ check, provider: "node", reason, ...(found ? { found } : {}) });
+  const skip = (check: CheckKind, reason: string, found?: string[]) => {
+    // A workspace root without a script of its own leaves that check to its packages.
+    if (o.workspaceRoot && (reason === "no_test_script" || reason === "no_build_script")) return;
+    plan.skipped.push({ check, provider: "node", reason, ...(found ? { found } : {}) });
+  };
   const want = (c: CheckKind) => o.checks.includes(c);
   // As `npm run` does: the project's bins first; then this node, so `#!/usr/bin/env node` tools run with it.
-  const nodeEnv = { PATH: `${path.join(o.root, "node_modules", ".bin")}:${path.dirname(process.execPath)}:${process.env["PATH"] ?? ""}` };
+  const nodeEnv = { PATH: `${binDirs.join(":")}:${path.dirname(process.execPath)}:${process.env["PATH"] ?? ""}` };
 
   if (want("typecheck") && hasTsconfig) {
     if (existsSync(bin("tsc")))
@@ -242,7 +278,8 @@ function pythonSteps(o: DetectOptions, plan: Plan): void {
   plan.detected.push(...markers);
   if (!o.checks.includes("test")) return;
   if (o.pytest()) {
-    const argv = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", `--junitxml=${REPORT}`, ...o.paths];
+    const ignore = (o.workspaceRoot?.members ?? []).map((m) => `--ignore=${m}`);
+    const argv = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", `--junitxml=${REPORT}`, ...ignore, ...o.paths];
     plan.steps.push(
       step({
         check: "test",
@@ -264,7 +301,7 @@ function pythonSteps(o: DetectOptions, plan: Plan): void {
 function goSteps(o: DetectOptions, plan: Plan): void {
   if (!existsSync(path.join(o.root, "go.mod"))) return;
   plan.detected.push("go.mod");
-  const pkgs = goPackages(o.paths);
+  const pkgs = goPackages(o.paths, o.root);
   if (o.checks.includes("build"))
     plan.steps.push(step({ check: "build", provider: "go", argv: ["go", "build", ...pkgs], parser: parseGoCompilerStyle("build") }));
   if (o.checks.includes("lint")) plan.steps.push(step({ check: "lint", provider: "go", argv: ["go", "vet", ...pkgs], parser: parseGoCompilerStyle("lint") }));
@@ -275,6 +312,8 @@ function goSteps(o: DetectOptions, plan: Plan): void {
 
 function rustSteps(o: DetectOptions, plan: Plan): void {
   if (!existsSync(path.join(o.root, "Cargo.toml"))) return;
+  // A virtual workspace manifest has no code of its own; its members run as packages.
+  if (o.workspaceRoot && o.workspaceRoot.members.length > 0 && isVirtualCargoManifest(o.root)) return;
   plan.detected.push("Cargo.toml");
   if (o.checks.includes("typecheck"))
     plan.steps.push(step({ check: "typecheck", provider: "rust", argv: ["cargo", "check", "--message-format=json"], parser: parseCargoCheck("typecheck") }));

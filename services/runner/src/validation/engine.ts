@@ -54,8 +54,10 @@ export interface StepOutcome {
   failures: ValidationFailure[];
 }
 
-/** Runs one step in `root` and parses its output. */
+/** Runs one step in its package directory under `root` and parses its output. */
 export async function runStep(root: string, s: Step): Promise<StepOutcome> {
+  const cwd = path.resolve(root, s.dir ?? ".");
+  const pkg = s.package === undefined ? {} : { package: s.package };
   const started = performance.now();
   const tmp = s.reportFile ? await mkdtemp(path.join(os.tmpdir(), "wc-validate-")) : undefined;
   const reportPath = tmp ? path.join(tmp, "report") : undefined;
@@ -66,7 +68,7 @@ export async function runStep(root: string, s: Step): Promise<StepOutcome> {
   try {
     // A node:test context inherited from a parent test run would make `node --test` skip its files.
     const { NODE_TEST_CONTEXT: _ctx, ...env } = process.env;
-    const child = spawn(program, args, { cwd: root, env: { ...env, ...s.env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(program, args, { cwd, env: { ...env, ...s.env }, stdio: ["ignore", "pipe", "pipe"] });
     const spawnError = new Promise<NodeJS.ErrnoException>((resolve) => child.once("error", resolve));
     const outputs = Promise.all([capture(child.stdout), capture(child.stderr)]);
     const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once("close", (code, signal) => resolve({ code, signal })));
@@ -76,13 +78,16 @@ export async function runStep(root: string, s: Step): Promise<StepOutcome> {
       return {
         result: {
           check: s.check,
+          ...pkg,
           provider: s.provider,
           command_summary: s.command_summary,
           status: "error",
           detail: missing ? "command_not_found" : "spawn_failed",
           duration_ms: Math.round(performance.now() - started),
         },
-        failures: [{ check: s.check, message: clip(missing ? `${program} was not found on PATH` : `${program} could not be started: ${first.error.message}`) }],
+        failures: [
+          { check: s.check, ...pkg, message: clip(missing ? `${program} was not found on PATH` : `${program} could not be started: ${first.error.message}`) },
+        ],
       };
     }
     const [stdout, stderr] = await outputs;
@@ -96,7 +101,7 @@ export async function runStep(root: string, s: Step): Promise<StepOutcome> {
       signal: first.signal,
       truncated: stdout.truncated || stderr.truncated,
       root,
-      cwd: root,
+      cwd,
     };
     try {
       parsed = s.parser(out);
@@ -109,6 +114,7 @@ export async function runStep(root: string, s: Step): Promise<StepOutcome> {
   }
   const result: CheckResult = {
     check: s.check,
+    ...pkg,
     provider: s.provider,
     command_summary: s.command_summary,
     status: parsed.status,
@@ -119,7 +125,7 @@ export async function runStep(root: string, s: Step): Promise<StepOutcome> {
     duration_ms: Math.round(performance.now() - started),
     ...(rawTail ? { raw_tail: rawTail } : {}),
   };
-  return { result, failures: parsed.failures };
+  return { result, failures: s.package === undefined ? parsed.failures : parsed.failures.map(({ check, ...f }) => ({ check, ...pkg, ...f })) };
 }
 
 /** One status for the whole run: a failure decides first, then an error, then unreadable output. */
@@ -143,11 +149,13 @@ export async function runPlan(root: string, plan: Plan): Promise<StructuredValid
   const checks = outcomes.map((o) => o.result);
   const { failures, truncated } = orderFailures(outcomes);
   const outputCut = checks.some((c) => c.detail === "output_truncated");
-  // Nothing ran: say why rather than leave a bare error.
-  if (plan.steps.length === 0 && plan.skipped.length === 0)
-    plan.notes.push("nothing_detected: no validator is defined by this project's files for the requested checks");
+  // Nothing ran: say why (a code, not a verdict of validators) rather than leave a bare error.
+  const nothing = plan.steps.length === 0 ? (plan.skipped.length === 0 ? "nothing_detected" : "all_checks_skipped") : undefined;
+  if (nothing === "nothing_detected")
+    plan.notes.push("no validator is defined by the files of this project (or of the requested paths' packages) for the requested checks");
   return {
     status: overallStatus(checks),
+    ...(nothing ? { detail: nothing } : {}),
     checks,
     failures,
     truncated: truncated || outputCut,

@@ -147,3 +147,85 @@ export async function writeRustFailingTestOnly(root: string): Promise<void> {
   const lib = path.join(root, "src/lib.rs");
   await writeFile(lib, (await readFile(lib, "utf8")).replace("assert_eq!(add(1, 1), 2)", "assert_eq!(add(1, 1), 3)"));
 }
+
+/**
+ * Monorepos: two packages (one with a failing test) declared the way each toolchain declares
+ * them (npm workspaces, go.work, a Cargo workspace), and a Python project in a subdirectory of
+ * a repository with no Python files at its root. `MONOREPO_FAILURES` says where each fails.
+ */
+export const MONOREPO_FAILURES = {
+  node: { package: "packages/bad", path: "packages/bad/test/sum.test.mjs", line: 4, test: "sums" },
+  go: { package: "mods/gb", path: "mods/gb/calc_test.go", line: 7, test: "TestSub" },
+  rust: { package: "crates/rb", path: "crates/rb/src/lib.rs", line: 9, test: "tests::subs" },
+  python: { package: "py/app", path: "py/app/tests/test_calc.py", line: 6, test: "test_add_fails" },
+} as const;
+
+const nodeTest = (name: string, actual: string, expected: string) =>
+  [
+    'import { test } from "node:test";',
+    'import assert from "node:assert/strict";',
+    `test("${name}", () => {`,
+    `  assert.equal(${actual}, ${expected});`,
+    "});",
+    "",
+  ].join("\n");
+const goTest = (pkg: string, name: string, cond: string) =>
+  [`package ${pkg}`, "", 'import "testing"', "", `func ${name}(t *testing.T) {`, `\tif ${cond} {`, '\t\tt.Fatalf("wrong")', "\t}", "}", ""].join("\n");
+const rustLib = (fn: string, op: string, test: string, expected: number) =>
+  [
+    `pub fn ${fn}(a: i32, b: i32) -> i32 {`,
+    `    a ${op} b`,
+    "}",
+    "",
+    "#[cfg(test)]",
+    "mod tests {",
+    "    use super::*;",
+    "    #[test]",
+    `    fn ${test}() { assert_eq!(${fn}(2, 1), ${expected}); }`,
+    "}",
+    "",
+  ].join("\n");
+
+export function monorepoFixtureFiles(kind: FixtureKind): Record<string, string> {
+  const pkg = (name: string, extra: Record<string, unknown> = {}) => JSON.stringify({ name, private: true, type: "module", ...extra }, null, 2);
+  switch (kind) {
+    case "node":
+      return {
+        "package.json": pkg("mono", { workspaces: ["packages/*"] }),
+        "packages/good/package.json": pkg("good", { scripts: { test: "node --test test/" } }),
+        "packages/good/test/mul.test.mjs": nodeTest("multiplies", "2 * 3", "6"),
+        "packages/bad/package.json": pkg("bad", { scripts: { test: "node --test test/" } }),
+        "packages/bad/test/sum.test.mjs": nodeTest("sums", "1 + 1", "3"),
+      };
+    case "go":
+      return {
+        "go.work": "go 1.19\n\nuse (\n\t./mods/ga\n\t./mods/gb\n)\n",
+        "mods/ga/go.mod": "module example.com/ga\n\ngo 1.19\n",
+        "mods/ga/add.go": "package ga\n\nfunc Add(a, b int) int { return a + b }\n",
+        "mods/ga/add_test.go": goTest("ga", "TestAdd", "Add(1, 1) != 2"),
+        "mods/gb/go.mod": "module example.com/gb\n\ngo 1.19\n",
+        "mods/gb/calc.go": "package gb\n\nfunc Sub(a, b int) int { return a - b }\n",
+        "mods/gb/calc_test.go": goTest("gb", "TestSub", "Sub(2, 1) != 2"),
+      };
+    case "rust":
+      return {
+        "Cargo.toml": '[workspace]\nmembers = ["crates/*"]\nresolver = "2"\n',
+        "crates/ra/Cargo.toml": '[package]\nname = "ra"\nversion = "0.1.0"\nedition = "2021"\n',
+        "crates/ra/src/lib.rs": rustLib("add", "+", "adds", 3),
+        "crates/rb/Cargo.toml": '[package]\nname = "rb"\nversion = "0.1.0"\nedition = "2021"\n',
+        "crates/rb/src/lib.rs": rustLib("sub", "-", "subs", 2),
+      };
+    case "python":
+      return {
+        "README.md": "A repository whose Python project lives in py/app.\n",
+        "py/app/pyproject.toml": '[project]\nname = "app"\nversion = "0.1.0"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+        "py/app/calc.py": "def add(a, b):\n    return a + b\n",
+        "py/app/tests/__init__.py": "",
+        "py/app/tests/test_calc.py": fixtureFiles("python", true)["tests/test_calc.py"] as string,
+      };
+  }
+}
+
+export async function writeMonorepoFixture(kind: FixtureKind, root: string): Promise<void> {
+  await writeTree(root, monorepoFixtureFiles(kind));
+}

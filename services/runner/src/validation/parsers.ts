@@ -10,6 +10,7 @@
  * One concept over 400 lines: the validator output parsers, one per toolchain, under the shared
  * rules above.
  */
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import type { CheckKind, ParsedRun, Parser, RunOutput, TestCounts, ValidationFailure } from "./types.js";
@@ -405,11 +406,45 @@ export function goPositions(text: string, out: Pick<RunOutput, "root" | "cwd">, 
   return failures;
 }
 
+/**
+ * go's own usage errors (no module, a pattern no module holds or that matches nothing, a
+ * go.work member that is missing): the toolchain refused the request, so the run is `error`
+ * with a detail code naming why, never `unparsed`.
+ */
+const GO_USAGE: ReadonlyArray<[RegExp, string]> = [
+  [
+    /cannot load module .* listed in go\.work|open \S*go\.mod: no such file|go\.work.*(?:no such file|does not exist)|reading go\.work/u,
+    "go_workspace_member_missing",
+  ],
+  [
+    /go\.mod file not found|cannot find main module|directory prefix \. does not contain main module|not in a module|outside (?:main module|module root)/u,
+    "go_module_not_found",
+  ],
+  [/does not contain (?:main module|modules listed in go\.work)|outside modules listed in go\.work|is not in (?:std|GOROOT)/u, "go_package_outside_module"],
+  [
+    /matched no packages|no packages to test|directory not found|cannot find package|no required module provides package|malformed import path|invalid pattern|no Go files in|not a directory/u,
+    "go_package_pattern_invalid",
+  ],
+];
+
+export function goUsageError(out: RunOutput, check: CheckKind): ParsedRun | undefined {
+  if (out.exitCode === 0 || out.signal !== null) return undefined;
+  for (const line of out.stderr.split("\n")) {
+    const hit = GO_USAGE.find(([re]) => re.test(line));
+    if (hit) return { status: "error", detail: hit[1], failures: [{ check, message: clip(line.split(`${out.root}/`).join("")) }] };
+  }
+  return undefined;
+}
+
 export function parseGoCompilerStyle(check: CheckKind): Parser {
   return (out) => {
     const failures = goPositions(`${out.stderr}\n${out.stdout}`, out, check);
     // go vet / go build print nothing and exit 0 when clean.
     const recognized = failures.length > 0 || (out.exitCode === 0 && `${out.stdout}${out.stderr}`.replace(/^#.*$/gmu, "").trim() === "");
+    if (failures.length === 0) {
+      const usage = goUsageError(out, check);
+      if (usage) return usage;
+    }
     return verdict(out, { failures, recognized }, { diagnostics: { errors: failures.length, warnings: 0 } });
   };
 }
@@ -444,6 +479,8 @@ export function parseGoTestJson(modulePath: string | undefined): Parser {
         else if (e.Package !== undefined) packages.set(e.Package, e.Action);
       }
     }
+    // The module's directory in the project: go reports test positions relative to the package.
+    const moduleDir = path.relative(out.root, out.cwd).split(path.sep).join("/");
     const pkgDir = (pkg: string) => (modulePath && (pkg === modulePath || pkg.startsWith(`${modulePath}/`)) ? pkg.slice(modulePath.length + 1) : "");
     const failures: ValidationFailure[] = [];
     const tests: TestCounts = { passed: 0, failed: 0, skipped: 0 };
@@ -461,7 +498,7 @@ export function parseGoTestJson(modulePath: string | undefined): Parser {
         failures.push({
           check: "test",
           test: r.test as string,
-          ...(pos ? { path: path.posix.join(dir, pos[1] as string), line: Number(pos[2]) } : {}),
+          ...(pos ? { path: path.posix.join(moduleDir, dir, pos[1] as string), line: Number(pos[2]) } : {}),
           message: clip(
             pos ? (pos[3] as string) : (text.split("\n").find((l) => l.trim() !== "" && !l.startsWith("=== ") && !l.startsWith("--- ")) ?? "test failed"),
           ),
@@ -473,6 +510,10 @@ export function parseGoTestJson(modulePath: string | undefined): Parser {
     failures.unshift(...build);
     const pkgFailed = [...packages.values()].includes("fail") || /\[build failed\]|\[setup failed\]/u.test(out.stdout);
     const recognized = events > 0 && (packages.size > 0 || results.size > 0);
+    if (!recognized && build.length === 0) {
+      const usage = goUsageError(out, "test");
+      if (usage) return usage;
+    }
     return verdict(out, { failures, recognized: recognized || build.length > 0, failed: tests.failed > 0 || build.length > 0 || pkgFailed }, { tests });
   };
 }
@@ -522,7 +563,7 @@ function cargoMessages(
     if (!span && /^aborting due to|^\d+ warnings? emitted|could not compile/u.test(m.message.message ?? "")) continue;
     failures.push({
       check,
-      ...(span?.file_name ? { path: projectPath(out.root, out.cwd, span.file_name) } : {}),
+      ...(span?.file_name ? { path: projectPath(out.root, cargoBase(out), span.file_name) } : {}),
       ...(span?.line_start !== undefined ? { line: span.line_start } : {}),
       ...(span?.column_start !== undefined ? { column: span.column_start } : {}),
       ...(m.message.code?.code ? { code: m.message.code.code } : {}),
@@ -531,6 +572,26 @@ function cargoMessages(
     });
   }
   return { failures, messages, ...(finished === undefined ? {} : { finished }), other };
+}
+
+/** Cargo reports paths relative to its workspace root: the nearest `[workspace]` manifest from the run's directory up to the project root. */
+function cargoBase(out: Pick<RunOutput, "root" | "cwd">): string {
+  for (let d = out.cwd; ; d = path.dirname(d)) {
+    try {
+      if (/^\[workspace\]/mu.test(readFileSync(path.join(d, "Cargo.toml"), "utf8"))) return d;
+    } catch {
+      /* no manifest here */
+    }
+    if (d === out.root || path.relative(out.root, d).startsWith("..") || d === path.dirname(d)) return out.cwd;
+  }
+}
+
+/** Cargo's own refusal, named: a package that is not in the workspace, no manifest, a missing workspace member. */
+function cargoErrorDetail(stderr: string): string {
+  if (/did not match any packages|package ID specification/u.test(stderr)) return "cargo_package_not_found";
+  if (/failed to load manifest for workspace member|failed to read .*Cargo\.toml/u.test(stderr)) return "cargo_workspace_member_missing";
+  if (/could not find `Cargo\.toml`/u.test(stderr)) return "cargo_manifest_not_found";
+  return "cargo_error";
 }
 
 /** `cargo check|build --message-format=json`. */
@@ -542,7 +603,8 @@ export function parseCargoCheck(check: CheckKind): Parser {
     // Cargo's own errors (bad manifest, missing package) arrive on stderr as "error: ...".
     if (finished === undefined && out.exitCode !== 0 && out.signal === null) {
       const cargoError = /^error: (.*)$/mu.exec(out.stderr);
-      if (cargoError) return { status: "error", failures: [{ check, message: clip(cargoError[1] as string) }], diagnostics, detail: "cargo_error" };
+      if (cargoError)
+        return { status: "error", failures: [{ check, message: clip(cargoError[1] as string) }], diagnostics, detail: cargoErrorDetail(out.stderr) };
     }
     return verdict(out, { failures, recognized: messages > 0 && finished !== undefined, failed: finished === false || errors > 0 }, { diagnostics });
   };
@@ -578,7 +640,7 @@ export const parseCargoTest: Parser = (out) => {
     failures.push({
       check: "test",
       test: name,
-      ...(file ? { path: projectPath(out.root, out.cwd, file), line: Number(line), column: Number(column) } : {}),
+      ...(file ? { path: projectPath(out.root, cargoBase(out), file), line: Number(line), column: Number(column) } : {}),
       message: clip((message ?? "test failed").replace(/\s*\n\s*/gu, " ")),
     });
   }
@@ -591,7 +653,13 @@ export const parseCargoTest: Parser = (out) => {
   if (result.status === "unparsed" && out.exitCode !== 0 && finished === undefined) {
     const cargoError = /^error: (.*)$/mu.exec(out.stderr);
     if (cargoError)
-      return { status: "error", failures: [{ check: "test", message: clip(cargoError[1] as string) }], tests, detail: "cargo_error", format: "libtest_human" };
+      return {
+        status: "error",
+        failures: [{ check: "test", message: clip(cargoError[1] as string) }],
+        tests,
+        detail: cargoErrorDetail(out.stderr),
+        format: "libtest_human",
+      };
   }
   return result;
 };

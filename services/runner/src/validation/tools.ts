@@ -130,7 +130,9 @@ export function validationTerminal(r: TerminalResult): TerminalResult {
       parsed = undefined;
     }
   }
-  if (isValidation(parsed)) return { ...life, ...exit, ...parsed } as unknown as TerminalResult;
+  // The process's exit code only mirrors the verdict it printed (`status`), so it is not repeated;
+  // a run where nothing was detected has no exit code of any validator to report.
+  if (isValidation(parsed)) return { ...life, ...parsed } as unknown as TerminalResult;
   const detail = r.timed_out ? "timed_out" : r.state === "cancelled" ? "cancelled" : r.signal !== null ? "killed" : "validator_crashed";
   return {
     ...life,

@@ -25,6 +25,8 @@ export type ProviderName = "node" | "python" | "go" | "rust";
 
 export interface ValidationFailure {
   check: CheckKind;
+  /** The package (project-relative directory) whose check reported it, when the run covers more than the root package. */
+  package?: string;
   path?: string;
   line?: number;
   column?: number;
@@ -78,6 +80,8 @@ export type Parser = (out: RunOutput) => ParsedRun;
 
 export interface CheckResult {
   check: CheckKind;
+  /** The package directory (project-relative) the check ran in, when the run covers more than the root package. */
+  package?: string;
   provider: ProviderName;
   command_summary: string;
   status: ValidationStatus;
@@ -90,9 +94,11 @@ export interface CheckResult {
   raw_tail?: string;
 }
 
+/** A check not run, or (with only `package` and `reason`) a whole package left out of this call. */
 export interface SkippedCheck {
-  check: CheckKind;
-  provider: ProviderName;
+  package?: string;
+  check?: CheckKind;
+  provider?: ProviderName;
   reason: string;
   capability?: string;
   found?: string[];
@@ -100,6 +106,8 @@ export interface SkippedCheck {
 
 export interface StructuredValidation {
   status: ValidationStatus;
+  /** Why the status is not a verdict of validators that ran (nothing_detected). */
+  detail?: string;
   checks: CheckResult[];
   failures: ValidationFailure[];
   truncated: boolean;

@@ -229,9 +229,9 @@ test("a project that defines no validator: error, saying nothing was detected", 
   const root = await tmp();
   await writeFile(path.join(root, "README.md"), "# nothing to validate\n");
   const r = await runPlan(root, plan(root));
-  assert.equal(r.status, "error");
+  assert.deepEqual([r.status, r.detail], ["error", "nothing_detected"]);
   assert.deepEqual(r.checks, []);
-  assert.match(r.notes?.join(" ") ?? "", /nothing_detected/u);
+  assert.match(r.notes?.join(" ") ?? "", /no validator is defined/u);
 });
 
 describe("truthful non-passed results", () => {

@@ -189,8 +189,11 @@ export interface StaleAnchor {
   edit_index: number;
   /** Where old_text occurs in the current content (inside line_scope when given). */
   match_count: number;
-  /** The current lines around the first matches: start_line and the text of those lines. */
-  excerpts: Array<{ start_line: number; text: string }>;
+  /**
+   * The current lines around the first matches: start_line, the text of those lines and the
+   * lines a match covers. Overlapping or adjacent excerpts are merged, so each line appears once.
+   */
+  excerpts: Array<{ start_line: number; text: string; match_lines: number[] }>;
 }
 
 /**
@@ -220,25 +223,42 @@ export function staleAnchors(current: Buffer, edits: readonly ReplaceExactEdit[]
       high = Math.max(low, lines.endOf(edit.line_scope.end_line));
     }
     let count = 0;
-    const excerpts: StaleAnchor["excerpts"] = [];
+    // Line spans around the matches, merged while they overlap or touch: [first, last, match lines].
+    const spans: Array<{ first: number; last: number; match: Set<number>; matches: number }> = [];
     for (
       let at = current.indexOf(needle, low);
       at !== -1 && at + needle.length <= high && count <= MAX_EXPECTED_MATCH_COUNT;
       at = current.indexOf(needle, at + needle.length)
     ) {
       count++;
-      if (excerpts.length >= STALE_EXCERPTS_PER_EDIT) continue;
-      const first = Math.max(1, lines.lineOf(at) - STALE_ANCHOR_CONTEXT_LINES);
-      const last = Math.min(lines.totalLines, lines.lineOf(at + needle.length - 1) + STALE_ANCHOR_CONTEXT_LINES);
-      const text = current.subarray(lines.startOf(first), lines.endOf(last)).toString("utf8");
+      const mFirst = lines.lineOf(at);
+      const mLast = lines.lineOf(at + needle.length - 1);
+      const first = Math.max(1, mFirst - STALE_ANCHOR_CONTEXT_LINES);
+      const last = Math.min(lines.totalLines, mLast + STALE_ANCHOR_CONTEXT_LINES);
+      const prev = spans[spans.length - 1];
+      if (prev !== undefined && first <= prev.last + 1) {
+        prev.last = Math.max(prev.last, last);
+        for (let l = mFirst; l <= mLast; l++) prev.match.add(l);
+        prev.matches++;
+      } else if (spans.length < STALE_EXCERPTS_PER_EDIT) {
+        const match = new Set<number>();
+        for (let l = mFirst; l <= mLast; l++) match.add(l);
+        spans.push({ first, last, match, matches: 1 });
+      }
+    }
+    const excerpts: StaleAnchor["excerpts"] = [];
+    let shown = 0;
+    for (const span of spans) {
+      const text = current.subarray(lines.startOf(span.first), lines.endOf(span.last)).toString("utf8");
       if (Buffer.byteLength(text) > budget) {
         cut = true;
         continue;
       }
       budget -= Buffer.byteLength(text);
-      excerpts.push({ start_line: first, text });
+      shown += span.matches;
+      excerpts.push({ start_line: span.first, text, match_lines: [...span.match] });
     }
-    if (count > excerpts.length) cut = true;
+    if (count > shown) cut = true;
     anchors.push({ edit_index: editIndex, match_count: count, excerpts });
   }
   return cut ? { anchors, anchors_truncated: true } : { anchors };

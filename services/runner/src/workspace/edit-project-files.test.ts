@@ -511,7 +511,7 @@ describe("edit_project_files: a stale revision carries the re-read around each a
     );
     assert.equal(failure.evidence?.current_read_revision, await revisionOf(ws, "n.md"));
     assert.deepEqual(failure.evidence?.anchors, [
-      { edit_index: 0, match_count: 1, excerpts: [{ start_line: 1, text: "# Notes\n\nstatus: draft\nowner: ops\n" }] },
+      { edit_index: 0, match_count: 1, excerpts: [{ start_line: 1, text: "# Notes\n\nstatus: draft\nowner: ops\n", match_lines: [3] }] },
       { edit_index: 1, match_count: 0, excerpts: [] },
     ]);
     assert.equal(failure.evidence?.anchors_truncated, undefined);
@@ -529,19 +529,43 @@ describe("edit_project_files: a stale revision carries the re-read around each a
     assert.equal(retried.changed, true);
   });
 
+  it("merges overlapping and adjacent excerpts: three matches on consecutive lines show each line once, the match lines marked", async () => {
+    const text = "a\nb\ncall(x)\ncall(x)\ncall(x)\nc\nd\ne\nf\ng\nh\ncall(x)\ni\n";
+    const { root, ws } = await tempWorkspace({ "c.ts": text });
+    const old = await revisionOf(ws, "c.ts");
+    await writeFile(path.join(root, "c.ts"), text + "tail\n");
+    const failure = await expectFailure(
+      ws.editProjectFiles({
+        changes: [{ kind: "edit", path: "c.ts", expected_read_revision: old, edits: [replace("call(x)", "call(y)", { expected_match_count: 4 })] }],
+      }),
+      ReasonCode.staleReadRevision,
+    );
+    assert.deepEqual(failure.evidence?.anchors, [
+      {
+        edit_index: 0,
+        match_count: 4,
+        excerpts: [
+          { start_line: 1, text: "a\nb\ncall(x)\ncall(x)\ncall(x)\nc\nd\n", match_lines: [3, 4, 5] },
+          { start_line: 10, text: "g\nh\ncall(x)\ni\ntail\n", match_lines: [12] },
+        ],
+      },
+    ]);
+    assert.equal(failure.evidence?.anchors_truncated, undefined, "every match is shown");
+  });
+
   it("bounds the excerpts per edit and says so", async () => {
-    const text = Array.from({ length: 40 }, (_, i) => `line ${i} MARK`).join("\n") + "\n";
+    const text = Array.from({ length: 40 }, (_, i) => `line ${i}${i % 8 === 0 ? " MARK" : ""}`).join("\n") + "\n";
     const { root, ws } = await tempWorkspace({ "m.txt": text });
     const old = await revisionOf(ws, "m.txt");
     await writeFile(path.join(root, "m.txt"), text + "tail\n");
     const failure = await expectFailure(
       ws.editProjectFiles({
-        changes: [{ kind: "edit", path: "m.txt", expected_read_revision: old, edits: [replace("MARK", "DONE", { expected_match_count: 40 })] }],
+        changes: [{ kind: "edit", path: "m.txt", expected_read_revision: old, edits: [replace("MARK", "DONE", { expected_match_count: 5 })] }],
       }),
       ReasonCode.staleReadRevision,
     );
     const [anchor] = failure.evidence?.anchors as Array<{ match_count: number; excerpts: unknown[] }>;
-    assert.equal(anchor?.match_count, 40);
+    assert.equal(anchor?.match_count, 5);
     assert.equal(anchor?.excerpts.length, 3);
     assert.equal(failure.evidence?.anchors_truncated, true);
   });
@@ -560,7 +584,7 @@ describe("edit_project_files: a stale revision carries the re-read around each a
 
 describe("edit_project_files: undo_changes, the exact inverse of an applied call", () => {
   const undoOf = async (ws: Awaited<ReturnType<typeof tempWorkspace>>["ws"], changes: Parameters<typeof ws.editProjectFiles>[0]["changes"]) => {
-    const result = (await ws.editProjectFiles({ changes })) as EditAppliedResult;
+    const result = (await ws.editProjectFiles({ changes, include_undo: true })) as EditAppliedResult;
     return result.undo_changes;
   };
 

@@ -106,7 +106,7 @@ export async function editProjectFiles(context: EditContext, request: EditProjec
   const prepared = await preflight(context.resolver, request.changes);
   if (request.dry_run === true) return dryRunReport(prepared);
   await apply(context, prepared);
-  return appliedReport(prepared);
+  return appliedReport(prepared, request.include_undo === true);
 }
 
 // ---------------------------------------------------------------- preflight
@@ -509,7 +509,7 @@ function dryRunReport(prepared: readonly EditPrepared[]): EditDryRunResult {
   return { dry_run: true, ...summarize(prepared), files };
 }
 
-function appliedReport(prepared: readonly EditPrepared[]): EditAppliedResult {
+function appliedReport(prepared: readonly EditPrepared[], includeUndo: boolean): EditAppliedResult {
   const files = prepared.map((change): AppliedFileReport => {
     const report: AppliedFileReport = { path: change.path, kind: change.kind, changed: isChanging(change), replacements: 0 };
     switch (change.kind) {
@@ -530,7 +530,8 @@ function appliedReport(prepared: readonly EditPrepared[]): EditAppliedResult {
     return report;
   });
   const summary = summarize(prepared);
-  const undo = summary.changed ? inverseChanges(prepared) : undefined;
+  // The inverse is built only when asked for: an ordinary edit pays nothing for it.
+  const undo = summary.changed && includeUndo ? inverseChanges(prepared) : undefined;
   return {
     dry_run: false,
     execution_state: "completed",
