@@ -74,7 +74,7 @@ describe("telemetry of the distributed stack", () => {
   async function callTrace(): Promise<{ root: OtlpSpan | undefined; spans: OtlpSpan[] }> {
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const root = collector.spans().find((s) => s.name === "tools/call" && spanAttribute(s, "webcodex.tool") === "edit_project_files");
+      const root = collector.spans().find((s) => s.name === "tools/call edit_project_files" && spanAttribute(s, "webcodex.tool") === "edit_project_files");
       const spans = root ? collector.spans().filter((s) => s.traceId === root.traceId) : [];
       const services = new Set(spans.map((s) => s.service));
       if (SERVICE_NAMES.every((n) => services.has(n)) || Date.now() > deadline) return { root, spans };
@@ -101,7 +101,8 @@ describe("telemetry of the distributed stack", () => {
       for (let p = s.parentSpanId ? byId.get(s.parentSpanId) : undefined; p; p = p.parentSpanId ? byId.get(p.parentSpanId) : undefined) names.push(p.name);
       return names;
     };
-    for (const s of spans) assert.equal(chainToRoot(s).at(-1), "tools/call", `${s.service} ${s.name} is not under the call: ${chainToRoot(s).join(" <- ")}`);
+    for (const s of spans)
+      assert.equal(chainToRoot(s).at(-1), "tools/call edit_project_files", `${s.service} ${s.name} is not under the call: ${chainToRoot(s).join(" <- ")}`);
 
     // One child span per pipeline stage, directly under the call.
     const stages = spans.filter((s) => s.parentSpanId === root.spanId && spanAttribute(s, "webcodex.stage") !== undefined).map((s) => s.name);

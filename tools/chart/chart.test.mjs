@@ -340,6 +340,7 @@ for (const name of ["defaults", "production"]) {
         assert.deepEqual(c.args, ["node", "tools/cli/bin/webcodex.js", "serve", svc]);
         assert.equal(c.livenessProbe.httpGet.path, "/healthz", svc);
         assert.equal(c.readinessProbe.httpGet.path, "/readyz", svc);
+        assert.equal(c.startupProbe.httpGet.path, "/healthz", svc);
         assert.equal(c.ports[0].containerPort, ports[svc], `${svc} default port`);
         const env = envOf(c);
         assert.equal(env.WEBCODEX_PORT.value, String(ports[svc]));
@@ -494,6 +495,18 @@ function effectiveValues(name) {
   return file ? merge(defaults, parseYaml(readFileSync(file, "utf8"))) : defaults;
 }
 
+/** A value with its object keys sorted at every level, as helm's toJson writes it. */
+const sortKeys = (v) =>
+  Array.isArray(v)
+    ? v.map(sortKeys)
+    : v && typeof v === "object"
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, sortKeys(v[k])]),
+        )
+      : v;
+
 /** The WEBCODEX_* values the chart must pass through from its values (undefined: not set). */
 const ENV_FROM_VALUES = {
   gateway: (v) => ({
@@ -518,6 +531,10 @@ const ENV_FROM_VALUES = {
     WEBCODEX_PROJECT_CONCURRENCY: String(v.runnerBroker.projectConcurrency),
     WEBCODEX_DISPATCH_TIMEOUT_MS: String(v.runnerBroker.dispatchTimeoutMs),
     WEBCODEX_JOB_RECONCILE_INTERVAL_MS: String(v.runnerBroker.jobReconcileIntervalMs),
+    WEBCODEX_LOG_LEVEL: v.logLevel,
+  }),
+  "tool-registry": (v) => ({
+    WEBCODEX_TOOL_POLICY: Object.keys(v.toolRegistry.toolPolicy).length > 0 ? JSON.stringify(sortKeys(v.toolRegistry.toolPolicy)) : undefined,
     WEBCODEX_LOG_LEVEL: v.logLevel,
   }),
   audit: (v) => ({
@@ -552,6 +569,10 @@ const LEFT_TO_DEFAULT = {
       "set (to the read-only mount) only when gateway.skillCatalogs.existingClaim names a claim; unset means no tenant skill catalogs",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
+  "tool-registry": {
+    WEBCODEX_TOOL_POLICY: "set from toolRegistry.toolPolicy when not empty; empty withholds nothing",
+    WEBCODEX_TOOL_POLICY_FILE: "the chart passes the policy inline (toolRegistry.toolPolicy, WEBCODEX_TOOL_POLICY)",
+  },
   "ref-resolver": { WEBCODEX_REDIS_KEY_PREFIX: "one release per Redis database" },
   "runner-broker": {
     WEBCODEX_REDIS_KEY_PREFIX: "one release per Redis database",
@@ -590,6 +611,22 @@ function containersByService(objs) {
   out.push({ service: "runner", container: runnerObjects(objs).pod.spec.containers[0] });
   return out;
 }
+
+describe("probes", () => {
+  test("variant (probes.type grpc): readiness is a native gRPC probe of the container port; startup and liveness stay GET /healthz", async () => {
+    const objs = await rendered("variant");
+    const deployments = byKind(objs, "Deployment");
+    assert.ok(deployments.length > 0);
+    for (const d of deployments) {
+      const [c] = d.spec.template.spec.containers;
+      const svc = component(d);
+      assert.deepEqual(c.readinessProbe.grpc, { port: c.ports[0].containerPort }, svc);
+      assert.equal(c.readinessProbe.httpGet, undefined, svc);
+      assert.equal(c.livenessProbe.httpGet.path, "/healthz", svc);
+      assert.equal(c.startupProbe.httpGet.path, "/healthz", svc);
+    }
+  });
+});
 
 describe("env contract with the services' src/config.ts", () => {
   for (const name of ["defaults", "production", "variant"]) {
@@ -959,6 +996,14 @@ describe("bad values fail with a clear message", () => {
     assert.match(err, /at '\/toolRegistry\/replicas': minimum: got -1, want 0/);
   });
 
+  test("a tool policy naming an unknown category or field", async () => {
+    assert.match(
+      await templateError(["--set", "toolRegistry.toolPolicy.tenants.acme.deny_categories[0]=shell"]),
+      /toolPolicy\/tenants\/acme\/deny_categories\/0/,
+    );
+    assert.match(await templateError(["--set", "toolRegistry.toolPolicy.tenants.acme.deny[0]=run_shell"]), /toolPolicy\/tenants\/acme.*deny/);
+  });
+
   test("hpa.minReplicas greater than maxReplicas", async () => {
     const err = await templateError(["--set", "gateway.hpa.enabled=true", "--set", "gateway.hpa.minReplicas=5", "--set", "gateway.hpa.maxReplicas=3"]);
     assert.match(err, /gateway\.hpa: minReplicas \(5\) must be <= maxReplicas \(3\)/);
@@ -987,8 +1032,10 @@ describe("values schema", () => {
 
   test("every object in the schema is closed and the values tree lists its required keys", () => {
     const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
-    // Kubernetes shapes passed through values keep Kubernetes' optional fields.
+    // Kubernetes shapes passed through values keep Kubernetes' optional fields, and the tool
+    // policy its own (docs/tool-policy.schema.json: every rule and list is optional).
     const k8sShapes = new Set([
+      "toolPolicy",
       "labelSelector",
       "toleration",
       "nodeSelectorTerm",

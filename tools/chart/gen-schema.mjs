@@ -29,6 +29,12 @@ function obj(properties, required = Object.keys(properties), extra = {}) {
   return { ...o, ...extra };
 }
 
+/** The tool policy's schema, as the tool-registry checks it (docs/tool-policy.schema.json, generated from libs/contracts). */
+function toolPolicySchema() {
+  const { $schema: _drop, title: _title, ...schema } = JSON.parse(readFileSync(resolve(here, "../../docs/tool-policy.schema.json"), "utf8"));
+  return schema;
+}
+
 const definitions = {
   // An upstream MCP server (gateway.mcpUpstreams): optional fields have the gateway's defaults,
   // and the gateway validates each entry in full at start-up (docs/mcp-gateway.md).
@@ -55,6 +61,7 @@ const definitions = {
     },
     ["id", "url", "tenants"],
   ),
+  toolPolicy: toolPolicySchema(),
   port: int({ minimum: 1, maximum: 65535 }),
   clientId: str({ pattern: "^[^,=\\s]+$", description: "An OAuth client id (tenant); no comma, '=' or space." }),
   replicas: int({ minimum: 0, description: "Replica count (>= 0)." }),
@@ -299,6 +306,7 @@ export const schema = {
       endpoint: ref("optionalUrl"),
       serviceNamePrefix: str({ minLength: 1, pattern: "^[a-zA-Z0-9._-]+$" }),
     }),
+    probes: obj({ type: { enum: ["http", "grpc"] } }),
     metrics: obj({
       podAnnotations: bool(),
       serviceMonitor: obj({ enabled: bool(), interval: str({ pattern: "^[0-9]+(ms|s|m|h)$" }), labels: ref("stringMap") }),
@@ -329,7 +337,7 @@ export const schema = {
         tls: arr(obj({ secretName: str({ minLength: 1 }), hosts: arr(hostname) })),
       }),
     }),
-    toolRegistry: serviceBlock(),
+    toolRegistry: serviceBlock({ toolPolicy: ref("toolPolicy") }),
     refResolver: serviceBlock(),
     audit: serviceBlock({
       retentionDays: int({ minimum: 1, maximum: 3650 }),

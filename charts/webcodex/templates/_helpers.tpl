@@ -351,9 +351,14 @@ spec:
             timeoutSeconds: 3
             failureThreshold: 3
           readinessProbe:
+            {{- if eq $ctx.Values.probes.type "grpc" }}
+            grpc:
+              port: {{ $v.port }}
+            {{- else }}
             httpGet:
               path: /readyz
               port: http
+            {{- end }}
             periodSeconds: 5
             timeoutSeconds: 3
             failureThreshold: 3

@@ -6,6 +6,8 @@ import { CODE_MODE_GUIDANCE, SKILLS_BOOTSTRAP_HINT } from "./bootstrap.js";
 import { toolDefinitions, toolDefinition } from "./catalog.js";
 import { ReasonCode } from "./failure.js";
 import type { DirectPolicy, ToolCategory, ToolDefinition } from "./tool-definition.js";
+import { policyAdmits } from "./tool-policy.js";
+import type { ToolPolicy, ToolPolicySubject } from "./tool-policy.js";
 
 /** Tenant admission profiles. read_only tenants see no tool that can change anything. */
 export const ADMISSION_PROFILES = ["full", "read_only"] as const;
@@ -28,10 +30,23 @@ export function isHostProfile(value: unknown): value is HostProfile {
 export interface AdmissionContext {
   admissionProfile: AdmissionProfile;
   hostProfile: HostProfile;
+  /** The operator's tool policy and who it is evaluated for; absent: no policy narrows admission. */
+  policy?: { policy: ToolPolicy; subject: ToolPolicySubject };
+}
+
+/** Whether the operator's tool policy withholds `def` from this caller: to them it does not exist. */
+export function isWithheld(def: ToolDefinition, context: AdmissionContext): boolean {
+  return context.policy !== undefined && !policyAdmits(context.policy.policy, context.policy.subject, def);
+}
+
+/** The implemented tools the policy withholds from this caller (a call names them as unknown). */
+export function withheldTools(context: AdmissionContext): ToolDefinition[] {
+  return toolDefinitions().filter((d) => d.implemented && isWithheld(d, context));
 }
 
 export function isAdmitted(def: ToolDefinition, context: AdmissionContext): boolean {
   if (!def.implemented) return false;
+  if (isWithheld(def, context)) return false;
   if (context.admissionProfile === "read_only" && def.effect !== "read_only" && def.effectByTarget !== true) return false;
   // Card helpers serve a mounted card: only App Hosts. The present_* tools themselves answer
   // any Host with their facts; only App Hosts see them in tools/list (listedTools).
@@ -194,12 +209,13 @@ export interface GatewayRefusal {
 }
 
 /**
- * Why call_runtime_tool may not run `tool`, or undefined when it may: an unknown name, one of
+ * Why call_runtime_tool may not run `tool`, or undefined when it may: an unknown (or withheld) name, one of
  * the two gateway entry points (called directly, never forwarded), or a Presentation or
  * Continuation descriptor, which the Host must call directly to mount its card.
  */
-export function gatewayRefusal(tool: string): GatewayRefusal | undefined {
-  const def = toolDefinition(tool);
+export function gatewayRefusal(tool: string, withheld?: ReadonlySet<string>): GatewayRefusal | undefined {
+  // A tool the operator's policy withholds from this caller is, to them, a name that does not exist.
+  const def = withheld?.has(tool) === true ? undefined : toolDefinition(tool);
   if (!def) return { reason_code: ReasonCode.unknownTool, detail_code: "unknown_tool", message: "No tool has this name; see list_tools." };
   if (def.gatewayEntry === true)
     return { reason_code: ReasonCode.invalidValue, detail_code: "gateway_entry_point", message: `Call ${def.name} directly, not through call_runtime_tool.` };

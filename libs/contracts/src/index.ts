@@ -30,7 +30,19 @@ export {
   isHostProfile,
   directPolicy,
   forwardedCall,
+  isWithheld,
+  withheldTools,
 } from "./admission.js";
+export {
+  parseToolPolicy,
+  parseToolPolicyText,
+  policyAdmits,
+  toolPolicySchema,
+  toolPolicySchemaDocument,
+  toolPolicyRuleSchema,
+  ToolPolicyError,
+} from "./tool-policy.js";
+export type { ToolPolicy, ToolPolicyRule, ToolPolicySubject } from "./tool-policy.js";
 export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, Route, ToolAnnotations } from "./admission.js";
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, CanonicalToolInput, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";

@@ -83,6 +83,8 @@ export type NormalizeResult =
 export interface NormalizeContext {
   /** Whether a canonical tool is admitted for this caller (rewrites must stay admitted). */
   isAdmitted(tool: string): boolean;
+  /** Whether the operator's tool policy withholds the tool from this caller: it is then an unknown name. */
+  isWithheld?(tool: string): boolean;
 }
 
 const reject = (
@@ -123,8 +125,9 @@ function fieldFailure(tool: string, violation: SchemaViolation): NormalizeResult
  */
 export function normalizeToolCall(tool: string, rawArguments: unknown, context: NormalizeContext): NormalizeResult {
   const def = toolDefinition(tool);
-  // Which tools exist and are admitted is decided at admission (docs/results.md).
-  if (!def) return reject(ReasonCode.unknownTool, "unknown_tool", { tool }, PipelineStage.admission);
+  // Which tools exist and are admitted is decided at admission (docs/results.md); a tool the
+  // operator's policy withholds from this caller is answered exactly as one that does not exist.
+  if (!def || context.isWithheld?.(tool) === true) return reject(ReasonCode.unknownTool, "unknown_tool", { tool }, PipelineStage.admission);
   if (!context.isAdmitted(tool)) return reject(ReasonCode.toolNotAdmitted, "not_admitted", { tool }, PipelineStage.admission);
   if (rawArguments === undefined) rawArguments = {};
   if (typeof rawArguments !== "object" || rawArguments === null || Array.isArray(rawArguments)) return reject(ReasonCode.invalidValue, "arguments_not_object");

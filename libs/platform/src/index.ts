@@ -8,6 +8,8 @@ export type { Metrics, Counter, Histogram } from "./metrics.js";
 export { principalHeaders, principalFromHeaders, RUNNER_TOKEN_HEADER } from "./principal.js";
 export type { Principal } from "./principal.js";
 export { startServiceServer, sendJson, onShutdown, readinessFrom } from "./server.js";
+export { createHealthService } from "./grpc-health.js";
+export type { HealthOptions } from "./grpc-health.js";
 export { afterAnswer } from "./answer-hooks.js";
 export type { AfterAnswer, AnswerFate } from "./answer-hooks.js";
 export type { ServiceServer, ServiceServerOptions, ReadinessReport, HttpHandler, NodeRequest, NodeResponse } from "./server.js";
@@ -33,6 +35,7 @@ export {
   withLinkedSpan,
   activeSpanContext,
   extractTraceContext,
+  traceContextFromMeta,
 } from "./tracing.js";
 export type { TracingOptions } from "./tracing.js";
 export { sealSecretEnvironment, isSecretEnvName } from "./sealed-env.js";

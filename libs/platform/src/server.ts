@@ -6,8 +6,11 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import { createConnectRouter } from "@connectrpc/connect";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { Health } from "@webcodex/proto";
+import { createHealthService } from "./grpc-health.js";
 import { serveWithAnswerHooks } from "./answer-hooks.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
@@ -36,6 +39,8 @@ export interface ServiceServerOptions {
   logger: Logger;
   /** Connect handlers may leave work for after their answer is sent or lost (`afterAnswer`). */
   answerHooks?: boolean;
+  /** How often grpc.health.v1.Health/Watch re-checks readiness (default 1 s). */
+  healthWatchIntervalMs?: number;
 }
 
 export interface ServiceServer {
@@ -45,16 +50,35 @@ export interface ServiceServer {
 }
 
 const h2Preface = Buffer.from("PRI * HTTP/2.0");
+const HEALTH_PATH = `/${Health.typeName}/`;
 
 export async function startServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
   // Every Connect handler runs in a SERVER span continuing the caller's trace (traceparent).
   const tracing = createTracingServerInterceptor({ service: options.name, ...(options.metrics ? { metrics: options.metrics } : {}) });
   const connect = options.routes ? connectNodeAdapter({ routes: options.routes, interceptors: [tracing, ...(options.interceptors ?? [])] }) : undefined;
+  const check = options.readiness ?? (async () => ({ ready: true, checks: {} }));
+  let closing = false;
+  // grpc.health.v1.Health: the same readiness as /readyz, for every service hosted here. Served
+  // without the service-identity interceptor: probes and load balancers carry no credential,
+  // and the answer is a status only.
+  const hosted = createConnectRouter();
+  options.routes?.(hosted);
+  const health = connectNodeAdapter({
+    routes: (router) =>
+      router.service(
+        Health,
+        createHealthService({
+          services: [...new Set(hosted.handlers.map((h) => h.service.typeName))],
+          ready: async () => !closing && (await check()).ready,
+          ...(options.healthWatchIntervalMs !== undefined ? { watchIntervalMs: options.healthWatchIntervalMs } : {}),
+        }),
+      ),
+  });
   const handle = (req: NodeRequest, res: NodeResponse) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });
+    if (path.startsWith(HEALTH_PATH)) return health(req as http.IncomingMessage, res as http.ServerResponse);
     if (path === "/readyz") {
-      const check = options.readiness ?? (async () => ({ ready: true, checks: {} }));
       return void check().then(
         (report) => sendJson(res, report.ready ? 200 : 503, report),
         (error: unknown) => sendJson(res, 503, { ready: false, checks: { readiness: { ok: false, detail: String(error) } } }),
@@ -82,7 +106,6 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
   // and requests in flight finish, their connections closed after the response.
   // (http.Server tracks idle connections only for servers that listen themselves, so
   // closeIdleConnections() does nothing here: responses in progress are counted per socket.)
-  let closing = false;
   const inflight = new Set<http.ServerResponse>();
   const h1Busy = new Map<net.Socket, number>();
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {

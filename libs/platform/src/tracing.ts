@@ -83,6 +83,19 @@ export function createTracingClientInterceptor(options: TracingOptions = {}): In
   };
 }
 
+/**
+ * The trace context an MCP request carries in `params._meta` (`traceparent`, `tracestate`, as
+ * MCP clients send it), or undefined when it carries none or an invalid one.
+ */
+export function traceContextFromMeta(meta: Record<string, unknown> | undefined): Context | undefined {
+  const traceparent = meta?.["traceparent"];
+  if (typeof traceparent !== "string") return undefined;
+  const headers = new Headers({ traceparent });
+  if (typeof meta?.["tracestate"] === "string") headers.set("tracestate", meta["tracestate"]);
+  const extracted = extractTraceContext(headers);
+  return trace.getSpanContext(extracted) !== undefined ? extracted : undefined;
+}
+
 /** The trace context carried by request headers (or the active one when there is none). */
 export function extractTraceContext(headers: Headers | undefined): Context {
   if (!headers) return context.active();
@@ -146,9 +159,10 @@ export function createTracingServerInterceptor(options: TracingOptions = {}): In
  * each tools/call in one, so the whole call is one trace. Only codes and identifiers
  * belong in `attributes`, never arguments.
  */
-export async function withSpan<T>(name: string, attributes: Attributes, fn: (span: Span | undefined) => Promise<T>): Promise<T> {
-  const span = safe(() => tracer().startSpan(name, { kind: SpanKind.INTERNAL, attributes }));
-  const active = span ? (safe(() => trace.setSpan(context.active(), span)) ?? context.active()) : context.active();
+export async function withSpan<T>(name: string, attributes: Attributes, fn: (span: Span | undefined) => Promise<T>, parent?: Context): Promise<T> {
+  const base = parent ?? context.active();
+  const span = safe(() => tracer().startSpan(name, { kind: SpanKind.INTERNAL, attributes }, base));
+  const active = span ? (safe(() => trace.setSpan(base, span)) ?? base) : base;
   try {
     const result = await context.with(active, () => fn(span));
     safe(() => span?.end());

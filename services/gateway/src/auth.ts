@@ -11,6 +11,8 @@ import type { AdmissionProfile, HostProfile } from "@webcodex/contracts";
 export interface Caller {
   principal: Principal;
   admissionProfile: AdmissionProfile;
+  /** The OAuth client the token was issued to (client_id or azp claim), for the tool policy's client rules. */
+  oauthClientId?: string;
   /** The Host profile this principal's token names; absent: the gateway's WEBCODEX_HOST_PROFILE. */
   hostProfile?: HostProfile;
   scopes: string[];
@@ -44,6 +46,8 @@ export interface StaticTokenEntry {
   /** The tenant admin role: may change any of the tenant's Projects' settings. */
   tenantAdmin?: boolean;
   admissionProfile?: AdmissionProfile;
+  /** The OAuth client this token stands for (the tool policy's client rules). */
+  oauthClientId?: string;
   /** The Host this token is for (e.g. "app" for an MCP App Host); default: the gateway's. */
   hostProfile?: HostProfile;
   scopes?: string[];
@@ -57,6 +61,7 @@ export function createStaticTokenAuthenticator(entries: readonly StaticTokenEntr
     caller: {
       principal: e.tenantAdmin ? { clientId: e.clientId, subject: e.subject, tenantAdmin: true } : { clientId: e.clientId, subject: e.subject },
       admissionProfile: e.admissionProfile ?? "full",
+      ...(e.oauthClientId !== undefined ? { oauthClientId: e.oauthClientId } : {}),
       ...(e.hostProfile ? { hostProfile: e.hostProfile } : {}),
       scopes: [...(e.scopes ?? DEFAULT_STATIC_SCOPES)],
     } satisfies Caller,

@@ -10,7 +10,7 @@ import type { StaticTokenEntry } from "./auth.js";
 
 /**
  * Parses a dev tokens file:
- * `{"tokens": [{"token", "client_id", "subject", "tenant_admin"?, "admission_profile"?, "host_profile"?, "scopes"?}]}`.
+ * `{"tokens": [{"token", "client_id", "subject", "tenant_admin"?, "admission_profile"?, "host_profile"?, "oauth_client_id"?, "scopes"?}]}`.
  * Client ids must be usable in canonical project ids (`[A-Za-z0-9._-]`, at most 128).
  */
 export function parseDevTokensFile(text: string): StaticTokenEntry[] {
@@ -23,13 +23,16 @@ export function parseDevTokensFile(text: string): StaticTokenEntry[] {
       profile = t["admission_profile"],
       host = t["host_profile"],
       scopes = t["scopes"],
-      admin = t["tenant_admin"];
+      admin = t["tenant_admin"],
+      oauthClient = t["oauth_client_id"];
     if (typeof token !== "string" || token.length < MIN_DEV_TOKEN_LENGTH)
       throw new Error(`tokens[${i}].token must be a string of at least ${MIN_DEV_TOKEN_LENGTH} characters`);
     if (typeof clientId !== "string" || typeof subject !== "string") throw new Error(`tokens[${i}] needs client_id and subject`);
     if (!isCanonicalIdPart(clientId)) throw new Error(`tokens[${i}].client_id must match [A-Za-z0-9._-]{1,128}`);
     if (profile !== undefined && !isAdmissionProfile(profile)) throw new Error(`tokens[${i}].admission_profile must be full or read_only`);
     if (host !== undefined && !isHostProfile(host)) throw new Error(`tokens[${i}].host_profile must be one of ${HOST_PROFILES.join(", ")}`);
+    if (oauthClient !== undefined && (typeof oauthClient !== "string" || oauthClient === ""))
+      throw new Error(`tokens[${i}].oauth_client_id must be a non-empty string`);
     if (admin !== undefined && typeof admin !== "boolean") throw new Error(`tokens[${i}].tenant_admin must be true or false`);
     if (scopes !== undefined && (!Array.isArray(scopes) || scopes.some((x) => typeof x !== "string")))
       throw new Error(`tokens[${i}].scopes must be an array of strings`);
@@ -40,6 +43,7 @@ export function parseDevTokensFile(text: string): StaticTokenEntry[] {
       ...(admin ? { tenantAdmin: true } : {}),
       ...(profile ? { admissionProfile: profile } : {}),
       ...(host !== undefined ? { hostProfile: host } : {}),
+      ...(oauthClient !== undefined ? { oauthClientId: oauthClient } : {}),
       ...(scopes ? { scopes: scopes as string[] } : {}),
     };
   });

@@ -362,9 +362,9 @@ describe("discovery contract", () => {
   it("a caller whose token names a Host profile is admitted against that profile's catalog", async () => {
     const asked: string[] = [];
     const catalogs: CatalogCache = {
-      get: async (admission, host) => {
-        asked.push(`${admission}/${host}`);
-        return catalogOf(admittedTools({ admissionProfile: admission, hostProfile: host }));
+      get: async (who, host) => {
+        asked.push(`${who.admissionProfile}/${host}`);
+        return catalogOf(admittedTools({ admissionProfile: who.admissionProfile, hostProfile: host }));
       },
     };
     const pipeline = pipelineWith({ audit: recordingAudit().audit, catalogs });

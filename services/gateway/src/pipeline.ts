@@ -28,8 +28,8 @@ import {
   failureFromWire,
 } from "@webcodex/contracts";
 import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
-import type { HostProfile, InputNormalization, ModelWorkflowPolicy, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import { argumentShape, measureCanonical, measureProjection, principalHeaders, withSpan } from "@webcodex/platform";
+import type { HostProfile, InputNormalization, ModelWorkflowPolicy, NormalizeContext, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import { argumentShape, measureCanonical, measureProjection, principalHeaders, traceContextFromMeta, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
 import { auditNotDurableFailure, captureCall } from "./audit-capture.js";
@@ -98,6 +98,15 @@ export interface ModelResult {
 /** What the pipeline sets on a call's span: codes and identifiers only. */
 type CallSpan = { setAttribute(key: string, value: string): unknown } | undefined;
 
+/** What the MCP request itself says about a call, for its span (never arguments). */
+export interface McpRequestFacts {
+  /** The client's JSON-RPC request id. */
+  requestId?: string | number;
+  /** The request's params._meta (traceparent, tracestate). */
+  meta?: Record<string, unknown>;
+  sessionId?: string;
+}
+
 /**
  * The admission of a call: the catalog it was admitted against, or the failure that refused
  * it; either way the tool and arguments it is audited under (call_runtime_tool unwrapped).
@@ -128,7 +137,7 @@ export function createPipeline(deps: PipelineDeps) {
   const { runOnRunner } = createRunnerTools({ ...deps, attention });
   const skills = createSkills({ tenantCatalogsDir: deps.skillCatalogsDir, runOnRunner });
   // Code Mode: a cell's child calls come back through `call` as that principal, with the cell as parent.
-  const cells = createCodeCells({ ...deps, call: (caller, tool, args, signal, parent) => call(caller, tool, args, signal, parent) });
+  const cells = createCodeCells({ ...deps, call: (caller, tool, args, signal, parent) => call(caller, tool, args, signal, undefined, parent) });
 
   /** Runs a normalized call where its tool runs (a presentation tool the gateway composes first). */
   async function run(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
@@ -192,6 +201,12 @@ export function createPipeline(deps: PipelineDeps) {
     return { structuredContent: result, isError: false, ...(text !== undefined ? { text } : {}) };
   }
 
+  /** What normalization may know of the caller's catalog: admitted names, and names the tool policy withholds. */
+  const normalizeContext = (catalog: AdmittedCatalog): NormalizeContext => ({
+    isAdmitted: (n) => catalog.admitted.has(n),
+    isWithheld: (n) => catalog.withheld?.has(n) === true,
+  });
+
   /**
    * Admission: the caller's catalog, and the unwrapping of call_runtime_tool so the inner call
    * is normalized, authorized and audited as itself. A refusal names the tool it refused (the
@@ -203,17 +218,17 @@ export function createPipeline(deps: PipelineDeps) {
     if (missingScope) return { ok: false, failure: missingScope, ...forwardedCall(tool, rawArgs) };
     let catalog: AdmittedCatalog;
     try {
-      catalog = await deps.catalogs.get(caller.admissionProfile, caller.hostProfile ?? deps.hostProfile);
+      catalog = await deps.catalogs.get(caller, caller.hostProfile ?? deps.hostProfile);
     } catch (error) {
       // Audited as the tool call_runtime_tool would have run, as every other refusal here.
       return { ok: false, failure: dependencyFailure(error, PipelineStage.admission, false), ...forwardedCall(tool, rawArgs) };
     }
     if (tool !== "call_runtime_tool" || !catalog.admitted.has(tool)) return { ok: true, catalog, tool, args: rawArgs };
-    const outer = normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) });
+    const outer = normalizeToolCall(tool, rawArgs, normalizeContext(catalog));
     if (!outer.ok) return { ok: false, failure: outer.failure, tool, args: rawArgs };
     const inner = outer.arguments["tool"] as string;
     const innerArgs = outer.arguments["arguments"];
-    const refusal = gatewayRefusal(inner);
+    const refusal = gatewayRefusal(inner, catalog.withheld);
     if (refusal) {
       const failure = toolFailure(refusal.reason_code, PipelineStage.admission, {
         detail_code: refusal.detail_code,
@@ -243,8 +258,23 @@ export function createPipeline(deps: PipelineDeps) {
    * or not, produces exactly one ActionAudit record, captured from the canonical outcome before
    * the Host sees anything; an effectful call is acknowledged only once its record is durable.
    */
-  function call(caller: Caller, tool: string, rawArgs: unknown, signal: AbortSignal, parent?: CallParent): Promise<ModelResult> {
-    return withSpan("tools/call", { "webcodex.client_id": caller.principal.clientId }, (span) => callInSpan(caller, tool, rawArgs, signal, span, parent));
+  function call(caller: Caller, tool: string, rawArgs: unknown, signal: AbortSignal, mcp?: McpRequestFacts, parent?: CallParent): Promise<ModelResult> {
+    // OpenTelemetry MCP semantic conventions: `tools/call {tool}`, a child of the trace context
+    // the client sent in params._meta (else of the HTTP request's). Never arguments or results.
+    const attributes: Record<string, string> = {
+      "webcodex.client_id": caller.principal.clientId,
+      "mcp.method.name": "tools/call",
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": forwardedCall(tool, rawArgs).tool,
+      ...(mcp?.requestId !== undefined ? { "jsonrpc.request.id": String(mcp.requestId) } : {}),
+      ...(mcp?.sessionId !== undefined ? { "mcp.session.id": mcp.sessionId } : {}),
+    };
+    return withSpan(
+      `tools/call ${attributes["gen_ai.tool.name"]}`,
+      attributes,
+      (span) => callInSpan(caller, tool, rawArgs, signal, span, parent),
+      traceContextFromMeta(mcp?.meta),
+    );
   }
 
   async function callInSpan(
@@ -280,9 +310,7 @@ export function createPipeline(deps: PipelineDeps) {
       outcome = { ok: false, failure: admission.failure };
     } else {
       const catalog = admission.catalog;
-      const normalized = await timedStage(stages, PipelineStage.normalization, () =>
-        normalizeToolCall(tool, rawArgs, { isAdmitted: (n) => catalog.admitted.has(n) }),
-      );
+      const normalized = await timedStage(stages, PipelineStage.normalization, () => normalizeToolCall(tool, rawArgs, normalizeContext(catalog)));
       if (!normalized.ok) {
         outcome = { ok: false, failure: normalized.failure };
       } else {
@@ -407,7 +435,11 @@ export function createPipeline(deps: PipelineDeps) {
 
     const reasonCode = result.isError ? String(result.structuredContent["reason_code"] ?? "") : "";
     span?.setAttribute("webcodex.tool", toolName);
-    if (reasonCode) span?.setAttribute("webcodex.reason_code", reasonCode);
+    if (reasonCode) {
+      span?.setAttribute("webcodex.reason_code", reasonCode);
+      // semconv: error.type names the class of failure (a tool error is a result, not a throw).
+      span?.setAttribute("error.type", reasonCode);
+    }
     callMetrics?.observeCall({
       tool: toolName,
       outcome: result.isError ? CallOutcome.failure : CallOutcome.success,

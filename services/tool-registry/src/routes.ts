@@ -1,7 +1,13 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { ToolRegistryService } from "@webcodex/proto";
+import type { ToolPolicy } from "@webcodex/contracts";
 import { createToolRegistry } from "./tool-registry.js";
 
-export function routes(router: ConnectRouter): void {
-  router.service(ToolRegistryService, createToolRegistry());
+/** The registry's routes; `policy` is the operator's tool policy, if any. */
+export function toolRegistryRoutes(policy?: ToolPolicy): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(ToolRegistryService, createToolRegistry({ policy }));
+  };
 }
+
+export const routes = toolRegistryRoutes();

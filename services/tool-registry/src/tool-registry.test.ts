@@ -3,9 +3,10 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { ToolRegistryService } from "@webcodex/proto";
-import { toolDefinition, toolDefinitions } from "@webcodex/contracts";
+import { parseToolPolicy, toolDefinition, toolDefinitions } from "@webcodex/contracts";
 import { admissionContext, catalogVersion } from "./tool-registry.js";
-import { routes } from "./routes.js";
+import { routes, toolRegistryRoutes } from "./routes.js";
+import { loadToolPolicy } from "./config.js";
 
 const client = createClient(ToolRegistryService, createRouterTransport(routes));
 const names = async (admissionProfile: string, hostProfile: string) =>
@@ -79,5 +80,88 @@ describe("tool-registry GetAdmittedCatalog", () => {
     assert.deepEqual(admissionContext("read_only", "app"), { admissionProfile: "read_only", hostProfile: "app" });
     assert.equal(admissionContext("full", "unknown"), undefined);
     assert.equal(admissionContext("superuser", "generic"), undefined);
+  });
+});
+
+describe("tool-registry GetAdmittedCatalog with a tool policy", () => {
+  const policy = parseToolPolicy({
+    default: { deny_tools: ["delete_project"] },
+    tenants: { locked: { deny_tools: ["run_shell"] }, readers: { allow_categories: ["discovery", "files"] } },
+    clients: { "untrusted-host": { deny_categories: ["execution"] } },
+  });
+  const policed = createClient(ToolRegistryService, createRouterTransport(toolRegistryRoutes(policy)));
+  const ask = (tenant: string, oauthClient = "") => policed.getAdmittedCatalog({ admissionProfile: "full", hostProfile: "generic", tenant, oauthClient });
+
+  it("a tenant denied run_shell is not admitted it and is told it is withheld; another tenant still is", async () => {
+    const locked = await ask("locked");
+    assert.ok(!locked.tools.some((t) => t.name === "run_shell"));
+    assert.ok(locked.withheldTools.includes("run_shell"));
+    const open = await ask("open");
+    assert.ok(open.tools.some((t) => t.name === "run_shell"));
+    assert.ok(!open.withheldTools.includes("run_shell"));
+  });
+
+  it("the default rule applies to every tenant and each rule narrows: deny wins, allow lists are exhaustive", async () => {
+    for (const tenant of ["open", "locked", "readers"]) {
+      const res = await ask(tenant);
+      assert.ok(!res.tools.some((t) => t.name === "delete_project"), tenant);
+      assert.ok(res.withheldTools.includes("delete_project"), tenant);
+    }
+    const readers = await ask("readers");
+    assert.deepEqual([...new Set(readers.tools.map((t) => t.category))].sort(), ["discovery", "files"]);
+  });
+
+  it("an OAuth client rule withholds a category for that client only, whatever its tenant", async () => {
+    const untrusted = await ask("open", "untrusted-host");
+    const execution = toolDefinitions()
+      .filter((d) => d.implemented && d.category === "execution")
+      .map((d) => d.name);
+    assert.ok(execution.length > 1);
+    for (const name of execution) assert.ok(untrusted.withheldTools.includes(name), name);
+    assert.ok(!untrusted.tools.some((t) => t.category === "execution"));
+    assert.ok((await ask("open", "other-host")).tools.some((t) => t.name === "run_shell"));
+  });
+
+  it("tenant ids that are Object.prototype names get no rule from the prototype", async () => {
+    for (const tenant of ["constructor", "__proto__", "toString"])
+      assert.ok(
+        (await ask(tenant)).tools.some((t) => t.name === "run_shell"),
+        tenant,
+      );
+  });
+
+  it("with a policy, a request that names no tenant is refused rather than answered unfiltered", async () => {
+    await assert.rejects(ask(""), (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument);
+  });
+
+  it("without a policy nothing is withheld", async () => {
+    const res = await client.getAdmittedCatalog({ admissionProfile: "full", hostProfile: "generic", tenant: "locked" });
+    assert.deepEqual(res.withheldTools, []);
+  });
+});
+
+describe("loadToolPolicy", () => {
+  it("a malformed policy stops start-up with a message naming the variable and the field", () => {
+    const cases: Array<[string, RegExp]> = [
+      ['{"tenants":{"acme":{"deny_tools":["run_shel"]}}}', /\/tenants\/acme\/deny_tools\/0 must be one of the known tool names \(WEBCODEX_TOOL_POLICY\)/],
+      ['{"tenants":{"acme":{"deny_categories":["shell"]}}}', /\/tenants\/acme\/deny_categories\/0 must be one of the known categories/],
+      ['{"tenants":{"acme":{"deny":["run_shell"]}}}', /\/tenants\/acme\/deny is not a known field/],
+      ['{"client":{}}', /\/client is not a known field/],
+      ['{"clients":{"x":{"allow_tools":"run_shell"}}}', /\/clients\/x\/allow_tools must be array/],
+      ["{not json", /invalid tool policy: \/ is not JSON/],
+    ];
+    for (const [text, message] of cases) assert.throws(() => loadToolPolicy({ WEBCODEX_TOOL_POLICY: text }), message, text);
+    assert.throws(
+      () => loadToolPolicy({ WEBCODEX_TOOL_POLICY_FILE: "/nonexistent/policy.json" }),
+      /WEBCODEX_TOOL_POLICY_FILE \/nonexistent\/policy.json: ENOENT/,
+    );
+    assert.throws(() => loadToolPolicy({ WEBCODEX_TOOL_POLICY: "{}", WEBCODEX_TOOL_POLICY_FILE: "/x" }), /not both/);
+  });
+
+  it("no policy configured is no policy; a valid one is returned as given", () => {
+    assert.equal(loadToolPolicy({}), undefined);
+    assert.deepEqual(loadToolPolicy({ WEBCODEX_TOOL_POLICY: '{"tenants":{"a":{"deny_tools":["run_shell"]}}}' }), {
+      tenants: { a: { deny_tools: ["run_shell"] } },
+    });
   });
 });

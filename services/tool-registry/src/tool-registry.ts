@@ -5,17 +5,24 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ToolRegistryService } from "@webcodex/proto";
-import { admittedTools, directPolicy, isAdmissionProfile, isHostProfile, toolDefinitions } from "@webcodex/contracts";
-import type { AdmissionContext } from "@webcodex/contracts";
+import { admittedTools, directPolicy, isAdmissionProfile, isHostProfile, toolDefinitions, withheldTools } from "@webcodex/contracts";
+import type { AdmissionContext, ToolPolicy } from "@webcodex/contracts";
 import { createHash } from "node:crypto";
 
 /**
  * The admission context a request names, or undefined when it names a profile that does not
  * exist: an unrecognised (or empty) profile admits nothing, never a default.
  */
-export function admissionContext(admissionProfile: string, hostProfile: string): AdmissionContext | undefined {
+export function admissionContext(
+  admissionProfile: string,
+  hostProfile: string,
+  policy?: { policy: ToolPolicy; tenant: string; oauthClient: string },
+): AdmissionContext | undefined {
   if (!isAdmissionProfile(admissionProfile) || !isHostProfile(hostProfile)) return undefined;
-  return { admissionProfile, hostProfile };
+  if (!policy) return { admissionProfile, hostProfile };
+  // An empty client id is "no OAuth client", never a client named "".
+  const subject = { tenant: policy.tenant, ...(policy.oauthClient !== "" ? { oauthClient: policy.oauthClient } : {}) };
+  return { admissionProfile, hostProfile, policy: { policy: policy.policy, subject } };
 }
 
 /** Changes whenever any definition's model-visible facts change; gateways key caches on it. */
@@ -24,10 +31,18 @@ export const catalogVersion = createHash("sha256")
   .digest("hex")
   .slice(0, 16);
 
-export function createToolRegistry(): ServiceImpl<typeof ToolRegistryService> {
+/** `policy`: the operator's tool policy (config.ts loads and checks it at start-up). */
+export function createToolRegistry(options: { policy?: ToolPolicy | undefined } = {}): ServiceImpl<typeof ToolRegistryService> {
+  const policy = options.policy;
   return {
     getAdmittedCatalog(req) {
-      const context = admissionContext(req.admissionProfile, req.hostProfile);
+      // With a policy, a request that names no tenant cannot be evaluated: refused, never unfiltered.
+      if (policy && req.tenant === "") throw new ConnectError("a tool policy is configured: the request must name the tenant", Code.InvalidArgument);
+      const context = admissionContext(
+        req.admissionProfile,
+        req.hostProfile,
+        policy ? { policy, tenant: req.tenant, oauthClient: req.oauthClient } : undefined,
+      );
       // Fail closed: a gateway asking for a profile this registry does not know is misconfigured.
       if (!context) throw new ConnectError("unknown admission or host profile", Code.InvalidArgument);
       return {
@@ -41,6 +56,7 @@ export function createToolRegistry(): ServiceImpl<typeof ToolRegistryService> {
           directRank: directPolicy(d, context.hostProfile)?.rank ?? 0,
           effect: d.effect,
         })),
+        withheldTools: withheldTools(context).map((d) => d.name),
       };
     },
   };

@@ -30,6 +30,7 @@ import {
 } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, runnerSettingsOptions, startRegistration } from "@webcodex/runner";
 import type { GitCredential, RunnerSettings } from "@webcodex/runner";
+import type { ToolPolicy } from "@webcodex/contracts";
 import { createInProcessProvisioner } from "./embedded-projects.js";
 import { createGateway, createStaticTokenAuthenticator } from "@webcodex/gateway";
 import type { Caller, Gateway, GatewayDeps, GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
@@ -52,6 +53,8 @@ export interface EmbeddedOptions {
   rateLimit?: GatewayDeps["rateLimit"];
   /** ModelWorkflowPolicy (WEBCODEX_GOAL_SELECTION, WEBCODEX_UNATTENDED_CONTINUATION). */
   workflowPolicy?: GatewayDeps["workflowPolicy"];
+  /** The operator's tool policy (WEBCODEX_TOOL_POLICY or WEBCODEX_TOOL_POLICY_FILE), checked at start-up. */
+  toolPolicy?: ToolPolicy | undefined;
   /** Directory of per-tenant Agent Skills catalogs (WEBCODEX_SKILL_CATALOGS_DIR). */
   skillCatalogsDir?: string;
   /** ActionAudit retention and partition maintenance (default: 90 days, 7 ahead, hourly). */
@@ -107,7 +110,10 @@ type FrontEnd = Pick<GatewayDeps, "authenticator" | "publicUrl" | "allowedHosts"
 /** The gateway of the embedded default: the in-process tool registry plus the core's services. */
 function embeddedGateway(options: CoreOptions, clients: CoreClients, ping: () => Promise<void>, frontEnd: FrontEnd): Promise<Gateway> {
   return createGateway({
-    clients: { toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry(), { traceAs: "tool-registry" }), ...clients },
+    clients: {
+      toolRegistry: createInProcessClient(ToolRegistryService, createToolRegistry({ policy: options.toolPolicy }), { traceAs: "tool-registry" }),
+      ...clients,
+    },
     ...frontEnd,
     ...(options.workflowPolicy ? { workflowPolicy: options.workflowPolicy } : {}),
     ...(options.skillCatalogsDir !== undefined ? { skillCatalogsDir: options.skillCatalogsDir } : {}),

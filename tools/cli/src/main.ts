@@ -17,6 +17,7 @@ import type { GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, projectDirectory, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
 import { isolationRefusal, loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
+import { loadToolPolicy } from "@webcodex/tool-registry";
 import { defaultDataDir, projectIdFor, startEmbedded, startEmbeddedStdio } from "./embedded.js";
 import type { EmbeddedOptions } from "./embedded.js";
 import { loadGitCredentials } from "./embedded-projects.js";
@@ -253,6 +254,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
           logger,
           auditRetention: loadRetentionConfig(env),
           runner: loadRunnerSettings(env),
+          toolPolicy: loadToolPolicy(env),
           ...skillCatalogsOption(env["WEBCODEX_SKILL_CATALOGS_DIR"]),
         });
       } catch (error) {
@@ -312,6 +314,8 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       refuseWithoutIsolation(tokens, env);
       const dataDir = values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? defaultDataDir();
       // One process per data dir, as for stdio: two would each issue the same refs.
+      // A bad tool policy stops start-up here, naming the field.
+      const toolPolicy = loadToolPolicy(env);
       const unlock = lockDataDir(dataDir);
       let embedded: Awaited<ReturnType<typeof startEmbedded>>;
       let telemetry: Awaited<ReturnType<typeof startTelemetry>>;
@@ -327,6 +331,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
           logger,
           ...devAuthOptions(env),
           workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
+          toolPolicy,
           ...skillCatalogsOption(env["WEBCODEX_SKILL_CATALOGS_DIR"]),
           auditRetention: loadRetentionConfig(env),
           runner: loadRunnerSettings(env),
@@ -381,6 +386,9 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       refuseWithoutIsolation(tokens, env, runnerEnv);
       // A Redis key prefix lets several stacks share one Redis (the broker reads it).
       const extraEnv: Record<string, string> = env["WEBCODEX_REDIS_KEY_PREFIX"] ? { WEBCODEX_REDIS_KEY_PREFIX: env["WEBCODEX_REDIS_KEY_PREFIX"] } : {};
+      // The tool policy reaches the tool-registry (the only service that reads it) as given.
+      loadToolPolicy(env); // a bad policy fails here, before any process starts
+      for (const name of ["WEBCODEX_TOOL_POLICY", "WEBCODEX_TOOL_POLICY_FILE"]) if (env[name]) extraEnv[name] = env[name];
       // create_project works here: the broker starts a Runner process per created Project.
       const workspacesDir = join(values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? join(homedir(), ".webcodex", "up"), "workspaces");
       const stack = await startDistributed({

@@ -31,11 +31,16 @@ async function sign(
 
 const base = { iss: ISSUER, aud: AUDIENCE, client_id: "acme", sub: "user-1", scope: "webcodex:read webcodex:write" };
 
-test("a valid access token maps client_id, sub and scope to the caller", async () => {
+test("a valid access token maps client_id, sub and scope to the caller (client_id also names its OAuth client for the tool policy)", async () => {
   const k = await keys();
   const auth = createJwtAuthenticator({ issuer: ISSUER, audience: AUDIENCE, keys: k.jwks });
   const caller = await auth.authenticate(await sign(k.privateKey, base));
-  assert.deepEqual(caller, { principal: { clientId: "acme", subject: "user-1" }, admissionProfile: "full", scopes: ["webcodex:read", "webcodex:write"] });
+  assert.deepEqual(caller, {
+    principal: { clientId: "acme", subject: "user-1" },
+    admissionProfile: "full",
+    oauthClientId: "acme",
+    scopes: ["webcodex:read", "webcodex:write"],
+  });
 });
 
 test("wrong audience, wrong issuer, expiry and a foreign key are each refused", async () => {
@@ -65,7 +70,7 @@ test("the tenant claim is configurable; azp and scp are understood; read-only te
   const k = await keys();
   const auth = createJwtAuthenticator({ issuer: ISSUER, audience: AUDIENCE, keys: k.jwks, clientIdClaim: "org_id", readOnlyClients: ["auditors"] });
   const a = await auth.authenticate(await sign(k.privateKey, { iss: ISSUER, aud: AUDIENCE, sub: "u", org_id: "auditors", azp: "app", scp: ["webcodex:read"] }));
-  assert.deepEqual(a, { principal: { clientId: "auditors", subject: "u" }, admissionProfile: "read_only", scopes: ["webcodex:read"] });
+  assert.deepEqual(a, { principal: { clientId: "auditors", subject: "u" }, admissionProfile: "read_only", oauthClientId: "app", scopes: ["webcodex:read"] });
   const b = await auth.authenticate(await sign(k.privateKey, { iss: ISSUER, aud: [AUDIENCE, "x"], sub: "u", azp: "app" }));
   assert.equal(b?.principal.clientId, "app");
 });

@@ -154,7 +154,20 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
       return undefined;
     }
     const principal = tenancy.isAdmin(payload) ? { clientId, subject, tenantAdmin: true } : { clientId, subject };
-    return { principal, admissionProfile, ...(host !== undefined ? { hostProfile: host } : {}), scopes: scopesFromClaims(payload) };
+    // RFC 9068 access tokens name the client in client_id; OIDC-style ones in azp.
+    const oauthClient =
+      typeof payload["client_id"] === "string" && payload["client_id"]
+        ? payload["client_id"]
+        : typeof payload["azp"] === "string" && payload["azp"]
+          ? payload["azp"]
+          : undefined;
+    return {
+      principal,
+      admissionProfile,
+      ...(oauthClient !== undefined ? { oauthClientId: oauthClient } : {}),
+      ...(host !== undefined ? { hostProfile: host } : {}),
+      scopes: scopesFromClaims(payload),
+    };
   }
 
   return {

@@ -74,7 +74,8 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
         const admittedTarget = ctx.catalog.admitted.get(name);
         const target = admittedTarget && modelVisible(admittedTarget) ? admittedTarget : undefined;
         if (!target) {
-          const known = toolDefinition(name) !== undefined;
+          // A tool the operator's policy withholds from this caller is an unknown name to them.
+          const known = toolDefinition(name) !== undefined && ctx.catalog.withheld?.has(name) !== true;
           return {
             ok: false,
             failure: toolFailure(known ? ReasonCode.toolNotAdmitted : ReasonCode.unknownTool, PipelineStage.admission, {

@@ -30,9 +30,13 @@ import { EXTENSION_ID } from "@modelcontextprotocol/ext-apps/server";
 import type { AppResource } from "./app-resources.js";
 import { resourceReadResult, resourcesListResult } from "./app-resources.js";
 
-/** The server instructions for an admission and Host profile: only tools that caller may use are named. */
-export function instructionsFor(admissionProfile: AdmissionProfile, hostProfile: HostProfile): string {
-  return serverInstructions(admittedTools({ admissionProfile, hostProfile }), hostProfile);
+/**
+ * The server instructions for an admission and Host profile: only tools that caller may use are
+ * named, less any the operator's tool policy withholds from it.
+ */
+export function instructionsFor(admissionProfile: AdmissionProfile, hostProfile: HostProfile, withheld?: ReadonlySet<string>): string {
+  const admitted = admittedTools({ admissionProfile, hostProfile });
+  return serverInstructions(withheld ? admitted.filter((d) => !withheld.has(d.name)) : admitted, hostProfile);
 }
 /** The instructions a full-admission generic caller gets. */
 export const SERVER_INSTRUCTIONS = instructionsFor("full", "generic");
@@ -60,21 +64,18 @@ export async function createMcpServer(deps: {
     },
   );
   const transport = new MultiplexTransport();
-  // initialize answers as the SDK does, with the instructions of the caller's admission profile.
+  // initialize answers as the SDK does, with instructions that name only tools this caller has
+  // (its admission and Host profile, less what the tool policy withholds from it).
   const sdkInitialize = (server as unknown as { _oninitialize(req: InitializeRequest): Promise<InitializeResult> })._oninitialize.bind(server);
-  // Built once per admission and Host profile.
-  const instructions = new Map<string, string>();
-  const instructionsOf = (caller: Caller) => {
-    const hostProfile = caller.hostProfile ?? deps.hostProfile;
-    const key = `${caller.admissionProfile}/${hostProfile}`;
-    let text = instructions.get(key);
-    if (text === undefined) instructions.set(key, (text = instructionsFor(caller.admissionProfile, hostProfile)));
-    return text;
-  };
-  server.setRequestHandler(InitializeRequestSchema, async (req, extra) => ({
-    ...(await sdkInitialize(req)),
-    instructions: instructionsOf(callerOf(extra)),
-  }));
+  server.setRequestHandler(InitializeRequestSchema, async (req, extra) => {
+    const result = await sdkInitialize(req);
+    const caller = extra.authInfo?.extra?.["caller"] as Caller | undefined;
+    if (!caller) return result;
+    const host = caller.hostProfile ?? deps.hostProfile;
+    // The registry unreachable: initialize still answers; tools/list and calls fail closed on their own.
+    const catalog = await (deps.catalogs.fresh ? deps.catalogs.fresh(caller, host) : deps.catalogs.get(caller, host)).catch(() => undefined);
+    return { ...result, instructions: instructionsFor(caller.admissionProfile, host, catalog?.withheld) };
+  });
   // Constant answers, built once: no per-request work on these paths.
   const noResources = { resources: [] };
   const noResourceTemplates = { resourceTemplates: [] };
@@ -92,7 +93,7 @@ export async function createMcpServer(deps: {
   server.setRequestHandler(ListPromptsRequestSchema, async () => noPrompts);
   server.setRequestHandler(ListToolsRequestSchema, async (_req, extra) => {
     const caller = callerOf(extra);
-    const catalog = await deps.catalogs.get(caller.admissionProfile, caller.hostProfile ?? deps.hostProfile);
+    const catalog = await deps.catalogs.get(caller, caller.hostProfile ?? deps.hostProfile);
     return catalog.toolsListResult as { tools: [] };
   });
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
@@ -112,7 +113,9 @@ export async function createMcpServer(deps: {
           }, PROGRESS_INTERVAL_MS);
     let result;
     try {
-      result = await deps.pipeline.call(caller, req.params.name, req.params.arguments ?? {}, extra.signal);
+      const requestId = transport.clientRequestId(Number(extra.requestId));
+      const facts = { ...(requestId !== undefined ? { requestId } : {}), ...(req.params._meta ? { meta: req.params._meta } : {}) };
+      result = await deps.pipeline.call(caller, req.params.name, req.params.arguments ?? {}, extra.signal, facts);
     } finally {
       if (heartbeat) clearInterval(heartbeat);
     }

@@ -36,6 +36,11 @@ export class MultiplexTransport implements Transport {
   /** internal id → called once its response was handed to the exchange (never for an abandoned one). */
   private readonly onDelivered = new Map<number, () => void>();
 
+  /** The id the client gave the request now known as `internal` (undefined once answered). */
+  clientRequestId(internal: number): RequestId | undefined {
+    return this.pending.get(internal)?.clientId;
+  }
+
   /** Calls `callback` after the response to `internal` reaches its exchange; dropped if the exchange went away. */
   whenDelivered(internal: number, callback: () => void): void {
     if (this.pending.has(internal)) this.onDelivered.set(internal, callback);

@@ -1,5 +1,6 @@
 import os from "node:os";
 import { fail, PipelineStage, ReasonCode } from "@webcodex/contracts";
+import { activeSpanContext } from "@webcodex/platform";
 
 /** The only variables a child inherits (from baseEnv, else a minimal default). */
 const INHERITED_KEYS = ["PATH", "HOME", "LANG", "TMPDIR"] as const;
@@ -36,6 +37,10 @@ export function scrubbedBaseEnv(baseEnv: Record<string, string> = {}): Record<st
  */
 export function childEnv(base: Record<string, string>, additions: Record<string, string> | undefined): Record<string, string> {
   const env: Record<string, string> = { ...base };
+  // The call's trace (W3C trace context) reaches the Job as TRACEPARENT, the variable
+  // OpenTelemetry SDKs read, so a traced program joins the tool call's trace. Additions may override it.
+  const trace = activeSpanContext();
+  if (trace) env["TRACEPARENT"] = `00-${trace.traceId}-${trace.spanId}-${trace.traceFlags.toString(16).padStart(2, "0")}`;
   if (additions === undefined) return env;
   if (typeof additions !== "object" || additions === null || Array.isArray(additions)) {
     fail(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: "env_not_an_object", evidence: { field: "env" } });

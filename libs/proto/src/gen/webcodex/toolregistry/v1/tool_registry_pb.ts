@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/toolregistry/v1/tool_registry.proto.
  */
 export const file_webcodex_toolregistry_v1_tool_registry: GenFile = /*@__PURE__*/
-  fileDesc("Cix3ZWJjb2RleC90b29scmVnaXN0cnkvdjEvdG9vbF9yZWdpc3RyeS5wcm90bxIYd2ViY29kZXgudG9vbHJlZ2lzdHJ5LnYxIkwKGUdldEFkbWl0dGVkQ2F0YWxvZ1JlcXVlc3QSFAoMaG9zdF9wcm9maWxlGAEgASgJEhkKEWFkbWlzc2lvbl9wcm9maWxlGAIgASgJIpoBCgxBZG1pdHRlZFRvb2wSDAoEbmFtZRgBIAEoCRIQCghjYXRlZ29yeRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIZChFpbnB1dF9zY2hlbWFfanNvbhgEIAEoCRIVCg1kaXJlY3RfcmVhc29uGAUgASgJEhMKC2RpcmVjdF9yYW5rGAYgASgFEg4KBmVmZmVjdBgHIAEoCSJsChpHZXRBZG1pdHRlZENhdGFsb2dSZXNwb25zZRIXCg9jYXRhbG9nX3ZlcnNpb24YASABKAkSNQoFdG9vbHMYAiADKAsyJi53ZWJjb2RleC50b29scmVnaXN0cnkudjEuQWRtaXR0ZWRUb29sMpYBChNUb29sUmVnaXN0cnlTZXJ2aWNlEn8KEkdldEFkbWl0dGVkQ2F0YWxvZxIzLndlYmNvZGV4LnRvb2xyZWdpc3RyeS52MS5HZXRBZG1pdHRlZENhdGFsb2dSZXF1ZXN0GjQud2ViY29kZXgudG9vbHJlZ2lzdHJ5LnYxLkdldEFkbWl0dGVkQ2F0YWxvZ1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("Cix3ZWJjb2RleC90b29scmVnaXN0cnkvdjEvdG9vbF9yZWdpc3RyeS5wcm90bxIYd2ViY29kZXgudG9vbHJlZ2lzdHJ5LnYxInIKGUdldEFkbWl0dGVkQ2F0YWxvZ1JlcXVlc3QSFAoMaG9zdF9wcm9maWxlGAEgASgJEhkKEWFkbWlzc2lvbl9wcm9maWxlGAIgASgJEg4KBnRlbmFudBgDIAEoCRIUCgxvYXV0aF9jbGllbnQYBCABKAkimgEKDEFkbWl0dGVkVG9vbBIMCgRuYW1lGAEgASgJEhAKCGNhdGVnb3J5GAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhkKEWlucHV0X3NjaGVtYV9qc29uGAQgASgJEhUKDWRpcmVjdF9yZWFzb24YBSABKAkSEwoLZGlyZWN0X3JhbmsYBiABKAUSDgoGZWZmZWN0GAcgASgJIoQBChpHZXRBZG1pdHRlZENhdGFsb2dSZXNwb25zZRIXCg9jYXRhbG9nX3ZlcnNpb24YASABKAkSNQoFdG9vbHMYAiADKAsyJi53ZWJjb2RleC50b29scmVnaXN0cnkudjEuQWRtaXR0ZWRUb29sEhYKDndpdGhoZWxkX3Rvb2xzGAMgAygJMpYBChNUb29sUmVnaXN0cnlTZXJ2aWNlEn8KEkdldEFkbWl0dGVkQ2F0YWxvZxIzLndlYmNvZGV4LnRvb2xyZWdpc3RyeS52MS5HZXRBZG1pdHRlZENhdGFsb2dSZXF1ZXN0GjQud2ViY29kZXgudG9vbHJlZ2lzdHJ5LnYxLkdldEFkbWl0dGVkQ2F0YWxvZ1Jlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message webcodex.toolregistry.v1.GetAdmittedCatalogRequest
@@ -29,6 +29,20 @@ export type GetAdmittedCatalogRequest = Message<"webcodex.toolregistry.v1.GetAdm
    * @generated from field: string admission_profile = 2;
    */
   admissionProfile: string;
+
+  /**
+   * The caller's tenant id, for the operator's tool policy (its tenant rules).
+   *
+   * @generated from field: string tenant = 3;
+   */
+  tenant: string;
+
+  /**
+   * The caller's OAuth client id, for the tool policy's client rules; empty when none.
+   *
+   * @generated from field: string oauth_client = 4;
+   */
+  oauthClient: string;
 };
 
 /**
@@ -100,6 +114,14 @@ export type GetAdmittedCatalogResponse = Message<"webcodex.toolregistry.v1.GetAd
    * @generated from field: repeated webcodex.toolregistry.v1.AdmittedTool tools = 2;
    */
   tools: AdmittedTool[];
+
+  /**
+   * Tools the operator's tool policy withholds from this caller: to the caller they do not
+   * exist, so a call naming one fails as an unknown tool would.
+   *
+   * @generated from field: repeated string withheld_tools = 3;
+   */
+  withheldTools: string[];
 };
 
 /**
@@ -117,7 +139,8 @@ export const GetAdmittedCatalogResponseSchema: GenMessage<GetAdmittedCatalogResp
  */
 export const ToolRegistryService: GenService<{
   /**
-   * GetAdmittedCatalog returns the tools admitted for a tenant and Host profile, with
+   * GetAdmittedCatalog returns the tools admitted for a tenant, OAuth client and Host profile
+   * (the admission profile narrowed by the operator's tool policy), with
    * their exact input schemas. Gateways cache it by catalog_version.
    * An unknown admission or host profile is refused (INVALID_ARGUMENT), never defaulted.
    * Calls are normalized by the gateway itself with the same @webcodex/contracts code.
