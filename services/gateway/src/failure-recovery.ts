@@ -35,7 +35,8 @@ export function withRecovery(failure: ToolFailure, project: string | undefined, 
       if (project !== undefined && path !== undefined) followUp = rereadFollowUp(project, path);
       break;
     case "inspectWorkspaceFollowUp":
-      if (project !== undefined && failure.outcome_unknown && touchesWorkspace(tool === undefined ? undefined : toolDefinition(tool))) followUp = inspectWorkspaceFollowUp(project);
+      if (project !== undefined && failure.outcome_unknown && touchesWorkspace(tool === undefined ? undefined : toolDefinition(tool)))
+        followUp = inspectWorkspaceFollowUp(project);
       break;
     case "createSessionFollowUp":
       if (project !== undefined) followUp = createSessionFollowUp(project);

@@ -12,23 +12,9 @@ import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import {
-  CallOutcome,
-  PipelineStage,
-  forwardedCall,
-  gatewayRefusal,
-  normalizeToolCall,
-  projectSuccess,
-  ReasonCode,
-  toolDefinition,
-  toolFailure,
-  undoEditFollowUp,
-  waitForJobFollowUp,
-  waitForProjectFollowUp,
-  failureFromWire,
-} from "@webcodex/contracts";
+import { CallOutcome, PipelineStage, forwardedCall, normalizeToolCall, ReasonCode, toolDefinition, toolFailure, failureFromWire } from "@webcodex/contracts";
 import { DEFAULT_MODEL_WORKFLOW_POLICY } from "@webcodex/contracts";
-import type { HostProfile, InputNormalization, ModelWorkflowPolicy, NormalizeContext, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { HostProfile, InputNormalization, ModelWorkflowPolicy, StageTimings, ToolDefinition } from "@webcodex/contracts";
 import { argumentShape, measureCanonical, measureProjection, principalHeaders, traceContextFromMeta, withSpan } from "@webcodex/platform";
 import type { ArgumentShapeSketch, Logger, Metrics, ShapeSchema } from "@webcodex/platform";
 import type { Caller } from "./auth.js";
@@ -37,11 +23,10 @@ import type { ActionRecordInit, AuditRecorder } from "./audit-recorder.js";
 import { dependencyCause, dependencyFailure, micros, now, timedStage } from "./call-context.js";
 import { createCallMetrics } from "./call-metrics.js";
 import type { CallContext, Outcome } from "./call-context.js";
-import type { AdmittedCatalog, CatalogCache } from "./catalog-cache.js";
-import { projectSelector, touchesWorkspace, withRecovery } from "./failure-recovery.js";
+import type { CatalogCache } from "./catalog-cache.js";
+import { projectSelector, withRecovery } from "./failure-recovery.js";
 import { validationVerdict } from "./session-facts.js";
-import { checkToolScope } from "./auth/scopes.js";
-import { createPresentation, presentationText } from "./presentation.js";
+import { createPresentation } from "./presentation.js";
 import type { ResolveProject } from "./presentation.js";
 import { createJobAttention } from "./job-attention.js";
 import type { JobAttention } from "./job-attention.js";
@@ -53,6 +38,11 @@ import type { AttemptDispatchHold } from "./execute/runner-tools.js";
 import { createSkills } from "./skills/skills.js";
 import type { UpstreamTools } from "./upstream/upstream-tools.js";
 import { createCodeCells } from "./code-mode/cell.js";
+import { createAdmission } from "./pipeline-admission.js";
+import { projectForModel } from "./model-projection.js";
+import type { ModelResult } from "./model-projection.js";
+
+export type { ModelResult } from "./model-projection.js";
 import type { SandboxPool } from "./code-mode/sandbox.js";
 
 export interface PipelineDeps {
@@ -86,15 +76,6 @@ export interface CallParent {
   parentCallId: string;
 }
 
-export interface ModelResult {
-  structuredContent: Record<string, unknown>;
-  isError: boolean;
-  /** The text content when it is not the JSON of structuredContent (presentation results). */
-  text?: string;
-  /** Called by the transport once the result was handed to the caller's connection. */
-  delivered?: () => void;
-}
-
 /** What the pipeline sets on a call's span: codes and identifiers only. */
 type CallSpan = { setAttribute(key: string, value: string): unknown } | undefined;
 
@@ -106,12 +87,6 @@ export interface McpRequestFacts {
   meta?: Record<string, unknown>;
   sessionId?: string;
 }
-
-/**
- * The admission of a call: the catalog it was admitted against, or the failure that refused
- * it; either way the tool and arguments it is audited under (call_runtime_tool unwrapped).
- */
-type Admission = { ok: true; catalog: AdmittedCatalog; tool: string; args: unknown } | { ok: false; failure: ToolFailure; tool: string; args: unknown };
 
 export function createPipeline(deps: PipelineDeps) {
   const callMetrics = deps.metrics ? createCallMetrics(deps.metrics) : undefined;
@@ -137,6 +112,7 @@ export function createPipeline(deps: PipelineDeps) {
   const { runOnRunner } = createRunnerTools({ ...deps, attention });
   const skills = createSkills({ tenantCatalogsDir: deps.skillCatalogsDir, runOnRunner });
   // Code Mode: a cell's child calls come back through `call` as that principal, with the cell as parent.
+  const { admit, normalizeContext } = createAdmission(deps);
   const cells = createCodeCells({ ...deps, call: (caller, tool, args, signal, parent) => call(caller, tool, args, signal, undefined, parent) });
 
   /** Runs a normalized call where its tool runs (a presentation tool the gateway composes first). */
@@ -164,80 +140,6 @@ export function createPipeline(deps: PipelineDeps) {
       case "broker":
         return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handler" }) };
     }
-  }
-
-  /**
-   * Builds the model result of an outcome: the late, pure projection. It never writes into the
-   * canonical result; a pending run gets its one wait_for_job_terminal follow-up here.
-   */
-  function projectForModel(
-    def: ToolDefinition | undefined,
-    outcome: Outcome,
-    normalization: InputNormalization | undefined,
-    args: Record<string, unknown>,
-  ): ModelResult {
-    if (!outcome.ok) return { structuredContent: outcome.failure as unknown as Record<string, unknown>, isError: true };
-    const canonical = outcome.result;
-    const pendingJob = canonical["execution_state"] === "pending" && typeof canonical["job_id"] === "string" ? canonical["job_id"] : undefined;
-    const pendingProject = canonical["project_state"] === "pending" && typeof canonical["project_id"] === "string" ? canonical["project_id"] : undefined;
-    const followUp =
-      pendingJob !== undefined
-        ? waitForJobFollowUp(args["project"] as string, pendingJob, args["session_id"] as string | undefined)
-        : pendingProject !== undefined
-          ? waitForProjectFollowUp(pendingProject)
-          : undefined;
-    const undo =
-      Array.isArray(canonical["undo_changes"]) && canonical["undo_changes"].length > 0
-        ? undoEditFollowUp(
-            args["project"] as string,
-            canonical["undo_changes"] as Array<Record<string, unknown>>,
-            args["session_id"] as string | undefined,
-            args["attempt_ref"] as string | undefined,
-          )
-        : undefined;
-    const extras = { ...(normalization ? { normalization } : {}), ...(followUp ? { followUp } : {}), ...(undo ? { undo } : {}) };
-    const result = def ? projectSuccess(def, canonical, extras) : { ...canonical };
-    const text = def?.direct !== undefined && def.category === "presentation" ? presentationText(def.name, args, result) : undefined;
-    return { structuredContent: result, isError: false, ...(text !== undefined ? { text } : {}) };
-  }
-
-  /** What normalization may know of the caller's catalog: admitted names, and names the tool policy withholds. */
-  const normalizeContext = (catalog: AdmittedCatalog): NormalizeContext => ({
-    isAdmitted: (n) => catalog.admitted.has(n),
-    isWithheld: (n) => catalog.withheld?.has(n) === true,
-  });
-
-  /**
-   * Admission: the caller's catalog, and the unwrapping of call_runtime_tool so the inner call
-   * is normalized, authorized and audited as itself. A refusal names the tool it refused (the
-   * inner one when call_runtime_tool forwarded a known tool).
-   */
-  async function admit(caller: Caller, tool: string, rawArgs: unknown): Promise<Admission> {
-    // Defence in depth: the HTTP layer answers these with 403 before the pipeline runs.
-    const missingScope = checkToolScope(caller, tool, rawArgs);
-    if (missingScope) return { ok: false, failure: missingScope, ...forwardedCall(tool, rawArgs) };
-    let catalog: AdmittedCatalog;
-    try {
-      catalog = await deps.catalogs.get(caller, caller.hostProfile ?? deps.hostProfile);
-    } catch (error) {
-      // Audited as the tool call_runtime_tool would have run, as every other refusal here.
-      return { ok: false, failure: dependencyFailure(error, PipelineStage.admission, false), ...forwardedCall(tool, rawArgs) };
-    }
-    if (tool !== "call_runtime_tool" || !catalog.admitted.has(tool)) return { ok: true, catalog, tool, args: rawArgs };
-    const outer = normalizeToolCall(tool, rawArgs, normalizeContext(catalog));
-    if (!outer.ok) return { ok: false, failure: outer.failure, tool, args: rawArgs };
-    const inner = outer.arguments["tool"] as string;
-    const innerArgs = outer.arguments["arguments"];
-    const refusal = gatewayRefusal(inner, catalog.withheld);
-    if (refusal) {
-      const failure = toolFailure(refusal.reason_code, PipelineStage.admission, {
-        detail_code: refusal.detail_code,
-        evidence: { field: "/tool" },
-        message: refusal.message,
-      });
-      return { ok: false, failure, tool: inner, args: innerArgs };
-    }
-    return { ok: true, catalog, tool: inner, args: innerArgs };
   }
 
   /** Runs a normalized call; an unexpected throw becomes a failure so the call is still audited. */
