@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { sampleToolArgs, toolDefinition, toolDefinitions } from "@webcodex/contracts";
+import { MCP_ANNOTATION_DEFAULTS, sampleToolArgs, toolDefinition, toolDefinitions } from "@webcodex/contracts";
 import { callTool, connectMcp, createProjectDir, startDevServer, tempDir } from "../support/index.js";
 import type { DevServer, ToolOutcome } from "../support/index.js";
 
@@ -209,7 +209,11 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
     assert.match(alice.getInstructions() ?? "", /edit with edit_project_files/);
     const forwarder = async (client: Client) => (await client.listTools()).tools.find((t) => t.name === "call_runtime_tool")?.annotations;
     assert.equal((await forwarder(auditor))?.readOnlyHint, true);
-    assert.deepEqual(await forwarder(alice), { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });
+    // What the Host reads: stated hints over MCP's defaults (a descriptor states only non-defaults).
+    assert.deepEqual(
+      { ...MCP_ANNOTATION_DEFAULTS, ...(await forwarder(alice)) },
+      { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    );
   });
 
   it("a read-only caller's mutating calls fail closed and change nothing, directly or through call_runtime_tool", async () => {

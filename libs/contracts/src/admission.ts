@@ -105,11 +105,17 @@ function ownAnnotations(def: ToolDefinition): ToolAnnotations {
 /**
  * The annotations of `def` as the catalog states its effect. A forwarding tool
  * (call_runtime_tool) gets the union over the tools it may run among `admitted`: read-only
- * only when every one of them is, destructive or open-world when any is.
+ * only when every one of them is, destructive or open-world when any is. A tool whose effect
+ * is its target's (mcp_tool) counts as read-only for a caller whose every other tool is
+ * read-only: admission lets such a caller reach only targets the operator marks read-only.
  */
 export function toolAnnotations(def: ToolDefinition, admitted: readonly ToolDefinition[] = toolDefinitions()): ToolAnnotations {
   if (def.forwards !== true) return ownAnnotations(def);
-  const reachable = admitted.filter((d) => d.implemented && gatewayRefusal(d.name) === undefined).map(ownAnnotations);
+  const reachableDefs = admitted.filter((d) => d.implemented && gatewayRefusal(d.name) === undefined);
+  const callerReadOnly = reachableDefs.every((d) => d.effect === "read_only" || d.effectByTarget === true);
+  const reachable = reachableDefs.map((d) =>
+    d.effectByTarget === true && callerReadOnly ? { ...ownAnnotations(d), readOnlyHint: true, destructiveHint: false } : ownAnnotations(d),
+  );
   return {
     readOnlyHint: reachable.every((a) => a.readOnlyHint),
     destructiveHint: reachable.some((a) => a.destructiveHint),
@@ -118,13 +124,23 @@ export function toolAnnotations(def: ToolDefinition, admitted: readonly ToolDefi
   };
 }
 
+/** MCP's tool annotation defaults: what a Host assumes of a hint a descriptor does not state. */
+export const MCP_ANNOTATION_DEFAULTS: Readonly<ToolAnnotations> = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
+const ANNOTATION_KEYS = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const;
+
 /** The MCP tools/list descriptor of one tool among an admitted selection: what a Host sees before any call. */
 export function mcpToolDescriptor(def: ToolDefinition, admitted: readonly ToolDefinition[] = toolDefinitions()): Record<string, unknown> {
   const descriptor: Record<string, unknown> = { name: def.name, description: def.description, inputSchema: def.inputSchema };
-  // The spec reads destructiveHint and idempotentHint only when readOnlyHint is false: a
-  // read-only tool states the two hints that mean something for it.
+  // Only hints that differ from MCP's defaults are sent: a Host reads an absent hint as its
+  // default, so each tool states exactly what it is (and tools/list pays for nothing else).
+  // The spec reads destructiveHint and idempotentHint only when readOnlyHint is false.
   const annotations = toolAnnotations(def, admitted);
-  descriptor["annotations"] = annotations.readOnlyHint ? { readOnlyHint: true, openWorldHint: annotations.openWorldHint } : annotations;
+  const stated: Partial<ToolAnnotations> = {};
+  for (const key of ANNOTATION_KEYS) {
+    if (annotations.readOnlyHint && (key === "destructiveHint" || key === "idempotentHint")) continue;
+    if (annotations[key] !== MCP_ANNOTATION_DEFAULTS[key]) stated[key] = annotations[key];
+  }
+  if (Object.keys(stated).length > 0) descriptor["annotations"] = stated;
   // MCP Apps: the card resource a Host mounts (the legacy flat key too, for older Hosts), and
   // app-only helpers a Host keeps off the model's tool list.
   if (def.appResource !== undefined) descriptor["_meta"] = { ui: { resourceUri: def.appResource }, "ui/resourceUri": def.appResource };
@@ -173,9 +189,9 @@ export function gatewayToolsInstruction(defs: readonly ToolDefinition[], hostPro
 
 /**
  * The serialized tools/list budget: a Direct surface larger than this costs every Host turn.
- * 9 KiB since every descriptor states its MCP annotations (docs/decisions/0036-tool-annotations.md).
+ * Descriptors state only their non-default MCP annotations (docs/decisions/0036-tool-annotations.md).
  */
-export const TOOLS_LIST_MAX_BYTES = 9 * 1024;
+export const TOOLS_LIST_MAX_BYTES = 8 * 1024;
 
 export type Route = { primary: "direct" | "call_runtime_tool"; fallback: "call_runtime_tool" | null };
 
@@ -256,8 +272,8 @@ export function serverInstructions(admitted: readonly ToolDefinition[], hostProf
     "WebCodex gives you tools for project workspaces. Start with list_projects and pass its project_ref (~p1) as `project`. " +
     (work.length > 0 ? `${work.join(", ")}. ` : "") +
     (readOnly ? "Your access is read-only: no tool here changes a project. " : "") +
-    "More tools run through call_runtime_tool; read_tool_manifest gives their schemas. " +
-    "Failures carry reason_code and, when a retry is provable, a follow_up you can run unchanged. " +
+    "read_tool_manifest gives any tool's schema. " +
+    "Failures carry reason_code and, where a retry is provable, a follow_up to run unchanged. " +
     (has("list_skills") ? `${SKILLS_BOOTSTRAP_HINT} ` : "") +
     gatewayToolsInstruction(admitted, hostProfile) +
     (hostProfile === "code_mode" && has("run_code_cell") ? ` ${CODE_MODE_GUIDANCE}` : "")

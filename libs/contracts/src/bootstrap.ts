@@ -6,10 +6,8 @@
 export const BUILTIN_BOOTSTRAP_GUIDANCE_MAX_CHARS = 1536;
 
 /** The short skills hint the server instructions carry; the catalog itself is a tool result. */
-export const SKILLS_BOOTSTRAP_HINT =
-  "Agent Skills: list_skills (with project) names them; read_skill one a task needs, and reuse a complete body while its revision is unchanged.";
+export const SKILLS_BOOTSTRAP_HINT = "Skills: list_skills (with project), then read_skill; reuse a complete body while its revision is unchanged.";
 
 /** The bootstrap guidance a Host that selects Code Mode gets (the code_mode Host profile). */
 export const CODE_MODE_GUIDANCE =
-  "Code Mode: for an inspection of several dependent reads, write one run_code_cell (its API: read_tool_manifest); " +
-  "keep intermediate results in the cell and text() compact evidence. Edit, run and validate outside cells.";
+  "Code Mode: chain dependent reads in one run_code_cell (API: read_tool_manifest); text() compact evidence. " + "Edit, run, validate outside cells.";

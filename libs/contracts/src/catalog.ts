@@ -15,11 +15,11 @@ const path = str("Project-relative path.");
 const revision = str("read_revision from read_files.");
 const timeoutMs = int("Kill after ms ({{timeout_ms}}).", { minimum: 1 });
 const waitMs = int("Pending job_id after ms ({{wait_ms}}).", { minimum: 0 });
-const cwd = str("Working directory (default: root).");
-const env = stringMap("Added to a scrubbed base environment.");
+const cwd = str("Default: project root.");
+const env = stringMap("Added to a scrubbed environment.");
 const jobId = str("job_id from a pending result.");
 /** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
-const sessionId = str("Session ~s1 to record into.");
+const sessionId = str("~s1 to record into.");
 
 /** Optional on mutating workspace tools: admitted only while that Attempt holds its fence. */
 const attemptRef = str();
@@ -178,7 +178,7 @@ const definitions = (
     {
       name: "list_projects",
       category: "discovery",
-      description: "Projects you can work in, each with its project_ref (~p1) and canonical id; pass either as `project`. Refs are durable for you.",
+      description: "Projects you can work in, each with its project_ref (~p1) and canonical id; pass either as project; refs are durable.",
       inputSchema: object({}),
       effect: "read_only",
       risk: "low",
@@ -294,7 +294,7 @@ const definitions = (
     {
       name: "read_tool_manifest",
       category: "discovery",
-      description: "Input schema, description and route of one admitted tool (namespace mcp:<server>: an upstream's).",
+      description: "Schema, description and route of one admitted tool (namespace mcp:<server>: an upstream's).",
       inputSchema: object({ tool: str(), namespace: str() }, ["tool"]),
       effect: "read_only",
       risk: "low",
@@ -329,6 +329,8 @@ const definitions = (
       ),
       effect: "durable_state",
       effectByTarget: true,
+      // Upstream servers are outside the platform, and their tools may change or delete data.
+      hints: { openWorld: true, destructive: true },
       risk: "medium",
       authority: "principal",
       execution: "gateway",
@@ -339,7 +341,7 @@ const definitions = (
       name: "call_runtime_tool",
       category: "discovery",
       description:
-        "Run an admitted tool not listed directly (named in the server instructions; list_tools), exactly as if called directly; `arguments` match its schema (read_tool_manifest).",
+        "Run an admitted tool not listed directly (named in the server instructions; list_tools) exactly as if called directly; `arguments` per read_tool_manifest.",
       inputSchema: object({ tool: str("Canonical tool name."), arguments: { type: "object", description: "The tool's arguments." } }, ["tool", "arguments"]),
       effect: "read_only",
       forwards: true,
@@ -446,7 +448,7 @@ const definitions = (
       name: "read_files",
       category: "files",
       description:
-        "Read several files or line ranges in one call. Each item: content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item has truncated: continue at next_start_line (and next_start_column as start_column). Binary: binary:true, no content.",
+        "Read files or line ranges, many per call. Each item: content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item has truncated: continue at next_start_line (and next_start_column as start_column). Binary: binary:true, no content.",
       inputSchema: object(
         {
           project,
@@ -495,7 +497,7 @@ const definitions = (
       name: "search_project_texts",
       category: "files",
       description:
-        'Several independent text searches in one call (.gitignore-aware; literal unless regex:true; case-sensitive unless case_sensitive:false). Per query: matches [{path,line,text}] (+before/after with context_lines 0..{{queries.*.context_lines:ceiling}}), total, truncated; output:"files" or "count" for less. max_results {{queries.*.max_results}}.',
+        'Independent text searches, many per call (.gitignore-aware; literal unless regex:true; case-sensitive unless case_sensitive:false). Per query: matches [{path,line,text}] (+before/after with context_lines 0..{{queries.*.context_lines:ceiling}}), total, truncated; output:"files" or "count" for less. max_results {{queries.*.max_results}}.',
       inputSchema: object(
         {
           project,
@@ -575,7 +577,7 @@ const definitions = (
       name: "edit_project_files",
       category: "files",
       description:
-        "Guarded atomic file changes. edit: replace_exact old_text matches once, or occurrence:n or expected_match_count:N replaces all N (else no write), line_scope narrows. Also create, delete, move. dry_run:true: match_count, match_ranges, no write. include_undo:true: its guarded inverse (undo).",
+        "Guarded atomic file changes. edit: replace_exact old_text matches once, or occurrence:n or expected_match_count:N replaces all N (else no write), line_scope narrows. Also create, delete, move. dry_run:true: match_count, match_ranges, no write. include_undo:true: a guarded undo.",
       inputSchema: object(
         {
           project,
@@ -660,7 +662,7 @@ const definitions = (
       jobs: "start",
       category: "execution",
       description:
-        "Run a shell command or a short related chain (sh default; bash on request; login:true = bash login shell). Done within wait_ms: output; else pending with job_id and a wait_for_job_terminal follow-up.",
+        "Run a shell command or short chain (sh; bash on request; login:true = bash login). Done within wait_ms: output; else pending with job_id and a wait_for_job_terminal follow-up.",
       inputSchema: object(
         {
           ...execCommon,

@@ -20,6 +20,7 @@ export {
   isAdmitted,
   mcpToolDescriptor,
   toolAnnotations,
+  MCP_ANNOTATION_DEFAULTS,
   serverInstructions,
   toolsListResult,
   TOOLS_LIST_MAX_BYTES,

@@ -6,7 +6,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { toolDefinition, toolDefinitions } from "./catalog.js";
-import { ADMISSION_PROFILES, admittedTools, gatewayRefusal, HOST_PROFILES, serverInstructions, toolAnnotations, toolsListResult } from "./admission.js";
+import {
+  ADMISSION_PROFILES,
+  admittedTools,
+  gatewayRefusal,
+  HOST_PROFILES,
+  MCP_ANNOTATION_DEFAULTS,
+  serverInstructions,
+  toolAnnotations,
+  toolsListResult,
+} from "./admission.js";
 import { normalizeToolCall } from "./normalize.js";
 import { sampleToolArgVariants } from "./sample-args.js";
 import type { ToolDefinition } from "./tool-definition.js";
@@ -32,7 +41,15 @@ test("call_runtime_tool is annotated by the tools it can run for this caller: no
   const forwarder = toolDefinition("call_runtime_tool") as ToolDefinition;
   for (const admissionProfile of ADMISSION_PROFILES) {
     const admitted = admittedTools({ admissionProfile, hostProfile: "generic" });
-    const reachable = admitted.filter((d) => gatewayRefusal(d.name) === undefined).map((d) => toolAnnotations(d));
+    // A tool whose effect is its target's (mcp_tool) reaches only operator-marked read-only
+    // targets for a read-only caller (admission), so it is read-only for that caller.
+    const reachable = admitted
+      .filter((d) => gatewayRefusal(d.name) === undefined)
+      .map((d) =>
+        d.effectByTarget === true && admissionProfile === "read_only"
+          ? { ...toolAnnotations(d), readOnlyHint: true, destructiveHint: false }
+          : toolAnnotations(d),
+      );
     const a = toolAnnotations(forwarder, admitted);
     assert.equal(
       a.readOnlyHint,
@@ -62,8 +79,9 @@ test("every descriptor in tools/list carries its annotations, for every admissio
       for (const descriptor of toolsListResult(admitted, hostProfile).tools) {
         const def = toolDefinition(String(descriptor["name"])) as ToolDefinition;
         const expected = toolAnnotations(def, admitted);
-        const shown = descriptor["annotations"] as Record<string, boolean>;
-        assert.equal(shown?.["readOnlyHint"], expected.readOnlyHint, `${def.name} (${hostProfile}/${admissionProfile})`);
+        // What a Host reads: the stated hints over MCP's defaults for the ones left out.
+        const shown = { ...MCP_ANNOTATION_DEFAULTS, ...(descriptor["annotations"] as Record<string, boolean> | undefined) };
+        assert.equal(shown["readOnlyHint"], expected.readOnlyHint, `${def.name} (${hostProfile}/${admissionProfile})`);
         assert.equal(shown["openWorldHint"], expected.openWorldHint, def.name);
         if (!expected.readOnlyHint) assert.deepEqual(shown, expected, def.name);
       }
@@ -73,7 +91,8 @@ test("every descriptor in tools/list carries its annotations, for every admissio
 
 test("a read-only caller's instructions name no tool it may not call; a full caller's name the edit workflow", () => {
   const readOnly = serverInstructions(admittedTools({ admissionProfile: "read_only", hostProfile: "generic" }));
-  for (const def of defs.filter((d) => d.effect !== "read_only")) {
+  // A tool whose effect is its target's (mcp_tool) is one it may call: only read-only targets.
+  for (const def of defs.filter((d) => d.effect !== "read_only" && d.effectByTarget !== true)) {
     assert.ok(!new RegExp(`\\b${def.name}\\b`).test(readOnly), `${def.name} is named to a read-only caller: ${readOnly}`);
   }
   assert.match(readOnly, /read_files/);

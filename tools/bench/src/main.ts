@@ -170,7 +170,7 @@ async function benchEmbeddedCalls(results: BenchResult[], projectDir: string, to
     results.push({
       name: "tools_list_direct",
       metrics: { bytes: Buffer.byteLength(JSON.stringify(list)), tools: list.tools.length },
-      notes: "serialized MCP tools/list result (target <= 9216 bytes, TOOLS_LIST_MAX_BYTES)",
+      notes: "serialized MCP tools/list result (target <= 8192 bytes, TOOLS_LIST_MAX_BYTES)",
     });
 
     const spawnP50 = await spawnLatency(100);
