@@ -112,16 +112,14 @@ describe("the edit engine through a real MCP client (webcodex dev)", () => {
     assert.equal(existsSync(join(projectDir, "src/gone.ts")), false);
     assert.equal(existsSync(join(projectDir, "src/old.ts")), false);
     assert.equal(read("src/moved/renamed.ts"), "export const old = true;\n");
+    // Each fact once: a file per path the call left (a move under its destination), a delete counted.
     const files = result["files"] as Array<Record<string, unknown>>;
     assert.deepEqual(
-      files.map((f) => [f["path"], f["kind"]]),
-      [
-        ["src/new.ts", "create"],
-        ["src/gone.ts", "delete"],
-        ["src/old.ts", "move"],
-      ],
+      files.map((f) => f["path"]),
+      ["src/new.ts", "src/moved/renamed.ts"],
     );
-    assert.equal(files[2]?.["destination"], "src/moved/renamed.ts");
+    assert.equal((result["change_summary"] as Record<string, unknown>)["deleted"], 1);
+    assert.equal(files[1]?.["read_revision"], await revisionOf("src/moved/renamed.ts"));
     assert.equal(files[0]?.["read_revision"], await revisionOf("src/new.ts"), "the reported revision guards the next edit");
   });
 

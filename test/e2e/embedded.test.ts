@@ -13,10 +13,12 @@ import {
   createProjectDir,
   executeFollowUp,
   followUpTargetTool,
-  processGroupAlive,
+  hostPids,
   readRevision,
+  sleepTag,
   startDevServer,
   tempDir,
+  until,
 } from "../support/index.js";
 import type { DevServer, FollowUpCall } from "../support/index.js";
 
@@ -133,21 +135,15 @@ describe("embedded mode (webcodex dev) through a real MCP client", () => {
 
     it("MCP cancellation of a running call stops its process group (in-process transports carry the abort too)", async () => {
       const controller = new AbortController();
-      const call = client.callTool({ name: "run_shell", arguments: { project, command: "echo $$ > cancel.pid; sleep 30", wait_ms: 25_000 } }, undefined, {
+      // A Job runs in a pid namespace of its own: its processes are found on the host by a tag.
+      const tag = sleepTag();
+      const call = client.callTool({ name: "run_shell", arguments: { project, command: `sleep ${tag}`, wait_ms: 25_000 } }, undefined, {
         signal: controller.signal,
       });
-      const pidFile = join(projectDir, "cancel.pid");
-      let pgid = 0;
-      for (let i = 0; i < 200 && !pgid; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        pgid = existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8").trim()) : 0;
-      }
-      assert.ok(pgid > 0 && processGroupAlive(pgid));
+      await until("the Job's process to run", () => hostPids(tag).length > 0, 10_000);
       controller.abort();
       await assert.rejects(call);
-      for (let i = 0; i < 100 && processGroupAlive(pgid); i++) await new Promise((r) => setTimeout(r, 50));
-      assert.equal(processGroupAlive(pgid), false, "no orphan");
-      rmSync(pidFile);
+      await until("no orphan: the cancelled Job's processes are gone", () => hostPids(tag).length === 0, 5_000);
     });
 
     it("20 concurrent jobs in one project all reach a correct terminal state", async () => {

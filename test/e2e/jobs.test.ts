@@ -8,7 +8,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
@@ -21,7 +21,9 @@ import {
   executeFollowUp,
   firstProjectRef,
   followUpTargetTool,
-  processGroupAlive,
+  hostPids,
+  killAll,
+  sleepTag,
   startTestStack,
   until,
 } from "../support/index.js";
@@ -53,18 +55,11 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
     project = await firstProjectRef(client);
   });
   after(async () => {
-    for (const pgid of leftovers) if (processGroupAlive(pgid)) process.kill(-pgid, "SIGKILL");
+    killAll(leftovers);
     await client?.close();
     await stack?.stop();
     await db?.drop();
   });
-
-  const pidOf = (file: string) =>
-    until(`${file} written`, () => {
-      const path = join(projectDir, file);
-      const text = existsSync(path) ? readFileSync(path, "utf8").trim() : "";
-      return text ? Number(text) : undefined;
-    });
 
   const follow = async (first: ToolOutcome) => {
     const f = first.result["follow_up"] as FollowUpCall;
@@ -76,34 +71,37 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
 
   it("MCP cancellation of a running run_shell stops its process group: no orphan", async () => {
     const controller = new AbortController();
-    const call = client.callTool({ name: "run_shell", arguments: { project, command: "echo $$ > cancel.pid; sleep 30", wait_ms: 25_000 } }, undefined, {
+    // A Job runs in a pid namespace of its own: its processes are found on the host by a tag.
+    const tag = sleepTag();
+    const call = client.callTool({ name: "run_shell", arguments: { project, command: `sleep ${tag}`, wait_ms: 25_000 } }, undefined, {
       signal: controller.signal,
     });
-    const pgid = await pidOf("cancel.pid");
-    leftovers.push(pgid);
-    assert.equal(processGroupAlive(pgid), true);
+    await until("the Job's process to run", () => hostPids(tag).length > 0, 10_000);
+    leftovers.push(...hostPids(tag));
     const cancelledAt = Date.now();
     controller.abort("the user changed their mind");
     await assert.rejects(call);
-    await until("the cancelled process group is gone", () => !processGroupAlive(pgid), 5_000);
+    await until("the cancelled Job's processes are gone", () => hostPids(tag).length === 0, 5_000);
     assert.ok(Date.now() - cancelledAt < 5_000);
   });
 
-  it("a process that ignores SIGTERM is killed at its timeout, with no orphan left", async () => {
+  it("a process that ignores SIGTERM still ends at its timeout with its sandbox, with no orphan left", async () => {
     const started = Date.now();
+    const tag = sleepTag();
     const { isError, result } = await callTool(client, "run_shell", {
       project,
-      command: "trap '' TERM; echo $$ > stubborn.pid; sleep 30",
+      command: `trap '' TERM; sleep ${tag}`,
       timeout_ms: 1_000,
       wait_ms: 20_000,
     });
-    const pgid = await pidOf("stubborn.pid");
-    leftovers.push(pgid);
+    leftovers.push(...hostPids(tag));
     assert.equal(isError, false, JSON.stringify(result));
     assert.equal(result["timed_out"], true);
-    assert.equal(result["signal"], "SIGKILL", "SIGTERM was ignored, so the group was killed");
+    // The Job ignores SIGTERM, but its sandbox does not: the sandbox's first process ends on it,
+    // and the kernel ends every process in the Job's pid namespace with it.
+    assert.equal(result["signal"], "SIGTERM", "the sandbox ends on SIGTERM, taking the Job that ignores it along");
     assert.ok(Date.now() - started < 10_000);
-    assert.equal(processGroupAlive(pgid), false, "neither the shell nor its sleep survives");
+    assert.deepEqual(hostPids(tag), [], "neither the shell nor its sleep survives");
   });
 
   it("sleep 3 with wait_ms 200 is pending; the follow-up executed unchanged yields the output, and replays it", async () => {
@@ -176,11 +174,12 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
   });
 
   it("a Runner killed mid-Job and restarted: the Job is lost_after_reconcile with outcome_unknown, never re-run", async () => {
-    const first = await callTool(client, "run_shell", { project, command: "echo $$ > lost.pid; echo run >> runs.log; sleep 30", wait_ms: 200 });
+    const tag = sleepTag();
+    const first = await callTool(client, "run_shell", { project, command: `echo run >> runs.log; sleep ${tag}`, wait_ms: 200 });
     assert.equal(first.result["execution_state"], "pending");
     const jobId = String(first.result["job_id"]);
-    const pgid = await pidOf("lost.pid");
-    leftovers.push(pgid);
+    await until("the Job's process to run", () => hostPids(tag).length > 0, 10_000);
+    leftovers.push(...hostPids(tag));
     const runner = stack.processes.get("runner");
     runner?.kill("SIGKILL");
     await new Promise((r) => runner?.once("exit", r));

@@ -7,8 +7,6 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Client } from "@connectrpc/connect";
 import { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { createInProcessClient, createLogger, createRedis } from "@webcodex/platform";
@@ -26,21 +24,12 @@ import {
 } from "@webcodex/runner-broker";
 import { createRunner, RUNNER_BUILD, startRegistration } from "@webcodex/runner";
 import type { RegistrationLoop, Runner } from "@webcodex/runner";
-import { backingServices, createProjectDir, createBrokerTestDatabase, redisKeyPrefix, until } from "../support/index.js";
+import { backingServices, createProjectDir, createBrokerTestDatabase, hostPids, redisKeyPrefix, sleepTag, until } from "../support/index.js";
 import type { BrokerTestDatabase } from "../support/index.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HEARTBEAT_MS = 200;
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe("runner-broker Job records in dispatch (real Redis + Postgres, real Runners)", () => {
   let database: BrokerTestDatabase;
@@ -160,10 +149,12 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
     const dir = createProjectDir({ "a.txt": "a\n" }, { name: "jobs-restart" });
     const first = await startRunner({ clientId: "tenant-j", projectId: "jobs-restart", dir, runnerId: "runner-restart", endpoint: "ep-restart" });
     const project = "agent:tenant-j:jobs-restart";
-    const started = await call(project, first.rootIdentity, "run_shell", { command: "echo $$ > job.pid; sleep 30", wait_ms: 200 });
+    // A Job runs in a pid namespace of its own: its process is found on the host by a tag.
+    const tag = sleepTag();
+    const started = await call(project, first.rootIdentity, "run_shell", { command: `sleep ${tag}`, wait_ms: 200 });
     assert.equal(started.result["execution_state"], "pending");
     const jobId = String(started.result["job_id"]);
-    const pid = Number(readFileSync(join(dir, "job.pid"), "utf8"));
+    await until("the Job's process to run", () => hostPids(tag).length > 0, 5_000);
     // The Runner process dies and a new one comes back under the same id and endpoint.
     first.loop.stop();
     const restartedAt = Date.now();
@@ -187,7 +178,7 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
     );
     assert.deepEqual(await jobRow(project, jobId).then((r) => [r?.state, r?.outcome_unknown]), ["lost_after_reconcile", true]);
     await first.runner.close();
-    assert.equal(alive(pid), false, "the old incarnation's process is gone");
+    await until("the old incarnation's process to be gone", () => hostPids(tag).length === 0, 5_000);
   });
 
   it("a Runner that is gone: the broker answers from its records, recovering until the live lease lapses, then lost_after_reconcile", async () => {

@@ -204,7 +204,8 @@ describe("tenant isolation, read-only admission and rate limits", { timeout: 180
   it("a read-only caller's server instructions name no tool it may not call, and call_runtime_tool is read-only for it alone", async () => {
     const instructions = auditor.getInstructions() ?? "";
     assert.match(instructions, /read_files/);
-    for (const def of toolDefinitions().filter((d) => d.effect !== "read_only"))
+    // mcp_tool's effect is its target's: a read-only caller may call it (operator-marked read-only targets only).
+    for (const def of toolDefinitions().filter((d) => d.effect !== "read_only" && d.effectByTarget !== true))
       assert.ok(!new RegExp(`\\b${def.name}\\b`).test(instructions), `${def.name} named to a read-only caller: ${instructions}`);
     assert.match(alice.getInstructions() ?? "", /edit with edit_project_files/);
     const forwarder = async (client: Client) => (await client.listTools()).tools.find((t) => t.name === "call_runtime_tool")?.annotations;

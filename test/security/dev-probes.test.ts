@@ -12,7 +12,19 @@ import { dirname, join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { detectContainment } from "@webcodex/runner";
-import { callTool, connectMcp, createProjectDir, firstProjectRef, killAll, pidGone, startDevServer, tempDir, until } from "../support/index.js";
+import {
+  callTool,
+  connectMcp,
+  createProjectDir,
+  firstProjectRef,
+  hostPids,
+  killAll,
+  pidGone,
+  sleepTag,
+  startDevServer,
+  tempDir,
+  until,
+} from "../support/index.js";
 import type { DevServer } from "../support/index.js";
 
 /** What this machine allows a Runner started by this test's user (the dev server detects the same). */
@@ -32,28 +44,6 @@ async function runtimeContainment(client: Client): Promise<{ summary: unknown; r
 /** A Runner running as root runs its Jobs as a user of their own: here the owner of the checkout. */
 const separateUid = process.getuid?.() === 0;
 const CHECKOUT_UID = 4242;
-
-/**
- * Host pids of the processes whose command line holds `tag`. A Job runs in a pid namespace of
- * its own, so a pid it reports about itself means nothing outside it; the test finds its
- * processes by a tag instead.
- */
-function hostPids(tag: string, argv0?: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (cmdline.includes(tag) && (argv0 === undefined || cmdline.startsWith(`${argv0}\0`))) pids.push(Number(entry));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return pids;
-}
-
-/** A `sleep` argument that tags the process: 97 seconds and a random fraction. */
-const sleepTag = () => `97.${String(Math.floor(Math.random() * 1e9)).padStart(9, "1")}`;
 
 const secret = (label: string) => `${label}-${randomBytes(16).toString("hex")}`;
 

@@ -5,7 +5,20 @@ export type { FollowUpCall } from "./mcp.js";
 export { openDevProject } from "./dev-project.js";
 export type { DevProject, DevProjectOptions } from "./dev-project.js";
 export type { ToolOutcome } from "./mcp.js";
-export { createProjectDir, killAll, pidGone, processGroupAlive, runCaptured, startDevServer, tempDir, repoRoot, cliPath, hookedCliPath } from "./processes.js";
+export {
+  createProjectDir,
+  hostPids,
+  killAll,
+  pidGone,
+  processGroupAlive,
+  runCaptured,
+  sleepTag,
+  startDevServer,
+  tempDir,
+  repoRoot,
+  cliPath,
+  hookedCliPath,
+} from "./processes.js";
 export type { CapturedRun, DevServer } from "./processes.js";
 export { startTcpProxy } from "./tcp-proxy.js";
 export type { TcpProxy } from "./tcp-proxy.js";

@@ -1,7 +1,7 @@
 /** Test helpers that run WebCodex as real processes, the way users and Kubernetes do. */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { execFileSync } from "node:child_process";
@@ -174,3 +174,25 @@ export function runCaptured(
     });
   });
 }
+
+/**
+ * Host pids of the processes whose command line holds `tag`. A Job runs in a pid namespace of
+ * its own, so a pid it reports about itself means nothing outside it; the test finds its
+ * processes by a tag instead.
+ */
+export function hostPids(tag: string, argv0?: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (cmdline.includes(tag) && (argv0 === undefined || cmdline.startsWith(`${argv0}\0`))) pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
+
+/** A `sleep` argument that tags the process: 97 seconds and a random fraction. */
+export const sleepTag = (): string => `97.${String(Math.floor(Math.random() * 1e9)).padStart(9, "1")}`;

@@ -586,6 +586,9 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_RUNNER_TOKEN: "never in a Runner pod: the broker puts each Runner's own credential in a per-Runner Secret (WEBCODEX_RUNNER_TOKEN_FILE)",
     WEBCODEX_RUNNER_TOKEN_FILE: "set by the broker on each Runner pod it creates, pointing at that pod's credential Secret",
     WEBCODEX_RUNNER_SPAWN_HOST: "on: programs are forked by the Runner's small spawn host, not the Runner itself",
+    WEBCODEX_RUNNER_SANDBOX:
+      "auto: a Runner pod is its Jobs' boundary (one project per pod, Pod Security restricted); where bubblewrap cannot run in the pod, Jobs run without it and get_runtime_status says so",
+    WEBCODEX_RUNNER_BWRAP: "/usr/bin/bwrap, where the image has it",
     WEBCODEX_RUNNER_CONTAINMENT:
       "auto: a Runner pod's cgroup filesystem is read-only, so its Jobs use process-tree tracking (get_runtime_status reports it) within the pod's own limits",
     WEBCODEX_RUNNER_JOB_PIDS_MAX: "applies only where Jobs get a cgroup, which Runner pods do not offer",

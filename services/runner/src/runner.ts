@@ -23,6 +23,7 @@ import type { SandboxSetting, SandboxSupport } from "./exec/sandbox.js";
 import { rgPath as bundledRgPath } from "@vscode/ripgrep";
 import path from "node:path";
 import { probeValidationCapabilities } from "./validation/probe.js";
+import { validationProcessPaths } from "./validation/tools.js";
 import { createSpawnHost } from "./exec/spawn-host.js";
 import { createDirectSpawner } from "./exec/spawner.js";
 import { advertisedCapabilities, createFenceGuard, createRunnerService } from "./runner-service.js";
@@ -166,7 +167,7 @@ export function createRunner(options: RunnerOptions): Runner {
           workspace: options.root,
           ...(jobUser === undefined ? {} : { user: { uid: jobUser.uid, gid: jobUser.gid } }),
           ...(jobHome === undefined ? {} : { home: jobHome }),
-          readOnly: [path.dirname(bundledRgPath)],
+          readOnly: [path.dirname(bundledRgPath), ...validationProcessPaths()],
         },
         minimalProcessEnv,
       )

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import os from "node:os";
@@ -9,7 +9,7 @@ import { createInProcessClient, createLogger } from "@webcodex/platform";
 import { RunnerService } from "@webcodex/proto";
 import { loadConfig } from "./config.js";
 import { createOwnedWorkspaceDir, PROJECT_UID_BASE, projectUid } from "./exec/job-user.js";
-import { detectSandbox } from "./exec/sandbox.js";
+import { detectSandbox, sandboxCommand } from "./exec/sandbox.js";
 import { createRunner, runnerSettingsOptions } from "./runner.js";
 import type { Runner } from "./runner.js";
 
@@ -142,6 +142,23 @@ describe("the Job sandbox", { skip: noSandbox }, () => {
       assert.match(out, /NoNewPrivs:\s+1/);
     },
   );
+
+  it("a read-only host directory under /tmp (a bundled rg in a checkout there) is reachable by the Job user: the parents the sandbox makes are searchable", () => {
+    // /tmp is private in the sandbox, so the directories above a read-only mount exist only
+    // there; bwrap would make them 0700 for root, and an unprivileged Job could not reach it.
+    const base = mkdtempSync(path.join(os.tmpdir(), "wcx-ro-parent-"));
+    cleanups.push(() => rm(base, { recursive: true, force: true }));
+    const bin = path.join(base, "checkout", "node_modules", "bin");
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(path.join(bin, "tool"), "#!/bin/sh\necho reached\n", { mode: 0o755 });
+    const workspace = mkdtempSync(path.join(os.tmpdir(), "wcx-ro-ws-"));
+    cleanups.push(() => rm(workspace, { recursive: true, force: true }));
+    chmodSync(workspace, 0o777);
+    const plan = { workspace, readOnly: [bin], ...(asRoot ? { user: { uid: PROJECT_UID_BASE + 4321, gid: PROJECT_UID_BASE + 4321 } } : {}) };
+    const cmd = sandboxCommand(support, plan, path.join(bin, "tool"), [], workspace, { PATH: "/usr/bin:/bin" });
+    const r = spawnSync(cmd.program, cmd.args, { env: cmd.env, encoding: "utf8", timeout: 10_000 });
+    assert.equal(r.stdout, "reached\n", r.stderr);
+  });
 
   it("a Job's loader variables never reach the privileged part of the sandbox, only the Job", async () => {
     const root = tmp("wc-ldp-");

@@ -107,7 +107,7 @@ let systemArgs: string[] | undefined;
 function bwrapPrefix(support: SandboxSupport, plan: SandboxPlan, cwd: string): string[] {
   systemArgs ??= systemMounts();
   const args = [...systemArgs, "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"];
-  for (const p of plan.readOnly ?? []) args.push("--ro-bind", p, p);
+  for (const p of plan.readOnly ?? []) args.push(...openParents(p), "--ro-bind", p, p);
   const real = realpathSync(plan.workspace);
   const bind = (source: string, target: string) => args.push(...openParents(target), "--bind", source, target);
   bind(real, real);

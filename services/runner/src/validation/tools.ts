@@ -4,6 +4,7 @@
  * run_* wait_ms/timeout_ms rules: done within wait_ms → the StructuredValidation result, else
  * pending with its job_id; wait_for_job_terminal then returns the same structured result.
  */
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { fail, PipelineStage, ReasonCode, runnerCapabilityWire } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
@@ -13,6 +14,21 @@ import type { StructuredValidation } from "./types.js";
 import type { ValidationRequest } from "./cli.js";
 
 const CLI = fileURLToPath(new URL("./cli.js", import.meta.url));
+
+/**
+ * What the validation process must see, read-only, when it runs in the Job sandbox (where only
+ * system directories and the workspace are visible): its own modules, the package.json that
+ * makes them ES modules, and the node_modules its one dependency (fast-xml-parser) resolves
+ * from. Code only: nothing of the Runner's state, data or credentials.
+ */
+export function validationProcessPaths(): string[] {
+  const dir = path.dirname(CLI);
+  const packageJson = path.resolve(dir, "../../package.json");
+  const parser = fileURLToPath(import.meta.resolve("fast-xml-parser"));
+  const marker = `${path.sep}node_modules${path.sep}`;
+  const nodeModules = parser.slice(0, parser.lastIndexOf(marker) + marker.length - 1);
+  return [dir, packageJson, nodeModules];
+}
 const RAW_TAIL_CHARS = 1_500;
 
 type Args = Record<string, unknown>;
