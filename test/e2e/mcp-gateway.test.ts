@@ -254,6 +254,8 @@ describe("MCP gateway: upstream MCP servers through list_tools, read_tool_manife
     // The same pings with nothing hung first, for comparison on this machine (reported, not asserted).
     const idle = await pingTimes();
     const hung = [1, 2, 3].map(() => mcpTool(client, { server: "alpha", tool: "hang", arguments: {} }));
+    // The upstream holds all three (its whole concurrency) before one more is sent.
+    await until("three calls hang at the upstream", () => alpha.journal().filter((l) => l === "hang").length === 3, 10_000);
     const beyond = await mcpTool(client, { server: "alpha", tool: "hang", arguments: {} });
     assert.equal(beyond.result["reason_code"], "rate_limited");
     assert.equal(beyond.result["detail_code"], "upstream_queue_timeout");

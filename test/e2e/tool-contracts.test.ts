@@ -237,6 +237,11 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
         list_tools: () => ({}),
         list_skills: () => ({ project }),
         read_skill: () => ({ project, skill: "contracts" }),
+        // A cell whose child read stays inside it: one model-visible call.
+        run_code_cell: () => ({
+          project,
+          code: `const found = await tools.list_project_files({ project: ${JSON.stringify(project)}, path: "src" }); text(JSON.stringify(found).length > 0 ? "listed" : "empty");`,
+        }),
         get_runtime_status: () => ({ compact: false }),
         list_project_files: () => ({ project, path: "src" }),
         search_file_context: () => ({ project, path: "src/a.ts", pattern: "const" }),

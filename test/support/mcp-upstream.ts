@@ -3,11 +3,11 @@
  * over StreamableHTTPServerTransport (stateless, JSON answers), run as its own process so a
  * test can kill it mid-call. Its tools:
  * - `echo {text}` (readOnlyHint) → the text; `add_note {text}` → appends to the journal;
- * - `hang {}` never answers; `crash_write {text}` journals, then the process exits mid-call;
+ * - `hang {}` journals its arrival and never answers; `crash_write {text}` journals, then the process exits mid-call;
  * - `big {bytes}` → that many bytes of text; `hostile {}` → text and structured content
  *   posing as WebCodex fields.
  * POST /control/schema-v2 changes echo's input schema (a new required field); GET /control/journal
- * returns the journal lines (calls received by add_note and crash_write, in order).
+ * returns the journal lines (calls received by add_note, hang and crash_write, in order).
  *
  * `node mcp-upstream.js <journal file> [port]` prints `listening <url>` once it serves.
  */
@@ -56,6 +56,7 @@ function serve(journal: string, port: number): void {
           appendFileSync(journal, `add_note ${String(args["text"])}\n`);
           return { content: [{ type: "text", text: "noted" }] };
         case "hang":
+          appendFileSync(journal, "hang\n");
           return new Promise(() => undefined);
         case "crash_write":
           appendFileSync(journal, `crash_write ${String(args["text"])}\n`);
