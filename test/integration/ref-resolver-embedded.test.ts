@@ -31,6 +31,7 @@ describe("ref-resolver on embedded PGlite", () => {
         "0008_agent_continuations",
         "0009_session_call_outcome_vocabulary",
         "0010_recovered_writes",
+        "0012_project_use",
       ]);
       let client = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }));
       await client.registerProject({ clientId: "local", projectId: "alpha", rootIdentity: "/a", name: "alpha" }, as(local));

@@ -380,8 +380,18 @@ describe("ref-resolver: durable project refs", () => {
         `INSERT INTO refs.projects (canonical_id, incarnation, client_id, project_id, root_identity, name)
          SELECT 'agent:bulk:p' || i, 2, 'bulk', 'p' || i, '/srv/moved' || i, 'p' || i FROM generate_series(1, 100) AS i`,
       );
-      const relisted = await (replicas[1] as RefClient).listProjects({}, as(who));
-      const newCodes = relisted.projects
+      // Listed in pages of 100, each continuation exactly as the previous page returned it.
+      const relisted: Array<{ projectRef: string; project?: { canonicalId: string; incarnation: bigint } | undefined }> = [];
+      let cursor = "";
+      do {
+        const page = await (replicas[1] as RefClient).listProjects({ limit: 100, cursor }, as(who));
+        assert.equal(page.failure, undefined);
+        relisted.push(...page.projects);
+        assert.equal(page.omitted, n - relisted.length, "omitted counts exactly the Projects not listed yet");
+        cursor = page.nextCursor;
+      } while (cursor !== "");
+      assert.equal(new Set(relisted.map((e) => e.project?.canonicalId)).size, n, "every live Project once");
+      const newCodes = relisted
         .filter((e) => e.project?.incarnation === 2n)
         .map((e) => Number(e.projectRef.slice(2)))
         .sort((a, b) => a - b);

@@ -8,9 +8,9 @@ import type { JsonSchema, Static } from "./json-schema.js";
 import { ToolCategory } from "./tool-definition.js";
 import type { ClampRule, ToolDefinition } from "./tool-definition.js";
 import { renderLimitText } from "./limit-text.js";
-import { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./compaction.js";
+import { compactBatch, compactEdit, compactRun, compactShell, compactValidation, pagedText } from "./compaction.js";
 
-const project = str("~p1 or canonical id from list_projects.");
+const project = str("~p1 or id from list_projects.");
 const path = str("Project-relative path.");
 const revision = str("read_revision from read_files.");
 const timeoutMs = int("Kill after ms ({{timeout_ms}}).", { minimum: 1 });
@@ -20,6 +20,9 @@ const env = stringMap("Added to a scrubbed environment.");
 const jobId = str("job_id from a pending result.");
 /** Optional on project tools: the Workflow Session this call is recorded into. Never a target. */
 const sessionId = str("~s1 to record into.");
+/** A paged listing's page size and continuation (paging.ts). */
+const pageLimit = int(undefined, { minimum: 1 });
+const pageCursor = str("next_cursor of the previous page.");
 
 /** Optional on mutating workspace tools: admitted only while that Attempt holds its fence. */
 const attemptRef = str();
@@ -178,15 +181,18 @@ const definitions = (
     {
       name: "list_projects",
       category: "discovery",
-      description: "Projects you can work in, each with its project_ref (~p1) and canonical id; pass either as project; refs are durable.",
-      inputSchema: object({}),
+      description:
+        "Your projects, last used first: project_ref (~p1), canonical id (either is `project`; durable). name: substring, any case. limit {{limit}}; a cut page has omitted, next_cursor.",
+      inputSchema: object({ name: str(), limit: pageLimit, cursor: str() }),
       effect: "read_only",
       risk: "low",
       authority: "principal",
       execution: "ref_resolver",
       direct: { rank: 6, reason: "CoreWorkflow" },
       implemented: true,
-      resultFields: ["projects"],
+      clamps: [{ path: "limit", ceiling: 100, minimum: 1, default: 20 }],
+      resultFields: ["projects", "omitted", "next_cursor"],
+      textContent: (result) => pagedText(result, "projects", ["project_ref", "project_id", "name", "runner_state"]),
     },
     {
       name: "create_project",
@@ -448,7 +454,7 @@ const definitions = (
       name: "read_files",
       category: "files",
       description:
-        "Read files or line ranges, many per call. Each item: content, read_revision (needed to edit), start_line/end_line/total_lines. A cut item has truncated: continue at next_start_line (and next_start_column as start_column). Binary: binary:true, no content.",
+        "Read files or line ranges, many per call. Each item: content, read_revision (needed to edit), line numbers. A cut item has truncated: continue at next_start_line (and next_start_column as start_column). Binary: binary:true, no content.",
       inputSchema: object(
         {
           project,
@@ -457,7 +463,7 @@ const definitions = (
               { path, start_line: int(undefined, { minimum: 1 }), start_column: int(undefined, { minimum: 1 }), end_line: int(undefined, { minimum: 1 }) },
               ["path"],
             ),
-            "Up to {{maxItems}} files or ranges.",
+            undefined,
             { minItems: 1, maxItems: 64 },
           ),
           max_bytes_per_file: int("Per-file byte budget ({{max_bytes_per_file}}).", { minimum: 1 }),
@@ -497,7 +503,7 @@ const definitions = (
       name: "search_project_texts",
       category: "files",
       description:
-        'Independent text searches, many per call (.gitignore-aware; literal unless regex:true; case-sensitive unless case_sensitive:false). Per query: matches [{path,line,text}] (+before/after with context_lines 0..{{queries.*.context_lines:ceiling}}), total, truncated; output:"files" or "count" for less. max_results {{queries.*.max_results}}.',
+        'Independent text searches, many per call (.gitignore-aware; schema defaults: literal, case-sensitive). Per query: matches [{path,line,text}] (+before/after with context_lines 0..{{queries.*.context_lines:ceiling}}), total, truncated; output:"files" or "count" for less. max_results {{queries.*.max_results}}.',
       inputSchema: object(
         {
           project,
@@ -515,7 +521,7 @@ const definitions = (
               },
               ["pattern"],
             ),
-            "Up to {{maxItems}} independent queries.",
+            undefined,
             { minItems: 1, maxItems: 16 },
           ),
           session_id: sessionId,
@@ -998,15 +1004,16 @@ const definitions = (
     {
       name: "list_agent_tasks",
       category: "agents",
-      description: "Tasks you created or that are assigned to your Agents, newest first (at most {{max_tasks}}), optionally filtered.",
-      inputSchema: object({ project, state: str(undefined, { enum: [...taskStates] }), assignee_agent_id: agentId }),
+      description:
+        "Tasks you created or that are assigned to your Agents, newest first, optionally filtered. limit: {{limit}}; a cut page gives omitted and next_cursor.",
+      inputSchema: object({ project, state: str(undefined, { enum: [...taskStates] }), assignee_agent_id: agentId, limit: pageLimit, cursor: pageCursor }),
       effect: "read_only",
       risk: "low",
       authority: "principal",
       execution: "ref_resolver",
-      limits: { max_tasks: 100 },
+      clamps: [{ path: "limit", ceiling: 100, minimum: 1, default: 20 }],
       implemented: true,
-      resultFields: ["tasks", "truncated"],
+      resultFields: ["tasks", "omitted", "next_cursor"],
     },
     {
       name: "read_agent_task",

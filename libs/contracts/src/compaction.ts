@@ -189,3 +189,16 @@ export function compactValidation(result: Json): Json {
   }
   return out;
 }
+
+/**
+ * A compact text rendering of a paged result for MCP text content (structuredContent keeps the
+ * JSON): one header naming the columns, one line per row with its values separated by a tab
+ * ("-" for an absent value), then every other field as `name: JSON`.
+ */
+export function pagedText(result: Readonly<Record<string, unknown>>, listField: string, columns: readonly string[]): string {
+  const rows = Array.isArray(result[listField]) ? (result[listField] as Array<Record<string, unknown>>) : [];
+  const cell = (v: unknown) => (v === undefined || v === null ? "-" : typeof v === "string" ? v.replace(/[\t\n]/g, " ") : JSON.stringify(v));
+  const lines = [`${listField}: ${columns.join("\t")}`, ...rows.map((r) => columns.map((c) => cell(r[c])).join("\t"))];
+  for (const [key, value] of Object.entries(result)) if (key !== listField) lines.push(`${key}: ${JSON.stringify(value)}`);
+  return lines.join("\n");
+}

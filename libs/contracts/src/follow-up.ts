@@ -81,6 +81,14 @@ export function readAgentTaskFollowUp(taskId: string): FollowUp {
   return buildFollowUp("fallback_recovery", "read_agent_task", { task_id: taskId });
 }
 
+/** The list-shaped tools that page with omitted and next_cursor (paging.ts). */
+export type PagedTool = "list_projects" | "list_agent_tasks";
+
+/** Recovery after a cursor that cannot continue: the same listing from its first page (its filters, no cursor). */
+export function restartListFollowUp(tool: PagedTool, args: Record<string, unknown>): FollowUp {
+  return buildFollowUp("fallback_recovery", tool, args);
+}
+
 /** Recovery after an unknown task id (ref-resolver): the caller's Tasks. */
 export function listAgentTasksFollowUp(): FollowUp {
   return buildFollowUp("fallback_recovery", "list_agent_tasks", {});
@@ -161,6 +169,11 @@ export const followUpBuilders = {
   inspectWorkspaceFollowUp: builder(inspectWorkspaceFollowUp, [["agent:acme:demo"], ["~p1"]]),
   readAgentTaskFollowUp: builder(readAgentTaskFollowUp, [["wc_task_0123456789abcdef0123456789abcdef"]]),
   listAgentTasksFollowUp: builder(listAgentTasksFollowUp, [[]]),
+  restartListFollowUp: builder(restartListFollowUp, [
+    ["list_projects", {}],
+    ["list_projects", { name: "api", limit: 5 }],
+    ["list_agent_tasks", { state: "open" }],
+  ]),
   waitForAgentEventsFollowUp: builder(waitForAgentEventsFollowUp, [
     [{ agent_id: "wc_agent_0123456789abcdef0123456789abcdef" }, "0"],
     [{ agent_continuation_ref: "~a1" }, "12", 30000],

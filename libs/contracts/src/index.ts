@@ -48,7 +48,7 @@ export type { AdmissionContext, AdmissionProfile, GatewayRefusal, HostProfile, R
 export { normalizeToolCall, ToolInputNormalizationCode, normalizationHints, isToolInputNormalizationCode } from "./normalize.js";
 export type { CanonicalCall, CanonicalToolInput, NormalizeResult, NormalizeContext, InputNormalization } from "./normalize.js";
 export { projectSuccess } from "./projection.js";
-export { compactBatch, compactEdit, compactRun, compactShell, compactValidation } from "./compaction.js";
+export { compactBatch, compactEdit, compactRun, compactShell, compactValidation, pagedText } from "./compaction.js";
 export {
   waitForJobFollowUp,
   rereadFollowUp,
@@ -66,6 +66,9 @@ export {
   GATEWAY_WRAPPER,
 } from "./follow-up.js";
 export type { FollowUp, FollowUpKind } from "./follow-up.js";
+export { restartListFollowUp } from "./follow-up.js";
+export { pageFields, encodeCursor, decodeCursor, cursorFailure } from "./paging.js";
+export type { PagedTool } from "./paging.js";
 export { reasonCodeTable, failureFollowUpBuilder } from "./reason-codes.js";
 export type { ReasonCodeRow, RetryPosture, FollowUpBuilderName } from "./reason-codes.js";
 export { ReasonCode, ToolFailureError, toolFailure, fail, isToolFailureError, reasonCodeFromString } from "./failure.js";

@@ -56,6 +56,8 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
       session_not_found: "createSessionFollowUp",
       session_closed: "createSessionFollowUp",
       session_project_mismatch: "createSessionFollowUp",
+      cursor_invalid: "restartListFollowUp",
+      cursor_expired: "restartListFollowUp",
     },
     no_follow_up: `${NEEDS_INPUT} A session_id that names no open Session of this project carries create_session (fallback_recovery) when the call named a project.`,
   },

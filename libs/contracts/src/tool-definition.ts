@@ -113,6 +113,11 @@ export interface ToolDefinition {
    */
   readonly projectSuccess?: (canonical: Readonly<Record<string, unknown>>) => Record<string, unknown>;
   /**
+   * The MCP text content of a success, when it is not the JSON of structuredContent: a compact
+   * rendering of the same facts (list-shaped results), so the answer does not carry them twice.
+   */
+  readonly textContent?: (result: Readonly<Record<string, unknown>>) => string;
+  /**
    * The MCP App resource (`ui://…`, `text/html;profile=mcp-app`) an App-enabled Host mounts
    * for this tool's result: its descriptor carries `_meta.ui.resourceUri` there.
    */

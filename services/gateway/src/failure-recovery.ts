@@ -8,6 +8,7 @@ import {
   readAgentTaskFollowUp,
   readToolManifestFollowUp,
   rereadFollowUp,
+  restartListFollowUp,
   toolDefinition,
   waitForProjectFollowUp,
 } from "@webcodex/contracts";
@@ -59,6 +60,10 @@ export function withRecovery(failure: ToolFailure, project: string | undefined, 
       if (tool !== undefined && toolDefinition(tool) !== undefined) followUp = readToolManifestFollowUp(tool);
       break;
     case "waitForJobFollowUp":
+    case "restartListFollowUp":
+      // Built where the cursor is read, with the listing's filters; here only its first page.
+      if (tool === "list_projects" || tool === "list_agent_tasks") followUp = restartListFollowUp(tool, {});
+      break;
     case "listAgentTasksFollowUp":
     case "waitForAgentEventsFollowUp":
     case "undoEditFollowUp":

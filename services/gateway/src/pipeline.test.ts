@@ -73,18 +73,31 @@ function pipelineWith(options: {
   runnerStates?: (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => Record<string, string>;
   broker?: Client<typeof RunnerBrokerService>;
   mode?: "embedded" | "distributed";
+  /** The Projects the broker's fleet rows name (getFleetStatus), or "down" when it cannot answer. */
+  fleet?: string[] | "down";
+  /** What listProjects answers instead of a page (a wire failure), and the requests it saw. */
+  listFailure?: ReturnType<typeof failureToWire>;
+  listRequests?: unknown[];
 }) {
   const refResolver = {
     resolveProject: async () => ({ project }),
-    listProjects: async () => ({ projects: options.projects ?? [] }),
+    listProjects: async (req: { restrictToOnly?: boolean; onlyCanonicalIds?: string[] }) => {
+      options.listRequests?.push(req);
+      if (options.listFailure) return { projects: [], omitted: 0, nextCursor: "", failure: options.listFailure };
+      const all = options.projects ?? [];
+      return { projects: req.restrictToOnly ? all.filter((p) => req.onlyCanonicalIds?.includes(p.project.canonicalId)) : all, omitted: 0, nextCursor: "" };
+    },
   } as unknown as Client<typeof RefResolverService>;
   const broker = {
     getProjectRunnerStates: async (req: { projects: Array<{ projectCanonicalId: string; rootIdentity: string }> }) => ({
       states: (options.runnerStates ?? (() => ({})))(req),
     }),
     dispatch: async (req: DispatchRequest) => (options.dispatch ?? (() => ({ resultJson: "{}" })))(req),
-    // A malformed answer (no runner rows): building full diagnostics from it throws mid-call.
-    getFleetStatus: async () => ({}),
+    // Without `fleet`, a malformed answer (no runner rows): building full diagnostics from it throws mid-call.
+    getFleetStatus: async () => {
+      if (options.fleet === "down") throw new ConnectError("broker down", Code.Unavailable);
+      return options.fleet ? { runners: options.fleet.map((projectCanonicalId) => ({ projectCanonicalId })) } : {};
+    },
   } as unknown as Client<typeof RunnerBrokerService>;
   return createPipeline({
     catalogs: options.catalogs ?? { get: async () => catalogOf(toolDefinitions()) },
@@ -419,20 +432,33 @@ describe("discovery contract", () => {
       (degraded.structuredContent["projects"] as Array<Record<string, unknown>>).map((p) => p["runner_state"]),
       ["unknown", "unknown"],
     );
-    // Embedded mode does not offer a project no Runner in the process can serve; an unknown state is still listed.
+    // Embedded mode lists only the projects a Runner of this process is known for (so none
+    // other counts as omitted either); when the broker cannot say, nothing is left out.
+    const listRequests: unknown[] = [];
     const embedded = pipelineWith({
       mode: "embedded",
       audit: recordingAudit().audit,
       projects,
-      runnerStates: () => ({ "agent:acme:demo": "ready", "agent:acme:idle": "none" }),
+      fleet: ["agent:acme:demo", "agent:acme:demo"],
+      listRequests,
+      runnerStates: () => ({ "agent:acme:demo": "ready" }),
     });
-    assert.deepEqual((await embedded.call(caller, "list_projects", {}, signal)).structuredContent, {
+    assert.deepEqual((await embedded.call(caller, "list_projects", { name: "de", limit: 5 }, signal)).structuredContent, {
       projects: [{ project_ref: "~p1", project_id: "agent:acme:demo", name: "demo", runner_state: "ready" }],
     });
+    assert.deepEqual(
+      listRequests.map((r) => {
+        const { name, limit, cursor, onlyCanonicalIds, restrictToOnly } = r as Record<string, unknown>;
+        return { name, limit, cursor, onlyCanonicalIds, restrictToOnly };
+      }),
+      [{ name: "de", limit: 5, cursor: "", onlyCanonicalIds: ["agent:acme:demo"], restrictToOnly: true }],
+      "the filter, page size and served set go to the ref-resolver",
+    );
     const embeddedDown = pipelineWith({
       mode: "embedded",
       audit: recordingAudit().audit,
       projects,
+      fleet: "down",
       runnerStates: () => {
         throw new ConnectError("broker down", Code.Unavailable);
       },
@@ -503,17 +529,20 @@ describe("failure follow-ups, table-driven over every reason code", () => {
           outcome_unknown: true,
           evidence: { path: "src/a.ts", task_id: "wc_task_0123456789abcdef0123456789abcdef", server: "tracker", tool: "search_issues" },
         });
-        const pipeline = pipelineWith({ audit, dispatch: () => ({ failure: failureToWire(failure) }) });
-        const result = await pipeline.call(
-          caller,
-          "edit_project_files",
-          { project: "~p1", changes: [{ kind: "create", path: "src/a.ts", content: "x" }] },
-          signal,
-        );
+        const builder = failureFollowUpBuilder(code as ReasonCode, detail);
+        // A cursor failure comes from a paged listing: its restart is that listing's first page.
+        const listing = builder === "restartListFollowUp";
+        const pipeline = pipelineWith({
+          audit,
+          dispatch: () => ({ failure: failureToWire(failure) }),
+          ...(listing ? { listFailure: failureToWire(failure) } : {}),
+        });
+        const result = listing
+          ? await pipeline.call(caller, "list_projects", { cursor: "c1.x" }, signal)
+          : await pipeline.call(caller, "edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "src/a.ts", content: "x" }] }, signal);
         assert.equal(result.isError, true);
         assert.equal(result.structuredContent["reason_code"], code);
         const followUp = result.structuredContent["follow_up"] as FollowUp | undefined;
-        const builder = failureFollowUpBuilder(code as ReasonCode, detail);
         if (builder === undefined) {
           assert.equal(followUp, undefined, "no follow-up where the table records none");
           assert.ok((row.no_follow_up ?? "").length > 0);

@@ -97,7 +97,7 @@ export function createPipeline(deps: PipelineDeps) {
     (ctx: CallContext): ResolveProject =>
     async (selector) => {
       const resolved = await timedStage(ctx.stages, PipelineStage.resolution, () =>
-        deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
+        deps.refResolver.resolveProject({ selector, recordUse: true }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
       );
       if (resolved.failure || !resolved.project)
         return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };

@@ -813,4 +813,30 @@ CREATE TABLE {{schema}}.recovered_writes (
 );
 `,
   },
+  {
+    id: "0012_project_use",
+    sql: `
+-- When each principal last used each Project in a tool call (list_projects lists the most
+-- recently used first). used_at only rises.
+CREATE TABLE {{schema}}.project_use (
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  canonical_id text NOT NULL,
+  used_at timestamptz NOT NULL,
+  PRIMARY KEY (client_id, subject, canonical_id)
+);
+-- The order a cut list_projects page saw after itself, for its continuation: the rest of the
+-- listing is walked in that order even when use order changes meanwhile. Expires (the cursor
+-- then fails as cursor_expired).
+CREATE TABLE {{schema}}.project_list_snapshots (
+  snapshot_id text PRIMARY KEY,
+  client_id text NOT NULL,
+  subject text NOT NULL,
+  name_filter text NOT NULL,
+  canonical_ids text[] NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX project_list_snapshots_age ON {{schema}}.project_list_snapshots (created_at);
+`,
+  },
 ];

@@ -193,14 +193,25 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
       const updated = await projects.update(principal, { selector: req.selector, visibility: req.visibility });
       return updated.ok ? { project: toProto(updated.project), changed: updated.changed } : failed(updated.failure);
     },
-    async listProjects(_req, ctx) {
+    async listProjects(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
-      const entries = await projects.list(principal);
-      return { projects: entries.map((e) => ({ project: toProto(e.project), projectRef: e.ref })) };
+      const page = await projects.list(principal, {
+        ...(req.name !== "" ? { name: req.name } : {}),
+        ...(req.limit > 0 ? { limit: req.limit } : {}),
+        ...(req.cursor !== "" ? { cursor: req.cursor } : {}),
+        ...(req.restrictToOnly ? { only: req.onlyCanonicalIds } : {}),
+      });
+      if (!page.ok) return failed(page.failure);
+      return {
+        projects: page.entries.map((e) => ({ project: toProto(e.project), projectRef: e.ref })),
+        omitted: page.omitted,
+        nextCursor: page.nextCursor ?? "",
+      };
     },
     async resolveProject(req, ctx) {
       const principal = principalFromHeaders(ctx.requestHeader);
       const resolution = req.manage ? await projects.resolveForManagement(principal, req.selector) : await projects.resolve(principal, req.selector);
+      if (resolution.ok && req.recordUse) projects.recordUse(principal, resolution.project.canonicalId);
       return resolution.ok ? { project: toProto(resolution.project) } : failed(resolution.failure);
     },
     async issueProjectRef(req, ctx) {

@@ -88,7 +88,7 @@ export function createCodeCells(deps: CodeCellDeps) {
     let resolved;
     try {
       resolved = await timedStage(ctx.stages, PipelineStage.resolution, () =>
-        deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
+        deps.refResolver.resolveProject({ selector, recordUse: true }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
       );
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, PipelineStage.resolution, false) };

@@ -5,7 +5,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { PipelineStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
+import { pageFields, PipelineStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { connectCodeName, principalHeaders } from "@webcodex/platform";
 import { dependencyFailure, timedStage } from "../call-context.js";
@@ -52,23 +52,49 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
     return refused ? { ok: false, failure: refused } : outcome;
   }
 
+  /**
+   * Embedded mode: the Projects a Runner of this process is known for (the broker's fleet
+   * rows), or undefined when the broker cannot answer (then nothing is left out).
+   */
+  async function servedHere(ctx: CallContext): Promise<string[] | undefined> {
+    try {
+      const fleet = await deps.broker.getFleetStatus(
+        { clientId: ctx.caller.principal.clientId },
+        { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+      );
+      return [...new Set(fleet.runners.map((r) => r.projectCanonicalId))];
+    } catch {
+      return undefined;
+    }
+  }
+
   async function callRefResolver(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
     switch (def.name) {
       case "list_projects": {
-        const res = await deps.refResolver.listProjects({}, options);
+        // Embedded mode serves only the project roots of this process: a project of an earlier
+        // run that no Runner here serves is not offered to the model (which would pick it and
+        // fail), nor counted as omitted. Its ref is kept for when it is served again.
+        const served = deps.serverInfo.mode === "embedded" ? await servedHere(ctx) : undefined;
+        const res = await deps.refResolver.listProjects(
+          {
+            name: (args["name"] as string | undefined) ?? "",
+            limit: (args["limit"] as number | undefined) ?? 0,
+            cursor: (args["cursor"] as string | undefined) ?? "",
+            ...(served ? { onlyCanonicalIds: served, restrictToOnly: true } : {}),
+          },
+          options,
+        );
+        if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
         const states = await deps.runnerStates(
           res.projects.flatMap((p) => (p.project ? [p.project] : [])),
           ctx,
         );
-        const listed = res.projects.map((p) => {
+        const projects = res.projects.map((p) => {
           const id = p.project?.canonicalId ?? "";
           return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
         });
-        // Embedded mode serves one project root per process: a project of an earlier run that no
-        // Runner here can serve (runner_state none) is not offered to the model, which would pick
-        // it and fail. Its ref is kept for when it is served again.
-        return { ok: true, result: { projects: deps.serverInfo.mode === "embedded" ? listed.filter((p) => p.runner_state !== "none") : listed } };
+        return { ok: true, result: { projects, ...pageFields(res.omitted, res.nextCursor || undefined) } };
       }
       case "create_session": {
         const res = await deps.refResolver.createSession(

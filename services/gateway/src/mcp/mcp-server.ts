@@ -20,7 +20,7 @@ import {
   SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { InitializeRequest, InitializeResult } from "@modelcontextprotocol/sdk/types.js";
-import { admittedTools, serverInstructions } from "@webcodex/contracts";
+import { admittedTools, serverInstructions, toolDefinition } from "@webcodex/contracts";
 import type { AdmissionProfile, HostProfile } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
 import type { CatalogCache } from "../catalog-cache.js";
@@ -121,11 +121,20 @@ export async function createMcpServer(deps: {
     }
     if (result.delivered) transport.whenDelivered(Number(extra.requestId), result.delivered);
     return {
-      content: [{ type: "text" as const, text: result.text ?? JSON.stringify(result.structuredContent) }],
+      content: [{ type: "text" as const, text: result.text ?? textContent(req.params.name, result) }],
       structuredContent: result.structuredContent,
       ...(result.isError ? { isError: true } : {}),
     };
   });
   await server.connect(transport);
   return transport;
+}
+
+/**
+ * The text content of a result: the tool's compact rendering of a success when it has one
+ * (the same facts as structuredContent, not a second copy of its JSON), else that JSON.
+ */
+function textContent(tool: string, result: { structuredContent: Record<string, unknown>; isError: boolean }): string {
+  const render = result.isError ? undefined : toolDefinition(tool)?.textContent;
+  return render ? render(result.structuredContent) : JSON.stringify(result.structuredContent);
 }

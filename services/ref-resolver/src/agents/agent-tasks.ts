@@ -21,13 +21,16 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
   clampRule,
+  cursorFailure,
+  decodeCursor,
+  encodeCursor,
+  pageFields,
   PipelineStage,
   isToolFailureError,
   listAgentTasksFollowUp,
   readAgentTaskFollowUp,
   ReasonCode,
   toolFailure,
-  toolLimit,
   waitForAgentEventsFollowUp,
 } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
@@ -50,7 +53,7 @@ export const DEFAULT_LEASE_MS = clampRule("start_agent_task_attempt", "lease_ms"
 export const DEFAULT_EVENT_WAIT_MS = clampRule("wait_for_agent_events", "wait_ms").default;
 /** Events returned by one wait_for_agent_events call at most; the cursor continues. */
 export const EVENTS_PAGE = 100;
-const LIST_LIMIT = toolLimit("list_agent_tasks", "max_tasks");
+const LIST_LIMIT = clampRule("list_agent_tasks", "limit");
 
 type Appended = { agentId: string; event: AppendedEvent };
 
@@ -449,26 +452,50 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     },
 
     async list_agent_tasks(principal, args) {
+      // A page, newest first; its cursor is the last row's (created_at, task_id) with the
+      // filters it belongs to, so a continuation walks the rest of the same order (Tasks created
+      // meanwhile come before it and are not repeated or skipped into).
+      const filters = { project: args["project"], state: args["state"], assignee_agent_id: args["assignee_agent_id"] };
+      const filterKey = JSON.stringify([filters.project ?? null, filters.state ?? null, filters.assignee_agent_id ?? null]);
+      const limit = Math.min(typeof args["limit"] === "number" ? args["limit"] : LIST_LIMIT.default, LIST_LIMIT.ceiling);
+      let after: { created: string; taskId: string } | undefined;
+      if (typeof args["cursor"] === "string") {
+        const payload = decodeCursor("tasks", args["cursor"]);
+        const restart = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined));
+        if (!Array.isArray(payload) || payload[0] !== filterKey || typeof payload[1] !== "string" || typeof payload[2] !== "string")
+          throw new FailureThrow(cursorFailure("cursor_invalid", "list_agent_tasks", restart));
+        after = { created: payload[1], taskId: payload[2] };
+      }
       const where = ["t.client_id = $1", "(t.creator_subject = $2 OR a.subject = $2)"];
       const params: unknown[] = [principal.clientId, principal.subject];
       let projectCanonicalId: string | undefined;
-      if (args["project"] !== undefined) {
+      if (filters.project !== undefined) {
         const resolved = await projects.resolve(principal, str(args, "project"));
         if (!resolved.ok) throw new FailureThrow(resolved.failure);
         projectCanonicalId = resolved.project.canonicalId;
         params.push(resolved.project.canonicalId);
         where.push(`t.project_canonical_id = $${params.length}`);
       }
-      if (args["state"] !== undefined) {
+      if (filters.state !== undefined) {
         params.push(str(args, "state"));
         where.push(`t.state = $${params.length}`);
       }
-      if (args["assignee_agent_id"] !== undefined) {
+      if (filters.assignee_agent_id !== undefined) {
         params.push(str(args, "assignee_agent_id"));
         where.push(`t.assignee_agent_id = $${params.length}`);
       }
-      const r = await db.query<TaskRow>(`${taskSelect} WHERE ${where.join(" AND ")} ORDER BY t.created_at DESC, t.task_id LIMIT ${LIST_LIMIT + 1}`, params);
-      const tasks = r.rows.slice(0, LIST_LIMIT).map((t) => ({
+      if (after) {
+        params.push(after.created, after.taskId);
+        const c = `$${params.length - 1}::timestamptz`;
+        where.push(`(t.created_at < ${c} OR (t.created_at = ${c} AND t.task_id > $${params.length}))`);
+      }
+      const r = await db.query<TaskRow & { created_text: string; remaining: string }>(
+        `SELECT * FROM (SELECT t.*, a.subject AS assignee_subject, t.created_at::text AS created_text, count(*) OVER () AS remaining
+           FROM ${schema}.agent_tasks t JOIN ${schema}.agents a ON a.agent_id = t.assignee_agent_id
+           WHERE ${where.join(" AND ")}) t ORDER BY t.created_at DESC, t.task_id LIMIT ${limit}`,
+        params,
+      );
+      const tasks = r.rows.map((t) => ({
         task_id: t.task_id,
         title: t.title,
         state: t.state,
@@ -476,7 +503,10 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         assignee_agent_id: t.assignee_agent_id,
         updated_at: iso(t.updated_at),
       }));
-      return { result: { tasks, ...(r.rows.length > LIST_LIMIT ? { truncated: true } : {}) }, ...(projectCanonicalId ? { projectCanonicalId } : {}) };
+      const last = r.rows[r.rows.length - 1];
+      const omitted = last ? Number(last.remaining) - r.rows.length : 0;
+      const next = last ? encodeCursor("tasks", [filterKey, last.created_text, last.task_id]) : undefined;
+      return { result: { tasks, ...pageFields(omitted, next) }, ...(projectCanonicalId ? { projectCanonicalId } : {}) };
     },
 
     async read_agent_task(principal, args) {

@@ -11,7 +11,20 @@
  * transactions).
  */
 import type { Database, Principal, Queryable } from "@webcodex/platform";
-import { canonicalProjectId, PipelineStage, isCanonicalIdPart, isCanonicalProjectId, listProjectsFollowUp, ReasonCode, toolFailure } from "@webcodex/contracts";
+import { randomBytes } from "node:crypto";
+import {
+  canonicalProjectId,
+  clampRule,
+  cursorFailure,
+  decodeCursor,
+  encodeCursor,
+  PipelineStage,
+  isCanonicalIdPart,
+  isCanonicalProjectId,
+  listProjectsFollowUp,
+  ReasonCode,
+  toolFailure,
+} from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { createBoundedCache } from "../refs/bounded-cache.js";
 import { createCoalescer } from "../refs/coalescer.js";
@@ -91,7 +104,26 @@ export interface ProjectStoreOptions {
   liveCacheTtlMs?: number;
   /** Pinned refs never change, so they are cached without expiry, up to this many (0 disables). */
   maxCachedPins?: number;
+  /** A use record that could not be written (the call it belongs to is not affected). */
+  onUseError?: (error: unknown) => void;
 }
+
+/** A list_projects page request (the gateway validated it; absent: the defaults). */
+export interface ListQuery {
+  /** Case-insensitive substring of the name ("" or absent: all). */
+  name?: string;
+  limit?: number;
+  cursor?: string;
+  /** Only these canonical ids (embedded mode: what a Runner here serves). */
+  only?: readonly string[];
+}
+
+export type ListPage =
+  { ok: true; entries: Array<{ project: ProjectRecord; ref: string }>; omitted: number; nextCursor?: string } | { ok: false; failure: ToolFailure };
+
+const LIST_LIMIT = clampRule("list_projects", "limit");
+/** How long a cut listing's continuation stays valid. */
+export const SNAPSHOT_TTL_MS = 60 * 60 * 1000;
 
 /** At most this many projects per issue_project_refs call. */
 const ISSUE_BATCH = 1_000;
@@ -106,6 +138,17 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
   const hidden = createBoundedCache<boolean>({ maxEntries: maxPins, ttlMs: liveTtl });
 
   const principalKey = (p: Principal) => `${p.clientId}\u0000${p.subject}`;
+  /** Per principal, the Project whose use this process recorded last (recordUse). */
+  const lastUse = createBoundedCache<string>({ maxEntries: maxPins, ttlMs: 60_000 });
+  const pendingUses = new Set<Promise<void>>();
+  /** Microseconds since the epoch of the last recorded use: strictly rising in this process. */
+  let useClock = 0;
+  /** The live Projects `$1`/`$2` (client id, subject) sees; callers append conditions. */
+  const visibleSelect = `SELECT p.*, s.owner_subject, s.visibility FROM ${schema}.projects p
+         LEFT JOIN ${schema}.project_settings s ON s.canonical_id = p.canonical_id
+         WHERE p.client_id=$1 AND p.retired_at IS NULL
+           AND (s.visibility IS NULL OR s.visibility = 'tenant' OR s.owner_subject = $2)
+           AND NOT EXISTS (SELECT 1 FROM ${schema}.hidden_projects h WHERE h.canonical_id=p.canonical_id AND h.client_id=$1 AND h.subject=$2)`;
   const hiddenKey = (canonicalId: string, clientId: string, subject: string) => `${canonicalId}\u0000${clientId}\u0000${subject}`;
 
   /**
@@ -464,23 +507,121 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
       return { ok: true, project: { ...project, visibility: input.visibility }, changed: true };
     },
 
-    /** Live Projects visible to `principal`, each with its project_ref (issued on first sight, in one batch). */
-    async list(principal: Principal): Promise<Array<{ project: ProjectRecord; ref: string }>> {
-      const r = await db.query<Row>(
-        `SELECT p.*, s.owner_subject, s.visibility FROM ${schema}.projects p
-         LEFT JOIN ${schema}.project_settings s ON s.canonical_id = p.canonical_id
-         WHERE p.client_id=$1 AND p.retired_at IS NULL
-           AND (s.visibility IS NULL OR s.visibility = 'tenant' OR s.owner_subject = $2)
-           AND NOT EXISTS (SELECT 1 FROM ${schema}.hidden_projects h WHERE h.canonical_id=p.canonical_id AND h.client_id=$1 AND h.subject=$2)
-         ORDER BY p.canonical_id`,
-        [principal.clientId, principal.subject],
-      );
-      const projects = r.rows.map(toRecord);
-      const refs = await issueRefs(principal, projects);
-      return projects.flatMap((project) => {
+    /**
+     * One page of the live Projects visible to `principal`, most recently used by it first
+     * (never used: by canonical id), each with its project_ref (issued for this page only).
+     * A cut first page snapshots the order of the rest, and its cursor walks that snapshot, so
+     * a continuation neither skips nor repeats a Project when use order changes meanwhile;
+     * Projects that stopped being visible are left out (and not counted) when a page is read.
+     */
+    async list(principal: Principal, query: ListQuery = {}): Promise<ListPage> {
+      if (pendingUses.size > 0) await Promise.allSettled([...pendingUses]);
+      const limit = Math.max(1, Math.min(query.limit ?? LIST_LIMIT.default, LIST_LIMIT.ceiling));
+      let name = query.name ?? "";
+      const restart = name !== "" ? { name } : {};
+      const only = query.only ? new Set(query.only) : undefined;
+      let ordered: ProjectRecord[];
+      let snapshot: { id: string; ids: string[]; offset: number } | undefined;
+      if (query.cursor !== undefined) {
+        const payload = decodeCursor("projects", query.cursor);
+        if (
+          !Array.isArray(payload) ||
+          typeof payload[0] !== "string" ||
+          !Number.isSafeInteger(payload[1]) ||
+          (payload[1] as number) < 0 ||
+          typeof payload[2] !== "string"
+        )
+          return { ok: false, failure: cursorFailure("cursor_invalid", "list_projects", restart) };
+        // The cursor names its listing's filter: a restart keeps it, another filter is not its listing.
+        const own = payload[2];
+        if (query.name !== undefined && own !== name)
+          return { ok: false, failure: cursorFailure("cursor_invalid", "list_projects", own !== "" ? { name: own } : {}) };
+        const r = await db.query<{ name_filter: string; canonical_ids: string[] }>(
+          `SELECT name_filter, canonical_ids FROM ${schema}.project_list_snapshots
+            WHERE snapshot_id=$1 AND client_id=$2 AND subject=$3 AND created_at > now() - make_interval(secs => $4)`,
+          [payload[0], principal.clientId, principal.subject, SNAPSHOT_TTL_MS / 1000],
+        );
+        const row = r.rows[0];
+        // Unknown, another principal's and expired snapshots look the same.
+        if (!row || row.name_filter !== own) return { ok: false, failure: cursorFailure("cursor_expired", "list_projects", own !== "" ? { name: own } : {}) };
+        name = own;
+        snapshot = { id: payload[0], ids: row.canonical_ids, offset: payload[1] as number };
+        const rest = snapshot.ids.slice(snapshot.offset);
+        const live = await db.query<Row>(`${visibleSelect} AND p.canonical_id = ANY($3::text[])`, [principal.clientId, principal.subject, rest]);
+        const byId = new Map(live.rows.map((row) => [row.canonical_id, toRecord(row)]));
+        ordered = rest.flatMap((id) => {
+          const p = byId.get(id);
+          return p ? [p] : [];
+        });
+      } else {
+        const params: unknown[] = [principal.clientId, principal.subject];
+        let filter = "";
+        if (name !== "") {
+          params.push(name.toLowerCase());
+          filter = ` AND strpos(lower(p.name), $${params.length}) > 0`;
+        }
+        const r = await db.query<Row>(
+          `${visibleSelect}${filter} ORDER BY (SELECT u.used_at FROM ${schema}.project_use u
+              WHERE u.client_id=$1 AND u.subject=$2 AND u.canonical_id=p.canonical_id) DESC NULLS LAST, p.canonical_id`,
+          params,
+        );
+        ordered = r.rows.map(toRecord);
+      }
+      if (only) ordered = ordered.filter((p) => only.has(p.canonicalId));
+      const page = ordered.slice(0, limit);
+      const omitted = ordered.length - page.length;
+      let nextCursor: string | undefined;
+      if (omitted > 0) {
+        const lastId = (page[page.length - 1] as ProjectRecord).canonicalId;
+        if (snapshot) {
+          nextCursor = encodeCursor("projects", [snapshot.id, snapshot.ids.indexOf(lastId, snapshot.offset) + 1, name]);
+        } else {
+          const id = randomBytes(12).toString("base64url");
+          await db.query(`DELETE FROM ${schema}.project_list_snapshots WHERE created_at < now() - make_interval(secs => $1)`, [SNAPSHOT_TTL_MS / 1000]);
+          await db.query(`INSERT INTO ${schema}.project_list_snapshots (snapshot_id, client_id, subject, name_filter, canonical_ids) VALUES ($1,$2,$3,$4,$5)`, [
+            id,
+            principal.clientId,
+            principal.subject,
+            name,
+            ordered.slice(limit).map((p) => p.canonicalId),
+          ]);
+          nextCursor = encodeCursor("projects", [id, 0, name]);
+        }
+      }
+      const refs = await issueRefs(principal, page);
+      const entries = page.flatMap((project) => {
         const ref = refs.get(project.canonicalId);
         return ref ? [{ project, ref }] : [];
       });
+      return { ok: true, entries, omitted, ...(nextCursor !== undefined ? { nextCursor } : {}) };
+    },
+
+    /**
+     * Records that `principal` used the Project in a tool call (list_projects orders by it).
+     * Not awaited by the call: a listing by this process waits for the writes in flight. A use
+     * of the Project this process last recorded for the principal, within a minute of that,
+     * writes nothing (it is already first, unless another replica recorded a use meanwhile).
+     */
+    recordUse(principal: Principal, canonicalId: string): void {
+      const key = principalKey(principal);
+      if (lastUse.get(key) === canonicalId) return;
+      lastUse.set(key, canonicalId);
+      useClock = Math.max(useClock + 1, Date.now() * 1000);
+      const write: Promise<void> = db
+        .query(
+          `INSERT INTO ${schema}.project_use (client_id, subject, canonical_id, used_at) VALUES ($1, $2, $3, 'epoch'::timestamptz + $4::bigint * interval '1 microsecond')
+           ON CONFLICT (client_id, subject, canonical_id) DO UPDATE SET used_at = GREATEST(${schema}.project_use.used_at, EXCLUDED.used_at)`,
+          [principal.clientId, principal.subject, canonicalId, useClock],
+        )
+        .then(
+          () => undefined,
+          (error: unknown) => {
+            lastUse.delete(key);
+            options.onUseError?.(error);
+          },
+        )
+        .finally(() => pendingUses.delete(write));
+      pendingUses.add(write);
     },
 
     /** Resolves a ref or canonical id for `principal`, re-running visibility every time. */
