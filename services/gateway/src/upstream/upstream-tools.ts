@@ -183,7 +183,10 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
   }
 
   async function resolveProject(selector: string, ctx: CallContext): Promise<{ ok: true; canonicalId: string } | { ok: false; failure: ToolFailure }> {
-    const resolved = await deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+    const resolved = await deps.refResolver.resolveProject(
+      { selector, recordUse: true },
+      { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
+    );
     if (resolved.failure || !resolved.project)
       return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
     ctx.projectCanonicalId = resolved.project.canonicalId;
