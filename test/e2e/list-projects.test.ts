@@ -196,6 +196,18 @@ describe("list_projects on the distributed stack with 1,000 Projects", { timeout
     assert.ok(rows(rest).every((r) => r.name.startsWith("bob-secret-")));
   });
 
+  it("a Project that goes away mid-walk is neither listed nor counted by the pages after", async () => {
+    const first = await callTool(alice, "list_projects", { name: "proj-00", limit: 5 });
+    assert.equal(first.result["omitted"], 99 - 5, "proj-0001 … proj-0099");
+    await sql.query("UPDATE refs.projects SET retired_at = now() WHERE canonical_id = 'agent:local:proj-0050'");
+    const next = await callTool(alice, "list_projects", { cursor: first.result["next_cursor"], limit: 50 });
+    assert.equal(next.result["omitted"], 99 - 5 - 1 - 50, "the retired one is not counted");
+    const all = await walk(alice, next, 99 - 5 - 1);
+    const names = [...rows(first), ...all].map((r) => r.name);
+    assert.equal(new Set(names).size, 98);
+    assert.ok(!names.includes("proj-0050"));
+  });
+
   it("a bad limit and a bad or expired cursor fail with a structured reason; the follow-up restarts the listing", async () => {
     for (const limit of [0, -1, "ten", 1.5]) {
       const bad = await callTool(alice, "list_projects", { limit });
