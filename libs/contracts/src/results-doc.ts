@@ -22,10 +22,16 @@ const RETRY: Record<RetryPosture, string> = {
 };
 
 /** The tool a builder's follow-up finally runs, its kind, and how it is called. */
-function followUpOf(name: FollowUpBuilderName): { target: string; kind: string; via: string } {
+/** The calls a builder makes, one per distinct target tool across its samples (a restart names the listing it restarts). */
+function followUpsOf(name: FollowUpBuilderName): Array<{ target: string; kind: string; via: string }> {
   const entry = followUpBuilders[name] as { build: (...a: unknown[]) => FollowUp; samples: readonly unknown[][] };
-  const f = entry.build(...(entry.samples[0] ?? []));
-  return { target: followUpTarget(f).tool, kind: f.follow_up_kind, via: f.tool === "call_runtime_tool" ? "call_runtime_tool" : "direct" };
+  const out = new Map<string, { target: string; kind: string; via: string }>();
+  for (const sample of entry.samples) {
+    const f = entry.build(...sample);
+    const target = followUpTarget(f).tool;
+    if (!out.has(target)) out.set(target, { target, kind: f.follow_up_kind, via: f.tool === "call_runtime_tool" ? "call_runtime_tool" : "direct" });
+  }
+  return [...out.values()];
 }
 
 const pends = (d: ToolDefinition): boolean => d.inputSchema.properties?.["wait_ms"] !== undefined && d.execution === "runner";
@@ -124,8 +130,8 @@ export function renderResultsDoc(): string {
         ...(row.follow_up ? [row.follow_up] : []).map((b) => ({ detail: "", b })),
         ...Object.entries(row.detail_follow_ups ?? {}).map(([detail, b]) => ({ detail, b })),
       ].map(({ detail, b }) => {
-        const f = followUpOf(b);
-        return `${detail ? `${detail}: ` : ""}\`${f.target}\` (${f.kind}${f.via === "call_runtime_tool" ? ", via call_runtime_tool" : ""})`;
+        const calls = followUpsOf(b).map((f) => `\`${f.target}\` (${f.kind}${f.via === "call_runtime_tool" ? ", via call_runtime_tool" : ""})`);
+        return `${detail ? `${detail}: ` : ""}${calls.join(" or ")}`;
       });
       return `| \`${code}\` | ${row.stages.join(", ")} | ${RETRY[row.retry]} | ${ups.join("; ") || "none"} | ${row.no_follow_up ?? ""} |`;
     }),
