@@ -11,7 +11,7 @@ import type { Writable } from "node:stream";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createLogger, createPostgresDatabase, logFormatFor, logWriter, sealSecretEnvironment, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
-import { resolveDevTokens, skillCatalogsDirFrom, tenancyOptions } from "@webcodex/gateway";
+import { gatewayConfigSpec, resolveDevTokens, skillCatalogsDirFrom, tenancyOptions } from "@webcodex/gateway";
 import { modelWorkflowPolicyFrom } from "@webcodex/contracts";
 import type { GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, projectDirectory, UsageError } from "./args.js";
@@ -168,10 +168,12 @@ const UP_PORTS = SERVICES.length;
 
 /**
  * OAuth and rate-limit settings for `webcodex dev`, from the same WEBCODEX_* variables the
- * distributed gateway reads. The dev rate limit is off unless WEBCODEX_RATE_LIMIT_PER_MINUTE,
- * WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE or WEBCODEX_RATE_LIMITS is set.
+ * distributed gateway reads. With several principals (more than one token, or an identity
+ * provider) each principal gets the distributed gateway's default rate limit unless
+ * WEBCODEX_RATE_LIMIT_PER_MINUTE says otherwise (0 turns it off); a single local principal has
+ * none unless a WEBCODEX_RATE_LIMIT* variable sets one.
  */
-function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" | "readOnlyClients" | "rateLimit"> {
+function devAuthOptions(env: NodeJS.ProcessEnv, principals: number): Pick<EmbeddedOptions, "oauth" | "readOnlyClients" | "rateLimit"> {
   const int = (name: string): number | undefined => {
     const raw = env[name];
     if (raw === undefined || raw === "") return undefined;
@@ -181,7 +183,8 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
   };
   const issuer = env["WEBCODEX_OAUTH_ISSUER"];
   const tolerance = int("WEBCODEX_OAUTH_CLOCK_TOLERANCE_S");
-  const perMinute = int("WEBCODEX_RATE_LIMIT_PER_MINUTE") ?? 0;
+  const shared = principals > 1 || Boolean(env["WEBCODEX_OAUTH_ISSUER"]);
+  const perMinute = int("WEBCODEX_RATE_LIMIT_PER_MINUTE") ?? (shared ? gatewayConfigSpec.rateLimitPerMinute.default : 0);
   const burst = int("WEBCODEX_RATE_LIMIT_BURST");
   const tenantPerMinute = int("WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE") ?? 0;
   const overrides = env["WEBCODEX_RATE_LIMITS"];
@@ -329,7 +332,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
           tokens,
           clientId,
           logger,
-          ...devAuthOptions(env),
+          ...devAuthOptions(env, tokens.length),
           workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
           toolPolicy,
           ...skillCatalogsOption(env["WEBCODEX_SKILL_CATALOGS_DIR"]),
