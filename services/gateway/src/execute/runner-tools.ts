@@ -184,7 +184,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
         {
           sessionSelector: ctx.sessionId,
           projectCanonicalId: ctx.projectCanonicalId,
-          call: { callId, tool: def.name, effect: def.effect, durationMs, ...facts },
+          call: { callId, tool: def.name, effect: def.effect, durationMs, ...facts, ...(ctx.parentCallId ? { parentCallId: ctx.parentCallId } : {}) },
         },
         { signal: budget.signal, headers: principalHeaders(ctx.caller.principal) },
       );
