@@ -79,6 +79,21 @@ function cellFailure(run: CellRun) {
   });
 }
 
+/**
+ * The text content of a cell's success: exactly what the cell passed to `text(...)`, so the
+ * model reads the answer once (structuredContent keeps the canonical result). Two lines follow
+ * only when they apply: that the text was cut at its bound, and the ended Jobs the cell forwards.
+ */
+export function cellText(result: Record<string, unknown>): string {
+  let out = typeof result["text"] === "string" ? result["text"] : "";
+  const line = (s: string) => {
+    out += `${out === "" || out.endsWith("\n") ? "" : "\n"}${s}\n`;
+  };
+  if (result["truncated"] === true) line(`[text truncated at ${toolLimit(CODE_CELL_TOOL, "text_bytes")} bytes]`);
+  if (result["job_attention"] !== undefined) line(`job_attention: ${JSON.stringify(result["job_attention"])}`);
+  return out;
+}
+
 export function createCodeCells(deps: CodeCellDeps) {
   const sandbox = deps.sandbox ?? createSandboxPool();
   const resultBytes = toolLimit(CODE_CELL_TOOL, "child_result_bytes");
