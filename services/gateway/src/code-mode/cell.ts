@@ -9,22 +9,11 @@
  */
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService } from "@webcodex/proto";
-import {
-  CODE_CELL_TOOL,
-  cellToolNames,
-  clampRule,
-  failureFromWire,
-  PipelineStage,
-  ReasonCode,
-  toolDefinition,
-  toolFailure,
-  toolLimit,
-} from "@webcodex/contracts";
+import { CODE_CELL_TOOL, cellToolNames, clampRule, PipelineStage, ReasonCode, toolDefinition, toolFailure, toolLimit } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
-import { principalHeaders } from "@webcodex/platform";
 import type { Caller } from "../auth.js";
-import { dependencyFailure, timedStage } from "../call-context.js";
 import type { CallContext, Outcome } from "../call-context.js";
+import { resolveCallProject } from "../execute/call-scope.js";
 import { createSandboxPool } from "./sandbox.js";
 import type { CellLimits, CellRun, ChildOutcome, SandboxPool } from "./sandbox.js";
 
@@ -100,17 +89,8 @@ export function createCodeCells(deps: CodeCellDeps) {
 
   async function run(args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
     const selector = args["project"] as string;
-    let resolved;
-    try {
-      resolved = await timedStage(ctx.stages, PipelineStage.resolution, () =>
-        deps.refResolver.resolveProject({ selector }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
-      );
-    } catch (error) {
-      return { ok: false, failure: dependencyFailure(error, PipelineStage.resolution, false) };
-    }
-    if (resolved.failure || !resolved.project)
-      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
-    ctx.projectCanonicalId = resolved.project.canonicalId;
+    const scope = await resolveCallProject(deps.refResolver, selector, ctx);
+    if (!scope.ok) return scope;
 
     const callable = new Set(cellToolNames(ctx.catalog.admitted.values()));
     const attention: unknown[] = [];
