@@ -127,6 +127,12 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     meaning: "Too many calls or Jobs right now; nothing was run (evidence says when to retry).",
     no_follow_up: "The same call is the repair, after the wait the evidence names.",
   },
+  quota_exceeded: {
+    stages: ["dispatch"],
+    retry: "same_call",
+    meaning: "A tenant quota is used up (evidence: quota, limit, use); nothing was run.",
+    follow_up: "waitForProjectFollowUp",
+  },
   project_exists: {
     stages: ["preflight"],
     retry: "change_first",

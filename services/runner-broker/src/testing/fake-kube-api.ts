@@ -232,6 +232,13 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
   const kindOf = (plural: string) => RESOURCES.find((r) => r.plural === plural)!;
 
   const store = (plural: string, ns: string, obj: KubeObject, type: "ADDED" | "MODIFIED") => {
+    // The API server folds a Secret's stringData into data.
+    if (plural === "secrets" && obj["stringData"]) {
+      const data: Record<string, string> = { ...((obj["data"] as Record<string, string> | undefined) ?? {}) };
+      for (const [k, v] of Object.entries(obj["stringData"] as Record<string, string>)) data[k] = Buffer.from(v).toString("base64");
+      obj["data"] = data;
+      delete obj["stringData"];
+    }
     obj.metadata.resourceVersion = String(++rv);
     obj.metadata.namespace = ns;
     const r = kindOf(plural);
@@ -252,12 +259,6 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
       obj.status = options.autoRunPods
         ? { phase: "Running", conditions: [{ type: "Ready", status: "True" }] }
         : { phase: "Pending", conditions: [{ type: "PodScheduled", status: "True" }] };
-    }
-    if (plural === "secrets" && obj["stringData"]) {
-      const data: Record<string, string> = { ...((obj["data"] as Record<string, string> | undefined) ?? {}) };
-      for (const [k, v] of Object.entries(obj["stringData"] as Record<string, string>)) data[k] = Buffer.from(v).toString("base64");
-      obj["data"] = data;
-      delete obj["stringData"];
     }
     return store(plural, ns, obj, "ADDED");
   };
