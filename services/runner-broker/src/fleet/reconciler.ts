@@ -97,8 +97,10 @@ export interface FleetReconciler {
   /** Lists, watches and resyncs until stop(). */
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** One full pass now (the periodic resync). */
+  /** One pass now over the cached pods (re-listed first when not started). */
   reconcile(): Promise<ReconcileReport>;
+  /** The periodic full resync: re-list the pods, then one pass. */
+  resync(): Promise<ReconcileReport>;
   /** Records a call for the Project; a stopped Runner is started (the transparent start). */
   touch(w: ProjectWorkspace): Promise<TouchResult>;
   status(w: ProjectWorkspace): RunnerFleetState;
@@ -518,6 +520,10 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
     },
     async reconcile() {
       if (stopped) await relist();
+      return runPass();
+    },
+    async resync() {
+      await relist();
       return runPass();
     },
     async touch(w) {
