@@ -360,3 +360,64 @@ describe("fleet leader election (coordination.k8s.io Lease)", () => {
     for (const e of electors) await e.stop();
   });
 });
+
+describe("the Kubernetes provisioner under the fleet", () => {
+  let api: FakeKubeApi;
+  let kubeConfig: KubeConfig;
+  before(async () => {
+    api = await startFakeKubeApi({ autoRunPods: true });
+    kubeConfig = await fakeKubeConfig(api);
+  });
+  after(() => api.close());
+
+  it("owns what it creates, knows Projects by their workspace claims, refuses over quota and reports conditions by detail code", async () => {
+    const { startFleet } = await import("./fleet-provisioner.js");
+    const { createKubernetesProvisioner } = await import("../provisioning/kubernetes.js");
+    const template = baseTemplate();
+    const f = await startFleet({
+      kubeConfig,
+      template,
+      namespace: NS,
+      anchorName: "wcx-runner-anchor",
+      leaseName: "wcx-fleet",
+      identity: "broker-0",
+      idleTimeoutMs: 60_000,
+      maxUnavailable: 1,
+      resyncMs: 60_000,
+      quota: { runnersPerTenant: 1 },
+      logger,
+    });
+    const p = f.wrap(await createKubernetesProvisioner({ template, kubeConfig, namespace: NS, owners: () => f.fleet.owners(), logger }));
+    try {
+      const a = ws("tenant", "one");
+      await p.ensureRunner(a);
+      const pod = api.get("pods", NS, runnerPodName(template, a))!;
+      assert.equal(pod.metadata.ownerReferences?.[0]?.uid, api.get("configmaps", NS, "wcx-runner-anchor")?.metadata.uid);
+      const claim = api.get("persistentvolumeclaims", NS, `${pod.metadata.name}-workspace`)!;
+      assert.deepEqual([claim.metadata.annotations?.["webcodex.dev/client-id"], claim.metadata.annotations?.["webcodex.dev/project-id"]], ["tenant", "one"]);
+      await until(() => p.provisioningState !== undefined && f.fleet.status(a).state === "ready");
+      assert.deepEqual(await p.provisioningState!(a), { state: "ready" });
+      // The loop knows the Project from its claim: a pass keeps its Runner, and an orphan goes.
+      api.put("pods", { metadata: { name: "wcx-runner-nobody", namespace: NS, labels: template.labels } });
+      await until(() => api.get("pods", NS, "wcx-runner-nobody") === undefined);
+      assert.ok(api.get("pods", NS, pod.metadata.name));
+
+      const b = ws("tenant", "two");
+      await p.ensureRunner(b);
+      assert.equal(api.get("pods", NS, runnerPodName(template, b)), undefined, "over the quota nothing is created");
+      const refused = await p.provisioningState!(b);
+      assert.equal(refused.state, "failed");
+      assert.equal(refused.state === "failed" && refused.failure.reason_code, "quota_exceeded");
+
+      api.setPodStatus(NS, pod.metadata.name, {
+        phase: "Running",
+        containerStatuses: [{ name: "runner", state: { waiting: { reason: "CrashLoopBackOff", message: "back-off" } } }],
+      });
+      await until(() => f.fleet.status(a).detail_code === "runner_crash_loop");
+      const st = await p.provisioningState!(a);
+      assert.equal(st.state === "unschedulable" && st.condition.detailCode, "runner_crash_loop");
+    } finally {
+      await p.close();
+    }
+  });
+});

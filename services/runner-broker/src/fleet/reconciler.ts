@@ -16,17 +16,25 @@
  * Only the leader (a coordination.k8s.io Lease) writes; a replica that stops leading stops
  * before its next write.
  */
-import { createHash } from "node:crypto";
 import { canonicalProjectId, PipelineStage, ReasonCode, toolFailure, waitForProjectFollowUp } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "@webcodex/platform";
-import { buildRunnerObjects, runnerPodName, TEMPLATE_HASH_ANNOTATION, templateHash } from "../provisioning/kubernetes.js";
-import type { RunnerPodTemplate } from "../provisioning/kubernetes.js";
+import {
+  buildRunnerObjects,
+  CLIENT_ID_ANNOTATION,
+  CREDENTIAL_FINGERPRINT_ANNOTATION,
+  credentialFingerprint,
+  PROJECT_ID_ANNOTATION,
+  runnerPodName,
+  TEMPLATE_HASH_ANNOTATION,
+  templateHash,
+} from "../provisioning/kubernetes.js";
+import type { OwnerReference, RunnerPodTemplate } from "../provisioning/kubernetes.js";
 import { runnerNames } from "../provisioning/provisioner.js";
 import type { ProjectWorkspace } from "../provisioning/provisioner.js";
 
-export const CREDENTIAL_FINGERPRINT_ANNOTATION = "webcodex.dev/credential-fingerprint";
+export { CREDENTIAL_FINGERPRINT_ANNOTATION };
 export const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
 /** How long an unschedulable pod counts as waiting for a node (a cluster autoscaler adding one) before it is reported stuck. */
 export const DEFAULT_PENDING_NODE_GRACE_MS = 5 * 60_000;
@@ -104,6 +112,12 @@ export interface FleetReconciler {
   /** Records a call for the Project; a stopped Runner is started (the transparent start). */
   touch(w: ProjectWorkspace): Promise<TouchResult>;
   status(w: ProjectWorkspace): RunnerFleetState;
+  /** Records a call for the Project without starting anything (the idle clock restarts). */
+  noteCall(w: ProjectWorkspace): void;
+  /** Records a call and checks the tenant's quota before a Runner is started elsewhere; the refusal, if any. */
+  admit(w: ProjectWorkspace): ToolFailure | undefined;
+  /** Owner references (the anchor) for objects made outside the reconciler. */
+  owners(): Promise<OwnerReference[]>;
   /** Pods in the watched cache. */
   cachedPods(): number;
   /** Counters since start: watch events, API calls, re-lists. */
@@ -127,7 +141,7 @@ interface PodFacts {
   terminatedMessage?: string;
 }
 
-const fingerprintOf = (credential: string) => createHash("sha256").update(credential).digest("hex").slice(0, 16);
+const fingerprintOf = credentialFingerprint;
 
 export function quotaExceededFailure(limit: number, use: number, canonicalId: string): ToolFailure {
   return toolFailure(ReasonCode.quotaExceeded, PipelineStage.dispatch, {
@@ -255,6 +269,10 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
     return anchorUid;
   };
 
+  const owners = async (): Promise<OwnerReference[]> => [
+    { apiVersion: "v1", kind: "ConfigMap", name: o.anchorName, uid: await anchor(), controller: true, blockOwnerDeletion: false },
+  ];
+
   const relist = async () => {
     counters.relists++;
     const list = await call(api.listNamespacedPod({ namespace, labelSelector: selector }));
@@ -325,12 +343,10 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
   };
 
   const createFor = async (w: ProjectWorkspace): Promise<"created" | "exists" | "forbidden"> => {
-    const uid = await anchor();
+    const owner = await owners();
     const credential = o.credentialFor?.(w);
     const { pod, secret } = buildRunnerObjects(o.template, w, namespace, undefined, credential);
-    const owner = [{ apiVersion: "v1", kind: "ConfigMap", name: o.anchorName, uid, controller: true, blockOwnerDeletion: false }];
     pod.metadata = { ...pod.metadata, ownerReferences: owner };
-    if (credential !== undefined) pod.metadata.annotations = { ...pod.metadata.annotations, [CREDENTIAL_FINGERPRINT_ANNOTATION]: fingerprintOf(credential) };
     const id = canonicalProjectId(w.clientId, w.projectId);
     try {
       if (secret) {
@@ -563,7 +579,43 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
       if (!p) return { state: "absent" };
       return podFleetState(p, now(), o.pendingNodeGraceMs);
     },
+    noteCall(w) {
+      const id = canonicalProjectId(w.clientId, w.projectId);
+      lastCall.set(id, now());
+      idleStopped.delete(id);
+    },
+    admit(w) {
+      const id = canonicalProjectId(w.clientId, w.projectId);
+      lastCall.set(id, now());
+      idleStopped.delete(id);
+      const p = pods.get(runnerPodName(o.template, w));
+      const over = p && !p.terminating ? undefined : quotaCheck(w, liveByTenant());
+      if (!over) {
+        refused.delete(id);
+        return undefined;
+      }
+      refused.set(id, over);
+      return quotaExceededFailure(over.limit, over.use, id);
+    },
+    owners,
     cachedPods: () => pods.size,
     stats: () => ({ ...counters }),
   };
+}
+
+/** Every Project with a workspace claim in the namespace (the claim's annotations name it): the desired state in a cluster. */
+export async function listWorkspaceClaims(kubeConfig: KubeConfig, template: RunnerPodTemplate, namespace = template.namespace): Promise<ProjectWorkspace[]> {
+  const { CoreV1Api } = await import("@kubernetes/client-node");
+  const api = kubeConfig.makeApiClient(CoreV1Api);
+  const labelSelector = Object.entries(template.labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+  const list = await api.listNamespacedPersistentVolumeClaim({ namespace, labelSelector });
+  const out: ProjectWorkspace[] = [];
+  for (const c of list.items) {
+    const clientId = c.metadata?.annotations?.[CLIENT_ID_ANNOTATION];
+    const projectId = c.metadata?.annotations?.[PROJECT_ID_ANNOTATION];
+    if (clientId && projectId && !c.metadata?.deletionTimestamp) out.push({ clientId, projectId });
+  }
+  return out;
 }
