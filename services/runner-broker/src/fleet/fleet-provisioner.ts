@@ -60,7 +60,21 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
         return { action: "exists", name: runnerPodName(s.template, w) };
       }
       refusals.delete(key);
-      return base.ensureRunner(w, options);
+      try {
+        return await base.ensureRunner(w, options);
+      } catch (e) {
+        // The API refused the pod (a ResourceQuota, Pod Security): say so, with its message.
+        const code = (e as { code?: unknown }).code;
+        if (code !== 403) throw e;
+        const body = (e as { body?: unknown }).body;
+        const message = String((typeof body === "string" ? (JSON.parse(body) as { message?: string }).message : (body as { message?: string })?.message) ?? e);
+        refusals.set(key, {
+          state: "unschedulable",
+          condition: { type: "PodCreate", reason: "Forbidden", message: message.slice(0, 500), detailCode: "runner_create_forbidden" },
+        });
+        s.logger.warn("runner pod refused by the cluster", { project: w.projectId, message });
+        return { action: "exists", name: runnerPodName(s.template, w) };
+      }
     },
     async provisioningState(w) {
       const refused = refusals.get(`${w.clientId}\u0000${w.projectId}`);

@@ -409,6 +409,14 @@ describe("the Kubernetes provisioner under the fleet", () => {
       assert.equal(refused.state, "failed");
       assert.equal(refused.state === "failed" && refused.failure.reason_code, "quota_exceeded");
 
+      // The API refuses a pod (Pod Security): the state names it, with the API's message.
+      api.forbidCreate((plural) => plural === "pods", 'pods "x" is forbidden: violates PodSecurity "restricted:latest"');
+      const c = ws("other", "refused");
+      await p.ensureRunner(c);
+      const forbidden = await p.provisioningState!(c);
+      assert.equal(forbidden.state === "unschedulable" && forbidden.condition.detailCode, "runner_create_forbidden");
+      assert.match(forbidden.state === "unschedulable" ? forbidden.condition.message : "", /PodSecurity/);
+      api.forbidCreate(undefined);
       api.setPodStatus(NS, pod.metadata.name, {
         phase: "Running",
         containerStatuses: [{ name: "runner", state: { waiting: { reason: "CrashLoopBackOff", message: "back-off" } } }],
