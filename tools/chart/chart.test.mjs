@@ -211,7 +211,7 @@ for (const name of ["defaults", "production"]) {
       assertTokenMounts(await rendered(name));
     });
 
-    test("RBAC lets only the broker manage pods, PVCs and (write-only) credential Secrets, only in the runner namespace", async () => {
+    test("RBAC lets only the broker manage pods, PVCs, (write-only) credential Secrets, the fleet anchor and its Lease, only in the runner namespace", async () => {
       const objs = await rendered(name);
       assert.deepEqual(byKind(objs, "ClusterRole"), []);
       assert.deepEqual(byKind(objs, "ClusterRoleBinding"), []);
@@ -224,20 +224,57 @@ for (const name of ["defaults", "production"]) {
       const [binding] = bindings;
       assert.equal(role.metadata.namespace, t.namespace);
       assert.equal(binding.metadata.namespace, t.namespace);
+      const fleet = effectiveValues(name).runner.fleet.enabled;
       for (const rule of role.rules) {
+        if (rule.resources.includes("leases")) {
+          // Leader election: one Lease, read and renewed; never listed or deleted.
+          assert.ok(fleet);
+          assert.deepEqual([rule.apiGroups, rule.resources, rule.verbs], [["coordination.k8s.io"], ["leases"], ["create", "get", "update"]]);
+          continue;
+        }
         assert.deepEqual(rule.apiGroups, [""]);
-        // Per-Runner credential Secrets: written and removed, never read back or listed.
-        const allowed = rule.resources.includes("secrets") ? ["create", "delete"] : ["create", "delete", "get", "list", "watch"];
+        if (rule.resources.includes("configmaps")) {
+          // The anchor ConfigMap: read (created if missing), never listed, changed or deleted.
+          assert.ok(fleet);
+          assert.deepEqual([rule.resources, rule.verbs], [["configmaps"], ["create", "get"]]);
+          continue;
+        }
+        // Per-Runner credential Secrets: written, replaced on a key rotation and removed, never read back or listed.
+        const allowed = rule.resources.includes("secrets") ? ["create", "delete", ...(fleet ? ["update"] : [])] : ["create", "delete", "get", "list", "watch"];
         for (const r of rule.resources) assert.ok(["pods", "persistentvolumeclaims", "secrets"].includes(r), `resource ${r}`);
         if (rule.resources.includes("secrets")) assert.deepEqual(rule.resources, ["secrets"]);
         for (const v of rule.verbs) assert.ok(allowed.includes(v), `verb ${v}`);
       }
+      assert.equal(
+        role.rules.some((r) => r.resources.includes("leases")),
+        fleet,
+        "the Lease is granted exactly when the fleet reconciler runs",
+      );
       assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
       const broker = find(objs, "Deployment", "runner-broker");
       assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: broker.spec.template.spec.serviceAccountName, namespace: NAMESPACE }]);
       for (const d of byKind(objs, "Deployment").filter((o) => o !== broker)) {
         assert.notEqual(d.spec.template.spec.serviceAccountName, broker.spec.template.spec.serviceAccountName, d.metadata.name);
       }
+    });
+
+    test("the fleet anchor ConfigMap lives in the runner namespace and the broker is told its name, its Lease and its pod name", async () => {
+      const objs = await rendered(name);
+      const v = effectiveValues(name);
+      const t = runnerTemplate(objs);
+      const anchors = byKind(objs, "ConfigMap").filter((o) => o.metadata.name.endsWith("-runner-anchor"));
+      const env = envOf(find(objs, "Deployment", "runner-broker").spec.template.spec.containers[0]);
+      if (!v.runner.fleet.enabled) {
+        assert.deepEqual(anchors, []);
+        assert.equal(env.WEBCODEX_FLEET_RECONCILE.value, "false");
+        assert.equal(env.WEBCODEX_FLEET_ANCHOR, undefined);
+        return;
+      }
+      assert.equal(anchors.length, 1);
+      assert.equal(anchors[0].metadata.namespace, t.namespace, "in the Runners' namespace: owner references do not cross namespaces");
+      assert.equal(env.WEBCODEX_FLEET_ANCHOR.value, anchors[0].metadata.name);
+      assert.match(env.WEBCODEX_FLEET_LEASE.value, /-runner-fleet$/);
+      assert.deepEqual(env.WEBCODEX_POD_NAME.valueFrom, { fieldRef: { fieldPath: "metadata.name" } });
     });
 
     test("Runner pods accept traffic only from the broker", async () => {
@@ -531,6 +568,11 @@ const ENV_FROM_VALUES = {
     WEBCODEX_PROJECT_CONCURRENCY: String(v.runnerBroker.projectConcurrency),
     WEBCODEX_DISPATCH_TIMEOUT_MS: String(v.runnerBroker.dispatchTimeoutMs),
     WEBCODEX_JOB_RECONCILE_INTERVAL_MS: String(v.runnerBroker.jobReconcileIntervalMs),
+    WEBCODEX_FLEET_RECONCILE: String(v.runner.fleet.enabled),
+    WEBCODEX_FLEET_IDLE_TIMEOUT_MS: v.runner.fleet.enabled ? String(v.runner.fleet.idleTimeoutMinutes * 60_000) : undefined,
+    WEBCODEX_FLEET_MAX_UNAVAILABLE: v.runner.fleet.enabled ? String(v.runner.fleet.rotation.maxUnavailable) : undefined,
+    WEBCODEX_FLEET_RESYNC_MS: v.runner.fleet.enabled ? String(v.runner.fleet.resyncSeconds * 1000) : undefined,
+    WEBCODEX_FLEET_QUOTA_RUNNERS_PER_TENANT: v.runner.fleet.enabled ? String(v.runner.fleet.quota.liveRunnersPerTenant) : undefined,
     WEBCODEX_LOG_LEVEL: v.logLevel,
   }),
   "tool-registry": (v) => ({

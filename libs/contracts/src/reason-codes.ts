@@ -127,6 +127,12 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     meaning: "Too many calls or Jobs right now; nothing was run (evidence says when to retry).",
     no_follow_up: "The same call is the repair, after the wait the evidence names.",
   },
+  quota_exceeded: {
+    stages: ["dispatch"],
+    retry: "same_call",
+    meaning: "A tenant quota is used up (evidence: quota, limit, use); nothing was run.",
+    follow_up: "waitForProjectFollowUp",
+  },
   project_exists: {
     stages: ["preflight"],
     retry: "change_first",
@@ -215,8 +221,15 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     stages: ["dispatch"],
     retry: "same_call",
     meaning:
-      "No Runner serves the project right now; nothing was run (detail runner_starting: one is on its way, after retry_after_ms; runner_unschedulable: its pod cannot start, with the pod's condition).",
-    detail_follow_ups: { runner_starting: "waitForProjectFollowUp", runner_unschedulable: "waitForProjectFollowUp" },
+      "No Runner serves the project right now; nothing was run (detail runner_starting: one is on its way, after retry_after_ms; runner_unschedulable: its pod cannot start, with the pod's condition; runner_crash_loop, runner_image_pull, runner_config_error, runner_create_forbidden: that condition, with its message).",
+    detail_follow_ups: {
+      runner_starting: "waitForProjectFollowUp",
+      runner_unschedulable: "waitForProjectFollowUp",
+      runner_crash_loop: "waitForProjectFollowUp",
+      runner_image_pull: "waitForProjectFollowUp",
+      runner_config_error: "waitForProjectFollowUp",
+      runner_create_forbidden: "waitForProjectFollowUp",
+    },
     no_follow_up: "Otherwise (no_live_runner, runner_lost) the same call is the repair once a Runner serves the project.",
   },
   runner_lost: {

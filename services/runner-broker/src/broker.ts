@@ -101,9 +101,9 @@ const RUNNER_STARTING_RETRY_MS = 2_000;
  * A Runner that cannot start until something changes, with the pod's own condition: not an
  * endless runner_starting. Nothing ran; waiting for the Project is the follow-up.
  */
-function unschedulableFailure(condition: { type: string; reason: string; message: string }, canonicalId: string): ToolFailure {
+function unschedulableFailure(condition: { type: string; reason: string; message: string; detailCode?: string }, canonicalId: string): ToolFailure {
   return toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
-    detail_code: "runner_unschedulable",
+    detail_code: condition.detailCode ?? "runner_unschedulable",
     evidence: { condition: { type: condition.type, reason: condition.reason, message: condition.message.slice(0, 500) } },
     message: `The project's Runner cannot start: ${condition.reason}. Nothing was run; your operator can see the cause in the evidence.`,
     follow_up: waitForProjectFollowUp(canonicalId),
@@ -196,6 +196,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         const r = await deps.provisioner.ensureRunner(workspace);
         const state = deps.provisioner.provisioningState ? await deps.provisioner.provisioningState(workspace) : { state: "starting" as const };
         if (state.state === "unschedulable") return unschedulableFailure(state.condition, canonicalId);
+        // A refusal that no wait clears by itself (a tenant quota) is answered as such.
+        if (state.state === "failed" && state.failure.reason_code === ReasonCode.quotaExceeded) return state.failure;
         return toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
           detail_code: "runner_starting",
           evidence: { provisioning: r.action, retry_after_ms: RUNNER_STARTING_RETRY_MS },
@@ -566,6 +568,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     async dispatch(req, ctx) {
       const def = toolDefinition(req.tool);
       if (!def) throw new ConnectError("unknown tool", Code.InvalidArgument);
+      // A call keeps its Project's Runner from an idle stop.
+      const called = deps.provisioner?.noteCall ? parseCanonicalProjectId(req.projectCanonicalId) : undefined;
+      if (called) deps.provisioner?.noteCall?.(called);
       // Every Dispatch is a model call (card helpers use RecordJobContinuation): after an
       // accepted continuation dispatch, the first one is the fresh turn. The facts this call
       // established go back to the gateway for the call's audit row.

@@ -53,7 +53,13 @@ export async function main(env: Env = process.env): Promise<void> {
   });
   // A local Runner registers with this server, whose URL is known only after listen.
   let brokerUrl = config.brokerAdvertiseUrl ?? "";
-  const provisioner = await createConfiguredProvisioner(config, () => brokerUrl, logger.child({ component: "provisioner" }));
+  // A Project with a call in flight (on any replica: the limiter is shared) or an open Job is never stopped or rotated.
+  const provisioner = await createConfiguredProvisioner(
+    config,
+    () => brokerUrl,
+    logger.child({ component: "provisioner" }),
+    async (id) => (await concurrency.inFlight(id)) > 0 || (await jobs.openProjectJobs(id, 1)).length > 0,
+  );
 
   const host = config.host ?? defaultBindHost(env);
   const split = config.registrationPort > 0;
