@@ -525,6 +525,7 @@ const ENV_FROM_VALUES = {
       .map((c) => `${c}=${v.gateway.rateLimits[c]}`)
       .join(","),
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
   "runner-broker": (v) => ({
     WEBCODEX_PROVISIONER: v.runnerBroker.provisioner,
@@ -532,15 +533,18 @@ const ENV_FROM_VALUES = {
     WEBCODEX_DISPATCH_TIMEOUT_MS: String(v.runnerBroker.dispatchTimeoutMs),
     WEBCODEX_JOB_RECONCILE_INTERVAL_MS: String(v.runnerBroker.jobReconcileIntervalMs),
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
   "tool-registry": (v) => ({
     WEBCODEX_TOOL_POLICY: Object.keys(v.toolRegistry.toolPolicy).length > 0 ? JSON.stringify(sortKeys(v.toolRegistry.toolPolicy)) : undefined,
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
   audit: (v) => ({
     WEBCODEX_AUDIT_RETENTION_DAYS: String(v.audit.retentionDays),
     WEBCODEX_AUDIT_PARTITIONS_AHEAD_DAYS: String(v.audit.partitionsAheadDays),
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
 };
 
@@ -627,6 +631,24 @@ describe("probes", () => {
       assert.equal(c.readinessProbe.httpGet, undefined, svc);
       assert.equal(c.livenessProbe.httpGet.path, "/healthz", svc);
       assert.equal(c.startupProbe.httpGet.path, "/healthz", svc);
+    }
+  });
+});
+
+describe("gRPC reflection", () => {
+  test("off by default (WEBCODEX_GRPC_REFLECTION=false in every service and the Runner pod); grpcReflection: true turns it on everywhere", async () => {
+    for (const [name, expected] of [
+      ["defaults", "false"],
+      ["production", "false"],
+      ["variant", "true"],
+    ]) {
+      const containers = containersByService(await rendered(name));
+      assert.deepEqual(
+        [...new Set(containers.map((c) => c.service))].sort(),
+        ["audit", "gateway", "ref-resolver", "runner", "runner-broker", "tool-registry"],
+        name,
+      );
+      for (const { service, container } of containers) assert.equal(envOf(container).WEBCODEX_GRPC_REFLECTION?.value, expected, `${name} ${service}`);
     }
   });
 });

@@ -307,6 +307,7 @@ export const schema = {
       serviceNamePrefix: str({ minLength: 1, pattern: "^[a-zA-Z0-9._-]+$" }),
     }),
     probes: obj({ type: { enum: ["http", "grpc"] } }),
+    grpcReflection: bool(),
     metrics: obj({
       podAnnotations: bool(),
       serviceMonitor: obj({ enabled: bool(), interval: str({ pattern: "^[0-9]+(ms|s|m|h)$" }), labels: ref("stringMap") }),

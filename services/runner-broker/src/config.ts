@@ -33,6 +33,8 @@ export const runnerBrokerConfigSpec = {
   /** local-process: the broker URL local Runners register with (default: this server's URL). */
   brokerAdvertiseUrl: { kind: "string", env: "WEBCODEX_BROKER_ADVERTISE_URL" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
+  /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */
+  grpcReflection: { kind: "bool", env: "WEBCODEX_GRPC_REFLECTION", default: false },
 } as const;
 
 export function loadConfig(env: Env) {

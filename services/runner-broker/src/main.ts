@@ -78,6 +78,7 @@ export async function main(env: Env = process.env): Promise<void> {
     postgres: () => db.ping(),
   });
   const server = await startServiceServer({
+    grpcReflection: config.grpcReflection,
     interceptors: [
       ...(split ? [createPortPolicy("control")] : []),
       ...(identity ? [identity.serverInterceptor(RUNNER_PROCEDURES)] : []),
