@@ -8,56 +8,15 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
-import { create, createFileRegistry, fromBinary, toBinary } from "@bufbuild/protobuf";
-import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import { create, createFileRegistry, fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
-import { ServerReflection, ServerReflectionRequestSchema, ServerReflectionResponseSchema } from "@webcodex/proto";
-import type { ServerReflectionRequest, ServerReflectionResponse } from "@webcodex/proto";
 import { createLogger, createServiceIdentity, startServiceServer } from "@webcodex/platform";
 import type { ServiceServer } from "@webcodex/platform";
 import { toolRegistryRoutes } from "@webcodex/tool-registry";
+import { listedServices, reflect } from "../support/index.js";
 
 const KEY = "k".repeat(40);
 const logger = createLogger({ service: "test", level: "silent" });
-const INFO = `/${ServerReflection.typeName}/ServerReflectionInfo`;
-
-const codec = <S extends DescMessage>(schema: S) => ({
-  serialize: (value: MessageShape<S>) => Buffer.from(toBinary(schema, value)),
-  deserialize: (bytes: Buffer) => fromBinary(schema, bytes),
-});
-
-/** Sends the requests on one reflection stream; resolves with the answers or the call's gRPC status code. */
-export function reflect(
-  address: string,
-  requests: ServerReflectionRequest["messageRequest"][],
-): Promise<{ ok: true; answers: ServerReflectionResponse[] } | { ok: false; code: number }> {
-  const client = new grpc.Client(address, grpc.credentials.createInsecure());
-  const i = codec(ServerReflectionRequestSchema),
-    o = codec(ServerReflectionResponseSchema);
-  return new Promise((resolve) => {
-    const answers: ServerReflectionResponse[] = [];
-    const call = client.makeBidiStreamRequest(INFO, i.serialize, o.deserialize);
-    call.on("data", (r: ServerReflectionResponse) => {
-      answers.push(r);
-      if (answers.length === requests.length) call.end();
-    });
-    call.on("error", (e: grpc.ServiceError) => {
-      client.close();
-      resolve({ ok: false, code: e.code });
-    });
-    call.on("end", () => {
-      client.close();
-      resolve({ ok: true, answers });
-    });
-    for (const messageRequest of requests) call.write(create(ServerReflectionRequestSchema, { host: "", messageRequest }));
-  });
-}
-
-/** The service names a list_services answer carries. */
-export function listedServices(answer: ServerReflectionResponse | undefined): string[] {
-  assert.equal(answer?.messageResponse.case, "listServicesResponse");
-  return answer.messageResponse.value.service.map((s) => s.name).sort();
-}
 
 describe("grpc.reflection.v1 server reflection", { timeout: 60_000 }, () => {
   let on: ServiceServer;
