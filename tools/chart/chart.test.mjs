@@ -635,6 +635,22 @@ describe("probes", () => {
   });
 });
 
+describe("Grafana dashboard", () => {
+  test("grafanaDashboard.enabled renders the shipped dashboard JSON as a ConfigMap with the sidecar's label; off by default", async () => {
+    const shipped = readFileSync(join(chartDir, "dashboards/webcodex.json"), "utf8");
+    const dashboards = (objs) => byKind(objs, "ConfigMap").filter((c) => component(c) === "dashboard");
+    assert.deepEqual(dashboards(await rendered("defaults")), [], "defaults: no dashboard ConfigMap");
+    const [cm, ...more] = dashboards(await rendered("variant"));
+    assert.ok(cm, "variant: a dashboard ConfigMap");
+    assert.equal(more.length, 0);
+    assert.equal(cm.metadata.labels.grafana_dashboard, "1");
+    assert.equal(cm.metadata.labels.release, "prom");
+    assert.equal(cm.metadata.annotations.grafana_folder, "WebCodex");
+    assert.deepEqual(Object.keys(cm.data), ["webcodex.json"]);
+    assert.deepEqual(JSON.parse(cm.data["webcodex.json"]), JSON.parse(shipped), "the ConfigMap carries the shipped JSON unchanged");
+  });
+});
+
 describe("gRPC reflection", () => {
   test("off by default (WEBCODEX_GRPC_REFLECTION=false in every service and the Runner pod); grpcReflection: true turns it on everywhere", async () => {
     for (const [name, expected] of [
@@ -1121,7 +1137,7 @@ describe("docs/operators.md", () => {
           !Array.isArray(v) &&
           Object.keys(v).length &&
           !["resources", "affinity"].includes(k) &&
-          !/Annotations|Labels|nodeSelector|rateLimits|hard|commonLabels/.test(k)
+          !/Annotations|Labels|^labels$|nodeSelector|rateLimits|hard|commonLabels/.test(k)
           ? walk(v, `${key}.`)
           : [key];
       });

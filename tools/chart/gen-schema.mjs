@@ -308,6 +308,7 @@ export const schema = {
     }),
     probes: obj({ type: { enum: ["http", "grpc"] } }),
     grpcReflection: bool(),
+    grafanaDashboard: obj({ enabled: bool(), labels: ref("stringMap"), annotations: ref("stringMap") }),
     metrics: obj({
       podAnnotations: bool(),
       serviceMonitor: obj({ enabled: bool(), interval: str({ pattern: "^[0-9]+(ms|s|m|h)$" }), labels: ref("stringMap") }),
