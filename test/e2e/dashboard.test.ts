@@ -14,7 +14,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
@@ -189,6 +189,25 @@ function namingProblems(name: string, type: string): string[] {
   return problems;
 }
 
+/** Every instrument registered in the sources (services, libs, the CLI): [name, Prometheus type]. */
+function registeredMetrics(): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== "node_modules" && entry.name !== "dist") walk(path);
+      } else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".test.ts") && !entry.name.endsWith(".d.ts")) {
+        const text = readFileSync(path, "utf8");
+        for (const m of text.matchAll(/\.(counter|histogram|gauge|sampledGauge)\(\s*"([a-z][a-z0-9_]*)"/g))
+          out.push([m[2] as string, m[1] === "sampledGauge" ? "gauge" : (m[1] as string)]);
+      }
+    }
+  };
+  for (const dir of ["libs", "services", "tools/cli/src"]) walk(join(repo, dir));
+  return out;
+}
+
 describe("the Grafana dashboard against a running stack", { timeout: 300_000 }, () => {
   let db: TestDatabase;
   let stack: DistributedStack;
@@ -304,6 +323,19 @@ describe("the Grafana dashboard against a running stack", { timeout: 300_000 }, 
     assert.ok(scrape.types.size >= 15, `metrics from every service: ${[...scrape.types.keys()].join(", ")}`);
     const problems = [...scrape.types].flatMap(([name, type]) => namingProblems(name, type).map((p) => `${name} ${p}`));
     assert.deepEqual(problems, []);
+    // And every instrument the code registers, including those only some modes serve (embedded).
+    const registered = registeredMetrics();
+    assert.ok(registered.length >= 10, JSON.stringify(registered));
+    for (const name of scrape.types.keys())
+      if (name.startsWith("webcodex_"))
+        assert.ok(
+          registered.some(([n]) => n === name),
+          `${name} is found in the registration code`,
+        );
+    assert.deepEqual(
+      registered.flatMap(([name, type]) => namingProblems(name, type).map((p) => `${name} ${p}`)),
+      [],
+    );
     // The rules do catch what they are for.
     assert.deepEqual(namingProblems("webcodex_calls", "counter"), ["is a counter without the _total suffix"]);
     assert.ok(namingProblems("webcodex_call_latency_ms", "histogram").length >= 2);
