@@ -562,6 +562,7 @@ const ENV_FROM_VALUES = {
       .map((c) => `${c}=${v.gateway.rateLimits[c]}`)
       .join(","),
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
   "runner-broker": (v) => ({
     WEBCODEX_PROVISIONER: v.runnerBroker.provisioner,
@@ -574,15 +575,18 @@ const ENV_FROM_VALUES = {
     WEBCODEX_FLEET_RESYNC_MS: v.runner.fleet.enabled ? String(v.runner.fleet.resyncSeconds * 1000) : undefined,
     WEBCODEX_FLEET_QUOTA_RUNNERS_PER_TENANT: v.runner.fleet.enabled ? String(v.runner.fleet.quota.liveRunnersPerTenant) : undefined,
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
   "tool-registry": (v) => ({
     WEBCODEX_TOOL_POLICY: Object.keys(v.toolRegistry.toolPolicy).length > 0 ? JSON.stringify(sortKeys(v.toolRegistry.toolPolicy)) : undefined,
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
   audit: (v) => ({
     WEBCODEX_AUDIT_RETENTION_DAYS: String(v.audit.retentionDays),
     WEBCODEX_AUDIT_PARTITIONS_AHEAD_DAYS: String(v.audit.partitionsAheadDays),
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
 };
 
@@ -669,6 +673,40 @@ describe("probes", () => {
       assert.equal(c.readinessProbe.httpGet, undefined, svc);
       assert.equal(c.livenessProbe.httpGet.path, "/healthz", svc);
       assert.equal(c.startupProbe.httpGet.path, "/healthz", svc);
+    }
+  });
+});
+
+describe("Grafana dashboard", () => {
+  test("grafanaDashboard.enabled renders the shipped dashboard JSON as a ConfigMap with the sidecar's label; off by default", async () => {
+    const shipped = readFileSync(join(chartDir, "dashboards/webcodex.json"), "utf8");
+    const dashboards = (objs) => byKind(objs, "ConfigMap").filter((c) => component(c) === "dashboard");
+    assert.deepEqual(dashboards(await rendered("defaults")), [], "defaults: no dashboard ConfigMap");
+    const [cm, ...more] = dashboards(await rendered("variant"));
+    assert.ok(cm, "variant: a dashboard ConfigMap");
+    assert.equal(more.length, 0);
+    assert.equal(cm.metadata.labels.grafana_dashboard, "1");
+    assert.equal(cm.metadata.labels.release, "prom");
+    assert.equal(cm.metadata.annotations.grafana_folder, "WebCodex");
+    assert.deepEqual(Object.keys(cm.data), ["webcodex.json"]);
+    assert.deepEqual(JSON.parse(cm.data["webcodex.json"]), JSON.parse(shipped), "the ConfigMap carries the shipped JSON unchanged");
+  });
+});
+
+describe("gRPC reflection", () => {
+  test("off by default (WEBCODEX_GRPC_REFLECTION=false in every service and the Runner pod); grpcReflection: true turns it on everywhere", async () => {
+    for (const [name, expected] of [
+      ["defaults", "false"],
+      ["production", "false"],
+      ["variant", "true"],
+    ]) {
+      const containers = containersByService(await rendered(name));
+      assert.deepEqual(
+        [...new Set(containers.map((c) => c.service))].sort(),
+        ["audit", "gateway", "ref-resolver", "runner", "runner-broker", "tool-registry"],
+        name,
+      );
+      for (const { service, container } of containers) assert.equal(envOf(container).WEBCODEX_GRPC_REFLECTION?.value, expected, `${name} ${service}`);
     }
   });
 });
@@ -1141,7 +1179,7 @@ describe("docs/operators.md", () => {
           !Array.isArray(v) &&
           Object.keys(v).length &&
           !["resources", "affinity"].includes(k) &&
-          !/Annotations|Labels|nodeSelector|rateLimits|hard|commonLabels/.test(k)
+          !/Annotations|Labels|^labels$|nodeSelector|rateLimits|hard|commonLabels/.test(k)
           ? walk(v, `${key}.`)
           : [key];
       });

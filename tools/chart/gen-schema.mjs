@@ -307,6 +307,8 @@ export const schema = {
       serviceNamePrefix: str({ minLength: 1, pattern: "^[a-zA-Z0-9._-]+$" }),
     }),
     probes: obj({ type: { enum: ["http", "grpc"] } }),
+    grpcReflection: bool(),
+    grafanaDashboard: obj({ enabled: bool(), labels: ref("stringMap"), annotations: ref("stringMap") }),
     metrics: obj({
       podAnnotations: bool(),
       serviceMonitor: obj({ enabled: bool(), interval: str({ pattern: "^[0-9]+(ms|s|m|h)$" }), labels: ref("stringMap") }),

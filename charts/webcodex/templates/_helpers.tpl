@@ -199,6 +199,8 @@ imagePullSecrets:
   value: {{ .port | quote }}
 - name: WEBCODEX_LOG_LEVEL
   value: {{ .ctx.Values.logLevel | quote }}
+- name: WEBCODEX_GRPC_REFLECTION
+  value: {{ ternary "true" "false" (eq .ctx.Values.grpcReflection true) | quote }}
 - name: OTEL_SERVICE_NAME
   value: {{ printf "%s-%s" .ctx.Values.otel.serviceNamePrefix .component | quote }}
 {{- if .ctx.Values.otel.endpoint }}

@@ -29,7 +29,7 @@ import {
 } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure, DomainFailureInit } from "@webcodex/contracts";
 import { connectCodeName, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
-import type { Logger } from "@webcodex/platform";
+import type { Logger, Metrics } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend, FenceUnavailableError } from "./leases/lease-store.js";
 import type { LeaseStore } from "./leases/lease-store.js";
@@ -52,6 +52,8 @@ const REPLACED_HOLDER_CHECK_MS = 2_000;
 export const DEFAULT_ADMISSION_WAIT_MS = 5_000;
 
 export interface RunnerBrokerDeps {
+  /** Where the provisioning time (ensure → the Runner registered) is observed; none: not measured. */
+  metrics?: Metrics;
   registry: RunnerRegistry;
   refResolver: Client<typeof RefResolverService>;
   /** Client of the RunnerService at `endpointUrl` (cached per URL by the broker). */
@@ -120,6 +122,14 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     }
     return c;
   };
+  // Provisioning time: from the request that started a Runner for a workspace to that Runner's
+  // registration (one observation per start; a start that never registers is not observed).
+  const provisioningSeconds = deps.metrics?.histogram(
+    "webcodex_runner_provisioning_seconds",
+    "Time from a Runner's provisioning request to its registration",
+    [0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600],
+  );
+  const provisioningStarted = new Map<string, number>();
   const leases = deps.leases ?? createLeaseStore(createMemoryLeaseBackend(), createMemoryFenceHighWaterMark());
   const limiter = deps.concurrency ?? createMemoryConcurrencyLimiter({ limit: DEFAULT_PROJECT_CONCURRENCY });
   const leaseTtlMs = deps.leaseTtlMs ?? deps.heartbeatIntervalMs * 2;
@@ -468,6 +478,11 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         { headers: principalHeaders({ clientId: req.clientId, subject: `runner:${req.runnerId}` }) },
       );
       const canonicalId = registered.project?.canonicalId ?? canonicalProjectId(req.clientId, req.projectId);
+      const startedMs = provisioningStarted.get(canonicalProjectId(req.clientId, req.projectId));
+      if (startedMs !== undefined) {
+        provisioningStarted.delete(canonicalProjectId(req.clientId, req.projectId));
+        provisioningSeconds?.observe((Date.now() - startedMs) / 1000);
+      }
       await deps.registry.register({
         runnerId: req.runnerId,
         clientId: req.clientId,
@@ -757,7 +772,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         : req.createWorkspace
           ? {}
           : undefined;
+      const requestedMs = Date.now();
       const r = await deps.provisioner.ensureRunner(w, source ? { source } : {});
+      if (r.action !== "exists" && provisioningSeconds) provisioningStarted.set(canonicalProjectId(w.clientId, w.projectId), requestedMs);
       return { action: r.action, runnerName: r.name };
     },
 

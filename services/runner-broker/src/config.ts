@@ -48,6 +48,8 @@ export const runnerBrokerConfigSpec = {
   /** Live Runners per tenant; 0: unlimited. */
   fleetQuotaRunnersPerTenant: { kind: "int", env: "WEBCODEX_FLEET_QUOTA_RUNNERS_PER_TENANT", default: 0, min: 0 },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
+  /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */
+  grpcReflection: { kind: "bool", env: "WEBCODEX_GRPC_REFLECTION", default: false },
 } as const;
 
 export function loadConfig(env: Env) {

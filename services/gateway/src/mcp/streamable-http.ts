@@ -299,7 +299,14 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
     const sessionHeader = headers["mcp-session-id"];
     if (caller.hostProfile !== "app" && options.appSessions.declaredApp(typeof sessionHeader === "string" ? sessionHeader : undefined, callerKey))
       caller = { ...caller, hostProfile: "app" };
-    const authInfo: AuthInfo = { token: "", clientId: caller.principal.clientId, scopes: caller.scopes, extra: { caller } };
+    // The session id the client sent (after initialize) names its MCP session on the call's span (mcp.session.id).
+    const sessionId = typeof sessionHeader === "string" && sessionHeader !== "" ? sessionHeader : undefined;
+    const authInfo: AuthInfo = {
+      token: "",
+      clientId: caller.principal.clientId,
+      scopes: caller.scopes,
+      extra: { caller, ...(sessionId ? { sessionId } : {}) },
+    };
     for (const m of messages) {
       if (typeof m["method"] === "string" && (m["id"] === undefined || m["id"] === null))
         transport.dispatchNotification(m as JSONRPCMessage & { method: string; params?: Record<string, unknown> }, callerKey, authInfo);
