@@ -15,6 +15,8 @@ import { toolDefinition, toolDefinitions } from "@webcodex/contracts";
 import { callTool, connectMcp, createProjectDir, firstProjectRef, readRevision, startDevServer, tempDir } from "../support/index.js";
 import type { DevServer, ToolOutcome } from "../support/index.js";
 
+const def = (tool: string) => toolDefinition(tool) ?? assert.fail(`no tool ${tool}`);
+
 const TOKENS = { full: "repair-full-token-0123456789abcdef", reader: "repair-reader-token-0123456789abc" };
 
 /** Every file below dir with its bytes (.git aside): a failed write must leave this unchanged. */
@@ -284,7 +286,15 @@ describe("repair contracts through a real MCP client (webcodex dev)", { timeout:
       },
       { name: "repair" },
     );
-    server = await startDevServer({ projectDir: root, dataDir: tempDir("wcx-repair-data-"), tokensFile: join(dir, "tokens.json") });
+    // A tenant catalog skill: read_skill's required field alone (no project) reaches it.
+    mkdirSync(join(dir, "catalogs/local/catalogued"), { recursive: true });
+    writeFileSync(join(dir, "catalogs/local/catalogued/SKILL.md"), "---\nname: catalogued\ndescription: A tenant skill.\n---\nUse it.\n");
+    server = await startDevServer({
+      projectDir: root,
+      dataDir: tempDir("wcx-repair-data-"),
+      tokensFile: join(dir, "tokens.json"),
+      env: { WEBCODEX_SKILL_CATALOGS_DIR: join(dir, "catalogs") },
+    });
     [full, reader] = await Promise.all([connectMcp(server.mcpUrl, TOKENS.full), connectMcp(server.mcpUrl, TOKENS.reader)]);
     project = await firstProjectRef(full);
   });
@@ -343,5 +353,174 @@ describe("repair contracts through a real MCP client (webcodex dev)", { timeout:
         });
       }
     }
+  });
+
+  describe("every tool succeeds with exactly the fields its manifest calls required", () => {
+    /**
+     * For each tool a call holding only its manifest's required fields, in an order where later
+     * calls use what earlier ones returned (`got`). The test checks each call's field names
+     * against the manifest, so the table cannot hold an optional field; a tool admitted later
+     * without an entry fails the coverage check.
+     */
+    const requiredOnly = (got: Record<string, Record<string, unknown>>): Array<[string, () => Record<string, unknown>]> => {
+      const agent = () => got["create_agent"] ?? {};
+      const attempt = () => got["start_agent_task_attempt"] ?? {};
+      const tuple = () => ({
+        task_id: attempt()["task_id"],
+        attempt_id: attempt()["attempt_id"],
+        assignee_agent_id: attempt()["assignee_agent_id"],
+        attempt_fence: attempt()["attempt_fence"],
+        attempt_controller_generation: attempt()["attempt_controller_generation"],
+      });
+      const made = () => String(got["create_project"]?.["project_id"]);
+      return [
+        ["list_projects", () => ({})],
+        ["list_tools", () => ({})],
+        ["read_tool_manifest", () => ({ tool: "read_files" })],
+        ["call_runtime_tool", () => ({ tool: "list_tools", arguments: {} })],
+        ["get_runtime_status", () => ({})],
+        ["list_skills", () => ({})],
+        ["read_skill", () => ({ skill: "catalogued" })],
+        ["read_files", () => ({ project, files: [{ path: "README.md" }] })],
+        ["list_project_files", () => ({ project })],
+        ["search_project_texts", () => ({ project, queries: [{ pattern: "repair" }] })],
+        ["search_file_context", () => ({ project, path: "src/a.ts", pattern: "const" })],
+        ["run_code_cell", () => ({ project, code: 'text("cell");' })],
+        ["edit_project_files", () => ({ project, changes: [{ kind: "create", path: "required-only.txt", content: "r\n" }] })],
+        ["import_host_files", () => ({ project, files: [{ path: "required-import.txt", content: "i\n" }] })],
+        ["run_shell", () => ({ project, command: "echo shell" })],
+        ["run_process", () => ({ project, args: ["echo", "process"] })],
+        ["run_script", () => ({ project, language: "python", code: "print('script')" })],
+        ["run_detached_process", () => ({ project, args: ["echo", "detached"] })],
+        ["observe_jobs", () => ({ project, job_ids: [String(got["run_detached_process"]?.["job_id"])] })],
+        ["wait_for_job_terminal", () => ({ project, job_id: String(got["run_detached_process"]?.["job_id"]) })],
+        ["present_job_terminal_continuation", () => ({ project, job_id: String(got["run_detached_process"]?.["job_id"]) })],
+        ["project_validate", () => ({ project })],
+        ["cargo_check", () => ({ project })],
+        ["cargo_test", () => ({ project })],
+        ["go_test", () => ({ project })],
+        ["read_workspace_changes", () => ({ project })],
+        ["read_git_diff_hunks", () => ({ project })],
+        ["read_git_review_summary", () => ({ project })],
+        ["create_session", () => ({ project })],
+        ["read_session_handoff", () => ({ session_id: got["create_session"]?.["session_id"] })],
+        ["close_session", () => ({ session_id: got["create_session"]?.["session_id"] })],
+        ["present_work_result", () => ({ project, title: "done", summary: "required fields only" })],
+        ["present_goal_plan", () => ({ goal: "required fields only", steps: [{ title: "call", state: "completed" }] })],
+        ["create_agent", () => ({ name: "required-only" })],
+        [
+          "rotate_agent_continuation_endpoint",
+          () => ({ agent_id: agent()["agent_id"], endpoint_id: agent()["endpoint_id"], expected_controller_generation: agent()["controller_generation"] }),
+        ],
+        ["wait_for_agent_events", () => ({})],
+        ["present_agent_continuation", () => ({})],
+        [
+          "create_agent_task",
+          () => ({ project, title: "required", instructions: "", assignee_agent_id: agent()["agent_id"], idempotency_key: "required-only" }),
+        ],
+        ["list_agent_tasks", () => ({})],
+        ["read_agent_task", () => ({ task_id: got["create_agent_task"]?.["task_id"] })],
+        [
+          "start_agent_task_attempt",
+          () => ({ task_id: got["create_agent_task"]?.["task_id"], assignee_agent_id: agent()["agent_id"], idempotency_key: "required-only" }),
+        ],
+        ["heartbeat_agent_task_attempt", () => tuple()],
+        ["reconcile_agent_task_attempt", () => tuple()],
+        ["start_agent_task_endpoint_continuation", () => ({})],
+        ["complete_agent_task_attempt", () => ({ ...tuple(), outcome: "succeeded", summary: "done" })],
+        ["stop_agent_task", () => ({ task_id: got["spare_task"]?.["task_id"], reason: "not needed" })],
+        ["create_project", () => ({ name: "required-made", source: { empty: {} } })],
+        ["wait_for_project_ready", () => ({ project: made() })],
+        ["update_project", () => ({ project: made(), visibility: "tenant" })],
+        ["delete_project", () => ({ project: made() })],
+      ];
+    };
+
+    /**
+     * Tools that take one of two selectors (a ref, or an explicit tuple): a JSON Schema for a
+     * Host's tool list cannot say "one of" at its top level, so no selector field is required in
+     * the manifest. With the required fields alone such a call fails at normalization with
+     * missing_field, a message naming every selector field and the manifest as follow-up; with
+     * one selector added it succeeds.
+     */
+    const SELECTOR_TOOLS: Record<string, { fields: string[]; add: (got: Record<string, Record<string, unknown>>) => Record<string, unknown> }> = {
+      wait_for_agent_events: {
+        fields: ["agent_id", "agent_continuation_ref"],
+        add: (got) => ({ agent_continuation_ref: got["rotate_agent_continuation_endpoint"]?.["agent_continuation_ref"] }),
+      },
+      present_agent_continuation: {
+        fields: ["agent_continuation_ref", "agent_id", "endpoint_id", "expected_controller_generation"],
+        add: (got) => ({ agent_continuation_ref: got["rotate_agent_continuation_endpoint"]?.["agent_continuation_ref"] }),
+      },
+      start_agent_task_endpoint_continuation: {
+        fields: ["attempt_ref", "task_id", "attempt_id", "assignee_agent_id", "attempt_fence", "attempt_controller_generation"],
+        add: (got) => ({ attempt_ref: got["start_agent_task_attempt"]?.["attempt_ref"] }),
+      },
+    };
+
+    it("for every admitted tool, a call with only its manifest's required fields succeeds", async () => {
+      const listed = await callTool(full, "call_runtime_tool", { tool: "list_tools", arguments: {} });
+      const admitted = new Set(Object.values(listed.result["categories"] as Record<string, string[]>).flat());
+      for (const t of (await full.listTools()).tools) admitted.add(t.name);
+      const got: Record<string, Record<string, unknown>> = {};
+      const calls = requiredOnly(got);
+      // A Task of another Agent for stop_agent_task (the table's own Task completes).
+      const helper = await callTool(full, "call_runtime_tool", { tool: "create_agent", arguments: { name: "spare" } });
+      got["spare_task"] = (
+        await callTool(full, "call_runtime_tool", {
+          tool: "create_agent_task",
+          arguments: { project, title: "spare", instructions: "", assignee_agent_id: helper.result["agent_id"], idempotency_key: "spare" },
+        })
+      ).result;
+      // mcp_tool needs a configured upstream MCP server (test/e2e/mcp-gateway.test.ts calls it).
+      assert.deepEqual(
+        calls.map(([tool]) => tool).sort(),
+        [...admitted].filter((t) => t !== "mcp_tool").sort(),
+        "every admitted tool has a call here, and nothing else",
+      );
+      const failures: string[] = [];
+      for (const [tool, args] of calls) {
+        const manifest = await callTool(full, "read_tool_manifest", { tool });
+        const required = ((manifest.result["input_schema"] as { required?: string[] } | undefined)?.required ?? []).slice().sort();
+        const a = args();
+        assert.deepEqual(Object.keys(a).sort(), required, `${tool}: the call holds exactly the manifest's required fields`);
+        const direct = (await full.listTools()).tools.some((t) => t.name === tool) || toolDefinition(tool)?.category === "presentation";
+        const run = (x: Record<string, unknown>) => (direct ? callTool(full, tool, x) : callTool(full, "call_runtime_tool", { tool, arguments: x }));
+        let outcome = await run(a);
+        const selector = SELECTOR_TOOLS[tool];
+        if (selector !== undefined) {
+          assert.deepEqual([outcome.isError, outcome.result["reason_code"], outcome.result["failure_stage"]], [true, "missing_field", "normalization"], tool);
+          for (const field of selector.fields)
+            assert.match(String(outcome.result["message"]), new RegExp(`\\b${field}\\b`), `${tool}: the message names ${field}`);
+          assert.deepEqual((outcome.result["follow_up"] as { tool: string; arguments: unknown }).arguments, { tool }, `${tool}: its manifest as follow-up`);
+          // What required cannot say, the description does.
+          for (const field of selector.fields) assert.match(def(tool).description, new RegExp(`\\b${field}\\b`), `${tool}: the description names ${field}`);
+          outcome = await run({ ...a, ...selector.add(got) });
+        }
+        if (outcome.isError) failures.push(`${tool} ${JSON.stringify(a)}: ${JSON.stringify(outcome.result)}`);
+        got[tool] = outcome.result;
+      }
+      assert.deepEqual(failures, []);
+    });
+  });
+
+  describe("a read-only caller", () => {
+    it("is told of no tool it may not call: its instructions and tools/list name no write, run or state-changing tool", async () => {
+      const instructions = reader.getInstructions() ?? "";
+      assert.match(instructions, /read_files/, "the instructions still teach reading");
+      const forbidden = toolDefinitions().filter((d) => d.effect !== "read_only" && d.effectByTarget !== true);
+      assert.ok(forbidden.some((d) => d.name === "edit_project_files") && forbidden.some((d) => d.name === "run_shell"));
+      for (const def of forbidden)
+        assert.ok(!new RegExp(`\\b${def.name}\\b`).test(instructions), `${def.name} is named to a read-only caller: ${instructions}`);
+      const listed = (await reader.listTools()).tools.map((t) => t.name);
+      for (const def of forbidden) assert.ok(!listed.includes(def.name), `${def.name} is listed to a read-only caller`);
+      // The full caller of the same server is taught the edit workflow: the filter is per caller.
+      assert.match(full.getInstructions() ?? "", /edit_project_files/);
+      // And a write by name is refused at admission, changing nothing.
+      const before = snapshot(root);
+      const refused = await callTool(reader, "edit_project_files", { project, changes: [{ kind: "create", path: "reader.txt", content: "x" }] });
+      assert.deepEqual([refused.isError, refused.result["failure_stage"]], [true, "admission"], JSON.stringify(refused.result));
+      assert.deepEqual(snapshot(root), before);
+    });
   });
 });
