@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { toolDefinition, toolDefinitions } from "@webcodex/contracts";
+import { MCP_ANNOTATION_DEFAULTS, admittedTools, toolAnnotations, toolDefinition, toolDefinitions } from "@webcodex/contracts";
 import { callTool, connectMcp, createProjectDir, firstProjectRef, readRevision, startDevServer, tempDir } from "../support/index.js";
 import type { DevServer, ToolOutcome } from "../support/index.js";
 
@@ -521,6 +521,38 @@ describe("repair contracts through a real MCP client (webcodex dev)", { timeout:
       const refused = await callTool(reader, "edit_project_files", { project, changes: [{ kind: "create", path: "reader.txt", content: "x" }] });
       assert.deepEqual([refused.isError, refused.result["failure_stage"]], [true, "admission"], JSON.stringify(refused.result));
       assert.deepEqual(snapshot(root), before);
+    });
+  });
+
+  describe("annotations a Host reads in tools/list", () => {
+    it("are the catalog's effect for every listed tool, per caller: call_runtime_tool is not read-only for a full caller and is for a read-only one", async () => {
+      for (const [client, admissionProfile] of [
+        [full, "full"],
+        [reader, "read_only"],
+      ] as const) {
+        const admitted = admittedTools({ admissionProfile, hostProfile: "generic" });
+        const listed = (await client.listTools()).tools;
+        assert.ok(listed.length >= 5);
+        for (const t of listed) {
+          const d = def(t.name);
+          // What a Host reads: the stated hints over MCP's defaults for the ones left out.
+          const shown = { ...MCP_ANNOTATION_DEFAULTS, ...(t.annotations ?? {}) } as Record<string, unknown>;
+          const expected = toolAnnotations(d, admitted) as unknown as Record<string, unknown>;
+          // destructiveHint and idempotentHint mean something only when readOnlyHint is false (MCP spec).
+          const hints =
+            expected["readOnlyHint"] === true ? ["readOnlyHint", "openWorldHint"] : ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"];
+          for (const hint of hints) assert.equal(shown[hint], expected[hint], `${admissionProfile}: ${t.name} ${hint}`);
+          if (d.forwards !== true && d.effectByTarget !== true)
+            assert.equal(shown["readOnlyHint"], d.effect === "read_only", `${admissionProfile}: ${t.name} readOnlyHint is its effect`);
+          if (d.effect === "workspace_write" || d.effect === "process_execution") assert.equal(shown["destructiveHint"], true, `${t.name} destructive`);
+        }
+        const forwarder = listed.find((t) => t.name === "call_runtime_tool");
+        assert.ok(forwarder, "call_runtime_tool is listed");
+        const shown = { ...MCP_ANNOTATION_DEFAULTS, ...(forwarder.annotations ?? {}) } as Record<string, unknown>;
+        if (admissionProfile === "full")
+          assert.deepEqual([shown["readOnlyHint"], shown["destructiveHint"]], [false, true], "it runs run_process and delete_project");
+        else assert.equal(shown["readOnlyHint"], true, "it reaches read-only tools only");
+      }
     });
   });
 });
