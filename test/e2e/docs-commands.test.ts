@@ -96,6 +96,21 @@ describe("the docs' commands run as written", { timeout: 240_000 }, () => {
       assert.ok(where.includes(expected), `${expected} in ${where.join(", ")}`);
   });
 
+  it("README's Host commands are the Host guide's, which test/e2e/hosts.test.ts runs with Claude Code (the checkout path as $PWD there)", () => {
+    const lines = (file: string) =>
+      readFileSync(join(repoRoot, file), "utf8")
+        .split("\n")
+        .filter((l) => l.startsWith("claude mcp add "))
+        .map((l) => l.split("$PWD/tools/cli/bin/webcodex.js").join("<webcodex.js>").trim());
+    const readme = lines("README.md");
+    assert.ok(readme.length >= 2, "README shows the HTTP and the stdio command");
+    const guide = lines("docs/connecting-a-host.md");
+    for (const line of readme) assert.ok(guide.includes(line), `${line} is in docs/connecting-a-host.md: ${guide.join(" | ")}`);
+    // Two entries under one name fail in Claude Code ("already exists"): the README's names differ.
+    const names = readme.map((l) => l.replace(/--transport \S+ /, "").split(/\s+/)[3]);
+    assert.equal(new Set(names).size, names.length, names.join(","));
+  });
+
   for (const block of blocks) {
     it(`${block.file}:${block.line} (${block.mode}) runs as written`, async () => {
       const script = scriptOf(block);
