@@ -600,15 +600,14 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_MIGRATE_ON_START: "stays on: migrations are idempotent, and the hook Job (`webcodex migrate`) has already applied refs, audit and broker",
   },
   gateway: {
-    WEBCODEX_DEV_TOKEN: "dev-only static token; the chart always authenticates with OAuth",
+    WEBCODEX_DEV_TOKEN: "set from a Secret only in trial mode (gateway.trialToken.enabled, off by default); otherwise OAuth alone",
     WEBCODEX_DEV_TOKENS_FILE: "dev-only static tokens",
-    WEBCODEX_DEV_CLIENT_ID: "dev-only static tokens",
+    WEBCODEX_DEV_CLIENT_ID: "set only in trial mode (gateway.trialToken.clientId)",
     WEBCODEX_HOST_PROFILE: "the generic host profile",
     WEBCODEX_OAUTH_HOST_PROFILE_CLAIM: "no per-token Host profile claim: every JWT caller gets WEBCODEX_HOST_PROFILE",
     WEBCODEX_GOAL_SELECTION: "ModelWorkflowPolicy default: Goal plans on demand",
     WEBCODEX_UNATTENDED_CONTINUATION: "ModelWorkflowPolicy default: unknown until an operator validated the actual Host",
     WEBCODEX_MCP_UPSTREAMS_FILE: "the chart renders gateway.mcpUpstreams inline as WEBCODEX_MCP_UPSTREAMS; the file form is for runs outside Kubernetes",
-    WEBCODEX_MCP_SESSION_KEY: "a random key per gateway process: an MCP Apps Host routed to another replica sees no cards until it initializes again",
     WEBCODEX_OAUTH_ADMIN_CLAIM: "set from oauth.adminClaim when not empty; empty uses the tenant preset's claim",
     WEBCODEX_READY_PROJECTS: "on Kubernetes Runners start per Project on demand, so readiness waits for no particular Project",
     WEBCODEX_SKILL_CATALOGS_DIR:

@@ -325,6 +325,10 @@ export const schema = {
       mcpUpstreams: arr(ref("mcpUpstream")),
       auditSpool: obj({ sizeLimit: ref("quantity") }),
       skillCatalogs: obj({ existingClaim: str({ pattern: "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 253 }) }),
+      // One Secret every replica reads the Mcp-Session-Id key from (generated when empty).
+      mcpSessionKey: obj({ existingSecret: str(), existingSecretKey: str({ minLength: 1 }) }),
+      // Trial mode: a static bearer token besides OAuth (off by default).
+      trialToken: obj({ enabled: bool(), existingSecret: str(), existingSecretKey: str({ minLength: 1 }), clientId: ref("clientId") }),
       service: obj({
         type: { enum: ["ClusterIP", "NodePort", "LoadBalancer"] },
         annotations: ref("stringMap"),

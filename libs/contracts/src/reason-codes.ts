@@ -154,20 +154,22 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
   path_outside_project: {
     stages: ["resolution", "preflight"],
     retry: "change_first",
-    meaning: "The path leaves the project (absolute, .., or a symlink out).",
+    meaning: "The path leaves the project (absolute, .., or a symlink out). An absolute path inside the project carries project_path, the path to retry with.",
     no_follow_up: NEEDS_INPUT,
   },
   sensitive_path: { stages: ["resolution"], retry: "no", meaning: "The path is protected from writes by policy.", no_follow_up: "No call lifts the policy." },
   path_not_found: {
     stages: ["resolution", "preflight"],
     retry: "change_first",
-    meaning: "The path does not exist.",
-    no_follow_up: "Which path was meant is the caller's choice; list_project_files or search_project_texts find candidates.",
+    meaning:
+      "The path does not exist. A file an edit, delete, move or guarded import names carries existing_parent (its nearest existing directory) and similar_paths (that directory's entries most like it).",
+    no_follow_up: "Which path was meant is the caller's choice; similar_paths, list_project_files or search_project_texts give candidates.",
   },
   path_exists: {
     stages: ["preflight"],
     retry: "change_first",
-    meaning: "A create or move target already exists.",
+    meaning:
+      "A create, move or import target already exists; a regular file there carries its current_read_revision (to edit, delete or overwrite it without a read).",
     no_follow_up: "Whether to edit, overwrite or pick another path is the caller's choice.",
   },
   not_a_file: { stages: ["resolution", "preflight"], retry: "change_first", meaning: "The path is a directory or special file.", no_follow_up: NEEDS_INPUT },

@@ -31,11 +31,11 @@ const serviceNames = SERVICES.filter((s) => s !== "runner").join(", ");
 export const COMMAND_USAGE: Record<string, string> = {
   dev: `webcodex dev --project DIR [--port N] [--host H] [--data-dir D]   all services in one process (embedded), MCP over Streamable HTTP
   --project DIR   the directory the local Runner works in (required)
-  --port N        port of the MCP endpoint (default 8080; 0 picks a free one)
+  --port N        port of the MCP endpoint (default 8080, or WEBCODEX_PORT; 0 picks a free one)
   --host H        address to listen on (default 127.0.0.1)
   --data-dir D    embedded Postgres and audit spool (default ~/.webcodex/data, or WEBCODEX_DATA_DIR)
   Prints the MCP URL and a bearer token; WEBCODEX_DEV_TOKEN keeps the token stable.
-  environment: WEBCODEX_DATA_DIR, WEBCODEX_DEV_TOKEN, WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_CLIENT_ID, WEBCODEX_LOG_LEVEL,
+  environment: WEBCODEX_PORT, WEBCODEX_DATA_DIR, WEBCODEX_DEV_TOKEN, WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_CLIENT_ID, WEBCODEX_LOG_LEVEL,
     WEBCODEX_LOG_FORMAT, WEBCODEX_OAUTH_*, WEBCODEX_RATE_LIMIT*, WEBCODEX_READ_ONLY_CLIENTS, WEBCODEX_GOAL_SELECTION,
     WEBCODEX_UNATTENDED_CONTINUATION, WEBCODEX_AUDIT_*, WEBCODEX_RUNNER_* (the local Runner), WEBCODEX_GIT_CREDENTIALS_FILE,
     OTEL_EXPORTER_OTLP_ENDPOINT`,
@@ -304,13 +304,17 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
         args: rest,
         options: {
           project: { type: "string" },
-          port: { type: "string", default: "8080" },
+          port: { type: "string" },
           "data-dir": { type: "string" },
           host: { type: "string", default: "127.0.0.1" },
         },
       });
       if (!values.project) throw new UsageError(`--project DIR is required (webcodex dev --help)`);
-      const port = parsePort(values.port, { min: 0, max: 65535 });
+      const port = parsePort(values.port ?? env["WEBCODEX_PORT"] ?? "8080", {
+        min: 0,
+        max: 65535,
+        ...(values.port === undefined && env["WEBCODEX_PORT"] !== undefined ? { flag: "WEBCODEX_PORT" } : {}),
+      });
       projectDirectory(values.project);
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
       const { tokens, shown, clientId } = devTokens(env);
