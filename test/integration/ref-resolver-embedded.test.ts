@@ -31,6 +31,7 @@ describe("ref-resolver on embedded PGlite", () => {
         "0008_agent_continuations",
         "0009_session_call_outcome_vocabulary",
         "0010_recovered_writes",
+        "0011_session_call_parent",
         "0012_project_use",
       ]);
       let client = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }));
@@ -47,11 +48,16 @@ describe("ref-resolver on embedded PGlite", () => {
         {
           sessionSelector: "~s1",
           projectCanonicalId: "agent:local:alpha",
-          call: { callId: "c1", tool: "read_files", effect: "read_only", outcome: "success", pathsCount: 1 },
+          call: { callId: "c1", tool: "read_files", effect: "read_only", outcome: "success", pathsCount: 1, parentCallId: "cell-1" },
         },
         as(local),
       );
       assert.equal(recorded.seq, 1n);
+      const handoff = (await client.readSessionHandoff({ selector: "~s1" }, as(local))).handoff;
+      assert.deepEqual(
+        handoff?.recentCalls.map((c) => [c.tool, c.parentCallId]),
+        [["read_files", "cell-1"]],
+      );
       const rotated = await client.rotateAgentEndpoint({ agentId: "a", endpointId: "e", expectedControllerGeneration: 0n }, as(local));
       assert.equal(rotated.agentContinuationRef, "~a1");
       const call = async (tool: string, args: Record<string, unknown>) => {

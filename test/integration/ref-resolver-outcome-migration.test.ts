@@ -59,7 +59,7 @@ async function migratesOldRows(db: Database): Promise<void> {
   );
 
   // … then this release's migration rewrites them in place.
-  assert.deepEqual(await migrateRefResolver(db), ["0009_session_call_outcome_vocabulary", "0010_recovered_writes", "0012_project_use"]);
+  assert.deepEqual(await migrateRefResolver(db), ["0009_session_call_outcome_vocabulary", "0010_recovered_writes", "0011_session_call_parent", "0012_project_use"]);
   const { rows } = await db.query<{ seq: string; outcome: string }>("SELECT seq, outcome FROM refs.session_calls ORDER BY seq");
   assert.deepEqual(
     rows.map((r) => [Number(r.seq), r.outcome]),
@@ -78,13 +78,14 @@ async function migratesOldRows(db: Database): Promise<void> {
   assert.ok(h);
   assert.deepEqual([h.callsFailed, h.callsOutcomeUnknown], [1n, 1n]);
   assert.deepEqual(
-    h.recentCalls.map((c) => [Number(c.seq), c.outcome]),
+    h.recentCalls.map((c) => [Number(c.seq), c.outcome, c.parentCallId]),
+    // Rows recorded before 0011 were all direct calls: no parent.
     [
-      [1, "success"],
-      [2, "failure"],
-      [3, "success"],
-      [4, "pending"],
-      [5, "unknown"],
+      [1, "success", ""],
+      [2, "failure", ""],
+      [3, "success", ""],
+      [4, "pending", ""],
+      [5, "unknown", ""],
     ],
   );
   assert.deepEqual(

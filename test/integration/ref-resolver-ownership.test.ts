@@ -49,6 +49,7 @@ describe("ref-resolver: project owner and visibility", { timeout: 60_000 }, () =
       "0008_agent_continuations",
       "0009_session_call_outcome_vocabulary",
       "0010_recovered_writes",
+      "0011_session_call_parent",
       "0012_project_use",
     ]);
     client = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: 0 }));

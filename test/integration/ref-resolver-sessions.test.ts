@@ -143,6 +143,34 @@ describe("ref-resolver: Workflow Sessions", () => {
     assert.equal(again.handoff?.recentCalls.length, 2);
   });
 
+  it("a call made in a run_code_cell keeps the cell's call id as its parent in the handoff; a direct call has none", async () => {
+    const { client } = env;
+    const created = await client.createSession({ projectSelector: "agent:acme:app" }, as(alice));
+    const record = (init: CallInit) =>
+      client.recordSessionCall({ sessionSelector: created.sessionRef, projectCanonicalId: "agent:acme:app", call: call(init) }, as(alice));
+    await record({ tool: "read_files" });
+    for (const tool of ["search_project_texts", "read_files", "search_project_texts"]) await record({ tool, parentCallId: "cell-call-1" });
+    await assert.rejects(record({ tool: "read_files", parentCallId: "not an id" }), /parent_call_id/);
+    const self = call({ tool: "read_files" });
+    await assert.rejects(
+      client.recordSessionCall(
+        { sessionSelector: created.sessionRef, projectCanonicalId: "agent:acme:app", call: { ...self, parentCallId: self.callId } },
+        as(alice),
+      ),
+      /own parent/,
+    );
+    const h = (await client.readSessionHandoff({ selector: created.sessionRef }, as(alice))).handoff;
+    assert.deepEqual(
+      h?.recentCalls.map((c) => [Number(c.seq), c.tool, c.parentCallId]),
+      [
+        [1, "read_files", ""],
+        [2, "search_project_texts", "cell-call-1"],
+        [3, "read_files", "cell-call-1"],
+        [4, "search_project_texts", "cell-call-1"],
+      ],
+    );
+  });
+
   it("the call record keeps facts only and rejects anything else", async () => {
     const { client, db } = env;
     const created = await client.createSession({ projectSelector: "agent:acme:app" }, as(alice));
@@ -187,6 +215,7 @@ describe("ref-resolver: Workflow Sessions", () => {
         "paths",
         "command_summary",
         "exit_code",
+        "parent_call_id",
       ],
       "no column can hold arguments or content: paths carry revisions, commands a bounded summary",
     );

@@ -9,11 +9,17 @@
  * tool-registry inside the call) and an effectful one (edit_project_files create), whose
  * audit write is synchronous; a read-only call's record is delivered in a batch, in a span
  * linked to the call rather than parented by it.
+ *
+ * A second call carries the caller's trace context in params._meta, as MCP clients send it:
+ * its span carries the MCP semantic-convention attributes (mcp.method.name, mcp.session.id,
+ * gen_ai.tool.name, jsonrpc.request.id), and the caller's trace id reaches the run_shell Job's
+ * environment in the Runner process (TRACEPARENT), parented by a span the Runner exported.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { projectIdFor, SERVICES } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
 import {
@@ -37,6 +43,7 @@ describe("telemetry of the distributed stack", () => {
   let stack: DistributedStack;
   let client: Client;
   let edit: ToolOutcome;
+  let project: string;
 
   before(async () => {
     collector = await startOtlpCollector();
@@ -59,7 +66,7 @@ describe("telemetry of the distributed stack", () => {
     });
     client = await connectMcp(stack.mcpUrl, token);
     // The first tools/call of this gateway: addressed by canonical id, so nothing runs before it.
-    const project = `agent:local:${projectIdFor(projectDir)}`;
+    project = `agent:local:${projectIdFor(projectDir)}`;
     edit = await callTool(client, "edit_project_files", { project, changes: [{ kind: "create", path: "traced.txt", content: "hello\n" }] });
   });
 
@@ -137,5 +144,55 @@ describe("telemetry of the distributed stack", () => {
     const broker = await (await fetch(`http://127.0.0.1:${stack.ports["runner-broker"]}/metrics`)).text();
     assert.match(broker, /^webcodex_jobs\{state="running"\} 0$/m);
     assert.match(broker, /^webcodex_lease_operations_total\{op="acquire",result="ok"\} [1-9]\d*$/m);
+  });
+
+  it("a call with traceparent in params._meta: its span carries the MCP attributes and the caller's trace, down to the run_shell Job's TRACEPARENT in the Runner", async () => {
+    const traceId = randomBytes(16).toString("hex");
+    const parentId = randomBytes(8).toString("hex");
+    const marker = `marker-${randomBytes(6).toString("hex")}`;
+    const res = await client.callTool({
+      name: "run_shell",
+      arguments: { project, command: `echo "tp=$TRACEPARENT ${marker}"`, wait_ms: 30_000 },
+      _meta: { traceparent: `00-${traceId}-${parentId}-01`, tracestate: "vendor=1" },
+    });
+    assert.notEqual(res.isError, true, JSON.stringify(res.structuredContent));
+    const m = new RegExp(`tp=00-${traceId}-([0-9a-f]{16})-01`).exec(JSON.stringify(res.structuredContent));
+    assert.ok(m, `the Job's TRACEPARENT carries the caller's trace id: ${JSON.stringify(res.structuredContent)}`);
+    const jobParent = m[1] as string;
+
+    // Every process exports its part of the caller's trace: the gateway, the broker, the Runner.
+    const deadline = Date.now() + 20_000;
+    let spans: OtlpSpan[] = [];
+    for (;;) {
+      spans = collector.spans().filter((s) => s.traceId === traceId);
+      const services = new Set(spans.map((s) => s.service));
+      const done =
+        ["webcodex-gateway", "webcodex-runner-broker", "webcodex-runner"].every((n) => services.has(n)) &&
+        spans.some((s) => s.spanId === jobParent) &&
+        spans.some((s) => s.name === "tools/call run_shell");
+      if (done || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const call = spans.find((s) => s.name === "tools/call run_shell");
+    assert.ok(call, `the call joined the caller's trace: ${JSON.stringify(spans.map((s) => [s.service, s.name]))}`);
+    assert.equal(call.service, "webcodex-gateway");
+    assert.equal(call.parentSpanId, parentId, "a child of the caller's span");
+    assert.equal(spanAttribute(call, "mcp.method.name"), "tools/call");
+    assert.equal(spanAttribute(call, "gen_ai.tool.name"), "run_shell");
+    assert.equal(spanAttribute(call, "gen_ai.operation.name"), "execute_tool");
+    assert.match(String(spanAttribute(call, "jsonrpc.request.id")), /^\d+$/);
+    const sessionId = (client.transport as StreamableHTTPClientTransport | undefined)?.sessionId;
+    assert.ok(sessionId, "the client holds an MCP session id");
+    assert.equal(spanAttribute(call, "mcp.session.id"), sessionId, "the span names the client's MCP session");
+
+    const job = spans.find((s) => s.spanId === jobParent);
+    assert.ok(job, `the Job's parent span was exported: ${JSON.stringify(spans.map((s) => [s.service, s.name, s.spanId]))}`);
+    assert.equal(job.service, "webcodex-runner", "the Job ran under a span of the Runner process");
+    assert.deepEqual(
+      [...new Set(spans.map((s) => s.service))].filter((n) => ["webcodex-gateway", "webcodex-runner-broker", "webcodex-runner"].includes(n)).sort(),
+      ["webcodex-gateway", "webcodex-runner", "webcodex-runner-broker"],
+    );
+    // The command (an argument) is in no span.
+    assert.doesNotMatch(JSON.stringify(spans.map((s) => s.attributes)), new RegExp(marker));
   });
 });

@@ -37,3 +37,4 @@ export { createBareRepo, startGitDaemon, startGitHttpServer } from "./git-server
 export type { GitServer } from "./git-servers.js";
 export { startPrivateRedis } from "./private-redis.js";
 export type { PrivateRedis } from "./private-redis.js";
+export { listedServices, reflect } from "./grpc-reflection.js";

@@ -14,6 +14,8 @@ export interface TestStackOptions {
   heartbeatIntervalMs?: number;
   /** The CLI script the service processes run (default: tools/cli/bin/webcodex.js; hookedCliPath installs test hooks). */
   cli?: string;
+  /** Where create_project's workspaces live (the broker's local-process provisioner); none: no provisioner. */
+  workspacesDir?: string;
 }
 
 /** Starts the stack on free ports, client id `local`, 500 ms heartbeats, its own Redis key prefix, output discarded. */
@@ -29,5 +31,6 @@ export async function startTestStack(o: TestStackOptions): Promise<DistributedSt
     heartbeatIntervalMs: o.heartbeatIntervalMs ?? 500,
     stdio: "ignore",
     ...(o.cli ? { cli: o.cli } : {}),
+    ...(o.workspacesDir ? { workspacesDir: o.workspacesDir } : {}),
   });
 }

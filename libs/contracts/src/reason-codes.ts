@@ -129,6 +129,12 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     meaning: "Too many calls or Jobs right now; nothing was run (evidence says when to retry).",
     no_follow_up: "The same call is the repair, after the wait the evidence names.",
   },
+  quota_exceeded: {
+    stages: ["dispatch"],
+    retry: "same_call",
+    meaning: "A tenant quota is used up (evidence: quota, limit, use); nothing was run.",
+    follow_up: "waitForProjectFollowUp",
+  },
   project_exists: {
     stages: ["preflight"],
     retry: "change_first",
@@ -150,20 +156,22 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
   path_outside_project: {
     stages: ["resolution", "preflight"],
     retry: "change_first",
-    meaning: "The path leaves the project (absolute, .., or a symlink out).",
+    meaning: "The path leaves the project (absolute, .., or a symlink out). An absolute path inside the project carries project_path, the path to retry with.",
     no_follow_up: NEEDS_INPUT,
   },
   sensitive_path: { stages: ["resolution"], retry: "no", meaning: "The path is protected from writes by policy.", no_follow_up: "No call lifts the policy." },
   path_not_found: {
     stages: ["resolution", "preflight"],
     retry: "change_first",
-    meaning: "The path does not exist.",
-    no_follow_up: "Which path was meant is the caller's choice; list_project_files or search_project_texts find candidates.",
+    meaning:
+      "The path does not exist. A file an edit, delete, move or guarded import names carries existing_parent (its nearest existing directory) and similar_paths (that directory's entries most like it).",
+    no_follow_up: "Which path was meant is the caller's choice; similar_paths, list_project_files or search_project_texts give candidates.",
   },
   path_exists: {
     stages: ["preflight"],
     retry: "change_first",
-    meaning: "A create or move target already exists.",
+    meaning:
+      "A create, move or import target already exists; a regular file there carries its current_read_revision (to edit, delete or overwrite it without a read).",
     no_follow_up: "Whether to edit, overwrite or pick another path is the caller's choice.",
   },
   not_a_file: { stages: ["resolution", "preflight"], retry: "change_first", meaning: "The path is a directory or special file.", no_follow_up: NEEDS_INPUT },
@@ -217,8 +225,15 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     stages: ["dispatch"],
     retry: "same_call",
     meaning:
-      "No Runner serves the project right now; nothing was run (detail runner_starting: one is on its way, after retry_after_ms; runner_unschedulable: its pod cannot start, with the pod's condition).",
-    detail_follow_ups: { runner_starting: "waitForProjectFollowUp", runner_unschedulable: "waitForProjectFollowUp" },
+      "No Runner serves the project right now; nothing was run (detail runner_starting: one is on its way, after retry_after_ms; runner_unschedulable: its pod cannot start, with the pod's condition; runner_crash_loop, runner_image_pull, runner_config_error, runner_create_forbidden: that condition, with its message).",
+    detail_follow_ups: {
+      runner_starting: "waitForProjectFollowUp",
+      runner_unschedulable: "waitForProjectFollowUp",
+      runner_crash_loop: "waitForProjectFollowUp",
+      runner_image_pull: "waitForProjectFollowUp",
+      runner_config_error: "waitForProjectFollowUp",
+      runner_create_forbidden: "waitForProjectFollowUp",
+    },
     no_follow_up: "Otherwise (no_live_runner, runner_lost) the same call is the repair once a Runner serves the project.",
   },
   runner_lost: {

@@ -9,6 +9,7 @@ export { principalHeaders, principalFromHeaders, RUNNER_TOKEN_HEADER } from "./p
 export type { Principal } from "./principal.js";
 export { startServiceServer, sendJson, onShutdown, readinessFrom } from "./server.js";
 export { createHealthService } from "./grpc-health.js";
+export { createReflectionService } from "./grpc-reflection.js";
 export type { HealthOptions } from "./grpc-health.js";
 export { afterAnswer } from "./answer-hooks.js";
 export type { AfterAnswer, AnswerFate } from "./answer-hooks.js";

@@ -9,8 +9,9 @@ import net from "node:net";
 import { createConnectRouter } from "@connectrpc/connect";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { Health } from "@webcodex/proto";
+import { Health, ServerReflection } from "@webcodex/proto";
 import { createHealthService } from "./grpc-health.js";
+import { createReflectionService } from "./grpc-reflection.js";
 import { serveWithAnswerHooks } from "./answer-hooks.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
@@ -41,6 +42,12 @@ export interface ServiceServerOptions {
   answerHooks?: boolean;
   /** How often grpc.health.v1.Health/Watch re-checks readiness (default 1 s). */
   healthWatchIntervalMs?: number;
+  /**
+   * Serve grpc.reflection.v1.ServerReflection (for grpcurl and other reflection clients);
+   * off by default (WEBCODEX_GRPC_REFLECTION). Without it the reflection procedure is
+   * UNIMPLEMENTED like any other unknown one.
+   */
+  grpcReflection?: boolean;
 }
 
 export interface ServiceServer {
@@ -51,6 +58,7 @@ export interface ServiceServer {
 
 const h2Preface = Buffer.from("PRI * HTTP/2.0");
 const HEALTH_PATH = `/${Health.typeName}/`;
+const REFLECTION_PATH = `/${ServerReflection.typeName}/`;
 
 export async function startServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
   // Every Connect handler runs in a SERVER span continuing the caller's trace (traceparent).
@@ -74,10 +82,22 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
         }),
       ),
   });
+  // grpc.reflection.v1: the descriptors of the services hosted here and of Health, without a
+  // credential like Health (a reflection client carries none); on only when asked for.
+  const reflection = options.grpcReflection
+    ? connectNodeAdapter({
+        routes: (router) =>
+          router.service(
+            ServerReflection,
+            createReflectionService([...new Map([...hosted.handlers.map((h) => h.service), Health].map((s) => [s.typeName, s])).values()]),
+          ),
+      })
+    : undefined;
   const handle = (req: NodeRequest, res: NodeResponse) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });
     if (path.startsWith(HEALTH_PATH)) return health(req as http.IncomingMessage, res as http.ServerResponse);
+    if (reflection && path.startsWith(REFLECTION_PATH)) return reflection(req as http.IncomingMessage, res as http.ServerResponse);
     if (path === "/readyz") {
       return void check().then(
         (report) => sendJson(res, report.ready ? 200 : 503, report),

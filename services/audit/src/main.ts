@@ -26,6 +26,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const identity = serviceIdentityFromEnv("audit", env);
   if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
   const server = await startServiceServer({
+    grpcReflection: config.grpcReflection,
     ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
     name: "audit",
     port: config.port,

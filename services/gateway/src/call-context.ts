@@ -45,6 +45,8 @@ export interface CallContext {
   upstreamCall?: { server: string; tool: string; requestBytes: number; responseBytes: number } | undefined;
   /** Called once the call's result reached the caller's connection (a cell's children's job attention). */
   onDelivered?: (() => void) | undefined;
+  /** The call_id of the run_code_cell this call was made in (its audit row and Session record name it). */
+  parentCallId?: string | undefined;
 }
 
 export const now = () => performance.now();

@@ -116,6 +116,8 @@ export const gatewayConfigSpec = {
     doc: "JSON file of upstream MCP servers (namespaces mcp:<server>, mcp_tool); see docs/mcp-gateway.md",
   },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
+  /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */
+  grpcReflection: { kind: "bool", env: "WEBCODEX_GRPC_REFLECTION", default: false },
 } as const;
 
 export const loadConfig = (env: Env) => {

@@ -197,7 +197,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     : deps.authenticator;
   const perClient = typeof deps.rateLimit?.perClient === "string" ? parseRateLimitOverrides(deps.rateLimit.perClient) : deps.rateLimit?.perClient;
   const tenantPerMinute = deps.rateLimit?.tenantPerMinute ?? 0;
-  const rateLimiter =
+  const limiter =
     deps.rateLimit && (deps.rateLimit.perMinute > 0 || tenantPerMinute > 0 || Object.keys(perClient ?? {}).length > 0)
       ? createRateLimiter({
           perMinute: deps.rateLimit.perMinute,
@@ -206,6 +206,22 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
           ...(perClient ? { perClient } : {}),
         })
       : undefined;
+  // Quotas: every request a rate limit refuses, by the bucket that refused it (principal or tenant).
+  const rateLimited = deps.metrics?.counter("webcodex_rate_limited_total", "Requests refused by a rate limit, by scope (principal or tenant)");
+  const rateLimiter: RateLimiter | undefined =
+    limiter && rateLimited
+      ? {
+          take(principal) {
+            const decision = limiter.take(principal);
+            if (!decision.ok) rateLimited.inc({ scope: decision.scope });
+            return decision;
+          },
+        }
+      : limiter;
+  // Audit lag: records captured but not yet stored by the audit service (memory queue and spool).
+  deps.metrics?.sampledGauge("webcodex_audit_backlog_records", "Audit records captured by the gateway and not yet stored by the audit service", () =>
+    audit.backlog(),
+  );
   // Calls refused before the pipeline (scope, rate limit) are audited like any failed call,
   // and answered once the record left the gateway's memory (as the pipeline's calls are).
   const recordDenied = (d: DeniedToolCall): Promise<void> =>

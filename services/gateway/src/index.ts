@@ -18,3 +18,4 @@ export { httpReadinessProbe, peerReadinessProbes } from "./peer-readiness.js";
 export { deploymentOptions, tenancyOptions } from "./deployment.js";
 export type { DeploymentOptions } from "./deployment.js";
 export { skillCatalogsDirFrom, SKILL_CATALOGS_DIR_ENV } from "./skills/catalogs-dir.js";
+export { gatewayConfigSpec } from "./config.js";

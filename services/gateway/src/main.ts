@@ -62,6 +62,7 @@ export async function main(env: Env = process.env, testHooks?: GatewayTestHooks)
     ...(testHooks ? { testHooks } : {}),
   });
   const server = await startServiceServer({
+    grpcReflection: config.grpcReflection,
     name: "gateway",
     port: config.port,
     host: config.host ?? defaultBindHost(env),

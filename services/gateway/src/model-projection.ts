@@ -2,15 +2,16 @@
  * The late, pure model projection of a call's outcome: sparse success with at most one
  * follow-up, or the structured failure. It never writes into the canonical result.
  */
-import { projectSuccess, undoEditFollowUp, waitForJobFollowUp, waitForProjectFollowUp } from "@webcodex/contracts";
+import { CODE_CELL_TOOL, projectSuccess, undoEditFollowUp, waitForJobFollowUp, waitForProjectFollowUp } from "@webcodex/contracts";
 import type { InputNormalization, ToolDefinition } from "@webcodex/contracts";
 import type { Outcome } from "./call-context.js";
 import { presentationText } from "./presentation.js";
+import { cellText } from "./code-mode/cell.js";
 
 export interface ModelResult {
   structuredContent: Record<string, unknown>;
   isError: boolean;
-  /** The text content when it is not the JSON of structuredContent (presentation results). */
+  /** The text content when it is not the JSON of structuredContent (presentation results, a code cell's text). */
   text?: string;
   /** Called by the transport once the result was handed to the caller's connection. */
   delivered?: () => void;
@@ -47,6 +48,11 @@ export function projectForModel(
       : undefined;
   const extras = { ...(normalization ? { normalization } : {}), ...(followUp ? { followUp } : {}), ...(undo ? { undo } : {}) };
   const result = def ? projectSuccess(def, canonical, extras) : { ...canonical };
-  const text = def?.direct !== undefined && def.category === "presentation" ? presentationText(def.name, args, result) : undefined;
+  const text =
+    def?.name === CODE_CELL_TOOL
+      ? cellText(result)
+      : def?.direct !== undefined && def.category === "presentation"
+        ? presentationText(def.name, args, result)
+        : undefined;
   return { structuredContent: result, isError: false, ...(text !== undefined ? { text } : {}) };
 }

@@ -219,7 +219,16 @@ export function createPipeline(deps: PipelineDeps) {
         def = toolDefinition(normalized.tool) as ToolDefinition;
         normalization = normalized.normalization;
         args = normalized.arguments;
-        const ctx: CallContext = { caller, catalog, signal, stages, projectCanonicalId: "", sessionId: "", literal: normalized.literal };
+        const ctx: CallContext = {
+          caller,
+          catalog,
+          signal,
+          stages,
+          projectCanonicalId: "",
+          sessionId: "",
+          literal: normalized.literal,
+          ...(parent ? { parentCallId: parent.parentCallId } : {}),
+        };
         outcome = await execute(def, args, ctx, callId);
         // The Runner could not serve the rewrite, so the literal call ran: it is what is
         // audited, projected and reported, with no rewrite code.

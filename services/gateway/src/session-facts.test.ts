@@ -177,6 +177,23 @@ test("the handoff view shows how recovery finished a call cut off by a Runner cr
   ]);
 });
 
+test("the handoff view names the cell a call was made in, and nothing for a direct call", () => {
+  const view = handoffView(
+    create(SessionHandoffSchema, {
+      sessionRef: "~s1",
+      callsTotal: 2n,
+      recentCalls: [
+        { seq: 1n, tool: "read_files", outcome: "success", atUnixMs: 100n },
+        { seq: 2n, tool: "read_files", outcome: "success", atUnixMs: 200n, parentCallId: "cell-1" },
+      ],
+    }),
+  );
+  assert.deepEqual(view["recent_calls"], [
+    { seq: 1, tool: "read_files", outcome: "success", at: "1970-01-01T00:00:00.100Z" },
+    { seq: 2, tool: "read_files", outcome: "success", parent_call_id: "cell-1", at: "1970-01-01T00:00:00.200Z" },
+  ]);
+});
+
 test("a validation verdict records its status and summed counts, never messages or paths", () => {
   const def = toolDefinition("project_validate") as ToolDefinition;
   const result = {

@@ -245,6 +245,8 @@ export function handoffView(h: SessionHandoff): Record<string, unknown> {
     ...(c.reasonCode ? { reason_code: c.reasonCode } : {}),
     // An outcome-unknown write cut off by a Runner crash: how the Runner's recovery finished it.
     ...(c.recovered ? { recovered: c.recovered } : {}),
+    // A call a run_code_cell made: that cell's call_id (the parent_call_id of its audit row too).
+    ...(c.parentCallId ? { parent_call_id: c.parentCallId } : {}),
     at: iso(c.atUnixMs),
   }));
   if (h.validations.length > 0) {

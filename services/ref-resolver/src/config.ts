@@ -12,6 +12,8 @@ export const refResolverConfigSpec = {
   redisKeyPrefix: { kind: "string", env: "WEBCODEX_REDIS_KEY_PREFIX", default: "" },
   migrateOnStart: { kind: "bool", env: "WEBCODEX_MIGRATE_ON_START", default: true },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
+  /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */
+  grpcReflection: { kind: "bool", env: "WEBCODEX_GRPC_REFLECTION", default: false },
 } as const;
 
 export const loadConfig = (env: Env) => readConfig(refResolverConfigSpec, env);

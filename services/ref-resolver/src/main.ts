@@ -34,6 +34,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const taskFences = redis ? createRedisTaskFenceCounter(redis, config.redisKeyPrefix) : undefined;
   const agentEvents = createPostgresAgentEventBus(config.postgresUrl, logger);
   const server = await startServiceServer({
+    grpcReflection: config.grpcReflection,
     ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
     name: "ref-resolver",
     port: config.port,

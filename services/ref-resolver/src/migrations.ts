@@ -814,6 +814,15 @@ CREATE TABLE {{schema}}.recovered_writes (
 `,
   },
   {
+    // The run_code_cell a call was made in (its call id), so a handoff shows which calls a cell
+    // made; NULL for a call made directly and for every row recorded before this release.
+    id: "0011_session_call_parent",
+    sql: `
+ALTER TABLE {{schema}}.session_calls
+  ADD COLUMN parent_call_id text CHECK (char_length(parent_call_id) BETWEEN 1 AND 128);
+`,
+  },
+  {
     id: "0012_project_use",
     sql: `
 -- When each principal last used each Project in a tool call (list_projects lists the most

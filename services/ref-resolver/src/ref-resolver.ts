@@ -108,6 +108,7 @@ const recapToProto = (r: HandoffRecap) => ({
     reasonCode: c.reasonCode,
     atUnixMs: BigInt(c.atMs),
     recovered: c.recovered ?? "",
+    parentCallId: c.parentCallId ?? "",
   })),
   validations: r.validations.map((v) => ({ seq: BigInt(v.seq), tool: v.tool, validation: v.validation, atUnixMs: BigInt(v.atMs) })),
   truncated: r.truncated,
@@ -272,6 +273,7 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
             paths: call.paths.map((p) => ({ path: p.path, readRevision: p.readRevision, changed: p.changed })),
             ...(call.commandSummary !== "" ? { commandSummary: call.commandSummary } : {}),
             ...(call.exitCode !== undefined ? { exitCode: call.exitCode } : {}),
+            ...(call.parentCallId !== "" ? { parentCallId: call.parentCallId } : {}),
           },
         }),
       );

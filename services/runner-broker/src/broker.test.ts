@@ -5,7 +5,17 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client, ServiceImpl } from "@connectrpc/connect";
 import { RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import type { RefResolverService } from "@webcodex/proto";
-import { followUpTarget, parseCanonicalProjectId, RUNNER_PROTOCOL_GENERATION, RunnerCapabilities, failureFromWire } from "@webcodex/contracts";
+import {
+  followUpTarget,
+  parseCanonicalProjectId,
+  PipelineStage,
+  ReasonCode,
+  RUNNER_PROTOCOL_GENERATION,
+  RunnerCapabilities,
+  failureFromWire,
+  toolFailure,
+  waitForProjectFollowUp,
+} from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { createInProcessClient, createLogger, principalHeaders } from "@webcodex/platform";
 import { createRunnerBroker } from "./broker.js";
@@ -15,7 +25,7 @@ import { createLeaseStore, createMemoryLeaseBackend } from "./leases/lease-store
 import { createMemoryFenceHighWaterMark } from "./leases/fence-hwm.js";
 import { createMemoryConcurrencyLimiter } from "./admission/concurrency.js";
 import { RUNNER_TOKEN_HEADER, runnerCredential } from "./runner-auth.js";
-import type { Provisioner } from "./provisioning/provisioner.js";
+import type { Provisioner, ProvisioningState } from "./provisioning/provisioner.js";
 import { noSuchProjectAnswer } from "./caller-policy.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
@@ -476,6 +486,38 @@ describe("runner-broker", () => {
     const prov = await s.broker.getProjectProvisioning({ clientId: "c1", projectId: "p1" }, own);
     assert.equal(prov.state, "unschedulable");
     assert.equal(prov.failure?.detailCode, "runner_unschedulable");
+  });
+
+  it("the fleet's answers reach the caller: quota_exceeded with limit and use, a pod condition's own detail code, and each call noted for the idle clock", async () => {
+    const quota = toolFailure(ReasonCode.quotaExceeded, PipelineStage.dispatch, {
+      detail_code: "live_runners",
+      evidence: { quota: "live_runners", limit: 2, use: 2 },
+      message: "over quota",
+      follow_up: waitForProjectFollowUp("agent:c1:p1"),
+    });
+    let state: ProvisioningState = { state: "failed", failure: quota };
+    const noted: string[] = [];
+    const provisioner: Provisioner = {
+      kind: "kubernetes",
+      ensureRunner: async () => ({ action: "exists", name: "wcx-runner-x" }),
+      provisioningState: async () => state,
+      noteCall: (w) => noted.push(`${w.clientId}/${w.projectId}`),
+      removeRunner: async () => true,
+      close: async () => undefined,
+    };
+    const s = setup({ provisioner });
+    const refused = failureFromWire((await s.dispatch("read_files", { files: [{ path: "a" }] })).failure!);
+    const { waited_for_runner_ms: _waited, ...evidence } = refused.evidence ?? {};
+    assert.deepEqual([refused.reason_code, refused.detail_code, evidence], ["quota_exceeded", "live_runners", { quota: "live_runners", limit: 2, use: 2 }]);
+    assert.equal(refused.follow_up && followUpTarget(refused.follow_up).tool, "wait_for_project_ready");
+    assert.deepEqual(noted, ["c1/p1"]);
+    state = {
+      state: "unschedulable",
+      condition: { type: "RunnerPod", reason: "runner_crash_loop", message: "back-off 5m0s", detailCode: "runner_crash_loop" },
+    };
+    const crash = failureFromWire((await s.dispatch("read_files", { files: [{ path: "a" }] })).failure!);
+    assert.deepEqual([crash.reason_code, crash.detail_code], ["runner_unavailable", "runner_crash_loop"]);
+    assert.deepEqual(noted, ["c1/p1", "c1/p1"]);
   });
 
   it("removing a Project's Runner forgets its registration: not listed, counted or routed to", async () => {

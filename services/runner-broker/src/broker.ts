@@ -29,7 +29,7 @@ import {
 } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure, DomainFailureInit } from "@webcodex/contracts";
 import { connectCodeName, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
-import type { Logger } from "@webcodex/platform";
+import type { Logger, Metrics } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend, FenceUnavailableError } from "./leases/lease-store.js";
 import type { LeaseStore } from "./leases/lease-store.js";
@@ -52,6 +52,8 @@ const REPLACED_HOLDER_CHECK_MS = 2_000;
 export const DEFAULT_ADMISSION_WAIT_MS = 5_000;
 
 export interface RunnerBrokerDeps {
+  /** Where the provisioning time (ensure → the Runner registered) is observed; none: not measured. */
+  metrics?: Metrics;
   registry: RunnerRegistry;
   refResolver: Client<typeof RefResolverService>;
   /** Client of the RunnerService at `endpointUrl` (cached per URL by the broker). */
@@ -101,9 +103,9 @@ const RUNNER_STARTING_RETRY_MS = 2_000;
  * A Runner that cannot start until something changes, with the pod's own condition: not an
  * endless runner_starting. Nothing ran; waiting for the Project is the follow-up.
  */
-function unschedulableFailure(condition: { type: string; reason: string; message: string }, canonicalId: string): ToolFailure {
+function unschedulableFailure(condition: { type: string; reason: string; message: string; detailCode?: string }, canonicalId: string): ToolFailure {
   return toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
-    detail_code: "runner_unschedulable",
+    detail_code: condition.detailCode ?? "runner_unschedulable",
     evidence: { condition: { type: condition.type, reason: condition.reason, message: condition.message.slice(0, 500) } },
     message: `The project's Runner cannot start: ${condition.reason}. Nothing was run; your operator can see the cause in the evidence.`,
     follow_up: waitForProjectFollowUp(canonicalId),
@@ -120,6 +122,14 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     }
     return c;
   };
+  // Provisioning time: from the request that started a Runner for a workspace to that Runner's
+  // registration (one observation per start; a start that never registers is not observed).
+  const provisioningSeconds = deps.metrics?.histogram(
+    "webcodex_runner_provisioning_seconds",
+    "Time from a Runner's provisioning request to its registration",
+    [0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600],
+  );
+  const provisioningStarted = new Map<string, number>();
   const leases = deps.leases ?? createLeaseStore(createMemoryLeaseBackend(), createMemoryFenceHighWaterMark());
   const limiter = deps.concurrency ?? createMemoryConcurrencyLimiter({ limit: DEFAULT_PROJECT_CONCURRENCY });
   const leaseTtlMs = deps.leaseTtlMs ?? deps.heartbeatIntervalMs * 2;
@@ -196,6 +206,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         const r = await deps.provisioner.ensureRunner(workspace);
         const state = deps.provisioner.provisioningState ? await deps.provisioner.provisioningState(workspace) : { state: "starting" as const };
         if (state.state === "unschedulable") return unschedulableFailure(state.condition, canonicalId);
+        // A refusal that no wait clears by itself (a tenant quota) is answered as such.
+        if (state.state === "failed" && state.failure.reason_code === ReasonCode.quotaExceeded) return state.failure;
         return toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, {
           detail_code: "runner_starting",
           evidence: { provisioning: r.action, retry_after_ms: RUNNER_STARTING_RETRY_MS },
@@ -466,6 +478,11 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         { headers: principalHeaders({ clientId: req.clientId, subject: `runner:${req.runnerId}` }) },
       );
       const canonicalId = registered.project?.canonicalId ?? canonicalProjectId(req.clientId, req.projectId);
+      const startedMs = provisioningStarted.get(canonicalProjectId(req.clientId, req.projectId));
+      if (startedMs !== undefined) {
+        provisioningStarted.delete(canonicalProjectId(req.clientId, req.projectId));
+        provisioningSeconds?.observe((Date.now() - startedMs) / 1000);
+      }
       await deps.registry.register({
         runnerId: req.runnerId,
         clientId: req.clientId,
@@ -566,6 +583,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     async dispatch(req, ctx) {
       const def = toolDefinition(req.tool);
       if (!def) throw new ConnectError("unknown tool", Code.InvalidArgument);
+      // A call keeps its Project's Runner from an idle stop.
+      const called = deps.provisioner?.noteCall ? parseCanonicalProjectId(req.projectCanonicalId) : undefined;
+      if (called) deps.provisioner?.noteCall?.(called);
       // Every Dispatch is a model call (card helpers use RecordJobContinuation): after an
       // accepted continuation dispatch, the first one is the fresh turn. The facts this call
       // established go back to the gateway for the call's audit row.
@@ -752,7 +772,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
         : req.createWorkspace
           ? {}
           : undefined;
+      const requestedMs = Date.now();
       const r = await deps.provisioner.ensureRunner(w, source ? { source } : {});
+      if (r.action !== "exists" && provisioningSeconds) provisioningStarted.set(canonicalProjectId(w.clientId, w.projectId), requestedMs);
       return { action: r.action, runnerName: r.name };
     },
 

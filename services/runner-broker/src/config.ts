@@ -32,7 +32,24 @@ export const runnerBrokerConfigSpec = {
   runnerCliPath: { kind: "string", env: "WEBCODEX_RUNNER_CLI" },
   /** local-process: the broker URL local Runners register with (default: this server's URL). */
   brokerAdvertiseUrl: { kind: "string", env: "WEBCODEX_BROKER_ADVERTISE_URL" },
+  /** kubernetes: reconcile the Runner fleet (anchor ownership, orphans, idle stop, rotation, quota) with Lease leader election. */
+  fleetReconcile: { kind: "bool", env: "WEBCODEX_FLEET_RECONCILE", default: false },
+  /** The anchor ConfigMap in the runner namespace that owns every Runner pod and credential Secret. */
+  fleetAnchor: { kind: "string", env: "WEBCODEX_FLEET_ANCHOR", default: "webcodex-runner-anchor" },
+  /** The coordination.k8s.io Lease the broker replicas elect the reconciling one with. */
+  fleetLease: { kind: "string", env: "WEBCODEX_FLEET_LEASE", default: "webcodex-runner-fleet" },
+  /** This replica's name in the Lease (the pod name); default the host name. */
+  podName: { kind: "string", env: "WEBCODEX_POD_NAME" },
+  /** No call for this long stops a Runner (its Project and workspace stay); 0 never stops. */
+  fleetIdleTimeoutMs: { kind: "int", env: "WEBCODEX_FLEET_IDLE_TIMEOUT_MS", default: 1_800_000, min: 0 },
+  /** How many Runners a rotation may have unavailable at once. */
+  fleetMaxUnavailable: { kind: "int", env: "WEBCODEX_FLEET_MAX_UNAVAILABLE", default: 1, min: 1 },
+  fleetResyncMs: { kind: "int", env: "WEBCODEX_FLEET_RESYNC_MS", default: 300_000, min: 1_000 },
+  /** Live Runners per tenant; 0: unlimited. */
+  fleetQuotaRunnersPerTenant: { kind: "int", env: "WEBCODEX_FLEET_QUOTA_RUNNERS_PER_TENANT", default: 0, min: 0 },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
+  /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */
+  grpcReflection: { kind: "bool", env: "WEBCODEX_GRPC_REFLECTION", default: false },
 } as const;
 
 export function loadConfig(env: Env) {

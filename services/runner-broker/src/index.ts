@@ -30,10 +30,22 @@ export type {
 } from "./jobs/job-store.js";
 export { createMemoryLiveJobBackend, createRedisLiveJobBackend } from "./jobs/live-job-backends.js";
 export { observeFleet, summarizeFleet, fleetRows } from "./fleet/fleet-status.js";
+export { createFleetReconciler, podFleetState, quotaExceededFailure, CREDENTIAL_FINGERPRINT_ANNOTATION, DEFAULT_IDLE_TIMEOUT_MS } from "./fleet/reconciler.js";
+export type { FleetReconciler, FleetReconcilerOptions, FleetQuota, ReconcileReport, RunnerFleetState, TouchResult } from "./fleet/reconciler.js";
+export { createLeaderElector } from "./fleet/leader.js";
+export type { LeaderElector, LeaderElectorOptions } from "./fleet/leader.js";
 export type { FleetObservation, FleetSummaryFacts, FleetRow } from "./fleet/fleet-status.js";
 export { runnerNames } from "./provisioning/provisioner.js";
 export type { Provisioner, ProjectWorkspace, EnsureResult, EnsureAction, RunnerNames, ProvisioningState, WorkspaceSource } from "./provisioning/provisioner.js";
-export { createKubernetesProvisioner, buildRunnerObjects, loadRunnerPodTemplate, parseRunnerPodTemplate } from "./provisioning/kubernetes.js";
+export {
+  createKubernetesProvisioner,
+  buildRunnerObjects,
+  loadRunnerPodTemplate,
+  parseRunnerPodTemplate,
+  runnerPodName,
+  templateHash,
+  TEMPLATE_HASH_ANNOTATION,
+} from "./provisioning/kubernetes.js";
 export type { KubernetesProvisionerOptions, RunnerPodTemplate } from "./provisioning/kubernetes.js";
 export { createLocalProcessProvisioner } from "./provisioning/local-process.js";
 export type { LocalProcessProvisioner, LocalProcessProvisionerOptions, LocalRunnerProcess } from "./provisioning/local-process.js";

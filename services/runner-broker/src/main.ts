@@ -21,6 +21,7 @@ import { createBrokerCallerPolicy, createPortPolicy, RUNNER_PROCEDURES } from ".
 import { createDistributedStores } from "./distributed-stores.js";
 import { startJobReconciler } from "./jobs/job-store.js";
 import { JOB_GAUGE_INTERVAL_MS, startJobGauge } from "./jobs/job-gauge.js";
+import { startRunnerGauge } from "./fleet/runner-gauge.js";
 import { migrateRunnerBroker } from "./migrations.js";
 import { createConfiguredProvisioner } from "./provisioning/from-config.js";
 
@@ -53,7 +54,13 @@ export async function main(env: Env = process.env): Promise<void> {
   });
   // A local Runner registers with this server, whose URL is known only after listen.
   let brokerUrl = config.brokerAdvertiseUrl ?? "";
-  const provisioner = await createConfiguredProvisioner(config, () => brokerUrl, logger.child({ component: "provisioner" }));
+  // A Project with a call in flight (on any replica: the limiter is shared) or an open Job is never stopped or rotated.
+  const provisioner = await createConfiguredProvisioner(
+    config,
+    () => brokerUrl,
+    logger.child({ component: "provisioner" }),
+    async (id) => (await concurrency.inFlight(id)) > 0 || (await jobs.openProjectJobs(id, 1)).length > 0,
+  );
 
   const host = config.host ?? defaultBindHost(env);
   const split = config.registrationPort > 0;
@@ -66,6 +73,7 @@ export async function main(env: Env = process.env): Promise<void> {
     ...(provisioner ? { provisioner } : {}),
     refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
     runnerClient: (url) => createClient(RunnerService, toRunner(url)),
+    metrics,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     dispatchTimeoutMs: config.dispatchTimeoutMs,
     ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),
@@ -78,6 +86,7 @@ export async function main(env: Env = process.env): Promise<void> {
     postgres: () => db.ping(),
   });
   const server = await startServiceServer({
+    grpcReflection: config.grpcReflection,
     interceptors: [
       ...(split ? [createPortPolicy("control")] : []),
       ...(identity ? [identity.serverInterceptor(RUNNER_PROCEDURES)] : []),
@@ -109,6 +118,7 @@ export async function main(env: Env = process.env): Promise<void> {
   void provisioner?.resume?.().catch((error: unknown) => logger.warn("workspaces not resumed", { error }));
   const reconciler = startJobReconciler(jobs, config.jobReconcileIntervalMs, logger);
   const jobGauge = startJobGauge(jobs, work, JOB_GAUGE_INTERVAL_MS, logger);
+  const runnerGauge = startRunnerGauge(registry, metrics, JOB_GAUGE_INTERVAL_MS, logger);
   logger.info("listening", {
     url: server.url,
     ...(registration ? { registration_url: registration.url } : {}),
@@ -118,6 +128,7 @@ export async function main(env: Env = process.env): Promise<void> {
   onShutdown(logger, async () => {
     reconciler.stop();
     jobGauge.stop();
+    runnerGauge.stop();
     await server.close();
     await registration?.close();
     await provisioner?.close();

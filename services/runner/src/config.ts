@@ -28,6 +28,8 @@ export const runnerConfigSpec = {
   /** File holding the Runner credential (a mounted Secret): nothing secret in the environment. */
   runnerTokenFile: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN_FILE" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
+  /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */
+  grpcReflection: { kind: "bool", env: "WEBCODEX_GRPC_REFLECTION", default: false },
 } as const;
 
 /** What a Runner's behaviour is configured from, whether it runs alone (`webcodex runner`) or embedded (`webcodex dev`). */

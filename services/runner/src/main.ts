@@ -46,6 +46,7 @@ export async function main(env: Env = process.env): Promise<void> {
     });
   }
   const server = await startServiceServer({
+    grpcReflection: config.grpcReflection,
     name: "runner",
     port: config.port,
     host: config.host ?? defaultBindHost(env),

@@ -10,6 +10,8 @@ export const toolRegistryConfigSpec = {
   /** Key internal calls are signed and checked with (service-identity.ts); unset: not authenticated. */
   serviceKey: { kind: "string", env: "WEBCODEX_SERVICE_KEY" },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
+  /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */
+  grpcReflection: { kind: "bool", env: "WEBCODEX_GRPC_REFLECTION", default: false },
   /** The operator's tool policy as JSON (schema: docs/tool-policy.schema.json). */
   toolPolicy: { kind: "string", env: "WEBCODEX_TOOL_POLICY" },
   /** Or a file holding it. */

@@ -13,6 +13,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const identity = serviceIdentityFromEnv("tool-registry", env);
   if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
   const server = await startServiceServer({
+    grpcReflection: config.grpcReflection,
     ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
     name: "tool-registry",
     port: config.port,

@@ -3,9 +3,10 @@
  * `webcodex dev` with a Host that selects Code Mode: by the shortest fixed script of direct tool
  * calls (every result passes through the model), and by one run_code_cell (only its text does).
  * Both must produce the same answer. Per task: model-visible calls and bytes (the JSON of each
- * tools/call's params and whole result) of each strategy and their ratios; then the cell's
- * overhead: the wall time of the cell against the same child calls made directly, and an empty
- * cell (sandbox start and the bridge alone).
+ * tools/call's params and whole result) of each strategy and their ratios (each at most 0.5x);
+ * then the cell's overhead: its p50 wall time against the p50 of the same child calls made
+ * directly (a ratio, and the difference), and an empty cell (sandbox start and the bridge alone)
+ * against a trivial call.
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -116,20 +117,22 @@ const callers = (await tools.search_project_texts({ queries: [{ pattern: "parseC
 text(def.path + ":" + def.line + " (" + body + " lines); callers: " + callers.filter((p) => p !== def.path).sort().join(", "));`,
   },
   {
+    // The answer names modules (src/<name>.ts without a test/<name>.test.ts), space-separated:
+    // what the model needs, not the paths it can rebuild.
     name: "sources_without_tests",
     async direct(call, project) {
       const list = async (path: string) => (await call("list_project_files", { project, path }))["paths"] as string[];
       const [src, tests] = [await list("src"), await list("test")];
-      const tested = new Set(tests.map((t) => t.replace(/^test\//, "").replace(/\.test\.ts$/, "")));
+      const tested = new Set(tests.map((t) => t.slice(5, -8)));
       return src
-        .filter((s) => !tested.has(s.replace(/^src\//, "").replace(/\.ts$/, "")))
+        .map((s) => s.slice(4, -3))
+        .filter((n) => !tested.has(n))
         .sort()
-        .join(", ");
+        .join(" ");
     },
-    cell: `const list = async (path) => (await tools.list_project_files({ path })).paths;
-const [src, tests] = await Promise.all([list("src"), list("test")]);
-const tested = new Set(tests.map((t) => t.replace(/^test\\//, "").replace(/\\.test\\.ts$/, "")));
-text(src.filter((s) => !tested.has(s.replace(/^src\\//, "").replace(/\\.ts$/, ""))).sort().join(", "));`,
+    cell: `const [s, t] = await Promise.all(["src", "test"].map(async (path) => (await tools.list_project_files({ path })).paths));
+const tested = new Set(t.map((p) => p.slice(5, -8)));
+text(s.map((p) => p.slice(4, -3)).filter((n) => !tested.has(n)).sort().join(" "));`,
   },
   {
     name: "todo_call_targets",
@@ -192,6 +195,8 @@ text(importers.map((m) => m.path).sort().join(", ") + " -> src/pricing.ts -> src
 ];
 
 const ROUNDS = Number(process.env["WEBCODEX_BENCH_CODE_MODE_ROUNDS"] ?? 5);
+/** Each task's cell must take at most this share of the direct strategy's model-visible calls and bytes. */
+const TARGET_RATIO = 0.5;
 
 export async function benchCodeMode(): Promise<BenchResult[]> {
   const dir = benchDir("wcx-codemode-tokens-");
@@ -207,8 +212,9 @@ export async function benchCodeMode(): Promise<BenchResult[]> {
   try {
     const client = await connect(dev.match[1] as string, token);
     const project = await projectRefOf(client);
-    const totals = { direct_calls: 0, direct_bytes: 0, cell_calls: 0, cell_bytes: 0, same: 0 };
+    const totals = { direct_calls: 0, direct_bytes: 0, cell_calls: 0, cell_bytes: 0, same: 0, meeting: 0 };
     const overheads: number[] = [];
+    const ratios: number[] = [];
     for (const task of tasks) {
       const direct = metered(client);
       const expected = await task.direct(direct.call, project);
@@ -228,6 +234,12 @@ export async function benchCodeMode(): Promise<BenchResult[]> {
         cellMs.push(performance.now() - t);
       }
       overheads.push(median(cellMs) - median(directMs));
+      ratios.push(median(cellMs) / median(directMs));
+      const callsRatio = cell.calls / direct.calls;
+      const bytesRatio = cell.bytes / direct.bytes;
+      const meets = same && callsRatio <= TARGET_RATIO && bytesRatio <= TARGET_RATIO;
+      if (!meets) process.stderr.write(`code_mode ${task.name}: misses a target (calls ${callsRatio.toFixed(2)}x, bytes ${bytesRatio.toFixed(2)}x)\n`);
+      totals.meeting += meets ? 1 : 0;
       totals.direct_calls += direct.calls;
       totals.direct_bytes += direct.bytes;
       totals.cell_calls += cell.calls;
@@ -238,15 +250,17 @@ export async function benchCodeMode(): Promise<BenchResult[]> {
         metrics: {
           direct_calls: direct.calls,
           cell_calls: cell.calls,
-          calls_ratio: round(cell.calls / direct.calls, 2),
+          calls_ratio: round(callsRatio, 2),
           direct_bytes: direct.bytes,
           cell_bytes: cell.bytes,
-          bytes_ratio: round(cell.bytes / direct.bytes, 2),
+          bytes_ratio: round(bytesRatio, 2),
           same_answer: same ? 1 : 0,
+          meets_targets: meets ? 1 : 0,
           direct_p50_ms: round(median(directMs), 1),
           cell_p50_ms: round(median(cellMs), 1),
+          cell_vs_direct_p50_ratio: round(median(cellMs) / median(directMs), 2),
         },
-        notes: "model-visible calls and bytes of one cell against the shortest direct script; same answer",
+        notes: `model-visible calls and bytes of one cell against the shortest direct script (targets <= ${TARGET_RATIO}x); same answer; wall time of the cell against the same child calls made directly`,
       });
     }
     const empty: number[] = [];
@@ -266,11 +280,15 @@ export async function benchCodeMode(): Promise<BenchResult[]> {
         same_answer: totals.same,
         calls_ratio: round(totals.cell_calls / totals.direct_calls, 2),
         bytes_ratio: round(totals.cell_bytes / totals.direct_bytes, 2),
+        tasks_meeting_targets: totals.meeting,
+        cell_vs_direct_p50_ratio: round(median(ratios), 2),
         cell_overhead_vs_direct_p50_ms: round(median(overheads), 1),
         empty_cell_p50_ms: round(median(empty), 1),
-        list_projects_p50_ms: round(median(ping), 1),
+        trivial_call_p50_ms: round(median(ping), 1),
+        empty_cell_vs_trivial_ratio: round(median(empty) / median(ping), 2),
       },
-      notes: "overhead: cell wall time minus the same child calls made directly (p50 over tasks); empty cell: sandbox start and bridge",
+      notes:
+        "cell vs direct: each task's cell p50 / the p50 of the same child calls made directly (median over tasks), and the difference in ms; empty cell (project resolution, sandbox start, bridge) against a trivial call (list_projects)",
     });
     await client.close();
   } finally {

@@ -55,7 +55,7 @@ function createFixture(): string {
   const root = join(benchDir("wcx-economy-"), "shop");
   const files: Record<string, string> = {
     "README.md": "# shop\n\nA small fixture project.\n",
-    "package.json": JSON.stringify({ name: "shop", type: "module", scripts: { test: "node --test test/" } }, null, 2) + "\n",
+    "package.json": JSON.stringify({ name: "shop", type: "module", scripts: { test: "node --test" } }, null, 2) + "\n",
     "src/legacy.ts": `export function useLegacy(n: number): number {\n  return n * 2;\n}\n${pad(40, "legacy")}\n`,
     "src/cart.ts": `import { useLegacy } from "./legacy.js";\n${pad(30, "cart")}\nexport const cartTotal = useLegacy(1);\n${pad(30, "cart tail")}\n`,
     "src/orders.ts": `import { useLegacy } from "./legacy.js";\n${pad(45, "orders")}\nexport const orderTotal = useLegacy(2);\n${pad(20, "orders tail")}\n`,
@@ -204,7 +204,7 @@ const tasks: Task[] = [
   {
     name: "run_tests_read_failure",
     async webcodex(s, project) {
-      const r = await s.m.call("run_shell", { project, command: "node --test test/ 2>&1 | tail -n 30" });
+      const r = await s.m.call("run_shell", { project, command: "node --test 2>&1 | tail -n 30" });
       return String(r.structured["output"] ?? r.structured["stdout"] ?? "").includes("ADDITION_BROKEN");
     },
   },

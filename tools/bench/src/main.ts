@@ -29,6 +29,7 @@ import { benchAgentEvents } from "./agent-events.js";
 import { benchEconomy } from "./economy.js";
 import { benchMcpGateway } from "./mcp-gateway.js";
 import { benchCodeMode } from "./code-mode.js";
+import { benchFleet } from "./fleet.js";
 import { withBenchDatabase } from "./bench-database.js";
 import { median, peakRssMiB, resultTable, round, rssMiB, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
@@ -48,6 +49,7 @@ const PARTS = [
   "economy",
   "mcp_gateway",
   "code_mode",
+  "fleet",
 ] as const;
 const only = new Set(process.argv.slice(2));
 const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
@@ -293,6 +295,9 @@ async function main(): Promise<void> {
   );
   await step("code_mode", async () => {
     results.push(...(await benchCodeMode()));
+  });
+  await step("fleet", async () => {
+    results.push(...(await benchFleet()));
   });
 
   process.stdout.write(`\n${resultTable("benchmark", results)}`);

@@ -11,7 +11,7 @@ import type { Writable } from "node:stream";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createLogger, createPostgresDatabase, logFormatFor, logWriter, sealSecretEnvironment, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
-import { resolveDevTokens, skillCatalogsDirFrom, tenancyOptions } from "@webcodex/gateway";
+import { gatewayConfigSpec, resolveDevTokens, skillCatalogsDirFrom, tenancyOptions } from "@webcodex/gateway";
 import { modelWorkflowPolicyFrom } from "@webcodex/contracts";
 import type { GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
 import { parsePort, projectDirectory, UsageError } from "./args.js";
@@ -31,11 +31,11 @@ const serviceNames = SERVICES.filter((s) => s !== "runner").join(", ");
 export const COMMAND_USAGE: Record<string, string> = {
   dev: `webcodex dev --project DIR [--port N] [--host H] [--data-dir D]   all services in one process (embedded), MCP over Streamable HTTP
   --project DIR   the directory the local Runner works in (required)
-  --port N        port of the MCP endpoint (default 8080; 0 picks a free one)
+  --port N        port of the MCP endpoint (default 8080, or WEBCODEX_PORT; 0 picks a free one)
   --host H        address to listen on (default 127.0.0.1)
   --data-dir D    embedded Postgres and audit spool (default ~/.webcodex/data, or WEBCODEX_DATA_DIR)
   Prints the MCP URL and a bearer token; WEBCODEX_DEV_TOKEN keeps the token stable.
-  environment: WEBCODEX_DATA_DIR, WEBCODEX_DEV_TOKEN, WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_CLIENT_ID, WEBCODEX_LOG_LEVEL,
+  environment: WEBCODEX_PORT, WEBCODEX_DATA_DIR, WEBCODEX_DEV_TOKEN, WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_CLIENT_ID, WEBCODEX_LOG_LEVEL,
     WEBCODEX_LOG_FORMAT, WEBCODEX_OAUTH_*, WEBCODEX_RATE_LIMIT*, WEBCODEX_READ_ONLY_CLIENTS, WEBCODEX_GOAL_SELECTION,
     WEBCODEX_UNATTENDED_CONTINUATION, WEBCODEX_AUDIT_*, WEBCODEX_RUNNER_* (the local Runner), WEBCODEX_GIT_CREDENTIALS_FILE,
     OTEL_EXPORTER_OTLP_ENDPOINT`,
@@ -168,10 +168,12 @@ const UP_PORTS = SERVICES.length;
 
 /**
  * OAuth and rate-limit settings for `webcodex dev`, from the same WEBCODEX_* variables the
- * distributed gateway reads. The dev rate limit is off unless WEBCODEX_RATE_LIMIT_PER_MINUTE,
- * WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE or WEBCODEX_RATE_LIMITS is set.
+ * distributed gateway reads. With several principals (more than one token, or an identity
+ * provider) each principal gets the distributed gateway's default rate limit unless
+ * WEBCODEX_RATE_LIMIT_PER_MINUTE says otherwise (0 turns it off); a single local principal has
+ * none unless a WEBCODEX_RATE_LIMIT* variable sets one.
  */
-function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" | "readOnlyClients" | "rateLimit"> {
+function devAuthOptions(env: NodeJS.ProcessEnv, principals: number): Pick<EmbeddedOptions, "oauth" | "readOnlyClients" | "rateLimit"> {
   const int = (name: string): number | undefined => {
     const raw = env[name];
     if (raw === undefined || raw === "") return undefined;
@@ -181,7 +183,8 @@ function devAuthOptions(env: NodeJS.ProcessEnv): Pick<EmbeddedOptions, "oauth" |
   };
   const issuer = env["WEBCODEX_OAUTH_ISSUER"];
   const tolerance = int("WEBCODEX_OAUTH_CLOCK_TOLERANCE_S");
-  const perMinute = int("WEBCODEX_RATE_LIMIT_PER_MINUTE") ?? 0;
+  const shared = principals > 1 || Boolean(env["WEBCODEX_OAUTH_ISSUER"]);
+  const perMinute = int("WEBCODEX_RATE_LIMIT_PER_MINUTE") ?? (shared ? gatewayConfigSpec.rateLimitPerMinute.default : 0);
   const burst = int("WEBCODEX_RATE_LIMIT_BURST");
   const tenantPerMinute = int("WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE") ?? 0;
   const overrides = env["WEBCODEX_RATE_LIMITS"];
@@ -301,13 +304,17 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
         args: rest,
         options: {
           project: { type: "string" },
-          port: { type: "string", default: "8080" },
+          port: { type: "string" },
           "data-dir": { type: "string" },
           host: { type: "string", default: "127.0.0.1" },
         },
       });
       if (!values.project) throw new UsageError(`--project DIR is required (webcodex dev --help)`);
-      const port = parsePort(values.port, { min: 0, max: 65535 });
+      const port = parsePort(values.port ?? env["WEBCODEX_PORT"] ?? "8080", {
+        min: 0,
+        max: 65535,
+        ...(values.port === undefined && env["WEBCODEX_PORT"] !== undefined ? { flag: "WEBCODEX_PORT" } : {}),
+      });
       projectDirectory(values.project);
       const logger = createLogger({ service: "webcodex-dev", level: (env["WEBCODEX_LOG_LEVEL"] as LogLevel | undefined) ?? "info" });
       const { tokens, shown, clientId } = devTokens(env);
@@ -329,7 +336,7 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
           tokens,
           clientId,
           logger,
-          ...devAuthOptions(env),
+          ...devAuthOptions(env, tokens.length),
           workflowPolicy: modelWorkflowPolicyFrom(env["WEBCODEX_GOAL_SELECTION"], env["WEBCODEX_UNATTENDED_CONTINUATION"]),
           toolPolicy,
           ...skillCatalogsOption(env["WEBCODEX_SKILL_CATALOGS_DIR"]),

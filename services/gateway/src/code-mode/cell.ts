@@ -9,22 +9,11 @@
  */
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService } from "@webcodex/proto";
-import {
-  CODE_CELL_TOOL,
-  cellToolNames,
-  clampRule,
-  failureFromWire,
-  PipelineStage,
-  ReasonCode,
-  toolDefinition,
-  toolFailure,
-  toolLimit,
-} from "@webcodex/contracts";
+import { CODE_CELL_TOOL, cellToolNames, clampRule, PipelineStage, ReasonCode, toolDefinition, toolFailure, toolLimit } from "@webcodex/contracts";
 import type { ToolDefinition } from "@webcodex/contracts";
-import { principalHeaders } from "@webcodex/platform";
 import type { Caller } from "../auth.js";
-import { dependencyFailure, timedStage } from "../call-context.js";
 import type { CallContext, Outcome } from "../call-context.js";
+import { resolveCallProject } from "../execute/call-scope.js";
 import { createSandboxPool } from "./sandbox.js";
 import type { CellLimits, CellRun, ChildOutcome, SandboxPool } from "./sandbox.js";
 
@@ -79,23 +68,29 @@ function cellFailure(run: CellRun) {
   });
 }
 
+/**
+ * The text content of a cell's success: exactly what the cell passed to `text(...)`, so the
+ * model reads the answer once (structuredContent keeps the canonical result). Two lines follow
+ * only when they apply: that the text was cut at its bound, and the ended Jobs the cell forwards.
+ */
+export function cellText(result: Record<string, unknown>): string {
+  let out = typeof result["text"] === "string" ? result["text"] : "";
+  const line = (s: string) => {
+    out += `${out === "" || out.endsWith("\n") ? "" : "\n"}${s}\n`;
+  };
+  if (result["truncated"] === true) line(`[text truncated at ${toolLimit(CODE_CELL_TOOL, "text_bytes")} bytes]`);
+  if (result["job_attention"] !== undefined) line(`job_attention: ${JSON.stringify(result["job_attention"])}`);
+  return out;
+}
+
 export function createCodeCells(deps: CodeCellDeps) {
   const sandbox = deps.sandbox ?? createSandboxPool();
   const resultBytes = toolLimit(CODE_CELL_TOOL, "child_result_bytes");
 
   async function run(args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
     const selector = args["project"] as string;
-    let resolved;
-    try {
-      resolved = await timedStage(ctx.stages, PipelineStage.resolution, () =>
-        deps.refResolver.resolveProject({ selector, recordUse: true }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
-      );
-    } catch (error) {
-      return { ok: false, failure: dependencyFailure(error, PipelineStage.resolution, false) };
-    }
-    if (resolved.failure || !resolved.project)
-      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
-    ctx.projectCanonicalId = resolved.project.canonicalId;
+    const scope = await resolveCallProject(deps.refResolver, selector, ctx);
+    if (!scope.ok) return scope;
 
     const callable = new Set(cellToolNames(ctx.catalog.admitted.values()));
     const attention: unknown[] = [];

@@ -16,6 +16,7 @@ import { dependencyFailure, keepingCause, now, subStageDone, timedStage } from "
 import type { CallContext, Outcome, ProjectAddress } from "../call-context.js";
 import { attentionItems, jobFactsOf, jobsOfCall, watchKey } from "../job-attention.js";
 import type { JobAttention, JobAttentionItem } from "../job-attention.js";
+import { resolveCallProject } from "./call-scope.js";
 
 /** The Attempt a workspace call was admitted for, as the dispatch carries it to the Runner. */
 type AttemptFence = { taskId: string; fence: bigint };
@@ -73,19 +74,9 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
    */
   async function runOnRunner(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
     const started = now();
-    const selector = args["project"] as string;
-    let resolved;
-    try {
-      resolved = await timedStage(ctx.stages, PipelineStage.resolution, () =>
-        deps.refResolver.resolveProject({ selector, recordUse: true }, { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) }),
-      );
-    } catch (error) {
-      return { ok: false, failure: dependencyFailure(error, PipelineStage.resolution, false) };
-    }
-    if (resolved.failure || !resolved.project)
-      return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
-    const project = resolved.project;
-    ctx.projectCanonicalId = project.canonicalId;
+    const scope = await resolveCallProject(deps.refResolver, args["project"] as string, ctx);
+    if (!scope.ok) return scope;
+    const project = scope.project;
     const sessionSelector = args["session_id"] as string | undefined;
     if (sessionSelector !== undefined) {
       const failure = await resolveSession(sessionSelector, project.canonicalId, ctx);
@@ -184,7 +175,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
         {
           sessionSelector: ctx.sessionId,
           projectCanonicalId: ctx.projectCanonicalId,
-          call: { callId, tool: def.name, effect: def.effect, durationMs, ...facts },
+          call: { callId, tool: def.name, effect: def.effect, durationMs, ...facts, ...(ctx.parentCallId ? { parentCallId: ctx.parentCallId } : {}) },
         },
         { signal: budget.signal, headers: principalHeaders(ctx.caller.principal) },
       );

@@ -114,7 +114,12 @@ export async function createMcpServer(deps: {
     let result;
     try {
       const requestId = transport.clientRequestId(Number(extra.requestId));
-      const facts = { ...(requestId !== undefined ? { requestId } : {}), ...(req.params._meta ? { meta: req.params._meta } : {}) };
+      const sessionId = extra.authInfo?.extra?.["sessionId"];
+      const facts = {
+        ...(requestId !== undefined ? { requestId } : {}),
+        ...(req.params._meta ? { meta: req.params._meta } : {}),
+        ...(typeof sessionId === "string" ? { sessionId } : {}),
+      };
       result = await deps.pipeline.call(caller, req.params.name, req.params.arguments ?? {}, extra.signal, facts);
     } finally {
       if (heartbeat) clearInterval(heartbeat);

@@ -83,45 +83,107 @@ function originAllowed(origin: string, options: StreamableHttpOptions): boolean 
   }
 }
 
-async function readBody(req: NodeRequest, limit: number): Promise<Buffer | "too_large"> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) return "too_large";
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+/**
+ * The body, or why it was refused. Its shape is checked chunk by chunk as it arrives, so an
+ * oversized or over-deep request is refused at its first excess, without reading the rest.
+ */
+function readBody(req: NodeRequest, limit: number): Promise<Buffer | "too_large" | JsonShapeProblem> {
+  return new Promise((resolve, reject) => {
+    const stream = req as unknown as NodeJS.ReadableStream;
+    const chunks: Buffer[] = [];
+    const shape = new JsonShapeScanner();
+    let size = 0;
+    const refuse = (why: "too_large" | JsonShapeProblem) => {
+      // The rest still flows, unbuffered and unscanned, so the caller gets the answer rather than a reset.
+      stream.removeListener("data", onData);
+      stream.removeListener("end", onEnd);
+      stream.resume();
+      chunks.length = 0;
+      resolve(why);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return refuse("too_large");
+      const problem = shape.feed(chunk);
+      if (problem) return refuse(problem);
+      chunks.push(chunk);
+    };
+    const onEnd = () => resolve(Buffer.concat(chunks));
+    stream.on("data", onData);
+    stream.once("end", onEnd);
+    stream.once("error", reject);
+  });
 }
 
+/** Bounds on a request body's shape, checked on its bytes before any object is built. */
+export const JSON_LIMITS = {
+  /** Messages one JSON-RPC batch may carry. */
+  batch: MAX_BATCH_MESSAGES,
+  /** Nesting of arrays and objects. */
+  depth: 64,
+  /** Members and elements across the whole body (a key with its value counts once). */
+  values: 100_000,
+} as const;
+
+export type JsonLimits = { batch: number; depth: number; values: number };
+export type JsonShapeProblem = { kind: keyof JsonLimits; limit: number };
+
 /**
- * True when `body` is a JSON array with more than `limit` top-level elements. It stops at the
- * first comma past the limit, so an oversized batch is refused after scanning a few KiB
- * instead of parsing megabytes on the event loop.
+ * Checks a body's shape on its bytes, chunk by chunk, outside strings only: it stops at the first
+ * excess, so a 160,000-message batch, a 400,000-key object or a 4M-deep nesting is refused after
+ * a few KiB instead of being built by JSON.parse on the event loop. Malformed JSON that breaks
+ * no bound is left for JSON.parse to refuse.
  */
-export function batchExceeds(body: Buffer, limit: number): boolean {
-  let i = 0;
-  while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
-  if (body[i] !== 0x5b) return false;
-  let depth = 0;
-  let commas = 0;
-  let inString = false;
-  let escaped = false;
-  for (; i < body.length; i++) {
-    const c = body[i];
-    if (inString) {
-      if (escaped) escaped = false;
-      else if (c === 0x5c) escaped = true;
-      else if (c === 0x22) inString = false;
-      continue;
+export class JsonShapeScanner {
+  private started = false;
+  private batch = false;
+  private depth = 0;
+  private values = 0;
+  private topCommas = 0;
+  private inString = false;
+  private escaped = false;
+  constructor(private readonly limits: JsonLimits = JSON_LIMITS) {}
+
+  /** The first bound broken so far, or undefined. */
+  feed(chunk: Uint8Array): JsonShapeProblem | undefined {
+    const { limits } = this;
+    for (let i = 0; i < chunk.length; i++) {
+      const c = chunk[i];
+      if (this.inString) {
+        if (this.escaped) this.escaped = false;
+        else if (c === 0x5c) this.escaped = true;
+        else if (c === 0x22) this.inString = false;
+        continue;
+      }
+      if (!this.started) {
+        if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+        this.started = true;
+        this.batch = c === 0x5b;
+      }
+      if (c === 0x22) this.inString = true;
+      else if (c === 0x5b || c === 0x7b) {
+        if (++this.depth > limits.depth) return { kind: "depth", limit: limits.depth };
+        if (++this.values > limits.values) return { kind: "values", limit: limits.values };
+      } else if (c === 0x5d || c === 0x7d) this.depth--;
+      else if (c === 0x2c) {
+        if (this.batch && this.depth === 1 && ++this.topCommas >= limits.batch) return { kind: "batch", limit: limits.batch };
+        if (++this.values > limits.values) return { kind: "values", limit: limits.values };
+      }
     }
-    if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) depth++;
-    else if (c === 0x5d || c === 0x7d) depth--;
-    else if (c === 0x2c && depth === 1 && ++commas >= limit) return true;
+    return undefined;
   }
-  return false;
 }
+
+/** The first bound a whole `body` breaks, or undefined. */
+export function jsonShapeProblem(body: Uint8Array, limits: JsonLimits = JSON_LIMITS): JsonShapeProblem | undefined {
+  return new JsonShapeScanner(limits).feed(body);
+}
+
+const SHAPE_MESSAGES: Record<keyof JsonLimits, (limit: number) => string> = {
+  batch: (n) => `a batch may carry at most ${n} messages`,
+  depth: (n) => `request nests deeper than ${n} levels`,
+  values: (n) => `request carries more than ${n} members and elements`,
+};
 
 type Message = Record<string, unknown>;
 
@@ -168,10 +230,9 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       return sendJson(res, 415, jsonRpcError(-32000, "Content-Type must be application/json"));
 
     const body = await readBody(req, options.maxBodyBytes);
+    // Refused before the whole body is read; the rest is discarded unparsed.
     if (body === "too_large") return sendJson(res, 413, jsonRpcError(-32000, `request body larger than ${options.maxBodyBytes} bytes`));
-    if (batchExceeds(body, MAX_BATCH_MESSAGES)) {
-      return sendJson(res, 413, jsonRpcError(-32600, `a batch may carry at most ${MAX_BATCH_MESSAGES} messages`));
-    }
+    if (!Buffer.isBuffer(body)) return sendJson(res, 413, jsonRpcError(-32600, SHAPE_MESSAGES[body.kind](body.limit)));
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.toString("utf8"));
@@ -238,7 +299,14 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
     const sessionHeader = headers["mcp-session-id"];
     if (caller.hostProfile !== "app" && options.appSessions.declaredApp(typeof sessionHeader === "string" ? sessionHeader : undefined, callerKey))
       caller = { ...caller, hostProfile: "app" };
-    const authInfo: AuthInfo = { token: "", clientId: caller.principal.clientId, scopes: caller.scopes, extra: { caller } };
+    // The session id the client sent (after initialize) names its MCP session on the call's span (mcp.session.id).
+    const sessionId = typeof sessionHeader === "string" && sessionHeader !== "" ? sessionHeader : undefined;
+    const authInfo: AuthInfo = {
+      token: "",
+      clientId: caller.principal.clientId,
+      scopes: caller.scopes,
+      extra: { caller, ...(sessionId ? { sessionId } : {}) },
+    };
     for (const m of messages) {
       if (typeof m["method"] === "string" && (m["id"] === undefined || m["id"] === null))
         transport.dispatchNotification(m as JSONRPCMessage & { method: string; params?: Record<string, unknown> }, callerKey, authInfo);

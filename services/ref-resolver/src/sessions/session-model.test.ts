@@ -58,6 +58,8 @@ describe("session call records", () => {
       undefined,
     );
     assert.equal(sessionCallProblem(call({ outcome: "failure", reasonCode: "stale_read_revision", detailCode: "observed_3" })), undefined);
+    assert.equal(sessionCallProblem(call({ parentCallId: "3f1c2e9a-cell" })), undefined);
+    assert.equal(sessionCallProblem(call({ parentCallId: "" })), undefined);
   });
 
   it("reject anything that is not a bounded fact", () => {
@@ -74,6 +76,9 @@ describe("session call records", () => {
     assert.match(sessionCallProblem(call({ jobId: "j1" })) ?? "", /job_id and job_state/);
     assert.match(sessionCallProblem(call({ jobId: "j1", jobState: "running" })) ?? "", /job_state/);
     assert.match(sessionCallProblem(call({ callId: "" })) ?? "", /call_id/);
+    assert.match(sessionCallProblem(call({ parentCallId: "a b" })) ?? "", /parent_call_id/);
+    assert.match(sessionCallProblem(call({ parentCallId: "x".repeat(129) })) ?? "", /parent_call_id/);
+    assert.match(sessionCallProblem(call({ callId: "c1", parentCallId: "c1" })) ?? "", /own parent/);
   });
 });
 

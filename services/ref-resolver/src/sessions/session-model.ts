@@ -57,13 +57,15 @@ export const receivedOutcome = (value: string): string => PREVIOUS_RELEASE_OUTCO
  * The SessionCall message's fields (derived from the generated types, so a proto change
  * breaks the build here); paths and the command summary may be left out.
  */
-export type SessionCallInput = Omit<ProtoFields<SessionCall>, "validation" | "paths" | "commandSummary"> & {
+export type SessionCallInput = Omit<ProtoFields<SessionCall>, "validation" | "paths" | "commandSummary" | "parentCallId"> & {
   /** A validation result's verdict and counts, when the call gave one. */
   validation?: SessionValidationInput;
   /** Paths the call read or changed, with the file's read_revision after the call (never content). */
   paths?: readonly SessionPathInput[];
   /** A run call's command, cut to SESSION_COMMAND_MAX characters. */
   commandSummary?: string;
+  /** The call id of the run_code_cell the call was made in ("" or absent: made directly). */
+  parentCallId?: string;
 };
 
 export type SessionValidationInput = ProtoFields<SessionValidation>;
@@ -86,6 +88,9 @@ const COUNT_MAX = 1_000_000;
 /** Why a record is malformed (a caller bug, not a model-facing failure), or undefined. */
 export function sessionCallProblem(call: SessionCallInput): string | undefined {
   if (!OPAQUE_ID.test(call.callId)) return "call_id must be 1..128 visible ASCII characters";
+  if (call.parentCallId !== undefined && call.parentCallId !== "" && !OPAQUE_ID.test(call.parentCallId))
+    return "parent_call_id must be 1..128 visible ASCII characters";
+  if (call.parentCallId !== undefined && call.parentCallId === call.callId) return "a call is not its own parent";
   if (!TOOL.test(call.tool)) return "tool must be a tool name";
   if (!(SessionEffects as readonly string[]).includes(call.effect)) return `effect must be one of ${SessionEffects.join(", ")}`;
   if (callOutcomeFromString(call.outcome) === undefined) return `outcome must be one of ${Object.values(CallOutcome).join(", ")}`;
@@ -207,6 +212,8 @@ export interface RecentCallRow {
   atMs: number;
   /** How the Runner's start-up recovery finished the call's write transaction ("" when it did not). */
   recovered?: string;
+  /** The call id of the run_code_cell the call was made in ("" when it was made directly). */
+  parentCallId?: string;
 }
 
 export interface ValidationRecapRow {

@@ -247,8 +247,9 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
           `INSERT INTO ${schema}.session_calls
              (session_id, seq, call_id, tool, effect, outcome, reason_code, detail_code, paths_count, changed_paths_count, job_id, job_state, duration_ms,
               validation_status, validation_tests_passed, validation_tests_failed, validation_tests_skipped, validation_errors, validation_warnings,
-              paths, command_summary, exit_code)
-           VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, NULLIF($11, ''), NULLIF($12, ''), $13, $14, $15, $16, $17, $18, $19, $20::jsonb, NULLIF($21, ''), $22)`,
+              paths, command_summary, exit_code, parent_call_id)
+           VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, NULLIF($11, ''), NULLIF($12, ''), $13, $14, $15, $16, $17, $18, $19, $20::jsonb, NULLIF($21, ''), $22,
+                   NULLIF($23, ''))`,
           [
             sessionId,
             seq,
@@ -274,6 +275,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
               : null,
             call.commandSummary ?? "",
             call.exitCode ?? null,
+            call.parentCallId ?? "",
           ],
         );
         return { ok: true as const, sessionId, recorded: true, seq, duplicate: false, dropped: false };
@@ -367,8 +369,16 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
           [sessionId, HANDOFF_BOUNDS.pendingJobs],
         ),
         // A call cut off inside a write transaction shows how the Runner's recovery finished it.
-        db.query<{ seq: string; tool: string; outcome: string; reason_code: string | null; recorded_at: Date | string; recovered: string | null }>(
-          `SELECT c.seq, c.tool, c.outcome, c.reason_code, c.recorded_at, w.outcome AS recovered
+        db.query<{
+          seq: string;
+          tool: string;
+          outcome: string;
+          reason_code: string | null;
+          recorded_at: Date | string;
+          recovered: string | null;
+          parent_call_id: string | null;
+        }>(
+          `SELECT c.seq, c.tool, c.outcome, c.reason_code, c.recorded_at, w.outcome AS recovered, c.parent_call_id
            FROM ${schema}.session_calls c
            LEFT JOIN ${schema}.recovered_writes w ON w.project_canonical_id = $3 AND w.call_id = c.call_id
            WHERE c.session_id = $1 ORDER BY c.seq DESC LIMIT $2`,
@@ -444,6 +454,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
           reasonCode: r.reason_code ?? "",
           atMs: ms(r.recorded_at),
           recovered: r.recovered ?? "",
+          parentCallId: r.parent_call_id ?? "",
         })),
         recentLimit,
         validations.rows.map((r) => ({

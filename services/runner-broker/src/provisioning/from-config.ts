@@ -1,6 +1,7 @@
 /** The Runner provisioner a broker deployment asks for (WEBCODEX_PROVISIONER). */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "@webcodex/platform";
 import type { RunnerBrokerConfig } from "../config.js";
@@ -9,6 +10,7 @@ import { createLocalProcessProvisioner } from "./local-process.js";
 import { runnerNames } from "./provisioner.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioner.js";
 import { runnerCredential } from "../runner-auth.js";
+import { startFleet } from "../fleet/fleet-provisioner.js";
 
 /** tools/cli/bin/webcodex.js relative to this file (services/runner-broker/dist/provisioning/from-config.js). */
 export const defaultRunnerCliPath = (): string => resolve(dirname(fileURLToPath(import.meta.url)), "../../../../tools/cli/bin/webcodex.js");
@@ -36,15 +38,51 @@ export function listLocalWorkspaces(base: string): ProjectWorkspace[] {
  * `<runnerWorkspacesDir>/<tenant label>/<project id>`. `brokerUrl` is read when a Runner
  * starts: a local Runner registers with this server, whose URL is known only after listen.
  */
-export async function createConfiguredProvisioner(config: RunnerBrokerConfig, brokerUrl: () => string, logger: Logger): Promise<Provisioner | undefined> {
+export async function createConfiguredProvisioner(
+  config: RunnerBrokerConfig,
+  brokerUrl: () => string,
+  logger: Logger,
+  busy?: (canonicalId: string) => Promise<boolean>,
+): Promise<Provisioner | undefined> {
   switch (config.provisioner) {
-    case "kubernetes":
-      return createKubernetesProvisioner({
-        template: await loadRunnerPodTemplate(config.runnerPodTemplate ?? ""),
+    case "kubernetes": {
+      const template = await loadRunnerPodTemplate(config.runnerPodTemplate ?? "");
+      const credentialFor = config.runnerToken ? (w: ProjectWorkspace) => runnerCredential(config.runnerToken ?? "", w) : undefined;
+      if (!config.fleetReconcile)
+        return createKubernetesProvisioner({
+          template,
+          ...(config.runnerNamespace ? { namespace: config.runnerNamespace } : {}),
+          ...(credentialFor ? { credentialFor } : {}),
+          logger,
+        });
+      const { KubeConfig } = await import("@kubernetes/client-node");
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromDefault();
+      const fleet = await startFleet({
+        kubeConfig,
+        template,
+        namespace: config.runnerNamespace ?? template.namespace,
+        anchorName: config.fleetAnchor,
+        leaseName: config.fleetLease,
+        identity: config.podName ?? hostname(),
+        idleTimeoutMs: config.fleetIdleTimeoutMs,
+        maxUnavailable: config.fleetMaxUnavailable,
+        resyncMs: config.fleetResyncMs,
+        quota: config.fleetQuotaRunnersPerTenant > 0 ? { runnersPerTenant: config.fleetQuotaRunnersPerTenant } : {},
+        ...(busy ? { busy } : {}),
+        ...(credentialFor ? { credentialFor } : {}),
+        logger: logger.child({ component: "fleet" }),
+      });
+      const base = await createKubernetesProvisioner({
+        template,
+        kubeConfig,
         ...(config.runnerNamespace ? { namespace: config.runnerNamespace } : {}),
-        ...(config.runnerToken ? { credentialFor: (w: ProjectWorkspace) => runnerCredential(config.runnerToken ?? "", w) } : {}),
+        ...(credentialFor ? { credentialFor } : {}),
+        owners: () => fleet.fleet.owners(),
         logger,
       });
+      return fleet.wrap(base);
+    }
     case "local-process": {
       const base = config.runnerWorkspacesDir ?? "";
       return createLocalProcessProvisioner({

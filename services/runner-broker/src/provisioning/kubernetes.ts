@@ -61,6 +61,17 @@ export interface RunnerPodTemplate {
 }
 
 export const TEMPLATE_HASH_ANNOTATION = "webcodex.dev/template-hash";
+/** On a Runner pod: a digest of the credential its Secret holds; a rotated key makes it stale. */
+export const CREDENTIAL_FINGERPRINT_ANNOTATION = "webcodex.dev/credential-fingerprint";
+/** On a workspace PVC: the Project it holds (the labels are one-way hashes). */
+export const CLIENT_ID_ANNOTATION = "webcodex.dev/client-id";
+export const PROJECT_ID_ANNOTATION = "webcodex.dev/project-id";
+
+/** A short digest of a Runner credential (never the credential). */
+export const credentialFingerprint = (credential: string) => createHash("sha256").update(credential).digest("hex").slice(0, 16);
+
+/** Owner references put on Runner pods and credential Secrets (the release's anchor). */
+export type OwnerReference = { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean };
 export const SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict";
 
 /** A stable digest of the template: a pod made from another template is replaced on ensure. */
@@ -168,6 +179,7 @@ export function buildRunnerObjects(
   const annotations = {
     ...t.annotations,
     [TEMPLATE_HASH_ANNOTATION]: templateHash(t),
+    ...(credential !== undefined ? { [CREDENTIAL_FINGERPRINT_ANNOTATION]: credentialFingerprint(credential) } : {}),
     ...(t.safeToEvict === true || t.safeToEvict === false ? { [SAFE_TO_EVICT_ANNOTATION]: String(t.safeToEvict) } : {}),
   };
   // A created Project's first start clones its repository; the credential is a reference to
@@ -188,7 +200,7 @@ export function buildRunnerObjects(
   const pvc = {
     apiVersion: "v1",
     kind: "PersistentVolumeClaim",
-    metadata: { name: pvcName, namespace, labels },
+    metadata: { name: pvcName, namespace, labels, annotations: { [CLIENT_ID_ANNOTATION]: w.clientId, [PROJECT_ID_ANNOTATION]: w.projectId } },
     spec: {
       accessModes: t.storageAccessModes,
       ...(t.storageClass ? { storageClassName: t.storageClass } : {}),
@@ -265,6 +277,8 @@ export interface KubernetesProvisionerOptions {
   credentialFor?: (workspace: ProjectWorkspace) => string;
   /** Defaults to in-cluster config when running in a pod, else ~/.kube/config. */
   kubeConfig?: KubeConfig;
+  /** Owner references for created pods and Secrets (the fleet's anchor); absent: none. */
+  owners?: () => Promise<OwnerReference[]>;
   logger: Logger;
 }
 
@@ -300,6 +314,11 @@ export async function createKubernetesProvisioner(o: KubernetesProvisionerOption
     async ensureRunner(w, options: { source?: WorkspaceSource } = {}): Promise<EnsureResult> {
       const { pod, pvc, secret } = buildRunnerObjects(o.template, w, namespace, options.source, o.credentialFor?.(w));
       const name = pod.metadata?.name ?? "";
+      if (o.owners) {
+        const ownerReferences = await o.owners();
+        pod.metadata = { ...pod.metadata, ownerReferences };
+        if (secret) secret.metadata = { ...secret.metadata, ownerReferences };
+      }
       if (secret) {
         try {
           await api.createNamespacedSecret({ namespace, body: secret });

@@ -28,8 +28,11 @@ export interface WorkspaceSource {
 /** How a created workspace is coming along. */
 export type ProvisioningState =
   | { state: "starting" | "ready" | "unknown" }
-  /** The Runner cannot start until something changes (no node fits, no volume, missing Secret, image pull). */
-  | { state: "unschedulable"; condition: { type: string; reason: string; message: string } }
+  /**
+   * The Runner cannot start until something changes (no node fits, no volume, missing Secret,
+   * image pull, a crash loop); `detailCode` names the condition (default runner_unschedulable).
+   */
+  | { state: "unschedulable"; condition: { type: string; reason: string; message: string; detailCode?: string } }
   | { state: "failed"; failure: ToolFailure };
 
 export interface Provisioner {
@@ -38,6 +41,8 @@ export interface Provisioner {
   ensureRunner(workspace: ProjectWorkspace, options?: { source?: WorkspaceSource }): Promise<EnsureResult>;
   /** The provisioning state of a workspace created here (absent: not tracked). */
   provisioningState?(workspace: ProjectWorkspace): Promise<ProvisioningState>;
+  /** Records a call for the workspace (an idle stop counts from the last one). */
+  noteCall?(workspace: ProjectWorkspace): void;
   /** Stops the Runner and, unless keepWorkspace, deletes its workspace storage. True if anything existed. */
   removeRunner(workspace: ProjectWorkspace, options?: { keepWorkspace?: boolean }): Promise<boolean>;
   /**

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { detect } from "./detect.js";
+import { detect, nodeTestPaths } from "./detect.js";
 import { CHECK_KINDS, CHECK_ORDER } from "./types.js";
 
 test("the check kinds are listed in their run order", () => {
@@ -31,6 +31,26 @@ test("a plan runs its steps in check order, across providers, whatever order the
       plan.steps.map((s) => `${s.check}:${s.provider}`),
       ["typecheck:rust", "lint:go", "test:go", "test:rust", "build:go", "build:rust"],
     );
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test("node --test is given the test files below a requested directory, on every Node version", async () => {
+  const root = await mkdtemp(path.join(os.tmpdir(), "wc-node-paths-"));
+  try {
+    const { mkdir } = await import("node:fs/promises");
+    for (const d of ["test/unit", "src", "node_modules/dep/test", ".cache"]) await mkdir(path.join(root, d), { recursive: true });
+    const files = ["test/unit/a.mjs", "test/b.test.js", "src/c.test.mjs", "src/d_test.cjs", "src/helper.js", "node_modules/dep/test/x.js", ".cache/e.test.js"];
+    for (const f of files) await writeFile(path.join(root, f), "");
+    assert.deepEqual(nodeTestPaths(root, ["."]), ["src/c.test.mjs", "src/d_test.cjs", "test/b.test.js", "test/unit/a.mjs"]);
+    assert.deepEqual(nodeTestPaths(root, ["src", "test/b.test.js", "missing.test.js"]), [
+      "src/c.test.mjs",
+      "src/d_test.cjs",
+      "test/b.test.js",
+      "missing.test.js",
+    ]);
+    assert.deepEqual(nodeTestPaths(root, [".cache"]), [".cache/e.test.js"], "a requested directory is walked even when its name starts with a dot");
   } finally {
     await rm(root, { recursive: true, force: true });
   }

@@ -4,7 +4,7 @@
  * guessed: what is found but not certain (two lockfiles, a test script of an unknown runner,
  * a tool not installed in the project) is reported as skipped with the reason.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import {
   parseCargoCheck,
@@ -140,6 +140,56 @@ export function goPackages(paths: readonly string[], root?: string): string[] {
   return [...new Set(patterns)];
 }
 
+/** Node's default test file names (`node --test` without arguments finds the same files). */
+const NODE_TEST_FILE = /^(?:.*[._-])?test(?:[._-].*)?\.[cm]?js$/u;
+const NODE_SCRIPT = /\.[cm]?js$/u;
+
+/**
+ * The paths `node --test` is given, with each directory replaced by the test files below it
+ * (by node's default names, node_modules and dot-directories left out). Node 20 runs a
+ * directory argument; from Node 22 on arguments are globs and a directory matches nothing, so
+ * the Runner lists the files itself and both behave alike.
+ */
+export function nodeTestPaths(root: string, paths: readonly string[], cap = 10_000): string[] {
+  const out: string[] = [];
+  const walk = (rel: string, underTest: boolean): void => {
+    let names: string[];
+    try {
+      names = readdirSync(path.join(root, rel)).sort();
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      if (out.length >= cap) return;
+      if (name === "node_modules" || name.startsWith(".")) continue;
+      const child = path.join(rel, name);
+      let isDir: boolean;
+      try {
+        isDir = statSync(path.join(root, child)).isDirectory();
+      } catch {
+        continue;
+      }
+      if (isDir) walk(child, underTest || name === "test");
+      else if (NODE_TEST_FILE.test(name) || (underTest && NODE_SCRIPT.test(name))) out.push(child);
+    }
+  };
+  for (const p of paths) {
+    let isDir = false;
+    try {
+      isDir = statSync(path.join(root, p)).isDirectory();
+    } catch {
+      // A missing path is passed on: node reports it.
+    }
+    if (!isDir) out.push(p);
+    else {
+      const before = out.length;
+      walk(p, path.basename(path.resolve(root, p)) === "test");
+      if (out.length === before) out.push(p);
+    }
+  }
+  return out;
+}
+
 function nodeSteps(o: DetectOptions, plan: Plan): void {
   const pkg = readJson(path.join(o.root, "package.json"));
   const hasTsconfig = existsSync(path.join(o.root, "tsconfig.json"));
@@ -231,7 +281,7 @@ function nodeSteps(o: DetectOptions, plan: Plan): void {
       else skip("test", "jest_not_installed", [`scripts.test: ${test}`]);
     } else if (/\bnode\b[^&|;]*\s--test\b/u.test(test)) {
       if (o.paths.length > 0) {
-        const argv = [process.execPath, "--test", "--test-reporter=tap", ...o.paths];
+        const argv = [process.execPath, "--test", "--test-reporter=tap", ...nodeTestPaths(o.root, o.paths)];
         plan.steps.push(
           step({ check: "test", provider: "node", argv, command_summary: summarize(["node", ...argv.slice(1)]), parser: parseNodeTestTap, env: nodeEnv }),
         );

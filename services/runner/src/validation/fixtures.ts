@@ -36,7 +36,7 @@ export function fixtureFiles(kind: FixtureKind, broken: boolean): Record<string,
   switch (kind) {
     case "node":
       return {
-        "package.json": JSON.stringify({ name: "fixture", private: true, type: "module", scripts: { test: "node --test test/" } }, null, 2),
+        "package.json": JSON.stringify({ name: "fixture", private: true, type: "module", scripts: { test: "node --test" } }, null, 2),
         "package-lock.json": JSON.stringify({ name: "fixture", lockfileVersion: 3, requires: true, packages: {} }),
         "tsconfig.json": JSON.stringify({
           compilerOptions: { strict: true, target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", noEmit: true, types: [] },
@@ -192,9 +192,9 @@ export function monorepoFixtureFiles(kind: FixtureKind): Record<string, string> 
     case "node":
       return {
         "package.json": pkg("mono", { workspaces: ["packages/*"] }),
-        "packages/good/package.json": pkg("good", { scripts: { test: "node --test test/" } }),
+        "packages/good/package.json": pkg("good", { scripts: { test: "node --test" } }),
         "packages/good/test/mul.test.mjs": nodeTest("multiplies", "2 * 3", "6"),
-        "packages/bad/package.json": pkg("bad", { scripts: { test: "node --test test/" } }),
+        "packages/bad/package.json": pkg("bad", { scripts: { test: "node --test" } }),
         "packages/bad/test/sum.test.mjs": nodeTest("sums", "1 + 1", "3"),
       };
     case "go":

@@ -20,6 +20,7 @@ import { currentCallId } from "../call-context.js";
 import { journalSpecsFor, type EditJournal, type JournalTool, type JournalTransaction } from "./edit-journal.js";
 import { errnoCode, openInside, withPinnedParent, type PathResolver, type ResolvedPath } from "./path-policy.js";
 import { isBinary, readRevision } from "./text-bytes.js";
+import { similarPaths } from "./similar-paths.js";
 import type {
   AppliedFileReport,
   ChangeSummary,
@@ -262,7 +263,12 @@ async function loadGuardedFile(
     const fd = openInside(rootReal, resolved.real, resolved.rel, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
       info = fstatSync(fd);
-      if (!info.isFile()) fail(ReasonCode.notAFile, PipelineStage.preflight, { evidence: { path: resolved.rel } });
+      if (!info.isFile()) {
+        fail(ReasonCode.notAFile, PipelineStage.preflight, {
+          evidence: { path: resolved.rel },
+          message: info.isDirectory() ? "The path is a directory; list_project_files with this path shows its files." : "The path is not a regular file.",
+        });
+      }
       bytes = readFileSync(fd);
     } finally {
       closeSync(fd);
@@ -270,9 +276,8 @@ async function loadGuardedFile(
   } catch (error) {
     if (error instanceof ToolFailureError) throw error;
     const code = errnoCode(error);
-    if (code === "ENOENT" || code === "ENOTDIR") {
-      return fail(ReasonCode.pathNotFound, PipelineStage.preflight, { evidence: { path: resolved.rel } });
-    }
+    if (code === "ENOENT" || code === "ENOTDIR") missingFile(rootReal, resolved.rel);
+
     throw error;
   }
   const revision = readRevision(bytes);
@@ -292,9 +297,45 @@ async function loadGuardedFile(
   return { bytes, mode: info.mode, fingerprint: fingerprintOf(info), revision };
 }
 
+/** Bytes up to which an existing file in the way of a create or move gets its revision listed. */
+const EXISTING_REVISION_MAX_BYTES = 16 * 1024 * 1024;
+
+/** A path that names nothing: where it was probably meant (the nearest directory's entries most like it). */
+function missingFile(rootReal: string, rel: string): never {
+  const near = similarPaths(rootReal, rel);
+  return fail(ReasonCode.pathNotFound, PipelineStage.preflight, {
+    evidence: { path: rel, ...near },
+    message:
+      near.similar_paths.length > 0
+        ? "No file at this path; similar_paths lists the entries of the nearest existing directory most like it."
+        : "No file at this path, nor an entry like it in the nearest existing directory (existing_parent).",
+  });
+}
+
+/**
+ * The read_revision of the regular file at an existing entry (not following a symlink), so a
+ * caller who meant to change that file can do so without a read; undefined for anything else.
+ */
+async function existingRevision(resolved: ResolvedPath): Promise<string | undefined> {
+  try {
+    const info = await lstat(resolved.entry);
+    if (!info.isFile() || info.size > EXISTING_REVISION_MAX_BYTES) return undefined;
+    return readRevision(readFileSync(resolved.entry));
+  } catch {
+    return undefined;
+  }
+}
+
 async function assertAbsent(resolved: ResolvedPath): Promise<void> {
   if (await entryExists(resolved.entry)) {
-    fail(ReasonCode.pathExists, PipelineStage.preflight, { evidence: { path: resolved.rel } });
+    const revision = await existingRevision(resolved);
+    fail(ReasonCode.pathExists, PipelineStage.preflight, {
+      evidence: { path: resolved.rel, ...(revision !== undefined ? { current_read_revision: revision } : {}) },
+      message:
+        revision !== undefined
+          ? "A file exists at this path; to change it, edit or delete it with expected_read_revision: current_read_revision, or pick another path."
+          : "Something other than a regular file exists at this path; pick another path.",
+    });
   }
 }
 
@@ -732,14 +773,15 @@ async function prepareImport(resolver: PathResolver, file: HostFile, index: numb
     fail(ReasonCode.notAFile, PipelineStage.preflight, { detail_code: "directory_target", evidence: { path: source.rel } });
   }
   if (existing === undefined) {
-    if (file.expected_read_revision !== undefined) fail(ReasonCode.pathNotFound, PipelineStage.preflight, { evidence: { path: source.rel } });
+    if (file.expected_read_revision !== undefined) missingFile(resolver.rootReal, source.rel);
     await assertParentCreatable(resolver, source);
     return { kind: "create", index, path: source.rel, target: source.entry, bytes };
   }
   if (file.overwrite !== true) {
+    const revision = await existingRevision(source);
     fail(ReasonCode.pathExists, PipelineStage.preflight, {
-      evidence: { path: source.rel },
-      message: "The file exists; pass overwrite: true with its current expected_read_revision to replace it.",
+      evidence: { path: source.rel, ...(revision !== undefined ? { current_read_revision: revision } : {}) },
+      message: "The file exists; pass overwrite: true with expected_read_revision: current_read_revision to replace it.",
     });
   }
   const guarded = await loadGuardedFile(resolver.rootReal, source, file.expected_read_revision);

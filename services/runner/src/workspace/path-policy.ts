@@ -89,6 +89,8 @@ export async function realRoot(root: string): Promise<string> {
   }
 }
 
+const OUTSIDE_MESSAGE = "Paths are relative to the project root: no leading / and no .. above it (list_project_files shows the project's paths).";
+
 /** Lexical normalization: returns the project-relative POSIX path or fails closed. */
 export function normalizeProjectPath(input: string): string {
   if (typeof input !== "string") {
@@ -101,6 +103,7 @@ export function normalizeProjectPath(input: string): string {
     return fail(ReasonCode.pathOutsideProject, PipelineStage.resolution, {
       detail_code: "absolute_path",
       evidence: { path: input },
+      message: OUTSIDE_MESSAGE,
     });
   }
   let normalized = path.posix.normalize(input === "" ? "." : input);
@@ -110,6 +113,7 @@ export function normalizeProjectPath(input: string): string {
     return fail(ReasonCode.pathOutsideProject, PipelineStage.resolution, {
       detail_code: "parent_escape",
       evidence: { path: input },
+      message: OUTSIDE_MESSAGE,
     });
   }
   return normalized;
@@ -120,6 +124,14 @@ export function normalizeProjectPath(input: string): string {
  * paths go through (file tools via PathResolver, the executor's cwd directly).
  */
 export async function resolveProjectPath(rootReal: string, input: string, options: ResolveOptions = {}): Promise<ResolvedPath> {
+  if (typeof input === "string" && input.startsWith(`${rootReal}/`) && !input.includes("\0")) {
+    // An absolute path inside the project: still refused (paths are project-relative), with the path meant.
+    fail(ReasonCode.pathOutsideProject, PipelineStage.resolution, {
+      detail_code: "absolute_path",
+      evidence: { path: input, project_path: path.posix.normalize(input.slice(rootReal.length + 1)) },
+      message: "Paths are relative to the project root: retry with project_path.",
+    });
+  }
   const rel = normalizeProjectPath(input);
   if (rel === "") {
     if (options.allowRoot !== true) {

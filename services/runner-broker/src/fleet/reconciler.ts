@@ -1,0 +1,621 @@
+/**
+ * The fleet reconciler: Runner pods as reconciled workloads owned by the release's anchor.
+ *
+ * Desired state comes from the broker (the live Projects, whether each is busy, and when each
+ * last had a call); actual state is the release's labelled Runner pods, kept by list + watch
+ * (a dropped watch re-lists) with a full resync every `resyncMs`. One pass:
+ * - removes pods whose Project is gone (orphans) and their credential Secrets;
+ * - replaces pods that ended (phase Failed or Succeeded);
+ * - stops idle Runners (no call for `idleTimeoutMs` and not busy): the pod goes, the Project,
+ *   its workspace volume and Secret stay, and the next call starts it again (`touch`);
+ * - creates the pod of every Project that had a call within the idle window and has none,
+ *   owned by the anchor ConfigMap (so deleting the anchor, e.g. `helm uninstall`, collects it),
+ *   refusing over the tenant's live-Runner quota;
+ * - replaces pods whose template hash or credential fingerprint is stale, only while not busy
+ *   and at most `maxUnavailable` Runners unavailable at a time (a rolling rotation).
+ * Only the leader (a coordination.k8s.io Lease) writes; a replica that stops leading stops
+ * before its next write.
+ */
+import { canonicalProjectId, PipelineStage, ReasonCode, toolFailure, waitForProjectFollowUp } from "@webcodex/contracts";
+import type { ToolFailure } from "@webcodex/contracts";
+import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
+import type { Logger } from "@webcodex/platform";
+import {
+  buildRunnerObjects,
+  CLIENT_ID_ANNOTATION,
+  CREDENTIAL_FINGERPRINT_ANNOTATION,
+  credentialFingerprint,
+  PROJECT_ID_ANNOTATION,
+  runnerPodName,
+  TEMPLATE_HASH_ANNOTATION,
+  templateHash,
+} from "../provisioning/kubernetes.js";
+import type { OwnerReference, RunnerPodTemplate } from "../provisioning/kubernetes.js";
+import { runnerNames } from "../provisioning/provisioner.js";
+import type { ProjectWorkspace } from "../provisioning/provisioner.js";
+
+export { CREDENTIAL_FINGERPRINT_ANNOTATION };
+export const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
+/** How long an unschedulable pod counts as waiting for a node (a cluster autoscaler adding one) before it is reported stuck. */
+export const DEFAULT_PENDING_NODE_GRACE_MS = 5 * 60_000;
+
+export interface FleetQuota {
+  /** Live Runners (pods) per tenant; absent: unlimited. */
+  runnersPerTenant?: number;
+}
+
+export interface FleetReconcilerOptions {
+  kubeConfig: KubeConfig;
+  template: RunnerPodTemplate;
+  /** Defaults to the template's namespace. */
+  namespace?: string;
+  /** The anchor ConfigMap owning every Runner pod and credential Secret (the chart creates it). */
+  anchorName: string;
+  /** Desired state: every live Project. */
+  projects: () => Promise<ProjectWorkspace[]>;
+  /** A Project with a call in flight, a live Job or a held attempt lease is never stopped or replaced. */
+  busy?: (canonicalId: string) => boolean | Promise<boolean>;
+  /** Each Runner's credential (put in its Secret; its fingerprint is on the pod). */
+  credentialFor?: (w: ProjectWorkspace) => string;
+  /** No call for this long stops the Runner; 0 never stops. Default 30 min. */
+  idleTimeoutMs?: number;
+  /** How many Runners a rotation may have unavailable at once. Default 1. */
+  maxUnavailable?: number;
+  quota?: FleetQuota;
+  /** Full resync period. Default 5 min. */
+  resyncMs?: number;
+  /** Debounce of watch-triggered passes. Default 200 ms. */
+  debounceMs?: number;
+  pendingNodeGraceMs?: number;
+  /** Writes happen only while this says so (leader election). Default: always. */
+  isLeader?: () => boolean;
+  now?: () => number;
+  logger: Logger;
+}
+
+/** What one Runner is doing, per Kubernetes condition, with a detail code of its own. */
+export interface RunnerFleetState {
+  state: "ready" | "starting" | "stopped" | "failed" | "refused" | "absent";
+  detail_code?: string;
+  message?: string;
+  retry_after_ms?: number;
+  evidence?: Record<string, unknown>;
+}
+
+export interface ReconcileReport {
+  projects: number;
+  pods: number;
+  created: number;
+  deletedOrphans: number;
+  replacedFailed: number;
+  stoppedIdle: number;
+  rotated: number;
+  refusedQuota: number;
+  forbidden: number;
+  skippedNotLeader: boolean;
+  durationMs: number;
+}
+
+export interface TouchResult {
+  action: "exists" | "created" | "starting" | "refused";
+  failure?: ToolFailure;
+}
+
+export interface FleetReconciler {
+  /** Lists, watches and resyncs until stop(). */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** One pass now over the cached pods (re-listed first when not started). */
+  reconcile(): Promise<ReconcileReport>;
+  /** The periodic full resync: re-list the pods, then one pass. */
+  resync(): Promise<ReconcileReport>;
+  /** Records a call for the Project; a stopped Runner is started (the transparent start). */
+  touch(w: ProjectWorkspace): Promise<TouchResult>;
+  status(w: ProjectWorkspace): RunnerFleetState;
+  /** Records a call for the Project without starting anything (the idle clock restarts). */
+  noteCall(w: ProjectWorkspace): void;
+  /** Records a call and checks the tenant's quota before a Runner is started elsewhere; the refusal, if any. */
+  admit(w: ProjectWorkspace): ToolFailure | undefined;
+  /** Owner references (the anchor) for objects made outside the reconciler. */
+  owners(): Promise<OwnerReference[]>;
+  /** Pods in the watched cache. */
+  cachedPods(): number;
+  /** Counters since start: watch events, API calls, re-lists. */
+  stats(): { watchEvents: number; apiCalls: number; relists: number };
+}
+
+/** The part of a pod the reconciler keeps (the cache holds these, not whole pods). */
+interface PodFacts {
+  name: string;
+  project: string;
+  tenant: string;
+  hash: string;
+  fingerprint: string;
+  phase: string;
+  ready: boolean;
+  terminating: boolean;
+  createdMs: number;
+  waitingReason?: string;
+  waitingMessage?: string;
+  unschedulable?: { reason: string; message: string };
+  terminatedMessage?: string;
+}
+
+const fingerprintOf = credentialFingerprint;
+
+export function quotaExceededFailure(limit: number, use: number, canonicalId: string): ToolFailure {
+  return toolFailure(ReasonCode.quotaExceeded, PipelineStage.dispatch, {
+    detail_code: "live_runners",
+    evidence: { quota: "live_runners", limit, use },
+    message: `Your tenant runs ${use} of its ${limit} live Runners; nothing was run. A Runner stops after its idle timeout, then this project can start.`,
+    follow_up: waitForProjectFollowUp(canonicalId),
+  });
+}
+
+/** A pod's state per condition; pending for a node within the grace counts as starting. */
+export function podFleetState(p: PodFacts, nowMs: number, pendingNodeGraceMs = DEFAULT_PENDING_NODE_GRACE_MS): RunnerFleetState {
+  if (p.terminating) return { state: "starting", detail_code: "runner_replacing", retry_after_ms: 2_000 };
+  if (p.phase === "Running" && p.ready) return { state: "ready" };
+  if (p.phase === "Failed" || p.phase === "Succeeded")
+    return { state: "starting", detail_code: "runner_replacing", message: "The Runner's pod ended; it is being replaced.", retry_after_ms: 2_000 };
+  const w = p.waitingReason;
+  const msg = (p.waitingMessage ?? "").slice(0, 500);
+  if (w === "CrashLoopBackOff")
+    return {
+      state: "failed",
+      detail_code: "runner_crash_loop",
+      message: `The Runner keeps crashing: ${msg || (p.terminatedMessage ?? "").slice(0, 500)}`,
+      retry_after_ms: 30_000,
+    };
+  if (w === "ImagePullBackOff" || w === "ErrImagePull" || w === "InvalidImageName")
+    return { state: "failed", detail_code: "runner_image_pull", message: `The Runner image cannot be pulled: ${msg}`, retry_after_ms: 60_000 };
+  if (w === "CreateContainerConfigError" || w === "CreateContainerError")
+    return { state: "failed", detail_code: "runner_config_error", message: `The Runner container cannot be created: ${msg}`, retry_after_ms: 60_000 };
+  if (p.unschedulable) {
+    const waited = nowMs - p.createdMs;
+    if (waited < pendingNodeGraceMs)
+      return { state: "starting", detail_code: "runner_waiting_for_node", message: p.unschedulable.message.slice(0, 500), retry_after_ms: 10_000 };
+    return {
+      state: "failed",
+      detail_code: "runner_unschedulable",
+      message: p.unschedulable.message.slice(0, 500),
+      evidence: { reason: p.unschedulable.reason, pending_ms: waited },
+      retry_after_ms: 60_000,
+    };
+  }
+  return { state: "starting", detail_code: "runner_starting", retry_after_ms: 2_000 };
+}
+
+export function podFacts(pod: V1Pod, projectLabelKey: string, tenantLabelKey: string): PodFacts {
+  const m = pod.metadata ?? {};
+  const st = pod.status;
+  const c = st?.containerStatuses?.[0];
+  const unsched = st?.conditions?.find((x) => x.type === "PodScheduled" && x.status === "False");
+  const created = m.creationTimestamp as unknown;
+  return {
+    name: m.name ?? "",
+    project: m.labels?.[projectLabelKey] ?? "",
+    tenant: m.labels?.[tenantLabelKey] ?? "",
+    hash: m.annotations?.[TEMPLATE_HASH_ANNOTATION] ?? "",
+    fingerprint: m.annotations?.[CREDENTIAL_FINGERPRINT_ANNOTATION] ?? "",
+    phase: st?.phase ?? "Pending",
+    ready: st?.conditions?.some((x) => x.type === "Ready" && x.status === "True") ?? false,
+    terminating: m.deletionTimestamp !== undefined && m.deletionTimestamp !== null,
+    createdMs: created instanceof Date ? created.getTime() : typeof created === "string" ? Date.parse(created) : Date.now(),
+    ...(c?.state?.waiting?.reason ? { waitingReason: c.state.waiting.reason, waitingMessage: c.state.waiting.message ?? "" } : {}),
+    ...(unsched ? { unschedulable: { reason: unsched.reason ?? "Unschedulable", message: unsched.message ?? "" } } : {}),
+    ...(c?.lastState?.terminated?.message ? { terminatedMessage: c.lastState.terminated.message } : {}),
+  };
+}
+
+export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<FleetReconciler> {
+  const { ApiException, CoreV1Api, Watch } = await import("@kubernetes/client-node");
+  const api: CoreV1Api = o.kubeConfig.makeApiClient(CoreV1Api);
+  const watcher = new Watch(o.kubeConfig);
+  const namespace = o.namespace ?? o.template.namespace;
+  const now = o.now ?? Date.now;
+  const idleTimeoutMs = o.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const maxUnavailable = Math.max(1, o.maxUnavailable ?? 1);
+  const resyncMs = o.resyncMs ?? 300_000;
+  const debounceMs = o.debounceMs ?? 200;
+  const isLeader = o.isLeader ?? (() => true);
+  const hash = templateHash(o.template);
+  const selector = Object.entries(o.template.labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+  const status = (e: unknown) => (e instanceof ApiException ? e.code : undefined);
+  const body = (e: unknown) => (e instanceof ApiException ? String((e.body as { message?: unknown } | undefined)?.message ?? e.body ?? "") : String(e));
+  const { projectLabelKey, tenantLabelKey } = o.template;
+
+  const pods = new Map<string, PodFacts>();
+  /** canonical id → last call (ms); a Project is wanted (its Runner runs) while this is within the idle window. */
+  const lastCall = new Map<string, number>();
+  const refused = new Map<string, { limit: number; use: number }>();
+  const forbidden = new Map<string, string>();
+  const idleStopped = new Set<string>();
+  let anchorUid: string | undefined;
+  let stopped = true;
+  let watchAbort: AbortController | undefined;
+  let resyncTimer: NodeJS.Timeout | undefined;
+  let debounceTimer: NodeJS.Timeout | undefined;
+  let pass: Promise<ReconcileReport> | undefined;
+  let again = false;
+  let listRv = "";
+  const counters = { watchEvents: 0, apiCalls: 0, relists: 0 };
+  const call = <T>(p: Promise<T>) => {
+    counters.apiCalls++;
+    return p;
+  };
+
+  const anchor = async () => {
+    if (anchorUid) return anchorUid;
+    try {
+      const cm = await call(api.readNamespacedConfigMap({ name: o.anchorName, namespace }));
+      anchorUid = cm.metadata?.uid;
+    } catch (e) {
+      if (status(e) !== 404) throw e;
+      const cm = await call(
+        api.createNamespacedConfigMap({
+          namespace,
+          body: {
+            metadata: { name: o.anchorName, namespace, labels: o.template.labels },
+            data: { purpose: "owns the release's Runner pods and credential Secrets" },
+          },
+        }),
+      );
+      anchorUid = cm.metadata?.uid;
+    }
+    if (!anchorUid) throw new Error(`anchor ConfigMap ${o.anchorName} has no uid`);
+    return anchorUid;
+  };
+
+  const owners = async (): Promise<OwnerReference[]> => [
+    { apiVersion: "v1", kind: "ConfigMap", name: o.anchorName, uid: await anchor(), controller: true, blockOwnerDeletion: false },
+  ];
+
+  const relist = async () => {
+    counters.relists++;
+    const list = await call(api.listNamespacedPod({ namespace, labelSelector: selector }));
+    pods.clear();
+    for (const p of list.items) {
+      const f = podFacts(p, projectLabelKey, tenantLabelKey);
+      pods.set(f.name, f);
+    }
+    listRv = list.metadata?.resourceVersion ?? "";
+  };
+
+  const schedule = () => {
+    if (stopped || debounceTimer) return;
+    debounceTimer = setTimeout(() => {
+      debounceTimer = undefined;
+      void runPass().catch((error: unknown) => o.logger.warn("fleet reconcile failed", { error }));
+    }, debounceMs);
+  };
+
+  const watch = async (): Promise<void> => {
+    if (stopped) return;
+    const restart = (why: unknown) => {
+      if (stopped) return;
+      o.logger.info("fleet watch ended; re-listing", { reason: why ? String(why) : "closed" });
+      setTimeout(() => {
+        if (stopped) return;
+        relist()
+          .then(() => watch())
+          .then(schedule)
+          .catch((error: unknown) => {
+            o.logger.warn("fleet re-list failed", { error });
+            restart(error);
+          });
+      }, 200);
+    };
+    try {
+      counters.apiCalls++;
+      watchAbort = await watcher.watch(
+        `/api/v1/namespaces/${namespace}/pods`,
+        { labelSelector: selector, resourceVersion: listRv, allowWatchBookmarks: true },
+        (type: string, obj: unknown) => {
+          counters.watchEvents++;
+          if (type === "ERROR") return; // 410 Gone: the stream ends and re-lists
+          const pod = obj as V1Pod;
+          const rv = pod.metadata?.resourceVersion;
+          if (rv) listRv = rv;
+          if (type === "BOOKMARK") return;
+          const f = podFacts(pod, projectLabelKey, tenantLabelKey);
+          if (type === "DELETED") pods.delete(f.name);
+          else pods.set(f.name, f);
+          schedule();
+        },
+        (err: unknown) => restart(err),
+      );
+    } catch (e) {
+      restart(e);
+    }
+  };
+
+  const del = async (name: string) => {
+    try {
+      await call(api.deleteNamespacedPod({ name, namespace }));
+    } catch (e) {
+      if (status(e) !== 404) throw e;
+    }
+    const f = pods.get(name);
+    if (f) f.terminating = true;
+  };
+
+  const createFor = async (w: ProjectWorkspace): Promise<"created" | "exists" | "forbidden"> => {
+    const owner = await owners();
+    const credential = o.credentialFor?.(w);
+    const { pod, secret } = buildRunnerObjects(o.template, w, namespace, undefined, credential);
+    pod.metadata = { ...pod.metadata, ownerReferences: owner };
+    const id = canonicalProjectId(w.clientId, w.projectId);
+    try {
+      if (secret) {
+        secret.metadata = { ...secret.metadata, ownerReferences: owner };
+        try {
+          await call(api.createNamespacedSecret({ namespace, body: secret }));
+        } catch (e) {
+          if (status(e) !== 409) throw e;
+          // It exists: replace it so a rotated key reaches the new pod.
+          await call(api.replaceNamespacedSecret({ name: secret.metadata.name ?? "", namespace, body: secret }));
+        }
+      }
+      const created = await call(api.createNamespacedPod({ namespace, body: pod }));
+      const f = podFacts(created, projectLabelKey, tenantLabelKey);
+      pods.set(f.name, f);
+      forbidden.delete(id);
+      return "created";
+    } catch (e) {
+      if (status(e) === 409) return "exists";
+      if (status(e) === 403) {
+        forbidden.set(id, body(e).slice(0, 500));
+        o.logger.warn("runner pod refused by the cluster", { project: id, message: body(e) });
+        return "forbidden";
+      }
+      throw e;
+    }
+  };
+
+  const liveByTenant = () => {
+    const m = new Map<string, number>();
+    for (const p of pods.values()) if (!p.terminating && p.phase !== "Failed" && p.phase !== "Succeeded") m.set(p.tenant, (m.get(p.tenant) ?? 0) + 1);
+    return m;
+  };
+
+  const quotaCheck = (w: ProjectWorkspace, live: Map<string, number>) => {
+    const limit = o.quota?.runnersPerTenant;
+    if (limit === undefined) return undefined;
+    const use = live.get(runnerNames(w).tenantLabel) ?? 0;
+    return use >= limit ? { limit, use } : undefined;
+  };
+
+  const wanted = (id: string, t: number) => {
+    const last = lastCall.get(id);
+    return last !== undefined && (idleTimeoutMs === 0 || t - last < idleTimeoutMs);
+  };
+
+  const once = async (): Promise<ReconcileReport> => {
+    const started = performance.now();
+    const report: ReconcileReport = {
+      projects: 0,
+      pods: pods.size,
+      created: 0,
+      deletedOrphans: 0,
+      replacedFailed: 0,
+      stoppedIdle: 0,
+      rotated: 0,
+      refusedQuota: 0,
+      forbidden: 0,
+      skippedNotLeader: false,
+      durationMs: 0,
+    };
+    const done = () => ({ ...report, durationMs: performance.now() - started });
+    if (!isLeader()) return { ...done(), skippedNotLeader: true };
+    const projects = await o.projects();
+    report.projects = projects.length;
+    const t = now();
+    const byPod = new Map<string, { w: ProjectWorkspace; id: string }>();
+    for (const w of projects) byPod.set(runnerPodName(o.template, w), { w, id: canonicalProjectId(w.clientId, w.projectId) });
+    const credentialFp = (w: ProjectWorkspace) => (o.credentialFor ? fingerprintOf(o.credentialFor(w)) : "");
+    const busy = async (id: string) => (o.busy ? await o.busy(id) : false);
+
+    // Orphans, ended pods and idle Runners.
+    for (const p of [...pods.values()]) {
+      if (p.terminating) continue;
+      const d = byPod.get(p.name);
+      if (!isLeader()) return { ...done(), skippedNotLeader: true };
+      if (!d) {
+        await del(p.name);
+        try {
+          await call(api.deleteNamespacedSecret({ name: `${p.name}-credential`, namespace }));
+        } catch (e) {
+          if (status(e) !== 404) throw e;
+        }
+        report.deletedOrphans++;
+        o.logger.info("orphan runner pod removed", { pod: p.name });
+        continue;
+      }
+      // A pod seen for a Project counts as a call at first sight: a restarted broker does not stop a fleet at once.
+      if (!lastCall.has(d.id)) lastCall.set(d.id, t);
+      if (p.phase === "Failed" || p.phase === "Succeeded") {
+        await del(p.name);
+        report.replacedFailed++;
+        o.logger.info("ended runner pod replaced", { pod: p.name, phase: p.phase });
+        continue;
+      }
+      if (idleTimeoutMs > 0 && !wanted(d.id, t) && !(await busy(d.id))) {
+        await del(p.name);
+        lastCall.delete(d.id);
+        idleStopped.add(d.id);
+        report.stoppedIdle++;
+        o.logger.info("idle runner stopped", { pod: p.name, project: d.id });
+      }
+    }
+
+    // Rolling rotation: stale template hash or credential fingerprint, never while busy.
+    let unavailable = 0;
+    for (const p of pods.values()) if (byPod.has(p.name) && (p.terminating || !p.ready)) unavailable++;
+    for (const p of [...pods.values()]) {
+      if (unavailable >= maxUnavailable) break;
+      const d = byPod.get(p.name);
+      if (!d || p.terminating) continue;
+      const stale = p.hash !== hash || (o.credentialFor !== undefined && p.fingerprint !== credentialFp(d.w));
+      if (!stale || (await busy(d.id))) continue;
+      if (!isLeader()) return { ...done(), skippedNotLeader: true };
+      await del(p.name);
+      unavailable++;
+      report.rotated++;
+      o.logger.info("runner pod rotated", { pod: p.name, template_changed: p.hash !== hash });
+    }
+
+    // Missing Runners of wanted Projects.
+    const live = liveByTenant();
+    for (const [name, d] of byPod) {
+      if (pods.has(name) || !wanted(d.id, t)) continue;
+      const over = quotaCheck(d.w, live);
+      if (over) {
+        refused.set(d.id, over);
+        report.refusedQuota++;
+        continue;
+      }
+      refused.delete(d.id);
+      if (!isLeader()) return { ...done(), skippedNotLeader: true };
+      const r = await createFor(d.w);
+      if (r === "created") {
+        report.created++;
+        const tenant = runnerNames(d.w).tenantLabel;
+        live.set(tenant, (live.get(tenant) ?? 0) + 1);
+      }
+      if (r === "forbidden") report.forbidden++;
+    }
+    // Projects gone: forget them.
+    const ids = new Set([...byPod.values()].map((d) => d.id));
+    for (const id of lastCall.keys()) if (!ids.has(id)) lastCall.delete(id);
+    report.pods = pods.size;
+    return done();
+  };
+
+  const runPass = (): Promise<ReconcileReport> => {
+    if (pass) {
+      again = true;
+      return pass;
+    }
+    pass = once().finally(() => {
+      pass = undefined;
+      if (again && !stopped) {
+        again = false;
+        schedule();
+      }
+    });
+    return pass;
+  };
+
+  return {
+    async start() {
+      stopped = false;
+      await relist();
+      await watch();
+      const tick = () => {
+        resyncTimer = setTimeout(() => {
+          void relist()
+            .then(() => runPass())
+            .catch((error: unknown) => o.logger.warn("fleet resync failed", { error }))
+            .finally(() => {
+              if (!stopped) tick();
+            });
+        }, resyncMs);
+      };
+      tick();
+      await runPass();
+    },
+    async stop() {
+      stopped = true;
+      if (resyncTimer) clearTimeout(resyncTimer);
+      if (debounceTimer) clearTimeout(debounceTimer);
+      watchAbort?.abort();
+      await pass?.catch(() => undefined);
+    },
+    async reconcile() {
+      if (stopped) await relist();
+      return runPass();
+    },
+    async resync() {
+      await relist();
+      return runPass();
+    },
+    async touch(w) {
+      const id = canonicalProjectId(w.clientId, w.projectId);
+      lastCall.set(id, now());
+      idleStopped.delete(id);
+      const name = runnerPodName(o.template, w);
+      const p = pods.get(name);
+      if (p && !p.terminating) return { action: "exists" };
+      const over = quotaCheck(w, liveByTenant());
+      if (over) {
+        refused.set(id, over);
+        return { action: "refused", failure: quotaExceededFailure(over.limit, over.use, id) };
+      }
+      refused.delete(id);
+      // Only the leader creates; a follower's call is picked up by the leader's next pass
+      // once the activity reaches it (the broker shares call activity through its stores).
+      if (!isLeader() || p?.terminating) return { action: "starting" };
+      const r = await createFor(w);
+      return r === "created" ? { action: "created" } : r === "exists" ? { action: "exists" } : { action: "starting" };
+    },
+    status(w) {
+      const id = canonicalProjectId(w.clientId, w.projectId);
+      const q = refused.get(id);
+      const p = pods.get(runnerPodName(o.template, w));
+      if (!p && q) {
+        return {
+          state: "refused",
+          detail_code: "quota_exceeded",
+          message: `The tenant's live Runner quota is used (${q.use} of ${q.limit}).`,
+          evidence: { quota: "live_runners", limit: q.limit, use: q.use },
+        };
+      }
+      const f = forbidden.get(id);
+      if (!p && f !== undefined) return { state: "failed", detail_code: "runner_create_forbidden", message: f, retry_after_ms: 60_000 };
+      if (idleStopped.has(id) && (!p || p.terminating)) return { state: "stopped", detail_code: "runner_idle_stopped" };
+      if (!p) return { state: "absent" };
+      return podFleetState(p, now(), o.pendingNodeGraceMs);
+    },
+    noteCall(w) {
+      const id = canonicalProjectId(w.clientId, w.projectId);
+      lastCall.set(id, now());
+      idleStopped.delete(id);
+    },
+    admit(w) {
+      const id = canonicalProjectId(w.clientId, w.projectId);
+      lastCall.set(id, now());
+      idleStopped.delete(id);
+      const p = pods.get(runnerPodName(o.template, w));
+      const over = p && !p.terminating ? undefined : quotaCheck(w, liveByTenant());
+      if (!over) {
+        refused.delete(id);
+        return undefined;
+      }
+      refused.set(id, over);
+      return quotaExceededFailure(over.limit, over.use, id);
+    },
+    owners,
+    cachedPods: () => pods.size,
+    stats: () => ({ ...counters }),
+  };
+}
+
+/** Every Project with a workspace claim in the namespace (the claim's annotations name it): the desired state in a cluster. */
+export async function listWorkspaceClaims(kubeConfig: KubeConfig, template: RunnerPodTemplate, namespace = template.namespace): Promise<ProjectWorkspace[]> {
+  const { CoreV1Api } = await import("@kubernetes/client-node");
+  const api = kubeConfig.makeApiClient(CoreV1Api);
+  const labelSelector = Object.entries(template.labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+  const list = await api.listNamespacedPersistentVolumeClaim({ namespace, labelSelector });
+  const out: ProjectWorkspace[] = [];
+  for (const c of list.items) {
+    const clientId = c.metadata?.annotations?.[CLIENT_ID_ANNOTATION];
+    const projectId = c.metadata?.annotations?.[PROJECT_ID_ANNOTATION];
+    if (clientId && projectId && !c.metadata?.deletionTimestamp) out.push({ clientId, projectId });
+  }
+  return out;
+}
