@@ -18,8 +18,8 @@ const CLI = fileURLToPath(new URL("./cli.js", import.meta.url));
 /**
  * What the validation process must see, read-only, when it runs in the Job sandbox (where only
  * system directories and the workspace are visible): its own modules, the package.json that
- * makes them ES modules, and the node_modules its one dependency (fast-xml-parser) resolves
- * from. Code only: nothing of the Runner's state, data or credentials.
+ * makes them ES modules, the node_modules its one dependency (fast-xml-parser) resolves
+ * from, and the Node binary's directory when it is not a system one. Code only: nothing of the Runner's state, data or credentials.
  */
 export function validationProcessPaths(): string[] {
   const dir = path.dirname(CLI);
@@ -27,7 +27,11 @@ export function validationProcessPaths(): string[] {
   const parser = fileURLToPath(import.meta.resolve("fast-xml-parser"));
   const marker = `${path.sep}node_modules${path.sep}`;
   const nodeModules = parser.slice(0, parser.lastIndexOf(marker) + marker.length - 1);
-  return [dir, packageJson, nodeModules];
+  // The Node binary running the Runner: a system one is already visible; another (an nvm or
+  // npm-installed Node) is shown read-only with its directory, where the validators find `node`.
+  const nodeBin = path.dirname(process.execPath);
+  const system = ["/usr/", "/bin/", "/lib/", "/opt/"].some((d) => nodeBin.startsWith(d) || `${nodeBin}/` === d);
+  return system ? [dir, packageJson, nodeModules] : [dir, packageJson, nodeModules, nodeBin];
 }
 const RAW_TAIL_CHARS = 1_500;
 
