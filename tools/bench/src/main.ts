@@ -30,6 +30,7 @@ import { benchEconomy } from "./economy.js";
 import { benchMcpGateway } from "./mcp-gateway.js";
 import { benchCodeMode } from "./code-mode.js";
 import { benchFleet } from "./fleet.js";
+import { benchSandboxCost } from "./sandbox-cost.js";
 import { withBenchDatabase } from "./bench-database.js";
 import { median, peakRssMiB, resultTable, round, rssMiB, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
@@ -40,6 +41,7 @@ const PARTS = [
   "tool_call_distributed",
   "tool_call_stdio",
   "spawn",
+  "sandbox",
   "edit",
   "search",
   "audit",
@@ -262,6 +264,9 @@ async function main(): Promise<void> {
   await step("tool_calls", () => benchToolCalls(results), want("tool_calls") || want("tool_call_distributed") || want("tool_call_stdio"));
   await step("spawn", async () => {
     results.push(benchSpawn());
+  });
+  await step("sandbox", async () => {
+    results.push(await benchSandboxCost());
   });
   await step("edit", async () => {
     results.push(await benchBulkEdit());

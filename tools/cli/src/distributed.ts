@@ -23,6 +23,20 @@ const portFree = (port: number) =>
     probe.listen(port, "127.0.0.1", () => probe.close(() => done(true)));
   });
 
+/** Thrown when a port `webcodex up` is to listen on is held by another process (one line, naming the port and the service). */
+export class PortInUseError extends Error {
+  constructor(
+    readonly service: ServiceName,
+    readonly port: number,
+  ) {
+    super(`port ${port} (for the ${service} service) is already in use on 127.0.0.1; stop what holds it or choose another --port`);
+  }
+}
+
+async function refuseHeldPort(service: ServiceName, port: number): Promise<void> {
+  if (!(await portFree(port))) throw new PortInUseError(service, port);
+}
+
 /**
  * A base port whose `count` consecutive ports are free on 127.0.0.1, chosen below Linux's
  * ephemeral range (32768+) so that outgoing connections cannot take one before the services
@@ -163,6 +177,9 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
   };
   const processes = new Map<ServiceName, ChildProcess>();
   const start = async (s: ServiceName, initial = false) => {
+    // A port another process holds would answer the readiness probe in the service's place
+    // (or the service would die on it): said by name before anything starts.
+    await refuseHeldPort(s, ports[s]);
     const mode = o.stdio ?? "inherit";
     // stderr is always read (and forwarded unless output is ignored), so a service that dies
     // while starting says why in the error.
@@ -199,6 +216,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
     }
     await Promise.all([...processes.values()].map(stopOne));
   };
+  for (const s of SERVICES) await refuseHeldPort(s, ports[s]);
   try {
     for (const s of SERVICES) await start(s, true);
     await waitForReady(url("gateway"), o.startTimeoutMs ?? 30_000, "/readyz");

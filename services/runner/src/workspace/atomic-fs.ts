@@ -4,7 +4,8 @@
  * final rename never crosses a filesystem.
  */
 import { randomBytes } from "node:crypto";
-import { chown, lchown, link, lstat, mkdir, open, rename, rm, rmdir, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { lchown, link, lstat, mkdir, open, rename, rm, rmdir, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode } from "./path-policy.js";
@@ -93,12 +94,26 @@ export async function makeParents(dir: string): Promise<string[]> {
       await mkdir(directory);
       created.push(directory);
       const owner = await ownerFor(undefined, path.dirname(directory));
-      if (owner !== undefined) await chown(directory, owner.uid, owner.gid);
+      if (owner !== undefined) await chownDirectoryNoFollow(directory, owner);
     } catch (error) {
       if (errnoCode(error) !== "EEXIST") throw error;
     }
   }
   return created;
+}
+
+/**
+ * Gives a directory just made its owner through a descriptor opened without following a
+ * symlink: a Job that swapped the new directory for a symlink (to /etc, say) in between makes
+ * the open fail (ELOOP or ENOTDIR) instead of handing the symlink's target over.
+ */
+async function chownDirectoryNoFollow(directory: string, owner: { uid: number; gid: number }): Promise<void> {
+  const handle = await open(directory, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    await handle.chown(owner.uid, owner.gid);
+  } finally {
+    await handle.close();
+  }
 }
 
 export async function removeDirs(created: readonly string[]): Promise<void> {
