@@ -267,6 +267,72 @@ describe("security probes against webcodex dev", () => {
     assert.equal((JSON.parse(small.text) as unknown[]).length, 3);
   });
 
+  it("4 callers sending 400,000-key and 4M-deep requests are refused; another tenant's ping p99 stays under 100 ms and RSS comes back", async () => {
+    const ping = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
+    for (let i = 0; i < 3; i++) await postRaw(server.mcpUrl, other, ping);
+    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.child.pid}/status`, "utf8"))?.[1] ?? NaN) * 1024;
+    const startRss = rss();
+    const dir = tempDir("wcx-flood-");
+    const keys = join(dir, "keys.json");
+    writeFileSync(
+      keys,
+      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_projects","arguments":{${Array.from({ length: 400_000 }, (_, k) => `"k${k}":${k}`).join(",")}}}}`,
+    );
+    const deep = join(dir, "deep.json");
+    const depth = 4 * 1024 * 1024 - 64;
+    writeFileSync(deep, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":${"[".repeat(depth)}}`);
+    // Each sender is its own process (this one's event loop only measures pings); 6 requests each, alternating bodies.
+    const sender = `
+      const fs = require("node:fs");
+      const bodies = [fs.readFileSync(process.argv[1]), fs.readFileSync(process.argv[2])];
+      (async () => {
+        const seen = [];
+        for (let i = 0; i < 6; i++) {
+          const r = await fetch(process.argv[3], { method: "POST", body: bodies[i % 2], headers: { authorization: "Bearer " + process.argv[4], "content-type": "application/json", accept: "application/json, text/event-stream" } })
+            .then(async (r) => ({ status: r.status, text: (await r.text()).slice(0, 300) }), (e) => ({ status: 0, text: String(e) }));
+          seen.push(r);
+        }
+        process.stdout.write(JSON.stringify(seen));
+      })();`;
+    let running = 4;
+    const floods = Array.from(
+      { length: 4 },
+      () =>
+        new Promise<Array<{ status: number; text: string }>>((resolve, reject) => {
+          const child = spawn(process.execPath, ["-e", sender, keys, deep, server.mcpUrl, reader], { stdio: ["ignore", "pipe", "inherit"] });
+          let out = "";
+          child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+          child.on("error", reject);
+          child.on("close", () => {
+            running--;
+            resolve(JSON.parse(out || "[]") as Array<{ status: number; text: string }>);
+          });
+        }),
+    );
+    const pings: number[] = [];
+    while (running > 0 || pings.length < 20) {
+      pings.push((await postRaw(server.mcpUrl, other, ping)).ms);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const answers = (await Promise.all(floods)).flat();
+    assert.equal(answers.length, 24, "every flood request was answered");
+    for (const a of answers) {
+      assert.equal(a.status, 413, a.text);
+      assert.match(a.text, /more than 100000 members|deeper than 64 levels/);
+    }
+    pings.sort((a, b) => a - b);
+    const p99 = pings[Math.min(pings.length - 1, Math.ceil(pings.length * 0.99) - 1)] ?? Infinity;
+    assert.ok(p99 < 100, `another tenant's ping p99 ${p99.toFixed(1)} ms over ${pings.length} pings during the flood`);
+    // Memory held for the bodies is given back: RSS comes back within 20% of where it started.
+    let now = rss();
+    for (let i = 0; i < 40 && now > startRss * 1.2; i++) {
+      await postRaw(server.mcpUrl, other, ping);
+      await new Promise((r) => setTimeout(r, 250));
+      now = rss();
+    }
+    assert.ok(now <= startRss * 1.2, `RSS ${(now / 2 ** 20).toFixed(0)} MiB after the flood, ${(startRss / 2 ** 20).toFixed(0)} MiB before`);
+  });
+
   it("a Job swapping a file for a symlink to outside never makes read_files return outside content in 10,000 reads", async () => {
     const outside = join(tempDir("wcx-outside-"), "secret.txt");
     writeFileSync(outside, "OUTSIDE-SECRET\n");
