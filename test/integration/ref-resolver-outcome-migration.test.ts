@@ -59,7 +59,12 @@ async function migratesOldRows(db: Database): Promise<void> {
   );
 
   // … then this release's migration rewrites them in place.
-  assert.deepEqual(await migrateRefResolver(db), ["0009_session_call_outcome_vocabulary", "0010_recovered_writes", "0011_session_call_parent", "0012_project_use"]);
+  assert.deepEqual(await migrateRefResolver(db), [
+    "0009_session_call_outcome_vocabulary",
+    "0010_recovered_writes",
+    "0011_session_call_parent",
+    "0012_project_use",
+  ]);
   const { rows } = await db.query<{ seq: string; outcome: string }>("SELECT seq, outcome FROM refs.session_calls ORDER BY seq");
   assert.deepEqual(
     rows.map((r) => [Number(r.seq), r.outcome]),
