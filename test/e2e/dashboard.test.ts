@@ -1,4 +1,5 @@
 /**
+ * One concept over 400 lines: the shipped dashboard against one running stack.
  * The Grafana dashboard shipped in the chart (charts/webcodex/dashboards/webcodex.json) against
  * a running distributed stack (six processes, real Postgres and Redis, a local-process
  * provisioner): after real traffic (reads, a Job, a failed call, a created Project, calls over

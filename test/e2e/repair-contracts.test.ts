@@ -1,4 +1,5 @@
 /**
+ * One concept over 400 lines: the repair contract, table-driven over the write tools.
  * The repair contract as a Host sees it, against `webcodex dev` through the MCP SDK client:
  * - every failure of a write tool that the runtime can locate (a path, a line, a revision)
  *   carries the evidence that repairs it, and the repaired call, built from that evidence

@@ -1,4 +1,5 @@
 /**
+ * One concept over 400 lines: attacker probes against one `webcodex dev`.
  * Probes of what a tenant's code, or a tenant's caller, can reach through `webcodex dev`
  * (the embedded server a new user meets first), each run the way an attacker would: through a
  * real MCP client, as a Job, or as raw HTTP. Each shows the platform fails closed.

@@ -1,4 +1,8 @@
-/** The fleet reconciler and leader election against the fake Kubernetes API server. */
+/**
+ * The fleet reconciler and leader election against the fake Kubernetes API server.
+ * One concept over 400 lines: the reconciler's contract (ownership, orphans, idle stop, rotation,
+ * quota, pod conditions, watch loss, leadership), against one fake cluster.
+ */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeConfig } from "@kubernetes/client-node";

@@ -1,4 +1,5 @@
 /**
+ * One concept over 400 lines: the fleet reconciler (one desired-versus-actual loop).
  * The fleet reconciler: Runner pods as reconciled workloads owned by the release's anchor.
  *
  * Desired state comes from the broker (the live Projects, whether each is busy, and when each

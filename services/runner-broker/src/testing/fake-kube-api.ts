@@ -1,4 +1,5 @@
 /**
+ * One concept over 400 lines: the fake Kubernetes API server (its resources, watches and faults).
  * A fake Kubernetes API server for tests and benchmarks: the subset the broker uses, over real
  * HTTP so `@kubernetes/client-node` talks to it as to a cluster.
  *

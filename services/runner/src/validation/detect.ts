@@ -1,4 +1,5 @@
 /**
+ * One concept over 400 lines: detection of a package's validators, per provider.
  * Detection: which validators a project defines, read from its files only (package.json
  * scripts, tsconfig, ESLint config, pyproject/pytest config, go.mod, Cargo.toml). Nothing is
  * guessed: what is found but not certain (two lockfiles, a test script of an unknown runner,
