@@ -282,41 +282,40 @@ describe("security probes against webcodex dev", () => {
     const deep = join(dir, "deep.json");
     const depth = 4 * 1024 * 1024 - 64;
     writeFileSync(deep, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":${"[".repeat(depth)}}`);
-    // Each sender is its own process (this one's event loop only measures pings); 6 requests each, alternating bodies.
+    // The 4 callers share one process of their own (this one's event loop only measures pings,
+    // and 4 client processes would compete with the server for 2 cores); each sends for 3 s,
+    // alternating the two bodies.
     const sender = `
       const fs = require("node:fs");
       const bodies = [fs.readFileSync(process.argv[1]), fs.readFileSync(process.argv[2])];
-      (async () => {
+      const until = Date.now() + 3000;
+      const caller = async () => {
         const seen = [];
-        for (let i = 0; i < 6; i++) {
-          const r = await fetch(process.argv[3], { method: "POST", body: bodies[i % 2], headers: { authorization: "Bearer " + process.argv[4], "content-type": "application/json", accept: "application/json, text/event-stream" } })
-            .then(async (r) => ({ status: r.status, text: (await r.text()).slice(0, 300) }), (e) => ({ status: 0, text: String(e) }));
-          seen.push(r);
+        for (let i = 0; Date.now() < until || i < 2; i++) {
+          seen.push(await fetch(process.argv[3], { method: "POST", body: bodies[i % 2], headers: { authorization: "Bearer " + process.argv[4], "content-type": "application/json", accept: "application/json, text/event-stream" } })
+            .then(async (r) => ({ status: r.status, text: (await r.text()).slice(0, 300) }), (e) => ({ status: 0, text: String(e) })));
         }
-        process.stdout.write(JSON.stringify(seen));
-      })();`;
-    let running = 4;
-    const floods = Array.from(
-      { length: 4 },
-      () =>
-        new Promise<Array<{ status: number; text: string }>>((resolve, reject) => {
-          const child = spawn(process.execPath, ["-e", sender, keys, deep, server.mcpUrl, reader], { stdio: ["ignore", "pipe", "inherit"] });
-          let out = "";
-          child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-          child.on("error", reject);
-          child.on("close", () => {
-            running--;
-            resolve(JSON.parse(out || "[]") as Array<{ status: number; text: string }>);
-          });
-        }),
-    );
+        return seen;
+      };
+      Promise.all([caller(), caller(), caller(), caller()]).then((all) => process.stdout.write(JSON.stringify(all.flat())));`;
+    let running = true;
+    const flood = new Promise<Array<{ status: number; text: string }>>((resolve, reject) => {
+      const child = spawn(process.execPath, ["-e", sender, keys, deep, server.mcpUrl, reader], { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      child.on("error", reject);
+      child.on("close", () => {
+        running = false;
+        resolve(JSON.parse(out || "[]") as Array<{ status: number; text: string }>);
+      });
+    });
     const pings: number[] = [];
-    while (running > 0 || pings.length < 20) {
+    while (running || pings.length < 20) {
       pings.push((await postRaw(server.mcpUrl, other, ping)).ms);
       await new Promise((r) => setTimeout(r, 5));
     }
-    const answers = (await Promise.all(floods)).flat();
-    assert.equal(answers.length, 24, "every flood request was answered");
+    const answers = await flood;
+    assert.ok(answers.length >= 8, `every flood request was answered (${answers.length})`);
     for (const a of answers) {
       assert.equal(a.status, 413, a.text);
       assert.match(a.text, /more than 100000 members|deeper than 64 levels/);

@@ -12,7 +12,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync, appendFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { callTool, connectMcp, createProjectDir, firstProjectRef, hostPids, killAll, startDevServer, tempDir } from "../support/index.js";
@@ -185,6 +185,9 @@ describe("the git matrix, read by a read-only principal through every git tool",
     for (const entry of readdirSync(root)) rmSync(join(root, entry), { recursive: true, force: true });
     writeFileSync(join(root, "a.txt"), "one\ntwo\n");
     writeFileSync(join(root, "b.txt"), "x\n");
+    // Unchanged by the case: its stat is made stale before plain git runs, so git status
+    // refreshes and writes the index (and fires the index hooks) every time, not only when racy.
+    writeFileSync(join(root, "same.txt"), "same\n");
     git(root, "init", "-q", "-b", "main");
     git(root, "add", "-A");
     git(root, "commit", "-qm", "init");
@@ -208,6 +211,8 @@ describe("the git matrix, read by a read-only principal through every git tool",
       rmSync(marker);
       if (c.plainGitRuns !== false) {
         // And plain git (status, diff) on this repository does run it: the case is armed.
+        const later = new Date(Date.now() + 5_000);
+        utimesSync(join(root, "same.txt"), later, later);
         for (const args of [["status"], ["diff"], ["diff", "HEAD"]]) {
           try {
             execFileSync("git", ["-c", "safe.directory=*", ...args], {
@@ -220,6 +225,7 @@ describe("the git matrix, read by a read-only principal through every git tool",
           }
         }
         assert.ok(existsSync(marker), "plain git runs the planted program");
+        execFileSync("chown", ["-R", `${CHECKOUT_UID}:${CHECKOUT_UID}`, root]);
         rmSync(marker);
       }
       leftovers.push(...hostPids(tag));
