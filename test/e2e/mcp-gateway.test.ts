@@ -1,3 +1,4 @@
+// webcodex-test: alone (its probe measures another caller's ping p99 while an upstream hangs)
 /**
  * The MCP plugin gateway end to end on the distributed stack (six processes, Postgres, Redis):
  * real upstream MCP servers (the SDK's Server over Streamable HTTP, each its own process)
