@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import type { HandlerContext, Interceptor } from "@connectrpc/connect";
-import { ToolRegistryService } from "@webcodex/proto";
+import { AuditService, ToolRegistryService } from "@webcodex/proto";
 import { principalHeaders } from "./principal.js";
-import { createServiceIdentity, defaultBindHost, serviceCallerKey } from "./service-identity.js";
+import { SERVICE_TOKEN_HEADER, createServiceIdentity, defaultBindHost, serviceCallerKey } from "./service-identity.js";
 
 const KEY = "k".repeat(40);
 
@@ -67,7 +67,7 @@ describe("service identity", () => {
     );
   });
 
-  it("a token expires and is bound to one procedure", async () => {
+  it("a token expires, and the sender binds it to the procedure it calls", async () => {
     const t = Date.now();
     const past = createServiceIdentity({ service: "gateway", key: KEY, now: () => t - 5 * 60_000 });
     await assert.rejects(setup([receiver.serverInterceptor()], [past.clientInterceptor]).getAdmittedCatalog({}), unauthenticated);
@@ -80,6 +80,42 @@ describe("service identity", () => {
     };
     const ok = await setup([replay, receiver.serverInterceptor()], [gateway.clientInterceptor]).getAdmittedCatalog({});
     assert.equal(ok.catalogVersion, "gateway|");
+  });
+
+  it("a token captured on one procedure is refused when replayed against another", async () => {
+    // An audit service whose two procedures report what reached them.
+    const reached: string[] = [];
+    const transport = (client: Interceptor[]) =>
+      createRouterTransport(
+        ({ service }) => {
+          service(AuditService, {
+            listActions: () => {
+              reached.push("list");
+              return {};
+            },
+            recordActions: () => {
+              reached.push("record");
+              return {};
+            },
+          } as never);
+        },
+        { router: { interceptors: [receiver.serverInterceptor()] }, transport: { interceptors: client } },
+      );
+    let captured = "";
+    const capture: Interceptor = (next) => (req) => {
+      captured = req.header.get(SERVICE_TOKEN_HEADER) ?? "";
+      return next(req);
+    };
+    const headers = principalHeaders({ clientId: "acme", subject: "alice" });
+    await createClient(AuditService, transport([gateway.clientInterceptor, capture])).listActions({}, { headers });
+    assert.match(captured, /^v1\./);
+    // The captured token, sent again unchanged with the very headers it signed (no signing client).
+    const replayed = { headers: { ...headers, [SERVICE_TOKEN_HEADER]: captured } };
+    const unsigned = createClient(AuditService, transport([]));
+    // Against its own procedure, within its lifetime, it still verifies: only the procedure differs below.
+    await unsigned.listActions({}, replayed);
+    await assert.rejects(unsigned.recordActions({}, replayed), (e: unknown) => unauthenticated(e) && /another procedure/.test((e as ConnectError).rawMessage));
+    assert.deepEqual(reached, ["list", "list"]);
   });
 
   it("open procedures pass without a token and without a caller", async () => {
