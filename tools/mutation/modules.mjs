@@ -14,7 +14,7 @@ export const MODULES = [
     what: "edit planning: matching, counts, overlap, output assembly",
     pkg: "services/runner",
     mutate: ["src/workspace/edit-plan.ts"],
-    tests: ["dist/workspace/edit-plan.test.js", "dist/workspace/edit-project-files.test.js"],
+    tests: ["dist/workspace/edit-plan.test.js"],
   },
   {
     name: "attempt-fences",
@@ -54,9 +54,10 @@ export const MODULES = [
   },
   {
     name: "concurrency",
-    what: "the broker's per-project concurrency admission",
+    what: "the broker's per-project concurrency admission (in-process; the Redis one is tested against Redis)",
     pkg: "services/runner-broker",
     mutate: ["src/admission/concurrency.ts"],
+    functions: ["createMemoryConcurrencyLimiter"],
     tests: ["dist/admission/concurrency.test.js"],
   },
   {
