@@ -71,7 +71,9 @@ function runModule(mod) {
   ].join(" ");
   const config = {
     testRunner: "command",
-    commandRunner: { command: `node --test --test-reporter=dot ${mod.tests.join(" ")}` },
+    // Each test file run directly (node:test runs it in this process, one Node start per file
+    // rather than two as under --test); the first failing file ends the run.
+    commandRunner: { command: mod.tests.map((t) => `node --test-reporter=dot ${t}`).join(" && ") },
     buildCommand: build,
     mutate,
     // The sandbox holds the package alone; its tsconfig would extend a base two levels up that
