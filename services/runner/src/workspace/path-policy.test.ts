@@ -269,4 +269,27 @@ describe("path policy", () => {
     assert.equal(written, "done");
     assert.equal(readFileSync(path.join(root, "f.txt"), "utf8"), "pinned");
   });
+
+  it("edge cases: a link to the root itself is readable, an over-long name is unresolvable, a missing root is named", async () => {
+    const root = await tempDir();
+    await symlink(".", path.join(root, "self"));
+    const resolver = await createPathPolicy(root).open();
+    const r = resolver.rootReal;
+    // A read follows the whole path; where it ends (the root) is inside. (entry is not used by reads.)
+    const self = await resolver.resolve("self", { realOnly: true });
+    assert.deepEqual([self.real, self.realRel], [r, ""]);
+    const long = await expectFailure(resolver.resolve("a".repeat(300)), ReasonCode.pathOutsideProject);
+    assert.equal(long.detail_code, "unresolvable_path");
+    await expectFailure(resolver.resolve("/etc/passwd"), ReasonCode.pathOutsideProject).then((f) => assert.equal(f.detail_code, "absolute_path"));
+    const missing = await expectFailure(createPathPolicy(path.join(root, "no-such-root")).open(), ReasonCode.pathNotFound);
+    assert.equal(missing.detail_code, "project_root_missing");
+    assert.match(missing.message ?? "", /workspace root does not exist/);
+  });
+
+  it("globs: ** inside a segment spans directories only as .*, and commas or braces outside braces stay literal", () => {
+    const m = (glob: string, rel: string) => globToRegExp(glob).test(rel);
+    assert.ok(!m("a**/b", "ab") && m("a**/b", "aq/b"));
+    assert.ok(!m("x,y", "x") && m("x,y", "x,y"));
+    assert.ok(m("{a,b}x,y", "ax,y") && !m("{a,b}x,y", "y"));
+  });
 });
