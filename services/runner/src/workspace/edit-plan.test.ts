@@ -220,4 +220,31 @@ describe("edit planning", () => {
     // Counting stops past the largest expected_match_count.
     assert.equal(staleAnchors(buf("t\n".repeat(MAX_EXPECTED_MATCH_COUNT + 5)), [edit("t", "y")]).anchors[0]?.match_count, MAX_EXPECTED_MATCH_COUNT + 1);
   });
+
+  it("refusals carry their evidence and messages; expected_match_count 1 is valid", () => {
+    assert.deepEqual(refusal(() => plan("abc", [])).evidence, { path: "a.txt" });
+    assert.deepEqual(refusal(() => plan("abc", [edit("abc", "x", { occurrence: 0 })])).evidence, { path: "a.txt", edit_index: 0, occurrence: 0 });
+    const scope = { start_line: 3, end_line: 1 };
+    assert.deepEqual(refusal(() => plan("abc", [edit("abc", "x", { line_scope: scope })])).evidence, { path: "a.txt", edit_index: 0, line_scope: scope });
+    assert.match(refusal(() => plan("abc", [edit("ab", "1"), edit("bc", "2")])).message ?? "", /overlapping text of the original/);
+    assert.match(refusal(() => plan("a a", [edit("a", "b")])).message ?? "", /matches more than once/);
+    assert.equal(plan("abc", [edit("b", "x", { expected_match_count: 1 })]).output.toString(), "axc");
+  });
+
+  it("stale anchors: a scope from line 1, a match ending at the scope's end, touching excerpts merged, the byte budget shared", () => {
+    assert.equal(staleAnchors(buf("t\nx\nt\n"), [edit("t", "y", { line_scope: { start_line: 1, end_line: 1 } })]).anchors[0]?.match_count, 1);
+    assert.equal(staleAnchors(buf("t\nx\nt\n"), [edit("t\n", "y", { line_scope: { start_line: 1, end_line: 1 } })]).anchors[0]?.match_count, 1);
+    // Matches on lines 1 and 6: context 1..3 and 4..8 touch, so one excerpt holding both.
+    const touching = staleAnchors(buf("t\n2\n3\n4\n5\nt\n7\n8\n9\n"), [edit("t", "y")]);
+    assert.deepEqual(
+      touching.anchors[0]?.excerpts.map((e) => [e.start_line, e.match_lines]),
+      [[1, [1, 6]]],
+    );
+    assert.equal(touching.anchors_truncated, undefined);
+    const wide = `t${"a".repeat(4999)}\n`;
+    const shared = staleAnchors(buf(`${wide}x\nx\nx\nx\nx\n${wide}`), [edit("t", "y")]);
+    assert.equal(shared.anchors[0]?.match_count, 2);
+    assert.equal(shared.anchors[0]?.excerpts.length, 1, "the second excerpt does not fit in what the first left");
+    assert.equal(shared.anchors_truncated, true);
+  });
 });
