@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
@@ -166,6 +166,29 @@ describe("a Runner's Attempt fence marks", () => {
     assert.equal(await readFile(path.join(store.dir, TASK), "utf8"), "9\n");
     // A directory where the mark file should be cannot be read: not taken as "no mark".
     await mkdir(path.join(store.dir, OTHER_TASK));
+    await assert.rejects(createAttemptFenceStore(state).highest(OTHER_TASK));
     await assert.rejects(createAttemptFenceStore(state).admit(OTHER_TASK, 1));
+  });
+
+  it("a failed write leaves no temp file and no raised mark; a state directory that appears later is used", async () => {
+    const state = await temp();
+    const store = createAttemptFenceStore(state);
+    assert.deepEqual(await store.admit(TASK, 1), { admitted: true, highest: 1 });
+    assert.equal((await stat(path.join(store.dir, TASK))).mode & 0o777, 0o600);
+    // The mark file replaced by a directory: the rename over it fails, and the temp file is removed.
+    await rm(path.join(store.dir, TASK));
+    await mkdir(path.join(store.dir, TASK, "x"), { recursive: true });
+    await assert.rejects(store.admit(TASK, 2));
+    assert.deepEqual((await readdir(store.dir)).sort(), [TASK]);
+    // A name that is not a task id is never read, even where a file of that name exists.
+    await writeFile(path.join(state, "junk"), "not a mark");
+    assert.equal(await store.highest("../junk"), 0);
+    // The state directory could not be made at first; once it can, the same store works.
+    const parent = path.join(await temp(), "later");
+    await writeFile(parent, "a file, not a directory");
+    const late = createAttemptFenceStore(parent);
+    await assert.rejects(late.admit(TASK, 1));
+    await rm(parent);
+    assert.deepEqual(await late.admit(TASK, 1), { admitted: true, highest: 1 });
   });
 });
