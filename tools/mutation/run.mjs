@@ -5,7 +5,7 @@
 // esbuild compiles just the mutated files over their dist counterparts, and Stryker's command
 // runner runs `node --test` on the module's compiled unit tests once per mutant. Prints each
 // module's score and every surviving mutant; writes bench-results/mutation.json; fails when the
-// total score is under MUTATION_BREAK (default 90).
+// total score is under MUTATION_BREAK (default 90). `--report` prints the last reports again.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -105,8 +105,12 @@ const UNDETECTED = new Set(["Survived", "NoCoverage"]);
 mkdirSync(path.join(outDir, "mutation"), { recursive: true });
 const summary = [];
 const survivors = [];
+// --report: no run; the score and survivors of each module's last report in bench-results/mutation/.
+const reportOnly = process.argv.includes("--report");
 for (const mod of modules) {
-  const { report, seconds } = runModule(mod);
+  const saved = path.join(outDir, "mutation", `${mod.name}.json`);
+  if (reportOnly && !existsSync(saved)) continue;
+  const { report, seconds } = reportOnly ? { report: JSON.parse(readFileSync(saved, "utf8")), seconds: 0 } : runModule(mod);
   const counts = {};
   for (const [file, { source, mutants }] of Object.entries(report.files)) {
     const lines = source.split("\n");
@@ -159,8 +163,9 @@ if (survivors.length > 0) {
   for (const s of survivors)
     process.stdout.write(`  ${s.at} ${s.mutator}${s.status === "NoCoverage" ? " (no coverage)" : ""}: ${s.original} -> ${s.replacement}\n`);
 }
-writeFileSync(path.join(outDir, "mutation.json"), `${JSON.stringify({ score: total, detected, undetected, modules: summary, survivors }, null, 2)}\n`);
-if (wanted.length === 0 && total < breakAt) {
+if (!reportOnly)
+  writeFileSync(path.join(outDir, "mutation.json"), `${JSON.stringify({ score: total, detected, undetected, modules: summary, survivors }, null, 2)}\n`);
+if (wanted.length === 0 && !reportOnly && total < breakAt) {
   process.stderr.write(`mutation: total score ${total.toFixed(1)}% is under ${breakAt}%\n`);
   process.exit(1);
 }
