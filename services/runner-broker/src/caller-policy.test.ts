@@ -5,6 +5,9 @@ import { RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
 import { principalHeaders, serviceCallerKey } from "@webcodex/platform";
 import { createBrokerCallerPolicy, createPortPolicy, principalOwnsProject } from "./caller-policy.js";
 
+/** Projects GetProjectRunnerStates was asked about (what reached the broker). */
+const asked: string[] = [];
+
 /** A broker whose procedures answer trivially: what reaches them is what the policies let through. */
 function brokerBehind(...interceptors: ReturnType<typeof createPortPolicy>[]) {
   const transport = createRouterTransport(
@@ -16,9 +19,10 @@ function brokerBehind(...interceptors: ReturnType<typeof createPortPolicy>[]) {
         raiseProjectAttemptFence: (req: { attempt?: { fence: bigint } }) => ({ highest: req.attempt?.fence ?? 0n }),
         getFleetStatus: (req: { clientId: string }) => ({ summary: { runnersTotal: req.clientId === "acme" ? 1 : 0 } }),
         // Every project that reaches the broker is "ready", so one answered "none" never reached it.
-        getProjectRunnerStates: (req: { projects: Array<{ projectCanonicalId: string }> }) => ({
-          states: Object.fromEntries(req.projects.map((p) => [p.projectCanonicalId, "ready"])),
-        }),
+        getProjectRunnerStates: (req: { projects: Array<{ projectCanonicalId: string }> }) => {
+          asked.push(...req.projects.map((p) => p.projectCanonicalId));
+          return { states: Object.fromEntries(req.projects.map((p) => [p.projectCanonicalId, "ready"])) };
+        },
       } as never);
       service(ToolRegistryService, { getAdmittedCatalog: () => ({ catalogVersion: "v" }) } as never);
     },
@@ -48,6 +52,7 @@ describe("broker caller policy", () => {
     );
     await assert.rejects(registration.getFleetStatus({}), denied);
     const control = brokerBehind(createPortPolicy("control"));
+    assert.equal((await control.getFleetStatus({ clientId: "acme" })).summary?.runnersTotal, 1, "the control port serves the control plane");
     await assert.rejects(control.heartbeat({ runnerId: "r" }), denied);
     await assert.rejects(control.registerRunner({ runnerId: "r" }), denied);
   });
@@ -116,6 +121,7 @@ describe("broker caller policy", () => {
       { headers },
     );
     assert.deepEqual({ ...mixed.states }, { "agent:acme:p": "ready", "agent:other:q": "none", "not-a-project-id": "none" });
+    assert.deepEqual(asked, ["agent:acme:p"], "only the caller's own project reached the broker");
     const own = await client.getProjectRunnerStates({ projects: [{ projectCanonicalId: "agent:acme:p" }] }, { headers });
     assert.deepEqual({ ...own.states }, { "agent:acme:p": "ready" });
     assert.equal(principalOwnsProject({ clientId: "acme", subject: "s" }, "garbage"), false);
