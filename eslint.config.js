@@ -15,7 +15,18 @@ const noContracts = {
 };
 
 export default tseslint.config(
-  { ignores: ["**/dist/**", "**/node_modules/**", "libs/proto/src/gen/**", "libs/proto/src/index.ts", ".tools/**", "charts/**", "examples/**"] },
+  {
+    ignores: [
+      "**/dist/**",
+      "**/node_modules/**",
+      "libs/proto/src/gen/**",
+      "libs/proto/src/index.ts",
+      ".tools/**",
+      "charts/**",
+      "examples/**",
+      "**/.stryker-tmp/**",
+    ],
+  },
   {
     files: ["**/*.ts"],
     languageOptions: {
