@@ -15,11 +15,13 @@ STAMP := node_modules/.webcodex-install-stamp
 docs: build
 	node tools/scripts/gen-tools-doc.mjs
 
-.PHONY: docs setup install generate codegen-check build lint format run dev up test test-unit test-integration test-e2e faults bench bench-compare chart images clean help
+.PHONY: docs setup install generate codegen-check build lint format run dev up test test-unit test-integration test-e2e test-one mutation faults bench bench-compare chart images clean help
 
 help:
 	@echo "make run [PROJECT=dir] [PORT=8080]  start WebCodex embedded on a directory (default: a copy of the sample in .webcodex/)"
 	@echo "make test                           lint, codegen check, unit, chart, integration and e2e tests"
+	@echo "make test-one F=<file.test.ts>      build only that test's package and run that one test file"
+	@echo "make mutation [M=name,...]          mutation testing (StrykerJS) of the safety-critical modules; score and survivors"
 	@echo "make bench                          benchmarks (ratios against same-run baselines)"
 	@echo "make bench-compare BASE=<dir>       this build against another built checkout, side by side"
 	@echo "make faults                         long fault suite (1,000 Runner kills, 100,000 fuzz cases, 3 rounds of service kills, 10-minute soak); figures to bench-results/faults.json"
@@ -96,6 +98,22 @@ test-integration: build $(CONFORMANCE_STAMP)
 	@bash tools/scripts/ensure-services.sh
 	@bash tools/scripts/ensure-chromium.sh
 	node tools/scripts/run-tests.mjs integration e2e
+
+# One test file: builds only the project that holds it (tsc -b is incremental) and runs it.
+test-one: install
+	@test -n "$(F)" || { echo "usage: make test-one F=<path/to/file.test.ts>" >&2; exit 2; }
+	@node tools/scripts/test-one.mjs $(F)
+
+# Mutation testing of the safety-critical modules (tools/mutation/modules.mjs) with StrykerJS,
+# installed on demand from its own lockfile; slow (tens of minutes), so not part of `make test`.
+# M=name,... runs only those modules. Figures to bench-results/mutation.json.
+MUTATION_STAMP := tools/mutation/node_modules/.webcodex-install-stamp
+$(MUTATION_STAMP): tools/mutation/package.json tools/mutation/package-lock.json
+	npm ci --prefix tools/mutation --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $(MUTATION_STAMP)
+
+mutation: build $(MUTATION_STAMP)
+	M=$(M) node tools/mutation/run.mjs
 
 # The long fault suite: 1,000 Runner kills (4 harnesses side by side), 100,000 fuzz cases, 3 rounds
 # of service kills and datastore restarts, and a 10-minute soak at 32 callers; figures to

@@ -15,7 +15,18 @@ const noContracts = {
 };
 
 export default tseslint.config(
-  { ignores: ["**/dist/**", "**/node_modules/**", "libs/proto/src/gen/**", "libs/proto/src/index.ts", ".tools/**", "charts/**", "examples/**"] },
+  {
+    ignores: [
+      "**/dist/**",
+      "**/node_modules/**",
+      "libs/proto/src/gen/**",
+      "libs/proto/src/index.ts",
+      ".tools/**",
+      "charts/**",
+      "examples/**",
+      "**/.stryker-tmp/**",
+    ],
+  },
   {
     files: ["**/*.ts"],
     languageOptions: {
@@ -79,6 +90,27 @@ export default tseslint.config(
         {
           selector: "Property[key.name='follow_up_kind'], Property[key.value='follow_up_kind']",
           message: "Build follow-ups with a named builder in libs/contracts/src/follow-up.ts.",
+        },
+      ],
+    },
+  },
+  {
+    // Job states have one owner, libs/contracts/src/job-states.ts: the services that handle Jobs
+    // name a record state through JOB_STATE (or its types), never as a bare string. (The same
+    // rule list as above, since a later no-restricted-syntax replaces an earlier one.)
+    files: ["services/gateway/src/**/*.ts", "services/runner-broker/src/**/*.ts", "services/runner/src/**/*.ts"],
+    ignores: ["**/*.test.ts", "**/*.test-support.ts", "**/testing/**"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        { selector: "ExportAllDeclaration", message: "Export named symbols; no export *." },
+        {
+          selector: "Property[key.name='follow_up_kind'], Property[key.value='follow_up_kind']",
+          message: "Build follow-ups with a named builder in libs/contracts/src/follow-up.ts.",
+        },
+        {
+          selector: "Literal[value=/^(queued|recovering|succeeded|lost_after_reconcile)$/]:not(TSLiteralType > Literal)",
+          message: "Name a Job state through JOB_STATE from @webcodex/contracts (libs/contracts/src/job-states.ts owns the words).",
         },
       ],
     },

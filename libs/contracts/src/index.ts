@@ -108,3 +108,13 @@ export { renderToolsDoc } from "./tools-doc.js";
 export { renderResultsDoc } from "./results-doc.js";
 export { canonicalProjectId, isCanonicalIdPart, isCanonicalProjectId, parseCanonicalProjectId } from "./project-id.js";
 export { CODE_CELL_TOOL, cellCallable, cellToolNames, cellDeclaration, schemaType } from "./code-mode.js";
+export {
+  JOB_STATE,
+  LIVE_JOB_STATES,
+  TERMINAL_JOB_STATES,
+  RUNNER_JOB_STATES,
+  OBSERVED_LIVE_JOB_STATES,
+  isTerminalJobState,
+  jobRecordTerminal,
+} from "./job-states.js";
+export type { JobState, LiveJobState, TerminalJobState, RunnerJobState } from "./job-states.js";

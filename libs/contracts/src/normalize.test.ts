@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ARGV_ALIASED, normalizeToolCall } from "./normalize.js";
+import { ARGV_ALIASED, MAX_ACCEPTED_FIELDS, isToolInputNormalizationCode, normalizationHints, normalizeToolCall } from "./normalize.js";
 import type { ArgvAliased, NormalizeResult } from "./normalize.js";
 
 const all = { isAdmitted: () => true };
@@ -215,4 +215,153 @@ test("edits past the 1024 cardinality bound are rejected, not clamped", () => {
     "invalid_value",
     "maximum",
   );
+});
+
+test("refusals before validation: arguments must be an object (absent means {}); withheld is unknown; each names the tool", () => {
+  assert.deepEqual(ok(normalizeToolCall("list_projects", undefined, all)).arguments, {});
+  for (const bad of [null, [], "x", 3]) {
+    const f = rejected(normalizeToolCall("list_projects", bad, all), "invalid_value", "arguments_not_object");
+    assert.equal(f.evidence, undefined);
+  }
+  const withheld = rejected(
+    normalizeToolCall("run_shell", { project: "~p1", command: "ls" }, { isAdmitted: () => true, isWithheld: () => true }),
+    "unknown_tool",
+    "unknown_tool",
+  );
+  assert.deepEqual(withheld.evidence, { tool: "run_shell" });
+  assert.equal(normalizeToolCall("run_shell", { project: "~p1", command: "ls" }, { isAdmitted: () => true, isWithheld: () => false }).ok, true);
+  const unadmitted = rejected(
+    normalizeToolCall("run_shell", { project: "~p1", command: "ls" }, { isAdmitted: () => false }),
+    "tool_not_admitted",
+    "not_admitted",
+  );
+  assert.deepEqual(unadmitted.evidence, { tool: "run_shell" });
+  const differ = rejected(normalizeToolCall("run_process", { project: "~p1", argv: ["a"], args: ["b"] }, all), "conflicting_alias", "argv_args_differ");
+  assert.deepEqual(differ.evidence, { field: "/argv" });
+  const wrongType = rejected(normalizeToolCall("run_shell", { project: "~p1", command: 5 }, all), "invalid_value");
+  assert.equal(wrongType.evidence?.["field"], "/command");
+  assert.equal(wrongType.follow_up, undefined, "only unknown and missing fields follow up with the manifest");
+});
+
+test("accepted and required field lists are bounded to MAX_ACCEPTED_FIELDS; an unknown field lists no required fields", () => {
+  const unknown = rejected(normalizeToolCall("run_process", { project: "~p1", args: ["ls"], nope: 1 }, all), "unknown_field");
+  assert.equal(unknown.evidence?.["required_fields"], undefined);
+  assert.equal(unknown.evidence?.["accepted_fields_truncated"], undefined);
+  const accepted = unknown.evidence?.["accepted_fields"] as string[];
+  assert.ok(accepted.length > 0 && accepted.length <= MAX_ACCEPTED_FIELDS);
+});
+
+test("cross-field checks name the offending field", () => {
+  const edits = (edit: Record<string, unknown>) => ({
+    project: "~p1",
+    changes: [
+      { kind: "create", path: "b", content: "x" },
+      { kind: "edit", path: "a", expected_read_revision: "r", edits: [{ replace_exact: { old_text: "a", new_text: "b" } }, edit] },
+    ],
+  });
+  const both = rejected(
+    normalizeToolCall("edit_project_files", edits({ replace_exact: { old_text: "c", new_text: "d" }, occurrence: 1, expected_match_count: 2 }), all),
+    "invalid_value",
+    "occurrence_with_expected_match_count",
+  );
+  assert.deepEqual(both.evidence, { field: "/changes/1/edits/1/occurrence" });
+  ok(normalizeToolCall("edit_project_files", edits({ replace_exact: { old_text: "c", new_text: "d" }, occurrence: 1 }), all));
+  ok(normalizeToolCall("edit_project_files", edits({ replace_exact: { old_text: "c", new_text: "d" }, expected_match_count: 2 }), all));
+  const reversed = rejected(
+    normalizeToolCall("edit_project_files", edits({ replace_exact: { old_text: "c", new_text: "d" }, line_scope: { start_line: 5, end_line: 4 } }), all),
+    "invalid_value",
+    "line_scope_reversed",
+  );
+  assert.deepEqual(reversed.evidence, { field: "/changes/1/edits/1/line_scope" });
+  ok(normalizeToolCall("edit_project_files", edits({ replace_exact: { old_text: "c", new_text: "d" }, line_scope: { start_line: 5, end_line: 5 } }), all));
+
+  const range = rejected(
+    normalizeToolCall("read_files", { project: "~p1", files: [{ path: "a" }, { path: "b", start_line: 3, end_line: 2 }] }, all),
+    "invalid_value",
+    "range_reversed",
+  );
+  assert.deepEqual(range.evidence, { field: "/files/1/end_line" });
+  ok(normalizeToolCall("read_files", { project: "~p1", files: [{ path: "a", start_line: 3, end_line: 3 }] }, all));
+  ok(normalizeToolCall("read_files", { project: "~p1", files: [{ path: "a", start_line: 3 }] }, all));
+  ok(normalizeToolCall("read_files", { project: "~p1", files: [{ path: "a", end_line: 1 }] }, all));
+
+  const login = rejected(
+    normalizeToolCall("run_shell", { project: "~p1", command: "ls", login: true, shell: "sh" }, all),
+    "invalid_value",
+    "login_requires_bash",
+  );
+  assert.deepEqual(login.evidence, { field: "/login" });
+  ok(normalizeToolCall("run_shell", { project: "~p1", command: "ls", login: true, shell: "bash" }, all));
+  ok(normalizeToolCall("run_shell", { project: "~p1", command: "ls", login: false, shell: "sh" }, all));
+
+  const files = (f: Record<string, unknown>) => normalizeToolCall("import_host_files", { project: "~p1", files: [{ path: "ok", content: "x" }, f] }, all);
+  for (const f of [{ path: "b" }, { path: "b", content: "x", content_base64: "eA==" }]) {
+    const xor = rejected(files(f), "invalid_value", "content_xor_content_base64");
+    assert.deepEqual(xor.evidence, { field: "/files/1" });
+  }
+  ok(files({ path: "b", content_base64: "eA==" }));
+});
+
+test("a value at its ceiling is kept and reports no code; clamps reach only the named path", () => {
+  const at = ok(normalizeToolCall("run_shell", { project: "~p1", command: "true", timeout_ms: 600_000 }, all));
+  assert.equal(at.normalization, undefined);
+  const nested = ok(normalizeToolCall("search_project_texts", { project: "~p1", queries: [{ pattern: "a", max_results: 2_000 }] }, all));
+  assert.equal(nested.normalization, undefined);
+  assert.deepEqual(ok(normalizeToolCall("search_project_texts", { project: "~p1", queries: [{ pattern: "a" }] }, all)).arguments, {
+    project: "~p1",
+    queries: [{ pattern: "a" }],
+  });
+  const r = ok(normalizeToolCall("search_project_texts", { project: "~p1", queries: [{ pattern: "a", max_results: 2_001, context_lines: 9 }] }, all));
+  assert.deepEqual(r.normalization?.effective, { "queries.0.max_results": 2_000, "queries.0.context_lines": 5 });
+  assert.equal(r.normalization?.hint, normalizationHints.clamped_to_ceiling);
+});
+
+test("only exact shell forms are rewritten: a third argument that is empty, another flag or another program stays run_process", () => {
+  for (const args of [
+    ["sh", "-c", ""],
+    ["zsh", "-c", "ls"],
+    ["sh", "-lc", "ls"],
+    ["bash", "-x", "ls"],
+    ["sh", "-c"],
+    ["sh", "-c", "ls", "x"],
+  ]) {
+    const r = ok(normalizeToolCall("run_process", { project: "~p1", args }, all));
+    assert.equal(r.tool, "run_process", JSON.stringify(args));
+  }
+  const sh = ok(normalizeToolCall("run_process", { project: "~p1", args: ["sh", "-c", "ls"] }, all));
+  assert.deepEqual([sh.tool, sh.arguments], ["run_shell", { project: "~p1", command: "ls", shell: "sh" }]);
+  assert.equal(sh.normalization?.hint, normalizationHints.process_shell_to_run_shell);
+  const login = ok(normalizeToolCall("run_process", { project: "~p1", args: ["bash", "-lc", "ls"] }, all));
+  assert.equal(login.normalization?.hint, normalizationHints.process_bash_login_to_run_shell);
+  const argv = ok(normalizeToolCall("run_process", { project: "~p1", argv: ["ls"] }, all));
+  assert.equal(argv.normalization?.hint, normalizationHints.argv_to_args);
+  for (const hint of Object.values(normalizationHints)) assert.ok(hint.length > 20, hint);
+});
+
+test("normalization codes are recognised only by name", () => {
+  assert.equal(isToolInputNormalizationCode("argv_to_args"), true);
+  assert.equal(isToolInputNormalizationCode("clamped_to_ceiling"), true);
+  assert.equal(isToolInputNormalizationCode("nope"), false);
+  assert.equal(isToolInputNormalizationCode(undefined), false);
+  assert.equal(isToolInputNormalizationCode(["argv_to_args"]), false);
+});
+
+test("nulls are dropped inside arrays of objects and the selected union branch only; a value that is not an object is kept", () => {
+  const r = ok(
+    normalizeToolCall(
+      "edit_project_files",
+      {
+        project: "~p1",
+        changes: [{ kind: "edit", path: "a", expected_read_revision: "r", edits: [{ replace_exact: { old_text: "a", new_text: "b" }, occurrence: null }] }],
+      },
+      all,
+    ),
+  );
+  assert.deepEqual(r.arguments["changes"], [
+    { kind: "edit", path: "a", expected_read_revision: "r", edits: [{ replace_exact: { old_text: "a", new_text: "b" } }] },
+  ]);
+  // content is required in the create branch: its null is kept, so validation refuses it.
+  rejected(normalizeToolCall("edit_project_files", { project: "~p1", changes: [{ kind: "create", path: "a", content: null }] }, all), "invalid_value");
+  const args = { project: "~p1", args: ["ls", "-la"] };
+  assert.equal(ok(normalizeToolCall("run_process", args, all)).arguments["args"], args.args, "nothing to drop: the same array");
 });

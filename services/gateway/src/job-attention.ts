@@ -9,6 +9,7 @@
  * The watch list lives in this gateway process, bounded per caller and project and in the
  * number of callers; a caller served by another replica, or after a restart, is not told.
  */
+import { isTerminalJobState } from "@webcodex/contracts";
 
 /** One ended Job, as the model sees it. */
 export interface JobAttentionItem {
@@ -25,10 +26,8 @@ export const MAX_ATTENTION_ITEMS = 8;
 /** Most caller×project watch lists kept (least recently used dropped). */
 export const MAX_WATCH_LISTS = 10_000;
 
-/** States after which a Job changes no more. */
-const LIVE_STATES = new Set(["running", "pending", "queued", "recovering", "unknown"]);
-
-export const isTerminalJobState = (state: unknown): state is string => typeof state === "string" && !LIVE_STATES.has(state);
+/** Whether a state read from an answer says the Job changes no more (owned by @webcodex/contracts). */
+export { isTerminalJobState };
 
 export function watchKey(clientId: string, subject: string, projectCanonicalId: string): string {
   return `${clientId}\u0000${subject}\u0000${projectCanonicalId}`;

@@ -7,7 +7,15 @@
 import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import type { ContinuationFact, RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { PipelineStage, ReasonCode, toolFailure, waitForAgentEventsFollowUp, waitForJobFollowUp, failureFromWire } from "@webcodex/contracts";
+import {
+  PipelineStage,
+  ReasonCode,
+  isTerminalJobState,
+  toolFailure,
+  waitForAgentEventsFollowUp,
+  waitForJobFollowUp,
+  failureFromWire,
+} from "@webcodex/contracts";
 import type { ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import type { ContinuationFactInit } from "./call-context.js";
 import { validationView } from "./session-facts.js";
@@ -30,7 +38,6 @@ export interface PresentationDeps {
 /** The authorized Project of a call (the pipeline resolves it and records it for audit). */
 export type ResolveProject = (selector: string) => Promise<{ ok: true; canonicalId: string; rootIdentity: string } | { ok: false; failure: ToolFailure }>;
 
-const LIVE_STATES = new Set(["queued", "running", "recovering", "unknown"]);
 /** Changed files listed on a work result card; the total says how many there were. */
 const MAX_CARD_FILES = 50;
 
@@ -48,7 +55,7 @@ function continuationView(
     job_id: jobId,
     project,
     state,
-    terminal: !LIVE_STATES.has(state),
+    terminal: isTerminalJobState(state),
     continuation: {
       dispatch: c?.dispatch ?? "none",
       fresh_turn: c && c.freshTurnAtUnixMs > 0n ? "observed" : "not_observed",

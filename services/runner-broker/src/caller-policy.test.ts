@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { RunnerBrokerService } from "@webcodex/proto";
-import { principalHeaders } from "@webcodex/platform";
-import { createBrokerCallerPolicy, createPortPolicy } from "./caller-policy.js";
+import { RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
+import { principalHeaders, serviceCallerKey } from "@webcodex/platform";
+import { createBrokerCallerPolicy, createPortPolicy, principalOwnsProject } from "./caller-policy.js";
+
+/** Projects GetProjectRunnerStates was asked about (what reached the broker). */
+const asked: string[] = [];
 
 /** A broker whose procedures answer trivially: what reaches them is what the policies let through. */
 function brokerBehind(...interceptors: ReturnType<typeof createPortPolicy>[]) {
@@ -15,7 +18,13 @@ function brokerBehind(...interceptors: ReturnType<typeof createPortPolicy>[]) {
         dispatch: () => ({ resultJson: '{"ran":true}' }),
         raiseProjectAttemptFence: (req: { attempt?: { fence: bigint } }) => ({ highest: req.attempt?.fence ?? 0n }),
         getFleetStatus: (req: { clientId: string }) => ({ summary: { runnersTotal: req.clientId === "acme" ? 1 : 0 } }),
+        // Every project that reaches the broker is "ready", so one answered "none" never reached it.
+        getProjectRunnerStates: (req: { projects: Array<{ projectCanonicalId: string }> }) => {
+          asked.push(...req.projects.map((p) => p.projectCanonicalId));
+          return { states: Object.fromEntries(req.projects.map((p) => [p.projectCanonicalId, "ready"])) };
+        },
       } as never);
+      service(ToolRegistryService, { getAdmittedCatalog: () => ({ catalogVersion: "v" }) } as never);
     },
     { router: { interceptors } },
   );
@@ -23,6 +32,15 @@ function brokerBehind(...interceptors: ReturnType<typeof createPortPolicy>[]) {
 }
 
 const denied = (e: unknown) => e instanceof ConnectError && e.code === Code.PermissionDenied;
+const deniedWith = (why: RegExp) => (e: unknown) => denied(e) && why.test((e as ConnectError).rawMessage);
+/** Sets the verified calling service, as the service-identity interceptor does. */
+const calledBy =
+  (service: string): ReturnType<typeof createPortPolicy> =>
+  (next) =>
+  (req) => {
+    req.contextValues.set(serviceCallerKey, service);
+    return next(req);
+  };
 
 describe("broker caller policy", () => {
   it("the registration port serves only RegisterRunner and Heartbeat; the control port refuses them", async () => {
@@ -34,6 +52,7 @@ describe("broker caller policy", () => {
     );
     await assert.rejects(registration.getFleetStatus({}), denied);
     const control = brokerBehind(createPortPolicy("control"));
+    assert.equal((await control.getFleetStatus({ clientId: "acme" })).summary?.runnersTotal, 1, "the control port serves the control plane");
     await assert.rejects(control.heartbeat({ runnerId: "r" }), denied);
     await assert.rejects(control.registerRunner({ runnerId: "r" }), denied);
   });
@@ -70,5 +89,42 @@ describe("broker caller policy", () => {
       ["runner_unavailable", "no_live_runner"],
       "answered like a project with no Runner",
     );
+  });
+
+  it("refusals name the port or the caller they need; the gateway passes; other services are not the broker's to police", async () => {
+    await assert.rejects(brokerBehind(createPortPolicy("registration")).getFleetStatus({}), deniedWith(/only Runner registration is served on this port/));
+    await assert.rejects(brokerBehind(createPortPolicy("control")).heartbeat({ runnerId: "r" }), deniedWith(/Runners register on the registration port/));
+    const headers = principalHeaders({ clientId: "acme", subject: "s" });
+    await assert.rejects(
+      brokerBehind(calledBy("audit"), createBrokerCallerPolicy({ requireIdentity: true })).dispatch({ projectCanonicalId: "agent:acme:p" }, { headers }),
+      deniedWith(/this procedure is for the gateway/),
+    );
+    const viaGateway = brokerBehind(calledBy("gateway"), createBrokerCallerPolicy({ requireIdentity: true }));
+    assert.equal((await viaGateway.dispatch({ projectCanonicalId: "agent:acme:p" }, { headers })).resultJson, '{"ran":true}');
+    const registry = createClient(
+      ToolRegistryService,
+      createRouterTransport(
+        ({ service }) => {
+          service(ToolRegistryService, { getAdmittedCatalog: () => ({ catalogVersion: "v" }) } as never);
+        },
+        { router: { interceptors: [createBrokerCallerPolicy({ requireIdentity: true })] } },
+      ),
+    );
+    assert.equal((await registry.getAdmittedCatalog({})).catalogVersion, "v");
+  });
+
+  it("project runner states: another tenant's projects never reach the broker and read as none", async () => {
+    const client = brokerBehind(createBrokerCallerPolicy({ requireIdentity: false }));
+    const headers = principalHeaders({ clientId: "acme", subject: "s" });
+    const mixed = await client.getProjectRunnerStates(
+      { projects: [{ projectCanonicalId: "agent:acme:p" }, { projectCanonicalId: "agent:other:q" }, { projectCanonicalId: "not-a-project-id" }] },
+      { headers },
+    );
+    assert.deepEqual({ ...mixed.states }, { "agent:acme:p": "ready", "agent:other:q": "none", "not-a-project-id": "none" });
+    assert.deepEqual(asked, ["agent:acme:p"], "only the caller's own project reached the broker");
+    const own = await client.getProjectRunnerStates({ projects: [{ projectCanonicalId: "agent:acme:p" }] }, { headers });
+    assert.deepEqual({ ...own.states }, { "agent:acme:p": "ready" });
+    assert.equal(principalOwnsProject({ clientId: "acme", subject: "s" }, "garbage"), false);
+    assert.equal(principalOwnsProject({ clientId: "acme", subject: "s" }, "agent:acme:p"), true);
   });
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
@@ -127,5 +127,68 @@ describe("a Runner's Attempt fence marks", () => {
     const store = createAttemptFenceStore(blocker);
     await assert.rejects(store.admit(TASK, 1));
     await assert.rejects(store.raise(TASK, 1));
+  });
+
+  it("task ids and marks are read strictly: anything but wc_task_<32 hex> is no file, a corrupt mark fails closed", async () => {
+    const state = await temp();
+    const store = createAttemptFenceStore(state);
+    for (const bad of [`x${TASK}`, `${TASK}0`, `wc_task_${"A".repeat(32)}`, "../etc/passwd"]) {
+      assert.deepEqual(await store.admit(bad, 1), { admitted: false, why: "invalid_task_id" }, bad);
+      assert.equal(await store.raise(bad, 1), undefined, bad);
+      assert.equal(await store.highest(bad), 0, bad);
+    }
+    assert.equal(await store.raise(TASK, 1.5), undefined);
+    assert.equal(await store.raise(TASK, 2 ** 53), undefined);
+    assert.equal(path.basename(store.dir), "attempt-fences");
+    assert.equal(path.dirname(store.dir), path.resolve(state));
+    // The file holds the mark as a decimal line, written only by us (mode 0600).
+    assert.equal(await store.raise(TASK, 7), 7);
+    assert.equal(await readFile(path.join(store.dir, TASK), "utf8"), "7\n");
+    assert.deepEqual(await readdir(store.dir), [TASK], "no temp file is left");
+    for (const corrupt of ["x7\n", "7x", "07", "-1", "7\n\n", " 7"]) {
+      await writeFile(path.join(store.dir, OTHER_TASK), corrupt);
+      await assert.rejects(createAttemptFenceStore(state).highest(OTHER_TASK), /attempt fence mark of wc_task_b+ is unreadable/, JSON.stringify(corrupt));
+    }
+    await writeFile(path.join(store.dir, OTHER_TASK), "12");
+    assert.equal(await createAttemptFenceStore(state).highest(OTHER_TASK), 12);
+  });
+
+  it("an equal fence is admitted without a write; a mark that cannot be read for another reason than absence fails closed", async () => {
+    const state = await temp();
+    const store = createAttemptFenceStore(state);
+    assert.deepEqual(await store.admit(TASK, 3), { admitted: true, highest: 3 });
+    // A mark changed on disk behind the store's back: the store keeps the mark it wrote, so an
+    // equal fence is admitted from memory and the file is not rewritten.
+    await writeFile(path.join(store.dir, TASK), "9\n");
+    assert.deepEqual(await store.admit(TASK, 3), { admitted: true, highest: 3 });
+    assert.equal(await readFile(path.join(store.dir, TASK), "utf8"), "9\n");
+    assert.equal(await store.raise(TASK, 3), 3);
+    assert.equal(await readFile(path.join(store.dir, TASK), "utf8"), "9\n");
+    // A directory where the mark file should be cannot be read: not taken as "no mark".
+    await mkdir(path.join(store.dir, OTHER_TASK));
+    await assert.rejects(createAttemptFenceStore(state).highest(OTHER_TASK));
+    await assert.rejects(createAttemptFenceStore(state).admit(OTHER_TASK, 1));
+  });
+
+  it("a failed write leaves no temp file and no raised mark; a state directory that appears later is used", async () => {
+    const state = await temp();
+    const store = createAttemptFenceStore(state);
+    assert.deepEqual(await store.admit(TASK, 1), { admitted: true, highest: 1 });
+    assert.equal((await stat(path.join(store.dir, TASK))).mode & 0o777, 0o600);
+    // The mark file replaced by a directory: the rename over it fails, and the temp file is removed.
+    await rm(path.join(store.dir, TASK));
+    await mkdir(path.join(store.dir, TASK, "x"), { recursive: true });
+    await assert.rejects(store.admit(TASK, 2));
+    assert.deepEqual((await readdir(store.dir)).sort(), [TASK]);
+    // A name that is not a task id is never read, even where a file of that name exists.
+    await writeFile(path.join(state, "junk"), "not a mark");
+    assert.equal(await store.highest("../junk"), 0);
+    // The state directory could not be made at first; once it can, the same store works.
+    const parent = path.join(await temp(), "later");
+    await writeFile(parent, "a file, not a directory");
+    const late = createAttemptFenceStore(parent);
+    await assert.rejects(late.admit(TASK, 1));
+    await rm(parent);
+    assert.deepEqual(await late.admit(TASK, 1), { admitted: true, highest: 1 });
   });
 });

@@ -27,6 +27,7 @@ import {
   pageFields,
   PipelineStage,
   isToolFailureError,
+  ToolFailureError,
   listAgentTasksFollowUp,
   readAgentTaskFollowUp,
   ReasonCode,
@@ -177,7 +178,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
   const attemptSelect = `SELECT at.*, (at.lease_expires_at > now()) AS lease_live FROM ${schema}.agent_task_attempts at`;
 
   async function agentOf(q: Queryable, principal: Principal, agentId: string): Promise<AgentRow> {
-    if (!AGENT_ID.test(agentId)) throw new FailureThrow(notFound("agent"));
+    if (!AGENT_ID.test(agentId)) throw new ToolFailureError(notFound("agent"));
     const r = await q.query<AgentRow>(
       `SELECT a.*, e.controller_generation FROM ${schema}.agents a
        JOIN ${schema}.agent_endpoints e ON e.client_id = a.client_id AND e.subject = a.subject AND e.agent_id = a.agent_id AND e.endpoint_id = a.endpoint_id
@@ -185,15 +186,15 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       [agentId],
     );
     const row = r.rows[0];
-    if (!row || !ownedBy(row, principal)) throw new FailureThrow(notFound("agent"));
+    if (!row || !ownedBy(row, principal)) throw new ToolFailureError(notFound("agent"));
     return row;
   }
 
   async function taskFor(q: Queryable, principal: Principal, taskId: string, lock = false): Promise<TaskRow> {
-    if (!TASK_ID.test(taskId)) throw new FailureThrow(notFound("task", true));
+    if (!TASK_ID.test(taskId)) throw new ToolFailureError(notFound("task", true));
     const r = await q.query<TaskRow>(`${taskSelect} WHERE t.task_id = $1${lock ? " FOR UPDATE OF t" : ""}`, [taskId]);
     const row = r.rows[0];
-    if (!row || !canSeeTask(row, principal)) throw new FailureThrow(notFound("task", true));
+    if (!row || !canSeeTask(row, principal)) throw new ToolFailureError(notFound("task", true));
     return row;
   }
 
@@ -242,7 +243,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     const row = r.rows[0];
     if (!row) return undefined;
     if (row.request_digest !== digest)
-      throw new FailureThrow(invalid("idempotency_key_reused", "idempotency_key", "This idempotency_key was used for a different request."));
+      throw new ToolFailureError(invalid("idempotency_key_reused", "idempotency_key", "This idempotency_key was used for a different request."));
     return JSON.parse(row.result_json) as Record<string, unknown>;
   }
 
@@ -273,7 +274,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     expect: { taskId?: string; assigneeAgentId?: string; fence?: number; generation?: number },
     lock: boolean,
   ): Promise<{ task: TaskRow; attempt: AttemptRow }> {
-    if (!isAttemptId(attemptId)) throw new FailureThrow(notFound("attempt"));
+    if (!isAttemptId(attemptId)) throw new ToolFailureError(notFound("attempt"));
     // One statement: the Attempt, its Task (locked for mutations), both Agents and the
     // assignee's current controller generation. Every change of an Attempt's state also
     // changes its Task row (fence, state), so a caller that waited for the Task lock sees it.
@@ -292,7 +293,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     );
     const task = r.rows[0];
     const attempt = task?.attempt;
-    if (!task || !attempt || !ownedBy(attempt, principal) || !canSeeTask(task, principal)) throw new FailureThrow(notFound("attempt"));
+    if (!task || !attempt || !ownedBy(attempt, principal) || !canSeeTask(task, principal)) throw new ToolFailureError(notFound("attempt"));
     const agent = { controller_generation: task.agent_generation };
     const fence = Number(attempt.attempt_fence);
     const evidence = { attempt_fence: fence, current_fence: Number(task.current_fence) };
@@ -300,31 +301,31 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       (expect.taskId !== undefined && expect.taskId !== attempt.task_id) ||
       (expect.assigneeAgentId !== undefined && expect.assigneeAgentId !== attempt.assignee_agent_id)
     ) {
-      throw new FailureThrow(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
+      throw new ToolFailureError(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
     }
-    if (expect.fence !== undefined && expect.fence !== fence) throw new FailureThrow(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
+    if (expect.fence !== undefined && expect.fence !== fence) throw new ToolFailureError(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
     if (expect.generation !== undefined && expect.generation !== Number(attempt.controller_generation))
-      throw new FailureThrow(fenceStale("controller_generation_mismatch", task.task_id, evidence));
-    if (Number(task.current_fence) !== fence) throw new FailureThrow(fenceStale("attempt_superseded", task.task_id, evidence));
-    if (task.state !== "in_progress") throw new FailureThrow(fenceStale(`task_${task.state}`, task.task_id, evidence));
-    if (attempt.state !== "live") throw new FailureThrow(fenceStale(`attempt_${attempt.state}`, task.task_id, evidence));
+      throw new ToolFailureError(fenceStale("controller_generation_mismatch", task.task_id, evidence));
+    if (Number(task.current_fence) !== fence) throw new ToolFailureError(fenceStale("attempt_superseded", task.task_id, evidence));
+    if (task.state !== "in_progress") throw new ToolFailureError(fenceStale(`task_${task.state}`, task.task_id, evidence));
+    if (attempt.state !== "live") throw new ToolFailureError(fenceStale(`attempt_${attempt.state}`, task.task_id, evidence));
     if (Number(agent.controller_generation) !== Number(attempt.controller_generation))
-      throw new FailureThrow(fenceStale("controller_generation_changed", task.task_id, evidence));
+      throw new ToolFailureError(fenceStale("controller_generation_changed", task.task_id, evidence));
     if (!attempt.lease_live)
-      throw new FailureThrow(fenceStale("lease_expired", task.task_id, { ...evidence, lease_expires_at: iso(attempt.lease_expires_at) }));
+      throw new ToolFailureError(fenceStale("lease_expired", task.task_id, { ...evidence, lease_expires_at: iso(attempt.lease_expires_at) }));
     return { task, attempt };
   }
 
   /** Expands an attempt_ref to its stored tuple, then runs checkAttempt on exactly that tuple. */
   async function checkAttemptRef(tx: Queryable, principal: Principal, ref: string, lock: boolean) {
     const code = parseRef(RefKind.attempt, ref);
-    if (code === undefined) throw new FailureThrow(notFound("attempt_ref"));
+    if (code === undefined) throw new ToolFailureError(notFound("attempt_ref"));
     const r = await tx.query<{ task_id: string; attempt_id: string; assignee_agent_id: string; attempt_fence: string; controller_generation: string }>(
       `SELECT task_id, attempt_id, assignee_agent_id, attempt_fence, controller_generation FROM ${schema}.attempt_refs WHERE client_id = $1 AND subject = $2 AND code = $3`,
       [principal.clientId, principal.subject, code],
     );
     const pin = r.rows[0];
-    if (!pin) throw new FailureThrow(notFound("attempt_ref"));
+    if (!pin) throw new ToolFailureError(notFound("attempt_ref"));
     return checkAttempt(
       tx,
       principal,
@@ -377,14 +378,14 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         expected = num(args, "expected_controller_generation") ?? 0;
       return db.transaction(async (tx) => {
         const agent = await agentOf(tx, principal, agentId);
-        if (agent.endpoint_id !== endpointId) throw new FailureThrow(notFound("agent"));
+        if (agent.endpoint_id !== endpointId) throw new ToolFailureError(notFound("agent"));
         const r = await tx.query<{ controller_generation: string }>(
           `SELECT controller_generation FROM ${schema}.agent_endpoints WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4 FOR UPDATE`,
           [principal.clientId, principal.subject, agentId, endpointId],
         );
         const current = Number(r.rows[0]?.controller_generation ?? 0);
         if (current !== expected) {
-          throw new FailureThrow(generationMismatch());
+          throw new ToolFailureError(generationMismatch());
         }
         const next = current + 1;
         await tx.query(
@@ -398,9 +399,9 @@ export function createAgentTasks(deps: AgentTasksDeps) {
 
     async create_agent_task(principal, args) {
       const key = str(args, "idempotency_key");
-      if (!isCallerId(key)) throw new FailureThrow(invalid("invalid_idempotency_key", "idempotency_key"));
+      if (!isCallerId(key)) throw new ToolFailureError(invalid("invalid_idempotency_key", "idempotency_key"));
       const resolved = await projects.resolve(principal, str(args, "project"));
-      if (!resolved.ok) throw new FailureThrow(resolved.failure);
+      if (!resolved.ok) throw new ToolFailureError(resolved.failure);
       const project = resolved.project;
       // The assignee's owner must be able to see the Project (a private Project is its owner's
       // alone): otherwise the Task would show its title, instructions and Project id to someone
@@ -412,7 +413,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         : undefined;
       if (owner && owner.client_id === principal.clientId && owner.subject !== principal.subject) {
         const seen = await projects.resolve({ clientId: owner.client_id, subject: owner.subject }, project.canonicalId);
-        if (!seen.ok) throw new FailureThrow(notFound("agent"));
+        if (!seen.ok) throw new ToolFailureError(notFound("agent"));
       }
       // The digest covers the resolved Project, so a ref and its canonical id are one request.
       const digest = digestOf("create_agent_task", { ...args, project: `${project.canonicalId}#${project.incarnation}` });
@@ -426,7 +427,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         const a = AGENT_ID.test(assignee)
           ? (await tx.query<{ client_id: string }>(`SELECT client_id FROM ${schema}.agents WHERE agent_id = $1`, [assignee])).rows[0]
           : undefined;
-        if (!a || a.client_id !== principal.clientId) throw new FailureThrow(notFound("agent"));
+        if (!a || a.client_id !== principal.clientId) throw new ToolFailureError(notFound("agent"));
         if (requester !== "") await agentOf(tx, principal, requester);
         const taskId = `wc_task_${hex()}`;
         await tx.query(
@@ -463,7 +464,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         const payload = decodeCursor("tasks", args["cursor"]);
         const restart = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined));
         if (!Array.isArray(payload) || payload[0] !== filterKey || typeof payload[1] !== "string" || typeof payload[2] !== "string")
-          throw new FailureThrow(cursorFailure("cursor_invalid", "list_agent_tasks", restart));
+          throw new ToolFailureError(cursorFailure("cursor_invalid", "list_agent_tasks", restart));
         after = { created: payload[1], taskId: payload[2] };
       }
       const where = ["t.client_id = $1", "(t.creator_subject = $2 OR a.subject = $2)"];
@@ -471,7 +472,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       let projectCanonicalId: string | undefined;
       if (filters.project !== undefined) {
         const resolved = await projects.resolve(principal, str(args, "project"));
-        if (!resolved.ok) throw new FailureThrow(resolved.failure);
+        if (!resolved.ok) throw new ToolFailureError(resolved.failure);
         projectCanonicalId = resolved.project.canonicalId;
         params.push(resolved.project.canonicalId);
         where.push(`t.project_canonical_id = $${params.length}`);
@@ -542,7 +543,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         const t = await taskFor(tx, principal, str(args, "task_id"), true);
         if (t.state === "stopped") return { result: { task_id: t.task_id, state: "stopped" }, projectCanonicalId: t.project_canonical_id };
         if (t.state === "completed" || t.state === "failed") {
-          throw new FailureThrow(
+          throw new ToolFailureError(
             toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, {
               detail_code: "task_finished",
               evidence: { state: t.state },
@@ -565,7 +566,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
 
     async start_agent_task_attempt(principal, args) {
       const key = str(args, "idempotency_key");
-      if (!isCallerId(key)) throw new FailureThrow(invalid("invalid_idempotency_key", "idempotency_key"));
+      if (!isCallerId(key)) throw new ToolFailureError(invalid("invalid_idempotency_key", "idempotency_key"));
       const leaseMs = num(args, "lease_ms") ?? DEFAULT_LEASE_MS;
       const digest = digestOf("start_agent_task_attempt", args);
       // Starts of one Task wait here, in memory, rather than each holding a pooled connection
@@ -579,7 +580,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
           if (prior) return { result: prior, projectCanonicalId: t.project_canonical_id };
           const agent = await agentOf(tx, principal, str(args, "assignee_agent_id"));
           if (agent.agent_id !== t.assignee_agent_id) {
-            throw new FailureThrow(
+            throw new ToolFailureError(
               toolFailure(ReasonCode.invalidValue, PipelineStage.authorization, {
                 detail_code: "not_task_assignee",
                 evidence: { field: "assignee_agent_id" },
@@ -588,7 +589,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
             );
           }
           if (t.state === "completed" || t.state === "failed" || t.state === "stopped") {
-            throw new FailureThrow(
+            throw new ToolFailureError(
               toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, {
                 detail_code: "task_finished",
                 evidence: { state: t.state },
@@ -598,7 +599,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
           }
           const live = (await tx.query<AttemptRow>(`${attemptSelect} WHERE at.task_id = $1 AND at.state = 'live'`, [t.task_id])).rows[0];
           if (live?.lease_live) {
-            throw new FailureThrow(
+            throw new ToolFailureError(
               toolFailure(ReasonCode.leaseHeld, PipelineStage.preflight, {
                 detail_code: "attempt_lease_live",
                 evidence: { attempt_fence: Number(live.attempt_fence), lease_expires_at: iso(live.lease_expires_at) },
@@ -675,9 +676,9 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     async reconcile_agent_task_attempt(principal, args) {
       const tuple = tupleOf(args);
       const attemptId = str(args, "attempt_id");
-      if (!isAttemptId(attemptId)) throw new FailureThrow(notFound("attempt"));
+      if (!isAttemptId(attemptId)) throw new ToolFailureError(notFound("attempt"));
       const seen = (await db.query<AttemptRow>(`${attemptSelect} WHERE at.attempt_id = $1`, [attemptId])).rows[0];
-      if (!seen || !ownedBy(seen, principal)) throw new FailureThrow(notFound("attempt"));
+      if (!seen || !ownedBy(seen, principal)) throw new ToolFailureError(notFound("attempt"));
       const task = await taskFor(db, principal, seen.task_id);
       if (
         seen.task_id !== tuple.taskId ||
@@ -685,7 +686,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         Number(seen.attempt_fence) !== tuple.fence ||
         Number(seen.controller_generation) !== tuple.generation
       ) {
-        throw new FailureThrow(fenceStale("attempt_tuple_mismatch", task.task_id));
+        throw new ToolFailureError(fenceStale("attempt_tuple_mismatch", task.task_id));
       }
       const agent = await agentOf(db, principal, seen.assignee_agent_id);
       const holdsFence =
@@ -719,14 +720,14 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         (v) => v !== undefined,
       );
       if (ref !== "" && given.some(Boolean))
-        throw new FailureThrow(
+        throw new ToolFailureError(
           toolFailure(ReasonCode.invalidValue, PipelineStage.normalization, {
             detail_code: "ref_with_explicit_tuple",
             message: "Pass attempt_ref or the explicit tuple, not both.",
           }),
         );
       if (ref === "" && !given.every(Boolean))
-        throw new FailureThrow(
+        throw new ToolFailureError(
           toolFailure(ReasonCode.missingField, PipelineStage.normalization, {
             detail_code: "ref_or_complete_tuple_required",
             message: "Pass attempt_ref, or all of task_id, attempt_id, assignee_agent_id, attempt_fence and attempt_controller_generation.",
@@ -749,7 +750,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       const ref = str(args, "agent_continuation_ref"),
         agentArg = str(args, "agent_id");
       if ((ref === "") === (agentArg === "")) {
-        throw new FailureThrow(
+        throw new ToolFailureError(
           toolFailure(ReasonCode.missingField, PipelineStage.normalization, {
             detail_code: "agent_selector_required",
             message: "Pass agent_id or agent_continuation_ref (one of them).",
@@ -770,15 +771,15 @@ export function createAgentTasks(deps: AgentTasksDeps) {
                   [principal.clientId, principal.subject, code],
                 )
               ).rows[0];
-        if (!pin) throw new FailureThrow(continuationRefNotFound());
+        if (!pin) throw new ToolFailureError(continuationRefNotFound());
         if (Number(pin.pinned) !== Number(pin.current)) {
-          throw new FailureThrow(staleContinuationRef());
+          throw new ToolFailureError(staleContinuationRef());
         }
         agentId = pin.agent_id;
       }
       const agent = await agentOf(db, principal, agentId);
       const cursorText = args["after_cursor"] === undefined ? "0" : str(args, "after_cursor");
-      if (!CURSOR.test(cursorText) || BigInt(cursorText) > BigInt(agent.last_event_seq)) throw new FailureThrow(notFound("cursor"));
+      if (!CURSOR.test(cursorText) || BigInt(cursorText) > BigInt(agent.last_event_seq)) throw new ToolFailureError(notFound("cursor"));
       const cursor = cursorText;
       const waitMs = num(args, "wait_ms") ?? DEFAULT_EVENT_WAIT_MS;
       const deadline = Date.now() + waitMs;
@@ -843,7 +844,6 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       try {
         return { ok: true, value: await fn(principal, args, signal) };
       } catch (error) {
-        if (error instanceof FailureThrow) return { ok: false, failure: error.failure };
         if (isToolFailureError(error)) return { ok: false, failure: error.failure };
         throw error;
       }
@@ -868,20 +868,11 @@ export function createAgentTasks(deps: AgentTasksDeps) {
         }
         return { ok: true, taskId: task.task_id, attemptId: attempt.attempt_id, fence: Number(attempt.attempt_fence) };
       } catch (error) {
-        if (error instanceof FailureThrow) return { ok: false, failure: error.failure };
+        if (isToolFailureError(error)) return { ok: false, failure: error.failure };
         throw error;
       }
     },
   };
-}
-
-/** A failure thrown through a transaction (which rolls it back). */
-class FailureThrow extends Error {
-  readonly failure: ToolFailure;
-  constructor(failure: ToolFailure) {
-    super(failure.detail_code ?? failure.reason_code);
-    this.failure = failure;
-  }
 }
 
 export type AgentTasks = ReturnType<typeof createAgentTasks>;

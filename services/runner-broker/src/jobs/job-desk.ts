@@ -13,7 +13,7 @@
  * another tenant's Job id fails exactly like a nonexistent one.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { clampRule, inspectWorkspaceFollowUp, parseCanonicalProjectId, toolDefinitions } from "@webcodex/contracts";
+import { JOB_STATE, clampRule, inspectWorkspaceFollowUp, jobRecordTerminal, parseCanonicalProjectId, toolDefinitions } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "../runner-registry.js";
 import type { JobKey, JobRecord, JobStore, JobTerminal } from "./job-store.js";
@@ -86,22 +86,14 @@ function terminalOf(state: string, facts: Json): JobTerminal | undefined {
   const summary: Json = { runner_state: state };
   for (const k of SUMMARY_FACTS) if (facts[k] !== undefined) summary[k] = facts[k];
   const exit = typeof facts["exit_code"] === "number" ? { exitCode: facts["exit_code"] } : {};
-  switch (state) {
-    case "completed":
-      return { state: facts["exit_code"] === 0 ? "succeeded" : "failed", ...exit, summary };
-    case "failed_to_start":
-      return { state: "failed", summary };
-    case "cancelled":
-      return { state: "cancelled", ...exit, summary };
-    case "timed_out":
-      return { state: "timed_out", ...exit, summary };
-    default:
-      return undefined;
-  }
+  const terminal = jobRecordTerminal(state, facts["exit_code"]);
+  if (terminal === undefined) return undefined;
+  // A process that never started has no exit code to report.
+  return state === "failed_to_start" ? { state: terminal, summary } : { state: terminal, ...exit, summary };
 }
 
 const lostFacts = {
-  state: "lost_after_reconcile",
+  state: JOB_STATE.lost_after_reconcile,
   outcome_unknown: true,
   detail_code: "owner_runner_gone",
   message:
@@ -110,13 +102,13 @@ const lostFacts = {
 
 /** What an observation says about a Job known only from its record. */
 function observationFromRecord(rec: JobRecord): Json {
-  if (rec.state === "lost_after_reconcile") return { job_id: rec.jobId, ...lostFacts };
+  if (rec.state === JOB_STATE.lost_after_reconcile) return { job_id: rec.jobId, ...lostFacts };
   if (rec.terminal) {
     const { runner_state: runnerState, ...facts } = rec.terminal.summary ?? {};
     return { job_id: rec.jobId, state: runnerState ?? rec.state, ...facts, output_retained: false };
   }
   // Live state still held, owner unreachable: neither finished nor lost yet.
-  return { job_id: rec.jobId, state: "recovering", outcome_unknown: true };
+  return { job_id: rec.jobId, state: JOB_STATE.recovering, outcome_unknown: true };
 }
 
 /**
@@ -125,8 +117,8 @@ function observationFromRecord(rec: JobRecord): Json {
  */
 function waitResultFromRecord(rec: JobRecord): Json {
   const o = observationFromRecord(rec);
-  if (rec.state === "lost_after_reconcile") {
-    return { execution_state: "lost_after_reconcile", ...o, follow_up: inspectWorkspaceFollowUp(rec.projectCanonicalId) };
+  if (rec.state === JOB_STATE.lost_after_reconcile) {
+    return { execution_state: JOB_STATE.lost_after_reconcile, ...o, follow_up: inspectWorkspaceFollowUp(rec.projectCanonicalId) };
   }
   return { execution_state: o["state"] === "failed_to_start" ? "failed_to_start" : "completed", ...o };
 }
@@ -268,7 +260,7 @@ export function createJobDesk<F>(d: JobDeskDeps<F>) {
         if (now.terminal) return answer(waitResultFromRecord(now));
         const remaining = deadline - Date.now();
         if (remaining <= 0 || signal.aborted)
-          return answer({ execution_state: "pending", job_id: rec.jobId, state: "recovering", effective: { wait_ms: waitMs } });
+          return answer({ execution_state: "pending", job_id: rec.jobId, state: JOB_STATE.recovering, effective: { wait_ms: waitMs } });
         // An abort ends the sleep early; the loop then answers pending.
         await sleep(Math.min(RECORD_POLL_MS, remaining), undefined, { signal }).catch(() => undefined);
       }

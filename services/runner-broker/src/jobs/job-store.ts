@@ -12,11 +12,11 @@
 import type { Logger, Queryable } from "@webcodex/platform";
 import type { JobCounts as ProtoJobCounts } from "@webcodex/proto";
 
-export const LIVE_JOB_STATES = ["queued", "running", "recovering"] as const;
-export type LiveJobState = (typeof LIVE_JOB_STATES)[number];
-export const TERMINAL_JOB_STATES = ["succeeded", "failed", "cancelled", "timed_out", "lost_after_reconcile"] as const;
-export type TerminalJobState = (typeof TERMINAL_JOB_STATES)[number];
-export type JobState = LiveJobState | TerminalJobState;
+import type { JobState, LiveJobState, TerminalJobState } from "@webcodex/contracts";
+// The words are owned by @webcodex/contracts (job-states.ts); re-exported for the broker's modules.
+export { LIVE_JOB_STATES, TERMINAL_JOB_STATES } from "@webcodex/contracts";
+import { JOB_STATE } from "@webcodex/contracts";
+export type { JobState, LiveJobState, TerminalJobState };
 
 export interface JobKey {
   projectCanonicalId: string;
@@ -198,7 +198,7 @@ export function createJobStore(o: JobStoreOptions): JobStore {
 
   return {
     async start(job, leaseTtlMs) {
-      const state = job.state ?? "queued";
+      const state = job.state ?? JOB_STATE.queued;
       const t = now();
       await o.db.query(
         `INSERT INTO ${s}.jobs (project_canonical_id, job_id, client_id, runner_id, tool, call_id, fence, state)
@@ -336,7 +336,7 @@ export function createJobStore(o: JobStoreOptions): JobStore {
       const c: JobCounts = { active: 0, running: 0, queued: 0, recovering: 0, lostAfterReconcile: 0 };
       for (const j of live) {
         const orphaned = options.ownerConnected !== undefined && !options.ownerConnected(j.runnerId);
-        c[orphaned ? "recovering" : j.state] += 1;
+        c[orphaned ? JOB_STATE.recovering : j.state] += 1;
         c.active += 1;
       }
       const params: unknown[] = [lostWindowMs];

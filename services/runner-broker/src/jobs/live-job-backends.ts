@@ -4,6 +4,7 @@
  *   p jobs:all, p jobs:client:<client_id>  index sets of "<project>\n<job_id>" (pruned lazily)
  * The fenced writes are Lua scripts on the one job key.
  */
+import { JOB_STATE } from "@webcodex/contracts";
 import type { Redis } from "@webcodex/platform";
 import type { FencedWrite, JobKey, LiveJob, LiveJobBackend, LiveJobState } from "./job-store.js";
 
@@ -138,7 +139,7 @@ export function createRedisLiveJobBackend(redis: Redis, options: { prefix?: stri
       runnerId: h["runner"] ?? "",
       tool: h["tool"] ?? "",
       fence: Number(h["fence"]),
-      state: (h["state"] ?? "queued") as LiveJobState,
+      state: (h["state"] ?? JOB_STATE.queued) as LiveJobState,
       createdAtMs: Number(h["created"] ?? 0),
       updatedAtMs: Number(h["updated"] ?? 0),
     };
