@@ -245,6 +245,22 @@ describe("two tenants on one webcodex up (root, default data dir)", { skip, time
     assert.equal(foreign.result["reason_code"], missing.result["reason_code"], JSON.stringify([foreign.result, missing.result]));
     assert.equal(foreign.result["detail_code"], missing.result["detail_code"]);
   });
+  it("tenant B's get_runtime_status shows none of tenant A's projects or Runners, nor counts them", async () => {
+    const status = await callTool(b, "call_runtime_tool", { tool: "get_runtime_status", arguments: { compact: false } });
+    assert.equal(status.isError, false, JSON.stringify(status.result));
+    const text = JSON.stringify(status.result);
+    assert.doesNotMatch(text, /a-private|agent:acme:|upiso/, text.slice(0, 2000));
+    const rows = status.result["runner_details"] as Array<Record<string, unknown>>;
+    assert.ok(rows.length >= 1, text.slice(0, 2000));
+    for (const r of rows) assert.match(String(r["project_canonical_id"]), /^agent:globex:/);
+    // Counted: B's one created project and its Runner, not A's two.
+    assert.deepEqual(
+      [(status.result["runners"] as Record<string, number>)["total"], (status.result["projects"] as Record<string, number>)["total"]],
+      [rows.length, rows.length],
+    );
+    assert.equal(rows.length, 1, text.slice(0, 2000));
+  });
+
   it("a cloned workspace is born owned by its own project uid: every file, none handed over, the Jobs run as it", async () => {
     const before = new Set(createdWorkspaces(workspaces));
     const created = await createProject(b, { name: "b-cloned", source: { git: { url: `${git.url}/tree.git` } } });
