@@ -26,6 +26,8 @@ export { startOtlpCollector, spanAttribute } from "./otlp-collector.js";
 export type { OtlpCollector, OtlpSpan } from "./otlp-collector.js";
 export { until } from "./until.js";
 export { startTestStack } from "./stack.js";
+export { killUp, startUp, stopUp } from "./up.js";
+export type { UpStack } from "./up.js";
 export type { TestStackOptions } from "./stack.js";
 export { createBrokerTestDatabase } from "./broker-database.js";
 export type { BrokerTestDatabase } from "./broker-database.js";

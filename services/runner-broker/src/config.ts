@@ -30,6 +30,8 @@ export const runnerBrokerConfigSpec = {
   runnerWorkspacesDir: { kind: "string", env: "WEBCODEX_RUNNER_WORKSPACES_DIR" },
   /** local-process: the webcodex CLI the Runners are started with. */
   runnerCliPath: { kind: "string", env: "WEBCODEX_RUNNER_CLI" },
+  /** local-process: passed to each Runner (hosts on private ranges create_project may clone from). */
+  cloneAllowHosts: { kind: "string", env: "WEBCODEX_CLONE_ALLOW_HOSTS" },
   /** local-process: the broker URL local Runners register with (default: this server's URL). */
   brokerAdvertiseUrl: { kind: "string", env: "WEBCODEX_BROKER_ADVERTISE_URL" },
   /** kubernetes: reconcile the Runner fleet (anchor ownership, orphans, idle stop, rotation, quota) with Lease leader election. */

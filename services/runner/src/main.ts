@@ -6,7 +6,7 @@ import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
 import { createRunner, RUNNER_BUILD, runnerSettingsOptions } from "./runner.js";
 import { startRegistration } from "./registration.js";
-import { readableBy } from "./exec/job-user.js";
+import { cloneOwnerOf, readableBy } from "./exec/job-user.js";
 import { seedWorkspaceRoot, writeTerminationMessage } from "./workspace/clone.js";
 
 /**
@@ -24,7 +24,14 @@ export async function main(env: Env = process.env): Promise<void> {
   if (config.cloneUrl) {
     const cloneCredential =
       config.cloneUsername && config.clonePassword ? { credential: { username: config.cloneUsername, password: config.clonePassword } } : {};
-    const failure = await seedWorkspaceRoot(config.root, { url: config.cloneUrl, ...(config.cloneRef ? { ref: config.cloneRef } : {}), ...cloneCredential });
+    // A workspace the platform made owned by its project's uid is cloned as that uid.
+    const owner = cloneOwnerOf(config.root);
+    const failure = await seedWorkspaceRoot(config.root, {
+      url: config.cloneUrl,
+      ...(config.cloneRef ? { ref: config.cloneRef } : {}),
+      ...cloneCredential,
+      ...(owner ? { owner } : {}),
+    });
     if (failure) {
       logger.error("workspace clone failed", { reason_code: failure.reason_code, detail_code: failure.detail_code });
       writeTerminationMessage(failure);

@@ -192,6 +192,20 @@ describe("project uids", () => {
     assert.notEqual(projectUid(path.join(parent, "proj-a")), a);
   });
 
+  it("are distinct across every directory named (one per tenant under webcodex up)", { skip: asRoot ? false : "needs root" }, () => {
+    const base = tmp("wc-tenants-");
+    const [t1, t2] = [path.join(base, "t1"), path.join(base, "t2")];
+    // The same project name under two tenants starts from the same uid: the second moves on.
+    const first = createOwnedWorkspaceDir(path.join(t1, "same"), [t1, t2]);
+    mkdirSync(t2, { mode: 0o700 });
+    const second = createOwnedWorkspaceDir(path.join(t2, "same"), [t1, t2]);
+    assert.ok(first && second);
+    assert.notEqual(first.uid, second.uid);
+    assert.equal(lstatSync(path.join(t2, "same")).uid, second.uid);
+    // Looking only at its own parent, it would have taken the first tenant's uid.
+    assert.equal(projectUid(path.join(t2, "other-parent", "same")), first.uid);
+  });
+
   it("a created workspace is one fresh directory owned by its project's uid", { skip: asRoot ? false : "needs root" }, () => {
     const parent = tmp("wc-created-");
     chmodSync(parent, 0o700);

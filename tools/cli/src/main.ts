@@ -396,6 +396,8 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       // The tool policy reaches the tool-registry (the only service that reads it) as given.
       loadToolPolicy(env); // a bad policy fails here, before any process starts
       for (const name of ["WEBCODEX_TOOL_POLICY", "WEBCODEX_TOOL_POLICY_FILE"]) if (env[name]) extraEnv[name] = env[name];
+      // The operator's clone allow-list reaches the broker, which passes it to created projects' Runners.
+      if (env["WEBCODEX_CLONE_ALLOW_HOSTS"]) extraEnv["WEBCODEX_CLONE_ALLOW_HOSTS"] = env["WEBCODEX_CLONE_ALLOW_HOSTS"];
       // create_project works here: the broker starts a Runner process per created Project.
       const workspacesDir = join(values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? join(homedir(), ".webcodex", "up"), "workspaces");
       const stack = await startDistributed({

@@ -4,6 +4,7 @@ import { dirname, join, resolve } from "node:path";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "@webcodex/platform";
+import { createOwnedWorkspaceDir } from "@webcodex/runner/workspace-owner";
 import type { RunnerBrokerConfig } from "../config.js";
 import { createKubernetesProvisioner, loadRunnerPodTemplate } from "./kubernetes.js";
 import { createLocalProcessProvisioner } from "./local-process.js";
@@ -32,6 +33,14 @@ export function listLocalWorkspaces(base: string): ProjectWorkspace[] {
   }
   return out;
 }
+
+/** The tenant directories of a local-process workspaces dir. */
+const tenantDirs = (base: string): string[] =>
+  existsSync(base)
+    ? readdirSync(base, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => join(base, e.name))
+    : [];
 
 /**
  * None, Kubernetes (one Runner pod per workspace), or local processes with workspaces under
@@ -94,11 +103,15 @@ export async function createConfiguredProvisioner(
           const tenantDir = join(base, runnerNames(w).tenantLabel);
           // The tenant's client id beside its workspaces: the label is a one-way hash.
           if (!existsSync(join(tenantDir, CLIENT_ID_FILE))) {
-            mkdirSync(tenantDir, { recursive: true });
-            writeFileSync(join(tenantDir, CLIENT_ID_FILE), w.clientId);
+            mkdirSync(tenantDir, { recursive: true, mode: 0o700 });
+            writeFileSync(join(tenantDir, CLIENT_ID_FILE), w.clientId, { mode: 0o600 });
           }
           return join(tenantDir, w.projectId);
         },
+        // A created workspace belongs to a uid of its project's own from the start (as root),
+        // distinct from every other workspace's under this directory, whichever tenant's.
+        createDirectory: (dir) => void createOwnedWorkspaceDir(dir, tenantDirs(base)),
+        ...(config.cloneAllowHosts ? { env: { WEBCODEX_CLONE_ALLOW_HOSTS: config.cloneAllowHosts } } : {}),
         ownsWorkspaces: true,
         listWorkspaces: () => listLocalWorkspaces(base),
         ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),

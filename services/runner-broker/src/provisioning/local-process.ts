@@ -30,6 +30,11 @@ export interface LocalProcessProvisionerOptions {
   stopGraceMs?: number;
   /** The directories are this provisioner's (under a data dir): removal deletes one unless asked to keep it. */
   ownsWorkspaces?: boolean;
+  /**
+   * Makes a missing workspace directory for create_project (default: an empty directory of the
+   * broker's user). `webcodex up` makes it owned by the project's own uid (from-config.ts).
+   */
+  createDirectory?: (dir: string) => void;
   /** The workspaces it holds (for `resume`): every one whose directory exists. */
   listWorkspaces?: () => ProjectWorkspace[];
   logger: Logger;
@@ -76,7 +81,8 @@ export function createLocalProcessProvisioner(o: LocalProcessProvisionerOptions)
       const dir = o.directoryFor(w);
       if (!existsSync(dir)) {
         if (options.source === undefined) throw new Error("no workspace for this project");
-        mkdirSync(dir, { recursive: true });
+        if (o.createDirectory) o.createDirectory(dir);
+        else mkdirSync(dir, { recursive: true });
       }
       const git = options.source?.git;
       const env: Record<string, string> = {

@@ -151,24 +151,27 @@ const PROJECT_UID_SPAN = 1_000_000_000;
 
 /**
  * The uid (and gid) a workspace the platform creates belongs to: derived from the workspace's
- * directory name, and distinct from every sibling workspace's owner (the next free one when
- * two names meet), so no two projects under one data directory share a uid. The workspace
+ * directory name, and distinct from the owner of every other entry of `parents` (default: the
+ * workspace's own parent; `webcodex up` keeps one directory per tenant and passes them all),
+ * so no two projects under one data directory share a uid, across tenants too. The workspace
  * directory itself records it (its owner), so the choice survives restarts.
  */
-export function projectUid(dir: string): number {
-  const parent = path.dirname(dir);
+export function projectUid(dir: string, parents: readonly string[] = [path.dirname(dir)]): number {
   const taken = new Set<number>();
-  try {
-    for (const e of readdirSync(parent)) {
-      if (e === path.basename(dir)) continue;
-      try {
-        taken.add(lstatSync(path.join(parent, e)).uid);
-      } catch {
-        // Gone meanwhile.
+  for (const parent of parents) {
+    try {
+      for (const e of readdirSync(parent)) {
+        const entry = path.join(parent, e);
+        if (path.resolve(entry) === path.resolve(dir)) continue;
+        try {
+          taken.add(lstatSync(entry).uid);
+        } catch {
+          // Gone meanwhile.
+        }
       }
+    } catch {
+      // No parent yet: nothing taken.
     }
-  } catch {
-    // No parent yet: nothing taken.
   }
   const digest = createHash("sha256").update(path.basename(dir)).digest();
   let uid = PROJECT_UID_BASE + (digest.readUInt32BE(0) % PROJECT_UID_SPAN);
@@ -177,22 +180,34 @@ export function projectUid(dir: string): number {
 }
 
 /** The owner a workspace the platform creates at `dir` gets: its project's uid as root, else none (the Runner's user). */
-export function projectOwner(dir: string): { uid: number; gid: number } | undefined {
+export function projectOwner(dir: string, parents?: readonly string[]): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const uid = projectUid(dir);
+  const uid = projectUid(dir, parents);
   return { uid, gid: uid };
 }
 
 /**
  * Creates an empty workspace directory owned by its project's uid (as root; otherwise by the
  * Runner's user). One fresh directory changes owner, before anything runs in it: no tree walk.
+ * `parents`: see projectUid.
  */
-export function createOwnedWorkspaceDir(dir: string): { uid: number; gid: number } | undefined {
+export function createOwnedWorkspaceDir(dir: string, parents?: readonly string[]): { uid: number; gid: number } | undefined {
   mkdirSync(path.dirname(dir), { recursive: true, mode: 0o700 });
   mkdirSync(dir, { mode: 0o755 });
-  const owner = projectOwner(dir);
+  const owner = projectOwner(dir, parents);
   if (owner !== undefined) chownSync(dir, owner.uid, owner.gid);
   return owner;
+}
+
+/**
+ * Who a clone into `root` at a Runner's start must run as: a root Runner whose workspace the
+ * platform made owned by a project uid (createOwnedWorkspaceDir) clones as that uid, so every
+ * file is born with the right owner; otherwise the Runner's own user (undefined).
+ */
+export function cloneOwnerOf(root: string): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const s = statSync(root);
+  return s.uid === 0 ? undefined : { uid: s.uid, gid: s.gid };
 }
 
 /** True when the file can be read by the Job user through its "other" or group bits. */

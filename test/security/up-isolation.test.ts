@@ -1,0 +1,327 @@
+/**
+ * Tenant isolation under `webcodex up` (six processes; the broker starts one `webcodex runner`
+ * process per created project), probed the way a hostile tenant would: as root, with up's
+ * default data dir (~/.webcodex/up under a 0700 home), two tenants from a tokens file, each
+ * with a created project, and tenant B's Jobs looking for everything of tenant A's, of the
+ * stack's and of the database's. Each probe's output is asserted.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { basename, dirname, join } from "node:path";
+import pg from "pg";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { findFreeBasePort, SERVICES } from "@webcodex/cli";
+import { detectSandbox } from "@webcodex/runner";
+import {
+  backingServices,
+  callTool,
+  createBareRepo,
+  startGitDaemon,
+  cliPath,
+  connectMcp,
+  createProjectDir,
+  createTestDatabase,
+  executeFollowUp,
+  hostPids,
+  redisKeyPrefix,
+  sleepTag,
+  startUp,
+  stopUp,
+  tempDir,
+  until,
+} from "../support/index.js";
+import type { GitServer, TestDatabase, ToolOutcome, UpStack } from "../support/index.js";
+
+const asRoot = process.getuid?.() === 0;
+const sandbox = detectSandbox();
+const skip = !asRoot ? "needs root (the mode under test)" : sandbox.available ? false : `no sandbox here: ${sandbox.problem}`;
+const secret = (label: string) => `${label}-${randomBytes(12).toString("hex")}`;
+
+async function createProject(client: Client, args: Record<string, unknown>): Promise<ToolOutcome> {
+  let outcome = await callTool(client, "create_project", { ...args, wait_ms: 0 });
+  for (let i = 0; i < 60 && !outcome.isError && outcome.result["project_state"] === "pending"; i++) {
+    outcome = await executeFollowUp(client, outcome.result["follow_up"]);
+  }
+  return outcome;
+}
+
+async function shell(client: Client, project: string, command: string, env: Record<string, string> = {}): Promise<string> {
+  const { isError, result } = await callTool(client, "run_shell", { project, command, env, wait_ms: 30_000 });
+  assert.equal(isError, false, JSON.stringify(result).slice(0, 500));
+  return String(result["output"] ?? result["stdout"] ?? "");
+}
+
+/** Each created workspace directory under up's workspaces dir (`<tenant label>/<project id>`). */
+function createdWorkspaces(base: string): string[] {
+  return readdirSync(base)
+    .map((t) => join(base, t))
+    .filter((t) => lstatSync(t).isDirectory())
+    .flatMap((t) =>
+      readdirSync(t)
+        .filter((e) => !e.startsWith("."))
+        .map((e) => join(t, e)),
+    );
+}
+
+/** The process's run state letter from /proc (T: stopped). */
+const runState = (pid: number): string | undefined => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0];
+  } catch {
+    return undefined;
+  }
+};
+
+describe("two tenants on one webcodex up (root, default data dir)", { skip, timeout: 600_000 }, () => {
+  let db: TestDatabase;
+  let up: UpStack;
+  let a: Client;
+  let b: Client;
+  let home: string;
+  let workspaces: string;
+  let tokensFile: string;
+  let projectDir: string;
+  let aProject: string;
+  let bProject: string;
+  let pgData: string | undefined;
+  let git: GitServer;
+  const aToken = secret("tenant-a");
+  const bToken = secret("tenant-b");
+  const aFileSecret = secret("a-file");
+  const aEnvSecret = secret("a-env");
+  const mainSecret = secret("main-file");
+  const tag = sleepTag();
+
+  before(async () => {
+    const services = await backingServices();
+    db = await createTestDatabase();
+    const repos = tempDir("wcx-up-git-");
+    createBareRepo(repos, "tree", { "README.md": "# cloned\n", "src/a/b/c.txt": "c\n", "src/d.txt": "d\n" });
+    git = await startGitDaemon(repos);
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    try {
+      pgData = String((await admin.query("SHOW data_directory")).rows[0]?.["data_directory"] ?? "");
+    } catch {
+      pgData = undefined;
+    } finally {
+      await admin.end();
+    }
+    // up's default data dir for root: ~/.webcodex/up, under a 0700 home.
+    home = tempDir("wcx-up-home-");
+    chmodSync(home, 0o700);
+    workspaces = join(home, ".webcodex", "up", "workspaces");
+    tokensFile = join(home, "tokens.json");
+    writeFileSync(
+      tokensFile,
+      JSON.stringify({
+        tokens: [
+          { token: aToken, client_id: "acme", subject: "alice" },
+          { token: bToken, client_id: "globex", subject: "bob" },
+        ],
+      }),
+      { mode: 0o600 },
+    );
+    // The --project belongs to the first token's tenant (acme).
+    projectDir = createProjectDir({ "README.md": "# main\n", "main-secret.txt": `${mainSecret}\n` }, { name: "upiso" });
+    up = await startUp(
+      {
+        PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+        HOME: home,
+        WEBCODEX_POSTGRES_URL: db.url,
+        WEBCODEX_REDIS_URL: services.redisUrl,
+        WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(),
+        WEBCODEX_DEV_TOKENS_FILE: tokensFile,
+        WEBCODEX_CLONE_ALLOW_HOSTS: "127.0.0.1",
+      },
+      ["--project", projectDir, "--port", String(await findFreeBasePort(SERVICES.length))],
+    );
+    [a, b] = await Promise.all([connectMcp(up.mcpUrl, aToken), connectMcp(up.mcpUrl, bToken)]);
+    const ca = await createProject(a, { name: "a-private", source: { empty: {} } });
+    assert.equal(ca.isError, false, JSON.stringify(ca.result));
+    aProject = String(ca.result["project_ref"]);
+    const cb = await createProject(b, { name: "b-own", source: { empty: {} } });
+    assert.equal(cb.isError, false, JSON.stringify(cb.result));
+    bProject = String(cb.result["project_ref"]);
+    await shell(a, aProject, `echo ${aFileSecret} > private.txt`);
+    // A long Job of tenant A's holding a secret in its environment.
+    const started = await callTool(a, "run_shell", {
+      project: aProject,
+      command: `sleep ${tag}`,
+      env: { A_SECRET: aEnvSecret },
+      wait_ms: 100,
+      timeout_ms: 120_000,
+    });
+    assert.equal(started.result["execution_state"], "pending", JSON.stringify(started.result));
+    await until("tenant A's Job to run", () => hostPids(tag).length > 0);
+  });
+
+  after(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+    if (up) await stopUp(up.child);
+    await db?.drop();
+    await git?.close();
+  });
+
+  it("created workspaces belong to distinct project uids, the Jobs run as them, and the data dirs are root's alone", async () => {
+    const created = createdWorkspaces(workspaces);
+    assert.equal(created.length, 2, created.join(","));
+    const owners = created.map((d) => lstatSync(d).uid);
+    assert.notEqual(owners[0], owners[1]);
+    for (const uid of owners) assert.ok(uid >= 200_000_000, `project uid ${uid}`);
+    for (const dir of [workspaces, ...readdirSync(workspaces).map((t) => join(workspaces, t))]) {
+      assert.equal(lstatSync(dir).uid, 0, dir);
+      assert.equal(lstatSync(dir).mode & 0o777, 0o700, dir);
+    }
+    const idA = Number((await shell(a, aProject, "id -u")).trim());
+    const idB = Number((await shell(b, bProject, "id -u")).trim());
+    assert.notEqual(idA, idB);
+    assert.deepEqual([idA, idB].sort(), [...owners].sort(), "each Job runs as its workspace's owner");
+    const status = await callTool(a, "call_runtime_tool", { tool: "get_runtime_status", arguments: { compact: false } });
+    assert.equal(status.isError, false, JSON.stringify(status.result));
+    const sandboxes = (status.result["runner_details"] as Array<Record<string, unknown>>).map((r) => r["sandbox"]);
+    assert.deepEqual(sandboxes, ["bwrap", "bwrap"], "the --project Runner and tenant A's");
+  });
+
+  it("tenant B's Job cannot read, list, write or signal anything of tenant A's, of the stack's or of the database's", async () => {
+    const aDir = createdWorkspaces(workspaces).find((d) => existsSync(join(d, "private.txt")));
+    assert.ok(aDir, "tenant A's workspace is on disk");
+    const aTenantDir = dirname(aDir);
+    const stateDirs = readdirSync(aTenantDir).filter((e) => e.endsWith(".webcodex-runner-state"));
+    assert.ok(stateDirs.length > 0, "tenant A's Runner keeps its state beside the workspace");
+    const aPids = hostPids(tag);
+    // Each probe prints `<name>=refused`, or `<name>=DONE` when the attempt worked.
+    const probes: Record<string, string> = {
+      read_a_file: `cat ${aDir}/private.txt`,
+      list_a_workspace: `ls -A ${aDir} | grep -qx private.txt`,
+      write_a_workspace: `echo x > ${aDir}/planted.txt`,
+      read_main_project: `cat ${projectDir}/main-secret.txt`,
+      write_main_project: `echo x > ${projectDir}/planted.txt`,
+      // (bwrap makes the directories above B's own workspace, empty, in the sandbox's root: what is named here is A's.)
+      list_workspaces: `ls -A ${workspaces} | grep -qx ${basename(aTenantDir)}`,
+      list_a_tenant: `ls -A ${aTenantDir} | grep -qx ${basename(aDir)}`,
+      read_a_journal_key: `cat ${aTenantDir}/${stateDirs[0]}/journal.key`,
+      plant_a_state: `mkdir -p ${aTenantDir}/${stateDirs[0]}/x`,
+      read_tokens: `cat ${tokensFile}`,
+      list_home: `ls -A ${home} | grep -qx tokens.json`,
+      ...Object.fromEntries(aPids.map((p, i) => [`signal_a_${i}`, `kill -STOP ${p}`])),
+      ...(pgData && existsSync(pgData) ? { list_db_files: `ls -A ${pgData} | grep -qx PG_VERSION`, read_db_hba: `cat ${pgData}/pg_hba.conf` } : {}),
+    };
+    const out = await shell(
+      b,
+      bProject,
+      [
+        ...Object.entries(probes).map(([name, cmd]) => `if { ${cmd}; } >/dev/null 2>&1; then echo ${name}=DONE; else echo ${name}=refused; fi`),
+        "echo environs=$(grep -l -e A_SECRET -e WEBCODEX_SERVICE_KEY -e WEBCODEX_POSTGRES_URL -e WEBCODEX_RUNNER_TOKEN -e WEBCODEX_DEV_TOKENS_FILE /proc/[0-9]*/environ 2>/dev/null | wc -l)",
+        // The control: the same grep finds the Job's own tag in its own processes' environments.
+        "echo own=$(grep -l WEBCODEX_JOB_TAG /proc/[0-9]*/environ 2>/dev/null | wc -l)",
+        "echo procs=$(ls -d /proc/[0-9]* | wc -l)",
+      ].join("\n"),
+    );
+    for (const name of Object.keys(probes)) assert.match(out, new RegExp(`^${name}=refused$`, "m"), `${name}:\n${out}`);
+    assert.ok(Object.keys(probes).length >= (pgData && existsSync(pgData) ? 14 : 12), Object.keys(probes).join(","));
+    assert.match(out, /^environs=0$/m, `no environment of the stack or of tenant A's Job is visible:\n${out}`);
+    assert.ok(Number(/^own=(\d+)$/m.exec(out)?.[1]) > 0, `the environ probe reads the Job's own:\n${out}`);
+    for (const s of [aFileSecret, mainSecret, aToken, bToken, aEnvSecret]) assert.equal(out.includes(s), false, out);
+    assert.ok(!existsSync(join(aDir, "planted.txt")) && !existsSync(join(projectDir, "planted.txt")));
+    for (const d of stateDirs) assert.ok(!existsSync(join(aTenantDir, d, "x")));
+    // Tenant A's Job is still running, not stopped.
+    for (const pid of aPids) assert.notEqual(runState(pid), "T", `tenant A's process ${pid} was stopped`);
+    const procs = Number(/procs=(\d+)/.exec(out)?.[1]);
+    assert.ok(procs > 0 && procs < 8, `B's Job sees only its own processes: ${out}`);
+  });
+
+  it("tenant B cannot name tenant A's project through the tools either: answered as a project that does not exist", async () => {
+    const listed = await callTool(a, "list_projects", {});
+    const aId = (listed.result["projects"] as Array<Record<string, unknown>>).map((p) => String(p["project_id"])).find((id) => id.endsWith(":a-private"));
+    assert.ok(aId, JSON.stringify(listed.result));
+    const foreign = await callTool(b, "run_shell", { project: aId, command: "cat private.txt", wait_ms: 10_000 });
+    const missing = await callTool(b, "run_shell", { project: aId.replace(/a-private$/, "no-such-project"), command: "cat private.txt", wait_ms: 10_000 });
+    assert.equal(foreign.isError, true, JSON.stringify(foreign.result));
+    assert.equal(JSON.stringify(foreign.result).includes(aFileSecret), false);
+    assert.equal(foreign.result["reason_code"], missing.result["reason_code"], JSON.stringify([foreign.result, missing.result]));
+    assert.equal(foreign.result["detail_code"], missing.result["detail_code"]);
+  });
+  it("tenant B's get_runtime_status shows none of tenant A's projects or Runners, nor counts them", async () => {
+    const status = await callTool(b, "call_runtime_tool", { tool: "get_runtime_status", arguments: { compact: false } });
+    assert.equal(status.isError, false, JSON.stringify(status.result));
+    const text = JSON.stringify(status.result);
+    assert.doesNotMatch(text, /a-private|agent:acme:|upiso/, text.slice(0, 2000));
+    const rows = status.result["runner_details"] as Array<Record<string, unknown>>;
+    assert.ok(rows.length >= 1, text.slice(0, 2000));
+    for (const r of rows) assert.match(String(r["project_canonical_id"]), /^agent:globex:/);
+    // Counted: B's one created project and its Runner, not A's two.
+    assert.deepEqual(
+      [(status.result["runners"] as Record<string, number>)["total"], (status.result["projects"] as Record<string, number>)["total"]],
+      [rows.length, rows.length],
+    );
+    assert.equal(rows.length, 1, text.slice(0, 2000));
+  });
+
+  it("a cloned workspace is born owned by its own project uid: every file, none handed over, the Jobs run as it", async () => {
+    const before = new Set(createdWorkspaces(workspaces));
+    const created = await createProject(b, { name: "b-cloned", source: { git: { url: `${git.url}/tree.git` } } });
+    assert.equal(created.isError, false, JSON.stringify(created.result));
+    const dir = createdWorkspaces(workspaces).find((d) => !before.has(d));
+    assert.ok(dir, "the cloned workspace is on disk");
+    const uid = lstatSync(dir).uid;
+    assert.ok(uid >= 200_000_000, `project uid ${uid}`);
+    assert.ok(![...before].some((d) => lstatSync(d).uid === uid), "a uid of its own");
+    const owners = new Map<string, number>();
+    const walk = (d: string): void => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        owners.set(join(d, e.name), lstatSync(join(d, e.name)).uid);
+        if (e.isDirectory()) walk(join(d, e.name));
+      }
+    };
+    walk(dir);
+    assert.ok(owners.has(join(dir, "src", "a", "b", "c.txt")), [...owners.keys()].join(","));
+    for (const [file, owner] of owners) assert.equal(owner, uid, file);
+    const listed = await callTool(b, "list_projects", {});
+    const ref = (listed.result["projects"] as Array<Record<string, unknown>>).find((p) => p["name"] === "b-cloned")?.["project_ref"];
+    assert.equal(Number((await shell(b, String(ref), "id -u; touch src/a/b/new.txt")).trim()), uid);
+    assert.equal(lstatSync(join(dir, "src", "a", "b", "new.txt")).uid, uid);
+  });
+});
+
+describe("webcodex up with isolation forced unavailable", { skip: asRoot ? false : "needs root" }, () => {
+  it("a two-tenant configuration refuses to start, naming what is missing and the ways out, and holds no port", async () => {
+    const dir = tempDir("wcx-up-refuse-");
+    const tokens = join(dir, "tokens.json");
+    writeFileSync(
+      tokens,
+      JSON.stringify({
+        tokens: [
+          { token: secret("a"), client_id: "acme", subject: "a" },
+          { token: secret("b"), client_id: "globex", subject: "b" },
+        ],
+      }),
+    );
+    const basePort = await findFreeBasePort(SERVICES.length);
+    const child = spawn(process.execPath, [cliPath, "up", "--project", createProjectDir({ "a.txt": "a\n" }), "--port", String(basePort)], {
+      env: {
+        PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+        HOME: dir,
+        WEBCODEX_POSTGRES_URL: process.env["WEBCODEX_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test",
+        WEBCODEX_REDIS_URL: process.env["WEBCODEX_TEST_REDIS_URL"] ?? "redis://127.0.0.1:6379",
+        WEBCODEX_DEV_TOKENS_FILE: tokens,
+        WEBCODEX_RUNNER_BWRAP: "/nonexistent/bwrap",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+    assert.equal(code, 1, out);
+    assert.doesNotMatch(out, /running|MCP URL/);
+    assert.match(out, /refusing to start: configured for 2 tenants/);
+    assert.match(out, /bubblewrap not found at \/nonexistent\/bwrap/);
+    assert.match(out, /apt-get install bubblewrap/);
+    assert.match(out, /Kubernetes/);
+    assert.equal(existsSync(join(dir, ".webcodex", "up", "workspaces")), false, "nothing was made");
+  });
+});
