@@ -11,6 +11,7 @@ import { runnerNames } from "./provisioner.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioner.js";
 import { runnerCredential } from "../runner-auth.js";
 import { startFleet } from "../fleet/fleet-provisioner.js";
+import { withLocalFleet } from "../fleet/local-fleet.js";
 
 /** tools/cli/bin/webcodex.js relative to this file (services/runner-broker/dist/provisioning/from-config.js). */
 export const defaultRunnerCliPath = (): string => resolve(dirname(fileURLToPath(import.meta.url)), "../../../../tools/cli/bin/webcodex.js");
@@ -33,6 +34,17 @@ export function listLocalWorkspaces(base: string): ProjectWorkspace[] {
   return out;
 }
 
+/** A workspace's directory under a local-process workspaces dir, with its tenant's client id file beside it. */
+export function localWorkspaceDir(base: string, w: ProjectWorkspace): string {
+  const tenantDir = join(base, runnerNames(w).tenantLabel);
+  // The tenant's client id beside its workspaces: the label is a one-way hash.
+  if (!existsSync(join(tenantDir, CLIENT_ID_FILE))) {
+    mkdirSync(tenantDir, { recursive: true });
+    writeFileSync(join(tenantDir, CLIENT_ID_FILE), w.clientId);
+  }
+  return join(tenantDir, w.projectId);
+}
+
 /**
  * None, Kubernetes (one Runner pod per workspace), or local processes with workspaces under
  * `<runnerWorkspacesDir>/<tenant label>/<project id>`. `brokerUrl` is read when a Runner
@@ -43,6 +55,7 @@ export async function createConfiguredProvisioner(
   brokerUrl: () => string,
   logger: Logger,
   busy?: (canonicalId: string) => Promise<boolean>,
+  forget?: (w: ProjectWorkspace, runnerId: string) => Promise<void>,
 ): Promise<Provisioner | undefined> {
   switch (config.provisioner) {
     case "kubernetes": {
@@ -85,25 +98,27 @@ export async function createConfiguredProvisioner(
     }
     case "local-process": {
       const base = config.runnerWorkspacesDir ?? "";
-      return createLocalProcessProvisioner({
+      const local = createLocalProcessProvisioner({
         cliPath: config.runnerCliPath ?? defaultRunnerCliPath(),
         get brokerUrl() {
           return brokerUrl();
         },
-        directoryFor: (w) => {
-          const tenantDir = join(base, runnerNames(w).tenantLabel);
-          // The tenant's client id beside its workspaces: the label is a one-way hash.
-          if (!existsSync(join(tenantDir, CLIENT_ID_FILE))) {
-            mkdirSync(tenantDir, { recursive: true });
-            writeFileSync(join(tenantDir, CLIENT_ID_FILE), w.clientId);
-          }
-          return join(tenantDir, w.projectId);
-        },
+        directoryFor: (w) => localWorkspaceDir(base, w),
         ownsWorkspaces: true,
         listWorkspaces: () => listLocalWorkspaces(base),
         ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),
         logLevel: config.logLevel,
         logger,
+      });
+      return withLocalFleet(config, local, {
+        directoryFor: (w) => join(base, runnerNames(w).tenantLabel, w.projectId),
+        prepareDirectory: (w) => localWorkspaceDir(base, w),
+        listWorkspaces: () => listLocalWorkspaces(base),
+        brokerUrl,
+        cliPath: config.runnerCliPath ?? defaultRunnerCliPath(),
+        ...(busy ? { busy } : {}),
+        ...(forget ? { forget } : {}),
+        logger: logger.child({ component: "fleet" }),
       });
     }
     default:
