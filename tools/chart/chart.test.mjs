@@ -574,6 +574,8 @@ const ENV_FROM_VALUES = {
     WEBCODEX_FLEET_MAX_UNAVAILABLE: v.runner.fleet.enabled ? String(v.runner.fleet.rotation.maxUnavailable) : undefined,
     WEBCODEX_FLEET_RESYNC_MS: v.runner.fleet.enabled ? String(v.runner.fleet.resyncSeconds * 1000) : undefined,
     WEBCODEX_FLEET_QUOTA_RUNNERS_PER_TENANT: v.runner.fleet.enabled ? String(v.runner.fleet.quota.liveRunnersPerTenant) : undefined,
+    WEBCODEX_FLEET_QUOTA_PROJECTS_PER_TENANT: v.runner.fleet.enabled ? String(v.runner.fleet.quota.projectsPerTenant) : undefined,
+    WEBCODEX_FLEET_QUOTA_CREATIONS_PER_HOUR: v.runner.fleet.enabled ? String(v.runner.fleet.quota.projectCreationsPerHour) : undefined,
     WEBCODEX_LOG_LEVEL: v.logLevel,
     WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
@@ -624,6 +626,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_HEARTBEAT_INTERVAL_MS: "5 s Runner heartbeats",
     WEBCODEX_RUNNER_WORKSPACES_DIR: "local-process provisioner only",
     WEBCODEX_RUNNER_CLI: "local-process provisioner only",
+    WEBCODEX_FLEET_WARM_POOL: "local-process provisioner only (Runner pods start from the template)",
     WEBCODEX_BROKER_ADVERTISE_URL: "local-process provisioner only; Runner pods get WEBCODEX_RUNNER_BROKER_URL from the template",
   },
   runner: {

@@ -11,6 +11,8 @@ import type { Provisioner, ProvisioningState } from "../provisioning/provisioner
 import { createLeaderElector } from "./leader.js";
 import { createFleetReconciler, listWorkspaceClaims } from "./reconciler.js";
 import type { FleetQuota, FleetReconciler } from "./reconciler.js";
+import { tenantQuotaFailure } from "./tenant-quotas.js";
+import type { TenantQuotas } from "./tenant-quotas.js";
 
 export interface FleetSettings {
   kubeConfig: KubeConfig;
@@ -24,6 +26,8 @@ export interface FleetSettings {
   maxUnavailable: number;
   resyncMs: number;
   quota: FleetQuota;
+  /** Projects per tenant and creations per hour, checked at create_project against the workspace claims. */
+  tenantQuotas?: TenantQuotas;
   busy?: (canonicalId: string) => Promise<boolean>;
   credentialFor?: Parameters<typeof createFleetReconciler>[0]["credentialFor"];
   logger: Logger;
@@ -58,6 +62,18 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
       if (refusal) {
         refusals.set(key, { state: "failed", failure: refusal });
         return { action: "exists", name: runnerPodName(s.template, w) };
+      }
+      if (options?.source !== undefined && s.tenantQuotas) {
+        // A new Project: the tenant's workspace claims are its projects.
+        const claims = await listWorkspaceClaims(s.kubeConfig, s.template, s.namespace);
+        const exists = claims.some((c) => c.clientId === w.clientId && c.projectId === w.projectId);
+        const over = exists ? undefined : s.tenantQuotas.checkCreate(w, claims.filter((c) => c.clientId === w.clientId).length);
+        if (over) {
+          refusals.set(key, { state: "failed", failure: tenantQuotaFailure(over.over, w, over.retryAfterMs) });
+          s.logger.info("project creation refused by quota", { project: w.projectId, ...over.over });
+          return { action: "exists", name: runnerPodName(s.template, w) };
+        }
+        if (!exists) s.tenantQuotas.recordCreate(w);
       }
       refusals.delete(key);
       try {

@@ -432,4 +432,65 @@ describe("the Kubernetes provisioner under the fleet", () => {
       await p.close();
     }
   });
+  it("refuses create_project over the tenant's projects and hourly creations quotas, counted from the workspace claims; nothing is created", async () => {
+    const { startFleet } = await import("./fleet-provisioner.js");
+    const { createTenantQuotas } = await import("./tenant-quotas.js");
+    const { createKubernetesProvisioner } = await import("../provisioning/kubernetes.js");
+    const template = baseTemplate();
+    let clock = 1_000_000;
+    const f = await startFleet({
+      kubeConfig,
+      template,
+      namespace: NS,
+      anchorName: "wcx-runner-anchor",
+      leaseName: "wcx-fleet-q",
+      identity: "broker-q",
+      idleTimeoutMs: 60_000,
+      maxUnavailable: 1,
+      resyncMs: 60_000,
+      quota: {},
+      tenantQuotas: createTenantQuotas({ projects: 2, creationsPerHour: 2 }, () => clock),
+      logger,
+    });
+    const p = f.wrap(await createKubernetesProvisioner({ template, kubeConfig, namespace: NS, owners: () => f.fleet.owners(), logger }));
+    const claimOf = (w: { clientId: string; projectId: string }) => api.get("persistentvolumeclaims", NS, `${runnerPodName(template, w)}-workspace`);
+    try {
+      const [one, two, three] = [ws("quota-t", "p1"), ws("quota-t", "p2"), ws("quota-t", "p3")];
+      await p.ensureRunner(one, { source: {} });
+      await p.ensureRunner(two, { source: {} });
+      assert.ok(claimOf(one) && claimOf(two));
+      // Ensuring an existing Project again is no creation and is never refused.
+      await p.ensureRunner(one, { source: {} });
+      assert.notEqual((await p.provisioningState!(one)).state, "failed");
+      await p.ensureRunner(three, { source: {} });
+      assert.equal(claimOf(three), undefined, "over the projects quota no claim is made");
+      assert.equal(api.get("pods", NS, runnerPodName(template, three)), undefined, "and no pod");
+      const refused = await p.provisioningState!(three);
+      assert.equal(refused.state, "failed");
+      assert.equal(refused.state === "failed" && refused.failure.reason_code, "quota_exceeded");
+      assert.deepEqual(refused.state === "failed" && refused.failure.evidence, { quota: "projects", limit: 2, use: 2 });
+      // Another tenant is not counted against this one.
+      await p.ensureRunner(ws("quota-other", "p1"), { source: {} });
+      assert.ok(claimOf(ws("quota-other", "p1")));
+
+      // Room again (a project removed with its claim), but two creations this hour: the third waits for the window.
+      await p.removeRunner(two);
+      assert.equal(claimOf(two), undefined);
+      await p.ensureRunner(three, { source: {} });
+      const hourly = await p.provisioningState!(three);
+      assert.equal(hourly.state === "failed" && hourly.failure.detail_code, "project_creations_per_hour");
+      assert.deepEqual(hourly.state === "failed" && { ...hourly.failure.evidence, retry_after_ms: 0 }, {
+        quota: "project_creations_per_hour",
+        limit: 2,
+        use: 2,
+        retry_after_ms: 0,
+      });
+      clock += 3_600_001;
+      await p.ensureRunner(three, { source: {} });
+      assert.notEqual((await p.provisioningState!(three)).state, "failed");
+      assert.ok(claimOf(three), "after the hour the creation goes through");
+    } finally {
+      await p.close();
+    }
+  });
 });

@@ -12,6 +12,7 @@ import type { Provisioner, ProjectWorkspace } from "./provisioner.js";
 import { runnerCredential } from "../runner-auth.js";
 import { startFleet } from "../fleet/fleet-provisioner.js";
 import { withLocalFleet } from "../fleet/local-fleet.js";
+import { createTenantQuotas } from "../fleet/tenant-quotas.js";
 
 /** tools/cli/bin/webcodex.js relative to this file (services/runner-broker/dist/provisioning/from-config.js). */
 export const defaultRunnerCliPath = (): string => resolve(dirname(fileURLToPath(import.meta.url)), "../../../../tools/cli/bin/webcodex.js");
@@ -82,6 +83,7 @@ export async function createConfiguredProvisioner(
         maxUnavailable: config.fleetMaxUnavailable,
         resyncMs: config.fleetResyncMs,
         quota: config.fleetQuotaRunnersPerTenant > 0 ? { runnersPerTenant: config.fleetQuotaRunnersPerTenant } : {},
+        tenantQuotas: createTenantQuotas({ projects: config.fleetQuotaProjectsPerTenant, creationsPerHour: config.fleetQuotaCreationsPerHour }),
         ...(busy ? { busy } : {}),
         ...(credentialFor ? { credentialFor } : {}),
         logger: logger.child({ component: "fleet" }),
