@@ -25,6 +25,7 @@ import { JOB_GAUGE_INTERVAL_MS, startJobGauge } from "./jobs/job-gauge.js";
 import { startRunnerGauge } from "./fleet/runner-gauge.js";
 import { migrateRunnerBroker } from "./migrations.js";
 import { createConfiguredProvisioner } from "./provisioning/from-config.js";
+import { createRedisCallActivity } from "./fleet/activity.js";
 
 /**
  * Distributed entry point: config → Redis, Postgres (migrations) → registry, leases, Jobs,
@@ -70,6 +71,8 @@ export async function main(env: Env = process.env): Promise<void> {
       const last = await registry.lastForProject(id);
       if (!last || last.runnerId === runnerId) await registry.forgetProject(id);
     },
+    // Every replica's calls count for the fleet's idle clock.
+    createRedisCallActivity(redis, { prefix: config.redisKeyPrefix, logger }),
   );
 
   const host = config.host ?? defaultBindHost(env);

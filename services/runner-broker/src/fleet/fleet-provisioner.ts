@@ -3,7 +3,9 @@
  * the anchor, a call records activity (the idle clock) and is refused over the tenant's quota,
  * and a Runner's provisioning state is the reconciler's per-condition view.
  */
+import { canonicalProjectId } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
+import type { CallActivity } from "./activity.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { runnerPodName } from "../provisioning/kubernetes.js";
 import type { RunnerPodTemplate } from "../provisioning/kubernetes.js";
@@ -29,6 +31,8 @@ export interface FleetSettings {
   /** Projects per tenant and creations per hour, checked at create_project against the workspace claims. */
   tenantQuotas?: TenantQuotas;
   busy?: (canonicalId: string) => Promise<boolean>;
+  /** Call activity shared by the broker replicas (the idle clock counts every replica's calls). */
+  activity?: CallActivity;
   credentialFor?: Parameters<typeof createFleetReconciler>[0]["credentialFor"];
   logger: Logger;
 }
@@ -43,6 +47,7 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
     anchorName: s.anchorName,
     projects: () => listWorkspaceClaims(s.kubeConfig, s.template, s.namespace),
     ...(s.busy ? { busy: s.busy } : {}),
+    ...(s.activity ? { activity: () => (s.activity as CallActivity).all() } : {}),
     ...(s.credentialFor ? { credentialFor: s.credentialFor } : {}),
     idleTimeoutMs: s.idleTimeoutMs,
     maxUnavailable: s.maxUnavailable,
@@ -57,6 +62,7 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
   const wrap = (base: Provisioner): Provisioner => ({
     kind: base.kind,
     async ensureRunner(w, options) {
+      s.activity?.note(canonicalProjectId(w.clientId, w.projectId));
       const refusal = fleet.admit(w);
       const key = `${w.clientId}\u0000${w.projectId}`;
       if (refusal) {
@@ -113,7 +119,10 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
           : { state: "starting" };
       return base.provisioningState ? base.provisioningState(w) : { state: "unknown" };
     },
-    noteCall: (w) => fleet.noteCall(w),
+    noteCall: (w) => {
+      s.activity?.note(canonicalProjectId(w.clientId, w.projectId));
+      fleet.noteCall(w);
+    },
     removeRunner: (w, options) => base.removeRunner(w, options),
     async close() {
       await fleet.stop();

@@ -154,6 +154,34 @@ describe("fleet reconciler", () => {
     await fleet.stop();
   });
 
+  it("counts calls every broker replica served (shared call activity): no idle stop while another replica's calls come in; a follower's call starts a stopped Runner", async () => {
+    reset();
+    let t = 1_000_000;
+    const { createMemoryCallActivity } = await import("./activity.js");
+    const shared = createMemoryCallActivity(() => t);
+    const a = ws("t", "shared");
+    const id = canonicalProjectId(a.clientId, a.projectId);
+    const leader = await make({ projects: async () => [a], idleTimeoutMs: 60_000, now: () => t, activity: () => shared.all() });
+    await leader.touch(a);
+    // Calls keep coming in on another replica only (without them the leader's own clock ends at 60 s).
+    for (let i = 0; i < 4; i++) {
+      t += 30_000;
+      shared.note(id);
+      assert.equal((await leader.reconcile()).stoppedIdle, 0, `minute ${(i + 1) / 2}: another replica's calls keep it`);
+    }
+    assert.ok(api.get("pods", NS, runnerPodName(baseTemplate(), a)), "still running after 2 minutes of calls elsewhere");
+    // Silence everywhere: stopped after the timeout.
+    t += 61_000;
+    assert.equal((await leader.reconcile()).stoppedIdle, 1);
+    assert.equal(api.get("pods", NS, runnerPodName(baseTemplate(), a)), undefined);
+    // A follower's call (recorded in the shared activity) makes the leader's next pass start it.
+    t += 1_000;
+    shared.note(id);
+    assert.equal((await leader.reconcile()).created, 1, "the leader starts the Runner a follower's call asked for");
+    assert.ok(api.get("pods", NS, runnerPodName(baseTemplate(), a)));
+    await leader.stop();
+  });
+
   it("rotates Runners to a new template with at most maxUnavailable down at a time, never a busy one", async () => {
     reset();
     const projects = ["p1", "p2", "p3", "p4"].map((p) => ws("t", p));

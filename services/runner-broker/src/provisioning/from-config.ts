@@ -13,6 +13,7 @@ import { runnerCredential } from "../runner-auth.js";
 import { startFleet } from "../fleet/fleet-provisioner.js";
 import { withLocalFleet } from "../fleet/local-fleet.js";
 import { createTenantQuotas } from "../fleet/tenant-quotas.js";
+import type { CallActivity } from "../fleet/activity.js";
 
 /** tools/cli/bin/webcodex.js relative to this file (services/runner-broker/dist/provisioning/from-config.js). */
 export const defaultRunnerCliPath = (): string => resolve(dirname(fileURLToPath(import.meta.url)), "../../../../tools/cli/bin/webcodex.js");
@@ -57,6 +58,7 @@ export async function createConfiguredProvisioner(
   logger: Logger,
   busy?: (canonicalId: string) => Promise<boolean>,
   forget?: (w: ProjectWorkspace, runnerId: string) => Promise<void>,
+  activity?: CallActivity,
 ): Promise<Provisioner | undefined> {
   switch (config.provisioner) {
     case "kubernetes": {
@@ -85,6 +87,7 @@ export async function createConfiguredProvisioner(
         quota: config.fleetQuotaRunnersPerTenant > 0 ? { runnersPerTenant: config.fleetQuotaRunnersPerTenant } : {},
         tenantQuotas: createTenantQuotas({ projects: config.fleetQuotaProjectsPerTenant, creationsPerHour: config.fleetQuotaCreationsPerHour }),
         ...(busy ? { busy } : {}),
+        ...(activity ? { activity } : {}),
         ...(credentialFor ? { credentialFor } : {}),
         logger: logger.child({ component: "fleet" }),
       });
