@@ -107,6 +107,9 @@ describe("the local Runner fleet: warm create, idle stop, transparent start, quo
     assert.equal(a.isError, false, JSON.stringify(a.result));
     const idA = String(a.result["project_id"]);
     assert.deepEqual(pidsTitled(runnerTitle("made-a")), [warm], "the project's Runner is the pooled process, claimed");
+    // Its identity and credential came over stdin: the kernel's copy of its environment has neither.
+    const environ = readFileSync(`/proc/${warm}/environ`, "utf8");
+    assert.equal(/WEBCODEX_RUNNER_(TOKEN|PROJECT_ID|ROOT)=/.test(environ), false, "no identity or credential in /proc/<pid>/environ");
     const lastCallAt = Date.now();
     const served = await run(idA);
     assert.equal(served.isError, false, JSON.stringify(served.result));
