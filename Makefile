@@ -122,7 +122,7 @@ faults: build
 	WEBCODEX_FAULTS_REPORT=1 WEBCODEX_FAULTS_KILLS=1000 WEBCODEX_FAULTS_KILL_SHARDS=4 WEBCODEX_FAULTS_FUZZ_CASES=100000 WEBCODEX_FAULTS_SERVICE_ROUNDS=3 WEBCODEX_FAULTS_SOAK_SECONDS=600 node tools/scripts/run-tests.mjs faults
 
 # `make bench <part>...` runs only the named parts (e.g. `make bench economy`).
-BENCH_PARTS := tool_calls tool_call_distributed tool_call_stdio spawn sandbox edit search audit ref_resolution validate_overhead agent_events economy mcp_gateway code_mode fleet
+BENCH_PARTS := tool_calls tool_call_distributed tool_call_stdio spawn sandbox edit search audit ref_resolution validate_overhead agent_events economy mcp_gateway code_mode fleet provision
 bench: build
 	@bash tools/scripts/ensure-services.sh
 	node tools/bench/dist/main.js $(filter $(BENCH_PARTS),$(MAKECMDGOALS))

@@ -282,8 +282,16 @@ for (const name of ["defaults", "production"]) {
       const t = runnerTemplate(objs);
       const { pod } = runnerObjects(objs);
       const nps = byKind(objs, "NetworkPolicy").filter((np) => np.metadata.namespace === t.namespace);
-      const selecting = nps.filter((np) => Object.entries(np.spec.podSelector.matchLabels ?? {}).every(([k, v]) => pod.metadata.labels[k] === v));
-      assert.equal(selecting.length, 1, "exactly one NetworkPolicy selects Runner pods");
+      // The namespace's default deny (no rule: allows nothing) selects every pod; one policy allows what Runners need.
+      const denyAll = (np) => !np.spec.ingress && !np.spec.egress;
+      const selecting = nps.filter(
+        (np) => !denyAll(np) && Object.entries(np.spec.podSelector.matchLabels ?? {}).every(([k, v]) => pod.metadata.labels[k] === v),
+      );
+      assert.equal(selecting.length, 1, "exactly one NetworkPolicy allows traffic for Runner pods");
+      const deny = nps.filter(denyAll);
+      assert.equal(deny.length, 1, "a default-deny policy in the runner namespace");
+      assert.deepEqual(deny[0].spec, { podSelector: {}, policyTypes: ["Ingress", "Egress"] });
+      assert.equal(deny[0].metadata.annotations?.["helm.sh/resource-policy"], "keep", "kept on uninstall");
       const [np] = selecting;
       assert.deepEqual(np.spec.policyTypes, ["Ingress", "Egress"]);
       assert.equal(np.spec.ingress.length, 1);
@@ -574,6 +582,8 @@ const ENV_FROM_VALUES = {
     WEBCODEX_FLEET_MAX_UNAVAILABLE: v.runner.fleet.enabled ? String(v.runner.fleet.rotation.maxUnavailable) : undefined,
     WEBCODEX_FLEET_RESYNC_MS: v.runner.fleet.enabled ? String(v.runner.fleet.resyncSeconds * 1000) : undefined,
     WEBCODEX_FLEET_QUOTA_RUNNERS_PER_TENANT: v.runner.fleet.enabled ? String(v.runner.fleet.quota.liveRunnersPerTenant) : undefined,
+    WEBCODEX_FLEET_QUOTA_PROJECTS_PER_TENANT: v.runner.fleet.enabled ? String(v.runner.fleet.quota.projectsPerTenant) : undefined,
+    WEBCODEX_FLEET_QUOTA_CREATIONS_PER_HOUR: v.runner.fleet.enabled ? String(v.runner.fleet.quota.projectCreationsPerHour) : undefined,
     WEBCODEX_LOG_LEVEL: v.logLevel,
     WEBCODEX_GRPC_REFLECTION: String(v.grpcReflection),
   }),
@@ -624,6 +634,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_HEARTBEAT_INTERVAL_MS: "5 s Runner heartbeats",
     WEBCODEX_RUNNER_WORKSPACES_DIR: "local-process provisioner only",
     WEBCODEX_RUNNER_CLI: "local-process provisioner only",
+    WEBCODEX_FLEET_WARM_POOL: "local-process provisioner only (Runner pods start from the template)",
     WEBCODEX_BROKER_ADVERTISE_URL: "local-process provisioner only; Runner pods get WEBCODEX_RUNNER_BROKER_URL from the template",
   },
   runner: {
@@ -894,6 +905,43 @@ describe("env contract with the services' src/config.ts", () => {
 
   test("a plain Runner token value is refused", async () => {
     assert.match(await templateError(["--set", "runner.token.value=abc"]), /additional properties 'value' not allowed/);
+  });
+});
+
+describe("GitOps: renders without a cluster", () => {
+  const EXISTING = [
+    ["--set", "postgres.url=", "--set", "postgres.existingSecret=pg", "--set", "redis.url=", "--set", "redis.existingSecret=rd"],
+    ["--set", "runner.token.existingSecret=runner-key", "--set", "runner.token.existingSecretKey=k1"],
+    ["--set", "serviceKey.existingSecret=svc-key", "--set", "serviceKey.existingSecretKey=k2"],
+    ["--set", "gateway.mcpSessionKey.existingSecret=session-key"],
+    ["--set", "gateway.trialToken.enabled=true", "--set", "gateway.trialToken.existingSecret=trial"],
+  ].flat();
+  const raw = async (extra) => {
+    const res = await helmRun(["template", RELEASE, chartDir, "--namespace", NAMESPACE, ...extra]);
+    assert.ok(res.ok, res.stderr);
+    return res.stdout;
+  };
+
+  test("with existingSecret for every generated secret, helm template twice is byte-identical and renders no Secret", async () => {
+    const [a, b] = [await raw(EXISTING), await raw(EXISTING)];
+    assert.equal(a, b, "two renders differ");
+    const objs = await template(EXISTING);
+    assert.deepEqual(
+      byKind(objs, "Secret").map((o) => o.metadata.name),
+      [],
+      "every Secret is the operator's",
+    );
+    const broker = envOf(find(objs, "Deployment", "runner-broker").spec.template.spec.containers[0]);
+    assert.deepEqual(broker.WEBCODEX_SERVICE_KEY.valueFrom.secretKeyRef, { name: "svc-key", key: "k2" });
+    assert.deepEqual(broker.WEBCODEX_RUNNER_TOKEN.valueFrom.secretKeyRef, { name: "runner-key", key: "k1" });
+    for (const d of byKind(objs, "Deployment")) {
+      const env = envOf(d.spec.template.spec.containers[0]);
+      assert.deepEqual(env.WEBCODEX_SERVICE_KEY.valueFrom.secretKeyRef, { name: "svc-key", key: "k2" }, d.metadata.name);
+    }
+  });
+
+  test("control: without them two renders differ (generated keys change with every render)", async () => {
+    assert.notEqual(await raw([]), await raw([]));
   });
 });
 
@@ -1351,7 +1399,58 @@ describe("first install: the Runner namespace, its keep policy and its egress", 
     const open = npOfRunner(await template(prod));
     const rule = open.spec.egress.find((r) => (r.to ?? []).some((t) => t.ipBlock?.cidr === "203.0.113.0/24"));
     assert.deepEqual(rule, { to: [{ ipBlock: { cidr: "203.0.113.0/24" } }], ports: [{ protocol: "TCP", port: 443 }] });
-    assert.match(await templateError(["--set", "runner.cloneEgress[0].name=git", "--set", "runner.cloneEgress[0].cidr=git.example.com"]), /cloneEgress|cidr/);
+    assert.match(
+      await templateError([
+        "--set",
+        "runner.cloneEgress[0].name=git",
+        "--set",
+        "runner.cloneEgress[0].cidr=git.example.com",
+        "--set",
+        "runner.cloneEgress[0].except=null",
+      ]),
+      /cloneEgress|cidr/,
+    );
+  });
+
+  test("clone egress to every address (/0) needs an except list; link-local, metadata and the cluster CIDRs are always excluded", async () => {
+    const any4 = ["--set", "networkPolicy.enabled=true", "--set", "runner.cloneEgress[0].name=any", "--set", "runner.cloneEgress[0].cidr=0.0.0.0/0"];
+    const ports = ["--set", "runner.cloneEgress[0].ports={443}"];
+    assert.match(await templateError([...any4, ...ports]), /except/, "except is required");
+    const emptyExcept = join(mkdtempSync(join(tmpdir(), "wcx-chart-")), "values.yaml");
+    writeFileSync(emptyExcept, "runner:\n  cloneEgress:\n    - { name: any, cidr: 0.0.0.0/0, except: [], ports: [443] }\n");
+    assert.match(await templateError(["-f", emptyExcept]), /cloneEgress any: 0\.0\.0\.0\/0 allows every address; list what it excludes in except/);
+    const np = npOfRunner(
+      await template([
+        ...any4,
+        ...ports,
+        "--set",
+        "runner.cloneEgress[0].except={10.0.0.0/8}",
+        "--set",
+        "runner.clusterCIDRs={10.96.0.0/12,192.168.0.0/16,fd00:10::/56}",
+      ]),
+    );
+    const block = np.spec.egress.flatMap((r) => r.to ?? []).find((t) => t.ipBlock?.cidr === "0.0.0.0/0").ipBlock;
+    assert.deepEqual(block.except, ["10.0.0.0/8", "169.254.0.0/16", "10.96.0.0/12", "192.168.0.0/16"], "IPv4 excepts only, for an IPv4 block");
+    const v6 = npOfRunner(
+      await template([
+        "--set",
+        "networkPolicy.enabled=true",
+        "--set",
+        "runner.cloneEgress[0].name=any6",
+        "--set",
+        "runner.cloneEgress[0].cidr=::/0",
+        "--set",
+        "runner.cloneEgress[0].except={fc00::/7}",
+        ...ports,
+        "--set",
+        "runner.clusterCIDRs={10.96.0.0/12,fd00:10::/56}",
+      ]),
+    );
+    const block6 = v6.spec.egress.flatMap((r) => r.to ?? []).find((t) => t.ipBlock?.cidr === "::/0").ipBlock;
+    assert.deepEqual(block6.except, ["fc00::/7", "fe80::/10", "fd00:ec2::254/128", "fd00:10::/56"]);
+    // A narrower block is rendered as given.
+    const narrow = npOfRunner(await template(prod));
+    assert.equal(narrow.spec.egress.flatMap((r) => r.to ?? []).find((t) => t.ipBlock)?.ipBlock.except, undefined);
   });
 
   test("with otel.endpoint and no OTLP destinations, Runners get no egress to arbitrary IPs; named destinations are allowed", async () => {

@@ -291,6 +291,7 @@ export const schema = {
     }),
     postgres: storeRef("^$|^postgres(ql)?://"),
     redis: storeRef("^$|^rediss?://"),
+    serviceKey: obj({ existingSecret: str(), existingSecretKey: str({ minLength: 1 }) }),
     oauth: obj({
       issuer: ref("url"),
       jwksUrl: ref("optionalUrl"),
@@ -379,13 +380,17 @@ export const schema = {
       terminationGracePeriodSeconds: int({ minimum: 0 }),
       token: obj({ existingSecret: str(), existingSecretKey: str({ minLength: 1 }) }),
       extraEgress: arr(ref("egressRule")),
+      clusterCIDRs: arr(str({ pattern: "^[0-9a-fA-F.:]+/[0-9]{1,3}$" })),
       safeToEvict: { type: ["boolean", "null"] },
       gitCredentialSecrets: { type: "object", additionalProperties: str({ minLength: 1, maxLength: 253, pattern: "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$" }) },
       // Typed clone egress: which hosts (by CIDR) and ports Runners may clone from; closed by default.
+      // A /0 (every address) must say what it excludes (validate-values refuses one without
+      // except): the chart adds link-local, the cloud metadata addresses and clusterCIDRs to it.
       cloneEgress: arr(
         obj({
           name: str({ minLength: 1 }),
           cidr: str({ pattern: "^[0-9a-fA-F.:]+/[0-9]{1,3}$" }),
+          except: arr(str({ pattern: "^[0-9a-fA-F.:]+/[0-9]{1,3}$" })),
           ports: arr(ref("port"), { minItems: 1 }),
         }),
         {},
@@ -396,7 +401,7 @@ export const schema = {
         idleTimeoutMinutes: int({ minimum: 0, maximum: 10080 }),
         resyncSeconds: int({ minimum: 1, maximum: 86400 }),
         rotation: obj({ maxUnavailable: int({ minimum: 1, maximum: 1000 }) }),
-        quota: obj({ liveRunnersPerTenant: int({ minimum: 0 }) }),
+        quota: obj({ liveRunnersPerTenant: int({ minimum: 0 }), projectsPerTenant: int({ minimum: 0 }), projectCreationsPerHour: int({ minimum: 0 }) }),
       }),
       sensitiveWriteGlobs: arr(str({ minLength: 1, pattern: "\\S" })),
       // The Runner refuses unknown names and the frozen baseline, so the chart does too.

@@ -206,7 +206,10 @@ imagePullSecrets:
 
 {{/* The key control-plane services sign internal calls with; never mounted into Runner pods. */}}
 {{- define "webcodex.serviceKey.secretName" -}}
-{{- include "webcodex.componentName" (dict "ctx" . "component" "service-key") -}}
+{{- default (include "webcodex.componentName" (dict "ctx" . "component" "service-key")) .Values.serviceKey.existingSecret -}}
+{{- end -}}
+{{- define "webcodex.serviceKey.secretKey" -}}
+{{- if .Values.serviceKey.existingSecret -}}{{ .Values.serviceKey.existingSecretKey }}{{- else -}}key{{- end -}}
 {{- end -}}
 
 {{/* Env shared by every service container. Args: dict ctx component port. */}}
@@ -347,7 +350,7 @@ spec:
               valueFrom:
                 secretKeyRef:
                   name: {{ include "webcodex.serviceKey.secretName" $ctx }}
-                  key: key
+                  key: {{ include "webcodex.serviceKey.secretKey" $ctx }}
             {{- with .env }}
             {{- . | nindent 12 }}
             {{- end }}
@@ -656,6 +659,9 @@ fails with all of them at once.
 {{- range .Values.runner.cloneEgress -}}
 {{- if or (not .name) (not .cidr) (not .ports) -}}
 {{- $messages = append $messages "runner.cloneEgress: every entry needs name, cidr and ports" -}}
+{{- end -}}
+{{- if and (hasSuffix "/0" (toString .cidr)) (not .except) -}}
+{{- $messages = append $messages (printf "runner.cloneEgress %s: %s allows every address; list what it excludes in except (link-local, metadata and runner.clusterCIDRs are added)" (toString .name) (toString .cidr)) -}}
 {{- end -}}
 {{- end -}}
 {{- $needsPostgres := or .Values.refResolver.enabled .Values.audit.enabled .Values.runnerBroker.enabled .Values.migrations.enabled -}}

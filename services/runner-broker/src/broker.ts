@@ -90,11 +90,19 @@ export interface RunnerBrokerDeps {
    * it fails `runner_unavailable`. Default three heartbeat intervals, at most 15 s.
    */
   runnerStartWaitMs?: number;
+  /**
+   * How long a call waits for a Runner it started (one stopped for idleness): the transparent
+   * start. Default DEFAULT_TRANSPARENT_START_WAIT_MS; never less than runnerStartWaitMs.
+   */
+  transparentStartWaitMs?: number;
   /** The registry's clock (heartbeat times are compared with this broker's start on it). Default Date.now. */
   now?: () => number;
 }
 
 const failure = (f: ToolFailure) => ({ resultJson: "", failure: failureToWire(f) });
+
+/** How long a call waits for a Runner it started (a process or pod start, not a re-registration). */
+export const DEFAULT_TRANSPARENT_START_WAIT_MS = 15_000;
 
 /** How long a caller should wait before retrying when a Runner is starting. */
 const RUNNER_STARTING_RETRY_MS = 2_000;
@@ -143,6 +151,7 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
   // broker after this broker started: a record from before a restart may name a dead Runner.
   const confirmedSinceMs = (deps.now ?? Date.now)();
   const runnerStartWaitMs = deps.runnerStartWaitMs ?? Math.min(3 * deps.heartbeatIntervalMs, 15_000);
+  const transparentStartWaitMs = deps.transparentStartWaitMs ?? DEFAULT_TRANSPARENT_START_WAIT_MS;
 
   /** Grants or keeps the Project lease for a Runner; a fence store outage leaves it unleased. */
   const claimLease = async (scope: string, runnerId: string, strict: boolean) => {
@@ -383,6 +392,9 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     if (!deps.provisioner || !workspace || (holder && holder.connectionState !== "lost")) return false;
     const r = await deps.provisioner.ensureRunner(workspace).catch(() => undefined);
     if (r && r.action !== "exists") deps.logger.info("started the project's Runner for a call", { project: canonicalId, runner: r.name, action: r.action });
+    // A start the provisioner refused (a tenant quota) is answered now, not after the start window.
+    const state = r && deps.provisioner.provisioningState ? await deps.provisioner.provisioningState(workspace).catch(() => undefined) : undefined;
+    if (state?.state === "failed" && state.failure.reason_code === ReasonCode.quotaExceeded) return false;
     return r !== undefined;
   };
 
@@ -401,8 +413,10 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
     const started = Date.now();
     let route = await routableHolder(canonicalId, rootIdentity);
     let waitedMs = 0;
-    if (route.why === "not_routable" && ((await startStoppedRunner(canonicalId, route.holder)) || (await runnerMayBeStarting(canonicalId, route.holder)))) {
-      const deadline = started + runnerStartWaitMs;
+    const startedNow = route.why === "not_routable" && (await startStoppedRunner(canonicalId, route.holder));
+    if (startedNow || (route.why === "not_routable" && (await runnerMayBeStarting(canonicalId, route.holder)))) {
+      // A Runner this call started (stopped for idleness) gets a process start's time, not a re-registration's.
+      const deadline = started + (startedNow ? Math.max(runnerStartWaitMs, transparentStartWaitMs) : runnerStartWaitMs);
       for (let delay = 20; route.why === "not_routable" && !signal.aborted && Date.now() < deadline; delay = Math.min(delay * 2, 250)) {
         await sleep(Math.min(delay, Math.max(1, deadline - Date.now())), undefined, { signal }).catch(() => undefined);
         route = await routableHolder(canonicalId, rootIdentity);

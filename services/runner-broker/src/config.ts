@@ -42,13 +42,19 @@ export const runnerBrokerConfigSpec = {
   fleetLease: { kind: "string", env: "WEBCODEX_FLEET_LEASE", default: "webcodex-runner-fleet" },
   /** This replica's name in the Lease (the pod name); default the host name. */
   podName: { kind: "string", env: "WEBCODEX_POD_NAME" },
-  /** No call for this long stops a Runner (its Project and workspace stay); 0 never stops. */
+  /** No call for this long stops a Runner (its Project and workspace stay); 0 never stops. Kubernetes (with fleetReconcile) and local-process. */
   fleetIdleTimeoutMs: { kind: "int", env: "WEBCODEX_FLEET_IDLE_TIMEOUT_MS", default: 1_800_000, min: 0 },
   /** How many Runners a rotation may have unavailable at once. */
   fleetMaxUnavailable: { kind: "int", env: "WEBCODEX_FLEET_MAX_UNAVAILABLE", default: 1, min: 1 },
   fleetResyncMs: { kind: "int", env: "WEBCODEX_FLEET_RESYNC_MS", default: 300_000, min: 1_000 },
   /** Live Runners per tenant; 0: unlimited. */
   fleetQuotaRunnersPerTenant: { kind: "int", env: "WEBCODEX_FLEET_QUOTA_RUNNERS_PER_TENANT", default: 0, min: 0 },
+  /** Projects per tenant; 0: unlimited. */
+  fleetQuotaProjectsPerTenant: { kind: "int", env: "WEBCODEX_FLEET_QUOTA_PROJECTS_PER_TENANT", default: 0, min: 0 },
+  /** Project creations per tenant in any hour; 0: unlimited. */
+  fleetQuotaCreationsPerHour: { kind: "int", env: "WEBCODEX_FLEET_QUOTA_CREATIONS_PER_HOUR", default: 0, min: 0 },
+  /** local-process: loaded, unclaimed Runner processes kept for new projects (warm starts); 0: every start is cold. */
+  fleetWarmPool: { kind: "int", env: "WEBCODEX_FLEET_WARM_POOL", default: 0, min: 0, max: 64 },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
   /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */
   grpcReflection: { kind: "bool", env: "WEBCODEX_GRPC_REFLECTION", default: false },

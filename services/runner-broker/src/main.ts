@@ -1,4 +1,5 @@
 import { createClient } from "@connectrpc/connect";
+import { canonicalProjectId } from "@webcodex/contracts";
 import { RefResolverService, RunnerService } from "@webcodex/proto";
 import {
   createLogger,
@@ -24,6 +25,7 @@ import { JOB_GAUGE_INTERVAL_MS, startJobGauge } from "./jobs/job-gauge.js";
 import { startRunnerGauge } from "./fleet/runner-gauge.js";
 import { migrateRunnerBroker } from "./migrations.js";
 import { createConfiguredProvisioner } from "./provisioning/from-config.js";
+import { createRedisCallActivity } from "./fleet/activity.js";
 
 /**
  * Distributed entry point: config → Redis, Postgres (migrations) → registry, leases, Jobs,
@@ -60,6 +62,17 @@ export async function main(env: Env = process.env): Promise<void> {
     () => brokerUrl,
     logger.child({ component: "provisioner" }),
     async (id) => (await concurrency.inFlight(id)) > 0 || (await jobs.openProjectJobs(id, 1)).length > 0,
+    // A Runner stopped for idleness: its record goes, and its Project lease while it still holds
+    // it (compare-and-set on owner and fence), so the next call starts a new one at once.
+    async (w, runnerId) => {
+      const id = canonicalProjectId(w.clientId, w.projectId);
+      const lease = await leases.current(id);
+      if (lease && lease.owner === runnerId) await leases.release(id, lease.owner, lease.fence);
+      const last = await registry.lastForProject(id);
+      if (!last || last.runnerId === runnerId) await registry.forgetProject(id);
+    },
+    // Every replica's calls count for the fleet's idle clock.
+    createRedisCallActivity(redis, { prefix: config.redisKeyPrefix, logger }),
   );
 
   const host = config.host ?? defaultBindHost(env);

@@ -30,6 +30,7 @@ import { benchEconomy } from "./economy.js";
 import { benchMcpGateway } from "./mcp-gateway.js";
 import { benchCodeMode } from "./code-mode.js";
 import { benchFleet } from "./fleet.js";
+import { benchProvision } from "./provision.js";
 import { benchSandboxCost } from "./sandbox-cost.js";
 import { withBenchDatabase } from "./bench-database.js";
 import { median, peakRssMiB, resultTable, round, rssMiB, startChild, stopChild } from "./stats.js";
@@ -52,6 +53,7 @@ const PARTS = [
   "mcp_gateway",
   "code_mode",
   "fleet",
+  "provision",
 ] as const;
 const only = new Set(process.argv.slice(2));
 const unknownParts = [...only].filter((name) => !(PARTS as readonly string[]).includes(name));
@@ -304,6 +306,13 @@ async function main(): Promise<void> {
   await step("fleet", async () => {
     results.push(...(await benchFleet()));
   });
+  await step("provision", () =>
+    withDatabase((a) =>
+      withDatabase(async (b) => {
+        results.push(await benchProvision({ postgresUrls: [a, b], redisUrl }));
+      }),
+    ),
+  );
 
   process.stdout.write(`\n${resultTable("benchmark", results)}`);
   mkdirSync("bench-results", { recursive: true });

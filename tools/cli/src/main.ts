@@ -398,6 +398,8 @@ export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise
       for (const name of ["WEBCODEX_TOOL_POLICY", "WEBCODEX_TOOL_POLICY_FILE"]) if (env[name]) extraEnv[name] = env[name];
       // The operator's clone allow-list reaches the broker, which passes it to created projects' Runners.
       if (env["WEBCODEX_CLONE_ALLOW_HOSTS"]) extraEnv["WEBCODEX_CLONE_ALLOW_HOSTS"] = env["WEBCODEX_CLONE_ALLOW_HOSTS"];
+      // The Runner fleet's settings (idle stop, warm pool, quotas) reach the broker as given.
+      for (const [name, value] of Object.entries(env)) if (name.startsWith("WEBCODEX_FLEET_") && value !== undefined) extraEnv[name] = value;
       // create_project works here: the broker starts a Runner process per created Project.
       const workspacesDir = join(values["data-dir"] ?? env["WEBCODEX_DATA_DIR"] ?? join(homedir(), ".webcodex", "up"), "workspaces");
       const stack = await startDistributed({

@@ -3,7 +3,9 @@
  * the anchor, a call records activity (the idle clock) and is refused over the tenant's quota,
  * and a Runner's provisioning state is the reconciler's per-condition view.
  */
+import { canonicalProjectId } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
+import type { CallActivity } from "./activity.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { runnerPodName } from "../provisioning/kubernetes.js";
 import type { RunnerPodTemplate } from "../provisioning/kubernetes.js";
@@ -11,6 +13,8 @@ import type { Provisioner, ProvisioningState } from "../provisioning/provisioner
 import { createLeaderElector } from "./leader.js";
 import { createFleetReconciler, listWorkspaceClaims } from "./reconciler.js";
 import type { FleetQuota, FleetReconciler } from "./reconciler.js";
+import { tenantQuotaFailure } from "./tenant-quotas.js";
+import type { TenantQuotas } from "./tenant-quotas.js";
 
 export interface FleetSettings {
   kubeConfig: KubeConfig;
@@ -24,7 +28,11 @@ export interface FleetSettings {
   maxUnavailable: number;
   resyncMs: number;
   quota: FleetQuota;
+  /** Projects per tenant and creations per hour, checked at create_project against the workspace claims. */
+  tenantQuotas?: TenantQuotas;
   busy?: (canonicalId: string) => Promise<boolean>;
+  /** Call activity shared by the broker replicas (the idle clock counts every replica's calls). */
+  activity?: CallActivity;
   credentialFor?: Parameters<typeof createFleetReconciler>[0]["credentialFor"];
   logger: Logger;
 }
@@ -39,6 +47,7 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
     anchorName: s.anchorName,
     projects: () => listWorkspaceClaims(s.kubeConfig, s.template, s.namespace),
     ...(s.busy ? { busy: s.busy } : {}),
+    ...(s.activity ? { activity: () => (s.activity as CallActivity).all() } : {}),
     ...(s.credentialFor ? { credentialFor: s.credentialFor } : {}),
     idleTimeoutMs: s.idleTimeoutMs,
     maxUnavailable: s.maxUnavailable,
@@ -53,11 +62,24 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
   const wrap = (base: Provisioner): Provisioner => ({
     kind: base.kind,
     async ensureRunner(w, options) {
+      s.activity?.note(canonicalProjectId(w.clientId, w.projectId));
       const refusal = fleet.admit(w);
       const key = `${w.clientId}\u0000${w.projectId}`;
       if (refusal) {
         refusals.set(key, { state: "failed", failure: refusal });
         return { action: "exists", name: runnerPodName(s.template, w) };
+      }
+      if (options?.source !== undefined && s.tenantQuotas) {
+        // A new Project: the tenant's workspace claims are its projects.
+        const claims = await listWorkspaceClaims(s.kubeConfig, s.template, s.namespace);
+        const exists = claims.some((c) => c.clientId === w.clientId && c.projectId === w.projectId);
+        const over = exists ? undefined : s.tenantQuotas.checkCreate(w, claims.filter((c) => c.clientId === w.clientId).length);
+        if (over) {
+          refusals.set(key, { state: "failed", failure: tenantQuotaFailure(over.over, w, over.retryAfterMs) });
+          s.logger.info("project creation refused by quota", { project: w.projectId, ...over.over });
+          return { action: "exists", name: runnerPodName(s.template, w) };
+        }
+        if (!exists) s.tenantQuotas.recordCreate(w);
       }
       refusals.delete(key);
       try {
@@ -97,7 +119,10 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
           : { state: "starting" };
       return base.provisioningState ? base.provisioningState(w) : { state: "unknown" };
     },
-    noteCall: (w) => fleet.noteCall(w),
+    noteCall: (w) => {
+      s.activity?.note(canonicalProjectId(w.clientId, w.projectId));
+      fleet.noteCall(w);
+    },
     removeRunner: (w, options) => base.removeRunner(w, options),
     async close() {
       await fleet.stop();

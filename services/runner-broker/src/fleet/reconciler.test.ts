@@ -154,6 +154,34 @@ describe("fleet reconciler", () => {
     await fleet.stop();
   });
 
+  it("counts calls every broker replica served (shared call activity): no idle stop while another replica's calls come in; a follower's call starts a stopped Runner", async () => {
+    reset();
+    let t = 1_000_000;
+    const { createMemoryCallActivity } = await import("./activity.js");
+    const shared = createMemoryCallActivity(() => t);
+    const a = ws("t", "shared");
+    const id = canonicalProjectId(a.clientId, a.projectId);
+    const leader = await make({ projects: async () => [a], idleTimeoutMs: 60_000, now: () => t, activity: () => shared.all() });
+    await leader.touch(a);
+    // Calls keep coming in on another replica only (without them the leader's own clock ends at 60 s).
+    for (let i = 0; i < 4; i++) {
+      t += 30_000;
+      shared.note(id);
+      assert.equal((await leader.reconcile()).stoppedIdle, 0, `minute ${(i + 1) / 2}: another replica's calls keep it`);
+    }
+    assert.ok(api.get("pods", NS, runnerPodName(baseTemplate(), a)), "still running after 2 minutes of calls elsewhere");
+    // Silence everywhere: stopped after the timeout.
+    t += 61_000;
+    assert.equal((await leader.reconcile()).stoppedIdle, 1);
+    assert.equal(api.get("pods", NS, runnerPodName(baseTemplate(), a)), undefined);
+    // A follower's call (recorded in the shared activity) makes the leader's next pass start it.
+    t += 1_000;
+    shared.note(id);
+    assert.equal((await leader.reconcile()).created, 1, "the leader starts the Runner a follower's call asked for");
+    assert.ok(api.get("pods", NS, runnerPodName(baseTemplate(), a)));
+    await leader.stop();
+  });
+
   it("rotates Runners to a new template with at most maxUnavailable down at a time, never a busy one", async () => {
     reset();
     const projects = ["p1", "p2", "p3", "p4"].map((p) => ws("t", p));
@@ -428,6 +456,67 @@ describe("the Kubernetes provisioner under the fleet", () => {
       await until(() => f.fleet.status(a).detail_code === "runner_crash_loop");
       const st = await p.provisioningState!(a);
       assert.equal(st.state === "unschedulable" && st.condition.detailCode, "runner_crash_loop");
+    } finally {
+      await p.close();
+    }
+  });
+  it("refuses create_project over the tenant's projects and hourly creations quotas, counted from the workspace claims; nothing is created", async () => {
+    const { startFleet } = await import("./fleet-provisioner.js");
+    const { createTenantQuotas } = await import("./tenant-quotas.js");
+    const { createKubernetesProvisioner } = await import("../provisioning/kubernetes.js");
+    const template = baseTemplate();
+    let clock = 1_000_000;
+    const f = await startFleet({
+      kubeConfig,
+      template,
+      namespace: NS,
+      anchorName: "wcx-runner-anchor",
+      leaseName: "wcx-fleet-q",
+      identity: "broker-q",
+      idleTimeoutMs: 60_000,
+      maxUnavailable: 1,
+      resyncMs: 60_000,
+      quota: {},
+      tenantQuotas: createTenantQuotas({ projects: 2, creationsPerHour: 2 }, () => clock),
+      logger,
+    });
+    const p = f.wrap(await createKubernetesProvisioner({ template, kubeConfig, namespace: NS, owners: () => f.fleet.owners(), logger }));
+    const claimOf = (w: { clientId: string; projectId: string }) => api.get("persistentvolumeclaims", NS, `${runnerPodName(template, w)}-workspace`);
+    try {
+      const [one, two, three] = [ws("quota-t", "p1"), ws("quota-t", "p2"), ws("quota-t", "p3")];
+      await p.ensureRunner(one, { source: {} });
+      await p.ensureRunner(two, { source: {} });
+      assert.ok(claimOf(one) && claimOf(two));
+      // Ensuring an existing Project again is no creation and is never refused.
+      await p.ensureRunner(one, { source: {} });
+      assert.notEqual((await p.provisioningState!(one)).state, "failed");
+      await p.ensureRunner(three, { source: {} });
+      assert.equal(claimOf(three), undefined, "over the projects quota no claim is made");
+      assert.equal(api.get("pods", NS, runnerPodName(template, three)), undefined, "and no pod");
+      const refused = await p.provisioningState!(three);
+      assert.equal(refused.state, "failed");
+      assert.equal(refused.state === "failed" && refused.failure.reason_code, "quota_exceeded");
+      assert.deepEqual(refused.state === "failed" && refused.failure.evidence, { quota: "projects", limit: 2, use: 2 });
+      // Another tenant is not counted against this one.
+      await p.ensureRunner(ws("quota-other", "p1"), { source: {} });
+      assert.ok(claimOf(ws("quota-other", "p1")));
+
+      // Room again (a project removed with its claim), but two creations this hour: the third waits for the window.
+      await p.removeRunner(two);
+      assert.equal(claimOf(two), undefined);
+      await p.ensureRunner(three, { source: {} });
+      const hourly = await p.provisioningState!(three);
+      assert.equal(hourly.state === "failed" && hourly.failure.detail_code, "project_creations_per_hour");
+      assert.deepEqual(hourly.state === "failed" && { ...hourly.failure.evidence, retry_after_ms: 0 }, {
+        quota: "project_creations_per_hour",
+        limit: 2,
+        use: 2,
+        retry_after_ms: 0,
+      });
+      clock += 3_600_001;
+      await p.ensureRunner(three, { source: {} });
+      assert.notEqual((await p.provisioningState!(three)).state, "failed");
+      assert.ok(claimOf(three), "after the hour the creation goes through");
     } finally {
       await p.close();
     }

@@ -68,6 +68,11 @@ export interface FleetReconcilerOptions {
   /** Debounce of watch-triggered passes. Default 200 ms. */
   debounceMs?: number;
   pendingNodeGraceMs?: number;
+  /**
+   * The last call per canonical Project id on every broker replica (shared call activity): a
+   * call another replica served restarts the idle clock here and wants the Runner started.
+   */
+  activity?: () => Promise<Map<string, number>>;
   /** Writes happen only while this says so (leader election). Default: always. */
   isLeader?: () => boolean;
   now?: () => number;
@@ -414,6 +419,14 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
     const projects = await o.projects();
     report.projects = projects.length;
     const t = now();
+    if (o.activity) {
+      const shared = await o.activity().catch((error: unknown) => (o.logger.warn("shared call activity not read", { error }), new Map<string, number>()));
+      for (const [id, at] of shared)
+        if (at > (lastCall.get(id) ?? -Infinity) && (idleTimeoutMs === 0 || t - at < idleTimeoutMs)) {
+          lastCall.set(id, at);
+          idleStopped.delete(id);
+        }
+    }
     const byPod = new Map<string, { w: ProjectWorkspace; id: string }>();
     for (const w of projects) byPod.set(runnerPodName(o.template, w), { w, id: canonicalProjectId(w.clientId, w.projectId) });
     const credentialFp = (w: ProjectWorkspace) => (o.credentialFor ? fingerprintOf(o.credentialFor(w)) : "");

@@ -12,6 +12,9 @@ import { runnerNames } from "./provisioner.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioner.js";
 import { runnerCredential } from "../runner-auth.js";
 import { startFleet } from "../fleet/fleet-provisioner.js";
+import { withLocalFleet } from "../fleet/local-fleet.js";
+import { createTenantQuotas } from "../fleet/tenant-quotas.js";
+import type { CallActivity } from "../fleet/activity.js";
 
 /** tools/cli/bin/webcodex.js relative to this file (services/runner-broker/dist/provisioning/from-config.js). */
 export const defaultRunnerCliPath = (): string => resolve(dirname(fileURLToPath(import.meta.url)), "../../../../tools/cli/bin/webcodex.js");
@@ -42,6 +45,17 @@ const tenantDirs = (base: string): string[] =>
         .map((e) => join(base, e.name))
     : [];
 
+/** A workspace's directory under a local-process workspaces dir, with its tenant's client id file beside it. */
+export function localWorkspaceDir(base: string, w: ProjectWorkspace): string {
+  const tenantDir = join(base, runnerNames(w).tenantLabel);
+  // The tenant's client id beside its workspaces: the label is a one-way hash.
+  if (!existsSync(join(tenantDir, CLIENT_ID_FILE))) {
+    mkdirSync(tenantDir, { recursive: true, mode: 0o700 });
+    writeFileSync(join(tenantDir, CLIENT_ID_FILE), w.clientId, { mode: 0o600 });
+  }
+  return join(tenantDir, w.projectId);
+}
+
 /**
  * None, Kubernetes (one Runner pod per workspace), or local processes with workspaces under
  * `<runnerWorkspacesDir>/<tenant label>/<project id>`. `brokerUrl` is read when a Runner
@@ -52,6 +66,8 @@ export async function createConfiguredProvisioner(
   brokerUrl: () => string,
   logger: Logger,
   busy?: (canonicalId: string) => Promise<boolean>,
+  forget?: (w: ProjectWorkspace, runnerId: string) => Promise<void>,
+  activity?: CallActivity,
 ): Promise<Provisioner | undefined> {
   switch (config.provisioner) {
     case "kubernetes": {
@@ -78,7 +94,9 @@ export async function createConfiguredProvisioner(
         maxUnavailable: config.fleetMaxUnavailable,
         resyncMs: config.fleetResyncMs,
         quota: config.fleetQuotaRunnersPerTenant > 0 ? { runnersPerTenant: config.fleetQuotaRunnersPerTenant } : {},
+        tenantQuotas: createTenantQuotas({ projects: config.fleetQuotaProjectsPerTenant, creationsPerHour: config.fleetQuotaCreationsPerHour }),
         ...(busy ? { busy } : {}),
+        ...(activity ? { activity } : {}),
         ...(credentialFor ? { credentialFor } : {}),
         logger: logger.child({ component: "fleet" }),
       });
@@ -94,20 +112,12 @@ export async function createConfiguredProvisioner(
     }
     case "local-process": {
       const base = config.runnerWorkspacesDir ?? "";
-      return createLocalProcessProvisioner({
+      const local = createLocalProcessProvisioner({
         cliPath: config.runnerCliPath ?? defaultRunnerCliPath(),
         get brokerUrl() {
           return brokerUrl();
         },
-        directoryFor: (w) => {
-          const tenantDir = join(base, runnerNames(w).tenantLabel);
-          // The tenant's client id beside its workspaces: the label is a one-way hash.
-          if (!existsSync(join(tenantDir, CLIENT_ID_FILE))) {
-            mkdirSync(tenantDir, { recursive: true, mode: 0o700 });
-            writeFileSync(join(tenantDir, CLIENT_ID_FILE), w.clientId, { mode: 0o600 });
-          }
-          return join(tenantDir, w.projectId);
-        },
+        directoryFor: (w) => localWorkspaceDir(base, w),
         // A created workspace belongs to a uid of its project's own from the start (as root),
         // distinct from every other workspace's under this directory, whichever tenant's.
         createDirectory: (dir) => void createOwnedWorkspaceDir(dir, tenantDirs(base)),
@@ -117,6 +127,16 @@ export async function createConfiguredProvisioner(
         ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),
         logLevel: config.logLevel,
         logger,
+      });
+      return withLocalFleet(config, local, {
+        directoryFor: (w) => join(base, runnerNames(w).tenantLabel, w.projectId),
+        prepareDirectory: (w) => localWorkspaceDir(base, w),
+        listWorkspaces: () => listLocalWorkspaces(base),
+        brokerUrl,
+        cliPath: config.runnerCliPath ?? defaultRunnerCliPath(),
+        ...(busy ? { busy } : {}),
+        ...(forget ? { forget } : {}),
+        logger: logger.child({ component: "fleet" }),
       });
     }
     default:
