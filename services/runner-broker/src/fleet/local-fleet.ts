@@ -31,6 +31,8 @@ export interface LocalFleetOptions {
   directoryFor: (w: ProjectWorkspace) => string;
   /** The path, made ready for a new workspace as the base provisioner makes it (default: directoryFor). */
   prepareDirectory?: (w: ProjectWorkspace) => string;
+  /** Creates a new workspace directory as the base provisioner does (its project's own uid as root); default: mkdir. */
+  createDirectory?: (dir: string) => void;
   /** Every workspace this provisioner holds (directories under the data dir). */
   listWorkspaces: () => ProjectWorkspace[];
   /** What a claimed warm Runner is told (the environment `base` would start it with). */
@@ -124,7 +126,7 @@ export function createLocalFleet(o: LocalFleetOptions): LocalFleet {
     if (!warm) return undefined;
     const { canonicalId, name } = runnerNames(w);
     const dir = (o.prepareDirectory ?? o.directoryFor)(w);
-    if (!existsSync(dir)) mkdirSync(dir, { recursive: true });
+    if (!existsSync(dir)) (o.createDirectory ?? ((d: string) => void mkdirSync(d, { recursive: true })))(dir);
     const c: Claimed = { name, proc: warm.proc, stderr: [], exited: new Promise((r) => (alive(warm.proc) ? warm.proc.once("exit", () => r()) : r())) };
     warm.proc.stderr?.on("data", (chunk: string | Buffer) => {
       c.stderr.push(...String(chunk).split("\n").filter(Boolean));
@@ -285,6 +287,9 @@ export function withLocalFleet(
   s: {
     directoryFor: (w: ProjectWorkspace) => string;
     prepareDirectory: (w: ProjectWorkspace) => string;
+    createDirectory?: (dir: string) => void;
+    /** Extra environment every Runner gets (the base provisioner's `env`). */
+    env?: Record<string, string>;
     listWorkspaces: () => ProjectWorkspace[];
     brokerUrl: () => string;
     /** tools/cli/bin/webcodex.js: warm Runners start from it. */
@@ -307,8 +312,12 @@ export function withLocalFleet(
     base,
     directoryFor: s.directoryFor,
     prepareDirectory: s.prepareDirectory,
+    ...(s.createDirectory ? { createDirectory: s.createDirectory } : {}),
     listWorkspaces: s.listWorkspaces,
-    runnerEnv: (w, dir, source) => localRunnerEnv({ brokerUrl: s.brokerUrl(), runnerToken: config.runnerToken, logLevel: config.logLevel }, w, dir, source),
+    runnerEnv: (w, dir, source) => ({
+      ...s.env,
+      ...localRunnerEnv({ brokerUrl: s.brokerUrl(), runnerToken: config.runnerToken, logLevel: config.logLevel }, w, dir, source),
+    }),
     ...(warmPool ? { warmPool } : {}),
     idleTimeoutMs: config.fleetIdleTimeoutMs,
     quotas: createTenantQuotas({

@@ -131,6 +131,8 @@ export async function createConfiguredProvisioner(
       return withLocalFleet(config, local, {
         directoryFor: (w) => join(base, runnerNames(w).tenantLabel, w.projectId),
         prepareDirectory: (w) => localWorkspaceDir(base, w),
+        createDirectory: (dir) => void createOwnedWorkspaceDir(dir, tenantDirs(base)),
+        ...(config.cloneAllowHosts ? { env: { WEBCODEX_CLONE_ALLOW_HOSTS: config.cloneAllowHosts } } : {}),
         listWorkspaces: () => listLocalWorkspaces(base),
         brokerUrl,
         cliPath: config.runnerCliPath ?? defaultRunnerCliPath(),
