@@ -33,6 +33,7 @@ import type { DeniedToolCall } from "./mcp/streamable-http.js";
 import type { UpstreamServer } from "./upstream/config.js";
 import { createUpstreamTools } from "./upstream/upstream-tools.js";
 import type { RouteTable } from "./execute/routes.js";
+import type { ResolutionCache } from "./execute/call-scope.js";
 
 /**
  * Hooks only a test harness installs, by passing them to createGateway (the test launcher of
@@ -114,6 +115,8 @@ export interface GatewayDeps {
   testHooks?: GatewayTestHooks;
   /** Direct routes to Runners (distributed mode); absent: every Runner call goes through the broker. */
   routes?: RouteTable;
+  /** Resolved Projects kept for the resolver's TTL (distributed mode); absent: every Runner call asks the resolver. */
+  resolutionCache?: ResolutionCache;
 }
 
 export interface Gateway {
@@ -175,6 +178,7 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     ...(deps.workflowPolicy ? { workflowPolicy: deps.workflowPolicy } : {}),
     ...(deps.testHooks?.attemptDispatchHold ? { attemptDispatchHold: deps.testHooks.attemptDispatchHold } : {}),
     ...(deps.routes ? { routes: deps.routes } : {}),
+    ...(deps.resolutionCache ? { resolutionCache: deps.resolutionCache } : {}),
     ...(deps.skillCatalogsDir !== undefined ? { skillCatalogsDir: deps.skillCatalogsDir } : {}),
   });
   const appResources = await loadAppResources(deps.logger);

@@ -2,6 +2,8 @@ export { createGateway } from "./gateway.js";
 export type { Gateway, GatewayDeps, GatewayTestHooks } from "./gateway.js";
 export type { AttemptDispatchHold } from "./execute/runner-tools.js";
 export { createRouteTable } from "./execute/routes.js";
+export { createResolutionCache, resolveCallProject } from "./execute/call-scope.js";
+export type { ResolutionCache } from "./execute/call-scope.js";
 export type { RouteTable, RoutedCall, RoutedAnswer } from "./execute/routes.js";
 export { createStaticTokenAuthenticator, bearerToken } from "./auth.js";
 export type { Authenticator, Caller, StaticTokenEntry } from "./auth.js";

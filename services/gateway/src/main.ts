@@ -20,6 +20,7 @@ import { deploymentOptions } from "./deployment.js";
 import { peerReadinessProbes } from "./peer-readiness.js";
 import { configuredUpstreams } from "./upstream/config.js";
 import { createRouteTable } from "./execute/routes.js";
+import { createResolutionCache } from "./execute/call-scope.js";
 
 /**
  * Distributed entry point: config → peer clients → gateway → server → shutdown. `testHooks`
@@ -53,6 +54,7 @@ export async function main(env: Env = process.env, testHooks?: GatewayTestHooks)
       audit: createClient(AuditService, peer(config.auditUrl)),
     },
     routes,
+    ...(config.resolutionCacheMs > 0 ? { resolutionCache: createResolutionCache({ ttlMs: config.resolutionCacheMs }) } : {}),
     authenticator: createStaticTokenAuthenticator(devTokenEntries(config, logger)),
     dependencyProbes: peerReadinessProbes({
       "tool-registry": config.toolRegistryUrl,

@@ -35,6 +35,7 @@ import { createRefResolverTools } from "./execute/ref-resolver-tools.js";
 import { createRunnerStates } from "./execute/runner-states.js";
 import { createRunnerTools } from "./execute/runner-tools.js";
 import type { RouteTable } from "./execute/routes.js";
+import type { ResolutionCache } from "./execute/call-scope.js";
 import type { AttemptDispatchHold } from "./execute/runner-tools.js";
 import { createSkills } from "./skills/skills.js";
 import type { UpstreamTools } from "./upstream/upstream-tools.js";
@@ -68,6 +69,8 @@ export interface PipelineDeps {
   attemptDispatchHold?: AttemptDispatchHold | undefined;
   /** Direct routes to Runners (distributed mode); absent: every Runner call goes through the broker. */
   routes?: RouteTable | undefined;
+  /** Resolved Projects kept for the resolver's TTL (distributed mode); absent: every Runner call asks the resolver. */
+  resolutionCache?: ResolutionCache | undefined;
   /** The directory of per-tenant skill catalogs (list_skills, read_skill); absent: none. */
   skillCatalogsDir?: string | undefined;
   /** The Code Mode sandbox workers (default: a pool of this pipeline's own). */

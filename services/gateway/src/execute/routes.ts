@@ -87,6 +87,7 @@ export function createRouteTable(o: RouteTableOptions): RouteTable {
   const clients = new Map<string, Client<typeof RunnerService>>();
   let brokerCalls = 0;
   const brokerCallCounter = o.metrics?.counter("webcodex_gateway_route_requests_total", "Routes the gateway asked the broker for");
+  const relayed = o.metrics?.counter("webcodex_gateway_relayed_calls_total", "Runner calls the gateway sent through the broker's Dispatch");
   const direct = o.metrics?.counter("webcodex_gateway_direct_calls_total", "Runner calls the gateway made on direct routes, by outcome");
   const runnerClient = (url: string) => {
     let c = clients.get(url);
@@ -150,7 +151,10 @@ export function createRouteTable(o: RouteTableOptions): RouteTable {
         if ("failure" in route) {
           return { relay: false, resultJson: "", failure: route.failure };
         }
-        if (route.kind === "relay" || mustRelay(c, route)) return { relay: true };
+        if (route.kind === "relay" || mustRelay(c, route)) {
+          relayed?.inc();
+          return { relay: true };
+        }
         const retry = (why: string) => {
           if (routes.get(k) === route) routes.delete(k);
           o.logger.info("route dropped", { project: c.projectCanonicalId, runner_id: route.runnerId, fence: route.fence, why });

@@ -17,6 +17,7 @@ import type { CallContext, Outcome, ProjectAddress } from "../call-context.js";
 import { attentionItems, jobFactsOf, jobsOfCall, watchKey } from "../job-attention.js";
 import type { JobAttention, JobAttentionItem } from "../job-attention.js";
 import { resolveCallProject } from "./call-scope.js";
+import type { ResolutionCache } from "./call-scope.js";
 import type { RouteTable } from "./routes.js";
 
 /** The Attempt a workspace call was admitted for, as the dispatch carries it to the Runner. */
@@ -44,6 +45,8 @@ export interface RunnerToolsDeps {
   attemptDispatchHold?: AttemptDispatchHold | undefined;
   /** Direct routes to Runners (distributed mode); without them every call is dispatched through the broker. */
   routes?: RouteTable | undefined;
+  /** Resolved Projects kept for the resolver's TTL (distributed mode); without it every call asks the resolver. */
+  resolutionCache?: ResolutionCache | undefined;
 }
 
 export function createRunnerTools(deps: RunnerToolsDeps) {
@@ -77,7 +80,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
    */
   async function runOnRunner(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
     const started = now();
-    const scope = await resolveCallProject(deps.refResolver, args["project"] as string, ctx);
+    const scope = await resolveCallProject(deps.refResolver, args["project"] as string, ctx, deps.resolutionCache);
     if (!scope.ok) return scope;
     const project = scope.project;
     const sessionSelector = args["session_id"] as string | undefined;
