@@ -9,7 +9,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { appendFileSync, readdirSync } from "node:fs";
+import { appendFileSync, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
@@ -176,6 +176,39 @@ describe("audit durability across audit-service and gateway restarts", () => {
     await recorder.record(effectfulRecord("batched-reads-effectful"), true);
     assert.deepEqual(await countRows(db, "batched-reads-effectful"), { rows: 1, distinct: 1 });
     await recorder.close();
+  });
+
+  it("with a spool, a read-only record() resolves once fsync'd there (no audit commit on the answer path), is shipped within flushMs, and a gateway stopped right after answering loses none", async () => {
+    const spoolDir = tempDir("wcx-spool-");
+    const readOnly = (tag: string) => ({ ...effectfulRecord(tag), tool: "read_files", effect: "read_only", stateChanged: false });
+    // An audit service that answers nothing for 2 s and then fails: a read that waited for its commit would not be answered in time.
+    const stalled = {
+      recordActions: () => new Promise((_, reject) => setTimeout(() => reject(new Error("audit unavailable")), 2_000)),
+    } as unknown as Client<typeof AuditService>;
+    const first = createAuditRecorder(stalled, logger, { spoolDir, flushMs: 60_000, deliveryTimeoutMs: 60_000 });
+    const t = performance.now();
+    await Promise.all(Array.from({ length: 30 }, () => first.record(readOnly("spooled-reads"), false)));
+    const answeredMs = performance.now() - t;
+    const onDisk = readdirSync(spoolDir)
+      .filter((f) => f.endsWith(".jsonl"))
+      .map((f) => readFileSync(join(spoolDir, f), "utf8").split("\n").filter(Boolean).length)
+      .reduce((a, b) => a + b, 0);
+    assert.equal(onDisk, 30, "every answered read is in the spool on disk");
+    assert.deepEqual(await countRows(db, "spooled-reads"), { rows: 0, distinct: 0 }, "answered before anything was stored");
+    process.stdout.write(`# 30 concurrent reads answered from the spool in ${Math.round(answeredMs)} ms\n`);
+    assert.ok(answeredMs < 2_000, "answered without waiting for the audit service");
+    // The gateway stops while the audit service is still unreachable: the rows stay in the spool.
+    await first.close();
+    assert.deepEqual(await countRows(db, "spooled-reads"), { rows: 0, distinct: 0 });
+    const second = createAuditRecorder(client, logger, { spoolDir, flushMs: 20, retryMaxMs: 100 });
+    await until("shipped on restart", async () => (await countRows(db, "spooled-reads")).rows === 30, 10_000);
+    // And in steady state: shipped within flushMs, once.
+    for (let i = 0; i < 10; i++) await second.record(readOnly("spooled-steady"), false);
+    await until("shipped", async () => (await countRows(db, "spooled-steady")).rows === 10, 10_000);
+    await until("spool empty", async () => second.backlog() === 0, 5_000);
+    assert.deepEqual(await countRows(db, "spooled-reads"), { rows: 30, distinct: 30 });
+    assert.deepEqual(await countRows(db, "spooled-steady"), { rows: 10, distinct: 10 });
+    await second.close();
   });
 
   it("a gateway restart replays its spool (a torn last line is skipped) and read-only batches are spooled too", async () => {

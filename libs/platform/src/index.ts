@@ -54,6 +54,8 @@ export {
 export type { ServiceIdentity } from "./service-identity.js";
 export { createServiceTransport, provenNotSent } from "./service-transport.js";
 export type { ServiceTransportOptions } from "./service-transport.js";
+export { mintRouteCredential, verifyRouteCredential, ROUTE_CREDENTIAL_HEADER } from "./route-credential.js";
+export type { RouteGrant } from "./route-credential.js";
 export { humanLine, logFormatFor, logWriter } from "./log-format.js";
 export type { LogFormat } from "./log-format.js";
 export { connectCodeName, connectCodeFromName } from "./connect-code.js";

@@ -11,6 +11,12 @@
  *   memory for retry: a call is answered only after its record left the gateway's memory, so
  *   a gateway killed right after answering loses no row. While deliveries are failing, such
  *   records are queued at once (the call is not held up) and retried in batches.
+ * - With a spool, a read-only record is made durable there instead (appended and fdatasync'd,
+ *   group-committed with the records of concurrent calls) and the call answered; the spool is
+ *   shipped to the audit service within `flushMs` (replay: deliver, then delete the segment).
+ *   No audit commit waits on a read's answer, and a gateway killed right after answering
+ *   still loses no row (the next start replays the spool; the audit service ignores a
+ *   record it already has).
  * - The spool is replayed on start, whenever a delivery succeeds again (reconnect), and on a
  *   backoff timer while it is not empty. Replays are idempotent: records are deduplicated by
  *   call_id within a segment and the audit service ignores a (call_id, started_at) it has.
@@ -54,6 +60,12 @@ export interface AuditRecorderOptions {
    * embedded default, where the audit store lives and dies in the same process.
    */
   readsWaitForStore?: boolean;
+  /**
+   * true (default when a spool is configured): with `readsWaitForStore`, a read-only record is
+   * durable once fsync'd to the spool, and shipped from there asynchronously. false: it waits
+   * for its group-committed batch to be stored by the audit service.
+   */
+  readsDurableBySpool?: boolean;
   maxBatch?: number;
   /**
    * Directory of the durable spool. Without one, undeliverable records wait in memory only
@@ -87,6 +99,8 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
   const flushMs = options.flushMs ?? 25;
   const maxBatch = options.maxBatch ?? 500;
   const readsWaitForStore = options.readsWaitForStore ?? true;
+  const readsDurableBySpool = options.readsDurableBySpool ?? true;
+  let shipTimer: NodeJS.Timeout | undefined;
   const deliveryTimeoutMs = options.deliveryTimeoutMs ?? 2_000;
   const retryMaxMs = options.retryMaxMs ?? 5_000;
   let queue: Queued[] = [];
@@ -151,6 +165,15 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
       void flush();
     });
     flushImmediate.unref();
+  };
+  /** Ships spooled reads within flushMs (one replay for every append of the window). */
+  const scheduleShip = () => {
+    if (shipTimer || closed) return;
+    shipTimer = setTimeout(() => {
+      shipTimer = undefined;
+      void replay();
+    }, flushMs);
+    shipTimer.unref();
   };
   const scheduleReplay = () => {
     if (replayTimer || closed) return;
@@ -245,6 +268,17 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
           else scheduleFlush(flushMs);
           return;
         }
+        // Durable in the local spool (fsync'd with concurrent appends): answered, shipped soon.
+        const readSpool = readsDurableBySpool && options.spoolDir ? (spool ?? (await spoolReady)) : undefined;
+        if (readSpool) {
+          try {
+            await readSpool.append([record]);
+            scheduleShip();
+            return;
+          } catch (error) {
+            logger.warn("audit spool append failed; the read waits for the audit service", { error });
+          }
+        }
         // Group commit: delivered now with whatever else is queued; answered once its batch settled.
         return new Promise<void>((settled) => {
           queue.push({ record, link: activeSpanContext(), settled });
@@ -288,7 +322,8 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
       if (flushImmediate) clearImmediate(flushImmediate);
       flushImmediate = undefined;
       if (replayTimer) clearTimeout(replayTimer);
-      flushTimer = replayTimer = undefined;
+      if (shipTimer) clearTimeout(shipTimer);
+      flushTimer = replayTimer = shipTimer = undefined;
       await flush();
       const s = await spoolReady;
       if (s && s.pending > 0) await replay();

@@ -14,6 +14,8 @@ export const gatewayConfigSpec = {
   allowedHosts: { kind: "string", env: "WEBCODEX_ALLOWED_HOSTS", default: "localhost,127.0.0.1,[::1]" },
   toolRegistryUrl: { kind: "string", env: "WEBCODEX_TOOL_REGISTRY_URL", required: true },
   refResolverUrl: { kind: "string", env: "WEBCODEX_REF_RESOLVER_URL", required: true },
+  /** How long a resolved Project is reused for the same caller and selector (keep it at the ref-resolver's own 1 s live-cache TTL); 0: ask every call. */
+  resolutionCacheMs: { kind: "int", env: "WEBCODEX_RESOLUTION_CACHE_MS", default: 1_000, min: 0, max: 60_000 },
   auditUrl: { kind: "string", env: "WEBCODEX_AUDIT_URL", required: true },
   runnerBrokerUrl: { kind: "string", env: "WEBCODEX_RUNNER_BROKER_URL", required: true },
   devToken: { kind: "string", env: "WEBCODEX_DEV_TOKEN" },

@@ -32,6 +32,8 @@ import type { Caller } from "./auth.js";
 import type { DeniedToolCall } from "./mcp/streamable-http.js";
 import type { UpstreamServer } from "./upstream/config.js";
 import { createUpstreamTools } from "./upstream/upstream-tools.js";
+import type { RouteTable } from "./execute/routes.js";
+import type { ResolutionCache } from "./execute/call-scope.js";
 
 /**
  * Hooks only a test harness installs, by passing them to createGateway (the test launcher of
@@ -111,6 +113,10 @@ export interface GatewayDeps {
   mcpUpstreams?: readonly UpstreamServer[];
   /** Test hooks (tests only; see GatewayTestHooks). */
   testHooks?: GatewayTestHooks;
+  /** Direct routes to Runners (distributed mode); absent: every Runner call goes through the broker. */
+  routes?: RouteTable;
+  /** Resolved Projects kept for the resolver's TTL (distributed mode); absent: every Runner call asks the resolver. */
+  resolutionCache?: ResolutionCache;
 }
 
 export interface Gateway {
@@ -171,6 +177,8 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.workflowPolicy ? { workflowPolicy: deps.workflowPolicy } : {}),
     ...(deps.testHooks?.attemptDispatchHold ? { attemptDispatchHold: deps.testHooks.attemptDispatchHold } : {}),
+    ...(deps.routes ? { routes: deps.routes } : {}),
+    ...(deps.resolutionCache ? { resolutionCache: deps.resolutionCache } : {}),
     ...(deps.skillCatalogsDir !== undefined ? { skillCatalogsDir: deps.skillCatalogsDir } : {}),
   });
   const appResources = await loadAppResources(deps.logger);

@@ -1,6 +1,10 @@
 export { createGateway } from "./gateway.js";
 export type { Gateway, GatewayDeps, GatewayTestHooks } from "./gateway.js";
 export type { AttemptDispatchHold } from "./execute/runner-tools.js";
+export { createRouteTable } from "./execute/routes.js";
+export { createResolutionCache, resolveCallProject } from "./execute/call-scope.js";
+export type { ResolutionCache } from "./execute/call-scope.js";
+export type { RouteTable, RoutedCall, RoutedAnswer } from "./execute/routes.js";
 export { createStaticTokenAuthenticator, bearerToken } from "./auth.js";
 export type { Authenticator, Caller, StaticTokenEntry } from "./auth.js";
 export { createPipeline } from "./pipeline.js";

@@ -1,5 +1,5 @@
 import { createClient } from "@connectrpc/connect";
-import { AuditService, RefResolverService, RunnerBrokerService, ToolRegistryService } from "@webcodex/proto";
+import { AuditService, RefResolverService, RunnerBrokerService, RunnerService, ToolRegistryService } from "@webcodex/proto";
 import {
   createLogger,
   createMetrics,
@@ -19,6 +19,8 @@ import { devTokenEntries } from "./dev-tokens.js";
 import { deploymentOptions } from "./deployment.js";
 import { peerReadinessProbes } from "./peer-readiness.js";
 import { configuredUpstreams } from "./upstream/config.js";
+import { createRouteTable } from "./execute/routes.js";
+import { createResolutionCache } from "./execute/call-scope.js";
 
 /**
  * Distributed entry point: config → peer clients → gateway → server → shutdown. `testHooks`
@@ -35,13 +37,24 @@ export async function main(env: Env = process.env, testHooks?: GatewayTestHooks)
   if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
   const peer = (baseUrl: string) => createServiceTransport(baseUrl, { metrics, identity });
   const options = deploymentOptions(config);
+  const broker = createClient(RunnerBrokerService, peer(config.runnerBrokerUrl));
+  // Runner calls on direct routes: the route credential is the authority (Runners hold no
+  // service key), so these calls are not signed as the gateway.
+  const routes = createRouteTable({
+    broker,
+    runnerClient: (url) => createClient(RunnerService, createServiceTransport(url, { metrics })),
+    logger: logger.child({ component: "routes" }),
+    metrics,
+  });
   const gateway = await createGateway({
     clients: {
       toolRegistry: createClient(ToolRegistryService, peer(config.toolRegistryUrl)),
       refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
-      broker: createClient(RunnerBrokerService, peer(config.runnerBrokerUrl)),
+      broker,
       audit: createClient(AuditService, peer(config.auditUrl)),
     },
+    routes,
+    ...(config.resolutionCacheMs > 0 ? { resolutionCache: createResolutionCache({ ttlMs: config.resolutionCacheMs }) } : {}),
     authenticator: createStaticTokenAuthenticator(devTokenEntries(config, logger)),
     dependencyProbes: peerReadinessProbes({
       "tool-registry": config.toolRegistryUrl,

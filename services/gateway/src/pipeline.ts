@@ -34,6 +34,8 @@ import { createGatewayTools } from "./execute/gateway-tools.js";
 import { createRefResolverTools } from "./execute/ref-resolver-tools.js";
 import { createRunnerStates } from "./execute/runner-states.js";
 import { createRunnerTools } from "./execute/runner-tools.js";
+import type { RouteTable } from "./execute/routes.js";
+import type { ResolutionCache } from "./execute/call-scope.js";
 import type { AttemptDispatchHold } from "./execute/runner-tools.js";
 import { createSkills } from "./skills/skills.js";
 import type { UpstreamTools } from "./upstream/upstream-tools.js";
@@ -65,6 +67,10 @@ export interface PipelineDeps {
   upstreamTools?: UpstreamTools | undefined;
   /** Test hook: holds an admitted attempt_ref call before its dispatch. */
   attemptDispatchHold?: AttemptDispatchHold | undefined;
+  /** Direct routes to Runners (distributed mode); absent: every Runner call goes through the broker. */
+  routes?: RouteTable | undefined;
+  /** Resolved Projects kept for the resolver's TTL (distributed mode); absent: every Runner call asks the resolver. */
+  resolutionCache?: ResolutionCache | undefined;
   /** The directory of per-tenant skill catalogs (list_skills, read_skill); absent: none. */
   skillCatalogsDir?: string | undefined;
   /** The Code Mode sandbox workers (default: a pool of this pipeline's own). */
@@ -90,7 +96,12 @@ export interface McpRequestFacts {
 
 export function createPipeline(deps: PipelineDeps) {
   const callMetrics = deps.metrics ? createCallMetrics(deps.metrics) : undefined;
-  const presentation = createPresentation({ refResolver: deps.refResolver, broker: deps.broker, policy: deps.workflowPolicy ?? DEFAULT_MODEL_WORKFLOW_POLICY });
+  const presentation = createPresentation({
+    refResolver: deps.refResolver,
+    broker: deps.broker,
+    policy: deps.workflowPolicy ?? DEFAULT_MODEL_WORKFLOW_POLICY,
+    routes: deps.routes,
+  });
 
   /** Resolves and authorizes a Project selector for a presentation call, recording it for audit. */
   const resolveFor =

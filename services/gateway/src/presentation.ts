@@ -19,6 +19,7 @@ import {
 import type { ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import type { ContinuationFactInit } from "./call-context.js";
 import { validationView } from "./session-facts.js";
+import type { RouteTable } from "./execute/routes.js";
 
 export type { ContinuationFactInit } from "./call-context.js";
 
@@ -33,6 +34,8 @@ export interface PresentationDeps {
   refResolver: Client<typeof RefResolverService>;
   broker: Client<typeof RunnerBrokerService>;
   policy: ModelWorkflowPolicy;
+  /** Direct routes: a Project's is dropped once a continuation was recorded, so the broker sees its next call. */
+  routes?: RouteTable | undefined;
 }
 
 /** The authorized Project of a call (the pipeline resolves it and records it for audit). */
@@ -76,6 +79,7 @@ export function createPresentation(deps: PresentationDeps) {
     const p = await resolve(project);
     if (!p.ok) return p;
     const res = await deps.broker.recordJobContinuation({ projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, jobId, action }, options);
+    if (action === "accepted") deps.routes?.forget(p.canonicalId);
     if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
     const view = continuationView(project, jobId, res, deps.policy);
     if (res.applied && ["claim", "accepted", "rejected", "uncertain"].includes(action))

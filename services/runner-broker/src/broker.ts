@@ -28,7 +28,7 @@ import {
   failureToWire,
 } from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure, DomainFailureInit } from "@webcodex/contracts";
-import { connectCodeName, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
+import { connectCodeName, mintRouteCredential, principalFromHeaders, principalHeaders, provenNotSent } from "@webcodex/platform";
 import type { Logger, Metrics } from "@webcodex/platform";
 import type { RunnerRegistry, RunnerState } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend, FenceUnavailableError } from "./leases/lease-store.js";
@@ -41,7 +41,7 @@ import { createJobDesk, JOB_OBSERVE_TOOLS, JOB_START_TOOLS } from "./jobs/job-de
 import type { ContinuationAction, JobContinuationRecord, JobContinuationStore } from "./jobs/job-continuations.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioning/provisioner.js";
 import { fleetRows, observeFleet, summarizeFleet } from "./fleet/fleet-status.js";
-import { runnerCredentialCheck, runnerCredentialHeaders } from "./runner-auth.js";
+import { runnerCredential, runnerCredentialCheck, runnerCredentialHeaders } from "./runner-auth.js";
 
 export const DEFAULT_PROJECT_CONCURRENCY = 16;
 /** How long the broker waits for a Runner to record a raised Attempt fence. */
@@ -97,7 +97,17 @@ export interface RunnerBrokerDeps {
   transparentStartWaitMs?: number;
   /** The registry's clock (heartbeat times are compared with this broker's start on it). Default Date.now. */
   now?: () => number;
+  /**
+   * Whether GetRoute issues direct routes (a gateway calls the Runner itself). Needs
+   * `runnerToken` (a route credential is keyed by the Runner's credential); default true.
+   */
+  directRoutes?: boolean;
+  /** How long an issued route may be used at most (its credential's expiry). Default DEFAULT_ROUTE_TTL_MS. */
+  routeTtlMs?: number;
 }
+
+/** A direct route's credential expires this long after issue unless set otherwise. */
+export const DEFAULT_ROUTE_TTL_MS = 60_000;
 
 const failure = (f: ToolFailure) => ({ resultJson: "", failure: failureToWire(f) });
 
@@ -592,6 +602,37 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
           }),
         );
       }
+    },
+
+    /**
+     * A route to the Project's lease holder for a gateway to call it directly (same routing
+     * and wait as Dispatch), or "relay" when direct calls cannot be made here. The route's
+     * credential is keyed by that Runner's own credential, for the lease's fence, and expires
+     * after routeTtlMs; the Runner itself admits a direct call only under the lease it holds.
+     */
+    async getRoute(req, ctx) {
+      if (!req.projectCanonicalId || !req.rootIdentity) throw new ConnectError("project_canonical_id and root_identity are required", Code.InvalidArgument);
+      const called = deps.provisioner?.noteCall ? parseCanonicalProjectId(req.projectCanonicalId) : undefined;
+      if (called) deps.provisioner?.noteCall?.(called);
+      if (!deps.runnerToken || deps.directRoutes === false) return { route: { kind: "relay" } };
+      const route = await routeWaitingForStart(req.projectCanonicalId, req.rootIdentity, ctx.signal, { relay: "route" });
+      if (!route.ok) return { failure: failureToWire(route.failure) };
+      const runner = route.holder;
+      const observeCalls = deps.continuations ? await deps.continuations.awaitsModelCall(req.projectCanonicalId).catch(() => true) : false;
+      const expiresAtMs = Date.now() + (deps.routeTtlMs ?? DEFAULT_ROUTE_TTL_MS);
+      return {
+        route: {
+          kind: "direct",
+          runnerId: runner.runnerId,
+          endpointUrl: runner.endpointUrl,
+          fence: BigInt(route.fence),
+          expiresAtUnixMs: BigInt(expiresAtMs),
+          credential: mintRouteCredential(runnerCredential(deps.runnerToken, runner), { runnerId: runner.runnerId, fence: route.fence, expiresAtMs }),
+          capabilities: runner.capabilities,
+          build: runner.build,
+          observeCalls,
+        },
+      };
     },
 
     async dispatch(req, ctx) {

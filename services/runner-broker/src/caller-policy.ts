@@ -1,7 +1,7 @@
 /**
  * Who may call what on the broker's network port. Runners call only RegisterRunner and
  * Heartbeat (with their own credential); every other procedure is the control plane's and
- * needs the gateway's service identity. On top of identity, a Dispatch, an Attempt fence relay
+ * needs the gateway's service identity. On top of identity, a Dispatch, a route, an Attempt fence relay
  * or a project-state question is answered only for projects the signed principal owns: a call
  * about another tenant's project gets exactly the answer a project that does not exist gets, so
  * the answer reveals neither that it exists nor which root it has.
@@ -10,8 +10,14 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Interceptor } from "@connectrpc/connect";
 import { PipelineStage, ReasonCode, parseCanonicalProjectId, toolFailure, failureToWire } from "@webcodex/contracts";
-import { DispatchResponseSchema, GetProjectRunnerStatesResponseSchema, RaiseProjectAttemptFenceResponseSchema, RunnerBrokerService } from "@webcodex/proto";
-import type { DispatchRequest, GetFleetStatusRequest, GetProjectRunnerStatesRequest, RaiseProjectAttemptFenceRequest } from "@webcodex/proto";
+import {
+  DispatchResponseSchema,
+  GetProjectRunnerStatesResponseSchema,
+  GetRouteResponseSchema,
+  RaiseProjectAttemptFenceResponseSchema,
+  RunnerBrokerService,
+} from "@webcodex/proto";
+import type { DispatchRequest, GetFleetStatusRequest, GetProjectRunnerStatesRequest, GetRouteRequest, RaiseProjectAttemptFenceRequest } from "@webcodex/proto";
 import { principalFromHeaders, serviceCallerKey } from "@webcodex/platform";
 import type { Principal } from "@webcodex/platform";
 
@@ -85,6 +91,11 @@ export function createBrokerCallerPolicy(options: { requireIdentity: boolean }):
       case "Dispatch": {
         const message = req.message as DispatchRequest;
         return principalOwnsProject(principal, message.projectCanonicalId) ? next(req) : answer(noSuchProjectAnswer());
+      }
+      case "GetRoute": {
+        // A route (and its credential) only for the principal's own projects.
+        const message = req.message as GetRouteRequest;
+        return principalOwnsProject(principal, message.projectCanonicalId) ? next(req) : answer(create(GetRouteResponseSchema, { failure: noLiveRunner() }));
       }
       case "RaiseProjectAttemptFence": {
         const message = req.message as RaiseProjectAttemptFenceRequest;

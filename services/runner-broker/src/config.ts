@@ -21,6 +21,10 @@ export const runnerBrokerConfigSpec = {
   /** Runner credential, separate from Host credentials; when set, Runners must present it. */
   runnerToken: { kind: "string", env: "WEBCODEX_RUNNER_TOKEN" },
   projectConcurrency: { kind: "int", env: "WEBCODEX_PROJECT_CONCURRENCY", default: 16, min: 1, max: 1024 },
+  /** Issue direct routes (gateways call Runners themselves, on a per-route credential); false: every call is relayed through the broker. Needs WEBCODEX_RUNNER_TOKEN. */
+  directRoutes: { kind: "bool", env: "WEBCODEX_DIRECT_ROUTES", default: true },
+  /** How long a direct route's credential is valid after issue. */
+  routeTtlMs: { kind: "int", env: "WEBCODEX_ROUTE_TTL_MS", default: 60_000, min: 1_000 },
   dispatchTimeoutMs: { kind: "int", env: "WEBCODEX_DISPATCH_TIMEOUT_MS", default: 660_000, min: 1_000 },
   jobReconcileIntervalMs: { kind: "int", env: "WEBCODEX_JOB_RECONCILE_INTERVAL_MS", default: 30_000, min: 0 },
   provisioner: { kind: "enum", env: "WEBCODEX_PROVISIONER", values: ["none", "local-process", "kubernetes"], default: "none" },

@@ -89,6 +89,8 @@ export async function main(env: Env = process.env): Promise<void> {
     metrics,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     dispatchTimeoutMs: config.dispatchTimeoutMs,
+    directRoutes: config.directRoutes,
+    routeTtlMs: config.routeTtlMs,
     ...(config.runnerToken ? { runnerToken: config.runnerToken } : {}),
     logger,
   });

@@ -65,11 +65,16 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
   let known = false;
   let failures = 0;
   let lease: LeaseView = { held: false, fence: 0 };
+  // The lease TTL the broker grants (from registration); a held lease is valid for direct
+  // calls until the time the request that renewed it was sent plus this, less a margin for
+  // clock rate drift: the broker set its expiry after that send, so it cannot lapse earlier.
+  let leaseTtlMs = 0;
   const callOptions = o.runnerToken ? { headers: { [RUNNER_TOKEN_HEADER]: o.runnerToken } } : {};
 
-  const onLease = (held: boolean, fence: bigint, projectFence: bigint) => {
+  const onLease = (held: boolean, fence: bigint, projectFence: bigint, sentAtMs: number) => {
     o.fence?.observe(Number(projectFence));
     if (held) o.fence?.observe(Number(fence));
+    o.fence?.holdLease(held ? Number(fence) : 0, held ? sentAtMs + Math.floor(leaseTtlMs * 0.9) : 0);
     const next = { held, fence: held ? Number(fence) : 0 };
     if (next.held !== lease.held || next.fence !== lease.fence) {
       o.logger.info(next.held ? "project lease held" : "project lease not held", {
@@ -84,6 +89,7 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
   const register = async () => {
     const recovered = (await o.recovered) ?? [];
     const capabilities = await o.capabilities;
+    const sentAtMs = Date.now();
     const res = await o.broker.registerRunner(
       {
         runnerId: o.runnerId,
@@ -108,16 +114,18 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
       callOptions,
     );
     interval = res.heartbeatIntervalMs || interval;
+    leaseTtlMs = res.leaseTtlMs;
     known = true;
-    onLease(res.leaseHeld, res.fence, res.projectFence);
+    onLease(res.leaseHeld, res.fence, res.projectFence, sentAtMs);
     markRegistered();
     o.logger.info("registered with broker", { runner_id: o.runnerId, heartbeat_interval_ms: interval, lease_held: res.leaseHeld });
   };
 
   const heartbeat = async () => {
+    const sentAtMs = Date.now();
     const res = await o.broker.heartbeat({ runnerId: o.runnerId, fence: BigInt(lease.fence) }, callOptions);
     known = res.known;
-    if (known) onLease(res.leaseHeld, res.fence, res.projectFence);
+    if (known) onLease(res.leaseHeld, res.fence, res.projectFence, sentAtMs);
   };
 
   const tick = async () => {
@@ -130,7 +138,9 @@ export function startRegistration(o: RegistrationOptions): RegistrationLoop {
     } catch (error) {
       failures += 1;
       known = false;
-      // Unreachable broker: the lease will lapse on its TTL, so stop claiming it.
+      // Unreachable broker: the lease will lapse on its TTL, so stop claiming it. Direct calls
+      // on its route keep being served until the lease's local validity ends (nothing can grant
+      // it to another Runner before then).
       lease = { held: false, fence: 0 };
       if (failures === 1 || failures % 20 === 0) o.logger.warn("broker unreachable; retrying", { error });
     }

@@ -10,7 +10,7 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { RunnerService } from "@webcodex/proto";
+import type { ExecuteRequest, RunnerService } from "@webcodex/proto";
 import {
   capabilityMissingFailure,
   PipelineStage,
@@ -27,7 +27,7 @@ import {
 } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
-import { RUNNER_TOKEN_HEADER } from "@webcodex/platform";
+import { ROUTE_CREDENTIAL_HEADER, RUNNER_TOKEN_HEADER, verifyRouteCredential } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 import type { AttemptFenceStore } from "./attempt-fences.js";
 import { withCall } from "./call-context.js";
@@ -66,10 +66,19 @@ export interface FenceGuard {
   observe(fence: number): void;
   /** Admits a mutating call's fence (raising the floor) unless it is below the floor. */
   admit(fence: number): boolean;
+  /**
+   * The lease this Runner holds, as its registration loop last learned it: the fence and the
+   * time (this process's clock) before which the lease cannot have passed to another Runner.
+   * `fence` 0: not held.
+   */
+  holdLease(fence: number, validUntilMs: number): void;
+  /** Whether a direct call on a route with `fence` may run now: that fence is the lease held, still valid, and no higher fence was seen. */
+  routable(fence: number, nowMs: number): boolean;
 }
 
 export function createFenceGuard(): FenceGuard {
   let highest = 0;
+  let held = { fence: 0, validUntilMs: 0 };
   return {
     get highest() {
       return highest;
@@ -81,6 +90,13 @@ export function createFenceGuard(): FenceGuard {
       if (fence < highest) return false;
       highest = fence;
       return true;
+    },
+    holdLease(fence, validUntilMs) {
+      held = { fence, validUntilMs };
+      if (fence > highest) highest = fence;
+    },
+    routable(fence, nowMs) {
+      return fence > 0 && fence === held.fence && fence >= highest && nowMs < held.validUntilMs;
     },
   };
 }
@@ -97,6 +113,12 @@ export interface RunnerServiceDeps {
   runnerToken?: string;
   /** Per-Task Attempt fence marks; without it a call made for an Attempt is refused (nothing can check its fence). */
   attemptFences?: AttemptFenceStore;
+  /** Calls on routes (direct from a gateway) that run at once in this workspace; more queue (default 16). */
+  routeConcurrency?: number;
+  /** How long a route call over the limit queues before it is refused rate_limited (default 5000 ms). */
+  routeAdmissionWaitMs?: number;
+  /** The clock route expiries and lease validity are read on (default Date.now). */
+  now?: () => number;
 }
 
 /** A RaiseAttemptFence answer that raised nothing, with the structured reason. */
@@ -115,6 +137,48 @@ function argumentsForCheck(argumentsJson: string): Record<string, unknown> {
   } catch {
     return {};
   }
+}
+
+type ExecuteAnswer = { resultJson: string; failure?: ReturnType<typeof failureToWire> };
+
+/**
+ * The direct calls running at once, and a FIFO of those waiting for a slot (each gives up
+ * after `waitMs` or when its caller cancels). Nothing has run while a call waits.
+ */
+function createRouteSlots(limit: number, waitMs: number) {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return {
+    limit,
+    inFlight: () => running,
+    async acquire(signal: AbortSignal): Promise<boolean> {
+      if (running < limit) {
+        running += 1;
+        return true;
+      }
+      return new Promise<boolean>((resolve) => {
+        const grant = () => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", giveUp);
+          running += 1;
+          resolve(true);
+        };
+        const giveUp = () => {
+          clearTimeout(timer);
+          const i = waiting.indexOf(grant);
+          if (i >= 0) waiting.splice(i, 1);
+          resolve(false);
+        };
+        const timer = setTimeout(giveUp, waitMs);
+        signal.addEventListener("abort", giveUp, { once: true });
+        waiting.push(grant);
+      });
+    },
+    release(): void {
+      running -= 1;
+      waiting.shift()?.();
+    },
+  };
 }
 
 export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof RunnerService> {
@@ -164,66 +228,113 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
       follow_up: readAgentTaskFollowUp(taskId),
     });
   };
+  /** One call once its caller is authorized (Runner credential) or its route admitted. */
+  const executeAdmitted = async (req: ExecuteRequest, signal: AbortSignal): Promise<ExecuteAnswer> => {
+    const handler = deps.handlers.tools[req.tool];
+    if (!handler)
+      return {
+        resultJson: "",
+        failure: failureToWire(toolFailure(ReasonCode.capabilityMissing, PipelineStage.dispatch, { detail_code: "tool_not_implemented" })),
+      };
+    // The broker routes by Project; a call for another root is refused before anything runs.
+    if (req.rootIdentity && req.rootIdentity !== (await deps.rootIdentity())) {
+      return {
+        resultJson: "",
+        failure: failureToWire(toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, { detail_code: "root_identity_mismatch" })),
+      };
+    }
+    // The broker checks prerequisites before dispatch; this holds the line for a capability
+    // the Runner withholds (or a caller that skipped the broker): nothing runs without it.
+    const missing = await missingFor(req.tool, argumentsForCheck(req.argumentsJson));
+    if (missing.length > 0) {
+      return {
+        resultJson: "",
+        failure: failureToWire(capabilityMissingFailure(missing, deps.build, "This Runner does not offer a capability the call needs; nothing was run.")),
+      };
+    }
+    const callFence = Number(req.fence);
+    const mutating = toolDefinition(req.tool)?.effect !== "read_only";
+    if (mutating && !fence.admit(callFence)) {
+      deps.logger.warn("stale fence rejected", { tool: req.tool, call_id: req.callId, fence: callFence, highest: fence.highest });
+      return {
+        resultJson: "",
+        failure: failureToWire(
+          toolFailure(ReasonCode.fenceRejected, PipelineStage.dispatch, {
+            detail_code: "stale_fence",
+            evidence: { fence: callFence, highest_seen: fence.highest },
+            message: "The call carried a stale lease fence; nothing was run.",
+          }),
+        ),
+      };
+    }
+    if (!mutating) fence.observe(callFence);
+    if (mutating && req.attempt) {
+      const refused = await admitAttempt(req.attempt.taskId, Number(req.attempt.fence), req.tool, req.callId);
+      if (refused) return { resultJson: "", failure: failureToWire(refused) };
+    }
+    try {
+      const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
+      const result = await withCall(req.callId, () => handler(args, signal));
+      return { resultJson: JSON.stringify(result) };
+    } catch (error) {
+      if (isToolFailureError(error)) return { resultJson: "", failure: failureToWire(error.failure) };
+      deps.logger.error("tool handler failed", { tool: req.tool, call_id: req.callId, error });
+      return {
+        resultJson: "",
+        // A read changes nothing, so its outcome is never unknown: it simply failed.
+        failure: failureToWire(toolFailure(ReasonCode.internal, PipelineStage.execution, { detail_code: "runner_internal_error", outcome_unknown: mutating })),
+      };
+    }
+  };
+  const clock = deps.now ?? Date.now;
+  const slots = createRouteSlots(deps.routeConcurrency ?? 16, deps.routeAdmissionWaitMs ?? 5_000);
+  /**
+   * A direct call (a route credential instead of the Runner credential): genuine for this
+   * Runner, not expired, and made under the lease this Runner holds now; anything else is
+   * refused before anything runs. A stale route is fence_stale with nothing done, so the
+   * gateway may drop it, ask the broker again and re-send.
+   */
+  const routeRefusal = (headers: Headers, callFence: number): ToolFailure | undefined => {
+    const credential = headers.get(ROUTE_CREDENTIAL_HEADER) ?? "";
+    const grant = deps.runnerToken ? verifyRouteCredential(deps.runnerToken, deps.runnerId, credential) : undefined;
+    if (!grant || grant.fence !== callFence) throw new ConnectError("route credential not valid for this Runner", Code.Unauthenticated);
+    const at = clock();
+    if (grant.expiresAtMs > at && fence.routable(grant.fence, at)) return undefined;
+    deps.logger.info("stale route refused", { route_fence: grant.fence, highest: fence.highest, expired: grant.expiresAtMs <= at });
+    return toolFailure(ReasonCode.fenceStale, PipelineStage.dispatch, {
+      detail_code: "route_stale",
+      evidence: { route_fence: grant.fence, highest_seen: fence.highest },
+      message: "The call's route no longer names this Runner's lease; nothing was done.",
+    });
+  };
   return {
     async execute(req, ctx) {
+      if (ctx.requestHeader.has(ROUTE_CREDENTIAL_HEADER)) {
+        const stale = routeRefusal(ctx.requestHeader, Number(req.fence));
+        if (stale) return { resultJson: "", failure: failureToWire(stale) };
+        // Per-Project concurrency for direct calls lives here: this Runner serves one workspace.
+        if (!(await slots.acquire(ctx.signal)))
+          return {
+            resultJson: "",
+            failure: failureToWire(
+              toolFailure(ReasonCode.rateLimited, PipelineStage.dispatch, {
+                detail_code: "project_concurrency_limit",
+                evidence: { limit: slots.limit, in_flight: slots.inFlight() },
+                message: "Too many calls are running on this project; nothing was run. Retry after one finishes.",
+              }),
+            ),
+          };
+        try {
+          // The lease may have moved while the call queued: checked again, still before anything runs.
+          const staleAfterWait = routeRefusal(ctx.requestHeader, Number(req.fence));
+          if (staleAfterWait) return { resultJson: "", failure: failureToWire(staleAfterWait) };
+          return await executeAdmitted(req, ctx.signal);
+        } finally {
+          slots.release();
+        }
+      }
       authorize(ctx.requestHeader);
-      const handler = deps.handlers.tools[req.tool];
-      if (!handler)
-        return {
-          resultJson: "",
-          failure: failureToWire(toolFailure(ReasonCode.capabilityMissing, PipelineStage.dispatch, { detail_code: "tool_not_implemented" })),
-        };
-      // The broker routes by Project; a call for another root is refused before anything runs.
-      if (req.rootIdentity && req.rootIdentity !== (await deps.rootIdentity())) {
-        return {
-          resultJson: "",
-          failure: failureToWire(toolFailure(ReasonCode.runnerUnavailable, PipelineStage.dispatch, { detail_code: "root_identity_mismatch" })),
-        };
-      }
-      // The broker checks prerequisites before dispatch; this holds the line for a capability
-      // the Runner withholds (or a caller that skipped the broker): nothing runs without it.
-      const missing = await missingFor(req.tool, argumentsForCheck(req.argumentsJson));
-      if (missing.length > 0) {
-        return {
-          resultJson: "",
-          failure: failureToWire(capabilityMissingFailure(missing, deps.build, "This Runner does not offer a capability the call needs; nothing was run.")),
-        };
-      }
-      const callFence = Number(req.fence);
-      const mutating = toolDefinition(req.tool)?.effect !== "read_only";
-      if (mutating && !fence.admit(callFence)) {
-        deps.logger.warn("stale fence rejected", { tool: req.tool, call_id: req.callId, fence: callFence, highest: fence.highest });
-        return {
-          resultJson: "",
-          failure: failureToWire(
-            toolFailure(ReasonCode.fenceRejected, PipelineStage.dispatch, {
-              detail_code: "stale_fence",
-              evidence: { fence: callFence, highest_seen: fence.highest },
-              message: "The call carried a stale lease fence; nothing was run.",
-            }),
-          ),
-        };
-      }
-      if (!mutating) fence.observe(callFence);
-      if (mutating && req.attempt) {
-        const refused = await admitAttempt(req.attempt.taskId, Number(req.attempt.fence), req.tool, req.callId);
-        if (refused) return { resultJson: "", failure: failureToWire(refused) };
-      }
-      try {
-        const args = JSON.parse(req.argumentsJson) as Record<string, unknown>;
-        const result = await withCall(req.callId, () => handler(args, ctx.signal));
-        return { resultJson: JSON.stringify(result) };
-      } catch (error) {
-        if (isToolFailureError(error)) return { resultJson: "", failure: failureToWire(error.failure) };
-        deps.logger.error("tool handler failed", { tool: req.tool, call_id: req.callId, error });
-        return {
-          resultJson: "",
-          // A read changes nothing, so its outcome is never unknown: it simply failed.
-          failure: failureToWire(
-            toolFailure(ReasonCode.internal, PipelineStage.execution, { detail_code: "runner_internal_error", outcome_unknown: mutating }),
-          ),
-        };
-      }
+      return executeAdmitted(req, ctx.signal);
     },
     /**
      * A new Attempt of a Task started: its fence becomes the Task's mark here (durably) before

@@ -19,7 +19,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { findFreeBasePort, startDistributed } from "@webcodex/cli";
-import { benchStackOptions, createBenchProject } from "./project.js";
+import { benchDir, benchStackOptions, createBenchProject } from "./project.js";
 import { connect } from "./tool-call.js";
 import { percentile, round } from "./stats.js";
 import type { BenchResult } from "./stats.js";
@@ -114,7 +114,8 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
     redisUrl: o.redisUrl,
     projectDir,
     ...benchStackOptions(),
-    gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: file },
+    // As the chart deploys it: the gateway's audit spool on local disk.
+    gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: file, WEBCODEX_AUDIT_SPOOL_DIR: benchDir("wcx-bench-spool-") },
   });
   try {
     const [lead, worker] = await Promise.all([connect(stack.mcpUrl, tokens.lead), connect(stack.mcpUrl, tokens.worker)]);

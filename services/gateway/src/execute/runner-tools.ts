@@ -17,6 +17,8 @@ import type { CallContext, Outcome, ProjectAddress } from "../call-context.js";
 import { attentionItems, jobFactsOf, jobsOfCall, watchKey } from "../job-attention.js";
 import type { JobAttention, JobAttentionItem } from "../job-attention.js";
 import { resolveCallProject } from "./call-scope.js";
+import type { ResolutionCache } from "./call-scope.js";
+import type { RouteTable } from "./routes.js";
 
 /** The Attempt a workspace call was admitted for, as the dispatch carries it to the Runner. */
 type AttemptFence = { taskId: string; fence: bigint };
@@ -41,6 +43,10 @@ export interface RunnerToolsDeps {
   attention: JobAttention;
   /** Test hook: holds an admitted attempt_ref call before its dispatch. */
   attemptDispatchHold?: AttemptDispatchHold | undefined;
+  /** Direct routes to Runners (distributed mode); without them every call is dispatched through the broker. */
+  routes?: RouteTable | undefined;
+  /** Resolved Projects kept for the resolver's TTL (distributed mode); without it every call asks the resolver. */
+  resolutionCache?: ResolutionCache | undefined;
 }
 
 export function createRunnerTools(deps: RunnerToolsDeps) {
@@ -74,7 +80,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
    */
   async function runOnRunner(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
     const started = now();
-    const scope = await resolveCallProject(deps.refResolver, args["project"] as string, ctx);
+    const scope = await resolveCallProject(deps.refResolver, args["project"] as string, ctx, deps.resolutionCache);
     if (!scope.ok) return scope;
     const project = scope.project;
     const sessionSelector = args["session_id"] as string | undefined;
@@ -194,7 +200,10 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     }
   }
 
-  /** The dispatch stage: the broker runs the call on the Project's Runner (or, for a rewrite it cannot serve, the literal call). */
+  /**
+   * The dispatch stage: on a direct route the gateway calls the Project's Runner itself;
+   * otherwise the broker runs the call on it (or, for a rewrite it cannot serve, the literal call).
+   */
   async function dispatch(
     def: ToolDefinition,
     runnerArgs: Record<string, unknown>,
@@ -204,9 +213,26 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     attempt?: AttemptFence,
   ): Promise<Outcome> {
     const fallback = ctx.literal ? { tool: ctx.literal.tool, argumentsJson: JSON.stringify(runnerArguments(ctx.literal.arguments)) } : undefined;
+    const headers = principalHeaders(ctx.caller.principal);
     try {
-      const res = await timedStage(ctx.stages, PipelineStage.dispatch, () =>
-        deps.broker.dispatch(
+      const answer = await timedStage(ctx.stages, PipelineStage.dispatch, async () => {
+        const routed = deps.routes
+          ? await deps.routes.call(
+              {
+                callId,
+                projectCanonicalId: project.canonicalId,
+                rootIdentity: project.rootIdentity,
+                def,
+                args: runnerArgs,
+                attempt,
+                hasFallback: fallback !== undefined,
+                signal: ctx.signal,
+              },
+              headers,
+            )
+          : ({ relay: true } as const);
+        if (!routed.relay) return routed;
+        return deps.broker.dispatch(
           {
             callId,
             projectCanonicalId: project.canonicalId,
@@ -216,13 +242,17 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
             ...(fallback ? { fallback } : {}),
             ...(attempt ? { attempt } : {}),
           },
-          { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },
-        ),
-      );
-      if (res.answeredFallback && ctx.literal) ctx.ranLiteral = toolDefinition(ctx.literal.tool);
-      if (res.continuationFacts?.length) ctx.continuationFacts = res.continuationFacts;
-      if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
-      return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
+          { signal: ctx.signal, headers },
+        );
+      });
+      if ("relay" in answer) {
+        if (answer.failure) return { ok: false, failure: answer.failure };
+        return { ok: true, result: JSON.parse(answer.resultJson) as Record<string, unknown> };
+      }
+      if (answer.answeredFallback && ctx.literal) ctx.ranLiteral = toolDefinition(ctx.literal.tool);
+      if (answer.continuationFacts?.length) ctx.continuationFacts = answer.continuationFacts;
+      if (answer.failure) return { ok: false, failure: failureFromWire(answer.failure) };
+      return { ok: true, result: JSON.parse(answer.resultJson) as Record<string, unknown> };
     } catch (error) {
       return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, def.effect !== "read_only") };
     }

@@ -32,6 +32,8 @@ export interface JobContinuationStore {
   get(key: JobKey): Promise<JobContinuationRecord | undefined>;
   /** A model call reached the Project: marks the fresh turn of accepted dispatches that lack one, and returns their Job ids. Cheap when none is waiting. */
   observeModelCall(projectCanonicalId: string): Promise<string[]>;
+  /** Whether the Project has an accepted dispatch awaiting its fresh turn (its next model call must reach observeModelCall). */
+  awaitsModelCall(projectCanonicalId: string): Promise<boolean>;
   /** wait_for_job_terminal ran for the Job: marks the consume of a dispatched continuation once; true when this call marked it. */
   observeConsume(key: JobKey): Promise<boolean>;
 }
@@ -103,6 +105,10 @@ export function createJobContinuationStore(o: { db: Queryable; schema?: string }
       if (action === "accepted" && (res.rowCount ?? 0) > 0) awaiting.add(key.projectCanonicalId);
       const record = await get(key);
       return { applied: (res.rowCount ?? 0) > 0, record: record && record.clientId === clientId ? record : undefined };
+    },
+    async awaitsModelCall(projectCanonicalId) {
+      await seed();
+      return awaiting.has(projectCanonicalId);
     },
     async observeModelCall(projectCanonicalId) {
       await seed();

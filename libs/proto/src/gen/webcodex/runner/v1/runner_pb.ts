@@ -177,8 +177,9 @@ export const DescribeResponseSchema: GenMessage<DescribeResponse> = /*@__PURE__*
   messageDesc(file_webcodex_runner_v1_runner, 5);
 
 /**
- * RunnerService executes canonical tool calls inside one workspace. Only the broker
- * calls it.
+ * RunnerService executes canonical tool calls inside one workspace. The broker calls it
+ * with the Runner's credential; a gateway calls Execute with a route credential the broker
+ * issued (x-webcodex-route header), which the Runner admits only under the lease it holds.
  *
  * @generated from service webcodex.runner.v1.RunnerService
  */

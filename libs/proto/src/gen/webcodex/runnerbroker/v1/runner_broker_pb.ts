@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webcodex/runnerbroker/v1/runner_broker.proto.
  */
 export const file_webcodex_runnerbroker_v1_runner_broker: GenFile = /*@__PURE__*/
-  fileDesc("Cix3ZWJjb2RleC9ydW5uZXJicm9rZXIvdjEvcnVubmVyX2Jyb2tlci5wcm90bxIYd2ViY29kZXgucnVubmVyYnJva2VyLnYxIokBCh9SYWlzZVByb2plY3RBdHRlbXB0RmVuY2VSZXF1ZXN0EhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAEgASgJEjEKB2F0dGVtcHQYAiABKAsyIC53ZWJjb2RleC5jb21tb24udjEuQXR0ZW1wdEZlbmNlEhUKDXJvb3RfaWRlbnRpdHkYAyABKAkiZwogUmFpc2VQcm9qZWN0QXR0ZW1wdEZlbmNlUmVzcG9uc2USDwoHaGlnaGVzdBgBIAEoAxIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUicwocUmVjb3JkSm9iQ29udGludWF0aW9uUmVxdWVzdBIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgBIAEoCRIVCg1yb290X2lkZW50aXR5GAIgASgJEg4KBmpvYl9pZBgDIAEoCRIOCgZhY3Rpb24YBCABKAkimgEKD0pvYkNvbnRpbnVhdGlvbhIQCghkaXNwYXRjaBgBIAEoCRIcChRwcmVzZW50ZWRfYXRfdW5peF9tcxgCIAEoAxIbChNkaXNwYXRjaF9hdF91bml4X21zGAMgASgDEh0KFWZyZXNoX3R1cm5fYXRfdW5peF9tcxgEIAEoAxIbChNjb25zdW1lZF9hdF91bml4X21zGAUgASgDIrcBCh1SZWNvcmRKb2JDb250aW51YXRpb25SZXNwb25zZRIQCghqb2JfanNvbhgBIAEoCRI/Cgxjb250aW51YXRpb24YAiABKAsyKS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSm9iQ29udGludWF0aW9uEg8KB2FwcGxpZWQYAyABKAgSMgoHZmFpbHVyZRgEIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIjYKFkxpc3RQcm9qZWN0Sm9ic1JlcXVlc3QSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYASABKAkiVQoKUHJvamVjdEpvYhIOCgZqb2JfaWQYASABKAkSDQoFc3RhdGUYAiABKAkSDAoEdG9vbBgDIAEoCRIaChJjcmVhdGVkX2F0X3VuaXhfbXMYBCABKAMiYAoXTGlzdFByb2plY3RKb2JzUmVzcG9uc2USMgoEam9icxgBIAMoCzIkLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Qcm9qZWN0Sm9iEhEKCXRydW5jYXRlZBgCIAEoCCK+AgoVUmVnaXN0ZXJSdW5uZXJSZXF1ZXN0EhEKCXJ1bm5lcl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhsKE3Byb3RvY29sX2dlbmVyYXRpb24YBSABKAUSDQoFYnVpbGQYBiABKAkSFAoMY2FwYWJpbGl0aWVzGAcgAygJEhQKDGVuZHBvaW50X3VybBgIIAEoCRITCgtjb250YWlubWVudBgJIAEoCRIYChBzZXBhcmF0ZV9qb2JfdWlkGAogASgIEjwKEHJlY292ZXJlZF93cml0ZXMYCyADKAsyIi53ZWJjb2RleC5jb21tb24udjEuUmVjb3ZlcmVkV3JpdGUSDwoHc2FuZGJveBgMIAEoCSKlAQoWUmVnaXN0ZXJSdW5uZXJSZXNwb25zZRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYASABKAUSEgoKbGVhc2VfaGVsZBgCIAEoCBINCgVmZW5jZRgDIAEoAxIVCg1wcm9qZWN0X2ZlbmNlGAQgASgDEhQKDGxlYXNlX3R0bF9tcxgFIAEoBRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgGIAEoCSI0ChBIZWFydGJlYXRSZXF1ZXN0EhEKCXJ1bm5lcl9pZBgBIAEoCRINCgVmZW5jZRgCIAEoAyJcChFIZWFydGJlYXRSZXNwb25zZRINCgVrbm93bhgBIAEoCBISCgpsZWFzZV9oZWxkGAIgASgIEg0KBWZlbmNlGAMgASgDEhUKDXByb2plY3RfZmVuY2UYBCABKAMi7gEKD0Rpc3BhdGNoUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhUKDXJvb3RfaWRlbnRpdHkYAyABKAkSDAoEdG9vbBgEIAEoCRIWCg5hcmd1bWVudHNfanNvbhgFIAEoCRI8CghmYWxsYmFjaxgGIAEoCzIqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaEZhbGxiYWNrEjEKB2F0dGVtcHQYByABKAsyIC53ZWJjb2RleC5jb21tb24udjEuQXR0ZW1wdEZlbmNlIjgKEERpc3BhdGNoRmFsbGJhY2sSDAoEdG9vbBgBIAEoCRIWCg5hcmd1bWVudHNfanNvbhgCIAEoCSK4AQoQRGlzcGF0Y2hSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUSGQoRYW5zd2VyZWRfZmFsbGJhY2sYAyABKAgSQAoSY29udGludWF0aW9uX2ZhY3RzGAQgAygLMiQud2ViY29kZXguY29tbW9uLnYxLkNvbnRpbnVhdGlvbkZhY3QiQAoVR2V0RmxlZXRTdGF0dXNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIUCgxzdW1tYXJ5X29ubHkYAiABKAgijQMKDFJ1bm5lclN0YXR1cxIRCglydW5uZXJfaWQYASABKAkSEQoJY2xpZW50X2lkGAIgASgJEhIKCnByb2plY3RfaWQYAyABKAkSGAoQY29ubmVjdGlvbl9zdGF0ZRgEIAEoCRIbChNwcm90b2NvbF9nZW5lcmF0aW9uGAUgASgFEg0KBWJ1aWxkGAYgASgJEhQKDGNhcGFiaWxpdGllcxgHIAMoCRIeChZsYXN0X2hlYXJ0YmVhdF91bml4X21zGAggASgDEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAkgASgJEhIKCmxlYXNlX2hlbGQYCiABKAgSDQoFZmVuY2UYCyABKAMSGQoRYmFzZWxpbmVfY29tcGxldGUYDCABKAgSEQoJaW5fZmxpZ2h0GA0gASgFEhMKC2NvbnRhaW5tZW50GA4gASgJEhgKEHNlcGFyYXRlX2pvYl91aWQYDyABKAgSGAoQcmVjb3ZlcmVkX3dyaXRlcxgQIAEoBRIPCgdzYW5kYm94GBEgASgJIm4KCUpvYkNvdW50cxIOCgZhY3RpdmUYASABKAUSDwoHcnVubmluZxgCIAEoBRIOCgZxdWV1ZWQYAyABKAUSEgoKcmVjb3ZlcmluZxgEIAEoBRIcChRsb3N0X2FmdGVyX3JlY29uY2lsZRgFIAEoBSL8BgoMRmxlZXRTdW1tYXJ5EhUKDXJ1bm5lcnNfdG90YWwYASABKAUSGQoRcnVubmVyc19jb25uZWN0ZWQYAiABKAUSFAoMcnVubmVyc19sb3N0GAMgASgFEhcKD3J1bm5lcnNfc3RhbmRieRgEIAEoBRIWCg5wcm9qZWN0c190b3RhbBgFIAEoBRIZChFwcm9qZWN0c19yb3V0YWJsZRgGIAEoBRIxCgRqb2JzGAcgASgLMiMud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkpvYkNvdW50cxIiChpzZXJ2ZXJfcHJvdG9jb2xfZ2VuZXJhdGlvbhgIIAEoBRIcChRwcm90b2NvbF9nZW5lcmF0aW9ucxgJIAMoBRIOCgZidWlsZHMYCiADKAkSGAoQcHJvdG9jb2xfYWxpZ25lZBgLIAEoCBIVCg1idWlsZF9hbGlnbmVkGAwgASgIEhcKD2Jhc2VsaW5lX2ZhdWx0cxgNIAEoBRJXChFjb25uZWN0aW9uX3N0YXRlcxgOIAMoCzI8LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5GbGVldFN1bW1hcnkuQ29ubmVjdGlvblN0YXRlc0VudHJ5EiEKGXByb2plY3RfY29uY3VycmVuY3lfbGltaXQYDyABKAUSEQoJaW5fZmxpZ2h0GBAgASgFElcKEWNvbnRhaW5tZW50X21vZGVzGBEgAygLMjwud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkZsZWV0U3VtbWFyeS5Db250YWlubWVudE1vZGVzRW50cnkSIAoYc2VwYXJhdGVfam9iX3VpZF9ydW5uZXJzGBIgASgFElUKEHJlY292ZXJlZF93cml0ZXMYEyADKAsyOy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRmxlZXRTdW1tYXJ5LlJlY292ZXJlZFdyaXRlc0VudHJ5GjcKFUNvbm5lY3Rpb25TdGF0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAU6AjgBGjcKFUNvbnRhaW5tZW50TW9kZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAU6AjgBGjYKFFJlY292ZXJlZFdyaXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBToCOAEiigEKFkdldEZsZWV0U3RhdHVzUmVzcG9uc2USNwoHcnVubmVycxgBIAMoCzImLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SdW5uZXJTdGF0dXMSNwoHc3VtbWFyeRgCIAEoCzImLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5GbGVldFN1bW1hcnkiSQoSUHJvamVjdEluY2FybmF0aW9uEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAEgASgJEhUKDXJvb3RfaWRlbnRpdHkYAiABKAkiXwodR2V0UHJvamVjdFJ1bm5lclN0YXRlc1JlcXVlc3QSPgoIcHJvamVjdHMYASADKAsyLC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUHJvamVjdEluY2FybmF0aW9uIqUBCh5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVzcG9uc2USVAoGc3RhdGVzGAEgAygLMkQud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXNwb25zZS5TdGF0ZXNFbnRyeRotCgtTdGF0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIo0BChpFbnN1cmVQcm9qZWN0UnVubmVyUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5zb3VyY2VfZ2l0X3VybBgDIAEoCRIWCg5zb3VyY2VfZ2l0X3JlZhgEIAEoCRIYChBjcmVhdGVfd29ya3NwYWNlGAUgASgIIkYKHUdldFByb2plY3RQcm92aXNpb25pbmdSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJImMKHkdldFByb2plY3RQcm92aXNpb25pbmdSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiQgobRW5zdXJlUHJvamVjdFJ1bm5lclJlc3BvbnNlEg4KBmFjdGlvbhgBIAEoCRITCgtydW5uZXJfbmFtZRgCIAEoCSJbChpSZW1vdmVQcm9qZWN0UnVubmVyUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIWCg5rZWVwX3dvcmtzcGFjZRgDIAEoCCIuChtSZW1vdmVQcm9qZWN0UnVubmVyUmVzcG9uc2USDwoHcmVtb3ZlZBgBIAEoCDKFCwoTUnVubmVyQnJva2VyU2VydmljZRJzCg5SZWdpc3RlclJ1bm5lchIvLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWdpc3RlclJ1bm5lclJlcXVlc3QaMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVnaXN0ZXJSdW5uZXJSZXNwb25zZRJkCglIZWFydGJlYXQSKi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSGVhcnRiZWF0UmVxdWVzdBorLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5IZWFydGJlYXRSZXNwb25zZRJhCghEaXNwYXRjaBIpLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaFJlcXVlc3QaKi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRGlzcGF0Y2hSZXNwb25zZRJzCg5HZXRGbGVldFN0YXR1cxIvLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRGbGVldFN0YXR1c1JlcXVlc3QaMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0RmxlZXRTdGF0dXNSZXNwb25zZRKLAQoWR2V0UHJvamVjdFJ1bm5lclN0YXRlcxI3LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVxdWVzdBo4LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVzcG9uc2USggEKE0Vuc3VyZVByb2plY3RSdW5uZXISNC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlcXVlc3QaNS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRW5zdXJlUHJvamVjdFJ1bm5lclJlc3BvbnNlEoIBChNSZW1vdmVQcm9qZWN0UnVubmVyEjQud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXF1ZXN0GjUud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlbW92ZVByb2plY3RSdW5uZXJSZXNwb25zZRKIAQoVUmVjb3JkSm9iQ29udGludWF0aW9uEjYud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlY29yZEpvYkNvbnRpbnVhdGlvblJlcXVlc3QaNy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVjb3JkSm9iQ29udGludWF0aW9uUmVzcG9uc2USdgoPTGlzdFByb2plY3RKb2JzEjAud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkxpc3RQcm9qZWN0Sm9ic1JlcXVlc3QaMS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuTGlzdFByb2plY3RKb2JzUmVzcG9uc2USiwEKFkdldFByb2plY3RQcm92aXNpb25pbmcSNy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0UHJvamVjdFByb3Zpc2lvbmluZ1JlcXVlc3QaOC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0UHJvamVjdFByb3Zpc2lvbmluZ1Jlc3BvbnNlEpEBChhSYWlzZVByb2plY3RBdHRlbXB0RmVuY2USOS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmFpc2VQcm9qZWN0QXR0ZW1wdEZlbmNlUmVxdWVzdBo6LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SYWlzZVByb2plY3RBdHRlbXB0RmVuY2VSZXNwb25zZWIGcHJvdG8z", [file_webcodex_common_v1_common]);
+  fileDesc("Cix3ZWJjb2RleC9ydW5uZXJicm9rZXIvdjEvcnVubmVyX2Jyb2tlci5wcm90bxIYd2ViY29kZXgucnVubmVyYnJva2VyLnYxIokBCh9SYWlzZVByb2plY3RBdHRlbXB0RmVuY2VSZXF1ZXN0EhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAEgASgJEjEKB2F0dGVtcHQYAiABKAsyIC53ZWJjb2RleC5jb21tb24udjEuQXR0ZW1wdEZlbmNlEhUKDXJvb3RfaWRlbnRpdHkYAyABKAkiZwogUmFpc2VQcm9qZWN0QXR0ZW1wdEZlbmNlUmVzcG9uc2USDwoHaGlnaGVzdBgBIAEoAxIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUicwocUmVjb3JkSm9iQ29udGludWF0aW9uUmVxdWVzdBIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgBIAEoCRIVCg1yb290X2lkZW50aXR5GAIgASgJEg4KBmpvYl9pZBgDIAEoCRIOCgZhY3Rpb24YBCABKAkimgEKD0pvYkNvbnRpbnVhdGlvbhIQCghkaXNwYXRjaBgBIAEoCRIcChRwcmVzZW50ZWRfYXRfdW5peF9tcxgCIAEoAxIbChNkaXNwYXRjaF9hdF91bml4X21zGAMgASgDEh0KFWZyZXNoX3R1cm5fYXRfdW5peF9tcxgEIAEoAxIbChNjb25zdW1lZF9hdF91bml4X21zGAUgASgDIrcBCh1SZWNvcmRKb2JDb250aW51YXRpb25SZXNwb25zZRIQCghqb2JfanNvbhgBIAEoCRI/Cgxjb250aW51YXRpb24YAiABKAsyKS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSm9iQ29udGludWF0aW9uEg8KB2FwcGxpZWQYAyABKAgSMgoHZmFpbHVyZRgEIAEoCzIhLndlYmNvZGV4LmNvbW1vbi52MS5Eb21haW5GYWlsdXJlIjYKFkxpc3RQcm9qZWN0Sm9ic1JlcXVlc3QSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYASABKAkiVQoKUHJvamVjdEpvYhIOCgZqb2JfaWQYASABKAkSDQoFc3RhdGUYAiABKAkSDAoEdG9vbBgDIAEoCRIaChJjcmVhdGVkX2F0X3VuaXhfbXMYBCABKAMiYAoXTGlzdFByb2plY3RKb2JzUmVzcG9uc2USMgoEam9icxgBIAMoCzIkLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Qcm9qZWN0Sm9iEhEKCXRydW5jYXRlZBgCIAEoCCK+AgoVUmVnaXN0ZXJSdW5uZXJSZXF1ZXN0EhEKCXJ1bm5lcl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIVCg1yb290X2lkZW50aXR5GAQgASgJEhsKE3Byb3RvY29sX2dlbmVyYXRpb24YBSABKAUSDQoFYnVpbGQYBiABKAkSFAoMY2FwYWJpbGl0aWVzGAcgAygJEhQKDGVuZHBvaW50X3VybBgIIAEoCRITCgtjb250YWlubWVudBgJIAEoCRIYChBzZXBhcmF0ZV9qb2JfdWlkGAogASgIEjwKEHJlY292ZXJlZF93cml0ZXMYCyADKAsyIi53ZWJjb2RleC5jb21tb24udjEuUmVjb3ZlcmVkV3JpdGUSDwoHc2FuZGJveBgMIAEoCSKlAQoWUmVnaXN0ZXJSdW5uZXJSZXNwb25zZRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYASABKAUSEgoKbGVhc2VfaGVsZBgCIAEoCBINCgVmZW5jZRgDIAEoAxIVCg1wcm9qZWN0X2ZlbmNlGAQgASgDEhQKDGxlYXNlX3R0bF9tcxgFIAEoBRIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgGIAEoCSI0ChBIZWFydGJlYXRSZXF1ZXN0EhEKCXJ1bm5lcl9pZBgBIAEoCRINCgVmZW5jZRgCIAEoAyJcChFIZWFydGJlYXRSZXNwb25zZRINCgVrbm93bhgBIAEoCBISCgpsZWFzZV9oZWxkGAIgASgIEg0KBWZlbmNlGAMgASgDEhUKDXByb2plY3RfZmVuY2UYBCABKAMi7gEKD0Rpc3BhdGNoUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhwKFHByb2plY3RfY2Fub25pY2FsX2lkGAIgASgJEhUKDXJvb3RfaWRlbnRpdHkYAyABKAkSDAoEdG9vbBgEIAEoCRIWCg5hcmd1bWVudHNfanNvbhgFIAEoCRI8CghmYWxsYmFjaxgGIAEoCzIqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaEZhbGxiYWNrEjEKB2F0dGVtcHQYByABKAsyIC53ZWJjb2RleC5jb21tb24udjEuQXR0ZW1wdEZlbmNlIkYKD0dldFJvdXRlUmVxdWVzdBIcChRwcm9qZWN0X2Nhbm9uaWNhbF9pZBgBIAEoCRIVCg1yb290X2lkZW50aXR5GAIgASgJIrkBCgVSb3V0ZRIMCgRraW5kGAEgASgJEhEKCXJ1bm5lcl9pZBgCIAEoCRIUCgxlbmRwb2ludF91cmwYAyABKAkSDQoFZmVuY2UYBCABKAMSGgoSZXhwaXJlc19hdF91bml4X21zGAUgASgDEhIKCmNyZWRlbnRpYWwYBiABKAkSFAoMY2FwYWJpbGl0aWVzGAcgAygJEg0KBWJ1aWxkGAggASgJEhUKDW9ic2VydmVfY2FsbHMYCSABKAgidgoQR2V0Um91dGVSZXNwb25zZRIuCgVyb3V0ZRgBIAEoCzIfLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Sb3V0ZRIyCgdmYWlsdXJlGAIgASgLMiEud2ViY29kZXguY29tbW9uLnYxLkRvbWFpbkZhaWx1cmUiOAoQRGlzcGF0Y2hGYWxsYmFjaxIMCgR0b29sGAEgASgJEhYKDmFyZ3VtZW50c19qc29uGAIgASgJIrgBChBEaXNwYXRjaFJlc3BvbnNlEhMKC3Jlc3VsdF9qc29uGAEgASgJEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZRIZChFhbnN3ZXJlZF9mYWxsYmFjaxgDIAEoCBJAChJjb250aW51YXRpb25fZmFjdHMYBCADKAsyJC53ZWJjb2RleC5jb21tb24udjEuQ29udGludWF0aW9uRmFjdCJAChVHZXRGbGVldFN0YXR1c1JlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEhQKDHN1bW1hcnlfb25seRgCIAEoCCKNAwoMUnVubmVyU3RhdHVzEhEKCXJ1bm5lcl9pZBgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIYChBjb25uZWN0aW9uX3N0YXRlGAQgASgJEhsKE3Byb3RvY29sX2dlbmVyYXRpb24YBSABKAUSDQoFYnVpbGQYBiABKAkSFAoMY2FwYWJpbGl0aWVzGAcgAygJEh4KFmxhc3RfaGVhcnRiZWF0X3VuaXhfbXMYCCABKAMSHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYCSABKAkSEgoKbGVhc2VfaGVsZBgKIAEoCBINCgVmZW5jZRgLIAEoAxIZChFiYXNlbGluZV9jb21wbGV0ZRgMIAEoCBIRCglpbl9mbGlnaHQYDSABKAUSEwoLY29udGFpbm1lbnQYDiABKAkSGAoQc2VwYXJhdGVfam9iX3VpZBgPIAEoCBIYChByZWNvdmVyZWRfd3JpdGVzGBAgASgFEg8KB3NhbmRib3gYESABKAkibgoJSm9iQ291bnRzEg4KBmFjdGl2ZRgBIAEoBRIPCgdydW5uaW5nGAIgASgFEg4KBnF1ZXVlZBgDIAEoBRISCgpyZWNvdmVyaW5nGAQgASgFEhwKFGxvc3RfYWZ0ZXJfcmVjb25jaWxlGAUgASgFIvwGCgxGbGVldFN1bW1hcnkSFQoNcnVubmVyc190b3RhbBgBIAEoBRIZChFydW5uZXJzX2Nvbm5lY3RlZBgCIAEoBRIUCgxydW5uZXJzX2xvc3QYAyABKAUSFwoPcnVubmVyc19zdGFuZGJ5GAQgASgFEhYKDnByb2plY3RzX3RvdGFsGAUgASgFEhkKEXByb2plY3RzX3JvdXRhYmxlGAYgASgFEjEKBGpvYnMYByABKAsyIy53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuSm9iQ291bnRzEiIKGnNlcnZlcl9wcm90b2NvbF9nZW5lcmF0aW9uGAggASgFEhwKFHByb3RvY29sX2dlbmVyYXRpb25zGAkgAygFEg4KBmJ1aWxkcxgKIAMoCRIYChBwcm90b2NvbF9hbGlnbmVkGAsgASgIEhUKDWJ1aWxkX2FsaWduZWQYDCABKAgSFwoPYmFzZWxpbmVfZmF1bHRzGA0gASgFElcKEWNvbm5lY3Rpb25fc3RhdGVzGA4gAygLMjwud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkZsZWV0U3VtbWFyeS5Db25uZWN0aW9uU3RhdGVzRW50cnkSIQoZcHJvamVjdF9jb25jdXJyZW5jeV9saW1pdBgPIAEoBRIRCglpbl9mbGlnaHQYECABKAUSVwoRY29udGFpbm1lbnRfbW9kZXMYESADKAsyPC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuRmxlZXRTdW1tYXJ5LkNvbnRhaW5tZW50TW9kZXNFbnRyeRIgChhzZXBhcmF0ZV9qb2JfdWlkX3J1bm5lcnMYEiABKAUSVQoQcmVjb3ZlcmVkX3dyaXRlcxgTIAMoCzI7LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5GbGVldFN1bW1hcnkuUmVjb3ZlcmVkV3JpdGVzRW50cnkaNwoVQ29ubmVjdGlvblN0YXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBToCOAEaNwoVQ29udGFpbm1lbnRNb2Rlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBToCOAEaNgoUUmVjb3ZlcmVkV3JpdGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4ASKKAQoWR2V0RmxlZXRTdGF0dXNSZXNwb25zZRI3CgdydW5uZXJzGAEgAygLMiYud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJ1bm5lclN0YXR1cxI3CgdzdW1tYXJ5GAIgASgLMiYud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkZsZWV0U3VtbWFyeSJJChJQcm9qZWN0SW5jYXJuYXRpb24SHAoUcHJvamVjdF9jYW5vbmljYWxfaWQYASABKAkSFQoNcm9vdF9pZGVudGl0eRgCIAEoCSJfCh1HZXRQcm9qZWN0UnVubmVyU3RhdGVzUmVxdWVzdBI+Cghwcm9qZWN0cxgBIAMoCzIsLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5Qcm9qZWN0SW5jYXJuYXRpb24ipQEKHkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXNwb25zZRJUCgZzdGF0ZXMYASADKAsyRC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuR2V0UHJvamVjdFJ1bm5lclN0YXRlc1Jlc3BvbnNlLlN0YXRlc0VudHJ5Gi0KC1N0YXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEijQEKGkVuc3VyZVByb2plY3RSdW5uZXJSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhYKDnNvdXJjZV9naXRfdXJsGAMgASgJEhYKDnNvdXJjZV9naXRfcmVmGAQgASgJEhgKEGNyZWF0ZV93b3Jrc3BhY2UYBSABKAgiRgodR2V0UHJvamVjdFByb3Zpc2lvbmluZ1JlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiYwoeR2V0UHJvamVjdFByb3Zpc2lvbmluZ1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJEjIKB2ZhaWx1cmUYAiABKAsyIS53ZWJjb2RleC5jb21tb24udjEuRG9tYWluRmFpbHVyZSJCChtFbnN1cmVQcm9qZWN0UnVubmVyUmVzcG9uc2USDgoGYWN0aW9uGAEgASgJEhMKC3J1bm5lcl9uYW1lGAIgASgJIlsKGlJlbW92ZVByb2plY3RSdW5uZXJSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhYKDmtlZXBfd29ya3NwYWNlGAMgASgIIi4KG1JlbW92ZVByb2plY3RSdW5uZXJSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIMugLChNSdW5uZXJCcm9rZXJTZXJ2aWNlEnMKDlJlZ2lzdGVyUnVubmVyEi8ud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJlZ2lzdGVyUnVubmVyUmVxdWVzdBowLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWdpc3RlclJ1bm5lclJlc3BvbnNlEmQKCUhlYXJ0YmVhdBIqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5IZWFydGJlYXRSZXF1ZXN0Gisud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkhlYXJ0YmVhdFJlc3BvbnNlEmEKCERpc3BhdGNoEikud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkRpc3BhdGNoUmVxdWVzdBoqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5EaXNwYXRjaFJlc3BvbnNlEmEKCEdldFJvdXRlEikud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldFJvdXRlUmVxdWVzdBoqLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRSb3V0ZVJlc3BvbnNlEnMKDkdldEZsZWV0U3RhdHVzEi8ud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldEZsZWV0U3RhdHVzUmVxdWVzdBowLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRGbGVldFN0YXR1c1Jlc3BvbnNlEosBChZHZXRQcm9qZWN0UnVubmVyU3RhdGVzEjcud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXF1ZXN0Gjgud2ViY29kZXgucnVubmVyYnJva2VyLnYxLkdldFByb2plY3RSdW5uZXJTdGF0ZXNSZXNwb25zZRKCAQoTRW5zdXJlUHJvamVjdFJ1bm5lchI0LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5FbnN1cmVQcm9qZWN0UnVubmVyUmVxdWVzdBo1LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5FbnN1cmVQcm9qZWN0UnVubmVyUmVzcG9uc2USggEKE1JlbW92ZVByb2plY3RSdW5uZXISNC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVtb3ZlUHJvamVjdFJ1bm5lclJlcXVlc3QaNS53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVtb3ZlUHJvamVjdFJ1bm5lclJlc3BvbnNlEogBChVSZWNvcmRKb2JDb250aW51YXRpb24SNi53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuUmVjb3JkSm9iQ29udGludWF0aW9uUmVxdWVzdBo3LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SZWNvcmRKb2JDb250aW51YXRpb25SZXNwb25zZRJ2Cg9MaXN0UHJvamVjdEpvYnMSMC53ZWJjb2RleC5ydW5uZXJicm9rZXIudjEuTGlzdFByb2plY3RKb2JzUmVxdWVzdBoxLndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5MaXN0UHJvamVjdEpvYnNSZXNwb25zZRKLAQoWR2V0UHJvamVjdFByb3Zpc2lvbmluZxI3LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UHJvdmlzaW9uaW5nUmVxdWVzdBo4LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5HZXRQcm9qZWN0UHJvdmlzaW9uaW5nUmVzcG9uc2USkQEKGFJhaXNlUHJvamVjdEF0dGVtcHRGZW5jZRI5LndlYmNvZGV4LnJ1bm5lcmJyb2tlci52MS5SYWlzZVByb2plY3RBdHRlbXB0RmVuY2VSZXF1ZXN0Gjoud2ViY29kZXgucnVubmVyYnJva2VyLnYxLlJhaXNlUHJvamVjdEF0dGVtcHRGZW5jZVJlc3BvbnNlYgZwcm90bzM", [file_webcodex_common_v1_common]);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RaiseProjectAttemptFenceRequest
@@ -501,6 +501,122 @@ export const DispatchRequestSchema: GenMessage<DispatchRequest> = /*@__PURE__*/
   messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 12);
 
 /**
+ * @generated from message webcodex.runnerbroker.v1.GetRouteRequest
+ */
+export type GetRouteRequest = Message<"webcodex.runnerbroker.v1.GetRouteRequest"> & {
+  /**
+   * @generated from field: string project_canonical_id = 1;
+   */
+  projectCanonicalId: string;
+
+  /**
+   * @generated from field: string root_identity = 2;
+   */
+  rootIdentity: string;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.GetRouteRequest.
+ * Use `create(GetRouteRequestSchema)` to create a new message.
+ */
+export const GetRouteRequestSchema: GenMessage<GetRouteRequest> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 13);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.Route
+ */
+export type Route = Message<"webcodex.runnerbroker.v1.Route"> & {
+  /**
+   * "direct": call the Runner at endpoint_url with credential; "relay": call Dispatch.
+   *
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string runner_id = 2;
+   */
+  runnerId: string;
+
+  /**
+   * @generated from field: string endpoint_url = 3;
+   */
+  endpointUrl: string;
+
+  /**
+   * @generated from field: int64 fence = 4;
+   */
+  fence: bigint;
+
+  /**
+   * Unix ms after which the route must not be used (inside the lease the fence belongs to).
+   *
+   * @generated from field: int64 expires_at_unix_ms = 5;
+   */
+  expiresAtUnixMs: bigint;
+
+  /**
+   * The per-route credential: scoped to this Runner, this fence and this expiry.
+   *
+   * @generated from field: string credential = 6;
+   */
+  credential: string;
+
+  /**
+   * The Runner's capabilities (wire names), for the caller's admission before it dials.
+   *
+   * @generated from field: repeated string capabilities = 7;
+   */
+  capabilities: string[];
+
+  /**
+   * The Runner's build, for a capability_missing answer.
+   *
+   * @generated from field: string build = 8;
+   */
+  build: string;
+
+  /**
+   * True when the broker must see the Project's next model call (a Job continuation awaits its
+   * fresh turn): the next calls go through Dispatch until a route says otherwise.
+   *
+   * @generated from field: bool observe_calls = 9;
+   */
+  observeCalls: boolean;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.Route.
+ * Use `create(RouteSchema)` to create a new message.
+ */
+export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 14);
+
+/**
+ * @generated from message webcodex.runnerbroker.v1.GetRouteResponse
+ */
+export type GetRouteResponse = Message<"webcodex.runnerbroker.v1.GetRouteResponse"> & {
+  /**
+   * @generated from field: webcodex.runnerbroker.v1.Route route = 1;
+   */
+  route?: Route | undefined;
+
+  /**
+   * Why no Runner can be reached (nothing was run), as Dispatch would answer.
+   *
+   * @generated from field: webcodex.common.v1.DomainFailure failure = 2;
+   */
+  failure?: DomainFailure | undefined;
+};
+
+/**
+ * Describes the message webcodex.runnerbroker.v1.GetRouteResponse.
+ * Use `create(GetRouteResponseSchema)` to create a new message.
+ */
+export const GetRouteResponseSchema: GenMessage<GetRouteResponse> = /*@__PURE__*/
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 15);
+
+/**
  * @generated from message webcodex.runnerbroker.v1.DispatchFallback
  */
 export type DispatchFallback = Message<"webcodex.runnerbroker.v1.DispatchFallback"> & {
@@ -520,7 +636,7 @@ export type DispatchFallback = Message<"webcodex.runnerbroker.v1.DispatchFallbac
  * Use `create(DispatchFallbackSchema)` to create a new message.
  */
 export const DispatchFallbackSchema: GenMessage<DispatchFallback> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 13);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 16);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.DispatchResponse
@@ -558,7 +674,7 @@ export type DispatchResponse = Message<"webcodex.runnerbroker.v1.DispatchRespons
  * Use `create(DispatchResponseSchema)` to create a new message.
  */
 export const DispatchResponseSchema: GenMessage<DispatchResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 14);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 17);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetFleetStatusRequest
@@ -584,7 +700,7 @@ export type GetFleetStatusRequest = Message<"webcodex.runnerbroker.v1.GetFleetSt
  * Use `create(GetFleetStatusRequestSchema)` to create a new message.
  */
 export const GetFleetStatusRequestSchema: GenMessage<GetFleetStatusRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 15);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 18);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RunnerStatus
@@ -695,7 +811,7 @@ export type RunnerStatus = Message<"webcodex.runnerbroker.v1.RunnerStatus"> & {
  * Use `create(RunnerStatusSchema)` to create a new message.
  */
 export const RunnerStatusSchema: GenMessage<RunnerStatus> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 16);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 19);
 
 /**
  * JobCounts are the live and reconciled Job counts from the broker's one counting path.
@@ -739,7 +855,7 @@ export type JobCounts = Message<"webcodex.runnerbroker.v1.JobCounts"> & {
  * Use `create(JobCountsSchema)` to create a new message.
  */
 export const JobCountsSchema: GenMessage<JobCounts> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 17);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 20);
 
 /**
  * FleetSummary is the sparse fleet status: counts and alignment facts only, no rows,
@@ -876,7 +992,7 @@ export type FleetSummary = Message<"webcodex.runnerbroker.v1.FleetSummary"> & {
  * Use `create(FleetSummarySchema)` to create a new message.
  */
 export const FleetSummarySchema: GenMessage<FleetSummary> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 18);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 21);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetFleetStatusResponse
@@ -900,7 +1016,7 @@ export type GetFleetStatusResponse = Message<"webcodex.runnerbroker.v1.GetFleetS
  * Use `create(GetFleetStatusResponseSchema)` to create a new message.
  */
 export const GetFleetStatusResponseSchema: GenMessage<GetFleetStatusResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 19);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 22);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.ProjectIncarnation
@@ -922,7 +1038,7 @@ export type ProjectIncarnation = Message<"webcodex.runnerbroker.v1.ProjectIncarn
  * Use `create(ProjectIncarnationSchema)` to create a new message.
  */
 export const ProjectIncarnationSchema: GenMessage<ProjectIncarnation> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 20);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 23);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetProjectRunnerStatesRequest
@@ -939,7 +1055,7 @@ export type GetProjectRunnerStatesRequest = Message<"webcodex.runnerbroker.v1.Ge
  * Use `create(GetProjectRunnerStatesRequestSchema)` to create a new message.
  */
 export const GetProjectRunnerStatesRequestSchema: GenMessage<GetProjectRunnerStatesRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 21);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 24);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetProjectRunnerStatesResponse
@@ -960,7 +1076,7 @@ export type GetProjectRunnerStatesResponse = Message<"webcodex.runnerbroker.v1.G
  * Use `create(GetProjectRunnerStatesResponseSchema)` to create a new message.
  */
 export const GetProjectRunnerStatesResponseSchema: GenMessage<GetProjectRunnerStatesResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 22);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 25);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.EnsureProjectRunnerRequest
@@ -1005,7 +1121,7 @@ export type EnsureProjectRunnerRequest = Message<"webcodex.runnerbroker.v1.Ensur
  * Use `create(EnsureProjectRunnerRequestSchema)` to create a new message.
  */
 export const EnsureProjectRunnerRequestSchema: GenMessage<EnsureProjectRunnerRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 23);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 26);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetProjectProvisioningRequest
@@ -1027,7 +1143,7 @@ export type GetProjectProvisioningRequest = Message<"webcodex.runnerbroker.v1.Ge
  * Use `create(GetProjectProvisioningRequestSchema)` to create a new message.
  */
 export const GetProjectProvisioningRequestSchema: GenMessage<GetProjectProvisioningRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 24);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 27);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.GetProjectProvisioningResponse
@@ -1051,7 +1167,7 @@ export type GetProjectProvisioningResponse = Message<"webcodex.runnerbroker.v1.G
  * Use `create(GetProjectProvisioningResponseSchema)` to create a new message.
  */
 export const GetProjectProvisioningResponseSchema: GenMessage<GetProjectProvisioningResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 25);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 28);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.EnsureProjectRunnerResponse
@@ -1077,7 +1193,7 @@ export type EnsureProjectRunnerResponse = Message<"webcodex.runnerbroker.v1.Ensu
  * Use `create(EnsureProjectRunnerResponseSchema)` to create a new message.
  */
 export const EnsureProjectRunnerResponseSchema: GenMessage<EnsureProjectRunnerResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 26);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 29);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RemoveProjectRunnerRequest
@@ -1106,7 +1222,7 @@ export type RemoveProjectRunnerRequest = Message<"webcodex.runnerbroker.v1.Remov
  * Use `create(RemoveProjectRunnerRequestSchema)` to create a new message.
  */
 export const RemoveProjectRunnerRequestSchema: GenMessage<RemoveProjectRunnerRequest> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 27);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 30);
 
 /**
  * @generated from message webcodex.runnerbroker.v1.RemoveProjectRunnerResponse
@@ -1125,7 +1241,7 @@ export type RemoveProjectRunnerResponse = Message<"webcodex.runnerbroker.v1.Remo
  * Use `create(RemoveProjectRunnerResponseSchema)` to create a new message.
  */
 export const RemoveProjectRunnerResponseSchema: GenMessage<RemoveProjectRunnerResponse> = /*@__PURE__*/
-  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 28);
+  messageDesc(file_webcodex_runnerbroker_v1_runner_broker, 31);
 
 /**
  * RunnerBrokerService knows which Runner serves which Project and what it can do, who
@@ -1169,6 +1285,20 @@ export const RunnerBrokerService: GenService<{
     methodKind: "unary";
     input: typeof DispatchRequestSchema;
     output: typeof DispatchResponseSchema;
+  },
+  /**
+   * GetRoute issues a route to a Project incarnation's lease holder, which the gateway caches
+   * and uses to call that Runner itself (kind "direct"), or says that calls go through
+   * Dispatch (kind "relay"). A direct route carries the lease's fence, an expiry inside the
+   * lease and a credential only that Runner accepts, for that fence, until that expiry; the
+   * Runner refuses a call on a route whose fence is not the lease it holds (fence_stale).
+   *
+   * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.GetRoute
+   */
+  getRoute: {
+    methodKind: "unary";
+    input: typeof GetRouteRequestSchema;
+    output: typeof GetRouteResponseSchema;
   },
   /**
    * GetFleetStatus reports the sparse fleet summary (one canonical counting path) and,
