@@ -67,6 +67,8 @@ export const ReasonCode = {
   upstreamSchemaChanged: "upstream_schema_changed",
   /** A project-bound binding used with another Project: nothing was sent. */
   bindingProjectMismatch: "binding_project_mismatch",
+  /** The caller has not authorized WebCodex at this upstream (per-user OAuth), or its authorization was revoked: nothing was sent. */
+  upstreamAuthorizationRequired: "upstream_authorization_required",
   /** The upstream MCP server could not be reached or did not answer (outcome_unknown when the call was sent). */
   upstreamUnavailable: "upstream_unavailable",
   // platform

@@ -137,6 +137,11 @@ export function describeUpstreamToolFollowUp(server: string, tool: string): Foll
   return buildFollowUp("fallback_recovery", "read_tool_manifest", { namespace: `mcp:${server}`, tool });
 }
 
+/** The tools of one upstream MCP server (its namespace's first page). */
+export function listUpstreamToolsFollowUp(server: string): FollowUp {
+  return buildFollowUp("fallback_recovery", "list_tools", { namespace: `mcp:${server}` });
+}
+
 /**
  * Recovery after an unknown or missing argument (gateway): the tool's exact schema. Only for
  * explicit recovery: which field was meant is the caller's choice.
@@ -180,6 +185,7 @@ export const followUpBuilders = {
   ]),
   createSessionFollowUp: builder(createSessionFollowUp, [["~p1"], ["agent:acme:demo"]]),
   describeUpstreamToolFollowUp: builder(describeUpstreamToolFollowUp, [["tracker", "search_issues"]]),
+  listUpstreamToolsFollowUp: builder(listUpstreamToolsFollowUp, [["tracker"]]),
   readToolManifestFollowUp: builder(readToolManifestFollowUp, [["run_process"], ["edit_project_files"]]),
   undoEditFollowUp: builder(undoEditFollowUp, [
     [

@@ -60,6 +60,7 @@ export {
   waitForAgentEventsFollowUp,
   createSessionFollowUp,
   describeUpstreamToolFollowUp,
+  listUpstreamToolsFollowUp,
   waitForProjectFollowUp,
   undoEditFollowUp,
   followUpTarget,

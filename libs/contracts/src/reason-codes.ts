@@ -91,6 +91,14 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
     meaning: "The binding is bound to one Project and the call named another (or none); nothing was sent.",
     follow_up: "describeUpstreamToolFollowUp",
   },
+  upstream_authorization_required: {
+    stages: ["authorization"],
+    retry: "change_first",
+    meaning:
+      "The upstream MCP server needs the user's own authorization (per-user OAuth), never given or revoked; nothing was sent. The user opens evidence.authorization_url once; then the follow-up works.",
+    follow_up: "describeUpstreamToolFollowUp",
+    detail_follow_ups: { listing: "listUpstreamToolsFollowUp" },
+  },
   upstream_unavailable: {
     stages: ["dispatch"],
     retry: "inspect_first",

@@ -117,6 +117,16 @@ export const gatewayConfigSpec = {
     env: "WEBCODEX_MCP_UPSTREAMS_FILE",
     doc: "JSON file of upstream MCP servers (namespaces mcp:<server>, mcp_tool); see docs/mcp-gateway.md",
   },
+  mcpOAuthKey: {
+    kind: "string",
+    env: "WEBCODEX_MCP_OAUTH_KEY",
+    doc: "Secret (at least 32 characters) the per-user tokens of auth.mode oauth upstreams are encrypted with; required when one is configured",
+  },
+  mcpOAuthRedisUrl: {
+    kind: "string",
+    env: "WEBCODEX_MCP_OAUTH_REDIS_URL",
+    doc: "Redis the gateway replicas share per-user upstream tokens and pending authorizations in; unset: this process's memory (one replica, lost on restart)",
+  },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
   /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */
   grpcReflection: { kind: "bool", env: "WEBCODEX_GRPC_REFLECTION", default: false },

@@ -3,6 +3,7 @@ import {
   createSessionFollowUp,
   describeUpstreamToolFollowUp,
   failureFollowUpBuilder,
+  listUpstreamToolsFollowUp,
   inspectWorkspaceFollowUp,
   listProjectsFollowUp,
   readAgentTaskFollowUp,
@@ -54,6 +55,11 @@ export function withRecovery(failure: ToolFailure, project: string | undefined, 
       const server = failure.evidence?.["server"];
       const upstreamTool = failure.evidence?.["tool"];
       if (typeof server === "string" && typeof upstreamTool === "string") followUp = describeUpstreamToolFollowUp(server, upstreamTool);
+      break;
+    }
+    case "listUpstreamToolsFollowUp": {
+      const server = failure.evidence?.["server"];
+      if (typeof server === "string") followUp = listUpstreamToolsFollowUp(server);
       break;
     }
     case "readToolManifestFollowUp":

@@ -34,6 +34,7 @@ import type { UpstreamServer } from "./upstream/config.js";
 import { createUpstreamTools } from "./upstream/upstream-tools.js";
 import type { RouteTable } from "./execute/routes.js";
 import type { ResolutionCache } from "./execute/call-scope.js";
+import { CALLBACK_PATH as UPSTREAM_OAUTH_CALLBACK_PATH, REVOKE_PATH as UPSTREAM_OAUTH_REVOKE_PATH, upstreamOAuthFor } from "./upstream/oauth.js";
 
 /**
  * Hooks only a test harness installs, by passing them to createGateway (the test launcher of
@@ -111,6 +112,8 @@ export interface GatewayDeps {
   auditSpoolDir?: string;
   /** Upstream MCP servers the operator registered (namespaces mcp:<server>, mcp_tool). */
   mcpUpstreams?: readonly UpstreamServer[];
+  /** Per-user OAuth to upstreams: the key tokens are encrypted with, and the Redis replicas share them in (else memory). */
+  mcpUpstreamOAuth?: { key: string; redisUrl?: string };
   /** Test hooks (tests only; see GatewayTestHooks). */
   testHooks?: GatewayTestHooks;
   /** Direct routes to Runners (distributed mode); absent: every Runner call goes through the broker. */
@@ -161,9 +164,21 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
     ...(deps.auditReadsWaitForStore !== undefined ? { readsWaitForStore: deps.auditReadsWaitForStore } : {}),
     ...(deps.auditSpoolDir !== undefined ? { spoolDir: deps.auditSpoolDir } : {}),
   });
+  const upstreamLogger = deps.logger.child({ component: "mcp-upstream" });
+  const upstreamOAuth = upstreamOAuthFor({
+    upstreams: deps.mcpUpstreams ?? [],
+    publicUrl: deps.publicUrl,
+    logger: upstreamLogger,
+    ...(deps.mcpUpstreamOAuth ? { settings: deps.mcpUpstreamOAuth } : {}),
+  });
   const upstreamTools =
     deps.mcpUpstreams && deps.mcpUpstreams.length > 0
-      ? createUpstreamTools({ upstreams: deps.mcpUpstreams, refResolver: deps.clients.refResolver, logger: deps.logger.child({ component: "mcp-upstream" }) })
+      ? createUpstreamTools({
+          upstreams: deps.mcpUpstreams,
+          refResolver: deps.clients.refResolver,
+          logger: upstreamLogger,
+          ...(upstreamOAuth ? { oauth: upstreamOAuth.client } : {}),
+        })
       : undefined;
   const pipeline = createPipeline({
     catalogs,
@@ -260,12 +275,19 @@ export async function createGateway(deps: GatewayDeps): Promise<Gateway> {
       "/mcp": mcp,
       "/.well-known/oauth-protected-resource": resourceMetadata,
       "/.well-known/oauth-protected-resource/mcp": resourceMetadata,
+      ...(upstreamOAuth && upstreamTools
+        ? {
+            [UPSTREAM_OAUTH_CALLBACK_PATH]: upstreamOAuth.client.callbackHandler(upstreamTools.servers),
+            [UPSTREAM_OAUTH_REVOKE_PATH]: upstreamTools.revokeHandler((token) => authenticator.authenticate(token)),
+          }
+        : {}),
     },
     ...(rateLimiter ? { rateLimiter } : {}),
     readiness: readinessFrom({ ...deps.dependencyProbes, ...projectRunnerProbes(deps.clients, deps.readyProjects ?? []) }),
     serveLocal: (connection, caller) => serveLocalConnection(transport, connection, caller),
     close: async () => {
       await upstreamTools?.close();
+      upstreamOAuth?.redis?.disconnect();
       await audit.close();
     },
   };

@@ -64,6 +64,9 @@ export async function main(env: Env = process.env, testHooks?: GatewayTestHooks)
     }),
     ...options,
     mcpUpstreams: configuredUpstreams(config.mcpUpstreams, config.mcpUpstreamsFile, env),
+    ...(config.mcpOAuthKey !== undefined
+      ? { mcpUpstreamOAuth: { key: config.mcpOAuthKey, ...(config.mcpOAuthRedisUrl ? { redisUrl: config.mcpOAuthRedisUrl } : {}) } }
+      : {}),
     readyProjects: config.readyProjects
       .split(",")
       .map((id) => id.trim())

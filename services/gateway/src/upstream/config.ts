@@ -12,7 +12,28 @@ import type { Env } from "@webcodex/platform";
 export type UpstreamAuth =
   | { mode: "none" }
   /** A static credential from an environment variable (a Kubernetes Secret), sent as `header: <prefix><value>`. */
-  | { mode: "static"; env: string; header: string; prefix: string; value: string };
+  | { mode: "static"; env: string; header: string; prefix: string; value: string }
+  /**
+   * Per-user OAuth: each principal authorizes once at the authorization server (a URL the Host
+   * opens); the gateway keeps that principal's tokens, encrypted, and sends its own access token.
+   */
+  | UpstreamOAuth;
+
+export interface UpstreamOAuth {
+  mode: "oauth";
+  /** Authorization server issuer; its metadata gives the endpoints unless they are set here. */
+  issuer: string;
+  clientId: string;
+  /** Environment variable holding the client secret (empty: a public client, PKCE only). */
+  clientSecretEnv?: string;
+  clientSecret?: string;
+  scopes: readonly string[];
+  /** RFC 8707 resource indicator sent with the authorization and token requests. */
+  resource?: string;
+  authorizationEndpoint?: string;
+  tokenEndpoint?: string;
+  revocationEndpoint?: string;
+}
 
 export interface UpstreamServer {
   /** Namespace `mcp:<id>`. */
@@ -29,6 +50,8 @@ export interface UpstreamServer {
   /** Only these tools (empty: every tool not denied). */
   allowTools: readonly string[];
   denyTools: readonly string[];
+  /** Per tenant, further allow/deny lists applied after the server's own (tenant id → lists). */
+  tenantTools: Readonly<Record<string, { allowTools: readonly string[]; denyTools: readonly string[] }>>;
   /** Canonical project id (`agent:<tenant>:<project>`) a project-bound server serves. */
   project?: string;
   /** Longest a call may take before it is answered `outcome_unknown` (ms). */
@@ -54,6 +77,7 @@ const KNOWN = new Set([
   "read_only_tools",
   "allow_tools",
   "deny_tools",
+  "tenant_tools",
   "project",
   "timeout_ms",
   "max_concurrency",
@@ -95,8 +119,59 @@ function parseAuth(raw: unknown, where: string, env: Env): UpstreamAuth {
     if (typeof prefix !== "string") throw new Error(`${where}.prefix must be a string`);
     return { mode: "static", env: name, header, prefix, value };
   }
-  if (mode === "oauth") throw new Error(`${where}.mode oauth (per-user OAuth) is not supported by this build; use none or static`);
-  throw new Error(`${where}.mode must be none or static`);
+  if (mode === "oauth") return parseOAuth(a, where, env);
+  throw new Error(`${where}.mode must be none, static or oauth`);
+}
+
+const OAUTH_KNOWN = new Set([
+  "mode",
+  "issuer",
+  "client_id",
+  "client_secret_env",
+  "scopes",
+  "resource",
+  "authorization_endpoint",
+  "token_endpoint",
+  "revocation_endpoint",
+]);
+
+function httpUrl(value: unknown, where: string): string {
+  let parsed: URL | undefined;
+  try {
+    parsed = typeof value === "string" ? new URL(value) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) throw new Error(`${where} must be an http(s) URL`);
+  return typeof value === "string" ? value.replace(/\/+$/, "") : "";
+}
+
+function parseOAuth(a: Record<string, unknown>, where: string, env: Env): UpstreamOAuth {
+  for (const key of Object.keys(a)) if (!OAUTH_KNOWN.has(key)) throw new Error(`${where}.${key} is not a known setting`);
+  const clientId = a["client_id"];
+  if (typeof clientId !== "string" || clientId === "") throw new Error(`${where}.client_id must name the OAuth client the gateway is registered as`);
+  const out: UpstreamOAuth = { mode: "oauth", issuer: httpUrl(a["issuer"], `${where}.issuer`), clientId, scopes: [] };
+  const secretEnv = a["client_secret_env"];
+  if (secretEnv !== undefined) {
+    if (typeof secretEnv !== "string" || !/^[A-Z_][A-Z0-9_]*$/.test(secretEnv))
+      throw new Error(`${where}.client_secret_env must name an environment variable (A-Z, 0-9, _)`);
+    const secret = env[secretEnv];
+    if (secret === undefined || secret === "")
+      throw new Error(`${where}.client_secret_env: ${secretEnv} is not set (mount the Secret that holds the client secret)`);
+    out.clientSecretEnv = secretEnv;
+    out.clientSecret = secret;
+  }
+  const scopes = a["scopes"];
+  if (scopes !== undefined) {
+    if (!Array.isArray(scopes) || scopes.some((x) => typeof x !== "string" || !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(x)))
+      throw new Error(`${where}.scopes must be an array of scope names`);
+    out.scopes = scopes as string[];
+  }
+  if (a["resource"] !== undefined) out.resource = httpUrl(a["resource"], `${where}.resource`);
+  if (a["authorization_endpoint"] !== undefined) out.authorizationEndpoint = httpUrl(a["authorization_endpoint"], `${where}.authorization_endpoint`);
+  if (a["token_endpoint"] !== undefined) out.tokenEndpoint = httpUrl(a["token_endpoint"], `${where}.token_endpoint`);
+  if (a["revocation_endpoint"] !== undefined) out.revocationEndpoint = httpUrl(a["revocation_endpoint"], `${where}.revocation_endpoint`);
+  return out;
 }
 
 /** Parses and validates the upstream list (the JSON document `{"upstreams": [...]}`). */
@@ -136,6 +211,20 @@ export function parseUpstreams(text: string, env: Env): UpstreamServer[] {
       throw new Error(`${where}.project must belong to one of the server's tenants`);
     const allowTools = strings(e, "allow_tools", where);
     const denyTools = strings(e, "deny_tools", where);
+    const tenantTools: Record<string, { allowTools: string[]; denyTools: string[] }> = {};
+    const perTenant = e["tenant_tools"];
+    if (perTenant !== undefined) {
+      if (typeof perTenant !== "object" || perTenant === null || Array.isArray(perTenant))
+        throw new Error(`${where}.tenant_tools must be an object keyed by tenant`);
+      for (const [tenant, lists] of Object.entries(perTenant as Record<string, unknown>)) {
+        const at = `${where}.tenant_tools.${tenant}`;
+        if (!tenants.includes(tenant)) throw new Error(`${at}: ${tenant} is not one of the server's tenants`);
+        if (typeof lists !== "object" || lists === null || Array.isArray(lists)) throw new Error(`${at} must be an object`);
+        const l = lists as Record<string, unknown>;
+        for (const key of Object.keys(l)) if (key !== "allow_tools" && key !== "deny_tools") throw new Error(`${at}.${key} is not a known setting`);
+        tenantTools[tenant] = { allowTools: strings(l, "allow_tools", at), denyTools: strings(l, "deny_tools", at) };
+      }
+    }
     return {
       id,
       url: parsed.toString(),
@@ -145,6 +234,7 @@ export function parseUpstreams(text: string, env: Env): UpstreamServer[] {
       readOnlyTools: strings(e, "read_only_tools", where),
       allowTools,
       denyTools,
+      tenantTools,
       ...(typeof project === "string" ? { project } : {}),
       timeoutMs: integer(e, "timeout_ms", where, 30_000, 100, 600_000),
       maxConcurrency: integer(e, "max_concurrency", where, 8, 1, 256),

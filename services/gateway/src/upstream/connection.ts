@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { UpstreamServer } from "./config.js";
@@ -16,7 +16,7 @@ import type { UpstreamServer } from "./config.js";
 /** Why a call to the upstream failed, and whether it may have reached the upstream. */
 export class UpstreamError extends Error {
   constructor(
-    readonly detail: "unreachable" | "timeout" | "connection_lost" | "result_too_large" | "bad_answer" | "rejected",
+    readonly detail: "unreachable" | "unauthorized" | "timeout" | "connection_lost" | "result_too_large" | "bad_answer" | "rejected",
     readonly sent: boolean,
     message: string,
     readonly upstreamCode?: number,
@@ -88,10 +88,19 @@ function findUpstreamError(error: unknown): UpstreamError | undefined {
   return undefined;
 }
 
+/** The upstream's HTTP layer refused the credential (401/403): the request was not run. */
+function refusedCredential(error: unknown): UpstreamError | undefined {
+  if (error instanceof StreamableHTTPError && (error.code === 401 || error.code === 403))
+    return new UpstreamError("unauthorized", false, `the upstream refused the credential (HTTP ${error.code})`);
+  return undefined;
+}
+
 /** Maps an error of a request that was (or may have been) sent. */
 function sentError(error: unknown, timeoutMs: number): UpstreamError {
   const capped = findUpstreamError(error);
   if (capped) return capped;
+  const refused = refusedCredential(error);
+  if (refused) return refused;
   if (error instanceof McpError) {
     if (error.code === ErrorCode.RequestTimeout) return new UpstreamError("timeout", true, `no answer within ${timeoutMs} ms`);
     if (error.code === ErrorCode.ConnectionClosed) return new UpstreamError("connection_lost", true, "the connection closed before the answer");
@@ -118,11 +127,20 @@ export interface UpstreamConnection {
 
 const MAX_TOOL_PAGES = 20;
 
-export function createUpstreamConnection(server: UpstreamServer): UpstreamConnection {
+/**
+ * `bearer`: the access token of one principal (per-user OAuth); without it, the server's static
+ * credential (if any) is sent.
+ */
+export function createUpstreamConnection(server: UpstreamServer, bearer?: string): UpstreamConnection {
   let live: Promise<Live> | undefined;
   let cache: { at: number; tools: UpstreamTool[] } | undefined;
 
-  const headers: Record<string, string> = server.auth.mode === "static" ? { [server.auth.header]: `${server.auth.prefix}${server.auth.value}` } : {};
+  const headers: Record<string, string> =
+    bearer !== undefined
+      ? { authorization: `Bearer ${bearer}` }
+      : server.auth.mode === "static"
+        ? { [server.auth.header]: `${server.auth.prefix}${server.auth.value}` }
+        : {};
 
   async function connect(): Promise<Live> {
     const client = new Client({ name: "webcodex-mcp-gateway", version: "0.1.0" }, { capabilities: {} });
@@ -137,6 +155,8 @@ export function createUpstreamConnection(server: UpstreamServer): UpstreamConnec
     } catch (error) {
       await client.close().catch(() => undefined);
       // Only initialize was sent: no tool call reached the upstream.
+      const refused = refusedCredential(error);
+      if (refused) throw refused;
       throw new UpstreamError("unreachable", false, error instanceof Error ? `could not connect: ${error.message.slice(0, 200)}` : "could not connect");
     }
     const entry: Live = { client, inFlight: 0, retired: false };
@@ -168,7 +188,7 @@ export function createUpstreamConnection(server: UpstreamServer): UpstreamConnec
   function done(entry: Live, failed: UpstreamError | undefined): void {
     entry.inFlight -= 1;
     // A broken connection is replaced for later calls; calls still on it finish or fail on their own.
-    if (failed && (failed.detail === "connection_lost" || failed.detail === "unreachable") && !entry.retired) retire(entry);
+    if (failed && (failed.detail === "connection_lost" || failed.detail === "unreachable" || failed.detail === "unauthorized") && !entry.retired) retire(entry);
     else if (entry.retired && entry.inFlight === 0) void entry.client.close().catch(() => undefined);
   }
 

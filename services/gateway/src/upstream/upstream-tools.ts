@@ -8,15 +8,27 @@
  * call only tools the operator marked read-only; a project-bound server takes only its Project;
  * the binding's schema_hash matches the upstream's current schema; the arguments validate
  * against that schema; the upstream's own concurrency and rate budget has room.
+ *
+ * One concept over 400 lines: the model-facing upstream tools and the authority checks between
+ * a caller and an upstream (including whose credential a call carries), kept in one place so
+ * no path to an upstream can skip a check.
  */
 import type { Client } from "@connectrpc/connect";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import type { RefResolverService } from "@webcodex/proto";
-import { failureFromWire, PipelineStage, ReasonCode, toolFailure, toolLimit } from "@webcodex/contracts";
+import {
+  describeUpstreamToolFollowUp,
+  failureFromWire,
+  listUpstreamToolsFollowUp,
+  PipelineStage,
+  ReasonCode,
+  toolFailure,
+  toolLimit,
+} from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
-import type { Logger } from "@webcodex/platform";
+import type { HttpHandler, Logger, NodeRequest, NodeResponse } from "@webcodex/platform";
 import type { Caller } from "../auth.js";
 import { hasScope, WebcodexScope } from "../auth/scopes.js";
 import type { CallContext, Outcome } from "../call-context.js";
@@ -26,12 +38,20 @@ import type { UpstreamConnection, UpstreamTool } from "./connection.js";
 import { createUpstreamLimiter } from "./limiter.js";
 import type { UpstreamLimiter } from "./limiter.js";
 import { labelResult } from "./results.js";
+import type { UpstreamCredential, UpstreamOAuthClient } from "./oauth.js";
 
 export interface UpstreamToolsDeps {
   upstreams: readonly UpstreamServer[];
   refResolver: Client<typeof RefResolverService>;
   logger: Logger;
+  /** Per-user OAuth (required when a server's auth mode is oauth). */
+  oauth?: UpstreamOAuthClient;
 }
+
+/** Per-principal connections kept for OAuth servers (the oldest is closed beyond this). */
+const MAX_PRINCIPAL_CONNECTIONS = 2000;
+
+type Entry = { server: UpstreamServer; connection: UpstreamConnection; limiter: UpstreamLimiter };
 
 const NAMESPACE = /^mcp:([a-z0-9][a-z0-9_-]{0,62})$/;
 const DESCRIPTION_MAX = 1024;
@@ -54,7 +74,11 @@ export function readOnlyCaller(caller: Caller): boolean {
 }
 
 export function createUpstreamTools(deps: UpstreamToolsDeps) {
-  const servers = new Map<string, { server: UpstreamServer; connection: UpstreamConnection; limiter: UpstreamLimiter }>();
+  const servers = new Map<string, Entry>();
+  if (!deps.oauth && deps.upstreams.some((s) => s.auth.mode === "oauth"))
+    throw new Error("an upstream uses auth.mode oauth but per-user OAuth is not configured");
+  /** OAuth servers: one connection per principal, carrying that principal's access token. */
+  const principalConnections = new Map<string, { token: string; connection: UpstreamConnection }>();
   for (const server of deps.upstreams)
     servers.set(server.id, {
       server,
@@ -66,8 +90,79 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
 
   const visible = (server: UpstreamServer, caller: Caller) =>
     server.tenants.includes(caller.principal.clientId) && (server.subjects.length === 0 || server.subjects.includes(caller.principal.subject));
-  const allowed = (server: UpstreamServer, tool: string) =>
-    !server.denyTools.includes(tool) && (server.allowTools.length === 0 || server.allowTools.includes(tool));
+  const allowed = (server: UpstreamServer, tool: string, tenant: string) => {
+    if (server.denyTools.includes(tool) || (server.allowTools.length > 0 && !server.allowTools.includes(tool))) return false;
+    const lists = server.tenantTools[tenant];
+    return !lists || (!lists.denyTools.includes(tool) && (lists.allowTools.length === 0 || lists.allowTools.includes(tool)));
+  };
+
+  const principalKey = (server: UpstreamServer, caller: Caller) => `${server.id}\0${caller.principal.clientId}\0${caller.principal.subject}`;
+
+  /** The connection that carries `token` for this principal (a new token replaces the old connection). */
+  function principalConnection(server: UpstreamServer, caller: Caller, token: string): UpstreamConnection {
+    const key = principalKey(server, caller);
+    const held = principalConnections.get(key);
+    if (held?.token === token) return held.connection;
+    if (held) void held.connection.close();
+    principalConnections.delete(key);
+    if (principalConnections.size >= MAX_PRINCIPAL_CONNECTIONS) {
+      const [oldest] = principalConnections;
+      if (oldest) {
+        principalConnections.delete(oldest[0]);
+        void oldest[1].connection.close();
+      }
+    }
+    const connection = createUpstreamConnection(server, token);
+    principalConnections.set(key, { token, connection });
+    return connection;
+  }
+
+  const authorizationRequired = (server: UpstreamServer, authorizationUrl: string, tool: string | undefined): Outcome =>
+    fail(ReasonCode.upstreamAuthorizationRequired, PipelineStage.authorization, {
+      ...(tool === undefined ? { detail_code: "listing" } : {}),
+      evidence: { server: server.id, ...(tool !== undefined ? { tool } : {}), authorization_url: authorizationUrl },
+      message: `Upstream ${server.id} acts for you only once you authorize it: open authorization_url, sign in and allow access, then run the follow-up. Nothing was sent.`,
+      follow_up: tool === undefined ? listUpstreamToolsFollowUp(server.id) : describeUpstreamToolFollowUp(server.id, tool),
+    });
+
+  /**
+   * Runs `use` on the connection this caller reaches `entry` through. For an OAuth server: the
+   * caller's own token; a credential the upstream refuses (401/403, so nothing ran) is
+   * refreshed once and the request made again; without a usable token the caller is asked to
+   * authorize (`tool` names the follow-up's target).
+   */
+  async function through<T>(entry: Entry, caller: Caller, tool: string | undefined, use: (c: UpstreamConnection) => Promise<T>): Promise<T | Outcome> {
+    const { server } = entry;
+    if (server.auth.mode !== "oauth" || !deps.oauth) return use(entry.connection);
+    let credential: UpstreamCredential;
+    try {
+      credential = await deps.oauth.credential(server, caller.principal);
+    } catch (error) {
+      return authorizationServerDown(server, error);
+    }
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (!("token" in credential)) return authorizationRequired(server, credential.authorizationUrl, tool);
+      try {
+        return await use(principalConnection(server, caller, credential.token));
+      } catch (error) {
+        if (!(error instanceof UpstreamError) || error.detail !== "unauthorized") throw error;
+        try {
+          credential = await deps.oauth.rejected(server, caller.principal, credential.token);
+        } catch (failure) {
+          return authorizationServerDown(server, failure);
+        }
+      }
+    }
+    if ("token" in credential) credential = { authorizationUrl: await deps.oauth.authorizationUrl(server, caller.principal) };
+    return authorizationRequired(server, credential.authorizationUrl, tool);
+  }
+
+  function authorizationServerDown(server: UpstreamServer, error: unknown): Outcome {
+    deps.logger.warn("mcp upstream authorization server unavailable", { server: server.id, error: error instanceof Error ? error.message : String(error) });
+    return unavailable(server, new UpstreamError("unreachable", false, "its authorization server could not be reached"), false);
+  }
+
+  const isOutcome = (v: unknown): v is Outcome => typeof v === "object" && v !== null && "ok" in v && typeof (v as { ok: unknown }).ok === "boolean";
 
   function serverFor(caller: Caller, id: string | undefined) {
     const entry = id === undefined ? undefined : servers.get(id);
@@ -103,9 +198,11 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     });
   }
 
-  async function toolsOf(entry: { server: UpstreamServer; connection: UpstreamConnection }, fresh = false): Promise<UpstreamTool[] | Outcome> {
+  async function toolsOf(entry: Entry, caller: Caller, tool: string | undefined, fresh = false): Promise<UpstreamTool[] | Outcome> {
     try {
-      return (await entry.connection.tools(fresh)).filter((t) => allowed(entry.server, t.name));
+      const tools = await through(entry, caller, tool, (c) => c.tools(fresh));
+      if (isOutcome(tools)) return tools;
+      return tools.filter((t) => allowed(entry.server, t.name, caller.principal.clientId));
     } catch (error) {
       return unavailable(entry.server, error, false);
     }
@@ -123,7 +220,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     const namespace = args["namespace"] as string;
     const entry = namespaceServer(ctx.caller, namespace);
     if (!entry) return unknownNamespace("/namespace");
-    const tools = await toolsOf(entry);
+    const tools = await toolsOf(entry, ctx.caller, undefined);
     if (!Array.isArray(tools)) return tools;
     const cursor = args["cursor"];
     const start = cursor === undefined ? 0 : /^[0-9]{1,6}$/.test(String(cursor)) ? Number(cursor) : -1;
@@ -175,7 +272,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
   async function readManifest(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
     const entry = namespaceServer(ctx.caller, args["namespace"] as string);
     if (!entry) return unknownNamespace("/namespace");
-    const tools = await toolsOf(entry);
+    const tools = await toolsOf(entry, ctx.caller, typeof args["tool"] === "string" ? args["tool"] : undefined);
     if (!Array.isArray(tools)) return tools;
     const t = tools.find((x) => x.name === args["tool"]);
     if (!t) return missingTool(entry.server);
@@ -218,7 +315,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     const entry = serverFor(ctx.caller, serverId);
     if (!entry) return unknownNamespace(bound ? "/binding/server" : "/server");
     const { server } = entry;
-    if (!allowed(server, toolName)) return missingTool(server);
+    if (!allowed(server, toolName, ctx.caller.principal.clientId)) return missingTool(server);
     // An operator-marked read-only tool changes nothing: its call is audited as a read.
     ctx.readOnlyTarget = server.readOnlyTools.includes(toolName);
     if (readOnlyCaller(ctx.caller) && !server.readOnlyTools.includes(toolName))
@@ -239,11 +336,11 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     } else if (server.project !== undefined) return mismatch({ field: "/project" });
 
     // The schema the arguments are checked against; a binding newer than the cache refetches once.
-    let tools = await toolsOf(entry);
+    let tools = await toolsOf(entry, ctx.caller, toolName);
     if (!Array.isArray(tools)) return tools;
     let target = tools.find((t) => t.name === toolName);
     if (bound && target?.schemaHash !== bound.schema_hash) {
-      tools = await toolsOf(entry, true);
+      tools = await toolsOf(entry, ctx.caller, toolName, true);
       if (!Array.isArray(tools)) return tools;
       target = tools.find((t) => t.name === toolName);
     }
@@ -288,10 +385,13 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     let responseBytes = 0;
     try {
       requestBytes = Buffer.byteLength(JSON.stringify({ name: toolName, arguments: callArgs }));
-      const { result } = await entry.connection.callTool(toolName, callArgs, ctx.signal);
-      const labelled = labelResult(server.id, toolName, result, server.maxResultBytes);
-      responseBytes = labelled.bytes;
-      outcome = { ok: true, result: labelled };
+      const called = await through(entry, ctx.caller, toolName, (c) => c.callTool(toolName, callArgs, ctx.signal));
+      if (isOutcome(called)) outcome = called;
+      else {
+        const labelled = labelResult(server.id, toolName, called.result, server.maxResultBytes);
+        responseBytes = labelled.bytes;
+        outcome = { ok: true, result: labelled };
+      }
     } catch (error) {
       // Sent without an answer: unknown, whatever the tool's marks (the upstream decides what it did).
       outcome = unavailable(server, error, true);
@@ -315,9 +415,47 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
 
   async function close(): Promise<void> {
     await Promise.all([...servers.values()].map((s) => s.connection.close()));
+    await Promise.all([...principalConnections.values()].map((s) => s.connection.close()));
+    principalConnections.clear();
   }
 
-  return { namespaces, listTools, readManifest, callTool, close, enabled: servers.size > 0 };
+  /**
+   * POST /mcp-upstream/oauth/revoke?server=<id> (Authorization: Bearer <the caller's WebCodex
+   * token>): forgets the caller's tokens for that server and revokes them at its authorization server.
+   */
+  function revokeHandler(authenticate: (token: string | undefined) => Promise<Caller | undefined>): HttpHandler {
+    const answer = (res: NodeResponse, status: number, body: Record<string, unknown>) => {
+      res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
+      res.end(JSON.stringify(body));
+    };
+    return async (req: NodeRequest, res: NodeResponse) => {
+      if (req.method !== "POST") return answer(res, 405, { error: "method_not_allowed" });
+      const header = req.headers["authorization"];
+      const token = typeof header === "string" && /^Bearer /i.test(header) ? header.slice(7).trim() : undefined;
+      const caller = await authenticate(token).catch(() => undefined);
+      if (!caller) return answer(res, 401, { error: "unauthenticated" });
+      const id = new URL(req.url ?? "/", "http://revoke").searchParams.get("server") ?? undefined;
+      const entry = serverFor(caller, id);
+      if (!entry || entry.server.auth.mode !== "oauth" || !deps.oauth) return answer(res, 404, { error: "unknown_server" });
+      const revoked = await deps.oauth.revoke(entry.server, caller.principal);
+      const key = principalKey(entry.server, caller);
+      void principalConnections.get(key)?.connection.close();
+      principalConnections.delete(key);
+      deps.logger.info("mcp upstream authorization revoked", { server: entry.server.id, client_id: caller.principal.clientId, had_tokens: revoked });
+      return answer(res, 200, { server: entry.server.id, revoked });
+    };
+  }
+
+  return {
+    namespaces,
+    listTools,
+    readManifest,
+    callTool,
+    close,
+    revokeHandler,
+    servers: new Map([...servers].map(([id, e]) => [id, e.server])),
+    enabled: servers.size > 0,
+  };
 }
 
 export type UpstreamTools = ReturnType<typeof createUpstreamTools>;

@@ -27,13 +27,36 @@ test("upstream config: every bad entry is refused at start-up naming its field",
     [one({ url: "ftp://x" }), /url must be an http\(s\) URL/],
     [one({ tenants: [] }), /tenants must name at least one/],
     [one({ auth: { mode: "static", env: "MISSING_VAR" } }), /MISSING_VAR is not set/],
-    [one({ auth: { mode: "oauth" } }), /oauth .* not supported/],
+    [one({ auth: { mode: "oauth" } }), /auth\.client_id must name the OAuth client/],
+    [one({ auth: { mode: "oauth", client_id: "gw" } }), /auth\.issuer must be an http\(s\) URL/],
+    [one({ auth: { mode: "oauth", issuer: "https://idp.example", client_id: "gw", client_secret_env: "NO_SUCH_SECRET" } }), /NO_SUCH_SECRET is not set/],
+    [one({ auth: { mode: "oauth", issuer: "https://idp.example", client_id: "gw", pkce: false } }), /auth\.pkce is not a known setting/],
+    [one({ tenant_tools: { other: { deny_tools: ["x"] } } }), /tenant_tools\.other: other is not one of the server's tenants/],
     [one({ project: "agent:other:web" }), /project must belong to one of the server's tenants/],
     [one({ timeout_ms: 5 }), /timeout_ms must be an integer from 100/],
     [JSON.stringify({ upstreams: [JSON.parse(one({})).upstreams[0], JSON.parse(one({})).upstreams[0]] }), /used twice/],
     ["{", /not valid JSON/],
   ];
   for (const [text, message] of cases) assert.throws(() => parseUpstreams(text, {}), message);
+});
+
+test("upstream config: per-user OAuth and per-tenant tool lists are read", () => {
+  const [s] = parseUpstreams(
+    one({
+      auth: { mode: "oauth", issuer: "https://idp.example/", client_id: "gw", client_secret_env: "GW_SECRET", scopes: ["tickets"] },
+      tenant_tools: { acme: { deny_tools: ["delete"] } },
+    }),
+    { GW_SECRET: "s3" },
+  );
+  assert.deepEqual(s?.auth, {
+    mode: "oauth",
+    issuer: "https://idp.example",
+    clientId: "gw",
+    clientSecretEnv: "GW_SECRET",
+    clientSecret: "s3",
+    scopes: ["tickets"],
+  });
+  assert.deepEqual(s?.tenantTools, { acme: { allowTools: [], denyTools: ["delete"] } });
 });
 
 test("schema hashes ignore key order and change with the schema", () => {
