@@ -12,6 +12,11 @@ RUN apt-get update \
 ENV PATH=/usr/lib/postgresql/15/bin:$PATH \
     PGDATA=/var/lib/postgresql/data
 USER postgres
-# initdb once (user $POSTGRES_USER, database $POSTGRES_DB), then the server in the foreground.
-CMD ["sh", "-ec", "if [ ! -s \"$PGDATA/PG_VERSION\" ]; then initdb -U \"${POSTGRES_USER:-postgres}\" --auth=trust -E UTF8 >/dev/null; echo \"host all all all trust\" >> \"$PGDATA/pg_hba.conf\"; if [ \"${POSTGRES_DB:-postgres}\" != postgres ]; then echo \"CREATE DATABASE ${POSTGRES_DB}\" | postgres --single -D \"$PGDATA\" postgres >/dev/null; fi; fi; exec postgres -c listen_addresses='*' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"]
+# The cluster is made at build time (initdb takes seconds on a loaded machine; a test starts
+# many servers): user postgres, trust authentication, databases postgres and test.
+RUN initdb -U postgres --auth=trust -E UTF8 >/dev/null \
+ && echo "host all all all trust" >> "$PGDATA/pg_hba.conf" \
+ && echo "CREATE DATABASE test" | postgres --single -D "$PGDATA" postgres >/dev/null
+# $POSTGRES_DB, when it is another database, is made at start; then the server in the foreground.
+CMD ["sh", "-ec", "case \"${POSTGRES_DB:-test}\" in postgres|test) ;; *) echo \"CREATE DATABASE ${POSTGRES_DB}\" | postgres --single -D \"$PGDATA\" postgres >/dev/null ;; esac; exec postgres -c listen_addresses='*' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"]
 EXPOSE 5432
