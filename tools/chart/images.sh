@@ -100,7 +100,7 @@ else
     context="$(mktemp -d "${TMPDIR:-/tmp}/webcodex-image-context.XXXXXX")"
     trap 'rm -rf "$context"' EXIT
     # The tree as images/Dockerfile's builder stage leaves it: no tests, no dev dependencies.
-    rsync -a --exclude=/.git --exclude=/.webcodex --exclude=/bench-results --exclude=/charts --exclude=/docs \
+    rsync -a --exclude=/.git --exclude=/.github --exclude=/.ci --exclude=/.tools --exclude=/.webcodex --exclude=/bench-results --exclude=/charts --exclude=/docs \
       --exclude=/examples --exclude=/images --exclude=/test --exclude=/tools/conformance --exclude=/tmp \
       --exclude='*.tsbuildinfo' --exclude='*.test.*' --exclude='*.test-support.*' --exclude=coverage \
       --exclude=.env --exclude='.env.*' --exclude='*.pem' --exclude='*.key' --exclude=node_modules/.cache \
