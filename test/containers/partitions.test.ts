@@ -3,7 +3,8 @@
  * (six images with the chart's security context, Postgres and Redis containers): Redis taken off
  * the network (the broker loses Redis), the runner-broker container paused and then taken off
  * the network (the gateway loses the broker), the Runner taken off the network and then paused
- * (the broker and the gateway lose the Runner). Each while 4 real MCP clients append a unique
+ * (the broker and the gateway lose the Runner), and the Postgres container killed with SIGKILL
+ * and started again 5 s later (the primary dies under load). Each while 4 real MCP clients append a unique
  * line to a ledger with run_shell and read a file, 50 ms apart.
  * Per partition: every call is told success, structured failure or outcome_unknown; none is
  * misreported (told success but absent, told "nothing changed" but present); none is applied
@@ -45,6 +46,7 @@ const PARTITIONS = [
   { name: "broker-off", what: "runner-broker disconnected from the network", target: "runner-broker", how: "disconnect" },
   { name: "runner-broker", what: "Runner disconnected from the network", target: "runner", how: "disconnect" },
   { name: "runner-paused", what: "Runner container paused", target: "runner", how: "pause" },
+  { name: "postgres-killed", what: "Postgres container killed (SIGKILL) and started again", target: "postgres", how: "kill" },
 ] as const;
 
 if ("missing" in engine) {
@@ -100,12 +102,18 @@ if ("missing" in engine) {
   };
 
   const auditRows = async (): Promise<number> => {
-    const sql = new pg.Client({ connectionString: stack.postgresUrl });
-    await sql.connect();
-    try {
-      return Number((await sql.query("SELECT count(*)::int AS n FROM audit.action_audit WHERE tool = 'run_shell'")).rows[0].n);
-    } finally {
-      await sql.end();
+    // Right after a Postgres restart the server may still be starting: a new client per attempt.
+    for (let attempt = 0; ; attempt++) {
+      const sql = new pg.Client({ connectionString: stack.postgresUrl, connectionTimeoutMillis: 2_000 });
+      try {
+        await sql.connect();
+        return Number((await sql.query("SELECT count(*)::int AS n FROM audit.action_audit WHERE tool = 'run_shell'")).rows[0].n);
+      } catch (error) {
+        if (attempt >= 40) throw error;
+        await new Promise((r) => setTimeout(r, 250));
+      } finally {
+        await sql.end().catch(() => undefined);
+      }
     }
   };
 

@@ -170,7 +170,7 @@ export interface ContainerStack {
   /** Host URL of each service's published port. */
   readonly urls: Record<ServiceImage, string>;
   readonly mcpUrl: string;
-  /** The platform database, from the host. */
+  /** The platform database, from the host (read again each time: a restarted container may publish another port). */
   readonly postgresUrl: string;
   /** Milliseconds from `docker run` to the service's /healthz answering 200. */
   readonly startMs: Record<ServiceImage, number>;
@@ -321,7 +321,18 @@ export async function startContainerStack(o: ContainerStackOptions): Promise<Con
     await start("runner");
     await waitFor("gateway /readyz (its Runner routable)", httpOk(`${urls.gateway}/readyz`), 60_000, name("gateway"));
     const containers = Object.fromEntries([...SERVICE_IMAGES, "postgres", "redis"].map((s) => [s, name(s)])) as ContainerStack["containers"];
-    return { network, containers, urls, mcpUrl: `${urls.gateway}/mcp`, postgresUrl, startMs, serviceKey, stop };
+    return {
+      network,
+      containers,
+      urls,
+      mcpUrl: `${urls.gateway}/mcp`,
+      get postgresUrl() {
+        return `postgres://postgres@127.0.0.1:${publishedPort(name("postgres"), 5432)}/webcodex`;
+      },
+      startMs,
+      serviceKey,
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;
