@@ -15,7 +15,7 @@ STAMP := node_modules/.webcodex-install-stamp
 docs: build
 	node tools/scripts/gen-tools-doc.mjs
 
-.PHONY: docs setup install generate codegen-check build lint format run dev up test test-unit test-integration test-e2e test-one mutation faults bench bench-compare chart images clean help
+.PHONY: docs setup install generate codegen-check build lint format run dev up test test-unit test-integration test-e2e test-one mutation faults bench bench-compare chart images test-containers clean help
 
 help:
 	@echo "make run [PROJECT=dir] [PORT=8080]  start WebCodex embedded on a directory (default: a copy of the sample in .webcodex/)"
@@ -25,6 +25,8 @@ help:
 	@echo "make bench                          benchmarks (ratios against same-run baselines)"
 	@echo "make bench-compare BASE=<dir>       this build against another built checkout, side by side"
 	@echo "make faults                         long fault suite (1,000 Runner kills, 100,000 fuzz cases, 3 rounds of service kills, 10-minute soak); figures to bench-results/faults.json"
+	@echo "make images                         the six service images (sizes at the end)"
+	@echo "make test-containers                the images run as the chart runs them, and the containerised stack (needs a Docker engine)"
 	@echo "make up PROJECT=dir                 distributed mode on localhost (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)"
 
 $(STAMP): package.json package-lock.json
@@ -143,8 +145,15 @@ endif
 chart: install
 	node --test tools/chart/
 
+# The six images (tools/chart/images.sh: the multistage build where buildx and a registry serve
+# it, otherwise the prebuilt build from this tree on a Debian base made with debootstrap).
 images:
 	bash tools/chart/images.sh
+
+# The container suites alone (needs a Docker engine: DOCKER_HOST or the default socket; builds
+# missing images first). `make test` runs them too, and says so when no engine answers.
+test-containers: build
+	node tools/scripts/run-tests.mjs containers
 
 clean:
 	rm -rf node_modules tools/conformance/node_modules */*/dist */*/*.tsbuildinfo test/dist $(STAMP)

@@ -1,13 +1,21 @@
 /**
  * Postgres and Redis for integration tests. With a Docker engine, testcontainers starts them;
- * without one (these machines), the servers named by WEBCODEX_TEST_POSTGRES_URL /
- * WEBCODEX_TEST_REDIS_URL are used (default: the local ones). Never skipped: if neither is
- * available, the suite fails with a message that says so.
+ * without one, the servers named by WEBCODEX_TEST_POSTGRES_URL / WEBCODEX_TEST_REDIS_URL are used
+ * (default: the local ones). Never skipped: if neither is available, the suite fails with a
+ * message that says so.
+ *
+ * The testcontainers images are WEBCODEX_TEST_POSTGRES_IMAGE / WEBCODEX_TEST_REDIS_IMAGE
+ * (default: webcodex-test/postgres:15-bookworm and webcodex-test/redis:7-bookworm, which
+ * tools/scripts/test-images.sh builds from Debian packages, so no image registry is needed;
+ * `make test` runs it when an engine answers). Ryuk is off unless TESTCONTAINERS_RYUK_DISABLED
+ * says otherwise (its image comes from a registry): a detached watchdog removes this process's
+ * containers once it exits, however it exits.
  *
  * Isolation: each test gets its own database (created here, dropped on release) and its own
  * Redis key prefix, so runs never collide.
  */
 import { randomBytes } from "node:crypto";
+import { spawn } from "node:child_process";
 import pg from "pg";
 
 export interface BackingServices {
@@ -30,19 +38,62 @@ async function dockerAvailable(): Promise<boolean> {
   }
 }
 
+const POSTGRES_IMAGE = process.env["WEBCODEX_TEST_POSTGRES_IMAGE"] ?? "webcodex-test/postgres:15-bookworm";
+const REDIS_IMAGE = process.env["WEBCODEX_TEST_REDIS_IMAGE"] ?? "webcodex-test/redis:7-bookworm";
+
+/** Removes the containers once `pid` has exited (Ryuk's job, without Ryuk's image). */
+function watchdog(pid: number, containerIds: string[]): void {
+  const script = `while kill -0 ${pid} 2>/dev/null; do sleep 2; done; docker rm -f -v ${containerIds.join(" ")} >/dev/null 2>&1`;
+  spawn("sh", ["-c", script], { detached: true, stdio: "ignore", env: process.env }).unref();
+}
+
+async function startContainers(): Promise<BackingServices> {
+  const { GenericContainer, Wait } = await import("testcontainers");
+  const started = Date.now();
+  let postgres, redis;
+  try {
+    [postgres, redis] = await Promise.all([
+      new GenericContainer(POSTGRES_IMAGE)
+        .withExposedPorts(5432)
+        .withEnvironment({ POSTGRES_DB: "test" })
+        .withLabels({ "webcodex-test": "1" })
+        .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/))
+        .withStartupTimeout(120_000)
+        .start(),
+      new GenericContainer(REDIS_IMAGE)
+        .withExposedPorts(6379)
+        .withLabels({ "webcodex-test": "1" })
+        .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/))
+        .withStartupTimeout(60_000)
+        .start(),
+    ]);
+  } catch (error) {
+    throw new Error(
+      `integration tests: a Docker engine answers, but testcontainers could not start ${POSTGRES_IMAGE} and ${REDIS_IMAGE} (${String(error)}). Build them with tools/scripts/test-images.sh, or set WEBCODEX_TEST_POSTGRES_URL and WEBCODEX_TEST_REDIS_URL to use running servers.`,
+    );
+  }
+  const ryukOff = process.env["TESTCONTAINERS_RYUK_DISABLED"] === "true";
+  if (ryukOff) watchdog(process.pid, [postgres.getId(), redis.getId()]);
+  const postgresAdminUrl = `postgres://postgres@${postgres.getHost()}:${postgres.getMappedPort(5432)}/test`;
+  const redisUrl = `redis://${redis.getHost()}:${redis.getMappedPort(6379)}`;
+  process.stderr.write(
+    `backing services: testcontainers (${POSTGRES_IMAGE} at ${postgresAdminUrl}, ${REDIS_IMAGE} at ${redisUrl}, ${Date.now() - started} ms${ryukOff ? "; Ryuk off, a watchdog removes them" : ""})\n`,
+  );
+  return {
+    postgresAdminUrl,
+    redisUrl,
+    source: "testcontainers",
+    stop: async () => {
+      await Promise.all([postgres.stop(), redis.stop()]);
+    },
+  };
+}
+
 async function start(): Promise<BackingServices> {
-  if (process.env["WEBCODEX_TEST_POSTGRES_URL"] === undefined && (await dockerAvailable())) {
-    const { PostgreSqlContainer } = await import("@testcontainers/postgresql");
-    const { RedisContainer } = await import("@testcontainers/redis");
-    const [postgres, redis] = await Promise.all([new PostgreSqlContainer("postgres:16-alpine").start(), new RedisContainer("redis:7-alpine").start()]);
-    return {
-      postgresAdminUrl: postgres.getConnectionUri(),
-      redisUrl: redis.getConnectionUrl(),
-      source: "testcontainers",
-      stop: async () => {
-        await Promise.all([postgres.stop(), redis.stop()]);
-      },
-    };
+  if (process.env["WEBCODEX_TEST_POSTGRES_URL"] === undefined) {
+    // Ryuk's image comes from a registry; without it, the watchdog above does its job.
+    process.env["TESTCONTAINERS_RYUK_DISABLED"] ??= "true";
+    if (await dockerAvailable()) return startContainers();
   }
   const postgresAdminUrl = process.env["WEBCODEX_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
   const redisUrl = process.env["WEBCODEX_TEST_REDIS_URL"] ?? "redis://127.0.0.1:6379";

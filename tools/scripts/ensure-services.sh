@@ -7,6 +7,8 @@
 #   their own containers, and the local servers are not needed;
 # - otherwise they use WEBCODEX_TEST_POSTGRES_URL / WEBCODEX_TEST_REDIS_URL (default: the local
 #   servers), which this script starts when they are down and it can.
+# With an engine it makes sure the Postgres and Redis images testcontainers starts are there
+# (tools/scripts/test-images.sh builds them from Debian packages when no registry serves them).
 # Exits non-zero, saying what failed, when the tests would have neither.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -46,6 +48,8 @@ if [ -z "${WEBCODEX_TEST_POSTGRES_URL:-}" ]; then
   engine="$(docker_engine)"
   case $? in
     0) echo "ensure-services: $engine answers; the tests start Postgres and Redis with testcontainers (local servers not needed)"
+       # Their images: present, pulled, or built from Debian packages (no registry needed).
+       bash tools/scripts/test-images.sh || { echo "ensure-services: the testcontainers images are missing and could not be made (see above)"; exit 1; }
        exit 0 ;;
     1) ;; # no engine: the local servers
     2) echo "ensure-services: testcontainers is not installed (run npm ci); not looking for a Docker engine" ;;
