@@ -49,6 +49,8 @@ const suites = [
 let passed = 0;
 let failed = 0;
 const broken = [];
+/** Tests that did not run, with their reason, listed before the totals (they count as neither). */
+const skipped = [];
 const scratch = mkdtempSync(join(tmpdir(), "webcodex-tests-"));
 
 /** Runs one suite on one Node binary; returns its failed tests, or undefined when it could not run. */
@@ -74,14 +76,18 @@ function runSuite(suite, node, label) {
     broken.push(`${label}: the test runner exited (${res.status ?? res.signal}) without results`);
     return undefined;
   }
-  const [head, ...failures] = readFileSync(counts, "utf8").trimEnd().split("\n");
-  const [p, f] = (head ?? "").split(" ").map(Number);
+  const [head, ...lines] = readFileSync(counts, "utf8").trimEnd().split("\n");
+  const [p, f, s] = (head ?? "").split(" ").map(Number);
+  const failures = lines.filter((l) => !l.startsWith("skip\t"));
+  const skips = lines.filter((l) => l.startsWith("skip\t")).map((l) => l.slice(5).replace("\t", ": "));
   if (!Number.isInteger(p) || !Number.isInteger(f)) {
     broken.push(`${label}: the test runner's counts are unreadable (exit ${res.status ?? res.signal})`);
     return undefined;
   }
   passed += p;
   failed += f;
+  skipped.push(...skips.map((t) => `${label}: ${t}`));
+  if (s) process.stdout.write(`=== ${label}: ${s} skipped\n`);
   if (res.status !== 0 && f === 0) broken.push(`${label}: runner exited ${res.status} with no failed test (a file failed to load?)`);
   return { passed: p, failures: new Set(failures) };
 }
@@ -126,6 +132,7 @@ if (only.length === 0 && ltsVersion !== undefined) {
   }
 }
 
+for (const t of skipped) process.stdout.write(`not run: ${t}\n`);
 for (const b of broken) process.stdout.write(`suite problem: ${b}\n`);
 process.stdout.write(`\n${passed} passed, ${failed + broken.length} failed\n`);
 process.exit(failed > 0 || broken.length > 0 ? 1 : 0);
