@@ -48,6 +48,9 @@ describe("Jobs end to end in distributed mode through a real MCP client", () => 
       postgresUrl: db.url,
       redisUrl: services.redisUrl,
       projectDir,
+      // 20 sandboxed Jobs start at once here: 1 s heartbeats (lost after 2 s) keep a Runner busy
+      // starting them from being taken for lost on a loaded machine.
+      heartbeatIntervalMs: 1000,
       gatewayEnv: { WEBCODEX_DEV_TOKEN: token },
       extraEnv: { WEBCODEX_PROJECT_CONCURRENCY: "32", WEBCODEX_JOB_RECONCILE_INTERVAL_MS: "1000" },
     });
