@@ -10,7 +10,7 @@
  *
  * A stale direct route is refused by the Runner before anything runs (fence_stale, detail
  * route_stale) or not reached at all (connection refused): the route is dropped, the broker
- * asked once, and the call re-sent. A call that may have started on the Runner (the connection
+ * asked once, and the call re-sent; refused again, the call is relayed through the broker. A call that may have started on the Runner (the connection
  * broke after it was sent) is never re-sent.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -176,7 +176,12 @@ export function createRouteTable(o: RouteTableOptions): RouteTable {
           if (res.failure?.reasonCode === ReasonCode.fenceStale && res.failure.detailCode === "route_stale") {
             direct?.inc({ outcome: "stale" });
             if (retry("route_stale")) continue;
-          } else direct?.inc({ outcome: "answered" });
+            // Refused again on the broker's fresh route (the Runner's lease lapsed on its side,
+            // say its renewal was late): nothing ran, so the broker, which owns the lease, takes it.
+            relayed?.inc();
+            return { relay: true };
+          }
+          direct?.inc({ outcome: "answered" });
           return { relay: false, resultJson: res.resultJson, ...(res.failure ? { failure: failureFromWire(res.failure) } : {}) };
         } catch (error) {
           const ce = ConnectError.from(error);
