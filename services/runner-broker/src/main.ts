@@ -12,6 +12,7 @@ import {
   onShutdown,
   serviceIdentityFromEnv,
   readinessFrom,
+  serverRuntimeOptions,
   startServiceServer,
   startTelemetry,
 } from "@webcodex/platform";
@@ -102,6 +103,7 @@ export async function main(env: Env = process.env): Promise<void> {
   });
   const server = await startServiceServer({
     grpcReflection: config.grpcReflection,
+    ...serverRuntimeOptions(config),
     interceptors: [
       ...(split ? [createPortPolicy("control")] : []),
       ...(identity ? [identity.serverInterceptor(RUNNER_PROCEDURES)] : []),
