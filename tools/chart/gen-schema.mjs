@@ -227,6 +227,7 @@ export const schema = {
         {},
       ),
       resourceQuota: obj({ enabled: bool(), hard: ref("resourceList") }),
+      admissionPolicy: obj({ enabled: bool() }),
       fleet: obj({
         enabled: bool(),
         idleTimeoutMinutes: int({ minimum: 0, maximum: 10080 }),
