@@ -166,3 +166,14 @@ describe("runner.admissionPolicy: a ValidatingAdmissionPolicy pinning broker-cre
     assert.match(bumped.spec.validations.map((v) => v.expression).join("\n"), /runner:9\.9\.9"/);
   });
 });
+
+describe("runner.fleet.quota.concurrentJobsPerTenant", () => {
+  test("reaches every broker replica, with or without the reconciler; 0 (unlimited) by default", async () => {
+    const brokerEnv = async (set) => envOf(find(await template(set), "Deployment", "runner-broker").spec.template.spec.containers[0]);
+    assert.equal((await brokerEnv([])).WEBCODEX_FLEET_QUOTA_CONCURRENT_JOBS_PER_TENANT.value, "0");
+    assert.equal((await brokerEnv(["--set", "runner.fleet.quota.concurrentJobsPerTenant=4"])).WEBCODEX_FLEET_QUOTA_CONCURRENT_JOBS_PER_TENANT.value, "4");
+    const noFleet = await brokerEnv(["--set", "runner.fleet.quota.concurrentJobsPerTenant=4", "--set", "runner.fleet.enabled=false"]);
+    assert.equal(noFleet.WEBCODEX_FLEET_QUOTA_CONCURRENT_JOBS_PER_TENANT.value, "4");
+    assert.match(await templateError(["--set", "runner.fleet.quota.concurrentJobsPerTenant=-1"]), /concurrentJobsPerTenant|minimum/);
+  });
+});

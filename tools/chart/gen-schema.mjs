@@ -233,7 +233,12 @@ export const schema = {
         idleTimeoutMinutes: int({ minimum: 0, maximum: 10080 }),
         resyncSeconds: int({ minimum: 1, maximum: 86400 }),
         rotation: obj({ maxUnavailable: int({ minimum: 1, maximum: 1000 }) }),
-        quota: obj({ liveRunnersPerTenant: int({ minimum: 0 }), projectsPerTenant: int({ minimum: 0 }), projectCreationsPerHour: int({ minimum: 0 }) }),
+        quota: obj({
+          liveRunnersPerTenant: int({ minimum: 0 }),
+          projectsPerTenant: int({ minimum: 0 }),
+          projectCreationsPerHour: int({ minimum: 0 }),
+          concurrentJobsPerTenant: int({ minimum: 0 }),
+        }),
       }),
       sensitiveWriteGlobs: arr(str({ minLength: 1, pattern: "\\S" })),
       // The Runner refuses unknown names and the frozen baseline, so the chart does too.

@@ -57,6 +57,8 @@ export const runnerBrokerConfigSpec = {
   fleetQuotaProjectsPerTenant: { kind: "int", env: "WEBCODEX_FLEET_QUOTA_PROJECTS_PER_TENANT", default: 0, min: 0 },
   /** Project creations per tenant in any hour; 0: unlimited. */
   fleetQuotaCreationsPerHour: { kind: "int", env: "WEBCODEX_FLEET_QUOTA_CREATIONS_PER_HOUR", default: 0, min: 0 },
+  /** Jobs running at once per tenant, across its Projects; 0: unlimited. */
+  fleetQuotaConcurrentJobsPerTenant: { kind: "int", env: "WEBCODEX_FLEET_QUOTA_CONCURRENT_JOBS_PER_TENANT", default: 0, min: 0 },
   /** local-process: loaded, unclaimed Runner processes kept for new projects (warm starts); 0: every start is cold. */
   fleetWarmPool: { kind: "int", env: "WEBCODEX_FLEET_WARM_POOL", default: 0, min: 0, max: 64 },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
