@@ -3,8 +3,11 @@
 // (run: node --test tools/chart/). helm comes from fetch-helm.sh.
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { validateObject } from "./k8s-validate.mjs";
 import {
+  root,
   productionValues,
   NAMESPACE,
   template,
@@ -175,5 +178,28 @@ describe("runner.fleet.quota.concurrentJobsPerTenant", () => {
     const noFleet = await brokerEnv(["--set", "runner.fleet.quota.concurrentJobsPerTenant=4", "--set", "runner.fleet.enabled=false"]);
     assert.equal(noFleet.WEBCODEX_FLEET_QUOTA_CONCURRENT_JOBS_PER_TENANT.value, "4");
     assert.match(await templateError(["--set", "runner.fleet.quota.concurrentJobsPerTenant=-1"]), /concurrentJobsPerTenant|minimum/);
+  });
+});
+
+describe("docs/sizing.md and the production example agree", () => {
+  test("the example ResourceQuota admits the Runners sizing.md plans for, all live at once", async () => {
+    const sizing = readFileSync(join(root, "docs/sizing.md"), "utf8");
+    const planned = Number(sizing.match(/plan for (\d+) PVCs/)?.[1]);
+    assert.ok(planned > 0, "sizing.md states how many workspaces it plans for");
+    const objs = await rendered("production");
+    const quota = byKind(objs, "ResourceQuota")[0];
+    assert.ok(quota, "the production example renders the Runner ResourceQuota");
+    const { pod, pvc } = brokerCode().buildRunnerObjects(brokerCode().parseRunnerPodTemplate(runnerTemplate(objs)), { clientId: "t", projectId: "p" });
+    const qty = (v) => {
+      const m = String(v).match(/^([0-9.]+)(m|Ki|Mi|Gi|Ti)?$/);
+      return Number(m[1]) * (m[2] ? { m: 1e-3, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 }[m[2]] : 1);
+    };
+    const hard = quota.spec.hard;
+    assert.ok(Number(hard.pods) >= planned, `pods ${hard.pods} >= ${planned}`);
+    assert.ok(Number(hard.persistentvolumeclaims) >= planned);
+    assert.ok(qty(hard["requests.storage"]) >= planned * qty(pvc.spec.resources.requests.storage), "storage for every workspace");
+    const limits = pod.spec.containers[0].resources.limits;
+    assert.ok(qty(hard["limits.cpu"]) >= planned * qty(limits.cpu), `limits.cpu ${hard["limits.cpu"]} for ${planned} Runners at ${limits.cpu}`);
+    assert.ok(qty(hard["limits.memory"]) >= planned * qty(limits.memory), `limits.memory ${hard["limits.memory"]} for ${planned} Runners at ${limits.memory}`);
   });
 });
