@@ -1,4 +1,5 @@
 import { describe, it } from "node:test";
+import type http from "node:http";
 import assert from "node:assert/strict";
 import { createLogger } from "./logger.js";
 import { createMetrics } from "./metrics.js";
@@ -106,5 +107,50 @@ describe("startServiceServer: process-local readiness, diagnostics port, drain",
       drainMs: 5000,
     });
     assert.deepEqual(serverRuntimeOptions({ readiness: "dependencies", shutdownDrainMs: 2000 }), { readinessScope: "dependencies", drainMs: 2000 });
+  });
+});
+
+describe("startServiceServer: drain and standing event streams", () => {
+  it("close() ends a GET event stream (Accept: text/event-stream) at once but waits for a call in flight", async () => {
+    let entered = () => undefined as void;
+    const inside = new Promise<void>((r) => {
+      entered = r;
+    });
+    let release = () => undefined as void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const server = await start({
+      drainMs: 10_000,
+      httpRoutes: {
+        "/events": (_req, res) => {
+          const r = res as http.ServerResponse;
+          r.writeHead(200, { "content-type": "text/event-stream" });
+          r.write(": open\n\n");
+        },
+        "/slow": async (_req, res) => {
+          entered();
+          await gate;
+          sendJson(res, 200, { done: true });
+        },
+      },
+    });
+    const events = await fetch(`${server.url}/events`, { headers: { accept: "text/event-stream" } });
+    const streamEnded = events.text().then(
+      () => Date.now(),
+      (e: unknown) => assert.fail(`event stream: ${String(e)}`),
+    );
+    const call = fetch(`${server.url}/slow`).then(
+      (r) => r.status,
+      (e: unknown) => assert.fail(`call: ${String((e as Error).cause ?? e)}`),
+    );
+    await inside;
+    const t0 = Date.now();
+    const closed = server.close();
+    const endedAt = await streamEnded;
+    assert.ok(endedAt - t0 < 1_000, `the event stream ended ${endedAt - t0} ms into the drain`);
+    release();
+    assert.equal(await call, 200, "the call in flight still got its answer");
+    await closed;
   });
 });

@@ -244,6 +244,10 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
       for (const s of sessions) s.close();
       for (const res of inflight) if (!res.headersSent) res.setHeader("connection", "close");
+      // A standing event stream (a GET that accepts text/event-stream, e.g. an MCP Host's GET
+      // /mcp) carries no call (calls are POSTs): it ends now, and its client reconnects
+      // elsewhere, instead of holding the drain to its end.
+      for (const res of inflight) if (res.req.method === "GET" && /text\/event-stream/.test(res.req.headers.accept ?? "")) res.end();
       for (const [socket, busy] of h1Busy) if (busy === 0) socket.destroy();
       const deadline = setTimeout(() => {
         for (const s of sockets) s.destroy();
