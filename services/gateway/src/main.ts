@@ -7,6 +7,7 @@ import {
   defaultBindHost,
   onShutdown,
   serviceIdentityFromEnv,
+  serverRuntimeOptions,
   startServiceServer,
   startTelemetry,
 } from "@webcodex/platform";
@@ -79,6 +80,7 @@ export async function main(env: Env = process.env, testHooks?: GatewayTestHooks)
   });
   const server = await startServiceServer({
     grpcReflection: config.grpcReflection,
+    ...serverRuntimeOptions(config),
     name: "gateway",
     port: config.port,
     host: config.host ?? defaultBindHost(env),

@@ -7,6 +7,7 @@ import {
   onShutdown,
   readinessFrom,
   serviceIdentityFromEnv,
+  serverRuntimeOptions,
   startServiceServer,
   startTelemetry,
 } from "@webcodex/platform";
@@ -35,6 +36,7 @@ export async function main(env: Env = process.env): Promise<void> {
   const agentEvents = createPostgresAgentEventBus(config.postgresUrl, logger);
   const server = await startServiceServer({
     grpcReflection: config.grpcReflection,
+    ...serverRuntimeOptions(config),
     ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
     name: "ref-resolver",
     port: config.port,

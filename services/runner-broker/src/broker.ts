@@ -75,6 +75,7 @@ export interface RunnerBrokerDeps {
   admissionWaitMs?: number;
   /** Job records: opened for Jobs that outlive their wait, answered for when the owning Runner is gone, counted in fleet status. */
   jobs?: JobStore;
+  jobQuota?: { check(call: { tool: string; projectCanonicalId: string }): Promise<ToolFailure | undefined> }; // fleet/job-quota.ts
   /** Job continuation records (presented cards, dispatch, fresh turn, consume); needs `jobs`. */
   continuations?: JobContinuationStore;
   /** Starts Runners where none runs (on dispatch, and EnsureProjectRunner). */
@@ -451,6 +452,8 @@ export function createRunnerBroker(deps: RunnerBrokerDeps): ServiceImpl<typeof R
 
   /** Routes a call to the Project's lease holder after capability admission. */
   const dispatchToHolder = async (req: RunnerCall, def: ToolDefinition, signal: AbortSignal): Promise<Answer> => {
+    const overJobs = await deps.jobQuota?.check(req);
+    if (overJobs) return failure(overJobs);
     const route = await routeWaitingForStart(req.projectCanonicalId, req.rootIdentity, signal, { tool: req.tool });
     if (!route.ok) return failure(route.failure);
     const { holder: runner, fence } = route;

@@ -12,6 +12,7 @@ import {
   onShutdown,
   serviceIdentityFromEnv,
   readinessFrom,
+  serverRuntimeOptions,
   startServiceServer,
   startTelemetry,
 } from "@webcodex/platform";
@@ -26,6 +27,7 @@ import { startRunnerGauge } from "./fleet/runner-gauge.js";
 import { migrateRunnerBroker } from "./migrations.js";
 import { createConfiguredProvisioner } from "./provisioning/from-config.js";
 import { createRedisCallActivity } from "./fleet/activity.js";
+import { createConcurrentJobsQuota } from "./fleet/job-quota.js";
 
 /**
  * Distributed entry point: config → Redis, Postgres (migrations) → registry, leases, Jobs,
@@ -75,6 +77,7 @@ export async function main(env: Env = process.env): Promise<void> {
     createRedisCallActivity(redis, { prefix: config.redisKeyPrefix, logger }),
   );
 
+  const jobQuota = createConcurrentJobsQuota({ limit: config.fleetQuotaConcurrentJobsPerTenant, jobs });
   const host = config.host ?? defaultBindHost(env);
   const split = config.registrationPort > 0;
   const brokerRoutes = routes({
@@ -83,6 +86,7 @@ export async function main(env: Env = process.env): Promise<void> {
     concurrency,
     jobs,
     continuations,
+    ...(jobQuota ? { jobQuota } : {}),
     ...(provisioner ? { provisioner } : {}),
     refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
     runnerClient: (url) => createClient(RunnerService, toRunner(url)),
@@ -102,6 +106,7 @@ export async function main(env: Env = process.env): Promise<void> {
   });
   const server = await startServiceServer({
     grpcReflection: config.grpcReflection,
+    ...serverRuntimeOptions(config),
     interceptors: [
       ...(split ? [createPortPolicy("control")] : []),
       ...(identity ? [identity.serverInterceptor(RUNNER_PROCEDURES)] : []),

@@ -1,4 +1,13 @@
-import { createLogger, createMetrics, defaultBindHost, onShutdown, serviceIdentityFromEnv, startServiceServer, startTelemetry } from "@webcodex/platform";
+import {
+  createLogger,
+  createMetrics,
+  defaultBindHost,
+  onShutdown,
+  serviceIdentityFromEnv,
+  serverRuntimeOptions,
+  startServiceServer,
+  startTelemetry,
+} from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig, loadToolPolicy } from "./config.js";
 import { toolRegistryRoutes } from "./routes.js";
@@ -14,6 +23,7 @@ export async function main(env: Env = process.env): Promise<void> {
   if (!identity) logger.warn("no WEBCODEX_SERVICE_KEY: internal calls are not authenticated");
   const server = await startServiceServer({
     grpcReflection: config.grpcReflection,
+    ...serverRuntimeOptions(config),
     ...(identity ? { interceptors: [identity.serverInterceptor()] } : {}),
     name: "tool-registry",
     port: config.port,

@@ -1,14 +1,14 @@
 /**
- * Per-tenant quotas on the Runner fleet, typed: live Runners, Projects (workspaces), and Project
- * creations per hour. A refusal is `quota_exceeded` with the quota's name, its limit and the
+ * Per-tenant quotas on the Runner fleet, typed: live Runners, Projects (workspaces), Project
+ * creations per hour, and concurrent Jobs (job-quota.ts). A refusal is `quota_exceeded` with the quota's name, its limit and the
  * tenant's use; nothing was created or started. The checks take the tenant's current counts
  * from the provisioner that owns them (pods or processes, workspace claims or directories).
  */
-import { canonicalProjectId, PipelineStage, ReasonCode, toolFailure, waitForProjectFollowUp } from "@webcodex/contracts";
+import { canonicalProjectId, PipelineStage, ReasonCode, toolFailure, waitForJobFollowUp, waitForProjectFollowUp } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { ProjectWorkspace } from "../provisioning/provisioner.js";
 
-export type TenantQuotaName = "live_runners" | "projects" | "project_creations_per_hour";
+export type TenantQuotaName = "live_runners" | "projects" | "project_creations_per_hour" | "concurrent_jobs";
 
 export interface TenantQuotaLimits {
   /** Live Runners per tenant; absent or 0: unlimited. */
@@ -17,6 +17,8 @@ export interface TenantQuotaLimits {
   projects?: number;
   /** Project creations per tenant in any 60-minute window; absent or 0: unlimited. */
   creationsPerHour?: number;
+  /** Jobs running at once per tenant (all its Projects); absent or 0: unlimited. */
+  concurrentJobs?: number;
 }
 
 export interface QuotaUse {
@@ -27,8 +29,11 @@ export interface QuotaUse {
 
 const HOUR_MS = 3_600_000;
 
-/** The refusal a caller sees: the quota, its limit and use; a follow-up where a wait can clear it. */
-export function tenantQuotaFailure(over: QuotaUse, w: ProjectWorkspace, retryAfterMs?: number): ToolFailure {
+/**
+ * The refusal a caller sees: the quota, its limit and use; a follow-up where a wait can clear it
+ * (for concurrent Jobs, `waitJobId` names an open Job of this Project to wait for).
+ */
+export function tenantQuotaFailure(over: QuotaUse, w: ProjectWorkspace, retryAfterMs?: number, waitJobId?: string): ToolFailure {
   const id = canonicalProjectId(w.clientId, w.projectId);
   const evidence = { quota: over.quota, limit: over.limit, use: over.use, ...(retryAfterMs !== undefined ? { retry_after_ms: retryAfterMs } : {}) };
   switch (over.quota) {
@@ -50,6 +55,13 @@ export function tenantQuotaFailure(over: QuotaUse, w: ProjectWorkspace, retryAft
         detail_code: "project_creations_per_hour",
         evidence,
         message: `Your tenant created ${over.use} of its ${over.limit} projects allowed per hour; nothing was created. Retry after the time in the evidence.`,
+      });
+    case "concurrent_jobs":
+      return toolFailure(ReasonCode.quotaExceeded, PipelineStage.dispatch, {
+        detail_code: "concurrent_jobs",
+        evidence,
+        message: `Your tenant has ${over.use} of its ${over.limit} Jobs running; nothing was run. Retry once one of them has ended${waitJobId !== undefined ? " (the follow-up waits for this project's)" : ""}.`,
+        ...(waitJobId !== undefined ? { follow_up: waitForJobFollowUp(id, waitJobId) } : {}),
       });
   }
 }
