@@ -54,21 +54,74 @@ export function responseCeiling(server: UpstreamServer): number {
   return Math.max(server.maxResultBytes * 4, 1024 * 1024);
 }
 
-/** A fetch whose response bodies fail once they exceed `ceiling` bytes (the rest is never buffered). */
+/**
+ * A fetch whose response bodies fail once they exceed `ceiling` bytes (the rest is never
+ * buffered). The SDK transport hands every request its one long-lived AbortSignal, and fetch
+ * unhooks a request's abort listener from it only when the request is garbage-collected: on a
+ * pooled session, listeners would pile up on that signal by the thousand and each call would
+ * walk them. So each request gets its own signal instead, and the transport's signal (one
+ * listener per transport) aborts every request still open.
+ */
 function cappedFetch(ceiling: number): typeof fetch {
+  const open = new Set<AbortController>();
+  const hooked = new WeakSet<AbortSignal>();
+  const abortOpen = (reason: unknown) => {
+    for (const c of open) c.abort(reason);
+    open.clear();
+  };
   return async (input, init) => {
-    const response = await fetch(input, init);
-    if (!response.body) return response;
+    const outer = init?.signal ?? undefined;
+    const own = new AbortController();
+    if (outer && !hooked.has(outer)) {
+      hooked.add(outer);
+      outer.addEventListener("abort", () => abortOpen(outer.reason), { once: true });
+    }
+    if (outer?.aborted) own.abort(outer.reason);
+    open.add(own);
+    const settle = () => open.delete(own);
+    let response: Response;
+    try {
+      response = await fetch(input, { ...init, signal: own.signal });
+    } catch (error) {
+      settle();
+      throw error;
+    }
+    if (!response.body) {
+      settle();
+      return response;
+    }
+    const reader = response.body.getReader();
     let seen = 0;
-    const counted = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          seen += chunk.byteLength;
-          if (seen > ceiling) controller.error(new UpstreamError("result_too_large", true, `the upstream answer exceeded ${ceiling} bytes`));
-          else controller.enqueue(chunk);
-        },
-      }),
-    );
+    const counted = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          chunk = await reader.read();
+        } catch (error) {
+          settle();
+          controller.error(error);
+          return;
+        }
+        if (chunk.done) {
+          settle();
+          controller.close();
+          return;
+        }
+        seen += chunk.value.byteLength;
+        if (seen > ceiling) {
+          settle();
+          controller.error(new UpstreamError("result_too_large", true, `the upstream answer exceeded ${ceiling} bytes`));
+          await reader.cancel().catch(() => undefined);
+          own.abort();
+          return;
+        }
+        controller.enqueue(chunk.value);
+      },
+      cancel(reason) {
+        settle();
+        return reader.cancel(reason);
+      },
+    });
     return new Response(counted, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }
@@ -121,7 +174,7 @@ export interface UpstreamConnection {
   readonly server: UpstreamServer;
   /** The tool list (cached for catalogTtlMs unless `fresh`). */
   tools(fresh?: boolean): Promise<UpstreamTool[]>;
-  callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<{ result: CallToolResult; requestBytes: number }>;
+  callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<{ result: CallToolResult }>;
   close(): Promise<void>;
 }
 
@@ -231,7 +284,6 @@ export function createUpstreamConnection(server: UpstreamServer, bearer?: string
     async callTool(name, args, signal) {
       const entry = await acquire();
       const params = { name, arguments: args };
-      const requestBytes = Buffer.byteLength(JSON.stringify(params));
       let failure: UpstreamError | undefined;
       try {
         const result = (await entry.client.request({ method: "tools/call", params }, CallToolResultSchema, {
@@ -239,7 +291,7 @@ export function createUpstreamConnection(server: UpstreamServer, bearer?: string
           maxTotalTimeout: server.timeoutMs,
           signal,
         })) as CallToolResult;
-        return { result, requestBytes };
+        return { result };
       } catch (error) {
         failure = sentError(error, server.timeoutMs);
         // An answer we could not read (malformed) came back: the call reached the upstream.

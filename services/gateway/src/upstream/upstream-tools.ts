@@ -9,36 +9,30 @@
  * the binding's schema_hash matches the upstream's current schema; the arguments validate
  * against that schema; the upstream's own concurrency and rate budget has room.
  *
- * One concept over 400 lines: the model-facing upstream tools and the authority checks between
- * a caller and an upstream (including whose credential a call carries), kept in one place so
- * no path to an upstream can skip a check.
+ * Every path to an upstream goes through these checks; whose credential a request carries is
+ * ./access.ts, the failures ./failures.ts.
  */
 import type { Client } from "@connectrpc/connect";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import type { RefResolverService } from "@webcodex/proto";
-import {
-  describeUpstreamToolFollowUp,
-  failureFromWire,
-  listUpstreamToolsFollowUp,
-  PipelineStage,
-  ReasonCode,
-  toolFailure,
-  toolLimit,
-} from "@webcodex/contracts";
+import { failureFromWire, PipelineStage, ReasonCode, toolFailure, toolLimit } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
-import type { HttpHandler, Logger, NodeRequest, NodeResponse } from "@webcodex/platform";
+import type { HttpHandler, Logger } from "@webcodex/platform";
 import type { Caller } from "../auth.js";
 import { hasScope, WebcodexScope } from "../auth/scopes.js";
 import type { CallContext, Outcome } from "../call-context.js";
 import type { UpstreamServer } from "./config.js";
-import { createUpstreamConnection, UpstreamError } from "./connection.js";
+import { createUpstreamAccess } from "./access.js";
+import type { CallCredential } from "./access.js";
+import { createUpstreamConnection } from "./connection.js";
 import type { UpstreamConnection, UpstreamTool } from "./connection.js";
+import { fail, isOutcome, missingTool, unavailable, unknownNamespace } from "./failures.js";
 import { createUpstreamLimiter } from "./limiter.js";
 import type { UpstreamLimiter } from "./limiter.js";
 import { labelResult } from "./results.js";
-import type { UpstreamCredential, UpstreamOAuthClient } from "./oauth.js";
+import type { UpstreamOAuthClient } from "./oauth.js";
 
 export interface UpstreamToolsDeps {
   upstreams: readonly UpstreamServer[];
@@ -48,25 +42,10 @@ export interface UpstreamToolsDeps {
   oauth?: UpstreamOAuthClient;
 }
 
-/** Per-principal connections kept for OAuth servers (the oldest is closed beyond this). */
-const MAX_PRINCIPAL_CONNECTIONS = 2000;
-
 type Entry = { server: UpstreamServer; connection: UpstreamConnection; limiter: UpstreamLimiter };
 
 const NAMESPACE = /^mcp:([a-z0-9][a-z0-9_-]{0,62})$/;
 const DESCRIPTION_MAX = 1024;
-
-const fail = (reason: ReasonCode, stage: PipelineStage, options: Parameters<typeof toolFailure>[2]): Outcome => ({
-  ok: false,
-  failure: toolFailure(reason, stage, options),
-});
-
-const unknownNamespace = (field: string): Outcome =>
-  fail(ReasonCode.invalidValue, PipelineStage.resolution, {
-    detail_code: "unknown_namespace",
-    evidence: { field },
-    message: "No upstream MCP server of this name is available to you; list_tools names the namespaces you may use.",
-  });
 
 /** Whether the caller may only call tools the operator marked read-only. */
 export function readOnlyCaller(caller: Caller): boolean {
@@ -77,8 +56,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
   const servers = new Map<string, Entry>();
   if (!deps.oauth && deps.upstreams.some((s) => s.auth.mode === "oauth"))
     throw new Error("an upstream uses auth.mode oauth but per-user OAuth is not configured");
-  /** OAuth servers: one connection per principal, carrying that principal's access token. */
-  const principalConnections = new Map<string, { token: string; connection: UpstreamConnection }>();
+  const access = createUpstreamAccess({ logger: deps.logger, oauth: deps.oauth });
   for (const server of deps.upstreams)
     servers.set(server.id, {
       server,
@@ -96,73 +74,9 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     return !lists || (!lists.denyTools.includes(tool) && (lists.allowTools.length === 0 || lists.allowTools.includes(tool)));
   };
 
-  const principalKey = (server: UpstreamServer, caller: Caller) => `${server.id}\0${caller.principal.clientId}\0${caller.principal.subject}`;
-
-  /** The connection that carries `token` for this principal (a new token replaces the old connection). */
-  function principalConnection(server: UpstreamServer, caller: Caller, token: string): UpstreamConnection {
-    const key = principalKey(server, caller);
-    const held = principalConnections.get(key);
-    if (held?.token === token) return held.connection;
-    if (held) void held.connection.close();
-    principalConnections.delete(key);
-    if (principalConnections.size >= MAX_PRINCIPAL_CONNECTIONS) {
-      const [oldest] = principalConnections;
-      if (oldest) {
-        principalConnections.delete(oldest[0]);
-        void oldest[1].connection.close();
-      }
-    }
-    const connection = createUpstreamConnection(server, token);
-    principalConnections.set(key, { token, connection });
-    return connection;
-  }
-
-  const authorizationRequired = (server: UpstreamServer, authorizationUrl: string, tool: string | undefined): Outcome =>
-    fail(ReasonCode.upstreamAuthorizationRequired, PipelineStage.authorization, {
-      ...(tool === undefined ? { detail_code: "listing" } : {}),
-      evidence: { server: server.id, ...(tool !== undefined ? { tool } : {}), authorization_url: authorizationUrl },
-      message: `Upstream ${server.id} acts for you only once you authorize it: open authorization_url, sign in and allow access, then run the follow-up. Nothing was sent.`,
-      follow_up: tool === undefined ? listUpstreamToolsFollowUp(server.id) : describeUpstreamToolFollowUp(server.id, tool),
-    });
-
-  /**
-   * Runs `use` on the connection this caller reaches `entry` through. For an OAuth server: the
-   * caller's own token; a credential the upstream refuses (401/403, so nothing ran) is
-   * refreshed once and the request made again; without a usable token the caller is asked to
-   * authorize (`tool` names the follow-up's target).
-   */
-  async function through<T>(entry: Entry, caller: Caller, tool: string | undefined, use: (c: UpstreamConnection) => Promise<T>): Promise<T | Outcome> {
-    const { server } = entry;
-    if (server.auth.mode !== "oauth" || !deps.oauth) return use(entry.connection);
-    let credential: UpstreamCredential;
-    try {
-      credential = await deps.oauth.credential(server, caller.principal);
-    } catch (error) {
-      return authorizationServerDown(server, error);
-    }
-    for (let attempt = 0; attempt < 2; attempt++) {
-      if (!("token" in credential)) return authorizationRequired(server, credential.authorizationUrl, tool);
-      try {
-        return await use(principalConnection(server, caller, credential.token));
-      } catch (error) {
-        if (!(error instanceof UpstreamError) || error.detail !== "unauthorized") throw error;
-        try {
-          credential = await deps.oauth.rejected(server, caller.principal, credential.token);
-        } catch (failure) {
-          return authorizationServerDown(server, failure);
-        }
-      }
-    }
-    if ("token" in credential) credential = { authorizationUrl: await deps.oauth.authorizationUrl(server, caller.principal) };
-    return authorizationRequired(server, credential.authorizationUrl, tool);
-  }
-
-  function authorizationServerDown(server: UpstreamServer, error: unknown): Outcome {
-    deps.logger.warn("mcp upstream authorization server unavailable", { server: server.id, error: error instanceof Error ? error.message : String(error) });
-    return unavailable(server, new UpstreamError("unreachable", false, "its authorization server could not be reached"), false);
-  }
-
-  const isOutcome = (v: unknown): v is Outcome => typeof v === "object" && v !== null && "ok" in v && typeof (v as { ok: unknown }).ok === "boolean";
+  /** Runs `use` on the connection this caller reaches `entry` through (./access.ts). */
+  const through = <T>(entry: Entry, caller: Caller, tool: string | undefined, use: (c: UpstreamConnection) => Promise<T>, held?: CallCredential) =>
+    access.through(entry.server, entry.connection, caller, tool, use, held);
 
   function serverFor(caller: Caller, id: string | undefined) {
     const entry = id === undefined ? undefined : servers.get(id);
@@ -181,26 +95,9 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
       .map(({ server }) => ({ namespace: `mcp:${server.id}`, ...(server.project ? { project: server.project } : {}) }));
   }
 
-  function unavailable(server: UpstreamServer, error: unknown, effectful: boolean): Outcome {
-    const e = error instanceof UpstreamError ? error : new UpstreamError("connection_lost", true, "the upstream call failed");
-    if (e.detail === "rejected")
-      return fail(ReasonCode.invalidValue, PipelineStage.execution, {
-        detail_code: "upstream_rejected",
-        evidence: { server: server.id, upstream_error_code: e.upstreamCode ?? 0 },
-        message: "The upstream server answered with a protocol error and did not run the call.",
-      });
-    const unknown = effectful && e.sent;
-    return fail(ReasonCode.upstreamUnavailable, PipelineStage.dispatch, {
-      detail_code: e.detail,
-      outcome_unknown: unknown,
-      evidence: { server: server.id },
-      message: `Upstream ${server.id}: ${e.message}; ${unknown ? "the call was sent and its effect is unknown: it is not re-sent" : "nothing was run"}.`,
-    });
-  }
-
-  async function toolsOf(entry: Entry, caller: Caller, tool: string | undefined, fresh = false): Promise<UpstreamTool[] | Outcome> {
+  async function toolsOf(entry: Entry, caller: Caller, tool: string | undefined, fresh = false, held?: CallCredential): Promise<UpstreamTool[] | Outcome> {
     try {
-      const tools = await through(entry, caller, tool, (c) => c.tools(fresh));
+      const tools = await through(entry, caller, tool, (c) => c.tools(fresh), held);
       if (isOutcome(tools)) return tools;
       return tools.filter((t) => allowed(entry.server, t.name, caller.principal.clientId));
     } catch (error) {
@@ -260,13 +157,6 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
       binding: binding(server, t),
     };
   }
-
-  const missingTool = (server: UpstreamServer): Outcome =>
-    fail(ReasonCode.unknownTool, PipelineStage.admission, {
-      detail_code: "upstream_tool_not_found",
-      evidence: { field: "/tool", server: server.id },
-      message: `Upstream ${server.id} offers no tool of this name to you; list_tools with namespace mcp:${server.id} names them.`,
-    });
 
   /** read_tool_manifest {namespace, tool}: the input schema and the binding mcp_tool takes. */
   async function readManifest(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
@@ -336,11 +226,13 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     } else if (server.project !== undefined) return mismatch({ field: "/project" });
 
     // The schema the arguments are checked against; a binding newer than the cache refetches once.
-    let tools = await toolsOf(entry, ctx.caller, toolName);
+    // One read of the caller's credential (OAuth servers) for the schema and the call.
+    const held: CallCredential = {};
+    let tools = await toolsOf(entry, ctx.caller, toolName, false, held);
     if (!Array.isArray(tools)) return tools;
     let target = tools.find((t) => t.name === toolName);
     if (bound && target?.schemaHash !== bound.schema_hash) {
-      tools = await toolsOf(entry, ctx.caller, toolName, true);
+      tools = await toolsOf(entry, ctx.caller, toolName, true, held);
       if (!Array.isArray(tools)) return tools;
       target = tools.find((t) => t.name === toolName);
     }
@@ -385,7 +277,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     let responseBytes = 0;
     try {
       requestBytes = Buffer.byteLength(JSON.stringify({ name: toolName, arguments: callArgs }));
-      const called = await through(entry, ctx.caller, toolName, (c) => c.callTool(toolName, callArgs, ctx.signal));
+      const called = await through(entry, ctx.caller, toolName, (c) => c.callTool(toolName, callArgs, ctx.signal), held);
       if (isOutcome(called)) outcome = called;
       else {
         const labelled = labelResult(server.id, toolName, called.result, server.maxResultBytes);
@@ -415,36 +307,12 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
 
   async function close(): Promise<void> {
     await Promise.all([...servers.values()].map((s) => s.connection.close()));
-    await Promise.all([...principalConnections.values()].map((s) => s.connection.close()));
-    principalConnections.clear();
+    await access.close();
   }
 
-  /**
-   * POST /mcp-upstream/oauth/revoke?server=<id> (Authorization: Bearer <the caller's WebCodex
-   * token>): forgets the caller's tokens for that server and revokes them at its authorization server.
-   */
-  function revokeHandler(authenticate: (token: string | undefined) => Promise<Caller | undefined>): HttpHandler {
-    const answer = (res: NodeResponse, status: number, body: Record<string, unknown>) => {
-      res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
-      res.end(JSON.stringify(body));
-    };
-    return async (req: NodeRequest, res: NodeResponse) => {
-      if (req.method !== "POST") return answer(res, 405, { error: "method_not_allowed" });
-      const header = req.headers["authorization"];
-      const token = typeof header === "string" && /^Bearer /i.test(header) ? header.slice(7).trim() : undefined;
-      const caller = await authenticate(token).catch(() => undefined);
-      if (!caller) return answer(res, 401, { error: "unauthenticated" });
-      const id = new URL(req.url ?? "/", "http://revoke").searchParams.get("server") ?? undefined;
-      const entry = serverFor(caller, id);
-      if (!entry || entry.server.auth.mode !== "oauth" || !deps.oauth) return answer(res, 404, { error: "unknown_server" });
-      const revoked = await deps.oauth.revoke(entry.server, caller.principal);
-      const key = principalKey(entry.server, caller);
-      void principalConnections.get(key)?.connection.close();
-      principalConnections.delete(key);
-      deps.logger.info("mcp upstream authorization revoked", { server: entry.server.id, client_id: caller.principal.clientId, had_tokens: revoked });
-      return answer(res, 200, { server: entry.server.id, revoked });
-    };
-  }
+  /** POST /mcp-upstream/oauth/revoke?server=<id>: see ./access.ts. */
+  const revokeHandler = (authenticate: (token: string | undefined) => Promise<Caller | undefined>): HttpHandler =>
+    access.revokeHandler(authenticate, (caller, id) => serverFor(caller, id)?.server);
 
   return {
     namespaces,
