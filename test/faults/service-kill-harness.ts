@@ -178,15 +178,15 @@ export async function runServiceKills(options: ServiceKillOptions): Promise<Serv
     }));
     const tokensFile = join(tempDir("wcx-kills-tokens-"), "tokens.json");
     writeFileSync(tokensFile, JSON.stringify({ tokens }));
-    // What `webcodex up` gives the gateway (a tokens file); the per-principal rate limit is
-    // lifted as `WEBCODEX_RATE_LIMIT_PER_MINUTE=0 webcodex up` would, so the load is not throttled.
+    // What `webcodex up` gives the gateway (tokens file), rate limit lifted (the load is not throttled)
+    // and the audit spool as the chart sets it (one directory: a restarted gateway replays it).
     stack = await startDistributed({
       basePort: await findFreeBasePort(),
       postgresUrl: postgres.url,
       redisUrl: redis.url,
       projectDir,
       clientId: "local",
-      gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile, WEBCODEX_RATE_LIMIT_PER_MINUTE: "0" },
+      gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: tokensFile, WEBCODEX_RATE_LIMIT_PER_MINUTE: "0", WEBCODEX_AUDIT_SPOOL_DIR: tempDir("wcx-kills-spool-") },
       // The services' own logs (warnings and errors) only when asked for.
       stdio: process.env["WEBCODEX_FAULTS_VERBOSE"] ? "inherit" : "ignore",
     });

@@ -53,7 +53,9 @@ async function stackWithSpool(spoolDir: string) {
   return { stack, client, sql, projectDir, project: `agent:local:${projectIdFor(projectDir)}`, killAudit, close };
 }
 
-const segments = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".jsonl")) : []);
+/** Segments holding records (the next segment is created ahead of need, empty but for preallocated zeros). */
+const segments = (dir: string) =>
+  existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".jsonl") && readFileSync(join(dir, f), "utf8").replace(/\0+$/, "") !== "") : [];
 
 describe("gateway audit spool (distributed, WEBCODEX_AUDIT_SPOOL_DIR)", () => {
   let env: Awaited<ReturnType<typeof stackWithSpool>>;

@@ -12,11 +12,12 @@
  *   a gateway killed right after answering loses no row. While deliveries are failing, such
  *   records are queued at once (the call is not held up) and retried in batches.
  * - With a spool, a read-only record is made durable there instead (appended and fdatasync'd,
- *   group-committed with the records of concurrent calls) and the call answered; the spool is
- *   shipped to the audit service within `flushMs` (replay: deliver, then delete the segment).
- *   No audit commit waits on a read's answer, and a gateway killed right after answering
- *   still loses no row (the next start replays the spool; the audit service ignores a
- *   record it already has).
+ *   group-committed with the records of concurrent calls) and the call answered; the records
+ *   spooled so are shipped to the audit service from memory within `flushMs`, and the spool
+ *   told, which deletes a segment once all its records are delivered (no file is created,
+ *   sealed or deleted per shipment). No audit commit waits on a read's answer, and a gateway
+ *   killed right after answering still loses no row (the next start replays the spool; the
+ *   audit service ignores a record it already has).
  * - The spool is replayed on start, whenever a delivery succeeds again (reconnect), and on a
  *   backoff timer while it is not empty. Replays are idempotent: records are deduplicated by
  *   call_id within a segment and the audit service ignores a (call_id, started_at) it has.
@@ -109,6 +110,15 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
   let replayTimer: NodeJS.Timeout | undefined;
   let inflight: Promise<void> | undefined;
   let replaying: Promise<number> | undefined;
+  /** Reads spooled and not yet shipped, with the segment each is in. */
+  let unshipped: Array<{ record: ActionRecordInit; seq: number }> = [];
+  /** Replays and shipments of spooled reads run one at a time (both may delete segments). */
+  let spoolWork: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = spoolWork.then(fn, fn);
+    spoolWork = run.catch(() => undefined);
+    return run;
+  };
   let failures = 0;
   /** True from a failed delivery until a replay succeeds: effectful records go straight to the spool. */
   let degraded = false;
@@ -166,15 +176,41 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
     });
     flushImmediate.unref();
   };
-  /** Ships spooled reads within flushMs (one replay for every append of the window). */
+  /** Ships spooled reads within flushMs (one delivery for every append of the window). */
   const scheduleShip = () => {
     if (shipTimer || closed) return;
     shipTimer = setTimeout(() => {
       shipTimer = undefined;
-      void replay();
+      void ship();
     }, flushMs);
     shipTimer.unref();
   };
+
+  /**
+   * Delivers the spooled reads from memory and tells the spool. When delivery fails they are
+   * left to the spool's replay (they are on disk), as after a crash.
+   */
+  function ship(): Promise<void> {
+    return exclusive(async () => {
+      const s = await spoolReady;
+      const batch = unshipped.splice(0, maxBatch);
+      if (!s || batch.length === 0) return;
+      try {
+        await deliver(batch.map((u) => u.record));
+      } catch (error) {
+        unshipped = [];
+        noteFailure(error, "spooled reads kept for replay");
+        scheduleReplay();
+        return;
+      }
+      const perSegment = new Map<number, number>();
+      for (const u of batch) perSegment.set(u.seq, (perSegment.get(u.seq) ?? 0) + 1);
+      for (const [seq, n] of perSegment) await s.delivered(seq, n).catch((error: unknown) => logger.warn("audit spool cleanup failed", { error }));
+      noteSuccess();
+    }).finally(() => {
+      if (unshipped.length > 0) scheduleShip();
+    });
+  }
   const scheduleReplay = () => {
     if (replayTimer || closed) return;
     const delay = Math.min(100 * 2 ** Math.min(failures, 8), retryMaxMs);
@@ -235,7 +271,7 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
   }
 
   function replay(): Promise<number> {
-    replaying ??= replayOnce()
+    replaying ??= exclusive(replayOnce)
       .then((n) => {
         failures = 0;
         degraded = false;
@@ -272,7 +308,8 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
         const readSpool = readsDurableBySpool && options.spoolDir ? (spool ?? (await spoolReady)) : undefined;
         if (readSpool) {
           try {
-            await readSpool.append([record]);
+            const seq = await readSpool.append([record]);
+            unshipped.push({ record, seq });
             scheduleShip();
             return;
           } catch (error) {

@@ -200,7 +200,14 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
       const cursor = result["cursor"];
       const moved = typeof cursor === "string" && CURSOR.test(cursor) && cursor !== after;
       // One statement (one round trip, one commit): the consume of a dispatched continuation
-      // with exactly this cursor, and the delivered cursor moving on.
+      // with exactly this cursor, and the delivered cursor moving on. A consume commits as the
+      // server is configured (synchronously by default). When nothing was consumed, only the
+      // delivered cursor moved, a mark that only rises and that a card uses to tell pending
+      // events from delivered ones: that commit does not wait for its WAL flush
+      // (synchronous_commit off for this transaction alone), so a woken wait is not held up by a
+      // second disk flush. A database crash within a fraction of a second after it can only lower
+      // the mark again: a card then shows events as pending that were already delivered, which
+      // the owner's own cursor skips. No event and no consume is lost.
       const consumed = await db.query<{ consumed: boolean }>(
         `WITH consumed AS (
            UPDATE ${schema}.agent_continuations SET consumed_at = now()
@@ -210,7 +217,8 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
            ON CONFLICT (client_id, subject, agent_id) DO UPDATE SET delivered_cursor = GREATEST(${schema}.agent_event_reads.delivered_cursor, EXCLUDED.delivered_cursor)
            RETURNING 1
          )
-         SELECT EXISTS (SELECT 1 FROM consumed) AS consumed, (SELECT count(*) FROM delivered) AS delivered`,
+         SELECT EXISTS (SELECT 1 FROM consumed) AS consumed, (SELECT count(*) FROM delivered) AS delivered,
+           set_config('synchronous_commit', CASE WHEN EXISTS (SELECT 1 FROM consumed) THEN current_setting('synchronous_commit') ELSE 'off' END, true) AS commit_mode`,
         [p.clientId, p.subject, agentId, after, moved ? cursor : "0", moved],
       );
       if (consumed.rows[0]?.consumed) facts.push({ subject: "agent", id: agentId, fact: "consumed" });
