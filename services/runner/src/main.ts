@@ -8,6 +8,7 @@ import { createRunner, RUNNER_BUILD, runnerSettingsOptions } from "./runner.js";
 import { startRegistration } from "./registration.js";
 import { cloneOwnerOf, readableBy } from "./exec/job-user.js";
 import { seedWorkspaceRoot, writeTerminationMessage } from "./workspace/clone.js";
+import { seedFailureLine } from "./workspace/seed-failure.js";
 
 /**
  * Runner entry point: config → workspace → server → registration with the broker → shutdown.
@@ -35,6 +36,8 @@ export async function main(env: Env = process.env): Promise<void> {
     if (failure) {
       logger.error("workspace clone failed", { reason_code: failure.reason_code, detail_code: failure.detail_code });
       writeTerminationMessage(failure);
+      // A local broker reads why from the exited process's stderr (the termination message's twin).
+      process.stderr.write(seedFailureLine(failure));
       await telemetry.shutdown();
       process.exit(3);
     }
