@@ -677,6 +677,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_RUNNER_CLONE_REF: "set per pod by the broker for a Project created from git with a ref",
     WEBCODEX_RUNNER_CLONE_USERNAME: "set per pod by the broker from the tenant's Secret (runner.gitCredentialSecrets)",
     WEBCODEX_RUNNER_CLONE_PASSWORD: "set per pod by the broker from the tenant's Secret (runner.gitCredentialSecrets)",
+    WEBCODEX_RUNNER_CLONE_URL_PREFIX: "set per pod by the broker from the tenant's Secret (runner.gitCredentialSecrets, key url_prefix, optional)",
   },
 };
 
@@ -1495,6 +1496,7 @@ describe("first install: the Runner namespace, its keep policy and its egress", 
     });
     const env = envOf(pod.spec.containers[0]);
     assert.deepEqual(env.WEBCODEX_RUNNER_CLONE_PASSWORD.valueFrom.secretKeyRef, { name: "webcodex-git-acme", key: "password" });
+    assert.deepEqual(env.WEBCODEX_RUNNER_CLONE_URL_PREFIX.valueFrom.secretKeyRef, { name: "webcodex-git-acme", key: "url_prefix", optional: true });
     assert.equal(pod.metadata.annotations["webcodex.dev/template-hash"], brokerCode().templateHash(brokerCode().parseRunnerPodTemplate(t)));
   });
 });

@@ -24,7 +24,16 @@ export async function main(env: Env = process.env): Promise<void> {
   const token = credential ? { runnerToken: credential } : {};
   if (config.cloneUrl) {
     const cloneCredential =
-      config.cloneUsername && config.clonePassword ? { credential: { username: config.cloneUsername, password: config.clonePassword } } : {};
+      config.cloneUsername && config.clonePassword
+        ? {
+            // Sent only to URLs under its prefix; a credential without one is never sent (clone.ts credentialApplies).
+            credential: {
+              username: config.cloneUsername,
+              password: config.clonePassword,
+              ...(config.cloneUrlPrefix ? { urlPrefix: config.cloneUrlPrefix } : {}),
+            },
+          }
+        : {};
     // A workspace the platform made owned by its project's uid is cloned as that uid.
     const owner = cloneOwnerOf(config.root);
     const failure = await seedWorkspaceRoot(config.root, {

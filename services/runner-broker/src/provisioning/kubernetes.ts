@@ -193,6 +193,8 @@ export function buildRunnerObjects(
           ? [
               { name: "WEBCODEX_RUNNER_CLONE_USERNAME", valueFrom: { secretKeyRef: { name: gitSecret, key: "username" } } },
               { name: "WEBCODEX_RUNNER_CLONE_PASSWORD", valueFrom: { secretKeyRef: { name: gitSecret, key: "password" } } },
+              // The URLs the credential may be sent to; a Secret without this key: never sent.
+              { name: "WEBCODEX_RUNNER_CLONE_URL_PREFIX", valueFrom: { secretKeyRef: { name: gitSecret, key: "url_prefix", optional: true } } },
             ]
           : []),
       ]
