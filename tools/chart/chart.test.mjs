@@ -1496,7 +1496,6 @@ describe("first install: the Runner namespace, its keep policy and its egress", 
     });
     const env = envOf(pod.spec.containers[0]);
     assert.deepEqual(env.WEBCODEX_RUNNER_CLONE_PASSWORD.valueFrom.secretKeyRef, { name: "webcodex-git-acme", key: "password" });
-    assert.deepEqual(env.WEBCODEX_RUNNER_CLONE_URL_PREFIX.valueFrom.secretKeyRef, { name: "webcodex-git-acme", key: "url_prefix", optional: true });
     assert.equal(pod.metadata.annotations["webcodex.dev/template-hash"], brokerCode().templateHash(brokerCode().parseRunnerPodTemplate(t)));
   });
 });
