@@ -48,6 +48,7 @@ import {
   canaryTree,
   createProject,
   HANDOVER_TREE,
+  handoverTimeoutMs,
   median,
   owners,
   probeLocalTargets,
@@ -77,7 +78,7 @@ const pidsTitled = (title: string): number[] =>
     })
     .map(Number);
 
-describe("clones on webcodex up (root, default data dir, warm pool on)", { skip, timeout: 600_000 }, () => {
+describe("clones on webcodex up (root, default data dir, warm pool on)", { skip, timeout: handoverTimeoutMs() }, () => {
   let db: TestDatabase;
   let up: UpStack;
   let a: Client;

@@ -42,6 +42,8 @@ export const HANDOVER_TREE = treeFiles(50, 40);
  */
 export const HANDOVER_RUNS = Number(process.env["WEBCODEX_HANDOVER_RUNS"] ?? 100);
 const HANDOVER_BUDGET_MS = Number(process.env["WEBCODEX_HANDOVER_BUDGET_MS"] ?? 45_000);
+/** Time for a test holding the race: 10 minutes, or with no budget 30 s per run on top. */
+export const handoverTimeoutMs = (): number => 600_000 + (HANDOVER_BUDGET_MS === 0 ? HANDOVER_RUNS * 30_000 : 0);
 export const anotherRun = (run: number, startedMs: number): boolean =>
   run < HANDOVER_RUNS && (run < Math.min(3, HANDOVER_RUNS) || HANDOVER_BUDGET_MS === 0 || performance.now() - startedMs < HANDOVER_BUDGET_MS);
 
