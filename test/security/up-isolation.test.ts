@@ -34,6 +34,7 @@ import {
   until,
 } from "../support/index.js";
 import type { GitServer, TestDatabase, ToolOutcome, UpStack } from "../support/index.js";
+import { upWorkspaces } from "../support/attacks.js";
 
 const asRoot = process.getuid?.() === 0;
 const sandbox = detectSandbox();
@@ -52,18 +53,6 @@ async function shell(client: Client, project: string, command: string, env: Reco
   const { isError, result } = await callTool(client, "run_shell", { project, command, env, wait_ms: 30_000 });
   assert.equal(isError, false, JSON.stringify(result).slice(0, 500));
   return String(result["output"] ?? result["stdout"] ?? "");
-}
-
-/** Each created workspace directory under up's workspaces dir (`<tenant label>/<project id>`). */
-function createdWorkspaces(base: string): string[] {
-  return readdirSync(base)
-    .map((t) => join(base, t))
-    .filter((t) => lstatSync(t).isDirectory())
-    .flatMap((t) =>
-      readdirSync(t)
-        .filter((e) => !e.startsWith("."))
-        .map((e) => join(t, e)),
-    );
 }
 
 /** The process's run state letter from /proc (T: stopped). */
@@ -167,7 +156,7 @@ describe("two tenants on one webcodex up (root, default data dir)", { skip, time
   });
 
   it("created workspaces belong to distinct project uids, the Jobs run as them, and the data dirs are root's alone", async () => {
-    const created = createdWorkspaces(workspaces);
+    const created = upWorkspaces(workspaces);
     assert.equal(created.length, 2, created.join(","));
     const owners = created.map((d) => lstatSync(d).uid);
     assert.notEqual(owners[0], owners[1]);
@@ -187,7 +176,7 @@ describe("two tenants on one webcodex up (root, default data dir)", { skip, time
   });
 
   it("tenant B's Job cannot read, list, write or signal anything of tenant A's, of the stack's or of the database's", async () => {
-    const aDir = createdWorkspaces(workspaces).find((d) => existsSync(join(d, "private.txt")));
+    const aDir = upWorkspaces(workspaces).find((d) => existsSync(join(d, "private.txt")));
     assert.ok(aDir, "tenant A's workspace is on disk");
     const aTenantDir = dirname(aDir);
     const stateDirs = readdirSync(aTenantDir).filter((e) => e.endsWith(".webcodex-runner-state"));
@@ -262,10 +251,10 @@ describe("two tenants on one webcodex up (root, default data dir)", { skip, time
   });
 
   it("a cloned workspace is born owned by its own project uid: every file, none handed over, the Jobs run as it", async () => {
-    const before = new Set(createdWorkspaces(workspaces));
+    const before = new Set(upWorkspaces(workspaces));
     const created = await createProject(b, { name: "b-cloned", source: { git: { url: `${git.url}/tree.git` } } });
     assert.equal(created.isError, false, JSON.stringify(created.result));
-    const dir = createdWorkspaces(workspaces).find((d) => !before.has(d));
+    const dir = upWorkspaces(workspaces).find((d) => !before.has(d));
     assert.ok(dir, "the cloned workspace is on disk");
     const uid = lstatSync(dir).uid;
     assert.ok(uid >= 200_000_000, `project uid ${uid}`);

@@ -52,11 +52,11 @@ export interface GitServer {
   close(): Promise<void>;
 }
 
-/** `git daemon` exporting every repository under `base`. */
-export async function startGitDaemon(base: string): Promise<GitServer> {
+/** `git daemon` exporting every repository under `base`, listening on `host` (another loopback address than 127.0.0.1 if need be). */
+export async function startGitDaemon(base: string, host = "127.0.0.1"): Promise<GitServer> {
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
-    const child: ChildProcess = spawn("git", ["daemon", "--reuseaddr", "--export-all", `--base-path=${base}`, "--listen=127.0.0.1", `--port=${port}`, base], {
+    const child: ChildProcess = spawn("git", ["daemon", "--reuseaddr", "--export-all", `--base-path=${base}`, `--listen=${host}`, `--port=${port}`, base], {
       stdio: ["ignore", "ignore", "pipe"],
     });
     const ready = await new Promise<boolean>((resolve) => {
@@ -66,7 +66,7 @@ export async function startGitDaemon(base: string): Promise<GitServer> {
         resolve(false);
       });
       const poll = () => {
-        const s = net.connect(port, "127.0.0.1", () => {
+        const s = net.connect(port, host, () => {
           s.destroy();
           clearTimeout(timer);
           resolve(true);
@@ -77,7 +77,7 @@ export async function startGitDaemon(base: string): Promise<GitServer> {
     });
     if (ready) {
       return {
-        url: `git://127.0.0.1:${port}`,
+        url: `git://${host}:${port}`,
         close: () =>
           new Promise<void>((r) => {
             if (child.exitCode !== null) return r();

@@ -535,6 +535,7 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_RUNNER_CLONE_REF: "set per pod by the broker for a Project created from git with a ref",
     WEBCODEX_RUNNER_CLONE_USERNAME: "set per pod by the broker from the tenant's Secret (runner.gitCredentialSecrets)",
     WEBCODEX_RUNNER_CLONE_PASSWORD: "set per pod by the broker from the tenant's Secret (runner.gitCredentialSecrets)",
+    WEBCODEX_RUNNER_CLONE_URL_PREFIX: "set per pod by the broker from the tenant's Secret (runner.gitCredentialSecrets, key url_prefix, optional)",
   },
 };
 

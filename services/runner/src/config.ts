@@ -16,6 +16,11 @@ export const runnerConfigSpec = {
   cloneRef: { kind: "string", env: "WEBCODEX_RUNNER_CLONE_REF", doc: "Branch or tag to clone (default: the remote's HEAD)" },
   cloneUsername: { kind: "string", env: "WEBCODEX_RUNNER_CLONE_USERNAME", doc: "Clone credential user (from the tenant's Secret)" },
   clonePassword: { kind: "string", env: "WEBCODEX_RUNNER_CLONE_PASSWORD", doc: "Clone credential password or token (from the tenant's Secret); never logged" },
+  cloneUrlPrefix: {
+    kind: "string",
+    env: "WEBCODEX_RUNNER_CLONE_URL_PREFIX",
+    doc: "Only clone URLs under this prefix get the credential (from the tenant's Secret); without it the credential is never sent",
+  },
   brokerUrl: { kind: "string", env: "WEBCODEX_RUNNER_BROKER_URL", required: true },
   clientId: { kind: "string", env: "WEBCODEX_RUNNER_CLIENT_ID", required: true },
   projectId: { kind: "string", env: "WEBCODEX_RUNNER_PROJECT_ID", required: true },

@@ -8,6 +8,7 @@ import { createRunner, RUNNER_BUILD, runnerSettingsOptions } from "./runner.js";
 import { startRegistration } from "./registration.js";
 import { cloneOwnerOf, readableBy } from "./exec/job-user.js";
 import { seedWorkspaceRoot, writeTerminationMessage } from "./workspace/clone.js";
+import { seedFailureLine } from "./workspace/seed-failure.js";
 
 /**
  * Runner entry point: config → workspace → server → registration with the broker → shutdown.
@@ -23,7 +24,16 @@ export async function main(env: Env = process.env): Promise<void> {
   const token = credential ? { runnerToken: credential } : {};
   if (config.cloneUrl) {
     const cloneCredential =
-      config.cloneUsername && config.clonePassword ? { credential: { username: config.cloneUsername, password: config.clonePassword } } : {};
+      config.cloneUsername && config.clonePassword
+        ? {
+            // Sent only to URLs under its prefix; a credential without one is never sent (clone.ts credentialApplies).
+            credential: {
+              username: config.cloneUsername,
+              password: config.clonePassword,
+              ...(config.cloneUrlPrefix ? { urlPrefix: config.cloneUrlPrefix } : {}),
+            },
+          }
+        : {};
     // A workspace the platform made owned by its project's uid is cloned as that uid.
     const owner = cloneOwnerOf(config.root);
     const failure = await seedWorkspaceRoot(config.root, {
@@ -35,6 +45,8 @@ export async function main(env: Env = process.env): Promise<void> {
     if (failure) {
       logger.error("workspace clone failed", { reason_code: failure.reason_code, detail_code: failure.detail_code });
       writeTerminationMessage(failure);
+      // A local broker reads why from the exited process's stderr (the termination message's twin).
+      process.stderr.write(seedFailureLine(failure));
       await telemetry.shutdown();
       process.exit(3);
     }

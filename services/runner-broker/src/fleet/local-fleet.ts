@@ -15,6 +15,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { canonicalProjectId, PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { ToolFailure } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
+import { seedFailureFromStderr } from "@webcodex/runner/seed-failure";
 import { runnerCredential } from "../runner-auth.js";
 import type { LocalProcessProvisioner } from "../provisioning/local-process.js";
 import { runnerNames } from "../provisioning/provisioner.js";
@@ -228,11 +229,13 @@ export function createLocalFleet(o: LocalFleetOptions): LocalFleet {
         // A claimed Runner that exited before it served fails as a cold one does.
         return {
           state: "failed",
-          failure: toolFailure(ReasonCode.runnerUnavailable, PipelineStage.execution, {
-            detail_code: "runner_start_failed",
-            evidence: { exit_code: c.proc.exitCode ?? -1, ...(c.proc.signalCode ? { signal: c.proc.signalCode } : {}) },
-            message: "The project's Runner exited while starting; nothing was run. The operator's log has its output.",
-          }),
+          failure:
+            seedFailureFromStderr(c.stderr) ??
+            toolFailure(ReasonCode.runnerUnavailable, PipelineStage.execution, {
+              detail_code: "runner_start_failed",
+              evidence: { exit_code: c.proc.exitCode ?? -1, ...(c.proc.signalCode ? { signal: c.proc.signalCode } : {}) },
+              message: "The project's Runner exited while starting; nothing was run. The operator's log has its output.",
+            }),
         };
       }
       return base.provisioningState ? base.provisioningState(w) : { state: "unknown" };

@@ -359,21 +359,20 @@ describe("kubernetes provisioner against a fake API server", () => {
     assert.deepEqual(pod.spec.volumes[0], { name: "workspace", persistentVolumeClaim: { claimName: `${podName}-workspace` } });
     assert.equal(pod.metadata.annotations[SAFE_TO_EVICT_ANNOTATION], "false");
     assert.equal(pod.metadata.annotations[TEMPLATE_HASH_ANNOTATION], templateHash(withSecrets));
-    assert.deepEqual(pod.spec.containers[0]!.env.slice(-6), [
+    assert.deepEqual(pod.spec.containers[0]!.env.slice(-7), [
       { name: "WEBCODEX_RUNNER_CLIENT_ID", value: created.clientId },
       { name: "WEBCODEX_RUNNER_PROJECT_ID", value: "from-git" },
       { name: "WEBCODEX_RUNNER_CLONE_URL", value: "https://git.example.com/acme/app.git" },
       { name: "WEBCODEX_RUNNER_CLONE_REF", value: "main" },
       { name: "WEBCODEX_RUNNER_CLONE_USERNAME", valueFrom: { secretKeyRef: { name: "acme-git-credentials", key: "username" } } },
       { name: "WEBCODEX_RUNNER_CLONE_PASSWORD", valueFrom: { secretKeyRef: { name: "acme-git-credentials", key: "password" } } },
+      { name: "WEBCODEX_RUNNER_CLONE_URL_PREFIX", valueFrom: { secretKeyRef: { name: "acme-git-credentials", key: "url_prefix", optional: true } } },
     ]);
     // Another tenant (no Secret named for it) gets no credential reference at all.
     const other = buildRunnerObjects(withSecrets, { clientId: "beta", projectId: "x" }, "webcodex-runners", { git: { url: "https://git.example.com/b.git" } });
     const otherEnv = (other.pod.spec?.containers[0]?.env ?? []).map((e) => e.name);
-    assert.ok(
-      otherEnv.includes("WEBCODEX_RUNNER_CLONE_URL") &&
-        !otherEnv.some((n) => n.startsWith("WEBCODEX_RUNNER_CLONE_USER") || n.startsWith("WEBCODEX_RUNNER_CLONE_PASS")),
-    );
+    const cloneEnv = otherEnv.filter((n) => n.startsWith("WEBCODEX_RUNNER_CLONE_"));
+    assert.deepEqual(cloneEnv, ["WEBCODEX_RUNNER_CLONE_URL"]);
     await p.removeRunner(created);
   });
 

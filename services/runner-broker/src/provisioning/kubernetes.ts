@@ -182,8 +182,7 @@ export function buildRunnerObjects(
     ...(credential !== undefined ? { [CREDENTIAL_FINGERPRINT_ANNOTATION]: credentialFingerprint(credential) } : {}),
     ...(t.safeToEvict === true || t.safeToEvict === false ? { [SAFE_TO_EVICT_ANNOTATION]: String(t.safeToEvict) } : {}),
   };
-  // A created Project's first start clones its repository; the credential is a reference to
-  // the tenant's Secret, never a value in the pod spec.
+  // A created Project's first start clones its repository; the credential (sent only under its url_prefix) is a reference to the tenant's Secret, never a value in the pod spec.
   const gitSecret = t.gitCredentialSecrets?.[w.clientId];
   const cloneEnv = source?.git
     ? [
@@ -193,6 +192,7 @@ export function buildRunnerObjects(
           ? [
               { name: "WEBCODEX_RUNNER_CLONE_USERNAME", valueFrom: { secretKeyRef: { name: gitSecret, key: "username" } } },
               { name: "WEBCODEX_RUNNER_CLONE_PASSWORD", valueFrom: { secretKeyRef: { name: gitSecret, key: "password" } } },
+              { name: "WEBCODEX_RUNNER_CLONE_URL_PREFIX", valueFrom: { secretKeyRef: { name: gitSecret, key: "url_prefix", optional: true } } },
             ]
           : []),
       ]

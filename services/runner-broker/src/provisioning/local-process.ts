@@ -12,6 +12,7 @@ import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
 import type { Logger } from "@webcodex/platform";
+import { seedFailureFromStderr } from "@webcodex/runner/seed-failure";
 import { runnerNames } from "./provisioner.js";
 import type { EnsureResult, ProjectWorkspace, Provisioner, WorkspaceSource } from "./provisioner.js";
 
@@ -121,14 +122,16 @@ export function createLocalProcessProvisioner(o: LocalProcessProvisionerOptions)
       const c = children.get(runnerNames(w).canonicalId);
       if (!c) return { state: "unknown" };
       if (running(c)) return { state: "starting" };
-      // Exited before it served (a failed clone, a bad setting): its exit is the answer.
+      // Exited before it served: a clone refused or failed says why on its stderr; else (a bad setting) its exit is the answer.
       return {
         state: "failed",
-        failure: toolFailure(ReasonCode.runnerUnavailable, PipelineStage.execution, {
-          detail_code: "runner_start_failed",
-          evidence: { exit_code: c.proc.exitCode ?? -1, ...(c.proc.signalCode ? { signal: c.proc.signalCode } : {}) },
-          message: "The project's Runner exited while starting; nothing was run. The operator's log has its output.",
-        }),
+        failure:
+          seedFailureFromStderr(c.stderr) ??
+          toolFailure(ReasonCode.runnerUnavailable, PipelineStage.execution, {
+            detail_code: "runner_start_failed",
+            evidence: { exit_code: c.proc.exitCode ?? -1, ...(c.proc.signalCode ? { signal: c.proc.signalCode } : {}) },
+            message: "The project's Runner exited while starting; nothing was run. The operator's log has its output.",
+          }),
       };
     },
 
