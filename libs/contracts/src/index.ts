@@ -1,7 +1,8 @@
 // Public surface of @webcodex/contracts: pure TypeScript, no I/O.
 // For services and the gateway:
 export { toolDefinitions, toolDefinition, clampRule, toolLimit } from "./catalog.js";
-export type { ToolName, RunnerToolName, ToolInput, ToolInputSchema } from "./catalog.js";
+export type { ToolName, ToolInput, ToolInputSchema } from "./catalog.js";
+export type { AgentToolName, GatewayToolName, PresentationToolName, RefResolverToolName, RunnerToolName } from "./tool-names.js";
 export type { Schema, Static } from "./json-schema.js";
 export { runnerArguments } from "./runner-arguments.js";
 export type { GatewayArgument, RunnerArguments } from "./runner-arguments.js";

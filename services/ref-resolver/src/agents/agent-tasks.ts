@@ -34,7 +34,7 @@ import {
   toolFailure,
   waitForAgentEventsFollowUp,
 } from "@webcodex/contracts";
-import type { ToolFailure } from "@webcodex/contracts";
+import type { AgentToolName, ToolFailure } from "@webcodex/contracts";
 import type { Database, Principal, Queryable } from "@webcodex/platform";
 import type { ProjectStore } from "../projects/project-store.js";
 import { agentContinuationRefTable, attemptRefTable, issuePinnedRef } from "../refs/issue-ref.js";
@@ -43,6 +43,7 @@ import { continuationRefNotFound, generationMismatch, isAttemptId, isCallerId, n
 import { AGENT_EVENTS_CHANNEL } from "./event-bus.js";
 import type { AgentEventBus, AppendedEvent } from "./event-bus.js";
 import type { TaskFenceCounter } from "./fence-counter.js";
+import type { AgentToolHandlers, AgentToolResult, WireAgentToolHandler } from "./agent-tool-handlers.js";
 
 const schema = "refs";
 const AGENT_ID = /^wc_agent_[0-9a-f]{32}$/;
@@ -64,8 +65,6 @@ function continuing(events: readonly AppendedEvent[] | undefined, cursor: string
   const first = BigInt(cursor) + 1n;
   return events.every((e, i) => BigInt(e.seq) === first + BigInt(i)) ? events : undefined;
 }
-
-export type AgentToolResult = { result: Record<string, unknown>; projectCanonicalId?: string };
 
 export interface AgentTasksDeps {
   db: Database;
@@ -349,7 +348,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
   }
 
   // ── the tools ──
-  const tools: Record<string, (principal: Principal, args: Record<string, unknown>, signal?: AbortSignal) => Promise<AgentToolResult>> = {
+  const tools: AgentToolHandlers = {
     async create_agent(principal, args) {
       const agentId = `wc_agent_${hex()}`,
         endpointId = `wc_ep_${hex()}`;
@@ -839,7 +838,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       args: Record<string, unknown>,
       signal?: AbortSignal,
     ): Promise<{ ok: true; value: AgentToolResult } | { ok: false; failure: ToolFailure }> {
-      const fn = tools[tool];
+      const fn = Object.hasOwn(tools, tool) ? (tools[tool as AgentToolName] as WireAgentToolHandler) : undefined;
       if (!fn) return { ok: false, failure: toolFailure(ReasonCode.unknownTool, PipelineStage.dispatch, { detail_code: "not_an_agent_tool" }) };
       try {
         return { ok: true, value: await fn(principal, args, signal) };
