@@ -23,7 +23,7 @@ import {
   migrateRefResolver,
 } from "@webcodex/ref-resolver";
 import type { AgentEventBus } from "@webcodex/ref-resolver";
-import { createTestDatabase, redisKeyPrefix, until } from "../support/index.js";
+import { createTestDatabase, lapseLease, redisKeyPrefix, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 type RefClient = Client<typeof RefResolverService>;
@@ -112,21 +112,6 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
     await database.drop();
   });
 
-  /**
-   * Lapses a live Attempt's lease now instead of waiting lease_ms: the lease clock is the
-   * database's (lease_live is lease_expires_at > now()), so moving the expiry to the past is
-   * what lease_ms of silence does. Checks first that the lease ran at most `leaseMs` from now.
-   */
-  async function lapseLease(attemptId: unknown, leaseMs: number): Promise<void> {
-    const live = await db.query<{ left_ms: number }>(
-      `SELECT (extract(epoch FROM lease_expires_at - now()) * 1000)::float8 AS left_ms FROM refs.agent_task_attempts WHERE attempt_id = $1 AND state = 'live'`,
-      [attemptId],
-    );
-    const left = live.rows[0]?.left_ms ?? -1;
-    assert.ok(left > 0 && left <= leaseMs, `the lease is live and at most ${leaseMs} ms long (${left} ms left)`);
-    await db.query(`UPDATE refs.agent_task_attempts SET lease_expires_at = now() - interval '1 millisecond' WHERE attempt_id = $1`, [attemptId]);
-  }
-
   it("100 concurrent starts of one Task give exactly one live Attempt; the same key replays it exactly", async () => {
     const { workerAgent, taskId } = await setupTask();
     const distinct = await Promise.all(
@@ -175,7 +160,7 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
       "attempt_other_project",
     );
 
-    await lapseLease(first["attempt_id"], 1000);
+    await lapseLease(db, first["attempt_id"], 1000);
     assert.equal((await failed(client, worker, "heartbeat_agent_task_attempt", tupleOf(first))).detailCode, "lease_expired");
     const second = await ok(client, worker, "start_agent_task_attempt", { ...base, idempotency_key: "a3" });
     assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
@@ -270,7 +255,7 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
           lease_ms: 1000,
         });
         fences.push(Number(a["attempt_fence"]));
-        await lapseLease(a["attempt_id"], 1000);
+        await lapseLease(db, a["attempt_id"], 1000);
       }
       assert.deepEqual(
         fences,
