@@ -3,6 +3,8 @@
 export { toolDefinitions, toolDefinition, clampRule, toolLimit } from "./catalog.js";
 export type { ToolName, ToolInput, ToolInputSchema } from "./catalog.js";
 export type { AgentToolName, GatewayToolName, PresentationToolName, RefResolverToolName, RunnerToolName } from "./tool-names.js";
+export { isJournaledTool, JOURNALED_TOOLS } from "./journaled-tools.js";
+export type { JournaledToolName } from "./journaled-tools.js";
 export type { Schema, Static } from "./json-schema.js";
 export { runnerArguments } from "./runner-arguments.js";
 export type { GatewayArgument, RunnerArguments } from "./runner-arguments.js";

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { toolDefinitions } from "./catalog.js";
+import { isJournaledTool, JOURNALED_TOOLS } from "./journaled-tools.js";
 import type { AgentToolName, GatewayToolName, PresentationToolName, RefResolverToolName, RunnerToolName } from "./tool-names.js";
 
 /**
@@ -66,4 +67,14 @@ test("a name outside a union does not type-check as one of its members", () => {
   // @ts-expect-error create_agent is not a presentation tool
   const notPresentation: PresentationToolName = "create_agent";
   assert.equal([notGateway, notAgent, notRunner, notRefResolver, notPresentation].length, 5);
+});
+
+test("the journaled tools are Runner tools that write the workspace", () => {
+  for (const name of JOURNALED_TOOLS) {
+    const def = toolDefinitions().find((d) => d.name === name);
+    assert.equal(def?.execution, "runner", name);
+    assert.notEqual(def?.effect, "read_only", name);
+    assert.ok(isJournaledTool(name));
+  }
+  assert.equal(isJournaledTool("read_files"), false);
 });
