@@ -5,6 +5,7 @@ import { createGatewayTools, RUN_BEFORE_DISPATCH } from "./gateway-tools.js";
 import type { GatewayToolHandlers, GatewayToolsDeps } from "./gateway-tools.js";
 import { createRefResolverTools } from "./ref-resolver-tools.js";
 import type { RefResolverToolHandlers, RefResolverToolsDeps } from "./ref-resolver-tools.js";
+import type { PresentationHandlers } from "../presentation.js";
 
 const executedBy = (execution: string) =>
   toolDefinitions()
@@ -42,4 +43,12 @@ test("every ref-resolver tool has a handler, is an agent tool forwarded whole, o
     [],
   );
   assert.deepEqual(handled.sort(), ["close_session", "create_session", "list_projects", "read_session_handoff", "update_project"]);
+});
+
+test("a presentation handler map without one of the catalog's presentation tools does not compile", () => {
+  const all = {} as PresentationHandlers;
+  const { present_goal_plan: _removed, ...withoutGoalPlan } = all;
+  // @ts-expect-error present_goal_plan has no handler
+  const missing: PresentationHandlers = withoutGoalPlan;
+  assert.ok(missing);
 });
