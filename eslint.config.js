@@ -83,7 +83,7 @@ export default tseslint.config(
     // validates its arguments against the target tool's schema (and is enumerated by a test).
     // The journaled tools are listed once, in libs/contracts/src/journaled-tools.ts.
     files: ["libs/*/src/**/*.ts", "services/*/src/**/*.ts"],
-    ignores: ["**/*.test.ts", "libs/contracts/src/follow-up.ts", "libs/contracts/src/journaled-tools.ts"],
+    ignores: ["**/*.test.ts", "libs/contracts/src/follow-up.ts", "libs/contracts/src/journaled-tools.ts", "libs/contracts/src/result.ts"],
     rules: {
       "no-restricted-syntax": [
         "error",
@@ -96,6 +96,11 @@ export default tseslint.config(
           selector:
             "ArrayExpression:has(> Literal[value='edit_project_files']):has(> Literal[value='import_host_files']), TSUnionType:has(> TSLiteralType[literal.value='edit_project_files']):has(> TSLiteralType[literal.value='import_host_files'])",
           message: "The journaled tools have one owner: JOURNALED_TOOLS / isJournaledTool from @webcodex/contracts (libs/contracts/src/journaled-tools.ts).",
+        },
+        {
+          selector:
+            "TSUnionType > TSTypeLiteral[members.length=2]:has(> TSPropertySignature[key.name='ok']) > TSPropertySignature[key.name='failure'][typeAnnotation.typeAnnotation.typeName.name='ToolFailure']",
+          message: "Write an answer that succeeded or failed as Result<{ ... }> from @webcodex/contracts (libs/contracts/src/result.ts).",
         },
       ],
     },
@@ -122,6 +127,11 @@ export default tseslint.config(
           selector:
             "ArrayExpression:has(> Literal[value='edit_project_files']):has(> Literal[value='import_host_files']), TSUnionType:has(> TSLiteralType[literal.value='edit_project_files']):has(> TSLiteralType[literal.value='import_host_files'])",
           message: "The journaled tools have one owner: JOURNALED_TOOLS / isJournaledTool from @webcodex/contracts (libs/contracts/src/journaled-tools.ts).",
+        },
+        {
+          selector:
+            "TSUnionType > TSTypeLiteral[members.length=2]:has(> TSPropertySignature[key.name='ok']) > TSPropertySignature[key.name='failure'][typeAnnotation.typeAnnotation.typeName.name='ToolFailure']",
+          message: "Write an answer that succeeded or failed as Result<{ ... }> from @webcodex/contracts (libs/contracts/src/result.ts).",
         },
       ],
     },

@@ -89,6 +89,7 @@ export type { StageTimingKey, StageTimings, SettledCallOutcome } from "./pipelin
 export { failureToWire, failureFromWire } from "./domain-failure.js";
 export type { DomainFailureInit } from "./domain-failure.js";
 export type { ToolFailure, FailureOptions } from "./failure.js";
+export type { Result } from "./result.js";
 export { DEFAULT_MODEL_WORKFLOW_POLICY, GOAL_SELECTIONS, modelWorkflowPolicyFrom, UNATTENDED_CONTINUATIONS } from "./workflow-policy.js";
 export type { GoalSelection, ModelWorkflowPolicy, UnattendedContinuation } from "./workflow-policy.js";
 export { validateToolArguments } from "./schema-validator.js";

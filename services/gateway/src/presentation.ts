@@ -16,14 +16,13 @@ import {
   waitForJobFollowUp,
   failureFromWire,
 } from "@webcodex/contracts";
-import type { ModelWorkflowPolicy, PresentationToolName, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import type { ContinuationFactInit } from "./call-context.js";
+import type { ModelWorkflowPolicy, PresentationToolName, ToolDefinition, Result } from "@webcodex/contracts";
+import type { ContinuationFactInit, Outcome } from "./call-context.js";
 import { validationView } from "./session-facts.js";
 import type { RouteTable } from "./execute/routes.js";
 
 export type { ContinuationFactInit } from "./call-context.js";
 
-type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
 type CallOptions = { signal: AbortSignal; headers: Record<string, string> };
 type Json = Record<string, unknown>;
 /** One continuation fact for the call's audit row. */
@@ -39,7 +38,7 @@ export interface PresentationDeps {
 }
 
 /** The authorized Project of a call (the pipeline resolves it and records it for audit). */
-export type ResolveProject = (selector: string) => Promise<{ ok: true; canonicalId: string; rootIdentity: string } | { ok: false; failure: ToolFailure }>;
+export type ResolveProject = (selector: string) => Promise<Result<{ canonicalId: string; rootIdentity: string }>>;
 
 /** Changed files listed on a work result card; the total says how many there were. */
 const MAX_CARD_FILES = 50;

@@ -32,7 +32,7 @@ import {
   toolFailure,
   waitForAgentEventsFollowUp,
 } from "@webcodex/contracts";
-import type { AgentToolName, ToolFailure } from "@webcodex/contracts";
+import type { AgentToolName, Result } from "@webcodex/contracts";
 import type { Database, Principal, Queryable } from "@webcodex/platform";
 import type { ProjectStore } from "../projects/project-store.js";
 import { attemptRefTable, issuePinnedRef } from "../refs/issue-ref.js";
@@ -618,12 +618,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
   return {
     tools,
     /** Runs one agent tool; a domain failure comes back as `{failure}`. */
-    async call(
-      principal: Principal,
-      tool: string,
-      args: Record<string, unknown>,
-      signal?: AbortSignal,
-    ): Promise<{ ok: true; value: AgentToolResult } | { ok: false; failure: ToolFailure }> {
+    async call(principal: Principal, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Result<{ value: AgentToolResult }>> {
       const fn = Object.hasOwn(tools, tool) ? (tools[tool as AgentToolName] as WireAgentToolHandler) : undefined;
       if (!fn) return { ok: false, failure: toolFailure(ReasonCode.unknownTool, PipelineStage.dispatch, { detail_code: "not_an_agent_tool" }) };
       try {
@@ -638,7 +633,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       principal: Principal,
       ref: string,
       projectCanonicalId: string,
-    ): Promise<{ ok: true; taskId: string; attemptId: string; fence: number } | { ok: false; failure: ToolFailure }> {
+    ): Promise<Result<{ taskId: string; attemptId: string; fence: number }>> {
       try {
         const { task, attempt } = await checkAttemptRef(db, principal, ref, false);
         if (task.project_canonical_id !== projectCanonicalId) {

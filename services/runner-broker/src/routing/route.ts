@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseCanonicalProjectId, PipelineStage, ReasonCode, toolFailure, waitForProjectFollowUp } from "@webcodex/contracts";
-import type { ToolFailure } from "@webcodex/contracts";
+import type { ToolFailure, Result } from "@webcodex/contracts";
 import type { RunnerState } from "../runner-registry.js";
 import type { BrokerContext } from "../broker-context.js";
 
@@ -125,7 +125,7 @@ export function createRouting(ctx: BrokerContext) {
     rootIdentity: string,
     signal: AbortSignal,
     what: Record<string, string>,
-  ): Promise<{ ok: true; holder: RunnerState; fence: number } | { ok: false; failure: ToolFailure }> => {
+  ): Promise<Result<{ holder: RunnerState; fence: number }>> => {
     const started = Date.now();
     let route = await routableHolder(canonicalId, rootIdentity);
     let waitedMs = 0;
