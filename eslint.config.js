@@ -81,8 +81,9 @@ export default tseslint.config(
   {
     // Every follow-up is made by a named builder in libs/contracts/src/follow-up.ts, which
     // validates its arguments against the target tool's schema (and is enumerated by a test).
+    // The journaled tools are listed once, in libs/contracts/src/journaled-tools.ts.
     files: ["libs/*/src/**/*.ts", "services/*/src/**/*.ts"],
-    ignores: ["**/*.test.ts", "libs/contracts/src/follow-up.ts"],
+    ignores: ["**/*.test.ts", "libs/contracts/src/follow-up.ts", "libs/contracts/src/journaled-tools.ts", "libs/contracts/src/result.ts"],
     rules: {
       "no-restricted-syntax": [
         "error",
@@ -90,6 +91,16 @@ export default tseslint.config(
         {
           selector: "Property[key.name='follow_up_kind'], Property[key.value='follow_up_kind']",
           message: "Build follow-ups with a named builder in libs/contracts/src/follow-up.ts.",
+        },
+        {
+          selector:
+            "ArrayExpression:has(> Literal[value='edit_project_files']):has(> Literal[value='import_host_files']), TSUnionType:has(> TSLiteralType[literal.value='edit_project_files']):has(> TSLiteralType[literal.value='import_host_files'])",
+          message: "The journaled tools have one owner: JOURNALED_TOOLS / isJournaledTool from @webcodex/contracts (libs/contracts/src/journaled-tools.ts).",
+        },
+        {
+          selector:
+            "TSUnionType > TSTypeLiteral[members.length=2]:has(> TSPropertySignature[key.name='ok']) > TSPropertySignature[key.name='failure'][typeAnnotation.typeAnnotation.typeName.name='ToolFailure']",
+          message: "Write an answer that succeeded or failed as Result<{ ... }> from @webcodex/contracts (libs/contracts/src/result.ts).",
         },
       ],
     },
@@ -111,6 +122,16 @@ export default tseslint.config(
         {
           selector: "Literal[value=/^(queued|recovering|succeeded|lost_after_reconcile)$/]:not(TSLiteralType > Literal)",
           message: "Name a Job state through JOB_STATE from @webcodex/contracts (libs/contracts/src/job-states.ts owns the words).",
+        },
+        {
+          selector:
+            "ArrayExpression:has(> Literal[value='edit_project_files']):has(> Literal[value='import_host_files']), TSUnionType:has(> TSLiteralType[literal.value='edit_project_files']):has(> TSLiteralType[literal.value='import_host_files'])",
+          message: "The journaled tools have one owner: JOURNALED_TOOLS / isJournaledTool from @webcodex/contracts (libs/contracts/src/journaled-tools.ts).",
+        },
+        {
+          selector:
+            "TSUnionType > TSTypeLiteral[members.length=2]:has(> TSPropertySignature[key.name='ok']) > TSPropertySignature[key.name='failure'][typeAnnotation.typeAnnotation.typeName.name='ToolFailure']",
+          message: "Write an answer that succeeded or failed as Result<{ ... }> from @webcodex/contracts (libs/contracts/src/result.ts).",
         },
       ],
     },

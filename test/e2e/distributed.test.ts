@@ -25,6 +25,7 @@ import {
   firstProjectRef,
   startTcpProxy,
   startTestStack,
+  until,
 } from "../support/index.js";
 import type { TcpProxy, TestDatabase } from "../support/index.js";
 
@@ -225,17 +226,28 @@ text(hit.path + " " + read.items[0].total_lines + " " + all.paths.length);`,
     assert.equal(isError, true);
     assert.ok(["runner_unavailable", "runner_lost"].includes(String(result["reason_code"])), JSON.stringify(result));
     assert.equal(result["outcome_unknown"], false, "a read has no effect to be unsure about");
-    // After two heartbeat intervals the broker knows the Runner is gone.
-    await new Promise((r) => setTimeout(r, 1_200));
-    const later = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+    // After two heartbeat intervals the broker knows the Runner is gone (and says so, not a hang).
+    const later = await until(
+      "the broker to know the Runner is lost",
+      async () => {
+        const r = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+        return r.result["detail_code"] === "runner_lost" || r.result["reason_code"] !== "runner_unavailable" ? r : undefined;
+      },
+      5_000,
+      100,
+    );
     assert.equal(later.result["reason_code"], "runner_unavailable");
     assert.equal(later.result["detail_code"], "runner_lost", "the broker knows the Runner it lost");
     await stack.restart("runner");
-    let back = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
-    for (let i = 0; i < 30 && back.isError; i++) {
-      await new Promise((r) => setTimeout(r, 200));
-      back = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
-    }
+    const back = await until(
+      "the restarted Runner to serve",
+      async () => {
+        const r = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+        return r.isError ? undefined : r;
+      },
+      6_000,
+      200,
+    );
     assert.equal(back.isError, false, JSON.stringify(back.result));
   });
 

@@ -23,7 +23,7 @@ import {
   migrateRefResolver,
 } from "@webcodex/ref-resolver";
 import type { AgentEventBus } from "@webcodex/ref-resolver";
-import { createTestDatabase, redisKeyPrefix, until } from "../support/index.js";
+import { createTestDatabase, lapseLease, redisKeyPrefix, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 type RefClient = Client<typeof RefResolverService>;
@@ -160,7 +160,7 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
       "attempt_other_project",
     );
 
-    await new Promise((r) => setTimeout(r, 1_100));
+    await lapseLease(db, first["attempt_id"], 1000);
     assert.equal((await failed(client, worker, "heartbeat_agent_task_attempt", tupleOf(first))).detailCode, "lease_expired");
     const second = await ok(client, worker, "start_agent_task_attempt", { ...base, idempotency_key: "a3" });
     assert.ok(Number(second["attempt_fence"]) > Number(first["attempt_fence"]));
@@ -255,7 +255,7 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
           lease_ms: 1000,
         });
         fences.push(Number(a["attempt_fence"]));
-        await new Promise((r) => setTimeout(r, 1_050));
+        await lapseLease(db, a["attempt_id"], 1000);
       }
       assert.deepEqual(
         fences,

@@ -25,6 +25,7 @@ export type { TcpProxy } from "./tcp-proxy.js";
 export { startOtlpCollector, spanAttribute } from "./otlp-collector.js";
 export type { OtlpCollector, OtlpSpan } from "./otlp-collector.js";
 export { until } from "./until.js";
+export { lapseLease } from "./agent-leases.js";
 export { startTestStack } from "./stack.js";
 export { killUp, startUp, stopUp } from "./up.js";
 export type { UpStack } from "./up.js";

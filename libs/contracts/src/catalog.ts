@@ -1305,8 +1305,8 @@ const definitions = (
 type Entry = (typeof definitions)[number];
 /** The name of a catalog tool. */
 export type ToolName = Entry["name"];
-/** The name of a tool a Project's Runner executes. */
-export type RunnerToolName = Extract<Entry, { readonly execution: "runner" }>["name"];
+/** The names of the catalog tools with these fields, e.g. `{ readonly execution: "runner" }` (tool-names.ts). */
+export type ToolNameWhere<Fields> = Extract<Entry, Fields>["name"];
 /** A tool's input schema as written in the catalog. */
 export type ToolInputSchema<N extends ToolName> = Extract<Entry, { readonly name: N }>["inputSchema"];
 /** The arguments a tool's input schema admits, as a TypeScript type. */

@@ -1,7 +1,10 @@
 // Public surface of @webcodex/contracts: pure TypeScript, no I/O.
 // For services and the gateway:
 export { toolDefinitions, toolDefinition, clampRule, toolLimit } from "./catalog.js";
-export type { ToolName, RunnerToolName, ToolInput, ToolInputSchema } from "./catalog.js";
+export type { ToolName, ToolInput, ToolInputSchema } from "./catalog.js";
+export type { AgentToolName, GatewayToolName, PresentationToolName, RefResolverToolName, RunnerToolName } from "./tool-names.js";
+export { isJournaledTool, JOURNALED_TOOLS } from "./journaled-tools.js";
+export type { JournaledToolName } from "./journaled-tools.js";
 export type { Schema, Static } from "./json-schema.js";
 export { runnerArguments } from "./runner-arguments.js";
 export type { GatewayArgument, RunnerArguments } from "./runner-arguments.js";
@@ -86,6 +89,7 @@ export type { StageTimingKey, StageTimings, SettledCallOutcome } from "./pipelin
 export { failureToWire, failureFromWire } from "./domain-failure.js";
 export type { DomainFailureInit } from "./domain-failure.js";
 export type { ToolFailure, FailureOptions } from "./failure.js";
+export type { Result } from "./result.js";
 export { DEFAULT_MODEL_WORKFLOW_POLICY, GOAL_SELECTIONS, modelWorkflowPolicyFrom, UNATTENDED_CONTINUATIONS } from "./workflow-policy.js";
 export type { GoalSelection, ModelWorkflowPolicy, UnattendedContinuation } from "./workflow-policy.js";
 export { validateToolArguments } from "./schema-validator.js";

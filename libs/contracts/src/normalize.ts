@@ -7,6 +7,7 @@ import { toolDefinition, toolDefinitions } from "./catalog.js";
 import { ReasonCode, toolFailure } from "./failure.js";
 import { PipelineStage } from "./pipeline.js";
 import type { ToolFailure } from "./failure.js";
+import type { Result } from "./result.js";
 import { validateToolArguments } from "./schema-validator.js";
 import type { SchemaViolation } from "./schema-validator.js";
 import { readToolManifestFollowUp } from "./follow-up.js";
@@ -67,18 +68,17 @@ export interface CanonicalCall {
   normalization?: InputNormalization;
 }
 
-export type NormalizeResult =
-  | ({
-      ok: true;
-      /**
-       * Present only when the call was rewritten to another tool (run_process → run_shell): the
-       * same call canonicalized without that rewrite. The rewrite holds only where the canonical
-       * path passes the same gates; where the Runner lacks the capability it needs (shell,
-       * Bash login), this literal call runs instead and reports no rewrite code.
-       */
-      literal?: CanonicalCall;
-    } & CanonicalCall)
-  | { ok: false; failure: ToolFailure };
+export type NormalizeResult = Result<
+  {
+    /**
+     * Present only when the call was rewritten to another tool (run_process → run_shell): the
+     * same call canonicalized without that rewrite. The rewrite holds only where the canonical
+     * path passes the same gates; where the Runner lacks the capability it needs (shell,
+     * Bash login), this literal call runs instead and reports no rewrite code.
+     */
+    literal?: CanonicalCall;
+  } & CanonicalCall
+>;
 
 export interface NormalizeContext {
   /** Whether a canonical tool is admitted for this caller (rewrites must stay admitted). */

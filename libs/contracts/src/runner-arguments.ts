@@ -3,7 +3,7 @@
  * gateway resolves and admits itself (the target Project, the Workflow Session, the Attempt).
  * The call id travels beside the arguments (the dispatch's callId), never inside them.
  */
-import type { RunnerToolName } from "./catalog.js";
+import type { RunnerToolName } from "./tool-names.js";
 import type { CanonicalToolInput } from "./normalize.js";
 
 /** The arguments the gateway keeps: it resolves `project`, records into `session_id` and admits `attempt_ref`. */

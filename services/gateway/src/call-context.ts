@@ -4,7 +4,7 @@
  */
 import { ConnectError } from "@connectrpc/connect";
 import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
-import type { CanonicalCall, PipelineSubStage, StageTimings, ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { CanonicalCall, PipelineSubStage, StageTimings, ToolDefinition, ToolFailure, Result } from "@webcodex/contracts";
 import { connectCodeName, provenNotSent, withSpan } from "@webcodex/platform";
 import type { ContinuationFact } from "@webcodex/proto";
 import type { Caller } from "./auth.js";
@@ -15,7 +15,7 @@ import type { JobAttentionItem } from "./job-attention.js";
 export type ContinuationFactInit = Pick<ContinuationFact, "subject" | "id" | "fact">;
 
 /** A call's canonical outcome: the result the audit captures, or the structured failure. */
-export type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
+export type Outcome = Result<{ result: Record<string, unknown> }>;
 
 /** A resolved Project as the executors address it. */
 export interface ProjectAddress {

@@ -16,14 +16,13 @@ import {
   waitForJobFollowUp,
   failureFromWire,
 } from "@webcodex/contracts";
-import type { ModelWorkflowPolicy, ToolDefinition, ToolFailure } from "@webcodex/contracts";
-import type { ContinuationFactInit } from "./call-context.js";
+import type { ModelWorkflowPolicy, PresentationToolName, ToolDefinition, Result } from "@webcodex/contracts";
+import type { ContinuationFactInit, Outcome } from "./call-context.js";
 import { validationView } from "./session-facts.js";
 import type { RouteTable } from "./execute/routes.js";
 
 export type { ContinuationFactInit } from "./call-context.js";
 
-type Outcome = { ok: true; result: Record<string, unknown> } | { ok: false; failure: ToolFailure };
 type CallOptions = { signal: AbortSignal; headers: Record<string, string> };
 type Json = Record<string, unknown>;
 /** One continuation fact for the call's audit row. */
@@ -39,7 +38,7 @@ export interface PresentationDeps {
 }
 
 /** The authorized Project of a call (the pipeline resolves it and records it for audit). */
-export type ResolveProject = (selector: string) => Promise<{ ok: true; canonicalId: string; rootIdentity: string } | { ok: false; failure: ToolFailure }>;
+export type ResolveProject = (selector: string) => Promise<Result<{ canonicalId: string; rootIdentity: string }>>;
 
 /** Changed files listed on a work result card; the total says how many there were. */
 const MAX_CARD_FILES = 50;
@@ -71,6 +70,14 @@ function continuationView(
   if (job["outcome_unknown"] === true) view["outcome_unknown"] = true;
   return view;
 }
+
+/**
+ * A handler for every presentation tool of the catalog (cards and their app-only helpers), keyed
+ * by its name: a presentation tool without a handler does not compile.
+ */
+export type PresentationHandlers = {
+  [N in PresentationToolName]: (def: ToolDefinition, args: Json, resolve: ResolveProject, options: CallOptions, facts: RecordFacts) => Promise<Outcome>;
+};
 
 export function createPresentation(deps: PresentationDeps) {
   async function jobContinuation(args: Json, action: string, resolve: ResolveProject, options: CallOptions, facts: RecordFacts): Promise<Outcome> {
@@ -165,27 +172,22 @@ export function createPresentation(deps: PresentationDeps) {
     return { ok: true, result: { plan_id: res.planId, revision: Number(res.revision), step_counts: counts } };
   }
 
+  const handlers: PresentationHandlers = {
+    present_job_terminal_continuation: (_def, args, resolve, options, facts) => jobContinuation(args, "present", resolve, options, facts),
+    read_job_continuation: (_def, args, resolve, options, facts) => jobContinuation(args, "read", resolve, options, facts),
+    update_job_continuation: (_def, args, resolve, options, facts) => jobContinuation(args, args["step"] as string, resolve, options, facts),
+    present_agent_continuation: (def, args, _resolve, options, facts) => agentContinuation(def, args, options, facts),
+    read_agent_continuation: (def, args, _resolve, options, facts) => agentContinuation(def, args, options, facts),
+    update_agent_continuation: (def, args, _resolve, options, facts) => agentContinuation(def, args, options, facts),
+    present_work_result: (_def, args, resolve, options) => workResult(args, resolve, options),
+    present_goal_plan: (_def, args, resolve, options) => goalPlan(args, resolve, options),
+  };
+
   return {
     /** Runs a presentation tool or card helper; undefined for any other tool. */
     run(def: ToolDefinition, args: Json, resolve: ResolveProject, options: CallOptions, facts: RecordFacts): Promise<Outcome> | undefined {
-      switch (def.name) {
-        case "present_job_terminal_continuation":
-          return jobContinuation(args, "present", resolve, options, facts);
-        case "read_job_continuation":
-          return jobContinuation(args, "read", resolve, options, facts);
-        case "update_job_continuation":
-          return jobContinuation(args, args["step"] as string, resolve, options, facts);
-        case "present_agent_continuation":
-        case "read_agent_continuation":
-        case "update_agent_continuation":
-          return agentContinuation(def, args, options, facts);
-        case "present_work_result":
-          return workResult(args, resolve, options);
-        case "present_goal_plan":
-          return goalPlan(args, resolve, options);
-        default:
-          return undefined;
-      }
+      const handler = Object.hasOwn(handlers, def.name) ? handlers[def.name as PresentationToolName] : undefined;
+      return handler?.(def, args, resolve, options, facts);
     },
   };
 }

@@ -30,8 +30,10 @@ export type {
 } from "./jobs/job-store.js";
 export { createMemoryLiveJobBackend, createRedisLiveJobBackend } from "./jobs/live-job-backends.js";
 export { observeFleet, summarizeFleet, fleetRows } from "./fleet/fleet-status.js";
-export { createFleetReconciler, podFleetState, quotaExceededFailure, CREDENTIAL_FINGERPRINT_ANNOTATION, DEFAULT_IDLE_TIMEOUT_MS } from "./fleet/reconciler.js";
-export type { FleetReconciler, FleetReconcilerOptions, FleetQuota, ReconcileReport, RunnerFleetState, TouchResult } from "./fleet/reconciler.js";
+export { createFleetReconciler, CREDENTIAL_FINGERPRINT_ANNOTATION, DEFAULT_IDLE_TIMEOUT_MS } from "./fleet/reconciler.js";
+export { podFleetState, quotaExceededFailure } from "./fleet/pod-state.js";
+export type { FleetReconciler, FleetReconcilerOptions, FleetQuota, ReconcileReport, TouchResult } from "./fleet/reconciler.js";
+export type { RunnerFleetState } from "./fleet/pod-state.js";
 export { createLeaderElector } from "./fleet/leader.js";
 export type { LeaderElector, LeaderElectorOptions } from "./fleet/leader.js";
 export type { FleetObservation, FleetSummaryFacts, FleetRow } from "./fleet/fleet-status.js";

@@ -1,7 +1,6 @@
 /**
  * The `webcodex` command: dev (embedded), up (distributed on localhost), serve <service>,
  * runner, migrate, and the operator listings (projects, friction-report).
- * One concept over 400 lines: the command line, one case per command.
  */
 import { parseArgs } from "node:util";
 import { mkdirSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
@@ -11,68 +10,20 @@ import type { Writable } from "node:stream";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createLogger, createPostgresDatabase, logFormatFor, logWriter, sealSecretEnvironment, startTelemetry } from "@webcodex/platform";
 import type { LogLevel } from "@webcodex/platform";
-import { gatewayConfigSpec, resolveDevTokens, skillCatalogsDirFrom, tenancyOptions } from "@webcodex/gateway";
+import { skillCatalogsDirFrom } from "@webcodex/gateway";
 import { modelWorkflowPolicyFrom } from "@webcodex/contracts";
-import type { GatewayTestHooks, StaticTokenEntry } from "@webcodex/gateway";
+import type { GatewayTestHooks } from "@webcodex/gateway";
 import { parsePort, projectDirectory, UsageError } from "./args.js";
 import { loadRetentionConfig } from "@webcodex/audit";
-import { isolationRefusal, loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
+import { loadRunnerSettings, runnerSettingsSpec } from "@webcodex/runner";
 import { loadToolPolicy } from "@webcodex/tool-registry";
 import { defaultDataDir, projectIdFor, startEmbedded, startEmbeddedStdio } from "./embedded.js";
-import type { EmbeddedOptions } from "./embedded.js";
 import { loadGitCredentials } from "./embedded-projects.js";
 import { startDistributed, SERVICES } from "./distributed.js";
-import { PROJECTS_USAGE, runProjects } from "./projects.js";
+import { runProjects } from "./projects.js";
 import { serviceLoader } from "./service-mains.js";
-
-const serviceNames = SERVICES.filter((s) => s !== "runner").join(", ");
-
-/** What `webcodex <command> --help` prints; `webcodex --help` prints every first line. */
-export const COMMAND_USAGE: Record<string, string> = {
-  dev: `webcodex dev --project DIR [--port N] [--host H] [--data-dir D]   all services in one process (embedded), MCP over Streamable HTTP
-  --project DIR   the directory the local Runner works in (required)
-  --port N        port of the MCP endpoint (default 8080, or WEBCODEX_PORT; 0 picks a free one)
-  --host H        address to listen on (default 127.0.0.1)
-  --data-dir D    embedded Postgres and audit spool (default ~/.webcodex/data, or WEBCODEX_DATA_DIR)
-  Prints the MCP URL and a bearer token; WEBCODEX_DEV_TOKEN keeps the token stable.
-  environment: WEBCODEX_PORT, WEBCODEX_DATA_DIR, WEBCODEX_DEV_TOKEN, WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_CLIENT_ID, WEBCODEX_LOG_LEVEL,
-    WEBCODEX_LOG_FORMAT, WEBCODEX_OAUTH_*, WEBCODEX_RATE_LIMIT*, WEBCODEX_READ_ONLY_CLIENTS, WEBCODEX_GOAL_SELECTION,
-    WEBCODEX_UNATTENDED_CONTINUATION, WEBCODEX_AUDIT_*, WEBCODEX_RUNNER_* (the local Runner), WEBCODEX_GIT_CREDENTIALS_FILE,
-    OTEL_EXPORTER_OTLP_ENDPOINT`,
-  stdio: `webcodex stdio --project DIR [--data-dir D]   the embedded default over the MCP stdio transport, for local Hosts
-  --project DIR   the directory the local Runner works in (required)
-  --data-dir D    embedded Postgres and audit spool (default ~/.webcodex/stdio/<project>; one process at a time)
-  stdout carries only MCP JSON-RPC; logs go to stderr. No token: the caller is the OS user.
-  Exits when stdin closes, stopping every process it started.
-  environment: WEBCODEX_DATA_DIR, WEBCODEX_DEV_CLIENT_ID, WEBCODEX_LOG_LEVEL, WEBCODEX_LOG_FORMAT, WEBCODEX_AUDIT_*,
-    WEBCODEX_RUNNER_* (the local Runner)`,
-  up: `webcodex up --project DIR [--port N] [--data-dir D]   each service its own process (needs WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL)
-  --project DIR   the directory the local Runner works in (required)
-  --port N        the first of ${SERVICES.length} consecutive ports (default 8180; the gateway is the fifth)
-  --data-dir D    create_project's workspaces, under D/workspaces (default ~/.webcodex/up, or WEBCODEX_DATA_DIR)
-  environment: WEBCODEX_POSTGRES_URL, WEBCODEX_REDIS_URL (required), WEBCODEX_REDIS_KEY_PREFIX, WEBCODEX_DEV_TOKEN,
-    WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_CLIENT_ID, WEBCODEX_OAUTH_*, WEBCODEX_RATE_LIMIT*, WEBCODEX_READ_ONLY_CLIENTS,
-    WEBCODEX_RUNNER_* (the local Runner)`,
-  serve: `webcodex serve <service>   one service, configured from WEBCODEX_* env
-  services: ${serviceNames}
-  environment: each service's WEBCODEX_* settings (docs/operators.md), WEBCODEX_LOG_LEVEL, WEBCODEX_LOG_FORMAT`,
-  runner: `webcodex runner   one Runner, configured from WEBCODEX_RUNNER_* env
-  needs WEBCODEX_RUNNER_ROOT, WEBCODEX_RUNNER_BROKER_URL, WEBCODEX_RUNNER_CLIENT_ID, WEBCODEX_RUNNER_PROJECT_ID`,
-  migrate: `webcodex migrate   apply migrations to WEBCODEX_POSTGRES_URL
-  environment: WEBCODEX_POSTGRES_URL (required; the database must exist), WEBCODEX_MIGRATE_WAIT_S (seconds to wait for it, default 0)`,
-  "friction-report": `webcodex friction-report [--postgres-url URL | --data-dir D] [--format table|json]   friction patterns per tenant and tool`,
-  projects: PROJECTS_USAGE,
-};
-
-const usage = `usage:
-${Object.values(COMMAND_USAGE)
-  .map((u) => `  ${u.split("\n")[0]}`)
-  .join("\n")}
-  webcodex <command> --help                               one command's options and the environment it reads
-  webcodex --version                                      the version
-Logs go to stderr: readable lines on a terminal, JSON otherwise (WEBCODEX_LOG_FORMAT=json|text).`;
-
-const wantsHelp = (args: readonly string[]) => args.includes("--help") || args.includes("-h");
+import { COMMAND_USAGE, serviceNames, usage, wantsHelp } from "./usage.js";
+import { devAuthOptions, devTokens, refuseWithoutIsolation } from "./dev-principals.js";
 
 /** The version of this command (its package's). */
 function cliVersion(): string {
@@ -127,30 +78,6 @@ function lockDataDir(dir: string): () => void {
   throw new Error(`could not lock data dir ${dir}`);
 }
 
-/**
- * Dev tokens from WEBCODEX_DEV_TOKENS_FILE, WEBCODEX_DEV_TOKEN, or a random token (printed,
- * since it exists nowhere else). The local Project is registered under the first token's tenant.
- */
-function devTokens(env: NodeJS.ProcessEnv): { tokens: StaticTokenEntry[]; shown?: string; clientId: string } {
-  const dev = resolveDevTokens({
-    devToken: env["WEBCODEX_DEV_TOKEN"],
-    devTokensFile: env["WEBCODEX_DEV_TOKENS_FILE"],
-    devClientId: env["WEBCODEX_DEV_CLIENT_ID"] || "local",
-  });
-  return { tokens: dev.tokens, ...(dev.token ? { shown: dev.token } : {}), clientId: dev.tokens[0]?.clientId ?? "local" };
-}
-
-/** Refuses (throws) a configuration serving several tenants or writers where Jobs cannot be isolated. */
-function refuseWithoutIsolation(tokens: readonly StaticTokenEntry[], env: NodeJS.ProcessEnv, runnerEnv: NodeJS.ProcessEnv = env): void {
-  const principals = {
-    tenants: new Set(tokens.map((t) => t.clientId)).size,
-    writers: tokens.filter((t) => t.admissionProfile !== "read_only").length,
-    open: Boolean(env["WEBCODEX_OAUTH_ISSUER"]),
-  };
-  const refusal = isolationRefusal(principals, loadRunnerSettings(runnerEnv));
-  if (refusal !== undefined) throw new Error(refusal);
-}
-
 /** Messages up to the HTTP endpoint's body limit (a 2 MB import is ~2.7 MB of base64). */
 const STDIO_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
@@ -165,55 +92,6 @@ function localSubject(): string {
 
 /** `webcodex up` takes one port per process, consecutive from --port. */
 const UP_PORTS = SERVICES.length;
-
-/**
- * OAuth and rate-limit settings for `webcodex dev`, from the same WEBCODEX_* variables the
- * distributed gateway reads. With several principals (more than one token, or an identity
- * provider) each principal gets the distributed gateway's default rate limit unless
- * WEBCODEX_RATE_LIMIT_PER_MINUTE says otherwise (0 turns it off); a single local principal has
- * none unless a WEBCODEX_RATE_LIMIT* variable sets one.
- */
-function devAuthOptions(env: NodeJS.ProcessEnv, principals: number): Pick<EmbeddedOptions, "oauth" | "readOnlyClients" | "rateLimit"> {
-  const int = (name: string): number | undefined => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return undefined;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
-    return n;
-  };
-  const issuer = env["WEBCODEX_OAUTH_ISSUER"];
-  const tolerance = int("WEBCODEX_OAUTH_CLOCK_TOLERANCE_S");
-  const shared = principals > 1 || Boolean(env["WEBCODEX_OAUTH_ISSUER"]);
-  const perMinute = int("WEBCODEX_RATE_LIMIT_PER_MINUTE") ?? (shared ? gatewayConfigSpec.rateLimitPerMinute.default : 0);
-  const burst = int("WEBCODEX_RATE_LIMIT_BURST");
-  const tenantPerMinute = int("WEBCODEX_RATE_LIMIT_TENANT_PER_MINUTE") ?? 0;
-  const overrides = env["WEBCODEX_RATE_LIMITS"];
-  const readOnly = (env["WEBCODEX_READ_ONLY_CLIENTS"] ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  const opt = (key: string, name: string) => (env[name] ? { [key]: env[name] } : {});
-  return {
-    ...(issuer
-      ? {
-          oauth: {
-            issuer,
-            ...opt("audience", "WEBCODEX_OAUTH_AUDIENCE"),
-            ...opt("jwksUrl", "WEBCODEX_OAUTH_JWKS_URL"),
-            ...opt("clientIdClaim", "WEBCODEX_OAUTH_CLIENT_ID_CLAIM"),
-            tenancy: tenancyOptions(env["WEBCODEX_OAUTH_TENANT_PRESET"], env["WEBCODEX_OAUTH_ADMIN_CLAIM"], env["WEBCODEX_OAUTH_ADMIN_VALUES"]),
-            ...opt("admissionProfileClaim", "WEBCODEX_OAUTH_ADMISSION_CLAIM"),
-            ...opt("hostProfileClaim", "WEBCODEX_OAUTH_HOST_PROFILE_CLAIM"),
-            ...(tolerance !== undefined ? { clockToleranceSec: tolerance } : {}),
-          },
-        }
-      : {}),
-    ...(readOnly.length > 0 ? { readOnlyClients: readOnly } : {}),
-    ...(perMinute > 0 || tenantPerMinute > 0 || overrides
-      ? { rateLimit: { perMinute, tenantPerMinute, ...(burst ? { burst } : {}), ...(overrides ? { perClient: overrides } : {}) } }
-      : {}),
-  };
-}
 
 /** Runs one `webcodex` command; `testHooks` (for `dev` and `serve gateway`) only from a test launcher, never bin/webcodex.js. */
 export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise<void> {

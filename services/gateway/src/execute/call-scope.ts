@@ -5,12 +5,12 @@
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService } from "@webcodex/proto";
 import { failureFromWire, PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
-import type { ToolFailure } from "@webcodex/contracts";
+import type { Result } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import { dependencyFailure, timedStage } from "../call-context.js";
 import type { CallContext, ProjectAddress } from "../call-context.js";
 
-export type ProjectScope = { ok: true; project: ProjectAddress } | { ok: false; failure: ToolFailure };
+export type ProjectScope = Result<{ project: ProjectAddress }>;
 
 /**
  * The gateway's cache of resolved Projects, per (principal, selector), for at most `ttlMs`

@@ -16,7 +16,7 @@ import {
   toolFailure,
   toolRoute,
 } from "@webcodex/contracts";
-import type { HostProfile, ToolCategory, ToolDefinition } from "@webcodex/contracts";
+import type { GatewayToolName, HostProfile, ToolDefinition, ToolInput } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 import type { AuditRecorder } from "../audit-recorder.js";
@@ -40,79 +40,107 @@ export interface GatewayToolsDeps {
   upstreamTools?: UpstreamTools | undefined;
 }
 
+/**
+ * The gateway tools their own modules run before this dispatch: the skills (skills/), the Code
+ * Mode cell (code-mode/), present_work_result (presentation.ts), and call_runtime_tool, which
+ * admission unwraps into the call it forwards.
+ */
+export const RUN_BEFORE_DISPATCH = [
+  "list_skills",
+  "read_skill",
+  "run_code_cell",
+  "present_work_result",
+  "call_runtime_tool",
+] as const satisfies readonly GatewayToolName[];
+
+/**
+ * A handler for every gateway tool this dispatch runs, keyed by the catalog's names and taking
+ * that tool's arguments typed from its input schema: a gateway tool added to the catalog, or a
+ * handler removed, does not compile. (The function type is written out here: behind a generic
+ * alias tsc would compare two tools' handlers by the alias's measured variance, not their
+ * arguments.)
+ */
+export type GatewayToolHandlers = {
+  [N in Exclude<GatewayToolName, (typeof RUN_BEFORE_DISPATCH)[number]>]: (args: ToolInput<N>, ctx: CallContext) => Promise<Outcome>;
+};
+
+/** A handler called with a normalized call's arguments (validated against the tool's input schema). */
+type WireHandler = (args: Record<string, unknown>, ctx: CallContext) => Promise<Outcome>;
+
 export function createGatewayTools(deps: GatewayToolsDeps) {
   const lifecycle = createProjectLifecycle(deps);
 
   const noUpstreams = createUpstreamTools({ upstreams: [], refResolver: deps.refResolver, logger: deps.logger });
   const upstream = () => deps.upstreamTools ?? noUpstreams;
 
-  async function runOnGateway(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
-    switch (def.name) {
-      case "list_tools": {
-        if (args["namespace"] !== undefined) return upstream().listTools(args, ctx);
-        if (args["cursor"] !== undefined)
-          return {
-            ok: false,
-            failure: toolFailure(ReasonCode.invalidValue, PipelineStage.normalization, {
-              detail_code: "cursor_without_namespace",
-              evidence: { field: "/cursor" },
-            }),
-          };
-        // App-only card helpers are not part of the model's discovery.
-        const admitted = [...ctx.catalog.admitted.values()].filter(modelVisible);
-        const groups = groupToolNamesByCategory(admitted);
-        // The schema's enum has already rejected an unknown category; a known one may be empty.
-        const category = args["category"] as ToolCategory | undefined;
-        const namespaces = upstream().namespaces(ctx.caller);
-        const withNamespaces = namespaces.length > 0 ? { namespaces } : {};
-        if (category !== undefined) return { ok: true, result: { categories: groups[category] ? { [category]: groups[category] } : {}, ...withNamespaces } };
-        return { ok: true, result: { categories: groups, ...withNamespaces } };
-      }
-      case "read_tool_manifest": {
-        if (args["namespace"] !== undefined) return upstream().readManifest(args, ctx);
-        const name = args["tool"] as string;
-        const admittedTarget = ctx.catalog.admitted.get(name);
-        const target = admittedTarget && modelVisible(admittedTarget) ? admittedTarget : undefined;
-        if (!target) {
-          // A tool the operator's policy withholds from this caller is an unknown name to them.
-          const known = toolDefinition(name) !== undefined && ctx.catalog.withheld?.has(name) !== true;
-          return {
-            ok: false,
-            failure: toolFailure(known ? ReasonCode.toolNotAdmitted : ReasonCode.unknownTool, PipelineStage.admission, {
-              detail_code: known ? "not_admitted" : "unknown_tool",
-              evidence: { field: "/tool" },
-              message: known ? "This tool is not admitted for you; see list_tools." : "No tool has this name; see list_tools.",
-            }),
-          };
-        }
-        const host = ctx.caller.hostProfile ?? deps.hostProfile;
-        // Code Mode: the cell's API as TypeScript, generated from the caller's admitted catalog.
-        const declaration = target.name === CODE_CELL_TOOL ? { declaration: cellDeclaration(ctx.catalog.admitted.values()) } : {};
+  const handlers: GatewayToolHandlers = {
+    async list_tools(args, ctx) {
+      if (args.namespace !== undefined) return upstream().listTools(args, ctx);
+      if (args.cursor !== undefined)
         return {
-          ok: true,
-          result: {
-            tool: target.name,
-            category: target.category,
-            description: target.description,
-            input_schema: target.inputSchema,
-            route: toolRoute(target, host),
-            ...declaration,
-          },
+          ok: false,
+          failure: toolFailure(ReasonCode.invalidValue, PipelineStage.normalization, {
+            detail_code: "cursor_without_namespace",
+            evidence: { field: "/cursor" },
+          }),
+        };
+      // App-only card helpers are not part of the model's discovery.
+      const admitted = [...ctx.catalog.admitted.values()].filter(modelVisible);
+      const groups = groupToolNamesByCategory(admitted);
+      // The schema's enum has already rejected an unknown category; a known one may be empty.
+      const category = args.category;
+      const namespaces = upstream().namespaces(ctx.caller);
+      const withNamespaces = namespaces.length > 0 ? { namespaces } : {};
+      if (category !== undefined) return { ok: true, result: { categories: groups[category] ? { [category]: groups[category] } : {}, ...withNamespaces } };
+      return { ok: true, result: { categories: groups, ...withNamespaces } };
+    },
+    async read_tool_manifest(args, ctx) {
+      if (args.namespace !== undefined) return upstream().readManifest(args, ctx);
+      const name = args.tool;
+      const admittedTarget = ctx.catalog.admitted.get(name);
+      const target = admittedTarget && modelVisible(admittedTarget) ? admittedTarget : undefined;
+      if (!target) {
+        // A tool the operator's policy withholds from this caller is an unknown name to them.
+        const known = toolDefinition(name) !== undefined && ctx.catalog.withheld?.has(name) !== true;
+        return {
+          ok: false,
+          failure: toolFailure(known ? ReasonCode.toolNotAdmitted : ReasonCode.unknownTool, PipelineStage.admission, {
+            detail_code: known ? "not_admitted" : "unknown_tool",
+            evidence: { field: "/tool" },
+            message: known ? "This tool is not admitted for you; see list_tools." : "No tool has this name; see list_tools.",
+          }),
         };
       }
-      case "mcp_tool":
-        return upstream().callTool(args, ctx);
-      case "get_runtime_status":
-        return runtimeStatus(args, ctx);
-      case "create_project":
-        return lifecycle.createProject(args, ctx);
-      case "wait_for_project_ready":
-        return lifecycle.waitForProjectReady(args, ctx);
-      case "delete_project":
-        return lifecycle.deleteProject(args, ctx);
-      default:
-        return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_gateway_handler" }) };
-    }
+      const host = ctx.caller.hostProfile ?? deps.hostProfile;
+      // Code Mode: the cell's API as TypeScript, generated from the caller's admitted catalog.
+      const declaration = target.name === CODE_CELL_TOOL ? { declaration: cellDeclaration(ctx.catalog.admitted.values()) } : {};
+      return {
+        ok: true,
+        result: {
+          tool: target.name,
+          category: target.category,
+          description: target.description,
+          input_schema: target.inputSchema,
+          route: toolRoute(target, host),
+          ...declaration,
+        },
+      };
+    },
+    mcp_tool: (args, ctx) => upstream().callTool(args, ctx),
+    get_runtime_status: (args, ctx) => runtimeStatus(args, ctx),
+    create_project: (args, ctx) => lifecycle.createProject(args, ctx),
+    wait_for_project_ready: (args, ctx) => lifecycle.waitForProjectReady(args, ctx),
+    delete_project: (args, ctx) => lifecycle.deleteProject(args, ctx),
+  };
+
+  /**
+   * Runs a gateway tool's handler with the call's normalized arguments: the one place they are
+   * taken as the tool's ToolInput (normalizeToolCall validated them against its input schema).
+   */
+  async function runOnGateway(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+    const handler = Object.hasOwn(handlers, def.name) ? (handlers[def.name as keyof GatewayToolHandlers] as WireHandler) : undefined;
+    if (!handler) return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_gateway_handler" }) };
+    return handler(args, ctx);
   }
 
   /**
@@ -120,8 +148,8 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
    * path for both modes). Compact asks the broker for the summary only, so no Runner row is
    * built; compact: false adds the diagnostic rows, catalog version and audit backlog.
    */
-  async function runtimeStatus(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
-    const compact = args["summary_only"] === true || args["compact"] !== false;
+  async function runtimeStatus(args: ToolInput<"get_runtime_status">, ctx: CallContext): Promise<Outcome> {
+    const compact = args.summary_only === true || args.compact !== false;
     let fleet;
     try {
       fleet = await deps.broker.getFleetStatus(
@@ -180,5 +208,5 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
     return { ok: true, result: status };
   }
 
-  return { runOnGateway };
+  return { runOnGateway, handled: Object.keys(handlers) };
 }

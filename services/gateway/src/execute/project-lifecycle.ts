@@ -9,6 +9,7 @@ import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import { canonicalProjectId, clampRule, PipelineStage, parseCanonicalProjectId, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
+import type { ToolInput } from "@webcodex/contracts";
 import { dependencyFailure, now } from "../call-context.js";
 import type { CallContext, Outcome } from "../call-context.js";
 import type { RunnerStates } from "./runner-states.js";
@@ -29,14 +30,11 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
    * broker's provisioner starts its Runner (which clones the repository with the tenant's
    * credential); then the call waits up to wait_ms for the Project to be ready.
    */
-  async function createProject(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+  async function createProject(args: ToolInput<"create_project">, ctx: CallContext): Promise<Outcome> {
     const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
-    const name = args["name"] as string;
-    const source = args["source"] as { git?: { url: string; ref?: string }; empty?: Record<string, never> };
-    const declared = await deps.refResolver.declareProject(
-      { projectId: name, name, visibility: (args["visibility"] as string | undefined) ?? "private" },
-      options,
-    );
+    const name = args.name;
+    const source: { git?: { url: string; ref?: string }; empty?: Record<string, never> } = args.source;
+    const declared = await deps.refResolver.declareProject({ projectId: name, name, visibility: args.visibility ?? "private" }, options);
     if (declared.failure) return { ok: false, failure: failureFromWire(declared.failure) };
     ctx.projectCanonicalId = canonicalProjectId(ctx.caller.principal.clientId, name);
     try {
@@ -62,18 +60,18 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
       }
       return { ok: false, failure: dependencyFailure(error, PipelineStage.dispatch, true) };
     }
-    return awaitProjectReady(name, (args["wait_ms"] as number | undefined) ?? WAIT_DEFAULT_MS, ctx);
+    return awaitProjectReady(name, args.wait_ms ?? WAIT_DEFAULT_MS, ctx);
   }
 
   /** wait_for_project_ready: the caller's own Project only. */
-  function waitForProjectReady(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
-    const address = parseCanonicalProjectId(args["project"] as string);
+  function waitForProjectReady(args: ToolInput<"wait_for_project_ready">, ctx: CallContext): Promise<Outcome> {
+    const address = parseCanonicalProjectId(args.project);
     if (!address || address.clientId !== ctx.caller.principal.clientId)
       return Promise.resolve({
         ok: false,
         failure: toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution, { message: "No such project for this caller; call list_projects." }),
       });
-    return awaitProjectReady(address.projectId, (args["wait_ms"] as number | undefined) ?? WAIT_DEFAULT_MS, ctx);
+    return awaitProjectReady(address.projectId, args.wait_ms ?? WAIT_DEFAULT_MS, ctx);
   }
 
   /**
@@ -112,10 +110,10 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
   }
 
   /** delete_project: its owner or a tenant admin stops its Runner, then retires it (refs fail closed). */
-  async function deleteProject(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+  async function deleteProject(args: ToolInput<"delete_project">, ctx: CallContext): Promise<Outcome> {
     const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
     // A tenant admin may delete any of the tenant's Projects, a member's private one included.
-    const resolved = await deps.refResolver.resolveProject({ selector: args["project"] as string, manage: true }, options);
+    const resolved = await deps.refResolver.resolveProject({ selector: args.project, manage: true }, options);
     if (resolved.failure || !resolved.project)
       return { ok: false, failure: resolved.failure ? failureFromWire(resolved.failure) : toolFailure(ReasonCode.projectNotFound, PipelineStage.resolution) };
     const project = resolved.project;
@@ -126,7 +124,7 @@ export function createProjectLifecycle(deps: ProjectLifecycleDeps) {
         failure: toolFailure(ReasonCode.notProjectOwner, PipelineStage.authorization, { message: "Only the project's owner or a tenant admin may delete it." }),
       };
     }
-    const keep = args["keep_workspace"] === true;
+    const keep = args.keep_workspace === true;
     try {
       await deps.broker.removeProjectRunner({ clientId: project.clientId, projectId: project.projectId, keepWorkspace: keep }, options);
     } catch (error) {

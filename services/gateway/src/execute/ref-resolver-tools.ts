@@ -6,7 +6,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import { pageFields, PipelineStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
-import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { AgentToolName, PresentationToolName, RefResolverToolName, ToolDefinition, ToolFailure, ToolInput } from "@webcodex/contracts";
 import { connectCodeName, principalHeaders } from "@webcodex/platform";
 import { dependencyFailure, timedStage } from "../call-context.js";
 import type { CallContext, Outcome } from "../call-context.js";
@@ -28,6 +28,19 @@ export function unansweredRelayDetail(peer: "broker" | "ref_resolver", error: un
   const code = ConnectError.from(error).code;
   return `${peer}_${code === Code.Unavailable ? "unreachable" : connectCodeName(code)}`;
 }
+
+/**
+ * A handler for every ref-resolver tool other than the agent tools (forwarded whole to the
+ * ref-resolver's agent store, which keys its own handlers by AgentToolName) and the presentation
+ * tools (composed by presentation.ts first), taking that tool's arguments typed from its input
+ * schema: a ref-resolver tool added to the catalog, or a handler removed, does not compile.
+ */
+export type RefResolverToolHandlers = {
+  [N in Exclude<RefResolverToolName, AgentToolName | PresentationToolName>]: (args: ToolInput<N>, ctx: CallContext) => Promise<Outcome>;
+};
+
+/** A handler called with a normalized call's arguments (validated against the tool's input schema). */
+type WireHandler = (args: Record<string, unknown>, ctx: CallContext) => Promise<Outcome>;
 
 export function createRefResolverTools(deps: RefResolverToolsDeps) {
   /**
@@ -68,89 +81,92 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
     }
   }
 
+  const callOptions = (ctx: CallContext) => ({ signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
+
+  const handlers: RefResolverToolHandlers = {
+    async list_projects(args, ctx) {
+      // Embedded mode serves only the project roots of this process: a project of an earlier
+      // run that no Runner here serves is not offered to the model (which would pick it and
+      // fail), nor counted as omitted. Its ref is kept for when it is served again.
+      const served = deps.serverInfo.mode === "embedded" ? await servedHere(ctx) : undefined;
+      const res = await deps.refResolver.listProjects(
+        {
+          name: args.name ?? "",
+          limit: args.limit ?? 0,
+          cursor: args.cursor ?? "",
+          ...(served ? { onlyCanonicalIds: served, restrictToOnly: true } : {}),
+        },
+        callOptions(ctx),
+      );
+      if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
+      const states = await deps.runnerStates(
+        res.projects.flatMap((p) => (p.project ? [p.project] : [])),
+        ctx,
+      );
+      const projects = res.projects.map((p) => {
+        const id = p.project?.canonicalId ?? "";
+        return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
+      });
+      return { ok: true, result: { projects, ...pageFields(res.omitted, res.nextCursor || undefined) } };
+    },
+    async create_session(args, ctx) {
+      const res = await deps.refResolver.createSession({ projectSelector: args.project, title: args.title ?? "" }, callOptions(ctx));
+      if (res.failure || !res.session)
+        return {
+          ok: false,
+          failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_session" }),
+        };
+      ctx.projectCanonicalId = res.session.projectCanonicalId;
+      ctx.sessionId = res.session.sessionId;
+      return { ok: true, result: { session_ref: res.sessionRef, session_id: res.session.sessionId } };
+    },
+    async update_project(args, ctx) {
+      const res = await deps.refResolver.updateProject({ selector: args.project, visibility: args.visibility }, callOptions(ctx));
+      if (res.failure || !res.project)
+        return {
+          ok: false,
+          failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_project" }),
+        };
+      ctx.projectCanonicalId = res.project.canonicalId;
+      return { ok: true, result: { project_id: res.project.canonicalId, visibility: res.project.visibility, ...(res.changed ? {} : { unchanged: true }) } };
+    },
+    async close_session(args, ctx) {
+      const res = await deps.refResolver.closeSession({ selector: args.session_id }, callOptions(ctx));
+      if (res.failure || !res.session)
+        return {
+          ok: false,
+          failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_session" }),
+        };
+      ctx.projectCanonicalId = res.session.projectCanonicalId;
+      ctx.sessionId = res.session.sessionId;
+      return { ok: true, result: { session_id: res.session.sessionId, state: res.session.state, ...(res.closedNow ? {} : { closed_now: false }) } };
+    },
+    async read_session_handoff(args, ctx) {
+      const res = await deps.refResolver.readSessionHandoff({ selector: args.session_id }, callOptions(ctx));
+      if (res.failure || !res.handoff)
+        return {
+          ok: false,
+          failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handoff" }),
+        };
+      ctx.projectCanonicalId = res.handoff.session?.projectCanonicalId ?? "";
+      ctx.sessionId = res.handoff.session?.sessionId ?? "";
+      return { ok: true, result: handoffView(res.handoff) };
+    },
+  };
+
+  /**
+   * A ref-resolver tool's handler with the call's normalized arguments (the one place they are
+   * taken as the tool's ToolInput), or an agent tool forwarded to the ref-resolver's agent store.
+   */
   async function callRefResolver(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
-    const options = { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) };
-    switch (def.name) {
-      case "list_projects": {
-        // Embedded mode serves only the project roots of this process: a project of an earlier
-        // run that no Runner here serves is not offered to the model (which would pick it and
-        // fail), nor counted as omitted. Its ref is kept for when it is served again.
-        const served = deps.serverInfo.mode === "embedded" ? await servedHere(ctx) : undefined;
-        const res = await deps.refResolver.listProjects(
-          {
-            name: (args["name"] as string | undefined) ?? "",
-            limit: (args["limit"] as number | undefined) ?? 0,
-            cursor: (args["cursor"] as string | undefined) ?? "",
-            ...(served ? { onlyCanonicalIds: served, restrictToOnly: true } : {}),
-          },
-          options,
-        );
-        if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
-        const states = await deps.runnerStates(
-          res.projects.flatMap((p) => (p.project ? [p.project] : [])),
-          ctx,
-        );
-        const projects = res.projects.map((p) => {
-          const id = p.project?.canonicalId ?? "";
-          return { project_ref: p.projectRef, project_id: id, name: p.project?.name ?? "", runner_state: states[id] ?? "unknown" };
-        });
-        return { ok: true, result: { projects, ...pageFields(res.omitted, res.nextCursor || undefined) } };
-      }
-      case "create_session": {
-        const res = await deps.refResolver.createSession(
-          { projectSelector: args["project"] as string, title: (args["title"] as string | undefined) ?? "" },
-          options,
-        );
-        if (res.failure || !res.session)
-          return {
-            ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_session" }),
-          };
-        ctx.projectCanonicalId = res.session.projectCanonicalId;
-        ctx.sessionId = res.session.sessionId;
-        return { ok: true, result: { session_ref: res.sessionRef, session_id: res.session.sessionId } };
-      }
-      case "update_project": {
-        const res = await deps.refResolver.updateProject({ selector: args["project"] as string, visibility: args["visibility"] as string }, options);
-        if (res.failure || !res.project)
-          return {
-            ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_project" }),
-          };
-        ctx.projectCanonicalId = res.project.canonicalId;
-        return { ok: true, result: { project_id: res.project.canonicalId, visibility: res.project.visibility, ...(res.changed ? {} : { unchanged: true }) } };
-      }
-      case "close_session": {
-        const res = await deps.refResolver.closeSession({ selector: args["session_id"] as string }, options);
-        if (res.failure || !res.session)
-          return {
-            ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_session" }),
-          };
-        ctx.projectCanonicalId = res.session.projectCanonicalId;
-        ctx.sessionId = res.session.sessionId;
-        return { ok: true, result: { session_id: res.session.sessionId, state: res.session.state, ...(res.closedNow ? {} : { closed_now: false }) } };
-      }
-      case "read_session_handoff": {
-        const res = await deps.refResolver.readSessionHandoff({ selector: args["session_id"] as string }, options);
-        if (res.failure || !res.handoff)
-          return {
-            ok: false,
-            failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handoff" }),
-          };
-        ctx.projectCanonicalId = res.handoff.session?.projectCanonicalId ?? "";
-        ctx.sessionId = res.handoff.session?.sessionId ?? "";
-        return { ok: true, result: handoffView(res.handoff) };
-      }
-      default: {
-        if (def.category !== "agents") return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handler" }) };
-        const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, options);
-        ctx.projectCanonicalId = res.projectCanonicalId;
-        if (res.continuationFacts?.length) ctx.continuationFacts = res.continuationFacts;
-        if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
-        return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
-      }
-    }
+    const handler = Object.hasOwn(handlers, def.name) ? (handlers[def.name as keyof RefResolverToolHandlers] as WireHandler) : undefined;
+    if (handler) return handler(args, ctx);
+    if (def.category !== "agents") return { ok: false, failure: toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handler" }) };
+    const res = await deps.refResolver.callAgentTool({ tool: def.name, argumentsJson: JSON.stringify(args) }, callOptions(ctx));
+    ctx.projectCanonicalId = res.projectCanonicalId;
+    if (res.continuationFacts?.length) ctx.continuationFacts = res.continuationFacts;
+    if (res.failure) return { ok: false, failure: failureFromWire(res.failure) };
+    return { ok: true, result: JSON.parse(res.resultJson) as Record<string, unknown> };
   }
 
   /**
@@ -201,5 +217,5 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
     }
   }
 
-  return { runOnRefResolver };
+  return { runOnRefResolver, handled: Object.keys(handlers) };
 }

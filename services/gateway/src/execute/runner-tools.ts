@@ -8,7 +8,16 @@ import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
-import { PipelineStage, PipelineSubStage, ReasonCode, runnerArguments, toolDefinition, toolFailure, failureFromWire } from "@webcodex/contracts";
+import {
+  isJournaledTool,
+  PipelineStage,
+  PipelineSubStage,
+  ReasonCode,
+  runnerArguments,
+  toolDefinition,
+  toolFailure,
+  failureFromWire,
+} from "@webcodex/contracts";
 import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
@@ -30,9 +39,6 @@ type AttemptFence = { taskId: string; fence: bigint };
  */
 export type AttemptDispatchHold = (callId: string, signal: AbortSignal) => Promise<void>;
 import { sessionCallFacts } from "../session-facts.js";
-
-/** Tools whose writes go through the Runner's write journal (crash recovery names them by call id). */
-const JOURNALED_TOOLS = new Set(["edit_project_files", "import_host_files"]);
 
 export interface RunnerToolsDeps {
   refResolver: Client<typeof RefResolverService>;
@@ -109,7 +115,7 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     // records it under this call id; read_workspace_changes reports it as recovered_writes, and
     // the Session handoff shows it on this call once the restarted Runner has registered.
     const outcome: Outcome =
-      !dispatched.ok && dispatched.failure.outcome_unknown && JOURNALED_TOOLS.has(def.name)
+      !dispatched.ok && dispatched.failure.outcome_unknown && isJournaledTool(def.name)
         ? { ok: false, failure: keepingCause(dispatched.failure, { ...dispatched.failure, evidence: { ...dispatched.failure.evidence, call_id: callId } }) }
         : dispatched;
     if (outcome.ok) {

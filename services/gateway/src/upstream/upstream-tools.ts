@@ -17,7 +17,7 @@ import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv
 import type { JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import type { RefResolverService } from "@webcodex/proto";
 import { failureFromWire, PipelineStage, ReasonCode, toolFailure, toolLimit } from "@webcodex/contracts";
-import type { ToolFailure } from "@webcodex/contracts";
+import type { Result } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { HttpHandler, Logger } from "@webcodex/platform";
 import type { Caller } from "../auth.js";
@@ -169,7 +169,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
     return { ok: true, result: description(entry.server, t) };
   }
 
-  async function resolveProject(selector: string, ctx: CallContext): Promise<{ ok: true; canonicalId: string } | { ok: false; failure: ToolFailure }> {
+  async function resolveProject(selector: string, ctx: CallContext): Promise<Result<{ canonicalId: string }>> {
     const resolved = await deps.refResolver.resolveProject(
       { selector, recordUse: true },
       { signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) },

@@ -14,7 +14,7 @@
  * wait_for_agent_events has delivered to the owner (`refs.agent_event_reads`).
  */
 import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
-import type { ToolFailure } from "@webcodex/contracts";
+import type { ToolFailure, Result } from "@webcodex/contracts";
 import type { Database, Principal } from "@webcodex/platform";
 import type { AgentContinuation, AgentStore } from "./agent-store.js";
 
@@ -26,7 +26,7 @@ const CURSOR = /^(0|[1-9][0-9]{0,17})$/;
 export const AGENT_CONTINUATION_TOOLS = ["present_agent_continuation", "read_agent_continuation", "update_agent_continuation"] as const;
 export type ContinuationFact = { subject: "agent"; id: string; fact: string };
 type Json = Record<string, unknown>;
-type Outcome = { ok: true; result: Json; facts: ContinuationFact[] } | { ok: false; failure: ToolFailure };
+type ContinuationOutcome = Result<{ result: Json; facts: ContinuationFact[] }>;
 
 interface Row {
   dispatch: string;
@@ -63,7 +63,7 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
   const keyOf = (p: Principal, c: AgentContinuation, cursor: string) => [p.clientId, p.subject, c.agentId, c.endpointId, c.controllerGeneration, cursor];
   const where = "client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4 AND controller_generation = $5 AND after_cursor = $6";
 
-  async function view(p: Principal, c: AgentContinuation, cursor: string): Promise<Outcome> {
+  async function view(p: Principal, c: AgentContinuation, cursor: string): Promise<ContinuationOutcome> {
     const rec = (await db.query<Row>(`SELECT dispatch, fresh_turn_at, consumed_at FROM ${schema}.agent_continuations WHERE ${where}`, keyOf(p, c, cursor)))
       .rows[0];
     if (!rec) return { ok: false, failure: recordNotFound() };
@@ -101,7 +101,7 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
   }
 
   /** The card's explicit target: the current Endpoint generation of an Agent of this owner, and a cursor. */
-  async function cardTarget(p: Principal, args: Json): Promise<{ ok: true; c: AgentContinuation; cursor: string } | { ok: false; failure: ToolFailure }> {
+  async function cardTarget(p: Principal, args: Json): Promise<Result<{ c: AgentContinuation; cursor: string }>> {
     const r = await agents.resolveContinuation(p, {
       ref: "",
       agentId: str(args, "agent_id"),
@@ -114,7 +114,7 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
     return { ok: true, c: r.continuation, cursor };
   }
 
-  async function present(p: Principal, args: Json): Promise<Outcome> {
+  async function present(p: Principal, args: Json): Promise<ContinuationOutcome> {
     const r = await agents.resolveContinuation(p, {
       ref: str(args, "agent_continuation_ref"),
       agentId: str(args, "agent_id"),
@@ -135,7 +135,7 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
     return view(p, c, cursor);
   }
 
-  async function update(p: Principal, args: Json): Promise<Outcome> {
+  async function update(p: Principal, args: Json): Promise<ContinuationOutcome> {
     const t = await cardTarget(p, args);
     if (!t.ok) return t;
     const step = str(args, "step");
@@ -166,7 +166,7 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
     isContinuationTool: (tool: string) => (AGENT_CONTINUATION_TOOLS as readonly string[]).includes(tool),
 
     /** Runs present_agent_continuation or a card helper. */
-    async call(p: Principal, tool: string, args: Json): Promise<Outcome> {
+    async call(p: Principal, tool: string, args: Json): Promise<ContinuationOutcome> {
       if (tool === "present_agent_continuation") return present(p, args);
       if (tool === "update_agent_continuation") return update(p, args);
       const t = await cardTarget(p, args);

@@ -9,7 +9,7 @@
  * principal's record fails exactly like one that does not exist.
  */
 import type { Database, Principal, Queryable } from "@webcodex/platform";
-import type { ToolFailure } from "@webcodex/contracts";
+import type { ToolFailure, Result } from "@webcodex/contracts";
 import { agentContinuationRefTable, issuePinnedRef } from "../refs/issue-ref.js";
 import { formatRef, parseRef, RefKind } from "../refs/ref-codes.js";
 import {
@@ -29,9 +29,7 @@ export interface AgentContinuation {
   controllerGeneration: number;
 }
 
-export type AgentResult<T> = ({ ok: true } & T) | { ok: false; failure: ToolFailure };
-
-const fail = (failure: ToolFailure) => ({ ok: false as const, failure });
+const refused = (failure: ToolFailure) => ({ ok: false as const, failure });
 
 export function createAgentStore(db: Database) {
   const schema = "refs";
@@ -56,10 +54,10 @@ export function createAgentStore(db: Database) {
     async rotateEndpoint(
       principal: Principal,
       input: { agentId: string; endpointId: string; expectedGeneration: number },
-    ): Promise<AgentResult<{ continuation: AgentContinuation; ref: string }>> {
+    ): Promise<Result<{ continuation: AgentContinuation; ref: string }>> {
       const bad = checkIds({ agent_id: input.agentId, endpoint_id: input.endpointId });
-      if (bad) return fail(bad);
-      if (!isCounter(input.expectedGeneration, true)) return fail(invalidId("expected_controller_generation"));
+      if (bad) return refused(bad);
+      if (!isCounter(input.expectedGeneration, true)) return refused(invalidId("expected_controller_generation"));
       return db.transaction(async (tx) => {
         const key = [principal.clientId, principal.subject, input.agentId, input.endpointId];
         const current = await tx.query<{ controller_generation: string }>(
@@ -69,15 +67,15 @@ export function createAgentStore(db: Database) {
         const row = current.rows[0];
         let next: number;
         if (!row) {
-          if (input.expectedGeneration !== 0) return fail(endpointNotFound());
+          if (input.expectedGeneration !== 0) return refused(endpointNotFound());
           const created = await tx.query(
             `INSERT INTO ${schema}.agent_endpoints (client_id, subject, agent_id, endpoint_id, controller_generation) VALUES ($1, $2, $3, $4, 1) ON CONFLICT DO NOTHING`,
             key,
           );
-          if (created.rowCount === 0) return fail(generationMismatch());
+          if (created.rowCount === 0) return refused(generationMismatch());
           next = 1;
         } else {
-          if (Number(row.controller_generation) !== input.expectedGeneration) return fail(generationMismatch());
+          if (Number(row.controller_generation) !== input.expectedGeneration) return refused(generationMismatch());
           next = input.expectedGeneration + 1;
           await tx.query(
             `UPDATE ${schema}.agent_endpoints SET controller_generation = $5, rotated_at = now() WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4`,
@@ -93,18 +91,18 @@ export function createAgentStore(db: Database) {
     async issueContinuationRef(
       principal: Principal,
       input: { agentId: string; endpointId: string; expectedGeneration: number },
-    ): Promise<AgentResult<{ continuation: AgentContinuation; ref: string }>> {
+    ): Promise<Result<{ continuation: AgentContinuation; ref: string }>> {
       const bad = checkIds({ agent_id: input.agentId, endpoint_id: input.endpointId });
-      if (bad) return fail(bad);
-      if (!isCounter(input.expectedGeneration, false)) return fail(invalidId("expected_controller_generation"));
+      if (bad) return refused(bad);
+      if (!isCounter(input.expectedGeneration, false)) return refused(invalidId("expected_controller_generation"));
       return db.transaction(async (tx) => {
         const r = await tx.query<{ controller_generation: string }>(
           `SELECT controller_generation FROM ${schema}.agent_endpoints WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4 FOR SHARE`,
           [principal.clientId, principal.subject, input.agentId, input.endpointId],
         );
         const row = r.rows[0];
-        if (!row) return fail(endpointNotFound());
-        if (Number(row.controller_generation) !== input.expectedGeneration) return fail(generationMismatch());
+        if (!row) return refused(endpointNotFound());
+        if (Number(row.controller_generation) !== input.expectedGeneration) return refused(generationMismatch());
         const continuation = { agentId: input.agentId, endpointId: input.endpointId, controllerGeneration: input.expectedGeneration };
         return { ok: true as const, continuation, ref: await continuationRef(tx, principal, continuation) };
       });
@@ -114,15 +112,15 @@ export function createAgentStore(db: Database) {
     async resolveContinuation(
       principal: Principal,
       input: { ref: string; agentId: string; endpointId: string; expectedGeneration: number },
-    ): Promise<AgentResult<{ continuation: AgentContinuation }>> {
+    ): Promise<Result<{ continuation: AgentContinuation }>> {
       const selected = refOrTuple(input.ref, input, [input.agentId !== "", input.endpointId !== "", input.expectedGeneration !== 0], {
         ref: "agent_continuation_ref",
         tuple: "agent_id, endpoint_id and expected_controller_generation",
       });
-      if (selected.kind === "invalid") return fail(selected.failure);
+      if (selected.kind === "invalid") return refused(selected.failure);
       if (selected.kind === "ref") {
         const code = parseRef(RefKind.agentContinuation, selected.ref);
-        if (code === undefined) return fail(continuationRefNotFound());
+        if (code === undefined) return refused(continuationRefNotFound());
         const r = await db.query<{ agent_id: string; endpoint_id: string; pinned: string; current: string }>(
           `SELECT r.agent_id, r.endpoint_id, r.controller_generation AS pinned, e.controller_generation AS current
            FROM ${schema}.agent_continuation_refs r
@@ -131,20 +129,20 @@ export function createAgentStore(db: Database) {
           [principal.clientId, principal.subject, code],
         );
         const row = r.rows[0];
-        if (!row) return fail(continuationRefNotFound());
-        if (Number(row.pinned) !== Number(row.current)) return fail(staleContinuationRef());
+        if (!row) return refused(continuationRefNotFound());
+        if (Number(row.pinned) !== Number(row.current)) return refused(staleContinuationRef());
         return { ok: true, continuation: { agentId: row.agent_id, endpointId: row.endpoint_id, controllerGeneration: Number(row.current) } };
       }
       const bad = checkIds({ agent_id: input.agentId, endpoint_id: input.endpointId });
-      if (bad) return fail(bad);
-      if (!isCounter(input.expectedGeneration, false)) return fail(invalidId("expected_controller_generation"));
+      if (bad) return refused(bad);
+      if (!isCounter(input.expectedGeneration, false)) return refused(invalidId("expected_controller_generation"));
       const r = await db.query<{ controller_generation: string }>(
         `SELECT controller_generation FROM ${schema}.agent_endpoints WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4`,
         [principal.clientId, principal.subject, input.agentId, input.endpointId],
       );
       const row = r.rows[0];
-      if (!row) return fail(endpointNotFound());
-      if (Number(row.controller_generation) !== input.expectedGeneration) return fail(generationMismatch());
+      if (!row) return refused(endpointNotFound());
+      if (Number(row.controller_generation) !== input.expectedGeneration) return refused(generationMismatch());
       return { ok: true, continuation: { agentId: input.agentId, endpointId: input.endpointId, controllerGeneration: input.expectedGeneration } };
     },
   };

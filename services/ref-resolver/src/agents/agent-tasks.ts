@@ -15,12 +15,11 @@
  * trigger makes the Attempt's fence equal that mark). Every later check compares the caller's
  * fence to the mark: an old tuple or old attempt_ref fails closed with fence_stale.
  *
- * One concept over 400 lines: the agent tools' durable store (Agents, Tasks, Attempts and events
- * change in shared transactions).
+ * The rows, failures and argument readers are in agent-rows.ts; access, idempotency and the
+ * Attempt checks in agent-access.ts; this file holds the event log appends and wakes and the
+ * tools' handlers (Agents, Tasks, Attempts and events change in shared transactions).
  */
-import { createHash, randomBytes } from "node:crypto";
 import {
-  clampRule,
   cursorFailure,
   decodeCursor,
   encodeCursor,
@@ -28,33 +27,40 @@ import {
   PipelineStage,
   isToolFailureError,
   ToolFailureError,
-  listAgentTasksFollowUp,
   readAgentTaskFollowUp,
   ReasonCode,
   toolFailure,
   waitForAgentEventsFollowUp,
 } from "@webcodex/contracts";
-import type { ToolFailure } from "@webcodex/contracts";
+import type { AgentToolName, Result } from "@webcodex/contracts";
 import type { Database, Principal, Queryable } from "@webcodex/platform";
 import type { ProjectStore } from "../projects/project-store.js";
-import { agentContinuationRefTable, attemptRefTable, issuePinnedRef } from "../refs/issue-ref.js";
+import { attemptRefTable, issuePinnedRef } from "../refs/issue-ref.js";
 import { formatRef, parseRef, RefKind } from "../refs/ref-codes.js";
 import { continuationRefNotFound, generationMismatch, isAttemptId, isCallerId, newAttemptId, staleContinuationRef } from "./agent-model.js";
 import { AGENT_EVENTS_CHANNEL } from "./event-bus.js";
 import type { AgentEventBus, AppendedEvent } from "./event-bus.js";
 import type { TaskFenceCounter } from "./fence-counter.js";
-
-const schema = "refs";
-const AGENT_ID = /^wc_agent_[0-9a-f]{32}$/;
-const TASK_ID = /^wc_task_[0-9a-f]{32}$/;
-const CURSOR = /^(0|[1-9][0-9]{0,17})$/;
-const hex = () => randomBytes(16).toString("hex");
-
-export const DEFAULT_LEASE_MS = clampRule("start_agent_task_attempt", "lease_ms").default;
-export const DEFAULT_EVENT_WAIT_MS = clampRule("wait_for_agent_events", "wait_ms").default;
-/** Events returned by one wait_for_agent_events call at most; the cursor continues. */
-export const EVENTS_PAGE = 100;
-const LIST_LIMIT = clampRule("list_agent_tasks", "limit");
+import type { AgentToolHandlers, AgentToolResult, WireAgentToolHandler } from "./agent-tool-handlers.js";
+import { createAgentAccess } from "./agent-access.js";
+import {
+  AGENT_ID,
+  CURSOR,
+  DEFAULT_EVENT_WAIT_MS,
+  DEFAULT_LEASE_MS,
+  EVENTS_PAGE,
+  LIST_LIMIT,
+  fenceStale,
+  hex,
+  invalid,
+  iso,
+  notFound,
+  num,
+  ownedBy,
+  schema,
+  str,
+} from "./agent-rows.js";
+import type { AttemptRow, TaskRow } from "./agent-rows.js";
 
 type Appended = { agentId: string; event: AppendedEvent };
 
@@ -65,8 +71,6 @@ function continuing(events: readonly AppendedEvent[] | undefined, cursor: string
   return events.every((e, i) => BigInt(e.seq) === first + BigInt(i)) ? events : undefined;
 }
 
-export type AgentToolResult = { result: Record<string, unknown>; projectCanonicalId?: string };
-
 export interface AgentTasksDeps {
   db: Database;
   projects: ProjectStore;
@@ -74,129 +78,24 @@ export interface AgentTasksDeps {
   bus: AgentEventBus;
 }
 
-// ── failures: the same answer for "never issued" and "not yours" ──
-const notFound = (what: "agent" | "task" | "attempt" | "attempt_ref" | "cursor", followUp?: boolean): ToolFailure =>
-  toolFailure(ReasonCode.invalidValue, PipelineStage.resolution, {
-    detail_code: `${what}_not_found`,
-    message: `No such ${what.replace(/_/g, " ")} for this caller.`,
-    ...(followUp ? { follow_up: listAgentTasksFollowUp() } : {}),
-  });
-
-const fenceStale = (detail: string, taskId: string, evidence: Record<string, unknown> = {}): ToolFailure =>
-  toolFailure(ReasonCode.fenceStale, PipelineStage.authorization, {
-    detail_code: detail,
-    evidence,
-    message: "This attempt no longer holds its task's fence; nothing was done.",
-    follow_up: readAgentTaskFollowUp(taskId),
-  });
-
-const invalid = (detail: string, field: string, message?: string): ToolFailure =>
-  toolFailure(ReasonCode.invalidValue, PipelineStage.preflight, { detail_code: detail, evidence: { field }, ...(message ? { message } : {}) });
-
-/** Sorted-key JSON, so equal arguments give one digest whatever their key order. */
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
-  if (value && typeof value === "object") {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
-
-const iso = (v: unknown): string => (v instanceof Date ? v : new Date(String(v))).toISOString();
-const str = (args: Record<string, unknown>, k: string): string => (typeof args[k] === "string" ? (args[k] as string) : "");
-const num = (args: Record<string, unknown>, k: string): number | undefined => (typeof args[k] === "number" ? (args[k] as number) : undefined);
-
-interface AgentRow {
-  agent_id: string;
-  client_id: string;
-  subject: string;
-  endpoint_id: string;
-  last_event_seq: string;
-  controller_generation: string;
-}
-
-interface TaskRow {
-  task_id: string;
-  client_id: string;
-  creator_subject: string;
-  project_canonical_id: string;
-  project_incarnation: string;
-  title: string;
-  instructions: string;
-  assignee_agent_id: string;
-  requester_agent_id: string | null;
-  state: string;
-  current_fence: string;
-  summary: string | null;
-  stop_reason: string | null;
-  created_at: Date | string;
-  updated_at: Date | string;
-  assignee_subject: string;
-}
-
-interface AttemptRow {
-  attempt_id: string;
-  task_id: string;
-  client_id: string;
-  subject: string;
-  assignee_agent_id: string;
-  attempt_fence: string;
-  controller_generation: string;
-  state: string;
-  lease_ms: number;
-  lease_expires_at: Date | string;
-  lease_live: boolean;
-  summary: string | null;
-}
-
-const ownedBy = (row: { client_id: string; subject: string }, p: Principal) => row.client_id === p.clientId && row.subject === p.subject;
-const canSeeTask = (t: TaskRow, p: Principal) => t.client_id === p.clientId && (t.creator_subject === p.subject || t.assignee_subject === p.subject);
-
 export function createAgentTasks(deps: AgentTasksDeps) {
   const { db, projects, fences, bus } = deps;
-
-  const startQueues = new Map<string, Promise<unknown>>();
-  /** Runs `fn` after every earlier call queued under `key` in this process has finished. */
-  function oneAtATime<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prior = startQueues.get(key) ?? Promise.resolve();
-    const next = prior.then(fn, fn);
-    const settled = next.then(
-      () => undefined,
-      () => undefined,
-    );
-    startQueues.set(key, settled);
-    void settled.then(() => {
-      if (startQueues.get(key) === settled) startQueues.delete(key);
-    });
-    return next;
-  }
-
-  const taskSelect = `SELECT t.*, a.subject AS assignee_subject FROM ${schema}.agent_tasks t JOIN ${schema}.agents a ON a.agent_id = t.assignee_agent_id`;
-  const attemptSelect = `SELECT at.*, (at.lease_expires_at > now()) AS lease_live FROM ${schema}.agent_task_attempts at`;
-
-  async function agentOf(q: Queryable, principal: Principal, agentId: string): Promise<AgentRow> {
-    if (!AGENT_ID.test(agentId)) throw new ToolFailureError(notFound("agent"));
-    const r = await q.query<AgentRow>(
-      `SELECT a.*, e.controller_generation FROM ${schema}.agents a
-       JOIN ${schema}.agent_endpoints e ON e.client_id = a.client_id AND e.subject = a.subject AND e.agent_id = a.agent_id AND e.endpoint_id = a.endpoint_id
-       WHERE a.agent_id = $1`,
-      [agentId],
-    );
-    const row = r.rows[0];
-    if (!row || !ownedBy(row, principal)) throw new ToolFailureError(notFound("agent"));
-    return row;
-  }
-
-  async function taskFor(q: Queryable, principal: Principal, taskId: string, lock = false): Promise<TaskRow> {
-    if (!TASK_ID.test(taskId)) throw new ToolFailureError(notFound("task", true));
-    const r = await q.query<TaskRow>(`${taskSelect} WHERE t.task_id = $1${lock ? " FOR UPDATE OF t" : ""}`, [taskId]);
-    const row = r.rows[0];
-    if (!row || !canSeeTask(row, principal)) throw new ToolFailureError(notFound("task", true));
-    return row;
-  }
+  const {
+    oneAtATime,
+    taskSelect,
+    attemptSelect,
+    agentOf,
+    taskFor,
+    replayed,
+    remember,
+    digestOf,
+    keyLock,
+    checkAttempt,
+    checkAttemptRef,
+    tupleOf,
+    recipientsOf,
+    continuationRefFor,
+  } = createAgentAccess();
 
   /**
    * Appends one event to each recipient's log and NOTIFYs (delivered at commit); returns the
@@ -234,122 +133,8 @@ export function createAgentTasks(deps: AgentTasksDeps) {
     return value;
   }
 
-  /** Keyed replay: the stored first result, or undefined; a key reused for another request fails. */
-  async function replayed(tx: Queryable, principal: Principal, tool: string, key: string, digest: string): Promise<Record<string, unknown> | undefined> {
-    const r = await tx.query<{ request_digest: string; result_json: string }>(
-      `SELECT request_digest, result_json FROM ${schema}.agent_replays WHERE client_id = $1 AND subject = $2 AND tool = $3 AND idempotency_key = $4`,
-      [principal.clientId, principal.subject, tool, key],
-    );
-    const row = r.rows[0];
-    if (!row) return undefined;
-    if (row.request_digest !== digest)
-      throw new ToolFailureError(invalid("idempotency_key_reused", "idempotency_key", "This idempotency_key was used for a different request."));
-    return JSON.parse(row.result_json) as Record<string, unknown>;
-  }
-
-  async function remember(tx: Queryable, principal: Principal, tool: string, key: string, digest: string, result: Record<string, unknown>): Promise<void> {
-    await tx.query(
-      `INSERT INTO ${schema}.agent_replays (client_id, subject, tool, idempotency_key, request_digest, result_json) VALUES ($1, $2, $3, $4, $5, $6)`,
-      [principal.clientId, principal.subject, tool, key, digest, JSON.stringify(result)],
-    );
-  }
-
-  const digestOf = (tool: string, args: Record<string, unknown>) =>
-    createHash("sha256")
-      .update(`${tool}\u0000${stableJson(args)}`)
-      .digest("hex");
-
-  /** Serializes keyed calls of one principal and key (the replay row is written at the end). */
-  const keyLock = (tx: Queryable, principal: Principal, tool: string, key: string) =>
-    tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [JSON.stringify(["refs.agent_replay", principal.clientId, principal.subject, tool, key])]);
-
-  /**
-   * The checks every use of an Attempt re-runs, by tuple or by ref: owner, lifecycle, lease,
-   * fence and controller generation. The Task row is locked when `lock` (mutations).
-   */
-  async function checkAttempt(
-    tx: Queryable,
-    principal: Principal,
-    attemptId: string,
-    expect: { taskId?: string; assigneeAgentId?: string; fence?: number; generation?: number },
-    lock: boolean,
-  ): Promise<{ task: TaskRow; attempt: AttemptRow }> {
-    if (!isAttemptId(attemptId)) throw new ToolFailureError(notFound("attempt"));
-    // One statement: the Attempt, its Task (locked for mutations), both Agents and the
-    // assignee's current controller generation. Every change of an Attempt's state also
-    // changes its Task row (fence, state), so a caller that waited for the Task lock sees it.
-    const r = await tx.query<TaskRow & { attempt: AttemptRow; agent_generation: string }>(
-      `SELECT t.*, ta.subject AS assignee_subject, e.controller_generation AS agent_generation,
-              json_build_object('attempt_id', at.attempt_id, 'task_id', at.task_id, 'client_id', at.client_id, 'subject', at.subject,
-                'assignee_agent_id', at.assignee_agent_id, 'attempt_fence', at.attempt_fence, 'controller_generation', at.controller_generation,
-                'state', at.state, 'lease_ms', at.lease_ms, 'lease_expires_at', at.lease_expires_at, 'lease_live', at.lease_expires_at > now(), 'summary', at.summary) AS attempt
-       FROM ${schema}.agent_task_attempts at
-       JOIN ${schema}.agent_tasks t ON t.task_id = at.task_id
-       JOIN ${schema}.agents ta ON ta.agent_id = t.assignee_agent_id
-       JOIN ${schema}.agents aa ON aa.agent_id = at.assignee_agent_id
-       JOIN ${schema}.agent_endpoints e ON e.client_id = aa.client_id AND e.subject = aa.subject AND e.agent_id = aa.agent_id AND e.endpoint_id = aa.endpoint_id
-       WHERE at.attempt_id = $1${lock ? " FOR UPDATE OF t" : ""}`,
-      [attemptId],
-    );
-    const task = r.rows[0];
-    const attempt = task?.attempt;
-    if (!task || !attempt || !ownedBy(attempt, principal) || !canSeeTask(task, principal)) throw new ToolFailureError(notFound("attempt"));
-    const agent = { controller_generation: task.agent_generation };
-    const fence = Number(attempt.attempt_fence);
-    const evidence = { attempt_fence: fence, current_fence: Number(task.current_fence) };
-    if (
-      (expect.taskId !== undefined && expect.taskId !== attempt.task_id) ||
-      (expect.assigneeAgentId !== undefined && expect.assigneeAgentId !== attempt.assignee_agent_id)
-    ) {
-      throw new ToolFailureError(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
-    }
-    if (expect.fence !== undefined && expect.fence !== fence) throw new ToolFailureError(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
-    if (expect.generation !== undefined && expect.generation !== Number(attempt.controller_generation))
-      throw new ToolFailureError(fenceStale("controller_generation_mismatch", task.task_id, evidence));
-    if (Number(task.current_fence) !== fence) throw new ToolFailureError(fenceStale("attempt_superseded", task.task_id, evidence));
-    if (task.state !== "in_progress") throw new ToolFailureError(fenceStale(`task_${task.state}`, task.task_id, evidence));
-    if (attempt.state !== "live") throw new ToolFailureError(fenceStale(`attempt_${attempt.state}`, task.task_id, evidence));
-    if (Number(agent.controller_generation) !== Number(attempt.controller_generation))
-      throw new ToolFailureError(fenceStale("controller_generation_changed", task.task_id, evidence));
-    if (!attempt.lease_live)
-      throw new ToolFailureError(fenceStale("lease_expired", task.task_id, { ...evidence, lease_expires_at: iso(attempt.lease_expires_at) }));
-    return { task, attempt };
-  }
-
-  /** Expands an attempt_ref to its stored tuple, then runs checkAttempt on exactly that tuple. */
-  async function checkAttemptRef(tx: Queryable, principal: Principal, ref: string, lock: boolean) {
-    const code = parseRef(RefKind.attempt, ref);
-    if (code === undefined) throw new ToolFailureError(notFound("attempt_ref"));
-    const r = await tx.query<{ task_id: string; attempt_id: string; assignee_agent_id: string; attempt_fence: string; controller_generation: string }>(
-      `SELECT task_id, attempt_id, assignee_agent_id, attempt_fence, controller_generation FROM ${schema}.attempt_refs WHERE client_id = $1 AND subject = $2 AND code = $3`,
-      [principal.clientId, principal.subject, code],
-    );
-    const pin = r.rows[0];
-    if (!pin) throw new ToolFailureError(notFound("attempt_ref"));
-    return checkAttempt(
-      tx,
-      principal,
-      pin.attempt_id,
-      { taskId: pin.task_id, assigneeAgentId: pin.assignee_agent_id, fence: Number(pin.attempt_fence), generation: Number(pin.controller_generation) },
-      lock,
-    );
-  }
-
-  const tupleOf = (args: Record<string, unknown>) => ({
-    taskId: str(args, "task_id"),
-    assigneeAgentId: str(args, "assignee_agent_id"),
-    fence: num(args, "attempt_fence") ?? 0,
-    generation: num(args, "attempt_controller_generation") ?? 0,
-  });
-
-  const recipientsOf = (t: TaskRow) => [t.assignee_agent_id, t.requester_agent_id];
-
-  async function continuationRefFor(tx: Queryable, principal: Principal, agentId: string, endpointId: string, generation: number): Promise<string> {
-    return formatRef(RefKind.agentContinuation, await issuePinnedRef(tx, schema, agentContinuationRefTable, principal, [agentId, endpointId, generation]));
-  }
-
   // ── the tools ──
-  const tools: Record<string, (principal: Principal, args: Record<string, unknown>, signal?: AbortSignal) => Promise<AgentToolResult>> = {
+  const tools: AgentToolHandlers = {
     async create_agent(principal, args) {
       const agentId = `wc_agent_${hex()}`,
         endpointId = `wc_ep_${hex()}`;
@@ -833,13 +618,8 @@ export function createAgentTasks(deps: AgentTasksDeps) {
   return {
     tools,
     /** Runs one agent tool; a domain failure comes back as `{failure}`. */
-    async call(
-      principal: Principal,
-      tool: string,
-      args: Record<string, unknown>,
-      signal?: AbortSignal,
-    ): Promise<{ ok: true; value: AgentToolResult } | { ok: false; failure: ToolFailure }> {
-      const fn = tools[tool];
+    async call(principal: Principal, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Result<{ value: AgentToolResult }>> {
+      const fn = Object.hasOwn(tools, tool) ? (tools[tool as AgentToolName] as WireAgentToolHandler) : undefined;
       if (!fn) return { ok: false, failure: toolFailure(ReasonCode.unknownTool, PipelineStage.dispatch, { detail_code: "not_an_agent_tool" }) };
       try {
         return { ok: true, value: await fn(principal, args, signal) };
@@ -853,7 +633,7 @@ export function createAgentTasks(deps: AgentTasksDeps) {
       principal: Principal,
       ref: string,
       projectCanonicalId: string,
-    ): Promise<{ ok: true; taskId: string; attemptId: string; fence: number } | { ok: false; failure: ToolFailure }> {
+    ): Promise<Result<{ taskId: string; attemptId: string; fence: number }>> {
       try {
         const { task, attempt } = await checkAttemptRef(db, principal, ref, false);
         if (task.project_canonical_id !== projectCanonicalId) {

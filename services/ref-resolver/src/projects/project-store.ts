@@ -25,7 +25,7 @@ import {
   ReasonCode,
   toolFailure,
 } from "@webcodex/contracts";
-import type { ToolFailure } from "@webcodex/contracts";
+import type { Result } from "@webcodex/contracts";
 import { createBoundedCache } from "../refs/bounded-cache.js";
 import { createCoalescer } from "../refs/coalescer.js";
 import { formatRef, parseRef, RefKind } from "../refs/ref-codes.js";
@@ -73,7 +73,7 @@ const toRecord = (r: Row): ProjectRecord => ({
   visibility: r.visibility === "private" ? "private" : "tenant",
 });
 
-export type Resolution = { ok: true; project: ProjectRecord } | { ok: false; failure: ToolFailure };
+export type Resolution = Result<{ project: ProjectRecord }>;
 
 /** The single "not found" answer: identical for "does not exist" and "exists but not yours". */
 const notFound = (): Resolution => ({
@@ -118,8 +118,7 @@ export interface ListQuery {
   only?: readonly string[];
 }
 
-export type ListPage =
-  { ok: true; entries: Array<{ project: ProjectRecord; ref: string }>; omitted: number; nextCursor?: string } | { ok: false; failure: ToolFailure };
+export type ListPage = Result<{ entries: Array<{ project: ProjectRecord; ref: string }>; omitted: number; nextCursor?: string }>;
 
 const LIST_LIMIT = clampRule("list_projects", "limit");
 /** How long a cut listing's continuation stays valid. */
@@ -428,10 +427,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
      * Refused (project_exists) while a live incarnation holds the address, or while another
      * subject's declaration of it is recent (its Runner may still be starting).
      */
-    async declare(
-      principal: Principal,
-      input: { projectId: string; visibility: ProjectVisibility },
-    ): Promise<{ ok: true } | { ok: false; failure: ToolFailure }> {
+    async declare(principal: Principal, input: { projectId: string; visibility: ProjectVisibility }): Promise<Result> {
       if (!isCanonicalIdPart(input.projectId)) {
         return {
           ok: false,
@@ -479,7 +475,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     async update(
       principal: Principal,
       input: { selector: string; visibility: ProjectVisibility },
-    ): Promise<{ ok: true; project: ProjectRecord; changed: boolean } | { ok: false; failure: ToolFailure }> {
+    ): Promise<Result<{ project: ProjectRecord; changed: boolean }>> {
       const managed = await resolveForManagement(principal, input.selector);
       if (!managed.ok) return managed;
       const project = managed.project;
@@ -629,7 +625,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     resolveForManagement,
 
     /** Resolves `selector`, then returns the project_ref of the current incarnation (issued on first sight). */
-    async issueRef(principal: Principal, selector: string): Promise<{ ok: true; project: ProjectRecord; ref: string } | { ok: false; failure: ToolFailure }> {
+    async issueRef(principal: Principal, selector: string): Promise<Result<{ project: ProjectRecord; ref: string }>> {
       const resolution = await resolve(principal, selector);
       if (!resolution.ok) return resolution;
       const refs = await issueRefs(principal, [resolution.project]);

@@ -12,7 +12,7 @@
  */
 import type { Database, Principal, Queryable } from "@webcodex/platform";
 import { CallOutcome, callOutcomeOrUnknown } from "@webcodex/contracts";
-import type { ToolFailure } from "@webcodex/contracts";
+import type { ToolFailure, Result } from "@webcodex/contracts";
 import type { ProjectStore } from "../projects/project-store.js";
 import { issuePinnedRef, sessionRefTable } from "../refs/issue-ref.js";
 import { formatRef, RefKind } from "../refs/ref-codes.js";
@@ -81,7 +81,6 @@ const toRecord = (r: SessionRow): SessionRecord => ({
   callsDropped: Number(r.calls_dropped),
 });
 
-export type SessionResult<T> = ({ ok: true } & T) | { ok: false; failure: ToolFailure };
 export interface ResolvedSession {
   session: SessionRecord;
   /** The owner's session_ref (every Session gets one at creation). */
@@ -109,7 +108,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
     LEFT JOIN ${schema}.session_refs r ON r.session_id = s.session_id AND r.client_id = s.client_id AND r.subject = s.subject`;
 
   /** Session authority: the caller's own Session by ref or id, or nothing (foreign = unknown). */
-  async function lookup(q: Queryable, principal: Principal, selector: string): Promise<SessionResult<ResolvedSession>> {
+  async function lookup(q: Queryable, principal: Principal, selector: string): Promise<Result<ResolvedSession>> {
     const parsed = parseSessionSelector(selector);
     if (!parsed) return { ok: false, failure: invalidSessionSelector() };
     const r =
@@ -131,7 +130,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
   }
 
   /** Authority, then visibility of the pinned Project incarnation. */
-  async function authorized(principal: Principal, selector: string): Promise<SessionResult<ResolvedSession>> {
+  async function authorized(principal: Principal, selector: string): Promise<Result<ResolvedSession>> {
     const found = await lookup(db, principal, selector);
     if (!found.ok) return found;
     const project = await projects.pinnedVisible(principal, found.session.projectCanonicalId, found.session.projectIncarnation);
@@ -142,7 +141,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
   async function resolve(
     principal: Principal,
     input: { selector: string; projectCanonicalId?: string; requireOpen?: boolean },
-  ): Promise<SessionResult<ResolvedSession>> {
+  ): Promise<Result<ResolvedSession>> {
     const found = await authorized(principal, input.selector);
     if (!found.ok) return found;
     if (input.projectCanonicalId && input.projectCanonicalId !== found.session.projectCanonicalId) return { ok: false, failure: sessionProjectMismatch() };
@@ -152,7 +151,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
 
   return {
     /** Opens a Session on the Project `projectSelector` resolves to for the caller, with its session_ref. */
-    async create(principal: Principal, input: { projectSelector: string; title: string }): Promise<SessionResult<ResolvedSession>> {
+    async create(principal: Principal, input: { projectSelector: string; title: string }): Promise<Result<ResolvedSession>> {
       const problem = titleProblem(input.title);
       if (problem) return { ok: false, failure: invalidTitle(problem) };
       const project = await projects.resolve(principal, input.projectSelector);
@@ -178,7 +177,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
     resolve,
 
     /** Ends the lifecycle. Needs Session authority only: closing never widens access. */
-    async close(principal: Principal, selector: string): Promise<SessionResult<ResolvedSession & { closedNow: boolean }>> {
+    async close(principal: Principal, selector: string): Promise<Result<ResolvedSession & { closedNow: boolean }>> {
       const found = await lookup(db, principal, selector);
       if (!found.ok) return found;
       const r = await db.query<SessionRow>(
@@ -218,7 +217,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
     async record(
       principal: Principal,
       input: { selector: string; projectCanonicalId: string; call: SessionCallInput },
-    ): Promise<SessionResult<{ sessionId: string; recorded: boolean; seq: number; duplicate: boolean; dropped: boolean }>> {
+    ): Promise<Result<{ sessionId: string; recorded: boolean; seq: number; duplicate: boolean; dropped: boolean }>> {
       const problem = sessionCallProblem(input.call);
       if (problem) throw new SessionCallRecordError(problem);
       const found = await resolve(principal, { selector: input.selector, projectCanonicalId: input.projectCanonicalId, requireOpen: true });
@@ -290,7 +289,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
     async latestValidation(
       principal: Principal,
       input: { projectCanonicalId: string; selector: string },
-    ): Promise<SessionResult<{ latest?: ValidationRecapRow & { sessionId: string } }>> {
+    ): Promise<Result<{ latest?: ValidationRecapRow & { sessionId: string } }>> {
       let sessionId: string | undefined;
       if (input.selector !== "") {
         const found = await resolve(principal, { selector: input.selector, projectCanonicalId: input.projectCanonicalId });
@@ -333,7 +332,7 @@ export function createSessionStore(db: Database, projects: ProjectStore, options
     async handoff(
       principal: Principal,
       input: { selector: string; maxRecentCalls?: number },
-    ): Promise<SessionResult<ResolvedSession & { recap: HandoffRecap; lists: HandoffLists }>> {
+    ): Promise<Result<ResolvedSession & { recap: HandoffRecap; lists: HandoffLists }>> {
       const found = await authorized(principal, input.selector);
       if (!found.ok) return found;
       const sessionId = found.session.sessionId;

@@ -26,8 +26,8 @@ import { copyFile, link, lstat, mkdir, open, readdir, readFile, readlink, rename
 import path from "node:path";
 import { errnoCode } from "./path-policy.js";
 import { inheritOwner } from "./atomic-fs.js";
-
-export type JournalTool = "edit_project_files" | "import_host_files";
+import type { JournaledToolName } from "@webcodex/contracts";
+export type JournalTool = JournaledToolName;
 
 /** The state of one path before the transaction, as the caller describes it. */
 export type BeforeSpec = { absent: true } | { capture: string };
