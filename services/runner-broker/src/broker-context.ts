@@ -6,6 +6,7 @@
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService, RunnerService } from "@webcodex/proto";
 import type { Logger, Metrics } from "@webcodex/platform";
+import type { ToolFailure } from "@webcodex/contracts";
 import type { RunnerRegistry, RunnerState } from "./runner-registry.js";
 import { createLeaseStore, createMemoryLeaseBackend } from "./leases/lease-store.js";
 import type { LeaseStore } from "./leases/lease-store.js";
