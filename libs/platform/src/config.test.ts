@@ -60,4 +60,12 @@ describe("readConfig", () => {
       );
     }
   });
+
+  it("an optional int without a default is undefined when unset, and read when set (a metrics port is off unless asked for)", () => {
+    const ports = { metricsPort: { kind: "int", env: "T_METRICS_PORT", min: 0, max: 65535, optional: true } } as const;
+    assert.equal(readConfig(ports, {}).metricsPort, undefined);
+    assert.equal(readConfig(ports, { T_METRICS_PORT: "" }).metricsPort, undefined);
+    assert.equal(readConfig(ports, { T_METRICS_PORT: "0" }).metricsPort, 0);
+    assert.equal(readConfig(ports, { T_METRICS_PORT: "9090" }).metricsPort, 9090);
+  });
 });

@@ -7,21 +7,23 @@ export type Env = Readonly<Record<string, string | undefined>>;
 
 type FieldSpec =
   | { kind: "string"; env: string; default?: string; required?: boolean; doc?: string }
-  | { kind: "int"; env: string; default?: number; min?: number; max?: number; doc?: string }
+  | { kind: "int"; env: string; default?: number; min?: number; max?: number; optional?: true; doc?: string }
   | { kind: "bool"; env: string; default?: boolean; doc?: string }
   | { kind: "enum"; env: string; values: readonly string[]; default?: string; doc?: string };
 
-type FieldValue<F extends FieldSpec> = F extends { kind: "int" }
-  ? number
-  : F extends { kind: "bool" }
-    ? boolean
-    : F extends { kind: "string"; required: true }
-      ? string
-      : F extends { kind: "string"; default: string }
+type FieldValue<F extends FieldSpec> = F extends { kind: "int"; optional: true }
+  ? number | undefined
+  : F extends { kind: "int" }
+    ? number
+    : F extends { kind: "bool" }
+      ? boolean
+      : F extends { kind: "string"; required: true }
         ? string
-        : F extends { kind: "enum"; default: string }
+        : F extends { kind: "string"; default: string }
           ? string
-          : string | undefined;
+          : F extends { kind: "enum"; default: string }
+            ? string
+            : string | undefined;
 
 export type ConfigSpec = Record<string, FieldSpec>;
 export type ConfigOf<S extends ConfigSpec> = { readonly [K in keyof S]: FieldValue<S[K]> };
@@ -49,7 +51,8 @@ export function readConfig<S extends ConfigSpec>(spec: S, env: Env): ConfigOf<S>
         break;
       case "int": {
         if (!present) {
-          out[key] = field.default ?? 0;
+          // An optional int without a default is absent when unset (not 0).
+          out[key] = field.default ?? (field.optional === true ? undefined : 0);
           break;
         }
         const n = Number(raw);

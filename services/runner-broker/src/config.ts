@@ -65,7 +65,7 @@ export const runnerBrokerConfigSpec = {
   /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */
   grpcReflection: { kind: "bool", env: "WEBCODEX_GRPC_REFLECTION", default: false },
   /** Port of /metrics and /dependencies apart from the service port (which an Ingress may expose); unset: both on the service port. */
-  metricsPort: { kind: "int", env: "WEBCODEX_METRICS_PORT", min: 0, max: 65535 },
+  metricsPort: { kind: "int", env: "WEBCODEX_METRICS_PORT", min: 0, max: 65535, optional: true },
   /** What /readyz follows: its dependencies, or this process only (`process`; the dependency report is then /dependencies). */
   readiness: { kind: "enum", env: "WEBCODEX_READINESS", values: ["dependencies", "process"], default: "dependencies" },
   /** How long shutdown lets calls in flight finish, in ms, before their connections are cut. */
