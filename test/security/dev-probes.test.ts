@@ -1,14 +1,13 @@
 /**
- * One concept over 400 lines: attacker probes against one `webcodex dev`.
  * Probes of what a tenant's code, or a tenant's caller, can reach through `webcodex dev`
  * (the embedded server a new user meets first), each run the way an attacker would: through a
- * real MCP client, as a Job, or as raw HTTP. Each shows the platform fails closed.
+ * real MCP client, as a Job, or as raw HTTP. Each shows the platform fails closed. The request
+ * flood (test/support/flood.ts) runs on `webcodex up` too: test/security/up-flood.test.ts.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
+import { chmodSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -27,6 +26,7 @@ import {
   until,
 } from "../support/index.js";
 import type { DevServer } from "../support/index.js";
+import { floodWhilePinging, postRaw, rssOf } from "../support/flood.js";
 
 /** What this machine allows a Runner started by this test's user (the dev server detects the same). */
 const machine = detectContainment();
@@ -54,35 +54,6 @@ const other = secret("other");
 /** Given in the environment but never used: only there to be looked for. */
 const envDevToken = secret("envdev");
 const envRunnerToken = secret("envrunner");
-
-function postRaw(url: string, token: string, body: string): Promise<{ status: number; text: string; ms: number }> {
-  const u = new URL(url);
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: u.hostname,
-        port: u.port,
-        path: u.pathname,
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "content-length": String(Buffer.byteLength(body)),
-        },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => (text += d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, ms: performance.now() - started }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
 
 describe("security probes against webcodex dev", () => {
   let server: DevServer;
@@ -269,68 +240,8 @@ describe("security probes against webcodex dev", () => {
   });
 
   it("4 callers sending 400,000-key and 4M-deep requests are refused; another tenant's ping p99 stays under 100 ms and RSS comes back", async () => {
-    const ping = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
-    for (let i = 0; i < 3; i++) await postRaw(server.mcpUrl, other, ping);
-    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.child.pid}/status`, "utf8"))?.[1] ?? NaN) * 1024;
-    const startRss = rss();
-    const dir = tempDir("wcx-flood-");
-    const keys = join(dir, "keys.json");
-    writeFileSync(
-      keys,
-      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_projects","arguments":{${Array.from({ length: 400_000 }, (_, k) => `"k${k}":${k}`).join(",")}}}}`,
-    );
-    const deep = join(dir, "deep.json");
-    const depth = 4 * 1024 * 1024 - 64;
-    writeFileSync(deep, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":${"[".repeat(depth)}}`);
-    // The 4 callers share one process of their own (this one's event loop only measures pings,
-    // and 4 client processes would compete with the server for 2 cores); each sends for 3 s,
-    // alternating the two bodies.
-    const sender = `
-      const fs = require("node:fs");
-      const bodies = [fs.readFileSync(process.argv[1]), fs.readFileSync(process.argv[2])];
-      const until = Date.now() + 3000;
-      const caller = async () => {
-        const seen = [];
-        for (let i = 0; Date.now() < until || i < 2; i++) {
-          seen.push(await fetch(process.argv[3], { method: "POST", body: bodies[i % 2], headers: { authorization: "Bearer " + process.argv[4], "content-type": "application/json", accept: "application/json, text/event-stream" } })
-            .then(async (r) => ({ status: r.status, text: (await r.text()).slice(0, 300) }), (e) => ({ status: 0, text: String(e) })));
-        }
-        return seen;
-      };
-      Promise.all([caller(), caller(), caller(), caller()]).then((all) => process.stdout.write(JSON.stringify(all.flat())));`;
-    let running = true;
-    const flood = new Promise<Array<{ status: number; text: string }>>((resolve, reject) => {
-      const child = spawn(process.execPath, ["-e", sender, keys, deep, server.mcpUrl, reader], { stdio: ["ignore", "pipe", "inherit"] });
-      let out = "";
-      child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-      child.on("error", reject);
-      child.on("close", () => {
-        running = false;
-        resolve(JSON.parse(out || "[]") as Array<{ status: number; text: string }>);
-      });
-    });
-    const pings: number[] = [];
-    while (running || pings.length < 20) {
-      pings.push((await postRaw(server.mcpUrl, other, ping)).ms);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    const answers = await flood;
-    assert.ok(answers.length >= 8, `every flood request was answered (${answers.length})`);
-    for (const a of answers) {
-      assert.equal(a.status, 413, a.text);
-      assert.match(a.text, /more than 100000 members|deeper than 64 levels/);
-    }
-    pings.sort((a, b) => a - b);
-    const p99 = pings[Math.min(pings.length - 1, Math.ceil(pings.length * 0.99) - 1)] ?? Infinity;
-    assert.ok(p99 < 100, `another tenant's ping p99 ${p99.toFixed(1)} ms over ${pings.length} pings during the flood`);
-    // Memory held for the bodies is given back: RSS comes back within 20% of where it started.
-    let now = rss();
-    for (let i = 0; i < 40 && now > startRss * 1.2; i++) {
-      await postRaw(server.mcpUrl, other, ping);
-      await new Promise((r) => setTimeout(r, 250));
-      now = rss();
-    }
-    assert.ok(now <= startRss * 1.2, `RSS ${(now / 2 ** 20).toFixed(0)} MiB after the flood, ${(startRss / 2 ** 20).toFixed(0)} MiB before`);
+    const pid = server.child.pid as number;
+    await floodWhilePinging({ label: "webcodex dev", mcpUrl: server.mcpUrl, floodToken: reader, pingToken: other, rss: () => rssOf(pid) });
   });
 
   it("a Job swapping a file for a symlink to outside never makes read_files return outside content in 10,000 reads", async () => {

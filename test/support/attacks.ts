@@ -16,9 +16,15 @@ import { until } from "./until.js";
 /** A shell word holding `text` as is. */
 export const shq = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 
-/** create_project, followed until the project is ready or failed. */
-export async function createProject(client: Client, name: string, source: Record<string, unknown>, tries = 120): Promise<ToolOutcome> {
-  let outcome = await callTool(client, "create_project", { name, source, wait_ms: 0 });
+/** create_project (with `extra` arguments, e.g. visibility), followed until the project is ready or failed. */
+export async function createProject(
+  client: Client,
+  name: string,
+  source: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+  tries = 120,
+): Promise<ToolOutcome> {
+  let outcome = await callTool(client, "create_project", { ...extra, name, source, wait_ms: 0 });
   for (let i = 0; i < tries && !outcome.isError && outcome.result["project_state"] === "pending"; i++)
     outcome = await executeFollowUp(client, outcome.result["follow_up"]);
   return outcome;

@@ -1,7 +1,11 @@
 /** `webcodex up` as a user runs it: one command, its own process group, the MCP URL on stdout. */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { cliPath } from "./processes.js";
+import { chmodSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { findFreeBasePort, SERVICES } from "@webcodex/cli";
+import { backingServices, createTestDatabase, redisKeyPrefix } from "./backing-services.js";
+import { cliPath, createProjectDir, tempDir } from "./processes.js";
 
 export interface UpStack {
   child: ChildProcess;
@@ -52,4 +56,75 @@ export function killUp(child: ChildProcess): Promise<void> {
       resolve();
     }
   });
+}
+
+/** A `webcodex up` as an operator starts it on a server (its default data dir), and what a test needs to reach into it. */
+export interface RootUp {
+  up: UpStack;
+  /** The 0700 HOME it runs with; its default data dir is ~/.webcodex/up. */
+  home: string;
+  /** Where created projects' workspaces live (`<tenant>/<project>` under it). */
+  workspaces: string;
+  tokensFile: string;
+  /** Stops the stack and drops its database. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `webcodex up` with up's default data dir under a fresh 0700 HOME, a database of its
+ * own, Redis under a key prefix of its own, and the principals in `tokens` (a tokens file
+ * entry each: token, client_id, subject, admission_profile?); the --project belongs to the
+ * first token's tenant. `env` adds to (or overrides) the environment it is given.
+ */
+export async function startRootUp(tokens: ReadonlyArray<Record<string, unknown>>, env: Record<string, string> = {}): Promise<RootUp> {
+  const services = await backingServices();
+  const db = await createTestDatabase();
+  const home = tempDir("wcx-up-home-");
+  chmodSync(home, 0o700);
+  const tokensFile = join(home, "tokens.json");
+  writeFileSync(tokensFile, JSON.stringify({ tokens }), { mode: 0o600 });
+  let up: UpStack;
+  try {
+    up = await startUp(
+      {
+        PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+        HOME: home,
+        WEBCODEX_POSTGRES_URL: db.url,
+        WEBCODEX_REDIS_URL: services.redisUrl,
+        WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(),
+        WEBCODEX_DEV_TOKENS_FILE: tokensFile,
+        ...env,
+      },
+      ["--project", createProjectDir({ "README.md": "# up\n" }, { name: "rootup" }), "--port", String(await findFreeBasePort(SERVICES.length))],
+    );
+  } catch (error) {
+    await db.drop();
+    throw error;
+  }
+  return {
+    up,
+    home,
+    workspaces: join(home, ".webcodex", "up", "workspaces"),
+    tokensFile,
+    async close() {
+      await stopUp(up.child);
+      await db.drop();
+    },
+  };
+}
+
+/** The pid of one service process of a `webcodex up` (e.g. "gateway"): its child running `serve <service>`. */
+export function upServicePid(up: UpStack, service: string): number {
+  const parent = up.child.pid;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(") ") + 2).split(" ")[1]);
+      if (ppid === parent && readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(`\0serve\0${service}\0`)) return Number(entry);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  throw new Error(`no ${service} process under webcodex up (pid ${parent})`);
 }
