@@ -7,67 +7,26 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { findFreeBasePort, SERVICES } from "@webcodex/cli";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   backingServices,
   callTool,
-  cliPath,
   connectMcp,
   createProjectDir,
   createTestDatabase,
   executeFollowUp,
+  killUp,
   redisKeyPrefix,
+  startUp,
   tempDir,
 } from "../support/index.js";
-import type { TestDatabase } from "../support/index.js";
+import type { TestDatabase, UpStack } from "../support/index.js";
 
 /** The documented bound (docs/reliability.md): a restarted stack serves its projects within 10 s of answering again. */
 const SERVE_BOUND_MS = 10_000;
 const token = `t-${randomBytes(16).toString("hex")}`;
-
-interface Up {
-  child: ChildProcess;
-  mcpUrl: string;
-  output: () => string;
-}
-
-function startUp(env: Record<string, string>, args: string[]): Promise<Up> {
-  const child = spawn(process.execPath, [cliPath, "up", ...args], { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let out = "";
-  child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr?.on("data", (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`webcodex up did not start in 180 s\n${out}`)), 180_000);
-    child.stdout?.on("data", () => {
-      const m = /MCP URL: (\S+)/.exec(out);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve({ child, mcpUrl: m[1], output: () => out });
-      }
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`webcodex up exited with ${code}\n${out}`));
-    });
-  });
-}
-
-/** SIGKILL of the whole stack: every process in the command's process group at once. */
-function killGroup(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once("exit", () => resolve());
-    try {
-      process.kill(-(child.pid as number), "SIGKILL");
-    } catch {
-      resolve();
-    }
-  });
-}
 
 const stateOf = async (client: Client): Promise<Map<string, string>> => {
   const { result } = await callTool(client, "list_projects", {});
@@ -78,7 +37,7 @@ describe("webcodex up: create_project and a crash restart", { timeout: 600_000 }
   let db: TestDatabase;
   let env: Record<string, string>;
   let args: string[];
-  let up: Up | undefined;
+  let up: UpStack | undefined;
 
   before(async () => {
     const services = await backingServices();
@@ -97,7 +56,7 @@ describe("webcodex up: create_project and a crash restart", { timeout: 600_000 }
     args = ["--project", projectDir, "--port", String(basePort), "--data-dir", tempDir("wc-up-data-")];
   });
   after(async () => {
-    if (up) await killGroup(up.child);
+    if (up) await killUp(up.child);
     await db?.drop();
   });
 
@@ -121,7 +80,7 @@ describe("webcodex up: create_project and a crash restart", { timeout: 600_000 }
       while (loading) await Promise.all(ids.map((id) => runOn(client, id).catch(() => undefined)));
     })();
     await Promise.all(ids.map((id) => runOn(client, id)));
-    await killGroup(up.child);
+    await killUp(up.child);
     loading = false;
     await load;
     await client.close().catch(() => undefined);
