@@ -4,7 +4,7 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Client } from "@connectrpc/connect";
-import type { RefResolverService, RunnerBrokerService } from "@webcodex/proto";
+import type { DomainFailure, RefResolverService, RunnerBrokerService } from "@webcodex/proto";
 import { pageFields, PipelineStage, ReasonCode, toolFailure, failureFromWire } from "@webcodex/contracts";
 import type { AgentToolName, PresentationToolName, RefResolverToolName, ToolDefinition, ToolFailure, ToolInput } from "@webcodex/contracts";
 import { connectCodeName, principalHeaders } from "@webcodex/platform";
@@ -83,6 +83,12 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
 
   const callOptions = (ctx: CallContext) => ({ signal: ctx.signal, headers: principalHeaders(ctx.caller.principal) });
 
+  /** A refusal the resolver sent, or `missing` when it answered without the record asked for. */
+  const refused = (failure: DomainFailure | undefined, missing: string) => ({
+    ok: false as const,
+    failure: failure ? failureFromWire(failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: missing }),
+  });
+
   const handlers: RefResolverToolHandlers = {
     async list_projects(args, ctx) {
       // Embedded mode serves only the project roots of this process: a project of an earlier
@@ -111,43 +117,27 @@ export function createRefResolverTools(deps: RefResolverToolsDeps) {
     },
     async create_session(args, ctx) {
       const res = await deps.refResolver.createSession({ projectSelector: args.project, title: args.title ?? "" }, callOptions(ctx));
-      if (res.failure || !res.session)
-        return {
-          ok: false,
-          failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_session" }),
-        };
+      if (res.failure || !res.session) return refused(res.failure, "no_session");
       ctx.projectCanonicalId = res.session.projectCanonicalId;
       ctx.sessionId = res.session.sessionId;
       return { ok: true, result: { session_ref: res.sessionRef, session_id: res.session.sessionId } };
     },
     async update_project(args, ctx) {
       const res = await deps.refResolver.updateProject({ selector: args.project, visibility: args.visibility }, callOptions(ctx));
-      if (res.failure || !res.project)
-        return {
-          ok: false,
-          failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_project" }),
-        };
+      if (res.failure || !res.project) return refused(res.failure, "no_project");
       ctx.projectCanonicalId = res.project.canonicalId;
       return { ok: true, result: { project_id: res.project.canonicalId, visibility: res.project.visibility, ...(res.changed ? {} : { unchanged: true }) } };
     },
     async close_session(args, ctx) {
       const res = await deps.refResolver.closeSession({ selector: args.session_id }, callOptions(ctx));
-      if (res.failure || !res.session)
-        return {
-          ok: false,
-          failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_session" }),
-        };
+      if (res.failure || !res.session) return refused(res.failure, "no_session");
       ctx.projectCanonicalId = res.session.projectCanonicalId;
       ctx.sessionId = res.session.sessionId;
       return { ok: true, result: { session_id: res.session.sessionId, state: res.session.state, ...(res.closedNow ? {} : { closed_now: false }) } };
     },
     async read_session_handoff(args, ctx) {
       const res = await deps.refResolver.readSessionHandoff({ selector: args.session_id }, callOptions(ctx));
-      if (res.failure || !res.handoff)
-        return {
-          ok: false,
-          failure: res.failure ? failureFromWire(res.failure) : toolFailure(ReasonCode.internal, PipelineStage.dispatch, { detail_code: "no_handoff" }),
-        };
+      if (res.failure || !res.handoff) return refused(res.failure, "no_handoff");
       ctx.projectCanonicalId = res.handoff.session?.projectCanonicalId ?? "";
       ctx.sessionId = res.handoff.session?.sessionId ?? "";
       return { ok: true, result: handoffView(res.handoff) };
