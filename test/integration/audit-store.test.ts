@@ -12,7 +12,6 @@ import type { ActionRecord } from "@webcodex/proto";
 import {
   AUDIT_SCHEMA,
   appendActions,
-  auditMigrations,
   createAudit,
   dayOf,
   dropExpiredPartitions,
@@ -21,7 +20,7 @@ import {
   migrateAudit,
   partitionName,
 } from "@webcodex/audit";
-import { createInProcessClient, createPostgresDatabase, principalHeaders, runMigrations } from "@webcodex/platform";
+import { createInProcessClient, createPostgresDatabase, principalHeaders } from "@webcodex/platform";
 import type { Database } from "@webcodex/platform";
 import { createTestDatabase } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
@@ -60,13 +59,8 @@ describe("ActionAudit store on Postgres", () => {
     await database?.drop();
   });
 
-  it("0002 applies cleanly over a database that has 0001 (with a row in it) and leaves a range-partitioned table", async () => {
-    // Apply 0001 alone first: the state of a database created before this change.
-    assert.equal(auditMigrations[0]?.id, "0001_action_audit");
-    await runMigrations(db, AUDIT_SCHEMA, auditMigrations.slice(0, 1));
-    await db.query(`INSERT INTO audit.action_audit (call_id, client_id, subject, tool, effect, outcome, state_changed, outcome_unknown, started_at, duration_us)
-                    VALUES ('old', 'acme', 'alice', 'read_files', 'read_only', 'success', false, false, now(), 1)`);
-    assert.deepEqual(await migrateAudit(db), ["0002_action_audit_partitioned"]);
+  it("the baseline migration leaves a range-partitioned, append-only table, and runs once", async () => {
+    assert.deepEqual(await migrateAudit(db), ["0001_baseline"]);
     assert.deepEqual(await migrateAudit(db), [], "idempotent");
     const kind = await db.query<{ relkind: string }>(`SELECT relkind FROM pg_class WHERE oid = 'audit.action_audit'::regclass`);
     assert.equal(kind.rows[0]?.relkind, "p", "partitioned table");

@@ -100,6 +100,18 @@ describe("runMigrations against Postgres", () => {
     assert.deepEqual(await recorded(a, "raced"), ["0001_log", "0002_items", "0003_slow"]);
   });
 
+  it("leaves migrations a newer build recorded alone, and refuses a schema with another migration history, naming both", async () => {
+    const db = open();
+    await runMigrations(db, "newer", [...migrations, slow]);
+    assert.deepEqual(await runMigrations(db, "newer", migrations), [], "an older build of the same history starts on it");
+    const baseline: Migration = { id: "0001_baseline", sql: "CREATE TABLE {{schema}}.log (id text)" };
+    await assert.rejects(
+      runMigrations(db, "newer", [baseline]),
+      /records 0001_log, 0002_items, 0003_slow; this build starts at 0001_baseline\): start with an empty database/,
+    );
+    assert.deepEqual(await recorded(db, "newer"), ["0001_log", "0002_items", "0003_slow"], "nothing recorded by the refused run");
+  });
+
   it("refuses a schema name that is not a plain identifier", async () => {
     await assert.rejects(runMigrations(open(), "bad; DROP TABLE x", migrations), /invalid schema name/);
   });

@@ -20,20 +20,7 @@ describe("ref-resolver on embedded PGlite", () => {
     const dir = mkdtempSync(join(tmpdir(), "wcx-refs-pglite-"));
     try {
       let db = await createPgliteDatabase(dir);
-      assert.deepEqual(await migrateRefResolver(db), [
-        "0001_projects_and_project_refs",
-        "0002_refs_sessions_agents",
-        "0003_agents_tasks_attempts_events",
-        "0004_session_call_validation",
-        "0005_session_call_paths_and_commands",
-        "0006_project_owner_and_visibility",
-        "0007_goal_plans",
-        "0008_agent_continuations",
-        "0009_session_call_outcome_vocabulary",
-        "0010_recovered_writes",
-        "0011_session_call_parent",
-        "0012_project_use",
-      ]);
+      assert.deepEqual(await migrateRefResolver(db), ["0001_baseline"]);
       let client = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: Number.POSITIVE_INFINITY }));
       await client.registerProject({ clientId: "local", projectId: "alpha", rootIdentity: "/a", name: "alpha" }, as(local));
       await client.registerProject({ clientId: "local", projectId: "beta", rootIdentity: "/b", name: "beta" }, as(local));

@@ -1,6 +1,6 @@
 /**
- * Project owner and visibility in the ref-resolver against real Postgres: the expand-only
- * migration keeps existing Projects (and their refs) visible to their tenant; a declared
+ * Project owner and visibility in the ref-resolver against real Postgres: a Project with no
+ * owner or visibility recorded (and its refs) is visible to its tenant; a declared
  * Project is private to its owner until shared; only the owner or a tenant admin may change
  * it; a name taken in the tenant cannot be declared by someone else.
  */
@@ -8,9 +8,9 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Client } from "@connectrpc/connect";
 import { RefResolverService } from "@webcodex/proto";
-import { createInProcessClient, createPostgresDatabase, principalHeaders, runMigrations } from "@webcodex/platform";
+import { createInProcessClient, createPostgresDatabase, principalHeaders } from "@webcodex/platform";
 import type { Database, Principal } from "@webcodex/platform";
-import { createRefResolver, migrateRefResolver, refResolverMigrations, REF_RESOLVER_SCHEMA } from "@webcodex/ref-resolver";
+import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
 import { createTestDatabase } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
@@ -31,27 +31,13 @@ describe("ref-resolver: project owner and visibility", { timeout: 60_000 }, () =
   before(async () => {
     database = await createTestDatabase();
     db = createPostgresDatabase({ url: database.url, max: 5 });
-    // The previous release's schema with a Project and a ref in it …
-    await runMigrations(
-      db,
-      REF_RESOLVER_SCHEMA,
-      refResolverMigrations.filter((m) => m.id < "0006"),
-    );
+    assert.deepEqual(await migrateRefResolver(db), ["0001_baseline"]);
+    // A Project its Runner registered without a declaration (no owner, no visibility row), and a ref to it.
     await db.query(
       "INSERT INTO refs.projects (canonical_id, incarnation, client_id, project_id, root_identity, name) VALUES ('agent:acme:legacy', 1, 'acme', 'legacy', '/w/legacy', 'legacy')",
     );
     await db.query("INSERT INTO refs.ref_counters (client_id, subject, kind, last_code) VALUES ('acme', 'bob', 'project', 1)");
     await db.query("INSERT INTO refs.project_refs (client_id, subject, code, canonical_id, incarnation) VALUES ('acme', 'bob', 1, 'agent:acme:legacy', 1)");
-    // … then this release's migrations.
-    assert.deepEqual(await migrateRefResolver(db), [
-      "0006_project_owner_and_visibility",
-      "0007_goal_plans",
-      "0008_agent_continuations",
-      "0009_session_call_outcome_vocabulary",
-      "0010_recovered_writes",
-      "0011_session_call_parent",
-      "0012_project_use",
-    ]);
     client = createInProcessClient(RefResolverService, createRefResolver({ db, liveCacheTtlMs: 0 }));
   });
   after(async () => {
@@ -59,9 +45,7 @@ describe("ref-resolver: project owner and visibility", { timeout: 60_000 }, () =
     await database?.drop();
   });
 
-  it("existing Projects migrate as shared with their tenant, with no owner, and their refs keep working", async () => {
-    const { rows } = await db.query("SELECT canonical_id, client_id, owner_subject, visibility FROM refs.project_settings");
-    assert.deepEqual(rows, [{ canonical_id: "agent:acme:legacy", client_id: "acme", owner_subject: null, visibility: "tenant" }]);
+  it("a Project with no owner or visibility recorded is shared with its tenant, with no owner, and its refs work", async () => {
     const resolved = await client.resolveProject({ selector: "~p1" }, as(bob));
     assert.equal(resolved.project?.canonicalId, "agent:acme:legacy");
     assert.deepEqual([resolved.project?.ownerSubject, resolved.project?.visibility], ["", "tenant"]);

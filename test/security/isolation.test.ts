@@ -13,9 +13,9 @@ import { join } from "node:path";
 import { spawn } from "node:child_process";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { detectSandbox } from "@webcodex/runner";
-import { callTool, cliPath, connectMcp, createProjectDir, executeFollowUp, startDevServer, tempDir, until } from "../support/index.js";
-import type { DevServer, ToolOutcome } from "../support/index.js";
-import { median, probeLocalTargets } from "../support/attacks.js";
+import { callTool, cliPath, connectMcp, createProjectDir, startDevServer, tempDir, until } from "../support/index.js";
+import type { DevServer } from "../support/index.js";
+import { createProject, median, probeLocalTargets, shell, twoTenantProjects } from "../support/attacks.js";
 
 const asRoot = process.getuid?.() === 0;
 const sandbox = detectSandbox();
@@ -36,25 +36,11 @@ function hostPids(tag: string): number[] {
   return pids;
 }
 
-async function createProject(client: Client, args: Record<string, unknown>): Promise<ToolOutcome> {
-  let outcome = await callTool(client, "create_project", { ...args, wait_ms: 0 });
-  for (let i = 0; i < 30 && !outcome.isError && outcome.result["project_state"] === "pending"; i++) {
-    outcome = await executeFollowUp(client, outcome.result["follow_up"]);
-  }
-  return outcome;
-}
-
 /** What get_runtime_status says of each Runner's sandbox. */
 async function sandboxes(client: Client): Promise<unknown[]> {
   const { isError, result } = await callTool(client, "call_runtime_tool", { tool: "get_runtime_status", arguments: { compact: false } });
   assert.equal(isError, false, JSON.stringify(result));
   return (result["runner_details"] as Array<Record<string, unknown>>).map((r) => r["sandbox"]);
-}
-
-async function shell(client: Client, project: string, command: string, env: Record<string, string> = {}): Promise<string> {
-  const { isError, result } = await callTool(client, "run_shell", { project, command, env, wait_ms: 30_000 });
-  assert.equal(isError, false, JSON.stringify(result).slice(0, 500));
-  return String(result["output"] ?? result["stdout"] ?? "");
 }
 
 describe("two tenants on one webcodex dev (root, default data dir)", { skip }, () => {
@@ -105,23 +91,7 @@ describe("two tenants on one webcodex dev (root, default data dir)", { skip }, (
       env: { HOME: home, WEBCODEX_GIT_CREDENTIALS_FILE: credentials },
     });
     [a, b] = await Promise.all([connectMcp(server.mcpUrl, aToken), connectMcp(server.mcpUrl, bToken)]);
-    const ca = await createProject(a, { name: "a-private", source: { empty: {} } });
-    assert.equal(ca.isError, false, JSON.stringify(ca.result));
-    aProject = String(ca.result["project_ref"]);
-    const cb = await createProject(b, { name: "b-own", source: { empty: {} } });
-    assert.equal(cb.isError, false, JSON.stringify(cb.result));
-    bProject = String(cb.result["project_ref"]);
-    await shell(a, aProject, `echo ${aFileSecret} > private.txt`);
-    // A long Job of tenant A's holding a secret in its environment.
-    const started = await callTool(a, "run_shell", {
-      project: aProject,
-      command: `sleep ${sleepTag}`,
-      env: { A_SECRET: aEnvSecret },
-      wait_ms: 100,
-      timeout_ms: 120_000,
-    });
-    assert.equal(started.result["execution_state"], "pending", JSON.stringify(started.result));
-    await until("tenant A's Job to run", () => hostPids(sleepTag).length > 0);
+    ({ aProject, bProject } = await twoTenantProjects(a, b, { aFile: aFileSecret, aEnv: aEnvSecret, jobTag: sleepTag }));
   });
 
   after(async () => {
@@ -214,7 +184,7 @@ describe("two tenants on one webcodex dev (root, default data dir)", { skip }, (
     const closedPort = (closed.address() as { port: number }).port;
     await new Promise((r) => closed.close(r));
     const ports = { listener: (listener.address() as { port: number }).port, closed: closedPort };
-    const probe = await probeLocalTargets((name, url) => createProject(b, { name, source: { git: { url } } }), ports);
+    const probe = await probeLocalTargets((name, url) => createProject(b, name, { git: { url } }), ports);
     assert.deepEqual([...new Set(probe.codes)], ["clone_target_not_allowed"], probe.codes.join(","));
     assert.equal(probe.codes.length, 11);
     assert.equal(connections, 0, "no connection reached the local listener");

@@ -24,36 +24,20 @@ import {
   connectMcp,
   createProjectDir,
   createTestDatabase,
-  executeFollowUp,
   hostPids,
   redisKeyPrefix,
   sleepTag,
   startUp,
   stopUp,
   tempDir,
-  until,
 } from "../support/index.js";
-import type { GitServer, TestDatabase, ToolOutcome, UpStack } from "../support/index.js";
-import { upWorkspaces } from "../support/attacks.js";
+import type { GitServer, TestDatabase, UpStack } from "../support/index.js";
+import { createProject, shell, twoTenantProjects, upWorkspaces } from "../support/attacks.js";
 
 const asRoot = process.getuid?.() === 0;
 const sandbox = detectSandbox();
 const skip = !asRoot ? "needs root (the mode under test)" : sandbox.available ? false : `no sandbox here: ${sandbox.problem}`;
 const secret = (label: string) => `${label}-${randomBytes(12).toString("hex")}`;
-
-async function createProject(client: Client, args: Record<string, unknown>): Promise<ToolOutcome> {
-  let outcome = await callTool(client, "create_project", { ...args, wait_ms: 0 });
-  for (let i = 0; i < 60 && !outcome.isError && outcome.result["project_state"] === "pending"; i++) {
-    outcome = await executeFollowUp(client, outcome.result["follow_up"]);
-  }
-  return outcome;
-}
-
-async function shell(client: Client, project: string, command: string, env: Record<string, string> = {}): Promise<string> {
-  const { isError, result } = await callTool(client, "run_shell", { project, command, env, wait_ms: 30_000 });
-  assert.equal(isError, false, JSON.stringify(result).slice(0, 500));
-  return String(result["output"] ?? result["stdout"] ?? "");
-}
 
 /** The process's run state letter from /proc (T: stopped). */
 const runState = (pid: number): string | undefined => {
@@ -129,23 +113,7 @@ describe("two tenants on one webcodex up (root, default data dir)", { skip, time
       ["--project", projectDir, "--port", String(await findFreeBasePort(SERVICES.length))],
     );
     [a, b] = await Promise.all([connectMcp(up.mcpUrl, aToken), connectMcp(up.mcpUrl, bToken)]);
-    const ca = await createProject(a, { name: "a-private", source: { empty: {} } });
-    assert.equal(ca.isError, false, JSON.stringify(ca.result));
-    aProject = String(ca.result["project_ref"]);
-    const cb = await createProject(b, { name: "b-own", source: { empty: {} } });
-    assert.equal(cb.isError, false, JSON.stringify(cb.result));
-    bProject = String(cb.result["project_ref"]);
-    await shell(a, aProject, `echo ${aFileSecret} > private.txt`);
-    // A long Job of tenant A's holding a secret in its environment.
-    const started = await callTool(a, "run_shell", {
-      project: aProject,
-      command: `sleep ${tag}`,
-      env: { A_SECRET: aEnvSecret },
-      wait_ms: 100,
-      timeout_ms: 120_000,
-    });
-    assert.equal(started.result["execution_state"], "pending", JSON.stringify(started.result));
-    await until("tenant A's Job to run", () => hostPids(tag).length > 0);
+    ({ aProject, bProject } = await twoTenantProjects(a, b, { aFile: aFileSecret, aEnv: aEnvSecret, jobTag: tag }));
   });
 
   after(async () => {
@@ -252,7 +220,7 @@ describe("two tenants on one webcodex up (root, default data dir)", { skip, time
 
   it("a cloned workspace is born owned by its own project uid: every file, none handed over, the Jobs run as it", async () => {
     const before = new Set(upWorkspaces(workspaces));
-    const created = await createProject(b, { name: "b-cloned", source: { git: { url: `${git.url}/tree.git` } } });
+    const created = await createProject(b, "b-cloned", { git: { url: `${git.url}/tree.git` } });
     assert.equal(created.isError, false, JSON.stringify(created.result));
     const dir = upWorkspaces(workspaces).find((d) => !before.has(d));
     assert.ok(dir, "the cloned workspace is on disk");

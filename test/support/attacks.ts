@@ -30,6 +30,38 @@ export async function createProject(
   return outcome;
 }
 
+/** run_shell in `project`, waited for; its output (the call must succeed). */
+export async function shell(client: Client, project: string, command: string, env: Record<string, string> = {}): Promise<string> {
+  const { isError, result } = await callTool(client, "run_shell", { project, command, env, wait_ms: 30_000 });
+  assert.equal(isError, false, JSON.stringify(result).slice(0, 500));
+  return String(result["output"] ?? result["stdout"] ?? "");
+}
+
+/** What the two-tenant tests start from: each tenant's own created project, a secret file in A's, and A's long Job holding a secret in its environment (running when this returns). */
+export async function twoTenantProjects(
+  a: Client,
+  b: Client,
+  secrets: { aFile: string; aEnv: string; jobTag: string },
+): Promise<{ aProject: string; bProject: string }> {
+  const ca = await createProject(a, "a-private", { empty: {} });
+  assert.equal(ca.isError, false, JSON.stringify(ca.result));
+  const cb = await createProject(b, "b-own", { empty: {} });
+  assert.equal(cb.isError, false, JSON.stringify(cb.result));
+  const aProject = String(ca.result["project_ref"]);
+  const bProject = String(cb.result["project_ref"]);
+  await shell(a, aProject, `echo ${secrets.aFile} > private.txt`);
+  const started = await callTool(a, "run_shell", {
+    project: aProject,
+    command: `sleep ${secrets.jobTag}`,
+    env: { A_SECRET: secrets.aEnv },
+    wait_ms: 100,
+    timeout_ms: 120_000,
+  });
+  assert.equal(started.result["execution_state"], "pending", JSON.stringify(started.result));
+  await until("tenant A's Job to run", () => hostPids(secrets.jobTag).length > 0);
+  return { aProject, bProject };
+}
+
 /** A repository tree of `dirs` directories, each with two subdirectories, `perDir` files per directory, and 4 files at the top. */
 export function treeFiles(dirs: number, perDir: number): Record<string, string> {
   const files: Record<string, string> = {};

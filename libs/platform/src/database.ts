@@ -118,7 +118,8 @@ export interface Migration {
 /**
  * Applies `migrations` in order inside `schema`, each once, recorded in
  * `<schema>.schema_migrations`. Safe to run concurrently from several replicas: an
- * advisory lock serializes them.
+ * advisory lock serializes them. Migrations a newer build recorded are left alone (they only
+ * add); a schema that does not record this list's first migration is refused with a message.
  */
 export async function runMigrations(db: Database, schema: string, migrations: readonly Migration[]): Promise<string[]> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
@@ -127,6 +128,15 @@ export async function runMigrations(db: Database, schema: string, migrations: re
     await tx.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     await tx.query(`CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     const done = new Set((await tx.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).rows.map((r) => r.id));
+    const first = migrations[0]?.id;
+    if (first !== undefined && done.size > 0 && !done.has(first)) {
+      // Migrated by a build with another migration history (one from before a baseline):
+      // applying this baseline over it would fail half-way or mix two schemas.
+      throw new Error(
+        `schema ${schema} was created by a build with another migration history (it records ${[...done].sort().join(", ")}; this build starts at ${first}): ` +
+          `start with an empty database (or a new --data-dir), or run the build that created it`,
+      );
+    }
     const applied: string[] = [];
     for (const m of migrations) {
       if (done.has(m.id)) continue;

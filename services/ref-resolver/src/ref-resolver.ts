@@ -27,7 +27,6 @@ import { createProjectStore, isProjectVisibility, ProjectOwnershipError } from "
 import type { ProjectRecord } from "./projects/project-store.js";
 import { createSessionStore, SessionCallRecordError } from "./sessions/session-store.js";
 import type { SessionRecord } from "./sessions/session-store.js";
-import { receivedOutcome } from "./sessions/session-model.js";
 import type { HandoffRecap } from "./sessions/session-model.js";
 
 export const REF_RESOLVER_SCHEMA = "refs";
@@ -250,7 +249,7 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
             callId: call.callId,
             tool: call.tool,
             effect: call.effect,
-            outcome: receivedOutcome(call.outcome),
+            outcome: call.outcome,
             reasonCode: call.reasonCode,
             detailCode: call.detailCode,
             pathsCount: call.pathsCount,

@@ -6,7 +6,7 @@ export const RUNNER_BROKER_SCHEMA = "broker";
 /** The runner-broker owns schema `broker`. Never edit a shipped migration; add a new one. */
 export const runnerBrokerMigrations: readonly Migration[] = [
   {
-    id: "0001_fence_hwm_and_jobs",
+    id: "0001_baseline",
     sql: `
 -- Per lease scope (Project workspace), the highest fencing token ever handed out. Only
 -- raised, by a strict compare-and-set; Redis fence counters are seeded from it.
@@ -37,11 +37,7 @@ CREATE TABLE {{schema}}.jobs (
 );
 CREATE INDEX jobs_open ON {{schema}}.jobs (created_at) WHERE terminal_at IS NULL;
 CREATE INDEX jobs_by_client_state ON {{schema}}.jobs (client_id, state, terminal_at);
-`,
-  },
-  {
-    id: "0002_job_continuations",
-    sql: `
+
 -- What followed a Job continuation card, as separate observations: the one dispatch (claimed
 -- before sending, then the Host's answer), the fresh model turn, and the exact consume.
 CREATE TABLE {{schema}}.job_continuations (

@@ -197,7 +197,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     if (cached && cached.project === undefined) return undefined;
     const cachedHidden = hidden.get(hiddenKey(canonicalId, principal.clientId, principal.subject));
     if (cached && cachedHidden !== undefined) return visible(principal, cached.project, cachedHidden) ? cached.project : undefined;
-    const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project_v2($1, $2, $3)`, [canonicalId, principal.clientId, principal.subject]);
+    const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project($1, $2, $3)`, [canonicalId, principal.clientId, principal.subject]);
     const row = r.rows[0];
     const project = rememberLive(canonicalId, row, principal);
     return visible(principal, project, row?.hidden === true) ? project : undefined;
@@ -215,7 +215,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
     if (pin) return judgePin(pin, await visibleLive(principal, pin.canonicalId));
     // Cold: the pin, the live incarnation and the caller's visibility in one round trip.
     const r = await db.query<{ pin_canonical_id: string; pin_incarnation: string | number } & LiveRow>(
-      `SELECT * FROM ${schema}.resolve_project_ref_v2($1, $2, $3)`,
+      `SELECT * FROM ${schema}.resolve_project_ref($1, $2, $3)`,
       [principal.clientId, principal.subject, code],
     );
     const row = r.rows[0];
@@ -290,7 +290,7 @@ export function createProjectStore(db: Database, options: ProjectStoreOptions = 
   async function resolveForManagement(principal: Principal, selector: string): Promise<Resolution> {
     const resolution = await resolve(principal, selector);
     if (resolution.ok || !principal.tenantAdmin || !isCanonicalProjectId(selector)) return resolution;
-    const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project_v2($1, $2, $3)`, [selector, principal.clientId, principal.subject]);
+    const r = await db.query<LiveRow>(`SELECT * FROM ${schema}.resolve_live_project($1, $2, $3)`, [selector, principal.clientId, principal.subject]);
     const candidate = rememberLive(selector, r.rows[0], principal);
     return candidate && candidate.clientId === principal.clientId ? { ok: true, project: candidate } : resolution;
   }

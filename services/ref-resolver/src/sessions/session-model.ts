@@ -38,19 +38,6 @@ type ProtoFields<M> = Omit<M, "$typeName" | "$unknown">;
 
 export const SessionEffects = ["read_only", "workspace_write", "process_execution", "durable_state", "presentation"] as const;
 export type SessionEffect = (typeof SessionEffects)[number];
-/**
- * The previous release's Session outcome spellings (ok, failed), taken from its gateways while a
- * release rolls out and recorded in the one spelling; any other word is still refused.
- *
- * Migration 0009's trigger maps the same two words, and both copies are needed. The trigger is
- * for rows a previous-release ref-resolver inserts while a release rolls out: they never pass
- * through this code. This map is for calls a previous-release gateway sends to this
- * ref-resolver: sessionCallProblem checks an outcome against CallOutcome before anything is
- * written, so the old words must be translated before that check rather than left to the
- * trigger. (A migration, once applied, is never edited, so the trigger's copy stays as it is.)
- */
-const PREVIOUS_RELEASE_OUTCOMES: Readonly<Record<string, CallOutcome>> = { ok: CallOutcome.success, failed: CallOutcome.failure };
-export const receivedOutcome = (value: string): string => PREVIOUS_RELEASE_OUTCOMES[value] ?? value;
 
 /**
  * One bounded record of a call made with session_id: facts only, never arguments or content.
