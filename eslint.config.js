@@ -136,4 +136,22 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // A test waits FOR something with until() (test/support) or an event, never with a fixed
+    // sleep in its straight-line flow. A window proving that something does NOT happen is
+    // quietWindow(ms, why) from test/support, or a sleep under an eslint-disable-next-line whose
+    // comment names the window. (Polling steps inside loops are not matched.)
+    files: ["**/*.test.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        { selector: "ExportAllDeclaration", message: "Export named symbols; no export *." },
+        {
+          selector:
+            ":matches(:function, TryStatement) > BlockStatement > ExpressionStatement > AwaitExpression > :matches(NewExpression[callee.name='Promise'][arguments.0.body.callee.name='setTimeout'], CallExpression[callee.name=/^(sleep|delay)$/])",
+          message: "No fixed sleep in a test: wait with until() or an event; a window proving something does not happen is quietWindow(ms, why).",
+        },
+      ],
+    },
+  },
 );

@@ -138,8 +138,10 @@ if ("missing" in engine) {
             }
           };
           const loops = clients.slice(0, CLIENTS).map(loop);
+          // eslint-disable-next-line no-restricted-syntax -- workload pacing: traffic runs for the warm-up before the fault
           await new Promise((r) => setTimeout(r, WARM_MS));
           docker(p.how === "pause" ? ["pause", container] : ["network", "disconnect", stack.network, container]);
+          // eslint-disable-next-line no-restricted-syntax -- workload pacing: the fault lasts PARTITION_MS
           await new Promise((r) => setTimeout(r, PARTITION_MS));
           const healedAt = Date.now();
           if (p.how === "pause") docker(["unpause", container]);
@@ -157,6 +159,7 @@ if ("missing" in engine) {
             }
             await new Promise((r) => setTimeout(r, 200));
           }
+          // eslint-disable-next-line no-restricted-syntax -- workload pacing: traffic continues after recovery
           await new Promise((r) => setTimeout(r, 1_000));
           running = false;
           await Promise.all(loops);

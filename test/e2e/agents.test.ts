@@ -262,7 +262,7 @@ function scenario(setup: () => Clients) {
 
     // The lead is already waiting when the worker completes.
     const leadSees = waitFor(lead, { agent_id: leadAgent["agent_id"] }, leadCursor, "attempt_completed", taskId);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 200)); // eslint-disable-line no-restricted-syntax -- kept: a waiting call shows no event
     const done = await ok(worker, "complete_agent_task_attempt", { ...tupleOf(attempt), outcome: "succeeded", summary: "notes written" });
     assert.equal(done["task_state"], "completed");
     const heard = await leadSees;

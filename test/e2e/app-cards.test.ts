@@ -19,7 +19,7 @@ import { chromium } from "playwright-core";
 import type { BrowserContext, Page } from "playwright-core";
 import { createPgliteDatabase } from "@webcodex/platform";
 import { TOOLS_LIST_MAX_BYTES } from "@webcodex/contracts";
-import { callTool, openDevProject, tempDir, until } from "../support/index.js";
+import { callTool, openDevProject, quietWindow, tempDir, until } from "../support/index.js";
 import type { DevProject } from "../support/index.js";
 
 const repo = fileURLToPath(new URL("../../../", import.meta.url));
@@ -225,8 +225,7 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.equal(await card("job").getByTestId("fresh-turn").textContent(), "not observed", "an accepted dispatch is not a fresh turn");
     assert.equal(await card("job").getByTestId("consumed").textContent(), "no");
     await shot("job", "job-continuation-dispatched.png");
-    // Nothing else arrives: the card polls no more and never re-sends (a fixed wait for "nothing happened").
-    await new Promise((r) => setTimeout(r, 2_500));
+    await quietWindow(2_500, "the card polls no more and never re-sends: over two of its 1 s poll intervals, nothing else arrives");
     const sent = await messages();
     assert.equal(sent.length, 1, "exactly one ui/message");
     assert.equal(sent[0]?.role, "user");
@@ -284,8 +283,7 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     const again = await present("present_job_terminal_continuation", { project: dev.project, job_id: jobId }, "job_remounted");
     assert.equal((again.result["continuation"] as Json)["dispatch"], "uncertain");
     await card("job_remounted").getByTestId("dispatch").filter({ hasText: "uncertain" }).waitFor({ timeout: 10_000 });
-    // Nothing is re-sent (a fixed wait for "nothing happened").
-    await new Promise((r) => setTimeout(r, 2_000));
+    await quietWindow(2_000, "nothing is re-sent, by either card, over two of their 1 s poll intervals");
     assert.equal((await messages()).length, before + 1, "no second ui/message");
     const record = await call("read_job_continuation", { project: dev.project, job_id: jobId });
     assert.deepEqual([(record.result["continuation"] as Json)["fresh_turn"], (record.result["continuation"] as Json)["consumed"]], ["not_observed", false]);
@@ -333,8 +331,7 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.equal(await card("agent").getByTestId("fresh-turn").textContent(), "not observed", "an accepted dispatch is not a fresh turn");
     assert.equal(await card("agent").getByTestId("consumed").textContent(), "no");
     await shot("agent", "agent-continuation-dispatched.png");
-    // Nothing else arrives: the card never re-sends (a fixed wait for "nothing happened").
-    await new Promise((r) => setTimeout(r, 2_500));
+    await quietWindow(2_500, "the agent card never re-sends: over two of its 1 s poll intervals, nothing else arrives");
     const sent = (await messages()).slice(before);
     assert.equal(sent.length, 1, "exactly one ui/message");
     const text = sent[0]?.content[0]?.text ?? "";
@@ -434,7 +431,7 @@ describe("MCP App cards in headless chromium through a test Host with AppBridge"
     assert.equal(await work.getByTestId("validation-counts").textContent(), "tests 1 passed, 1 failed, 0 skipped");
     assert.equal(await work.locator("img").count(), 0, "the file name's <img> is text, not an element");
     assert.equal(await work.locator("#card script").count(), 0, "the title's <script> is text, not an element");
-    await new Promise((r) => setTimeout(r, 300));
+    await quietWindow(300, "an injected onerror or script would have posted its signal by now");
     assert.deepEqual(xssSignals, [], "no injected script ran");
     await shot("work", "work-result.png");
   });

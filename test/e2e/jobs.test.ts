@@ -30,7 +30,6 @@ import {
 import type { FollowUpCall, TestDatabase, ToolOutcome } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("Jobs end to end in distributed mode through a real MCP client", () => {
   let db: TestDatabase;

@@ -11,7 +11,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { repeatedFacts, toolDefinition } from "@webcodex/contracts";
-import { callTool, executeFollowUp, followUpTargetTool, openDevProject, readRevision } from "../support/index.js";
+import { callTool, executeFollowUp, followUpTargetTool, openDevProject, readRevision, until } from "../support/index.js";
 import type { DevProject, ToolOutcome } from "../support/index.js";
 
 const FILES = {
@@ -403,10 +403,10 @@ describe("tool contracts through a real MCP client (webcodex dev)", () => {
       const started = await runtime("run_detached_process", { project, args: ["sh", "-c", "sleep 1; exit 3"] });
       assert.equal(started.isError, false, JSON.stringify(started.result));
       const jobId = String(started.result["job_id"]);
-      const during = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+      const readme = () => callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+      const during = await readme();
       assert.equal(during.result["job_attention"], undefined, "still running: nothing to report");
-      await new Promise((r) => setTimeout(r, 1_800));
-      const first = await callTool(client, "read_files", { project, files: [{ path: "README.md" }] });
+      const first = await until("the ended Job's item", async () => ((r) => r.result["job_attention"] !== undefined && r)(await readme()), 10_000, 100);
       assert.deepEqual(first.result["job_attention"], { items: [{ job_id: jobId, state: "completed", exit_code: 3 }] });
       assert.equal((first.result["items"] as Array<Record<string, unknown>>)[0]?.["content"], "# contracts\n", "the business result is unchanged");
       const second = await callTool(client, "search_project_texts", { project, queries: [{ pattern: "contracts", output: "count" }] });

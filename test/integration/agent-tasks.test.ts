@@ -303,10 +303,10 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
         "the same cursor replays the same events",
       );
 
-      await new Promise((r) => setTimeout(r, 200)); // the replica's LISTEN connection
+      await new Promise((r) => setTimeout(r, 200)); // eslint-disable-line no-restricted-syntax -- kept: the replica's LISTEN connection shows no event
       const started = Date.now();
       const waiting = ok(replica, lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: cursor, wait_ms: 20_000 });
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100)); // eslint-disable-line no-restricted-syntax -- kept: a waiting call shows no event; it should be waiting before the append
       await ok(client, worker, "start_agent_task_attempt", { task_id: taskId, assignee_agent_id: workerAgent["agent_id"], idempotency_key: "w1" });
       const woke = await waiting;
       assert.ok(Date.now() - started < 5_000, "woken by NOTIFY, not by the deadline");
@@ -328,7 +328,7 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
       // what reading the log from its cursor returns, also for a takeover's two events at once.
       const at = String(woke["cursor"]);
       const sameReplica = ok(client, lead, "wait_for_agent_events", { agent_id: leadAgent["agent_id"], after_cursor: at, wait_ms: 20_000 });
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100)); // eslint-disable-line no-restricted-syntax -- kept: a waiting call shows no event; it should be waiting before the append
       await ok(client, lead, "stop_agent_task", { task_id: taskId, reason: "done" });
       const stopped = await sameReplica;
       assert.deepEqual(
@@ -356,7 +356,7 @@ describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
           (await ok(client, worker, "reconcile_agent_task_attempt", tupleOf(first)))["attempt_state"] === "lease_expired",
       );
       const takeover = ok(client, lead, "wait_for_agent_events", { agent_id: t2.leadAgent["agent_id"], after_cursor: before, wait_ms: 20_000 });
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100)); // eslint-disable-line no-restricted-syntax -- kept: a waiting call shows no event; it should be waiting before the append
       await ok(client, worker, "start_agent_task_attempt", { task_id: t2.taskId, assignee_agent_id: t2.workerAgent["agent_id"], idempotency_key: "h2" });
       const heard = await takeover;
       assert.deepEqual(

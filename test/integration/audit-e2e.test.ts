@@ -11,7 +11,7 @@ import { join } from "node:path";
 import pg from "pg";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { DistributedStack } from "@webcodex/cli";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startTestStack, tempDir, until } from "../support/index.js";
+import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startTestStack, quietWindow, tempDir, until } from "../support/index.js";
 import type { TestDatabase, ToolOutcome } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
@@ -107,8 +107,7 @@ describe("ActionAudit in an end-to-end run", () => {
   it("every call has exactly one row (read-only batches included), with the right outcome", async () => {
     assert.ok(calls.some((c) => c.outcome.isError) && calls.some((c) => !c.outcome.isError), "the run has successes and failures");
     await until("a row for every call", async () => (await rows()).length >= calls.length, 10_000, 100);
-    // Not a synchronization: no second row for any call may arrive within 300 ms.
-    await new Promise((r) => setTimeout(r, 300));
+    await quietWindow(300, "no second row for any call may arrive");
     const stored = await rows();
     assert.equal(stored.length, calls.length, `${stored.length} rows for ${calls.length} calls`);
     assert.equal(new Set(stored.map((r) => r["call_id"])).size, stored.length, "call ids are unique");
@@ -146,8 +145,7 @@ describe("ActionAudit in an end-to-end run", () => {
     const before = (await rows()).length;
     await callTool(client, "call_runtime_tool", { tool: "present_work_result", arguments: {} });
     await until("the refused call's row", async () => (await rows()).length > before, 5_000, 100);
-    // Not a synchronization: no second row may arrive within 300 ms.
-    await new Promise((r) => setTimeout(r, 300));
+    await quietWindow(300, "no second row may arrive");
     const stored = await rows();
     assert.equal(stored.length, before + 1);
     const refused = stored.find((r) => r["tool"] === "present_work_result");

@@ -38,7 +38,6 @@ import { backingServices, createBrokerTestDatabase, redisKeyPrefix, until } from
 import type { BrokerTestDatabase } from "../support/index.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const cliPath = resolve(import.meta.dirname, "../../../tools/cli/bin/webcodex.js");
 
 const evidence = (json: string | undefined) => (JSON.parse(json || "{}") as { evidence?: Record<string, unknown> }).evidence;
@@ -428,7 +427,8 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
         const s = await broker.getFleetStatus({ clientId: "tenant-d" });
         return s.runners.find((r) => r.runnerId === reg.runnerId && !r.leaseHeld);
       });
-      await sleep(3 * interval);
+      // The guard is up once a probe that could write nothing either way (its path leaves the project) is refused.
+      await until("the serving guard refuses the old fence", async () => (await create("../fence-probe.txt", fenceA)).failure?.reasonCode === "fence_rejected");
       const stale = await create("stale.txt", fenceA);
       assert.equal(stale.failure?.reasonCode, "fence_rejected", "the registration loop raised the serving guard");
       assert.equal(stale.failure?.detailCode, "stale_fence");

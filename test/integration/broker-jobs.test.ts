@@ -28,8 +28,9 @@ import { backingServices, createProjectDir, createBrokerTestDatabase, hostPids, 
 import type { BrokerTestDatabase } from "../support/index.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HEARTBEAT_MS = 200;
+/** A Job's live lease: the Runner lease (two heartbeats) plus one heartbeat. */
+const JOB_LEASE_MS = 3 * HEARTBEAT_MS;
 
 describe("runner-broker Job records in dispatch (real Redis + Postgres, real Runners)", () => {
   let database: BrokerTestDatabase;
@@ -217,14 +218,22 @@ describe("runner-broker Job records in dispatch (real Redis + Postgres, real Run
     const key = { projectCanonicalId: project, jobId: String(started.result["job_id"]) };
     // Both admission slots are held by waits for longer than the Job's live lease (600 ms).
     const waits = [0, 1].map(() => call(project, r.rootIdentity, "wait_for_job_terminal", { job_id: key.jobId, wait_ms: 5_000 }, busy));
-    await sleep(300);
+    const limiter = createRedisConcurrencyLimiter(redis, { limit: 2, prefix });
+    await until("both waits hold an admission slot", async () => (await limiter.inFlight(project)) >= 2);
     assert.equal(
       (await call(project, r.rootIdentity, "observe_jobs", { job_ids: [key.jobId] }, busy)).failure?.reasonCode,
       "rate_limited",
       "the Project is saturated",
     );
-    await sleep(1_200);
-    assert.ok(await createRedisLiveJobBackend(redis, { prefix }).get(key), "the sync renewed the live lease past its TTL");
+    // Renewals land while saturated: the record is renewed past the first lease's end and is never
+    // missing in between.
+    const live = createRedisLiveJobBackend(redis, { prefix });
+    const createdAt = (await live.get(key))?.createdAtMs ?? 0;
+    await until("the sync renewed the live lease past its TTL", async () => {
+      const job = await live.get(key);
+      assert.ok(job, "the live lease never lapses");
+      return job.updatedAtMs > createdAt + JOB_LEASE_MS;
+    });
     for (const w of await Promise.all(waits)) assert.equal(w.result["output"], "ok\n");
   });
 

@@ -30,7 +30,6 @@ import { backingServices, createBrokerTestDatabase, redisKeyPrefix, until } from
 import type { BrokerTestDatabase } from "../support/index.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A broker client whose calls can be held, like a Runner process that is paused (SIGSTOP). */
 function pausable(broker: Client<typeof RunnerBrokerService>) {

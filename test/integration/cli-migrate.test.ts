@@ -10,7 +10,7 @@ import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { spawn } from "node:child_process";
 import pg from "pg";
-import { cliPath, createTestDatabase } from "../support/index.js";
+import { cliPath, createTestDatabase, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 const run = promisify(execFile);
@@ -66,7 +66,8 @@ describe("webcodex migrate", () => {
         r(code);
       }),
     );
-    await new Promise((r) => setTimeout(r, 2_500));
+    // A second attempt proves it kept waiting past a refused one (with no budget it gave up at once).
+    await until("a second connection attempt", () => /waiting for the database \(attempt 2\)/.test(err) || exitedAt !== 0, 20_000);
     assert.equal(exitedAt, 0, `still waiting while the database is down: ${err}`);
     const upAt = Date.now();
     // The database comes up (a proxy to it starts listening on the port).

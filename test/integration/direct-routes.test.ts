@@ -94,6 +94,9 @@ describe("direct routes (real Redis + Postgres)", () => {
     const link = killable(createInProcessClient(RunnerBrokerService, impl));
     /** Per Runner: the calls its handlers ran. */
     const ran = new Map<string, string[]>();
+    /** The Runners' clock (route expiries, lease validity): real time plus what a test advanced it by. */
+    let advancedMs = 0;
+    const runnerClock = () => Date.now() + advancedMs;
     const loops: Array<{ stop(): void }> = [];
     const startRunner = async (id: string, projectId: string, hold?: { gate: Promise<void> }) => {
       const fence: FenceGuard = createFenceGuard();
@@ -110,6 +113,7 @@ describe("direct routes (real Redis + Postgres)", () => {
         rootIdentity: async () => "root-1",
         logger,
         fence,
+        now: runnerClock,
         runnerToken: credential,
         handlers: { capabilities: CAPS, tools: { read_files: record("read_files"), edit_project_files: record("edit_project_files") } },
       });
@@ -150,6 +154,10 @@ describe("direct routes (real Redis + Postgres)", () => {
       ran,
       runners,
       startRunner,
+      /** Moves the Runners' clock forward (the broker's and Redis's stay on real time). */
+      advanceRunnerClock(ms: number) {
+        advancedMs += ms;
+      },
       table,
       call,
       close() {
@@ -222,9 +230,10 @@ describe("direct routes (real Redis + Postgres)", () => {
       await h.table.call(h.call("lapse", readFiles), principal);
       const route = (await h.link.client.getRoute({ projectCanonicalId: "agent:tenant-a:lapse", rootIdentity: "root-1" }, { headers: principal })).route;
       assert.equal(route?.kind, "direct");
-      // The Runner loses contact with the broker: its lease lapses locally after the TTL.
+      // The Runner loses contact with the broker: its lease lapses locally after the TTL (its
+      // clock moves past it; the route credential's 60 s stay valid).
       a.loop.stop();
-      await new Promise((r) => setTimeout(r, 400));
+      h.advanceRunnerClock(400);
       h.ran.set("ra2", []);
       const res = await (h.runners.get("ra2") as Client<typeof RunnerService>).execute(
         { callId: "x", tool: "edit_project_files", argumentsJson: "{}", rootIdentity: "root-1", fence: route?.fence ?? 0n },

@@ -24,7 +24,7 @@ export { startTcpProxy } from "./tcp-proxy.js";
 export type { TcpProxy } from "./tcp-proxy.js";
 export { startOtlpCollector, spanAttribute } from "./otlp-collector.js";
 export type { OtlpCollector, OtlpSpan } from "./otlp-collector.js";
-export { until } from "./until.js";
+export { quietWindow, until } from "./until.js";
 export { lapseLease } from "./agent-leases.js";
 export { startTestStack } from "./stack.js";
 export { killUp, startRootUp, startUp, stopUp, upServicePid } from "./up.js";

@@ -10,3 +10,13 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined | f
     await sleep(stepMs);
   }
 }
+
+/**
+ * The one kind of fixed wait a test may hold: a window in which something must NOT happen
+ * (no second message, no early exit). `why` names what the window proves. Anything that waits
+ * FOR something uses until() or an event instead.
+ */
+export async function quietWindow(ms: number, why: string): Promise<void> {
+  if (!why) throw new Error("quietWindow needs the reason for its fixed wait");
+  await sleep(ms);
+}

@@ -128,6 +128,7 @@ describe("startServiceServer: graceful shutdown", () => {
 
     await idleClosed;
     assert.equal(await connectResult(server.port), "ECONNREFUSED");
+    // eslint-disable-next-line no-restricted-syntax -- a window in which close must NOT finish while the request is in flight
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(closed, false, "close waits for the request in flight");
     held.release();

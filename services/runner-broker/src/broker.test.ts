@@ -263,7 +263,7 @@ describe("runner-broker", () => {
     const first = s.dispatch("read_files", { files: [{ path: "a" }] });
     while (fake.calls.length === 0) await new Promise((r) => setImmediate(r));
     const second = s.dispatch("read_files", { files: [{ path: "b" }] });
-    // Not a synchronization: "nothing of the second call runs within 60 ms" is the assertion.
+    // eslint-disable-next-line no-restricted-syntax -- not a synchronization: "nothing of the second call runs within 60 ms" is the assertion.
     await new Promise((r) => setTimeout(r, 60));
     assert.equal(fake.calls.length, 1, "the second call waits: nothing of it has run");
     open();
@@ -556,7 +556,7 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
   it("waits for the Runner (bounded) instead of failing, then runs on it", async () => {
     const { register, dispatch } = setup({ runnerStartWaitMs: 5_000, leases: await leasesServedBefore() });
     const call = dispatch("read_files", { files: [{ path: "a.txt" }] });
-    // Not a synchronization: the Runner appears 150 ms after the call, which must still be waiting.
+    // eslint-disable-next-line no-restricted-syntax -- not a synchronization: the Runner appears 150 ms after the call, which must still be waiting.
     await new Promise((r) => setTimeout(r, 150));
     const { fake } = await register("r1");
     const res = await call;
@@ -570,7 +570,7 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
   it("an Attempt fence relay waits for the Runner the same way, then tells it", async () => {
     const { broker, register } = setup({ runnerStartWaitMs: 5_000, leases: await leasesServedBefore() });
     const relay = broker.raiseProjectAttemptFence({ projectCanonicalId: "agent:c1:p1", rootIdentity: "root-1", attempt: { taskId: "wc_task_1", fence: 4n } });
-    // Not a synchronization: the Runner appears 150 ms after the relay, which must still be waiting.
+    // eslint-disable-next-line no-restricted-syntax -- not a synchronization: the Runner appears 150 ms after the relay, which must still be waiting.
     await new Promise((r) => setTimeout(r, 150));
     const { fake } = await register("r1");
     const res = await relay;
@@ -598,7 +598,7 @@ describe("runner-broker: a call for a Project whose Runner is starting", () => {
 
   it("does not wait once the broker has run past the start window and no Runner was ever seen", async () => {
     const { dispatch } = setup({ runnerStartWaitMs: 50 });
-    // Not a synchronization: the condition is the passing of time (the 50 ms start window).
+    // eslint-disable-next-line no-restricted-syntax -- not a synchronization: the condition is the passing of time (the 50 ms start window).
     await new Promise((r) => setTimeout(r, 80));
     const started = Date.now();
     const res = await dispatch("read_files", { files: [{ path: "a.txt" }] });

@@ -29,6 +29,7 @@ it("registers only once the Runner's capabilities are complete, and with all of 
     logger: createLogger({ service: "test", level: "silent" }),
   });
   try {
+    // eslint-disable-next-line no-restricted-syntax -- a window in which no registration may happen while the probes run
     await new Promise((resolve) => setTimeout(resolve, 100));
     assert.deepEqual(registrations, [], "no registration while the probes run");
     complete(["readFiles", "validationNode"]);
