@@ -89,7 +89,7 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
   const brokerDeps = async (
     prefix: string,
     over: Partial<RunnerBrokerDeps> & Pick<RunnerBrokerDeps, "runnerClient">,
-    heartbeatIntervalMs = 100,
+    heartbeatIntervalMs = 250,
   ): Promise<RunnerBrokerDeps> => {
     const conn = await redis();
     return {
@@ -197,7 +197,7 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
   });
 
   it("a real `webcodex runner` withholding apply_text_edit_expected_match_count by configuration gets no bulk edit: the broker rejects it before dispatch", async () => {
-    const interval = 150;
+    const interval = 300;
     const executes: string[] = [];
     const deps = await brokerDeps(
       redisKeyPrefix(),
@@ -358,7 +358,17 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
       assert.equal(failed.failure?.detailCode, "runner_lost");
       assert.equal(failed.failure?.stateChanged, false);
       assert.equal(failed.failure?.outcomeUnknown, false);
-      const full = await broker.getFleetStatus({ clientId: "tenant-d" });
+      // The lease lapses by its own TTL (measured from the last renewal, as is "lost"), so on a
+      // busy machine it may be seen held for a moment after the Runner is reported lost.
+      const full = await until(
+        "the lost Runner's lease to lapse",
+        async () => {
+          const s = await broker.getFleetStatus({ clientId: "tenant-d" });
+          return s.runners.every((r) => !r.leaseHeld) ? s : undefined;
+        },
+        3 * interval,
+        10,
+      );
       assert.deepEqual(
         full.runners.map((r) => [r.runnerId, r.connectionState, r.leaseHeld]),
         [[started.name, "lost", false]],
@@ -376,7 +386,7 @@ describe("runner-broker dispatch (real Redis + Postgres)", () => {
   });
 
   it("a real `webcodex runner` process shares one fence guard between serving and registration, and requires the Runner token", async () => {
-    const interval = 150;
+    const interval = 300;
     const prefix = redisKeyPrefix();
     const runnerToken = `rt-${Math.random().toString(36).slice(2)}`;
     const deps = await brokerDeps(
