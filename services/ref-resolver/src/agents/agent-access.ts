@@ -135,7 +135,7 @@ export function createAgentAccess() {
     }
     if (expect.fence !== undefined && expect.fence !== fence) throw new ToolFailureError(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
     if (expect.generation !== undefined && expect.generation !== Number(attempt.controller_generation))
-      throw new ToolFailureError(fenceStale("controller_generation_mismatch", task.task_id, evidence));
+      throw new ToolFailureError(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
     if (Number(task.current_fence) !== fence) throw new ToolFailureError(fenceStale("attempt_superseded", task.task_id, evidence));
     if (task.state !== "in_progress") throw new ToolFailureError(fenceStale(`task_${task.state}`, task.task_id, evidence));
     if (attempt.state !== "live") throw new ToolFailureError(fenceStale(`attempt_${attempt.state}`, task.task_id, evidence));
