@@ -222,7 +222,7 @@ describe("direct routes (real Redis + Postgres)", () => {
     }
   });
 
-  it("a route whose Runner's lease lapsed is refused by the Runner itself (fence_stale, nothing done)", async () => {
+  it("a route whose Runner's lease lapsed is refused by the Runner itself (fence_rejected, nothing done)", async () => {
     const h = await harness({ heartbeatIntervalMs: 100 });
     try {
       const a = await h.startRunner("ra2", "lapse");
@@ -239,7 +239,7 @@ describe("direct routes (real Redis + Postgres)", () => {
         { callId: "x", tool: "edit_project_files", argumentsJson: "{}", rootIdentity: "root-1", fence: route?.fence ?? 0n },
         { headers: { "x-webcodex-route": route?.credential ?? "" } },
       );
-      assert.equal(res.failure?.reasonCode, "fence_stale");
+      assert.equal(res.failure?.reasonCode, "fence_rejected");
       assert.equal(res.failure?.detailCode, "route_stale");
       assert.deepEqual(h.ran.get("ra2"), [], "nothing ran");
       // A forged or other-Runner credential is refused at the door.

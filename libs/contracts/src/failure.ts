@@ -49,6 +49,7 @@ export const ReasonCode = {
   runnerUnavailable: "runner_unavailable",
   runnerLost: "runner_lost",
   capabilityMissing: "capability_missing",
+  /** The call's Runner lease fence or Agent controller generation is not the current one (no Attempt involved): nothing ran. */
   fenceRejected: "fence_rejected",
   // agents, tasks and attempts
   /** The Attempt no longer holds its Task's fence (taken over, lease lapsed, ended): nothing was done. */

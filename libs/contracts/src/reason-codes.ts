@@ -260,13 +260,16 @@ export const reasonCodeTable: Readonly<Record<ReasonCode, ReasonCodeRow>> = {
   fence_rejected: {
     stages: ["dispatch", "authorization"],
     retry: "no",
-    meaning: "A newer lease or attempt holds the fence; nothing was run.",
-    no_follow_up: "The holder of the newer fence does the work; this caller's tuple stays stale.",
+    meaning:
+      "The call carried a Runner lease fence or an Agent controller generation that is no longer the current one (stale_fence, route_stale, controller_generation_mismatch); no Attempt is involved and nothing was run.",
+    no_follow_up:
+      "A stale lease fence or route is the dispatch's own (the gateway re-routes a route_stale call once); a controller generation mismatch needs the caller's current generation, which only it can re-read.",
   },
   fence_stale: {
     stages: ["authorization"],
     retry: "no",
-    meaning: "The Attempt (its tuple or attempt_ref) no longer holds its Task's fence: taken over, lapsed, stopped or rotated; nothing was done.",
+    meaning:
+      "The Attempt the call names (its tuple or attempt_ref) no longer holds its Task's fence, or the tuple is not that Attempt's: taken over, lapsed, ended or rotated; nothing was done.",
     follow_up: "readAgentTaskFollowUp",
   },
   lease_held: {

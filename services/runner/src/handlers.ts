@@ -13,6 +13,7 @@ import type { RunnerHandlers, ToolHandler } from "./runner-service.js";
 import type { Workspace } from "./workspace/index.js";
 import type { Executor } from "./exec/index.js";
 import { runValidation } from "./validation/tools.js";
+import type { ValidationTool } from "./validation/tools.js";
 import { projectSkillHandlers } from "./skills/project-skills.js";
 
 interface ImplementedTool<N extends RunnerToolName> {
@@ -24,7 +25,32 @@ interface ImplementedTool<N extends RunnerToolName> {
 }
 
 /** Every Runner tool of the catalog, each with its implementation: a tool without one does not compile. */
-type Implementations = { [N in RunnerToolName]: ImplementedTool<N> };
+export type Implementations = { [N in RunnerToolName]: ImplementedTool<N> };
+
+/** True when A and B are one type, not only assignable to each other. */
+type Same<A, B> = (<X>() => X extends A ? 1 : 2) extends <X>() => X extends B ? 1 : 2 ? true : false;
+
+/**
+ * The tools among `T`'s implementations whose run takes other arguments than the tool's own
+ * RunnerArguments. Implementations alone compares them by assignability, so it accepts a run
+ * written for another tool whose arguments fit (cargo_check's and cargo_test's are all optional,
+ * and each is assignable to the other).
+ */
+type MistypedImplementations<T> = {
+  [N in keyof T]: N extends RunnerToolName
+    ? T[N] extends { run: (args: infer A, signal: AbortSignal) => unknown }
+      ? Same<A, RunnerArguments<N>> extends true
+        ? never
+        : N
+      : N
+    : N;
+}[keyof T];
+
+/** `true` when every run of `T` takes exactly its tool's RunnerArguments; else the names of those that do not. */
+export type ExactlyTyped<T> = [MistypedImplementations<T>] extends [never] ? true : MistypedImplementations<T>;
+
+/** Compiles only when T is `true`. */
+type Holds<T extends true> = T;
 
 /** Enforced by the RunnerService every handler runs behind (stale lease and Attempt fences are refused). */
 const SERVICE_CAPABILITIES: readonly RunnerCapabilityId[] = ["fencedExecution", "attemptFencing"];
@@ -54,7 +80,12 @@ export function runnerHandlers(
   root?: string,
 ): RunnerHandlers {
   const validationDeps = { executor, capabilities: () => advertised?.() ?? validation };
-  const implemented: Implementations = {
+  /** A validation tool's run: its arguments are that tool's own. */
+  const validate =
+    <N extends ValidationTool>(tool: N) =>
+    (a: RunnerArguments<N>, signal: AbortSignal) =>
+      runValidation(validationDeps, tool, a, signal);
+  const implemented = {
     read_files: { capabilities: ["readFiles"], run: (a) => workspace.readFiles(a) },
     list_project_files: { capabilities: ["searchTexts"], run: (a) => workspace.listProjectFiles(a) },
     search_project_texts: { capabilities: ["searchTexts", "searchLowContext"], run: (a) => workspace.searchProjectTexts(a) },
@@ -75,15 +106,17 @@ export function runnerHandlers(
     observe_jobs: { capabilities: [], run: async (a) => executor.observeJobs(a) },
     wait_for_job_terminal: { capabilities: [], run: (a, signal) => executor.waitForJobTerminal(a, signal) },
     // The validation tools check their arguments themselves, the last line before a process.
-    project_validate: { capabilities: [], probed: validation, run: (a, signal) => runValidation(validationDeps, "project_validate", a, signal) },
-    cargo_check: { capabilities: [], run: (a, signal) => runValidation(validationDeps, "cargo_check", a, signal) },
-    cargo_test: { capabilities: [], run: (a, signal) => runValidation(validationDeps, "cargo_test", a, signal) },
-    go_test: { capabilities: [], run: (a, signal) => runValidation(validationDeps, "go_test", a, signal) },
-  };
+    project_validate: { capabilities: [], probed: validation, run: validate("project_validate") },
+    cargo_check: { capabilities: [], run: validate("cargo_check") },
+    cargo_test: { capabilities: [], run: validate("cargo_test") },
+    go_test: { capabilities: [], run: validate("go_test") },
+  } satisfies Implementations;
+  // Each run takes its own tool's arguments: one that does not is named in tsc's error here.
+  type _EveryRunExactlyTyped = Holds<ExactlyTyped<typeof implemented>>;
   const tools: Record<string, ToolHandler> = {};
   const provided = new Set<RunnerCapabilityId>(SERVICE_CAPABILITIES);
   const probes: Array<Promise<readonly RunnerCapabilityId[]>> = [];
-  for (const [name, tool] of Object.entries(implemented)) {
+  for (const [name, tool] of Object.entries<ImplementedTool<RunnerToolName>>(implemented)) {
     tools[name] = wire(tool);
     for (const id of tool.capabilities) provided.add(id);
     if (tool.probed) probes.push(tool.probed);

@@ -60,7 +60,7 @@ describe("direct calls on a route", () => {
     assert.deepEqual(r.ran, ["read_files", "edit_project_files"]);
   });
 
-  it("are refused fence_stale with nothing run when the lease is not held, lapsed, another fence, or a higher fence was seen; or when the route expired", async () => {
+  it("are refused fence_rejected with nothing run when the lease is not held, lapsed, another fence, or a higher fence was seen; or when the route expired", async () => {
     const cases: Array<[string, (r: ReturnType<typeof runner>) => void, number, number?]> = [
       ["never held", () => undefined, 3],
       ["released", (r) => r.fence.holdLease(0, 0), 3],
@@ -74,7 +74,7 @@ describe("direct calls on a route", () => {
       setUp(r);
       for (const tool of ["read_files", "edit_project_files"]) {
         const res = await r.client.execute(call(tool, fence), route(fence, expiry));
-        assert.equal(res.failure?.reasonCode, "fence_stale", `${why}: ${tool}`);
+        assert.equal(res.failure?.reasonCode, "fence_rejected", `${why}: ${tool}`);
         assert.equal(res.failure?.detailCode, "route_stale");
         assert.equal(res.failure?.stateChanged, false);
       }

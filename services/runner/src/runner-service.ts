@@ -291,7 +291,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
   /**
    * A direct call (a route credential instead of the Runner credential): genuine for this
    * Runner, not expired, and made under the lease this Runner holds now; anything else is
-   * refused before anything runs. A stale route is fence_stale with nothing done, so the
+   * refused before anything runs. A stale route is fence_rejected with nothing done, so the
    * gateway may drop it, ask the broker again and re-send.
    */
   const routeRefusal = (headers: Headers, callFence: number): ToolFailure | undefined => {
@@ -301,7 +301,7 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
     const at = clock();
     if (grant.expiresAtMs > at && fence.routable(grant.fence, at)) return undefined;
     deps.logger.info("stale route refused", { route_fence: grant.fence, highest: fence.highest, expired: grant.expiresAtMs <= at });
-    return toolFailure(ReasonCode.fenceStale, PipelineStage.dispatch, {
+    return toolFailure(ReasonCode.fenceRejected, PipelineStage.dispatch, {
       detail_code: "route_stale",
       evidence: { route_fence: grant.fence, highest_seen: fence.highest },
       message: "The call's route no longer names this Runner's lease; nothing was done.",

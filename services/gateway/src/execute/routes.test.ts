@@ -46,7 +46,7 @@ function staleRunner() {
       executed += 1;
       return {
         resultJson: "",
-        failure: { reasonCode: "fence_stale", failureStage: "dispatch", detailCode: "route_stale", stateChanged: false, outcomeUnknown: false },
+        failure: { reasonCode: "fence_rejected", failureStage: "dispatch", detailCode: "route_stale", stateChanged: false, outcomeUnknown: false },
       };
     },
   } as unknown as Client<typeof RunnerService>;
@@ -63,7 +63,7 @@ const call = (): RoutedCall => ({
   signal: new AbortController().signal,
 });
 
-test("a Runner that refuses the fresh route too: the call is relayed through the broker, never answered fence_stale", async () => {
+test("a Runner that refuses the fresh route too: the call is relayed through the broker, never answered fence_rejected", async () => {
   const broker = fakeBroker();
   const runner = staleRunner();
   const table = createRouteTable({ broker: broker.client, runnerClient: () => runner.client, logger });

@@ -8,7 +8,7 @@
  * Project whose Job continuation awaits its fresh turn, a capability the Runner lacks) are
  * relayed whatever the route.
  *
- * A stale direct route is refused by the Runner before anything runs (fence_stale, detail
+ * A stale direct route is refused by the Runner before anything runs (fence_rejected, detail
  * route_stale) or not reached at all (connection refused): the route is dropped, the broker
  * asked once, and the call re-sent; refused again, the call is relayed through the broker. A call that may have started on the Runner (the connection
  * broke after it was sent) is never re-sent.
@@ -173,7 +173,7 @@ export function createRouteTable(o: RouteTableOptions): RouteTable {
             { headers: { [ROUTE_CREDENTIAL_HEADER]: route.credential }, signal: c.signal, timeoutMs: o.callTimeoutMs ?? 660_000 },
           );
           // Refused by its fence before anything ran: another Runner holds the Project now.
-          if (res.failure?.reasonCode === ReasonCode.fenceStale && res.failure.detailCode === "route_stale") {
+          if (res.failure?.reasonCode === ReasonCode.fenceRejected && res.failure.detailCode === "route_stale") {
             direct?.inc({ outcome: "stale" });
             if (retry("route_stale")) continue;
             // Refused again on the broker's fresh route (the Runner's lease lapsed on its side,

@@ -7,14 +7,21 @@
 
 import { createHash } from "node:crypto";
 import { ToolFailureError } from "@webcodex/contracts";
+import type { ToolInput } from "@webcodex/contracts";
 import type { Principal, Queryable } from "@webcodex/platform";
 import { agentContinuationRefTable, issuePinnedRef } from "../refs/issue-ref.js";
 import { formatRef, parseRef, RefKind } from "../refs/ref-codes.js";
 import { isAttemptId } from "./agent-model.js";
-import { AGENT_ID, TASK_ID, canSeeTask, fenceStale, hex, invalid, iso, notFound, num, ownedBy, schema, stableJson, str } from "./agent-rows.js";
+import { AGENT_ID, TASK_ID, canSeeTask, fenceStale, invalid, iso, notFound, ownedBy, schema, stableJson } from "./agent-rows.js";
 import type { AgentRow, AttemptRow, TaskRow } from "./agent-rows.js";
 
 export type AgentAccess = ReturnType<typeof createAgentAccess>;
+
+/** An Attempt named by its explicit tuple (the fields every Attempt tool takes alike). */
+export type AttemptTuple = Pick<
+  ToolInput<"heartbeat_agent_task_attempt">,
+  "task_id" | "attempt_id" | "assignee_agent_id" | "attempt_fence" | "attempt_controller_generation"
+>;
 
 export function createAgentAccess() {
   const startQueues = new Map<string, Promise<unknown>>();
@@ -128,7 +135,7 @@ export function createAgentAccess() {
     }
     if (expect.fence !== undefined && expect.fence !== fence) throw new ToolFailureError(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
     if (expect.generation !== undefined && expect.generation !== Number(attempt.controller_generation))
-      throw new ToolFailureError(fenceStale("controller_generation_mismatch", task.task_id, evidence));
+      throw new ToolFailureError(fenceStale("attempt_tuple_mismatch", task.task_id, evidence));
     if (Number(task.current_fence) !== fence) throw new ToolFailureError(fenceStale("attempt_superseded", task.task_id, evidence));
     if (task.state !== "in_progress") throw new ToolFailureError(fenceStale(`task_${task.state}`, task.task_id, evidence));
     if (attempt.state !== "live") throw new ToolFailureError(fenceStale(`attempt_${attempt.state}`, task.task_id, evidence));
@@ -158,11 +165,12 @@ export function createAgentAccess() {
     );
   }
 
-  const tupleOf = (args: Record<string, unknown>) => ({
-    taskId: str(args, "task_id"),
-    assigneeAgentId: str(args, "assignee_agent_id"),
-    fence: num(args, "attempt_fence") ?? 0,
-    generation: num(args, "attempt_controller_generation") ?? 0,
+  /** The Attempt an explicit tuple names, as checkAttempt expects it. */
+  const tupleOf = (args: AttemptTuple) => ({
+    taskId: args.task_id,
+    assigneeAgentId: args.assignee_agent_id,
+    fence: args.attempt_fence,
+    generation: args.attempt_controller_generation,
   });
 
   const recipientsOf = (t: TaskRow) => [t.assignee_agent_id, t.requester_agent_id];

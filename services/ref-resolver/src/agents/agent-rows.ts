@@ -1,7 +1,8 @@
 /**
  * The agent store's rows (Agents, Tasks, Attempts as read from the database), who may see
- * them, the failures that answer "never issued" and "not yours" alike, and the id formats,
- * defaults and argument readers the agent tools share.
+ * them, the failures that answer "never issued" and "not yours" alike, and the id formats and
+ * defaults the agent tools share. (The tools read their arguments as typed fields: see
+ * agent-tool-handlers.ts.)
  */
 
 import { randomBytes } from "node:crypto";
@@ -53,8 +54,6 @@ export function stableJson(value: unknown): string {
 }
 
 export const iso = (v: unknown): string => (v instanceof Date ? v : new Date(String(v))).toISOString();
-export const str = (args: Record<string, unknown>, k: string): string => (typeof args[k] === "string" ? (args[k] as string) : "");
-export const num = (args: Record<string, unknown>, k: string): number | undefined => (typeof args[k] === "number" ? (args[k] as number) : undefined);
 
 export interface AgentRow {
   agent_id: string;

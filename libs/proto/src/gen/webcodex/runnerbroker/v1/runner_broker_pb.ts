@@ -1291,7 +1291,7 @@ export const RunnerBrokerService: GenService<{
    * and uses to call that Runner itself (kind "direct"), or says that calls go through
    * Dispatch (kind "relay"). A direct route carries the lease's fence, an expiry inside the
    * lease and a credential only that Runner accepts, for that fence, until that expiry; the
-   * Runner refuses a call on a route whose fence is not the lease it holds (fence_stale).
+   * Runner refuses a call on a route whose fence is not the lease it holds (fence_rejected).
    *
    * @generated from rpc webcodex.runnerbroker.v1.RunnerBrokerService.GetRoute
    */
