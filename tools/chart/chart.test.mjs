@@ -452,6 +452,7 @@ const ENV_FROM_VALUES = {
     WEBCODEX_FLEET_IDLE_TIMEOUT_MS: v.runner.fleet.enabled ? String(v.runner.fleet.idleTimeoutMinutes * 60_000) : undefined,
     WEBCODEX_FLEET_MAX_UNAVAILABLE: v.runner.fleet.enabled ? String(v.runner.fleet.rotation.maxUnavailable) : undefined,
     WEBCODEX_FLEET_RESYNC_MS: v.runner.fleet.enabled ? String(v.runner.fleet.resyncSeconds * 1000) : undefined,
+    WEBCODEX_FLEET_WARM_POOL: v.runner.fleet.enabled ? String(v.runner.fleet.warmPool.size) : undefined,
     WEBCODEX_FLEET_QUOTA_RUNNERS_PER_TENANT: v.runner.fleet.enabled ? String(v.runner.fleet.quota.liveRunnersPerTenant) : undefined,
     WEBCODEX_FLEET_QUOTA_PROJECTS_PER_TENANT: v.runner.fleet.enabled ? String(v.runner.fleet.quota.projectsPerTenant) : undefined,
     WEBCODEX_FLEET_QUOTA_CREATIONS_PER_HOUR: v.runner.fleet.enabled ? String(v.runner.fleet.quota.projectCreationsPerHour) : undefined,
