@@ -512,7 +512,6 @@ const LEFT_TO_DEFAULT = {
     WEBCODEX_RUNNER_WORKSPACES_DIR: "local-process provisioner only",
     WEBCODEX_RUNNER_CLI: "local-process provisioner only",
     WEBCODEX_CLONE_ALLOW_HOSTS: "local-process provisioner only (passed to local Runners); Runner pods clone only to runner.cloneEgress destinations",
-    WEBCODEX_FLEET_WARM_POOL: "local-process provisioner only (Runner pods start from the template)",
     WEBCODEX_BROKER_ADVERTISE_URL: "local-process provisioner only; Runner pods get WEBCODEX_RUNNER_BROKER_URL from the template",
     WEBCODEX_DIRECT_ROUTES: "on: gateways call Runners on direct routes (the NetworkPolicies open that path)",
     WEBCODEX_ROUTE_TTL_MS: "60 s route credentials (decision 0030)",

@@ -445,8 +445,9 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
 
     // Missing Runners of wanted Projects.
     const live = liveByTenant();
+    const served = new Set([...pods.values()].filter((p) => !p.warm).map((p) => p.project));
     for (const [name, d] of byPod) {
-      if (pods.has(name) || podOf(d.w) || !wanted(d.id, t)) continue;
+      if (pods.has(name) || served.has(runnerNames(d.w).projectLabel) || !wanted(d.id, t)) continue;
       const over = quotaCheck(d.w, live);
       if (over) {
         refused.set(d.id, over);
