@@ -247,6 +247,25 @@ describe("Kubernetes warm pool", () => {
     }
   });
 
+  it("a smaller pool size (a broker restarted with new values) removes the extra warm pods with their PVCs and Secrets", async () => {
+    reset();
+    const big = await start(2);
+    await until(() => big.fleet.warmReady() === 2);
+    await big.p.close();
+    const names = warmPods().map((p) => p.metadata.name);
+    const small = await start(1);
+    try {
+      await until(() => warmPods().length === 1);
+      const gone = names.filter((n) => !api.get("pods", NS, n));
+      assert.equal(gone.length, 1);
+      assert.equal(api.get("persistentvolumeclaims", NS, `${gone[0]}-workspace`), undefined);
+      assert.equal(api.get("secrets", NS, `${gone[0]}-warm`), undefined);
+      assert.equal(small.fleet.warmReady(), 1);
+    } finally {
+      await small.p.close();
+    }
+  });
+
   it("warm pods count against no tenant's live-Runner quota; a claimed one counts like any Runner", async () => {
     reset();
     const { fleet, p } = await start(3, { runnersPerTenant: 1 });
