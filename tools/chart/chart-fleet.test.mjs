@@ -263,3 +263,21 @@ describe("default values install", () => {
     );
   });
 });
+
+describe("the Kubernetes warm pool", () => {
+  const brokerRole = (objs) => byKind(objs, "Role").find((r) => r.rules.some((rule) => rule.resources.includes("pods") && rule.verbs.includes("create")));
+  test("runner.fleet.warmPool.size reaches the broker (WEBCODEX_FLEET_WARM_POOL); off by default, with no patch right on Runner pods", async () => {
+    const off = await template([]);
+    assert.equal(envOf(find(off, "Deployment", "runner-broker").spec.template.spec.containers[0]).WEBCODEX_FLEET_WARM_POOL.value, "0");
+    assert.ok(!brokerRole(off).rules.some((r) => r.verbs.includes("patch") && r.resources.includes("pods")), "no patch on pods without a pool");
+    const on = await template(["--set", "runner.fleet.warmPool.size=3"]);
+    assert.equal(envOf(find(on, "Deployment", "runner-broker").spec.template.spec.containers[0]).WEBCODEX_FLEET_WARM_POOL.value, "3");
+    const rule = brokerRole(on).rules.find((r) => r.resources.includes("pods"));
+    assert.ok(rule.verbs.includes("patch") && rule.resources.includes("persistentvolumeclaims"), "a claim relabels the pod and its PVC");
+  });
+
+  test("the pool size is bounded by the schema", async () => {
+    assert.match(await templateError(["--set", "runner.fleet.warmPool.size=-1"]), /warmPool|minimum|size/);
+    assert.match(await templateError(["--set", "runner.fleet.warmPool.size=65"]), /warmPool|maximum|size/);
+  });
+});

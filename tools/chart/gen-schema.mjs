@@ -232,6 +232,7 @@ export const schema = {
         enabled: bool(),
         idleTimeoutMinutes: int({ minimum: 0, maximum: 10080 }),
         resyncSeconds: int({ minimum: 1, maximum: 86400 }),
+        warmPool: obj({ size: int({ minimum: 0, maximum: 64 }) }),
         rotation: obj({ maxUnavailable: int({ minimum: 1, maximum: 1000 }) }),
         quota: obj({
           liveRunnersPerTenant: int({ minimum: 0 }),

@@ -59,7 +59,7 @@ export const runnerBrokerConfigSpec = {
   fleetQuotaCreationsPerHour: { kind: "int", env: "WEBCODEX_FLEET_QUOTA_CREATIONS_PER_HOUR", default: 0, min: 0 },
   /** Jobs running at once per tenant, across its Projects; 0: unlimited. */
   fleetQuotaConcurrentJobsPerTenant: { kind: "int", env: "WEBCODEX_FLEET_QUOTA_CONCURRENT_JOBS_PER_TENANT", default: 0, min: 0 },
-  /** local-process: loaded, unclaimed Runner processes kept for new projects (warm starts); 0: every start is cold. */
+  /** Warm Runners kept for new projects (warm starts): loaded, unclaimed local processes, or (Kubernetes, with the fleet reconciler and a Runner key) Ready warm pods each with its own PVC; 0: every start is cold. */
   fleetWarmPool: { kind: "int", env: "WEBCODEX_FLEET_WARM_POOL", default: 0, min: 0, max: 64 },
   logLevel: { kind: "enum", env: "WEBCODEX_LOG_LEVEL", values: ["debug", "info", "warn", "error", "silent"], default: "info" },
   /** Serve grpc.reflection.v1.ServerReflection on the service port (grpcurl); off by default. */

@@ -31,6 +31,7 @@ import { benchMcpGateway } from "./mcp-gateway.js";
 import { benchCodeMode } from "./code-mode.js";
 import { benchFleet } from "./fleet.js";
 import { benchProvision } from "./provision.js";
+import { benchProvisionKube } from "./provision-kube.js";
 import { benchSandboxCost } from "./sandbox-cost.js";
 import { withBenchDatabase } from "./bench-database.js";
 import { median, peakRssMiB, resultTable, round, rssMiB, startChild, stopChild } from "./stats.js";
@@ -345,6 +346,9 @@ async function main(): Promise<void> {
   });
   await step("fleet", async () => {
     results.push(...(await benchFleet()));
+  });
+  await step("provision", async () => {
+    results.push(await benchProvisionKube());
   });
   await step("provision", () =>
     withDatabase((a) =>

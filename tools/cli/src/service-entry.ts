@@ -27,12 +27,18 @@ async function startService(argv: readonly string[]): Promise<boolean> {
  * A warm Runner (a local provisioner's pool): loads the Runner's modules, says so on stdout,
  * then waits for one line on stdin, a JSON object of the WEBCODEX_RUNNER_* settings it serves
  * with (its credential among them: never in the process environment the kernel keeps), and
- * starts as `webcodex runner` would. A closed stdin without a line ends it.
+ * starts as `webcodex runner` would. A closed stdin without a line ends it. A warm pod (a warm
+ * token file set) is claimed over an RPC instead (warm-claim.ts).
  */
 async function startWarmRunner(load: NonNullable<ReturnType<typeof serviceLoader>>): Promise<void> {
   const runner = await load();
   // ps names what a pooled Runner is: unclaimed, then the Runner it became.
   process.title = "webcodex runner (warm)";
+  // A warm pod (Kubernetes) is claimed over an RPC on its port, with its warm token.
+  if (process.env["WEBCODEX_RUNNER_WARM_TOKEN_FILE"]) {
+    const settings = await (await import("./warm-claim.js")).awaitWarmClaim();
+    return startClaimed(runner, settings);
+  }
   process.stdout.write("webcodex-runner-warm\n");
   const line = await new Promise<string | undefined>((resolve) => {
     let buf = "";
@@ -45,10 +51,15 @@ async function startWarmRunner(load: NonNullable<ReturnType<typeof serviceLoader
     process.stdin.once("end", () => resolve(buf.includes("\n") ? buf.slice(0, buf.indexOf("\n")) : undefined));
   });
   if (!line) process.exit(0);
-  const settings = JSON.parse(line) as Record<string, unknown>;
-  delete process.env["WEBCODEX_RUNNER_WARM"];
-  for (const [k, v] of Object.entries(settings)) if (k.startsWith("WEBCODEX_") && typeof v === "string") process.env[k] = v;
   process.stdin.destroy();
+  await startClaimed(runner, JSON.parse(line) as Record<string, unknown>);
+}
+
+/** Starts a warm Runner as `webcodex runner` would, with the settings its claim named. */
+async function startClaimed(runner: Awaited<ReturnType<NonNullable<ReturnType<typeof serviceLoader>>>>, settings: Record<string, unknown>): Promise<void> {
+  for (const k of ["WEBCODEX_RUNNER_WARM", "WEBCODEX_RUNNER_WARM_TOKEN_FILE", "WEBCODEX_RUNNER_WARM_CREDENTIAL_FILE", "WEBCODEX_RUNNER_WARM_CLAIM_FILE"])
+    delete process.env[k];
+  for (const [k, v] of Object.entries(settings)) if (k.startsWith("WEBCODEX_") && typeof v === "string") process.env[k] = v;
   process.title = `webcodex runner ${process.env["WEBCODEX_RUNNER_ID"] ?? ""}`.trim();
   const { env } = sealSecretEnvironment();
   await runner.main(env);

@@ -13,6 +13,7 @@ import type { Provisioner, ProvisioningState } from "../provisioning/provisioner
 import { createLeaderElector } from "./leader.js";
 import { createFleetReconciler, listWorkspaceClaims } from "./reconciler.js";
 import type { FleetQuota, FleetReconciler } from "./reconciler.js";
+import type { KubeWarmPoolOptions } from "./kube-warm-pool.js";
 import { tenantQuotaFailure } from "./tenant-quotas.js";
 import type { TenantQuotas } from "./tenant-quotas.js";
 
@@ -34,6 +35,8 @@ export interface FleetSettings {
   /** Call activity shared by the broker replicas (the idle clock counts every replica's calls). */
   activity?: CallActivity;
   credentialFor?: Parameters<typeof createFleetReconciler>[0]["credentialFor"];
+  /** The warm pool (kube-warm-pool.ts): new Projects claim a Ready warm pod instead of a cold start. */
+  warmPool?: KubeWarmPoolOptions;
   logger: Logger;
 }
 
@@ -49,6 +52,7 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
     ...(s.busy ? { busy: s.busy } : {}),
     ...(s.activity ? { activity: () => (s.activity as CallActivity).all() } : {}),
     ...(s.credentialFor ? { credentialFor: s.credentialFor } : {}),
+    ...(s.warmPool ? { warmPool: s.warmPool } : {}),
     idleTimeoutMs: s.idleTimeoutMs,
     maxUnavailable: s.maxUnavailable,
     resyncMs: s.resyncMs,
@@ -82,8 +86,15 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
         if (!exists) s.tenantQuotas.recordCreate(w);
       }
       refusals.delete(key);
+      // A claimed warm pod serves the Project under its own name; a restart mounts its volume.
+      const claimedPod = fleet.claimedPod(w);
+      if (claimedPod) return { action: "exists", name: claimedPod };
+      if (options?.source !== undefined) {
+        const claimed = await fleet.claimWarm(w, { source: options.source });
+        if (claimed) return { action: "created", name: claimed.name };
+      }
       try {
-        return await base.ensureRunner(w, options);
+        return await base.ensureRunner(fleet.workspaceOf(w), options);
       } catch (e) {
         // The API refused the pod (a ResourceQuota, Pod Security): say so, with its message.
         const code = (e as { code?: unknown }).code;
@@ -123,7 +134,10 @@ export async function startFleet(s: FleetSettings): Promise<{ fleet: FleetReconc
       s.activity?.note(canonicalProjectId(w.clientId, w.projectId));
       fleet.noteCall(w);
     },
-    removeRunner: (w, options) => base.removeRunner(w, options),
+    async removeRunner(w, options) {
+      const claimed = await fleet.removeClaimed(w);
+      return (await base.removeRunner(fleet.workspaceOf(w), options)) || claimed;
+    },
     async close() {
       await fleet.stop();
       await elector.stop();

@@ -8,6 +8,9 @@ import type { ToolFailure } from "@webcodex/contracts";
 import type { V1Pod } from "@kubernetes/client-node";
 import { CREDENTIAL_FINGERPRINT_ANNOTATION, TEMPLATE_HASH_ANNOTATION } from "../provisioning/kubernetes.js";
 
+/** On warm pool pods and PVCs: "true" while unclaimed; the claim removes it. */
+export const WARM_LABEL = "webcodex.dev/warm";
+
 /** How long an unschedulable pod counts as waiting for a node (a cluster autoscaler adding one) before it is reported stuck. */
 export const DEFAULT_PENDING_NODE_GRACE_MS = 5 * 60_000;
 
@@ -35,6 +38,9 @@ export interface PodFacts {
   waitingMessage?: string;
   unschedulable?: { reason: string; message: string };
   terminatedMessage?: string;
+  /** An unclaimed warm pool pod (label webcodex.dev/warm=true): no tenant, no project. */
+  warm: boolean;
+  podIP?: string;
 }
 
 export function quotaExceededFailure(limit: number, use: number, canonicalId: string): ToolFailure {
@@ -99,5 +105,7 @@ export function podFacts(pod: V1Pod, projectLabelKey: string, tenantLabelKey: st
     ...(c?.state?.waiting?.reason ? { waitingReason: c.state.waiting.reason, waitingMessage: c.state.waiting.message ?? "" } : {}),
     ...(unsched ? { unschedulable: { reason: unsched.reason ?? "Unschedulable", message: unsched.message ?? "" } } : {}),
     ...(c?.lastState?.terminated?.message ? { terminatedMessage: c.lastState.terminated.message } : {}),
+    warm: m.labels?.[WARM_LABEL] === "true",
+    ...(st?.podIP ? { podIP: st.podIP } : {}),
   };
 }

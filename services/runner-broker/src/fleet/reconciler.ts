@@ -31,7 +31,11 @@ import {
 } from "../provisioning/kubernetes.js";
 import type { OwnerReference, RunnerPodTemplate } from "../provisioning/kubernetes.js";
 import { runnerNames } from "../provisioning/provisioner.js";
-import type { ProjectWorkspace } from "../provisioning/provisioner.js";
+import type { ProjectWorkspace, WorkspaceSource } from "../provisioning/provisioner.js";
+import { createKubeWarmPool } from "./kube-warm-pool.js";
+import type { KubeWarmPoolOptions } from "./kube-warm-pool.js";
+
+export { listWorkspaceClaims } from "./workspace-claims.js";
 import { podFacts, podFleetState, quotaExceededFailure } from "./pod-state.js";
 import type { PodFacts, RunnerFleetState } from "./pod-state.js";
 
@@ -71,6 +75,8 @@ export interface FleetReconcilerOptions {
    * call another replica served restarts the idle clock here and wants the Runner started.
    */
   activity?: () => Promise<Map<string, number>>;
+  /** The warm pool (kube-warm-pool.ts); absent or size 0: none. */
+  warmPool?: KubeWarmPoolOptions;
   /** Writes happen only while this says so (leader election). Default: always. */
   isLeader?: () => boolean;
   now?: () => number;
@@ -87,6 +93,8 @@ export interface ReconcileReport {
   rotated: number;
   refusedQuota: number;
   forbidden: number;
+  warmCreated: number;
+  warmReplaced: number;
   skippedNotLeader: boolean;
   durationMs: number;
 }
@@ -113,6 +121,16 @@ export interface FleetReconciler {
   admit(w: ProjectWorkspace): ToolFailure | undefined;
   /** Owner references (the anchor) for objects made outside the reconciler. */
   owners(): Promise<OwnerReference[]>;
+  /** Claims a Ready warm pod for a new Project (create_project); undefined: none Ready, or the claim failed (start it cold). */
+  claimWarm(w: ProjectWorkspace, options?: { source?: WorkspaceSource; brokerUrl?: string }): Promise<{ name: string } | undefined>;
+  /** Ready, unclaimed warm pods. */
+  warmReady(): number;
+  /** The Project with its workspace volume when that is a claimed warm one's (the PVC a restart mounts). */
+  workspaceOf(w: ProjectWorkspace): ProjectWorkspace;
+  /** The name of the Project's pod when it is a claimed warm pod (not the Project's own pod name). */
+  claimedPod(w: ProjectWorkspace): string | undefined;
+  /** Deletes the Project's claimed warm pod and its credential Secret, if it has one; true if anything existed. */
+  removeClaimed(w: ProjectWorkspace): Promise<boolean>;
   /** Pods in the watched cache. */
   cachedPods(): number;
   /** Counters since start: watch events, API calls, re-lists. */
@@ -185,6 +203,32 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
   const owners = async (): Promise<OwnerReference[]> => [
     { apiVersion: "v1", kind: "ConfigMap", name: o.anchorName, uid: await anchor(), controller: true, blockOwnerDeletion: false },
   ];
+
+  const pool = o.warmPool
+    ? await createKubeWarmPool(o.warmPool, {
+        api,
+        template: o.template,
+        namespace,
+        templateHash: hash,
+        pods,
+        call,
+        status,
+        owners,
+        ...(o.credentialFor ? { credentialFor: o.credentialFor } : {}),
+        isLeader,
+        logger: o.logger,
+      })
+    : undefined;
+  /** canonical id → its workspace PVC when not the default name (a claimed warm volume). */
+  const volumes = new Map<string, string>();
+  /** The Project's pod: by its own name, else a claimed warm pod carrying its project label. */
+  const podOf = (w: ProjectWorkspace) => {
+    const own = pods.get(runnerPodName(o.template, w));
+    if (own) return own;
+    const label = runnerNames(w).projectLabel;
+    for (const p of pods.values()) if (!p.warm && p.project === label) return p;
+    return undefined;
+  };
 
   const relist = async () => {
     counters.relists++;
@@ -290,7 +334,8 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
 
   const liveByTenant = () => {
     const m = new Map<string, number>();
-    for (const p of pods.values()) if (!p.terminating && p.phase !== "Failed" && p.phase !== "Succeeded") m.set(p.tenant, (m.get(p.tenant) ?? 0) + 1);
+    for (const p of pods.values())
+      if (!p.warm && !p.terminating && p.phase !== "Failed" && p.phase !== "Succeeded") m.set(p.tenant, (m.get(p.tenant) ?? 0) + 1);
     return m;
   };
 
@@ -318,6 +363,8 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
       rotated: 0,
       refusedQuota: 0,
       forbidden: 0,
+      warmCreated: 0,
+      warmReplaced: 0,
       skippedNotLeader: false,
       durationMs: 0,
     };
@@ -335,14 +382,22 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
         }
     }
     const byPod = new Map<string, { w: ProjectWorkspace; id: string }>();
-    for (const w of projects) byPod.set(runnerPodName(o.template, w), { w, id: canonicalProjectId(w.clientId, w.projectId) });
+    const byLabel = new Map<string, { w: ProjectWorkspace; id: string }>();
+    for (const w of projects) {
+      const d = { w, id: canonicalProjectId(w.clientId, w.projectId) };
+      byPod.set(runnerPodName(o.template, w), d);
+      byLabel.set(runnerNames(w).projectLabel, d);
+      if (w.volume) volumes.set(d.id, w.volume);
+    }
+    // A claimed warm pod is its Project's under another name.
+    const projectOf = (p: PodFacts) => (p.warm ? undefined : (byPod.get(p.name) ?? byLabel.get(p.project)));
     const credentialFp = (w: ProjectWorkspace) => (o.credentialFor ? fingerprintOf(o.credentialFor(w)) : "");
     const busy = async (id: string) => (o.busy ? await o.busy(id) : false);
 
     // Orphans, ended pods and idle Runners.
     for (const p of [...pods.values()]) {
-      if (p.terminating) continue;
-      const d = byPod.get(p.name);
+      if (p.terminating || p.warm) continue;
+      const d = projectOf(p);
       if (!isLeader()) return { ...done(), skippedNotLeader: true };
       if (!d) {
         await del(p.name);
@@ -374,10 +429,10 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
 
     // Rolling rotation: stale template hash or credential fingerprint, never while busy.
     let unavailable = 0;
-    for (const p of pods.values()) if (byPod.has(p.name) && (p.terminating || !p.ready)) unavailable++;
+    for (const p of pods.values()) if (projectOf(p) && (p.terminating || !p.ready)) unavailable++;
     for (const p of [...pods.values()]) {
       if (unavailable >= maxUnavailable) break;
-      const d = byPod.get(p.name);
+      const d = projectOf(p);
       if (!d || p.terminating) continue;
       const stale = p.hash !== hash || (o.credentialFor !== undefined && p.fingerprint !== credentialFp(d.w));
       if (!stale || (await busy(d.id))) continue;
@@ -390,8 +445,9 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
 
     // Missing Runners of wanted Projects.
     const live = liveByTenant();
+    const served = new Set([...pods.values()].filter((p) => !p.warm).map((p) => p.project));
     for (const [name, d] of byPod) {
-      if (pods.has(name) || !wanted(d.id, t)) continue;
+      if (pods.has(name) || served.has(runnerNames(d.w).projectLabel) || !wanted(d.id, t)) continue;
       const over = quotaCheck(d.w, live);
       if (over) {
         refused.set(d.id, over);
@@ -411,6 +467,12 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
     // Projects gone: forget them.
     const ids = new Set([...byPod.values()].map((d) => d.id));
     for (const id of lastCall.keys()) if (!ids.has(id)) lastCall.delete(id);
+    for (const id of volumes.keys()) if (!ids.has(id)) volumes.delete(id);
+    if (pool) {
+      const w = await pool.maintain();
+      report.warmCreated = w.warmCreated;
+      report.warmReplaced = w.warmReplaced;
+    }
     report.pods = pods.size;
     return done();
   };
@@ -467,8 +529,7 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
       const id = canonicalProjectId(w.clientId, w.projectId);
       lastCall.set(id, now());
       idleStopped.delete(id);
-      const name = runnerPodName(o.template, w);
-      const p = pods.get(name);
+      const p = podOf(w);
       if (p && !p.terminating) return { action: "exists" };
       const over = quotaCheck(w, liveByTenant());
       if (over) {
@@ -479,13 +540,14 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
       // Only the leader creates; a follower's call is picked up by the leader's next pass
       // once the activity reaches it (the broker shares call activity through its stores).
       if (!isLeader() || p?.terminating) return { action: "starting" };
-      const r = await createFor(w);
+      const volume = volumes.get(id);
+      const r = await createFor(volume ? { ...w, volume } : w);
       return r === "created" ? { action: "created" } : r === "exists" ? { action: "exists" } : { action: "starting" };
     },
     status(w) {
       const id = canonicalProjectId(w.clientId, w.projectId);
       const q = refused.get(id);
-      const p = pods.get(runnerPodName(o.template, w));
+      const p = podOf(w);
       if (!p && q) {
         return {
           state: "refused",
@@ -509,7 +571,7 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
       const id = canonicalProjectId(w.clientId, w.projectId);
       lastCall.set(id, now());
       idleStopped.delete(id);
-      const p = pods.get(runnerPodName(o.template, w));
+      const p = podOf(w);
       const over = p && !p.terminating ? undefined : quotaCheck(w, liveByTenant());
       if (!over) {
         refused.delete(id);
@@ -518,25 +580,32 @@ export async function createFleetReconciler(o: FleetReconcilerOptions): Promise<
       refused.set(id, over);
       return quotaExceededFailure(over.limit, over.use, id);
     },
+    async claimWarm(w, options) {
+      const claimed = pool ? await pool.claim(w, options) : undefined;
+      if (claimed) {
+        const id = canonicalProjectId(w.clientId, w.projectId);
+        volumes.set(id, `${claimed.name}-workspace`);
+        lastCall.set(id, now());
+        idleStopped.delete(id);
+        schedule();
+      }
+      return claimed;
+    },
+    warmReady: () => pool?.ready() ?? 0,
+    workspaceOf(w) {
+      const volume = volumes.get(canonicalProjectId(w.clientId, w.projectId));
+      return volume ? { ...w, volume } : w;
+    },
+    claimedPod(w) {
+      const p = podOf(w);
+      return p && p.name !== runnerPodName(o.template, w) ? p.name : undefined;
+    },
+    async removeClaimed(w) {
+      const p = podOf(w);
+      return pool && p && p.name !== runnerPodName(o.template, w) ? pool.removeClaimed(p.name) : false;
+    },
     owners,
     cachedPods: () => pods.size,
     stats: () => ({ ...counters }),
   };
-}
-
-/** Every Project with a workspace claim in the namespace (the claim's annotations name it): the desired state in a cluster. */
-export async function listWorkspaceClaims(kubeConfig: KubeConfig, template: RunnerPodTemplate, namespace = template.namespace): Promise<ProjectWorkspace[]> {
-  const { CoreV1Api } = await import("@kubernetes/client-node");
-  const api = kubeConfig.makeApiClient(CoreV1Api);
-  const labelSelector = Object.entries(template.labels)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(",");
-  const list = await api.listNamespacedPersistentVolumeClaim({ namespace, labelSelector });
-  const out: ProjectWorkspace[] = [];
-  for (const c of list.items) {
-    const clientId = c.metadata?.annotations?.[CLIENT_ID_ANNOTATION];
-    const projectId = c.metadata?.annotations?.[PROJECT_ID_ANNOTATION];
-    if (clientId && projectId && !c.metadata?.deletionTimestamp) out.push({ clientId, projectId });
-  }
-  return out;
 }

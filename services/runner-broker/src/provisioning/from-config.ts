@@ -12,6 +12,7 @@ import { runnerNames } from "./provisioner.js";
 import type { Provisioner, ProjectWorkspace } from "./provisioner.js";
 import { runnerCredential } from "../runner-auth.js";
 import { startFleet } from "../fleet/fleet-provisioner.js";
+import { warmToken } from "../fleet/warm-pods.js";
 import { withLocalFleet } from "../fleet/local-fleet.js";
 import { createTenantQuotas } from "../fleet/tenant-quotas.js";
 import type { CallActivity } from "../fleet/activity.js";
@@ -98,8 +99,12 @@ export async function createConfiguredProvisioner(
         ...(busy ? { busy } : {}),
         ...(activity ? { activity } : {}),
         ...(credentialFor ? { credentialFor } : {}),
+        // Only the broker can claim a warm pod: its token derives from the Runner key.
+        ...(config.runnerToken ? { warmPool: { size: config.fleetWarmPool, tokenFor: (pod: string) => warmToken(config.runnerToken ?? "", pod) } } : {}),
         logger: logger.child({ component: "fleet" }),
       });
+      if (config.fleetWarmPool > 0 && !config.runnerToken)
+        logger.warn("no warm pool: warm pods are claimed with a token derived from the Runner key, and none is set");
       const base = await createKubernetesProvisioner({
         template,
         kubeConfig,

@@ -174,7 +174,7 @@ export function buildRunnerObjects(
   const n = runnerNames(w);
   const labels = { ...t.labels, [t.tenantLabelKey]: n.tenantLabel, [t.projectLabelKey]: n.projectLabel };
   const podName = runnerPodName(t, w);
-  const pvcName = `${podName}-workspace`;
+  const pvcName = w.volume ?? `${podName}-workspace`;
   const secretName = `${podName}-credential`;
   const annotations = {
     ...t.annotations,
@@ -388,7 +388,7 @@ export async function createKubernetesProvisioner(o: KubernetesProvisionerOption
       };
       await del(() => api.deleteNamespacedPod({ name, namespace }));
       if (o.credentialFor) await del(() => api.deleteNamespacedSecret({ name: `${name}-credential`, namespace }));
-      if (!options.keepWorkspace) await del(() => api.deleteNamespacedPersistentVolumeClaim({ name: `${name}-workspace`, namespace }));
+      if (!options.keepWorkspace) await del(() => api.deleteNamespacedPersistentVolumeClaim({ name: w.volume ?? `${name}-workspace`, namespace }));
       o.logger.info("runner removed", { pod: name, namespace, keep_workspace: options.keepWorkspace === true, removed });
       return removed;
     },

@@ -10,6 +10,8 @@ import type { ToolFailure } from "@webcodex/contracts";
 export interface ProjectWorkspace {
   clientId: string;
   projectId: string;
+  /** Kubernetes: the workspace PVC when it is not `<pod>-workspace` (a claimed warm pool volume). */
+  volume?: string;
 }
 
 export type EnsureAction = "created" | "exists" | "recreated";
