@@ -178,7 +178,7 @@ describe("audit durability across audit-service and gateway restarts", () => {
     await recorder.close();
   });
 
-  it("with a spool, a read-only record() resolves once fsync'd there (no audit commit on the answer path), is shipped within flushMs, and a gateway stopped right after answering loses none", async () => {
+  it("with a spool, a read-only record() resolves once fsync'd there (no audit commit on the answer path), is shipped within shipMs, and a gateway stopped right after answering loses none", async () => {
     const spoolDir = tempDir("wcx-spool-");
     const readOnly = (tag: string) => ({ ...effectfulRecord(tag), tool: "read_files", effect: "read_only", stateChanged: false });
     // An audit service that answers nothing for 2 s and then fails: a read that waited for its commit would not be answered in time.
@@ -201,9 +201,9 @@ describe("audit durability across audit-service and gateway restarts", () => {
     // The gateway stops while the audit service is still unreachable: the rows stay in the spool.
     await first.close();
     assert.deepEqual(await countRows(db, "spooled-reads"), { rows: 0, distinct: 0 });
-    const second = createAuditRecorder(client, logger, { spoolDir, flushMs: 20, retryMaxMs: 100 });
+    const second = createAuditRecorder(client, logger, { spoolDir, flushMs: 20, shipMs: 20, retryMaxMs: 100 });
     await until("shipped on restart", async () => (await countRows(db, "spooled-reads")).rows === 30, 10_000);
-    // And in steady state: shipped within flushMs, once.
+    // And in steady state: shipped within shipMs, once.
     for (let i = 0; i < 10; i++) await second.record(readOnly("spooled-steady"), false);
     await until("shipped", async () => (await countRows(db, "spooled-steady")).rows === 10, 10_000);
     await until("spool empty", async () => second.backlog() === 0, 5_000);

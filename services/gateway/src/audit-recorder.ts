@@ -13,7 +13,7 @@
  *   records are queued at once (the call is not held up) and retried in batches.
  * - With a spool, a read-only record is made durable there instead (appended and fdatasync'd,
  *   group-committed with the records of concurrent calls) and the call answered; the records
- *   spooled so are shipped to the audit service from memory within `flushMs`, and the spool
+ *   spooled so are shipped to the audit service from memory within `shipMs`, and the spool
  *   told, which deletes a segment once all its records are delivered (no file is created,
  *   sealed or deleted per shipment). No audit commit waits on a read's answer, and a gateway
  *   killed right after answering still loses no row (the next start replays the spool; the
@@ -54,6 +54,13 @@ export interface AuditRecorderOptions {
    * when `readsWaitForStore` is false.
    */
   flushMs?: number;
+  /**
+   * How long reads made durable in the spool wait to be shipped to the audit service (ms,
+   * default 100): they are durable already, so this only sets how soon their rows can be
+   * queried; a longer window ships more of them per delivery (one audit request and one audit
+   * transaction for every read of the window).
+   */
+  shipMs?: number;
   /**
    * true (default): a read-only or refused call is answered once its group-committed batch is
    * stored, so a gateway process killed right after answering loses no row. false: it is
@@ -98,6 +105,7 @@ interface Queued {
 
 export function createAuditRecorder(audit: Client<typeof AuditService>, logger: Logger, options: AuditRecorderOptions = {}): AuditRecorder {
   const flushMs = options.flushMs ?? 25;
+  const shipMs = options.shipMs ?? 100;
   const maxBatch = options.maxBatch ?? 500;
   const readsWaitForStore = options.readsWaitForStore ?? true;
   const readsDurableBySpool = options.readsDurableBySpool ?? true;
@@ -176,13 +184,13 @@ export function createAuditRecorder(audit: Client<typeof AuditService>, logger: 
     });
     flushImmediate.unref();
   };
-  /** Ships spooled reads within flushMs (one delivery for every append of the window). */
+  /** Ships spooled reads within shipMs (one delivery for every append of the window). */
   const scheduleShip = () => {
     if (shipTimer || closed) return;
     shipTimer = setTimeout(() => {
       shipTimer = undefined;
       void ship();
-    }, flushMs);
+    }, shipMs);
     shipTimer.unref();
   };
 

@@ -84,8 +84,8 @@ describe("audit spool: records delivered from memory", () => {
     await spool.delivered(first, 1);
     assert.equal(spool.pending, 0);
     assert.equal(jsonl(dir).length, 1, "the open segment stays while it has room");
-    // Fill past the preallocated space: it is sealed, and deleted once everything is delivered.
-    const big = Array.from({ length: 200 }, (_, i) => ({ ...record(`r${i}`), tool: "x".repeat(400) }));
+    // Fill past the preallocated space (256 KiB): it is sealed, and deleted once everything is delivered.
+    const big = Array.from({ length: 800 }, (_, i) => ({ ...record(`r${i}`), tool: "x".repeat(400) }));
     const seq = await spool.append(big);
     assert.equal(seq, first);
     await spool.delivered(seq, big.length);

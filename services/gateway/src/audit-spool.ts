@@ -40,10 +40,10 @@ export interface Segment {
 
 const SEGMENT = /^segment-(\d{12})\.jsonl$/;
 /**
- * Bytes a new segment is preallocated with: what the reads of one shipping window (25 ms)
+ * Bytes a new segment is preallocated with: what the reads of one shipping window (100 ms)
  * append at a thousand calls a second; appends past them still work (the file grows).
  */
-const PREALLOCATED_BYTES = 64 * 1024;
+const PREALLOCATED_BYTES = 256 * 1024;
 
 /** A segment's records: its text up to the preallocated zeros a crash may have left. */
 function recordText(text: string): string {

@@ -3,7 +3,7 @@
  * configured authorization server (auth/jwt.ts), or a static dev token from a file mapping
  * tokens to principals. Tokens are compared in constant time and never logged or forwarded.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import type { Principal } from "@webcodex/platform";
 import { isHostProfile } from "@webcodex/contracts";
 import type { AdmissionProfile, HostProfile } from "@webcodex/contracts";
@@ -53,7 +53,7 @@ export interface StaticTokenEntry {
   scopes?: string[];
 }
 
-const digest = (s: string) => createHash("sha256").update(s).digest();
+const digest = (s: string) => hash("sha256", s, "buffer");
 
 export function createStaticTokenAuthenticator(entries: readonly StaticTokenEntry[]): Authenticator {
   const table = entries.map((e) => ({

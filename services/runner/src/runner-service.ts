@@ -7,7 +7,7 @@
  * for an Agent Attempt is also refused (fence_stale) when a higher fence of the same Task has
  * reached this Runner (the durable per-Task mark of AttemptFenceStore).
  */
-import { timingSafeEqual, createHash } from "node:crypto";
+import { timingSafeEqual, hash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ExecuteRequest, RunnerService } from "@webcodex/proto";
@@ -28,7 +28,7 @@ import {
 import type { ToolFailure } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { ROUTE_CREDENTIAL_HEADER, RUNNER_TOKEN_HEADER, verifyRouteCredential } from "@webcodex/platform";
-import type { Logger } from "@webcodex/platform";
+import type { Logger, RouteGrant } from "@webcodex/platform";
 import type { AttemptFenceStore } from "./attempt-fences.js";
 import { withCall } from "./call-context.js";
 
@@ -127,7 +127,7 @@ const notRaised = (reason: ToolFailure["reason_code"], detailCode: string, messa
   failure: failureToWire(toolFailure(reason, PipelineStage.dispatch, { detail_code: detailCode, message })),
 });
 
-const digest = (s: string) => createHash("sha256").update(s).digest();
+const digest = (s: string) => hash("sha256", s, "buffer");
 
 /** The call's arguments for the capability check; unparseable ones fail later, where the handler would get them. */
 function argumentsForCheck(argumentsJson: string): Record<string, unknown> {
@@ -294,9 +294,24 @@ export function createRunnerService(deps: RunnerServiceDeps): ServiceImpl<typeof
    * refused before anything runs. A stale route is fence_rejected with nothing done, so the
    * gateway may drop it, ask the broker again and re-send.
    */
+  // Credentials whose MAC verified: a gateway presents the same one on every call of a route
+  // (a minute by default), and its grant is a function of the string alone (this Runner's id and
+  // credential do not change), so the HMAC is computed once per route, not once per call.
+  // Expiry, fence and lease are still checked on every call.
+  const verified = new Map<string, RouteGrant>();
+  const grantOf = (credential: string): RouteGrant | undefined => {
+    const known = verified.get(credential);
+    if (known || !deps.runnerToken) return known;
+    const grant = verifyRouteCredential(deps.runnerToken, deps.runnerId, credential);
+    if (grant) {
+      if (verified.size >= 64) verified.clear();
+      verified.set(credential, grant);
+    }
+    return grant;
+  };
   const routeRefusal = (headers: Headers, callFence: number): ToolFailure | undefined => {
     const credential = headers.get(ROUTE_CREDENTIAL_HEADER) ?? "";
-    const grant = deps.runnerToken ? verifyRouteCredential(deps.runnerToken, deps.runnerId, credential) : undefined;
+    const grant = grantOf(credential);
     if (!grant || grant.fence !== callFence) throw new ConnectError("route credential not valid for this Runner", Code.Unauthenticated);
     const at = clock();
     if (grant.expiresAtMs > at && fence.routable(grant.fence, at)) return undefined;
