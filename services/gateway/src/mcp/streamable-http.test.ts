@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { JSON_LIMITS, JsonShapeScanner, jsonShapeProblem, MAX_BATCH_MESSAGES } from "./request-body.js";
+import { JSON_LIMITS, JsonShapeScanner, jsonShapeProblem, MAX_BATCH_MESSAGES } from "./streamable-http.js";
 
 const batchExceeds = (body: Buffer, limit: number) => jsonShapeProblem(body, { ...JSON_LIMITS, batch: limit })?.kind === "batch";
 

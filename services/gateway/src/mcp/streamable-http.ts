@@ -28,8 +28,6 @@ import type { RateLimiter } from "../rate-limit.js";
 import { rateLimitedFailure, retryAfterSeconds } from "../rate-limit.js";
 import type { MultiplexTransport, ExchangeSink } from "./multiplex-transport.js";
 import type { AppSessions } from "./app-session.js";
-import type { JsonLimits } from "./request-body.js";
-import { answerRefusedBody, MAX_BATCH_MESSAGES, readBody } from "./request-body.js";
 
 /** A tools/call the HTTP layer refused before dispatch (for audit). */
 export interface DeniedToolCall {
@@ -62,6 +60,12 @@ export interface StreamableHttpOptions {
 
 const jsonRpcError = (code: number, message: string, id: unknown = null) => ({ jsonrpc: "2.0", id, error: { code, message } });
 
+/**
+ * Messages one JSON-RPC batch may carry. A batch is answered as one HTTP response, so without
+ * a cap one request could queue unbounded work and memory ahead of every other tenant's.
+ */
+export const MAX_BATCH_MESSAGES = 32;
+
 function hostAllowed(hostHeader: string | undefined, allowed: readonly string[]): boolean {
   if (!hostHeader) return false;
   const host = hostHeader.startsWith("[") ? hostHeader.slice(0, hostHeader.indexOf("]") + 1) : (hostHeader.split(":")[0] ?? "");
@@ -77,6 +81,102 @@ function originAllowed(origin: string, options: StreamableHttpOptions): boolean 
   } catch {
     return false;
   }
+}
+
+/**
+ * The body, or why it was refused. Its shape is checked chunk by chunk as it arrives, so an
+ * oversized or over-deep request is refused at its first excess, without reading the rest.
+ */
+function readBody(req: NodeRequest, limit: number): Promise<Buffer | "too_large" | JsonShapeProblem> {
+  return new Promise((resolve, reject) => {
+    const stream = req as unknown as NodeJS.ReadableStream;
+    const chunks: Buffer[] = [];
+    const shape = new JsonShapeScanner();
+    let size = 0;
+    const refuse = (why: "too_large" | JsonShapeProblem) => {
+      // The rest still flows, unbuffered and unscanned, so the caller gets the answer rather than a reset.
+      stream.removeListener("data", onData);
+      stream.removeListener("end", onEnd);
+      stream.resume();
+      chunks.length = 0;
+      resolve(why);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return refuse("too_large");
+      const problem = shape.feed(chunk);
+      if (problem) return refuse(problem);
+      chunks.push(chunk);
+    };
+    const onEnd = () => resolve(Buffer.concat(chunks));
+    stream.on("data", onData);
+    stream.once("end", onEnd);
+    stream.once("error", reject);
+  });
+}
+
+/** Bounds on a request body's shape, checked on its bytes before any object is built. */
+export const JSON_LIMITS = {
+  /** Messages one JSON-RPC batch may carry. */
+  batch: MAX_BATCH_MESSAGES,
+  /** Nesting of arrays and objects. */
+  depth: 64,
+  /** Members and elements across the whole body (a key with its value counts once). */
+  values: 100_000,
+} as const;
+
+export type JsonLimits = { batch: number; depth: number; values: number };
+export type JsonShapeProblem = { kind: keyof JsonLimits; limit: number };
+
+/**
+ * Checks a body's shape on its bytes, chunk by chunk, outside strings only: it stops at the first
+ * excess, so a 160,000-message batch, a 400,000-key object or a 4M-deep nesting is refused after
+ * a few KiB instead of being built by JSON.parse on the event loop. Malformed JSON that breaks
+ * no bound is left for JSON.parse to refuse.
+ */
+export class JsonShapeScanner {
+  private started = false;
+  private batch = false;
+  private depth = 0;
+  private values = 0;
+  private topCommas = 0;
+  private inString = false;
+  private escaped = false;
+  constructor(private readonly limits: JsonLimits = JSON_LIMITS) {}
+
+  /** The first bound broken so far, or undefined. */
+  feed(chunk: Uint8Array): JsonShapeProblem | undefined {
+    const { limits } = this;
+    for (let i = 0; i < chunk.length; i++) {
+      const c = chunk[i];
+      if (this.inString) {
+        if (this.escaped) this.escaped = false;
+        else if (c === 0x5c) this.escaped = true;
+        else if (c === 0x22) this.inString = false;
+        continue;
+      }
+      if (!this.started) {
+        if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+        this.started = true;
+        this.batch = c === 0x5b;
+      }
+      if (c === 0x22) this.inString = true;
+      else if (c === 0x5b || c === 0x7b) {
+        if (++this.depth > limits.depth) return { kind: "depth", limit: limits.depth };
+        if (++this.values > limits.values) return { kind: "values", limit: limits.values };
+      } else if (c === 0x5d || c === 0x7d) this.depth--;
+      else if (c === 0x2c) {
+        if (this.batch && this.depth === 1 && ++this.topCommas >= limits.batch) return { kind: "batch", limit: limits.batch };
+        if (++this.values > limits.values) return { kind: "values", limit: limits.values };
+      }
+    }
+    return undefined;
+  }
+}
+
+/** The first bound a whole `body` breaks, or undefined. */
+export function jsonShapeProblem(body: Uint8Array, limits: JsonLimits = JSON_LIMITS): JsonShapeProblem | undefined {
+  return new JsonShapeScanner(limits).feed(body);
 }
 
 const SHAPE_MESSAGES: Record<keyof JsonLimits, (limit: number) => string> = {
@@ -130,15 +230,9 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
       return sendJson(res, 415, jsonRpcError(-32000, "Content-Type must be application/json"));
 
     const body = await readBody(req, options.maxBodyBytes);
-    // Refused before the whole body is read; the rest is left unread (or, when small, discarded unparsed).
-    if (!Buffer.isBuffer(body)) {
-      const { problem } = body;
-      const answer =
-        problem === "too_large"
-          ? jsonRpcError(-32000, `request body larger than ${options.maxBodyBytes} bytes`)
-          : jsonRpcError(-32600, SHAPE_MESSAGES[problem.kind](problem.limit));
-      return answerRefusedBody(req, res, body, 413, answer);
-    }
+    // Refused before the whole body is read; the rest is discarded unparsed.
+    if (body === "too_large") return sendJson(res, 413, jsonRpcError(-32000, `request body larger than ${options.maxBodyBytes} bytes`));
+    if (!Buffer.isBuffer(body)) return sendJson(res, 413, jsonRpcError(-32600, SHAPE_MESSAGES[body.kind](body.limit)));
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.toString("utf8"));
