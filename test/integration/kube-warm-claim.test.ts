@@ -19,9 +19,10 @@ import { createLogger, createServiceTransport, startServiceServer } from "@webco
 import type { ServiceServer } from "@webcodex/platform";
 import { RunnerBrokerService, RunnerService, RunnerWarmService } from "@webcodex/proto";
 import type { RegisterRunnerRequest } from "@webcodex/proto";
-import { createKubernetesProvisioner, parseRunnerPodTemplate, runnerCredential, runnerCredentialHeaders, startFleet } from "@webcodex/runner-broker";
+import { createKubernetesProvisioner, runnerCredential, runnerCredentialHeaders, startFleet } from "@webcodex/runner-broker";
 import { fakeKubeConfig, startFakeKubeApi } from "@webcodex/runner-broker/testing/fake-kube-api";
 import type { FakeKubeApi } from "@webcodex/runner-broker/testing/fake-kube-api";
+import { testRunnerPodTemplate } from "@webcodex/runner-broker/testing/runner-template";
 import { cliPath, scratchDir } from "../support/processes.js";
 import { until } from "../support/until.js";
 
@@ -107,27 +108,7 @@ describe("a warm Runner pod's claim (real Runner, fake Kubernetes API)", () => {
     const claimClient = createClient(RunnerWarmService, createServiceTransport(url));
     await assert.rejects(claimClient.claim({ warmToken: "wcw1.someone-elses", clientId: "x", projectId: "y" }), /not this Runner's/);
 
-    const template = parseRunnerPodTemplate({
-      namespace: NS,
-      serviceAccountName: "runner",
-      image: "runner:1",
-      imagePullPolicy: "IfNotPresent",
-      port,
-      labels: { "app.kubernetes.io/instance": "wcx", "app.kubernetes.io/component": "runner" },
-      tenantLabelKey: "webcodex.dev/tenant",
-      projectLabelKey: "webcodex.dev/project",
-      resources: { limits: { cpu: "1", memory: "1Gi" } },
-      storageSize: "1Gi",
-      storageAccessModes: ["ReadWriteOnce"],
-      automountServiceAccountToken: false,
-      podSecurityContext: { runAsNonRoot: true, runAsUser: 10001 },
-      securityContext: {},
-      args: ["runner"],
-      workspaceMountPath: "/workspace",
-      tmpSizeLimit: "1Gi",
-      env: [],
-      release: "wcx",
-    });
+    const template = testRunnerPodTemplate({ namespace: NS, port });
     const kubeConfig = await fakeKubeConfig(api);
     const credentialFor = (w: { clientId: string; projectId: string }) => runnerCredential(KEY, w);
     const f = await startFleet({

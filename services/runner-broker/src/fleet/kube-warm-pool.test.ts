@@ -17,8 +17,8 @@ import { RunnerWarmService } from "@webcodex/proto";
 import type { ClaimRequest } from "@webcodex/proto";
 import { fakeKubeConfig, startFakeKubeApi } from "../testing/fake-kube-api.js";
 import type { FakeKubeApi } from "../testing/fake-kube-api.js";
-import { createKubernetesProvisioner, parseRunnerPodTemplate, runnerPodName } from "../provisioning/kubernetes.js";
-import type { RunnerPodTemplate } from "../provisioning/kubernetes.js";
+import { testRunnerPodTemplate } from "../testing/runner-template.js";
+import { createKubernetesProvisioner, runnerPodName } from "../provisioning/kubernetes.js";
 import { runnerNames } from "../provisioning/provisioner.js";
 import type { ProjectWorkspace, Provisioner } from "../provisioning/provisioner.js";
 import { startFleet } from "./fleet-provisioner.js";
@@ -28,27 +28,7 @@ import { WARM_LABEL, warmToken } from "./warm-pods.js";
 const logger = createLogger({ service: "test", level: "silent" });
 const NS = "runners";
 const KEY = "runner-key";
-const template: RunnerPodTemplate = parseRunnerPodTemplate({
-  namespace: NS,
-  serviceAccountName: "runner",
-  image: "runner:1",
-  imagePullPolicy: "IfNotPresent",
-  port: 8085,
-  labels: { "app.kubernetes.io/instance": "wcx", "app.kubernetes.io/component": "runner" },
-  tenantLabelKey: "webcodex.dev/tenant",
-  projectLabelKey: "webcodex.dev/project",
-  resources: { limits: { cpu: "1", memory: "1Gi" } },
-  storageSize: "1Gi",
-  storageAccessModes: ["ReadWriteOnce"],
-  automountServiceAccountToken: false,
-  podSecurityContext: { runAsNonRoot: true, runAsUser: 10001 },
-  securityContext: {},
-  args: ["runner"],
-  workspaceMountPath: "/workspace",
-  tmpSizeLimit: "1Gi",
-  env: [],
-  release: "wcx",
-});
+const template = testRunnerPodTemplate({ namespace: NS });
 const ws = (tenant: string, project: string): ProjectWorkspace => ({ clientId: tenant, projectId: project });
 const until = async (cond: () => boolean, ms = 10_000) => {
   const end = Date.now() + ms;

@@ -10,8 +10,8 @@ import { createLogger } from "@webcodex/platform";
 import { canonicalProjectId } from "@webcodex/contracts";
 import { fakeKubeConfig, startFakeKubeApi } from "../testing/fake-kube-api.js";
 import type { FakeKubeApi, KubeObject } from "../testing/fake-kube-api.js";
-import { parseRunnerPodTemplate, runnerPodName, TEMPLATE_HASH_ANNOTATION, templateHash } from "../provisioning/kubernetes.js";
-import type { RunnerPodTemplate } from "../provisioning/kubernetes.js";
+import { testRunnerPodTemplate } from "../testing/runner-template.js";
+import { runnerPodName, TEMPLATE_HASH_ANNOTATION, templateHash } from "../provisioning/kubernetes.js";
 import type { ProjectWorkspace } from "../provisioning/provisioner.js";
 import { CREDENTIAL_FINGERPRINT_ANNOTATION, createFleetReconciler } from "./reconciler.js";
 import type { FleetReconcilerOptions } from "./reconciler.js";
@@ -20,28 +20,7 @@ import { createLeaderElector } from "./leader.js";
 const logger = createLogger({ service: "test", level: "silent" });
 const NS = "runners";
 
-const baseTemplate = (image = "runner:1"): RunnerPodTemplate =>
-  parseRunnerPodTemplate({
-    namespace: NS,
-    serviceAccountName: "runner",
-    image,
-    imagePullPolicy: "IfNotPresent",
-    port: 8085,
-    labels: { "app.kubernetes.io/instance": "wcx", "app.kubernetes.io/component": "runner" },
-    tenantLabelKey: "webcodex.dev/tenant",
-    projectLabelKey: "webcodex.dev/project",
-    resources: { limits: { cpu: "1", memory: "1Gi" } },
-    storageSize: "1Gi",
-    storageAccessModes: ["ReadWriteOnce"],
-    automountServiceAccountToken: false,
-    podSecurityContext: { runAsNonRoot: true, runAsUser: 10001 },
-    securityContext: {},
-    args: ["runner"],
-    workspaceMountPath: "/workspace",
-    tmpSizeLimit: "1Gi",
-    env: [],
-    release: "wcx",
-  });
+const baseTemplate = (image?: string) => testRunnerPodTemplate({ namespace: NS, image });
 
 const ws = (tenant: string, project: string): ProjectWorkspace => ({ clientId: tenant, projectId: project });
 const until = async (cond: () => boolean, ms = 5_000) => {
