@@ -3,7 +3,7 @@
  *
  * One concept over 400 lines: the tool catalog, one table.
  */
-import { array, bool, int, object, oneOf, str, stringMap } from "./json-schema.js";
+import { anyObject, array, bool, int, object, oneOf, str, stringMap } from "./json-schema.js";
 import type { JsonSchema, Static } from "./json-schema.js";
 import { ToolCategory } from "./tool-definition.js";
 import type { ClampRule, ToolDefinition } from "./tool-definition.js";
@@ -328,7 +328,7 @@ const definitions = (
           ),
           server: str("Upstream server id (without binding)."),
           tool: str("Upstream tool name (without binding)."),
-          arguments: { type: "object", description: "The upstream tool's arguments (its input_schema)." },
+          arguments: anyObject("The upstream tool's arguments (its input_schema)."),
           project,
         },
         ["arguments"],
@@ -348,7 +348,7 @@ const definitions = (
       category: "discovery",
       description:
         "Run an admitted tool not listed directly (named in the server instructions; list_tools) exactly as if called directly; `arguments` per read_tool_manifest.",
-      inputSchema: object({ tool: str("Canonical tool name."), arguments: { type: "object", description: "The tool's arguments." } }, ["tool", "arguments"]),
+      inputSchema: object({ tool: str("Canonical tool name."), arguments: anyObject("The tool's arguments.") }, ["tool", "arguments"]),
       effect: "read_only",
       forwards: true,
       risk: "low",

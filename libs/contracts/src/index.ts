@@ -7,7 +7,7 @@ export { isJournaledTool, JOURNALED_TOOLS } from "./journaled-tools.js";
 export type { JournaledToolName } from "./journaled-tools.js";
 export type { Schema, Static } from "./json-schema.js";
 export { runnerArguments } from "./runner-arguments.js";
-export type { GatewayArgument, RunnerArguments } from "./runner-arguments.js";
+export type { GatewayArgument, GatewayArguments, RunnerArguments } from "./runner-arguments.js";
 export { renderLimitText, clampText } from "./limit-text.js";
 export { ToolCategory, EffectClass, DESCRIPTION_MAX_CHARS } from "./tool-definition.js";
 export { BUILTIN_BOOTSTRAP_GUIDANCE_MAX_CHARS, CODE_MODE_GUIDANCE, SKILLS_BOOTSTRAP_HINT } from "./bootstrap.js";

@@ -91,6 +91,11 @@ export const stringMap = (description?: string): Schema<Record<string, string>> 
   propertyNames: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
   additionalProperties: { type: "string" },
 });
+/** An object whose keys are another schema's business (e.g. an upstream tool's arguments): any JSON object. */
+export const anyObject = (description?: string): Schema<Record<string, unknown>> => ({
+  type: "object",
+  ...(description ? { description } : {}),
+});
 /**
  * Types a schema whose value is exactly one of its `oneOf` branches: the union of the branches'
  * types. The schema is returned as given (its keys keep their order).

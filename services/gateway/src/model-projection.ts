@@ -3,7 +3,7 @@
  * follow-up, or the structured failure. It never writes into the canonical result.
  */
 import { CODE_CELL_TOOL, projectSuccess, undoEditFollowUp, waitForJobFollowUp, waitForProjectFollowUp } from "@webcodex/contracts";
-import type { InputNormalization, ToolDefinition } from "@webcodex/contracts";
+import type { GatewayArguments, InputNormalization, ToolDefinition } from "@webcodex/contracts";
 import type { Outcome } from "./call-context.js";
 import { presentationText } from "./presentation.js";
 import { cellText } from "./code-mode/cell.js";
@@ -31,20 +31,18 @@ export function projectForModel(
   const canonical = outcome.result;
   const pendingJob = canonical["execution_state"] === "pending" && typeof canonical["job_id"] === "string" ? canonical["job_id"] : undefined;
   const pendingProject = canonical["project_state"] === "pending" && typeof canonical["project_id"] === "string" ? canonical["project_id"] : undefined;
+  // The call's normalized arguments, validated against def's input schema: the Project, Session and Attempt it named
+  // (a Job or an undo comes from a Runner tool, which names its Project).
+  const { project, session_id: sessionId, attempt_ref: attemptRef }: GatewayArguments = args;
   const followUp =
-    pendingJob !== undefined
-      ? waitForJobFollowUp(args["project"] as string, pendingJob, args["session_id"] as string | undefined)
+    pendingJob !== undefined && project !== undefined
+      ? waitForJobFollowUp(project, pendingJob, sessionId)
       : pendingProject !== undefined
         ? waitForProjectFollowUp(pendingProject)
         : undefined;
   const undo =
-    Array.isArray(canonical["undo_changes"]) && canonical["undo_changes"].length > 0
-      ? undoEditFollowUp(
-          args["project"] as string,
-          canonical["undo_changes"] as Array<Record<string, unknown>>,
-          args["session_id"] as string | undefined,
-          args["attempt_ref"] as string | undefined,
-        )
+    project !== undefined && Array.isArray(canonical["undo_changes"]) && canonical["undo_changes"].length > 0
+      ? undoEditFollowUp(project, canonical["undo_changes"] as Array<Record<string, unknown>>, sessionId, attemptRef)
       : undefined;
   const extras = { ...(normalization ? { normalization } : {}), ...(followUp ? { followUp } : {}), ...(undo ? { undo } : {}) };
   const result = def ? projectSuccess(def, canonical, extras) : { ...canonical };

@@ -16,7 +16,7 @@ import {
   waitForJobFollowUp,
   failureFromWire,
 } from "@webcodex/contracts";
-import type { ModelWorkflowPolicy, PresentationToolName, ToolDefinition, Result } from "@webcodex/contracts";
+import type { ModelWorkflowPolicy, PresentationToolName, ToolDefinition, ToolInput, Result } from "@webcodex/contracts";
 import type { ContinuationFactInit, Outcome } from "./call-context.js";
 import { validationView } from "./session-facts.js";
 import type { RouteTable } from "./execute/routes.js";
@@ -73,16 +73,22 @@ function continuationView(
 
 /**
  * A handler for every presentation tool of the catalog (cards and their app-only helpers), keyed
- * by its name: a presentation tool without a handler does not compile.
+ * by its name and taking that tool's arguments typed from its input schema: a presentation tool
+ * without a handler does not compile.
  */
 export type PresentationHandlers = {
-  [N in PresentationToolName]: (def: ToolDefinition, args: Json, resolve: ResolveProject, options: CallOptions, facts: RecordFacts) => Promise<Outcome>;
+  [N in PresentationToolName]: (def: ToolDefinition, args: ToolInput<N>, resolve: ResolveProject, options: CallOptions, facts: RecordFacts) => Promise<Outcome>;
 };
 
+/** A handler called with a normalized call's arguments (validated against the tool's input schema). */
+type WireHandler = (def: ToolDefinition, args: Json, resolve: ResolveProject, options: CallOptions, facts: RecordFacts) => Promise<Outcome>;
+
+/** The arguments every Job continuation tool takes: the Job and its Project. */
+type JobCard = ToolInput<"present_job_terminal_continuation" | "read_job_continuation" | "update_job_continuation">;
+
 export function createPresentation(deps: PresentationDeps) {
-  async function jobContinuation(args: Json, action: string, resolve: ResolveProject, options: CallOptions, facts: RecordFacts): Promise<Outcome> {
-    const project = args["project"] as string;
-    const jobId = args["job_id"] as string;
+  async function jobContinuation(args: JobCard, action: string, resolve: ResolveProject, options: CallOptions, facts: RecordFacts): Promise<Outcome> {
+    const { project, job_id: jobId } = args;
     const p = await resolve(project);
     if (!p.ok) return p;
     const res = await deps.broker.recordJobContinuation({ projectCanonicalId: p.canonicalId, rootIdentity: p.rootIdentity, jobId, action }, options);
@@ -120,8 +126,8 @@ export function createPresentation(deps: PresentationDeps) {
     return { ok: true, result: view };
   }
 
-  async function workResult(args: Json, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
-    const p = await resolve(args["project"] as string);
+  async function workResult(args: ToolInput<"present_work_result">, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
+    const p = await resolve(args.project);
     if (!p.ok) return p;
     const [changes, jobs, validation] = await Promise.all([
       deps.broker.dispatch(
@@ -129,10 +135,7 @@ export function createPresentation(deps: PresentationDeps) {
         options,
       ),
       deps.broker.listProjectJobs({ projectCanonicalId: p.canonicalId }, options),
-      deps.refResolver.latestProjectValidation(
-        { projectCanonicalId: p.canonicalId, sessionSelector: typeof args["session_id"] === "string" ? args["session_id"] : "" },
-        options,
-      ),
+      deps.refResolver.latestProjectValidation({ projectCanonicalId: p.canonicalId, sessionSelector: args.session_id ?? "" }, options),
     ]);
     // A session_id that is not the caller's Session on this Project fails the call like any other selector.
     if (validation.failure) return { ok: false, failure: failureFromWire(validation.failure) };
@@ -158,24 +161,23 @@ export function createPresentation(deps: PresentationDeps) {
     return { ok: true, result };
   }
 
-  async function goalPlan(args: Json, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
+  async function goalPlan(args: ToolInput<"present_goal_plan">, resolve: ResolveProject, options: CallOptions): Promise<Outcome> {
     let projectCanonicalId = "";
-    if (typeof args["project"] === "string") {
-      const p = await resolve(args["project"]);
+    if (args.project !== undefined) {
+      const p = await resolve(args.project);
       if (!p.ok) return p;
       projectCanonicalId = p.canonicalId;
     }
-    const res = await deps.refResolver.putGoalPlan({ projectCanonicalId, goal: args["goal"] as string, stepsJson: JSON.stringify(args["steps"]) }, options);
-    const steps = args["steps"] as Array<{ state: string }>;
+    const res = await deps.refResolver.putGoalPlan({ projectCanonicalId, goal: args.goal, stepsJson: JSON.stringify(args.steps) }, options);
     const counts: Record<string, number> = {};
-    for (const s of steps) counts[s.state] = (counts[s.state] ?? 0) + 1;
+    for (const s of args.steps) counts[s.state] = (counts[s.state] ?? 0) + 1;
     return { ok: true, result: { plan_id: res.planId, revision: Number(res.revision), step_counts: counts } };
   }
 
   const handlers: PresentationHandlers = {
     present_job_terminal_continuation: (_def, args, resolve, options, facts) => jobContinuation(args, "present", resolve, options, facts),
     read_job_continuation: (_def, args, resolve, options, facts) => jobContinuation(args, "read", resolve, options, facts),
-    update_job_continuation: (_def, args, resolve, options, facts) => jobContinuation(args, args["step"] as string, resolve, options, facts),
+    update_job_continuation: (_def, args, resolve, options, facts) => jobContinuation(args, args.step, resolve, options, facts),
     present_agent_continuation: (def, args, _resolve, options, facts) => agentContinuation(def, args, options, facts),
     read_agent_continuation: (def, args, _resolve, options, facts) => agentContinuation(def, args, options, facts),
     update_agent_continuation: (def, args, _resolve, options, facts) => agentContinuation(def, args, options, facts),
@@ -184,9 +186,12 @@ export function createPresentation(deps: PresentationDeps) {
   };
 
   return {
-    /** Runs a presentation tool or card helper; undefined for any other tool. */
+    /**
+     * Runs a presentation tool or card helper with the call's normalized arguments (the one place
+     * they are taken as the tool's ToolInput); undefined for any other tool.
+     */
     run(def: ToolDefinition, args: Json, resolve: ResolveProject, options: CallOptions, facts: RecordFacts): Promise<Outcome> | undefined {
-      const handler = Object.hasOwn(handlers, def.name) ? handlers[def.name as PresentationToolName] : undefined;
+      const handler = Object.hasOwn(handlers, def.name) ? (handlers[def.name as PresentationToolName] as WireHandler) : undefined;
       return handler?.(def, args, resolve, options, facts);
     },
   };
@@ -203,48 +208,50 @@ export function validationLine(v: Json): string {
   return `${String(v["status"])} (${String(v["tool"])})${parts.length > 0 ? `: ${parts.join("; ")}` : ""}`;
 }
 
-/** The compact text a Host without a renderer shows for a presentation result. */
+/** The compact text a Host without a renderer shows for a presentation result, by tool (its arguments typed from its input schema). */
+const texts: { [N in PresentationToolName]?: (args: ToolInput<N>, result: Json) => string } = {
+  present_job_terminal_continuation(_args, result) {
+    const c = result["continuation"] as Json;
+    return (
+      `Job ${String(result["job_id"])} is ${String(result["state"])}${typeof result["exit_code"] === "number" ? ` (exit ${String(result["exit_code"])})` : ""}. ` +
+      `When it ends, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
+      "End your turn now; do not wait for the Job in this turn."
+    );
+  },
+  present_agent_continuation(_args, result) {
+    const c = result["continuation"] as Json;
+    const events = (result["pending_events"] as Json[]).map((e) => `- ${String(e["kind"])}${e["task_id"] ? ` (${String(e["task_id"])})` : ""}`);
+    return (
+      `Agent ${String(result["agent_id"])}: ${String(result["pending_count"])} pending event(s) after cursor ${String(result["after_cursor"])}${events.length > 0 ? `:\n${events.join("\n")}` : "."}\n` +
+      `When events are pending, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
+      "End your turn now; do not wait for events in this turn."
+    );
+  },
+  present_work_result(args, result) {
+    const files = (result["changed_files"] as Json[] | undefined) ?? [];
+    const lines = files.map(
+      (f) => `- ${String(f["path"])} (${String(f["status"])}, +${String(f["added_lines"] ?? "?")} -${String(f["removed_lines"] ?? "?")})`,
+    );
+    const jobs = (result["pending_jobs"] as Json[]).map((j) => `${String(j["job_id"])} ${String(j["state"])}`);
+    const v = result["latest_validation"] as Json | undefined;
+    return [
+      args.title,
+      args.summary,
+      files.length > 0 ? `Changed files:\n${lines.join("\n")}` : "No changed files.",
+      v ? `Latest validation: ${validationLine(v)}` : "",
+      jobs.length > 0 ? `Pending Jobs: ${jobs.join(", ")}` : "",
+    ]
+      .filter(Boolean)
+      .join("\n");
+  },
+  present_goal_plan(args, result) {
+    const steps = args.steps.map((s, i) => `${i + 1}. [${s.state}] ${s.title}`);
+    return `${args.goal} (revision ${String(result["revision"])})\n${steps.join("\n")}`;
+  },
+};
+
+/** The compact text a Host without a renderer shows for a presentation result (the call's normalized arguments taken as the tool's ToolInput). */
 export function presentationText(tool: string, args: Json, result: Json): string | undefined {
-  switch (tool) {
-    case "present_job_terminal_continuation": {
-      const c = result["continuation"] as Json;
-      return (
-        `Job ${String(result["job_id"])} is ${String(result["state"])}${typeof result["exit_code"] === "number" ? ` (exit ${String(result["exit_code"])})` : ""}. ` +
-        `When it ends, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
-        "End your turn now; do not wait for the Job in this turn."
-      );
-    }
-    case "present_agent_continuation": {
-      const c = result["continuation"] as Json;
-      const events = (result["pending_events"] as Json[]).map((e) => `- ${String(e["kind"])}${e["task_id"] ? ` (${String(e["task_id"])})` : ""}`);
-      return (
-        `Agent ${String(result["agent_id"])}: ${String(result["pending_count"])} pending event(s) after cursor ${String(result["after_cursor"])}${events.length > 0 ? `:\n${events.join("\n")}` : "."}\n` +
-        `When events are pending, the card asks the Host for a fresh turn carrying ${JSON.stringify({ tool: (c["follow_up"] as Json)["tool"], arguments: (c["follow_up"] as Json)["arguments"] })}. ` +
-        "End your turn now; do not wait for events in this turn."
-      );
-    }
-    case "present_work_result": {
-      const files = (result["changed_files"] as Json[] | undefined) ?? [];
-      const lines = files.map(
-        (f) => `- ${String(f["path"])} (${String(f["status"])}, +${String(f["added_lines"] ?? "?")} -${String(f["removed_lines"] ?? "?")})`,
-      );
-      const jobs = (result["pending_jobs"] as Json[]).map((j) => `${String(j["job_id"])} ${String(j["state"])}`);
-      const v = result["latest_validation"] as Json | undefined;
-      return [
-        String(args["title"]),
-        String(args["summary"]),
-        files.length > 0 ? `Changed files:\n${lines.join("\n")}` : "No changed files.",
-        v ? `Latest validation: ${validationLine(v)}` : "",
-        jobs.length > 0 ? `Pending Jobs: ${jobs.join(", ")}` : "",
-      ]
-        .filter(Boolean)
-        .join("\n");
-    }
-    case "present_goal_plan": {
-      const steps = (args["steps"] as Json[]).map((s, i) => `${i + 1}. [${String(s["state"])}] ${String(s["title"])}`);
-      return `${String(args["goal"])} (revision ${String(result["revision"])})\n${steps.join("\n")}`;
-    }
-    default:
-      return undefined;
-  }
+  const text = Object.hasOwn(texts, tool) ? (texts[tool as PresentationToolName] as ((args: Json, result: Json) => string) | undefined) : undefined;
+  return text?.(args, result);
 }

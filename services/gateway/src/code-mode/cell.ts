@@ -10,7 +10,7 @@
 import type { Client } from "@connectrpc/connect";
 import type { RefResolverService } from "@webcodex/proto";
 import { CODE_CELL_TOOL, cellToolNames, clampRule, PipelineStage, ReasonCode, toolDefinition, toolFailure, toolLimit } from "@webcodex/contracts";
-import type { ToolDefinition } from "@webcodex/contracts";
+import type { ToolDefinition, ToolInput } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
 import type { CallContext, Outcome } from "../call-context.js";
 import { resolveCallProject } from "../execute/call-scope.js";
@@ -87,15 +87,14 @@ export function createCodeCells(deps: CodeCellDeps) {
   const sandbox = deps.sandbox ?? createSandboxPool();
   const resultBytes = toolLimit(CODE_CELL_TOOL, "child_result_bytes");
 
-  async function run(args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
-    const selector = args["project"] as string;
+  async function run(args: ToolInput<typeof CODE_CELL_TOOL>, ctx: CallContext, callId: string): Promise<Outcome> {
+    const { project: selector, session_id: sessionId } = args;
     const scope = await resolveCallProject(deps.refResolver, selector, ctx);
     if (!scope.ok) return scope;
 
     const callable = new Set(cellToolNames(ctx.catalog.admitted.values()));
     const attention: unknown[] = [];
     const delivered: Array<() => void> = [];
-    const sessionId = args["session_id"] as string | undefined;
 
     const callTool = async (name: string, argsJson: string): Promise<ChildOutcome> => {
       const def = callable.has(name) ? toolDefinition(name) : undefined;
@@ -125,7 +124,7 @@ export function createCodeCells(deps: CodeCellDeps) {
       return { ok: true, result: rest };
     };
 
-    const run = await sandbox.run(args["code"] as string, cellLimits(args["timeout_ms"] as number | undefined), callTool, ctx.signal);
+    const run = await sandbox.run(args.code, cellLimits(args.timeout_ms), callTool, ctx.signal);
     if (delivered.length > 0) ctx.onDelivered = () => delivered.forEach((d) => d());
     if (run.kind !== "ok") return { ok: false, failure: cellFailure(run) };
     return {
@@ -140,7 +139,12 @@ export function createCodeCells(deps: CodeCellDeps) {
     };
   }
 
-  return { runs: (def: ToolDefinition) => def.name === CODE_CELL_TOOL, run, close: () => sandbox.close() };
+  return {
+    runs: (def: ToolDefinition) => def.name === CODE_CELL_TOOL,
+    /** Runs a cell with the call's normalized arguments (the one place they are taken as run_code_cell's ToolInput). */
+    run: (args: Record<string, unknown>, ctx: CallContext, callId: string) => run(args as ToolInput<typeof CODE_CELL_TOOL>, ctx, callId),
+    close: () => sandbox.close(),
+  };
 }
 
 /** A child's arguments with the cell's `project` and `session_id` where its schema has them and the cell left them out. */

@@ -75,7 +75,7 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
 
   const handlers: GatewayToolHandlers = {
     async list_tools(args, ctx) {
-      if (args.namespace !== undefined) return upstream().listTools(args, ctx);
+      if (args.namespace !== undefined) return upstream().listTools({ ...args, namespace: args.namespace }, ctx);
       if (args.cursor !== undefined)
         return {
           ok: false,
@@ -95,7 +95,7 @@ export function createGatewayTools(deps: GatewayToolsDeps) {
       return { ok: true, result: { categories: groups, ...withNamespaces } };
     },
     async read_tool_manifest(args, ctx) {
-      if (args.namespace !== undefined) return upstream().readManifest(args, ctx);
+      if (args.namespace !== undefined) return upstream().readManifest({ ...args, namespace: args.namespace }, ctx);
       const name = args.tool;
       const admittedTarget = ctx.catalog.admitted.get(name);
       const target = admittedTarget && modelVisible(admittedTarget) ? admittedTarget : undefined;

@@ -18,7 +18,7 @@ import {
   toolFailure,
   failureFromWire,
 } from "@webcodex/contracts";
-import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { GatewayArguments, ToolDefinition, ToolFailure } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { Logger } from "@webcodex/platform";
 import { dependencyFailure, keepingCause, now, subStageDone, timedStage } from "../call-context.js";
@@ -86,10 +86,11 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
    */
   async function runOnRunner(def: ToolDefinition, args: Record<string, unknown>, ctx: CallContext, callId: string): Promise<Outcome> {
     const started = now();
-    const scope = await resolveCallProject(deps.refResolver, args["project"] as string, ctx, deps.resolutionCache);
+    // The gateway's own arguments (normalizeToolCall validated them against def's input schema); a Runner tool names its Project.
+    const { project: selector = "", session_id: sessionSelector, attempt_ref: attemptRef }: GatewayArguments = args;
+    const scope = await resolveCallProject(deps.refResolver, selector, ctx, deps.resolutionCache);
     if (!scope.ok) return scope;
     const project = scope.project;
-    const sessionSelector = args["session_id"] as string | undefined;
     if (sessionSelector !== undefined) {
       const failure = await resolveSession(sessionSelector, project.canonicalId, ctx);
       if (failure) return { ok: false, failure };
@@ -97,7 +98,6 @@ export function createRunnerTools(deps: RunnerToolsDeps) {
     // attempt_ref: admitted only while that Attempt holds its Task's fence; else nothing runs.
     // The admitted (task, fence) travels with the dispatch: the Runner refuses it too once a
     // takeover's higher fence has reached it (the storage side of the fence).
-    const attemptRef = args["attempt_ref"] as string | undefined;
     let attempt: AttemptFence | undefined;
     if (attemptRef !== undefined) {
       const admitted = await admitAttempt(attemptRef, project.canonicalId, ctx);

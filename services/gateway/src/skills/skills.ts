@@ -15,7 +15,7 @@
 import { realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { PipelineStage, ReasonCode, toolFailure, toolLimit } from "@webcodex/contracts";
-import type { ToolDefinition, ToolFailure } from "@webcodex/contracts";
+import type { ToolDefinition, ToolFailure, ToolInput } from "@webcodex/contracts";
 import { listSkillResources, readSkillSlice, scanSkillRoot, skillRevision, sliceUtf8, SKILL_FILE_MAX_BYTES } from "@webcodex/platform/skills";
 import type { SkillEntry } from "@webcodex/platform/skills";
 import type { CallContext, Outcome } from "../call-context.js";
@@ -99,6 +99,13 @@ export function pageSkills(
   return omitted > 0 ? { skills: page, omitted, next_cursor: encodeSkillCursor((page[page.length - 1] as SkillRow).name) } : { skills: page };
 }
 
+/** A handler for each skill tool, taking that tool's arguments typed from its input schema. */
+type SkillHandlers = {
+  [N in "list_skills" | "read_skill"]: (def: ToolDefinition, args: ToolInput<N>, ctx: CallContext, callId: string) => Promise<Outcome>;
+};
+/** A handler called with a normalized call's arguments (validated against the tool's input schema). */
+type WireHandler = (def: ToolDefinition, args: Json, ctx: CallContext, callId: string) => Promise<Outcome>;
+
 export function createSkills(deps: SkillsDeps) {
   /** The caller's tenant catalog directory (real path), or undefined when there is none. */
   async function tenantDir(ctx: CallContext): Promise<string | undefined> {
@@ -107,15 +114,15 @@ export function createSkills(deps: SkillsDeps) {
     return realpath(join(deps.tenantCatalogsDir, tenant)).catch(() => undefined);
   }
 
-  async function listSkills(def: ToolDefinition, args: Json, ctx: CallContext, callId: string): Promise<Outcome> {
+  async function listSkills(def: ToolDefinition, args: ToolInput<"list_skills">, ctx: CallContext, callId: string): Promise<Outcome> {
     let after: string | undefined;
-    if (typeof args["cursor"] === "string") {
-      after = decodeSkillCursor(args["cursor"]);
+    if (args.cursor !== undefined) {
+      after = decodeSkillCursor(args.cursor);
       if (after === undefined) return invalid("cursor_invalid", "/cursor", "Pass next_cursor exactly as a list_skills page returned it.");
     }
     let project: SkillEntry[] = [];
-    if (typeof args["project"] === "string") {
-      const out = await deps.runOnRunner(def, { project: args["project"] }, ctx, callId);
+    if (args.project !== undefined) {
+      const out = await deps.runOnRunner(def, { project: args.project }, ctx, callId);
       if (!out.ok) return out;
       project = (out.result["skills"] ?? []) as SkillEntry[];
     }
@@ -124,9 +131,9 @@ export function createSkills(deps: SkillsDeps) {
     return { ok: true, result: pageSkills(mergeSkills(project, tenant), after, toolLimit("list_skills", "catalog_bytes")) };
   }
 
-  async function readSkill(def: ToolDefinition, args: Json, ctx: CallContext, callId: string): Promise<Outcome> {
-    const skill = args["skill"] as string;
-    if (typeof args["project"] === "string") {
+  async function readSkill(def: ToolDefinition, args: ToolInput<"read_skill">, ctx: CallContext, callId: string): Promise<Outcome> {
+    const { skill, offset = 0, resource } = args;
+    if (args.project !== undefined) {
       const out = await deps.runOnRunner(def, args, ctx, callId);
       // Only a skill the project does not have falls through to the tenant catalog.
       if (out.ok || out.failure.reason_code !== ReasonCode.skillNotFound || out.failure.detail_code !== "skill_not_found") return out;
@@ -136,8 +143,6 @@ export function createSkills(deps: SkillsDeps) {
     const skillDir = join(dir, skill);
     const markdown = await readSkillSlice(skillDir, undefined, 0, SKILL_FILE_MAX_BYTES);
     if (!markdown.ok) return notFound(skill);
-    const offset = typeof args["offset"] === "number" ? args["offset"] : 0;
-    const resource = typeof args["resource"] === "string" ? args["resource"] : undefined;
     const limit = toolLimit("read_skill", "body_bytes");
     const read = resource === undefined ? sliceUtf8(markdown.bytes, offset, limit) : await readSkillSlice(skillDir, resource, offset, limit);
     if (!read.ok) {
@@ -173,12 +178,16 @@ export function createSkills(deps: SkillsDeps) {
     };
   }
 
+  const handlers: SkillHandlers = { list_skills: listSkills, read_skill: readSkill };
+
   return {
-    /** Runs list_skills or read_skill; undefined for any other tool. */
+    /**
+     * Runs list_skills or read_skill with the call's normalized arguments (the one place they are
+     * taken as the tool's ToolInput); undefined for any other tool.
+     */
     run(def: ToolDefinition, args: Json, ctx: CallContext, callId: string): Promise<Outcome> | undefined {
-      if (def.name === "list_skills") return listSkills(def, args, ctx, callId);
-      if (def.name === "read_skill") return readSkill(def, args, ctx, callId);
-      return undefined;
+      const handler = Object.hasOwn(handlers, def.name) ? (handlers[def.name as keyof SkillHandlers] as WireHandler) : undefined;
+      return handler?.(def, args, ctx, callId);
     },
   };
 }

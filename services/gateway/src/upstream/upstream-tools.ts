@@ -17,7 +17,7 @@ import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv
 import type { JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import type { RefResolverService } from "@webcodex/proto";
 import { failureFromWire, PipelineStage, ReasonCode, toolFailure, toolLimit } from "@webcodex/contracts";
-import type { Result } from "@webcodex/contracts";
+import type { Result, ToolInput } from "@webcodex/contracts";
 import { principalHeaders } from "@webcodex/platform";
 import type { HttpHandler, Logger } from "@webcodex/platform";
 import type { Caller } from "../auth.js";
@@ -43,6 +43,8 @@ export interface UpstreamToolsDeps {
 }
 
 type Entry = { server: UpstreamServer; connection: UpstreamConnection; limiter: UpstreamLimiter };
+/** A discovery tool's arguments with the namespace given (the gateway's own catalog answers a call without one). */
+type Namespaced<A> = A & { namespace: string };
 
 const NAMESPACE = /^mcp:([a-z0-9][a-z0-9_-]{0,62})$/;
 const DESCRIPTION_MAX = 1024;
@@ -113,14 +115,13 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
   });
 
   /** list_tools {namespace, cursor?}: one page within the catalog budget. */
-  async function listTools(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
-    const namespace = args["namespace"] as string;
+  async function listTools(args: Namespaced<ToolInput<"list_tools">>, ctx: CallContext): Promise<Outcome> {
+    const { namespace, cursor } = args;
     const entry = namespaceServer(ctx.caller, namespace);
     if (!entry) return unknownNamespace("/namespace");
     const tools = await toolsOf(entry, ctx.caller, undefined);
     if (!Array.isArray(tools)) return tools;
-    const cursor = args["cursor"];
-    const start = cursor === undefined ? 0 : /^[0-9]{1,6}$/.test(String(cursor)) ? Number(cursor) : -1;
+    const start = cursor === undefined ? 0 : /^[0-9]{1,6}$/.test(cursor) ? Number(cursor) : -1;
     if (start < 0 || start > tools.length)
       return fail(ReasonCode.invalidValue, PipelineStage.normalization, { detail_code: "unknown_cursor", evidence: { field: "/cursor" } });
     const budget = toolLimit("list_tools", "catalog_budget_bytes");
@@ -159,12 +160,12 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
   }
 
   /** read_tool_manifest {namespace, tool}: the input schema and the binding mcp_tool takes. */
-  async function readManifest(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
-    const entry = namespaceServer(ctx.caller, args["namespace"] as string);
+  async function readManifest(args: Namespaced<ToolInput<"read_tool_manifest">>, ctx: CallContext): Promise<Outcome> {
+    const entry = namespaceServer(ctx.caller, args.namespace);
     if (!entry) return unknownNamespace("/namespace");
-    const tools = await toolsOf(entry, ctx.caller, typeof args["tool"] === "string" ? args["tool"] : undefined);
+    const tools = await toolsOf(entry, ctx.caller, args.tool);
     if (!Array.isArray(tools)) return tools;
-    const t = tools.find((x) => x.name === args["tool"]);
+    const t = tools.find((x) => x.name === args.tool);
     if (!t) return missingTool(entry.server);
     return { ok: true, result: description(entry.server, t) };
   }
@@ -181,27 +182,25 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
   }
 
   /** mcp_tool {binding | server + tool, arguments, project?}. */
-  async function callTool(args: Record<string, unknown>, ctx: CallContext): Promise<Outcome> {
+  async function callTool(args: ToolInput<"mcp_tool">, ctx: CallContext): Promise<Outcome> {
     // The Project first, as every tool resolves it: a foreign or unknown one is project_not_found.
-    const selector = args["project"] as string | undefined;
+    const selector = args.project;
     let canonicalProject: string | undefined;
     if (selector !== undefined) {
       const resolved = await resolveProject(selector, ctx);
       if (!resolved.ok) return { ok: false, failure: resolved.failure };
       canonicalProject = resolved.canonicalId;
     }
-    const bound = args["binding"] as { server: string; tool: string; schema_hash: string; project?: string } | undefined;
-    if (
-      (bound !== undefined) === (args["server"] !== undefined || args["tool"] !== undefined) ||
-      (bound === undefined && (args["server"] === undefined || args["tool"] === undefined))
-    )
+    const bound = args.binding;
+    const named = args.server !== undefined && args.tool !== undefined ? { server: args.server, tool: args.tool } : undefined;
+    const address = bound ?? named;
+    if ((bound !== undefined) === (args.server !== undefined || args.tool !== undefined) || address === undefined)
       return fail(ReasonCode.invalidValue, PipelineStage.normalization, {
         detail_code: "binding_or_server_tool",
         evidence: { field: "/binding" },
         message: "Give either binding (from read_tool_manifest) or both server and tool.",
       });
-    const serverId = bound?.server ?? (args["server"] as string);
-    const toolName = bound?.tool ?? (args["tool"] as string);
+    const { server: serverId, tool: toolName } = address;
     const entry = serverFor(ctx.caller, serverId);
     if (!entry) return unknownNamespace(bound ? "/binding/server" : "/server");
     const { server } = entry;
@@ -255,7 +254,7 @@ export function createUpstreamTools(deps: UpstreamToolsDeps) {
       }
       validators.set(target.schemaHash, validate);
     }
-    const callArgs = args["arguments"] as Record<string, unknown>;
+    const callArgs = args.arguments;
     const verdict = validate(callArgs);
     if (!verdict.valid)
       return fail(ReasonCode.invalidValue, PipelineStage.normalization, {

@@ -14,7 +14,7 @@
  * wait_for_agent_events has delivered to the owner (`refs.agent_event_reads`).
  */
 import { PipelineStage, ReasonCode, toolFailure } from "@webcodex/contracts";
-import type { ToolFailure, Result } from "@webcodex/contracts";
+import type { ToolFailure, ToolInput, Result } from "@webcodex/contracts";
 import type { Database, Principal } from "@webcodex/platform";
 import type { AgentContinuation, AgentStore } from "./agent-store.js";
 
@@ -27,6 +27,15 @@ export const AGENT_CONTINUATION_TOOLS = ["present_agent_continuation", "read_age
 export type ContinuationFact = { subject: "agent"; id: string; fact: string };
 type Json = Record<string, unknown>;
 type ContinuationOutcome = Result<{ result: Json; facts: ContinuationFact[] }>;
+/** A card's explicit target: the arguments read_agent_continuation and update_agent_continuation share. */
+type CardTarget = ToolInput<"read_agent_continuation">;
+/**
+ * A handler for each continuation tool, taking that tool's arguments typed from its input schema.
+ * (The function type is written out here, as for the agent tools' handlers.)
+ */
+type ContinuationHandlers = { [N in (typeof AGENT_CONTINUATION_TOOLS)[number]]: (p: Principal, args: ToolInput<N>) => Promise<ContinuationOutcome> };
+/** A handler called with a call's arguments as they came over the wire (validated by the gateway). */
+type WireContinuationHandler = (p: Principal, args: Json) => Promise<ContinuationOutcome>;
 
 interface Row {
   dispatch: string;
@@ -34,8 +43,6 @@ interface Row {
   consumed_at: Date | string | null;
 }
 
-const str = (args: Json, k: string): string => (typeof args[k] === "string" ? (args[k] as string) : "");
-const num = (args: Json, k: string): number => (typeof args[k] === "number" ? (args[k] as number) : 0);
 const iso = (v: unknown): string => (v instanceof Date ? v : new Date(String(v))).toISOString();
 
 const recordNotFound = (): ToolFailure =>
@@ -101,25 +108,25 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
   }
 
   /** The card's explicit target: the current Endpoint generation of an Agent of this owner, and a cursor. */
-  async function cardTarget(p: Principal, args: Json): Promise<Result<{ c: AgentContinuation; cursor: string }>> {
+  async function cardTarget(p: Principal, args: CardTarget): Promise<Result<{ c: AgentContinuation; cursor: string }>> {
     const r = await agents.resolveContinuation(p, {
       ref: "",
-      agentId: str(args, "agent_id"),
-      endpointId: str(args, "endpoint_id"),
-      expectedGeneration: num(args, "expected_controller_generation"),
+      agentId: args.agent_id,
+      endpointId: args.endpoint_id,
+      expectedGeneration: args.expected_controller_generation,
     });
     if (!r.ok) return r;
-    const cursor = str(args, "after_cursor");
+    const cursor = args.after_cursor;
     if (!CURSOR.test(cursor)) return { ok: false, failure: recordNotFound() };
     return { ok: true, c: r.continuation, cursor };
   }
 
-  async function present(p: Principal, args: Json): Promise<ContinuationOutcome> {
+  async function present(p: Principal, args: ToolInput<"present_agent_continuation">): Promise<ContinuationOutcome> {
     const r = await agents.resolveContinuation(p, {
-      ref: str(args, "agent_continuation_ref"),
-      agentId: str(args, "agent_id"),
-      endpointId: str(args, "endpoint_id"),
-      expectedGeneration: num(args, "expected_controller_generation"),
+      ref: args.agent_continuation_ref ?? "",
+      agentId: args.agent_id ?? "",
+      endpointId: args.endpoint_id ?? "",
+      expectedGeneration: args.expected_controller_generation ?? 0,
     });
     if (!r.ok) return r;
     const c = r.continuation;
@@ -135,10 +142,10 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
     return view(p, c, cursor);
   }
 
-  async function update(p: Principal, args: Json): Promise<ContinuationOutcome> {
+  async function update(p: Principal, args: ToolInput<"update_agent_continuation">): Promise<ContinuationOutcome> {
     const t = await cardTarget(p, args);
     if (!t.ok) return t;
-    const step = str(args, "step");
+    const { step } = args;
     const sql =
       step === "claim"
         ? `UPDATE ${schema}.agent_continuations SET dispatch = 'claimed', dispatch_at = now() WHERE ${where} AND dispatch = 'none'`
@@ -162,15 +169,64 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
     return { ...v, facts: applied ? [{ subject: "agent", id: t.c.agentId, fact: step === "claim" ? "dispatch_claimed" : `dispatch_${step}` }] : [] };
   }
 
+  async function read(p: Principal, args: ToolInput<"read_agent_continuation">): Promise<ContinuationOutcome> {
+    const t = await cardTarget(p, args);
+    return t.ok ? view(p, t.c, t.cursor) : t;
+  }
+
+  const handlers: ContinuationHandlers = { present_agent_continuation: present, read_agent_continuation: read, update_agent_continuation: update };
+
+  /**
+   * wait_for_agent_events ran for this owner: the consume of a dispatched continuation with exactly
+   * its cursor, and the delivered cursor moving on.
+   */
+  async function consume(p: Principal, args: ToolInput<"wait_for_agent_events">, result: Json, facts: ContinuationFact[]): Promise<ContinuationFact[]> {
+    let agentId = args.agent_id ?? "";
+    if (agentId === "") {
+      const r = await agents.resolveContinuation(p, { ref: args.agent_continuation_ref ?? "", agentId: "", endpointId: "", expectedGeneration: 0 });
+      if (!r.ok) return facts;
+      agentId = r.continuation.agentId;
+    }
+    const after = args.after_cursor ?? "0";
+    const cursor = result["cursor"];
+    const moved = typeof cursor === "string" && CURSOR.test(cursor) && cursor !== after;
+    // One statement (one round trip, one commit): the consume of a dispatched continuation
+    // with exactly this cursor, and the delivered cursor moving on. A consume commits as the
+    // server is configured (synchronously by default). When nothing was consumed, only the
+    // delivered cursor moved, a mark that only rises and that a card uses to tell pending
+    // events from delivered ones: that commit does not wait for its WAL flush
+    // (synchronous_commit off for this transaction alone), so a woken wait is not held up by a
+    // second disk flush. A database crash within a fraction of a second after it can only lower
+    // the mark again: a card then shows events as pending that were already delivered, which
+    // the owner's own cursor skips. No event and no consume is lost.
+    const consumed = await db.query<{ consumed: boolean }>(
+      `WITH consumed AS (
+         UPDATE ${schema}.agent_continuations SET consumed_at = now()
+         WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND after_cursor = $4 AND dispatch <> 'none' AND consumed_at IS NULL RETURNING 1
+       ), delivered AS (
+         INSERT INTO ${schema}.agent_event_reads (client_id, subject, agent_id, delivered_cursor) SELECT $1::text, $2::text, $3::text, $5::bigint WHERE $6::boolean
+         ON CONFLICT (client_id, subject, agent_id) DO UPDATE SET delivered_cursor = GREATEST(${schema}.agent_event_reads.delivered_cursor, EXCLUDED.delivered_cursor)
+         RETURNING 1
+       )
+       SELECT EXISTS (SELECT 1 FROM consumed) AS consumed, (SELECT count(*) FROM delivered) AS delivered,
+         set_config('synchronous_commit', CASE WHEN EXISTS (SELECT 1 FROM consumed) THEN current_setting('synchronous_commit') ELSE 'off' END, true) AS commit_mode`,
+      [p.clientId, p.subject, agentId, after, moved ? cursor : "0", moved],
+    );
+    if (consumed.rows[0]?.consumed) facts.push({ subject: "agent", id: agentId, fact: "consumed" });
+    return facts;
+  }
+
   return {
     isContinuationTool: (tool: string) => (AGENT_CONTINUATION_TOOLS as readonly string[]).includes(tool),
 
-    /** Runs present_agent_continuation or a card helper. */
+    /**
+     * Runs present_agent_continuation or a card helper with the call's wire arguments (the one
+     * place they are taken as the tool's ToolInput).
+     */
     async call(p: Principal, tool: string, args: Json): Promise<ContinuationOutcome> {
-      if (tool === "present_agent_continuation") return present(p, args);
-      if (tool === "update_agent_continuation") return update(p, args);
-      const t = await cardTarget(p, args);
-      return t.ok ? view(p, t.c, t.cursor) : t;
+      const handler = Object.hasOwn(handlers, tool) ? (handlers[tool as keyof ContinuationHandlers] as WireContinuationHandler) : undefined;
+      if (!handler) throw new Error(`not an agent continuation tool: ${tool}`);
+      return handler(p, args);
     },
 
     /**
@@ -190,39 +246,8 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
         for (const r of marked.rows) facts.push({ subject: "agent", id: r.agent_id, fact: "fresh_turn_observed" });
       }
       if (tool !== "wait_for_agent_events" || result === undefined) return facts;
-      let agentId = str(args, "agent_id");
-      if (agentId === "") {
-        const r = await agents.resolveContinuation(p, { ref: str(args, "agent_continuation_ref"), agentId: "", endpointId: "", expectedGeneration: 0 });
-        if (!r.ok) return facts;
-        agentId = r.continuation.agentId;
-      }
-      const after = args["after_cursor"] === undefined ? "0" : str(args, "after_cursor");
-      const cursor = result["cursor"];
-      const moved = typeof cursor === "string" && CURSOR.test(cursor) && cursor !== after;
-      // One statement (one round trip, one commit): the consume of a dispatched continuation
-      // with exactly this cursor, and the delivered cursor moving on. A consume commits as the
-      // server is configured (synchronously by default). When nothing was consumed, only the
-      // delivered cursor moved, a mark that only rises and that a card uses to tell pending
-      // events from delivered ones: that commit does not wait for its WAL flush
-      // (synchronous_commit off for this transaction alone), so a woken wait is not held up by a
-      // second disk flush. A database crash within a fraction of a second after it can only lower
-      // the mark again: a card then shows events as pending that were already delivered, which
-      // the owner's own cursor skips. No event and no consume is lost.
-      const consumed = await db.query<{ consumed: boolean }>(
-        `WITH consumed AS (
-           UPDATE ${schema}.agent_continuations SET consumed_at = now()
-           WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND after_cursor = $4 AND dispatch <> 'none' AND consumed_at IS NULL RETURNING 1
-         ), delivered AS (
-           INSERT INTO ${schema}.agent_event_reads (client_id, subject, agent_id, delivered_cursor) SELECT $1::text, $2::text, $3::text, $5::bigint WHERE $6::boolean
-           ON CONFLICT (client_id, subject, agent_id) DO UPDATE SET delivered_cursor = GREATEST(${schema}.agent_event_reads.delivered_cursor, EXCLUDED.delivered_cursor)
-           RETURNING 1
-         )
-         SELECT EXISTS (SELECT 1 FROM consumed) AS consumed, (SELECT count(*) FROM delivered) AS delivered,
-           set_config('synchronous_commit', CASE WHEN EXISTS (SELECT 1 FROM consumed) THEN current_setting('synchronous_commit') ELSE 'off' END, true) AS commit_mode`,
-        [p.clientId, p.subject, agentId, after, moved ? cursor : "0", moved],
-      );
-      if (consumed.rows[0]?.consumed) facts.push({ subject: "agent", id: agentId, fact: "consumed" });
-      return facts;
+      // The one place wait_for_agent_events's wire arguments are taken as its ToolInput (validated by the gateway).
+      return consume(p, args as ToolInput<"wait_for_agent_events">, result, facts);
     },
   };
 }
