@@ -4,42 +4,10 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { request } from "node:http";
-import { createProjectDir, startDevServer, tempDir } from "../support/index.js";
+import { createProjectDir, postMcpRaw, startDevServer, tempDir } from "../support/index.js";
 import type { DevServer } from "../support/index.js";
 
-function post(
-  url: string,
-  headers: Record<string, string>,
-  body: unknown,
-): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
-  const u = new URL(url);
-  const data = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: u.hostname,
-        port: u.port,
-        path: u.pathname,
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "content-length": String(Buffer.byteLength(data)),
-          ...headers,
-        },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => (text += d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-      },
-    );
-    req.on("error", reject);
-    req.end(data);
-  });
-}
+const post = (url: string, headers: Record<string, string>, body: unknown) => postMcpRaw(url, headers, JSON.stringify(body));
 
 describe("HTTP surface of the MCP endpoint", () => {
   let server: DevServer;
@@ -75,23 +43,7 @@ describe("HTTP surface of the MCP endpoint", () => {
     assert.equal(get.status, 405);
     assert.equal((await post(server.mcpUrl, auth, { jsonrpc: "2.0", method: "notifications/initialized" })).status, 202);
     assert.equal((await post(server.mcpUrl, { ...auth, accept: "application/json" }, list)).status, 406);
-    const bad = await new Promise<number>((resolve) => {
-      const u = new URL(server.mcpUrl);
-      const req = request(
-        {
-          host: u.hostname,
-          port: u.port,
-          path: u.pathname,
-          method: "POST",
-          headers: { ...auth, "content-type": "application/json", accept: "application/json, text/event-stream" },
-        },
-        (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        },
-      );
-      req.end("{not json");
-    });
+    const bad = (await postMcpRaw(server.mcpUrl, auth, "{not json")).status;
     assert.equal(bad, 400);
   });
 

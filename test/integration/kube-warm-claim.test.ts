@@ -19,10 +19,11 @@ import { createLogger, createServiceTransport, startServiceServer } from "@webco
 import type { ServiceServer } from "@webcodex/platform";
 import { RunnerBrokerService, RunnerService, RunnerWarmService } from "@webcodex/proto";
 import type { RegisterRunnerRequest } from "@webcodex/proto";
-import { createKubernetesProvisioner, runnerCredential, runnerCredentialHeaders, startFleet } from "@webcodex/runner-broker";
+import { runnerCredential, runnerCredentialHeaders } from "@webcodex/runner-broker";
 import { fakeKubeConfig, startFakeKubeApi } from "@webcodex/runner-broker/testing/fake-kube-api";
 import type { FakeKubeApi } from "@webcodex/runner-broker/testing/fake-kube-api";
 import { testRunnerPodTemplate } from "@webcodex/runner-broker/testing/runner-template";
+import { startTestFleet } from "@webcodex/runner-broker/testing/test-fleet";
 import { cliPath, scratchDir } from "../support/processes.js";
 import { until } from "../support/until.js";
 
@@ -111,25 +112,17 @@ describe("a warm Runner pod's claim (real Runner, fake Kubernetes API)", () => {
     const template = testRunnerPodTemplate({ namespace: NS, port });
     const kubeConfig = await fakeKubeConfig(api);
     const credentialFor = (w: { clientId: string; projectId: string }) => runnerCredential(KEY, w);
-    const f = await startFleet({
+    const { fleet, p } = await startTestFleet({
       kubeConfig,
       template,
-      namespace: NS,
-      anchorName: "wcx-runner-anchor",
-      leaseName: "wcx-fleet",
-      identity: "broker-0",
       idleTimeoutMs: 0,
-      maxUnavailable: 1,
-      resyncMs: 60_000,
-      quota: {},
       credentialFor,
       // One warm pod in the fake cluster; its Runner is the process above (its token, its port).
       warmPool: { size: 1, tokenFor: () => WARM_TOKEN, address: () => url },
       logger,
     });
-    const p = f.wrap(await createKubernetesProvisioner({ template, kubeConfig, namespace: NS, credentialFor, owners: () => f.fleet.owners(), logger }));
     try {
-      await until("a Ready warm pod", () => f.fleet.warmReady() === 1);
+      await until("a Ready warm pod", () => fleet.warmReady() === 1);
       const w = { clientId: "tenant-a", projectId: "app" };
       const claimed = await p.ensureRunner(w, { source: {} });
       assert.match(claimed.name, /^wcx-runner-warm-/);

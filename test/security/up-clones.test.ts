@@ -18,12 +18,11 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, lstatSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server as HttpServer } from "node:http";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { findFreeBasePort, SERVICES } from "@webcodex/cli";
 import { detectSandbox } from "@webcodex/runner";
 import {
   backingServices,
@@ -31,17 +30,14 @@ import {
   connectMcp,
   createBareRepo,
   createProjectDir,
-  createTestDatabase,
   hostPids,
   killAll,
-  redisKeyPrefix,
   startGitDaemon,
-  startUp,
-  stopUp,
+  startRootUp,
   tempDir,
   until,
 } from "../support/index.js";
-import type { GitServer, TestDatabase, UpStack } from "../support/index.js";
+import type { GitServer, RootUp, UpStack } from "../support/index.js";
 import {
   anotherRun,
   assertOwnedBy,
@@ -79,7 +75,7 @@ const pidsTitled = (title: string): number[] =>
     .map(Number);
 
 describe("clones on webcodex up (root, default data dir, warm pool on)", { skip, timeout: handoverTimeoutMs() }, () => {
-  let db: TestDatabase;
+  let root: RootUp;
   let up: UpStack;
   let a: Client;
   let b: Client;
@@ -99,7 +95,6 @@ describe("clones on webcodex up (root, default data dir, warm pool on)", { skip,
   before(async () => {
     const services = await backingServices();
     redisPort = Number(new URL(services.redisUrl).port || 6379);
-    db = await createTestDatabase();
     const repos = tempDir("wcx-upc-git-");
     createBareRepo(repos, "many", HANDOVER_TREE);
     git = await startGitDaemon(repos, ALLOWED);
@@ -113,46 +108,28 @@ describe("clones on webcodex up (root, default data dir, warm pool on)", { skip,
       res.writeHead(401, { "www-authenticate": 'Basic realm="git"' }).end();
     });
     await new Promise<void>((r) => asking.listen(0, ALLOWED, () => r()));
-    const home = tempDir("wcx-upc-home-");
-    chmodSync(home, 0o700);
-    workspaces = join(home, ".webcodex", "up", "workspaces");
     const tokens = { a: secret("tenant-a"), b: secret("tenant-b") };
-    const tokensFile = join(home, "tokens.json");
-    writeFileSync(
-      tokensFile,
-      JSON.stringify({
-        tokens: [
-          { token: tokens.a, client_id: "acme", subject: "alice" },
-          { token: tokens.b, client_id: "globex", subject: "bob" },
-        ],
-      }),
-      { mode: 0o600 },
-    );
-    // The operator's git credentials: tenant B's has no url_prefix.
-    const credentials = join(home, "git-credentials.json");
-    writeFileSync(credentials, JSON.stringify({ tenants: { globex: { username: "bot", password } } }), { mode: 0o600 });
-    up = await startUp(
-      {
-        PATH: process.env["PATH"] ?? "/usr/bin:/bin",
-        HOME: home,
-        WEBCODEX_POSTGRES_URL: db.url,
-        WEBCODEX_REDIS_URL: services.redisUrl,
-        WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(),
-        WEBCODEX_DEV_TOKENS_FILE: tokensFile,
-        WEBCODEX_GIT_CREDENTIALS_FILE: credentials,
-        WEBCODEX_CLONE_ALLOW_HOSTS: ALLOWED,
-        WEBCODEX_FLEET_WARM_POOL: "2",
+    root = await startRootUp(
+      [
+        { token: tokens.a, client_id: "acme", subject: "alice" },
+        { token: tokens.b, client_id: "globex", subject: "bob" },
+      ],
+      (home) => {
+        // The operator's git credentials: tenant B's has no url_prefix.
+        const credentials = join(home, "git-credentials.json");
+        writeFileSync(credentials, JSON.stringify({ tenants: { globex: { username: "bot", password } } }), { mode: 0o600 });
+        return { WEBCODEX_GIT_CREDENTIALS_FILE: credentials, WEBCODEX_CLONE_ALLOW_HOSTS: ALLOWED, WEBCODEX_FLEET_WARM_POOL: "2" };
       },
-      ["--project", createProjectDir({ "README.md": "# upc\n" }, { name: "upc" }), "--port", String(await findFreeBasePort(SERVICES.length))],
+      createProjectDir({ "README.md": "# upc\n" }, { name: "upc" }),
     );
+    ({ up, workspaces } = root);
     [a, b] = await Promise.all([connectMcp(up.mcpUrl, tokens.a), connectMcp(up.mcpUrl, tokens.b)]);
   });
 
   after(async () => {
     killAll([...leftovers, ...hostPids(flipTag)]);
     await Promise.all([a?.close(), b?.close()]);
-    if (up) await stopUp(up.child);
-    await db?.drop();
+    await root?.close();
     await git?.close();
     await new Promise((r) => listener?.close(r));
     await new Promise((r) => asking?.close(r));

@@ -8,30 +8,15 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { basename, dirname, join } from "node:path";
 import pg from "pg";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { findFreeBasePort, SERVICES } from "@webcodex/cli";
 import { detectSandbox } from "@webcodex/runner";
-import {
-  backingServices,
-  callTool,
-  createBareRepo,
-  startGitDaemon,
-  cliPath,
-  connectMcp,
-  createProjectDir,
-  createTestDatabase,
-  hostPids,
-  redisKeyPrefix,
-  sleepTag,
-  startUp,
-  stopUp,
-  tempDir,
-} from "../support/index.js";
-import type { GitServer, TestDatabase, UpStack } from "../support/index.js";
+import { callTool, cliPath, connectMcp, createBareRepo, createProjectDir, hostPids, sleepTag, startGitDaemon, startRootUp, tempDir } from "../support/index.js";
+import type { GitServer, RootUp, UpStack } from "../support/index.js";
 import { createProject, shell, twoTenantProjects, upWorkspaces } from "../support/attacks.js";
 
 const asRoot = process.getuid?.() === 0;
@@ -49,7 +34,7 @@ const runState = (pid: number): string | undefined => {
 };
 
 describe("two tenants on one webcodex up (root, default data dir)", { skip, timeout: 600_000 }, () => {
-  let db: TestDatabase;
+  let root: RootUp;
   let up: UpStack;
   let a: Client;
   let b: Client;
@@ -69,12 +54,21 @@ describe("two tenants on one webcodex up (root, default data dir)", { skip, time
   const tag = sleepTag();
 
   before(async () => {
-    const services = await backingServices();
-    db = await createTestDatabase();
     const repos = tempDir("wcx-up-git-");
     createBareRepo(repos, "tree", { "README.md": "# cloned\n", "src/a/b/c.txt": "c\n", "src/d.txt": "d\n" });
     git = await startGitDaemon(repos);
-    const admin = new pg.Client({ connectionString: db.url });
+    // The --project belongs to the first token's tenant (acme); up's default data dir for root is ~/.webcodex/up, under a 0700 home.
+    projectDir = createProjectDir({ "README.md": "# main\n", "main-secret.txt": `${mainSecret}\n` }, { name: "upiso" });
+    root = await startRootUp(
+      [
+        { token: aToken, client_id: "acme", subject: "alice" },
+        { token: bToken, client_id: "globex", subject: "bob" },
+      ],
+      { WEBCODEX_CLONE_ALLOW_HOSTS: "127.0.0.1" },
+      projectDir,
+    );
+    ({ up, home, workspaces, tokensFile } = root);
+    const admin = new pg.Client({ connectionString: root.databaseUrl });
     await admin.connect();
     try {
       pgData = String((await admin.query("SHOW data_directory")).rows[0]?.["data_directory"] ?? "");
@@ -83,43 +77,13 @@ describe("two tenants on one webcodex up (root, default data dir)", { skip, time
     } finally {
       await admin.end();
     }
-    // up's default data dir for root: ~/.webcodex/up, under a 0700 home.
-    home = tempDir("wcx-up-home-");
-    chmodSync(home, 0o700);
-    workspaces = join(home, ".webcodex", "up", "workspaces");
-    tokensFile = join(home, "tokens.json");
-    writeFileSync(
-      tokensFile,
-      JSON.stringify({
-        tokens: [
-          { token: aToken, client_id: "acme", subject: "alice" },
-          { token: bToken, client_id: "globex", subject: "bob" },
-        ],
-      }),
-      { mode: 0o600 },
-    );
-    // The --project belongs to the first token's tenant (acme).
-    projectDir = createProjectDir({ "README.md": "# main\n", "main-secret.txt": `${mainSecret}\n` }, { name: "upiso" });
-    up = await startUp(
-      {
-        PATH: process.env["PATH"] ?? "/usr/bin:/bin",
-        HOME: home,
-        WEBCODEX_POSTGRES_URL: db.url,
-        WEBCODEX_REDIS_URL: services.redisUrl,
-        WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(),
-        WEBCODEX_DEV_TOKENS_FILE: tokensFile,
-        WEBCODEX_CLONE_ALLOW_HOSTS: "127.0.0.1",
-      },
-      ["--project", projectDir, "--port", String(await findFreeBasePort(SERVICES.length))],
-    );
     [a, b] = await Promise.all([connectMcp(up.mcpUrl, aToken), connectMcp(up.mcpUrl, bToken)]);
     ({ aProject, bProject } = await twoTenantProjects(a, b, { aFile: aFileSecret, aEnv: aEnvSecret, jobTag: tag }));
   });
 
   after(async () => {
     await Promise.all([a?.close(), b?.close()]);
-    if (up) await stopUp(up.child);
-    await db?.drop();
+    await root?.close();
     await git?.close();
   });
 

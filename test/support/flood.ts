@@ -7,39 +7,12 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
 import { join } from "node:path";
+import { postMcpRaw } from "./mcp.js";
 import { tempDir } from "./processes.js";
 
-/** One raw POST to an MCP endpoint (no client library in the way); `ms` is until the whole answer. */
-export function postRaw(url: string, token: string, body: string): Promise<{ status: number; text: string; ms: number }> {
-  const u = new URL(url);
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: u.hostname,
-        port: u.port,
-        path: u.pathname,
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "content-length": String(Buffer.byteLength(body)),
-        },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => (text += d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, ms: performance.now() - started }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+/** One raw POST to an MCP endpoint as `token` (no client library in the way); `ms` is until the whole answer. */
+export const postRaw = (url: string, token: string, body: string) => postMcpRaw(url, { authorization: `Bearer ${token}` }, body);
 
 /** Resident set size of `pid` in bytes (from /proc). */
 export const rssOf = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN) * 1024;

@@ -1,6 +1,6 @@
 export { backingServices, createTestDatabase, redisKeyPrefix } from "./backing-services.js";
 export type { BackingServices, TestDatabase } from "./backing-services.js";
-export { connectMcp, callTool, executeFollowUp, firstProjectRef, followUpTargetTool, readRevision } from "./mcp.js";
+export { connectMcp, callTool, executeFollowUp, firstProjectRef, followUpTargetTool, postMcpRaw, readRevision } from "./mcp.js";
 export type { FollowUpCall } from "./mcp.js";
 export { openDevProject } from "./dev-project.js";
 export type { DevProject, DevProjectOptions } from "./dev-project.js";

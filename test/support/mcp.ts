@@ -1,4 +1,6 @@
-/** Test helpers: a real MCP SDK client over Streamable HTTP, and tool-call shorthands. */
+/** Test helpers: a real MCP SDK client over Streamable HTTP, tool-call shorthands, and a raw POST without a client. */
+import { request } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
@@ -61,4 +63,41 @@ export async function executeFollowUp(client: Client, followUp: unknown): Promis
 export function followUpTargetTool(followUp: unknown): string {
   const f = followUp as FollowUpCall;
   return f.tool === "call_runtime_tool" ? String(f.arguments["tool"]) : f.tool;
+}
+
+/**
+ * One raw POST to an MCP endpoint (no client library in the way): JSON content and the Streamable
+ * HTTP accept header, then `headers` (which may replace them); `ms` is until the whole answer.
+ */
+export function postMcpRaw(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; text: string; ms: number }> {
+  const u = new URL(url);
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "content-length": String(Buffer.byteLength(body)),
+          ...headers,
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text, ms: performance.now() - started }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
 }

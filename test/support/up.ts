@@ -66,6 +66,8 @@ export interface RootUp {
   /** Where created projects' workspaces live (`<tenant>/<project>` under it). */
   workspaces: string;
   tokensFile: string;
+  /** Its database's URL (the database is its own). */
+  databaseUrl: string;
   /** Stops the stack and drops its database. */
   close(): Promise<void>;
 }
@@ -73,16 +75,22 @@ export interface RootUp {
 /**
  * Starts `webcodex up` with up's default data dir under a fresh 0700 HOME, a database of its
  * own, Redis under a key prefix of its own, and the principals in `tokens` (a tokens file
- * entry each: token, client_id, subject, admission_profile?); the --project belongs to the
- * first token's tenant. `env` adds to (or overrides) the environment it is given.
+ * entry each: token, client_id, subject, admission_profile?); the --project (`projectDir`, or a
+ * new one) belongs to the first token's tenant. `env` adds to (or overrides) the environment it
+ * is given; as a function it is called with the HOME first (to place the operator's files there).
  */
-export async function startRootUp(tokens: ReadonlyArray<Record<string, unknown>>, env: Record<string, string> = {}): Promise<RootUp> {
+export async function startRootUp(
+  tokens: ReadonlyArray<Record<string, unknown>>,
+  env: Record<string, string> | ((home: string) => Record<string, string>) = {},
+  projectDir?: string,
+): Promise<RootUp> {
   const services = await backingServices();
   const db = await createTestDatabase();
   const home = tempDir("wcx-up-home-");
   chmodSync(home, 0o700);
   const tokensFile = join(home, "tokens.json");
   writeFileSync(tokensFile, JSON.stringify({ tokens }), { mode: 0o600 });
+  const project = projectDir ?? createProjectDir({ "README.md": "# up\n" }, { name: "rootup" });
   let up: UpStack;
   try {
     up = await startUp(
@@ -93,9 +101,9 @@ export async function startRootUp(tokens: ReadonlyArray<Record<string, unknown>>
         WEBCODEX_REDIS_URL: services.redisUrl,
         WEBCODEX_REDIS_KEY_PREFIX: redisKeyPrefix(),
         WEBCODEX_DEV_TOKENS_FILE: tokensFile,
-        ...env,
+        ...(typeof env === "function" ? env(home) : env),
       },
-      ["--project", createProjectDir({ "README.md": "# up\n" }, { name: "rootup" }), "--port", String(await findFreeBasePort(SERVICES.length))],
+      ["--project", project, "--port", String(await findFreeBasePort(SERVICES.length))],
     );
   } catch (error) {
     await db.drop();
@@ -106,6 +114,7 @@ export async function startRootUp(tokens: ReadonlyArray<Record<string, unknown>>
     home,
     workspaces: join(home, ".webcodex", "up", "workspaces"),
     tokensFile,
+    databaseUrl: db.url,
     async close() {
       await stopUp(up.child);
       await db.drop();

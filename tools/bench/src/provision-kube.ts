@@ -20,15 +20,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createLogger, startServiceServer } from "@webcodex/platform";
 import { RunnerBrokerService } from "@webcodex/proto";
-import { createKubernetesProvisioner, runnerCredential, startFleet, warmToken } from "@webcodex/runner-broker";
+import { runnerCredential, warmToken } from "@webcodex/runner-broker";
 import type { Provisioner } from "@webcodex/runner-broker";
 import { fakeKubeConfig, startFakeKubeApi } from "@webcodex/runner-broker/testing/fake-kube-api";
 import type { FakeKubeApi, KubeObject } from "@webcodex/runner-broker/testing/fake-kube-api";
+import { startTestFleet } from "@webcodex/runner-broker/testing/test-fleet";
 import { FLEET_NAMESPACE as NS, fleetTemplate } from "./fleet.js";
-import { median, round } from "./stats.js";
+import { warmColdRounds } from "./provision.js";
 import type { BenchResult } from "./stats.js";
 
-const ROUNDS = Number(process.env["WEBCODEX_BENCH_PROVISION_ROUNDS"] ?? 6);
 const KEY = "bench-runner-key";
 const cliPath = fileURLToPath(new URL("../../cli/bin/webcodex.js", import.meta.url));
 const logger = createLogger({ service: "bench", level: "silent" });
@@ -143,19 +143,13 @@ export async function benchProvisionKube(): Promise<BenchResult> {
     const api = await startFakeKubeApi();
     const kubelet = fakeKubelet(api, join(dir, name), broker.url);
     const kubeConfig = await fakeKubeConfig(api);
-    const credentialFor = (w: { clientId: string; projectId: string }) => runnerCredential(KEY, w);
-    const f = await startFleet({
+    const { fleet, p } = await startTestFleet({
       kubeConfig,
       template,
-      namespace: NS,
-      anchorName: "wcx-runner-anchor",
-      leaseName: "wcx-fleet",
       identity: name,
       idleTimeoutMs: 0,
-      maxUnavailable: 1,
       resyncMs: 300_000,
-      quota: {},
-      credentialFor,
+      credentialFor: (w) => runnerCredential(KEY, w),
       warmPool: {
         size,
         tokenFor: (pod) => warmToken(KEY, pod),
@@ -163,10 +157,7 @@ export async function benchProvisionKube(): Promise<BenchResult> {
       },
       logger,
     });
-    const p: Provisioner = f.wrap(
-      await createKubernetesProvisioner({ template, kubeConfig, namespace: NS, credentialFor, owners: () => f.fleet.owners(), logger }),
-    );
-    return { api, kubelet, fleet: f.fleet, p };
+    return { api, kubelet, fleet, p };
   };
   const cold = await side("cold", 0);
   const warm = await side("warm", 1);
@@ -182,32 +173,22 @@ export async function benchProvisionKube(): Promise<BenchResult> {
     return performance.now() - t0;
   };
   try {
-    const coldMs: number[] = [];
-    const warmMs: number[] = [];
-    const ratios: number[] = [];
     let claimed = 0;
-    for (let r = 0; r < ROUNDS + 1; r++) {
-      const deadline = Date.now() + 60_000;
-      while (warm.fleet.warmReady() < 1 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 20));
-      if (warm.fleet.warmReady() < 1) throw new Error("provision bench (kubernetes): the warm pool did not refill in 60 s");
-      const c = await provision(cold.p, `cold-${r}`);
-      const before = warm.api.list("pods", NS, "webcodex.dev/warm=true").map((o) => o.metadata.name);
-      const w = await provision(warm.p, `warm-${r}`);
-      if (before.some((n) => warm.api.get("pods", NS, n)?.metadata.labels?.["webcodex.dev/warm"] === undefined)) claimed++;
-      if (r === 0) continue; // the first round warms caches and connections on both sides
-      coldMs.push(c);
-      warmMs.push(w);
-      ratios.push(w / c);
-    }
+    const { rounds, ...figures } = await warmColdRounds({
+      bench: "provision bench (kubernetes)",
+      warmReady: () => warm.fleet.warmReady(),
+      pollMs: 20,
+      cold: (r) => provision(cold.p, `cold-${r}`),
+      async warm(r) {
+        const before = warm.api.list("pods", NS, "webcodex.dev/warm=true").map((o) => o.metadata.name);
+        const ms = await provision(warm.p, `warm-${r}`);
+        if (before.some((n) => warm.api.get("pods", NS, n)?.metadata.labels?.["webcodex.dev/warm"] === undefined)) claimed++;
+        return ms;
+      },
+    });
     return {
       name: "provision_kubernetes",
-      metrics: {
-        cold_p50_ms: round(median(coldMs)),
-        warm_p50_ms: round(median(warmMs)),
-        warm_over_cold: round(median(ratios), 3),
-        warm_claims: claimed,
-        rounds: ROUNDS,
-      },
+      metrics: { ...figures, warm_claims: claimed, rounds },
       notes:
         "fake Kubernetes API, each pod run as a local Runner process: create_project until the Runner registers, claimed warm pod vs new pod; no scheduling, image pull or volume attach (a real cluster adds those to cold only)",
     };

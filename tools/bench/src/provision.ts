@@ -63,34 +63,52 @@ async function createReady(client: Client, name: string): Promise<number> {
   return performance.now() - t0;
 }
 
+/**
+ * The provision benches' rounds, warm against cold alternating: ROUNDS measured after a first one
+ * that only warms caches and connections on both sides. Before each round the warm pool has
+ * refilled (`warmReady()` at least 1, polled every `pollMs`, 60 s at the most). Figures: p50 of
+ * each side and warm/cold, the median of the per-round ratios.
+ */
+export async function warmColdRounds(o: {
+  bench: string;
+  warmReady: () => number;
+  pollMs: number;
+  cold: (round: number) => Promise<number>;
+  warm: (round: number) => Promise<number>;
+}): Promise<{ cold_p50_ms: number; warm_p50_ms: number; warm_over_cold: number; rounds: number }> {
+  const coldMs: number[] = [];
+  const warmMs: number[] = [];
+  const ratios: number[] = [];
+  for (let r = 0; r < ROUNDS + 1; r++) {
+    const deadline = Date.now() + 60_000;
+    while (o.warmReady() < 1 && Date.now() < deadline) await new Promise((res) => setTimeout(res, o.pollMs));
+    if (o.warmReady() < 1) throw new Error(`${o.bench}: the warm pool did not refill in 60 s`);
+    const c = await o.cold(r);
+    const w = await o.warm(r);
+    if (r === 0) continue; // the first round warms caches and connections on both sides
+    coldMs.push(c);
+    warmMs.push(w);
+    ratios.push(w / c);
+  }
+  return { cold_p50_ms: round(median(coldMs)), warm_p50_ms: round(median(warmMs)), warm_over_cold: round(median(ratios), 3), rounds: ROUNDS };
+}
+
 export async function benchProvision(o: { postgresUrls: [string, string]; redisUrl: string }): Promise<BenchResult> {
   const token = `bench-${randomBytes(12).toString("hex")}`;
   const cold = await stackWith(o.postgresUrls[0], o.redisUrl, token, 0);
   const warm = await stackWith(o.postgresUrls[1], o.redisUrl, token, 1);
   try {
     const brokerPid = warm.stack.processes.get("runner-broker")?.pid ?? -1;
-    const coldMs: number[] = [];
-    const warmMs: number[] = [];
-    const ratios: number[] = [];
-    for (let r = 0; r < ROUNDS + 1; r++) {
-      const deadline = Date.now() + 60_000;
-      while (warmChildren(brokerPid) < 1 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 50));
-      if (warmChildren(brokerPid) < 1) throw new Error("provision bench: the warm pool did not refill in 60 s");
-      const c = await createReady(cold.client, `cold-${r}`);
-      const w = await createReady(warm.client, `warm-${r}`);
-      if (r === 0) continue; // the first round warms caches and connections on both sides
-      coldMs.push(c);
-      warmMs.push(w);
-      ratios.push(w / c);
-    }
+    const metrics = await warmColdRounds({
+      bench: "provision bench",
+      warmReady: () => warmChildren(brokerPid),
+      pollMs: 50,
+      cold: (r) => createReady(cold.client, `cold-${r}`),
+      warm: (r) => createReady(warm.client, `warm-${r}`),
+    });
     return {
       name: "provision",
-      metrics: {
-        cold_p50_ms: round(median(coldMs)),
-        warm_p50_ms: round(median(warmMs)),
-        warm_over_cold: round(median(ratios), 3),
-        rounds: ROUNDS,
-      },
+      metrics,
       notes: "create_project until ready: a Runner claimed from the warm pool vs a new Runner process (median of per-round ratios)",
     };
   } finally {

@@ -18,11 +18,10 @@ import type { ClaimRequest } from "@webcodex/proto";
 import { fakeKubeConfig, startFakeKubeApi } from "../testing/fake-kube-api.js";
 import type { FakeKubeApi } from "../testing/fake-kube-api.js";
 import { testRunnerPodTemplate } from "../testing/runner-template.js";
-import { createKubernetesProvisioner, runnerPodName } from "../provisioning/kubernetes.js";
+import { startTestFleet } from "../testing/test-fleet.js";
+import { runnerPodName } from "../provisioning/kubernetes.js";
 import { runnerNames } from "../provisioning/provisioner.js";
-import type { ProjectWorkspace, Provisioner } from "../provisioning/provisioner.js";
-import { startFleet } from "./fleet-provisioner.js";
-import type { FleetReconciler } from "./reconciler.js";
+import type { ProjectWorkspace } from "../provisioning/provisioner.js";
 import { WARM_LABEL, warmToken } from "./warm-pods.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
@@ -79,26 +78,15 @@ describe("Kubernetes warm pool", () => {
   };
   const warmPods = () => api.list("pods", NS, `${WARM_LABEL}=true`);
 
-  const start = async (size: number, quota = {}): Promise<{ fleet: FleetReconciler; p: Provisioner }> => {
-    const credentialFor = (w: ProjectWorkspace) => `cred-${w.projectId}`;
-    const f = await startFleet({
+  const start = (size: number, quota = {}) =>
+    startTestFleet({
       kubeConfig,
       template,
-      namespace: NS,
-      anchorName: "wcx-runner-anchor",
-      leaseName: "wcx-fleet",
-      identity: "broker-0",
-      idleTimeoutMs: 60_000,
-      maxUnavailable: 1,
-      resyncMs: 60_000,
       quota,
-      credentialFor,
+      credentialFor: (w) => `cred-${w.projectId}`,
       warmPool: { size, tokenFor: (pod) => warmToken(KEY, pod), address: () => claimServer.url },
       logger,
     });
-    const base = await createKubernetesProvisioner({ template, kubeConfig, namespace: NS, credentialFor, owners: () => f.fleet.owners(), logger });
-    return { fleet: f.fleet, p: f.wrap(base) };
-  };
 
   it("fills the pool to its size with pod + PVC + warm Secret triples owned by the anchor, with no project identity", async () => {
     reset();

@@ -11,6 +11,7 @@ import { canonicalProjectId } from "@webcodex/contracts";
 import { fakeKubeConfig, startFakeKubeApi } from "../testing/fake-kube-api.js";
 import type { FakeKubeApi, KubeObject } from "../testing/fake-kube-api.js";
 import { testRunnerPodTemplate } from "../testing/runner-template.js";
+import { startTestFleet } from "../testing/test-fleet.js";
 import { runnerPodName, TEMPLATE_HASH_ANNOTATION, templateHash } from "../provisioning/kubernetes.js";
 import type { ProjectWorkspace } from "../provisioning/provisioner.js";
 import { CREDENTIAL_FINGERPRINT_ANNOTATION, createFleetReconciler } from "./reconciler.js";
@@ -382,23 +383,8 @@ describe("the Kubernetes provisioner under the fleet", () => {
   after(() => api.close());
 
   it("owns what it creates, knows Projects by their workspace claims, refuses over quota and reports conditions by detail code", async () => {
-    const { startFleet } = await import("./fleet-provisioner.js");
-    const { createKubernetesProvisioner } = await import("../provisioning/kubernetes.js");
     const template = baseTemplate();
-    const f = await startFleet({
-      kubeConfig,
-      template,
-      namespace: NS,
-      anchorName: "wcx-runner-anchor",
-      leaseName: "wcx-fleet",
-      identity: "broker-0",
-      idleTimeoutMs: 60_000,
-      maxUnavailable: 1,
-      resyncMs: 60_000,
-      quota: { runnersPerTenant: 1 },
-      logger,
-    });
-    const p = f.wrap(await createKubernetesProvisioner({ template, kubeConfig, namespace: NS, owners: () => f.fleet.owners(), logger }));
+    const { fleet, p } = await startTestFleet({ kubeConfig, template, quota: { runnersPerTenant: 1 }, logger });
     try {
       const a = ws("tenant", "one");
       await p.ensureRunner(a);
@@ -406,7 +392,7 @@ describe("the Kubernetes provisioner under the fleet", () => {
       assert.equal(pod.metadata.ownerReferences?.[0]?.uid, api.get("configmaps", NS, "wcx-runner-anchor")?.metadata.uid);
       const claim = api.get("persistentvolumeclaims", NS, `${pod.metadata.name}-workspace`)!;
       assert.deepEqual([claim.metadata.annotations?.["webcodex.dev/client-id"], claim.metadata.annotations?.["webcodex.dev/project-id"]], ["tenant", "one"]);
-      await until(() => p.provisioningState !== undefined && f.fleet.status(a).state === "ready");
+      await until(() => p.provisioningState !== undefined && fleet.status(a).state === "ready");
       assert.deepEqual(await p.provisioningState!(a), { state: "ready" });
       // The loop knows the Project from its claim: a pass keeps its Runner, and an orphan goes.
       api.put("pods", { metadata: { name: "wcx-runner-nobody", namespace: NS, labels: template.labels } });
@@ -432,7 +418,7 @@ describe("the Kubernetes provisioner under the fleet", () => {
         phase: "Running",
         containerStatuses: [{ name: "runner", state: { waiting: { reason: "CrashLoopBackOff", message: "back-off" } } }],
       });
-      await until(() => f.fleet.status(a).detail_code === "runner_crash_loop");
+      await until(() => fleet.status(a).detail_code === "runner_crash_loop");
       const st = await p.provisioningState!(a);
       assert.equal(st.state === "unschedulable" && st.condition.detailCode, "runner_crash_loop");
     } finally {
@@ -440,26 +426,17 @@ describe("the Kubernetes provisioner under the fleet", () => {
     }
   });
   it("refuses create_project over the tenant's projects and hourly creations quotas, counted from the workspace claims; nothing is created", async () => {
-    const { startFleet } = await import("./fleet-provisioner.js");
     const { createTenantQuotas } = await import("./tenant-quotas.js");
-    const { createKubernetesProvisioner } = await import("../provisioning/kubernetes.js");
     const template = baseTemplate();
     let clock = 1_000_000;
-    const f = await startFleet({
+    const { p } = await startTestFleet({
       kubeConfig,
       template,
-      namespace: NS,
-      anchorName: "wcx-runner-anchor",
       leaseName: "wcx-fleet-q",
       identity: "broker-q",
-      idleTimeoutMs: 60_000,
-      maxUnavailable: 1,
-      resyncMs: 60_000,
-      quota: {},
       tenantQuotas: createTenantQuotas({ projects: 2, creationsPerHour: 2 }, () => clock),
       logger,
     });
-    const p = f.wrap(await createKubernetesProvisioner({ template, kubeConfig, namespace: NS, owners: () => f.fleet.owners(), logger }));
     const claimOf = (w: { clientId: string; projectId: string }) => api.get("persistentvolumeclaims", NS, `${runnerPodName(template, w)}-workspace`);
     try {
       const [one, two, three] = [ws("quota-t", "p1"), ws("quota-t", "p2"), ws("quota-t", "p3")];
