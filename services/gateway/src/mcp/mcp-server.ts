@@ -19,8 +19,7 @@ import {
   ReadResourceRequestSchema,
   SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { CallToolResult, InitializeRequest, InitializeResult, RequestId, ServerNotification } from "@modelcontextprotocol/sdk/types.js";
-import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import type { InitializeRequest, InitializeResult } from "@modelcontextprotocol/sdk/types.js";
 import { admittedTools, serverInstructions, toolDefinition } from "@webcodex/contracts";
 import type { AdmissionProfile, HostProfile } from "@webcodex/contracts";
 import type { Caller } from "../auth.js";
@@ -56,8 +55,6 @@ export async function createMcpServer(deps: {
   hostProfile: HostProfile;
   version: string;
   appResources: ReadonlyMap<string, AppResource>;
-  /** Plain tools/calls skip the Server's generic handling (default true; false sends every call through the Server). */
-  directToolCalls?: boolean;
 }): Promise<MultiplexTransport> {
   const server = new Server(
     { name: "webcodex", version: deps.version },
@@ -66,6 +63,7 @@ export async function createMcpServer(deps: {
       instructions: instructionsFor("full", deps.hostProfile),
     },
   );
+  const transport = new MultiplexTransport();
   // initialize answers as the SDK does, with instructions that name only tools this caller has
   // (its admission and Host profile, less what the tool policy withholds from it).
   const sdkInitialize = (server as unknown as { _oninitialize(req: InitializeRequest): Promise<InitializeResult> })._oninitialize.bind(server);
@@ -98,18 +96,9 @@ export async function createMcpServer(deps: {
     const catalog = await deps.catalogs.get(caller, caller.hostProfile ?? deps.hostProfile);
     return catalog.toolsListResult as { tools: [] };
   });
-  // tools/call: one handler, run by the Server, or directly by the transport for a plain call
-  // (see multiplex-transport.ts), with the same answer either way.
-  const callTool = async (
-    params: {
-      name: string;
-      arguments?: Record<string, unknown> | undefined;
-      _meta?: { progressToken?: string | number | undefined; [key: string]: unknown } | undefined;
-    },
-    extra: { authInfo?: AuthInfo; signal: AbortSignal; requestId: RequestId; sendNotification?: (n: ServerNotification) => Promise<void> },
-  ): Promise<CallToolResult> => {
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const caller = callerOf(extra);
-    const progressToken = params._meta?.progressToken;
+    const progressToken = req.params._meta?.progressToken;
     // While a Host waits with a progressToken, report elapsed time every second; the total is
     // unknown, so none is claimed.
     const started = Date.now();
@@ -119,7 +108,7 @@ export async function createMcpServer(deps: {
         : setInterval(() => {
             const elapsed = Math.round((Date.now() - started) / 1000);
             void extra
-              .sendNotification?.({ method: "notifications/progress", params: { progressToken, progress: elapsed, message: `running for ${elapsed} s` } })
+              .sendNotification({ method: "notifications/progress", params: { progressToken, progress: elapsed, message: `running for ${elapsed} s` } })
               .catch(() => undefined);
           }, PROGRESS_INTERVAL_MS);
     let result;
@@ -128,22 +117,20 @@ export async function createMcpServer(deps: {
       const sessionId = extra.authInfo?.extra?.["sessionId"];
       const facts = {
         ...(requestId !== undefined ? { requestId } : {}),
-        ...(params._meta ? { meta: params._meta } : {}),
+        ...(req.params._meta ? { meta: req.params._meta } : {}),
         ...(typeof sessionId === "string" ? { sessionId } : {}),
       };
-      result = await deps.pipeline.call(caller, params.name, params.arguments ?? {}, extra.signal, facts);
+      result = await deps.pipeline.call(caller, req.params.name, req.params.arguments ?? {}, extra.signal, facts);
     } finally {
       if (heartbeat) clearInterval(heartbeat);
     }
     if (result.delivered) transport.whenDelivered(Number(extra.requestId), result.delivered);
     return {
-      content: [{ type: "text" as const, text: result.text ?? textContent(params.name, result) }],
+      content: [{ type: "text" as const, text: result.text ?? textContent(req.params.name, result) }],
       structuredContent: result.structuredContent,
       ...(result.isError ? { isError: true } : {}),
     };
-  };
-  const transport = new MultiplexTransport(deps.directToolCalls === false ? undefined : callTool);
-  server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool(req.params, extra));
+  });
   await server.connect(transport);
   return transport;
 }
