@@ -99,6 +99,18 @@ export interface DistributedStack {
 
 const cliPath = fileURLToPath(new URL("../bin/webcodex.js", import.meta.url));
 
+/**
+ * How `webcodex up` runs its gateway, the process that reads callers' request bodies. Each body
+ * chunk read (up to 64 KiB, one per socket read) is copied into a Buffer that lives until V8
+ * collects it. With glibc's defaults those copies come from the process's main heap and, once
+ * freed, stay resident behind any small live allocation above them: a flood of multi-MiB
+ * requests left 20-40 MiB there for good (V8's own young generation, 32 MiB at most,
+ * shrinks again once the flood stops). From 16 KiB up, glibc now maps each allocation on its
+ * own and unmaps it when it is freed (a fixed threshold: glibc's own starts at 128 KiB and rises
+ * with use); an operator's own setting is kept.
+ */
+const GATEWAY_MALLOC_ENV: Record<string, string> = { MALLOC_MMAP_THRESHOLD_: process.env["MALLOC_MMAP_THRESHOLD_"] ?? "16384" };
+
 export async function waitForReady(url: string, timeoutMs: number, path = "/readyz"): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = "";
@@ -161,6 +173,7 @@ export async function startDistributed(o: DistributedOptions): Promise<Distribut
           WEBCODEX_DEV_CLIENT_ID: o.clientId,
           // /readyz waits for the local project's Runner.
           WEBCODEX_READY_PROJECTS: `agent:${o.clientId}:${projectIdFor(projectDir)}`,
+          ...GATEWAY_MALLOC_ENV,
         };
       case "runner":
         return {
