@@ -17,7 +17,17 @@ import { projectIdFor, startEmbedded } from "@webcodex/cli";
 import type { DistributedStack } from "@webcodex/cli";
 import { AUDIT_SCHEMA, dayOf, ensurePartitions, listPartitionDays, migrateAudit } from "@webcodex/audit";
 import { createLogger, createPgliteDatabase } from "@webcodex/platform";
-import { backingServices, callTool, connectMcp, createProjectDir, createTestDatabase, startTestStack, tempDir, until } from "../support/index.js";
+import {
+  backingServices,
+  callTool,
+  connectMcp,
+  createProjectDir,
+  createTestDatabase,
+  seedPgliteCluster,
+  startTestStack,
+  tempDir,
+  until,
+} from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 const DAY_MS = 86_400_000;
@@ -118,6 +128,7 @@ describe("embedded mode: spool in the data dir, retention drives partition maint
 
   before(async () => {
     // A data dir from an earlier run, with a partition past a 3-day retention.
+    await seedPgliteCluster(dataDir);
     const db = await createPgliteDatabase(join(dataDir, "postgres"));
     await migrateAudit(db);
     await ensurePartitions(db, AUDIT_SCHEMA, [expired]);

@@ -11,7 +11,7 @@ import { projectIdFor, startEmbedded } from "@webcodex/cli";
 import type { Embedded } from "@webcodex/cli";
 import { createLogger, startTelemetry } from "@webcodex/platform";
 import type { Telemetry } from "@webcodex/platform";
-import { callTool, connectMcp, createProjectDir, spanAttribute, startOtlpCollector, tempDir } from "../support/index.js";
+import { callTool, connectMcp, createProjectDir, seedPgliteCluster, spanAttribute, startOtlpCollector, tempDir } from "../support/index.js";
 import type { OtlpCollector, OtlpSpan } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
@@ -31,10 +31,12 @@ describe("tracing in embedded mode", () => {
     telemetry = await startTelemetry("webcodex-dev", process.env, createLogger({ service: "test", level: "silent" }));
     assert.equal(telemetry.enabled, true);
     projectDir = createProjectDir({ "README.md": "# embedded trace\n" }, { name: "embeddedtrace" });
+    const dataDir = tempDir("wcx-embedded-trace-");
+    await seedPgliteCluster(dataDir);
     embedded = await startEmbedded({
       projectDir,
       port: 0,
-      dataDir: tempDir("wcx-embedded-trace-"),
+      dataDir,
       tokens: [{ token, clientId: "local", subject: "dev" }],
       clientId: "local",
       logger: createLogger({ service: "test", level: "silent" }),

@@ -20,6 +20,7 @@ export {
   hookedCliPath,
 } from "./processes.js";
 export type { CapturedRun, DevServer } from "./processes.js";
+export { seedPgliteCluster } from "./pglite-template.js";
 export { startTcpProxy } from "./tcp-proxy.js";
 export type { TcpProxy } from "./tcp-proxy.js";
 export { startOtlpCollector, spanAttribute } from "./otlp-collector.js";

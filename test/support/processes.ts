@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
+import { seedPgliteCluster } from "./pglite-template.js";
 
 /** Live-process probes that tell a zombie from a live process. */
 export { pidGone, processGroupAlive } from "@webcodex/runner/process-probes";
@@ -82,6 +83,8 @@ export async function startDevServer(options: {
     ...(options.tokensFile ? { WEBCODEX_DEV_TOKENS_FILE: options.tokensFile } : { WEBCODEX_DEV_TOKEN: token }),
     ...options.env,
   };
+  // A fresh data dir gets a copy of a cluster initdb made once (pglite-template.ts).
+  await seedPgliteCluster(options.dataDir);
   const child = spawn(process.execPath, [options.cli ?? cliPath, "dev", "--project", options.projectDir, "--port", "0", "--data-dir", options.dataDir], {
     env,
     stdio: ["ignore", "pipe", "pipe"],

@@ -14,7 +14,8 @@ import { runnerCredential } from "@webcodex/runner-broker";
 import { logFormatFor } from "@webcodex/platform";
 import { projectIdFor } from "./embedded.js";
 
-export const SERVICES = ["tool-registry", "ref-resolver", "audit", "runner-broker", "gateway", "runner"] as const;
+import { SERVICES } from "./services.js";
+export { SERVICES };
 
 const portFree = (port: number) =>
   new Promise<boolean>((done) => {

@@ -22,13 +22,8 @@ import { loadGitCredentials } from "./embedded-projects.js";
 import { startDistributed, SERVICES } from "./distributed.js";
 import { runProjects } from "./projects.js";
 import { serviceLoader } from "./service-mains.js";
-import { COMMAND_USAGE, serviceNames, usage, wantsHelp } from "./usage.js";
+import { COMMAND_USAGE, helpOrVersion, serviceNames, usage, wantsHelp } from "./usage.js";
 import { devAuthOptions, devTokens, refuseWithoutIsolation } from "./dev-principals.js";
-
-/** The version of this command (its package's). */
-function cliVersion(): string {
-  return (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
-}
 
 /**
  * Keeps fd 1 for the protocol: anything else in this process that writes to process.stdout
@@ -96,18 +91,15 @@ const UP_PORTS = SERVICES.length;
 /** Runs one `webcodex` command; `testHooks` (for `dev` and `serve gateway`) only from a test launcher, never bin/webcodex.js. */
 export async function run(argv: string[], testHooks?: GatewayTestHooks): Promise<void> {
   const [command, ...rest] = argv;
-  if (command === "--version" || command === "-V" || command === "version") {
-    process.stdout.write(`webcodex ${cliVersion()}\n`);
+  const help = helpOrVersion(argv);
+  if (help !== undefined) {
+    process.stdout.write(help);
     return;
   }
   if (command !== undefined && command !== "help" && !wantsHelp([command]) && COMMAND_USAGE[command] === undefined)
     throw new UsageError(`unknown command ${JSON.stringify(command)} (webcodex --help lists the commands)`);
   // Secrets given in the environment leave /proc/self/environ before any child starts.
   const { env } = sealSecretEnvironment();
-  if (command !== undefined && command !== "friction-report" && COMMAND_USAGE[command] !== undefined && wantsHelp(rest)) {
-    process.stdout.write(`usage: ${COMMAND_USAGE[command]}\n`);
-    return;
-  }
   switch (command) {
     case "stdio": {
       const { values } = parseArgs({ args: rest, options: { project: { type: "string" }, "data-dir": { type: "string" } } });

@@ -11,12 +11,7 @@ import type { Database } from "@webcodex/platform";
 import { listStoredProjects } from "@webcodex/ref-resolver";
 import type { StoredProject } from "@webcodex/ref-resolver";
 import { UsageError } from "./args.js";
-
-export const PROJECTS_USAGE = `webcodex projects list [--data-dir D | --postgres-url URL] [--all] [--format table|json]   every Project the store holds, including those list_projects does not offer
-  --data-dir D        the embedded data dir of a stopped webcodex dev (default ~/.webcodex/data, or WEBCODEX_DATA_DIR)
-  --postgres-url URL  a distributed deployment's database (or WEBCODEX_POSTGRES_URL)
-  --all               also retired incarnations (deleted Projects, or an address registered again for another root)
-  --format F          table (default) or json`;
+import { PROJECTS_USAGE } from "./usage.js";
 
 export interface ProjectsIo {
   env: NodeJS.ProcessEnv;

@@ -2,10 +2,17 @@
  * The `webcodex` executable's entry: `webcodex runner` and `webcodex serve <service>` load only
  * the process they start, not the rest of the CLI (embedded mode, the distributed launcher, the
  * MCP SDK, every other service), which would otherwise make up much of each service's start on a
- * loaded machine. Every other command, and help, goes to main.ts.
+ * loaded machine. Help and --version are answered from usage.ts alone; every other command goes
+ * to main.ts.
  */
-import { sealSecretEnvironment } from "@webcodex/platform";
+import type { SealedEnvironment } from "@webcodex/platform";
 import { serviceLoader } from "./service-mains.js";
+import { helpOrVersion } from "./usage.js";
+
+/** Moves secrets given in the environment out of /proc/self/environ (platform loads only for a service that starts). */
+async function sealSecretEnvironment(): Promise<SealedEnvironment> {
+  return (await import("@webcodex/platform")).sealSecretEnvironment();
+}
 
 /** Starts the one service the command line names; false when it names none (another command, help, an unknown service). */
 async function startService(argv: readonly string[]): Promise<boolean> {
@@ -18,7 +25,7 @@ async function startService(argv: readonly string[]): Promise<boolean> {
     return true;
   }
   // Secrets given in the environment leave /proc/self/environ before any child starts.
-  const { env } = sealSecretEnvironment();
+  const { env } = await sealSecretEnvironment();
   await (await load()).main(env);
   return true;
 }
@@ -61,11 +68,16 @@ async function startClaimed(runner: Awaited<ReturnType<NonNullable<ReturnType<ty
     delete process.env[k];
   for (const [k, v] of Object.entries(settings)) if (k.startsWith("WEBCODEX_") && typeof v === "string") process.env[k] = v;
   process.title = `webcodex runner ${process.env["WEBCODEX_RUNNER_ID"] ?? ""}`.trim();
-  const { env } = sealSecretEnvironment();
+  const { env } = await sealSecretEnvironment();
   await runner.main(env);
 }
 
 export async function runCommand(argv: string[]): Promise<void> {
+  const help = helpOrVersion(argv);
+  if (help !== undefined) {
+    process.stdout.write(help);
+    return;
+  }
   if (await startService(argv)) return;
   await (await import("./main.js")).run(argv);
 }

@@ -47,4 +47,16 @@ describe("startup imports", () => {
     assert.doesNotMatch(started.stderr, /refused/);
     assert.match(started.stderr, /WEBCODEX_POSTGRES_URL is required/, "the audit service's own configuration check ran");
   });
+
+  it("help and --version answer without loading any service, the database layer or the MCP SDK", () => {
+    const refused = refuse(...elsewhere, "@webcodex/platform", "@webcodex/runner", "@webcodex/tool-registry");
+    for (const args of [["--help"], ["dev", "--help"], ["serve", "gateway", "-h"], ["--version"]]) {
+      const answered = start(refused, args);
+      assert.equal(answered.status, 0, `${args.join(" ")}: ${answered.stderr}`);
+      assert.equal(answered.stderr, "", args.join(" "));
+      assert.match(answered.stdout, /^(usage|webcodex \d)/, args.join(" "));
+    }
+    // The same resolver does refuse a command that needs those modules.
+    assert.match(start(refused, ["serve", "audit"]).stderr, /refused/);
+  });
 });

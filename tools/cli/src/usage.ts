@@ -1,6 +1,16 @@
-/** What `webcodex --help` and `webcodex <command> --help` print, one entry per command. */
-import { SERVICES } from "./distributed.js";
-import { PROJECTS_USAGE } from "./projects.js";
+/**
+ * What `webcodex --help` and `webcodex <command> --help` print, one entry per command. Help and
+ * --version load only this module and the service list (no service, no database, no MCP SDK),
+ * so they answer at once even on a loaded machine.
+ */
+import { readFileSync } from "node:fs";
+import { SERVICES } from "./services.js";
+
+export const PROJECTS_USAGE = `webcodex projects list [--data-dir D | --postgres-url URL] [--all] [--format table|json]   every Project the store holds, including those list_projects does not offer
+  --data-dir D        the embedded data dir of a stopped webcodex dev (default ~/.webcodex/data, or WEBCODEX_DATA_DIR)
+  --postgres-url URL  a distributed deployment's database (or WEBCODEX_POSTGRES_URL)
+  --all               also retired incarnations (deleted Projects, or an address registered again for another root)
+  --format F          table (default) or json`;
 
 export const serviceNames = SERVICES.filter((s) => s !== "runner").join(", ");
 
@@ -50,3 +60,21 @@ ${Object.values(COMMAND_USAGE)
 Logs go to stderr: readable lines on a terminal, JSON otherwise (WEBCODEX_LOG_FORMAT=json|text).`;
 
 export const wantsHelp = (args: readonly string[]) => args.includes("--help") || args.includes("-h");
+
+/** The version of this command (its package's). */
+export function cliVersion(): string {
+  return (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+}
+
+/**
+ * What a command line asking for help or the version prints: `webcodex`, `webcodex help`,
+ * `webcodex --help`, `webcodex <command> --help`, `webcodex --version`. Undefined for any other
+ * command line, and for `friction-report --help` (its usage comes with the audit module).
+ */
+export function helpOrVersion(argv: readonly string[]): string | undefined {
+  const [command, ...rest] = argv;
+  if (command === "--version" || command === "-V" || command === "version") return `webcodex ${cliVersion()}\n`;
+  if (command === undefined || command === "help" || wantsHelp([command])) return `${usage}\n`;
+  if (command !== "friction-report" && Object.hasOwn(COMMAND_USAGE, command) && wantsHelp(rest)) return `usage: ${COMMAND_USAGE[command]}\n`;
+  return undefined;
+}
