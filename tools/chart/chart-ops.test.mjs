@@ -1,5 +1,6 @@
 // Chart checks of the operations items: image digests, the metrics port, process-local
-// readiness, the shutdown drain, migration timing and the Runner admission policy
+// readiness, the shutdown drain, migration timing, the Runner admission policy and the gateway's
+// allocator setting
 // (run: node --test tools/chart/). helm comes from fetch-helm.sh.
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
@@ -201,5 +202,22 @@ describe("docs/sizing.md and the production example agree", () => {
     const limits = pod.spec.containers[0].resources.limits;
     assert.ok(qty(hard["limits.cpu"]) >= planned * qty(limits.cpu), `limits.cpu ${hard["limits.cpu"]} for ${planned} Runners at ${limits.cpu}`);
     assert.ok(qty(hard["limits.memory"]) >= planned * qty(limits.memory), `limits.memory ${hard["limits.memory"]} for ${planned} Runners at ${limits.memory}`);
+  });
+});
+
+describe("gateway allocator", () => {
+  test("the gateway starts with MALLOC_MMAP_THRESHOLD_=16384 (a request flood leaves no grown heap), once, unless gateway.extraEnv sets it", async () => {
+    const gatewayEnv = (objs) => find(objs, "Deployment", "gateway").spec.template.spec.containers[0].env.filter((e) => e.name === "MALLOC_MMAP_THRESHOLD_");
+    assert.deepEqual(gatewayEnv(await rendered("defaults")), [{ name: "MALLOC_MMAP_THRESHOLD_", value: "16384" }]);
+    const own = await template(["--set", "gateway.extraEnv[0].name=MALLOC_MMAP_THRESHOLD_", "--set-string", "gateway.extraEnv[0].value=65536"]);
+    assert.deepEqual(gatewayEnv(own), [{ name: "MALLOC_MMAP_THRESHOLD_", value: "65536" }]);
+    for (const service of ["tool-registry", "ref-resolver", "audit", "runner-broker"]) {
+      const env = find(await rendered("defaults"), "Deployment", service).spec.template.spec.containers[0].env;
+      assert.equal(
+        env.find((e) => e.name === "MALLOC_MMAP_THRESHOLD_"),
+        undefined,
+        `${service} keeps glibc's default`,
+      );
+    }
   });
 });

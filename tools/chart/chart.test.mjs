@@ -644,21 +644,6 @@ describe("env contract with the services' src/config.ts", () => {
     });
   }
 
-  test("the gateway starts with MALLOC_MMAP_THRESHOLD_=16384 (a request flood leaves no grown heap), once, unless gateway.extraEnv sets it", async () => {
-    const gatewayEnv = (objs) => find(objs, "Deployment", "gateway").spec.template.spec.containers[0].env.filter((e) => e.name === "MALLOC_MMAP_THRESHOLD_");
-    assert.deepEqual(gatewayEnv(await rendered("defaults")), [{ name: "MALLOC_MMAP_THRESHOLD_", value: "16384" }]);
-    const own = await template(["--set", "gateway.extraEnv[0].name=MALLOC_MMAP_THRESHOLD_", "--set-string", "gateway.extraEnv[0].value=65536"]);
-    assert.deepEqual(gatewayEnv(own), [{ name: "MALLOC_MMAP_THRESHOLD_", value: "65536" }]);
-    for (const service of ["tool-registry", "ref-resolver", "audit", "runner-broker"]) {
-      const env = find(await rendered("defaults"), "Deployment", service).spec.template.spec.containers[0].env;
-      assert.equal(
-        env.find((e) => e.name === "MALLOC_MMAP_THRESHOLD_"),
-        undefined,
-        `${service} keeps glibc's default`,
-      );
-    }
-  });
-
   test("every variable a service reads is set by the chart or deliberately left to its default", async () => {
     const objs = await rendered("production");
     for (const { service, container } of containersByService(objs)) {
