@@ -83,7 +83,7 @@ export function createRouteTable(o: RouteTableOptions): RouteTable {
   const renewBeforeMs = o.renewBeforeMs ?? 5_000;
   const relayTtlMs = o.relayTtlMs ?? 5_000;
   const routes = new Map<string, Route>();
-  const pending = new Map<string, Promise<Route | { failure: ToolFailure }>>();
+  const pending = new Map<string, Promise<Route | { failure: ToolFailure; unreachable?: true }>>();
   const clients = new Map<string, Client<typeof RunnerService>>();
   let brokerCalls = 0;
   const brokerCallCounter = o.metrics?.counter("webcodex_gateway_route_requests_total", "Routes the gateway asked the broker for");
@@ -127,11 +127,14 @@ export function createRouteTable(o: RouteTableOptions): RouteTable {
           routes.set(k, route);
           return route;
         })
-        .catch((error: unknown) => ({ failure: dependencyFailure(error, PipelineStage.dispatch, false) }))
+        .catch((error: unknown) => ({ failure: dependencyFailure(error, PipelineStage.dispatch, false), unreachable: true as const }))
         .finally(() => pending.delete(k));
       pending.set(k, asking);
     }
-    return asking;
+    // A renewal the broker could not be reached for keeps a direct route that has not expired
+    // yet (its Runner's fence still guards every call); an answer from the broker always wins.
+    if (cached?.kind !== "direct") return asking;
+    return asking.then((r) => ("failure" in r && r.unreachable && cached.expiresAtMs > now() && routes.get(k) === cached ? cached : r));
   };
 
   const mustRelay = (c: RoutedCall, route: DirectRoute) =>
