@@ -13,6 +13,7 @@ import { backingServices, callTool, connectMcp, createProjectDir, createTestData
 import type { TestDatabase } from "../support/index.js";
 
 const token = `t-${randomBytes(16).toString("hex")}`;
+const HEARTBEAT_MS = 3_000;
 
 async function counter(baseUrl: string, name: string): Promise<number> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text();
@@ -33,13 +34,16 @@ describe("direct routes through the distributed stack", () => {
     const services = await backingServices();
     db = await createTestDatabase();
     const projectDir = createProjectDir({ "README.md": "# routes\n", "src/a.ts": "export const x = 1;\n" }, { name: "routes" });
-    // 2 s heartbeats: the Runner's lease (4 s) outlasts the outage window below.
+    // 3 s heartbeats: the broker grants a 6 s lease and the Runner takes it as valid for 90% of
+    // that from the heartbeat that renewed it, so after the broker dies the Runner still admits
+    // direct calls for at least 5.4 s less one heartbeat period and its round trip (about 2.3 s):
+    // more than the 1.5 s outage window below, with room for a late timer on a loaded machine.
     stack = await startTestStack({
       postgresUrl: db.url,
       redisUrl: services.redisUrl,
       projectDir,
       gatewayEnv: { WEBCODEX_DEV_TOKEN: token },
-      heartbeatIntervalMs: 2_000,
+      heartbeatIntervalMs: HEARTBEAT_MS,
     });
     client = await connectMcp(stack.mcpUrl, token);
     project = await firstProjectRef(client);
@@ -78,7 +82,7 @@ describe("direct routes through the distributed stack", () => {
     assert.ok(served >= 3, `${served} calls served during the outage`);
     await stack.restart("runner-broker");
     // Routes are renewed from the restarted broker as the lease moves on; keep calling for two lease TTLs.
-    const until = Date.now() + 8_000;
+    const until = Date.now() + 4 * HEARTBEAT_MS;
     let failures = 0;
     let last;
     while (Date.now() < until) {
