@@ -4,9 +4,8 @@
  * dir and two tenants: 4 callers of tenant acme send 400,000-key and 4M-deep requests to up's
  * gateway for 3 s while tenant globex pings it. Every flood request is refused by its shape
  * (413) before it is parsed and the gateway process's RSS comes back within 20% of where it
- * started; globex's ping p99 is reported, not asserted: up's gateway still reads a refused body
- * to its end, and on 2 cores that keeps the p99 around 60-200 ms (docs/security.md says so). A
- * batch within the cap is still served.
+ * started, globex's ping p99 stays under 100 ms (the rest of each refused body is read at a
+ * bounded rate shared by all of them), and a batch within the cap is still served.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -37,7 +36,7 @@ describe("a request flood against webcodex up's gateway (root, default data dir,
     await stack?.close();
   });
 
-  it("4 callers sending 400,000-key and 4M-deep requests are refused and the gateway's RSS comes back (another tenant's ping p99 reported)", async () => {
+  it("4 callers sending 400,000-key and 4M-deep requests are refused; another tenant's ping p99 stays under 100 ms and the gateway's RSS comes back", async () => {
     const gateway = upServicePid(stack.up, "gateway");
     await floodWhilePinging({
       label: "webcodex up, gateway process",
@@ -45,7 +44,6 @@ describe("a request flood against webcodex up's gateway (root, default data dir,
       floodToken: flooder,
       pingToken: other,
       rss: () => rssOf(gateway),
-      assertPingP99: false,
     });
     // The flooder is not shut out by the flood itself: a batch within the cap is still served.
     const small = await postRaw(stack.up.mcpUrl, flooder, JSON.stringify(Array.from({ length: 3 }, (_, id) => ({ jsonrpc: "2.0", id, method: "ping" }))));

@@ -42,8 +42,6 @@ export async function floodWhilePinging(o: {
   floodToken: string;
   pingToken: string;
   rss: () => number;
-  /** Whether the ping p99 bound is asserted (default) or only reported in the figures line. */
-  assertPingP99?: boolean;
 }): Promise<FloodFigures> {
   const ping = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
   // Warm the other tenant's path first, so the probe measures contention only.
@@ -122,7 +120,7 @@ export async function floodWhilePinging(o: {
     settleMs: Date.now() - floodEnd,
   };
   process.stdout.write(floodReport(o.label, figures));
-  if (o.assertPingP99 !== false) assert.ok(p99 < 100, `another tenant's ping p99 ${p99.toFixed(1)} ms over ${pings.length} pings during the flood`);
+  assert.ok(p99 < 100, `another tenant's ping p99 ${p99.toFixed(1)} ms over ${pings.length} pings during the flood`);
   assert.ok(now <= startRss * 1.2, `RSS ${(now / 2 ** 20).toFixed(0)} MiB after the flood, ${(startRss / 2 ** 20).toFixed(0)} MiB before`);
   return figures;
 }

@@ -20,6 +20,9 @@ import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js"
 import type { ToolFailure } from "@webcodex/contracts";
 import type { HttpHandler, NodeRequest, NodeResponse, Logger } from "@webcodex/platform";
 import { sendJson } from "@webcodex/platform";
+import type { Readable } from "node:stream";
+import { createRefusedBodyDrain } from "./refused-body.js";
+import type { RefusedBodyDrain } from "./refused-body.js";
 import type { Authenticator, Caller } from "../auth.js";
 import { AuthUnavailableError, bearerToken } from "../auth.js";
 import { bearerChallenge } from "../auth/resource-metadata.js";
@@ -56,6 +59,8 @@ export interface StreamableHttpOptions {
   logger: Logger;
   /** Issues Mcp-Session-Ids that remember whether the Host declared MCP Apps. */
   appSessions: AppSessions;
+  /** How the rest of a refused body is read (default: 32 MiB/s shared by all refused bodies, each cut after 30 s). */
+  refusedBodies?: RefusedBodyDrain;
 }
 
 const jsonRpcError = (code: number, message: string, id: unknown = null) => ({ jsonrpc: "2.0", id, error: { code, message } });
@@ -87,18 +92,19 @@ function originAllowed(origin: string, options: StreamableHttpOptions): boolean 
  * The body, or why it was refused. Its shape is checked chunk by chunk as it arrives, so an
  * oversized or over-deep request is refused at its first excess, without reading the rest.
  */
-function readBody(req: NodeRequest, limit: number): Promise<Buffer | "too_large" | JsonShapeProblem> {
+function readBody(req: NodeRequest, limit: number, drain: RefusedBodyDrain): Promise<Buffer | "too_large" | JsonShapeProblem> {
   return new Promise((resolve, reject) => {
-    const stream = req as unknown as NodeJS.ReadableStream;
+    const stream = req as unknown as Readable;
     const chunks: Buffer[] = [];
     const shape = new JsonShapeScanner();
     let size = 0;
     const refuse = (why: "too_large" | JsonShapeProblem) => {
-      // The rest still flows, unbuffered and unscanned, so the caller gets the answer rather than a reset.
+      // The rest is read unbuffered and unscanned at the drain's shared rate, so the caller gets
+      // the answer rather than a reset and a flood of refused bodies cannot crowd out other callers.
       stream.removeListener("data", onData);
       stream.removeListener("end", onEnd);
-      stream.resume();
       chunks.length = 0;
+      drain.add(stream, () => stream.destroy());
       resolve(why);
     };
     const onData = (chunk: Buffer) => {
@@ -109,9 +115,11 @@ function readBody(req: NodeRequest, limit: number): Promise<Buffer | "too_large"
       chunks.push(chunk);
     };
     const onEnd = () => resolve(Buffer.concat(chunks));
+    stream.once("error", reject);
+    // A declared length over the limit is refused before any of the body is read.
+    if (Number(req.headers["content-length"] ?? 0) > limit) return refuse("too_large");
     stream.on("data", onData);
     stream.once("end", onEnd);
-    stream.once("error", reject);
   });
 }
 
@@ -192,7 +200,8 @@ const toolCallParams = (m: Message) => (m["params"] ?? {}) as { name?: unknown; 
 export function createStreamableHttpHandler(options: StreamableHttpOptions): HttpHandler {
   const { transport } = options;
   const challengeScopes = options.challengeScopes ?? [];
-  return async (req: NodeRequest, res: NodeResponse) => {
+  const refusedBodies = options.refusedBodies ?? createRefusedBodyDrain();
+  const handle = async (req: NodeRequest, res: NodeResponse) => {
     const headers = req.headers;
     if (!hostAllowed(headers.host ?? (headers[":authority"] as string | undefined), options.allowedHosts))
       return sendJson(res, 403, jsonRpcError(-32000, "host not allowed"));
@@ -229,7 +238,7 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
     if (!String(headers["content-type"] ?? "").includes("application/json"))
       return sendJson(res, 415, jsonRpcError(-32000, "Content-Type must be application/json"));
 
-    const body = await readBody(req, options.maxBodyBytes);
+    const body = await readBody(req, options.maxBodyBytes, refusedBodies);
     // Refused before the whole body is read; the rest is discarded unparsed.
     if (body === "too_large") return sendJson(res, 413, jsonRpcError(-32000, `request body larger than ${options.maxBodyBytes} bytes`));
     if (!Buffer.isBuffer(body)) return sendJson(res, 413, jsonRpcError(-32600, SHAPE_MESSAGES[body.kind](body.limit)));
@@ -354,5 +363,15 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
     finished = true;
     if (stream) return void res.end();
     sendJson(res, 200, batch ? responses : responses[0], extraHeaders);
+  };
+  return async (req: NodeRequest, res: NodeResponse) => {
+    try {
+      await handle(req, res);
+    } finally {
+      // Answered before its body was read (401, 403, 405, 406, 415): the body is read at the
+      // refused bodies' shared rate too, not at full speed.
+      const body = req as unknown as Readable;
+      if (body.readableFlowing === null) refusedBodies.add(body, () => body.destroy());
+    }
   };
 }
