@@ -37,6 +37,7 @@ export function createRefusedBodyDrain(o: RefusedBodyDrainOptions = {}): Refused
   let timer: NodeJS.Timeout | undefined;
   let discarded = 0;
   let first = 0;
+  let credit = 0;
 
   const tick = () => {
     timer = undefined;
@@ -46,15 +47,17 @@ export function createRefusedBodyDrain(o: RefusedBodyDrainOptions = {}): Refused
       bodies.delete(body);
       entry.cut();
     }
-    // Whole buffered chunks are taken until this tick's budget is spent, starting one body further
-    // each tick so that every body moves on.
+    // Whole buffered chunks are taken while this tick's credit lasts, starting one body further
+    // each tick so that every body moves on. A chunk that overdraws the credit is paid back from
+    // the next ticks', so the rate holds over time whatever the chunk size; unused credit is not
+    // saved up beyond one tick's.
     const list = [...bodies.keys()];
-    let budget = perTick;
-    for (let i = 0; i < list.length && budget > 0; i++) {
+    credit = Math.min(perTick, credit + perTick);
+    for (let i = 0; i < list.length && credit > 0; i++) {
       const body = list[(first + i) % list.length] as Readable;
       let chunk: Buffer | null;
-      while (budget > 0 && (chunk = body.read() as Buffer | null) !== null) {
-        budget -= chunk.length;
+      while (credit > 0 && (chunk = body.read() as Buffer | null) !== null) {
+        credit -= chunk.length;
         discarded += chunk.length;
       }
     }
@@ -72,8 +75,11 @@ export function createRefusedBodyDrain(o: RefusedBodyDrainOptions = {}): Refused
       body.pause();
       if (body.readableEnded || body.destroyed) return;
       // Read once now, so the stream counts as consumed (node:http would otherwise read a body no
-      // one consumed at full speed once the answer is written) and asks its socket for more.
-      discarded += (body.read() as Buffer | null)?.length ?? 0;
+      // one consumed at full speed once the answer is written) and asks its socket for more; the
+      // bytes count against the shared rate.
+      const taken = (body.read() as Buffer | null)?.length ?? 0;
+      discarded += taken;
+      credit -= taken;
       const done = () => bodies.delete(body);
       body.once("end", done);
       body.once("close", done);
