@@ -92,19 +92,18 @@ function originAllowed(origin: string, options: StreamableHttpOptions): boolean 
  * The body, or why it was refused. Its shape is checked chunk by chunk as it arrives, so an
  * oversized or over-deep request is refused at its first excess, without reading the rest.
  */
-function readBody(req: NodeRequest, limit: number, drain: RefusedBodyDrain): Promise<Buffer | "too_large" | JsonShapeProblem> {
+function readBody(req: NodeRequest, limit: number): Promise<Buffer | "too_large" | JsonShapeProblem> {
   return new Promise((resolve, reject) => {
     const stream = req as unknown as Readable;
     const chunks: Buffer[] = [];
     const shape = new JsonShapeScanner();
     let size = 0;
     const refuse = (why: "too_large" | JsonShapeProblem) => {
-      // The rest is read unbuffered and unscanned at the drain's shared rate, so the caller gets
-      // the answer rather than a reset and a flood of refused bodies cannot crowd out other callers.
+      // The rest is left to the handler's refused-body drain, unbuffered and unscanned.
       stream.removeListener("data", onData);
       stream.removeListener("end", onEnd);
+      stream.pause();
       chunks.length = 0;
-      drain.add(stream, () => stream.destroy());
       resolve(why);
     };
     const onData = (chunk: Buffer) => {
@@ -238,7 +237,7 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
     if (!String(headers["content-type"] ?? "").includes("application/json"))
       return sendJson(res, 415, jsonRpcError(-32000, "Content-Type must be application/json"));
 
-    const body = await readBody(req, options.maxBodyBytes, refusedBodies);
+    const body = await readBody(req, options.maxBodyBytes);
     // Refused before the whole body is read; the rest is discarded unparsed.
     if (body === "too_large") return sendJson(res, 413, jsonRpcError(-32000, `request body larger than ${options.maxBodyBytes} bytes`));
     if (!Buffer.isBuffer(body)) return sendJson(res, 413, jsonRpcError(-32600, SHAPE_MESSAGES[body.kind](body.limit)));
@@ -368,10 +367,12 @@ export function createStreamableHttpHandler(options: StreamableHttpOptions): Htt
     try {
       await handle(req, res);
     } finally {
-      // Answered before its body was read (401, 403, 405, 406, 415): the body is read at the
-      // refused bodies' shared rate too, not at full speed.
+      // Answered without reading its body to the end (refused by size or shape, or 401, 403, 405,
+      // 406, 415 before any of it was read): the rest is read at the refused bodies' shared rate,
+      // so the caller gets the answer rather than a reset and a flood of such bodies cannot
+      // crowd out other callers.
       const body = req as unknown as Readable;
-      if (body.readableFlowing === null) refusedBodies.add(body, () => body.destroy());
+      if (!body.readableEnded) refusedBodies.add(body, () => body.destroy());
     }
   };
 }
