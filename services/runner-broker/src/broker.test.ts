@@ -92,6 +92,7 @@ function setup(over: Partial<RunnerBrokerDeps> = {}) {
         raiseAttemptFence: (req, ctx) => runners.get(url)!.impl.raiseAttemptFence(req, ctx),
       }),
     heartbeatIntervalMs: 100,
+    transparentStartWaitMs: 200,
     logger,
     now: clock.now,
     ...over,
