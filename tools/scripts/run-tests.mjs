@@ -35,7 +35,7 @@ const distTests = (dirs) => dirs.flatMap((d) => find(join(root, d), /\.test\.js$
 const suites = [
   { name: "unit", files: distTests(["libs", "services", "tools/cli", "tools/bench"]), concurrency: 2 },
   { name: "chart", files: find(join(root, "tools/chart"), /\.test\.mjs$/), concurrency: 1 },
-  { name: "integration", files: distTests(["test/dist/integration"]), concurrency: 1 },
+  { name: "integration", files: distTests(["test/dist/integration"]), concurrency: 2 },
   // e2e files run two at a time (each waits mostly on its processes); a file that measures
   // latency says `// webcodex-test: alone` and runs after them, one at a time.
   { name: "e2e", files: distTests(["test/dist/e2e"]).filter((f) => !alone(f)), concurrency: 2 },
