@@ -44,15 +44,30 @@ describe("webcodex migrate", () => {
   });
 
   it("waits for a database that is not up yet (WEBCODEX_MIGRATE_WAIT_S), and gives up after it with the reason", async () => {
-    const probe = net.createServer();
-    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", () => r()));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((r) => probe.close(() => r()));
+    // The port stays this test's own throughout (a port freed and taken again later can be taken
+    // by another process meanwhile, such as a container's published port): while the database is
+    // "down" the server cuts every connection at once; once "up" it relays them to the database.
     const target = new URL(db.url);
+    let up = false;
+    const proxy = net.createServer((socket) => {
+      if (!up) {
+        socket.destroy();
+        return;
+      }
+      const upstream = net.connect(Number(target.port || 5432), target.hostname);
+      socket.pipe(upstream).pipe(socket);
+      socket.on("error", () => upstream.destroy());
+      upstream.on("error", () => socket.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
+    const port = (proxy.address() as AddressInfo).port;
+    // migrate dials the relay, wherever the database itself is (testcontainers may give its host
+    // as the Docker bridge's address rather than localhost).
     const late = new URL(db.url);
+    late.hostname = "127.0.0.1";
     late.port = String(port);
     const env = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", WEBCODEX_POSTGRES_URL: late.toString(), WEBCODEX_LOG_LEVEL: "warn" };
-    // Nothing listens yet: without a wait budget the hook fails at once.
+    // The database is not up yet: without a wait budget the hook fails at once.
     await assert.rejects(run(process.execPath, [cliPath, "migrate"], { env }), /did not accept connections within 0 s/);
     const child = spawn(process.execPath, [cliPath, "migrate"], { env: { ...env, WEBCODEX_MIGRATE_WAIT_S: "60" }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
@@ -70,14 +85,7 @@ describe("webcodex migrate", () => {
     await until("a second connection attempt", () => /waiting for the database \(attempt 2\)/.test(err) || exitedAt !== 0, 20_000);
     assert.equal(exitedAt, 0, `still waiting while the database is down: ${err}`);
     const upAt = Date.now();
-    // The database comes up (a proxy to it starts listening on the port).
-    const proxy = net.createServer((socket) => {
-      const upstream = net.connect(Number(target.port || 5432), target.hostname);
-      socket.pipe(upstream).pipe(socket);
-      socket.on("error", () => upstream.destroy());
-      upstream.on("error", () => socket.destroy());
-    });
-    await new Promise<void>((r) => proxy.listen(port, "127.0.0.1", () => r()));
+    up = true; // the database comes up
     try {
       const code = await exited;
       assert.equal(code, 0, err);
