@@ -26,7 +26,6 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -49,6 +48,7 @@ import {
   until,
 } from "../support/index.js";
 import type { DevServer, TestDatabase, ToolOutcome } from "../support/index.js";
+import { freePort } from "../support/ports.js";
 
 const TOKENS = {
   lead: "agents-lead-token-0123456789abcdef",
@@ -875,13 +875,3 @@ describe("agents on the distributed stack (real Postgres and Redis)", { timeout:
   });
   scenario(() => clients);
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}

@@ -10,7 +10,6 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import type { Client } from "@connectrpc/connect";
 import { RefResolverService } from "@webcodex/proto";
 import { createInProcessClient, createLogger, createPostgresDatabase, createRedis, principalHeaders } from "@webcodex/platform";
@@ -25,6 +24,7 @@ import {
 import type { AgentEventBus } from "@webcodex/ref-resolver";
 import { createTestDatabase, lapseLease, redisKeyPrefix, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
+import { freePort } from "../support/ports.js";
 
 type RefClient = Client<typeof RefResolverService>;
 const as = (p: Principal) => ({ headers: principalHeaders(p) });
@@ -66,16 +66,6 @@ const tupleOf = (a: Record<string, unknown>) => ({
   attempt_fence: a["attempt_fence"],
   attempt_controller_generation: a["attempt_controller_generation"],
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe("ref-resolver: Agents, Tasks and fenced Attempts on Postgres", () => {
   let database: TestDatabase;

@@ -10,7 +10,6 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { appendFileSync, readdirSync, readFileSync } from "node:fs";
-import net from "node:net";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
@@ -23,16 +22,9 @@ import { AuditNotDurableError, createAuditRecorder } from "@webcodex/gateway";
 import type { ActionRecordInit } from "@webcodex/gateway";
 import { cliPath, createTestDatabase, tempDir, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
+import { freePort } from "../support/ports.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 interface AuditProcess {
   child: ChildProcess;

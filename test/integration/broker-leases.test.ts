@@ -7,7 +7,6 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import type { Client } from "@connectrpc/connect";
 import { RefResolverService, RunnerBrokerService, RunnerService } from "@webcodex/proto";
 import { RUNNER_PROTOCOL_GENERATION } from "@webcodex/contracts";
@@ -28,6 +27,7 @@ import { createFenceGuard, createRunnerService, startRegistration } from "@webco
 import type { FenceGuard } from "@webcodex/runner";
 import { backingServices, createBrokerTestDatabase, redisKeyPrefix, until } from "../support/index.js";
 import type { BrokerTestDatabase } from "../support/index.js";
+import { freePort } from "../support/ports.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 
@@ -324,17 +324,6 @@ async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
     cursor = next;
     if (keys.length > 0) await redis.del(...keys);
   } while (cursor !== "0");
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function startPrivateRedis(): Promise<{ url: string; stop(): Promise<void> } | undefined> {

@@ -12,7 +12,6 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createLogger, createServiceTransport, startServiceServer } from "@webcodex/platform";
@@ -26,20 +25,12 @@ import { testRunnerPodTemplate } from "@webcodex/runner-broker/testing/runner-te
 import { startTestFleet } from "@webcodex/runner-broker/testing/test-fleet";
 import { cliPath, scratchDir } from "../support/processes.js";
 import { until } from "../support/until.js";
+import { freePort } from "../support/ports.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
 const NS = "runners";
 const KEY = "runner-key";
 const WARM_TOKEN = "wcw1.the-pods-own-token";
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 
 describe("a warm Runner pod's claim (real Runner, fake Kubernetes API)", () => {
   let api: FakeKubeApi;

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { scratchDir } from "./processes.js";
+import { freePort } from "./ports.js";
 
 const git = (cwd: string, ...args: string[]) => execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd, stdio: "ignore" });
 
@@ -36,14 +37,6 @@ export function createBareRepo(base: string, name: string, files: Record<string,
   const bare = join(base, `${name}.git`);
   git(base, "clone", "-q", "--bare", work, bare);
   return bare;
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 export interface GitServer {

@@ -42,3 +42,4 @@ export type { GitServer } from "./git-servers.js";
 export { startPrivateRedis } from "./private-redis.js";
 export type { PrivateRedis } from "./private-redis.js";
 export { listedServices, reflect } from "./grpc-reflection.js";
+export { freePort } from "./ports.js";
