@@ -6,11 +6,9 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import net from "node:net";
-import type { AddressInfo } from "node:net";
 import { spawn } from "node:child_process";
 import pg from "pg";
-import { cliPath, createTestDatabase, until } from "../support/index.js";
+import { cliPath, createTestDatabase, startTcpProxy, until } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 const run = promisify(execFile);
@@ -44,28 +42,14 @@ describe("webcodex migrate", () => {
   });
 
   it("waits for a database that is not up yet (WEBCODEX_MIGRATE_WAIT_S), and gives up after it with the reason", async () => {
-    // The port stays this test's own throughout (a port freed and taken again later can be taken
-    // by another process meanwhile, such as a container's published port): while the database is
-    // "down" the server cuts every connection at once; once "up" it relays them to the database.
+    // migrate dials a relay to the database on 127.0.0.1, wherever the database itself is
+    // (testcontainers may give its host as the Docker bridge's address rather than localhost).
     const target = new URL(db.url);
-    let up = false;
-    const proxy = net.createServer((socket) => {
-      if (!up) {
-        socket.destroy();
-        return;
-      }
-      const upstream = net.connect(Number(target.port || 5432), target.hostname);
-      socket.pipe(upstream).pipe(socket);
-      socket.on("error", () => upstream.destroy());
-      upstream.on("error", () => socket.destroy());
-    });
-    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
-    const port = (proxy.address() as AddressInfo).port;
-    // migrate dials the relay, wherever the database itself is (testcontainers may give its host
-    // as the Docker bridge's address rather than localhost).
+    const relay = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    await relay.down();
     const late = new URL(db.url);
     late.hostname = "127.0.0.1";
-    late.port = String(port);
+    late.port = String(relay.port);
     const env = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", WEBCODEX_POSTGRES_URL: late.toString(), WEBCODEX_LOG_LEVEL: "warn" };
     // The database is not up yet: without a wait budget the hook fails at once.
     await assert.rejects(run(process.execPath, [cliPath, "migrate"], { env }), /did not accept connections within 0 s/);
@@ -85,16 +69,14 @@ describe("webcodex migrate", () => {
     await until("a second connection attempt", () => /waiting for the database \(attempt 2\)/.test(err) || exitedAt !== 0, 20_000);
     assert.equal(exitedAt, 0, `still waiting while the database is down: ${err}`);
     const upAt = Date.now();
-    up = true; // the database comes up
+    await relay.up(); // the database comes up
     try {
       const code = await exited;
       assert.equal(code, 0, err);
       assert.ok(exitedAt >= upAt, "it finished only after the database came up");
       assert.match(out, /migrations applied/);
     } finally {
-      await new Promise<void>((r) => {
-        proxy.close(() => r());
-      });
+      await relay.close();
     }
   });
 });
