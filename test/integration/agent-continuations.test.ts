@@ -13,7 +13,7 @@ import { RefResolverService } from "@webcodex/proto";
 import { createInProcessClient, createPostgresDatabase, principalHeaders } from "@webcodex/platform";
 import type { Database, Principal } from "@webcodex/platform";
 import { createRefResolver, migrateRefResolver } from "@webcodex/ref-resolver";
-import { createTestDatabase } from "../support/index.js";
+import { createTestDatabase, quietWindow } from "../support/index.js";
 import type { TestDatabase } from "../support/index.js";
 
 type RefClient = Client<typeof RefResolverService>;
@@ -120,6 +120,33 @@ describe("agent continuation records on Postgres", () => {
     // The next card starts after the delivered events.
     const next = await call(client, lead, "present_agent_continuation", target);
     assert.deepEqual([next.result?.["after_cursor"], next.result?.["pending_count"]], ["1", 0]);
+  });
+
+  it("a wait already waiting when the dispatch is claimed is not its consume; the wait the dispatched turn starts is, and a card after a woken wait starts after its events", async () => {
+    const { a, target, assign } = await newAgent();
+    await call(client, lead, "present_agent_continuation", target);
+    const card = { ...target, after_cursor: "0" };
+    const waiting = call(client, lead, "wait_for_agent_events", { agent_id: a["agent_id"], after_cursor: "0", wait_ms: 10_000 });
+    let settled = false;
+    void waiting.then(() => (settled = true));
+    await quietWindow(300, "the wait has started and keeps waiting: nothing is in the log yet");
+    assert.equal(settled, false, "the wait is still waiting when the dispatch is claimed");
+    assert.deepEqual((await call(client, lead, "update_agent_continuation", { ...card, step: "claim" })).facts, ["agent:dispatch_claimed"]);
+    assert.deepEqual((await call(client, lead, "update_agent_continuation", { ...card, step: "accepted" })).facts, ["agent:dispatch_accepted"]);
+    await assign();
+    const woken = await waiting;
+    assert.deepEqual(
+      [woken.result?.["wait_state"], woken.result?.["cursor"], woken.facts],
+      ["ready", "1", ["agent:fresh_turn_observed"]],
+      "the woken wait answers the event and is the first call after the accepted dispatch, not its consume",
+    );
+    assert.equal(((await call(client, lead, "read_agent_continuation", card)).result?.["continuation"] as Json)["consumed"], false);
+    // A card presented right after the woken wait answered starts after the events it delivered.
+    const next = await call(client, lead, "present_agent_continuation", target);
+    assert.deepEqual([next.result?.["after_cursor"], next.result?.["pending_count"]], ["1", 0]);
+    const turn = await call(client, lead, "wait_for_agent_events", { agent_continuation_ref: a["agent_continuation_ref"], after_cursor: "0", wait_ms: 0 });
+    assert.deepEqual(turn.facts, ["agent:consumed"]);
+    assert.equal(((await call(client, lead, "read_agent_continuation", card)).result?.["continuation"] as Json)["consumed"], true);
   });
 
   it("an uncertain or unanswered dispatch is never re-armed and observes no fresh turn; another principal cannot see or claim it", async () => {

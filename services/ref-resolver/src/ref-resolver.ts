@@ -356,10 +356,13 @@ export function createRefResolver(deps: RefResolverDeps): ServiceImpl<typeof Ref
         const c = await agentContinuations.call(principal, req.tool, input);
         return c.ok ? { resultJson: JSON.stringify(c.result), continuationFacts: c.facts } : failed(c.failure);
       }
+      const mayConsume = agentContinuations.mayConsume(principal, req.tool, input).catch(() => true);
       const r = await agentTasks.call(principal, req.tool, input, ctx.signal);
       // Continuation facts (fresh turn, consume) are observations: one that cannot be recorded
       // never fails the call it rides on.
-      const continuationFacts = await agentContinuations.observe(principal, req.tool, input, r.ok ? r.value.result : undefined).catch(() => []);
+      const continuationFacts = await agentContinuations
+        .observe(principal, req.tool, input, r.ok ? r.value.result : undefined, await mayConsume)
+        .catch(() => []);
       if (!r.ok) return { ...failed(r.failure), continuationFacts };
       return { resultJson: JSON.stringify(r.value.result), projectCanonicalId: r.value.projectCanonicalId ?? "", continuationFacts };
     },

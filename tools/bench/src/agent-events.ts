@@ -15,7 +15,9 @@
  *   process' clock are related per round by one query (error at most half its round trip).
  * The target is propagation p50 <= 3x the durable round trip (an event may only be announced
  * once committed, so a bare NOTIFY is not what a durable wake can approach; it is reported for
- * scale).
+ * scale). A third baseline puts an MCP client in front of the durable one: the same transaction
+ * waking a waiting call of a bare MCP SDK server (durable_mcp_wake), the least any MCP server can
+ * show its client.
  */
 import { writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,8 +27,8 @@ import pg from "pg";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { findFreeBasePort, startDistributed } from "@webcodex/cli";
 import { benchDir, benchStackOptions, createBenchProject } from "./project.js";
-import { connect } from "./tool-call.js";
-import { percentile, round } from "./stats.js";
+import { baselineServerPath, connect } from "./tool-call.js";
+import { percentile, round, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
 const ROUNDS = Number(process.env["WEBCODEX_BENCH_AGENT_ROUNDS"] ?? 200);
@@ -43,6 +45,7 @@ const NOTIFY_WARM_UP = 20;
 
 const BARE_CHANNEL = "wcx_bench_round_trip";
 const DURABLE_CHANNEL = "wcx_bench_durable_round_trip";
+const MCP_WAKE_CHANNEL = "wcx_bench_mcp_wake";
 
 /**
  * The two baselines, taken on their own pair of connections (a sender and a LISTENer) between the
@@ -51,9 +54,15 @@ const DURABLE_CHANNEL = "wcx_bench_durable_round_trip";
  * - durable, what a durable event needs at minimum: one committed transaction (synchronous_commit
  *   on, so its commit waits for the WAL flush) that INSERTs a row and NOTIFYs, sent as one round
  *   trip, until the LISTENing connection hears it.
+ * - mcp wake, what an MCP client sees of a durable event at minimum: the same transaction (on
+ *   its own channel) wakes a waiting tools/call of a bare MCP SDK server that LISTENs on it, from
+ *   sending the transaction to the call's answer arriving at `mcp`, an SDK client.
  * Each returns one round trip (ms). `fsync` is the server's fsync setting.
  */
-async function notifyBaselines(url: string): Promise<{ bare(): Promise<number>; durable(): Promise<number>; fsync: string; end(): Promise<void> }> {
+async function notifyBaselines(
+  url: string,
+  mcp: Client,
+): Promise<{ bare(): Promise<number>; durable(): Promise<number>; mcpWake(): Promise<number>; fsync: string; end(): Promise<void> }> {
   const listener = new pg.Client({ connectionString: url });
   const sender = new pg.Client({ connectionString: url });
   await Promise.all([listener.connect(), sender.connect()]);
@@ -77,17 +86,24 @@ async function notifyBaselines(url: string): Promise<{ bare(): Promise<number>; 
     return performance.now() - t;
   };
   const bare = () => roundTrip(BARE_CHANNEL, `NOTIFY ${BARE_CHANNEL}, '${i++}'`);
-  const durable = () =>
-    roundTrip(
-      DURABLE_CHANNEL,
-      `BEGIN; WITH added AS (INSERT INTO wcx_bench_durable_events (agent_id, at) VALUES ('a', clock_timestamp()) RETURNING seq) ` +
-        `SELECT pg_notify('${DURABLE_CHANNEL}', seq::text) FROM added; COMMIT`,
-    );
+  const durableSql = (channel: string) =>
+    `BEGIN; WITH added AS (INSERT INTO wcx_bench_durable_events (agent_id, at) VALUES ('a', clock_timestamp()) RETURNING seq) ` +
+    `SELECT pg_notify('${channel}', seq::text) FROM added; COMMIT`;
+  const durable = () => roundTrip(DURABLE_CHANNEL, durableSql(DURABLE_CHANNEL));
+  const mcpWake = async (): Promise<number> => {
+    const answered = mcp.callTool({ name: "wait_event", arguments: {} }).then(() => performance.now());
+    // As in a round: the call waits well before the event is committed.
+    await new Promise((r) => setTimeout(r, 30));
+    const t = performance.now();
+    await sender.query(durableSql(MCP_WAKE_CHANNEL));
+    return (await answered) - t;
+  };
   for (let w = 0; w < NOTIFY_WARM_UP; w++) {
     await bare();
     await durable();
+    await mcpWake();
   }
-  return { bare, durable, fsync, end: async () => void (await Promise.all([listener.end(), sender.end()])) };
+  return { bare, durable, mcpWake, fsync, end: async () => void (await Promise.all([listener.end(), sender.end()])) };
 }
 
 export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: string }): Promise<BenchResult> {
@@ -112,7 +128,14 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
     // As the chart deploys it: the gateway's audit spool on local disk.
     gatewayEnv: { WEBCODEX_DEV_TOKENS_FILE: file, WEBCODEX_AUDIT_SPOOL_DIR: benchDir("wcx-bench-spool-") },
   });
+  const bareServer = await startChild(process.execPath, [baselineServerPath, projectDir, "0", o.postgresUrl, MCP_WAKE_CHANNEL], /LISTENING (\d+)/).catch(
+    async (error: unknown) => {
+      await stack.stop();
+      throw error;
+    },
+  );
   try {
+    const bareMcp = await connect(`http://127.0.0.1:${bareServer.match[1]}/mcp`);
     const [lead, worker] = await Promise.all([connect(stack.mcpUrl, tokens.lead), connect(stack.mcpUrl, tokens.worker)]);
     const project = String(
       ((await lead.callTool({ name: "list_projects", arguments: {} })).structuredContent as { projects: Array<{ project_ref: string }> }).projects[0]
@@ -130,9 +153,10 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
       const t1 = performance.now();
       return Number(r.rows[0]?.ms) - (t0 + t1) / 2;
     };
-    const baselines = await notifyBaselines(o.postgresUrl);
+    const baselines = await notifyBaselines(o.postgresUrl, bareMcp);
     const bare: number[] = [];
     const durable: number[] = [];
+    const mcpWake: number[] = [];
     const callToWake: number[] = [];
     const propagation: number[] = [];
     /** How much later than the complete call's own answer the waiting lead's answer arrived. */
@@ -184,9 +208,11 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
       // The baselines of this round, right after it.
       const bareMs = await baselines.bare();
       const durableMs = await baselines.durable();
+      const mcpWakeMs = await baselines.mcpWake();
       if (i >= 10) {
         bare.push(bareMs);
         durable.push(durableMs);
+        mcpWake.push(mcpWakeMs);
         callToWake.push(wokeAt - t);
         propagation.push(wokeAt - committedAt);
         afterReturn.push(wokeAt - completedAt);
@@ -194,7 +220,7 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
     }
     await sql.end();
     await baselines.end();
-    await Promise.all([lead.close(), worker.close()]);
+    await Promise.all([lead.close(), worker.close(), bareMcp.close()]);
     const p = (s: number[], q: number) => round(percentile(s, q));
     const ratio = (s: number[], q: number, base = bare) => round(percentile(s, q) / percentile(base, q), 2);
     const meets = (s: number[]) => ratio(s, 50, durable) <= 3;
@@ -218,12 +244,17 @@ export async function benchAgentEvents(o: { postgresUrl: string; redisUrl: strin
         call_to_wake_durable_ratio_p99: ratio(callToWake, 99, durable),
         propagation_durable_ratio_p50: ratio(propagation, 50, durable),
         propagation_durable_ratio_p99: ratio(propagation, 99, durable),
+        durable_mcp_wake_p50_ms: p(mcpWake, 50),
+        durable_mcp_wake_p99_ms: p(mcpWake, 99),
+        durable_mcp_wake_durable_ratio_p50: ratio(mcpWake, 50, durable),
+        propagation_mcp_wake_ratio_p50: ratio(propagation, 50, mcpWake),
+        propagation_mcp_wake_ratio_p99: ratio(propagation, 99, mcpWake),
         wake_after_complete_returned_p50_ms: p(afterReturn, 50),
         wake_after_complete_returned_p99_ms: p(afterReturn, 99),
       },
-      notes: `baselines, one of each after every round (same load): durable_notify (INSERT + NOTIFY committed in one transaction, synchronous_commit on, fsync ${baselines.fsync}, sent as one round trip, heard by a LISTENer: the least a durable event costs) and bare_notify (NOTIFY on one connection heard by a LISTENer on another, for scale). Target: propagation p50 <= 3x durable_notify p50 (from the completion's last statement before its commit, commit included, to the lead's waiting wait_for_agent_events returning): ${ratio(propagation, 50, durable)}x, ${meets(propagation) ? "meets" : "misses"} it; call_to_wake (sending complete_agent_task_attempt, whose answer waits for its durable audit record, to the lead's wait returning), reported beside it: ${ratio(callToWake, 50, durable)}x durable_notify at p50`,
+      notes: `baselines, one of each after every round (same load): durable_notify (INSERT + NOTIFY committed in one transaction, synchronous_commit on, fsync ${baselines.fsync}, sent as one round trip, heard by a LISTENer: the least a durable event costs) and bare_notify (NOTIFY on one connection heard by a LISTENer on another, for scale); durable_mcp_wake (the same durable transaction waking a waiting tools/call of a bare MCP SDK Streamable HTTP server that LISTENs, until its answer arrives here: the least any MCP server's client sees of a durable event, ${ratio(mcpWake, 50, durable)}x durable_notify at p50). Target: propagation p50 <= 3x durable_notify p50 (from the completion's last statement before its commit, commit included, to the lead's waiting wait_for_agent_events returning): ${ratio(propagation, 50, durable)}x, ${meets(propagation) ? "meets" : "misses"} it; call_to_wake (sending complete_agent_task_attempt, whose answer waits for its durable audit record, to the lead's wait returning), reported beside it: ${ratio(callToWake, 50, durable)}x durable_notify at p50`,
     };
   } finally {
-    await stack.stop();
+    await Promise.all([stack.stop(), stopChild(bareServer.child)]);
   }
 }

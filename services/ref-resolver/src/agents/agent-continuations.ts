@@ -67,10 +67,19 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
         seeded = undefined;
       }));
 
+  /**
+   * Delivered-cursor marks a woken wait did not wait for (it could consume nothing), per owner:
+   * a card of that owner waits for them before it reads the mark, so a card presented on this
+   * replica after a wait answered never shows that wait's events as pending.
+   */
+  const marking = new Map<string, Promise<unknown>>();
+  const marked = (p: Principal) => marking.get(ownerKey(p));
+
   const keyOf = (p: Principal, c: AgentContinuation, cursor: string) => [p.clientId, p.subject, c.agentId, c.endpointId, c.controllerGeneration, cursor];
   const where = "client_id = $1 AND subject = $2 AND agent_id = $3 AND endpoint_id = $4 AND controller_generation = $5 AND after_cursor = $6";
 
   async function view(p: Principal, c: AgentContinuation, cursor: string): Promise<ContinuationOutcome> {
+    await marked(p);
     const rec = (await db.query<Row>(`SELECT dispatch, fresh_turn_at, consumed_at FROM ${schema}.agent_continuations WHERE ${where}`, keyOf(p, c, cursor)))
       .rows[0];
     if (!rec) return { ok: false, failure: recordNotFound() };
@@ -130,6 +139,7 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
     });
     if (!r.ok) return r;
     const c = r.continuation;
+    await marked(p);
     const read = await db.query<{ delivered_cursor: string }>(
       `SELECT delivered_cursor FROM ${schema}.agent_event_reads WHERE client_id = $1 AND subject = $2 AND agent_id = $3`,
       [p.clientId, p.subject, c.agentId],
@@ -180,7 +190,13 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
    * wait_for_agent_events ran for this owner: the consume of a dispatched continuation with exactly
    * its cursor, and the delivered cursor moving on.
    */
-  async function consume(p: Principal, args: ToolInput<"wait_for_agent_events">, result: Json, facts: ContinuationFact[]): Promise<ContinuationFact[]> {
+  async function consume(
+    p: Principal,
+    args: ToolInput<"wait_for_agent_events">,
+    result: Json,
+    facts: ContinuationFact[],
+    mayConsume: boolean,
+  ): Promise<ContinuationFact[]> {
     let agentId = args.agent_id ?? "";
     if (agentId === "") {
       const r = await agents.resolveContinuation(p, { ref: args.agent_continuation_ref ?? "", agentId: "", endpointId: "", expectedGeneration: 0 });
@@ -202,7 +218,7 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
     const consumed = await db.query<{ consumed: boolean }>(
       `WITH consumed AS (
          UPDATE ${schema}.agent_continuations SET consumed_at = now()
-         WHERE client_id = $1 AND subject = $2 AND agent_id = $3 AND after_cursor = $4 AND dispatch <> 'none' AND consumed_at IS NULL RETURNING 1
+         WHERE $7::boolean AND client_id = $1 AND subject = $2 AND agent_id = $3 AND after_cursor = $4 AND dispatch <> 'none' AND consumed_at IS NULL RETURNING 1
        ), delivered AS (
          INSERT INTO ${schema}.agent_event_reads (client_id, subject, agent_id, delivered_cursor) SELECT $1::text, $2::text, $3::text, $5::bigint WHERE $6::boolean
          ON CONFLICT (client_id, subject, agent_id) DO UPDATE SET delivered_cursor = GREATEST(${schema}.agent_event_reads.delivered_cursor, EXCLUDED.delivered_cursor)
@@ -210,7 +226,7 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
        )
        SELECT EXISTS (SELECT 1 FROM consumed) AS consumed, (SELECT count(*) FROM delivered) AS delivered,
          set_config('synchronous_commit', CASE WHEN EXISTS (SELECT 1 FROM consumed) THEN current_setting('synchronous_commit') ELSE 'off' END, true) AS commit_mode`,
-      [p.clientId, p.subject, agentId, after, moved ? cursor : "0", moved],
+      [p.clientId, p.subject, agentId, after, moved ? cursor : "0", moved, mayConsume],
     );
     if (consumed.rows[0]?.consumed) facts.push({ subject: "agent", id: agentId, fact: "consumed" });
     return facts;
@@ -230,11 +246,34 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
     },
 
     /**
+     * Read as a wait_for_agent_events starts (beside it, not after it): whether a dispatched
+     * continuation of this owner awaits its consume at the call's cursor (for any of the
+     * owner's Agents when the call names a continuation ref). Only a wait that starts after the
+     * dispatch can be the turn that dispatch caused; one already waiting when it was dispatched
+     * does not consume it. Resolves true for every other tool, and when in doubt.
+     */
+    async mayConsume(p: Principal, tool: string, args: Json): Promise<boolean> {
+      if (tool !== "wait_for_agent_events") return true;
+      const after = typeof args["after_cursor"] === "string" ? args["after_cursor"] : "0";
+      // The wait refuses a malformed cursor itself, and consumes nothing then.
+      if (!CURSOR.test(after)) return true;
+      const agentId = typeof args["agent_id"] === "string" ? args["agent_id"] : "";
+      const r = await db.query<{ pending: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM ${schema}.agent_continuations WHERE client_id = $1 AND subject = $2 AND after_cursor = $3 AND dispatch <> 'none' AND consumed_at IS NULL AND ($4::text = '' OR agent_id = $4::text)) AS pending`,
+        [p.clientId, p.subject, after, agentId],
+      );
+      return r.rows[0]?.pending ?? true;
+    },
+
+    /**
      * An agent tool call of this owner ran: the first one after an accepted dispatch is the
      * fresh turn; a successful wait_for_agent_events consumes the dispatched continuation with
      * exactly its cursor and moves the delivered cursor on. Returns the facts it recorded.
+     * `mayConsume` is what mayConsume read as the call started: when false, the wait can
+     * consume nothing, and its delivered-cursor mark is written after the call is answered
+     * (cards of this owner on this replica wait for it).
      */
-    async observe(p: Principal, tool: string, args: Json, result: Json | undefined): Promise<ContinuationFact[]> {
+    async observe(p: Principal, tool: string, args: Json, result: Json | undefined, mayConsume = true): Promise<ContinuationFact[]> {
       const facts: ContinuationFact[] = [];
       await seed();
       if (awaiting.has(ownerKey(p))) {
@@ -247,7 +286,19 @@ export function createAgentContinuations(deps: { db: Database; agents: AgentStor
       }
       if (tool !== "wait_for_agent_events" || result === undefined) return facts;
       // The one place wait_for_agent_events's wire arguments are taken as its ToolInput (validated by the gateway).
-      return consume(p, args as ToolInput<"wait_for_agent_events">, result, facts);
+      const waitArgs = args as ToolInput<"wait_for_agent_events">;
+      if (mayConsume) return consume(p, waitArgs, result, facts, true);
+      const key = ownerKey(p);
+      const mark = (marking.get(key) ?? Promise.resolve())
+        .then(() => consume(p, waitArgs, result, [], false))
+        // An observation that cannot be recorded never fails a call; a lost mark only shows
+        // delivered events as pending on a card, which the owner's own cursor skips.
+        .catch(() => undefined);
+      marking.set(key, mark);
+      void mark.then(() => {
+        if (marking.get(key) === mark) marking.delete(key);
+      });
+      return facts;
     },
   };
 }
