@@ -53,6 +53,9 @@ export {
 } from "./service-identity.js";
 export type { ServiceIdentity } from "./service-identity.js";
 export { createServiceTransport, provenNotSent } from "./service-transport.js";
+export { createUnaryH2Client } from "./unary-h2-client.js";
+export type { UnaryH2ClientOptions } from "./unary-h2-client.js";
+export type { UnaryFastPath } from "./unary-h2-server.js";
 export type { ServiceTransportOptions } from "./service-transport.js";
 export { mintRouteCredential, verifyRouteCredential, ROUTE_CREDENTIAL_HEADER } from "./route-credential.js";
 export type { RouteGrant } from "./route-credential.js";

@@ -15,7 +15,9 @@ import { createReflectionService } from "./grpc-reflection.js";
 import { serveWithAnswerHooks } from "./answer-hooks.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
-import { createTracingServerInterceptor } from "./tracing.js";
+import { createServerSpanRunner, createTracingServerInterceptor } from "./tracing.js";
+import { createUnaryFastPath } from "./unary-h2-server.js";
+import type { UnaryFastPath } from "./unary-h2-server.js";
 
 export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
 export type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
@@ -40,6 +42,12 @@ export interface ServiceServerOptions {
   logger: Logger;
   /** Connect handlers may leave work for after their answer is sent or lost (`afterAnswer`). */
   answerHooks?: boolean;
+  /**
+   * A service registered in `routes` whose unary methods are answered directly for binary
+   * Connect requests over HTTP/2 (see unary-h2-server.ts); not with `interceptors`, which that
+   * path does not run.
+   */
+  unaryFastPath?: UnaryFastPath;
   /** How often grpc.health.v1.Health/Watch re-checks readiness (default 1 s). */
   healthWatchIntervalMs?: number;
   /**
@@ -79,8 +87,18 @@ const REFLECTION_PATH = `/${ServerReflection.typeName}/`;
 
 export async function startServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
   // Every Connect handler runs in a SERVER span continuing the caller's trace (traceparent).
-  const tracing = createTracingServerInterceptor({ service: options.name, ...(options.metrics ? { metrics: options.metrics } : {}) });
-  const connect = options.routes ? connectNodeAdapter({ routes: options.routes, interceptors: [tracing, ...(options.interceptors ?? [])] }) : undefined;
+  const tracingOptions = { service: options.name, ...(options.metrics ? { metrics: options.metrics } : {}) };
+  const spans = createServerSpanRunner(tracingOptions);
+  const tracing = createTracingServerInterceptor(tracingOptions, spans);
+  const adapter = options.routes ? connectNodeAdapter({ routes: options.routes, interceptors: [tracing, ...(options.interceptors ?? [])] }) : undefined;
+  if (options.unaryFastPath && options.interceptors?.length) throw new Error("unaryFastPath does not run interceptors; give one or the other");
+  const fast = options.unaryFastPath ? createUnaryFastPath(options.unaryFastPath, spans) : undefined;
+  const connect =
+    adapter && fast
+      ? (req: http.IncomingMessage, res: http.ServerResponse) => {
+          if (!fast(req, res)) adapter(req, res);
+        }
+      : adapter;
   const dependencies = options.readiness ?? (async () => ({ ready: true, checks: {} }));
   let closing = false;
   const processLocal = options.readinessScope === "process";

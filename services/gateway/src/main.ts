@@ -4,6 +4,7 @@ import {
   createLogger,
   createMetrics,
   createServiceTransport,
+  createUnaryH2Client,
   defaultBindHost,
   onShutdown,
   serviceIdentityFromEnv,
@@ -43,7 +44,8 @@ export async function main(env: Env = process.env, testHooks?: GatewayTestHooks)
   // service key), so these calls are not signed as the gateway.
   const routes = createRouteTable({
     broker,
-    runnerClient: (url) => createClient(RunnerService, createServiceTransport(url, { metrics })),
+    // The hot hop: a Runner call on a direct route (unary Connect over HTTP/2, one write each way).
+    runnerClient: (url) => createUnaryH2Client(RunnerService, url, { metrics }),
     logger: logger.child({ component: "routes" }),
     metrics,
   });

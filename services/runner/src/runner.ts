@@ -10,7 +10,7 @@ import { RunnerService } from "@webcodex/proto";
 import { runnerCapabilityWire } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
 import { afterAnswer } from "@webcodex/platform";
-import type { Logger } from "@webcodex/platform";
+import type { Logger, UnaryFastPath } from "@webcodex/platform";
 import { createEditJournal, createWorkspace, defaultJournalDir } from "./workspace/index.js";
 import type { RecoveredTransaction } from "./workspace/index.js";
 import { runnerHandlers } from "./handlers.js";
@@ -56,7 +56,7 @@ export interface Runner {
    * How a server serves this Runner (spread into startServiceServer): its routes, with answer
    * hooks on, so a finished write transaction's journal record waits for its answer to leave.
    */
-  readonly serving: { routes(router: ConnectRouter): void; answerHooks: true };
+  readonly serving: { routes(router: ConnectRouter): void; answerHooks: true; unaryFastPath: UnaryFastPath };
   close(): Promise<void>;
 }
 
@@ -243,7 +243,11 @@ export function createRunner(options: RunnerOptions): Runner {
     service,
     rootIdentity,
     recovery: recovery.catch(() => []),
-    serving: { routes: (router) => router.service(RunnerService, service), answerHooks: true },
+    serving: {
+      routes: (router) => router.service(RunnerService, service),
+      answerHooks: true,
+      unaryFastPath: { service: RunnerService, implementation: service },
+    },
     close: async () => {
       await journal.settled();
       await executor.shutdown();

@@ -1,0 +1,167 @@
+import assert from "node:assert/strict";
+import net from "node:net";
+import { describe, it } from "node:test";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { RunnerService } from "@webcodex/proto";
+import type { HandlerContext } from "@connectrpc/connect";
+import type { ExecuteRequest } from "@webcodex/proto";
+import { afterAnswer } from "./answer-hooks.js";
+import type { AnswerFate } from "./answer-hooks.js";
+import { createLogger } from "./logger.js";
+import { startServiceServer } from "./server.js";
+import { ROUTE_CREDENTIAL_HEADER } from "./route-credential.js";
+import { provenNotSent } from "./service-transport.js";
+import { createUnaryH2Client } from "./unary-h2-client.js";
+
+const logger = createLogger({ service: "test", level: "silent" });
+
+/**
+ * A Runner-shaped server: Execute echoes what it received; "refuse" fails, "throw" throws a plain
+ * error, "held" waits until released. `fast`: its unary methods on the fast path (unary-h2-server.ts).
+ */
+async function echoServer(port = 0, fast = false) {
+  let release = () => undefined as void;
+  const gate = new Promise<void>((r) => (release = r));
+  let entered = () => undefined as void;
+  const inside = new Promise<void>((r) => (entered = r));
+  const fates: AnswerFate[] = [];
+  const service = {
+    async execute(req: ExecuteRequest, ctx: HandlerContext) {
+      if (req.tool === "refuse") throw new ConnectError("route credential not valid for this Runner", Code.Unauthenticated);
+      if (req.tool === "throw") throw new Error("a detail that stays in the process");
+      if (req.tool === "held") {
+        entered();
+        await gate;
+      }
+      const hooked = afterAnswer((fate) => fates.push(fate));
+      return {
+        resultJson: JSON.stringify({
+          callId: req.callId,
+          tool: req.tool,
+          args: req.argumentsJson,
+          fence: String(req.fence),
+          attempt: req.attempt ? { taskId: req.attempt.taskId, fence: String(req.attempt.fence) } : null,
+          credential: ctx.requestHeader.get(ROUTE_CREDENTIAL_HEADER),
+          deadline: (ctx.timeoutMs() ?? 0) > 59_000,
+          hooked,
+        }),
+      };
+    },
+  };
+  const server = await startServiceServer({
+    name: "runner",
+    port,
+    logger,
+    drainMs: 50,
+    answerHooks: true,
+    routes: (router) => router.service(RunnerService, service),
+    ...(fast ? { unaryFastPath: { service: RunnerService, implementation: service } } : {}),
+  });
+  return { server, release, entered: inside, fates };
+}
+
+async function until(what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const codeOf = async (p: Promise<unknown>): Promise<ConnectError> => {
+  try {
+    await p;
+  } catch (error) {
+    assert.ok(error instanceof ConnectError, `a ConnectError, not ${String(error)}`);
+    return error;
+  }
+  assert.fail("the call succeeded");
+};
+
+describe("createUnaryH2Client and the unary fast path", () => {
+  it("client and server answer exactly as connect-node's do: request fields, headers, deadline, errors, answer hooks; other encodings still served", async () => {
+    const plain = await echoServer();
+    const fast = await echoServer(0, true);
+    try {
+      const req = { callId: "c1", tool: "read_files", argumentsJson: '{"files":["ü.txt"]}', fence: 7n, attempt: { taskId: "t1", fence: 3n } };
+      const call = { headers: { [ROUTE_CREDENTIAL_HEADER]: "wcrt1.r.7.x.y" }, timeoutMs: 60_000 };
+      const clients = (url: string) => [
+        createUnaryH2Client(RunnerService, url),
+        createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2", useBinaryFormat: true })),
+        createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "2", useBinaryFormat: false })),
+        createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: "1.1", useBinaryFormat: true })),
+      ];
+      const all = [...clients(plain.server.url), ...clients(fast.server.url)];
+      const answers = await Promise.all(all.map((c) => c.execute(req, call)));
+      for (const a of answers) assert.equal(a.resultJson, answers[0]?.resultJson);
+      const echoed = JSON.parse(answers[0]?.resultJson ?? "{}") as Record<string, unknown>;
+      assert.deepEqual([echoed["fence"], echoed["credential"], echoed["deadline"], echoed["hooked"]], ["7", "wcrt1.r.7.x.y", true, true]);
+      await until("every answer's hook ran", () => plain.fates.length + fast.fates.length === all.length);
+      assert.deepEqual([...plain.fates, ...fast.fates], Array(all.length).fill("sent"));
+      for (const tool of ["refuse", "throw"]) {
+        const errors = await Promise.all(all.map((c) => codeOf(c.execute({ tool }))));
+        for (const e of errors) assert.deepEqual([e.code, e.rawMessage], [errors[0]?.code, errors[0]?.rawMessage], tool);
+        assert.deepEqual(
+          [errors[0]?.code, errors[0]?.rawMessage],
+          tool === "refuse" ? [Code.Unauthenticated, "route credential not valid for this Runner"] : [Code.Internal, "internal error"],
+        );
+        assert.equal(provenNotSent(errors[0]), false);
+      }
+      assert.equal(
+        (await codeOf(createUnaryH2Client(RunnerService, fast.server.url).execute({ tool: "held" }, { timeoutMs: 100 }))).code,
+        Code.DeadlineExceeded,
+      );
+    } finally {
+      plain.release();
+      fast.release();
+      await Promise.all([plain.server.close(), fast.server.close()]);
+    }
+  });
+
+  it("a connection never made is unavailable and proven not sent; a call cut after it was sent is not", async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as net.AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const refused = await codeOf(createUnaryH2Client(RunnerService, `http://127.0.0.1:${closed}`).execute({ tool: "read_files" }));
+    assert.equal(refused.code, Code.Unavailable);
+    assert.equal(provenNotSent(refused), true, refused.message);
+
+    const s = await echoServer(0, true);
+    const lean = createUnaryH2Client(RunnerService, s.server.url);
+    const pending = codeOf(lean.execute({ tool: "held" }));
+    await s.entered;
+    await s.server.close();
+    const cut = await pending;
+    s.release();
+    assert.equal(cut.code, Code.Unavailable);
+    assert.equal(provenNotSent(cut), false, "the request was sent: its outcome is not known");
+  });
+
+  it("gives up at its deadline or on abort, and reconnects once the server is back", async () => {
+    const s = await echoServer(0, true);
+    const port = s.server.port;
+    const lean = createUnaryH2Client(RunnerService, s.server.url);
+    try {
+      assert.equal((await codeOf(lean.execute({ tool: "held" }, { timeoutMs: 100 }))).code, Code.DeadlineExceeded);
+      const abort = new AbortController();
+      const aborted = codeOf(lean.execute({ tool: "held" }, { signal: abort.signal }));
+      abort.abort();
+      assert.equal((await aborted).code, Code.Canceled);
+    } finally {
+      s.release();
+      await s.server.close();
+    }
+    assert.equal((await codeOf(lean.execute({ tool: "read_files" }))).code, Code.Unavailable);
+    const again = await echoServer(port, true);
+    try {
+      const res = await lean.execute({ callId: "after", tool: "read_files" });
+      assert.equal((JSON.parse(res.resultJson) as Record<string, unknown>)["callId"], "after");
+    } finally {
+      await again.server.close();
+    }
+  });
+});

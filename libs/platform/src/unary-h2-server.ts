@@ -1,0 +1,130 @@
+/**
+ * The server half of createUnaryH2Client: a service's unary methods answered for Connect
+ * requests in binary protobuf over HTTP/2 (`POST /<service>/<method>`, `application/proto`, no
+ * compression) with the answer written in one piece, where connect-node's adapter streams the
+ * request and the answer through several asynchronous steps. Every other request (gRPC, JSON,
+ * HTTP/1.1, compressed, other methods) goes to the Connect adapter as before, and the wire is the
+ * same Connect protocol either way: the answer, its status and its error body are what the
+ * adapter would send. The handler gets a Connect HandlerContext (request headers, deadline from
+ * `connect-timeout-ms`, a signal aborted when the caller goes away) and runs in the same SERVER
+ * span and metrics as an adapter call.
+ */
+import type http2 from "node:http2";
+import { AsyncResource } from "node:async_hooks";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethodUnary, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
+import type { HandlerContext } from "@connectrpc/connect";
+import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
+import type { ServerSpanRunner } from "./tracing.js";
+
+type UnaryHandler = (request: MessageShape<DescMessage>, context: HandlerContext) => Promise<MessageInitShape<DescMessage>> | MessageInitShape<DescMessage>;
+
+export interface UnaryFastPath {
+  service: DescService;
+  /** The service's implementation, as given to `router.service` (its unary methods are served here). */
+  implementation: object;
+}
+
+/** The longest `connect-timeout-ms` honoured (as connect-node: ten digits). */
+const MAX_TIMEOUT_MS = 9_999_999_999;
+/** The request body read at most (as connect-node's default read limit). */
+const READ_MAX_BYTES = 0xffffffff;
+
+/** Returns a function that serves a request it recognises (true) or leaves it to the Connect adapter (false). */
+export function createUnaryFastPath(
+  fast: UnaryFastPath,
+  spans: ServerSpanRunner,
+): (req: http2.Http2ServerRequest | { httpVersionMajor: number }, res: unknown) => boolean {
+  const methods = new Map<string, { method: DescMethodUnary; handle: UnaryHandler }>();
+  const impl = fast.implementation as Record<string, unknown>;
+  for (const method of fast.service.methods) {
+    const handle = impl[method.localName];
+    if (method.methodKind === "unary" && typeof handle === "function") {
+      methods.set(`/${fast.service.typeName}/${method.name}`, {
+        method: method as DescMethodUnary,
+        handle: (handle as UnaryHandler).bind(fast.implementation),
+      });
+    }
+  }
+  return (anyReq, anyRes) => {
+    if (anyReq.httpVersionMajor !== 2) return false;
+    const req = anyReq as http2.Http2ServerRequest;
+    const res = anyRes as http2.Http2ServerResponse;
+    const target = req.method === "POST" ? methods.get(req.url) : undefined;
+    const encoding = req.headers["content-encoding"];
+    if (!target || req.headers["content-type"] !== "application/proto" || (encoding !== undefined && encoding !== "identity")) return false;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // Bound to the request's async context (answer hooks, traces) like the adapter's handlers.
+    req.on(
+      "data",
+      AsyncResource.bind((chunk: Buffer) => {
+        size += chunk.byteLength;
+        if (size <= READ_MAX_BYTES) chunks.push(chunk);
+      }),
+    );
+    req.on(
+      "end",
+      AsyncResource.bind(() => void serve(req, res, target.method, target.handle, size > READ_MAX_BYTES ? undefined : Buffer.concat(chunks))),
+    );
+    return true;
+  };
+
+  async function serve(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, method: DescMethodUnary, handle: UnaryHandler, body: Buffer | undefined) {
+    const gone = new AbortController();
+    res.once("close", () => {
+      if (!res.writableFinished) gone.abort(new ConnectError("the caller went away", Code.Canceled));
+    });
+    const requestHeader = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) if (!k.startsWith(":") && v !== undefined) requestHeader.set(k, Array.isArray(v) ? v.join(", ") : v);
+    const timeout = parseTimeout(requestHeader.get("connect-timeout-ms"), MAX_TIMEOUT_MS);
+    const ctx = createHandlerContext({
+      service: fast.service,
+      method,
+      protocolName: "connect",
+      requestMethod: "POST",
+      url: `http://${req.authority}${req.url}`,
+      requestSignal: gone.signal,
+      requestHeader,
+      ...(timeout.timeoutMs !== undefined ? { timeoutMs: timeout.timeoutMs } : {}),
+    });
+    try {
+      if (timeout.error) throw timeout.error;
+      if (body === undefined) throw new ConnectError(`the request is larger than ${READ_MAX_BYTES} bytes`, Code.ResourceExhausted);
+      let input: MessageShape<DescMessage>;
+      try {
+        input = fromBinary(method.input, body);
+      } catch (error) {
+        throw ConnectError.from(error, Code.InvalidArgument);
+      }
+      const output = await spans(fast.service.typeName, method.name, requestHeader, async () => {
+        try {
+          return await handle(input, ctx);
+        } catch (error) {
+          // As the adapter: a deadline or a caller gone is reported as such; any other error
+          // that is not a ConnectError is an internal error (its detail stays in the process).
+          if (ctx.signal.aborted && ctx.signal.reason instanceof ConnectError) throw ctx.signal.reason;
+          throw error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+        }
+      });
+      const bytes = toBinary(method.output, create(method.output, output));
+      const headers: Record<string, string | number> = {};
+      ctx.responseHeader.forEach((v, k) => (headers[k] = v));
+      ctx.responseTrailer.forEach((v, k) => (headers[`trailer-${k}`] = v));
+      if (res.writableEnded) return;
+      res.writeHead(200, { ...headers, "content-type": "application/proto", "content-length": bytes.byteLength });
+      res.end(bytes);
+    } catch (error) {
+      const ce = error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+      if (res.headersSent || res.writableEnded) return;
+      const headers: Record<string, string> = {};
+      ce.metadata.forEach((v, k) => (headers[k] = v));
+      const bytes = errorToJsonBytes(ce, {});
+      res.writeHead(codeToHttpStatus(ce.code), { ...headers, "content-type": "application/json", "content-length": String(bytes.byteLength) });
+      res.end(bytes);
+    } finally {
+      ctx.abort();
+    }
+  }
+}
