@@ -26,13 +26,19 @@ async function echoServer(port = 0, fast = false) {
   let entered = () => undefined as void;
   const inside = new Promise<void>((r) => (entered = r));
   const fates: AnswerFate[] = [];
+  /** Why a held handler's signal was aborted, per call that saw it. */
+  const stopped: Code[] = [];
+  /** How many "held" calls the handler has started. */
+  const held = { n: 0 };
   const service = {
     async execute(req: ExecuteRequest, ctx: HandlerContext) {
       if (req.tool === "refuse") throw new ConnectError("route credential not valid for this Runner", Code.Unauthenticated);
       if (req.tool === "throw") throw new Error("a detail that stays in the process");
       if (req.tool === "held") {
+        held.n++;
         entered();
-        await gate;
+        await Promise.race([gate, new Promise((r) => ctx.signal.addEventListener("abort", r, { once: true }))]);
+        if (ctx.signal.aborted) stopped.push(ConnectError.from(ctx.signal.reason).code);
       }
       const hooked = afterAnswer((fate) => fates.push(fate));
       return {
@@ -58,7 +64,7 @@ async function echoServer(port = 0, fast = false) {
     routes: (router) => router.service(RunnerService, service),
     ...(fast ? { unaryFastPath: { service: RunnerService, implementation: service } } : {}),
   });
-  return { server, release, entered: inside, fates };
+  return { server, release, entered: inside, fates, stopped, held };
 }
 
 async function until(what: string, check: () => boolean): Promise<void> {
@@ -149,8 +155,14 @@ describe("createUnaryH2Client and the unary fast path", () => {
       assert.equal((await codeOf(lean.execute({ tool: "held" }, { timeoutMs: 100 }))).code, Code.DeadlineExceeded);
       const abort = new AbortController();
       const aborted = codeOf(lean.execute({ tool: "held" }, { signal: abort.signal }));
+      await until("the second call is running", () => s.held.n === 2);
       abort.abort();
       assert.equal((await aborted).code, Code.Canceled);
+      // The handler saw both: at its deadline (its own timer or the caller's reset, whichever
+      // came first), then when its caller went away.
+      await until("the handler saw both aborts", () => s.stopped.length === 2);
+      assert.ok([Code.DeadlineExceeded, Code.Canceled].includes(s.stopped[0] as Code), String(s.stopped[0]));
+      assert.equal(s.stopped[1], Code.Canceled);
     } finally {
       s.release();
       await s.server.close();

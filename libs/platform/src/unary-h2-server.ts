@@ -73,8 +73,11 @@ export function createUnaryFastPath(
 
   async function serve(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, method: DescMethodUnary, handle: UnaryHandler, body: Buffer | undefined) {
     const gone = new AbortController();
+    let answered = false;
+    // (The compatibility response reports itself finished once its stream closed, even when the
+    // caller reset it before any answer: whether this path answered is tracked here.)
     res.once("close", () => {
-      if (!res.writableFinished) gone.abort(new ConnectError("the caller went away", Code.Canceled));
+      if (!answered) gone.abort(new ConnectError("the caller went away", Code.Canceled));
     });
     const requestHeader = new Headers();
     for (const [k, v] of Object.entries(req.headers)) if (!k.startsWith(":") && v !== undefined) requestHeader.set(k, Array.isArray(v) ? v.join(", ") : v);
@@ -113,11 +116,13 @@ export function createUnaryFastPath(
       ctx.responseHeader.forEach((v, k) => (headers[k] = v));
       ctx.responseTrailer.forEach((v, k) => (headers[`trailer-${k}`] = v));
       if (res.writableEnded) return;
+      answered = true;
       res.writeHead(200, { ...headers, "content-type": "application/proto", "content-length": bytes.byteLength });
       res.end(bytes);
     } catch (error) {
       const ce = error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal, undefined, undefined, error);
       if (res.headersSent || res.writableEnded) return;
+      answered = true;
       const headers: Record<string, string> = {};
       ce.metadata.forEach((v, k) => (headers[k] = v));
       const bytes = errorToJsonBytes(ce, {});
