@@ -15,7 +15,7 @@ import { createReflectionService } from "./grpc-reflection.js";
 import { serveWithAnswerHooks } from "./answer-hooks.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
-import { createServerSpanRunner, createTracingServerInterceptor } from "./tracing.js";
+import { createTracingServerInterceptor } from "./tracing.js";
 import { createUnaryFastPath } from "./unary-h2-server.js";
 import type { UnaryFastPath } from "./unary-h2-server.js";
 
@@ -44,8 +44,7 @@ export interface ServiceServerOptions {
   answerHooks?: boolean;
   /**
    * A service registered in `routes` whose unary methods are answered directly for binary
-   * Connect requests over HTTP/2 (see unary-h2-server.ts); not with `interceptors`, which that
-   * path does not run.
+   * Connect requests over HTTP/2, behind the same interceptors (see unary-h2-server.ts).
    */
   unaryFastPath?: UnaryFastPath;
   /** How often grpc.health.v1.Health/Watch re-checks readiness (default 1 s). */
@@ -87,12 +86,10 @@ const REFLECTION_PATH = `/${ServerReflection.typeName}/`;
 
 export async function startServiceServer(options: ServiceServerOptions): Promise<ServiceServer> {
   // Every Connect handler runs in a SERVER span continuing the caller's trace (traceparent).
-  const tracingOptions = { service: options.name, ...(options.metrics ? { metrics: options.metrics } : {}) };
-  const spans = createServerSpanRunner(tracingOptions);
-  const tracing = createTracingServerInterceptor(tracingOptions, spans);
-  const adapter = options.routes ? connectNodeAdapter({ routes: options.routes, interceptors: [tracing, ...(options.interceptors ?? [])] }) : undefined;
-  if (options.unaryFastPath && options.interceptors?.length) throw new Error("unaryFastPath does not run interceptors; give one or the other");
-  const fast = options.unaryFastPath ? createUnaryFastPath(options.unaryFastPath, spans) : undefined;
+  const tracing = createTracingServerInterceptor({ service: options.name, ...(options.metrics ? { metrics: options.metrics } : {}) });
+  const interceptors = [tracing, ...(options.interceptors ?? [])];
+  const adapter = options.routes ? connectNodeAdapter({ routes: options.routes, interceptors }) : undefined;
+  const fast = options.unaryFastPath ? createUnaryFastPath(options.unaryFastPath, interceptors) : undefined;
   const connect =
     adapter && fast
       ? (req: http.IncomingMessage, res: http.ServerResponse) => {

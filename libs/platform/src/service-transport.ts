@@ -5,7 +5,7 @@
  * answer was compressed and inflated once per hop).
  */
 import { createConnectTransport } from "@connectrpc/connect-node";
-import type { Transport } from "@connectrpc/connect";
+import type { Interceptor, Transport } from "@connectrpc/connect";
 import type { Metrics } from "./metrics.js";
 import type { ServiceIdentity } from "./service-identity.js";
 import { createTracingClientInterceptor } from "./tracing.js";
@@ -17,16 +17,21 @@ export interface ServiceTransportOptions {
   identity?: ServiceIdentity | undefined;
 }
 
+/** What every call between services goes through: its CLIENT span and latency, and its signature when `identity` is given. */
+export function serviceClientInterceptors(options: ServiceTransportOptions = {}): Interceptor[] {
+  return [
+    createTracingClientInterceptor(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.identity ? [options.identity.clientInterceptor] : []),
+  ];
+}
+
 export function createServiceTransport(baseUrl: string, options: ServiceTransportOptions = {}): Transport {
   return createConnectTransport({
     baseUrl,
     httpVersion: "2",
     useBinaryFormat: true,
     acceptCompression: [],
-    interceptors: [
-      createTracingClientInterceptor(options.metrics ? { metrics: options.metrics } : {}),
-      ...(options.identity ? [options.identity.clientInterceptor] : []),
-    ],
+    interceptors: serviceClientInterceptors(options),
   });
 }
 

@@ -56,21 +56,22 @@ export interface TracingOptions {
   metrics?: Metrics;
 }
 
-/**
- * Client side of one RPC: `send` runs in a CLIENT span whose context is injected into `header`
- * as `traceparent`, its latency recorded by code when `metrics` is given.
- */
-export type ClientSpanRunner = <T>(service: string, method: string, header: Headers, send: () => Promise<T>) => Promise<T>;
-
-export function createClientSpanRunner(options: TracingOptions = {}): ClientSpanRunner {
+/** Client side: a CLIENT span per call, its context injected as `traceparent`. */
+export function createTracingClientInterceptor(options: TracingOptions = {}): Interceptor {
   const seconds = options.metrics?.histogram("webcodex_rpc_client_seconds", "Outgoing RPC latency by service, method and code");
-  return async (service, method, header, send) => {
+  return (next) => async (req) => {
     const started = performance.now();
-    const span = safe(() => tracer().startSpan(`${service}/${method}`, { kind: SpanKind.CLIENT, attributes: rpcAttributes(service, method) }));
-    safe(() => propagation.inject(span ? trace.setSpan(context.active(), span) : context.active(), header, setter));
-    const observe = (code: string) => safe(() => seconds?.observe((performance.now() - started) / 1000, { service, method, code }));
+    const span = safe(() =>
+      tracer().startSpan(`${req.service.typeName}/${req.method.name}`, {
+        kind: SpanKind.CLIENT,
+        attributes: rpcAttributes(req.service.typeName, req.method.name),
+      }),
+    );
+    safe(() => propagation.inject(span ? trace.setSpan(context.active(), span) : context.active(), req.header, setter));
+    const observe = (code: string) =>
+      safe(() => seconds?.observe((performance.now() - started) / 1000, { service: req.service.typeName, method: req.method.name, code }));
     try {
-      const res = await send();
+      const res = await next(req);
       endSpan(span);
       observe("ok");
       return res;
@@ -80,12 +81,6 @@ export function createClientSpanRunner(options: TracingOptions = {}): ClientSpan
       throw error;
     }
   };
-}
-
-/** Client side: a CLIENT span per call, its context injected as `traceparent`. */
-export function createTracingClientInterceptor(options: TracingOptions = {}): Interceptor {
-  const run = createClientSpanRunner(options);
-  return (next) => (req) => run(req.service.typeName, req.method.name, req.header, () => next(req));
 }
 
 /**
@@ -137,21 +132,16 @@ export async function runServerSpan<T>(
   }
 }
 
-/**
- * Server side of one RPC: `handle` runs in a SERVER span continuing the trace in `header`, its
- * count (by code) and latency recorded when `metrics` is given.
- */
-export type ServerSpanRunner = <T>(service: string, method: string, header: Headers, handle: () => Promise<T>) => Promise<T>;
-
-export function createServerSpanRunner(options: TracingOptions = {}): ServerSpanRunner {
+/** Server side: extracts `traceparent` and runs the handler in a SERVER span. */
+export function createTracingServerInterceptor(options: TracingOptions = {}): Interceptor {
   const requests = options.metrics?.counter("webcodex_rpc_server_requests_total", "Incoming RPCs by service, method and code");
   const seconds = options.metrics?.histogram("webcodex_rpc_server_seconds", "Incoming RPC latency by service, method");
-  return async (service, method, header, handle) => {
+  return (next) => async (req) => {
     const started = performance.now();
-    const labels = { service, method };
+    const labels = { service: req.service.typeName, method: req.method.name };
     let code = "ok";
     try {
-      return await runServerSpan(service, method, header, handle, options);
+      return await runServerSpan(req.service.typeName, req.method.name, req.header, () => next(req), options);
     } catch (error) {
       code = connectCodeName(ConnectError.from(error).code);
       throw error;
@@ -162,11 +152,6 @@ export function createServerSpanRunner(options: TracingOptions = {}): ServerSpan
       });
     }
   };
-}
-
-/** Server side: extracts `traceparent` and runs the handler in a SERVER span (`spans`, or one made from `options`). */
-export function createTracingServerInterceptor(options: TracingOptions = {}, spans: ServerSpanRunner = createServerSpanRunner(options)): Interceptor {
-  return (next) => (req) => spans(req.service.typeName, req.method.name, req.header, () => next(req));
 }
 
 /**

@@ -11,7 +11,8 @@ import type { AnswerFate } from "./answer-hooks.js";
 import { createLogger } from "./logger.js";
 import { startServiceServer } from "./server.js";
 import { ROUTE_CREDENTIAL_HEADER } from "./route-credential.js";
-import { provenNotSent } from "./service-transport.js";
+import { createServiceTransport, provenNotSent } from "./service-transport.js";
+import { createServiceIdentity, serviceCallerKey } from "./service-identity.js";
 import { createUnaryH2Client } from "./unary-h2-client.js";
 
 const logger = createLogger({ service: "test", level: "silent" });
@@ -122,6 +123,41 @@ describe("createUnaryH2Client and the unary fast path", () => {
       plain.release();
       fast.release();
       await Promise.all([plain.server.close(), fast.server.close()]);
+    }
+  });
+
+  it("runs the same interceptors: a service identity signs on the client and is checked and handed to the handler on the fast path", async () => {
+    const key = "k".repeat(40);
+    const gateway = createServiceIdentity({ service: "gateway", key });
+    const resolver = createServiceIdentity({ service: "ref-resolver", key });
+    const service = {
+      execute(_req: ExecuteRequest, ctx: HandlerContext) {
+        return { resultJson: JSON.stringify({ caller: ctx.values.get(serviceCallerKey) ?? null, principal: ctx.requestHeader.get("x-webcodex-subject") }) };
+      },
+    };
+    const server = await startServiceServer({
+      name: "svc",
+      port: 0,
+      logger,
+      interceptors: [resolver.serverInterceptor()],
+      routes: (router) => router.service(RunnerService, service),
+      unaryFastPath: { service: RunnerService, implementation: service },
+    });
+    try {
+      const headers = { "x-webcodex-subject": "alice" };
+      const signed = await createUnaryH2Client(RunnerService, server.url, { identity: gateway }).execute({}, { headers });
+      assert.deepEqual(JSON.parse(signed.resultJson), { caller: "gateway", principal: "alice" });
+      const generic = await createClient(RunnerService, createServiceTransport(server.url, { identity: gateway })).execute({}, { headers });
+      assert.equal(generic.resultJson, signed.resultJson);
+      const unsigned = await codeOf(createUnaryH2Client(RunnerService, server.url).execute({}, { headers }));
+      assert.deepEqual([unsigned.code, unsigned.rawMessage], [Code.Unauthenticated, "service identity required"]);
+      // A token that is not the gateway's signature does not pass.
+      const forged = await codeOf(
+        createUnaryH2Client(RunnerService, server.url).execute({}, { headers: { ...headers, "x-webcodex-service-token": "forged" } }),
+      );
+      assert.equal(forged.code, Code.Unauthenticated);
+    } finally {
+      await server.close();
     }
   });
 

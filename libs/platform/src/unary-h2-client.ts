@@ -16,22 +16,22 @@
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, DescMethodUnary, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
-import type { CallOptions, Client } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
+import type { CallOptions, Client, Interceptor, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
-import type { Metrics } from "./metrics.js";
-import { createClientSpanRunner } from "./tracing.js";
+import { serviceClientInterceptors } from "./service-transport.js";
+import type { ServiceTransportOptions } from "./service-transport.js";
 
-export interface UnaryH2ClientOptions {
-  /** When given, outgoing RPC latencies are recorded here (as the generic transport's). */
-  metrics?: Metrics;
-}
+/** As the generic transport's: latencies recorded in `metrics`, calls signed as `identity`. */
+export type UnaryH2ClientOptions = ServiceTransportOptions;
+
+type AnyFn = Parameters<Interceptor>[0];
 
 /** The answer body a call reads at most (as connect-node's default read limit). */
 const READ_MAX_BYTES = 0xffffffff;
 
 export function createUnaryH2Client<T extends DescService>(service: T, baseUrl: string, options: UnaryH2ClientOptions = {}): Client<T> {
-  const traced = createClientSpanRunner(options.metrics ? { metrics: options.metrics } : {});
+  const interceptors = serviceClientInterceptors(options);
   const authority = new URL(baseUrl);
   const prefix = authority.pathname.replace(/\/$/, "");
   let session: http2.ClientHttp2Session | undefined;
@@ -57,13 +57,34 @@ export function createUnaryH2Client<T extends DescService>(service: T, baseUrl: 
   };
 
   async function unary(method: DescMethodUnary, input: MessageInitShape<DescMessage>, call: CallOptions = {}): Promise<MessageShape<DescMessage>> {
-    const header = new Headers(call.headers);
-    return traced(service.typeName, method.name, header, () => send(method, input, call, header));
+    const request: UnaryRequest = {
+      stream: false,
+      service,
+      method,
+      requestMethod: "POST",
+      url: `${authority.origin}${prefix}/${service.typeName}/${method.name}`,
+      signal: call.signal ?? new AbortController().signal,
+      header: new Headers(call.headers),
+      contextValues: call.contextValues ?? createContextValues(),
+      message: create(method.input, input),
+    };
+    const sent: AnyFn = async (req) => {
+      const r = req as UnaryRequest;
+      const answer = await send(method, r.message, call, r.header);
+      return { stream: false, service, method, header: answer.header, trailer: answer.trailer, message: answer.message };
+    };
+    const res = (await interceptors.reduceRight<AnyFn>((next, interceptor) => interceptor(next), sent)(request)) as UnaryResponse;
+    return res.message;
   }
 
-  function send(method: DescMethodUnary, input: MessageInitShape<DescMessage>, call: CallOptions, header: Headers): Promise<MessageShape<DescMessage>> {
+  function send(
+    method: DescMethodUnary,
+    message: MessageShape<DescMessage>,
+    call: CallOptions,
+    header: Headers,
+  ): Promise<{ message: MessageShape<DescMessage>; header: Headers; trailer: Headers }> {
     if (call.signal?.aborted) return Promise.reject(new ConnectError("the call was aborted", Code.Canceled));
-    const body = toBinary(method.input, create(method.input, input));
+    const body = toBinary(method.input, message);
     const requestHeaders: http2.OutgoingHttpHeaders = {
       ":method": "POST",
       ":path": `${prefix}/${service.typeName}/${method.name}`,
@@ -129,7 +150,10 @@ export function createUnaryH2Client<T extends DescService>(service: T, baseUrl: 
             return;
           }
           finish();
-          resolve(answer);
+          const trailer = new Headers();
+          const header = new Headers();
+          responseHeaders?.forEach((v, k) => (k.startsWith("trailer-") ? trailer.set(k.slice(8), v) : header.set(k, v)));
+          resolve({ message: answer, header, trailer });
           return;
         }
         const fallback = new ConnectError(`HTTP ${status}`, status === 200 ? Code.Internal : codeFromHttpStatus(status), responseHeaders);

@@ -6,17 +6,18 @@
  * HTTP/1.1, compressed, other methods) goes to the Connect adapter as before, and the wire is the
  * same Connect protocol either way: the answer, its status and its error body are what the
  * adapter would send. The handler gets a Connect HandlerContext (request headers, deadline from
- * `connect-timeout-ms`, a signal aborted when the caller goes away) and runs in the same SERVER
- * span and metrics as an adapter call.
+ * `connect-timeout-ms`, a signal aborted when the caller goes away) behind the same interceptors
+ * as an adapter call (the SERVER span and metrics, service identity).
  */
 import type http2 from "node:http2";
 import { AsyncResource } from "node:async_hooks";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, DescMethodUnary, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
-import type { HandlerContext } from "@connectrpc/connect";
+import type { HandlerContext, Interceptor, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
-import type { ServerSpanRunner } from "./tracing.js";
+
+type AnyFn = Parameters<Interceptor>[0];
 
 type UnaryHandler = (request: MessageShape<DescMessage>, context: HandlerContext) => Promise<MessageInitShape<DescMessage>> | MessageInitShape<DescMessage>;
 
@@ -34,7 +35,7 @@ const READ_MAX_BYTES = 0xffffffff;
 /** Returns a function that serves a request it recognises (true) or leaves it to the Connect adapter (false). */
 export function createUnaryFastPath(
   fast: UnaryFastPath,
-  spans: ServerSpanRunner,
+  interceptors: readonly Interceptor[],
 ): (req: http2.Http2ServerRequest | { httpVersionMajor: number }, res: unknown) => boolean {
   const methods = new Map<string, { method: DescMethodUnary; handle: UnaryHandler }>();
   const impl = fast.implementation as Record<string, unknown>;
@@ -101,20 +102,40 @@ export function createUnaryFastPath(
       } catch (error) {
         throw ConnectError.from(error, Code.InvalidArgument);
       }
-      const output = await spans(fast.service.typeName, method.name, requestHeader, async () => {
+      const request: UnaryRequest = {
+        stream: false,
+        service: fast.service,
+        method,
+        requestMethod: "POST",
+        url: ctx.url,
+        signal: ctx.signal,
+        header: requestHeader,
+        contextValues: ctx.values,
+        message: input,
+      };
+      const run: AnyFn = async (req) => {
         try {
-          return await handle(input, ctx);
+          const out = await handle((req as UnaryRequest).message, ctx);
+          return {
+            stream: false,
+            service: fast.service,
+            method,
+            header: ctx.responseHeader,
+            trailer: ctx.responseTrailer,
+            message: create(method.output, out),
+          };
         } catch (error) {
           // As the adapter: a deadline or a caller gone is reported as such; any other error
           // that is not a ConnectError is an internal error (its detail stays in the process).
           if (ctx.signal.aborted && ctx.signal.reason instanceof ConnectError) throw ctx.signal.reason;
           throw error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal, undefined, undefined, error);
         }
-      });
-      const bytes = toBinary(method.output, create(method.output, output));
+      };
+      const answer = (await interceptors.reduceRight<AnyFn>((next, interceptor) => interceptor(next), run)(request)) as UnaryResponse;
+      const bytes = toBinary(method.output, answer.message);
       const headers: Record<string, string | number> = {};
-      ctx.responseHeader.forEach((v, k) => (headers[k] = v));
-      ctx.responseTrailer.forEach((v, k) => (headers[`trailer-${k}`] = v));
+      answer.header.forEach((v, k) => (headers[k] = v));
+      answer.trailer.forEach((v, k) => (headers[`trailer-${k}`] = v));
       if (res.writableEnded) return;
       answered = true;
       res.writeHead(200, { ...headers, "content-type": "application/proto", "content-length": bytes.byteLength });

@@ -52,7 +52,9 @@ export async function main(env: Env = process.env, testHooks?: GatewayTestHooks)
   const gateway = await createGateway({
     clients: {
       toolRegistry: createClient(ToolRegistryService, peer(config.toolRegistryUrl)),
-      refResolver: createClient(RefResolverService, peer(config.refResolverUrl)),
+      // On every call that resolves a ref and every agent tool call (a woken wait's answer
+      // among them): unary Connect over HTTP/2, one write each way, signed as above.
+      refResolver: createUnaryH2Client(RefResolverService, config.refResolverUrl, { metrics, identity }),
       broker,
       audit: createClient(AuditService, peer(config.auditUrl)),
     },

@@ -14,6 +14,6 @@ export type { TaskFenceCounter } from "./agents/fence-counter.js";
 export { createAgentEventBus, createPostgresAgentEventBus, AGENT_EVENTS_CHANNEL } from "./agents/event-bus.js";
 export type { AgentEventBus } from "./agents/event-bus.js";
 export { formatRef, parseRef, RefKind } from "./refs/ref-codes.js";
-export { routes } from "./routes.js";
+export { serving } from "./routes.js";
 export { main } from "./main.js";
 export { refResolverMigrations } from "./migrations.js";

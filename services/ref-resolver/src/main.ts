@@ -13,7 +13,7 @@ import {
 } from "@webcodex/platform";
 import type { Env, LogLevel } from "@webcodex/platform";
 import { loadConfig } from "./config.js";
-import { routes } from "./routes.js";
+import { serving } from "./routes.js";
 import { checkRefStores, migrateRefResolver } from "./ref-resolver.js";
 import { createPostgresAgentEventBus } from "./agents/event-bus.js";
 import { createRedisTaskFenceCounter } from "./agents/fence-counter.js";
@@ -41,7 +41,7 @@ export async function main(env: Env = process.env): Promise<void> {
     name: "ref-resolver",
     port: config.port,
     host: config.host ?? defaultBindHost(env),
-    routes: routes({ db, agentEvents, ...(taskFences ? { taskFences } : {}) }),
+    ...serving({ db, agentEvents, ...(taskFences ? { taskFences } : {}) }),
     metrics: createMetrics(),
     logger,
     readiness: readinessFrom({ postgres: () => db.ping() }),

@@ -1,9 +1,15 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { RefResolverService } from "@webcodex/proto";
+import type { UnaryFastPath } from "@webcodex/platform";
 import { createRefResolver } from "./ref-resolver.js";
 import type { RefResolverDeps } from "./ref-resolver.js";
 
-export function routes(deps: RefResolverDeps): (router: ConnectRouter) => void {
+/**
+ * What the ref-resolver serves: its Connect routes, and the same service on the unary fast path
+ * (binary Connect over HTTP/2 answered in one write: the gateway's calls, a woken wait's answer
+ * among them).
+ */
+export function serving(deps: RefResolverDeps): { routes: (router: ConnectRouter) => void; unaryFastPath: UnaryFastPath } {
   const impl = createRefResolver(deps);
-  return (router) => router.service(RefResolverService, impl);
+  return { routes: (router) => router.service(RefResolverService, impl), unaryFastPath: { service: RefResolverService, implementation: impl } };
 }
