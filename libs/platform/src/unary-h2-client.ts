@@ -27,8 +27,8 @@ export type UnaryH2ClientOptions = ServiceTransportOptions;
 
 type AnyFn = Parameters<Interceptor>[0];
 
-/** The answer body a call reads at most (as connect-node's default read limit). */
-const READ_MAX_BYTES = 0xffffffff;
+/** The message body a call or an answer reads at most (as connect-node's default read limit). */
+export const READ_MAX_BYTES = 0xffffffff;
 
 export function createUnaryH2Client<T extends DescService>(service: T, baseUrl: string, options: UnaryH2ClientOptions = {}): Client<T> {
   const interceptors = serviceClientInterceptors(options);
@@ -50,7 +50,7 @@ export function createUnaryH2Client<T extends DescService>(service: T, baseUrl: 
     };
     s.on("close", drop);
     s.on("goaway", drop);
-    // An idle session does not keep the process alive; one with a call in flight does.
+    // The session never keeps the process alive by itself (a service's own server does).
     s.unref();
     session = s;
     return s;

@@ -16,6 +16,7 @@ import type { DescMessage, DescMethodUnary, DescService, MessageInitShape, Messa
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import type { HandlerContext, Interceptor, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
+import { READ_MAX_BYTES } from "./unary-h2-client.js";
 
 type AnyFn = Parameters<Interceptor>[0];
 
@@ -29,8 +30,6 @@ export interface UnaryFastPath {
 
 /** The longest `connect-timeout-ms` honoured (as connect-node: ten digits). */
 const MAX_TIMEOUT_MS = 9_999_999_999;
-/** The request body read at most (as connect-node's default read limit). */
-const READ_MAX_BYTES = 0xffffffff;
 
 /** Returns a function that serves a request it recognises (true) or leaves it to the Connect adapter (false). */
 export function createUnaryFastPath(
