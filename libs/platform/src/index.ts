@@ -55,6 +55,7 @@ export type { ServiceIdentity } from "./service-identity.js";
 export { createServiceTransport, provenNotSent } from "./service-transport.js";
 export { createUnaryH2Client } from "./unary-h2-client.js";
 export type { UnaryH2ClientOptions } from "./unary-h2-client.js";
+export { servedWithFastPath } from "./unary-h2-server.js";
 export type { UnaryFastPath } from "./unary-h2-server.js";
 export type { ServiceTransportOptions } from "./service-transport.js";
 export { mintRouteCredential, verifyRouteCredential, ROUTE_CREDENTIAL_HEADER } from "./route-credential.js";

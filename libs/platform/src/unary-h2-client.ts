@@ -20,15 +20,13 @@ import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import type { CallOptions, Client, Interceptor, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { serviceClientInterceptors } from "./service-transport.js";
+import { headersOf, READ_MAX_BYTES } from "./unary-h2-server.js";
 import type { ServiceTransportOptions } from "./service-transport.js";
 
 /** As the generic transport's: latencies recorded in `metrics`, calls signed as `identity`. */
 export type UnaryH2ClientOptions = ServiceTransportOptions;
 
 type AnyFn = Parameters<Interceptor>[0];
-
-/** The message body a call or an answer reads at most (as connect-node's default read limit). */
-export const READ_MAX_BYTES = 0xffffffff;
 
 export function createUnaryH2Client<T extends DescService>(service: T, baseUrl: string, options: UnaryH2ClientOptions = {}): Client<T> {
   const interceptors = serviceClientInterceptors(options);
@@ -125,8 +123,7 @@ export function createUnaryH2Client<T extends DescService>(service: T, baseUrl: 
       stream.on("response", (h) => {
         status = Number(h[":status"]);
         contentType = String(h["content-type"] ?? "");
-        responseHeaders = new Headers();
-        for (const [k, v] of Object.entries(h)) if (!k.startsWith(":") && v !== undefined) responseHeaders.set(k, Array.isArray(v) ? v.join(", ") : String(v));
+        responseHeaders = headersOf(h);
       });
       stream.on("data", (chunk: Buffer) => {
         size += chunk.byteLength;

@@ -14,9 +14,8 @@ import { AsyncResource } from "node:async_hooks";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, DescMethodUnary, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
-import type { HandlerContext, Interceptor, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext, Interceptor, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
-import { READ_MAX_BYTES } from "./unary-h2-client.js";
 
 type AnyFn = Parameters<Interceptor>[0];
 
@@ -28,8 +27,23 @@ export interface UnaryFastPath {
   implementation: object;
 }
 
+/** The message body a call or an answer reads at most (as connect-node's default read limit). */
+export const READ_MAX_BYTES = 0xffffffff;
+
 /** The longest `connect-timeout-ms` honoured (as connect-node: ten digits). */
 const MAX_TIMEOUT_MS = 9_999_999_999;
+
+/** The fields of HTTP/2 headers (pseudo-headers left out) as a Headers object. */
+export function headersOf(h: http2.IncomingHttpHeaders): Headers {
+  const out = new Headers();
+  for (const [k, v] of Object.entries(h)) if (!k.startsWith(":") && v !== undefined) out.set(k, Array.isArray(v) ? v.join(", ") : String(v));
+  return out;
+}
+
+/** What `startServiceServer` takes to serve `service` with `implementation`, on its routes and on the unary fast path. */
+export function servedWithFastPath(service: DescService, implementation: object): { routes: (router: ConnectRouter) => void; unaryFastPath: UnaryFastPath } {
+  return { routes: (router) => router.service(service, implementation), unaryFastPath: { service, implementation } };
+}
 
 /** Returns a function that serves a request it recognises (true) or leaves it to the Connect adapter (false). */
 export function createUnaryFastPath(
@@ -79,8 +93,7 @@ export function createUnaryFastPath(
     res.once("close", () => {
       if (!answered) gone.abort(new ConnectError("the caller went away", Code.Canceled));
     });
-    const requestHeader = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) if (!k.startsWith(":") && v !== undefined) requestHeader.set(k, Array.isArray(v) ? v.join(", ") : v);
+    const requestHeader = headersOf(req.headers);
     const timeout = parseTimeout(requestHeader.get("connect-timeout-ms"), MAX_TIMEOUT_MS);
     const ctx = createHandlerContext({
       service: fast.service,

@@ -1,6 +1,5 @@
-import type { ConnectRouter } from "@connectrpc/connect";
 import { RefResolverService } from "@webcodex/proto";
-import type { UnaryFastPath } from "@webcodex/platform";
+import { servedWithFastPath } from "@webcodex/platform";
 import { createRefResolver } from "./ref-resolver.js";
 import type { RefResolverDeps } from "./ref-resolver.js";
 
@@ -9,7 +8,6 @@ import type { RefResolverDeps } from "./ref-resolver.js";
  * (binary Connect over HTTP/2 answered in one write: the gateway's calls, a woken wait's answer
  * among them).
  */
-export function serving(deps: RefResolverDeps): { routes: (router: ConnectRouter) => void; unaryFastPath: UnaryFastPath } {
-  const impl = createRefResolver(deps);
-  return { routes: (router) => router.service(RefResolverService, impl), unaryFastPath: { service: RefResolverService, implementation: impl } };
+export function serving(deps: RefResolverDeps): ReturnType<typeof servedWithFastPath> {
+  return servedWithFastPath(RefResolverService, createRefResolver(deps));
 }

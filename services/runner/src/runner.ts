@@ -9,7 +9,7 @@ import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { RunnerService } from "@webcodex/proto";
 import { runnerCapabilityWire } from "@webcodex/contracts";
 import type { RunnerCapabilityId } from "@webcodex/contracts";
-import { afterAnswer } from "@webcodex/platform";
+import { afterAnswer, servedWithFastPath } from "@webcodex/platform";
 import type { Logger, UnaryFastPath } from "@webcodex/platform";
 import { createEditJournal, createWorkspace, defaultJournalDir } from "./workspace/index.js";
 import type { RecoveredTransaction } from "./workspace/index.js";
@@ -243,11 +243,7 @@ export function createRunner(options: RunnerOptions): Runner {
     service,
     rootIdentity,
     recovery: recovery.catch(() => []),
-    serving: {
-      routes: (router) => router.service(RunnerService, service),
-      answerHooks: true,
-      unaryFastPath: { service: RunnerService, implementation: service },
-    },
+    serving: { ...servedWithFastPath(RunnerService, service), answerHooks: true },
     close: async () => {
       await journal.settled();
       await executor.shutdown();
