@@ -31,10 +31,13 @@ async function echoServer(port = 0, fast = false) {
   const stopped: Code[] = [];
   /** How many "held" calls the handler has started. */
   const held = { n: 0 };
+  /** Why a "tied" call's signal was aborted once the call was over. */
+  const over: Code[] = [];
   const service = {
     async execute(req: ExecuteRequest, ctx: HandlerContext) {
       if (req.tool === "refuse") throw new ConnectError("route credential not valid for this Runner", Code.Unauthenticated);
       if (req.tool === "throw") throw new Error("a detail that stays in the process");
+      if (req.tool === "tied") ctx.signal.addEventListener("abort", () => over.push(ConnectError.from(ctx.signal.reason).code), { once: true });
       if (req.tool === "held") {
         held.n++;
         entered();
@@ -65,7 +68,7 @@ async function echoServer(port = 0, fast = false) {
     routes: (router) => router.service(RunnerService, service),
     ...(fast ? { unaryFastPath: { service: RunnerService, implementation: service } } : {}),
   });
-  return { server, release, entered: inside, fates, stopped, held };
+  return { server, release, entered: inside, fates, stopped, held, over };
 }
 
 async function until(what: string, check: () => boolean): Promise<void> {
@@ -115,6 +118,10 @@ describe("createUnaryH2Client and the unary fast path", () => {
         );
         assert.equal(provenNotSent(errors[0]), false);
       }
+      // What a handler ties to its signal is let go once the call is over, on either path.
+      for (const c of all) await c.execute({ tool: "tied" });
+      await until("every tied call's signal was aborted", () => plain.over.length + fast.over.length === all.length);
+      assert.deepEqual([plain.over, fast.over], [Array(4).fill(Code.Canceled), Array(4).fill(Code.Canceled)]);
       assert.equal(
         (await codeOf(createUnaryH2Client(RunnerService, fast.server.url).execute({ tool: "held" }, { timeoutMs: 100 }))).code,
         Code.DeadlineExceeded,

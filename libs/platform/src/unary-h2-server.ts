@@ -33,6 +33,9 @@ export const READ_MAX_BYTES = 0xffffffff;
 /** The longest `connect-timeout-ms` honoured (as connect-node: ten digits). */
 const MAX_TIMEOUT_MS = 9_999_999_999;
 
+/** The reason a handler's signal carries once its call is over (answered or failed). */
+export const CALL_OVER = new ConnectError("the call is over", Code.Canceled);
+
 /** The fields of HTTP/2 headers (pseudo-headers left out) as a Headers object. */
 export function headersOf(h: http2.IncomingHttpHeaders): Headers {
   const out = new Headers();
@@ -70,17 +73,16 @@ export function createUnaryFastPath(
     if (!target || req.headers["content-type"] !== "application/proto" || (encoding !== undefined && encoding !== "identity")) return false;
     const chunks: Buffer[] = [];
     let size = 0;
-    // Bound to the request's async context (answer hooks, traces) like the adapter's handlers.
-    req.on(
-      "data",
-      AsyncResource.bind((chunk: Buffer) => {
-        size += chunk.byteLength;
-        if (size <= READ_MAX_BYTES) chunks.push(chunk);
-      }),
-    );
-    req.on(
-      "end",
-      AsyncResource.bind(() => void serve(req, res, target.method, target.handle, size > READ_MAX_BYTES ? undefined : Buffer.concat(chunks))),
+    // Run in the request's async context (answer hooks, traces) like the adapter's handlers:
+    // one resource per request entered by each listener (AsyncResource.bind would build two
+    // deprecation wrappers per listener on every call).
+    const scope = new AsyncResource("webcodex.UnaryFastPath");
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size <= READ_MAX_BYTES) chunks.push(chunk);
+    });
+    req.on("end", () =>
+      scope.runInAsyncScope(() => void serve(req, res, target.method, target.handle, size > READ_MAX_BYTES ? undefined : Buffer.concat(chunks))),
     );
     return true;
   };
@@ -162,7 +164,10 @@ export function createUnaryFastPath(
       res.writeHead(codeToHttpStatus(ce.code), { ...headers, "content-type": "application/json", "content-length": String(bytes.byteLength) });
       res.end(bytes);
     } finally {
-      ctx.abort();
+      // As the adapter, the handler's signal is aborted once the call is over (so what the
+      // handler tied to it stops); with a reason made once, where a bare abort() builds an
+      // AbortError with its stack trace on every call.
+      ctx.abort(CALL_OVER);
     }
   }
 }
