@@ -123,29 +123,48 @@ const orNull = (s: string) => (s === "" ? null : s);
 const codeOrNull = (s: string) => (CODE.test(s) ? s : null);
 const clampInt = (n: number) => Math.max(0, Math.min(2_147_483_647, Math.round(n)));
 
-const COLUMNS = [
-  "call_id",
-  "started_at",
-  "client_id",
-  "subject",
-  "tool",
-  "project_canonical_id",
-  "session_id",
-  "effect",
-  "outcome",
-  "reason_code",
-  "failure_stage",
-  "state_changed",
-  "outcome_unknown",
-  "duration_us",
-  "stage_durations_us",
-  "args_shape_fingerprint",
-  "args_shape_leaves",
-  "result_canonical_bytes",
-  "result_projected_bytes",
-  "result_metadata_bytes",
-  "summary",
-] as const;
+/**
+ * The stored columns, each with the element type its values are sent as (one array per column,
+ * see appendActions) and how a column's value is made from that element.
+ */
+const COLUMN_TYPES = {
+  call_id: "text",
+  started_at: "timestamptz",
+  client_id: "text",
+  subject: "text",
+  tool: "text",
+  project_canonical_id: "text",
+  session_id: "text",
+  effect: "text",
+  outcome: "text",
+  reason_code: "text",
+  failure_stage: "text",
+  state_changed: "boolean",
+  outcome_unknown: "boolean",
+  duration_us: "integer",
+  stage_durations_us: "jsonb",
+  args_shape_fingerprint: "text",
+  // Sent joined by commas (an array of arrays must be rectangular), split again when stored.
+  args_shape_leaves: "text",
+  result_canonical_bytes: "integer",
+  result_projected_bytes: "integer",
+  result_metadata_bytes: "integer",
+  summary: "jsonb",
+} as const;
+const COLUMNS = Object.keys(COLUMN_TYPES) as (keyof typeof COLUMN_TYPES)[];
+const LEAVES = COLUMNS.indexOf("args_shape_leaves");
+
+/**
+ * One statement for any number of rows: a parameter per column, each an array of that column's
+ * values, unnested into rows. Its text never changes, so Postgres parses and plans the same few
+ * parameters for every batch (a VALUES list takes a parameter per column per row: thousands to
+ * parse for one batch of reads).
+ */
+const INSERT_SQL = `INSERT INTO ${AUDIT_SCHEMA}.action_audit (${COLUMNS.join(",")}) SELECT ${COLUMNS.map((c) =>
+  c === "args_shape_leaves" ? `string_to_array(${c}, ',')` : c,
+).join(
+  ",",
+)} FROM unnest(${COLUMNS.map((c, k) => `$${k + 1}::${COLUMN_TYPES[c]}[]`).join(",")}) AS r(${COLUMNS.join(",")}) ON CONFLICT (call_id, started_at) DO NOTHING`;
 
 function rowValues(r: ActionRecord): unknown[] {
   // Anything but a success is stored as a failure (the table holds settled outcomes only).
@@ -229,15 +248,17 @@ export async function appendActions(db: Database, records: readonly ActionRecord
   const all = [...unique.values()];
   await ensureDays(db, new Set(all.map((r) => dayOf(Number(r.startedAtUnixMs)))), false);
   let stored = 0;
-  // Postgres takes at most 65,535 parameters per statement.
+  // A statement's arrays stay bounded however many records one request brings.
   for (let at = 0; at < all.length; at += MAX_ROWS_PER_STATEMENT) {
     const batch = all.slice(at, at + MAX_ROWS_PER_STATEMENT);
-    const values: unknown[] = [];
-    const rows = batch.map((r, i) => {
-      values.push(...rowValues(r));
-      return `(${COLUMNS.map((_, k) => `$${i * COLUMNS.length + k + 1}`).join(",")})`;
-    });
-    const sql = `INSERT INTO ${AUDIT_SCHEMA}.action_audit (${COLUMNS.join(",")}) VALUES ${rows.join(",")} ON CONFLICT (call_id, started_at) DO NOTHING`;
+    const values: unknown[][] = COLUMNS.map(() => []);
+    for (const r of batch) {
+      const row = rowValues(r);
+      const leaves = row[LEAVES] as string[] | null;
+      row[LEAVES] = leaves === null ? null : leaves.join(",");
+      row.forEach((v, k) => values[k]?.push(v));
+    }
+    const sql = INSERT_SQL;
     try {
       stored += (await db.query(sql, values)).rowCount;
     } catch (error) {
