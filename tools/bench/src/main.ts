@@ -34,7 +34,7 @@ import { benchProvision } from "./provision.js";
 import { benchProvisionKube } from "./provision-kube.js";
 import { benchSandboxCost } from "./sandbox-cost.js";
 import { withBenchDatabase } from "./bench-database.js";
-import { median, peakRssMiB, resultTable, round, rssMiB, startChild, stopChild } from "./stats.js";
+import { cpuMicros, median, peakRssMiB, resultTable, round, rssMiB, startChild, stopChild } from "./stats.js";
 import type { BenchResult } from "./stats.js";
 
 /** The parts `make bench` runs, in order; any of them can be named on the command line. */
@@ -275,8 +275,19 @@ async function benchDistributedCall(results: BenchResult[], projectDir: string, 
       await bare.close();
       await ours.close();
 
+      // CPU per call of each process while it serves the 16 callers (/proc user + system time).
+      const services = [...stack.processes].map(([name, child]) => ({ name, pid: child.pid as number }));
+      const cpuBefore = services.map((p) => cpuMicros(p.pid));
       const tput = await throughput(stack.mcpUrl, token, "read_files", args, 16, 4_000);
+      const stackCalls = tput.callsPerSecond * 4;
+      const cpuPerCall = Object.fromEntries(
+        services.map((p, i) => [`${p.name.replace(/-/g, "_")}_cpu_us_per_call`, round((cpuMicros(p.pid) - (cpuBefore[i] as number)) / stackCalls, 0)]),
+      );
+      const barePid = again.child.pid as number;
+      const bareBefore = cpuMicros(barePid);
       const baseTput = await throughput(baselineUrl, "none", "read_file", { path: file }, 16, 4_000);
+      const bareCpu = round((cpuMicros(barePid) - bareBefore) / (baseTput.callsPerSecond * 4), 0);
+      const stackCpu = Object.values(cpuPerCall).reduce((a, b) => a + b, 0);
       results.push({
         name: "throughput_distributed",
         metrics: {
@@ -284,9 +295,13 @@ async function benchDistributedCall(results: BenchResult[], projectDir: string, 
           distributed_errors: tput.errors,
           baseline_calls_per_s: baseTput.callsPerSecond,
           ratio: round(tput.callsPerSecond / baseTput.callsPerSecond, 2),
+          ...cpuPerCall,
+          stack_cpu_us_per_call: stackCpu,
+          baseline_cpu_us_per_call: bareCpu,
+          cpu_ratio: round(stackCpu / bareCpu, 2),
         },
         notes:
-          "read_files through the distributed stack vs the bare SDK server, raw JSON-RPC over keep-alive HTTP, 16 concurrent callers, 4 s each (target ratio >= 1)",
+          "read_files through the distributed stack vs the bare SDK server, raw JSON-RPC over keep-alive HTTP, 16 concurrent callers, 4 s each (target ratio >= 1); CPU per call of each service process and of the bare server during its run (Postgres, Redis and the load generator not counted)",
       });
     } finally {
       await stopChild(again.child);

@@ -77,6 +77,17 @@ export function rssMiB(pid: number): number {
   return m ? Number(m[1]) / 1024 : Number.NaN;
 }
 
+/** CPU time (user plus system, all threads) a live process has used so far, in microseconds; NaN once it is gone. */
+export function cpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    // utime and stime, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Peak resident memory (VmHWM) of a live process, in MiB. */
 export function peakRssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
