@@ -123,10 +123,7 @@ const orNull = (s: string) => (s === "" ? null : s);
 const codeOrNull = (s: string) => (CODE.test(s) ? s : null);
 const clampInt = (n: number) => Math.max(0, Math.min(2_147_483_647, Math.round(n)));
 
-/**
- * The stored columns, each with the element type its values are sent as (one array per column,
- * see appendActions) and how a column's value is made from that element.
- */
+/** The stored columns, each with the type of the array its values are sent in (see INSERT_SQL). */
 const COLUMN_TYPES = {
   call_id: "text",
   started_at: "timestamptz",
@@ -154,17 +151,17 @@ const COLUMN_TYPES = {
 const COLUMNS = Object.keys(COLUMN_TYPES) as (keyof typeof COLUMN_TYPES)[];
 const LEAVES = COLUMNS.indexOf("args_shape_leaves");
 
+const SELECTED = COLUMNS.map((c) => (c === "args_shape_leaves" ? `string_to_array(${c}, ',')` : c));
+const ARRAYS = COLUMNS.map((c, k) => `$${k + 1}::${COLUMN_TYPES[c]}[]`);
 /**
  * One statement for any number of rows: a parameter per column, each an array of that column's
  * values, unnested into rows. Its text never changes, so Postgres parses and plans the same few
  * parameters for every batch (a VALUES list takes a parameter per column per row: thousands to
  * parse for one batch of reads).
  */
-const INSERT_SQL = `INSERT INTO ${AUDIT_SCHEMA}.action_audit (${COLUMNS.join(",")}) SELECT ${COLUMNS.map((c) =>
-  c === "args_shape_leaves" ? `string_to_array(${c}, ',')` : c,
-).join(
-  ",",
-)} FROM unnest(${COLUMNS.map((c, k) => `$${k + 1}::${COLUMN_TYPES[c]}[]`).join(",")}) AS r(${COLUMNS.join(",")}) ON CONFLICT (call_id, started_at) DO NOTHING`;
+const INSERT_SQL =
+  `INSERT INTO ${AUDIT_SCHEMA}.action_audit (${COLUMNS.join(",")}) SELECT ${SELECTED.join(",")} ` +
+  `FROM unnest(${ARRAYS.join(",")}) AS r(${COLUMNS.join(",")}) ON CONFLICT (call_id, started_at) DO NOTHING`;
 
 function rowValues(r: ActionRecord): unknown[] {
   // Anything but a success is stored as a failure (the table holds settled outcomes only).
@@ -258,14 +255,13 @@ export async function appendActions(db: Database, records: readonly ActionRecord
       row[LEAVES] = leaves === null ? null : leaves.join(",");
       row.forEach((v, k) => values[k]?.push(v));
     }
-    const sql = INSERT_SQL;
     try {
-      stored += (await db.query(sql, values)).rowCount;
+      stored += (await db.query(INSERT_SQL, values)).rowCount;
     } catch (error) {
       // 23514: no partition for a row (e.g. dropped by another replica's retention): refresh once.
       if ((error as { code?: string }).code !== "23514") throw error;
       await ensureDays(db, new Set(batch.map((r) => dayOf(Number(r.startedAtUnixMs)))), true);
-      stored += (await db.query(sql, values)).rowCount;
+      stored += (await db.query(INSERT_SQL, values)).rowCount;
     }
   }
   return stored;

@@ -279,14 +279,13 @@ async function benchDistributedCall(results: BenchResult[], projectDir: string, 
       const services = [...stack.processes].map(([name, child]) => ({ name, pid: child.pid as number }));
       const cpuBefore = services.map((p) => cpuMicros(p.pid));
       const tput = await throughput(stack.mcpUrl, token, "read_files", args, 16, 4_000);
-      const stackCalls = tput.callsPerSecond * 4;
       const cpuPerCall = Object.fromEntries(
-        services.map((p, i) => [`${p.name.replace(/-/g, "_")}_cpu_us_per_call`, round((cpuMicros(p.pid) - (cpuBefore[i] as number)) / stackCalls, 0)]),
+        services.map((p, i) => [`${p.name.replace(/-/g, "_")}_cpu_us_per_call`, round((cpuMicros(p.pid) - (cpuBefore[i] as number)) / tput.calls, 0)]),
       );
       const barePid = again.child.pid as number;
       const bareBefore = cpuMicros(barePid);
       const baseTput = await throughput(baselineUrl, "none", "read_file", { path: file }, 16, 4_000);
-      const bareCpu = round((cpuMicros(barePid) - bareBefore) / (baseTput.callsPerSecond * 4), 0);
+      const bareCpu = round((cpuMicros(barePid) - bareBefore) / baseTput.calls, 0);
       const stackCpu = Object.values(cpuPerCall).reduce((a, b) => a + b, 0);
       results.push({
         name: "throughput_distributed",

@@ -115,7 +115,7 @@ export async function throughput(
   args: Record<string, unknown>,
   concurrency: number,
   durationMs: number,
-): Promise<{ callsPerSecond: number; errors: number }> {
+): Promise<{ callsPerSecond: number; calls: number; errors: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const target = new URL(url);
   const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } });
@@ -151,7 +151,7 @@ export async function throughput(
     }),
   );
   agent.destroy();
-  return { callsPerSecond: round(done / ((performance.now() - start) / 1000), 0), errors };
+  return { callsPerSecond: round(done / ((performance.now() - start) / 1000), 0), calls: done, errors };
 }
 
 /** The project_ref a fresh caller gets from list_projects (refs are issued on discovery). */
