@@ -34,7 +34,7 @@ export const READ_MAX_BYTES = 0xffffffff;
 const MAX_TIMEOUT_MS = 9_999_999_999;
 
 /** The reason a handler's signal carries once its call is over (answered or failed). */
-export const CALL_OVER = new ConnectError("the call is over", Code.Canceled);
+const CALL_OVER = new ConnectError("the call is over", Code.Canceled);
 
 /** The fields of HTTP/2 headers (pseudo-headers left out) as a Headers object. */
 export function headersOf(h: http2.IncomingHttpHeaders): Headers {

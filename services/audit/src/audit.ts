@@ -149,7 +149,6 @@ const COLUMN_TYPES = {
   summary: "jsonb",
 } as const;
 const COLUMNS = Object.keys(COLUMN_TYPES) as (keyof typeof COLUMN_TYPES)[];
-const LEAVES = COLUMNS.indexOf("args_shape_leaves");
 
 const SELECTED = COLUMNS.map((c) => (c === "args_shape_leaves" ? `string_to_array(${c}, ',')` : c));
 const ARRAYS = COLUMNS.map((c, k) => `$${k + 1}::${COLUMN_TYPES[c]}[]`);
@@ -188,7 +187,8 @@ function rowValues(r: ActionRecord): unknown[] {
     clampInt(r.durationUs),
     JSON.stringify(stages),
     shape?.fingerprint ?? null,
-    shape ? [...new Set(shape.leaves.filter((l) => HEX12.test(l)))].sort().slice(0, 64) : null,
+    // Joined by commas (see COLUMN_TYPES); split again by INSERT_SQL.
+    shape ? [...new Set(shape.leaves.filter((l) => HEX12.test(l)))].sort().slice(0, 64).join(",") : null,
     size ? clampInt(size.canonicalBytes) : null,
     size ? clampInt(size.projectedBytes) : null,
     size ? clampInt(size.projectedMetadataBytes) : null,
@@ -249,12 +249,7 @@ export async function appendActions(db: Database, records: readonly ActionRecord
   for (let at = 0; at < all.length; at += MAX_ROWS_PER_STATEMENT) {
     const batch = all.slice(at, at + MAX_ROWS_PER_STATEMENT);
     const values: unknown[][] = COLUMNS.map(() => []);
-    for (const r of batch) {
-      const row = rowValues(r);
-      const leaves = row[LEAVES] as string[] | null;
-      row[LEAVES] = leaves === null ? null : leaves.join(",");
-      row.forEach((v, k) => values[k]?.push(v));
-    }
+    for (const r of batch) rowValues(r).forEach((v, k) => values[k]?.push(v));
     try {
       stored += (await db.query(INSERT_SQL, values)).rowCount;
     } catch (error) {
